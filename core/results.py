@@ -1,0 +1,198 @@
+"""Per-slice results in a stable shape: JSON (NaN -> null), long-format rows, pandas, a text table."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from core.codec import slice_key_to_json
+from core.slicing import slice_name
+
+
+def jsonable(value: Any) -> Any:
+    """Numbers/arrays as plain JSON values; NaN and +-inf become None (``null``)."""
+    if isinstance(value, np.ndarray):
+        return [jsonable(v) for v in value.tolist()]
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+@dataclass(frozen=True)
+class SliceResult:
+    """Metric values of one slice.
+
+    Attributes:
+        slice: the slice key, a tuple of ``(column, value)`` pairs (``()`` = overall).
+        n: number of valid examples folded (int).
+        weight: sum of their weights (float; equals ``n`` unweighted).
+        skipped: invalid rows skipped under ``on_invalid="skip"`` (0 otherwise).
+        metrics: ``{metric key: float | np.ndarray}``; NaN where undefined.
+    """
+
+    slice: tuple
+    n: int
+    weight: float
+    skipped: int
+    metrics: dict[str, Any]
+
+    @property
+    def name(self) -> str:
+        return slice_name(self.slice)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "slice": {c: v for c, v in self.slice},
+            "n": int(self.n),
+            "weight": float(self.weight),
+            "skipped": int(self.skipped),
+            "metrics": {k: jsonable(v) for k, v in self.metrics.items()},
+        }
+
+
+@dataclass(frozen=True)
+class Results:
+    """All slices' results, overall first, in a deterministic order.
+
+    Attributes:
+        slices: list of :class:`SliceResult`.
+        config: JSON-ready description of the evaluation (task, metrics, columns, slices).
+    """
+
+    slices: list[SliceResult]
+    config: dict[str, Any] = field(default_factory=dict)
+
+    def __getitem__(self, key: tuple) -> SliceResult:
+        for s in self.slices:
+            if s.slice == tuple(key):
+                return s
+        raise KeyError(f"no slice {key!r}")
+
+    @property
+    def overall(self) -> SliceResult:
+        return self[()]
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"slices": [{"slice": {col: value}, "n", "weight", "skipped", "metrics"}], "config",
+        "skipped"}``; NaN becomes None."""
+        return {
+            "slices": [s.to_dict() for s in self.slices],
+            "skipped": int(self.overall.skipped) if self.slices else 0,
+            "config": self.config,
+        }
+
+    def to_json(self, indent: int | None = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent, allow_nan=False)
+
+    def to_rows(self) -> list[dict[str, Any]]:
+        """Long format: one row per (slice, metric, index) with keys ``slice`` (display name),
+        ``slice_key`` (JSON pairs), ``n``, ``weight``, ``skipped``, ``metric``, ``index`` (None for
+        scalars, ``"i"`` or ``"i,j"`` for arrays) and ``value`` (float; NaN where undefined)."""
+        rows = []
+        for s in self.slices:
+            base = {
+                "slice": s.name,
+                "slice_key": slice_key_to_json(s.slice),
+                "n": int(s.n),
+                "weight": float(s.weight),
+                "skipped": int(s.skipped),
+            }
+            for k, v in s.metrics.items():
+                arr = np.asarray(v, dtype=np.float64)
+                if arr.ndim == 0:
+                    rows.append({**base, "metric": k, "index": None, "value": float(arr)})
+                else:
+                    for idx in np.ndindex(arr.shape):
+                        rows.append({**base, "metric": k, "index": ",".join(map(str, idx)), "value": float(arr[idx])})
+        return rows
+
+    def to_pandas(self):  # pragma: no cover - thin
+        """Long-format ``pandas.DataFrame`` of :meth:`to_rows` (needs pandas)."""
+        import pandas as pd
+
+        return pd.DataFrame(self.to_rows(), columns=["slice", "slice_key", "n", "weight", "skipped", "metric", "index", "value"])
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Results":
+        """Rebuild from :meth:`to_dict` output (None -> NaN; lists -> arrays)."""
+        slices = []
+        for s in data["slices"]:
+            metrics = {}
+            for k, v in s["metrics"].items():
+                if isinstance(v, list):
+                    metrics[k] = np.array(v, dtype=np.float64)
+                else:
+                    metrics[k] = float("nan") if v is None else v
+            slices.append(SliceResult(tuple(s["slice"].items()), s["n"], s.get("weight", s["n"]), s.get("skipped", 0), metrics))
+        return cls(slices, data.get("config", {}))
+
+    @classmethod
+    def from_rows(cls, rows: list[dict[str, Any]], config: dict[str, Any] | None = None, spec_order: Any = ()) -> "Results":
+        """Rebuild from long-format rows (:meth:`to_rows`, e.g. collected from Spark).
+
+        Array metrics are reassembled from their ``index`` cells; slices are sorted as in
+        :meth:`core.evaluation.Evaluation.finish` (overall first, then ``spec_order``).
+        """
+        from core.codec import slice_key_from_json
+        from core.slicing import sort_key
+
+        by_slice: dict[tuple, dict[str, Any]] = {}
+        cells: dict[tuple, dict[str, dict[tuple, float]]] = {}
+        for r in rows:
+            key = slice_key_from_json(r["slice_key"])
+            info = by_slice.setdefault(key, {"n": int(r["n"]), "weight": float(r["weight"]), "skipped": int(r["skipped"]), "metrics": {}})
+            value = float("nan") if r["value"] is None else float(r["value"])
+            if r.get("index") is None:
+                info["metrics"][r["metric"]] = value
+            else:
+                info["metrics"].setdefault(r["metric"], None)
+                idx = tuple(int(i) for i in str(r["index"]).split(","))
+                cells.setdefault(key, {}).setdefault(r["metric"], {})[idx] = value
+        for key, per_metric in cells.items():
+            for name, values in per_metric.items():
+                shape = tuple(max(i[d] for i in values) + 1 for d in range(len(next(iter(values)))))
+                arr = np.full(shape, np.nan)
+                for idx, v in values.items():
+                    arr[idx] = v
+                by_slice[key]["metrics"][name] = arr
+        order = sorted(by_slice, key=lambda k: sort_key(k, list(spec_order)))
+        return cls([SliceResult(k, **by_slice[k]) for k in order], config or {})
+
+    @classmethod
+    def from_slices(cls, slices: list[SliceResult], config: dict[str, Any] | None = None, spec_order: Any = ()) -> "Results":
+        """Sort per-slice results (e.g. collected from a Beam PCollection) into a Results."""
+        from core.slicing import sort_key
+
+        return cls(sorted(slices, key=lambda s: sort_key(s.slice, list(spec_order))), config or {})
+
+    def format_table(self, max_rows: int = 60) -> str:
+        """A readable fixed-width table: one row per slice, one column per scalar metric."""
+        if not self.slices:
+            return "(no results)"
+        names = [k for k, v in self.slices[0].metrics.items() if np.ndim(v) == 0]
+        header = ["slice", "n"] + names + (["skipped"] if any(s.skipped for s in self.slices) else [])
+        rows = []
+        for s in self.slices[:max_rows]:
+            r = [s.name, str(s.n)] + [_cell(s.metrics[k]) for k in names]
+            if header[-1] == "skipped":
+                r.append(str(s.skipped))
+            rows.append(r)
+        widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
+        fmt = lambda r: "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))  # noqa: E731
+        lines = [fmt(header), "  ".join("-" * w for w in widths)] + [fmt(r) for r in rows]
+        if len(self.slices) > max_rows:
+            lines.append(f"... {len(self.slices) - max_rows} more slices")
+        return "\n".join(lines)
+
+
+def _cell(v: Any) -> str:
+    v = float(v)
+    return "null" if not math.isfinite(v) else f"{v:.4f}"

@@ -1,0 +1,309 @@
+"""Sufficient-statistic states: small, fixed-shape, exactly mergeable value objects.
+
+A state is a hashable ``layout`` (its configuration) plus fixed-shape float64/int64 arrays. States of
+the same layout merge by fieldwise addition, so ``merge`` is associative and commutative and
+``zero(layout)`` is its identity: any split of the data over workers and batches gives the same
+state (exactly for integer-valued weights; float weights are summed in float64).
+
+Kinds:
+    * :class:`ExampleCountState`: example count, weight sum and skipped-row count.
+    * :class:`BinaryConfusionState`: weighted tp/fp/tn/fn at one or more thresholds.
+    * :class:`ConfusionMatrixState`: weighted K x K confusion matrix (row = true, column = predicted).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Any, ClassVar
+
+import numpy as np
+
+from core._inputs import Batch
+
+STATE_KINDS: dict[str, type["State"]] = {}
+
+
+class State:
+    """Base class of all states. Subclasses define ``kind``, ``Layout`` and ``FIELDS``.
+
+    ``FIELDS`` is a tuple of ``(name, dtype)``; ``shape(layout)`` gives every field's shape.
+    Instances are immutable (their arrays are read-only).
+    """
+
+    kind: ClassVar[str]
+    Layout: ClassVar[type]
+    FIELDS: ClassVar[tuple[tuple[str, str], ...]]
+
+    __slots__ = ("layout", "arrays")
+
+    def __init_subclass__(cls, **kw: Any) -> None:
+        super().__init_subclass__(**kw)
+        if cls.kind in STATE_KINDS:
+            raise ValueError(f"state kind {cls.kind!r} is defined twice")
+        STATE_KINDS[cls.kind] = cls
+
+    def __init__(self, layout: Any, arrays: dict[str, np.ndarray]):
+        if not isinstance(layout, self.Layout):
+            raise TypeError(f"{self.kind}: layout must be {self.Layout.__name__}, got {layout!r}")
+        checked = {}
+        for name, dtype in self.FIELDS:
+            a = np.asarray(arrays[name])
+            want = self.shape(layout, name)
+            if a.dtype != np.dtype(dtype) or a.shape != want:
+                raise ValueError(
+                    f"{self.kind}.{name}: expected {dtype}{want}, got {a.dtype}{a.shape}"
+                )
+            if a.flags.writeable:
+                a.flags.writeable = False
+            checked[name] = a
+        object.__setattr__(self, "layout", layout)
+        object.__setattr__(self, "arrays", checked)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"{type(self).__name__} is immutable")
+
+    # -- layout ------------------------------------------------------------------------------
+    @classmethod
+    def shape(cls, layout: Any, field: str) -> tuple[int, ...]:
+        return ()
+
+    @classmethod
+    def zero(cls, layout: Any) -> "State":
+        """The identity state of ``layout``: all sums zero."""
+        return cls(layout, {n: np.zeros(cls.shape(layout, n), dtype=d) for n, d in cls.FIELDS})
+
+    @classmethod
+    def from_batch(cls, layout: Any, batch: Batch) -> "State":
+        """The state of one validated batch (vectorised, no per-row Python)."""
+        raise NotImplementedError
+
+    def fold(self, batch: Batch) -> "State":
+        """``self.merge(from_batch(self.layout, batch))``."""
+        return self.merge(type(self).from_batch(self.layout, batch))
+
+    def merge(self, other: "State") -> "State":
+        """Fieldwise sum of two states of the same kind and layout.
+
+        Raises:
+            ValueError: the kinds or layouts differ; the message names the differing setting.
+        """
+        if type(other) is not type(self):
+            raise ValueError(f"cannot merge state {other.kind!r} into {self.kind!r}")
+        if other.layout != self.layout:
+            raise ValueError(f"cannot merge {self.kind} states: {_layout_diff(self.layout, other.layout)}")
+        return type(self)(self.layout, {n: self.arrays[n] + other.arrays[n] for n, _ in self.FIELDS})
+
+    __add__ = merge
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            type(other) is type(self)
+            and other.layout == self.layout
+            and all(np.array_equal(self.arrays[n], other.arrays[n]) for n, _ in self.FIELDS)
+        )
+
+    def __hash__(self) -> int:
+        return hash((self.kind, self.layout, tuple(self.arrays[n].tobytes() for n, _ in self.FIELDS)))
+
+    def __getitem__(self, field: str) -> np.ndarray:
+        return self.arrays[field]
+
+    def __repr__(self) -> str:
+        body = ", ".join(f"{n}={self.arrays[n].tolist()}" for n, _ in self.FIELDS)
+        return f"{type(self).__name__}({self.layout}, {body})"
+
+    def summary(self) -> str:
+        """One line for tree printing: kind, layout and size in bytes."""
+        size = sum(a.nbytes for a in self.arrays.values())
+        return f"{self.kind} {self.layout} ({size} B)"
+
+    def encode(self) -> bytes:
+        """Versioned, checksummed bytes (see :mod:`core.codec`)."""
+        from core.codec import encode_state
+
+        return encode_state(self)
+
+    @staticmethod
+    def decode(data: bytes) -> "State":
+        """Inverse of :meth:`encode`. Raises ``ValueError`` on corrupted or foreign bytes."""
+        from core.codec import decode_state
+
+        return decode_state(data)
+
+
+def _layout_diff(a: Any, b: Any) -> str:
+    if type(a) is not type(b):
+        return f"layout {a!r} != {b!r}"
+    diffs = [
+        f"{f.name} {getattr(a, f.name)!r} != {getattr(b, f.name)!r}"
+        for f in fields(a)
+        if getattr(a, f.name) != getattr(b, f.name)
+    ]
+    return "different " + "; ".join(diffs)
+
+
+def _weighted_count(index: np.ndarray, weight: np.ndarray | None, size: int) -> np.ndarray:
+    """Exact per-index sums: int counts (as float64) or float64 weight sums."""
+    if weight is None:
+        return np.bincount(index, minlength=size).astype(np.float64)
+    return np.bincount(index, weights=weight, minlength=size)
+
+
+# ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ExampleCountLayout:
+    """No configuration: every slice counts its examples."""
+
+
+class ExampleCountState(State):
+    """Number of examples (int64), their weight sum (float64) and skipped invalid rows (int64)."""
+
+    kind = "example_count"
+    Layout = ExampleCountLayout
+    FIELDS = (("count", "int64"), ("weight", "float64"), ("skipped", "int64"))
+
+    @classmethod
+    def from_batch(cls, layout: ExampleCountLayout, batch: Batch) -> "ExampleCountState":
+        return cls(
+            layout,
+            {
+                "count": np.int64(batch.n),
+                "weight": np.float64(batch.weight_sum()),
+                "skipped": np.int64(0),
+            },
+        )
+
+    @classmethod
+    def skipped_rows(cls, count: int) -> "ExampleCountState":
+        """A state recording ``count`` skipped invalid rows and nothing else."""
+        return cls(
+            ExampleCountLayout(),
+            {"count": np.int64(0), "weight": np.float64(0.0), "skipped": np.int64(count)},
+        )
+
+
+# ---------------------------------------------------------------------------------------------
+THRESHOLD_RULES = (">=", ">")
+
+
+@dataclass(frozen=True)
+class BinaryConfusionLayout:
+    """Sorted distinct thresholds and the rule: ``>=`` means ``score >= t`` is predicted positive."""
+
+    thresholds: tuple[float, ...] = (0.5,)
+    threshold_rule: str = ">="
+
+    def __post_init__(self) -> None:
+        t = tuple(float(x) for x in self.thresholds)
+        if not t:
+            raise ValueError("thresholds: at least one threshold is needed")
+        if any(not np.isfinite(x) for x in t):
+            raise ValueError(f"thresholds must be finite, got {t}")
+        if list(t) != sorted(set(t)):
+            raise ValueError(f"thresholds must be sorted and distinct, got {t}")
+        if self.threshold_rule not in THRESHOLD_RULES:
+            raise ValueError(f"threshold_rule must be one of {THRESHOLD_RULES}, got {self.threshold_rule!r}")
+        object.__setattr__(self, "thresholds", t)
+
+    def index(self, threshold: float) -> int:
+        try:
+            return self.thresholds.index(float(threshold))
+        except ValueError:
+            raise KeyError(f"threshold {threshold} is not in this state's thresholds {self.thresholds}")
+
+
+class BinaryConfusionState(State):
+    """Weighted confusion counts at each threshold: ``tp, fp, tn, fn``, each (T,) float64.
+
+    Predictions come from ``y_score`` (``score >= t``, or ``>`` with ``threshold_rule=">"``) or,
+    when the batch has only hard predictions ``y_pred`` in {0, 1}, from ``y_pred`` at every
+    threshold in (0, 1]. Unweighted counts are exact integers stored in float64 (exact to 2**53).
+    """
+
+    kind = "binary_confusion"
+    Layout = BinaryConfusionLayout
+    FIELDS = (("tp", "float64"), ("fp", "float64"), ("tn", "float64"), ("fn", "float64"))
+
+    @classmethod
+    def shape(cls, layout: BinaryConfusionLayout, field: str) -> tuple[int, ...]:
+        return (len(layout.thresholds),)
+
+    @classmethod
+    def from_batch(cls, layout: BinaryConfusionLayout, batch: Batch) -> "BinaryConfusionState":
+        thr = np.asarray(layout.thresholds)
+        t = thr.shape[0]
+        score = batch.y_score if batch.y_score is not None else batch.y_pred
+        if score is None:
+            raise ValueError("binary confusion counts need scores or predictions")
+        # k[i] = number of thresholds at which row i is predicted positive; row i is positive at
+        # threshold j iff j < k[i] (thresholds ascending).
+        side = "right" if layout.threshold_rule == ">=" else "left"
+        if t == 1:
+            pos = score >= thr[0] if side == "right" else score > thr[0]
+            k = pos.view(np.int8) if pos.dtype == np.bool_ else pos.astype(np.int8)
+        else:
+            k = np.searchsorted(thr, score, side=side)
+        y = batch.y_true
+        # one bincount over (label, k) pairs
+        counts = _weighted_count(y * (t + 1) + k, batch.sample_weight, 2 * (t + 1)).reshape(2, t + 1)
+        neg, pos_ = counts[0], counts[1]
+        # positives predicted at threshold j: rows with k > j -> reverse cumulative sums
+        pos_pred_pos = np.cumsum(pos_[::-1])[::-1][1:]  # sum_{k>j} for j = 0..t-1
+        neg_pred_pos = np.cumsum(neg[::-1])[::-1][1:]
+        p_total, n_total = pos_.sum(), neg.sum()
+        return cls(
+            layout,
+            {
+                "tp": pos_pred_pos,
+                "fp": neg_pred_pos,
+                "tn": n_total - neg_pred_pos,
+                "fn": p_total - pos_pred_pos,
+            },
+        )
+
+    def counts(self, threshold: float) -> tuple[float, float, float, float]:
+        """``(tp, fp, tn, fn)`` at one of the state's thresholds (KeyError if absent)."""
+        j = self.layout.index(threshold)
+        a = self.arrays
+        return float(a["tp"][j]), float(a["fp"][j]), float(a["tn"][j]), float(a["fn"][j])
+
+    def confusion_matrix(self, threshold: float) -> np.ndarray:
+        """The 2 x 2 matrix ``[[tn, fp], [fn, tp]]`` (rows true, columns predicted) at a threshold."""
+        tp, fp, tn, fn = self.counts(threshold)
+        return np.array([[tn, fp], [fn, tp]], dtype=np.float64)
+
+
+# ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ConfusionMatrixLayout:
+    """Number of classes K (labels and predictions in [0, K))."""
+
+    num_classes: int
+
+    def __post_init__(self) -> None:
+        if isinstance(self.num_classes, bool) or int(self.num_classes) != self.num_classes or self.num_classes < 2:
+            raise ValueError(f"num_classes must be an integer >= 2, got {self.num_classes!r}")
+        object.__setattr__(self, "num_classes", int(self.num_classes))
+
+
+class ConfusionMatrixState(State):
+    """Weighted K x K confusion matrix, float64: ``matrix[i, j]`` sums rows with true i, predicted j.
+
+    Same orientation as ``sklearn.metrics.confusion_matrix``.
+    """
+
+    kind = "confusion_matrix"
+    Layout = ConfusionMatrixLayout
+    FIELDS = (("matrix", "float64"),)
+
+    @classmethod
+    def shape(cls, layout: ConfusionMatrixLayout, field: str) -> tuple[int, ...]:
+        return (layout.num_classes, layout.num_classes)
+
+    @classmethod
+    def from_batch(cls, layout: ConfusionMatrixLayout, batch: Batch) -> "ConfusionMatrixState":
+        if batch.y_pred is None:
+            raise ValueError("a confusion matrix needs predicted labels")
+        k = layout.num_classes
+        m = _weighted_count(batch.y_true * k + batch.y_pred, batch.sample_weight, k * k)
+        return cls(layout, {"matrix": m.reshape(k, k)})
