@@ -274,7 +274,7 @@ class Evaluation:
         per-slice results (Beam) or long-format rows (Spark)."""
         spec_order = [s.columns for s in self.slices]
         if rows is not None:
-            return Results.from_rows(list(rows), self.describe(), spec_order)
+            return Results.from_rows(list(rows), self.describe(), spec_order, self.plan.keys)
         return Results.from_slices(list(slices or []), self.describe(), spec_order)
 
     def evaluate(self, batches: Iterable[Any]) -> Results:

@@ -135,7 +135,9 @@ class Results:
         return cls(slices, data.get("config", {}))
 
     @classmethod
-    def from_rows(cls, rows: list[dict[str, Any]], config: dict[str, Any] | None = None, spec_order: Any = ()) -> "Results":
+    def from_rows(
+        cls, rows: list[dict[str, Any]], config: dict[str, Any] | None = None, spec_order: Any = (), metric_order: Any = ()
+    ) -> "Results":
         """Rebuild from long-format rows (:meth:`to_rows`, e.g. collected from Spark).
 
         Array metrics are reassembled from their ``index`` cells; slices are sorted as in
@@ -163,6 +165,9 @@ class Results:
                 for idx, v in values.items():
                     arr[idx] = v
                 by_slice[key]["metrics"][name] = arr
+        rank = {m: i for i, m in enumerate(metric_order)}
+        for info in by_slice.values():
+            info["metrics"] = dict(sorted(info["metrics"].items(), key=lambda kv: rank.get(kv[0], len(rank))))
         order = sorted(by_slice, key=lambda k: sort_key(k, list(spec_order)))
         return cls([SliceResult(k, **by_slice[k]) for k in order], config or {})
 
