@@ -184,9 +184,12 @@ class Results:
             return "(no results)"
         names = [k for k, v in self.slices[0].metrics.items() if np.ndim(v) == 0]
         header = ["slice", "n"] + names + (["skipped"] if any(s.skipped for s in self.slices) else [])
+        shown = self.slices[:max_rows]
+        # columns of whole numbers (counts) print without decimals
+        whole = {k for k in names if all(_is_whole(s.metrics[k]) for s in shown) and any(abs(float(s.metrics[k])) > 1 for s in shown)}
         rows = []
-        for s in self.slices[:max_rows]:
-            r = [s.name, str(s.n)] + [_cell(s.metrics[k]) for k in names]
+        for s in shown:
+            r = [s.name, str(s.n)] + [_cell(s.metrics[k], k in whole) for k in names]
             if header[-1] == "skipped":
                 r.append(str(s.skipped))
             rows.append(r)
@@ -198,6 +201,13 @@ class Results:
         return "\n".join(lines)
 
 
-def _cell(v: Any) -> str:
+def _is_whole(v: Any) -> bool:
     v = float(v)
-    return "null" if not math.isfinite(v) else f"{v:.4f}"
+    return not math.isfinite(v) or v.is_integer()
+
+
+def _cell(v: Any, whole: bool = False) -> str:
+    v = float(v)
+    if not math.isfinite(v):
+        return "null"
+    return f"{v:.0f}" if whole else f"{v:.4f}"

@@ -1,0 +1,132 @@
+"""Run one :class:`core.Evaluation` over a file or directory on an engine: local, beam or spark.
+
+No metric math here: the local engine streams Arrow record batches into ``Evaluation.fold``; the
+Beam engine reads record batches and applies ``beam_metrics.ComputeMetrics``; the Spark engine
+reads a DataFrame and applies ``spark_metrics.compute_metrics``. All return a ``core.Results``.
+"""
+
+from __future__ import annotations
+
+import glob
+import logging
+import os
+import shutil
+import tempfile
+from typing import Any, Sequence
+
+from core import Evaluation, Results
+from pipelines import io
+
+log = logging.getLogger("pipelines")
+
+ENGINES = ("local", "beam", "spark")
+
+
+def run_local(evaluation: Evaluation, path: str, fmt: str | None = None, batch_size: int = 65536) -> Results:
+    """Fold the input's record batches one at a time (memory stays flat); no engine needed."""
+    acc = evaluation.zero()
+    offset = 0
+    for batch in io.iter_batches(path, evaluation.columns, fmt, batch_size):
+        evaluation.fold(acc, batch, row_offset=offset)
+        offset += batch.num_rows
+    log.info("local: folded %d rows", offset)
+    return evaluation.finish(acc)
+
+
+def _read_file_batches(path: str, fmt: str, columns: Sequence[str], batch_size: int):
+    yield from io.iter_batches(path, columns, fmt, batch_size)
+
+
+def run_beam(
+    evaluation: Evaluation,
+    path: str,
+    fmt: str | None = None,
+    beam_args: Sequence[str] = (),
+    batch_size: int = 65536,
+) -> Results:
+    """Run ``ComputeMetrics`` on Beam (DirectRunner unless ``beam_args`` name another runner).
+
+    Parquet is read with ``ReadAllFromParquetBatched`` (Arrow record batches, split by row
+    groups); CSV and JSON Lines files are read per file with pyarrow. Per-slice results are written
+    as JSON lines to a temporary directory and read back.
+
+    Raises:
+        ImportError: apache-beam is not installed (``pip install 'mergeable-metrics[beam]'``).
+    """
+    try:
+        import apache_beam as beam
+        from apache_beam.options.pipeline_options import PipelineOptions
+    except ImportError as e:  # pragma: no cover - depends on the install
+        raise ImportError("the beam engine needs apache-beam: pip install 'mergeable-metrics[beam]'") from e
+    from beam_metrics import ComputeMetrics, slice_result_from_json, slice_result_to_json
+
+    fmt = io.detect_format(path, fmt)
+    files = io.list_files(path, fmt)
+    columns = evaluation.columns
+    io.check_columns(io.dataset(path, fmt), columns, path)
+    args = list(beam_args)
+    if not any(a.startswith("--runner") for a in args):
+        args.append("--runner=DirectRunner")
+    tmp = tempfile.mkdtemp(prefix="mm-beam-")
+    try:
+        with beam.Pipeline(options=PipelineOptions(args)) as p:
+            names = p | "Files" >> beam.Create(files)
+            if fmt == "parquet":
+                batches = names | "Read" >> beam.io.ReadAllFromParquetBatched(columns=list(columns))
+            else:
+                batches = names | "Read" >> beam.FlatMap(_read_file_batches, fmt, list(columns), batch_size)
+            (
+                batches
+                | "Metrics" >> ComputeMetrics(evaluation)
+                | "ToJson" >> beam.Map(slice_result_to_json)
+                | "Write" >> beam.io.WriteToText(os.path.join(tmp, "slices"), file_name_suffix=".jsonl")
+            )
+        lines = []
+        for f in sorted(glob.glob(os.path.join(tmp, "slices*.jsonl"))):
+            with open(f) as fh:
+                lines += [ln for ln in fh.read().splitlines() if ln.strip()]
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    log.info("beam: %d slices", len(lines))
+    return evaluation.collect(slices=[slice_result_from_json(ln) for ln in lines])
+
+
+def run_spark(evaluation: Evaluation, path: str, fmt: str | None = None, master: str = "local[2]") -> Results:
+    """Run ``compute_metrics`` on Spark (``master`` e.g. ``local[2]`` or ``spark://host:7077``).
+
+    Raises:
+        ImportError: pyspark is not installed (``pip install 'mergeable-metrics[spark]'``).
+        RuntimeError: no Java runtime (Spark needs JDK 17+).
+    """
+    try:
+        import pyspark  # noqa: F401
+    except ImportError as e:  # pragma: no cover
+        raise ImportError("the spark engine needs pyspark: pip install 'mergeable-metrics[spark]'") from e
+    from spark_metrics import collect_results, compute_metrics, get_spark
+
+    fmt = io.detect_format(path, fmt)
+    io.check_columns(io.dataset(path, fmt), evaluation.columns, path)
+    spark = get_spark(master=master)
+    path = os.path.abspath(path)
+    if fmt == "parquet":
+        df = spark.read.parquet(path)
+    elif fmt == "csv":
+        df = spark.read.csv(path, header=True, inferSchema=True)
+    else:
+        df = spark.read.json(path)
+    return collect_results(compute_metrics(df, evaluation=evaluation), evaluation)
+
+
+def run(engine: str, evaluation: Evaluation, path: str, fmt: str | None = None, **options: Any) -> Results:
+    """Dispatch to :func:`run_local`, :func:`run_beam` or :func:`run_spark`.
+
+    Raises:
+        ValueError: unknown engine.
+    """
+    if engine == "local":
+        return run_local(evaluation, path, fmt, batch_size=options.get("batch_size", 65536))
+    if engine == "beam":
+        return run_beam(evaluation, path, fmt, beam_args=options.get("beam_args", ()), batch_size=options.get("batch_size", 65536))
+    if engine == "spark":
+        return run_spark(evaluation, path, fmt, master=options.get("spark_master", "local[2]"))
+    raise ValueError(f"--engine must be one of {ENGINES}, got {engine!r}")

@@ -1,0 +1,151 @@
+"""CLI tests on small generated files: every format, the local engine against scikit-learn, errors."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
+import pytest
+from sklearn.metrics import accuracy_score, f1_score, precision_score, recall_score
+
+from pipelines.evaluate import main
+
+
+def _data(n: int = 3000, seed: int = 7) -> pa.Table:
+    rng = np.random.default_rng(seed)
+    label = rng.integers(0, 2, n)
+    score = np.clip(label * 0.3 + rng.random(n) * 0.7, 0, 1)
+    region = rng.choice(["north", "south", "east"], n)
+    device = rng.choice(["mobile", "desktop"], n)
+    weight = rng.integers(0, 4, n).astype(float)
+    return pa.table({"y": label, "p": score, "region": region, "device": device, "w": weight})
+
+
+def _write(table: pa.Table, path, fmt: str) -> None:
+    if fmt == "parquet":
+        pq.write_table(table, path)
+    elif fmt == "csv":
+        pacsv.write_csv(table, path)
+    else:
+        with open(path, "w") as fh:
+            for row in table.to_pylist():
+                fh.write(json.dumps(row) + "\n")
+
+
+def _sk(table: pa.Table, mask=None) -> dict:
+    y = table["y"].to_numpy()
+    pred = (table["p"].to_numpy() >= 0.5).astype(int)
+    w = table["w"].to_numpy()
+    if mask is not None:
+        y, pred, w = y[mask], pred[mask], w[mask]
+    return {
+        "accuracy": accuracy_score(y, pred, sample_weight=w),
+        "precision": precision_score(y, pred, sample_weight=w),
+        "recall": recall_score(y, pred, sample_weight=w),
+        "f1": f1_score(y, pred, sample_weight=w),
+    }
+
+
+def _close(a: float, b: float) -> bool:
+    return abs(a - b) <= 1e-9 * max(1.0, abs(a), abs(b))
+
+
+@pytest.mark.parametrize("fmt,ext", [("parquet", "parquet"), ("csv", "csv"), ("jsonl", "jsonl")])
+def test_local_engine_matches_sklearn_per_slice(tmp_path, fmt, ext):
+    table = _data()
+    src = tmp_path / f"preds.{ext}"
+    _write(table, src, fmt)
+    out = tmp_path / "out"
+    code = main(["--input", str(src), "--label", "y", "--score", "p", "--weight", "w", "--slice", "region",
+                 "--slice", "region,device", "--engine", "local", "--output", str(out), "--quiet", "--batch-size", "500"])  # fmt: skip
+    assert code == 0
+    doc = json.loads((out / "metrics.json").read_text())
+    slices = {tuple(sorted(s["slice"].items())): s for s in doc["slices"]}
+    assert len(slices) == 1 + 3 + 6
+    overall = slices[()]
+    assert overall["n"] == table.num_rows
+    for k, v in _sk(table).items():
+        assert _close(overall["metrics"][k], v), k
+    region = table["region"].to_numpy(zero_copy_only=False)
+    device = table["device"].to_numpy(zero_copy_only=False)
+    for r in ("north", "south", "east"):
+        s = slices[(("region", r),)]
+        assert s["n"] == int((region == r).sum())
+        for k, v in _sk(table, region == r).items():
+            assert _close(s["metrics"][k], v), (r, k)
+        for d in ("mobile", "desktop"):
+            s = slices[(("device", d), ("region", r))]
+            m = (region == r) & (device == d)
+            assert s["n"] == int(m.sum())
+            assert _close(s["metrics"]["f1"], _sk(table, m)["f1"])
+    # long-format parquet holds the same values
+    long = pq.read_table(out / "metrics.parquet").to_pylist()
+    row = next(r for r in long if r["slice"] == "Overall" and r["metric"] == "precision")
+    assert _close(row["value"], overall["metrics"]["precision"])
+    assert json.loads((out / "run.json").read_text())["rows"] == table.num_rows
+
+
+def test_multiclass_prediction_column(tmp_path):
+    rng = np.random.default_rng(3)
+    y = rng.integers(0, 4, 800)
+    p = np.where(rng.random(800) < 0.6, y, rng.integers(0, 4, 800))
+    pq.write_table(pa.table({"y": y, "p": p}), tmp_path / "mc.parquet")
+    code = main(["--input", str(tmp_path / "mc.parquet"), "--label", "y", "--prediction", "p", "--num-classes", "4",
+                 "--metrics", "accuracy,f1@macro,f1@weighted,f1@none,confusion_matrix", "--output", str(tmp_path / "o"), "--quiet"])  # fmt: skip
+    assert code == 0
+    m = json.loads((tmp_path / "o" / "metrics.json").read_text())["slices"][0]["metrics"]
+    assert _close(m["f1@macro"], f1_score(y, p, average="macro"))
+    assert _close(m["f1@weighted"], f1_score(y, p, average="weighted"))
+    assert np.allclose(m["f1@none"], f1_score(y, p, average=None), rtol=1e-12)
+    from sklearn.metrics import confusion_matrix
+
+    assert np.array_equal(np.array(m["confusion_matrix"]), confusion_matrix(y, p))
+
+
+def test_bad_value_reports_column_value_and_row(tmp_path, capsys):
+    table = _data(100)
+    scores = table["p"].to_numpy().copy()
+    scores[42] = np.nan
+    table = table.set_column(1, "p", pa.array(scores))
+    pq.write_table(table, tmp_path / "bad.parquet")
+    code = main(["--input", str(tmp_path / "bad.parquet"), "--label", "y", "--score", "p", "--output", str(tmp_path / "o")])
+    assert code == 1
+    err = capsys.readouterr().err
+    assert "'p'" in err and "nan" in err and "row 42" in err
+
+
+def test_skip_invalid_counts_rows_per_slice(tmp_path):
+    table = _data(200)
+    labels = table["y"].to_numpy().copy()
+    labels[[3, 4, 5]] = 7  # out of range
+    table = table.set_column(0, "y", pa.array(labels))
+    pq.write_table(table, tmp_path / "bad.parquet")
+    code = main(["--input", str(tmp_path / "bad.parquet"), "--label", "y", "--score", "p", "--slice", "region",
+                 "--skip-invalid", "--output", str(tmp_path / "o"), "--quiet"])  # fmt: skip
+    assert code == 0
+    doc = json.loads((tmp_path / "o" / "metrics.json").read_text())
+    assert doc["skipped"] == 3
+    assert doc["slices"][0]["n"] == 197
+    region = table["region"].to_numpy(zero_copy_only=False)
+    for s in doc["slices"][1:]:
+        assert s["skipped"] == int((region[[3, 4, 5]] == s["slice"]["region"]).sum())
+
+
+def test_missing_column_is_a_clear_error(tmp_path, capsys):
+    pq.write_table(_data(10), tmp_path / "d.parquet")
+    code = main(["--input", str(tmp_path / "d.parquet"), "--label", "nope", "--score", "p", "--output", str(tmp_path / "o")])
+    assert code == 1
+    err = capsys.readouterr().err
+    assert "nope" in err and "available columns" in err
+
+
+def test_usage_errors(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        main(["--output", str(tmp_path)])  # no input
+    assert main(["--input", str(tmp_path / "missing.parquet"), "--label", "y", "--score", "p", "--output", str(tmp_path)]) == 2
+    assert main(["--input", str(tmp_path / "missing.parquet"), "--label", "y", "--score", "p", "--metrics", "nonsense",
+                 "--output", str(tmp_path)]) == 2  # fmt: skip
+    assert "unknown metric" in capsys.readouterr().err
