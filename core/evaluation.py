@@ -258,13 +258,15 @@ class Evaluation:
         for key in sorted(acc, key=lambda k: sort_key(k, spec_order)):
             states = acc[key]
             counts = states[0]
+            values, intervals = self.plan.compute_with_intervals(states)
             out.append(
                 SliceResult(
                     slice=key,
                     n=int(counts["count"]),
                     weight=float(counts["weight"]),
                     skipped=int(counts["skipped"]),
-                    metrics=self.plan.compute(states),
+                    metrics=values,
+                    intervals=intervals,
                 )
             )
         return Results(out, self.describe())

@@ -117,6 +117,19 @@ def nanaverage(values: np.ndarray, weights: np.ndarray | None = None) -> float:
     return float(np.dot(values[keep], w) / w.sum())
 
 
+@dataclass(frozen=True)
+class Interval:
+    """A metric value with a certified interval ``lower <= exact value <= upper``.
+
+    Metrics computed from an approximate (compressed) state return this instead of a float;
+    results keep ``value`` under the metric's name and ``[lower, upper]`` under ``intervals``.
+    """
+
+    value: float
+    lower: float
+    upper: float
+
+
 REGISTRY: dict[str, type["Metric"]] = {}
 
 

@@ -15,26 +15,8 @@ import numpy as np
 
 from core import codec
 from core._inputs import Batch, make_batch
-from core.metrics import DEFAULT_METRICS, Metric, Task, resolve
-from core.states import (
-    BinaryConfusionLayout,
-    BinaryConfusionState,
-    ConfusionMatrixLayout,
-    ConfusionMatrixState,
-    ExampleCountLayout,
-    ExampleCountState,
-    State,
-)
-
-
-def _layout_for(cls: type[State], requirements: list[Any], task: Task) -> Any:
-    if cls is ExampleCountState:
-        return ExampleCountLayout()
-    if cls is BinaryConfusionState:
-        return BinaryConfusionLayout(tuple(sorted(set(float(t) for t in requirements))), task.threshold_rule)
-    if cls is ConfusionMatrixState:
-        return ConfusionMatrixLayout(task.num_classes)
-    raise TypeError(f"no layout rule for state {cls.__name__}")
+from core.metrics import DEFAULT_METRICS, Interval, Metric, Task, resolve
+from core.states import ExampleCountState, State
 
 
 class Plan:
@@ -68,7 +50,7 @@ class Plan:
             for cls, req in m.requires():
                 reqs.setdefault(cls, []).append(req)
         self.state_types: tuple[tuple[type[State], Any], ...] = tuple(
-            (cls, _layout_for(cls, r, task)) for cls, r in reqs.items()
+            (cls, cls.layout_for(r, task)) for cls, r in reqs.items()
         )
 
     @property
@@ -103,8 +85,21 @@ class Plan:
 
     def compute(self, states: tuple[State, ...]) -> dict[str, Any]:
         """Metric values from merged states: ``{metric key: float | np.ndarray}``."""
+        return self.compute_with_intervals(states)[0]
+
+    def compute_with_intervals(self, states: tuple[State, ...]) -> tuple[dict[str, Any], dict[str, tuple[float, float]]]:
+        """``(values, intervals)``: values as :meth:`compute`; ``intervals[key] = (lower, upper)``
+        for metrics that returned an :class:`~core.metrics.Interval` (approximate states)."""
         by_kind = {s.kind: s for s in states}
-        return {m.key: m.compute(by_kind) for m in self.metrics}
+        values: dict[str, Any] = {}
+        intervals: dict[str, tuple[float, float]] = {}
+        for m in self.metrics:
+            v = m.compute(by_kind)
+            if isinstance(v, Interval):
+                intervals[m.key] = (float(v.lower), float(v.upper))
+                v = v.value
+            values[m.key] = v
+        return values, intervals
 
     def encode(self, states: tuple[State, ...]) -> bytes:
         return codec.encode_states(states)

@@ -26,6 +26,9 @@ def jsonable(value: Any) -> Any:
     return value
 
 
+ROW_COLUMNS = ["slice", "slice_key", "n", "weight", "skipped", "metric", "index", "value", "lower", "upper"]
+
+
 @dataclass(frozen=True)
 class SliceResult:
     """Metric values of one slice.
@@ -36,6 +39,8 @@ class SliceResult:
         weight: sum of their weights (float; equals ``n`` unweighted).
         skipped: invalid rows skipped under ``on_invalid="skip"`` (0 otherwise).
         metrics: ``{metric key: float | np.ndarray}``; NaN where undefined.
+        intervals: ``{metric key: (lower, upper)}`` certified bounds of metrics computed from
+            approximate states (empty when every value is exact).
     """
 
     slice: tuple
@@ -43,19 +48,23 @@ class SliceResult:
     weight: float
     skipped: int
     metrics: dict[str, Any]
+    intervals: dict[str, tuple[float, float]] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
         return slice_name(self.slice)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        d = {
             "slice": {c: v for c, v in self.slice},
             "n": int(self.n),
             "weight": float(self.weight),
             "skipped": int(self.skipped),
             "metrics": {k: jsonable(v) for k, v in self.metrics.items()},
         }
+        if self.intervals:
+            d["intervals"] = {k: jsonable(list(v)) for k, v in self.intervals.items()}
+        return d
 
 
 @dataclass(frozen=True)
@@ -95,7 +104,8 @@ class Results:
     def to_rows(self) -> list[dict[str, Any]]:
         """Long format: one row per (slice, metric, index) with keys ``slice`` (display name),
         ``slice_key`` (JSON pairs), ``n``, ``weight``, ``skipped``, ``metric``, ``index`` (None for
-        scalars, ``"i"`` or ``"i,j"`` for arrays) and ``value`` (float; NaN where undefined)."""
+        scalars, ``"i"`` or ``"i,j"`` for arrays), ``value`` (float; NaN where undefined) and
+        ``lower`` / ``upper`` (certified interval of approximate metrics, else None)."""
         rows = []
         for s in self.slices:
             base = {
@@ -107,18 +117,19 @@ class Results:
             }
             for k, v in s.metrics.items():
                 arr = np.asarray(v, dtype=np.float64)
+                lo, hi = s.intervals.get(k, (None, None))
                 if arr.ndim == 0:
-                    rows.append({**base, "metric": k, "index": None, "value": float(arr)})
+                    rows.append({**base, "metric": k, "index": None, "value": float(arr), "lower": lo, "upper": hi})
                 else:
                     for idx in np.ndindex(arr.shape):
-                        rows.append({**base, "metric": k, "index": ",".join(map(str, idx)), "value": float(arr[idx])})
+                        rows.append({**base, "metric": k, "index": ",".join(map(str, idx)), "value": float(arr[idx]), "lower": None, "upper": None})
         return rows
 
     def to_pandas(self):  # pragma: no cover - thin
         """Long-format ``pandas.DataFrame`` of :meth:`to_rows` (needs pandas)."""
         import pandas as pd
 
-        return pd.DataFrame(self.to_rows(), columns=["slice", "slice_key", "n", "weight", "skipped", "metric", "index", "value"])
+        return pd.DataFrame(self.to_rows(), columns=ROW_COLUMNS)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "Results":
@@ -131,7 +142,8 @@ class Results:
                     metrics[k] = np.array(v, dtype=np.float64)
                 else:
                     metrics[k] = float("nan") if v is None else v
-            slices.append(SliceResult(tuple(s["slice"].items()), s["n"], s.get("weight", s["n"]), s.get("skipped", 0), metrics))
+            intervals = {k: (float("nan") if v[0] is None else v[0], float("nan") if v[1] is None else v[1]) for k, v in s.get("intervals", {}).items()}
+            slices.append(SliceResult(tuple(s["slice"].items()), s["n"], s.get("weight", s["n"]), s.get("skipped", 0), metrics, intervals))
         return cls(slices, data.get("config", {}))
 
     @classmethod
@@ -150,10 +162,14 @@ class Results:
         cells: dict[tuple, dict[str, dict[tuple, float]]] = {}
         for r in rows:
             key = slice_key_from_json(r["slice_key"])
-            info = by_slice.setdefault(key, {"n": int(r["n"]), "weight": float(r["weight"]), "skipped": int(r["skipped"]), "metrics": {}})
+            info = by_slice.setdefault(
+                key, {"n": int(r["n"]), "weight": float(r["weight"]), "skipped": int(r["skipped"]), "metrics": {}, "intervals": {}}
+            )
             value = float("nan") if r["value"] is None else float(r["value"])
             if r.get("index") is None:
                 info["metrics"][r["metric"]] = value
+                if r.get("lower") is not None or r.get("upper") is not None:
+                    info["intervals"][r["metric"]] = (float(r["lower"]), float(r["upper"]))
             else:
                 info["metrics"].setdefault(r["metric"], None)
                 idx = tuple(int(i) for i in str(r["index"]).split(","))

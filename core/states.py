@@ -68,6 +68,12 @@ class State:
         return ()
 
     @classmethod
+    def layout_for(cls, requirements: list[Any], task: Any) -> Any:
+        """The layout that serves every metric's requirement (e.g. the union of thresholds) for a
+        :class:`core.metrics.Task`. Plans call this to share one state between metrics."""
+        raise NotImplementedError
+
+    @classmethod
     def zero(cls, layout: Any) -> "State":
         """The identity state of ``layout``: all sums zero."""
         return cls(layout, {n: np.zeros(cls.shape(layout, n), dtype=d) for n, d in cls.FIELDS})
@@ -163,6 +169,10 @@ class ExampleCountState(State):
     FIELDS = (("count", "int64"), ("weight", "float64"), ("skipped", "int64"))
 
     @classmethod
+    def layout_for(cls, requirements: list[Any], task: Any) -> ExampleCountLayout:
+        return ExampleCountLayout()
+
+    @classmethod
     def from_batch(cls, layout: ExampleCountLayout, batch: Batch) -> "ExampleCountState":
         return cls(
             layout,
@@ -227,6 +237,11 @@ class BinaryConfusionState(State):
     @classmethod
     def shape(cls, layout: BinaryConfusionLayout, field: str) -> tuple[int, ...]:
         return (len(layout.thresholds),)
+
+    @classmethod
+    def layout_for(cls, requirements: list[Any], task: Any) -> BinaryConfusionLayout:
+        """Every requested threshold, sorted and distinct, with the task's threshold rule."""
+        return BinaryConfusionLayout(tuple(sorted({float(t) for t in requirements})), task.threshold_rule)
 
     @classmethod
     def from_batch(cls, layout: BinaryConfusionLayout, batch: Batch) -> "BinaryConfusionState":
@@ -299,6 +314,10 @@ class ConfusionMatrixState(State):
     @classmethod
     def shape(cls, layout: ConfusionMatrixLayout, field: str) -> tuple[int, ...]:
         return (layout.num_classes, layout.num_classes)
+
+    @classmethod
+    def layout_for(cls, requirements: list[Any], task: Any) -> ConfusionMatrixLayout:
+        return ConfusionMatrixLayout(task.num_classes)
 
     @classmethod
     def from_batch(cls, layout: ConfusionMatrixLayout, batch: Batch) -> "ConfusionMatrixState":

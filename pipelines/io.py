@@ -28,6 +28,8 @@ RESULT_SCHEMA = pa.schema(
         ("metric", pa.string()),
         ("index", pa.string()),
         ("value", pa.float64()),
+        ("lower", pa.float64()),
+        ("upper", pa.float64()),
     ]
 )
 
