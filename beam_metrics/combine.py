@@ -1,0 +1,318 @@
+"""``MetricsCombineFn``: a Beam ``CombineFn`` over :class:`core.Evaluation` accumulators.
+
+The combine function maps Beam's vocabulary one-to-one onto core:
+
+=====================  =====================================================
+Beam                   core
+=====================  =====================================================
+``create_accumulator`` ``evaluation.zero()``
+``add_input(s)``       buffer rows, then ``evaluation.fold(acc, rows)``
+``merge_accumulators`` ``evaluation.merge(a, b)``
+``extract_output``     ``evaluation.finish(acc)`` -> :class:`core.Results`
+accumulator coder      ``evaluation.encode_accumulator`` / ``decode_accumulator``
+=====================  =====================================================
+
+No metric math lives here: folding is core's vectorised numpy fold, merging is core's fieldwise
+state merge, and values are computed only in ``finish``.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+from typing import Any, Iterable
+
+import apache_beam as beam
+import numpy as np
+
+from core.evaluation import Evaluation, num_rows
+from core.results import Results
+
+__all__ = ["MetricsAccumulator", "MetricsAccumulatorCoder", "MetricsCombineFn", "is_column_batch"]
+
+
+def _module_type(module: str, name: str) -> type | None:
+    """``module.name`` if that module is already imported (no import side effects), else None."""
+    mod = sys.modules.get(module)
+    return getattr(mod, name, None) if mod is not None else None
+
+
+_SCALARS = (str, int, float, bytes, type(None), np.generic)
+
+
+def _is_column(value: Any) -> bool:
+    """True for 1-D column-like values: list, ``np.ndarray`` (ndim >= 1), pyarrow Array /
+    ChunkedArray, pandas Series."""
+    if isinstance(value, _SCALARS):  # fast path: the first value of a row is usually a scalar
+        return False
+    if isinstance(value, list):
+        return True
+    if isinstance(value, np.ndarray):
+        return value.ndim >= 1
+    for module, name in (("pyarrow", "Array"), ("pyarrow", "ChunkedArray"), ("pandas", "Series")):
+        t = _module_type(module, name)
+        if t is not None and isinstance(value, t):
+            return True
+    return False
+
+
+def is_column_batch(element: Mapping) -> bool:
+    """Whether a dict element is a batch of columns rather than one row.
+
+    A dict is a column batch iff it is non-empty and *every* value is column-like: a ``list``, a
+    ``np.ndarray`` with ``ndim >= 1``, a ``pyarrow.Array`` / ``ChunkedArray`` or a
+    ``pandas.Series``. Anything else (scalars, None, a mix of scalars and lists, an empty dict) is
+    one row.
+
+    Example:
+        >>> is_column_batch({"label": [1, 0], "score": [0.9, 0.2]})
+        True
+        >>> is_column_batch({"label": 1, "score": 0.9, "tokens": ["a", "b"]})
+        False
+    """
+    return bool(element) and all(_is_column(v) for v in element.values())
+
+
+def _is_table(element: Any) -> bool:
+    """pyarrow RecordBatch/Table or pandas DataFrame."""
+    for module, name in (("pyarrow", "RecordBatch"), ("pyarrow", "Table"), ("pandas", "DataFrame")):
+        t = _module_type(module, name)
+        if t is not None and isinstance(element, t):
+            return True
+    return False
+
+
+class MetricsAccumulator:
+    """Beam-side accumulator: core's accumulator plus a buffer of not-yet-folded rows.
+
+    Attributes:
+        acc: core's accumulator ``{slice_key: tuple_of_states}`` (from ``Evaluation.zero``).
+        buffer: row dicts added but not yet folded (at most ``batch_size`` of them).
+        buffer_start: position (in this accumulator's input) of ``buffer[0]``; used only for the
+            row positions in error messages.
+        rows: number of rows added so far (buffered + folded); also only for messages. It is not
+            encoded by :class:`MetricsAccumulatorCoder`, so positions restart at 0 after a
+            shuffle.
+    """
+
+    __slots__ = ("acc", "buffer", "buffer_start", "rows")
+
+    def __init__(self, acc: dict, buffer: list | None = None, buffer_start: int = 0, rows: int = 0):
+        self.acc = acc
+        self.buffer = [] if buffer is None else buffer
+        self.buffer_start = buffer_start
+        self.rows = rows
+
+    def __getstate__(self) -> tuple:
+        return (self.acc, self.buffer, self.buffer_start, self.rows)
+
+    def __setstate__(self, state: tuple) -> None:
+        self.acc, self.buffer, self.buffer_start, self.rows = state
+
+    def __repr__(self) -> str:
+        return f"MetricsAccumulator(slices={len(self.acc)}, buffered={len(self.buffer)}, rows={self.rows})"
+
+
+class MetricsAccumulatorCoder(beam.coders.Coder):
+    """Encodes a :class:`MetricsAccumulator` with core's versioned accumulator codec (no pickle).
+
+    Buffered rows are folded into a *copy* of the accumulator before encoding, so no row is lost
+    and the encoded accumulator is left unchanged. Row counters (used only in error messages) are
+    not encoded. Equal accumulators give equal bytes, so the coder is deterministic.
+
+    Args:
+        evaluation: the :class:`core.Evaluation` the accumulators belong to.
+
+    Raises:
+        ValueError: ``decode`` of corrupted or foreign bytes, or of states belonging to another
+            evaluation configuration (from :meth:`core.Evaluation.decode_accumulator`);
+            ``encode`` of buffered rows holding invalid values (from ``Evaluation.fold``).
+        TypeError: ``evaluation`` is not a :class:`core.Evaluation`.
+    """
+
+    def __init__(self, evaluation: Evaluation):
+        if not isinstance(evaluation, Evaluation):
+            raise TypeError(f"evaluation must be a core.Evaluation, got {type(evaluation).__name__}")
+        self.evaluation = evaluation
+
+    def encode(self, value: MetricsAccumulator) -> bytes:
+        acc = value.acc
+        if value.buffer:
+            acc = self.evaluation.fold(dict(acc), value.buffer, row_offset=value.buffer_start)
+        return self.evaluation.encode_accumulator(acc)
+
+    def decode(self, encoded: bytes) -> MetricsAccumulator:
+        return MetricsAccumulator(self.evaluation.decode_accumulator(encoded))
+
+    def is_deterministic(self) -> bool:
+        return True
+
+    def to_type_hint(self) -> type:
+        return MetricsAccumulator
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and other.evaluation.to_config() == self.evaluation.to_config()
+
+    def __hash__(self) -> int:
+        return hash((type(self), repr(sorted(self.evaluation.to_config().items()))))
+
+    def __repr__(self) -> str:
+        return f"MetricsAccumulatorCoder(metrics={list(self.evaluation.plan.keys)})"
+
+
+class MetricsCombineFn(beam.CombineFn):
+    """Sliced metrics as a Beam ``CombineFn`` for ``beam.CombineGlobally`` / ``CombinePerKey``.
+
+    Elements (values, under ``CombinePerKey``) may be:
+
+    * a **row**: a dict ``{column: scalar}``. Rows are buffered and folded ``batch_size`` at a
+      time with core's vectorised ``Evaluation.fold`` (no per-row metric math).
+    * a **batch**, folded directly: a ``pyarrow.RecordBatch`` or ``pyarrow.Table``, a
+      ``pandas.DataFrame``, a dict of columns (see :func:`is_column_batch`: every value a list,
+      ``np.ndarray``, pyarrow Array or pandas Series, all of one length), or a list of row dicts.
+
+    The accumulator (:class:`MetricsAccumulator`) holds core's ``{slice_key: tuple_of_states}``,
+    whose states are small and fixed-size whatever the data size, plus the row buffer. It crosses
+    shuffles through :class:`MetricsAccumulatorCoder` (core's versioned codec, never pickle).
+
+    Output: a :class:`core.Results` (overall slice first, then slices in spec and value order).
+    Empty input (e.g. ``CombineGlobally`` over nothing) gives ``evaluation.finish(evaluation.zero())``:
+    just the overall slice with ``n == 0``, weight 0 and NaN metrics (zero counts for count-like
+    metrics such as ``tp`` or ``confusion_matrix``).
+
+    Args:
+        evaluation: the :class:`core.Evaluation` (columns, slices, metrics). All math is core's.
+        batch_size: number of buffered rows that triggers a fold (> 0). Larger batches amortise
+            numpy overhead; the buffer is also flushed on ``compact``, merging, encoding and
+            ``extract_output``.
+
+    Raises:
+        TypeError: at construction, ``evaluation`` is not a :class:`core.Evaluation` or
+            ``batch_size`` is not an int; at ``add_input``, an element of an unsupported type
+            (or non-numeric values, from core).
+        ValueError: at construction, ``batch_size <= 0``; when rows are folded, missing columns or
+            invalid values (NaN score, label out of range, negative weight ...) with the column,
+            value and row position in the message, unless the evaluation has
+            ``on_invalid="skip"``. Row positions count from the start of the accumulator's input
+            (a worker bundle), not of the whole PCollection. Beam may wrap the error in its own
+            exception type; the message text is kept.
+
+    Example:
+        >>> import apache_beam as beam
+        >>> import core
+        >>> ev = core.Evaluation(label_col="y", score_col="s", metrics=["precision", "recall"])
+        >>> with beam.Pipeline(runner="DirectRunner") as p:  # doctest: +SKIP
+        ...     res = (p | beam.Create([{"y": 1, "s": 0.9}, {"y": 0, "s": 0.7}])
+        ...              | beam.CombineGlobally(MetricsCombineFn(ev)))
+    """
+
+    def __init__(self, evaluation: Evaluation, batch_size: int = 4096):
+        super().__init__()
+        if not isinstance(evaluation, Evaluation):
+            raise TypeError(f"evaluation must be a core.Evaluation, got {type(evaluation).__name__}")
+        if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)):
+            raise TypeError(f"batch_size must be an int, got {type(batch_size).__name__}")
+        if batch_size <= 0:
+            raise ValueError(f"batch_size must be > 0, got {batch_size}")
+        self.evaluation = evaluation
+        self.batch_size = int(batch_size)
+
+    # -- helpers -----------------------------------------------------------------------------
+    def _flush(self, a: MetricsAccumulator) -> MetricsAccumulator:
+        if a.buffer:
+            self.evaluation.fold(a.acc, a.buffer, row_offset=a.buffer_start)
+            a.buffer = []
+        a.buffer_start = a.rows
+        return a
+
+    def _fold_batch(self, a: MetricsAccumulator, batch: Any) -> None:
+        # Position of the batch = rows added before it (buffered rows included), for messages.
+        self.evaluation.fold(a.acc, batch, row_offset=a.rows)
+        a.rows += num_rows(batch)
+        if not a.buffer:
+            a.buffer_start = a.rows
+
+    def _add(self, a: MetricsAccumulator, element: Any) -> None:
+        if type(element) is dict or isinstance(element, Mapping):
+            # Fast path for rows: a scalar first value means "one row" (see is_column_batch).
+            first = next(iter(element.values()), None)
+            if not isinstance(first, _SCALARS) and is_column_batch(element):
+                self._fold_batch(a, element)
+                return
+            if not a.buffer:
+                a.buffer_start = a.rows
+            a.buffer.append(element)
+            a.rows += 1
+            if len(a.buffer) >= self.batch_size:
+                self._flush(a)
+        elif _is_table(element) or (isinstance(element, list) and all(isinstance(r, Mapping) for r in element)):
+            self._fold_batch(a, element)
+        else:
+            raise TypeError(
+                f"MetricsCombineFn cannot read an element of type {type(element).__name__}; pass a row dict, "
+                "a dict of column arrays, a list of row dicts, a pyarrow RecordBatch/Table or a pandas DataFrame"
+            )
+
+    # -- CombineFn ---------------------------------------------------------------------------
+    def create_accumulator(self) -> MetricsAccumulator:
+        """A fresh accumulator around ``evaluation.zero()`` with an empty row buffer."""
+        return MetricsAccumulator(self.evaluation.zero())
+
+    def add_input(self, mutable_accumulator: MetricsAccumulator, element: Any) -> MetricsAccumulator:
+        """Buffer one row dict (folding when the buffer is full) or fold one batch directly.
+
+        Raises:
+            TypeError / ValueError: see the class docstring.
+        """
+        self._add(mutable_accumulator, element)
+        return mutable_accumulator
+
+    def add_inputs(self, mutable_accumulator: MetricsAccumulator, elements: Iterable[Any]) -> MetricsAccumulator:
+        """Add many elements: rows are buffered and folded ``batch_size`` at a time, batches are
+        folded as they come."""
+        for element in elements:
+            self._add(mutable_accumulator, element)
+        return mutable_accumulator
+
+    def merge_accumulators(self, accumulators: Iterable[MetricsAccumulator]) -> MetricsAccumulator:
+        """Flush and merge with ``evaluation.merge``. Only the first accumulator is mutated: the
+        others' buffered rows are folded straight into it.
+
+        Raises:
+            ValueError: accumulators of different configurations (from core).
+        """
+        it = iter(accumulators)
+        first = next(it, None)
+        if first is None:
+            return self.create_accumulator()
+        self._flush(first)
+        for other in it:
+            self.evaluation.merge(first.acc, other.acc)
+            if other.buffer:
+                self.evaluation.fold(first.acc, other.buffer, row_offset=other.buffer_start)
+            first.rows += other.rows
+        first.buffer_start = first.rows
+        return first
+
+    def compact(self, accumulator: MetricsAccumulator) -> MetricsAccumulator:
+        """Fold the buffered rows (so the accumulator is just small states)."""
+        return self._flush(accumulator)
+
+    def extract_output(self, accumulator: MetricsAccumulator) -> Results:
+        """Flush, then ``evaluation.finish``: a :class:`core.Results` with every slice's
+        metrics (the overall slice always present; ``n == 0`` and NaN metrics for empty input)."""
+        self._flush(accumulator)
+        return self.evaluation.finish(accumulator.acc)
+
+    def get_accumulator_coder(self) -> MetricsAccumulatorCoder:
+        """:class:`MetricsAccumulatorCoder` over this evaluation (core codec, no pickle)."""
+        return MetricsAccumulatorCoder(self.evaluation)
+
+    def display_data(self) -> dict[str, Any]:
+        cfg = self.evaluation.to_config()
+        return {
+            "metrics": ", ".join(cfg["metrics"]),
+            "label_col": cfg["label_col"],
+            "slices": "; ".join(cfg["slices"]) or "(overall only)",
+            "batch_size": self.batch_size,
+        }

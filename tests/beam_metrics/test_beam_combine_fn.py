@@ -1,0 +1,245 @@
+"""Unit tests of MetricsCombineFn, its accumulator coder and the result helpers (no pipeline).
+
+References are core's direct fold over all rows (``evaluation.finish(evaluation.fold(zero, rows))``)
+or hand-built values, never numbers copied from the adapter's output.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+pa = pytest.importorskip("pyarrow")
+pd = pytest.importorskip("pandas")
+
+import core  # noqa: E402
+from beam_metrics import (  # noqa: E402
+    ComputeMetrics,
+    MetricsAccumulatorCoder,
+    MetricsCombineFn,
+    SliceResultCoder,
+    is_column_batch,
+    slice_result_from_json,
+    slice_result_to_json,
+)
+
+SLICES = ["carrier", "origin", "carrier,origin"]
+
+
+def evaluation(**kw):
+    args = dict(label_col="label", score_col="score", weight_col="weight", slices=SLICES)
+    args.update(kw)
+    return core.Evaluation(**args)
+
+
+def direct(ev, rows):
+    return ev.finish(ev.fold(ev.zero(), rows))
+
+
+def assert_results_equal(got: core.Results, want: core.Results) -> None:
+    assert [s.slice for s in got.slices] == [s.slice for s in want.slices]
+    for g, w in zip(got.slices, want.slices):
+        assert (g.n, g.weight, g.skipped) == (w.n, w.weight, w.skipped)
+        assert list(g.metrics) == list(w.metrics)
+        for k in w.metrics:
+            np.testing.assert_array_equal(np.asarray(g.metrics[k]), np.asarray(w.metrics[k]), err_msg=f"{g.slice} {k}")
+
+
+# -- construction -------------------------------------------------------------------------------
+def test_construction_errors():
+    ev = evaluation()
+    with pytest.raises(TypeError, match="core.Evaluation"):
+        MetricsCombineFn({"label_col": "label"})
+    with pytest.raises(ValueError, match="batch_size"):
+        MetricsCombineFn(ev, batch_size=0)
+    with pytest.raises(TypeError, match="batch_size"):
+        MetricsCombineFn(ev, batch_size=2.5)
+    with pytest.raises(ValueError, match="not both"):
+        ComputeMetrics(ev, label_col="label")
+    with pytest.raises(ValueError, match="score_col or prediction_col"):
+        ComputeMetrics(label_col="label")
+    assert ComputeMetrics(label_col="label", score_col="score").evaluation.score_col == "score"
+
+
+def test_is_column_batch_rule():
+    assert is_column_batch({"a": [1, 2], "b": np.array([0.1, 0.2]), "c": pa.array(["x", "y"])})
+    assert is_column_batch({"a": pd.Series([1, 2])})
+    assert not is_column_batch({"a": 1, "b": [1, 2]})  # a row with a list-valued feature
+    assert not is_column_batch({"a": np.float64(1.0)})
+    assert not is_column_batch({"a": np.array(1.0)})  # 0-d array is a scalar
+    assert not is_column_batch({})
+
+
+# -- folding --------------------------------------------------------------------------------------
+def test_all_element_kinds_fold_like_core(make_rows):
+    rows = make_rows(700, seed=1)
+    ev = evaluation()
+    fn = MetricsCombineFn(ev, batch_size=64)
+    acc = fn.create_accumulator()
+    part = [rows[:150], rows[150:300], rows[300:400], rows[400:500], rows[500:600], rows[600:]]
+    for r in part[0]:
+        acc = fn.add_input(acc, r)  # rows, buffered in 64s
+    acc = fn.add_input(acc, pa.RecordBatch.from_pylist(part[1]))
+    acc = fn.add_input(acc, pa.Table.from_pylist(part[2]))
+    acc = fn.add_input(acc, pd.DataFrame(part[3]))
+    acc = fn.add_input(acc, {k: np.array([r[k] for r in part[4]], dtype=object if k in ("carrier", "origin", "unused") else None) for k in part[4][0]})
+    acc = fn.add_inputs(acc, part[5])
+    assert 0 < len(acc.buffer) < 64
+    assert_results_equal(fn.extract_output(acc), direct(ev, rows))
+    assert acc.buffer == []
+
+
+def test_add_input_rejects_unknown_element_types():
+    fn = MetricsCombineFn(evaluation())
+    with pytest.raises(TypeError, match="cannot read an element of type int"):
+        fn.add_input(fn.create_accumulator(), 3)
+    with pytest.raises(TypeError, match="str"):
+        fn.add_input(fn.create_accumulator(), "label,score")
+
+
+def test_merge_folds_buffers_and_leaves_others_unchanged(make_rows):
+    rows = make_rows(500, seed=2)
+    ev = evaluation()
+    fn = MetricsCombineFn(ev, batch_size=100)
+    accs = []
+    for part in (rows[:130], rows[130:131], [], rows[131:400], rows[400:]):
+        accs.append(fn.add_inputs(fn.create_accumulator(), part))
+    others_before = [(dict(a.acc), list(a.buffer)) for a in accs[1:]]
+    merged = fn.merge_accumulators(accs)
+    assert merged is accs[0] and merged.buffer == [] and merged.rows == 500
+    for a, (acc_before, buf_before) in zip(accs[1:], others_before):
+        assert a.acc == acc_before and a.buffer == buf_before
+    assert_results_equal(fn.extract_output(merged), direct(ev, rows))
+    assert_results_equal(fn.extract_output(fn.merge_accumulators([])), direct(ev, []))
+
+
+def test_compact_flushes(make_rows):
+    rows = make_rows(50, seed=3)
+    ev = evaluation()
+    fn = MetricsCombineFn(ev)
+    acc = fn.compact(fn.add_inputs(fn.create_accumulator(), rows))
+    assert acc.buffer == []
+    assert acc.acc == ev.fold(ev.zero(), rows)
+
+
+def test_empty_accumulator_gives_overall_nan():
+    ev = evaluation()
+    fn = MetricsCombineFn(ev)
+    res = fn.extract_output(fn.create_accumulator())
+    assert [s.slice for s in res.slices] == [()]
+    o = res.overall
+    assert (o.n, o.weight, o.skipped) == (0, 0.0, 0)
+    assert set(o.metrics) == {"accuracy", "precision", "recall", "f1"}
+    assert all(math.isnan(v) for v in o.metrics.values())
+
+
+def test_error_names_column_value_and_row(make_rows):
+    rows = make_rows(30, seed=4)
+    rows[17] = dict(rows[17], score=float("nan"))
+    fn = MetricsCombineFn(evaluation(), batch_size=8)
+    acc = fn.create_accumulator()
+    with pytest.raises(ValueError) as exc:
+        fn.add_inputs(acc, rows)
+    msg = str(exc.value)
+    assert "'score'" in msg and "nan" in msg and "row 17" in msg
+
+
+# -- accumulator coder ---------------------------------------------------------------------------
+def test_accumulator_coder_round_trip_keeps_buffered_rows(make_rows):
+    rows = make_rows(250, seed=5)
+    ev = evaluation()
+    fn = MetricsCombineFn(ev, batch_size=100)
+    acc = fn.add_inputs(fn.create_accumulator(), rows)
+    assert len(acc.buffer) == 50  # 200 folded, 50 buffered
+    coder = fn.get_accumulator_coder()
+    assert isinstance(coder, MetricsAccumulatorCoder) and coder.is_deterministic()
+    before = (dict(acc.acc), list(acc.buffer))
+    data = coder.encode(acc)
+    assert (dict(acc.acc), list(acc.buffer)) == before  # encoding does not flush in place
+    # Same bytes as core's encoding of one direct fold over all rows (integer weights: exact).
+    assert data == ev.encode_accumulator(ev.fold(ev.zero(), rows))
+    decoded = coder.decode(data)
+    assert decoded.buffer == []
+    assert_results_equal(fn.extract_output(decoded), direct(ev, rows))
+    # An accumulator decoded from bytes merges with live ones.
+    more = make_rows(40, seed=6)
+    merged = fn.merge_accumulators([decoded, fn.add_inputs(fn.create_accumulator(), more)])
+    assert_results_equal(fn.extract_output(merged), direct(ev, rows + more))
+
+
+def test_accumulator_coder_rejects_bad_bytes(make_rows):
+    ev = evaluation()
+    fn = MetricsCombineFn(ev, batch_size=10)
+    coder = fn.get_accumulator_coder()
+    data = coder.encode(fn.add_inputs(fn.create_accumulator(), make_rows(25, seed=7)))
+    flipped = bytearray(data)
+    flipped[len(data) // 2] ^= 0xFF
+    for bad in (bytes(flipped), data[:-7], data[:3], b"", b"not an accumulator at all", b"MMA\x09" + data[4:]):
+        with pytest.raises(ValueError):
+            coder.decode(bad)
+    other = MetricsAccumulatorCoder(evaluation(threshold=0.7))
+    with pytest.raises(ValueError, match="do not belong"):
+        other.decode(data)
+
+
+def test_accumulator_coder_equality():
+    assert MetricsAccumulatorCoder(evaluation()) == MetricsAccumulatorCoder(evaluation())
+    assert hash(MetricsAccumulatorCoder(evaluation())) == hash(MetricsAccumulatorCoder(evaluation()))
+    assert MetricsAccumulatorCoder(evaluation()) != MetricsAccumulatorCoder(evaluation(threshold=0.3))
+
+
+# -- result helpers ------------------------------------------------------------------------------
+def _multiclass_result():
+    ev = core.Evaluation(
+        label_col="y", prediction_col="p", num_classes=3, slices=["g"], metrics=["f1@macro", "f1@none", "confusion_matrix"]
+    )
+    data = {"y": [0, 1, 2, 0, 1], "p": [0, 2, 2, 0, 1], "g": ["a", "a", None, "b", "b"]}
+    return ev.finish(ev.fold(ev.zero(), data))
+
+
+def test_slice_result_json_round_trip():
+    res = _multiclass_result()
+    for sr in res.slices:
+        line = slice_result_to_json(sr)
+        assert "\n" not in line and "NaN" not in line
+        back = slice_result_from_json(line)
+        assert back.slice == sr.slice  # key order and None values preserved
+        assert (back.n, back.weight, back.skipped) == (sr.n, sr.weight, sr.skipped)
+        for k, v in sr.metrics.items():
+            np.testing.assert_array_equal(np.asarray(back.metrics[k]), np.asarray(v))
+            assert isinstance(back.metrics[k], np.ndarray) == isinstance(v, np.ndarray)
+    assert any(np.isnan(np.asarray(s.metrics["f1@none"])).any() for s in res.slices)  # NaN exercised
+    with pytest.raises(ValueError):
+        slice_result_from_json("{not json")
+    with pytest.raises(ValueError, match="'slice'"):
+        slice_result_from_json('{"n": 3}')
+    with pytest.raises(TypeError):
+        slice_result_to_json({"slice": {}})
+
+
+def test_slice_result_coder_exact():
+    coder = SliceResultCoder()
+    sr = core.SliceResult(
+        slice=(("carrier", None), ("origin", "JFK"), ("hour", 7)),
+        n=5,
+        weight=7.0,
+        skipped=1,
+        metrics={"a": float("nan"), "b": float("inf"), "c": 0.1 + 0.2, "m": np.array([[1.0, np.nan], [-np.inf, 3.0]])},
+    )
+    back = coder.decode(coder.encode(sr))
+    assert back.slice == sr.slice and (back.n, back.weight, back.skipped) == (5, 7.0, 1)
+    assert list(back.metrics) == list(sr.metrics)
+    for k in sr.metrics:
+        np.testing.assert_array_equal(np.asarray(back.metrics[k]), np.asarray(sr.metrics[k]))
+    assert back.metrics["m"].shape == (2, 2)
+    for bad in (b"", b"MMR\x02{}", coder.encode(sr)[:-3], b"MMR\x01" + b"[]"):
+        with pytest.raises(ValueError):
+            coder.decode(bad)
+
+
+def test_slice_result_coder_is_registered():
+    import apache_beam as beam
+
+    assert isinstance(beam.coders.registry.get_coder(core.SliceResult), SliceResultCoder)

