@@ -33,12 +33,17 @@ def as_array(values: Any, column: str) -> np.ndarray:
         arr = values
     elif hasattr(values, "to_numpy") and hasattr(values, "null_count"):  # pyarrow Array/ChunkedArray
         arr = values.to_numpy(zero_copy_only=False)
-    elif hasattr(values, "to_numpy"):  # pandas Series / Index, incl. nullable dtypes
-        try:
-            arr = values.to_numpy(dtype=np.float64, na_value=np.nan)
-        except (TypeError, ValueError):
-            arr = values.to_numpy(dtype=object)
-            arr = np.array([None if _is_pd_na(v) else v for v in arr], dtype=object)
+    elif hasattr(values, "to_numpy"):  # pandas Series / Index
+        dtype = getattr(values, "dtype", None)
+        if isinstance(dtype, np.dtype) and dtype.kind != "O":  # plain numpy dtype: keep it
+            arr = values.to_numpy()
+        elif isinstance(dtype, np.dtype):  # object: strings with None/NaN
+            arr = _missing_to_none(values, values.to_numpy(dtype=object))
+        else:  # extension dtypes: nullable Int64/Float64/boolean -> float with NaN, others object
+            try:
+                arr = values.to_numpy(dtype=np.float64, na_value=np.nan)
+            except (TypeError, ValueError):
+                arr = _missing_to_none(values, values.to_numpy(dtype=object))
     elif isinstance(values, (list, tuple, range)):
         arr = np.asarray(values)
         if arr.dtype == object or arr.dtype.kind == "U":
@@ -52,13 +57,13 @@ def as_array(values: Any, column: str) -> np.ndarray:
     return arr
 
 
-def _is_pd_na(v: Any) -> bool:
-    if v is None:
-        return True
-    try:
-        return bool(v != v)  # NaN, pd.NA raise in bool() -> handled below
-    except TypeError:
-        return True
+def _missing_to_none(series: Any, arr: np.ndarray) -> np.ndarray:
+    """Replace the pandas-missing entries (None, NaN, pd.NA, NaT) of an object array by None."""
+    na = np.asarray(series.isna()) if hasattr(series, "isna") else np.equal(arr, None)
+    if na.any():
+        arr = arr.copy()
+        arr[na] = None
+    return arr
 
 
 def to_float(arr: np.ndarray, column: str, row_offset: int = 0) -> np.ndarray:
@@ -89,37 +94,71 @@ def to_float(arr: np.ndarray, column: str, row_offset: int = 0) -> np.ndarray:
 class Batch:
     """A validated batch of examples, all arrays of length ``n``.
 
+    An *element* is one example as the states see it: a row, or one pixel of a segmentation row.
+
     Attributes:
-        y_true: (n,) int64 labels.
-        y_score: (n,) float64 scores for binary tasks (probabilities or logits), or None.
-        y_pred: (n,) int64 predicted labels, or None.
+        y_true: (n,) int64 labels (binary, multiclass), (n, L) int64 0/1 indicators (multilabel),
+            (n,) float64 targets (regression), or None when only a measure is folded.
+        y_score: (n,) float64 binary scores, (n, K) float64 class scores (multiclass; rows are
+            probabilities for the "probabilities"/"logits" formats), (n, L) label scores
+            (multilabel), or None.
+        y_pred: (n,) int64 predicted labels, (n, L) int64 0/1 (multilabel), (n,) float64
+            predictions (regression), or None.
         sample_weight: (n,) float64 non-negative weights, or None (all weights 1).
+        values: (n,) float64 per-example measure (mean-of-measure metrics), or None.
+        row_of: (n,) int64 input row of each element when elements are not the input rows
+            (pixels of label maps, or rows left after ``ignore_index``), else None. Sorted.
     """
 
-    y_true: np.ndarray
+    y_true: np.ndarray | None
     y_score: np.ndarray | None = None
     y_pred: np.ndarray | None = None
     sample_weight: np.ndarray | None = None
+    values: np.ndarray | None = None
+    row_of: np.ndarray | None = None
 
     @property
     def n(self) -> int:
-        return int(self.y_true.shape[0])
+        for a in (self.y_true, self.y_pred, self.y_score, self.values, self.sample_weight):
+            if a is not None:
+                return int(a.shape[0])
+        return 0
 
     def take(self, index: np.ndarray) -> "Batch":
-        """Rows at ``index`` (an int array or boolean mask) as a new Batch."""
+        """Elements at ``index`` (an int array or boolean mask) as a new Batch."""
         pick = lambda a: None if a is None else a[index]  # noqa: E731
-        return Batch(self.y_true[index], pick(self.y_score), pick(self.y_pred), pick(self.sample_weight))
+        return Batch(
+            pick(self.y_true), pick(self.y_score), pick(self.y_pred), pick(self.sample_weight), pick(self.values), pick(self.row_of)
+        )
 
     def weight_sum(self) -> float:
         return float(self.n) if self.sample_weight is None else float(self.sample_weight.sum())
 
 
-def _first_bad(mask: np.ndarray, values: np.ndarray, column: str, what: str, row_offset: int) -> str:
+def _first_bad(mask: np.ndarray, values: np.ndarray, column: Any, what: str, row_offset: int) -> str:
+    if mask.ndim > 1:  # matrices / maps: name the row and the offending entry
+        rows = np.flatnonzero(mask.reshape(mask.shape[0], -1).any(axis=1))
+        pos = np.unravel_index(int(np.flatnonzero(mask.reshape(-1))[0]), mask.shape)
+        i, entry = int(pos[0]), tuple(int(e) for e in pos[1:])
+        v = values[pos] if values.shape == mask.shape else values[i]
+        v = v.item() if hasattr(v, "item") else v
+        more = f" ({rows.size} invalid rows in this batch)" if rows.size > 1 else ""
+        if isinstance(column, (list, tuple)) and len(entry) == 1 and entry[0] < len(column):
+            where = f"column {column[entry[0]]!r}: invalid value {v!r} at row {row_offset + i}"
+        else:
+            name = ",".join(column) if isinstance(column, (list, tuple)) else column
+            e = entry[0] if len(entry) == 1 else entry
+            where = f"column {name!r}: invalid value {v!r} at row {row_offset + i}, entry {e}"
+        return f"{where}: {what}{more}"
     idx = np.flatnonzero(mask)
     i = int(idx[0])
     v = values[i]
+    if isinstance(v, np.ndarray):  # a whole row of a matrix (row-level check)
+        v = np.round(v, 6).tolist() if v.size <= 8 else f"{np.round(v[:8], 6).tolist()[:-1]} ... ({v.size} entries)"
     v = v.item() if hasattr(v, "item") else v
     more = f" ({idx.size} invalid rows in this batch)" if idx.size > 1 else ""
+    if isinstance(column, (list, tuple)):
+        column = ",".join(column)
     return f"column {column!r}: invalid value {v!r} at row {row_offset + i}: {what}{more}"
 
 
@@ -133,11 +172,13 @@ class _Checker:
         self.row_offset = row_offset
         self.invalid = np.zeros(n, dtype=bool) if self.skip else None
 
-    def check(self, bad: np.ndarray, values: np.ndarray, column: str, what: str) -> None:
+    def check(self, bad: np.ndarray, values: np.ndarray, column: Any, what: str) -> None:
+        """Flag rows where ``bad`` is True; ``bad`` is (n,) or (n, ...) for per-entry checks of
+        matrices and maps (the message then names the row and the entry)."""
         if not bad.any():
             return
         if self.skip:
-            self.invalid |= bad
+            self.invalid |= bad if bad.ndim == 1 else bad.reshape(bad.shape[0], -1).any(axis=1)
         else:
             raise ValueError(_first_bad(bad, values, column, what, self.row_offset))
 
@@ -164,8 +205,19 @@ def make_batch(
     names: tuple[str, str, str, str] = ("y_true", "y_score", "y_pred", "sample_weight"),
     row_offset: int = 0,
     on_invalid: str = "raise",
+    task: Any = None,
+    formats: dict[str, str | None] | None = None,
+    values: Any = None,
+    measure_name: str = "measure",
+    needs: frozenset[str] | set[str] = frozenset(),
 ) -> tuple[Batch, np.ndarray | None]:
     """Validate columns and build a :class:`Batch`.
+
+    The binary/multiclass path with (N,) labels, scores and predictions is implemented here; any
+    other input (a :class:`~core.metrics.Task` of another kind, input formats such as one-hot,
+    probability matrices or label maps, ``ignore_index``, a measure, or probability checks) goes
+    through the pluggable formats of :mod:`core.formats` (``task``, ``formats``, ``values``,
+    ``measure_name`` and ``needs`` are passed to :func:`core.formats.build_batch`).
 
     Args:
         num_classes: 2 for binary tasks (labels in {0, 1}), K for multiclass (labels in [0, K)).
@@ -186,6 +238,20 @@ def make_batch(
             label, a NaN/inf score, or a negative/NaN/inf weight, naming column, value and row.
         TypeError: a non-numeric value (e.g. a string) in any of these columns.
     """
+    if _needs_formats(task, num_classes, y_true, y_score, y_pred, formats, values, needs):
+        from core.formats import build_batch
+
+        return build_batch(
+            task=task if task is not None else _default_task(num_classes),
+            columns={"target": y_true, "score": y_score, "prediction": y_pred, "measure": values},
+            names={"target": names[0], "score": names[1], "prediction": names[2], "measure": measure_name},
+            sample_weight=sample_weight,
+            weight_name=names[3],
+            formats=formats or {},
+            needs=frozenset(needs),
+            row_offset=row_offset,
+            on_invalid=on_invalid,
+        )
     n_true, n_score, n_pred, n_weight = names
     yt = as_array(y_true, n_true)
     cols = [(n_true, yt)]
@@ -224,3 +290,40 @@ def make_batch(
             batch = batch.take(~chk.invalid)
         return batch, chk.invalid
     return batch, None
+
+
+def _default_task(num_classes: int) -> Any:
+    from core.metrics import Task
+
+    return Task(num_classes)
+
+
+def _is_plain_1d(values: Any) -> bool:
+    """True for inputs the (N,) path reads: None, or anything that is not visibly 2-D or nested."""
+    if values is None:
+        return True
+    if isinstance(values, np.ndarray):
+        return values.ndim == 1 and not (values.dtype == object and values.size and isinstance(values[0], (list, tuple, np.ndarray)))
+    t = getattr(values, "type", None)
+    if t is not None and hasattr(t, "id"):  # pyarrow Array / ChunkedArray: list types are matrices
+        return "list" not in str(t)
+    if isinstance(values, (list, tuple)):
+        return not (len(values) and isinstance(values[0], (list, tuple, np.ndarray)))
+    dtype = getattr(values, "dtype", None)
+    if dtype is not None and str(dtype) == "object" and hasattr(values, "iloc") and len(values):
+        return not isinstance(values.iloc[0], (list, tuple, np.ndarray))
+    return True
+
+
+def _needs_formats(task: Any, num_classes: int, y_true: Any, y_score: Any, y_pred: Any, formats: Any, values: Any, needs: Any) -> bool:
+    """Whether a batch needs :mod:`core.formats` rather than the plain (N,) path."""
+    if task is not None and (task.kind not in ("binary", "multiclass") or task.ignore_index is not None):
+        return True
+    if formats and any(v for v in formats.values()):
+        return True
+    if values is not None or y_true is None or (needs and {"probability", "score_matrix", "measure"} & set(needs)):
+        return True
+    kind = task.kind if task is not None else ("binary" if num_classes == 2 else "multiclass")
+    if kind == "multiclass" and y_score is not None:
+        return True
+    return not (_is_plain_1d(y_true) and _is_plain_1d(y_score) and _is_plain_1d(y_pred))
