@@ -1,0 +1,311 @@
+"""``compute_metrics``: sliced metrics of a Spark DataFrame, with partial aggregation per partition.
+
+Plan of the Spark job (DataFrame API only, so it also runs over Spark Connect)::
+
+    df.select(evaluation.columns)
+      .mapInArrow(fold each partition's Arrow batches into ONE accumulator,
+                  emit one row per slice: (slice_key JSON, core-codec bytes of its states))
+      .union(one row: ("[]", zero states of the overall slice))      # empty input -> Overall row
+      .groupBy("slice_key")
+      .applyInArrow(merge the partial states of one slice, compute its metric rows)
+
+Raw rows never leave their executor and are never collected to the driver: only the small,
+fixed-size partial states cross the shuffle (at most one row per slice and partition), and only
+the small long-format result table is collected by :func:`collect_results`.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import TYPE_CHECKING, Any, Callable, Iterator
+
+from core import codec
+from core.evaluation import Evaluation
+from core.metrics import UndefinedMetricWarning
+from core.results import ROW_COLUMNS, Results
+from core.slicing import OVERALL
+from spark_metrics.aggregator import MetricsAggregator
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pyarrow as pa
+    from pyspark.sql import DataFrame
+
+#: Columns of the result DataFrame, in order: exactly the keys of :meth:`core.Results.to_rows`.
+RESULT_COLUMNS = tuple(ROW_COLUMNS)
+
+# Spark SQL / Arrow type of every long-format column core may emit
+_COLUMN_TYPES = {
+    "slice": "string",
+    "slice_key": "string",
+    "n": "bigint",
+    "weight": "double",
+    "skipped": "bigint",
+    "metric": "string",
+    "index": "string",
+    "value": "double",
+    "lower": "double",
+    "upper": "double",
+}
+
+
+def _column_types() -> list[tuple[str, str]]:
+    unknown = [c for c in RESULT_COLUMNS if c not in _COLUMN_TYPES]
+    if unknown:  # core added a long-format column this adapter does not know yet
+        raise RuntimeError(f"spark_metrics has no Spark type for core result column(s) {unknown}; update _COLUMN_TYPES")
+    return [(c, _COLUMN_TYPES[c]) for c in RESULT_COLUMNS]
+
+
+def result_schema():
+    """The ``pyspark.sql.types.StructType`` of :func:`compute_metrics` results (``RESULT_COLUMNS``
+    with types string / bigint / double, all nullable)."""
+    from pyspark.sql import types as T
+
+    spark_types = {"string": T.StringType(), "bigint": T.LongType(), "double": T.DoubleType()}
+    return T.StructType([T.StructField(c, spark_types[t]) for c, t in _column_types()])
+
+
+def _states_schema():
+    from pyspark.sql import types as T
+
+    return T.StructType([T.StructField("slice_key", T.StringType()), T.StructField("states", T.BinaryType())])
+
+
+def _arrow_result_schema() -> "pa.Schema":
+    import pyarrow as pa
+
+    arrow_types = {"string": pa.string(), "bigint": pa.int64(), "double": pa.float64()}
+    return pa.schema([(c, arrow_types[t]) for c, t in _column_types()])
+
+
+def _quote(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def _numeric_like(dt: Any) -> bool:
+    """Numbers, booleans and nulls, or (nested) arrays of them (e.g. per-class score vectors)."""
+    from pyspark.sql import types as T
+
+    if isinstance(dt, T.ArrayType):
+        return _numeric_like(dt.elementType)
+    return isinstance(dt, (T.NumericType, T.BooleanType, T.NullType))
+
+
+def _has_decimal(dt: Any) -> bool:
+    from pyspark.sql import types as T
+
+    return _has_decimal(dt.elementType) if isinstance(dt, T.ArrayType) else isinstance(dt, T.DecimalType)
+
+
+def _decimal_to_double(dt: Any) -> Any:
+    from pyspark.sql import types as T
+
+    if isinstance(dt, T.ArrayType):
+        return T.ArrayType(_decimal_to_double(dt.elementType), dt.containsNull)
+    return T.DoubleType() if isinstance(dt, T.DecimalType) else dt
+
+
+def _prepare_columns(df: "DataFrame", evaluation: Evaluation) -> list:
+    """Check the input columns on the driver (no job runs) and return the select expressions.
+
+    Value columns (label, score(s), prediction, weight, measure ...) must be numeric or boolean,
+    or arrays of them; decimals are cast to double. Columns used only for slicing may have any
+    atomic type; dates, timestamps, decimals and intervals are sliced by their string form.
+
+    Raises:
+        ValueError: a column is missing (named, with the available columns listed).
+        TypeError: a value column is not numeric/boolean, or a slice column is not atomic.
+    """
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    available = list(df.columns)
+    missing = [c for c in evaluation.columns if c not in available]
+    if missing:
+        what = f"column {missing[0]!r}" if len(missing) == 1 else f"columns {missing}"
+        raise ValueError(f"{what} not found in the DataFrame; available columns: {available}")
+    types = {f.name: f.dataType for f in df.schema.fields}
+    slice_cols = {c for spec in evaluation.slices for c in spec.columns}
+    value_cols = {
+        c
+        for c in (evaluation.label_col, evaluation.prediction_col, evaluation.weight_col, getattr(evaluation, "measure_col", None))
+        if isinstance(c, str)
+    }
+    score = evaluation.score_col
+    value_cols |= {score} if isinstance(score, str) else set(score or ())
+    value_cols |= set(evaluation.columns) - slice_cols  # any other input column core reads
+    exprs = []
+    for name in evaluation.columns:
+        dt = types[name]
+        col = F.col(_quote(name))
+        if name in value_cols:
+            if not _numeric_like(dt):
+                raise TypeError(
+                    f"column {name!r} must be numeric or boolean (or an array of them), got Spark type "
+                    f"{dt.simpleString()}; cast it first, e.g. df.withColumn({name!r}, F.col({name!r}).cast('double'))"
+                )
+            if _has_decimal(dt):
+                col = col.cast(_decimal_to_double(dt))
+        elif isinstance(dt, T.DecimalType) or (
+            isinstance(dt, T.AtomicType)
+            and not isinstance(dt, (T.StringType, T.BooleanType, T.BinaryType, T.IntegralType, T.FractionalType))
+        ):
+            col = col.cast("string")  # dates, timestamps, decimals, intervals: slice by their text
+        elif not isinstance(dt, (T.AtomicType, T.NullType)):
+            raise TypeError(
+                f"slice column {name!r} must have an atomic type (string, number, boolean, date ...), "
+                f"got Spark type {dt.simpleString()}"
+            )
+        exprs.append(col.alias(name))
+    return exprs
+
+
+def _with_partition(exc: Exception, partition: int | None) -> Exception:
+    msg = f"{exc} [Spark partition {partition}; rows are counted from 0 within the partition]"
+    try:
+        return type(exc)(msg)
+    except Exception:  # exotic constructor signature
+        return ValueError(msg) if isinstance(exc, ValueError) else TypeError(msg)
+
+
+def _fold_partition_fn(evaluation: Evaluation) -> Callable[[Iterator["pa.RecordBatch"]], Iterator["pa.RecordBatch"]]:
+    """The ``mapInArrow`` function: one accumulator per partition, one output row per slice."""
+    aggregator = MetricsAggregator(evaluation)
+
+    def fold_partition(batches: Iterator["pa.RecordBatch"]) -> Iterator["pa.RecordBatch"]:
+        import pyarrow as pa
+        from pyspark import TaskContext
+
+        ctx = TaskContext.get()
+        partition = ctx.partitionId() if ctx is not None else None
+        acc = aggregator.zero()
+        offset = 0
+        for batch in batches:
+            try:
+                aggregator.reduce(acc, batch, row_offset=offset)
+            except (ValueError, TypeError) as e:
+                raise _with_partition(e, partition) from None
+            offset += batch.num_rows
+        keys = [codec.slice_key_to_json(k) for k in acc]
+        states = [evaluation.plan.encode(s) for s in acc.values()]
+        yield pa.RecordBatch.from_arrays(
+            [pa.array(keys, pa.string()), pa.array(states, pa.binary())], names=["slice_key", "states"]
+        )
+
+    return fold_partition
+
+
+def _merge_slice_fn(evaluation: Evaluation) -> Callable[["pa.Table"], "pa.Table"]:
+    """The grouped ``applyInArrow`` function: merge one slice's partial states, compute its rows."""
+    plan = evaluation.plan
+
+    def merge_slice(table: "pa.Table") -> "pa.Table":
+        import pyarrow as pa
+
+        key_json = table.column("slice_key")[0].as_py()
+        key = codec.slice_key_from_json(key_json)
+        merged = plan.merge_all(plan.decode(b) for b in table.column("states").to_pylist())
+        # Warnings raised on an executor never reach the user: undefined values are NaN in the
+        # rows.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UndefinedMetricWarning)
+            result = evaluation.finish({key: merged}, add_overall=False)[key]
+        rows = Results([result]).to_rows()
+        return pa.Table.from_pylist(rows, schema=_arrow_result_schema())
+
+    return merge_slice
+
+
+def compute_metrics(df: "DataFrame", *, evaluation: Evaluation | None = None, **evaluation_kwargs: Any) -> "DataFrame":
+    """Per-slice metrics of a Spark DataFrame, as a long-format Spark DataFrame.
+
+    Each partition's Arrow record batches are folded into one accumulator of sufficient-statistic
+    states (``mapInArrow``; partial aggregation per partition, before the shuffle). Only those
+    small states, one row per (partition, slice), cross the shuffle; ``groupBy("slice_key")``
+    then merges them per slice (``applyInArrow``) and computes the metric rows from the merged
+    states. Raw rows are never collected to the driver. Because states merge exactly, the result
+    does not depend on the partitioning (bit-for-bit for integer-valued weights). The DataFrame is
+    lazy: nothing runs until an action (e.g. :func:`collect_results`). DataFrame API only, so it
+    works over Spark Connect too (workers must be able to import ``core`` and ``spark_metrics``).
+
+    Args:
+        df: the input DataFrame. Only ``evaluation.columns`` are read:
+
+            * label: numeric or boolean; 0/1 (binary) or integers in [0, K) (multiclass).
+            * score (binary tasks): numeric, finite; or prediction: numeric, 0/1 or [0, K).
+            * weight (optional): numeric, finite, >= 0.
+            * slice columns: string, integer, floating, boolean or binary (dates, timestamps
+              and decimals are sliced by their string form); null/NaN is its own slice value
+              (``null`` in ``slice_key``).
+
+            Value columns may also be arrays of numbers where the evaluation expects vectors
+            (e.g. per-class scores); decimal value columns are cast to double. Any other type
+            raises ``TypeError`` before a job runs.
+        evaluation: a :class:`core.Evaluation`; or give its constructor arguments as keywords
+            (``label_col=..., score_col=..., slices=[...], metrics=[...]``), not both.
+        **evaluation_kwargs: arguments of :class:`core.Evaluation` when ``evaluation`` is None.
+
+    Returns:
+        A DataFrame with one row per (slice, metric, array cell), in no particular order
+        (:func:`collect_results` gives the canonical order), schema::
+
+            slice      string  display name, "Overall" for the overall slice
+            slice_key  string  JSON list of [column, value] pairs (core.codec.slice_key_to_json);
+                               "[]" for the overall slice
+            n          long    valid rows folded into the slice
+            weight     double  sum of their weights (= n unweighted)
+            skipped    long    invalid rows skipped (on_invalid="skip"), else 0
+            metric     string  canonical metric key, e.g. "f1@macro"
+            index      string  null for scalars; "i" or "i,j" for per-class values and matrices
+            value      double  NaN where the metric is undefined
+            lower      double  certified lower bound of a metric computed from an approximate
+                               state; null when the value is exact
+            upper      double  certified upper bound, likewise
+
+        These are exactly the keys of :meth:`core.Results.to_rows` (``RESULT_COLUMNS``).
+        Undefined values are NaN rows; no ``UndefinedMetricWarning`` is raised on the executors
+        (it could not reach the caller). An empty input gives the
+        overall slice only, with ``n == 0`` and NaN metrics.
+
+    Raises:
+        ValueError: on the driver, before any job runs: a column is missing (the message names
+            it and lists the available columns), or the configuration is invalid.
+        TypeError: on the driver, before any job runs: a label/score/prediction/weight column is
+            not numeric/boolean, or a slice column is not atomic; ``evaluation`` is not a
+            :class:`core.Evaluation` or is given together with keyword arguments.
+        pyspark.errors.PythonException: raised when an action runs, if an executor finds an
+            invalid value (with ``on_invalid="raise"``, the default); its text carries core's
+            message naming the column, the value and the row position within the partition,
+            plus the Spark partition id.
+    """
+    if evaluation is None:
+        evaluation = Evaluation(**evaluation_kwargs)
+    elif evaluation_kwargs:
+        raise TypeError(f"give evaluation= or Evaluation keyword arguments, not both (got {sorted(evaluation_kwargs)})")
+    if not isinstance(evaluation, Evaluation):
+        raise TypeError(f"evaluation must be a core.Evaluation, got {type(evaluation).__name__}")
+
+    exprs = _prepare_columns(df, evaluation)
+    partial = df.select(*exprs).mapInArrow(_fold_partition_fn(evaluation), _states_schema())
+    zero = df.sparkSession.createDataFrame(
+        [(codec.slice_key_to_json(OVERALL), evaluation.plan.encode(evaluation.plan.zero()))], _states_schema()
+    )
+    return partial.unionByName(zero).groupBy("slice_key").applyInArrow(_merge_slice_fn(evaluation), result_schema())
+
+
+def collect_results(result_df: "DataFrame", evaluation: Evaluation) -> Results:
+    """Collect the (small) result table of :func:`compute_metrics` into :class:`core.Results`.
+
+    Args:
+        result_df: the DataFrame returned by :func:`compute_metrics` (columns as documented there).
+        evaluation: the same evaluation (gives the canonical slice and metric order).
+
+    Returns:
+        ``evaluation.collect(rows=...)``: slices overall first, then in spec and value order;
+        array metrics (``f1@none``, ``confusion_matrix``) rebuilt as numpy arrays from their
+        ``index`` cells.
+
+    Raises:
+        pyspark.errors.PythonException: an executor failed (e.g. an invalid value, see
+            :func:`compute_metrics`).
+    """
+    return evaluation.collect(rows=[r.asDict() for r in result_df.collect()])

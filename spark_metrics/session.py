@@ -1,0 +1,130 @@
+"""A SparkSession helper with the settings this library expects (and a clear error without Java)."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Mapping
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import SparkSession
+
+MIN_JAVA = 17
+_INSTALL_HINT = (
+    f"Spark needs a Java runtime (JDK/JRE {MIN_JAVA}+). Install one, e.g. "
+    "`apt-get install openjdk-17-jre-headless` (Debian/Ubuntu) or `brew install openjdk@17` (macOS), "
+    "and put `java` on PATH or set JAVA_HOME."
+)
+
+# the directory holding the `core` and `spark_metrics` packages (workers must import them)
+_PROJECT_ROOT = str(Path(__file__).resolve().parent.parent)
+
+
+def find_java() -> str | None:
+    """Path of the ``java`` executable Spark would use (``$JAVA_HOME/bin/java``, else PATH), or None."""
+    home = os.environ.get("JAVA_HOME")
+    if home:
+        cand = Path(home) / "bin" / ("java.exe" if os.name == "nt" else "java")
+        if cand.is_file() and os.access(cand, os.X_OK):
+            return str(cand)
+    return shutil.which("java")
+
+
+def java_version(java: str) -> int | None:
+    """Major version of ``java`` (``17`` for "17.0.15", ``8`` for "1.8.0"), or None if unknown."""
+    try:
+        out = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    m = re.search(r'version "(\d+)(?:\.(\d+))?', out.stderr + out.stdout)
+    if not m:
+        return None
+    major = int(m.group(1))
+    return int(m.group(2) or 0) if major == 1 else major
+
+
+def check_java() -> str:
+    """Make sure a usable Java runtime exists before a SparkSession is started.
+
+    Returns:
+        The path of the ``java`` executable.
+
+    Raises:
+        RuntimeError: no ``java`` is found, or it is older than Java 17; the message says how to
+            install a JDK 17+.
+    """
+    java = find_java()
+    if java is None:
+        raise RuntimeError(f"java was not found (JAVA_HOME={os.environ.get('JAVA_HOME')!r}). {_INSTALL_HINT}")
+    version = java_version(java)
+    if version is not None and version < MIN_JAVA:
+        raise RuntimeError(f"{java} is Java {version}; PySpark 4 needs Java {MIN_JAVA}+. {_INSTALL_HINT}")
+    return java
+
+
+def get_spark(
+    app_name: str = "mergeable-metrics",
+    master: str = "local[2]",
+    *,
+    shuffle_partitions: int = 8,
+    config: Mapping[str, Any] | None = None,
+) -> "SparkSession":
+    """Get or create a classic SparkSession configured for this library.
+
+    Sets ``PYSPARK_PYTHON``/``PYSPARK_DRIVER_PYTHON`` to the running interpreter (always for
+    ``local`` masters, only when unset otherwise) so Python workers use the same environment,
+    adds the project root to ``PYTHONPATH`` so workers can import ``core``, checks for Java,
+    disables the Spark UI, uses a small ``spark.sql.shuffle.partitions`` and enables Arrow.
+
+    Args:
+        app_name: Spark application name.
+        master: Spark master URL, e.g. ``"local[2]"`` or ``"local[*]"``.
+        shuffle_partitions: ``spark.sql.shuffle.partitions`` (the per-slice merge runs in this
+            many tasks; results are small, so a small number is best).
+        config: extra Spark settings, applied last.
+
+    Returns:
+        The SparkSession (an already running one is reused; static settings then keep their
+        old values).
+
+    Raises:
+        RuntimeError: Java is missing or older than 17 (checked before any JVM is started).
+        ImportError: pyspark is not installed (``pip install 'mergeable-metrics[spark]'``).
+    """
+    if master.startswith("local") or not os.environ.get("PYSPARK_PYTHON"):
+        os.environ["PYSPARK_PYTHON"] = sys.executable
+    if master.startswith("local") or not os.environ.get("PYSPARK_DRIVER_PYTHON"):
+        os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    if _PROJECT_ROOT not in paths:
+        os.environ["PYTHONPATH"] = os.pathsep.join([_PROJECT_ROOT, *paths])
+    check_java()
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError as e:  # pragma: no cover - depends on the environment
+        raise ImportError("spark_metrics needs pyspark: pip install 'mergeable-metrics[spark]'") from e
+
+    builder = (
+        SparkSession.builder.appName(app_name)
+        .master(master)
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", str(int(shuffle_partitions)))
+        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+        .config("spark.sql.execution.arrow.pyspark.fallback.enabled", "false")
+        .config("spark.sql.execution.arrow.maxRecordsPerBatch", "100000")
+        .config("spark.sql.session.timeZone", "UTC")
+    )
+    if master.startswith("local"):
+        builder = builder.config("spark.driver.bindAddress", os.environ.get("SPARK_LOCAL_IP", "127.0.0.1"))
+    for key, value in (config or {}).items():
+        builder = builder.config(key, str(value))
+    spark = builder.getOrCreate()
+    # runtime SQL settings also apply to a reused session
+    spark.conf.set("spark.sql.shuffle.partitions", str(int(shuffle_partitions)))
+    spark.conf.set("spark.sql.execution.arrow.pyspark.enabled", "true")
+    return spark

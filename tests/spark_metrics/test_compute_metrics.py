@@ -1,0 +1,305 @@
+"""compute_metrics on a local[2] Spark: partition invariance, parity with core and scikit-learn,
+empty input, invalid values, missing columns."""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+import math
+
+import numpy as np
+import pytest
+
+from spark_metrics.session import find_java
+
+pytestmark = pytest.mark.skipif(
+    find_java() is None,
+    reason="java not found: the Spark tests need a JDK/JRE 17+ (e.g. `apt-get install openjdk-17-jre-headless`)",
+)
+
+pd = pytest.importorskip("pandas")
+pytest.importorskip("pyspark")
+skm = pytest.importorskip("sklearn.metrics")
+
+import core  # noqa: E402
+from core.results import ROW_COLUMNS  # noqa: E402
+from spark_metrics import RESULT_COLUMNS, collect_results, compute_metrics, result_schema  # noqa: E402
+
+N = 5000
+BINARY_METRICS = ["accuracy", "precision", "recall", "f1", "tp", "fp", "tn", "fn"]
+
+
+def _canon(rows):
+    """Rows with NaN -> None, sorted: for exact comparison of unordered long-format tables."""
+    out = []
+    for r in rows:
+        r = {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()}
+        out.append(r)
+    return sorted(out, key=lambda r: (r["slice_key"], r["metric"], r["index"] or ""))
+
+
+def _rows_equal(a, b):
+    return _canon(a) == _canon(b)
+
+
+@pytest.fixture(scope="module")
+def pdf():
+    """Seeded data: binary label/score, multiclass label/prediction, integer-valued weights (some
+    zero), a string slice with None values and a second string slice."""
+    rng = np.random.default_rng(20240601)
+    y = rng.integers(0, 2, N)
+    score = np.clip(0.35 * y + rng.random(N) * 0.75, 0, 1)
+    k = rng.integers(0, 4, N)
+    kp = np.where(rng.random(N) < 0.6, k, rng.integers(0, 4, N))
+    carrier = rng.choice(np.array(["AA", "B6", "DL", "UA", None], dtype=object), N, p=[0.3, 0.25, 0.2, 0.15, 0.1])
+    origin = rng.choice(np.array(["EWR", "JFK", "LGA"]), N)
+    weight = rng.integers(0, 4, N).astype(np.float64)
+    return pd.DataFrame(
+        {"y": y, "score": score, "k": k, "kp": kp, "carrier": carrier, "origin": origin, "w": weight}
+    )
+
+
+@pytest.fixture(scope="module")
+def sdf(spark, pdf):
+    return spark.createDataFrame(pdf).cache()
+
+
+@pytest.fixture(scope="module")
+def binary_eval():
+    return core.Evaluation(
+        label_col="y",
+        score_col="score",
+        weight_col="w",
+        slices=["carrier", "origin", "carrier,origin"],
+        metrics=BINARY_METRICS,
+    )
+
+
+@pytest.fixture(scope="module")
+def binary_runs(sdf, binary_eval):
+    """Raw result rows and collected Results for 1, 3 and 17 partitions."""
+    out = {}
+    for p in (1, 3, 17):
+        result_df = compute_metrics(sdf.repartition(p), evaluation=binary_eval)
+        raw = [r.asDict() for r in result_df.collect()]
+        out[p] = (result_df, raw, binary_eval.collect(rows=raw))
+    return out
+
+
+def test_result_schema(binary_runs):
+    result_df = binary_runs[3][0]
+    assert tuple(result_df.columns) == RESULT_COLUMNS == tuple(ROW_COLUMNS)
+    types = {f.name: f.dataType.simpleString() for f in result_df.schema.fields}
+    assert types == {
+        "slice": "string", "slice_key": "string", "n": "bigint", "weight": "double", "skipped": "bigint",
+        "metric": "string", "index": "string", "value": "double", "lower": "double", "upper": "double",
+    }  # fmt: skip
+    assert set(binary_runs[3][1][0]) == set(ROW_COLUMNS)
+    assert result_df.schema == result_schema()
+
+
+def test_plan_aggregates_per_partition_before_the_shuffle(binary_runs):
+    plan = binary_runs[3][0]._jdf.queryExecution().executedPlan().toString()
+    # rows -> MapInArrow (partial states) -> Exchange on slice_key -> grouped Arrow merge
+    assert "MapInArrow" in plan and "FlatMapGroupsInArrow" in plan, plan
+    exchange = plan.index("Exchange hashpartitioning(slice_key")
+    assert plan.index("FlatMapGroupsInArrow") < exchange < plan.index("MapInArrow"), plan
+
+
+def test_partitioning_does_not_change_results(binary_runs):
+    raw1 = binary_runs[1][1]
+    for p in (3, 17):
+        assert _rows_equal(binary_runs[p][1], raw1), f"{p} partitions differ from 1 partition"
+        assert binary_runs[p][2].to_json() == binary_runs[1][2].to_json()
+
+
+def test_equals_core_direct_fold_exactly(binary_runs, binary_eval, pdf):
+    direct = binary_eval.finish(binary_eval.fold(binary_eval.zero(), pdf))
+    for p, (_, raw, results) in binary_runs.items():
+        assert _rows_equal(raw, direct.to_rows()), f"{p} partitions: raw Spark rows differ from core"
+        assert [s.slice for s in results.slices] == [s.slice for s in direct.slices]  # canonical order
+        assert results.to_json() == direct.to_json()
+    # every slice value appears, including the missing carrier, crossed with origin
+    keys = {s.slice for s in direct.slices}
+    assert (("carrier", None),) in keys
+    assert (("carrier", None), ("origin", "JFK")) in keys
+    assert len(keys) == 1 + 5 + 3 + 15
+
+
+def _sk_binary(y, score, w):
+    pred = (score >= 0.5).astype(int)
+    return {
+        "precision": skm.precision_score(y, pred, sample_weight=w),
+        "recall": skm.recall_score(y, pred, sample_weight=w),
+        "f1": skm.f1_score(y, pred, sample_weight=w),
+        "accuracy": skm.accuracy_score(y, pred, sample_weight=w),
+    }
+
+
+def test_matches_sklearn(binary_runs, pdf):
+    results = binary_runs[3][2]
+    cases = {(): pdf, (("origin", "LGA"),): pdf[pdf.origin == "LGA"], (("carrier", "B6"),): pdf[pdf.carrier == "B6"]}
+    for key, part in cases.items():
+        got = results[key]
+        assert got.n == len(part)
+        assert got.weight == part.w.sum()
+        assert got.skipped == 0
+        for name, want in _sk_binary(part.y.to_numpy(), part.score.to_numpy(), part.w.to_numpy()).items():
+            assert got.metrics[name] == pytest.approx(want, abs=1e-12, rel=0), (key, name)
+        tn, fp, fn, tp = skm.confusion_matrix(
+            part.y, (part.score >= 0.5).astype(int), labels=[0, 1], sample_weight=part.w
+        ).ravel()
+        assert (got.metrics["tp"], got.metrics["fp"], got.metrics["tn"], got.metrics["fn"]) == (tp, fp, tn, fn)
+
+
+def test_multiclass_matches_sklearn(sdf, pdf):
+    ev = core.Evaluation(
+        label_col="k",
+        prediction_col="kp",
+        weight_col="w",
+        num_classes=4,
+        metrics=["f1@macro", "f1@none", "confusion_matrix"],
+        slices=["origin"],
+    )
+    result_df = compute_metrics(sdf.repartition(5), evaluation=ev)
+    raw = [r.asDict() for r in result_df.collect()]
+    overall_cm = [r for r in raw if r["slice"] == "Overall" and r["metric"] == "confusion_matrix"]
+    assert sorted(r["index"] for r in overall_cm) == sorted(f"{i},{j}" for i in range(4) for j in range(4))
+    assert {r["index"] for r in raw if r["metric"] == "f1@macro"} == {None}
+
+    results = ev.collect(rows=raw)
+    direct = ev.finish(ev.fold(ev.zero(), pdf))
+    assert results.to_json() == direct.to_json()
+    for key, part in {(): pdf, (("origin", "EWR"),): pdf[pdf.origin == "EWR"]}.items():
+        m = results[key].metrics
+        y, p, w = part.k.to_numpy(), part.kp.to_numpy(), part.w.to_numpy()
+        assert m["f1@macro"] == pytest.approx(skm.f1_score(y, p, average="macro", sample_weight=w), abs=1e-12, rel=0)
+        assert isinstance(m["f1@none"], np.ndarray) and m["f1@none"].shape == (4,)
+        np.testing.assert_allclose(m["f1@none"], skm.f1_score(y, p, average=None, sample_weight=w), rtol=0, atol=1e-12)
+        assert isinstance(m["confusion_matrix"], np.ndarray) and m["confusion_matrix"].shape == (4, 4)
+        np.testing.assert_array_equal(
+            m["confusion_matrix"], skm.confusion_matrix(y, p, labels=range(4), sample_weight=w)
+        )
+
+
+def test_empty_dataframe_gives_overall_slice_with_nan_metrics(spark, sdf, binary_eval):
+    for empty in (sdf.limit(0), spark.createDataFrame([], sdf.schema)):
+        raw = [r.asDict() for r in compute_metrics(empty, evaluation=binary_eval).collect()]
+        assert {r["slice"] for r in raw} == {"Overall"}
+        assert {r["slice_key"] for r in raw} == {"[]"}
+        results = collect_results(compute_metrics(empty, evaluation=binary_eval), binary_eval)
+        assert [s.slice for s in results.slices] == [()]
+        ov = results.overall
+        assert (ov.n, ov.weight, ov.skipped) == (0, 0.0, 0)
+        for name in ("accuracy", "precision", "recall", "f1"):
+            assert math.isnan(ov.metrics[name]), name
+        assert ov.metrics["tp"] == 0.0
+
+
+@pytest.fixture(scope="module")
+def dirty_pdf(pdf):
+    """The seeded data with invalid rows: NaN scores, a label 2 and negative weights."""
+    d = pdf[["y", "score", "w", "carrier", "origin"]].copy()
+    d["y"] = d["y"].astype(np.float64)
+    d.loc[[3, 10, 250, 4000], "score"] = np.nan
+    d.loc[[7, 1234], "y"] = 2.0
+    d.loc[[42, 43, 4999], "w"] = -1.0
+    return d
+
+
+def test_on_invalid_skip_counts_skipped_rows_per_slice(spark, dirty_pdf):
+    ev = core.Evaluation(
+        label_col="y", score_col="score", weight_col="w", slices=["carrier", "carrier,origin"], on_invalid="skip"
+    )
+    sdf = spark.createDataFrame(dirty_pdf)
+    results = collect_results(compute_metrics(sdf.repartition(7), evaluation=ev), ev)
+    direct = ev.finish(ev.fold(ev.zero(), dirty_pdf))
+    assert results.to_json() == direct.to_json()
+
+    bad = dirty_pdf.score.isna() | (dirty_pdf.y == 2) | (dirty_pdf.w < 0)
+    assert results.overall.skipped == int(bad.sum()) == 9
+    assert results.overall.n == N - 9
+    carrier = dirty_pdf.carrier.where(dirty_pdf.carrier.notna(), None)
+    for s in results.slices:
+        if len(s.slice) != 1:
+            continue
+        value = s.slice[0][1]
+        in_slice = carrier.isna() if value is None else carrier == value
+        assert s.skipped == int((bad & in_slice).sum()), s.slice
+        assert s.n == int((~bad & in_slice).sum()), s.slice
+    assert sum(s.skipped for s in results.slices if len(s.slice) == 2) == 9
+
+
+def test_on_invalid_raise_reports_column_value_row_and_partition(spark, pdf):
+    ev = core.Evaluation(label_col="y", score_col="score", weight_col="w")
+    clean = pdf[["y", "score", "w"]].iloc[100:300].reset_index(drop=True)
+    clean.loc[123, "score"] = np.nan
+    sdf = spark.createDataFrame(clean).coalesce(1)  # one partition, rows in order: the NaN is row 123
+    with pytest.raises(Exception) as info:
+        compute_metrics(sdf, evaluation=ev).collect()
+    text = str(info.value)
+    assert "'score'" in text
+    assert "invalid value nan at row 123" in text
+    assert "scores must be finite" in text
+    assert "Spark partition 0" in text
+
+
+def test_missing_column_raises_before_any_job(spark, sdf, binary_eval):
+    sc = spark.sparkContext
+    group = "mm-missing-column"
+    sc.setJobGroup(group, "compute_metrics must not run a job for a missing column")
+    try:
+        with pytest.raises(ValueError) as info:
+            compute_metrics(sdf.drop("origin"), evaluation=binary_eval)
+        assert sc.statusTracker().getJobIdsForGroup(group) == []
+        text = str(info.value)
+        assert "'origin'" in text and "available columns" in text and "'carrier'" in text
+        with pytest.raises(TypeError, match="'score' must be numeric"):
+            compute_metrics(sdf.withColumn("score", sdf.score.cast("string")), evaluation=binary_eval)
+        assert sc.statusTracker().getJobIdsForGroup(group) == []
+        sdf.limit(1).collect()  # the detector does see jobs of this group
+        assert sc.statusTracker().getJobIdsForGroup(group) != []
+    finally:
+        sc.setJobGroup(None, None)
+
+
+def test_keyword_arguments_and_configuration_errors(sdf, binary_eval):
+    with pytest.raises(TypeError, match="not both"):
+        compute_metrics(sdf, evaluation=binary_eval, label_col="y")
+    with pytest.raises(ValueError, match="exactly one"):
+        compute_metrics(sdf, label_col="y")
+    with pytest.raises(TypeError, match="core.Evaluation"):
+        compute_metrics(sdf, evaluation={"label_col": "y"})
+    result_df = compute_metrics(sdf.repartition(2), label_col="y", score_col="score", metrics=["accuracy"])
+    ev = core.Evaluation(label_col="y", score_col="score", metrics=["accuracy"])
+    assert collect_results(result_df, ev).overall.n == N
+
+
+def test_nullable_integer_slice_keeps_integer_values_across_partitionings(spark):
+    rng = np.random.default_rng(7)
+    rows = [
+        {"y": int(rng.integers(0, 2)), "s": float(rng.random()), "g": None if i % 97 == 0 else int(rng.integers(0, 4))}
+        for i in range(600)
+    ]
+    df = spark.createDataFrame(rows, "y long, s double, g long")
+    ev = core.Evaluation(label_col="y", score_col="s", slices=["g"], metrics=["accuracy", "f1"])
+    one = collect_results(compute_metrics(df.coalesce(1), evaluation=ev), ev)
+    many = collect_results(compute_metrics(df.repartition(9), evaluation=ev), ev)
+    assert many.to_json() == one.to_json()
+    assert [s.slice for s in one.slices] == [(), (("g", 0),), (("g", 1),), (("g", 2),), (("g", 3),), (("g", None),)]
+    assert all(type(s.slice[0][1]) is int for s in one.slices[1:-1])
+    assert one.to_json() == ev.evaluate([rows]).to_json()
+
+
+def test_boolean_decimal_and_date_columns(spark):
+    rows = [
+        (i % 3 == 0, decimal.Decimal(f"0.{(i * 37) % 100:02d}"), datetime.date(2024, 1, 1 + i % 2))
+        for i in range(60)
+    ]
+    df = spark.createDataFrame(rows, "y boolean, s decimal(4,2), d date")
+    ev = core.Evaluation(label_col="y", score_col="s", slices=["d"], metrics=["accuracy", "tp"])
+    results = collect_results(compute_metrics(df.repartition(3), evaluation=ev), ev)
+    assert [s.slice for s in results.slices] == [(), (("d", "2024-01-01"),), (("d", "2024-01-02"),)]
+    y = np.array([r[0] for r in rows], dtype=int)
+    pred = (np.array([float(r[1]) for r in rows]) >= 0.5).astype(int)
+    assert results.overall.metrics["accuracy"] == pytest.approx(skm.accuracy_score(y, pred), abs=1e-12)
