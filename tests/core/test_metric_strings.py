@@ -1,0 +1,291 @@
+"""Metric strings, canonical keys, the registry, state sharing in plans, and the collection repr."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from core import REGISTRY, Metric, MetricCollection, Plan, Task, resolve
+from core.metrics import parse_metric_string
+from core.states import BinaryConfusionState, ExampleCountState
+
+# NaN results (an undefined metric) are expected in these tests; their warnings are noise here.
+pytestmark = pytest.mark.filterwarnings("ignore::core.UndefinedMetricWarning")
+
+BINARY = Task()
+MULTI = Task(num_classes=3)
+
+
+@pytest.fixture
+def registry_snapshot():
+    """Restore the registry after tests that define metric classes."""
+    before = dict(REGISTRY)
+    yield
+    REGISTRY.clear()
+    REGISTRY.update(before)
+
+
+# ---------------------------------------------------------------------------------------------
+# parsing
+@pytest.mark.parametrize(
+    "text, parsed",
+    [
+        ("f1", ("f1", [], {})),
+        ("f1@macro", ("f1", ["macro"], {})),
+        ("recall@none", ("recall", [None], {})),
+        ("precision@threshold=0.7", ("precision", [], {"threshold": 0.7})),
+        ("fbeta@beta=2@weighted", ("fbeta", ["weighted"], {"beta": 2})),
+        ("fbeta@weighted@beta=0.5", ("fbeta", ["weighted"], {"beta": 0.5})),
+        ("  f1 @ macro ", ("f1", ["macro"], {})),
+        ("precision@zero_division=warn", ("precision", [], {"zero_division": "warn"})),
+    ],
+)
+def test_parse_metric_string(text, parsed):
+    assert parse_metric_string(text) == parsed
+
+
+@pytest.mark.parametrize("text", ["", "@macro", "f1@", "f1@@macro", "f1@macro@"])
+def test_malformed_metric_strings(text):
+    with pytest.raises(ValueError, match="malformed"):
+        parse_metric_string(text)
+
+
+def test_resolve_f1_macro():
+    m = resolve("f1@macro", MULTI)
+    assert type(m).__name__ == "F1" and m.p["average"] == "macro" and m.key == "f1@macro"
+
+
+def test_resolve_precision_threshold():
+    m = resolve("precision@threshold=0.7", BINARY)
+    assert m.p["threshold"] == 0.7 and m.p["average"] == "binary"
+    assert m.key == "precision@threshold=0.7"
+    assert m.requires() == [(BinaryConfusionState, 0.7)]
+
+
+def test_resolve_fbeta_beta_and_average():
+    m = resolve("fbeta@beta=2@weighted", MULTI)
+    assert m.p["beta"] == 2.0 and m.p["average"] == "weighted"
+    assert m.key == "fbeta@weighted@beta=2"
+
+
+def test_resolve_recall_none_gives_per_class_array():
+    m = resolve("recall@none", MULTI)
+    assert m.p["average"] is None and m.key == "recall@none"
+    mc = MetricCollection(m, num_classes=3)
+    mc.update([0, 1, 2, 2], y_pred=[0, 2, 2, 2])
+    v = mc.compute()["recall@none"]
+    assert isinstance(v, np.ndarray) and v.shape == (3,)
+    np.testing.assert_allclose(v, [1.0, 0.0, 1.0])
+
+
+def test_resolve_passes_metric_objects_through():
+    m = resolve("f1@macro", MULTI)
+    assert resolve(m, MULTI) is m
+
+
+# ---------------------------------------------------------------------------------------------
+# canonical keys
+@pytest.mark.parametrize(
+    "task, spellings, key",
+    [
+        (BINARY, ["f1", "F1", "f1_score", "f1@binary", "f1@average=binary"], "f1"),
+        (BINARY, ["precision", "ppv", "positive_predictive_value"], "precision"),
+        (BINARY, ["recall", "tpr", "sensitivity", "true_positive_rate"], "recall"),
+        (BINARY, ["precision@threshold=0.7", "precision@threshold=0.70", "ppv@threshold=7e-1"], "precision@threshold=0.7"),
+        (BINARY, ["tp@threshold=1", "tp@threshold=1.0", "true_positives@threshold=1"], "tp@threshold=1"),
+        (BINARY, ["f1@macro", "f1@average=macro"], "f1@macro"),
+        (MULTI, ["f1", "f1@macro", "f1_score@average=macro", "F1@macro"], "f1@macro"),
+        (MULTI, ["fbeta@beta=2@weighted", "fbeta@weighted@beta=2", "fbeta@beta=2.0@average=weighted", "fbeta_score@weighted@beta=2"], "fbeta@weighted@beta=2"),
+        (MULTI, ["recall@none", "recall@None", "recall@average=none"], "recall@none"),
+        (MULTI, ["accuracy", "acc"], "accuracy"),
+        (MULTI, ["confusion_matrix"], "confusion_matrix"),
+    ],
+)
+def test_canonical_keys(task, spellings, key):
+    for s in spellings:
+        assert resolve(s, task).key == key, s
+    # a plan computes equal keys once
+    assert Plan(spellings, task).keys == (key,)
+
+
+@pytest.mark.parametrize(
+    "text, task",
+    [
+        ("f1", BINARY), ("f1@macro", BINARY), ("precision@threshold=0.25", BINARY), ("fbeta@beta=0.5", BINARY),
+        ("fbeta@macro@beta=3@threshold=0.75", BINARY), ("recall@zero_division=1", BINARY), ("tp@threshold=0.3", BINARY),
+        ("f1@macro", MULTI), ("fbeta@beta=2@weighted", MULTI), ("recall@none", MULTI), ("precision@micro@zero_division=warn", MULTI),
+        ("accuracy", MULTI), ("confusion_matrix", BINARY), ("example_count", BINARY), ("weighted_example_count", MULTI),
+    ],
+)  # fmt: skip
+def test_key_round_trips(text, task):
+    m = resolve(text, task)
+    again = resolve(m.key, task)
+    assert again.key == m.key and type(again) is type(m) and again.p == m.p
+
+
+def test_plan_keys_keep_request_order():
+    plan = Plan(["recall", "f1@macro", "precision", "f1_score@macro", "accuracy"], BINARY)
+    assert plan.keys == ("recall", "f1@macro", "precision", "accuracy")
+
+
+# ---------------------------------------------------------------------------------------------
+# errors
+def test_unknown_metric_lists_known_names():
+    with pytest.raises(ValueError) as err:
+        resolve("f2_scor", BINARY)
+    msg = str(err.value)
+    assert "'f2_scor'" in msg and "known" in msg
+    for name in ("accuracy", "precision", "recall", "f1", "fbeta", "tp", "confusion_matrix"):
+        assert name in msg
+
+
+@pytest.mark.parametrize(
+    "text, task, match",
+    [
+        ("f1@macro@micro", MULTI, "positional"),
+        ("f1@macro@average=micro", MULTI, "twice"),
+        ("accuracy@macro", MULTI, "positional"),
+        ("f1@foo=1", BINARY, "foo"),
+        ("f1@median", MULTI, "average"),
+        ("f1@binary", MULTI, "binary"),
+        ("precision@threshold=0.7", MULTI, "threshold"),
+        ("accuracy@threshold=0.7", MULTI, "threshold"),
+        ("tp", MULTI, "multiclass"),
+        ("precision@zero_division=2", BINARY, "zero_division"),
+        ("fbeta@beta=-1", BINARY, "beta"),
+        ("precision@threshold=nan", BINARY, "threshold"),
+    ],
+)
+def test_bad_metric_parameters(text, task, match):
+    with pytest.raises(ValueError, match=match):
+        resolve(text, task)
+
+
+def test_non_string_metric_is_a_type_error():
+    with pytest.raises(TypeError):
+        resolve(3, BINARY)  # type: ignore[arg-type]
+
+
+def test_unknown_parameter_lists_accepted_ones():
+    with pytest.raises(ValueError) as err:
+        resolve("precision@thresh=0.5", BINARY)
+    assert "threshold" in str(err.value) and "zero_division" in str(err.value)
+
+
+# ---------------------------------------------------------------------------------------------
+# registry
+def test_every_registered_name_resolves_to_its_class():
+    for name, cls in REGISTRY.items():
+        assert name == cls.name or name in cls.aliases, name
+
+
+def test_alias_clash_at_class_definition_raises(registry_snapshot):
+    with pytest.raises(ValueError, match="'precision'"):
+
+        class Clashing(Metric):
+            name = "clashing_metric_for_test"
+            aliases = ("precision",)
+
+    with pytest.raises(ValueError, match="'recall'"):
+
+        class Recall2(Metric):
+            name = "recall"
+
+    assert REGISTRY["precision"].__name__ == "Precision"
+    assert REGISTRY["recall"].__name__ == "Recall"
+
+
+def test_failed_definition_leaves_no_trace(registry_snapshot):
+    with pytest.raises(ValueError):
+
+        class Clashing(Metric):
+            name = "clashing_metric_for_test"
+            aliases = ("precision",)
+
+    assert "clashing_metric_for_test" not in REGISTRY
+
+
+def test_same_class_name_from_another_module_is_a_clash(registry_snapshot):
+    with pytest.raises(ValueError, match="recall"):
+        type("Recall", (Metric,), {"name": "recall", "__module__": "some_plugin"})
+
+
+def test_new_metric_registers_and_resolves(registry_snapshot):
+    class PositiveRate(Metric):
+        """Fraction of examples (by count) in the batch: a toy metric for this test."""
+
+        name = "toy_example_fraction"
+        aliases = ("toy_fraction",)
+        tasks = ("binary",)
+
+        def compute(self, states):
+            return float(states["example_count"]["count"] > 0)
+
+    assert REGISTRY["toy_fraction"] is PositiveRate
+    mc = MetricCollection("toy_fraction", "f1")
+    mc.update([1, 0], y_score=[0.9, 0.1])
+    assert mc.compute()["toy_example_fraction"] == 1.0
+
+
+# ---------------------------------------------------------------------------------------------
+# state sharing
+def _kinds(plan: Plan) -> list[str]:
+    return [cls.kind for cls, _ in plan.state_types]
+
+
+def test_precision_recall_f1_accuracy_share_one_binary_state():
+    mc = MetricCollection("precision", "recall", "f1", "accuracy", "fbeta@beta=2", "tp", "confusion_matrix")
+    assert _kinds(mc.plan) == ["example_count", "binary_confusion"]
+    assert mc.plan.state_types[1][1].thresholds == (0.5,)
+    assert len(mc.states) == 2
+
+
+def test_two_thresholds_share_one_binary_state():
+    mc = MetricCollection("precision@threshold=0.3", "recall@threshold=0.7", "f1@threshold=0.3", threshold_rule=">")
+    assert _kinds(mc.plan) == ["example_count", "binary_confusion"]
+    layout = mc.plan.state_types[1][1]
+    assert layout.thresholds == (0.3, 0.7) and layout.threshold_rule == ">"
+    mc.update([1, 0, 1, 0], y_score=[0.7, 0.7, 0.3, 0.31])
+    v = mc.compute()
+    assert v["precision@threshold=0.3"] == pytest.approx(1 / 3)  # > 0.3: 0.7, 0.7, 0.31
+    assert v["recall@threshold=0.7"] == 0.0  # nothing is > 0.7
+
+
+def test_multiclass_metrics_share_one_confusion_matrix():
+    mc = MetricCollection("accuracy", "f1@macro", "precision@none", "recall@weighted", "confusion_matrix", num_classes=4)
+    assert _kinds(mc.plan) == ["example_count", "confusion_matrix"]
+    assert mc.plan.state_types[1][1].num_classes == 4
+
+
+def test_example_count_state_is_always_first():
+    for plan in (Plan(["f1"], BINARY), Plan(["example_count"], BINARY), Plan(None, MULTI)):
+        assert plan.state_types[0][0] is ExampleCountState
+    assert _kinds(Plan(["example_count", "weighted_example_count"], BINARY)) == ["example_count"]
+
+
+def test_default_metrics():
+    assert MetricCollection().plan.keys == ("accuracy", "precision", "recall", "f1")
+    assert MetricCollection(num_classes=3).plan.keys == ("accuracy", "precision@macro", "recall@macro", "f1@macro", "f1@weighted")
+
+
+# ---------------------------------------------------------------------------------------------
+# repr
+def test_repr_is_a_tree_with_every_metric_key():
+    mc = MetricCollection("precision@threshold=0.3", "recall", "f1@macro", "fbeta@beta=2", "tp@threshold=0.7", "confusion_matrix")
+    mc.update([1, 0, 1], y_score=[0.8, 0.4, 0.2])
+    text = repr(mc)
+    lines = text.splitlines()
+    assert lines[0].startswith("MetricCollection(")
+    assert any(line.startswith(("├──", "└──")) for line in lines[1:])
+    assert all(line.startswith(("├", "│", "└", " ")) for line in lines[1:])
+    for key in mc.plan.keys:
+        assert any(key in line and ("├──" in line or "└──" in line) for line in lines), key
+    for s in mc.states:
+        assert s.kind in text
+
+
+def test_repr_of_an_empty_collection_does_not_fail():
+    for mc in (MetricCollection(), MetricCollection(num_classes=3), MetricCollection("recall@none", num_classes=3)):
+        text = repr(mc)
+        for key in mc.plan.keys:
+            assert key in text

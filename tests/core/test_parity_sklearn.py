@@ -1,0 +1,347 @@
+"""Parity of every issue-2 metric with scikit-learn over the named case grid.
+
+Metrics: accuracy, precision, recall, f1, fbeta, tp/fp/tn/fn, confusion_matrix. Binary at one
+threshold (``>=`` and ``>``), at several thresholds in one plan, and from hard predictions;
+binary and multiclass with average micro/macro/weighted/none; sample weights; zero_division in
+{0, 1, "nan", "warn"} ("warn": value 0.0 plus a ``core.UndefinedMetricWarning`` exactly where
+scikit-learn warns).
+
+Tolerance: ``abs(a - b) <= 1e-9 * max(1, |a|, |b|)``, NaN == NaN.
+
+scikit-learn 1.9 refuses empty input and all-zero weights; there the reference is the
+hand-derived value of our policy (zero_division values, accuracy NaN), asserted explicitly in
+``test_policy_*`` below rather than taken from scikit-learn.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import warnings
+
+import numpy as np
+import pytest
+
+import core
+from core import BinaryMetrics, MetricCollection, Plan
+from tests._helpers import (
+    BINARY_GRID,
+    MULTICLASS_GRID,
+    assert_all_close,
+    binary_case,
+    close,
+    multiclass_case,
+    sk_binary,
+    sk_multiclass,
+)
+from tests._helpers.cases import TIE_THRESHOLDS, grid_id
+from tests._helpers.sklearn_ref import avg_name, fmt_beta
+
+# warnings are asserted explicitly (inside catch_warnings) where they matter; elsewhere NaN results
+# UndefinedMetricWarnings are noise
+pytestmark = pytest.mark.filterwarnings("ignore::core.UndefinedMetricWarning")
+
+ZERO_DIVISIONS = [0, 1, "nan", "warn"]
+RULES = [">=", ">"]
+BETAS = (0.5, 2.0)
+
+
+def _prf_keys(binary: bool) -> list[str]:
+    averages = ([""] if binary else []) + [f"@{avg_name(a)}" for a in ("micro", "macro", "weighted", None)]
+    keys = []
+    for suffix in averages:
+        keys += [f"precision{suffix}", f"recall{suffix}", f"f1{suffix}"]
+        keys += [f"fbeta{suffix}@beta={fmt_beta(b)}" for b in BETAS]
+    return keys
+
+
+BINARY_KEYS = ["tp", "fp", "tn", "fn", "accuracy", "confusion_matrix", *_prf_keys(True)]
+MULTICLASS_KEYS = ["accuracy", "confusion_matrix", *_prf_keys(False)]
+
+
+def _is_prf(key: str) -> bool:
+    return key.split("@")[0] in ("precision", "recall", "f1", "fbeta")
+
+
+def compute_each(mc: MetricCollection) -> tuple[dict, set[str], list]:
+    """Compute every metric of ``mc`` through its own single-metric Plan (on ``mc``'s states), so
+    each warning is attributable to one metric whichever layer emits it.
+
+    Returns ``(values, keys that raised core.UndefinedMetricWarning, other warnings)``.
+    """
+    values, warned, other = {}, set(), []
+    for m in mc.plan.metrics:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            values[m.key] = Plan([m], mc.task).compute(mc.states)[m.key]
+        for w in caught:
+            if issubclass(w.category, core.UndefinedMetricWarning):
+                warned.add(m.key)
+            else:
+                other.append(w)
+    return values, warned, other
+
+
+def check_against(mc: MetricCollection, ref: dict, ref_warned: set[str], zero_division, context: str) -> None:
+    """Values match the reference (keys: ours -> reference, identical unless ``ref`` is remapped).
+
+    Warnings (checked for precision/recall/F metrics only; NaN accuracy over no weight may warn):
+    with "warn", exactly where scikit-learn warns (and never NaN); with 0 or 1, none; with "nan",
+    not checked (our policy may warn for NaN values, scikit-learn does not).
+    """
+    values, warned, other = compute_each(mc)
+    assert_all_close(values, {k: ref[k] for k in values}, context=context)
+    assert not other, f"{context}: unexpected warnings {[str(w.message) for w in other]}"
+    warned_prf = {k for k in warned if _is_prf(k)}
+    expected = {k for k in values if k in ref_warned and _is_prf(k)}
+    if zero_division == "warn":
+        assert warned_prf == expected, f"{context}: warned for {sorted(warned_prf)}, sklearn for {sorted(expected)}"
+        for k in values:  # "warn" never yields NaN for an undefined ratio
+            if _is_prf(k):
+                assert not np.isnan(np.asarray(values[k], dtype=float)).any(), f"{context}: {k} is NaN under 'warn'"
+    elif zero_division in (0, 1):
+        assert not warned_prf, f"{context}: UndefinedMetricWarning for {sorted(warned_prf)} with zero_division={zero_division!r}"
+    # the whole-plan compute agrees with metric-by-metric compute
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        together = mc.compute()
+    assert_all_close(together, values, context=context + " (plan.compute)")
+
+
+# ---------------------------------------------------------------------------------------------
+# binary
+@pytest.mark.parametrize("zero_division", ZERO_DIVISIONS, ids=str)
+@pytest.mark.parametrize("rule", RULES, ids=["ge", "gt"])
+@pytest.mark.parametrize("case", BINARY_GRID, ids=grid_id)
+def test_binary_parity(case, rule, zero_division):
+    c = binary_case(*case)
+    mc = MetricCollection(*BINARY_KEYS, threshold=0.5, threshold_rule=rule, zero_division=zero_division)
+    # two batches, so the comparison also covers folding
+    half = c.n // 2
+    w = c.sample_weight
+    mc.update(c.y_true[:half], y_score=c.y_score[:half], sample_weight=None if w is None else w[:half])
+    mc.update(c.y_true[half:], y_score=c.y_score[half:], sample_weight=None if w is None else w[half:])
+    ref = sk_binary(c.y_true, c.y_score, w, 0.5, rule, zero_division, betas=BETAS)
+    assert set(ref) >= set(BINARY_KEYS)
+    check_against(mc, ref, ref.warned, zero_division, f"{c.name} rule={rule} zd={zero_division} ({ref.source})")
+
+
+@pytest.mark.parametrize("zero_division", ZERO_DIVISIONS, ids=str)
+@pytest.mark.parametrize("case", BINARY_GRID, ids=grid_id)
+def test_binary_parity_hard_predictions(case, zero_division):
+    """Binary tasks fed hard predictions ``y_pred`` in {0, 1} instead of scores."""
+    c = binary_case(*case)
+    y_pred = c.y_pred(0.5)
+    mc = MetricCollection(*BINARY_KEYS, zero_division=zero_division)
+    mc.update(c.y_true, y_pred=y_pred, sample_weight=c.sample_weight)
+    ref = sk_binary(c.y_true, None, c.sample_weight, zero_division=zero_division, betas=BETAS, y_pred=y_pred)
+    check_against(mc, ref, ref.warned, zero_division, f"{c.name} y_pred zd={zero_division}")
+
+
+MULTI_THRESHOLD_KEYS = {
+    # our key -> (threshold, reference key)
+    "precision@threshold=0.25": (0.25, "precision"),
+    "recall@threshold=0.25": (0.25, "recall"),
+    "f1@threshold=0.75": (0.75, "f1"),
+    "fbeta@beta=2@threshold=0.75": (0.75, "fbeta@beta=2"),
+    "accuracy@threshold=0.75": (0.75, "accuracy"),
+    "tp@threshold=0.25": (0.25, "tp"),
+    "fp@threshold=0.25": (0.25, "fp"),
+    "tn@threshold=0.75": (0.75, "tn"),
+    "fn@threshold=0.75": (0.75, "fn"),
+    "confusion_matrix@threshold=0.25": (0.25, "confusion_matrix"),
+    "precision@macro@threshold=0.75": (0.75, "precision@macro"),
+    "recall@none@threshold=0.25": (0.25, "recall@none"),
+    "f1": (0.5, "f1"),
+    "accuracy": (0.5, "accuracy"),
+}
+
+
+@pytest.mark.parametrize("zero_division", ZERO_DIVISIONS, ids=str)
+@pytest.mark.parametrize("rule", RULES, ids=["ge", "gt"])
+@pytest.mark.parametrize("case", BINARY_GRID, ids=grid_id)
+def test_binary_parity_several_thresholds_one_plan(case, rule, zero_division):
+    c = binary_case(*case)
+    mc = MetricCollection(*MULTI_THRESHOLD_KEYS, threshold_rule=rule, zero_division=zero_division)
+    # one shared binary state holding every threshold
+    kinds = [cls.kind for cls, _ in mc.plan.state_types]
+    assert kinds == ["example_count", "binary_confusion"]
+    assert mc.plan.state_types[1][1].thresholds == TIE_THRESHOLDS
+    assert set(mc.plan.keys) == set(MULTI_THRESHOLD_KEYS)
+    mc.update(c.y_true, y_score=c.y_score, sample_weight=c.sample_weight)
+    refs = {
+        t: sk_binary(
+            c.y_true, c.y_score, c.sample_weight, t, rule, zero_division, betas=BETAS,
+            only={theirs for (tt, theirs) in MULTI_THRESHOLD_KEYS.values() if tt == t},
+        )
+        for t in TIE_THRESHOLDS
+    }  # fmt: skip
+    ref = {ours: refs[t][theirs] for ours, (t, theirs) in MULTI_THRESHOLD_KEYS.items()}
+    warned = {ours for ours, (t, theirs) in MULTI_THRESHOLD_KEYS.items() if theirs in refs[t].warned}
+    check_against(mc, ref, warned, zero_division, f"{c.name} rule={rule} zd={zero_division}")
+
+
+@pytest.mark.parametrize("zero_division", ZERO_DIVISIONS, ids=str)
+@pytest.mark.parametrize("case", BINARY_GRID, ids=grid_id)
+def test_binary_metrics_class_parity(case, zero_division):
+    """The public ``core.BinaryMetrics`` surface: keys tp, fp, tn, fn, precision, recall, f1, accuracy."""
+    c = binary_case(*case)
+    bm = BinaryMetrics(threshold=0.5, zero_division=zero_division)
+    bm.update(c.y_true, c.y_score, c.sample_weight)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", core.UndefinedMetricWarning)
+        got = bm.compute()
+    assert list(got) == ["tp", "fp", "tn", "fn", "precision", "recall", "f1", "accuracy"]
+    assert all(type(v) is float for v in got.values())
+    ref = sk_binary(c.y_true, c.y_score, c.sample_weight, 0.5, ">=", zero_division)
+    assert_all_close(got, {k: ref[k] for k in got}, context=f"{c.name} zd={zero_division}")
+
+
+# ---------------------------------------------------------------------------------------------
+# multiclass
+@pytest.mark.parametrize("zero_division", ZERO_DIVISIONS, ids=str)
+@pytest.mark.parametrize("case", MULTICLASS_GRID, ids=grid_id)
+def test_multiclass_parity(case, zero_division):
+    c = multiclass_case(*case)
+    k = c.num_classes
+    mc = MetricCollection(*MULTICLASS_KEYS, num_classes=k, multiclass=(k == 2), zero_division=zero_division)
+    assert mc.task.kind == "multiclass"
+    assert set(mc.plan.keys) == set(MULTICLASS_KEYS)
+    third = c.n // 3
+    for sl in (slice(0, third), slice(third, c.n)):
+        w = None if c.sample_weight is None else c.sample_weight[sl]
+        mc.update(c.y_true[sl], y_pred=c.y_pred[sl], sample_weight=w)
+    ref = sk_multiclass(c.y_true, c.y_pred, c.sample_weight, k, zero_division, betas=BETAS)
+    check_against(mc, ref, ref.warned, zero_division, f"{c.name} K={k} zd={zero_division} ({ref.source})")
+
+
+def test_multiclass_default_metrics_match_sklearn():
+    """The multiclass defaults (accuracy, macro P/R/F1, weighted F1) under their canonical keys."""
+    c = multiclass_case("imbalanced", weighted=True)
+    mc = MetricCollection(num_classes=c.num_classes)
+    assert mc.plan.keys == ("accuracy", "precision@macro", "recall@macro", "f1@macro", "f1@weighted")
+    mc.update(c.y_true, y_pred=c.y_pred, sample_weight=c.sample_weight)
+    ref = sk_multiclass(c.y_true, c.y_pred, c.sample_weight, c.num_classes)
+    assert_all_close(mc.compute(), {k: ref[k] for k in mc.plan.keys})
+
+
+def test_multiclass_f1_alias_is_macro():
+    """In a multiclass task a bare ``f1`` means ``f1@macro`` (sklearn needs an explicit average)."""
+    c = multiclass_case("balanced")
+    mc = MetricCollection("f1", "precision", "recall", num_classes=c.num_classes)
+    assert mc.plan.keys == ("f1@macro", "precision@macro", "recall@macro")
+    mc.update(c.y_true, y_pred=c.y_pred)
+    ref = sk_multiclass(c.y_true, c.y_pred, None, c.num_classes)
+    assert_all_close(mc.compute(), {k: ref[k] for k in mc.plan.keys})
+
+
+# ---------------------------------------------------------------------------------------------
+# F-beta edges
+@pytest.mark.parametrize("beta", [0.0, 0.5, 1.0, 3.0])
+def test_fbeta_beta_values_match_sklearn(beta):
+    from sklearn.metrics import fbeta_score
+
+    c = binary_case("balanced", weighted=True)
+    mc = MetricCollection(f"fbeta@beta={beta}", "fbeta@macro@beta=" + str(beta))
+    mc.update(c.y_true, y_score=c.y_score, sample_weight=c.sample_weight)
+    got = list(mc.compute().values())
+    y_pred = c.y_pred(0.5)
+    assert close(got[0], fbeta_score(c.y_true, y_pred, beta=beta, sample_weight=c.sample_weight))
+    assert close(got[1], fbeta_score(c.y_true, y_pred, beta=beta, average="macro", sample_weight=c.sample_weight))
+
+
+def test_fbeta_beta_inf_is_recall():
+    from sklearn.metrics import fbeta_score, recall_score
+
+    c = binary_case("balanced")
+    mc = MetricCollection("fbeta@beta=inf", "recall")
+    mc.update(c.y_true, y_score=c.y_score)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no RuntimeWarning from inf/inf either
+        got = mc.compute()
+    y_pred = c.y_pred(0.5)
+    assert close(fbeta_score(c.y_true, y_pred, beta=np.inf), recall_score(c.y_true, y_pred))
+    assert close(got["fbeta@beta=inf"], got["recall"])
+
+
+# ---------------------------------------------------------------------------------------------
+# policies where we deliberately differ from scikit-learn (which raises)
+@pytest.mark.parametrize("zero_division", ZERO_DIVISIONS, ids=str)
+def test_policy_empty_input_binary(zero_division):
+    from sklearn.metrics import accuracy_score
+
+    with pytest.raises(ValueError):
+        accuracy_score([], [])  # sklearn refuses; our policy is NaN
+    bm = BinaryMetrics(zero_division=zero_division)
+    bm.update([], [])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = bm.compute()
+    zd = {0: 0.0, 1: 1.0, "nan": math.nan, "warn": 0.0}[zero_division]
+    expected = {"tp": 0.0, "fp": 0.0, "tn": 0.0, "fn": 0.0, "precision": zd, "recall": zd, "f1": zd, "accuracy": math.nan}
+    assert_all_close(got, expected)
+    messages = [str(w.message) for w in caught if issubclass(w.category, core.UndefinedMetricWarning)]
+    for key in ("precision", "recall", "f1"):
+        named = any(re.search(rf"\b{key}\b", m) for m in messages)
+        if zero_division == "warn":
+            assert named, f"no UndefinedMetricWarning names {key}: {messages}"
+        elif zero_division in (0, 1):
+            assert not named, f"zero_division={zero_division}: unexpected warning for {key}: {messages}"
+
+
+@pytest.mark.parametrize("zero_division", ZERO_DIVISIONS, ids=str)
+def test_policy_all_zero_weights_binary(zero_division):
+    from sklearn.metrics import accuracy_score
+
+    y, s, w = [1, 0, 1], [0.9, 0.8, 0.1], [0.0, 0.0, 0.0]
+    with pytest.raises(ValueError):
+        accuracy_score(y, [1, 1, 0], sample_weight=w)  # sklearn refuses; our policy is NaN
+    bm = BinaryMetrics(zero_division=zero_division)
+    bm.update(y, s, w)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", core.UndefinedMetricWarning)
+        got = bm.compute()
+    zd = {0: 0.0, 1: 1.0, "nan": math.nan, "warn": 0.0}[zero_division]
+    expected = {"tp": 0.0, "fp": 0.0, "tn": 0.0, "fn": 0.0, "precision": zd, "recall": zd, "f1": zd, "accuracy": math.nan}
+    assert_all_close(got, expected)
+
+
+@pytest.mark.parametrize("zero_division", ZERO_DIVISIONS, ids=str)
+def test_policy_empty_and_zero_weight_multiclass(zero_division):
+    zd = {0: 0.0, 1: 1.0, "nan": math.nan, "warn": 0.0}[zero_division]
+    for weights in (None, [0.0, 0.0]):
+        mc = MetricCollection(
+            "accuracy", "f1@micro", "f1@macro", "f1@weighted", "recall@none", "confusion_matrix",
+            num_classes=3, zero_division=zero_division,
+        )  # fmt: skip
+        if weights is None:
+            mc.update([], y_pred=[])
+        else:
+            mc.update([0, 2], y_pred=[1, 2], sample_weight=weights)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", core.UndefinedMetricWarning)
+            got = mc.compute()
+        assert_all_close(
+            got,
+            {
+                "accuracy": math.nan,  # any average over zero weight is NaN
+                "f1@micro": zd,
+                "f1@macro": zd,
+                "f1@weighted": zd,
+                "recall@none": [zd, zd, zd],
+                "confusion_matrix": np.zeros((3, 3)),
+            },
+            context=f"weights={weights}",
+        )
+
+
+def test_policy_macro_leaves_out_nan_classes():
+    """zero_division="nan": an undefined class is NaN in @none and left out of the macro mean
+    (sklearn's ``_nanaverage``); with 0 it counts as 0."""
+    y, p = [0, 1, 1, 0], [0, 1, 1, 0]
+    nan_mc = MetricCollection("f1@none", "f1@macro", num_classes=3, zero_division="nan")
+    zero_mc = MetricCollection("f1@macro", num_classes=3, zero_division=0)
+    nan_mc.update(y, y_pred=p)
+    zero_mc.update(y, y_pred=p)
+    assert_all_close(nan_mc.compute(), {"f1@none": [1.0, 1.0, math.nan], "f1@macro": 1.0})
+    assert close(zero_mc.compute()["f1@macro"], 2 / 3)

@@ -1,0 +1,461 @@
+"""Column extraction and validation: clear errors naming column, value and row; input kinds.
+
+* length mismatch, labels outside {0, 1} / [0, K), NaN labels, NaN/inf scores, negative/NaN/inf
+  weights -> ValueError; strings in numeric columns -> TypeError; every message names the
+  column, the bad value and its row position (``row_offset`` honoured);
+* empty batches are fine;
+* lists, numpy arrays, pandas Series (incl. nullable Int64) and pyarrow Array/ChunkedArray give
+  identical states; nulls/NA are errors naming the row;
+* ``on_invalid="skip"`` skips invalid rows and counts them per slice (``skipped``);
+* a missing column is a ValueError listing the available columns.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pytest
+
+from core import Evaluation, MetricCollection, Plan, Task
+from core._inputs import make_batch
+from tests._helpers import assert_states_equal, binary_case, multiclass_case
+
+# NaN results (an undefined metric) are expected in these tests; their warnings are noise here.
+pytestmark = pytest.mark.filterwarnings("ignore::core.UndefinedMetricWarning")
+
+
+
+def check_message(err: pytest.ExceptionInfo, column: str, value: str, row: int) -> None:
+    msg = str(err.value)
+    assert f"'{column}'" in msg, msg
+    assert re.search(rf"(?<![\w.]){re.escape(value)}(?![\w])", msg), f"value {value!r} not in: {msg}"
+    assert re.search(rf"\brow {row}\b", msg), f"row {row} not in: {msg}"
+
+
+# ---------------------------------------------------------------------------------------------
+# bad values
+BAD_BINARY = [
+    # (id, columns, exception, column, value text, row)
+    ("label_2", dict(y_true=[0, 1, 2], y_score=[0.1, 0.2, 0.3]), ValueError, "y_true", "2", 2),
+    ("label_negative", dict(y_true=[0, -1, 1], y_score=[0.1, 0.2, 0.3]), ValueError, "y_true", "-1", 1),
+    ("label_fraction", dict(y_true=[0, 0.5, 1], y_score=[0.1, 0.2, 0.3]), ValueError, "y_true", "0.5", 1),
+    ("label_nan", dict(y_true=[0, 1, np.nan], y_score=[0.1, 0.2, 0.3]), ValueError, "y_true", "nan", 2),
+    ("label_none", dict(y_true=[None, 1, 0], y_score=[0.1, 0.2, 0.3]), ValueError, "y_true", "None", 0),
+    ("score_nan", dict(y_true=[0, 1, 1], y_score=[0.1, np.nan, 0.3]), ValueError, "y_score", "nan", 1),
+    ("score_inf", dict(y_true=[0, 1, 1], y_score=[0.1, 0.2, np.inf]), ValueError, "y_score", "inf", 2),
+    ("score_neg_inf", dict(y_true=[0, 1, 1], y_score=[-np.inf, 0.2, 0.3]), ValueError, "y_score", "-inf", 0),
+    ("pred_2", dict(y_true=[0, 1, 1], y_pred=[0, 2, 1]), ValueError, "y_pred", "2", 1),
+    ("weight_negative", dict(y_true=[0, 1, 1], y_score=[0.1, 0.2, 0.3], sample_weight=[1, 1, -0.5]), ValueError, "sample_weight", "-0.5", 2),
+    ("weight_nan", dict(y_true=[0, 1, 1], y_score=[0.1, 0.2, 0.3], sample_weight=[1, np.nan, 1]), ValueError, "sample_weight", "nan", 1),
+    ("weight_inf", dict(y_true=[0, 1, 1], y_score=[0.1, 0.2, 0.3], sample_weight=[np.inf, 1, 1]), ValueError, "sample_weight", "inf", 0),
+    ("label_string", dict(y_true=[0, "1", 1], y_score=[0.1, 0.2, 0.3]), TypeError, "y_true", "'1'", 1),
+    ("score_string", dict(y_true=[0, 1, 1], y_score=[0.1, 0.2, "high"]), TypeError, "y_score", "'high'", 2),
+    ("weight_string", dict(y_true=[0, 1, 1], y_score=[0.1, 0.2, 0.3], sample_weight=["1", 1, 1]), TypeError, "sample_weight", "'1'", 0),
+]
+
+
+@pytest.mark.parametrize("cols, exc, column, value, row", [c[1:] for c in BAD_BINARY], ids=[c[0] for c in BAD_BINARY])
+def test_invalid_binary_values_name_column_value_and_row(cols, exc, column, value, row):
+    mc = MetricCollection("f1", "accuracy")
+    with pytest.raises(exc) as err:
+        mc.update(cols["y_true"], y_score=cols.get("y_score"), y_pred=cols.get("y_pred"), sample_weight=cols.get("sample_weight"))
+    check_message(err, column, value, row)
+    assert mc.states == mc.plan.zero()  # nothing was folded
+
+
+@pytest.mark.parametrize("cols, exc, column, value, row", [c[1:] for c in BAD_BINARY], ids=[c[0] for c in BAD_BINARY])
+def test_invalid_values_honour_row_offset(cols, exc, column, value, row):
+    with pytest.raises(exc) as err:
+        make_batch(num_classes=2, row_offset=1000, **cols)
+    check_message(err, column, value, 1000 + row)
+
+
+BAD_MULTICLASS = [
+    ("label_K", dict(y_true=[0, 3, 1], y_pred=[0, 1, 2]), "y_true", "3", 1),
+    ("label_7", dict(y_true=[0, 1, 7], y_pred=[0, 1, 2]), "y_true", "7", 2),
+    ("label_negative", dict(y_true=[-1, 1, 2], y_pred=[0, 1, 2]), "y_true", "-1", 0),
+    ("pred_K", dict(y_true=[0, 1, 2], y_pred=[0, 1, 3]), "y_pred", "3", 2),
+    ("pred_nan", dict(y_true=[0, 1, 2], y_pred=[0, np.nan, 2]), "y_pred", "nan", 1),
+]
+
+
+@pytest.mark.parametrize("cols, column, value, row", [c[1:] for c in BAD_MULTICLASS], ids=[c[0] for c in BAD_MULTICLASS])
+def test_invalid_multiclass_values(cols, column, value, row):
+    mc = MetricCollection("f1@macro", num_classes=3)
+    with pytest.raises(ValueError) as err:
+        mc.update(cols["y_true"], y_pred=cols["y_pred"])
+    check_message(err, column, value, row)
+    assert "[0, 3)" in str(err.value)
+
+
+def test_error_counts_invalid_rows():
+    with pytest.raises(ValueError, match=r"3 invalid rows"):
+        make_batch(num_classes=2, y_true=[0, 2, 2, 1, 2], y_score=[0.1] * 5)
+
+
+def test_length_mismatch_names_both_columns():
+    mc = MetricCollection("f1")
+    with pytest.raises(ValueError) as err:
+        mc.update([0, 1, 1], y_score=[0.1, 0.2])
+    msg = str(err.value)
+    assert "'y_score'" in msg and "'y_true'" in msg and "2" in msg and "3" in msg
+    with pytest.raises(ValueError, match="sample_weight"):
+        mc.update([0, 1], y_score=[0.1, 0.2], sample_weight=[1.0])
+
+
+def test_evaluation_length_mismatch():
+    ev = Evaluation(label_col="label", score_col="score")
+    with pytest.raises(ValueError, match=r"label.*2.*score.*3|different lengths"):
+        ev.fold(ev.zero(), {"label": [0, 1], "score": [0.1, 0.2, 0.3]})
+
+
+def test_later_batches_report_global_row_positions():
+    mc = MetricCollection("f1")
+    mc.update([0, 1, 1], y_score=[0.1, 0.2, 0.3])
+    mc.update([], y_score=[])
+    with pytest.raises(ValueError) as err:
+        mc.update([0, 1], y_score=[0.4, np.nan])
+    check_message(err, "y_score", "nan", 4)
+
+
+def test_evaluation_messages_use_configured_column_names_and_offsets():
+    ev = Evaluation(label_col="label", score_col="score", weight_col="w")
+    with pytest.raises(ValueError) as err:
+        ev.fold(ev.zero(), {"label": [0, 1], "score": [0.1, 0.2], "w": [1.0, -2.0]}, row_offset=40)
+    check_message(err, "w", "-2.0", 41)
+    with pytest.raises(ValueError) as err:  # evaluate() accumulates row offsets over batches
+        ev.evaluate([
+            {"label": [0, 1], "score": [0.1, 0.2], "w": [1, 1]},
+            {"label": [], "score": [], "w": []},
+            {"label": [1, 5], "score": [0.1, 0.2], "w": [1, 1]},
+        ])  # fmt: skip
+    check_message(err, "label", "5", 3)
+
+
+def test_binary_needs_scores_or_predictions_and_multiclass_needs_predictions():
+    with pytest.raises(ValueError, match="y_score or y_pred"):
+        MetricCollection("f1").update([0, 1])
+    with pytest.raises(ValueError, match="y_pred|y_score"):
+        MetricCollection("f1@macro", num_classes=3).update([0, 1], y_score=[0.1, 0.2])
+
+
+# ---------------------------------------------------------------------------------------------
+# strings: TypeError naming column, bad value and row, whatever the container
+STRING_CONTAINERS = {
+    "list": lambda v: list(v),
+    "pandas_object": lambda v: pd.Series(v, dtype=object),
+    "pyarrow": lambda v: pa.array([str(x) for x in v]),
+    "numpy_unicode": lambda v: np.array([str(x) for x in v]),
+    "pandas_string": lambda v: pd.Series([str(x) for x in v], dtype="string"),
+}
+NUMPY_STR_BUG = (
+    "core bug: a numpy unicode array (dtype <U) raises 'expected numbers, got dtype <U1 (e.g. ...)' "
+    "naming the FIRST value and no row, instead of the bad value and its row"
+)
+PANDAS_STR_BUG = (
+    "core bug: a pandas StringDtype Series goes through to_numpy(dtype=float64), so numeric "
+    "strings like '1' are silently accepted as numbers (lists, object Series and pyarrow raise TypeError)"
+)
+
+
+@pytest.mark.parametrize(
+    "container, value, row",
+    [
+        ("list", "'x'", 12),
+        ("pandas_object", "'x'", 12),
+        # containers of one type hold strings only: the first bad value is the '0' at row 0
+        ("pyarrow", "'0'", 10),
+        ("pandas_string", "'0'", 10),
+        pytest.param("numpy_unicode", "'0'", 10),
+    ],
+)
+def test_non_numeric_strings_raise_type_error(container, value, row):
+    wrap = STRING_CONTAINERS[container]
+    with pytest.raises(TypeError) as err:
+        make_batch(num_classes=2, y_true=wrap([0, 1, "x", 1]), y_score=[0.1, 0.2, 0.3, 0.4], row_offset=10)
+    check_message(err, "y_true", value, row)
+
+
+@pytest.mark.parametrize(
+    "container",
+    [
+        "list",
+        "pyarrow",
+        "pandas_object",
+        pytest.param("numpy_unicode"),
+        pytest.param("pandas_string"),
+    ],
+)
+def test_numeric_strings_are_not_numbers(container):
+    """``"1"`` is a string, not a label: every container must reject it with a TypeError."""
+    wrap = STRING_CONTAINERS[container]
+    with pytest.raises(TypeError) as err:
+        make_batch(num_classes=2, y_true=wrap(["0", "1", "1"]), y_score=[0.1, 0.2, 0.3])
+    check_message(err, "y_true", "'0'", 0)
+
+
+# ---------------------------------------------------------------------------------------------
+# empty batches
+def test_empty_batches_are_no_ops():
+    mc = MetricCollection("f1", "accuracy", "tp")
+    mc.update([], y_score=[])
+    mc.update(np.array([], dtype=np.int64), y_score=np.array([]), sample_weight=np.array([]))
+    mc.update(pd.Series([], dtype="Int64"), y_score=pd.Series([], dtype=float))
+    mc.update(pa.array([], type=pa.int64()), y_score=pa.chunked_array([], type=pa.float64()))
+    mc.update([], y_pred=[])
+    assert mc.states == mc.plan.zero()
+    ev = Evaluation(label_col="y", score_col="s", weight_col="w", slices="g")
+    empty = [
+        {"y": [], "s": [], "w": [], "g": []},
+        pd.DataFrame({"y": pd.Series([], dtype=int), "s": pd.Series([], dtype=float), "w": pd.Series([], dtype=float), "g": pd.Series([], dtype=object)}),
+        pa.record_batch({"y": pa.array([], pa.int64()), "s": pa.array([], pa.float64()), "w": pa.array([], pa.float64()), "g": pa.array([], pa.string())}),
+        pa.table({"y": pa.array([], pa.int64()), "s": pa.array([], pa.float64()), "w": pa.array([], pa.float64()), "g": pa.array([], pa.string())}),
+        [],
+    ]
+    acc = ev.zero()
+    for batch in empty:
+        ev.fold(acc, batch)
+    assert acc == ev.zero()
+    res = ev.finish(acc)
+    assert res.overall.n == 0 and np.isnan(res.overall.metrics["accuracy"])
+
+
+# ---------------------------------------------------------------------------------------------
+# identical states from every input kind
+CONVERTERS = {
+    "list": lambda a: a.tolist(),
+    "tuple": lambda a: tuple(a.tolist()),
+    "numpy": lambda a: a,
+    "numpy_float32_scores": lambda a: a.astype(np.float32) if a.dtype.kind == "f" and not _is_weight(a) else a,
+    "pandas": lambda a: pd.Series(a),
+    "pandas_nullable": lambda a: pd.Series(a, dtype="Int64" if a.dtype.kind in "iu" else "Float64"),
+    "pandas_indexed": lambda a: pd.Series(a, index=np.arange(len(a))[::-1] * 7),
+    "pyarrow": lambda a: pa.array(a),
+    "pyarrow_chunked": lambda a: pa.chunked_array([a[: len(a) // 3], a[len(a) // 3 :]]) if len(a) else pa.chunked_array([pa.array(a)]),
+}
+
+
+def _is_weight(a: np.ndarray) -> bool:
+    return getattr(a, "_is_weight", False)
+
+
+@pytest.mark.parametrize("converter", [c for c in CONVERTERS if c != "numpy_float32_scores"])
+@pytest.mark.parametrize("case", ["balanced", "ties", "weighted_zeros"])
+def test_binary_input_kinds_give_identical_states(case, converter):
+    c = binary_case(case, weighted=True)
+    conv = CONVERTERS[converter]
+    reference = MetricCollection("f1", "accuracy@threshold=0.25", "tp@threshold=0.75")
+    reference.update(c.y_true, y_score=c.y_score, sample_weight=c.sample_weight)
+    mc = MetricCollection("f1", "accuracy@threshold=0.25", "tp@threshold=0.75")
+    mc.update(conv(c.y_true), y_score=conv(c.y_score), sample_weight=conv(c.sample_weight))
+    assert_states_equal(mc, reference)
+    assert mc.encode() == reference.encode()
+
+
+@pytest.mark.parametrize("converter", [c for c in CONVERTERS if c != "numpy_float32_scores"])
+def test_multiclass_input_kinds_give_identical_states(converter):
+    c = multiclass_case("balanced", weighted=True)
+    conv = CONVERTERS[converter]
+    reference = MetricCollection("f1@macro", "confusion_matrix", num_classes=c.num_classes)
+    reference.update(c.y_true, y_pred=c.y_pred, sample_weight=c.sample_weight)
+    mc = MetricCollection("f1@macro", "confusion_matrix", num_classes=c.num_classes)
+    mc.update(conv(c.y_true), y_pred=conv(c.y_pred), sample_weight=conv(c.sample_weight))
+    assert mc.encode() == reference.encode()
+
+
+def test_bool_and_integer_valued_float_labels_equal_int_labels():
+    a, b, c = (MetricCollection("f1", "accuracy") for _ in range(3))
+    a.update([1, 0, 1], y_score=[0.9, 0.2, 0.4])
+    b.update([True, False, True], y_score=[0.9, 0.2, 0.4])
+    c.update(np.array([1.0, 0.0, 1.0]), y_score=np.array([0.9, 0.2, 0.4], dtype=np.float32))
+    assert a.encode() == b.encode()
+    # float32 scores are compared after conversion to float64 (0.4f != 0.4), same thresholds here
+    assert a.compute() == c.compute()
+
+
+@pytest.mark.parametrize(
+    "labels",
+    [
+        pd.Series([0, 1, pd.NA, 1], dtype="Int64"),
+        pd.Series([0.0, 1.0, None, 1.0], dtype="Float64"),
+        pd.Series([False, True, pd.NA, True], dtype="boolean"),
+        pa.array([0, 1, None, 1]),
+        pa.chunked_array([[0, 1], [None, 1]]),
+        [0, 1, None, 1],
+        np.array([0, 1, None, 1], dtype=object),
+    ],
+    ids=["pandas_Int64", "pandas_Float64", "pandas_boolean", "pyarrow", "pyarrow_chunked", "list", "numpy_object"],
+)
+def test_missing_labels_are_errors_naming_the_row(labels):
+    mc = MetricCollection("f1")
+    with pytest.raises(ValueError) as err:
+        mc.update(labels, y_score=[0.1, 0.2, 0.3, 0.4])
+    msg = str(err.value)
+    assert "'y_true'" in msg and re.search(r"\brow 2\b", msg), msg
+
+
+def test_missing_scores_and_weights_are_errors():
+    with pytest.raises(ValueError) as err:
+        make_batch(num_classes=2, y_true=[0, 1], y_score=pa.array([0.5, None]))
+    check_message(err, "y_score", "nan", 1)
+    with pytest.raises(ValueError) as err:
+        make_batch(num_classes=2, y_true=[0, 1], y_score=[0.1, 0.2], sample_weight=pd.Series([pd.NA, 1.0], dtype="Float64"))
+    check_message(err, "sample_weight", "nan", 0)
+
+
+def test_scalar_columns_are_type_errors():
+    with pytest.raises(TypeError, match="y_true"):
+        make_batch(num_classes=2, y_true=1, y_score=[0.1])
+
+
+# ---------------------------------------------------------------------------------------------
+# slice columns from any container give the same slice keys (and the same encoded bytes)
+SLICE_VALUES = {
+    "strings_with_none": ["a", "b", None, "a", "b", "a"],
+    "ints": [1, 2, 3, 1, 2, 1],
+    "numeric_strings": ["1", "2", "3", "1", "2", "1"],
+    "bools_with_none": [True, False, None, True, False, True],
+}
+SLICE_CONTAINERS = {
+    "numpy": lambda v: np.array(v, dtype=object if any(x is None or isinstance(x, str) for x in v) else None),
+    "pandas": lambda v: pd.Series(v),
+    "pandas_extension": lambda v: pd.Series(v).convert_dtypes(),  # string / Int64 / boolean
+    "pyarrow": lambda v: pa.array(v),
+    "pyarrow_chunked": lambda v: pa.chunked_array([v[:2], v[2:]]),
+}
+PANDAS_EXT_SLICE_BUG = (
+    "core bug: as_array converts pandas string/boolean extension dtypes with to_numpy(dtype=float64) "
+    "when it can, so slice values change type (string '1' -> 1.0, boolean True -> 1.0): slice keys "
+    "and encoded accumulators differ from list/numpy/pyarrow input"
+)
+
+
+@pytest.mark.parametrize("container", list(SLICE_CONTAINERS))
+@pytest.mark.parametrize("values", list(SLICE_VALUES))
+def test_slice_keys_do_not_depend_on_the_container(values, container, request):
+    v = SLICE_VALUES[values]
+    n = len(v)
+    ev = Evaluation(label_col="y", score_col="s", slices="g")
+    base = {"y": [i % 2 for i in range(n)], "s": [0.1 * i for i in range(n)]}
+    want = ev.fold(ev.zero(), {**base, "g": list(v)})
+    got = ev.fold(ev.zero(), {**base, "g": SLICE_CONTAINERS[container](v)})
+    typed = lambda acc: sorted((tuple((c, type(x).__name__, x) for c, x in k) for k in acc), key=repr)  # noqa: E731
+    assert typed(got) == typed(want)
+    assert ev.encode_accumulator(got) == ev.encode_accumulator(want)
+
+
+# ---------------------------------------------------------------------------------------------
+# on_invalid="skip"
+def test_skip_mode_skips_and_counts_per_slice():
+    ev = Evaluation(
+        label_col="y", score_col="s", weight_col="w", slices=["g", "g,h"], on_invalid="skip",
+        metrics=["accuracy", "example_count", "weighted_example_count"],
+    )  # fmt: skip
+    batch = {
+        "y": [1, 0, 2, 1, None, 0, 1],
+        "s": [0.9, 0.1, 0.5, np.nan, 0.5, 0.2, 0.7],
+        "w": [1.0, 2.0, 1.0, 1.0, 1.0, -1.0, 3.0],
+        "g": ["a", "a", "a", "b", None, "b", None],
+        "h": [1, 1, 2, 2, 2, 1, 1],
+    }
+    res = ev.finish(ev.fold(ev.zero(), batch, row_offset=100))
+    got = {r.slice: (r.n, r.skipped, r.weight) for r in res.slices}
+    assert got == {
+        (): (3, 4, 6.0),
+        (("g", "a"),): (2, 1, 3.0),
+        (("g", "b"),): (0, 2, 0.0),
+        (("g", None),): (1, 1, 3.0),
+        (("g", "a"), ("h", 1)): (2, 0, 3.0),
+        (("g", "a"), ("h", 2)): (0, 1, 0.0),
+        (("g", "b"), ("h", 1)): (0, 1, 0.0),
+        (("g", "b"), ("h", 2)): (0, 1, 0.0),
+        (("g", None), ("h", 1)): (1, 0, 3.0),
+        (("g", None), ("h", 2)): (0, 1, 0.0),
+    }
+    assert res.to_dict()["skipped"] == 4
+    assert res.overall.metrics["example_count"] == 3
+    assert res.overall.metrics["accuracy"] == 1.0
+    assert np.isnan(res[(("g", "b"),)].metrics["accuracy"])
+    # the skipped rows never reach any state: same as folding only the valid rows
+    valid = [0, 1, 6]
+    ev_raise = Evaluation(label_col="y", score_col="s", weight_col="w", slices=["g", "g,h"], metrics=["accuracy", "example_count", "weighted_example_count"])
+    clean = ev_raise.finish(ev_raise.fold(ev_raise.zero(), {k: [v[i] for i in valid] for k, v in batch.items()}))
+    assert clean.overall.metrics == res.overall.metrics
+    assert clean.overall.n == res.overall.n and clean.overall.skipped == 0
+
+
+def test_skip_mode_all_rows_invalid():
+    ev = Evaluation(label_col="y", score_col="s", slices="g", on_invalid="skip")
+    res = ev.finish(ev.fold(ev.zero(), {"y": [3, 4], "s": [0.1, 0.2], "g": ["a", "a"]}))
+    assert [(r.slice, r.n, r.skipped) for r in res.slices] == [((), 0, 2), ((("g", "a"),), 0, 2)]
+    assert res.to_dict()["skipped"] == 2
+
+
+def test_skip_mode_make_batch_mask():
+    batch, invalid = make_batch(num_classes=2, y_true=[0, 1, 5, 1], y_score=[0.1, np.inf, 0.2, 0.3], on_invalid="skip")
+    assert invalid.tolist() == [False, True, True, False]
+    assert batch.y_true.tolist() == [0, 1] and batch.y_score.tolist() == [0.1, 0.3]
+
+
+def test_raise_mode_is_default_and_bad_on_invalid_rejected():
+    ev = Evaluation(label_col="y", score_col="s")
+    with pytest.raises(ValueError, match="row 1"):
+        ev.fold(ev.zero(), {"y": [0, 3], "s": [0.1, 0.2]})
+    with pytest.raises(ValueError, match="on_invalid"):
+        Evaluation(label_col="y", score_col="s", on_invalid="drop")
+
+
+# ---------------------------------------------------------------------------------------------
+# missing columns
+MISSING_INPUTS = {
+    "dict": lambda: {"label": [0, 1], "scr": [0.1, 0.2]},
+    "pandas": lambda: pd.DataFrame({"label": [0, 1], "scr": [0.1, 0.2]}),
+    "record_batch": lambda: pa.record_batch({"label": [0, 1], "scr": [0.1, 0.2]}),
+    "table": lambda: pa.table({"label": [0, 1], "scr": [0.1, 0.2]}),
+    "rows": lambda: [{"label": 0, "scr": 0.1}, {"label": 1, "scr": 0.2}],
+}
+
+
+@pytest.mark.parametrize("kind", list(MISSING_INPUTS))
+def test_missing_column_lists_available_columns(kind):
+    ev = Evaluation(label_col="label", score_col="score")
+    with pytest.raises(ValueError) as err:
+        ev.fold(ev.zero(), MISSING_INPUTS[kind]())
+    msg = str(err.value)
+    assert "'score'" in msg and "label" in msg and "scr" in msg and "available" in msg
+
+
+def test_missing_slice_column_is_reported():
+    ev = Evaluation(label_col="label", score_col="scr", slices="region")
+    with pytest.raises(ValueError, match=r"'region'.*available"):
+        ev.fold(ev.zero(), {"label": [0, 1], "scr": [0.1, 0.2]})
+
+
+@pytest.mark.parametrize("kind", ["dict", "pandas", "record_batch", "table", "rows"])
+def test_evaluation_input_kinds_give_identical_accumulators(kind):
+    c = binary_case("balanced", weighted=True)
+    groups = ["x", "y", None, "x"] * (c.n // 4)
+    cols = {"label": c.y_true.tolist(), "score": c.y_score.tolist(), "w": c.sample_weight.tolist(), "g": groups}
+    make = {
+        "dict": lambda: cols,
+        "pandas": lambda: pd.DataFrame(cols),
+        "record_batch": lambda: pa.record_batch(cols),
+        "table": lambda: pa.Table.from_batches([pa.record_batch({k: v[:20] for k, v in cols.items()}), pa.record_batch({k: v[20:] for k, v in cols.items()})]),
+        "rows": lambda: [dict(zip(cols, vals)) for vals in zip(*cols.values())],
+    }[kind]
+    ev = Evaluation(label_col="label", score_col="score", weight_col="w", slices="g")
+    want = ev.fold(ev.zero(), cols)
+    got = ev.fold(ev.zero(), make())
+    assert ev.encode_accumulator(got) == ev.encode_accumulator(want)
+
+
+def test_plan_rejects_unknown_task_settings():
+    with pytest.raises(ValueError, match="num_classes"):
+        Task(num_classes=1)
+    with pytest.raises(ValueError, match="threshold_rule"):
+        Task(threshold_rule="=>")
+    with pytest.raises(ValueError, match="zero_division"):
+        Plan(["f1@zero_division=2"], Task())
