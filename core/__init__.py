@@ -6,7 +6,9 @@ Imports numpy only (never apache_beam or pyspark).
 from core.evaluation import Evaluation, extract_columns
 from core.metrics import REGISTRY, Metric, Task, UndefinedMetricWarning, resolve
 from core.plan import BinaryMetrics, MetricCollection, Plan
+from core.ranking import RankingMetric  # registers roc_auc, average_precision, curves, ...
 from core.results import Results, SliceResult
+from core.score_distribution import ScoreDistributionLayout, ScoreDistributionState
 from core.slicing import SliceSpec
 from core.states import (
     BinaryConfusionLayout,
@@ -18,9 +20,27 @@ from core.states import (
     State,
 )
 
+# metric families (importing them registers their metrics and state kinds)
+from core import calibration, classification, formats, measure, multilabel, regression, topk  # noqa: E402,F401
+from core.calibration import CalibrationBinsState, ProbabilitySumsState  # noqa: E402
+from core.formats import FORMATS, InputFormat, register_format  # noqa: E402
+from core.measure import MeanMeasureState  # noqa: E402
+from core.multilabel import MultilabelState  # noqa: E402
+from core.regression import RegressionMomentsState  # noqa: E402
+from core.topk import TopKState  # noqa: E402
+
 __all__ = [
+    "FORMATS",
     "BinaryConfusionLayout",
     "BinaryConfusionState",
+    "CalibrationBinsState",
+    "InputFormat",
+    "MeanMeasureState",
+    "MultilabelState",
+    "ProbabilitySumsState",
+    "RegressionMomentsState",
+    "TopKState",
+    "register_format",
     "BinaryMetrics",
     "ConfusionMatrixLayout",
     "ConfusionMatrixState",
@@ -31,7 +51,10 @@ __all__ = [
     "MetricCollection",
     "Plan",
     "REGISTRY",
+    "RankingMetric",
     "Results",
+    "ScoreDistributionLayout",
+    "ScoreDistributionState",
     "SliceResult",
     "SliceSpec",
     "State",

@@ -32,18 +32,31 @@ def as_array(values: Any, column: str) -> np.ndarray:
     if isinstance(values, np.ndarray):
         arr = values
     elif hasattr(values, "to_numpy") and hasattr(values, "null_count"):  # pyarrow Array/ChunkedArray
-        arr = values.to_numpy(zero_copy_only=False)
+        if values.null_count and str(values.type).startswith(("int", "uint")):
+            # exact ints and None (not floats with NaN): a slice value must not depend on
+            # whether its batch happens to hold a null
+            arr = values.fill_null(0).to_numpy(zero_copy_only=False).astype(object)
+            arr[values.is_null().to_numpy(zero_copy_only=False)] = None
+        else:
+            arr = values.to_numpy(zero_copy_only=False)
     elif hasattr(values, "to_numpy"):  # pandas Series / Index
         dtype = getattr(values, "dtype", None)
         if isinstance(dtype, np.dtype) and dtype.kind != "O":  # plain numpy dtype: keep it
             arr = values.to_numpy()
         elif isinstance(dtype, np.dtype):  # object: strings with None/NaN
             arr = _missing_to_none(values, values.to_numpy(dtype=object))
-        else:  # extension dtypes: nullable Int64/Float64/boolean -> float with NaN, others object
-            try:
-                arr = values.to_numpy(dtype=np.float64, na_value=np.nan)
-            except (TypeError, ValueError):
+        elif str(dtype).lower().startswith(("int", "uint")):
+            # nullable integers: exact ints, and None for NA, as for Arrow above
+            if values.hasnans:
                 arr = _missing_to_none(values, values.to_numpy(dtype=object))
+            else:
+                arr = values.to_numpy(dtype=np.int64)
+        elif getattr(dtype, "kind", "O") == "f":  # nullable Float64: NaN for NA
+            arr = values.to_numpy(dtype=np.float64, na_value=np.nan)
+        elif getattr(dtype, "kind", "O") == "b" and not values.hasnans:  # boolean without NA
+            arr = values.to_numpy(dtype=np.bool_)
+        else:  # boolean with NA, string, category, ...: objects with None, exactly like a list
+            arr = _missing_to_none(values, values.to_numpy(dtype=object))
     elif isinstance(values, (list, tuple, range)):
         arr = np.asarray(values)
         if arr.dtype == object or arr.dtype.kind == "U":
@@ -74,6 +87,8 @@ def to_float(arr: np.ndarray, column: str, row_offset: int = 0) -> np.ndarray:
     """
     if arr.dtype.kind in "fiub":
         return arr.astype(np.float64, copy=False)
+    if arr.dtype.kind in "US":  # numpy strings: name the first bad value and its row, as for objects
+        arr = arr.astype(object)
     if arr.dtype == object:
         out = np.empty(arr.shape[0], dtype=np.float64)
         for i, v in enumerate(arr):  # only for object columns (lists with None, strings)

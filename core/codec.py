@@ -128,6 +128,8 @@ def _read_state(r: _Reader) -> Any:
     for _ in range(nf):
         name = r.str16()
         code, ndim = r.unpack("<BB")
+        if name in arrays:
+            raise ValueError(f"corrupted state {kind}: field {name!r} appears twice")
         if name not in want or _DTYPES.get(code) != np.dtype(want[name]).newbyteorder("<"):
             raise ValueError(f"corrupted state {kind}: unexpected field {name!r} or dtype code {code}")
         shape = r.unpack(f"<{ndim}Q")

@@ -12,14 +12,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Iterable, Sequence
 
+import warnings
+
 import numpy as np
 
 from core import codec
 from core._inputs import ON_INVALID, as_array, make_batch
-from core.metrics import Metric, Task
-from core.plan import Plan
+from core.metrics import Metric, Task, UndefinedMetricWarning
+from core.plan import Plan, make_task, undefined_warning
 from core.results import Results, SliceResult
-from core.slicing import OVERALL, group_rows, parse_slices, sort_key, split_by_code
+from core.slicing import OTHER, OVERALL, SIZE_MEASURES, assign_slices, parse_slices, read_slice_column, slice_name, sort_key
 from core.states import ExampleCountState
 
 Accumulator = dict  # {slice_key: tuple[State, ...]}
@@ -35,22 +37,39 @@ def _available(data: Any) -> list[str]:
     return []
 
 
-def extract_columns(data: Any, names: Sequence[str]) -> tuple[dict[str, np.ndarray], int]:
+def extract_columns(
+    data: Any, names: Sequence[str], nd: Iterable[str] = (), slice_columns: Iterable[str] = ()
+) -> tuple[dict[str, np.ndarray], int]:
     """Pull named columns out of one batch as numpy arrays.
 
     Args:
         data: a dict of columns (lists/arrays), a pandas DataFrame, a pyarrow RecordBatch/Table,
             or a list of row dicts (a missing key in a row is a missing value).
         names: the columns to extract.
+        nd: columns whose rows may be vectors or maps (list-valued / fixed-size-list Arrow
+            columns, nested lists, 2-D+ arrays); they are read with
+            :func:`core.formats.as_nd_array` into (n, ...) arrays.
+        slice_columns: columns read only for slicing; rows holding lists make them a
+            :class:`core.slicing.ListColumn` (see :func:`core.slicing.read_slice_column`).
 
     Returns:
-        ``({name: (n,) array}, n)``.
+        ``({name: (n,) or (n, ...) array, or ListColumn}, n)``.
 
     Raises:
         ValueError: a column is absent (the message lists the available columns) or columns
             differ in length.
         TypeError: ``data`` is none of the supported kinds.
     """
+    nd = set(nd)
+    sliced = set(slice_columns) - nd
+    if nd:
+        from core.formats import as_nd_array
+
+    def read(values: Any, name: str) -> np.ndarray:
+        if name in sliced:
+            return read_slice_column(values, name)
+        return as_nd_array(values, name) if name in nd else as_array(values, name)
+
     if isinstance(data, list):
         if data and not isinstance(data[0], Mapping):
             raise TypeError(f"rows must be dicts, got {type(data[0]).__name__}")
@@ -59,7 +78,7 @@ def extract_columns(data: Any, names: Sequence[str]) -> tuple[dict[str, np.ndarr
             for name in names:
                 if name not in keys and all(name not in r for r in data):
                     raise ValueError(f"column {name!r} not found in the rows; available: {sorted(keys)}")
-        cols = {name: as_array([r.get(name) for r in data], name) for name in names}
+        cols = {name: read([r.get(name) for r in data], name) for name in names}
         return cols, len(data)
     if hasattr(data, "schema") and hasattr(data, "column"):  # pyarrow RecordBatch / Table
         get = lambda name: data.column(name)  # noqa: E731
@@ -72,7 +91,7 @@ def extract_columns(data: Any, names: Sequence[str]) -> tuple[dict[str, np.ndarr
     for name in names:
         if name not in avail:
             raise ValueError(f"column {name!r} not found; available columns: {avail}")
-        cols[name] = as_array(get(name), name)
+        cols[name] = read(get(name), name)
     lengths = {c.shape[0] for c in cols.values()}
     if len(lengths) > 1:
         raise ValueError(f"columns have different lengths: { {k: v.shape[0] for k, v in cols.items()} }")
@@ -93,29 +112,54 @@ class Evaluation:
     """Column mapping + slices + metrics, with accumulator operations for any engine.
 
     Args:
-        label_col: column of true labels: 0/1 (binary) or [0, K) (multiclass).
-        score_col: column of finite float scores (binary); thresholded at ``threshold``.
-        prediction_col: column of predicted labels (binary 0/1, or multiclass [0, K)).
-            Exactly one of ``score_col`` / ``prediction_col`` is required.
+        label_col: column of true labels: 0/1 (binary), [0, K) (multiclass), (L,) 0/1 lists
+            (multilabel), float targets (regression), or label maps (segmentation). May be None
+            only when the metrics need no labels (e.g. ``mean_measure`` alone).
+        score_col: column of scores: finite floats (binary; thresholded at ``threshold``); for
+            multiclass a list-valued (fixed-size-list Arrow) column of K class scores per row, or
+            a list of K column names (one per class); multilabel (L,) lists; score maps.
+        prediction_col: column of predicted labels (binary 0/1, multiclass [0, K), multilabel
+            (L,) 0/1 lists, label maps) or, for regression, predicted values. At most one of
+            ``score_col`` / ``prediction_col``; one is required when a metric needs predictions.
         weight_col: optional column of finite non-negative sample weights.
-        slices: slice specs (``"carrier"``, ``"carrier,origin"``, lists); the overall slice is
-            always computed.
+        measure_col: column of finite per-row values for ``mean_measure`` (e.g. a loss).
+        slices: slice specs (``"carrier"``, ``"carrier,origin"``, ``"origin=JFK,carrier"``,
+            ``"distance:quantiles=4"``, ``"tailnum;max_slices=50"``, :class:`~core.slicing.SliceSpec`
+            objects; grammar in :class:`~core.slicing.SliceSpec`); the overall slice is always
+            computed, exactly, from every row. Specs with ``max_slices`` or ``quantiles`` need a
+            counting pass first (:attr:`needs_profile`, :meth:`with_profile`; every engine and
+            :meth:`evaluate` run it automatically).
+        min_slice_size: suppress every slice (and the overall slice) whose valid row count is
+            below this; a spec's own ``min_slice_size`` (count or weight) overrides it for its
+            slices, and the overall slice must also meet every spec's threshold. Suppressed
+            slices are reported without metric values or counts (see :class:`SliceResult`).
         metrics: metric strings (see :mod:`core.metrics`); None for the task's defaults.
         num_classes: None/2 for binary, K > 2 for multiclass (needs ``prediction_col``).
         threshold, threshold_rule, zero_division, multiclass: see :class:`~core.plan.MetricCollection`.
         on_invalid: ``"raise"`` (default): invalid rows raise ``ValueError`` naming column, value
             and row; ``"skip"``: they are skipped and counted per slice (``skipped`` in results).
+        task: ``"binary"``, ``"multiclass"``, ``"multilabel"``, ``"regression"`` or a
+            :class:`~core.metrics.Task`; None infers binary/multiclass from ``num_classes``.
+        ignore_index: drop rows (pixels) whose label equals it; a class id also leaves averages.
+        label_format, score_format, prediction_format: input formats of those columns (see
+            :mod:`core.formats`: ``labels``, ``onehot``, ``indicator``, ``scores``,
+            ``probabilities``, ``logits``, ``label_map``, ``score_map``, ``values``); None picks
+            the default for the task and the column's shape.
+
+    Undefined values: NaN (``null`` in JSON) unless ``zero_division`` says otherwise, listed per
+    slice in ``SliceResult.undefined``; :meth:`finish` emits one
+    :class:`~core.metrics.UndefinedMetricWarning` per metric naming its classes and slices.
 
     Raises:
-        ValueError: bad configuration (both or neither of score/prediction columns, unknown metric,
-            bad ``on_invalid`` ...).
+        ValueError: bad configuration (both score and prediction columns, a column a metric needs
+            is missing, unknown metric, bad ``on_invalid`` ...).
     """
 
     def __init__(
         self,
         *,
-        label_col: str,
-        score_col: str | None = None,
+        label_col: str | None = None,
+        score_col: str | Sequence[str] | None = None,
         prediction_col: str | None = None,
         weight_col: str | None = None,
         slices: Iterable[Any] | str | None = None,
@@ -126,27 +170,73 @@ class Evaluation:
         zero_division: Any = "nan",
         on_invalid: str = "raise",
         multiclass: bool = False,
+        task: str | Task | None = None,
+        measure_col: str | None = None,
+        ignore_index: int | None = None,
+        label_format: str | None = None,
+        score_format: str | None = None,
+        prediction_format: str | None = None,
+        min_slice_size: float | None = None,
     ):
-        if (score_col is None) == (prediction_col is None):
+        if score_col is not None and prediction_col is not None:
             raise ValueError("give exactly one of score_col or prediction_col")
         if on_invalid not in ON_INVALID:
             raise ValueError(f"on_invalid must be one of {ON_INVALID}, got {on_invalid!r}")
-        task = Task(num_classes or 2, threshold, threshold_rule, zero_division, multiclass)
-        if task.kind == "multiclass" and prediction_col is None:
-            raise ValueError("multiclass evaluation needs prediction_col (predicted labels)")
+        if isinstance(score_col, (list, tuple)):
+            score_col = list(score_col)
+            if not score_col or not all(isinstance(c, str) and c for c in score_col):
+                raise ValueError(f"score_col: a list of per-class score columns needs column names, got {score_col!r}")
+        task_obj = make_task(task, num_classes, threshold, threshold_rule, zero_division, multiclass, ignore_index)
         self.label_col = label_col
         self.score_col = score_col
         self.prediction_col = prediction_col
         self.weight_col = weight_col
+        self.measure_col = measure_col
         self.slices = parse_slices(slices)
+        if min_slice_size is not None and (isinstance(min_slice_size, bool) or not isinstance(min_slice_size, (int, float)) or not min_slice_size > 0 or min_slice_size == float("inf")):
+            raise ValueError(f"min_slice_size must be a finite number > 0, got {min_slice_size!r}")
+        self.min_slice_size = None if min_slice_size is None else float(min_slice_size)
+        self._profile = None  # ProfileSummary once with_profile() resolved the counting pass
+        self._bounds: dict = {}
         self.on_invalid = on_invalid
-        self.plan = Plan(metrics, task)
+        self.plan = Plan(metrics, task_obj)
+        task_obj = self.plan.task
+        self.formats = {"target": label_format, "score": score_format, "prediction": prediction_format}
+        from core.formats import get_format
+
+        for f in self.formats.values():
+            if f is not None:
+                get_format(f)
+        roles = {r for r, c in (("target", label_col), ("score", score_col), ("prediction", prediction_col), ("measure", measure_col)) if c}
+        if "prediction" in self.plan.needs and not roles & {"score", "prediction"}:
+            raise ValueError("give exactly one of score_col or prediction_col")
+        self.plan.check_inputs(roles, {"target": "label_col", "score": "score_col", "prediction": "prediction_col", "measure": "measure_col"})
+        # the plain (N,) path of the first release, or the pluggable formats of core.formats
+        self._plain = (
+            task_obj.kind in ("binary", "multiclass")
+            and task_obj.ignore_index is None
+            and not any(self.formats.values())
+            and measure_col is None
+            and label_col is not None
+            and not isinstance(score_col, list)
+            and not (task_obj.kind == "multiclass" and score_col is not None)
+            and not {"probability", "score_matrix", "measure"} & self.plan.needs
+        )
         self._init_args = dict(
             label_col=label_col, score_col=score_col, prediction_col=prediction_col, weight_col=weight_col,
             slices=[str(s) for s in self.slices], metrics=list(self.plan.keys), num_classes=num_classes,
-            threshold=threshold, threshold_rule=threshold_rule, zero_division=task.zero_division,
+            threshold=threshold, threshold_rule=threshold_rule, zero_division=task_obj.zero_division,
             on_invalid=on_invalid, multiclass=multiclass,
         )  # fmt: skip
+        extra = dict(
+            task=task_obj.kind if task is not None else None, measure_col=measure_col, ignore_index=task_obj.ignore_index,
+            label_format=label_format, score_format=score_format, prediction_format=prediction_format,
+        )  # fmt: skip
+        if isinstance(task, Task):  # keep to_config() JSON-ready and equivalent
+            self._init_args.update(num_classes=task.num_classes, threshold=task.threshold, threshold_rule=task.threshold_rule, multiclass=task.multiclass)
+        self._init_args.update({k: v for k, v in extra.items() if v is not None})
+        if self.min_slice_size is not None:
+            self._init_args["min_slice_size"] = self.min_slice_size
 
     # -- configuration ---------------------------------------------------------------------
     def to_config(self) -> dict[str, Any]:
@@ -155,16 +245,145 @@ class Evaluation:
 
     @property
     def columns(self) -> list[str]:
-        """Every input column this evaluation reads (label, score/prediction, weight, slices)."""
-        cols = [self.label_col, self.score_col or self.prediction_col]
-        if self.weight_col:
-            cols.append(self.weight_col)
+        """Every input column this evaluation reads (label, score/prediction, weight, measure,
+        slices), each once."""
+        cols: list[Any] = [self.label_col]
+        cols += self.score_col if isinstance(self.score_col, list) else [self.score_col or self.prediction_col]
+        cols += [self.weight_col, self.measure_col]
         for s in self.slices:
-            cols += [c for c in s.columns if c not in cols]
+            cols += list(s.columns)
+        out: list[str] = []
+        for c in cols:
+            if c is not None and c not in out:
+                out.append(c)
+        return out
+
+    @property
+    def value_columns(self) -> list[str]:
+        """The label, score/prediction, weight and measure columns (numeric data; not slices)."""
+        cols: list[Any] = [self.label_col]
+        cols += self.score_col if isinstance(self.score_col, list) else [self.score_col, self.prediction_col]
+        cols += [self.weight_col, self.measure_col]
         return [c for c in cols if c is not None]
+
+    @property
+    def list_columns(self) -> list[str]:
+        """Value columns whose rows may be lists (matrices or maps): multiclass/multilabel scores,
+        multilabel labels and predictions, one-hot and map formats. Engines pass them through as
+        list / fixed-size-list columns."""
+        if self._plain:
+            return []
+        out = []
+        for role, col in (("target", self.label_col), ("score", self.score_col), ("prediction", self.prediction_col)):
+            if col is None or isinstance(col, list):
+                continue
+            fmt = self.formats.get(role)
+            kind = self.plan.task.kind
+            if fmt in ("onehot", "indicator", "label_map", "score_map") or (fmt in ("scores", "probabilities", "logits") and kind != "binary"):
+                out.append(col)
+            elif fmt is None and (kind == "multilabel" or (kind == "multiclass" and role in ("target", "prediction", "score"))):
+                out.append(col)
+        return out
 
     def describe(self) -> dict[str, Any]:
         return {**self.plan.describe(), **{k: v for k, v in self._init_args.items() if k != "metrics"}}
+
+    # -- slicing: counting pass, bounds, suppression ----------------------------------------
+    @property
+    def slice_columns(self) -> list[str]:
+        """Columns read only for slicing (they may hold lists: see :class:`~core.slicing.SliceSpec`)."""
+        values = set(self.value_columns)
+        out: list[str] = []
+        for s in self.slices:
+            out += [c for c in s.columns if c not in values and c not in out]
+        return out
+
+    @property
+    def needs_profile(self) -> bool:
+        """True when a spec uses ``max_slices`` or ``quantiles`` and no profile is attached yet:
+        run :meth:`profiler` over all the data, then fold with :meth:`with_profile`."""
+        return self._profile is None and any(s.needs_profile for s in self.slices)
+
+    @property
+    def profile(self) -> Any:
+        """The attached :class:`~core.slice_profile.ProfileSummary`, or None."""
+        return self._profile
+
+    def profiler(self) -> Any:
+        """The counting pass of this evaluation: a :class:`~core.slice_profile.SliceProfiler`
+        (``zero`` / ``fold`` / ``merge`` / ``finish`` -> ProfileSummary, ``encode_accumulator``)."""
+        from core.slice_profile import SliceProfiler
+
+        return SliceProfiler(self.slices, self.weight_col)
+
+    def with_profile(self, profile: Any) -> "Evaluation":
+        """This evaluation with a resolved counting pass attached (``self`` is unchanged).
+
+        Its ``fold`` maps values outside each spec's top ``max_slices`` to ``__other__`` and
+        numbers to their quantile buckets; ``finish`` and ``collect`` report ``folded_values``.
+        Accumulators, codec bytes and ``to_config()`` are those of ``self``.
+
+        Args:
+            profile: a :class:`~core.slice_profile.ProfileSummary`, a merged
+                :class:`~core.slice_profile.SliceProfile`, or the summary's JSON text.
+
+        Raises:
+            ValueError: the profile lacks a part a spec needs.
+            TypeError: ``profile`` is none of those kinds.
+        """
+        import copy
+
+        from core.slice_profile import ProfileSummary, SliceProfile
+
+        if isinstance(profile, SliceProfile):
+            profile = self.profiler().finish(profile)
+        elif isinstance(profile, str):
+            profile = ProfileSummary.from_json(profile)
+        if not isinstance(profile, ProfileSummary):
+            raise TypeError(f"with_profile needs a ProfileSummary or SliceProfile, got {type(profile).__name__}")
+        out = copy.copy(self)
+        out._profile = profile
+        out._bounds = {s: profile.bounds(s) for s in self.slices if s.needs_profile}
+        return out
+
+    def _spec_of(self, key: tuple) -> Any:
+        cols = tuple(c for c, _ in key)
+        return next((s for s in self.slices if s.columns == cols), None)
+
+    def _thresholds(self, key: tuple) -> list[tuple[float, str]]:
+        """``(k, "count" | "weight")`` sizes a slice must reach (else it is suppressed)."""
+        if key:
+            spec = self._spec_of(key)
+            if spec is not None and spec.min_slice_size is not None:
+                return [(spec.min_slice_size, spec.by)]
+            return [(self.min_slice_size, "count")] if self.min_slice_size is not None else []
+        out = [(self.min_slice_size, "count")] if self.min_slice_size is not None else []
+        return out + [(s.min_slice_size, s.by) for s in self.slices if s.min_slice_size is not None]
+
+    def _suppressed(self, key: tuple, counts: Any) -> bool:
+        size = {"count": float(counts["count"]), "weight": float(counts["weight"])}
+        return any(size[by] < k for k, by in self._thresholds(key))
+
+    def folded_values(self, key: tuple) -> int | None:
+        """How many distinct slice values the ``__other__`` slice ``key`` sums (None for other
+        slices, or without a profile)."""
+        if not key or any(v != OTHER for _, v in key):
+            return None
+        spec = self._spec_of(key)
+        b = self._bounds.get(spec) if spec is not None else None
+        return None if b is None or b.kept is None else b.folded_values
+
+    def _annotate(self, results: Results) -> Results:
+        """Add ``folded_values`` to the ``__other__`` slices (from the attached profile)."""
+        if self._profile is None:
+            return results
+        import dataclasses
+
+        out = []
+        for s in results.slices:
+            f = self.folded_values(s.slice)
+            out.append(dataclasses.replace(s, folded_values=f) if f is not None and s.folded_values != f else s)
+        return Results(out, results.config)
 
     # -- accumulator -------------------------------------------------------------------------
     def zero(self) -> Accumulator:
@@ -183,32 +402,57 @@ class Evaluation:
             ValueError / TypeError: missing columns or invalid values (see
                 :func:`core._inputs.make_batch`), unless ``on_invalid="skip"``.
         """
-        cols, n = extract_columns(data, self.columns)
+        if self.needs_profile:
+            spec = next(s for s in self.slices if s.needs_profile)
+            raise ValueError(
+                f"slice spec {str(spec)!r} needs a counting pass over all the data first (max_slices / quantiles): "
+                "evaluation.with_profile(evaluation.profiler().profile(batches)), or use evaluate() or an engine"
+            )
+        cols, n = extract_columns(data, self.columns, nd=self.list_columns, slice_columns=self.slice_columns)
         if n == 0:
             return acc
-        batch, invalid = make_batch(
-            num_classes=self.plan.task.num_classes,
-            y_true=cols[self.label_col],
-            y_score=cols[self.score_col] if self.score_col else None,
-            y_pred=cols[self.prediction_col] if self.prediction_col else None,
-            sample_weight=cols[self.weight_col] if self.weight_col else None,
-            names=(self.label_col, self.score_col or "", self.prediction_col or "", self.weight_col or ""),
-            row_offset=row_offset,
-            on_invalid=self.on_invalid,
-        )
+        if self._plain:
+            batch, invalid = make_batch(
+                num_classes=self.plan.task.num_classes,
+                y_true=cols[self.label_col],
+                y_score=cols[self.score_col] if self.score_col else None,
+                y_pred=cols[self.prediction_col] if self.prediction_col else None,
+                sample_weight=cols[self.weight_col] if self.weight_col else None,
+                names=(self.label_col, self.score_col or "", self.prediction_col or "", self.weight_col or ""),
+                row_offset=row_offset,
+                on_invalid=self.on_invalid,
+            )
+        else:
+            from core.formats import build_batch
+
+            sc = self.score_col
+            batch, invalid = build_batch(
+                task=self.plan.task,
+                columns={
+                    "target": cols[self.label_col] if self.label_col else None,
+                    "score": ([cols[c] for c in sc] if isinstance(sc, list) else cols[sc]) if sc else None,
+                    "prediction": cols[self.prediction_col] if self.prediction_col else None,
+                    "measure": cols[self.measure_col] if self.measure_col else None,
+                },
+                names={"target": self.label_col, "score": sc, "prediction": self.prediction_col, "measure": self.measure_col},
+                sample_weight=cols[self.weight_col] if self.weight_col else None,
+                weight_name=self.weight_col or "",
+                formats=self.formats,
+                needs=self.plan.needs,
+                row_offset=row_offset,
+                on_invalid=self.on_invalid,
+            )
         n_skipped = int(invalid.sum()) if invalid is not None else 0
         self._add(acc, OVERALL, self.plan.fold(self.plan.zero(), batch), n_skipped)
         for spec in self.slices:
-            codes, keys = group_rows(spec, cols)
-            skipped = np.zeros(len(keys), dtype=np.int64)
-            if n_skipped:
-                skipped = np.bincount(codes[invalid], minlength=len(keys))
-                codes = codes[~invalid]
-            for g, idx in enumerate(split_by_code(codes, len(keys))):
+            assigned = assign_slices(spec, cols, n, self._bounds.get(spec), row_offset)
+            # batch positions per slice (pixels of maps, or rows left after ignore_index, via row_of)
+            groups, skipped = assigned.groups(n, invalid if n_skipped else None, batch.row_of)
+            for g, idx in enumerate(groups):
                 if idx.size == 0 and skipped[g] == 0:
                     continue
                 states = self.plan.from_batch(batch.take(idx)) if idx.size else self.plan.zero()
-                self._add(acc, keys[g], states, int(skipped[g]))
+                self._add(acc, assigned.keys[g], states, int(skipped[g]))
         return acc
 
     def _add(self, acc: Accumulator, key: tuple, states: tuple, skipped: int) -> None:
@@ -249,16 +493,31 @@ class Evaluation:
             self.plan.check(states)
         return acc
 
-    def finish(self, acc: Accumulator) -> Results:
-        """Compute every slice's metrics; overall first, then slices in spec and value order."""
+    def finish(self, acc: Accumulator, *, add_overall: bool = True) -> Results:
+        """Compute every slice's metrics; overall first, then slices in spec and value order.
+
+        Args:
+            acc: a merged accumulator.
+            add_overall: add the overall slice (zero states) when ``acc`` lacks it; engines that
+                finish one slice at a time pass False.
+        """
         spec_order = [s.columns for s in self.slices]
-        if OVERALL not in acc:
+        if add_overall and OVERALL not in acc:
             acc = {OVERALL: self.plan.zero(), **acc}
         out = []
+        undefined: dict[str, list[tuple[str, Any]]] = {}
+        fills: dict[str, Any] = {}
         for key in sorted(acc, key=lambda k: sort_key(k, spec_order)):
             states = acc[key]
             counts = states[0]
-            values, intervals = self.plan.compute_with_intervals(states)
+            if self._suppressed(key, counts):  # pruned: no metrics computed, no counts reported
+                out.append(SliceResult(slice=key, n=None, weight=None, skipped=None, metrics={}, suppressed=True))
+                continue
+            values, intervals, undef = self.plan.compute_detailed(states)
+            for metric, (classes, fill) in undef.items():
+                if fill in ("nan", "warn"):
+                    undefined.setdefault(metric, []).append((slice_name(key), classes))
+                    fills[metric] = "nan" if fill == "nan" or fills.get(metric) == "nan" else fill
             out.append(
                 SliceResult(
                     slice=key,
@@ -267,8 +526,11 @@ class Evaluation:
                     skipped=int(counts["skipped"]),
                     metrics=values,
                     intervals=intervals,
+                    folded_values=self.folded_values(key),
                 )
             )
+        for metric, where in undefined.items():  # one warning per metric per finish
+            warnings.warn(undefined_warning(metric, where, fills[metric]), UndefinedMetricWarning, stacklevel=2)
         return Results(out, self.describe())
 
     def collect(self, slices: Iterable[SliceResult] | None = None, rows: Iterable[dict] | None = None) -> Results:
@@ -276,11 +538,18 @@ class Evaluation:
         per-slice results (Beam) or long-format rows (Spark)."""
         spec_order = [s.columns for s in self.slices]
         if rows is not None:
-            return Results.from_rows(list(rows), self.describe(), spec_order, self.plan.keys)
-        return Results.from_slices(list(slices or []), self.describe(), spec_order)
+            return self._annotate(Results.from_rows(list(rows), self.describe(), spec_order, self.plan.keys))
+        return self._annotate(Results.from_slices(list(slices or []), self.describe(), spec_order))
 
     def evaluate(self, batches: Iterable[Any]) -> Results:
-        """Fold an iterable of batches in order and finish (the local engine)."""
+        """Fold an iterable of batches in order and finish (the local engine).
+
+        When :attr:`needs_profile`, the batches are read twice (a counting pass, then the metric
+        pass); a one-shot iterator is first materialised into a list.
+        """
+        if self.needs_profile:
+            batches = batches if isinstance(batches, (list, tuple)) else list(batches)
+            return self.with_profile(self.profiler().profile(batches)).evaluate(batches)
         acc = self.zero()
         offset = 0
         for b in batches:

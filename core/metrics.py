@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import math
 import warnings
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Iterator
 
 import numpy as np
 
@@ -33,7 +35,7 @@ from core.states import (
 )
 
 ZERO_DIVISION = (0, 1, "nan", "warn")
-AVERAGES = ("binary", "micro", "macro", "weighted", None)
+AVERAGES = ("binary", "micro", "macro", "weighted", "samples", None)
 
 
 class UndefinedMetricWarning(UserWarning):
@@ -57,16 +59,34 @@ def check_zero_division(value: Any) -> Any:
     raise ValueError(f"zero_division must be one of 0, 1, 'nan', 'warn'; got {value!r}")
 
 
+TASK_KINDS = ("binary", "multiclass", "multilabel", "regression")
+
+
 @dataclass(frozen=True)
 class Task:
     """What is being evaluated.
 
     Attributes:
-        num_classes: 2 for binary tasks; K > 2 (or 2 with ``multiclass=True``) for multiclass.
-        threshold: default decision threshold for binary scores.
+        num_classes: 2 for binary tasks; K > 2 (or 2 with ``multiclass=True``) for multiclass; the
+            number of labels L >= 1 for multilabel tasks; ignored for regression.
+        threshold: default decision threshold for binary (and multilabel) scores.
         threshold_rule: ``">="`` (score equal to the threshold is positive, the default) or ``">"``.
         zero_division: default undefined-value policy, see :func:`check_zero_division`.
         multiclass: force multiclass semantics with ``num_classes=2``.
+        kind: ``"binary"``, ``"multiclass"``, ``"multilabel"`` or ``"regression"``; None (default)
+            infers binary or multiclass from ``num_classes`` and ``multiclass`` as before.
+            Segmentation is a multiclass task over pixels.
+        ignore_index: binary/multiclass only: rows (pixels) whose label equals it are dropped
+            before folding; if it is a class id in [0, K), that class also leaves the macro
+            averages and its per-class values are NaN (e.g. 255 for segmentation "void").
+
+    Raises:
+        ValueError: an unknown kind, or a ``num_classes`` / ``threshold`` / ``ignore_index`` that
+            does not fit the kind.
+
+    Example:
+        >>> Task(num_classes=3).kind, Task().kind, Task(kind="regression").kind
+        ('multiclass', 'binary', 'regression')
     """
 
     num_classes: int = 2
@@ -74,30 +94,101 @@ class Task:
     threshold_rule: str = ">="
     zero_division: Any = "nan"
     multiclass: bool = False
+    kind: str | None = None
+    ignore_index: int | None = None
 
     def __post_init__(self) -> None:
-        ConfusionMatrixLayout(self.num_classes)  # validates num_classes
+        kind = self.kind
+        if kind is not None and kind not in TASK_KINDS:
+            raise ValueError(f"task kind must be one of {TASK_KINDS}, got {kind!r}")
+        if kind in (None, "binary", "multiclass"):
+            ConfusionMatrixLayout(self.num_classes)  # validates num_classes
+            if kind is None:
+                kind = "binary" if self.num_classes == 2 and not self.multiclass else "multiclass"
+            elif kind == "binary" and (self.num_classes != 2 or self.multiclass):
+                raise ValueError(f"a binary task has num_classes=2 and multiclass=False, got num_classes={self.num_classes!r}")
+            if kind == "multiclass" and self.num_classes == 2:
+                object.__setattr__(self, "multiclass", True)
+        elif kind == "multilabel":
+            n = self.num_classes
+            if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+                raise ValueError(f"a multilabel task needs num_classes (the number of labels L) >= 1, got {n!r}")
+        object.__setattr__(self, "num_classes", int(self.num_classes))
+        object.__setattr__(self, "kind", kind)
         BinaryConfusionLayout((float(self.threshold),), self.threshold_rule)  # validates both
         object.__setattr__(self, "zero_division", check_zero_division(self.zero_division))
         object.__setattr__(self, "threshold", float(self.threshold))
+        ii = self.ignore_index
+        if ii is not None:
+            integral = isinstance(ii, (int, np.integer)) or (isinstance(ii, float) and ii.is_integer())
+            if isinstance(ii, bool) or not integral:
+                raise ValueError(f"ignore_index must be an integer or None, got {ii!r}")
+            if kind not in ("binary", "multiclass"):
+                raise ValueError(f"ignore_index applies to binary and multiclass tasks, not {kind}")
+            object.__setattr__(self, "ignore_index", int(ii))
 
     @property
-    def kind(self) -> str:
-        return "binary" if self.num_classes == 2 and not self.multiclass else "multiclass"
+    def ignored_class(self) -> int | None:
+        """``ignore_index`` if it is a class id in [0, K) of a multiclass task (it then leaves the
+        macro averages), else None."""
+        ii = self.ignore_index
+        if self.kind == "multiclass" and ii is not None and 0 <= ii < self.num_classes:
+            return ii
+        return None
 
 
-def _divide(num: np.ndarray | float, den: np.ndarray | float, zero_division: Any, what: str) -> np.ndarray:
-    """``num / den`` with ``zero_division`` where ``den == 0`` (scikit-learn's ``_prf_divide``)."""
+@dataclass
+class _Undefined:
+    """One undefined-value event recorded while a metric computes."""
+
+    classes: tuple[int, ...] | None  # None: the (scalar) value itself
+    fill: Any  # the value reported instead: NaN, 0, 1 or "warn" (0.0 plus a warning)
+
+
+_RECORDER: ContextVar[list | None] = ContextVar("mm_undefined_recorder", default=None)
+
+
+@contextmanager
+def recording_undefined() -> Iterator[list]:
+    """Collect :func:`record_undefined` events (used by :meth:`core.plan.Plan.compute_detailed`)."""
+    token = _RECORDER.set([])
+    try:
+        yield _RECORDER.get()
+    finally:
+        _RECORDER.reset(token)
+
+
+def record_undefined(classes: Any = None, fill: Any = "nan") -> bool:
+    """Record that a value (or the given classes of it) is undefined.
+
+    Metrics call this (directly or through :func:`_divide`) so results can list the undefined
+    ``(metric, class, slice)`` and warn once per metric. Returns False when nothing is recording
+    (the metric was computed outside a plan).
+    """
+    rec = _RECORDER.get()
+    if rec is None:
+        return False
+    cls = None if classes is None else tuple(int(c) for c in np.atleast_1d(classes))
+    rec.append(_Undefined(cls, fill))
+    return True
+
+
+def _divide(
+    num: np.ndarray | float, den: np.ndarray | float, zero_division: Any, what: str, classes: Any = None
+) -> np.ndarray:
+    """``num / den`` with ``zero_division`` where ``den == 0`` (scikit-learn's ``_prf_divide``).
+
+    ``classes``: the class ids of the entries (recorded as undefined), or None for a scalar value.
+    """
     num = np.asarray(num, dtype=np.float64)
     den = np.asarray(den, dtype=np.float64)
     mask = den == 0
     out = num / np.where(mask, 1.0, den)
     if mask.any():
-        if zero_division == "warn":
+        fill = np.nan if zero_division in ("nan",) else 0.0 if zero_division == "warn" else float(zero_division)
+        cls = None if classes is None else np.asarray(classes)[np.flatnonzero(mask.reshape(-1))]
+        if not record_undefined(cls, zero_division) and zero_division == "warn":
             warnings.warn(f"{what} is ill-defined (zero denominator); set to 0.0", UndefinedMetricWarning, stacklevel=4)
-            fill = 0.0
-        else:
-            fill = np.nan if zero_division == "nan" else float(zero_division)
         out = np.where(mask, fill, out)
     return out
 
@@ -142,6 +233,9 @@ class Metric:
         params: accepted keyword parameters with their defaults (``None`` = take from the task).
         positional: the parameter a bare ``@value`` sets (``"average"`` for classification).
         higher_is_better, bounds, sklearn, exact, tasks: metadata.
+        reference: a non-scikit-learn reference implementation (docs and tests), if any.
+        undefined: when the value is undefined (docs; the policy is NaN plus an
+            :class:`UndefinedMetricWarning` unless ``zero_division`` says otherwise).
     """
 
     name: ClassVar[str] = ""
@@ -154,15 +248,24 @@ class Metric:
     exact: ClassVar[bool] = True
     tasks: ClassVar[tuple[str, ...]] = ("binary", "multiclass")
     description: ClassVar[str] = ""
+    reference: ClassVar[str | None] = None
+    undefined: ClassVar[str] = ""
+    nan_entries_undefined: ClassVar[bool] = True  # NaN entries of an array value are "undefined"
 
     def __init_subclass__(cls, **kw: Any) -> None:
         super().__init_subclass__(**kw)
         if "name" not in cls.__dict__ or not cls.name:
             return
-        for n in (cls.name, *cls.aliases):
+        names = (cls.name, *cls.aliases)
+        for n in names:  # check every name before registering any (no partial registration)
             other = REGISTRY.get(n)
-            if other is not None and other is not cls and other.__qualname__ != cls.__qualname__:
-                raise ValueError(f"metric name or alias {n!r} of {cls.__name__} is already used by {other.__name__}")
+            reload = other is not None and (other.__module__, other.__qualname__) == (cls.__module__, cls.__qualname__)
+            if other is not None and other is not cls and not reload:
+                raise ValueError(
+                    f"metric name or alias {n!r} of {cls.__module__}.{cls.__qualname__} is already used by "
+                    f"{other.__module__}.{other.__qualname__}"
+                )
+        for n in names:
             REGISTRY[n] = cls
 
     def __init__(self, task: Task, **params: Any):
@@ -184,6 +287,45 @@ class Metric:
     def requires(self) -> list[tuple[type[State], Any]]:
         """The ``(state class, requirement)`` pairs this metric reads."""
         return [(ExampleCountState, None)]
+
+    def needs(self) -> frozenset[str]:
+        """The inputs this metric reads, a subset of ``{"target", "prediction", "score",
+        "score_matrix", "probability", "measure"}``: ``prediction`` is satisfied by predicted labels
+        or by scores (thresholded or argmax), ``score`` needs scores (binary: hard 0/1 predictions
+        also do), ``score_matrix`` an (N, K) score matrix, ``probability`` scores that are
+        probabilities (validated in [0, 1]; matrix rows summing to 1), ``measure`` a measure column."""
+        return frozenset({"target", "prediction"})
+
+    @classmethod
+    def info(cls) -> dict[str, Any]:
+        """Registry metadata for docs and tables: name, aliases, tasks, state kinds per task,
+        exact, bounds, ``higher_is_better``, scikit-learn equivalent, reference, summary."""
+        states: dict[str, list[str]] = {}
+        for kind in cls.tasks:
+            task = Task(num_classes=3 if kind == "multiclass" else 2, kind=kind)
+            states[kind] = ["?"]
+            # a metric may need parameters to be built: try a positional/None parameter at 0.5
+            needed = {k: 0.5 for k, v in cls.params.items() if v is None and k == cls.positional}
+            for kw in ({}, needed):
+                try:
+                    m = cls(task, **kw)
+                    states[kind] = [c.kind for c, _ in m.requires() if c is not ExampleCountState] or ["example_count"]
+                    break
+                except Exception:
+                    continue
+        doc = (cls.__doc__ or "").strip().split("\n\n")[0].replace("\n", " ")
+        return {
+            "name": cls.name,
+            "aliases": list(cls.aliases),
+            "tasks": list(cls.tasks),
+            "states": states,
+            "exact": cls.exact,
+            "bounds": list(cls.bounds),
+            "higher_is_better": cls.higher_is_better,
+            "sklearn": cls.sklearn,
+            "reference": cls.reference,
+            "summary": " ".join(doc.split()),
+        }
 
     def compute(self, states: dict[str, State]) -> Any:
         raise NotImplementedError
@@ -211,6 +353,8 @@ class Metric:
 def _fmt(v: Any) -> str:
     if v is None:
         return "none"
+    if isinstance(v, bool):
+        return "true" if v else "false"
     if isinstance(v, float):
         return repr(int(v)) if v.is_integer() and abs(v) < 1e15 else repr(v)
     return str(v)
@@ -220,6 +364,8 @@ def _parse_value(text: str) -> Any:
     low = text.strip().lower()
     if low == "none":
         return None
+    if low in ("true", "false"):
+        return low == "true"
     for conv in (int, float):
         try:
             return conv(text)
@@ -278,6 +424,10 @@ class ExampleCount(Metric):
     name = "example_count"
     higher_is_better = None
     bounds = (0.0, math.inf)
+    tasks = TASK_KINDS
+
+    def needs(self) -> frozenset[str]:
+        return frozenset()
 
     def compute(self, states: dict[str, State]) -> int:
         return int(states["example_count"]["count"])
@@ -289,6 +439,10 @@ class WeightedExampleCount(Metric):
     name = "weighted_example_count"
     higher_is_better = None
     bounds = (0.0, math.inf)
+    tasks = TASK_KINDS
+
+    def needs(self) -> frozenset[str]:
+        return frozenset()
 
     def compute(self, states: dict[str, State]) -> float:
         return float(states["example_count"]["weight"])
@@ -299,11 +453,12 @@ class _Classification(Metric):
 
     params = {"threshold": None, "average": None, "zero_division": None}
     positional = "average"
+    tasks = ("binary", "multiclass", "multilabel")
 
     def configure(self) -> None:
         p = self.p
-        if p["threshold"] is not None and self.task.kind != "binary":
-            raise ValueError(f"metric {self.name!r}: threshold applies to binary tasks only")
+        if p["threshold"] is not None and self.task.kind not in ("binary", "multilabel"):
+            raise ValueError(f"metric {self.name!r}: threshold applies to binary and multilabel tasks only")
         p["threshold"] = self.task.threshold if p["threshold"] is None else float(p["threshold"])
         if not math.isfinite(p["threshold"]):
             raise ValueError(f"metric {self.name!r}: threshold must be finite, got {p['threshold']}")
@@ -313,6 +468,8 @@ class _Classification(Metric):
                 raise ValueError(f"metric {self.name!r}: average must be one of {AVERAGES}, got {avg!r}")
             if avg == "binary" and self.task.kind != "binary":
                 raise ValueError(f"metric {self.name!r}: average='binary' needs a binary task")
+            if avg == "samples" and self.task.kind != "multilabel":
+                raise ValueError(f"metric {self.name!r}: average='samples' needs a multilabel task")
         else:
             p["average"] = "binary" if self.task.kind == "binary" else "macro"
         zd = p["zero_division"]
@@ -325,7 +482,21 @@ class _Classification(Metric):
     def requires(self) -> list[tuple[type[State], Any]]:
         if self.task.kind == "binary":
             return [(BinaryConfusionState, self.p["threshold"])]
+        if self.task.kind == "multilabel":
+            from core.multilabel import MultilabelState
+
+            return [(MultilabelState, (self.p["threshold"], self.p.get("beta", 1.0)))]
         return [(ConfusionMatrixState, self.task.num_classes)]
+
+    def kept_classes(self) -> np.ndarray | None:
+        """(K,) bool mask of the classes that enter averages: all but ``task.ignored_class``
+        (None when no class is ignored)."""
+        ign = self.task.ignored_class
+        if ign is None:
+            return None
+        keep = np.ones(self.task.num_classes, dtype=bool)
+        keep[ign] = False
+        return keep
 
     def matrix(self, states: dict[str, State]) -> np.ndarray:
         """The K x K (2 x 2 for binary) confusion matrix this metric reads."""
@@ -344,26 +515,51 @@ class _PRF(_Classification):
         return 1.0
 
     def compute(self, states: dict[str, State]) -> Any:
+        if self.task.kind == "multilabel":
+            from core.multilabel import prf_multilabel
+
+            return prf_multilabel(self, states)
         m = self.matrix(states)
         avg, zd = self.p["average"], self.p["zero_division"]
         tp, pred, true = np.diag(m).copy(), m.sum(axis=0), m.sum(axis=1)
+        classes: np.ndarray | None = np.arange(tp.shape[0])
+        keep = self.kept_classes()
+        if keep is not None and avg != "binary":  # the ignored class leaves every average
+            tp, pred, true, classes = tp[keep], pred[keep], true[keep], classes[keep]
         if avg == "binary":
-            tp, pred, true = tp[1:], pred[1:], true[1:]
+            tp, pred, true, classes = tp[1:], pred[1:], true[1:], None
         elif avg == "micro":
             tp, pred, true = tp.sum(keepdims=True), pred.sum(keepdims=True), true.sum(keepdims=True)
+            classes = None
         what = f"{self.key}"
-        if self.which == "precision":
-            v = _divide(tp, pred, zd, what)
-        elif self.which == "recall":
-            v = _divide(tp, true, zd, what)
-        else:
-            b2 = self.beta() ** 2
-            v = _divide((1 + b2) * tp, b2 * true + pred, zd, what)
+        v = prf_values(self.which, tp, pred, true, self.beta(), zd, what, classes)
         if avg is None:
+            if keep is not None:
+                full = np.full(keep.shape[0], np.nan)
+                full[keep] = v
+                return full
             return v
         if avg in ("binary", "micro"):
             return float(v[0])
         return nanaverage(v, true if avg == "weighted" else None)
+
+
+def prf_values(
+    which: str, tp: np.ndarray, pred: np.ndarray, true: np.ndarray, beta: float, zd: Any, what: str, classes: Any = None
+) -> np.ndarray:
+    """Precision (``tp / pred``), recall (``tp / true``), Jaccard / IoU (``tp / (pred + true -
+    tp)``) or F-beta (``(1 + b^2) tp / (b^2 true + pred)``) per entry, with ``zero_division`` where
+    undefined (scikit-learn's ``precision_recall_fscore_support`` and ``jaccard_score``)."""
+    if which == "precision":
+        return _divide(tp, pred, zd, what, classes)
+    if which == "recall":
+        return _divide(tp, true, zd, what, classes)
+    if which == "jaccard":
+        return _divide(tp, pred + true - tp, zd, what, classes)
+    if math.isinf(beta):  # the limit is recall (scikit-learn: beta=inf gives recall)
+        return _divide(tp, true, zd, what, classes)
+    b2 = beta**2
+    return _divide((1 + b2) * tp, b2 * true + pred, zd, what, classes)
 
 
 class Precision(_PRF):
@@ -420,6 +616,7 @@ class FBeta(_PRF):
 class Accuracy(_Classification):
     """Fraction (by weight) of correct predictions: ``trace(C) / sum(C)``; NaN with no examples.
 
+    Multilabel tasks: subset accuracy (every label of a row right), as scikit-learn.
     Source: ``sklearn.metrics.accuracy_score`` (which raises on empty input; we return NaN).
     """
 
@@ -432,25 +629,29 @@ class Accuracy(_Classification):
     def configure(self) -> None:
         self.p.update(average="binary" if self.task.kind == "binary" else "micro", zero_division="nan")
         p = self.p
-        if p["threshold"] is not None and self.task.kind != "binary":
-            raise ValueError("metric 'accuracy': threshold applies to binary tasks only")
+        if p["threshold"] is not None and self.task.kind not in ("binary", "multilabel"):
+            raise ValueError(f"metric {self.name!r}: threshold applies to binary and multilabel tasks only")
         p["threshold"] = self.task.threshold if p["threshold"] is None else float(p["threshold"])
 
     def _show_positional(self) -> bool:
         return False
 
     def compute(self, states: dict[str, State]) -> float:
+        if self.task.kind == "multilabel":
+            from core.multilabel import subset_accuracy
+
+            return subset_accuracy(self, states)
         m = self.matrix(states)
         total = m.sum()
         return float(np.trace(m) / total) if total > 0 else float("nan")
 
 
 class _Count(_Classification):
-    """Weighted confusion count at the threshold (binary only)."""
+    """Weighted confusion count at the threshold (binary; multilabel: (L,) per label)."""
 
     params = {"threshold": None}
     positional = None
-    tasks = ("binary",)
+    tasks = ("binary", "multilabel")
     higher_is_better = None
     bounds = (0.0, math.inf)
     index: ClassVar[int] = 0
@@ -462,7 +663,9 @@ class _Count(_Classification):
     def _show_positional(self) -> bool:
         return False
 
-    def compute(self, states: dict[str, State]) -> float:
+    def compute(self, states: dict[str, State]) -> Any:
+        if self.task.kind == "multilabel":
+            return states["multilabel"].label_counts(self.p["threshold"])[self.index]
         return states["binary_confusion"].counts(self.p["threshold"])[self.index]
 
 
@@ -503,6 +706,7 @@ class ConfusionMatrix(_Classification):
     name = "confusion_matrix"
     params = {"threshold": None}
     positional = None
+    tasks = ("binary", "multiclass")
     higher_is_better = None
     bounds = (0.0, math.inf)
     sklearn = "sklearn.metrics.confusion_matrix"
@@ -520,4 +724,6 @@ class ConfusionMatrix(_Classification):
 DEFAULT_METRICS = {
     "binary": ("accuracy", "precision", "recall", "f1"),
     "multiclass": ("accuracy", "precision@macro", "recall@macro", "f1@macro", "f1@weighted"),
+    "multilabel": ("accuracy", "hamming_loss", "precision@micro", "recall@micro", "f1@micro", "f1@macro"),
+    "regression": ("mse", "rmse", "mae", "r2"),
 }

@@ -13,10 +13,55 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
+import warnings
+
 from core import codec
 from core._inputs import Batch, make_batch
-from core.metrics import DEFAULT_METRICS, Interval, Metric, Task, resolve
+from core.metrics import DEFAULT_METRICS, Interval, Metric, Task, UndefinedMetricWarning, recording_undefined, resolve
 from core.states import ExampleCountState, State
+
+#: Input needs (see :meth:`core.metrics.Metric.needs`) and the roles that satisfy them.
+_NEED_ROLES = {
+    "target": ("target",),
+    "prediction": ("prediction", "score"),
+    "score": ("score", "prediction"),
+    "score_matrix": ("score",),
+    "probability": ("score", "prediction"),
+    "measure": ("measure",),
+}
+_ROLE_WORDS = {"target": "labels/targets", "prediction": "predictions", "score": "scores", "measure": "a measure"}
+
+
+def make_task(
+    task: "str | Task | None" = None,
+    num_classes: int | None = None,
+    threshold: float = 0.5,
+    threshold_rule: str = ">=",
+    zero_division: Any = "nan",
+    multiclass: bool = False,
+    ignore_index: int | None = None,
+) -> Task:
+    """The :class:`~core.metrics.Task` of a collection or evaluation: ``task`` itself if it is a
+    Task, else one of kind ``task`` (None: binary or multiclass from ``num_classes``)."""
+    if isinstance(task, Task):
+        return task
+    if task is not None and not isinstance(task, str):
+        raise TypeError(f"task must be a kind name or a Task, got {type(task).__name__}")
+    return Task(num_classes or 2, threshold, threshold_rule, zero_division, multiclass, task, ignore_index)
+
+
+def undefined_warning(key: str, where: list[tuple[str, tuple[int, ...] | None]], fill: Any) -> str:
+    """Text of the one warning per metric: the metric, the classes and the slices."""
+    parts = []
+    for slice_name, classes in where[:5]:
+        cls = "" if classes is None else f" [class{'es' if len(classes) > 1 else ''} {', '.join(map(str, classes))}]"
+        parts.append(f"'{slice_name}'{cls}")
+    more = f" and {len(where) - 5} more slices" if len(where) > 5 else ""
+    if fill == "warn":
+        value = "set to 0.0 (zero_division='warn')"
+    else:
+        value = "reported as NaN (null in JSON); undefined classes are left out of averages"
+    return f"metric {key!r} is undefined (zero denominator or no data) in slice {', '.join(parts)}{more}: {value}"
 
 
 class Plan:
@@ -52,6 +97,26 @@ class Plan:
         self.state_types: tuple[tuple[type[State], Any], ...] = tuple(
             (cls, cls.layout_for(r, task)) for cls, r in reqs.items()
         )
+        self.needs: frozenset[str] = frozenset().union(*(m.needs() for m in self.metrics))
+
+    def check_inputs(self, roles: Iterable[str], names: dict[str, str] | None = None) -> None:
+        """Check that the given input roles satisfy every metric's needs.
+
+        Args:
+            roles: the roles present, from ``{"target", "prediction", "score", "measure"}``.
+            names: role -> how the caller calls it (``"label_col"``), for the message.
+
+        Raises:
+            ValueError: naming the metric and the missing input.
+        """
+        roles = set(roles)
+        names = names or {}
+        for m in self.metrics:
+            for need in sorted(m.needs()):
+                ok = _NEED_ROLES.get(need, ())
+                if ok and not roles & set(ok):
+                    want = " or ".join(names.get(r, _ROLE_WORDS[r]) for r in ok)
+                    raise ValueError(f"metric {m.key!r} needs {want}")
 
     @property
     def keys(self) -> tuple[str, ...]:
@@ -87,19 +152,49 @@ class Plan:
         """Metric values from merged states: ``{metric key: float | np.ndarray}``."""
         return self.compute_with_intervals(states)[0]
 
-    def compute_with_intervals(self, states: tuple[State, ...]) -> tuple[dict[str, Any], dict[str, tuple[float, float]]]:
+    def compute_with_intervals(
+        self, states: tuple[State, ...], warn: bool = True, slice_name: str = "Overall"
+    ) -> tuple[dict[str, Any], dict[str, tuple[float, float]]]:
         """``(values, intervals)``: values as :meth:`compute`; ``intervals[key] = (lower, upper)``
-        for metrics that returned an :class:`~core.metrics.Interval` (approximate states)."""
+        for metrics that returned an :class:`~core.metrics.Interval` (approximate states).
+
+        With ``warn``, one :class:`~core.metrics.UndefinedMetricWarning` per undefined metric names
+        the metric, the classes and ``slice_name`` (see :meth:`compute_detailed`)."""
+        values, intervals, undefined = self.compute_detailed(states)
+        if warn:
+            for key, (classes, fill) in undefined.items():
+                if fill in ("nan", "warn"):
+                    warnings.warn(undefined_warning(key, [(slice_name, classes)], fill), UndefinedMetricWarning, stacklevel=3)
+        return values, intervals
+
+    def compute_detailed(
+        self, states: tuple[State, ...]
+    ) -> tuple[dict[str, Any], dict[str, tuple[float, float]], dict[str, tuple[tuple[int, ...] | None, Any]]]:
+        """``(values, intervals, undefined)`` without warnings.
+
+        ``undefined[key] = (classes, fill)`` for every metric whose value (or some class of it) is
+        undefined: ``classes`` is None for the value itself, else the class ids (per-class values,
+        or classes left out of an average); ``fill`` is what was reported instead: ``"nan"``,
+        ``"warn"`` (0.0 plus a warning), or 0 / 1 (an explicit ``zero_division``, no warning).
+        NaN values that no metric recorded (e.g. an average over no examples) count as undefined
+        with ``fill="nan"``.
+        """
         by_kind = {s.kind: s for s in states}
         values: dict[str, Any] = {}
         intervals: dict[str, tuple[float, float]] = {}
+        undefined: dict[str, tuple[tuple[int, ...] | None, Any]] = {}
+        ignored = self.task.ignored_class
         for m in self.metrics:
-            v = m.compute(by_kind)
+            with recording_undefined() as events:
+                v = m.compute(by_kind)
             if isinstance(v, Interval):
                 intervals[m.key] = (float(v.lower), float(v.upper))
                 v = v.value
             values[m.key] = v
-        return values, intervals
+            entry = _undefined_entry(events, v if m.nan_entries_undefined or np.ndim(v) == 0 else 0.0, ignored)
+            if entry is not None:
+                undefined[m.key] = entry
+        return values, intervals, undefined
 
     def encode(self, states: tuple[State, ...]) -> bytes:
         return codec.encode_states(states)
@@ -127,12 +222,42 @@ class Plan:
             "zero_division": t.zero_division,
             "metrics": list(self.keys),
             "states": [f"{cls.kind} {layout}" for cls, layout in self.state_types],
+            **({"ignore_index": t.ignore_index} if t.ignore_index is not None else {}),
         }
+
+
+def _undefined_entry(events: list, value: Any, ignored: int | None) -> tuple[tuple[int, ...] | None, Any] | None:
+    """Summarise one metric's recorded undefined events (plus NaN values nobody recorded)."""
+    classes: set[int] = set()
+    scalar = False
+    fills = []
+    for e in events:
+        fills.append(e.fill)
+        if e.classes is None:
+            scalar = True
+        else:
+            classes.update(c for c in e.classes if c != ignored)
+    arr = np.asarray(value, dtype=np.float64) if not isinstance(value, str) else np.asarray(0.0)
+    nan = np.isnan(arr)
+    if nan.any():
+        if arr.ndim == 0:
+            scalar = True
+            fills.append("nan")
+        else:
+            first_axis = {int(i) for i in np.flatnonzero(nan.reshape(nan.shape[0], -1).any(axis=1))} - {ignored}
+            if first_axis - classes:
+                fills.append("nan")
+            classes |= first_axis
+    if not scalar and not classes:
+        return None
+    fill = "nan" if "nan" in fills else "warn" if "warn" in fills else fills[0] if fills else "nan"
+    return (None if scalar and not classes else tuple(sorted(classes)), fill)
 
 
 def _fmt_value(v: Any) -> str:
     if isinstance(v, np.ndarray):
-        return np.array2string(v, precision=4, separator=", ")
+        text = np.array2string(v, precision=4, separator=", ", max_line_width=10**6, threshold=24, edgeitems=3)
+        return " ".join(text.split())
     if isinstance(v, float):
         return f"{v:.6g}"
     return str(v)
@@ -150,6 +275,17 @@ class MetricCollection:
         threshold_rule: ``">="`` or ``">"``.
         zero_division: 0, 1, "nan" (our default) or "warn" (0.0 plus a warning), as scikit-learn.
         multiclass: treat ``num_classes=2`` as a multiclass task (both classes averaged).
+        task: ``"binary"``, ``"multiclass"``, ``"multilabel"`` or ``"regression"`` (or a
+            :class:`~core.metrics.Task`, which then replaces the other task arguments); None infers
+            binary or multiclass from ``num_classes``. For multilabel, ``num_classes`` is the
+            number of labels.
+        ignore_index: drop rows (pixels) whose label equals it (binary/multiclass); a class id in
+            [0, K) also leaves the macro averages.
+        formats: input format per argument, e.g. ``{"y_score": "logits", "y_true": "onehot"}``
+            (see :mod:`core.formats`); by default the format follows the task and the shapes.
+
+    Undefined values are NaN with one :class:`~core.metrics.UndefinedMetricWarning` per metric
+    naming it and its classes (none with ``zero_division`` 0 or 1).
 
     Example:
         >>> mc = MetricCollection("precision", "recall", "f1")
@@ -166,9 +302,13 @@ class MetricCollection:
         threshold_rule: str = ">=",
         zero_division: Any = "nan",
         multiclass: bool = False,
+        task: "str | Task | None" = None,
+        ignore_index: int | None = None,
+        formats: dict[str, str] | None = None,
     ):
-        task = Task(num_classes or 2, threshold, threshold_rule, zero_division, multiclass)
+        task = make_task(task, num_classes, threshold, threshold_rule, zero_division, multiclass, ignore_index)
         self.plan = Plan(list(metrics) or None, task)
+        self.formats = _collection_formats(formats)
         self.states = self.plan.zero()
         self._rows = 0
 
@@ -176,25 +316,35 @@ class MetricCollection:
     def task(self) -> Task:
         return self.plan.task
 
-    def update(self, y_true: Any, y_score: Any = None, y_pred: Any = None, sample_weight: Any = None) -> None:
+    def update(
+        self, y_true: Any = None, y_score: Any = None, y_pred: Any = None, sample_weight: Any = None, measure: Any = None
+    ) -> None:
         """Fold one batch.
 
         Args:
-            y_true: (N,) labels: 0/1 (binary) or [0, K) ints; lists, numpy, pandas or Arrow.
-            y_score: (N,) finite float scores (binary tasks; thresholded for predictions).
-            y_pred: (N,) predicted labels (binary 0/1 or multiclass [0, K)).
-            sample_weight: (N,) finite non-negative weights; None for 1.
+            y_true: labels: (N,) 0/1 (binary) or [0, K) ints, (N, K) one-hot, (N, H, W) label maps
+                (segmentation), (N, L) 0/1 (multilabel) or (N,) float targets (regression); lists,
+                numpy, pandas or Arrow.
+            y_score: scores: (N,) binary scores (thresholded), (N, K) class scores or probabilities
+                (argmax predicts; top-k and log loss read them), (N, K, H, W) score maps, (N, L)
+                multilabel scores (thresholded).
+            y_pred: predictions: (N,) labels, (N, K) one-hot, (N, H, W) label maps, (N, L) 0/1
+                (multilabel) or (N,) floats (regression).
+            sample_weight: (N,) finite non-negative weights per row; None for 1.
+            measure: (N,) finite per-example (or per-batch) values for mean-of-measure metrics.
 
         Raises:
-            ValueError: length mismatch, out-of-range or NaN labels/predictions, NaN/inf scores,
-                negative or NaN weights (naming column, value and row); binary tasks given neither
-                scores nor predictions; multiclass tasks given no predictions.
+            ValueError: length or shape mismatch, out-of-range or NaN labels/predictions, NaN/inf
+                scores, negative or NaN weights (naming column, value, row and entry); inputs a
+                metric needs are missing (naming the metric).
             TypeError: non-numeric values.
         """
-        if self.task.kind == "binary" and y_score is None and y_pred is None:
+        if self.task.kind == "binary" and y_score is None and y_pred is None and "prediction" in self.plan.needs:
             raise ValueError("binary metrics need y_score or y_pred")
-        if self.task.kind == "multiclass" and y_pred is None:
-            raise ValueError("multiclass metrics need y_pred (predicted labels)")
+        if self.task.kind == "multiclass" and y_pred is None and y_score is None and "prediction" in self.plan.needs:
+            raise ValueError("multiclass metrics need y_pred (predicted labels) or y_score (class scores)")
+        given = {r for r, v in (("target", y_true), ("score", y_score), ("prediction", y_pred), ("measure", measure)) if v is not None}
+        self.plan.check_inputs(given, {"target": "y_true", "prediction": "y_pred", "score": "y_score", "measure": "measure"})
         batch, _ = make_batch(
             num_classes=self.task.num_classes,
             y_true=y_true,
@@ -202,9 +352,13 @@ class MetricCollection:
             y_pred=y_pred,
             sample_weight=sample_weight,
             row_offset=self._rows,
+            task=self.task,
+            formats=self.formats,
+            values=measure,
+            needs=self.plan.needs,
         )
         self.states = self.plan.fold(self.states, batch)
-        self._rows += batch.n
+        self._rows += _rows_in(batch, y_true, y_pred, y_score, measure)
 
     def merge(self, other: "MetricCollection") -> "MetricCollection":
         """Merge another collection's states into this one (returns self).
@@ -235,7 +389,7 @@ class MetricCollection:
     def __repr__(self) -> str:
         t = self.task
         head = f"{type(self).__name__}(task={t.kind}, num_classes={t.num_classes}, threshold={t.threshold:g} ({t.threshold_rule}), zero_division={t.zero_division})"
-        values = self.compute()
+        values = self.plan.compute_with_intervals(self.states, warn=False)[0]
         lines = [head, "├── states"]
         for i, s in enumerate(self.states):
             lines.append(f"│   {'└' if i == len(self.states) - 1 else '├'}── {s.summary()}")
@@ -244,6 +398,33 @@ class MetricCollection:
             kinds = ", ".join(cls.kind for cls, _ in m.requires() if cls is not ExampleCountState) or "example_count"
             lines.append(f"    {'└' if i == len(self.plan.metrics) - 1 else '├'}── {m.key} = {_fmt_value(values[m.key])}  [{kinds}]")
         return "\n".join(lines)
+
+
+def _rows_in(batch: Batch, *columns: Any) -> int:
+    """Input rows of a batch (images for maps; rows dropped by ignore_index included)."""
+    if batch.row_of is None:
+        return batch.n
+    for c in columns:
+        if c is not None:
+            return len(c)
+    return batch.n
+
+
+def _collection_formats(formats: dict[str, str] | None) -> dict[str, str]:
+    """``{"y_true": f, "y_pred": f, "y_score": f, "measure": f}`` (or role names) -> role -> format."""
+    alias = {"y_true": "target", "y_pred": "prediction", "y_score": "score", "measure": "measure"}
+    out = {}
+    for k, v in (formats or {}).items():
+        role = alias.get(k, k)
+        if role not in ("target", "prediction", "score", "measure"):
+            raise ValueError(f"formats: unknown argument {k!r}; use y_true, y_pred, y_score or measure")
+        out[role] = v
+    if out:
+        from core.formats import get_format
+
+        for v in out.values():
+            get_format(v)
+    return out
 
 
 class BinaryMetrics(MetricCollection):

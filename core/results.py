@@ -29,6 +29,48 @@ def jsonable(value: Any) -> Any:
 ROW_COLUMNS = ["slice", "slice_key", "n", "weight", "skipped", "metric", "index", "value", "lower", "upper"]
 
 
+def _reports_nan_entries(key: str) -> bool:
+    from core.metrics import REGISTRY
+
+    cls = REGISTRY.get(key.split("@", 1)[0])
+    return True if cls is None else bool(getattr(cls, "nan_entries_undefined", True))
+
+
+def undefined_entries(metrics: dict[str, Any], ignored_class: int | None = None) -> list[dict[str, Any]]:
+    """Which metric values (and which classes of per-class values) are undefined (NaN).
+
+    Args:
+        metrics: ``{metric key: value}`` of one slice.
+        ignored_class: a class left out on purpose (``ignore_index``); not listed.
+
+    Returns:
+        ``[{"metric": key}, {"metric": key, "classes": [i, ...]}, ...]`` in metric order: a scalar
+        NaN lists the metric; an array lists the first-axis indices (classes) holding NaN.
+        Derived from the values alone, so every engine reports the same list.
+    """
+    out: list[dict[str, Any]] = []
+    for k, v in metrics.items():
+        arr = np.asarray(v, dtype=np.float64) if not isinstance(v, str) else np.asarray(0.0)
+        nan = np.isnan(arr)
+        if not nan.any():
+            continue
+        if arr.ndim == 0:
+            out.append({"metric": k})
+        elif _reports_nan_entries(k):
+            classes = [int(i) for i in np.flatnonzero(nan.reshape(nan.shape[0], -1).any(axis=1)) if i != ignored_class]
+            if classes:
+                out.append({"metric": k, "classes": classes})
+    return out
+
+
+def ignored_class_of(config: dict[str, Any]) -> int | None:
+    """The class id ``ignore_index`` removes from averages, from a results config."""
+    ii, k = config.get("ignore_index"), config.get("num_classes")
+    if config.get("task") == "multiclass" and isinstance(ii, int) and isinstance(k, int) and 0 <= ii < k:
+        return ii
+    return None
+
+
 @dataclass(frozen=True)
 class SliceResult:
     """Metric values of one slice.
@@ -41,6 +83,13 @@ class SliceResult:
         metrics: ``{metric key: float | np.ndarray}``; NaN where undefined.
         intervals: ``{metric key: (lower, upper)}`` certified bounds of metrics computed from
             approximate states (empty when every value is exact).
+        suppressed: the slice is below its ``min_slice_size``: ``n``, ``weight`` and ``skipped``
+            are None and ``metrics`` is empty (JSON: ``"n": null, ..., "suppressed": true``).
+        folded_values: for a ``__other__`` slice (``max_slices``), how many distinct slice
+            values it sums; None otherwise (JSON ``"folded_values"`` only when set).
+
+    ``undefined`` lists the NaN values (see :func:`undefined_entries`); ``to_dict`` includes it as
+    ``"undefined"`` when non-empty.
     """
 
     slice: tuple
@@ -49,12 +98,22 @@ class SliceResult:
     skipped: int
     metrics: dict[str, Any]
     intervals: dict[str, tuple[float, float]] = field(default_factory=dict)
+    suppressed: bool = False
+    folded_values: int | None = None
 
     @property
     def name(self) -> str:
         return slice_name(self.slice)
 
-    def to_dict(self) -> dict[str, Any]:
+    @property
+    def undefined(self) -> list[dict[str, Any]]:
+        """Undefined (NaN) metrics and classes of this slice, e.g.
+        ``[{"metric": "precision"}, {"metric": "f1@none", "classes": [2]}]``."""
+        return undefined_entries(self.metrics)
+
+    def to_dict(self, ignored_class: int | None = None) -> dict[str, Any]:
+        if self.suppressed:
+            return {"slice": {c: v for c, v in self.slice}, "n": None, "weight": None, "skipped": None, "metrics": {}, "suppressed": True}
         d = {
             "slice": {c: v for c, v in self.slice},
             "n": int(self.n),
@@ -64,6 +123,11 @@ class SliceResult:
         }
         if self.intervals:
             d["intervals"] = {k: jsonable(list(v)) for k, v in self.intervals.items()}
+        undefined = undefined_entries(self.metrics, ignored_class)
+        if undefined:
+            d["undefined"] = undefined
+        if self.folded_values is not None:
+            d["folded_values"] = int(self.folded_values)
         return d
 
 
@@ -90,11 +154,13 @@ class Results:
         return self[()]
 
     def to_dict(self) -> dict[str, Any]:
-        """``{"slices": [{"slice": {col: value}, "n", "weight", "skipped", "metrics"}], "config",
-        "skipped"}``; NaN becomes None."""
+        """``{"slices": [{"slice": {col: value}, "n", "weight", "skipped", "metrics",
+        ["intervals"], ["undefined"]}], "config", "skipped"}``; NaN becomes None (``null``);
+        ``undefined`` lists the slice's undefined metrics and classes when there are any."""
+        ignored = ignored_class_of(self.config)
         return {
-            "slices": [s.to_dict() for s in self.slices],
-            "skipped": int(self.overall.skipped) if self.slices else 0,
+            "slices": [s.to_dict(ignored) for s in self.slices],
+            "skipped": (None if self.overall.suppressed else int(self.overall.skipped)) if self.slices else 0,
             "config": self.config,
         }
 
@@ -108,6 +174,9 @@ class Results:
         ``lower`` / ``upper`` (certified interval of approximate metrics, else None)."""
         rows = []
         for s in self.slices:
+            if s.suppressed:  # one marker row: no counts, no metric (from_rows reads it back)
+                rows.append({"slice": s.name, "slice_key": slice_key_to_json(s.slice), **dict.fromkeys(ROW_COLUMNS[2:])})
+                continue
             base = {
                 "slice": s.name,
                 "slice_key": slice_key_to_json(s.slice),
@@ -125,11 +194,74 @@ class Results:
                         rows.append({**base, "metric": k, "index": ",".join(map(str, idx)), "value": float(arr[idx]), "lower": None, "upper": None})
         return rows
 
-    def to_pandas(self):  # pragma: no cover - thin
-        """Long-format ``pandas.DataFrame`` of :meth:`to_rows` (needs pandas)."""
+    def to_pandas(self, wide: bool = False):
+        """Results as a ``pandas.DataFrame`` (needs pandas).
+
+        Args:
+            wide: False (default): long format, the rows of :meth:`to_rows` (columns
+                ``ROW_COLUMNS``; array metrics one row per cell). True: one row per slice
+                (overall first) with columns ``slice``, ``n``, ``weight``, ``skipped`` and one
+                float column per scalar metric (NaN where undefined); array metrics and
+                intervals are left out (they are in the long format).
+        """
         import pandas as pd
 
-        return pd.DataFrame(self.to_rows(), columns=ROW_COLUMNS)
+        if not wide:
+            return pd.DataFrame(self.to_rows(), columns=ROW_COLUMNS)
+        shown = [s for s in self.slices if not s.suppressed]
+        names = [k for k, v in shown[0].metrics.items() if np.ndim(v) == 0] if shown else []
+        rows = [
+            {"slice": s.name, "n": None, "weight": None, "skipped": None, **dict.fromkeys(names, float("nan"))}
+            if s.suppressed
+            else {"slice": s.name, "n": int(s.n), "weight": float(s.weight), "skipped": int(s.skipped), **{k: float(s.metrics[k]) for k in names}}
+            for s in self.slices
+        ]
+        return pd.DataFrame(rows, columns=["slice", "n", "weight", "skipped", *names])
+
+    # -- plots and the HTML report: thin, lazily importing wrappers of pipelines.report (needs
+    # matplotlib and jinja2; core itself stays numpy-only at import) --------------------------
+    def plot_slices(self, metric: str, **kwargs: Any):
+        """Bar chart of a scalar metric per slice, intervals as error bars (a matplotlib
+        ``Figure``); see :func:`pipelines.report.plot_slices`."""
+        from pipelines import report
+
+        return report.plot_slices(self, metric, **kwargs)
+
+    def plot_confusion_matrix(self, slice: Any = (), metric: str | None = None, **kwargs: Any):
+        """Heatmap of the ``confusion_matrix`` metric of one slice (default overall)."""
+        from pipelines import report
+
+        return report.plot_confusion_matrix(self, slice, metric, **kwargs)
+
+    def plot_roc(self, slices: Any = None, metric: str | None = None, **kwargs: Any):
+        """ROC curves from a ``roc_curve`` metric (overall plus a few slices)."""
+        from pipelines import report
+
+        return report.plot_roc(self, slices, metric, **kwargs)
+
+    def plot_pr(self, slices: Any = None, metric: str | None = None, **kwargs: Any):
+        """Precision-recall curves from a ``precision_recall_curve`` metric."""
+        from pipelines import report
+
+        return report.plot_pr(self, slices, metric, **kwargs)
+
+    def plot_reliability(self, slice: Any = (), metric: str | None = None, **kwargs: Any):
+        """Reliability diagram from a ``reliability_diagram`` metric of one slice."""
+        from pipelines import report
+
+        return report.plot_reliability(self, slice, metric, **kwargs)
+
+    def to_html(self, **kwargs: Any) -> str:
+        """The self-contained HTML report (see :func:`pipelines.report.render_report`)."""
+        from pipelines import report
+
+        return report.render_report(self, **kwargs)
+
+    def write_report(self, path: Any, **kwargs: Any):
+        """Write the HTML report to ``path``; returns the path (see :func:`pipelines.report.write_report`)."""
+        from pipelines import report
+
+        return report.write_report(self, path, **kwargs)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "Results":
@@ -143,7 +275,15 @@ class Results:
                 else:
                     metrics[k] = float("nan") if v is None else v
             intervals = {k: (float("nan") if v[0] is None else v[0], float("nan") if v[1] is None else v[1]) for k, v in s.get("intervals", {}).items()}
-            slices.append(SliceResult(tuple(s["slice"].items()), s["n"], s.get("weight", s["n"]), s.get("skipped", 0), metrics, intervals))
+            if s.get("suppressed"):
+                slices.append(SliceResult(tuple(s["slice"].items()), None, None, None, {}, suppressed=True))
+                continue
+            slices.append(
+                SliceResult(
+                    tuple(s["slice"].items()), s["n"], s.get("weight", s["n"]), s.get("skipped", 0), metrics, intervals,
+                    folded_values=s.get("folded_values"),
+                )
+            )  # fmt: skip
         return cls(slices, data.get("config", {}))
 
     @classmethod
@@ -160,8 +300,12 @@ class Results:
 
         by_slice: dict[tuple, dict[str, Any]] = {}
         cells: dict[tuple, dict[str, dict[tuple, float]]] = {}
+        suppressed = set()
         for r in rows:
             key = slice_key_from_json(r["slice_key"])
+            if r.get("metric") is None and r.get("n") is None:  # a suppressed slice's marker row
+                suppressed.add(key)
+                continue
             info = by_slice.setdefault(
                 key, {"n": int(r["n"]), "weight": float(r["weight"]), "skipped": int(r["skipped"]), "metrics": {}, "intervals": {}}
             )
@@ -184,6 +328,8 @@ class Results:
         rank = {m: i for i, m in enumerate(metric_order)}
         for info in by_slice.values():
             info["metrics"] = dict(sorted(info["metrics"].items(), key=lambda kv: rank.get(kv[0], len(rank))))
+        for key in suppressed - set(by_slice):
+            by_slice[key] = {"n": None, "weight": None, "skipped": None, "metrics": {}, "suppressed": True}
         order = sorted(by_slice, key=lambda k: sort_key(k, list(spec_order)))
         return cls([SliceResult(k, **by_slice[k]) for k in order], config or {})
 
@@ -198,13 +344,18 @@ class Results:
         """A readable fixed-width table: one row per slice, one column per scalar metric."""
         if not self.slices:
             return "(no results)"
-        names = [k for k, v in self.slices[0].metrics.items() if np.ndim(v) == 0]
-        header = ["slice", "n"] + names + (["skipped"] if any(s.skipped for s in self.slices) else [])
+        computed = [s for s in self.slices if not s.suppressed]
+        names = [k for k, v in computed[0].metrics.items() if np.ndim(v) == 0] if computed else []
+        header = ["slice", "n"] + names + (["skipped"] if any(s.skipped for s in computed) else [])
         shown = self.slices[:max_rows]
         # columns of whole numbers (counts) print without decimals
-        whole = {k for k in names if all(_is_whole(s.metrics[k]) for s in shown) and any(abs(float(s.metrics[k])) > 1 for s in shown)}
+        shown_c = [s for s in shown if not s.suppressed]
+        whole = {k for k in names if all(_is_whole(s.metrics[k]) for s in shown_c) and any(abs(float(s.metrics[k])) > 1 for s in shown_c)}
         rows = []
         for s in shown:
+            if s.suppressed:
+                rows.append([s.name, "suppressed"] + ["-"] * (len(header) - 2))
+                continue
             r = [s.name, str(s.n)] + [_cell(s.metrics[k], k in whole) for k in names]
             if header[-1] == "skipped":
                 r.append(str(s.skipped))

@@ -1,58 +1,417 @@
-"""Slice keys and slice specs.
+"""Slice keys, slice specs and the assignment of rows to slices.
 
 A slice key is a tuple of ``(column, value)`` pairs in the spec's column order; the overall slice is
-``()``. A spec names one or more columns, crossed when several (``"carrier,origin"``). Missing values
-(None, NaN) form their own slice value ``None`` (``null`` in JSON): no row is ever dropped, and
-every row always reaches the overall slice.
+``()``. Missing values (None, NaN, Arrow/pandas nulls) form their own slice value ``None``
+(``null`` in JSON): no row is ever dropped, and every row always reaches the overall slice.
+
+A :class:`SliceSpec` names one or more columns, crossed when several, with optional value filters,
+numeric buckets (explicit edges or quantiles) and bounds: ``max_slices`` (keep the N largest slices,
+sum the rest into one ``__other__`` slice) and ``min_slice_size`` (report smaller slices as
+suppressed, without values). Its one-line grammar is the same in Python, Beam, Spark and the CLI;
+see :class:`SliceSpec`.
+
+Specs that need to know the whole data before rows can be assigned (``max_slices``: which values
+are the N largest; ``quantiles``: where the edges are) are resolved by an exact, mergeable counting
+pass, :mod:`core.slice_profile`; the resolved bounds (:class:`SpecBounds`) are small and identical in
+every engine, so every engine assigns every row to the same slice.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+import datetime
+import math
+import re
+import struct
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
 OVERALL: tuple = ()
 
+#: Slice value of the slice that sums every value outside a spec's ``max_slices`` largest ones.
+OTHER = "__other__"
 
+#: Options that apply to a whole spec, and options that apply to one column.
+SPEC_OPTIONS = ("max_slices", "by", "min_slice_size")
+COLUMN_OPTIONS = ("edges", "quantiles")
+SIZE_MEASURES = ("count", "weight")
+
+_SPECIAL = ",;:=|\\"
+
+
+# --------------------------------------------------------------------------------------------
+# grammar helpers
+def _split(text: str, sep: str) -> list[str]:
+    """Split ``text`` on unescaped ``sep``; escapes (``\\x``) are kept for the next level."""
+    out: list[str] = []
+    cur: list[str] = []
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        if ch == "\\" and i + 1 < len(text):
+            cur.append(text[i : i + 2])
+            i += 2
+            continue
+        if ch == sep:
+            out.append("".join(cur))
+            cur = []
+        else:
+            cur.append(ch)
+        i += 1
+    out.append("".join(cur))
+    return out
+
+
+def _unescape(text: str) -> str:
+    return re.sub(r"\\(.)", r"\1", text)
+
+
+def _escape(text: str) -> str:
+    return re.sub(r"([,;:=|\\])", r"\\\1", text)
+
+
+def format_number(x: float) -> str:
+    """Short, exact text of a number: ``500`` for 500.0, ``0.1`` for 0.1, ``inf``, ``-inf``."""
+    x = float(x)
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    if x.is_integer() and abs(x) < 1e15:
+        return str(int(x))
+    return repr(x)
+
+
+def _format_filter_value(v: Any) -> str:
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, float):
+        return format_number(v)
+    return _escape(str(v))
+
+
+def bucket_labels(edges: Sequence[float]) -> list[str]:
+    """Slice values of the buckets cut by ascending ``edges`` ``e_0 < ... < e_m-1``.
+
+    Returns:
+        m + 1 labels: ``"(-inf, e_0)"``, ``"[e_0, e_1)"``, ..., ``"[e_m-1, inf)"``: half-open
+        intervals covering the whole real line (a value equal to an edge goes to the bucket that
+        starts there). :func:`sort_key` orders them by their lower bound.
+    """
+    f = [format_number(e) for e in edges]
+    labels = [f"(-inf, {f[0]})"]
+    labels += [f"[{f[i - 1]}, {f[i]})" for i in range(1, len(f))]
+    labels.append(f"[{f[-1]}, inf)")
+    return labels
+
+
+_INTERVAL = re.compile(r"^[\[(](-inf|[^,\s\[\]()]+), ([^,\s\[\]()]+|inf)[)\]]$")
+
+
+def parse_bucket_label(value: Any) -> tuple[float, float] | None:
+    """``(lower, upper)`` of a bucket label such as ``"[500, 1000)"``; None for other values."""
+    if not isinstance(value, str):
+        return None
+    m = _INTERVAL.match(value)
+    if not m:
+        return None
+    try:
+        return float(m.group(1)), float(m.group(2))
+    except ValueError:
+        return None
+
+
+def _bad(text: Any, problem: str) -> ValueError:
+    return ValueError(f"slice spec {str(text)!r}: {problem}")
+
+
+def _parse_int(text: Any, key: str, value: str, low: int) -> int:
+    try:
+        v = int(value)
+    except ValueError:
+        raise _bad(text, f"{key} must be an integer, got {value!r}") from None
+    if v < low:
+        raise _bad(text, f"{key} must be >= {low}, got {v}")
+    return v
+
+
+def _parse_edges(text: Any, value: str) -> tuple[float, ...]:
+    out = []
+    for piece in _split(value, "|"):
+        try:
+            x = float(_unescape(piece).strip())
+        except ValueError:
+            raise _bad(text, f"edges must be numbers separated by '|' (e.g. edges=0|500|1000), got {piece!r}") from None
+        out.append(x)
+    return tuple(out)
+
+
+# --------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class SliceSpec:
-    """Columns whose value combinations define slices.
+    """Columns whose value combinations define slices, with filters, buckets and bounds.
+
+    Grammar of the one-line form (:meth:`parse`; the same in Python, Beam, Spark and the CLI's
+    ``--slice``)::
+
+        spec    := item ("," item)* (";" option)*
+        item    := column ["=" value ("|" value)*] (":" option)*
+        option  := "edges=" number ("|" number)*      bucket a numeric column at these edges
+                 | "quantiles=" k                      bucket it into k quantile buckets (k >= 2)
+                 | "max_slices=" N                     keep the N largest slices, sum the rest into __other__
+                 | "by=" ("count" | "weight")          slice size for max_slices / min_slice_size
+                 | "min_slice_size=" k                 suppress slices smaller than k
+
+    Examples: ``carrier``; ``carrier,origin`` (crossed); ``origin=JFK`` (only JFK);
+    ``origin=JFK|LGA,carrier`` (JFK and LGA, crossed with carrier); ``distance:edges=0|500|1000``;
+    ``distance:quantiles=4``; ``tailnum:max_slices=50`` (equivalently ``tailnum;max_slices=50``);
+    ``tailnum;max_slices=50;by=weight;min_slice_size=20``.
+
+    * ``edges`` and ``quantiles`` belong to the column they follow; ``max_slices``, ``by`` and
+      ``min_slice_size`` belong to the whole spec and may follow any column or the spec (after
+      ``;``), once each.
+    * Filter values are text, compared with the column's values by type: ``7`` matches the int 7
+      and the float 7.0, ``true``/``false`` match booleans, ``null`` matches missing values. Rows
+      whose value is not listed are in no slice of the spec (they still count in the overall slice).
+    * Escape ``, ; : = | \\`` inside names and values with a backslash (``a\\,b``).
+    * Bucket values are readable, sortable interval labels: ``"(-inf, 0)"``, ``"[0, 500)"``,
+      ``"[500, 1000)"``, ``"[1000, inf)"``. Quantile buckets use the interior quantiles
+      ``q_i = i/k`` (``i = 1..k-1``, numpy's default "linear" method, computed exactly by a
+      counting pass; equal edges collapse); see :mod:`core.slice_profile` for very many distinct
+      values. Missing values stay the ``None`` slice. Non-numbers in a bucketed column raise
+      ``TypeError``.
+    * List-valued columns (Arrow list columns, Python lists/tuples/arrays in a row) are detected
+      from the data: a row is in the slice of each distinct value of its list (once, even if the
+      value repeats); an empty or null list is the missing value ``None``. Crossing list columns
+      takes every combination of a row's values. The counts of such a spec's slices may add up to
+      more than the overall count.
+    * ``max_slices=N`` keeps the N largest slices (by ``count`` of rows, or summed ``weight``) and
+      folds every other value into one slice whose values are all ``"__other__"`` and whose
+      states are the exact sums of the folded slices; results say how many distinct values
+      were folded (``folded_values``). Slices holding a missing value are ranked separately and
+      at most N of them are kept as well (for a one-column spec: the one ``None`` slice is always
+      kept). Ties at the cut are broken by slice value ascending (numbers numerically, strings by
+      code point, crossed keys column by column), so the cut is deterministic. Not combinable
+      with ``quantiles`` in the same spec (the bucket edges are not known while counting).
+    * ``min_slice_size=k``: a slice whose size (``by``: valid row count, or weight) is below ``k``
+      is reported as suppressed: no metric values and no exact count, and its metrics are never
+      computed.
 
     Attributes:
         columns: non-empty tuple of distinct column names, crossed in this order.
+        filters: ``((column, allowed values), ...)``: rows whose value is not allowed are left out
+            of this spec's slices; ``None`` among the values allows missing values.
+        edges: ``((column, strictly increasing finite edges), ...)``.
+        quantiles: ``((column, k), ...)`` with ``k >= 2``.
+        max_slices: keep at most this many slices (N >= 1), or None (no bound).
+        by: ``"count"`` (default) or ``"weight"``: the size used by ``max_slices`` and
+            ``min_slice_size``.
+        min_slice_size: suppress slices whose size is below this (> 0), or None.
+
+    Raises:
+        ValueError: a bad spec, naming the spec and the problem (empty or repeated column,
+            unknown option, bad number, option given twice, options on a column not in the spec,
+            a column both filtered and bucketed, ``max_slices`` with ``quantiles``).
     """
 
     columns: tuple[str, ...]
+    filters: tuple[tuple[str, tuple[Any, ...]], ...] = ()
+    edges: tuple[tuple[str, tuple[float, ...]], ...] = ()
+    quantiles: tuple[tuple[str, int], ...] = ()
+    max_slices: int | None = None
+    by: str = "count"
+    min_slice_size: float | None = None
 
     def __post_init__(self) -> None:
-        cols = tuple(c.strip() for c in self.columns)
+        if isinstance(self.columns, str):
+            raise TypeError(f"SliceSpec.columns must be a tuple of names, got the string {self.columns!r}; use SliceSpec.parse")
+        cols = tuple(str(c).strip() for c in self.columns)
         if not cols or any(not c for c in cols) or len(set(cols)) != len(cols):
             raise ValueError(f"a slice spec needs distinct, non-empty column names; got {self.columns!r}")
         object.__setattr__(self, "columns", cols)
+        order = {c: i for i, c in enumerate(cols)}
+        norm = {}
+        for name, raw, conv in (
+            ("filters", self.filters, lambda v: tuple(v) if isinstance(v, (list, tuple, set, frozenset)) else (v,)),
+            ("edges", self.edges, lambda v: tuple(float(x) for x in v)),
+            ("quantiles", self.quantiles, lambda v: v),
+        ):
+            items = raw.items() if isinstance(raw, Mapping) else tuple(raw)
+            out = {}
+            for col, val in items:
+                if col not in order:
+                    raise _bad(self, f"{name} name column {col!r}, which is not one of the spec's columns {list(cols)}")
+                if col in out:
+                    raise _bad(self, f"{name} given twice for column {col!r}")
+                out[col] = conv(val)
+            norm[name] = tuple(sorted(out.items(), key=lambda kv: order[kv[0]]))
+        for col, vals in norm["filters"]:
+            if not vals:
+                raise _bad(self, f"the filter on column {col!r} allows no value")
+        for col, e in norm["edges"]:
+            if not e or any(not math.isfinite(x) for x in e) or any(b <= a for a, b in zip(e, e[1:])):
+                raise _bad(self, f"edges of column {col!r} must be finite and strictly increasing, got {list(e)}")
+        for col, k in norm["quantiles"]:
+            if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 2:
+                raise _bad(self, f"quantiles of column {col!r} must be an integer >= 2, got {k!r}")
+        norm["quantiles"] = tuple((c, int(k)) for c, k in norm["quantiles"])
+        bucketed = [c for c, _ in norm["edges"]] + [c for c, _ in norm["quantiles"]]
+        if len(set(bucketed)) != len(bucketed):
+            raise _bad(self, "a column has both edges and quantiles")
+        both = set(bucketed) & {c for c, _ in norm["filters"]}
+        if both:
+            raise _bad(self, f"column {sorted(both)[0]!r} is both filtered and bucketed; filter it in a separate column or spec")
+        for name, v in norm.items():
+            object.__setattr__(self, name, v)
+        if self.max_slices is not None:
+            if isinstance(self.max_slices, bool) or not isinstance(self.max_slices, (int, np.integer)) or self.max_slices < 1:
+                raise _bad(self, f"max_slices must be an integer >= 1, got {self.max_slices!r}")
+            object.__setattr__(self, "max_slices", int(self.max_slices))
+            if self.quantiles:
+                raise _bad(self, "max_slices cannot be combined with quantiles in one spec (the bucket edges are not known while counting); use edges= or a separate spec")
+        if self.by not in SIZE_MEASURES:
+            raise _bad(self, f"by must be one of {SIZE_MEASURES}, got {self.by!r}")
+        if self.min_slice_size is not None:
+            k = self.min_slice_size
+            if isinstance(k, bool) or not isinstance(k, (int, float, np.integer, np.floating)) or not (math.isfinite(k) and k > 0):
+                raise _bad(self, f"min_slice_size must be a finite number > 0, got {k!r}")
+            object.__setattr__(self, "min_slice_size", float(k))
 
+    # -- parsing ------------------------------------------------------------------------------
     @classmethod
     def parse(cls, spec: "str | Sequence[str] | SliceSpec") -> "SliceSpec":
-        """``"carrier,origin"``, ``["carrier", "origin"]`` or a SliceSpec.
+        """A spec from its one-line form (see the class docstring), a sequence of column names
+        (crossed), or a SliceSpec (returned as is).
+
+        Example:
+            >>> s = SliceSpec.parse("origin=JFK,distance:edges=0|500;max_slices=3")
+            >>> s.columns, s.filters, s.edges, s.max_slices
+            (('origin', 'distance'), (('origin', ('JFK',)),), (('distance', (0.0, 500.0)),), 3)
+            >>> str(s)
+            'origin=JFK,distance:edges=0|500;max_slices=3'
 
         Raises:
-            ValueError: empty or repeated column names.
+            ValueError: a bad spec (the message names the spec and the problem).
+            TypeError: ``spec`` is none of the accepted kinds.
         """
         if isinstance(spec, SliceSpec):
             return spec
-        if isinstance(spec, str):
-            return cls(tuple(spec.split(",")))
-        return cls(tuple(spec))
+        if not isinstance(spec, str):
+            if isinstance(spec, (list, tuple)) and all(isinstance(c, str) for c in spec):
+                return cls(tuple(spec))
+            raise TypeError(f"a slice spec is a string, a list of column names or a SliceSpec, got {type(spec).__name__}")
+        text = spec
+        parts = _split(text, ";")
+        columns: list[str] = []
+        filters: dict[str, tuple] = {}
+        edges: dict[str, tuple] = {}
+        quantiles: dict[str, int] = {}
+        opts: dict[str, str] = {}
+
+        def option(piece: str, column: str | None) -> None:
+            kv = _split(piece, "=")
+            if len(kv) != 2 or not kv[0].strip():
+                raise _bad(text, f"expected an option key=value, got {piece!r}")
+            key, value = kv[0].strip(), kv[1].strip()
+            if key in COLUMN_OPTIONS:
+                if column is None:
+                    raise _bad(text, f"{key} belongs to a column: write it after the column, e.g. 'COLUMN:{key}={value}'")
+                target = edges if key == "edges" else quantiles
+                if column in edges or column in quantiles:
+                    raise _bad(text, f"column {column!r} has more than one edges/quantiles option")
+                target[column] = _parse_edges(text, value) if key == "edges" else _parse_int(text, key, value, 2)
+            elif key in SPEC_OPTIONS:
+                if key in opts:
+                    raise _bad(text, f"option {key} is given twice")
+                opts[key] = value
+            else:
+                raise _bad(text, f"unknown option {key!r} (known: {', '.join(COLUMN_OPTIONS + SPEC_OPTIONS)})")
+
+        for item in _split(parts[0], ","):
+            segs = _split(item, ":")
+            head = _split(segs[0], "=")
+            if len(head) > 2:
+                raise _bad(text, f"more than one '=' in {segs[0]!r} (allow several values with '|', e.g. origin=JFK|LGA)")
+            name = _unescape(head[0]).strip()
+            if not name:
+                raise _bad(text, "empty column name")
+            if name in columns:
+                raise _bad(text, f"column {name!r} appears twice")
+            columns.append(name)
+            if len(head) == 2:
+                vals = [v.strip() for v in _split(head[1], "|")]
+                filters[name] = tuple(None if v == "null" else _unescape(v) for v in vals)
+            for seg in segs[1:]:
+                option(seg, name)
+        for piece in parts[1:]:
+            option(piece, None)
+        kw: dict[str, Any] = {}
+        if "max_slices" in opts:
+            kw["max_slices"] = _parse_int(text, "max_slices", opts["max_slices"], 1)
+        if "by" in opts:
+            kw["by"] = opts["by"]
+        if "min_slice_size" in opts:
+            try:
+                kw["min_slice_size"] = float(opts["min_slice_size"])
+            except ValueError:
+                raise _bad(text, f"min_slice_size must be a number, got {opts['min_slice_size']!r}") from None
+        try:
+            return cls(tuple(columns), tuple(filters.items()), tuple(edges.items()), tuple(quantiles.items()), **kw)
+        except ValueError as e:
+            msg = str(e)
+            if msg.startswith("slice spec "):  # re-anchor the message on the text the user wrote
+                msg = msg.split(": ", 1)[1]
+            raise _bad(text, msg) from None
+
+    # -- properties ---------------------------------------------------------------------------
+    def filter_of(self, column: str) -> tuple | None:
+        return dict(self.filters).get(column)
+
+    def edges_of(self, column: str) -> tuple[float, ...] | None:
+        return dict(self.edges).get(column)
+
+    def quantiles_of(self, column: str) -> int | None:
+        return dict(self.quantiles).get(column)
+
+    @property
+    def needs_profile(self) -> bool:
+        """Whether rows can be assigned only after a counting pass over all the data
+        (``max_slices`` or ``quantiles``)."""
+        return self.max_slices is not None or bool(self.quantiles)
 
     def __str__(self) -> str:
-        return ",".join(self.columns)
+        items = []
+        for c in self.columns:
+            s = _escape(c)
+            f = self.filter_of(c)
+            if f is not None:
+                s += "=" + "|".join(_format_filter_value(v) for v in f)
+            e = self.edges_of(c)
+            if e is not None:
+                s += ":edges=" + "|".join(format_number(x) for x in e)
+            q = self.quantiles_of(c)
+            if q is not None:
+                s += f":quantiles={q}"
+            items.append(s)
+        out = ",".join(items)
+        if self.max_slices is not None:
+            out += f";max_slices={self.max_slices}"
+        if self.by != "count":
+            out += f";by={self.by}"
+        if self.min_slice_size is not None:
+            out += f";min_slice_size={format_number(self.min_slice_size)}"
+        return out
 
 
 def parse_slices(specs: Iterable[Any] | str | None) -> tuple[SliceSpec, ...]:
     """Normalise slice specs: None -> (), ``"a,b"`` -> one crossed spec, a list -> one spec each.
 
     Duplicate specs are kept once.
+
+    Raises:
+        ValueError: a bad spec, or two different specs over the same columns (their slice keys
+            would collide).
     """
     if specs is None:
         return ()
@@ -61,24 +420,131 @@ def parse_slices(specs: Iterable[Any] | str | None) -> tuple[SliceSpec, ...]:
     out: list[SliceSpec] = []
     for s in specs:
         p = SliceSpec.parse(s)
-        if p not in out:
-            out.append(p)
+        if p in out:
+            continue
+        clash = next((o for o in out if o.columns == p.columns), None)
+        if clash is not None:
+            raise ValueError(
+                f"slice specs {str(clash)!r} and {str(p)!r} slice the same columns {list(p.columns)}; their slice "
+                "keys would collide: keep one"
+            )
+        out.append(p)
     return tuple(out)
 
 
+# --------------------------------------------------------------------------------------------
+# reading slice columns
 def native(v: Any) -> Any:
     """A slice value as a plain JSON-able Python value (missing -> None)."""
     if v is None:
         return None
+    if isinstance(v, np.datetime64):  # any unit, incl. ns (whose .item() is an int)
+        return None if np.isnat(v) else str(np.datetime_as_string(v))
     if isinstance(v, np.generic):
         v = v.item()
     if isinstance(v, float) and v != v:
         return None
     if isinstance(v, bytes):
         return v.decode("utf-8", "replace")
+    if isinstance(v, (datetime.date, datetime.time)):  # date, datetime, pandas Timestamp
+        return v.isoformat()
     return v
 
 
+class ListColumn:
+    """A list-valued slice column of one batch, exploded into (row, value) pairs.
+
+    Attributes:
+        rows: (m,) int64 row of each pair, ascending.
+        values: (m,) array of the values (one pair per list element; empty and null lists give
+            one pair with a missing value).
+        n: number of rows of the batch.
+    """
+
+    __slots__ = ("rows", "values", "n")
+
+    def __init__(self, rows: np.ndarray, values: np.ndarray, n: int):
+        self.rows = rows
+        self.values = values
+        self.n = n
+
+    @property
+    def shape(self) -> tuple[int]:
+        return (self.n,)
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __repr__(self) -> str:
+        return f"ListColumn(rows={self.n}, values={self.values.shape[0]})"
+
+
+_LISTLIKE = (list, tuple, np.ndarray, set, frozenset)
+
+
+def _explode(seq: Sequence[Any], name: str) -> ListColumn:
+    from core._inputs import as_array
+
+    rows: list[int] = []
+    vals: list[Any] = []
+    for i, v in enumerate(seq):
+        if isinstance(v, _LISTLIKE):
+            items = v.tolist() if isinstance(v, np.ndarray) else list(v)
+            if isinstance(v, (set, frozenset)):
+                items = sorted(items, key=repr)
+            if items:
+                rows.extend([i] * len(items))
+                vals.extend(items)
+                continue
+            v = None
+        rows.append(i)
+        vals.append(v)
+    arr = as_array(vals, name) if vals else np.zeros(0, dtype=object)
+    return ListColumn(np.asarray(rows, dtype=np.int64), arr, len(seq))
+
+
+def read_slice_column(values: Any, name: str) -> "np.ndarray | ListColumn":
+    """One slice column of a batch as a 1-D numpy array, or a :class:`ListColumn` when its rows
+    hold lists (Arrow list columns; Python lists, tuples, sets or arrays; 2-D numpy arrays).
+
+    Raises:
+        TypeError: the column is not array-like.
+    """
+    from core._inputs import as_array
+
+    t = getattr(values, "type", None)
+    if t is not None and hasattr(values, "null_count"):  # pyarrow Array / ChunkedArray
+        if str(t).startswith(("list<", "large_list<", "fixed_size_list<")):
+            arr = values.combine_chunks() if hasattr(values, "combine_chunks") else values
+            n = len(arr)
+            parents = np.asarray(arr.value_parent_indices().to_numpy(zero_copy_only=False), dtype=np.int64)
+            flat = as_array(arr.flatten(), name)
+            lengths = np.bincount(parents, minlength=n)
+            empty = np.flatnonzero(lengths == 0)
+            if empty.size:  # null and empty lists: the missing value
+                fill = np.full(empty.size, np.nan) if flat.dtype.kind == "f" else np.full(empty.size, None, dtype=object)
+                if flat.dtype.kind not in "fO":
+                    flat = flat.astype(object)
+                parents = np.concatenate([parents, empty])
+                flat = np.concatenate([flat, fill])
+                order = np.argsort(parents, kind="stable")
+                parents, flat = parents[order], flat[order]
+            return ListColumn(parents, flat, n)
+        return as_array(values, name)
+    if isinstance(values, (list, tuple)):
+        if any(isinstance(v, _LISTLIKE) for v in values):
+            return _explode(values, name)
+        return as_array(values, name)
+    if isinstance(values, np.ndarray) and values.ndim == 2:
+        return _explode(list(values), name)
+    arr = as_array(values, name)
+    if arr.dtype == object and any(isinstance(v, _LISTLIKE) for v in arr):
+        return _explode(arr, name)
+    return arr
+
+
+# --------------------------------------------------------------------------------------------
+# encoding one column of a batch
 def _encode_column(values: np.ndarray, column: str) -> tuple[np.ndarray, list[Any]]:
     """Codes (n,) int64 into ``uniques``; missing values get the code ``len(uniques) - 1`` with
     value None (only when present)."""
@@ -109,8 +575,300 @@ def _encode_column(values: np.ndarray, column: str) -> tuple[np.ndarray, list[An
     return codes, uniques
 
 
+def numeric_values(values: np.ndarray, column: str, row_of_value: np.ndarray | None = None, row_offset: int = 0) -> np.ndarray:
+    """A bucketed column as (n,) float64, missing values NaN.
+
+    Raises:
+        TypeError: a value is not a number (the message names the column, value and row).
+    """
+    if values.dtype.kind in "fiub":
+        return values.astype(np.float64, copy=False)
+    out = np.full(values.shape[0], np.nan)
+    obj = values.astype(object, copy=False)
+    missing = np.equal(obj, None) | (obj != obj)
+    bad = None
+    try:
+        out[~missing] = obj[~missing].astype(np.float64)
+    except (TypeError, ValueError):
+        for i in np.flatnonzero(~missing):
+            v = obj[i]
+            if isinstance(v, (str, bytes)) or not isinstance(v, (int, float, bool, np.number)):
+                bad = i
+                break
+    if bad is None and values.dtype.kind in "US":
+        bad = int(np.flatnonzero(~missing)[0]) if (~missing).any() else None
+    if bad is not None:
+        row = int(row_of_value[bad]) if row_of_value is not None else int(bad)
+        raise TypeError(
+            f"slice column {column!r} is bucketed (edges/quantiles) but its value {obj[bad]!r} at row {row_offset + row} is not a number"
+        )
+    return out
+
+
+def _bucket_column(x: np.ndarray, edges: Sequence[float]) -> tuple[np.ndarray, list[Any]]:
+    """Codes and values of the buckets of float values ``x`` (NaN -> None)."""
+    labels = bucket_labels(edges)
+    idx = np.searchsorted(np.asarray(edges, dtype=np.float64), x, side="right").astype(np.int64)
+    missing = np.isnan(x)
+    if missing.any():
+        idx[missing] = len(labels)
+        labels = labels + [None]
+    used, codes = np.unique(idx, return_inverse=True)
+    return codes.reshape(-1).astype(np.int64), [labels[int(u)] for u in used]
+
+
+def _coerce(text: str, like: Any) -> Any:
+    """Filter text converted to the type of the data value ``like`` (None when impossible)."""
+    try:
+        if isinstance(like, bool):
+            t = text.strip().lower()
+            return True if t in ("true", "1") else False if t in ("false", "0") else None
+        if isinstance(like, (int, float)):
+            return float(text)
+    except ValueError:
+        return None
+    return None
+
+
+def _filter_mask(uniques: Sequence[Any], allowed: Sequence[Any]) -> np.ndarray:
+    """Which of a column's distinct values a filter allows (see :class:`SliceSpec`)."""
+    out = np.zeros(len(uniques), dtype=bool)
+    for i, v in enumerate(uniques):
+        for a in allowed:
+            if a is None or v is None:
+                ok = a is None and v is None
+            elif isinstance(a, str) and not isinstance(v, str):
+                c = _coerce(a, v)
+                ok = c is not None and c == v
+            else:
+                ok = isinstance(a, bool) == isinstance(v, bool) and a == v
+            if ok:
+                out[i] = True
+                break
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# order-preserving key encoding (profiles and the top-N cut)
+_MASK64 = (1 << 64) - 1
+
+
+def _encode_value(v: Any) -> bytes:
+    if v is None:
+        return b"\x01"
+    if isinstance(v, bool):
+        return b"\x02\x01" if v else b"\x02\x00"
+    if isinstance(v, int) and -(1 << 71) <= v < (1 << 71):
+        return b"\x03" + (v + (1 << 71)).to_bytes(9, "big")
+    if isinstance(v, float):
+        u = int.from_bytes(struct.pack(">d", v + 0.0), "big")
+        u = (u ^ _MASK64) if u >> 63 else (u | (1 << 63))
+        return b"\x04" + u.to_bytes(8, "big")
+    tag = b"\x05" if isinstance(v, str) else b"\x06"
+    return tag + str(v).encode("utf-8", "surrogatepass").replace(b"\x00", b"\x00\xff") + b"\x00\x00"
+
+
+def encode_key(values: Iterable[Any]) -> bytes:
+    """Order-preserving, injective bytes of a slice key's values.
+
+    Components are self-delimiting (type tag, then 9-byte ints, 8-byte order-preserving floats,
+    or escaped UTF-8 text with a terminator), so bytewise order is the order of the values
+    (missing first, then booleans, ints, floats, strings; crossed keys column by column).
+    Trailing zero bytes are stripped (numpy ``S`` arrays drop them) without losing injectivity.
+    """
+    return b"".join(_encode_value(v) for v in values).rstrip(b"\x00")
+
+
+def key_values(key: tuple) -> tuple:
+    return tuple(v for _, v in key)
+
+
+# --------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class SpecBounds:
+    """What a counting pass decided for one spec (see :mod:`core.slice_profile`).
+
+    Attributes:
+        edges: ``{column: resolved quantile edges}`` (ascending, distinct) for quantile columns.
+        kept: encoded keys (:func:`encode_key`) of the slices kept by ``max_slices``, or None
+            when the spec has no ``max_slices``.
+        folded_values: number of distinct slice values folded into ``__other__``.
+        distinct: number of distinct slice values the counting pass saw.
+    """
+
+    edges: dict = field(default_factory=dict)
+    kept: frozenset | None = None
+    folded_values: int = 0
+    distinct: int = 0
+
+
+def other_key(spec: SliceSpec) -> tuple:
+    """The key of a spec's ``__other__`` slice: every column's value is ``"__other__"``."""
+    return tuple((c, OTHER) for c in spec.columns)
+
+
+@dataclass
+class Assignment:
+    """Rows of one batch assigned to the slices of one spec.
+
+    Attributes:
+        rows: (m,) int64 row of each (row, slice) pair, or None when pair ``i`` is row ``i``
+            (every row in exactly one slice, ``m == n``).
+        codes: (m,) int64 slice index of each pair.
+        keys: slice key of each index.
+    """
+
+    rows: np.ndarray | None
+    codes: np.ndarray
+    keys: list[tuple]
+
+    def groups(self, n: int, invalid: np.ndarray | None = None, row_of: np.ndarray | None = None) -> tuple[list[np.ndarray], np.ndarray]:
+        """Positions in the validated batch of each slice, and the skipped rows of each slice.
+
+        Args:
+            n: number of input rows of the batch.
+            invalid: (n,) bool rows skipped as invalid (their batch positions are gone), or None.
+            row_of: (p,) int64 valid-row index of each batch element (pixels, or rows left after
+                ``ignore_index``), or None when elements are the valid rows.
+
+        Returns:
+            ``(positions, skipped)``: one int64 array of batch positions per key, and (K,)
+            int64 invalid rows per key.
+        """
+        k = len(self.keys)
+        codes = self.codes
+        if self.rows is None:
+            skipped = np.zeros(k, dtype=np.int64)
+            if invalid is not None and invalid.any():
+                skipped = np.bincount(codes[invalid], minlength=k)
+                codes = codes[~invalid]
+            if row_of is not None:
+                codes = codes[row_of]
+            return split_by_code(codes, k), skipped
+        rows = self.rows
+        skipped = np.zeros(k, dtype=np.int64)
+        if invalid is not None and invalid.any():
+            bad = invalid[rows]
+            skipped = np.bincount(codes[bad], minlength=k)
+            rows, codes = rows[~bad], codes[~bad]
+            pos = (np.cumsum(~invalid) - 1)[rows]
+        else:
+            pos = rows
+        if row_of is not None:  # each valid row -> its elements
+            order = np.argsort(row_of, kind="stable")
+            sorted_rows = row_of[order]
+            start = np.searchsorted(sorted_rows, pos, "left")
+            cnt = np.searchsorted(sorted_rows, pos, "right") - start
+            rep = np.repeat(np.arange(pos.size), cnt)
+            offs = np.arange(rep.size) - np.repeat(np.cumsum(cnt) - cnt, cnt)
+            pos = order[start[rep] + offs]
+            codes = codes[rep]
+        order = np.argsort(codes, kind="stable")
+        bounds = np.cumsum(np.bincount(codes, minlength=k))
+        return np.split(pos[order].astype(np.int64, copy=False), bounds[:-1]), skipped
+
+
+def _join(ra: np.ndarray, ca: np.ndarray, rb: np.ndarray, cb: np.ndarray, n: int):
+    """Every pair of A and B on the same row (both sorted by row): the rows and both codes."""
+    nb = np.bincount(rb, minlength=n)
+    startb = np.cumsum(nb) - nb
+    reps = nb[ra]
+    ia = np.repeat(np.arange(ra.size), reps)
+    offs = np.arange(ia.size) - np.repeat(np.cumsum(reps) - reps, reps)
+    ib = startb[ra[ia]] + offs
+    return ra[ia], ca[ia], cb[ib]
+
+
+def _dedupe(rows: np.ndarray, codes: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Unique (row, code) pairs, sorted by row then code."""
+    u = np.unique(rows * np.int64(max(k, 1)) + codes)
+    return u // max(k, 1), u % max(k, 1)
+
+
+def assign_slices(
+    spec: SliceSpec, columns: Mapping[str, Any], n: int, bounds: SpecBounds | None = None, row_offset: int = 0
+) -> Assignment:
+    """Assign each row of a batch to its slice(s) under ``spec``.
+
+    Args:
+        spec: the slice spec.
+        columns: name -> (n,) array or :class:`ListColumn` (from :func:`read_slice_column`) for
+            at least ``spec.columns``.
+        n: number of rows of the batch.
+        bounds: the spec's resolved bounds; required when ``spec.needs_profile`` for the
+            ``max_slices`` cut and quantile edges (None: the raw slices, which is what the
+            counting pass itself counts).
+        row_offset: position of the batch's first row in the input (for messages).
+
+    Returns:
+        An :class:`Assignment`. Filtered-out rows are in no pair; with ``max_slices`` (and
+        ``bounds``) at most ``2 * max_slices + 1`` keys, the last being ``__other__`` when any
+        value was folded.
+
+    Raises:
+        ValueError: quantile buckets without resolved edges.
+        TypeError: a column mixes incomparable types, or a bucketed column holds a non-number.
+    """
+    rows: np.ndarray | None = None
+    codes: np.ndarray | None = None
+    keys: list[tuple] = []
+    listed = False
+    for col in spec.columns:
+        data = columns[col]
+        if isinstance(data, ListColumn):
+            r, values = data.rows, data.values
+            listed = True
+        else:
+            r, values = None, np.asarray(data) if not isinstance(data, np.ndarray) else data
+        e = spec.edges_of(col)
+        if spec.quantiles_of(col) is not None:
+            if bounds is None or col not in bounds.edges:
+                raise ValueError(f"slice spec {str(spec)!r}: quantile buckets of {col!r} need a profiling pass first (Evaluation.with_profile)")
+            e = bounds.edges[col]
+        if e is not None:
+            c, uniq = _bucket_column(numeric_values(values, col, r, row_offset), e)
+        else:
+            c, uniq = _encode_column(values, col)
+        allowed = spec.filter_of(col)
+        if allowed is not None:
+            keep = _filter_mask(uniq, allowed)[c]
+            if not keep.all():
+                r = np.flatnonzero(keep).astype(np.int64) if r is None else r[keep]
+                c = c[keep]
+        if codes is None:
+            rows, codes, keys = r, c, [((col, u),) for u in uniq]
+            continue
+        if rows is None and r is None:
+            ca, cb = codes, c
+        else:
+            ra = np.arange(n, dtype=np.int64) if rows is None else rows
+            rb = np.arange(n, dtype=np.int64) if r is None else r
+            rows, ca, cb = _join(ra, codes, rb, c, n)
+        used, codes = np.unique(ca * len(uniq) + cb, return_inverse=True)
+        codes = codes.reshape(-1)
+        keys = [keys[int(u) // len(uniq)] + ((col, uniq[int(u) % len(uniq)]),) for u in used]
+    assert codes is not None
+    if rows is not None or len(keys) != (int(codes.max()) + 1 if codes.size else 0):
+        used, codes = np.unique(codes, return_inverse=True)  # drop keys filters left empty
+        codes = codes.reshape(-1)
+        keys = [keys[int(u)] for u in used]
+    if listed:
+        rows, codes = _dedupe(rows, codes, len(keys))
+    if bounds is not None and bounds.kept is not None:
+        keep_idx = [i for i, k in enumerate(keys) if encode_key(key_values(k)) in bounds.kept]
+        if len(keep_idx) < len(keys):
+            remap = np.full(len(keys), len(keep_idx), dtype=np.int64)
+            remap[keep_idx] = np.arange(len(keep_idx))
+            codes = remap[codes]
+            keys = [keys[i] for i in keep_idx] + [other_key(spec)]
+            if listed:
+                rows, codes = _dedupe(rows, codes, len(keys))
+    return Assignment(rows, codes.astype(np.int64, copy=False), keys)
+
+
 def group_rows(spec: SliceSpec, columns: dict[str, np.ndarray]) -> tuple[np.ndarray, list[tuple]]:
-    """Assign each row to its slice under ``spec``.
+    """Assign each row to its slice under a spec that puts every row in exactly one slice (no
+    filters, no list-valued columns, no profile needed).
 
     Args:
         spec: the slice spec.
@@ -121,20 +879,13 @@ def group_rows(spec: SliceSpec, columns: dict[str, np.ndarray]) -> tuple[np.ndar
 
     Raises:
         TypeError: a slice column mixes incomparable value types.
+        ValueError: the spec does not put every row in exactly one slice.
     """
-    codes = None
-    keys: list[tuple] = [()]
-    for col in spec.columns:
-        c, uniq = _encode_column(columns[col], col)
-        if codes is None:
-            codes, keys = c, [((col, u),) for u in uniq]
-        else:
-            combined = codes * len(uniq) + c
-            used, codes = np.unique(combined, return_inverse=True)
-            codes = codes.reshape(-1)
-            keys = [keys[int(u) // len(uniq)] + ((col, uniq[int(u) % len(uniq)]),) for u in used]
-    assert codes is not None
-    return codes, keys
+    n = len(next(iter(columns.values()))) if columns else 0
+    a = assign_slices(spec, columns, n)
+    if a.rows is not None:
+        raise ValueError(f"slice spec {str(spec)!r} does not put every row in exactly one slice; use assign_slices")
+    return a.codes, a.keys
 
 
 def split_by_code(codes: np.ndarray, num: int) -> list[np.ndarray]:
@@ -151,12 +902,23 @@ def slice_name(key: tuple) -> str:
     return ", ".join(f"{c}={'null' if v is None else v}" for c, v in key)
 
 
+def _value_order(v: Any) -> tuple:
+    if v is None:
+        return (2, "", 0)
+    if v == OTHER and isinstance(v, str):
+        return (1, "", 0)
+    iv = parse_bucket_label(v)
+    if iv is not None:
+        return (0, " interval", iv)
+    return (0, type(v).__name__, v)
+
+
 def sort_key(key: tuple, spec_order: Sequence[tuple[str, ...]]) -> tuple:
-    """Deterministic order: overall first, then by spec order, then by values (None last)."""
+    """Deterministic order: overall first, then by spec order, then by values: bucket labels by
+    their bounds, other values by type and value, then ``__other__``, then missing (None)."""
     cols = tuple(c for c, _ in key)
     try:
         spec_i = list(spec_order).index(cols)
     except ValueError:
         spec_i = len(spec_order)
-    vals = tuple((v is None, type(v).__name__ if v is not None else "", v if v is not None else 0) for _, v in key)
-    return (len(key) > 0, spec_i, cols, vals)
+    return (len(key) > 0, spec_i, cols, tuple(_value_order(v) for _, v in key))

@@ -48,10 +48,10 @@ class State:
         checked = {}
         for name, dtype in self.FIELDS:
             a = np.asarray(arrays[name])
-            want = self.shape(layout, name)
-            if a.dtype != np.dtype(dtype) or a.shape != want:
+            want = self.shape(layout, name)  # None: a 1-D field of any length
+            if a.dtype != np.dtype(dtype) or (a.ndim != 1 if want is None else a.shape != want):
                 raise ValueError(
-                    f"{self.kind}.{name}: expected {dtype}{want}, got {a.dtype}{a.shape}"
+                    f"{self.kind}.{name}: expected {dtype}{'(n,)' if want is None else want}, got {a.dtype}{a.shape}"
                 )
             if a.flags.writeable:
                 a.flags.writeable = False
@@ -64,7 +64,9 @@ class State:
 
     # -- layout ------------------------------------------------------------------------------
     @classmethod
-    def shape(cls, layout: Any, field: str) -> tuple[int, ...]:
+    def shape(cls, layout: Any, field: str) -> tuple[int, ...] | None:
+        """The field's shape under ``layout``; ``None`` means a 1-D field of any length (kinds with
+        such fields override ``zero`` and ``merge``)."""
         return ()
 
     @classmethod
@@ -100,6 +102,12 @@ class State:
         return type(self)(self.layout, {n: self.arrays[n] + other.arrays[n] for n, _ in self.FIELDS})
 
     __add__ = merge
+
+    def __copy__(self) -> "State":
+        return self  # immutable value object
+
+    def __deepcopy__(self, memo: dict) -> "State":
+        return self
 
     def __eq__(self, other: object) -> bool:
         return (
@@ -152,7 +160,8 @@ def _weighted_count(index: np.ndarray, weight: np.ndarray | None, size: int) -> 
     """Exact per-index sums: int counts (as float64) or float64 weight sums."""
     if weight is None:
         return np.bincount(index, minlength=size).astype(np.float64)
-    return np.bincount(index, weights=weight, minlength=size)
+    # np.bincount returns int64 for an empty index even with weights: force float64
+    return np.bincount(index, weights=weight, minlength=size).astype(np.float64, copy=False)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -174,11 +183,19 @@ class ExampleCountState(State):
 
     @classmethod
     def from_batch(cls, layout: ExampleCountLayout, batch: Batch) -> "ExampleCountState":
+        """Rows and their weight sum. When elements are pixels (``batch.row_of``), a row (image)
+        counts once, with its weight, if any of its elements was folded."""
+        if batch.row_of is None:
+            count, weight = batch.n, batch.weight_sum()
+        else:
+            rows, first = np.unique(batch.row_of, return_index=True)
+            count = rows.shape[0]
+            weight = float(count) if batch.sample_weight is None else float(batch.sample_weight[first].sum())
         return cls(
             layout,
             {
-                "count": np.int64(batch.n),
-                "weight": np.float64(batch.weight_sum()),
+                "count": np.int64(count),
+                "weight": np.float64(weight),
                 "skipped": np.int64(0),
             },
         )
@@ -262,17 +279,16 @@ class BinaryConfusionState(State):
         # one bincount over (label, k) pairs
         counts = _weighted_count(y * (t + 1) + k, batch.sample_weight, 2 * (t + 1)).reshape(2, t + 1)
         neg, pos_ = counts[0], counts[1]
-        # positives predicted at threshold j: rows with k > j -> reverse cumulative sums
-        pos_pred_pos = np.cumsum(pos_[::-1])[::-1][1:]  # sum_{k>j} for j = 0..t-1
-        neg_pred_pos = np.cumsum(neg[::-1])[::-1][1:]
-        p_total, n_total = pos_.sum(), neg.sum()
+        # predicted positive at threshold j: rows with k > j (reverse cumulative sums); predicted
+        # negative: rows with k <= j (forward cumulative sums). Every count is a direct sum of
+        # non-negative weights: no subtraction, so no cancellation with float weights.
         return cls(
             layout,
             {
-                "tp": pos_pred_pos,
-                "fp": neg_pred_pos,
-                "tn": n_total - neg_pred_pos,
-                "fn": p_total - pos_pred_pos,
+                "tp": np.cumsum(pos_[::-1])[::-1][1:],  # sum_{k>j} for j = 0..t-1
+                "fp": np.cumsum(neg[::-1])[::-1][1:],
+                "tn": np.cumsum(neg)[:-1],  # sum_{k<=j} for j = 0..t-1
+                "fn": np.cumsum(pos_)[:-1],
             },
         )
 

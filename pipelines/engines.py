@@ -16,19 +16,32 @@ from typing import Any, Sequence
 
 from core import Evaluation, Results
 from pipelines import io
+from pipelines.progress import Progress, stage
 
 log = logging.getLogger("pipelines")
 
 ENGINES = ("local", "beam", "spark")
 
 
-def run_local(evaluation: Evaluation, path: str, fmt: str | None = None, batch_size: int = 65536) -> Results:
-    """Fold the input's record batches one at a time (memory stays flat); no engine needed."""
+def run_local(evaluation: Evaluation, path: str, fmt: str | None = None, batch_size: int = 65536, progress: bool = False) -> Results:
+    """Fold the input's record batches one at a time (memory stays flat); no engine needed.
+
+    With ``progress=True`` a bar on stderr shows rows and files processed and the rate
+    (:class:`pipelines.progress.Progress`).
+    """
+    data = io.dataset(path, fmt)
+    columns = list(evaluation.columns)
+    io.check_columns(data, columns, path)
+    total = data.count_rows() if progress and io.detect_format(path, fmt) == "parquet" else None
     acc = evaluation.zero()
     offset = 0
-    for batch in io.iter_batches(path, evaluation.columns, fmt, batch_size):
-        evaluation.fold(acc, batch, row_offset=offset)
-        offset += batch.num_rows
+    with Progress(total, len(data.files), enabled=progress, desc="local") as bar:
+        for fragment in data.get_fragments():  # file by file, in the order of data.to_batches
+            for batch in fragment.to_batches(schema=data.schema, columns=columns, batch_size=batch_size):
+                evaluation.fold(acc, batch, row_offset=offset)
+                offset += batch.num_rows
+                bar.update(batch.num_rows)
+            bar.file_done()
     log.info("local: folded %d rows", offset)
     return evaluation.finish(acc)
 
@@ -68,6 +81,8 @@ def run_beam(
     if not any(a.startswith("--runner") for a in args):
         args.append("--runner=DirectRunner")
     tmp = tempfile.mkdtemp(prefix="mm-beam-")
+    stage("beam", "reading %d %s file(s) from %s", len(files), fmt, path)
+    stage("beam", "running ComputeMetrics (%s; partial states per bundle, merged per slice)", next(a for a in args if a.startswith("--runner")))
     try:
         with beam.Pipeline(options=PipelineOptions(args)) as p:
             names = p | "Files" >> beam.Create(files)
@@ -87,7 +102,7 @@ def run_beam(
                 lines += [ln for ln in fh.read().splitlines() if ln.strip()]
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    log.info("beam: %d slices", len(lines))
+    stage("beam", "collected %d slices", len(lines))
     return evaluation.collect(slices=[slice_result_from_json(ln) for ln in lines])
 
 
@@ -106,15 +121,20 @@ def run_spark(evaluation: Evaluation, path: str, fmt: str | None = None, master:
 
     fmt = io.detect_format(path, fmt)
     io.check_columns(io.dataset(path, fmt), evaluation.columns, path)
+    stage("spark", "starting Spark (master %s)", master)
     spark = get_spark(master=master)
     path = os.path.abspath(path)
+    stage("spark", "reading %s input %s", fmt, path)
     if fmt == "parquet":
         df = spark.read.parquet(path)
     elif fmt == "csv":
         df = spark.read.csv(path, header=True, inferSchema=True)
     else:
         df = spark.read.json(path)
-    return collect_results(compute_metrics(df, evaluation=evaluation), evaluation)
+    stage("spark", "computing metrics (partial states per partition, merged per slice after the shuffle)")
+    results = collect_results(compute_metrics(df, evaluation=evaluation), evaluation)
+    stage("spark", "collected %d slices", len(results.slices))
+    return results
 
 
 def run(engine: str, evaluation: Evaluation, path: str, fmt: str | None = None, **options: Any) -> Results:
@@ -124,7 +144,7 @@ def run(engine: str, evaluation: Evaluation, path: str, fmt: str | None = None, 
         ValueError: unknown engine.
     """
     if engine == "local":
-        return run_local(evaluation, path, fmt, batch_size=options.get("batch_size", 65536))
+        return run_local(evaluation, path, fmt, batch_size=options.get("batch_size", 65536), progress=options.get("progress", False))
     if engine == "beam":
         return run_beam(evaluation, path, fmt, beam_args=options.get("beam_args", ()), batch_size=options.get("batch_size", 65536))
     if engine == "spark":

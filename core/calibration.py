@@ -1,0 +1,429 @@
+"""Probabilistic metrics as additive sums: log loss, Brier score, calibration error, mean label.
+
+States (both merge by fieldwise addition, so they are exact commutative monoids up to float
+summation order):
+
+* :class:`ProbabilitySumsState`: weight, ``sum w y``, ``sum w p``, the Brier sum and the log-loss
+  sum at each clipping ``eps``. Binary tasks read (N,) positive-class scores ``p``; multiclass
+  tasks read (N, K) probability rows.
+* :class:`CalibrationBinsState`: per equal-width bin of the positive-class probability, the
+  weight, ``sum w p`` and ``sum w y`` (reliability-diagram data), for one or more bin counts.
+
+Log loss clips probabilities to ``[eps, 1 - eps]`` (``eps`` = float64 machine epsilon by
+default, as scikit-learn >= 1.5 does for float64) and uses the natural log. Calibration bins are
+``[i/B, (i+1)/B)``, the last one closed at 1.0 (scikit-learn's ``calibration_curve`` puts a
+probability exactly on an inner edge in the lower bin; elsewhere they agree).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+from core._inputs import Batch
+from core.metrics import Metric, record_undefined
+from core.states import State
+
+DEFAULT_EPS = float(np.finfo(np.float64).eps)
+
+
+@dataclass(frozen=True)
+class ProbabilitySumsLayout:
+    """``binary``: (N,) positive-class scores, else (N, K) probability rows; ``num_classes`` K;
+    ``eps``: sorted distinct log-loss clipping values."""
+
+    binary: bool = True
+    num_classes: int = 2
+    eps: tuple[float, ...] = (DEFAULT_EPS,)
+
+    def __post_init__(self) -> None:
+        e = tuple(float(x) for x in self.eps)
+        if not e or any(not (0 < x < 0.5) for x in e) or list(e) != sorted(set(e)):
+            raise ValueError(f"eps must be sorted distinct values in (0, 0.5), got {self.eps!r}")
+        object.__setattr__(self, "eps", e)
+        object.__setattr__(self, "num_classes", int(self.num_classes))
+        object.__setattr__(self, "binary", bool(self.binary))
+
+
+def _weighted_sum(x: np.ndarray, w: np.ndarray | None) -> float:
+    return float(x.sum()) if w is None else float(np.dot(w, x))
+
+
+class ProbabilitySumsState(State):
+    """Sums for log loss, Brier score, mean label and mean score.
+
+    Fields (float64): ``weight`` (), ``sum_label`` () and ``sum_score`` () (binary only, else 0),
+    ``brier`` () (``sum w (p - y)^2``; multiclass ``sum w ||p - onehot(y)||^2``), ``log_loss``
+    (E,) (``sum w -ln(clip(p_true, eps, 1 - eps))`` per eps).
+    """
+
+    kind = "probability_sums"
+    Layout = ProbabilitySumsLayout
+    FIELDS = (
+        ("weight", "float64"),
+        ("sum_label", "float64"),
+        ("sum_score", "float64"),
+        ("brier", "float64"),
+        ("log_loss", "float64"),
+    )
+
+    @classmethod
+    def shape(cls, layout: ProbabilitySumsLayout, field: str) -> tuple[int, ...]:
+        return (len(layout.eps),) if field == "log_loss" else ()
+
+    @classmethod
+    def layout_for(cls, requirements: list[Any], task: Any) -> ProbabilitySumsLayout:
+        eps = sorted({float(r) for r in requirements if r is not None} or {DEFAULT_EPS})
+        return ProbabilitySumsLayout(task.kind == "binary", task.num_classes, tuple(eps))
+
+    @classmethod
+    def from_batch(cls, layout: ProbabilitySumsLayout, batch: Batch) -> "ProbabilitySumsState":
+        w = batch.sample_weight
+        y = batch.y_true
+        n = y.shape[0]
+        eps = np.asarray(layout.eps)
+        if layout.binary:
+            p = batch.y_score if batch.y_score is not None else batch.y_pred
+            p = np.zeros(n) if p is None else np.asarray(p, dtype=np.float64)
+            yf = y.astype(np.float64)
+            pos = y == 1
+            # sklearn: column 1 is p, column 0 is 1 - p; each clipped, natural log of the true one
+            q = np.where(pos, p, 1.0 - p)
+            ll = -np.log(np.clip(q[:, None], eps[None, :], 1 - eps[None, :]))
+            arrays = {
+                "sum_label": _weighted_sum(yf, w),
+                "sum_score": _weighted_sum(p, w),
+                "brier": _weighted_sum((p - yf) ** 2, w),
+            }
+        else:
+            if batch.y_score is None or batch.y_score.ndim != 2:
+                raise ValueError("multiclass log loss and Brier score need (N, K) probability rows")
+            P = batch.y_score
+            p_true = P[np.arange(n), y]
+            diff = P.copy()
+            diff[np.arange(n), y] -= 1.0
+            ll = -np.log(np.clip(p_true[:, None], eps[None, :], 1 - eps[None, :]))
+            arrays = {"sum_label": 0.0, "sum_score": 0.0, "brier": _weighted_sum((diff**2).sum(axis=1), w)}
+        arrays["weight"] = float(n) if w is None else float(w.sum())
+        arrays["log_loss"] = ll.sum(axis=0) if w is None else w @ ll
+        return cls(layout, {k: np.asarray(v, dtype=np.float64) for k, v in arrays.items()})
+
+
+@dataclass(frozen=True)
+class CalibrationBinsLayout:
+    """Sorted distinct numbers of equal-width bins (each >= 1)."""
+
+    bins: tuple[int, ...] = (10,)
+
+    def __post_init__(self) -> None:
+        b = tuple(int(x) for x in self.bins)
+        if not b or any(x < 1 for x in b) or list(b) != sorted(set(b)):
+            raise ValueError(f"bins must be sorted distinct integers >= 1, got {self.bins!r}")
+        object.__setattr__(self, "bins", b)
+
+    def offset(self, n_bins: int) -> int:
+        """Start of the ``n_bins`` histogram in the concatenated fields."""
+        if n_bins not in self.bins:
+            raise KeyError(f"n_bins {n_bins} is not in this state's bins {self.bins}")
+        return sum(b for b in self.bins if b < n_bins)
+
+
+def bin_index(p: np.ndarray, n_bins: int) -> np.ndarray:
+    """Bin of each probability: ``[i/B, (i+1)/B)``, the last bin closed at 1.0."""
+    edges = np.arange(1, n_bins, dtype=np.float64) / n_bins
+    return np.searchsorted(edges, p, side="right")
+
+
+class CalibrationBinsState(State):
+    """Per-bin weight ``count``, ``sum_score`` and ``sum_label`` (each (sum of bins,) float64) of
+    the positive-class probability, for every bin count of the layout (concatenated)."""
+
+    kind = "calibration_bins"
+    Layout = CalibrationBinsLayout
+    FIELDS = (("count", "float64"), ("sum_score", "float64"), ("sum_label", "float64"))
+
+    @classmethod
+    def shape(cls, layout: CalibrationBinsLayout, field: str) -> tuple[int, ...]:
+        return (sum(layout.bins),)
+
+    @classmethod
+    def layout_for(cls, requirements: list[Any], task: Any) -> CalibrationBinsLayout:
+        return CalibrationBinsLayout(tuple(sorted({int(r) for r in requirements})))
+
+    @classmethod
+    def from_batch(cls, layout: CalibrationBinsLayout, batch: Batch) -> "CalibrationBinsState":
+        p = batch.y_score if batch.y_score is not None else batch.y_pred
+        if p is None:
+            raise ValueError("calibration bins need scores")
+        p = np.asarray(p, dtype=np.float64)
+        y = batch.y_true.astype(np.float64)
+        w = batch.sample_weight
+        size = sum(layout.bins)
+        idx = np.concatenate([bin_index(p, b) + layout.offset(b) for b in layout.bins])
+        reps = len(layout.bins)
+        ww = None if w is None else np.tile(w, reps)
+        count = np.bincount(idx, weights=ww, minlength=size).astype(np.float64)
+        sp = np.tile(p, reps) if w is None else np.tile(w * p, reps)
+        sy = np.tile(y, reps) if w is None else np.tile(w * y, reps)
+        return cls(
+            layout,
+            {
+                "count": count,
+                "sum_score": np.bincount(idx, weights=sp, minlength=size).astype(np.float64),
+                "sum_label": np.bincount(idx, weights=sy, minlength=size).astype(np.float64),
+            },
+        )
+
+    def bins_of(self, n_bins: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(count, sum_score, sum_label)`` of the ``n_bins`` histogram, each (n_bins,)."""
+        o = self.layout.offset(n_bins)
+        a = self.arrays
+        return a["count"][o : o + n_bins], a["sum_score"][o : o + n_bins], a["sum_label"][o : o + n_bins]
+
+
+# -- metrics -------------------------------------------------------------------------------------
+def _eps_param(metric: Metric) -> None:
+    e = metric.p.get("eps")
+    e = DEFAULT_EPS if e is None else float(e)
+    if not (0 < e < 0.5):
+        raise ValueError(f"metric {metric.name!r}: eps must be in (0, 0.5), got {metric.p['eps']!r}")
+    metric.p["eps"] = e
+
+
+class LogLoss(Metric):
+    """Log loss (cross-entropy) ``-sum w ln(clip(p_true, eps, 1 - eps)) / sum w``, natural log.
+
+    Binary: (N,) probabilities of class 1 (hard 0/1 predictions also work); multiclass: (N, K)
+    probability rows. Scores must be probabilities (in [0, 1]; rows summing to 1), else ValueError
+    at fold. NaN with no examples. Source: ``sklearn.metrics.log_loss`` (``eps`` = float64
+    machine epsilon, as scikit-learn >= 1.5 for float64 input).
+    """
+
+    name = "log_loss"
+    aliases = ("logloss", "cross_entropy", "binary_crossentropy", "categorical_crossentropy")
+    params = {"eps": None}
+    higher_is_better = False
+    bounds = (0.0, math.inf)
+    sklearn = "sklearn.metrics.log_loss"
+    undefined = "no examples (total weight 0)"
+
+    def configure(self) -> None:
+        _eps_param(self)
+
+    def requires(self) -> list[tuple[type[State], Any]]:
+        return [(ProbabilitySumsState, self.p["eps"])]
+
+    def needs(self) -> frozenset[str]:
+        extra = "score" if self.task.kind == "binary" else "score_matrix"
+        return frozenset({"target", extra, "probability"})
+
+    def compute(self, states: dict[str, State]) -> float:
+        st = states["probability_sums"]
+        w = float(st["weight"])
+        if w == 0:
+            record_undefined()
+            return float("nan")
+        i = st.layout.eps.index(self.p["eps"])
+        return float(st["log_loss"][i]) / w
+
+
+class BrierScore(Metric):
+    """Brier score: mean squared difference between probabilities and outcomes.
+
+    Binary: ``sum w (p - y)^2 / sum w``; multiclass: ``sum w ||p - onehot(y)||^2 / sum w``
+    (halved for K = 2, as scikit-learn's ``scale_by_half="auto"``). The positive class is 1 from
+    the task, never inferred from the labels seen. NaN with no examples. Source:
+    ``sklearn.metrics.brier_score_loss``.
+    """
+
+    name = "brier_score"
+    aliases = ("brier_score_loss", "brier")
+    higher_is_better = False
+    bounds = (0.0, 2.0)
+    sklearn = "sklearn.metrics.brier_score_loss"
+    undefined = "no examples (total weight 0)"
+
+    def requires(self) -> list[tuple[type[State], Any]]:
+        return [(ProbabilitySumsState, None)]
+
+    def needs(self) -> frozenset[str]:
+        extra = "score" if self.task.kind == "binary" else "score_matrix"
+        return frozenset({"target", extra, "probability"})
+
+    def compute(self, states: dict[str, State]) -> float:
+        st = states["probability_sums"]
+        w = float(st["weight"])
+        if w == 0:
+            record_undefined()
+            return float("nan")
+        v = float(st["brier"]) / w
+        if not st.layout.binary and st.layout.num_classes == 2:
+            v *= 0.5
+        return v
+
+
+class _Calibration(Metric):
+    """Shared ``n_bins`` handling for equal-width calibration metrics (binary)."""
+
+    params = {"n_bins": 10}
+    tasks = ("binary",)
+    higher_is_better = False
+    bounds = (0.0, 1.0)
+    undefined = "no examples (total weight 0)"
+
+    def configure(self) -> None:
+        b = self.p["n_bins"]
+        if isinstance(b, bool) or not isinstance(b, int) or b < 1:
+            raise ValueError(f"metric {self.name!r}: n_bins must be an integer >= 1, got {b!r}")
+
+    def requires(self) -> list[tuple[type[State], Any]]:
+        return [(CalibrationBinsState, self.p["n_bins"])]
+
+    def needs(self) -> frozenset[str]:
+        return frozenset({"target", "score", "probability"})
+
+    def bins(self, states: dict[str, State]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        return states["calibration_bins"].bins_of(self.p["n_bins"])
+
+
+class ExpectedCalibrationError(_Calibration):
+    """Expected calibration error with ``n_bins`` equal-width bins of the positive-class
+    probability: ``sum_b (w_b / W) |frac_pos_b - mean_score_b| = sum_b |sum_label_b -
+    sum_score_b| / W``. NaN with no examples. Source: Naeini et al. (2015); bins as
+    ``sklearn.calibration.calibration_curve(strategy="uniform")``.
+    """
+
+    name = "ece"
+    aliases = ("expected_calibration_error", "calibration_error")
+    reference = "sklearn.calibration.calibration_curve(strategy='uniform')"
+
+    def compute(self, states: dict[str, State]) -> float:
+        count, ss, sl = self.bins(states)
+        total = float(count.sum())
+        if total == 0:
+            record_undefined()
+            return float("nan")
+        return float(np.abs(sl - ss).sum() / total)
+
+
+class MaximumCalibrationError(_Calibration):
+    """Maximum calibration error: the largest ``|frac_pos_b - mean_score_b|`` over non-empty
+    equal-width bins. NaN with no examples. Source: Naeini et al. (2015)."""
+
+    name = "mce"
+    aliases = ("maximum_calibration_error", "max_calibration_error")
+    reference = "sklearn.calibration.calibration_curve(strategy='uniform')"
+
+    def compute(self, states: dict[str, State]) -> float:
+        count, ss, sl = self.bins(states)
+        full = count > 0
+        if not full.any():
+            record_undefined()
+            return float("nan")
+        return float((np.abs(sl[full] - ss[full]) / count[full]).max())
+
+
+class ReliabilityDiagram(_Calibration):
+    """Reliability-diagram data: an (n_bins, 3) array, one row per equal-width bin
+    ``[i/B, (i+1)/B)`` (last closed), columns ``weight, mean_score, fraction_positive``; empty bins
+    have weight 0 and NaN means (not reported as undefined). Source: the non-empty rows equal
+    ``sklearn.calibration.calibration_curve(strategy="uniform")`` (``prob_pred``, ``prob_true``).
+    """
+
+    name = "reliability_diagram"
+    aliases = ("calibration_curve", "reliability_curve")
+    higher_is_better = None
+    bounds = (0.0, math.inf)
+    undefined = "empty bins have NaN means"
+    nan_entries_undefined: ClassVar[bool] = False
+    sklearn = "sklearn.calibration.calibration_curve"
+
+    def compute(self, states: dict[str, State]) -> np.ndarray:
+        count, ss, sl = self.bins(states)
+        safe = np.where(count > 0, count, 1.0)
+        mean_score = np.where(count > 0, ss / safe, np.nan)
+        frac = np.where(count > 0, sl / safe, np.nan)
+        return np.column_stack([count, mean_score, frac])
+
+
+class MeanLabel(Metric):
+    """Weighted mean of the labels: binary, the fraction of positives; regression, the mean
+    target. NaN with no examples. Source: ``numpy.average(y_true, weights=sample_weight)``
+    (TFMA's ``mean_label``)."""
+
+    name = "mean_label"
+    aliases = ("label_mean",)
+    tasks = ("binary", "regression")
+    higher_is_better = None
+    bounds = (-math.inf, math.inf)
+    reference = "numpy.average(y_true, weights=sample_weight)"
+    undefined = "no examples (total weight 0)"
+
+    def requires(self) -> list[tuple[type[State], Any]]:
+        if self.task.kind == "regression":
+            from core.regression import RegressionMomentsState
+
+            return [(RegressionMomentsState, None)]
+        return [(ProbabilitySumsState, None)]
+
+    def needs(self) -> frozenset[str]:
+        return frozenset({"target", "prediction"}) if self.task.kind == "regression" else frozenset({"target"})
+
+    def compute(self, states: dict[str, State]) -> float:
+        if self.task.kind == "regression":
+            st = states["regression_moments"]
+            return _mean_or_nan(float(st["weight"]), lambda: float(st["mean_y"]))
+        st = states["probability_sums"]
+        return _mean_or_nan(float(st["weight"]), lambda: float(st["sum_label"]) / float(st["weight"]))
+
+
+class MeanPrediction(Metric):
+    """Weighted mean of the scores (binary; probabilities or any score) or predictions
+    (regression). NaN with no examples. Source: ``numpy.average(y_score, weights=sample_weight)``
+    (TFMA's ``mean_prediction``)."""
+
+    name = "mean_prediction"
+    aliases = ("mean_score", "prediction_mean")
+    tasks = ("binary", "regression")
+    higher_is_better = None
+    bounds = (-math.inf, math.inf)
+    reference = "numpy.average(y_score, weights=sample_weight)"
+    undefined = "no examples (total weight 0)"
+
+    requires = MeanLabel.requires
+
+    def needs(self) -> frozenset[str]:
+        return frozenset({"target", "prediction"}) if self.task.kind == "regression" else frozenset({"target", "score"})
+
+    def compute(self, states: dict[str, State]) -> float:
+        if self.task.kind == "regression":
+            st = states["regression_moments"]
+            return _mean_or_nan(float(st["weight"]), lambda: float(st["mean_p"]))
+        st = states["probability_sums"]
+        return _mean_or_nan(float(st["weight"]), lambda: float(st["sum_score"]) / float(st["weight"]))
+
+
+def _mean_or_nan(weight: float, value: Any) -> float:
+    if weight == 0:
+        record_undefined()
+        return float("nan")
+    return float(value())
+
+
+__all__ = [
+    "BrierScore",
+    "CalibrationBinsLayout",
+    "CalibrationBinsState",
+    "ExpectedCalibrationError",
+    "LogLoss",
+    "MaximumCalibrationError",
+    "MeanLabel",
+    "MeanPrediction",
+    "ProbabilitySumsLayout",
+    "ProbabilitySumsState",
+    "ReliabilityDiagram",
+    "bin_index",
+]

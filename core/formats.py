@@ -1,0 +1,658 @@
+"""Pluggable input formats: how a column's values become :class:`~core._inputs.Batch` fields.
+
+A format is a pair of functions kept apart from the metric math: ``validate`` flags invalid entries
+(the error names the column, the value, the row and, for matrices and maps, the entry), and
+``convert`` turns valid values into the batch field of its *role*. Adding a format needs no metric
+change: register an :class:`InputFormat` with :func:`register_format`.
+
+Roles: ``target`` (true labels / targets), ``prediction`` (predicted labels / values), ``score``
+(scores, probabilities, logits) and ``measure`` (a per-example value for mean-of-measure metrics).
+
+Built-in formats (``N`` rows, ``K`` classes, ``L`` labels, ``H x W`` pixels):
+
+============== ==================== ============================== ===============================
+name           roles                shape                          becomes
+============== ==================== ============================== ===============================
+labels         target, prediction   (N,) ints                      (N,) int64 labels
+onehot         target, prediction   (N, K) 0/1, one 1 per row      argmax -> (N,) labels
+indicator      target, prediction   (N, L) 0/1 (multilabel)        (N, L) int64
+scores         score                (N,) or (N, K) / (N, L)        float64 scores (finite)
+probabilities  score                (N,), (N, K) rows sum to 1     float64 probabilities
+logits         score                (N,) or (N, K) / (N, L)        sigmoid / softmax probabilities
+label_map      target, prediction   (N, H, W) ints                 (N*H*W,) labels, one per pixel
+score_map      score                (N, K, H, W)                   (N*H*W, K) scores per pixel
+values         all (regression)     (N,) finite floats             (N,) float64
+============== ==================== ============================== ===============================
+
+Defaults (when no format is named) follow the task and the array's number of dimensions, e.g. a
+multiclass score column of shape (N, K) is ``scores`` (argmax gives the predicted labels) and a
+(N, K, H, W) one is ``score_map``. Binary (N, 2) score matrices give the class-1 column.
+
+Example:
+    >>> from core.metrics import Task
+    >>> b, _ = build_batch(task=Task(num_classes=3), columns={"target": [[0, 1, 0], [0, 0, 1]],
+    ...                    "score": [[0.2, 0.5, 0.3], [0.1, 0.1, 0.8]]}, formats={"target": "onehot"})
+    >>> b.y_true.tolist(), b.y_pred.tolist()
+    ([1, 2], [1, 2])
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+from core._inputs import ON_INVALID, Batch, _Checker, as_array, to_float
+
+ROLES = ("target", "prediction", "score", "measure")
+
+#: Tolerance of "probability rows sum to 1": ``|sum - 1| <= PROBABILITY_SUM_TOL * K``.
+PROBABILITY_SUM_TOL = 1e-6
+
+
+@dataclass(frozen=True)
+class FormatContext:
+    """What a format's functions know: the task, the role, the column name(s) and the checker.
+
+    Attributes:
+        task: the :class:`~core.metrics.Task`.
+        role: one of :data:`ROLES`.
+        column: the column name, or the list of column names stacked into a matrix.
+        checker: flags invalid entries (raise or skip); call ``checker.check(bad, values,
+            column, what)`` with an (N,) or (N, ...) boolean mask.
+        needs: the plan's input needs (e.g. ``"probability"``).
+    """
+
+    task: Any
+    role: str
+    column: Any
+    checker: _Checker
+    needs: frozenset = frozenset()
+
+
+@dataclass(frozen=True)
+class Converted:
+    """A converted column: the batch field's values (one per element) and, for formats whose
+    elements are not rows (maps), the (E,) row index of each element."""
+
+    values: np.ndarray
+    row_of: np.ndarray | None = None
+
+
+@dataclass(frozen=True)
+class InputFormat:
+    """One input format.
+
+    Attributes:
+        name: registry key.
+        roles: roles it can fill.
+        tasks: task kinds it applies to.
+        example_ndims: accepted numbers of dimensions per example (0: a scalar per row,
+            1: a vector, 2: an H x W map, 3: a K x H x W map).
+        validate: ``validate(values, ctx)``: flag invalid entries through ``ctx.checker``;
+            raise ``ValueError`` for a wrong shape.
+        convert: ``convert(values, ctx) -> Converted`` for validated values.
+        description: one line for docs.
+    """
+
+    name: str
+    roles: tuple[str, ...]
+    tasks: tuple[str, ...]
+    example_ndims: tuple[int, ...]
+    validate: Callable[[np.ndarray, FormatContext], None]
+    convert: Callable[[np.ndarray, FormatContext], Converted]
+    description: str = ""
+
+
+FORMATS: dict[str, InputFormat] = {}
+
+#: Default format per (task kind, role) and array ndim.
+DEFAULTS: dict[tuple[str, str], dict[int, str]] = {
+    ("binary", "target"): {1: "labels", 2: "onehot", 3: "label_map"},
+    ("binary", "prediction"): {1: "labels", 2: "onehot", 3: "label_map"},
+    ("binary", "score"): {1: "scores", 2: "probabilities"},
+    ("multiclass", "target"): {1: "labels", 2: "onehot", 3: "label_map"},
+    ("multiclass", "prediction"): {1: "labels", 2: "onehot", 3: "label_map"},
+    ("multiclass", "score"): {2: "scores", 4: "score_map"},
+    ("multilabel", "target"): {2: "indicator"},
+    ("multilabel", "prediction"): {2: "indicator"},
+    ("multilabel", "score"): {2: "scores"},
+    ("regression", "target"): {1: "values"},
+    ("regression", "prediction"): {1: "values"},
+    ("regression", "score"): {1: "values"},
+}
+
+
+def register_format(fmt: InputFormat, *, replace: bool = False) -> InputFormat:
+    """Add a format to :data:`FORMATS`.
+
+    Raises:
+        ValueError: the name is taken (unless ``replace``) or a role is unknown.
+        TypeError: ``fmt`` is not an :class:`InputFormat`.
+    """
+    if not isinstance(fmt, InputFormat):
+        raise TypeError(f"expected an InputFormat, got {type(fmt).__name__}")
+    if fmt.name in FORMATS and not replace:
+        raise ValueError(f"input format {fmt.name!r} is already registered")
+    bad = set(fmt.roles) - set(ROLES)
+    if bad:
+        raise ValueError(f"input format {fmt.name!r}: unknown roles {sorted(bad)}; roles are {ROLES}")
+    FORMATS[fmt.name] = fmt
+    return fmt
+
+
+def get_format(name: str) -> InputFormat:
+    """The registered format ``name`` (ValueError listing the known ones otherwise)."""
+    try:
+        return FORMATS[name]
+    except KeyError:
+        raise ValueError(f"unknown input format {name!r}; known formats: {sorted(FORMATS)}") from None
+
+
+# -- reading arrays of any rank ---------------------------------------------------------------
+def _arrow_nd(arr: Any, column: str) -> np.ndarray:
+    """A pyarrow (fixed-size) list array, possibly nested, as an N-D numpy array."""
+    import pyarrow as pa
+
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks() if arr.num_chunks != 1 else arr.chunk(0)
+    shape = [len(arr)]
+    level = 0
+    while pa.types.is_list(arr.type) or pa.types.is_large_list(arr.type) or pa.types.is_fixed_size_list(arr.type):
+        if arr.null_count:
+            i = int(np.flatnonzero(arr.is_null().to_numpy(zero_copy_only=False))[0])
+            raise ValueError(f"column {column!r}: missing value (null) at row {i}" if level == 0 else f"column {column!r}: null list inside a row")
+        if pa.types.is_fixed_size_list(arr.type):
+            size = arr.type.list_size
+        else:
+            lengths = arr.value_lengths().to_numpy(zero_copy_only=False)
+            if lengths.size and (lengths != lengths[0]).any():
+                i = int(np.flatnonzero(lengths != lengths[0])[0])
+                raise ValueError(
+                    f"column {column!r}: rows have different lengths ({int(lengths[0])} at the first, "
+                    f"{int(lengths[i])} at {'row' if level == 0 else 'entry'} {i}); a matrix column needs equal lengths"
+                )
+            size = int(lengths[0]) if lengths.size else 0
+        shape.append(size)
+        arr = arr.flatten()
+        level += 1
+    values = arr.to_numpy(zero_copy_only=False)
+    return values.reshape(shape)
+
+
+def _stack_objects(arr: Any, column: str) -> np.ndarray:
+    """Stack a sequence (or object array) of per-row lists/arrays into an N-D array (equal
+    lengths required)."""
+    rows = []
+    first_shape = None
+    for i, v in enumerate(arr):
+        if v is None or (isinstance(v, float) and v != v):
+            raise ValueError(f"column {column!r}: missing value at row {i}")
+        if isinstance(v, (list, tuple)) and any(isinstance(x, (list, tuple, np.ndarray)) for x in v):
+            a = _stack_objects(v, column)
+        else:
+            a = np.asarray(v)
+        if a.ndim == 0:
+            raise ValueError(f"column {column!r}: row {i} holds a scalar {v!r} where a list is expected")
+        if first_shape is None:
+            first_shape = a.shape
+        elif a.shape != first_shape:
+            raise ValueError(
+                f"column {column!r}: rows have different shapes ({first_shape} at the first, {a.shape} at row {i}); "
+                "a matrix column needs equal lengths"
+            )
+        rows.append(a)
+    if not rows:
+        return np.zeros((0,), dtype=np.float64)
+    return np.stack(rows)
+
+
+def as_nd_array(values: Any, column: str) -> np.ndarray:
+    """Read one column whose rows may be vectors or maps.
+
+    Args:
+        values: a numpy array of any rank, nested lists, a pandas Series of lists/arrays, a
+            pyarrow (fixed-size) list array or chunked array (nested for maps), or any 1-D column
+            :func:`core._inputs.as_array` reads.
+        column: the column name, used in messages.
+
+    Returns:
+        An (N, ...) numpy array.
+
+    Raises:
+        ValueError: rows of different lengths, or a missing row (naming the row).
+        TypeError: not array-like.
+    """
+    t = getattr(values, "type", None)
+    if t is not None and hasattr(values, "null_count") and "list" in str(t):
+        return _arrow_nd(values, column)
+    if isinstance(values, np.ndarray):
+        arr = values
+    elif isinstance(values, (list, tuple)):
+        if len(values) and any(isinstance(v, (list, tuple, np.ndarray)) for v in values):
+            return _stack_objects(values, column)
+        return as_array(values, column)
+    elif hasattr(values, "to_numpy") and not hasattr(values, "null_count"):  # pandas
+        if str(getattr(values, "dtype", "")) == "object" and len(values) and isinstance(values.iloc[0], (list, tuple, np.ndarray)):
+            return _stack_objects(values.to_numpy(dtype=object), column)
+        return as_array(values, column)
+    elif hasattr(values, "null_count"):  # pyarrow non-list
+        return as_array(values, column)
+    elif np.isscalar(values) or values is None:
+        raise TypeError(f"column {column!r}: expected an array-like, got scalar {values!r}")
+    else:
+        arr = np.asarray(values)
+    if arr.dtype == object and arr.ndim == 1 and arr.size and isinstance(arr[0], (list, tuple, np.ndarray)):
+        return _stack_objects(arr, column)
+    return arr
+
+
+def _nd_float(arr: np.ndarray, column: Any, row_offset: int) -> np.ndarray:
+    """float64 copy of an N-D array (None -> NaN); TypeError naming a non-numeric value."""
+    if arr.ndim == 1:
+        return to_float(arr, column if isinstance(column, str) else ",".join(column), row_offset)
+    if arr.dtype.kind in "fiub":
+        return arr.astype(np.float64, copy=False)
+    if arr.dtype == object:
+        flat = arr.reshape(-1)
+        out = np.empty(flat.shape[0], dtype=np.float64)
+        for i, v in enumerate(flat):
+            if v is None:
+                out[i] = np.nan
+            elif isinstance(v, (bool, int, float, np.number, np.bool_)):
+                out[i] = float(v)
+            else:
+                pos = np.unravel_index(i, arr.shape)
+                raise TypeError(f"column {column!r}: value {v!r} at row {row_offset + int(pos[0])}, entry {tuple(int(p) for p in pos[1:])} is not a number")
+        return out.reshape(arr.shape)
+    raise TypeError(f"column {column!r}: expected numbers, got dtype {arr.dtype}")
+
+
+def _label_what(ctx: FormatContext, kind: str) -> str:
+    k = ctx.task.num_classes
+    what = f"{kind} must be 0 or 1" if k == 2 and ctx.task.kind == "binary" else f"{kind} must be integers in [0, {k})"
+    if ctx.role == "target" and ctx.task.ignore_index is not None:
+        what += f" or ignore_index {ctx.task.ignore_index}"
+    return what
+
+
+def _check_labels(arr: np.ndarray, ctx: FormatContext) -> np.ndarray:
+    vals = _nd_float(arr, ctx.column, ctx.checker.row_offset)
+    k = ctx.task.num_classes
+    with np.errstate(invalid="ignore"):
+        bad = ~np.isfinite(vals) | (vals != np.floor(vals)) | (vals < 0) | (vals >= k)
+        if ctx.role == "target" and ctx.task.ignore_index is not None:
+            bad &= vals != ctx.task.ignore_index
+    kind = "labels" if ctx.role == "target" else "predictions"
+    ctx.checker.check(bad, arr if arr.dtype == object else vals, ctx.column, _label_what(ctx, kind))
+    return vals
+
+
+def _check_width(arr: np.ndarray, ctx: FormatContext, axis: int, what: str) -> None:
+    want = ctx.task.num_classes
+    if ctx.task.kind == "binary" and ctx.role == "score":
+        ok = arr.shape[axis] in (1, 2)
+        want_s = "1 or 2"
+    else:
+        ok = arr.shape[axis] == want
+        want_s = str(want)
+    if arr.shape[0] and not ok:
+        raise ValueError(f"column {_name(ctx.column)!r}: {what} need {want_s} entries per row (num_classes), got shape {arr.shape}")
+
+
+def _name(column: Any) -> str:
+    return ",".join(column) if isinstance(column, (list, tuple)) else str(column)
+
+
+def _finite(arr: np.ndarray, ctx: FormatContext, what: str = "scores must be finite (no NaN or inf)") -> np.ndarray:
+    vals = _nd_float(arr, ctx.column, ctx.checker.row_offset)
+    ctx.checker.check(~np.isfinite(vals), vals, ctx.column, what)
+    return vals
+
+
+def check_probabilities(vals: np.ndarray, ctx: FormatContext, class_axis: int | None) -> None:
+    """Entries in [0, 1]; with a class axis (multiclass, binary (N, 2)), each example's
+    probabilities sum to 1 within ``PROBABILITY_SUM_TOL * K``."""
+    with np.errstate(invalid="ignore"):
+        bad = (vals < 0) | (vals > 1)
+    ctx.checker.check(bad, vals, ctx.column, "probabilities must be in [0, 1]")
+    if class_axis is None or vals.shape[0] == 0:
+        return
+    k = vals.shape[class_axis]
+    sums = vals.sum(axis=class_axis)
+    with np.errstate(invalid="ignore"):
+        off = np.abs(sums - 1) > PROBABILITY_SUM_TOL * max(k, 1)
+    if off.ndim == 1:
+        ctx.checker.check(off, vals, ctx.column, f"probability rows must sum to 1 (got {float(sums[np.argmax(off)]):.6g})")
+    else:  # maps: name the first pixel
+        ctx.checker.check(off, sums, ctx.column, "class probabilities of a pixel must sum to 1")
+
+
+def _class_axis(ctx: FormatContext, vals: np.ndarray) -> int | None:
+    if ctx.task.kind == "multilabel" or vals.ndim == 1:
+        return None
+    return 1
+
+
+# -- the built-in formats ----------------------------------------------------------------------
+def _labels_validate(arr: np.ndarray, ctx: FormatContext) -> None:
+    _check_labels(arr, ctx)
+
+
+def _labels_convert(arr: np.ndarray, ctx: FormatContext) -> Converted:
+    return Converted(_nd_float(arr, ctx.column, 0).astype(np.int64))
+
+
+def _onehot_validate(arr: np.ndarray, ctx: FormatContext) -> None:
+    _check_width(arr, ctx, 1, "one-hot rows")
+    vals = _nd_float(arr, ctx.column, ctx.checker.row_offset)
+    ctx.checker.check(~((vals == 0) | (vals == 1)), vals, ctx.column, "one-hot entries must be 0 or 1")
+    ok_entries = ((vals == 0) | (vals == 1)).all(axis=1)
+    ctx.checker.check(ok_entries & (vals.sum(axis=1) != 1), vals, ctx.column, "a one-hot row needs exactly one 1")
+
+
+def _onehot_convert(arr: np.ndarray, ctx: FormatContext) -> Converted:
+    return Converted(np.argmax(_nd_float(arr, ctx.column, 0), axis=1).astype(np.int64))
+
+
+def _indicator_validate(arr: np.ndarray, ctx: FormatContext) -> None:
+    if arr.shape[0] and arr.shape[1] != ctx.task.num_classes:
+        raise ValueError(f"column {_name(ctx.column)!r}: multilabel rows need {ctx.task.num_classes} entries (num_classes), got shape {arr.shape}")
+    vals = _nd_float(arr, ctx.column, ctx.checker.row_offset)
+    kind = "labels" if ctx.role == "target" else "predictions"
+    ctx.checker.check(~((vals == 0) | (vals == 1)), vals, ctx.column, f"multilabel {kind} must be 0 or 1")
+
+
+def _indicator_convert(arr: np.ndarray, ctx: FormatContext) -> Converted:
+    return Converted(_nd_float(arr, ctx.column, 0).astype(np.int64))
+
+
+def _scores_validate(arr: np.ndarray, ctx: FormatContext) -> None:
+    if arr.ndim == 2:
+        _check_width(arr, ctx, 1, "score rows")
+    vals = _finite(arr, ctx)
+    if "probability" in ctx.needs:
+        check_probabilities(vals, ctx, _class_axis(ctx, vals))
+
+
+def _scores_convert(arr: np.ndarray, ctx: FormatContext) -> Converted:
+    vals = _nd_float(arr, ctx.column, 0)
+    if ctx.task.kind == "binary" and vals.ndim == 2:
+        vals = vals[:, -1]  # (N, 2): class 1; (N, 1): the positive-class column
+    return Converted(np.ascontiguousarray(vals, dtype=np.float64))
+
+
+def _probabilities_validate(arr: np.ndarray, ctx: FormatContext) -> None:
+    if arr.ndim == 2:
+        _check_width(arr, ctx, 1, "probability rows")
+    vals = _finite(arr, ctx, "probabilities must be finite (no NaN or inf)")
+    axis = _class_axis(ctx, vals)
+    if ctx.task.kind == "binary" and vals.ndim == 2 and vals.shape[1] == 1:
+        axis = None
+    check_probabilities(vals, ctx, axis)
+
+
+def _logits_validate(arr: np.ndarray, ctx: FormatContext) -> None:
+    if arr.ndim == 2:
+        _check_width(arr, ctx, 1, "logit rows")
+    _finite(arr, ctx, "logits must be finite (no NaN or inf)")
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    out = np.empty_like(x)
+    pos = x >= 0
+    out[pos] = 1.0 / (1.0 + np.exp(-x[pos]))
+    e = np.exp(x[~pos])
+    out[~pos] = e / (1.0 + e)
+    return out
+
+
+def softmax(x: np.ndarray, axis: int = 1) -> np.ndarray:
+    """Numerically stable softmax along ``axis``."""
+    z = x - x.max(axis=axis, keepdims=True)
+    e = np.exp(z)
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def _logits_convert(arr: np.ndarray, ctx: FormatContext) -> Converted:
+    vals = _nd_float(arr, ctx.column, 0)
+    if ctx.task.kind == "multilabel" or vals.ndim == 1 or (ctx.task.kind == "binary" and vals.shape[1] == 1):
+        p = _sigmoid(vals.reshape(vals.shape[0], -1) if vals.ndim == 2 else vals)
+        return Converted(p[:, 0] if p.ndim == 2 and ctx.task.kind == "binary" else p)
+    p = softmax(vals, axis=1)
+    return Converted(p[:, 1] if ctx.task.kind == "binary" else p)
+
+
+def _label_map_validate(arr: np.ndarray, ctx: FormatContext) -> None:
+    _check_labels(arr, ctx)
+
+
+def _label_map_convert(arr: np.ndarray, ctx: FormatContext) -> Converted:
+    n = arr.shape[0]
+    per = int(np.prod(arr.shape[1:]))
+    labels = _nd_float(arr, ctx.column, 0).reshape(-1).astype(np.int64)
+    return Converted(labels, np.repeat(np.arange(n, dtype=np.int64), per))
+
+
+def _score_map_validate(arr: np.ndarray, ctx: FormatContext) -> None:
+    _check_width(arr, ctx, 1, "score maps (N, K, H, W)")
+    vals = _finite(arr, ctx)
+    if "probability" in ctx.needs:
+        check_probabilities(vals, ctx, 1)
+
+
+def _score_map_convert(arr: np.ndarray, ctx: FormatContext) -> Converted:
+    vals = _nd_float(arr, ctx.column, 0)
+    n, k = vals.shape[:2]
+    per = int(np.prod(vals.shape[2:]))
+    scores = np.ascontiguousarray(np.moveaxis(vals.reshape(n, k, per), 1, 2).reshape(n * per, k))
+    return Converted(scores, np.repeat(np.arange(n, dtype=np.int64), per))
+
+
+def _values_validate(arr: np.ndarray, ctx: FormatContext) -> None:
+    what = "values must be finite (no NaN or inf)" if ctx.role != "target" else "targets must be finite (no NaN or inf)"
+    _finite(arr, ctx, what)
+
+
+def _values_convert(arr: np.ndarray, ctx: FormatContext) -> Converted:
+    return Converted(np.ascontiguousarray(_nd_float(arr, ctx.column, 0), dtype=np.float64))
+
+
+_CLS = ("binary", "multiclass")
+_ALL = ("binary", "multiclass", "multilabel", "regression")
+for _f in (
+    InputFormat("labels", ("target", "prediction"), _CLS, (0,), _labels_validate, _labels_convert,
+                "(N,) integer labels in [0, K) (binary: 0/1)"),
+    InputFormat("onehot", ("target", "prediction"), _CLS, (1,), _onehot_validate, _onehot_convert,
+                "(N, K) one-hot rows (exactly one 1); argmax gives the label"),
+    InputFormat("indicator", ("target", "prediction"), ("multilabel",), (1,), _indicator_validate, _indicator_convert,
+                "(N, L) 0/1 label indicators (multilabel)"),
+    InputFormat("scores", ("score",), ("binary", "multiclass", "multilabel"), (0, 1), _scores_validate, _scores_convert,
+                "finite scores: (N,) binary, (N, K) multiclass (argmax predicts), (N, L) multilabel"),
+    InputFormat("probabilities", ("score",), ("binary", "multiclass", "multilabel"), (0, 1), _probabilities_validate, _scores_convert,
+                "probabilities in [0, 1]; multiclass rows sum to 1; binary (N, 2) gives column 1"),
+    InputFormat("logits", ("score",), ("binary", "multiclass", "multilabel"), (0, 1), _logits_validate, _logits_convert,
+                "finite logits, turned into probabilities (sigmoid for binary/multilabel, softmax for multiclass)"),
+    InputFormat("label_map", ("target", "prediction"), _CLS, (2,), _label_map_validate, _label_map_convert,
+                "(N, H, W) label maps (segmentation); every pixel is an element"),
+    InputFormat("score_map", ("score",), ("multiclass",), (3,), _score_map_validate, _score_map_convert,
+                "(N, K, H, W) score maps (segmentation); argmax over K predicts each pixel"),
+    InputFormat("values", ("target", "prediction", "score", "measure"), _ALL, (0,), _values_validate, _values_convert,
+                "(N,) finite floats: regression targets and predictions, or a measure"),
+):  # fmt: skip
+    register_format(_f)
+
+
+def resolve_format(task: Any, role: str, arr: np.ndarray, name: str | None, column: Any) -> InputFormat:
+    """The format of one column: ``name`` if given (checked against role, task and shape), else the
+    default for the task, role and ``arr.ndim``.
+
+    Raises:
+        ValueError: an unknown format, a format that does not fit the role or task, or a shape
+            no format of the task reads.
+    """
+    if role == "measure":
+        fmt = get_format(name or "values")
+    elif name:
+        fmt = get_format(name)
+        if role not in fmt.roles:
+            raise ValueError(f"column {_name(column)!r}: input format {fmt.name!r} cannot be used for {role} values (only {fmt.roles})")
+        if task.kind not in fmt.tasks:
+            raise ValueError(f"column {_name(column)!r}: input format {fmt.name!r} does not apply to {task.kind} tasks")
+    else:
+        options = DEFAULTS.get((task.kind, role), {})
+        fname = options.get(arr.ndim)
+        if fname is None:
+            shapes = ", ".join(f"{FORMATS[f].name} ({_shape_text(FORMATS[f], nd)})" for nd, f in sorted(options.items()))
+            raise ValueError(
+                f"column {_name(column)!r}: a {task.kind} task cannot read {role} values of shape {arr.shape}; "
+                f"expected one of: {shapes or 'none'}"
+            )
+        fmt = FORMATS[fname]
+    if arr.shape[0] and arr.ndim - 1 not in fmt.example_ndims:
+        nd = fmt.example_ndims[0] + 1
+        raise ValueError(f"column {_name(column)!r}: input format {fmt.name!r} expects {_shape_text(fmt, nd)} values, got shape {arr.shape}")
+    return fmt
+
+
+def _shape_text(fmt: InputFormat, ndim: int) -> str:
+    return {1: "(N,)", 2: "(N, K)", 3: "(N, H, W)", 4: "(N, K, H, W)"}.get(ndim, f"{ndim}-D")
+
+
+def _as_column(values: Any, column: Any) -> np.ndarray:
+    """A column, or several 1-D columns given as a list of names stacked into (N, K)."""
+    if isinstance(values, (list, tuple)) and isinstance(column, (list, tuple)) and len(values) == len(column) and len(column) > 0 and not isinstance(values[0], (int, float)):
+        cols = [as_array(v, c) for v, c in zip(values, column)]
+        lengths = {c.shape[0] for c in cols}
+        if len(lengths) > 1:
+            raise ValueError(f"columns {list(column)} have different lengths")
+        floats = [to_float(c, name) for c, name in zip(cols, column)]
+        return np.stack(floats, axis=1) if floats else np.zeros((0, 0))
+    return as_nd_array(values, _name(column))
+
+
+def build_batch(
+    *,
+    task: Any,
+    columns: dict[str, Any],
+    names: dict[str, Any] | None = None,
+    sample_weight: Any = None,
+    weight_name: str = "sample_weight",
+    formats: dict[str, str | None] | None = None,
+    needs: frozenset = frozenset(),
+    row_offset: int = 0,
+    on_invalid: str = "raise",
+) -> tuple[Batch, np.ndarray | None]:
+    """Validate columns with their formats and build a :class:`~core._inputs.Batch`.
+
+    Steps: read each column (any rank) -> choose its format -> ``validate`` (raise, or collect the
+    invalid rows with ``on_invalid="skip"``) -> drop invalid rows -> ``convert`` -> derive
+    predictions from scores where needed (multiclass argmax) -> drop elements whose label is
+    ``task.ignore_index``.
+
+    Args:
+        task: the :class:`~core.metrics.Task`.
+        columns: role -> values (None for absent roles). A score given as a list of per-class
+            columns (with ``names["score"]`` a list of the same length) is stacked to (N, K).
+        names: role -> column name(s) for messages (defaults ``y_true``, ``y_pred``, ``y_score``,
+            ``measure``).
+        sample_weight: (N,) finite non-negative per-row weights (pixels of a map share their
+            row's weight), or None.
+        weight_name: the weight column's name for messages.
+        formats: role -> format name (None or missing: the default for the task and shape).
+        needs: the plan's input needs (``"probability"`` validates scores as probabilities).
+        row_offset: position of the batch's first row in the input, for messages.
+        on_invalid: ``"raise"`` or ``"skip"`` (invalid rows are dropped and reported in the mask).
+
+    Returns:
+        ``(batch, invalid)``: ``invalid`` is None in "raise" mode, else the (N,) skipped-row mask.
+
+    Raises:
+        ValueError: columns of different lengths, wrong shapes, unknown formats, or (in "raise"
+            mode) invalid values, naming the column, the value, the row and the entry.
+        TypeError: non-numeric values.
+    """
+    if on_invalid not in ON_INVALID:
+        raise ValueError(f"on_invalid must be one of {ON_INVALID}, got {on_invalid!r}")
+    names = {**{"target": "y_true", "prediction": "y_pred", "score": "y_score", "measure": "measure"}, **(names or {})}
+    formats = formats or {}
+    arrs: dict[str, np.ndarray] = {}
+    for role in ROLES:
+        v = columns.get(role)
+        if v is None:
+            continue
+        arrs[role] = as_array(v, names[role]) if role == "measure" else _as_column(v, names[role])
+    w = as_array(sample_weight, weight_name) if sample_weight is not None else None
+    if not arrs:
+        raise ValueError("no input columns: give labels, predictions, scores or a measure")
+    first = next(iter(arrs))
+    n = arrs[first].shape[0]
+    for role, a in list(arrs.items())[1:] + ([("weight", w)] if w is not None else []):
+        if a.shape[0] != n:
+            nm = weight_name if role == "weight" else _name(names[role])
+            raise ValueError(f"column {nm!r} has {a.shape[0]} rows but column {_name(names[first])!r} has {n} rows")
+    chk = _Checker(n, on_invalid, row_offset)
+    if n == 0:
+        return _empty_batch(task, arrs), (np.zeros(0, dtype=bool) if chk.skip else None)
+    fmts = {role: resolve_format(task, role, a, formats.get(role), names[role]) for role, a in arrs.items()}
+    ctxs = {role: FormatContext(task, role, names[role], chk, frozenset(needs)) for role in arrs}
+    for role, a in arrs.items():
+        fmts[role].validate(a, ctxs[role])
+    if w is not None:
+        w = to_float(w, weight_name, row_offset)
+        with np.errstate(invalid="ignore"):
+            bad = ~np.isfinite(w) | (w < 0)
+        chk.check(bad, w, weight_name, "weights must be finite and >= 0")
+    invalid = chk.invalid
+    if chk.skip and invalid.any():
+        keep = ~invalid
+        arrs = {r: a[keep] for r, a in arrs.items()}
+        w = w[keep] if w is not None else None
+        if not keep.any():
+            return _empty_batch(task, arrs), invalid
+    conv = {role: fmts[role].convert(a, ctxs[role]) for role, a in arrs.items()}
+    row_of = None
+    map_role = None
+    for role, c in conv.items():
+        if c.row_of is not None:
+            if row_of is None:
+                row_of, map_role = c.row_of, role
+            elif c.row_of.shape != row_of.shape:
+                raise ValueError(
+                    f"columns {_name(names[map_role])!r} and {_name(names[role])!r} have maps of different sizes "
+                    f"({row_of.shape[0]} vs {c.row_of.shape[0]} pixels in this batch)"
+                )
+    if row_of is not None:
+        for role, c in conv.items():
+            if c.row_of is None and role != "measure":
+                raise ValueError(f"column {_name(names[role])!r} has one value per row but column {_name(names[map_role])!r} holds maps; give maps for both")
+    get = lambda role: conv[role].values if role in conv else None  # noqa: E731
+    y_true, y_pred, y_score, values = get("target"), get("prediction"), get("score"), get("measure")
+    if values is not None and row_of is not None:
+        values = values[row_of]
+    if task.kind == "regression" and y_pred is None and y_score is not None:
+        y_pred, y_score = y_score, None
+    if task.kind == "multiclass" and y_pred is None and y_score is not None:
+        y_pred = np.argmax(y_score, axis=1).astype(np.int64)
+    we = w[row_of] if (w is not None and row_of is not None) else w
+    batch = Batch(y_true, y_score, y_pred, we, values, row_of)
+    ii = task.ignore_index
+    if ii is not None and y_true is not None:
+        drop = y_true == ii
+        if drop.any():
+            base = row_of if row_of is not None else np.arange(y_true.shape[0], dtype=np.int64)
+            batch = Batch(y_true, y_score, y_pred, we, values, base).take(~drop)
+    return batch, (invalid if chk.skip else None)
+
+
+def _empty_batch(task: Any, arrs: dict[str, np.ndarray]) -> Batch:
+    label_dtype = np.float64 if task.kind == "regression" else np.int64
+    empty = lambda: np.zeros(0, dtype=label_dtype)  # noqa: E731
+    return Batch(
+        empty() if "target" in arrs else None,
+        np.zeros(0) if "score" in arrs else None,
+        empty() if "prediction" in arrs else None,
+        None,
+        np.zeros(0) if "measure" in arrs else None,
+    )

@@ -1,0 +1,281 @@
+"""Multilabel classification: per-label counts and per-sample sums, at one or more thresholds.
+
+:class:`MultilabelState` holds, at each threshold, the weighted ``tp, fp, fn, tn`` of every label
+(label-wise ``micro``, ``macro``, ``weighted`` averages, per-label values and Hamming loss), the
+weight of exactly-right rows (subset accuracy), and for the ``samples`` average the weighted and
+unweighted sums of per-row precision, recall and F-beta over the rows where they are defined, with
+those rows' weights and counts. Merging is fieldwise addition: the counts are exact for
+integer-valued weights; the per-row value sums (fractions such as 1/3) are float sums, equal
+across merge orders up to rounding (about 1e-16 relative).
+
+Targets are (N, L) 0/1 indicators; predictions are (N, L) 0/1, or (N, L) scores thresholded at
+``score >= t`` (``>`` with ``threshold_rule=">"``).
+
+The ``samples`` average follows scikit-learn: per-row values with ``zero_division`` where a row's
+value is undefined, averaged with the sample weights, NaN rows left out (the unweighted mean if
+the remaining weights sum to 0).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from core._inputs import Batch
+from core.metrics import Metric, _Classification, check_zero_division, nanaverage, prf_values, record_undefined
+from core.states import THRESHOLD_RULES, State
+
+
+@dataclass(frozen=True)
+class MultilabelLayout:
+    """Number of labels L, sorted distinct thresholds, the threshold rule, and the sorted
+    distinct F-beta betas kept for the ``samples`` average."""
+
+    num_labels: int
+    thresholds: tuple[float, ...] = (0.5,)
+    threshold_rule: str = ">="
+    betas: tuple[float, ...] = (1.0,)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.num_labels, bool) or int(self.num_labels) != self.num_labels or self.num_labels < 1:
+            raise ValueError(f"num_labels must be an integer >= 1, got {self.num_labels!r}")
+        t = tuple(float(x) for x in self.thresholds)
+        if not t or any(not math.isfinite(x) for x in t) or list(t) != sorted(set(t)):
+            raise ValueError(f"thresholds must be finite, sorted and distinct, got {self.thresholds!r}")
+        b = tuple(float(x) for x in self.betas)
+        if not b or any(not (x >= 0) or math.isinf(x) for x in b) or list(b) != sorted(set(b)):
+            raise ValueError(f"betas must be finite, >= 0, sorted and distinct, got {self.betas!r}")
+        if self.threshold_rule not in THRESHOLD_RULES:
+            raise ValueError(f"threshold_rule must be one of {THRESHOLD_RULES}, got {self.threshold_rule!r}")
+        object.__setattr__(self, "num_labels", int(self.num_labels))
+        object.__setattr__(self, "thresholds", t)
+        object.__setattr__(self, "betas", b)
+
+    def t_index(self, threshold: float) -> int:
+        try:
+            return self.thresholds.index(float(threshold))
+        except ValueError:
+            raise KeyError(f"threshold {threshold} is not in this state's thresholds {self.thresholds}") from None
+
+
+_TL = ("tp", "fp", "fn", "tn")
+_SAMPLES = ("p_sum_w", "p_def_w", "p_sum_n", "p_def_n", "r_sum_w", "r_def_w", "r_sum_n", "r_def_n")
+_FBETA = ("f_sum_w", "f_def_w", "f_sum_n", "f_def_n")
+
+
+class MultilabelState(State):
+    """Per threshold (T) and label (L): ``tp, fp, fn, tn`` (T, L); ``subset`` (T,) weight of
+    exactly-right rows; per-row sums for the ``samples`` average: ``p_*``/``r_*`` (T,) and
+    ``f_*`` (T, B) (``*_sum_w`` weighted sum of defined values, ``*_def_w`` their rows' weight,
+    ``*_sum_n`` / ``*_def_n`` the same unweighted); ``weight`` () and ``count`` () (int64)."""
+
+    kind = "multilabel"
+    Layout = MultilabelLayout
+    FIELDS = (
+        tuple((n, "float64") for n in _TL)
+        + (("subset", "float64"),)
+        + tuple((n, "float64") for n in _SAMPLES)
+        + tuple((n, "float64") for n in _FBETA)
+        + (("weight", "float64"), ("count", "int64"))
+    )
+
+    @classmethod
+    def shape(cls, layout: MultilabelLayout, field: str) -> tuple[int, ...]:
+        t = len(layout.thresholds)
+        if field in _TL:
+            return (t, layout.num_labels)
+        if field in _FBETA:
+            return (t, len(layout.betas))
+        if field in ("weight", "count"):
+            return ()
+        return (t,)
+
+    @classmethod
+    def layout_for(cls, requirements: list[Any], task: Any) -> MultilabelLayout:
+        thresholds = sorted({float(t) for t, _ in requirements})
+        betas = sorted({float(b) for _, b in requirements} | {1.0})
+        return MultilabelLayout(task.num_classes, tuple(thresholds), task.threshold_rule, tuple(betas))
+
+    @classmethod
+    def from_batch(cls, layout: MultilabelLayout, batch: Batch) -> "MultilabelState":
+        Y = batch.y_true.astype(np.float64)
+        score = batch.y_score if batch.y_score is not None else batch.y_pred
+        if score is None:
+            raise ValueError("multilabel metrics need scores or predictions")
+        score = np.asarray(score, dtype=np.float64)
+        w = batch.sample_weight
+        n = Y.shape[0]
+        wv = np.ones(n) if w is None else w
+        out: dict[str, list] = {name: [] for name, _ in cls.FIELDS if name not in ("weight", "count")}
+        betas = np.asarray(layout.betas)
+        true_i = Y.sum(axis=1)
+        for t in layout.thresholds:
+            P = (score >= t if layout.threshold_rule == ">=" else score > t).astype(np.float64)
+            wc = wv[:, None]
+            out["tp"].append((wc * Y * P).sum(axis=0))
+            out["fp"].append((wc * (1 - Y) * P).sum(axis=0))
+            out["fn"].append((wc * Y * (1 - P)).sum(axis=0))
+            out["tn"].append((wc * (1 - Y) * (1 - P)).sum(axis=0))
+            out["subset"].append(float(wv[(Y == P).all(axis=1)].sum()))
+            tp_i = (Y * P).sum(axis=1)
+            pred_i = P.sum(axis=1)
+            for prefix, den in (("p", pred_i), ("r", true_i)):
+                d = den > 0
+                v = np.where(d, tp_i / np.where(d, den, 1.0), 0.0)
+                out[f"{prefix}_sum_w"].append(float(np.dot(wv, v)))
+                out[f"{prefix}_def_w"].append(float(wv[d].sum()))
+                out[f"{prefix}_sum_n"].append(float(v.sum()))
+                out[f"{prefix}_def_n"].append(float(d.sum()))
+            b2 = betas[None, :] ** 2
+            fden = b2 * true_i[:, None] + pred_i[:, None]  # (N, B)
+            fd = fden > 0
+            fv = np.where(fd, (1 + b2) * tp_i[:, None] / np.where(fd, fden, 1.0), 0.0)
+            out["f_sum_w"].append(wv @ fv)
+            out["f_def_w"].append(wv @ fd.astype(np.float64))
+            out["f_sum_n"].append(fv.sum(axis=0))
+            out["f_def_n"].append(fd.sum(axis=0).astype(np.float64))
+        arrays = {k: np.asarray(v, dtype=np.float64) for k, v in out.items()}
+        arrays["weight"] = np.float64(wv.sum())
+        arrays["count"] = np.int64(n)
+        return cls(layout, arrays)
+
+    def label_counts(self, threshold: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``(tp, fp, tn, fn)``, each (L,), at one of the state's thresholds."""
+        j = self.layout.t_index(threshold)
+        a = self.arrays
+        return a["tp"][j].copy(), a["fp"][j].copy(), a["tn"][j].copy(), a["fn"][j].copy()
+
+
+def _samples_average(st: MultilabelState, j: int, prefix: str, zd: Any, beta_i: int | None = None) -> float:
+    a = st.arrays
+    pick = (lambda f: a[f][j]) if beta_i is None else (lambda f: a[f][j, beta_i])  # noqa: E731
+    s_w, d_w, s_n, d_n = (float(pick(f"{prefix}_{x}")) for x in ("sum_w", "def_w", "sum_n", "def_n"))
+    total_w, total_n = float(a["weight"]), float(a["count"])
+    if d_n < total_n and zd == "warn":
+        record_undefined(None, "warn")
+    if zd == "nan":
+        if d_w > 0:
+            return s_w / d_w
+        return s_n / d_n if d_n > 0 else float("nan")
+    fill = 0.0 if zd == "warn" else float(zd)
+    if total_w > 0:
+        return (s_w + fill * (total_w - d_w)) / total_w
+    return (s_n + fill * (total_n - d_n)) / total_n if total_n > 0 else float("nan")
+
+
+def prf_multilabel(metric: _Classification, states: dict[str, State]) -> Any:
+    """Precision, recall, F-beta or IoU of a multilabel task (called by those metrics)."""
+    st = states["multilabel"]
+    t = metric.p["threshold"]
+    avg, zd = metric.p["average"], metric.p["zero_division"]
+    tp, fp, tn, fn = st.label_counts(t)
+    pred, true = tp + fp, tp + fn
+    which = metric.which
+    if avg == "samples":
+        j = st.layout.t_index(t)
+        if which == "precision":
+            return _samples_average(st, j, "p", zd)
+        if which == "recall":
+            return _samples_average(st, j, "r", zd)
+        beta = metric.beta()
+        return _samples_average(st, j, "f", zd, st.layout.betas.index(float(beta)))
+    classes: np.ndarray | None = np.arange(tp.shape[0])
+    if avg == "micro":
+        tp, pred, true = tp.sum(keepdims=True), pred.sum(keepdims=True), true.sum(keepdims=True)
+        classes = None
+    v = prf_values(which, tp, pred, true, metric.beta(), zd, metric.key, classes)
+    if avg is None:
+        return v
+    if avg == "micro":
+        return float(v[0])
+    return nanaverage(v, true if avg == "weighted" else None)
+
+
+def subset_accuracy(metric: Metric, states: dict[str, State]) -> float:
+    """Weighted fraction of rows with every label right (``accuracy`` of a multilabel task)."""
+    st = states["multilabel"]
+    w = float(st["weight"])
+    if w == 0:
+        record_undefined()
+        return float("nan")
+    return float(st["subset"][st.layout.t_index(metric.p["threshold"])] / w)
+
+
+class _MultilabelMetric(_Classification):
+    """Multilabel-only metrics with a ``threshold``."""
+
+    params = {"threshold": None}
+    positional = None
+    tasks = ("multilabel",)
+
+    def configure(self) -> None:
+        p = self.p
+        p["threshold"] = self.task.threshold if p["threshold"] is None else float(p["threshold"])
+        if not math.isfinite(p["threshold"]):
+            raise ValueError(f"metric {self.name!r}: threshold must be finite, got {p['threshold']}")
+        p.update(average="micro", zero_division=check_zero_division(self.task.zero_division))
+
+    def _show_positional(self) -> bool:
+        return False
+
+
+class SubsetAccuracy(_MultilabelMetric):
+    """Subset accuracy (exact match): the weighted fraction of rows whose every label is right.
+    NaN with no examples. Source: ``sklearn.metrics.accuracy_score`` on indicator matrices."""
+
+    name = "subset_accuracy"
+    aliases = ("exact_match", "exact_match_ratio")
+    sklearn = "sklearn.metrics.accuracy_score"
+    undefined = "no examples (total weight 0)"
+
+    def compute(self, states: dict[str, State]) -> float:
+        return subset_accuracy(self, states)
+
+
+class HammingLoss(_MultilabelMetric):
+    """Hamming loss: the weighted fraction of wrong labels, ``sum (fp + fn) / (L * sum w)``.
+    NaN with no examples. Source: ``sklearn.metrics.hamming_loss``."""
+
+    name = "hamming_loss"
+    aliases = ("hamming",)
+    higher_is_better = False
+    sklearn = "sklearn.metrics.hamming_loss"
+    undefined = "no examples (total weight 0)"
+
+    def compute(self, states: dict[str, State]) -> float:
+        st = states["multilabel"]
+        tp, fp, tn, fn = st.label_counts(self.p["threshold"])
+        w = float(st["weight"])
+        if w == 0:
+            record_undefined()
+            return float("nan")
+        return float((fp.sum() + fn.sum()) / (tp.shape[0] * w))
+
+
+class MultilabelConfusionMatrix(_MultilabelMetric):
+    """Per-label 2 x 2 confusion matrices, an (L, 2, 2) array ``[[tn, fp], [fn, tp]]`` (weighted).
+    Source: ``sklearn.metrics.multilabel_confusion_matrix``."""
+
+    name = "multilabel_confusion_matrix"
+    aliases = ("label_confusion_matrix",)
+    higher_is_better = None
+    bounds = (0.0, math.inf)
+    sklearn = "sklearn.metrics.multilabel_confusion_matrix"
+
+    def compute(self, states: dict[str, State]) -> np.ndarray:
+        tp, fp, tn, fn = states["multilabel"].label_counts(self.p["threshold"])
+        return np.stack([np.stack([tn, fp], axis=1), np.stack([fn, tp], axis=1)], axis=1)
+
+
+__all__ = [
+    "HammingLoss",
+    "MultilabelConfusionMatrix",
+    "MultilabelLayout",
+    "MultilabelState",
+    "SubsetAccuracy",
+    "prf_multilabel",
+    "subset_accuracy",
+]

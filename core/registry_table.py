@@ -1,0 +1,101 @@
+"""Print (or write into README.md) the table of every registered metric, from the registry.
+
+Usage::
+
+    python -m core.registry_table                  # print the Markdown table
+    python -m core.registry_table --write README.md  # replace the table between the markers
+
+The README holds the table between ``<!-- metrics-table:start -->`` and
+``<!-- metrics-table:end -->``; a test checks that every registered metric is listed, so the
+table stays true when metrics are added.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+START = "<!-- metrics-table:start -->"
+END = "<!-- metrics-table:end -->"
+TASK_ORDER = ("binary", "multiclass", "multilabel", "regression")
+
+
+def metric_classes() -> list[type]:
+    """Registered metric classes defined in ``core`` (not in user code or doctests), each once,
+    in registration order."""
+    import core  # noqa: F401  (registers every family)
+    from core.metrics import REGISTRY
+
+    seen: list[type] = []
+    for cls in REGISTRY.values():
+        if cls not in seen and cls.__module__.startswith("core."):
+            seen.append(cls)
+    return seen
+
+
+def _states(info: dict[str, Any]) -> str:
+    states = info["states"]
+    distinct = {tuple(v) for v in states.values()}
+    if len(distinct) == 1:
+        return ", ".join(f"`{s}`" for s in next(iter(distinct)))
+    return "; ".join(f"{task}: " + ", ".join(f"`{s}`" for s in v) for task, v in states.items())
+
+
+def _tasks(info: dict[str, Any]) -> str:
+    tasks = [t for t in TASK_ORDER if t in info["tasks"]]
+    return "any" if len(tasks) == len(TASK_ORDER) else ", ".join(tasks)
+
+
+def _sklearn(info: dict[str, Any]) -> str:
+    if info["sklearn"]:
+        return "`" + info["sklearn"].replace("sklearn.metrics.", "").replace("sklearn.", "") + "`"
+    if info["reference"]:
+        return f"— (reference: `{info['reference']}`)"
+    return "—"
+
+
+def markdown_table() -> str:
+    """The Markdown table: name (aliases), task, state, exact or approximate, scikit-learn."""
+    lines = [
+        "| name (aliases) | task | state | exact | scikit-learn equivalent |",
+        "|---|---|---|---|---|",
+    ]
+    for cls in metric_classes():
+        info = cls.info()
+        aliases = f" ({', '.join(f'`{a}`' for a in info['aliases'])})" if info["aliases"] else ""
+        exact = "exact" if info["exact"] else "approximate (certified interval)"
+        lines.append(f"| `{info['name']}`{aliases} | {_tasks(info)} | {_states(info)} | {exact} | {_sklearn(info)} |")
+    return "\n".join(lines)
+
+
+def replace_table(text: str, table: str) -> str:
+    """``text`` with the part between the markers replaced by ``table``.
+
+    Raises:
+        ValueError: the markers are missing.
+    """
+    if START not in text or END not in text:
+        raise ValueError(f"markers {START} / {END} not found")
+    head, rest = text.split(START, 1)
+    _, tail = rest.split(END, 1)
+    return f"{head}{START}\n{table}\n{END}{tail}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m core.registry_table", description=__doc__.splitlines()[0])
+    p.add_argument("--write", metavar="README", help="replace the table between the markers in this file")
+    args = p.parse_args(argv)
+    table = markdown_table()
+    if args.write:
+        path = Path(args.write)
+        path.write_text(replace_table(path.read_text(), table))
+        print(f"wrote {len(metric_classes())} metrics into {path}")
+    else:
+        print(table)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,858 @@
+"""Score distribution: the mergeable state behind ROC AUC, average precision and their curves.
+
+A :class:`ScoreDistributionState` holds, per bin of scores, the summed weight of positive and of
+negative examples. It is **exact** (one bin per distinct score) while the distinct scores fit in the
+layout's ``capacity``; beyond that it is **compressed** to coarser bins whose edges depend on the
+configuration only, never on the data's arrival order, so merging stays associative and
+commutative and every split of the data gives the same state.
+
+How bins are chosen
+-------------------
+Every finite float64 score ``s`` maps to an order-preserving int64 *key*: the IEEE-754 bit pattern
+for ``s >= 0``, and the bit pattern with its 63 low bits flipped (plus one, so that ``-0.0`` and
+``+0.0`` share the key 0) for ``s < 0``. ``a < b`` if and only if ``key(a) < key(b)``.
+
+A *level* ``L`` (0..63) groups scores whose keys agree after dropping ``L`` low bits: the bin of
+``s`` at level ``L`` is ``key(s) >> L``. Level 0 is exact (one bin per distinct float). A bin at
+level ``L <= 52`` spans scores that share sign, exponent and the top ``52 - L`` mantissa bits, so
+its width is at most ``2**(L - 52)`` times the magnitude of its scores (a bounded *relative*
+width, like a floating-point format with ``52 - L`` mantissa bits). Narrow score ranges (a cluster
+1e-9 wide) and unbounded ones (logits, 1e300) therefore never collapse into one bin, and the
+resolution is the same for probabilities and logits; no score range is configured.
+
+The state of a dataset is canonical: its level is the smallest ``L`` at which the distinct bins
+of the (non-zero-weight) scores number at most ``capacity``, and it holds exactly those bins.
+Because a subset of the data never needs a higher level than the whole, merging two canonical
+states (bring both to the larger level, add bin by bin, raise the level while the bins exceed
+``capacity``) gives the canonical state of the union. Hence merge order and data split never
+change the state (bit for bit with integer weights; float weights are summed in float64).
+
+What a compressed state knows
+-----------------------------
+Every bin boundary is an exact operating point: "score >= lowest score of bin b" selects exactly
+the bins ``>= b``. The only unknown is the order of examples *inside* one bin, so every metric
+computed from a compressed state comes with a certified interval (see :mod:`core.ranking`).
+
+Size: a state of ``m`` bins stores three (m,) arrays of 8 bytes each; the default capacity of
+40,000 bins keeps one encoded state under 1 MiB (960 KB of arrays plus a small header).
+
+:class:`ClassScoreDistributionState` applies the same binning to every column of an (N, K) score
+matrix, with the weight of every true class per bin: what one-vs-rest and one-vs-one multiclass
+ROC AUC and average precision need.
+
+Folding speed: batches of more than ``_SORT_MAX`` rows are binned without sorting, by chunked
+dense histograms (see :func:`_bins_by_histogram`); see ``benchmarks/bench_auc.py``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from core._inputs import Batch
+from core.states import State
+
+DEFAULT_CAPACITY = 40_000
+MAX_CAPACITY = 1 << 26
+MAX_LEVEL = 63
+
+_LOW63 = np.int64(0x7FFF_FFFF_FFFF_FFFF)
+#: key of the largest finite float64; finite keys lie in [-KEY_MAX_FINITE, KEY_MAX_FINITE]
+KEY_MAX_FINITE = 0x7FEF_FFFF_FFFF_FFFF
+
+# Tuning of the fold (see ScoreDistributionState.from_batch). Batches of at most _SORT_MAX rows are
+# binned by sorting; larger ones by dense histograms of at most _TABLE cells per label, processed in
+# chunks of _CHUNK rows so that temporaries stay in cache.
+_SORT_MAX = 1 << 17
+_TABLE = 1 << 18
+_CHUNK = 1 << 20
+
+
+# ---------------------------------------------------------------------------------------------
+def score_keys(scores: np.ndarray) -> np.ndarray:
+    """Order-preserving int64 keys of finite float64 scores.
+
+    Args:
+        scores: (N,) float64, finite.
+
+    Returns:
+        (N,) int64 with ``key(a) < key(b)`` iff ``a < b`` and ``key(-0.0) == key(0.0) == 0``;
+        ``key(-x) == -key(x)``.
+    """
+    b = np.ascontiguousarray(scores, dtype=np.float64).view(np.int64)
+    sign = b >> 63  # 0 for +, -1 for -
+    k = sign & _LOW63
+    np.bitwise_xor(k, b, out=k)
+    k -= sign
+    return k
+
+
+def keys_to_scores(keys: np.ndarray) -> np.ndarray:
+    """Inverse of :func:`score_keys` for keys of finite floats: (M,) int64 -> (M,) float64."""
+    keys = np.asarray(keys, dtype=np.int64)
+    mag = np.abs(keys).view(np.float64)
+    return np.where(keys < 0, -mag, mag)
+
+
+def bin_lower_scores(keys: np.ndarray, level: int) -> np.ndarray:
+    """The lowest finite float64 of each bin ``keys`` at ``level``: "score >= that value" selects
+    exactly the examples of this bin and of every higher bin. At level 0 it is the bin's score."""
+    keys = np.asarray(keys, dtype=np.int64)
+    if level == 0:
+        return keys_to_scores(keys)
+    low = np.maximum(keys << np.int64(level), -KEY_MAX_FINITE)
+    return keys_to_scores(low)
+
+
+def bin_upper_scores(keys: np.ndarray, level: int) -> np.ndarray:
+    """The highest finite float64 of each bin ``keys`` at ``level``."""
+    keys = np.asarray(keys, dtype=np.int64)
+    if level == 0:
+        return keys_to_scores(keys)
+    # keys << level + 2**level - 1 cannot overflow: |keys << level| <= KEY_MAX_FINITE + 2**level - 1
+    high = np.minimum((keys << np.int64(level)) + np.int64((1 << level) - 1), KEY_MAX_FINITE)
+    return keys_to_scores(high)
+
+
+def _distinct(sorted_keys: np.ndarray, shift: int) -> int:
+    """Number of distinct values of ``sorted_keys >> shift`` (``sorted_keys`` ascending)."""
+    if sorted_keys.size == 0:
+        return 0
+    k = sorted_keys >> np.int64(shift)
+    return 1 + int(np.count_nonzero(k[1:] != k[:-1]))
+
+
+def _coarsen(keys: np.ndarray, weights: np.ndarray, shift: int):
+    """Bins ``keys >> shift`` with their summed (m, L) weights (``keys`` ascending and distinct)."""
+    if shift == 0 or keys.size == 0:
+        return keys, weights
+    k = keys >> np.int64(shift)
+    starts = np.flatnonzero(np.concatenate(([True], k[1:] != k[:-1])))
+    if starts.size == k.size:
+        return k, weights
+    return k[starts], np.add.reduceat(weights, starts, axis=0)
+
+
+def _union(ka, wa, kb, wb):
+    """Union of two ascending distinct key arrays with their (m, L) weights added on common keys.
+
+    Symmetric bit for bit (IEEE addition is commutative), so ``merge(a, b) == merge(b, a)``."""
+    if ka.size < kb.size:
+        ka, wa, kb, wb = kb, wb, ka, wa
+    at = np.searchsorted(ka, kb)
+    common = at < ka.size
+    common[common] = ka[at[common]] == kb[common]
+    if common.any():
+        wa = wa.copy()
+        wa[at[common]] += wb[common]
+    if common.all():
+        return ka, wa
+    new = ~common
+    ins = at[new]
+    return np.insert(ka, ins, kb[new]), np.insert(wa, ins, wb[new], axis=0)
+
+
+def _canonical(keys: np.ndarray, weights: np.ndarray, level: int, capacity: int):
+    """Raise the level of ascending distinct bins until at most ``capacity`` remain (smallest such
+    level; binary search, the count of distinct bins being non-increasing in the level)."""
+    if keys.size <= capacity:
+        return keys, weights, level
+    # the answer shift is in [1, MAX_LEVEL - level] (at level 63 there are <= 2 bins); it is
+    # usually 1: gallop 1, 2, 4, ... then bisect
+    lo, hi, top = 1, 1, MAX_LEVEL - level
+    while hi < top and _distinct(keys, hi) > capacity:
+        lo, hi = hi + 1, min(top, 2 * hi)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if _distinct(keys, mid) <= capacity:
+            hi = mid
+        else:
+            lo = mid + 1
+    k, w = _coarsen(keys, weights, lo)
+    return k, w, level + lo
+
+
+# ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ScoreDistributionLayout:
+    """Configuration of a score distribution.
+
+    Attributes:
+        capacity: maximum number of bins (int in [2, 2**26]). While a slice has at most this many
+            distinct scores its state is exact; beyond, it is compressed to the finest level that
+            fits. Default 40,000: 3 arrays x 8 B x 40,000 = 960 KB, so one state stays < 1 MiB.
+    """
+
+    capacity: int = DEFAULT_CAPACITY
+
+    def __post_init__(self) -> None:
+        c = self.capacity
+        if isinstance(c, bool) or not isinstance(c, (int, np.integer)) or not 2 <= c <= MAX_CAPACITY:
+            raise ValueError(f"capacity must be an integer in [2, {MAX_CAPACITY}], got {c!r}")
+        object.__setattr__(self, "capacity", int(c))
+
+
+class ScoreDistributionState(State):
+    """Weighted positive/negative totals per score bin: exact per distinct score up to a capacity.
+
+    Fields:
+        level: () int64 in [0, 63]: 0 = exact (one bin per distinct score), L > 0 = bins of
+            ``key >> L`` (see the module docstring).
+        keys: (m,) int64, strictly increasing bin keys, ``m <= capacity``.
+        pos: (m,) float64 >= 0, summed weight of positive examples (label 1) per bin.
+        neg: (m,) float64 >= 0, summed weight of negative examples (label 0) per bin.
+
+    Every bin has ``pos + neg > 0``: zero-weight examples leave no trace (as in scikit-learn,
+    which drops them before building its curves). Unweighted totals are exact integers (to 2**53).
+
+    Scores come from ``Batch.y_score``; a batch with only hard predictions ``y_pred`` (0/1) uses
+    them as scores (two distinct values: the curve has one operating point).
+
+    Raises:
+        ValueError: on construction, arrays that break the invariants above (e.g. corrupted bytes);
+            on merge, a different ``capacity``.
+    """
+
+    kind = "score_distribution"
+    Layout = ScoreDistributionLayout
+    FIELDS = (("level", "int64"), ("keys", "int64"), ("pos", "float64"), ("neg", "float64"))
+
+    def __init__(self, layout: ScoreDistributionLayout, arrays: dict[str, np.ndarray], _trusted: bool = False):
+        super().__init__(layout, arrays)
+        if _trusted:
+            return
+        a = self.arrays
+        level, keys, pos, neg = int(a["level"]), a["keys"], a["pos"], a["neg"]
+        m = keys.shape[0]
+        problems = []
+        if not 0 <= level <= MAX_LEVEL:
+            problems.append(f"level {level} is not in [0, {MAX_LEVEL}]")
+        if level > 0 and 2 * m <= layout.capacity:
+            problems.append(f"level {level} is not canonical for {m} bins and capacity {layout.capacity}")
+        if pos.shape[0] != m or neg.shape[0] != m:
+            problems.append(f"keys, pos, neg have lengths {m}, {pos.shape[0]}, {neg.shape[0]}")
+        elif m:
+            if m > layout.capacity:
+                problems.append(f"{m} bins exceed capacity {layout.capacity}")
+            if m > 1 and not bool(np.all(keys[1:] > keys[:-1])):
+                problems.append("keys are not strictly increasing")
+            if 0 <= level <= MAX_LEVEL:
+                lim = KEY_MAX_FINITE >> level
+                if int(keys[0]) < -lim - 1 or int(keys[-1]) > lim:
+                    problems.append("keys outside the range of finite scores")
+            w = pos + neg
+            if not (np.all(np.isfinite(w)) and np.all(pos >= 0) and np.all(neg >= 0) and np.all(w > 0)):
+                problems.append("weights must be finite, >= 0, and positive per bin")
+        if problems:
+            raise ValueError(f"invalid {self.kind} state: " + "; ".join(problems))
+
+    # -- construction -----------------------------------------------------------------------
+    @classmethod
+    def shape(cls, layout: ScoreDistributionLayout, field: str) -> tuple[int, ...] | None:
+        return () if field == "level" else None
+
+    @classmethod
+    def layout_for(cls, requirements: list[Any], task: Any) -> ScoreDistributionLayout:
+        """One layout for every metric: the largest requested ``capacity`` (None = the default)."""
+        caps = [DEFAULT_CAPACITY if r is None else int(r) for r in requirements]
+        return ScoreDistributionLayout(max(caps) if caps else DEFAULT_CAPACITY)
+
+    @classmethod
+    def _make(cls, layout, keys, pos, neg, level) -> "ScoreDistributionState":
+        return cls(
+            layout,
+            {
+                "level": np.int64(level),
+                "keys": np.ascontiguousarray(keys, dtype=np.int64),
+                "pos": np.ascontiguousarray(pos, dtype=np.float64),
+                "neg": np.ascontiguousarray(neg, dtype=np.float64),
+            },
+            _trusted=True,
+        )
+
+    @classmethod
+    def _from_weights(cls, layout, keys, weights, level) -> "ScoreDistributionState":
+        """From bins with (m, 2) weights of labels (0, 1)."""
+        return cls._make(layout, keys, weights[:, 1], weights[:, 0], level)
+
+    @classmethod
+    def zero(cls, layout: ScoreDistributionLayout) -> "ScoreDistributionState":
+        """The empty distribution (level 0, no bins), the identity of :meth:`merge`."""
+        e = np.zeros(0)
+        return cls._make(layout, np.zeros(0, np.int64), e, e, 0)
+
+    @classmethod
+    def from_batch(cls, layout: ScoreDistributionLayout, batch: Batch) -> "ScoreDistributionState":
+        """The canonical state of one validated batch.
+
+        Uses ``batch.y_score`` (or ``batch.y_pred`` as scores), ``batch.y_true`` (0/1) and
+        ``batch.sample_weight``.
+
+        Raises:
+            ValueError: the batch has neither scores nor predictions, or non-binary labels.
+        """
+        score = batch.y_score
+        if score is None:
+            if batch.y_pred is None:
+                raise ValueError("a score distribution needs scores (or predicted labels)")
+            score = batch.y_pred.astype(np.float64)
+        return cls._from_valid(layout, score, batch.y_true, batch.sample_weight)
+
+    @classmethod
+    def from_arrays(
+        cls,
+        layout: ScoreDistributionLayout,
+        y_score: np.ndarray,
+        y_true: np.ndarray,
+        sample_weight: np.ndarray | None = None,
+    ) -> "ScoreDistributionState":
+        """The canonical state of already-validated arrays.
+
+        Args:
+            layout: the layout.
+            y_score: (N,) finite float64 scores.
+            y_true: (N,) int labels in {0, 1} (1 = positive).
+            sample_weight: (N,) finite float64 >= 0, or None for unit weights.
+
+        Raises:
+            ValueError: lengths differ, labels outside {0, 1}, non-finite scores, or negative or
+                non-finite weights.
+        """
+        score = np.ascontiguousarray(y_score, dtype=np.float64)
+        y = np.asarray(y_true)
+        w = None if sample_weight is None else np.ascontiguousarray(sample_weight, dtype=np.float64)
+        n = score.shape[0]
+        if score.ndim != 1 or y.shape != (n,) or (w is not None and w.shape != (n,)):
+            raise ValueError("y_score, y_true and sample_weight must be 1-D of the same length")
+        if n and not (np.isin(y, (0, 1)).all()):
+            raise ValueError("y_true must hold labels 0 or 1")
+        if not np.isfinite(score).all():
+            raise ValueError("y_score must be finite (no nan or inf)")
+        if w is not None and not (np.isfinite(w).all() and (w >= 0).all()):
+            raise ValueError("sample_weight must be finite and >= 0")
+        return cls._from_valid(layout, score, y.astype(np.int64, copy=False), w)
+
+    @classmethod
+    def _from_valid(
+        cls, layout: ScoreDistributionLayout, score: np.ndarray, y: np.ndarray, w: np.ndarray | None
+    ) -> "ScoreDistributionState":
+        score = np.ascontiguousarray(score, dtype=np.float64)
+        if y.dtype != np.int64:
+            y = y.astype(np.int64)
+        n = score.shape[0]
+        if w is not None:
+            keep = w > 0
+            if not keep.all():
+                score, y, w = score[keep], y[keep], w[keep]
+                n = score.shape[0]
+        if n == 0:
+            return cls.zero(layout)
+        keys, weights, level = bin_scores(score, y, w, layout.capacity)
+        return cls._from_weights(layout, keys, weights, level)
+
+    # -- monoid -------------------------------------------------------------------------------
+    def merge(self, other: "State") -> "ScoreDistributionState":
+        """The canonical state of the union of both states' data.
+
+        Both states are brought to the larger level, bins are added key by key, and the level is
+        raised while the bins exceed ``capacity``. Associative and commutative; ``zero`` is the
+        identity.
+
+        Raises:
+            ValueError: ``other`` is another kind, or its ``capacity`` differs (named in the message).
+        """
+        if type(other) is not type(self):
+            raise ValueError(f"cannot merge state {getattr(other, 'kind', type(other).__name__)!r} into {self.kind!r}")
+        if other.layout != self.layout:
+            raise ValueError(
+                f"cannot merge {self.kind} states: different capacity {self.layout.capacity} != {other.layout.capacity}"
+            )
+        a, b = self.arrays, other.arrays
+        if b["keys"].size == 0:
+            return self
+        if a["keys"].size == 0:
+            return other  # type: ignore[return-value]
+        level = max(int(a["level"]), int(b["level"]))
+        k, wts, level = merge_bins(
+            (a["keys"], np.stack((a["neg"], a["pos"]), axis=1), int(a["level"])),
+            (b["keys"], np.stack((b["neg"], b["pos"]), axis=1), int(b["level"])),
+            self.layout.capacity,
+        )
+        return self._from_weights(self.layout, k, wts, level)
+
+    __add__ = merge
+
+    # -- accessors ------------------------------------------------------------------------------
+    @property
+    def level(self) -> int:
+        return int(self.arrays["level"])
+
+    @property
+    def is_exact(self) -> bool:
+        """True when every bin is one distinct score (level 0): metrics are then exact."""
+        return self.level == 0
+
+    @property
+    def num_bins(self) -> int:
+        return int(self.arrays["keys"].shape[0])
+
+    def totals(self) -> tuple[float, float]:
+        """``(positive weight, negative weight)``."""
+        return float(self.arrays["pos"].sum()), float(self.arrays["neg"].sum())
+
+    def thresholds(self) -> np.ndarray:
+        """(m,) float64 ascending: per bin, the lowest score it can hold (the score itself when
+        exact). Predicting positive when ``score >= thresholds[b]`` selects exactly bins ``>= b``."""
+        return bin_lower_scores(self.arrays["keys"], self.level)
+
+    def score_range(self) -> np.ndarray:
+        """(m, 2) float64: lowest and highest score each bin can hold."""
+        k, lvl = self.arrays["keys"], self.level
+        return np.stack([bin_lower_scores(k, lvl), bin_upper_scores(k, lvl)], axis=1)
+
+    def __repr__(self) -> str:
+        p, n = self.totals()
+        return (
+            f"ScoreDistributionState(capacity={self.layout.capacity}, level={self.level}, "
+            f"bins={self.num_bins}, pos={p:g}, neg={n:g})"
+        )
+
+
+# ---------------------------------------------------------------------------------------------
+def bin_scores(score: np.ndarray, y: np.ndarray, w: np.ndarray | None, capacity: int, num_labels: int = 2):
+    """The canonical bins of validated examples.
+
+    Args:
+        score: (N,) finite float64 scores.
+        y: (N,) int64 labels in [0, num_labels).
+        w: (N,) float64 weights > 0 (zero weights already removed), or None.
+        capacity: maximum number of bins.
+        num_labels: number of label values L.
+
+    Returns:
+        ``(keys, weights, level)``: (m,) int64 ascending bin keys, (m, L) float64 summed weight per
+        bin and label, and the level (the smallest at which at most ``capacity`` bins remain).
+    """
+    if score.shape[0] <= _SORT_MAX:
+        keys, weights, level = *_bins_by_sort(score_keys(score), y, w, num_labels), 0
+    else:
+        keys, weights, level = _bins_by_histogram(score, y, w, capacity, num_labels)
+    return _canonical(keys, weights, level, capacity)
+
+
+def merge_bins(a: tuple, b: tuple, capacity: int):
+    """The canonical bins of the union of two canonical ``(keys, weights, level)`` triples: both
+    at the larger level, weights added key by key, the level raised while bins exceed
+    ``capacity``."""
+    (ka, wa, la), (kb, wb, lb) = a, b
+    if kb.size == 0:
+        return ka, wa, la
+    if ka.size == 0:
+        return kb, wb, lb
+    level = max(la, lb)
+    ka, wa = _coarsen(ka, wa, level - la)
+    kb, wb = _coarsen(kb, wb, level - lb)
+    k, wts = _union(ka, wa, kb, wb)
+    return _canonical(k, wts, level, capacity)
+
+
+def _bins_by_sort(keys: np.ndarray, y: np.ndarray, w: np.ndarray | None, num_labels: int = 2):
+    """Exact (level-0) bins of a small batch: one sort. Returns (keys, (m, L) weights)."""
+    u, inv = np.unique(keys, return_inverse=True)
+    idx = inv.reshape(-1) * num_labels + y
+    c = np.bincount(idx, weights=w, minlength=num_labels * u.size).astype(np.float64, copy=False)
+    return u, c.reshape(u.size, num_labels)
+
+
+def _key_range(score: np.ndarray) -> tuple[int, int, bool]:
+    """(min key, max key, all scores have a clear sign bit) without materialising the keys."""
+    bits = score.view(np.int64)
+    bmin = int(bits.min())
+    if bmin >= 0:  # no negative numbers and no -0.0: the raw bits are the keys
+        return bmin, int(bits.max()), True
+    kmin = int(score_keys(np.array([score.min()]))[0])
+    bmax = int(bits.max())
+    kmax = bmax if bmax >= 0 else int(score_keys(np.array([score.max()]))[0])
+    return kmin, kmax, False
+
+
+class _Grid:
+    """A dense table of the bins at one level, over the key range that holds the data.
+
+    ``dense``: one contiguous range of bins ``[base, base + size)``. ``binades``: the bins of a
+    set of binades (keys sharing ``key >> 52``, i.e. sign and exponent), ``2**s`` bins each, plus
+    one overflow binade for keys outside the set (which must stay empty to be trusted). The second
+    form keeps the table small when scores straddle zero or span many empty exponents (logits).
+    """
+
+    def __init__(self, level: int, base: int | None = None, size: int | None = None, binades: np.ndarray | None = None):
+        self.level = level
+        if binades is None:
+            self.base, self.size, self.binades = int(base), int(size), None
+        else:
+            self.binades = binades
+            self.s = 52 - level
+            self.mask = np.int64((1 << self.s) - 1)
+            # rank of each binade code (key >> 52, in [-2048, 2048)), indexed by the code's low
+            # 12 bits (the unsigned key >> 52); unknown binades go to the overflow binade
+            rank = np.full(4096, binades.size, dtype=np.int64)
+            rank[binades & 4095] = np.arange(binades.size, dtype=np.int64)
+            code = np.arange(4096, dtype=np.int64)
+            code[2048:] -= 4096
+            self.rank = rank
+            # cell = (key >> level) + ((rank - code) << s): moves each binade's 2**s bins to its slot
+            self.offset = (rank - code) << np.int64(self.s)
+            self.size = (binades.size + 1) << self.s
+
+    def index(self, k: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        """(n,) int64 cell of each key (written into ``out`` if given)."""
+        lv = np.int64(self.level)
+        if self.binades is None:
+            o = np.right_shift(k, lv, out=out)
+            o -= np.int64(self.base)
+            return o
+        e = k.view(np.uint64) >> np.uint64(52)
+        off = np.take(self.offset, e)
+        o = np.right_shift(k, lv, out=out)
+        o += off
+        return o
+
+    def cell_keys(self, cells: np.ndarray) -> np.ndarray:
+        """Bin keys at ``level`` of cell numbers (not of the overflow binade)."""
+        if self.binades is None:
+            return cells.astype(np.int64) + np.int64(self.base)
+        c = cells.astype(np.int64)
+        return (self.binades[c >> np.int64(self.s)] << np.int64(self.s)) | (c & self.mask)
+
+
+def _first_grid(score: np.ndarray, table: int) -> tuple[_Grid, bool]:
+    """Choose the first table: the finest level whose table has at most ``table`` cells, either
+    over the whole key range (dense) or over the binades seen in a strided sample (cheaper when the
+    key range spans many empty exponents). Returns ``(grid, raw)`` with ``raw`` True when the raw
+    float bits are the keys (no negative scores)."""
+    n = score.shape[0]
+    sample = score[:: max(1, n // 16384)]
+    sk = score_keys(sample)
+    sb = np.unique(sk >> np.int64(52))
+    s_bin = min(52, (table // (sb.size + 1)).bit_length() - 1)
+    level_bin = 52 - s_bin
+    span = int(sk.max()) - int(sk.min()) + 1
+    level_dense = max(0, (span - 1).bit_length() - table.bit_length() + 1)
+    if level_dense <= level_bin + 1:
+        kmin, kmax, raw = _key_range(score)
+        level = 0
+        while (kmax >> level) - (kmin >> level) + 1 > table:
+            level += 1
+        return _Grid(level, base=kmin >> level, size=(kmax >> level) - (kmin >> level) + 1), raw
+    raw = int(score.view(np.int64).min()) >= 0
+    return _Grid(level_bin, binades=sb), raw
+
+
+def _keys_into(score: np.ndarray, out: np.ndarray, tmp: np.ndarray) -> np.ndarray:
+    """:func:`score_keys` of a chunk into preallocated buffers (no allocation)."""
+    b = score.view(np.int64)
+    sign = np.right_shift(b, np.int64(63), out=tmp)
+    k = np.bitwise_and(sign, _LOW63, out=out)
+    k ^= b
+    k -= sign
+    return k
+
+
+def _histogram(score: np.ndarray, raw: bool, y: np.ndarray, w: np.ndarray | None, grid: _Grid, num_labels: int = 2):
+    """(size, L) counts (or weights) of (cell, label), in chunks so temporaries stay in cache.
+
+    Returns ``(counts, overflow)``: ``overflow`` is None, or for a binade grid whose sample missed
+    some binades, ``(keys, y, w)`` of the examples outside the table (binned by the caller).
+    """
+    n = score.shape[0]
+    nl = num_labels
+    counts = np.zeros(nl * grid.size, dtype=np.float64 if w is not None else np.int64)
+    chunk = min(n, _CHUNK)
+    buf = np.empty(chunk, dtype=np.int64)
+    kbuf = np.empty(chunk, dtype=np.int64) if not raw else None
+    tbuf = np.empty(chunk, dtype=np.int64) if not raw else None
+    bits = score.view(np.int64)
+    first_overflow = None if grid.binades is None else np.int64(grid.binades.size << grid.s)
+    over = []
+    for i in range(0, n, chunk):
+        j = min(n, i + chunk)
+        k = bits[i:j] if raw else _keys_into(score[i:j], kbuf[: j - i], tbuf[: j - i])
+        o = grid.index(k, out=buf[: j - i])
+        if first_overflow is not None and o.max() >= first_overflow:
+            mask = o >= first_overflow
+            over.append((k[mask].copy(), y[i:j][mask], None if w is None else w[i:j][mask]))
+        if nl == 2:
+            o <<= 1
+        else:
+            o *= nl
+        o += y[i:j]
+        if w is None:
+            counts += np.bincount(o, minlength=nl * grid.size)
+        else:
+            counts += np.bincount(o, weights=w[i:j], minlength=nl * grid.size)
+    overflow = None
+    if over:
+        overflow = (
+            np.concatenate([a for a, _, _ in over]),
+            np.concatenate([b for _, b, _ in over]),
+            None if w is None else np.concatenate([c for _, _, c in over]),
+        )
+    return counts.reshape(grid.size, nl), overflow
+
+
+def _occupied(counts: np.ndarray) -> np.ndarray:
+    """Indices of the rows of (size, L) non-negative counts that are not all zero."""
+    if counts.shape[1] == 2:
+        if counts.dtype == np.int64:
+            return np.flatnonzero(counts[:, 0] | counts[:, 1])
+        return np.flatnonzero(counts[:, 0] + counts[:, 1])
+    return np.flatnonzero(counts.sum(axis=1))
+
+
+def _bins_by_histogram(score: np.ndarray, y: np.ndarray, w: np.ndarray | None, capacity: int, num_labels: int = 2):
+    """Bins of a large batch at a level no coarser than canonical (the caller coarsens).
+
+    Pass 1 (after a strided sample chooses the table) bins every example at the finest level
+    whose table has at most ``max(2**18, 4 * capacity)`` cells, in one chunked ``bincount`` of
+    ``2 * cell + label``. If more than ``capacity`` cells are occupied, the canonical level is
+    above this one and these bins are returned (continuous scores: one pass). Otherwise the
+    canonical level may be finer, so exact (level-0) bins are built: the exact key range of each
+    occupied cell (``np.minimum.at`` / ``np.maximum.at``) shows which cells hold a single distinct
+    score (exact already: typical of discrete scores); only the examples of the other cells are
+    sorted.
+    """
+    table = max(_TABLE, 4 * capacity)
+    grid, raw = _first_grid(score, table)
+    nl = num_labels
+    counts, overflow = _histogram(score, raw, y, w, grid, nl)
+    occupied = _occupied(counts)
+    level = grid.level
+    if overflow is not None:
+        # the sample missed some binades: bin their (few) examples exactly at `level` by sorting
+        ko, yo, wo = overflow
+        u, co = _bins_by_sort(ko >> np.int64(level), yo, wo, nl)
+        occupied = occupied[(occupied >> grid.s) < grid.binades.size]
+        bin_keys = np.concatenate((grid.cell_keys(occupied), u))
+        c = np.concatenate((counts[occupied].astype(np.float64), co.astype(np.float64)))
+        order = np.argsort(bin_keys, kind="stable")
+        bin_keys, c = bin_keys[order], c[order]
+        where = np.empty(order.size, dtype=np.int64)
+        where[order] = np.arange(order.size, dtype=np.int64)  # position of each unsorted bin
+    else:
+        bin_keys, c = grid.cell_keys(occupied), counts[occupied].astype(np.float64)
+    m = bin_keys.size
+    if m > capacity or level == 0:
+        return bin_keys, c, level
+    # --- refinement: the canonical level is <= `level`
+    keys = score.view(np.int64) if raw else score_keys(score)
+    rank = np.zeros(grid.size, dtype=np.int64)
+    gi = grid.index(keys)
+    if overflow is None:
+        rank[occupied] = np.arange(m, dtype=np.int64)
+        cidx = rank[gi]
+    else:
+        rank[occupied] = where[: occupied.size]
+        cidx = rank[np.minimum(gi, grid.size - 1)]
+        over = gi >= grid.binades.size << grid.s
+        cidx[over] = np.searchsorted(bin_keys, keys[over] >> np.int64(level))
+    # exact key range of every occupied bin: a bin holding one distinct score is exact as it is;
+    # the examples of the other bins are binned exactly by sorting their keys
+    lo = np.full(m, np.iinfo(np.int64).max, dtype=np.int64)
+    hi = np.full(m, np.iinfo(np.int64).min, dtype=np.int64)
+    np.minimum.at(lo, cidx, keys)
+    np.maximum.at(hi, cidx, keys)
+    single = lo == hi
+    k1, c1 = lo[single], c[single]
+    multi = ~single[cidx]
+    if not multi.any():
+        return k1, c1, 0
+    k2, c2 = _bins_by_sort(keys[multi], y[multi], None if w is None else w[multi], nl)
+    return _union(k1, c1, k2, c2) + (0,)
+
+
+# ---------------------------------------------------------------------------------------------
+def default_class_capacity(num_classes: int) -> int:
+    """Default bins per class column of a :class:`ClassScoreDistributionState`: each bin stores a
+    key and K class weights (8 B each), so ``K (K + 1) 8 capacity`` stays near 1 MiB; clipped to
+    [16, 40,000] (K = 3: 10,922 bins per column; K = 10: 1,191)."""
+    return int(min(DEFAULT_CAPACITY, max(16, (1 << 20) // (8 * num_classes * (num_classes + 1)))))
+
+
+@dataclass(frozen=True)
+class ClassScoreDistributionLayout:
+    """Configuration of a per-class score distribution.
+
+    Attributes:
+        num_classes: K >= 2 (labels in [0, K); the score matrix has K columns).
+        capacity: bins per class column (int in [2, 2**26]); None picks
+            :func:`default_class_capacity` (about 1 MiB per state).
+    """
+
+    num_classes: int
+    capacity: int | None = None
+
+    def __post_init__(self) -> None:
+        k = self.num_classes
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 2:
+            raise ValueError(f"num_classes must be an integer >= 2, got {k!r}")
+        object.__setattr__(self, "num_classes", int(k))
+        cap = default_class_capacity(int(k)) if self.capacity is None else self.capacity
+        object.__setattr__(self, "capacity", ScoreDistributionLayout(cap).capacity)
+
+
+class ClassScoreDistributionState(State):
+    """Per class column k of an (N, K) score matrix: a canonical score distribution of
+    ``y_score[:, k]`` whose bins hold the summed weight of every true class.
+
+    This is what one-vs-rest (class k against the others) and one-vs-one (class j against class
+    k, Hand & Till) ROC AUC and average precision need. Each column is binned exactly like
+    :class:`ScoreDistributionState` (same keys, levels and canonical merge), independently.
+
+    Fields:
+        levels: (K,) int64, the level of each column.
+        offsets: (K + 1,) int64, column k's bins are ``offsets[k]:offsets[k + 1]``.
+        keys: (M,) int64, the bin keys of all columns, ascending within each column.
+        weights: (M * K,) float64, row-major (M, K): summed weight per bin and true class.
+
+    Raises:
+        ValueError: arrays that break the invariants (corrupted bytes); merging states of another
+            ``num_classes`` or ``capacity``; a batch without an (N, K) score matrix.
+    """
+
+    kind = "class_score_distribution"
+    Layout = ClassScoreDistributionLayout
+    FIELDS = (("levels", "int64"), ("offsets", "int64"), ("keys", "int64"), ("weights", "float64"))
+
+    def __init__(self, layout: ClassScoreDistributionLayout, arrays: dict[str, np.ndarray], _trusted: bool = False):
+        super().__init__(layout, arrays)
+        if _trusted:
+            return
+        k, cap = layout.num_classes, layout.capacity
+        a = self.arrays
+        levels, offsets, keys, weights = a["levels"], a["offsets"], a["keys"], a["weights"]
+        problems = []
+        if levels.shape != (k,) or offsets.shape != (k + 1,):
+            problems.append(f"levels/offsets must have {k}/{k + 1} entries")
+        elif offsets[0] != 0 or offsets[-1] != keys.shape[0] or np.any(np.diff(offsets) < 0):
+            problems.append("offsets do not partition the keys")
+        elif weights.shape[0] != keys.shape[0] * k:
+            problems.append(f"weights must have {k} entries per key")
+        else:
+            w = weights.reshape(-1, k)
+            if not (np.all(np.isfinite(w)) and np.all(w >= 0) and np.all(w.sum(axis=1) > 0)):
+                problems.append("weights must be finite, >= 0, and positive per bin")
+            for c in range(k):
+                kc, lv, m = keys[offsets[c] : offsets[c + 1]], int(levels[c]), int(offsets[c + 1] - offsets[c])
+                if not 0 <= lv <= MAX_LEVEL or m > cap or (lv > 0 and 2 * m <= cap):
+                    problems.append(f"column {c}: level {lv} with {m} bins is not canonical for capacity {cap}")
+                elif m > 1 and not bool(np.all(kc[1:] > kc[:-1])):
+                    problems.append(f"column {c}: keys are not strictly increasing")
+                elif m and (int(kc[0]) < -(KEY_MAX_FINITE >> lv) - 1 or int(kc[-1]) > KEY_MAX_FINITE >> lv):
+                    problems.append(f"column {c}: keys outside the range of finite scores")
+        if problems:
+            raise ValueError(f"invalid {self.kind} state: " + "; ".join(problems))
+
+    @classmethod
+    def shape(cls, layout: ClassScoreDistributionLayout, field: str) -> tuple[int, ...] | None:
+        if field == "levels":
+            return (layout.num_classes,)
+        if field == "offsets":
+            return (layout.num_classes + 1,)
+        return None
+
+    @classmethod
+    def layout_for(cls, requirements: list[Any], task: Any) -> ClassScoreDistributionLayout:
+        """The task's K and the largest requested capacity (None = the default for K)."""
+        default = default_class_capacity(task.num_classes)
+        caps = [default if r is None else int(r) for r in requirements]
+        return ClassScoreDistributionLayout(task.num_classes, max(caps) if caps else default)
+
+    @classmethod
+    def _from_columns(cls, layout: ClassScoreDistributionLayout, columns: list[tuple]) -> "ClassScoreDistributionState":
+        keys = [c[0] for c in columns]
+        offsets = np.concatenate(([0], np.cumsum([x.size for x in keys]))).astype(np.int64)
+        return cls(
+            layout,
+            {
+                "levels": np.array([c[2] for c in columns], dtype=np.int64),
+                "offsets": offsets,
+                "keys": np.concatenate(keys).astype(np.int64, copy=False),
+                "weights": np.concatenate([np.asarray(c[1], dtype=np.float64).reshape(-1) for c in columns]),
+            },
+            _trusted=True,
+        )
+
+    @classmethod
+    def zero(cls, layout: ClassScoreDistributionLayout) -> "ClassScoreDistributionState":
+        k = layout.num_classes
+        empty = (np.zeros(0, np.int64), np.zeros((0, k)), 0)
+        return cls._from_columns(layout, [empty] * k)
+
+    @classmethod
+    def from_batch(cls, layout: ClassScoreDistributionLayout, batch: Batch) -> "ClassScoreDistributionState":
+        """Bin every column of ``batch.y_score`` ((N, K) float64) by true class ``batch.y_true``.
+
+        Raises:
+            ValueError: the batch has no (N, K) score matrix.
+        """
+        k = layout.num_classes
+        score = batch.y_score
+        if score is None or score.ndim != 2 or score.shape[1] != k:
+            got = "none" if score is None else f"shape {score.shape}"
+            raise ValueError(f"one-vs-rest / one-vs-one metrics need an (N, {k}) score matrix, got {got}")
+        y = batch.y_true.astype(np.int64, copy=False)
+        w = batch.sample_weight
+        if w is not None:
+            keep = w > 0
+            if not keep.all():
+                score, y, w = score[keep], y[keep], w[keep]
+        if score.shape[0] == 0:
+            return cls.zero(layout)
+        cols = [bin_scores(np.ascontiguousarray(score[:, c], dtype=np.float64), y, w, layout.capacity, k) for c in range(k)]
+        return cls._from_columns(layout, cols)
+
+    def column(self, c: int) -> tuple[np.ndarray, np.ndarray, int]:
+        """``(keys, weights, level)`` of class column ``c``: (m,) keys ascending, (m, K) weights."""
+        a, k = self.arrays, self.layout.num_classes
+        lo, hi = int(a["offsets"][c]), int(a["offsets"][c + 1])
+        return a["keys"][lo:hi], a["weights"][lo * k : hi * k].reshape(-1, k), int(a["levels"][c])
+
+    def merge(self, other: "State") -> "ClassScoreDistributionState":
+        """Column by column canonical merge (see :meth:`ScoreDistributionState.merge`).
+
+        Raises:
+            ValueError: another kind, ``num_classes`` or ``capacity`` (named in the message).
+        """
+        if type(other) is not type(self):
+            raise ValueError(f"cannot merge state {getattr(other, 'kind', type(other).__name__)!r} into {self.kind!r}")
+        if other.layout != self.layout:
+            from core.states import _layout_diff
+
+            raise ValueError(f"cannot merge {self.kind} states: {_layout_diff(self.layout, other.layout)}")
+        if other.arrays["keys"].size == 0:
+            return self
+        if self.arrays["keys"].size == 0:
+            return other  # type: ignore[return-value]
+        cap = self.layout.capacity
+        cols = [merge_bins(self.column(c), other.column(c), cap) for c in range(self.layout.num_classes)]  # type: ignore[attr-defined]
+        return self._from_columns(self.layout, cols)
+
+    __add__ = merge
+
+    @property
+    def is_exact(self) -> bool:
+        """True when every column holds every distinct score (all levels 0)."""
+        return bool(np.all(self.arrays["levels"] == 0))
+
+    def class_totals(self) -> np.ndarray:
+        """(K,) summed weight per true class (from column 0; every column sees every example)."""
+        return self.column(0)[1].sum(axis=0)
+
+    def __repr__(self) -> str:
+        a = self.arrays
+        return (
+            f"ClassScoreDistributionState(num_classes={self.layout.num_classes}, capacity={self.layout.capacity}, "
+            f"levels={a['levels'].tolist()}, bins={np.diff(a['offsets']).tolist()})"
+        )

@@ -1,0 +1,114 @@
+"""Top-k accuracy from a rank histogram: one state serves every k up to a set maximum.
+
+:class:`TopKState` holds, for ranks ``r < max_k``, the weight of rows whose true class has rank
+``r`` among the row's K scores (0 = highest), and the total weight. Top-k accuracy is
+``sum(hits[:k]) / weight`` for any ``k <= max_k``. Merging is fieldwise addition.
+
+Ties follow scikit-learn's ``top_k_accuracy_score`` (a stable ascending sort, reversed): among
+equal scores the higher class id ranks first, so the rank of true class ``t`` is
+``#{j: s_j > s_t} + #{j > t: s_j == s_t}``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from core._inputs import Batch
+from core.metrics import Metric, record_undefined
+from core.states import ConfusionMatrixLayout, State, _weighted_count
+
+
+@dataclass(frozen=True)
+class TopKLayout:
+    """Number of classes K and the largest k served (``max_k >= 1``)."""
+
+    num_classes: int
+    max_k: int
+
+    def __post_init__(self) -> None:
+        ConfusionMatrixLayout(self.num_classes)
+        if isinstance(self.max_k, bool) or int(self.max_k) != self.max_k or self.max_k < 1:
+            raise ValueError(f"max_k must be an integer >= 1, got {self.max_k!r}")
+        object.__setattr__(self, "num_classes", int(self.num_classes))
+        object.__setattr__(self, "max_k", int(self.max_k))
+
+
+def true_class_rank(scores: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """(N,) 0-based rank of each row's true class among its (N, K) scores (sklearn tie order)."""
+    n, k = scores.shape
+    s_t = scores[np.arange(n), y][:, None]
+    higher = (scores > s_t).sum(axis=1)
+    tied_after = ((scores == s_t) & (np.arange(k)[None, :] > y[:, None])).sum(axis=1)
+    return (higher + tied_after).astype(np.int64)
+
+
+class TopKState(State):
+    """``hits`` (max_k,) float64: weight of rows whose true class has rank r; ``weight`` ()."""
+
+    kind = "top_k"
+    Layout = TopKLayout
+    FIELDS = (("hits", "float64"), ("weight", "float64"))
+
+    @classmethod
+    def shape(cls, layout: TopKLayout, field: str) -> tuple[int, ...]:
+        return (layout.max_k,) if field == "hits" else ()
+
+    @classmethod
+    def layout_for(cls, requirements: list[Any], task: Any) -> TopKLayout:
+        return TopKLayout(task.num_classes, max(int(r) for r in requirements))
+
+    @classmethod
+    def from_batch(cls, layout: TopKLayout, batch: Batch) -> "TopKState":
+        if batch.y_score is None or batch.y_score.ndim != 2:
+            raise ValueError("top-k accuracy needs an (N, K) score matrix")
+        rank = true_class_rank(batch.y_score, batch.y_true)
+        size = max(layout.max_k, layout.num_classes)
+        hits = _weighted_count(rank, batch.sample_weight, size)[: layout.max_k].astype(np.float64)  # empty+weights: int64
+        w = float(batch.n) if batch.sample_weight is None else float(batch.sample_weight.sum())
+        return cls(layout, {"hits": hits, "weight": np.float64(w)})
+
+
+class TopKAccuracy(Metric):
+    """Top-k accuracy: the weighted fraction of rows whose true class is among the k highest
+    scores (ties as scikit-learn). ``k`` defaults to 2 (scikit-learn's default); ``max_k`` widens
+    the state so that any k up to it can be computed from merged states. ``k >= K`` gives 1.0.
+    NaN with no examples. Needs an (N, K) score matrix. Source:
+    ``sklearn.metrics.top_k_accuracy_score(labels=range(K))``.
+    """
+
+    name = "top_k_accuracy"
+    aliases = ("top_k_accuracy_score", "topk_accuracy", "top_k")
+    params = {"k": 2, "max_k": None}
+    tasks = ("multiclass",)
+    sklearn = "sklearn.metrics.top_k_accuracy_score"
+    undefined = "no examples (total weight 0)"
+
+    def configure(self) -> None:
+        for name in ("k", "max_k"):
+            v = self.p[name]
+            if v is None and name == "max_k":
+                continue
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ValueError(f"metric {self.name!r}: {name} must be an integer >= 1, got {v!r}")
+        if self.p["max_k"] is not None and self.p["max_k"] < self.p["k"]:
+            raise ValueError(f"metric {self.name!r}: max_k ({self.p['max_k']}) must be >= k ({self.p['k']})")
+
+    def requires(self) -> list[tuple[type[State], Any]]:
+        return [(TopKState, max(self.p["k"], self.p["max_k"] or 1))]
+
+    def needs(self) -> frozenset[str]:
+        return frozenset({"target", "score_matrix"})
+
+    def compute(self, states: dict[str, State]) -> float:
+        st = states["top_k"]
+        w = float(st["weight"])
+        if w == 0:
+            record_undefined()
+            return float("nan")
+        return float(st["hits"][: self.p["k"]].sum() / w)
+
+
+__all__ = ["TopKAccuracy", "TopKLayout", "TopKState", "true_class_rank"]

@@ -1,0 +1,605 @@
+"""A self-contained HTML report of :class:`core.Results`, and the plots behind it.
+
+:func:`write_report` renders one HTML file (Jinja2 template ``pipelines/templates/report.html.j2``)
+with the overall and per-slice tables (sortable: click a column header, or open the file with
+``#sort=TABLE:COLUMN:asc|desc``), and matplotlib figures embedded as inline base64 PNG images.
+Nothing is fetched from the network when viewing it: a Content-Security-Policy in the page forbids
+any load other than inline data.
+
+Figures appear only when their data exists in the results:
+
+==========================  ===================================================================
+figure (``data-figure``)     shown when
+==========================  ===================================================================
+``roc``                      a ``roc_curve`` metric is present (legend: ``roc_auc`` if present)
+``pr``                       a ``precision_recall_curve`` metric (legend: ``average_precision``)
+``reliability``              a ``reliability_diagram`` metric (title: ``ece`` if present)
+``confusion_matrix``         a ``confusion_matrix`` metric
+``slices``                   one bar chart per scalar metric when there are slices besides the
+                             overall one; certified ``intervals`` are drawn as error bars
+``windows``                  windowed results are given (``windows=`` or ``results.windows``,
+                             or a ``window_col`` in ``results.config`` naming a slice column)
+``accuracy_matrix``          a continual-learning accuracy matrix metric (a metric class with
+                             ``report_figure = "accuracy_matrix"``, or named ``accuracy_matrix``)
+==========================  ===================================================================
+
+A metric class may set ``report_figure`` to one of ``"roc"``, ``"pr"``, ``"reliability"``,
+``"confusion_matrix"``, ``"accuracy_matrix"`` to opt into a figure without a change here.
+
+The ``plot_*`` functions return a ``matplotlib.figure.Figure`` (built without pyplot, so no
+display or backend is needed); pass ``ax=`` to draw into an existing axes instead. They are also
+available as methods of :class:`core.Results` (``results.plot_roc()`` ...).
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as _dt
+import io as _io
+import json
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+
+from core.results import Results, SliceResult, jsonable
+
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+TEMPLATE = "report.html.j2"
+
+#: canonical metric name -> figure kind
+FIGURE_KINDS = {
+    "roc_curve": "roc",
+    "precision_recall_curve": "pr",
+    "reliability_diagram": "reliability",
+    "confusion_matrix": "confusion_matrix",
+    "accuracy_matrix": "accuracy_matrix",
+    "continual_accuracy_matrix": "accuracy_matrix",
+    "task_accuracy_matrix": "accuracy_matrix",
+}
+#: scalar metrics that are counts, not rates: no per-slice bar chart by default
+COUNT_METRICS = {"tp", "fp", "tn", "fn", "example_count", "weighted_example_count"}
+MAX_CURVE_SLICES = 6
+
+
+# -- metric lookup -------------------------------------------------------------------------
+def base_name(key: str) -> str:
+    """``"roc_auc@capacity=1000"`` -> ``"roc_auc"``."""
+    return key.split("@", 1)[0].strip()
+
+
+def metric_class(key: str) -> Any:
+    """The registered metric class of a metric key (aliases resolve), or None."""
+    from core.metrics import REGISTRY
+
+    name = base_name(key)
+    return REGISTRY.get(name) or REGISTRY.get(name.lower())
+
+
+def canonical_name(key: str) -> str:
+    cls = metric_class(key)
+    return cls.name if cls is not None else base_name(key)
+
+
+def figure_kind(key: str) -> str | None:
+    """The figure a metric feeds (see the module docstring), or None."""
+    cls = metric_class(key)
+    kind = getattr(cls, "report_figure", None) if cls is not None else None
+    return kind or FIGURE_KINDS.get(canonical_name(key))
+
+
+def metric_keys(results: Results, kind: str | None = None, canonical: str | None = None) -> list[str]:
+    """Metric keys of the results (in order) feeding figure ``kind`` or of canonical name."""
+    if not results.slices:
+        return []
+    keys = list(results.slices[0].metrics)
+    if kind is not None:
+        keys = [k for k in keys if figure_kind(k) == kind]
+    if canonical is not None:
+        keys = [k for k in keys if canonical_name(k) == canonical]
+    return keys
+
+
+def scalar_metrics(results: Results, include_counts: bool = False) -> list[str]:
+    """Keys of the scalar metrics (in order); counts (tp, fp, ...) only with ``include_counts``."""
+    if not results.slices:
+        return []
+    out = []
+    for k, v in results.slices[0].metrics.items():
+        if np.ndim(v) != 0 or isinstance(v, str):
+            continue
+        if not include_counts and canonical_name(k) in COUNT_METRICS:
+            continue
+        out.append(k)
+    return out
+
+
+def _pick(results: Results, kind: str, metric: str | None) -> str:
+    keys = metric_keys(results, kind)
+    if metric is not None:
+        if metric in keys or (results.slices and metric in results.slices[0].metrics):
+            return metric
+        raise ValueError(f"metric {metric!r} is not in the results; available: {list(results.slices[0].metrics) if results.slices else []}")
+    if not keys:
+        names = {"roc": "roc_curve", "pr": "precision_recall_curve", "reliability": "reliability_diagram",
+                 "confusion_matrix": "confusion_matrix", "accuracy_matrix": "accuracy_matrix"}  # fmt: skip
+        raise ValueError(f"no {names.get(kind, kind)} metric in the results; add it to the metrics (e.g. metrics=[..., {names.get(kind, kind)!r}])")
+    return keys[0]
+
+
+def _slice(results: Results, key: Any) -> SliceResult:
+    if isinstance(key, SliceResult):
+        return key
+    if isinstance(key, str):
+        for s in results.slices:
+            if s.name == key:
+                return s
+        raise KeyError(f"no slice named {key!r}; slices: {[s.name for s in results.slices[:20]]}")
+    if isinstance(key, dict):
+        key = tuple(key.items())
+    return results[tuple(key)]
+
+
+def curve_slices(results: Results, metric: str, slices: Iterable[Any] | None = None, max_slices: int = MAX_CURVE_SLICES) -> list[SliceResult]:
+    """Slices whose curves are drawn: ``slices`` if given; else the overall slice plus the largest
+    (by weight) slices of the first one-column slice spec, at most ``max_slices`` of them."""
+    if slices is not None:
+        return [_slice(results, s) for s in slices]
+    out = [s for s in results.slices if s.slice == ()]
+    by_spec: dict[tuple, list[SliceResult]] = {}
+    for s in results.slices:
+        if s.slice:
+            by_spec.setdefault(tuple(c for c, _ in s.slice), []).append(s)
+    for cols, members in by_spec.items():
+        if len(cols) == 1:
+            members = [m for m in members if _curve_ok(m.metrics.get(metric))]
+            out += sorted(members, key=lambda m: -float(m.weight))[:max_slices]
+            break
+    return out
+
+
+def _curve_ok(v: Any) -> bool:
+    if v is None:
+        return False
+    a = np.asarray(v, dtype=np.float64)
+    return a.ndim == 2 and a.shape[0] > 0 and np.isfinite(a[:, :2]).all()
+
+
+# -- matplotlib helpers --------------------------------------------------------------------
+def _new_axes(ax: Any, figsize: tuple[float, float]) -> tuple[Any, Any]:
+    if ax is not None:
+        return ax.figure, ax
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=figsize, layout="constrained")
+    return fig, fig.add_subplot()
+
+
+def _fmt(v: Any, digits: int = 4) -> str:
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return str(v)
+    if not math.isfinite(f):
+        return "null" if math.isnan(f) else ("inf" if f > 0 else "-inf")
+    if f.is_integer() and abs(f) >= 1:
+        return f"{int(f):,}"
+    return f"{f:.{digits}f}"
+
+
+def _legend_value(s: SliceResult, key: str | None) -> str:
+    if key is None or key not in s.metrics:
+        return ""
+    v = s.metrics[key]
+    text = f" ({canonical_name(key)} {_fmt(v, 3)}"
+    if key in s.intervals:
+        lo, hi = s.intervals[key]
+        text += f" [{_fmt(lo, 3)}, {_fmt(hi, 3)}]"
+    return text + ")"
+
+
+def plot_roc(results: Results, slices: Iterable[Any] | None = None, metric: str | None = None, *, ax: Any = None) -> Any:
+    """ROC curves (false positive rate vs true positive rate) of the overall slice and a few
+    slices (see :func:`curve_slices`), from a ``roc_curve`` metric (``(n, 3)``: fpr, tpr,
+    threshold). Raises ValueError without one."""
+    key = _pick(results, "roc", metric)
+    auc = next(iter(metric_keys(results, canonical="roc_auc")), None)
+    fig, ax = _new_axes(ax, (6.0, 5.0))
+    for i, s in enumerate(curve_slices(results, key, slices)):
+        c = np.asarray(s.metrics[key], dtype=np.float64)
+        if not _curve_ok(c):
+            continue
+        ax.plot(c[:, 0], c[:, 1], lw=2.4 if not s.slice else 1.2, color="black" if not s.slice else f"C{i}",
+                label=s.name + _legend_value(s, auc), drawstyle="default")  # fmt: skip
+    ax.plot([0, 1], [0, 1], ls=":", color="grey", lw=1, label="chance")
+    ax.set(xlim=(0, 1), ylim=(0, 1.01), xlabel="false positive rate", ylabel="true positive rate", title=f"ROC curve ({key})")
+    ax.legend(loc="lower right", fontsize="small")
+    ax.grid(alpha=0.3)
+    return fig
+
+
+def plot_pr(results: Results, slices: Iterable[Any] | None = None, metric: str | None = None, *, ax: Any = None) -> Any:
+    """Precision-recall curves of the overall slice and a few slices, from a
+    ``precision_recall_curve`` metric (``(n, 3)``: precision, recall, threshold)."""
+    key = _pick(results, "pr", metric)
+    ap = next(iter(metric_keys(results, canonical="average_precision")), None)
+    fig, ax = _new_axes(ax, (6.0, 5.0))
+    for i, s in enumerate(curve_slices(results, key, slices)):
+        c = np.asarray(s.metrics[key], dtype=np.float64)
+        if not _curve_ok(c):
+            continue
+        ax.plot(c[:, 1], c[:, 0], lw=2.4 if not s.slice else 1.2, color="black" if not s.slice else f"C{i}",
+                drawstyle="steps-post", label=s.name + _legend_value(s, ap))  # fmt: skip
+    ax.set(xlim=(0, 1), ylim=(0, 1.01), xlabel="recall", ylabel="precision", title=f"Precision-recall curve ({key})")
+    ax.legend(loc="lower left", fontsize="small")
+    ax.grid(alpha=0.3)
+    return fig
+
+
+def plot_reliability(results: Results, slice: Any = (), metric: str | None = None, *, ax: Any = None) -> Any:
+    """Reliability diagram of one slice from a ``reliability_diagram`` metric (``(B, 3)``: bin
+    weight, mean score, fraction of positives): fraction of positives against mean score per
+    bin, the diagonal of perfect calibration, and the bin weights as a histogram below."""
+    key = _pick(results, "reliability", metric)
+    s = _slice(results, slice)
+    d = np.asarray(s.metrics[key], dtype=np.float64).reshape(-1, 3)
+    ece = next(iter(metric_keys(results, canonical="ece")), None)
+    if ax is None:
+        from matplotlib.figure import Figure
+
+        fig = Figure(figsize=(6.0, 6.0), layout="constrained")
+        ax, hist = fig.subplots(2, 1, sharex=True, height_ratios=[3, 1])
+    else:
+        fig, hist = ax.figure, None
+    nb = d.shape[0]
+    ok = d[:, 0] > 0
+    ax.plot([0, 1], [0, 1], ls=":", color="grey", label="perfectly calibrated")
+    ax.plot(d[ok, 1], d[ok, 2], marker="o", color="C0", label=f"{s.name}{_legend_value(s, ece)}")
+    ax.set(xlim=(0, 1), ylim=(0, 1), ylabel="fraction of positives", title=f"Reliability diagram ({key}, {nb} bins)")
+    ax.legend(loc="upper left", fontsize="small")
+    ax.grid(alpha=0.3)
+    if hist is not None:
+        edges = np.arange(nb) / nb
+        hist.bar(edges, d[:, 0], width=1.0 / nb, align="edge", color="C0", alpha=0.5, edgecolor="white")
+        hist.set(xlim=(0, 1), xlabel="mean predicted score (bin)", ylabel="weight")
+        hist.grid(alpha=0.3)
+    else:
+        ax.set_xlabel("mean predicted score (bin)")
+    return fig
+
+
+def _heatmap(ax: Any, m: np.ndarray, row_labels: Sequence[str], col_labels: Sequence[str], cmap: str, fmt: Any, sub: np.ndarray | None = None) -> Any:
+    im = ax.imshow(m, cmap=cmap, aspect="auto")
+    ax.set_xticks(range(m.shape[1]), [str(c) for c in col_labels])
+    ax.set_yticks(range(m.shape[0]), [str(r) for r in row_labels])
+    if m.size <= 400:
+        finite = m[np.isfinite(m)]
+        mid = (finite.max() + finite.min()) / 2 if finite.size else 0
+        for (i, j), v in np.ndenumerate(m):
+            text = fmt(v) + (f"\n{sub[i, j]:.1%}" if sub is not None and np.isfinite(sub[i, j]) else "")
+            ax.text(j, i, text, ha="center", va="center", fontsize=9 if m.size <= 36 else 7,
+                    color="white" if np.isfinite(v) and v > mid else "black")  # fmt: skip
+    return im
+
+
+def plot_confusion_matrix(results: Results, slice: Any = (), metric: str | None = None, *, ax: Any = None) -> Any:
+    """Heatmap of a ``confusion_matrix`` metric of one slice: rows = true label, columns =
+    predicted label; cells show the (weighted) count and the share of their row."""
+    key = _pick(results, "confusion_matrix", metric)
+    s = _slice(results, slice)
+    m = np.asarray(s.metrics[key], dtype=np.float64)
+    if m.ndim != 2:
+        raise ValueError(f"{key!r} of slice {s.name!r} is not a matrix (shape {m.shape})")
+    k = m.shape[0]
+    fig, ax = _new_axes(ax, (max(4.5, 0.55 * k + 3), max(4.0, 0.5 * k + 2.5)))
+    rows = m.sum(axis=1, keepdims=True)
+    share = np.divide(m, rows, out=np.full_like(m, np.nan), where=rows > 0)
+    labels = [str(i) for i in range(k)]
+    im = _heatmap(ax, m, labels, labels, "Blues", lambda v: _fmt(v, 2), share)
+    fig.colorbar(im, ax=ax, shrink=0.8, label="weight")
+    ax.set(xlabel="predicted label", ylabel="true label", title=f"Confusion matrix ({key}, {s.name})")
+    return fig
+
+
+def plot_accuracy_matrix(results: Results, slice: Any = (), metric: str | None = None, *, ax: Any = None) -> Any:
+    """Continual-learning accuracy matrix of one slice as a heatmap: row i = after training on
+    task i, column j = accuracy on task j (a ``(T, T)`` metric; NaN cells are blank)."""
+    key = _pick(results, "accuracy_matrix", metric)
+    s = _slice(results, slice)
+    m = np.asarray(s.metrics[key], dtype=np.float64)
+    if m.ndim != 2:
+        raise ValueError(f"{key!r} of slice {s.name!r} is not a matrix (shape {m.shape})")
+    fig, ax = _new_axes(ax, (max(4.5, 0.55 * m.shape[1] + 3), max(4.0, 0.5 * m.shape[0] + 2.5)))
+    im = _heatmap(ax, m, [str(i) for i in range(m.shape[0])], [str(j) for j in range(m.shape[1])], "viridis", lambda v: _fmt(v, 2))
+    fig.colorbar(im, ax=ax, shrink=0.8, label=canonical_name(key))
+    ax.set(xlabel="evaluated on task", ylabel="after training on task", title=f"Accuracy matrix ({key}, {s.name})")
+    return fig
+
+
+def _bar_slices(results: Results, metric: str, max_slices: int) -> tuple[list[SliceResult], int]:
+    others = [s for s in results.slices if s.slice]
+    if len(others) <= max_slices:
+        return others, 0
+    keep = {id(s) for s in sorted(others, key=lambda s: -float(s.weight))[:max_slices]}
+    return [s for s in others if id(s) in keep], len(others) - max_slices
+
+
+def plot_slices(results: Results, metric: str, *, max_slices: int = 40, intervals: bool = True, ax: Any = None) -> Any:
+    """Horizontal bar chart of one scalar metric per slice (overall value as a dashed line).
+
+    Certified intervals of approximate metrics are drawn as error bars (``intervals=True``);
+    undefined (NaN) values are marked ``null``. With more than ``max_slices`` slices, the
+    largest (by weight) are shown.
+    """
+    if not results.slices or metric not in results.slices[0].metrics:
+        raise ValueError(f"metric {metric!r} is not in the results; available: {scalar_metrics(results, True)}")
+    if np.ndim(results.slices[0].metrics[metric]) != 0:
+        raise ValueError(f"metric {metric!r} is not scalar; plot_slices draws scalar metrics")
+    shown, hidden = _bar_slices(results, metric, max_slices)
+    fig, ax = _new_axes(ax, (7.5, 1.3 + 0.24 * max(len(shown), 1)))
+    specs = list(dict.fromkeys(tuple(c for c, _ in s.slice) for s in shown))
+    y = np.arange(len(shown))[::-1]
+    vals = np.array([float(s.metrics[metric]) for s in shown], dtype=np.float64)
+    colors = [f"C{specs.index(tuple(c for c, _ in s.slice)) % 10}" for s in shown]
+    ax.barh(y, np.nan_to_num(vals), color=colors, height=0.7)
+    if intervals and any(metric in s.intervals for s in shown):
+        lo = np.array([vals[i] - s.intervals[metric][0] if metric in s.intervals else 0.0 for i, s in enumerate(shown)])
+        hi = np.array([s.intervals[metric][1] - vals[i] if metric in s.intervals else 0.0 for i, s in enumerate(shown)])
+        ax.errorbar(np.nan_to_num(vals), y, xerr=np.vstack([np.maximum(lo, 0), np.maximum(hi, 0)]), fmt="none", ecolor="black", capsize=3, lw=1)
+    for yi, v in zip(y, vals):
+        if not math.isfinite(v):
+            ax.text(0, yi, " null", va="center", fontsize=8, color="crimson")
+    ax.set_yticks(y, [s.name for s in shown], fontsize=8)
+    overall = next((s for s in results.slices if s.slice == ()), None)
+    if overall is not None and math.isfinite(float(overall.metrics[metric])):
+        ax.axvline(float(overall.metrics[metric]), ls="--", color="black", lw=1, label=f"overall {_fmt(overall.metrics[metric])}")
+        ax.legend(loc="lower right", fontsize="small")
+    title = f"{metric} per slice"
+    if hidden:
+        title += f" (the {len(shown)} largest of {len(shown) + hidden} slices)"
+    ax.set(xlabel=metric, title=title)
+    cls = metric_class(metric)
+    if cls is not None and tuple(getattr(cls, "bounds", ())) == (0.0, 1.0):
+        ax.set_xlim(0, 1.0)
+    ax.grid(axis="x", alpha=0.3)
+    return fig
+
+
+# -- windows (hook) ------------------------------------------------------------------------
+def window_series(results: Results | None = None, windows: Sequence[tuple[Any, Results]] | None = None) -> list[tuple[str, SliceResult]]:
+    """The overall slice of each window, in order, as ``[(label, SliceResult)]``.
+
+    Sources, first found wins: ``windows`` (``[(label, Results)]``, e.g. one result per day);
+    ``results.windows`` (same shape) when a Results carries it; or, when ``results.config`` has
+    ``"window_col"`` naming a slice column, the one-column slices on it (in slice order).
+    Empty when there are none (the report then has no windows section).
+    """
+    if windows is None and results is not None:
+        windows = getattr(results, "windows", None)
+    if windows:
+        out = []
+        for label, r in windows:
+            s = r.overall if isinstance(r, Results) else r
+            out.append((str(label), s))
+        return out
+    col = (results.config or {}).get("window_col") if results is not None else None
+    if col:
+        return [(str(s.slice[0][1]), s) for s in results.slices if len(s.slice) == 1 and s.slice[0][0] == col]
+    return []
+
+
+def plot_windows(series: Sequence[tuple[str, SliceResult]], metrics: Sequence[str] | None = None, *, ax: Any = None) -> Any:
+    """Scalar metrics over windows (one line per metric; intervals shaded)."""
+    if not series:
+        raise ValueError("no windowed results to plot")
+    names = list(metrics) if metrics else [k for k, v in series[0][1].metrics.items() if np.ndim(v) == 0 and canonical_name(k) not in COUNT_METRICS]
+    fig, ax = _new_axes(ax, (8.0, 4.5))
+    x = np.arange(len(series))
+    for i, k in enumerate(names[:8]):
+        v = np.array([float(s.metrics.get(k, np.nan)) for _, s in series])
+        ax.plot(x, v, marker="o", color=f"C{i}", label=k)
+        if any(k in s.intervals for _, s in series):
+            lo = np.array([s.intervals.get(k, (np.nan, np.nan))[0] for _, s in series], dtype=np.float64)
+            hi = np.array([s.intervals.get(k, (np.nan, np.nan))[1] for _, s in series], dtype=np.float64)
+            ax.fill_between(x, lo, hi, color=f"C{i}", alpha=0.2)
+    step = max(1, len(series) // 20)
+    ax.set_xticks(x[::step], [lbl for lbl, _ in series][::step], rotation=45, ha="right", fontsize=8)
+    ax.set(xlabel="window", ylabel="value", title="Metrics over windows")
+    ax.legend(fontsize="small")
+    ax.grid(alpha=0.3)
+    return fig
+
+
+# -- the HTML report -----------------------------------------------------------------------
+@dataclass
+class ReportFigure:
+    """One embedded figure: ``id`` (HTML id), ``kind`` (``data-figure``), title, caption, PNG."""
+
+    id: str
+    kind: str
+    title: str
+    caption: str
+    png_base64: str
+    width: int = 0
+    height: int = 0
+
+    @property
+    def src(self) -> str:
+        return "data:image/png;base64," + self.png_base64
+
+
+def figure_png(fig: Any, dpi: int = 100) -> str:
+    """A matplotlib figure as base64 PNG text."""
+    buf = _io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi)
+    return base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def _slug(text: str) -> str:
+    return "".join(c if c.isalnum() else "-" for c in text).strip("-").lower()
+
+
+def build_figures(
+    results: Results,
+    *,
+    windows: Sequence[tuple[Any, Results]] | None = None,
+    intervals: bool = True,
+    max_slices: int = 40,
+    bar_metrics: Sequence[str] | None = None,
+    dpi: int = 100,
+) -> list[ReportFigure]:
+    """Every figure the data supports, in report order (see the module docstring)."""
+    figs: list[ReportFigure] = []
+    if not results.slices:
+        return figs
+
+    def add(kind: str, fid: str, title: str, caption: str, fig: Any) -> None:
+        png = figure_png(fig, dpi)
+        raw = base64.b64decode(png[:44])  # PNG header: width and height at bytes 16-24
+        figs.append(ReportFigure(fid, kind, title, caption, png, int.from_bytes(raw[16:20], "big"), int.from_bytes(raw[20:24], "big")))
+
+    overall = results.slices[0]
+    for key in metric_keys(results, "roc"):
+        add("roc", f"fig-roc-{_slug(key)}", "ROC curve", f"From {key!r}: the overall slice (black) and the largest slices of the first one-column slice spec.", plot_roc(results, metric=key))
+    for key in metric_keys(results, "pr"):
+        add("pr", f"fig-pr-{_slug(key)}", "Precision-recall curve", f"From {key!r}: the overall slice (black) and the largest slices of the first one-column slice spec.", plot_pr(results, metric=key))
+    for key in metric_keys(results, "reliability"):
+        add("reliability", f"fig-reliability-{_slug(key)}", "Reliability diagram", f"From {key!r}, overall slice: equal-width score bins; the histogram shows each bin's weight.", plot_reliability(results, metric=key))
+    for key in metric_keys(results, "confusion_matrix"):
+        if np.ndim(overall.metrics[key]) == 2:
+            add("confusion_matrix", f"fig-confusion-matrix-{_slug(key)}", "Confusion matrix", f"From {key!r}, overall slice: rows are true labels, columns predictions; each cell shows the weight and its share of the row.", plot_confusion_matrix(results, metric=key))
+    if len(results.slices) > 1:
+        for key in bar_metrics if bar_metrics is not None else scalar_metrics(results):
+            cap = "Bars are the slices' values, the dashed line the overall value"
+            if intervals and any(key in s.intervals for s in results.slices):
+                cap += "; error bars are certified intervals (the metric comes from an approximate state)"
+            add("slices", f"fig-slices-{_slug(key)}", f"{key} per slice", cap + ".", plot_slices(results, key, max_slices=max_slices, intervals=intervals))
+    series = window_series(results, windows)
+    if series:
+        add("windows", "fig-windows", "Metrics over windows", f"{len(series)} windows, overall slice of each.", plot_windows(series))
+    for key in metric_keys(results, "accuracy_matrix"):
+        if np.ndim(overall.metrics[key]) == 2:
+            add("accuracy_matrix", f"fig-accuracy-matrix-{_slug(key)}", "Continual-learning accuracy matrix", f"From {key!r}: row i is the model after training on task i, column j its accuracy on task j.", plot_accuracy_matrix(results, metric=key))
+    return figs
+
+
+def _cell(value: Any, interval: tuple[float, float] | None, show_intervals: bool, count: bool = False) -> dict[str, Any]:
+    f = float(value)
+    text = _fmt(f) if count or not math.isfinite(f) else f"{f:.4f}"
+    title = ""
+    if interval is not None and show_intervals:
+        text += f" [{_fmt(interval[0])}, {_fmt(interval[1])}]"
+        title = "certified interval of an approximate state"
+    if math.isnan(f):
+        title = "undefined (NaN; null in metrics.json)"
+    return {"text": text, "sort": "" if not math.isfinite(f) else repr(f), "title": title, "null": math.isnan(f)}
+
+
+def _array_summary(v: Any) -> str:
+    a = np.asarray(v, dtype=np.float64)
+    if a.size <= 12:
+        return json.dumps(jsonable(np.round(a, 4)))
+    return f"array of shape {tuple(a.shape)} (see the figures; all values in metrics.json / metrics.parquet)"
+
+
+def render_report(
+    results: Results,
+    *,
+    title: str | None = None,
+    run_info: dict[str, Any] | None = None,
+    extra: dict[str, Any] | None = None,
+    windows: Sequence[tuple[Any, Results]] | None = None,
+    intervals: bool = True,
+    max_slices: int = 40,
+    max_table_rows: int = 5000,
+    dpi: int = 100,
+) -> str:
+    """The report as an HTML string (self-contained: inline CSS, JS and PNG images).
+
+    Args:
+        results: the results to show.
+        title: page title (default "Evaluation report").
+        run_info: shown in the summary (engine, input, rows, seconds ...).
+        extra: more JSON-ready facts shown in the summary (e.g. the example's description).
+        windows: windowed results ``[(label, Results)]`` for the "over windows" figure.
+        intervals: show certified intervals in the tables and as error bars.
+        max_slices: bars per per-slice chart (the largest slices by weight).
+        max_table_rows: rows of the per-slice table (the rest is counted, not shown).
+        dpi: resolution of the embedded figures.
+    """
+    import jinja2
+
+    figures = build_figures(results, windows=windows, intervals=intervals, max_slices=max_slices, dpi=dpi)
+    scalars = scalar_metrics(results, include_counts=True)
+    overall = next((s for s in results.slices if s.slice == ()), None)
+    overall_rows = []
+    if overall is not None:
+        for k, v in overall.metrics.items():
+            if np.ndim(v) == 0 and not isinstance(v, str):
+                cell = _cell(v, overall.intervals.get(k), intervals, canonical_name(k) in COUNT_METRICS)
+            else:
+                cell = {"text": _array_summary(v), "sort": "", "title": "", "null": False}
+            cls = metric_class(k)
+            hib = getattr(cls, "higher_is_better", None)
+            overall_rows.append({"metric": k, "cell": cell, "direction": {True: "higher is better", False: "lower is better"}.get(hib, "")})
+    slice_rows = []
+    for s in results.slices[:max_table_rows]:
+        slice_rows.append(
+            {
+                "name": s.name,
+                "n": s.n,
+                "weight": _fmt(s.weight),
+                "weight_sort": repr(float(s.weight)),
+                "skipped": s.skipped,
+                "cells": [_cell(s.metrics[k], s.intervals.get(k), intervals, canonical_name(k) in COUNT_METRICS) for k in scalars],
+            }
+        )
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True, undefined=jinja2.StrictUndefined)
+    info = {k: v for k, v in (run_info or {}).items() if v is not None}
+    config = results.config or {}
+    summary = []
+    for k in ("task", "label_col", "score_col", "prediction_col", "weight_col", "threshold", "slices"):
+        if config.get(k) not in (None, [], ""):
+            summary.append((k, config[k] if isinstance(config[k], (str, int, float)) else json.dumps(config[k])))
+    return env.get_template(TEMPLATE).render(
+        title=title or "Evaluation report",
+        generated=_dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        run_info=info,
+        summary=summary,
+        extra_json=json.dumps(extra, indent=2, default=str) if extra else "",
+        config_json=json.dumps(config, indent=2, default=str),
+        overall_rows=overall_rows,
+        scalars=scalars,
+        slice_rows=slice_rows,
+        hidden_rows=max(0, len(results.slices) - max_table_rows),
+        show_skipped=any(s.skipped for s in results.slices),
+        figures=figures,
+        sections=_sections(figures),
+        n_slices=len(results.slices),
+    )
+
+
+def _sections(figures: list[ReportFigure]) -> list[dict[str, Any]]:
+    order = [
+        ("curves", "Curves and calibration", ("roc", "pr", "reliability", "confusion_matrix")),
+        ("slices", "Per-slice metrics", ("slices",)),
+        ("windows", "Over time", ("windows",)),
+        ("continual", "Continual learning", ("accuracy_matrix",)),
+    ]
+    out = []
+    for sid, title, kinds in order:
+        figs = [f for f in figures if f.kind in kinds]
+        if figs:
+            out.append({"id": sid, "title": title, "figures": figs})
+    return out
+
+
+def write_report(results: Results, path: str | os.PathLike, **options: Any) -> Path:
+    """Write :func:`render_report` to ``path`` (parent directories are created); returns it."""
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(render_report(results, **options), encoding="utf-8")
+    return p

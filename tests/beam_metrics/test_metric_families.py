@@ -1,0 +1,73 @@
+"""New metric families by name through ``beam_metrics.ComputeMetrics`` (issue 3).
+
+Binary extras, multiclass scores as list-valued row fields, multilabel rows and regression with a
+measure column: the DirectRunner's per-slice results equal ``core.Evaluation`` in process.
+"""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+beam = pytest.importorskip("apache_beam")
+
+import core  # noqa: E402
+from beam_metrics import ComputeMetrics, slice_result_from_json, slice_result_to_json  # noqa: E402
+from tests._helpers import close  # noqa: E402
+
+pytestmark = pytest.mark.filterwarnings("ignore::core.metrics.UndefinedMetricWarning")
+
+
+def _rows(kind: str, n: int = 90) -> list[dict]:
+    rng = np.random.default_rng(7)
+    g = rng.choice(["a", "b"], n)
+    if kind == "binary":
+        y = rng.integers(0, 2, n)
+        s = np.round(np.clip(0.3 * y + 0.7 * rng.random(n), 0, 1), 3)
+        return [{"y": int(y[i]), "s": float(s[i]), "g": g[i]} for i in range(n)]
+    if kind == "multiclass":
+        y = rng.integers(0, 3, n)
+        p = rng.dirichlet(np.ones(3), n)
+        return [{"y": int(y[i]), "p": p[i].tolist(), "g": g[i]} for i in range(n)]
+    if kind == "multilabel":  # a scalar field too: see the report on all-list rows
+        Y, S = rng.integers(0, 2, (n, 3)), np.round(rng.random((n, 3)), 2)
+        return [{"y": Y[i].tolist(), "s": S[i].tolist(), "g": g[i]} for i in range(n)]
+    t = 1e6 + rng.normal(0, 2, n)
+    return [{"t": float(t[i]), "q": float(t[i] + rng.normal(0, 0.5)), "loss": float(rng.random()), "g": g[i]} for i in range(n)]
+
+
+EVALUATIONS = {
+    "binary": dict(label_col="y", score_col="s", metrics=["specificity", "mcc", "cohen_kappa", "log_loss", "brier_score", "ece", "reliability_diagram@n_bins=5"]),
+    "multiclass": dict(label_col="y", score_col="p", num_classes=3, metrics=["top_k_accuracy@k=2", "log_loss", "miou", "iou@none", "cohen_kappa@quadratic", "balanced_accuracy"]),
+    "multilabel": dict(label_col="y", score_col="s", task="multilabel", num_classes=3, metrics=["f1@samples", "hamming_loss", "subset_accuracy", "precision@micro"]),
+    "regression": dict(label_col="t", prediction_col="q", measure_col="loss", task="regression", metrics=["r2", "rmse", "mape", "pearson", "mean_measure"]),
+}
+
+
+@pytest.mark.parametrize("kind", list(EVALUATIONS))
+def test_metric_families_by_name_on_the_direct_runner(tmp_path: Path, kind: str):
+    ev = core.Evaluation(slices=["g"], **EVALUATIONS[kind])
+    rows = _rows(kind)
+    prefix = str(tmp_path / "slices")
+    with beam.Pipeline(runner="DirectRunner") as p:
+        _ = (
+            p
+            | beam.Create(rows)
+            | ComputeMetrics(ev, batch_size=16)
+            | beam.Map(slice_result_to_json)
+            | beam.io.WriteToText(prefix)
+        )
+    lines = [ln for f in sorted(tmp_path.glob("slices*")) for ln in f.read_text().splitlines() if ln]
+    got = ev.collect(slices=[slice_result_from_json(ln) for ln in lines])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        want = ev.evaluate([rows])
+    assert [s.slice for s in got.slices] == [s.slice for s in want.slices] and len(got.slices) == 3
+    for g, w in zip(got.slices, want.slices):
+        assert g.n == w.n
+        for key, value in w.metrics.items():
+            assert close(g.metrics[key], value), (kind, g.slice, key)
+    assert got.to_dict()["slices"][0].get("undefined") == want.to_dict()["slices"][0].get("undefined")

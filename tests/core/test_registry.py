@@ -1,0 +1,122 @@
+"""Registry and metric strings for every metric family (issue 3)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import core
+from core import Metric, MetricCollection, Plan, Task, resolve
+from core.metrics import REGISTRY
+from core.registry_table import markdown_table, metric_classes
+
+ROOT = Path(__file__).resolve().parents[2]
+TASKS = {"binary": Task(), "multiclass": Task(num_classes=3), "multilabel": Task(kind="multilabel", num_classes=3), "regression": Task(kind="regression")}
+
+
+def _build(cls, task):
+    """A metric with default parameters, or its positional parameter at 0.5 when it needs one."""
+    try:
+        return cls(task)
+    except ValueError:
+        return cls(task, **{cls.positional: 0.5})
+
+
+@pytest.mark.parametrize("cls", metric_classes(), ids=lambda c: c.name)
+def test_every_metric_declares_its_metadata_and_resolves_by_every_name(cls):
+    info = cls.info()
+    assert info["name"] == cls.name and isinstance(info["aliases"], list)
+    assert set(info["tasks"]) <= set(TASKS) and info["tasks"]
+    lo, hi = cls.bounds
+    assert lo <= hi and cls.higher_is_better in (True, False, None) and isinstance(cls.exact, bool)
+    assert cls.sklearn is None or cls.sklearn.startswith(("sklearn.", "1 - sklearn."))
+    assert (cls.__doc__ or "").strip(), "docstring"
+    for kind in info["tasks"]:
+        assert "?" not in info["states"][kind]
+        m = _build(cls, TASKS[kind])
+        assert m.requires() and isinstance(m.needs(), frozenset)
+        for name in (cls.name, *cls.aliases):
+            assert REGISTRY[name] is cls
+            text = m.key.replace(cls.name, name, 1)
+            again = resolve(text, TASKS[kind])
+            assert type(again) is cls and again.key == m.key
+
+
+def test_aliases_are_unique_and_a_clash_raises_at_definition():
+    names = [n for c in metric_classes() for n in (c.name, *c.aliases)]
+    assert len(names) == len(set(names))
+    with pytest.raises(ValueError, match=r"metric name or alias 'top_k' of \S*Clash is already used by \S*TopKAccuracy"):
+
+        class Clash(Metric):  # noqa: F811
+            name = "clash_metric"
+            aliases = ("top_k",)
+
+
+
+@pytest.mark.parametrize(
+    "text,task,key",
+    [
+        ("f1@macro", TASKS["multiclass"], "f1@macro"),
+        ("fbeta@beta=2", TASKS["binary"], "fbeta@beta=2"),
+        ("precision@threshold=0.7", TASKS["binary"], "precision@threshold=0.7"),
+        ("top_k_accuracy@k=5", Task(num_classes=10), "top_k_accuracy@k=5"),
+        ("balanced_accuracy@adjusted=true", TASKS["binary"], "balanced_accuracy@adjusted=true"),
+        ("kappa@quadratic", TASKS["multiclass"], "cohen_kappa@quadratic"),
+        ("r2_score@force_finite=False", TASKS["regression"], "r2@force_finite=false"),
+        ("jaccard@none", TASKS["multiclass"], "iou@none"),
+        ("ECE@n_bins=15", TASKS["binary"], "ece@n_bins=15"),
+        ("f1@samples", TASKS["multilabel"], "f1@samples"),
+        ("mean_loss", TASKS["regression"], "mean_measure"),
+    ],
+)
+def test_metric_strings(text, task, key):
+    assert resolve(text, task).key == key
+
+
+@pytest.mark.parametrize(
+    "text,task,message",
+    [
+        ("top_k_accuracy@k=0", Task(num_classes=3), "k must be an integer >= 1"),
+        ("cohen_kappa@cubic", Task(num_classes=3), "weights must be none, linear or quadratic"),
+        ("ece@n_bins=0", Task(), "n_bins must be an integer >= 1"),
+        ("log_loss@eps=0.7", Task(), r"eps must be in \(0, 0.5\)"),
+        ("specificity", Task(num_classes=3), "not defined for multiclass tasks"),
+        ("iou@samples", Task(kind="multilabel", num_classes=3), "average='samples' is not supported"),
+        ("mse@foo=1", Task(kind="regression"), r"unknown parameter\(s\) \['foo'\]"),
+    ],
+)
+def test_bad_metric_strings_raise_at_construction(text, task, message):
+    with pytest.raises(ValueError, match=message):
+        resolve(text, task)
+
+
+def test_shared_states_are_computed_once_and_the_tree_shows_values_and_states():
+    plan = Plan(["precision", "recall", "f1", "mcc", "cohen_kappa", "iou", "dice", "specificity", "balanced_accuracy", "npv"], Task())
+    assert [cls.kind for cls, _ in plan.state_types] == ["example_count", "binary_confusion"]
+    plan = Plan(["log_loss", "brier_score", "log_loss@eps=1e-07", "top_k_accuracy@k=1", "top_k_accuracy@k=3"], Task(num_classes=4))
+    assert [cls.kind for cls, _ in plan.state_types] == ["example_count", "probability_sums", "top_k"]
+    mc = MetricCollection("f1@macro", "miou", "top_k_accuracy@k=2", "log_loss", num_classes=3)
+    mc.update([0, 1, 2, 2], y_score=np.array([[0.6, 0.3, 0.1], [0.2, 0.7, 0.1], [0.1, 0.2, 0.7], [0.5, 0.1, 0.4]]))
+    tree = repr(mc)
+    assert tree.splitlines()[0].startswith("MetricCollection(task=multiclass, num_classes=3")
+    for line in ("├── states", "confusion_matrix ConfusionMatrixLayout(num_classes=3)", "top_k TopKLayout(num_classes=3, max_k=2)",
+                 "probability_sums", "└── metrics", "f1@macro = 0.777778  [confusion_matrix]", "top_k_accuracy@k=2 = 1  [top_k]"):  # fmt: skip
+        assert line in tree, line
+
+
+def test_readme_table_lists_every_registered_metric():
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("<!-- metrics-table:start -->")[1].split("<!-- metrics-table:end -->")[0]
+    listed = set(re.findall(r"^\| `([a-z0-9_]+)`", section, flags=re.M))
+    missing = {c.name for c in metric_classes()} - listed
+    assert not missing, f"run `python -m core.registry_table --write README.md`; missing: {sorted(missing)}"
+    assert markdown_table().splitlines()[0] == "| name (aliases) | task | state | exact | scikit-learn equivalent |"
+
+
+def test_core_exports_the_new_names():
+    for name in ("RegressionMomentsState", "TopKState", "ProbabilitySumsState", "CalibrationBinsState", "MultilabelState",
+                 "MeanMeasureState", "register_format", "InputFormat", "FORMATS"):  # fmt: skip
+        assert hasattr(core, name), name

@@ -1,0 +1,130 @@
+"""Every registered metric by name through the CLI's local engine (issue 3).
+
+One small Parquet file per task (binary, multiclass with a list-valued score column, multilabel,
+regression, each with a measure column for ``mean_measure``); the CLI must accept every metric of
+the task by its name and write the same values as ``core.Evaluation`` in process.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from core import Evaluation
+from core.registry_table import metric_classes
+from pipelines.evaluate import main
+from tests._helpers import close
+
+N = 240
+
+
+def _metric_string(cls) -> str:
+    """The metric's name, with its positional parameter when it needs one."""
+    needs_param = any(v is None and k == cls.positional and k not in ("average", "weights") for k, v in cls.params.items())
+    return f"{cls.name}@{cls.positional}=0.5" if needs_param else cls.name
+
+
+def _metrics_for(task: str) -> list[str]:
+    return [_metric_string(c) for c in metric_classes() if task in c.tasks]
+
+
+def _table(task: str) -> tuple[pa.Table, list[str], dict]:
+    rng = np.random.default_rng(abs(hash(task)) % 2**32)
+    g = rng.choice(["a", "b", "c"], N)
+    loss = rng.random(N)
+    w = rng.integers(0, 4, N).astype(float)
+    if task == "binary":
+        y = rng.integers(0, 2, N)
+        s = np.round(np.clip(0.3 * y + 0.7 * rng.random(N), 0, 1), 3)
+        return pa.table({"y": y, "s": s, "g": g, "loss": loss, "w": w}), ["--label", "y", "--score", "s"], dict(label_col="y", score_col="s")
+    if task == "multiclass":
+        y = rng.integers(0, 3, N)
+        p = rng.dirichlet(np.ones(3), N)
+        col = pa.array(p.tolist(), type=pa.list_(pa.float64(), 3))
+        t = pa.table({"y": y, "p": col, "g": g, "loss": loss, "w": w})
+        return t, ["--label", "y", "--score", "p", "--num-classes", "3"], dict(label_col="y", score_col="p", num_classes=3)
+    if task == "multilabel":
+        Y = rng.integers(0, 2, (N, 3))
+        S = np.round(rng.random((N, 3)), 3)
+        t = pa.table({"y": pa.array(Y.tolist()), "s": pa.array(S.tolist()), "g": g, "loss": loss, "w": w})
+        return t, ["--label", "y", "--score", "s", "--task", "multilabel", "--num-classes", "3"], dict(label_col="y", score_col="s", task="multilabel", num_classes=3)
+    t_ = rng.normal(10, 3, N)
+    q = t_ + rng.normal(0, 1, N)
+    return (
+        pa.table({"t": t_, "q": q, "g": g, "loss": loss, "w": w}),
+        ["--label", "t", "--prediction", "q", "--task", "regression"],
+        dict(label_col="t", prediction_col="q", task="regression"),
+    )
+
+
+@pytest.mark.parametrize("task", ["binary", "multiclass", "multilabel", "regression"])
+def test_every_metric_of_the_task_by_name_through_the_cli(tmp_path, task):
+    table, flags, kwargs = _table(task)
+    src = tmp_path / f"{task}.parquet"
+    pq.write_table(table, src)
+    metrics = _metrics_for(task)
+    out = tmp_path / "out"
+    argv = ["--input", str(src), *flags, "--measure", "loss", "--weight", "w", "--slice", "g", "--metrics", ",".join(metrics),
+            "--engine", "local", "--output", str(out), "--quiet", "--batch-size", "64"]  # fmt: skip
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert main(argv) == 0
+        ev = Evaluation(**kwargs, measure_col="loss", weight_col="w", slices=["g"], metrics=metrics)
+        want = ev.evaluate(table.to_batches(max_chunksize=100))
+    doc = json.loads((out / "metrics.json").read_text())
+    assert len(doc["slices"]) == 4 and doc["slices"][0]["slice"] == {}
+    assert list(doc["slices"][0]["metrics"]) == list(ev.plan.keys)
+    for got, exp in zip(doc["slices"], want.slices):
+        for key, value in exp.metrics.items():
+            v = got["metrics"][key]
+            v = np.asarray(v, dtype=np.float64) if isinstance(v, list) else (np.nan if v is None else v)
+            value = np.where(np.isfinite(value), value, np.nan)  # JSON writes non-finite numbers as null
+            assert close(v, value, tol=1e-9), (task, got["slice"], key, v, value)
+    assert (out / "metrics.parquet").exists()
+
+
+def test_every_registered_metric_is_covered_by_the_cli_runs():
+    covered = {m.split("@")[0] for task in ("binary", "multiclass", "multilabel", "regression") for m in _metrics_for(task)}
+    assert covered == {c.name for c in metric_classes()}
+
+
+def test_cli_k_score_columns_ignore_index_and_formats(tmp_path):
+    rng = np.random.default_rng(9)
+    y = rng.integers(0, 3, 100)
+    y[:10] = 255
+    z = rng.normal(0, 2, (100, 3))
+    table = pa.table({"y": y, "z0": z[:, 0], "z1": z[:, 1], "z2": z[:, 2]})
+    src = tmp_path / "logits.csv"
+    import pyarrow.csv as pacsv
+
+    pacsv.write_csv(table, src)
+    out = tmp_path / "out"
+    argv = ["--input", str(src), "--label", "y", "--score", "z0,z1,z2", "--score-format", "logits", "--num-classes", "3",
+            "--ignore-index", "255", "--metrics", "log_loss,top_k_accuracy@k=2,miou", "--output", str(out), "--quiet"]  # fmt: skip
+    assert main(argv) == 0
+    doc = json.loads((out / "metrics.json").read_text())
+    keep = y != 255
+    p = np.exp(z - z.max(axis=1, keepdims=True))
+    p /= p.sum(axis=1, keepdims=True)
+    from sklearn.metrics import log_loss, top_k_accuracy_score
+
+    m = doc["slices"][0]["metrics"]
+    assert close(m["log_loss"], log_loss(y[keep], p[keep], labels=[0, 1, 2]))
+    assert close(m["top_k_accuracy@k=2"], top_k_accuracy_score(y[keep], z[keep], k=2, labels=[0, 1, 2]))
+    assert doc["slices"][0]["n"] == 90 and doc["config"]["ignore_index"] == 255
+
+
+def test_cli_errors_for_new_roles(tmp_path, capsys):
+    table = pa.table({"y": [0, 1, 2], "p": [[0.2, 0.3, 0.5], [0.5, 0.6, -0.1], [0.1, 0.1, 0.8]]})
+    src = tmp_path / "bad.parquet"
+    pq.write_table(table, src)
+    code = main(["--input", str(src), "--label", "y", "--score", "p", "--num-classes", "3", "--metrics", "log_loss", "--output", str(tmp_path / "o"), "--quiet"])
+    assert code == 1
+    assert "column 'p': invalid value -0.1 at row 1, entry 2: probabilities must be in [0, 1]" in capsys.readouterr().err
+    code = main(["--input", str(src), "--label", "y", "--score", "p", "--num-classes", "3", "--metrics", "mean_measure", "--output", str(tmp_path / "o"), "--quiet"])
+    assert code == 2 and "metric 'mean_measure' needs measure_col" in capsys.readouterr().err

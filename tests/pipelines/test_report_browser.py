@@ -1,0 +1,208 @@
+"""The HTML report in a real browser: headless Chromium loads it without errors, every figure is
+there and decoded, the tables sort, and a screenshot is saved as an artifact.
+
+Chromium is the Debian package ``chromium`` (``/usr/bin/chromium``). When it is absent and the
+tests run as root, it is installed with ``apt-get install -y chromium`` (after ``apt-get update``;
+a few minutes at most, once per machine). The tests are skipped, with the reason, only when it
+cannot be installed.
+
+Screenshots are written to ``out/artifacts/`` (git-ignored; the path is printed) and to pytest's
+tmp dir.
+"""
+
+from __future__ import annotations
+
+import html.parser
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("matplotlib")
+pytest.importorskip("jinja2")
+
+from core import Evaluation  # noqa: E402
+from pipelines.report import write_report  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[2]
+ARTIFACTS = REPO / "out" / "artifacts"
+CHROMIUM_CANDIDATES = ("/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome")
+INSTALL_TIMEOUT = 900
+
+
+def _find_chromium() -> str | None:
+    env = os.environ.get("CHROMIUM")
+    if env and os.access(env, os.X_OK):
+        return env
+    for c in CHROMIUM_CANDIDATES:
+        if os.access(c, os.X_OK):
+            return c
+    return shutil.which("chromium")
+
+
+def ensure_chromium() -> tuple[str | None, str]:
+    """``(path, "")`` of a Chromium binary, installing the Debian package when absent; else
+    ``(None, reason)``."""
+    found = _find_chromium()
+    if found:
+        return found, ""
+    if not hasattr(os, "geteuid") or os.geteuid() != 0:
+        return None, "chromium is not installed and the tests do not run as root: install it with `apt-get install -y chromium`"
+    if shutil.which("apt-get") is None:
+        return None, "chromium is not installed and apt-get is not available to install it"
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    log = []
+    for cmd in (["apt-get", "update"], ["apt-get", "install", "-y", "--no-install-recommends", "chromium"]):
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=INSTALL_TIMEOUT, env=env, stdin=subprocess.DEVNULL)
+        except (OSError, subprocess.TimeoutExpired) as e:
+            return None, f"could not install chromium ({' '.join(cmd)}): {e}"
+        log.append(proc.stdout[-2000:] + proc.stderr[-2000:])
+        if proc.returncode != 0 and cmd[1] == "install":
+            return None, f"`{' '.join(cmd)}` failed with exit code {proc.returncode}: {log[-1][-800:]}"
+    found = _find_chromium()
+    return (found, "") if found else (None, "apt-get install chromium succeeded but no chromium binary was found")
+
+
+@pytest.fixture(scope="module")
+def chromium() -> str:
+    path, reason = ensure_chromium()
+    if path is None:
+        pytest.skip(f"headless Chromium unavailable: {reason}")
+    return path
+
+
+def _run_chromium(binary: str, url: str, *args: str, timeout: int = 180) -> subprocess.CompletedProcess:
+    with tempfile.TemporaryDirectory(prefix="mm-chromium-") as profile:
+        cmd = [
+            binary, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+            "--disable-background-networking", "--disable-component-update", "--disable-sync",
+            "--disable-dev-shm-usage", "--hide-scrollbars", f"--user-data-dir={profile}",
+            "--virtual-time-budget=10000", *args, url,
+        ]  # fmt: skip
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+
+
+class _Dom(html.parser.HTMLParser):
+    """Collects the <html> attributes, figures (with their <img>) and table rows of a dumped DOM."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.root: dict[str, str | None] = {}
+        self.figures: list[dict] = []
+        self.tables: dict[str, list[list[str]]] = {}
+        self._table: str | None = None
+        self._in_body = False
+        self._row: list[str] | None = None
+        self._cell: list[str] | None = None
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag == "html":
+            self.root = a
+        elif tag == "figure":
+            self.figures.append({"id": a.get("id"), "kind": a.get("data-figure"), "img": None})
+        elif tag == "img" and self.figures:
+            self.figures[-1]["img"] = a.get("src", "")
+        elif tag == "table":
+            self._table = a.get("id")
+            self.tables[self._table] = []
+        elif tag == "tbody":
+            self._in_body = True
+        elif tag == "tr" and self._in_body:
+            self._row = []
+        elif tag == "td" and self._row is not None:
+            self._cell = []
+
+    def handle_endtag(self, tag):
+        if tag == "td" and self._cell is not None and self._row is not None:
+            self._row.append("".join(self._cell).strip())
+            self._cell = None
+        elif tag == "tr" and self._row is not None:
+            self.tables[self._table].append(self._row)
+            self._row = None
+        elif tag == "tbody":
+            self._in_body = False
+
+    def handle_data(self, data):
+        if self._cell is not None:
+            self._cell.append(data)
+
+
+def _results():
+    rng = np.random.default_rng(5)
+    n = 4000
+    y = rng.integers(0, 2, n)
+    s = np.clip(0.35 * y + 0.65 * rng.random(n), 0, 1)
+    region = rng.choice(["north", "south", "east", "west"], n)
+    device = rng.choice(["mobile", "desktop"], n)
+    ev = Evaluation(
+        label_col="y", score_col="s", slices=["region", "region,device"],
+        metrics=["accuracy", "precision", "recall", "f1", "roc_auc@capacity=64", "average_precision@capacity=64",
+                 "roc_curve@capacity=64", "precision_recall_curve@capacity=64", "confusion_matrix", "reliability_diagram", "ece"],
+    )  # fmt: skip
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return ev.evaluate([{"y": y, "s": s, "region": region, "device": device}])
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory):
+    path = tmp_path_factory.mktemp("report") / "report.html"
+    results = _results()
+    write_report(results, path, title="Browser test report", run_info={"engine": "local", "rows": 4000})
+    return path, results
+
+
+def test_report_loads_without_errors_and_shows_every_figure(chromium, report, tmp_path):
+    path, results = report
+    proc = _run_chromium(chromium, path.as_uri(), "--dump-dom")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    dom = _Dom()
+    dom.feed(proc.stdout)
+    assert dom.root.get("data-report-ready") == "1", f"the page's load handler did not run; stderr: {proc.stderr[-2000:]}"
+    assert "data-js-errors" not in dom.root, f"JavaScript errors / blocked loads: {dom.root.get('data-js-errors')}"
+    kinds = [f["kind"] for f in dom.figures]
+    for kind in ("roc", "pr", "reliability", "confusion_matrix", "slices"):
+        assert kind in kinds, (kind, kinds)
+    assert kinds.count("slices") == 7  # one bar chart per scalar rate metric
+    assert all(f["img"].startswith("data:image/png;base64,") for f in dom.figures)
+    assert dom.root.get("data-images-loaded") == str(len(dom.figures)), "some figure images did not decode"
+    slices = dom.tables["slices-table"]
+    assert len(slices) == len(results.slices) == 1 + 4 + 8
+    assert slices[0][0] == "Overall"
+
+
+def test_table_sorts_in_the_browser(chromium, report):
+    path, results = report
+    # column 4 of the per-slice table is the first metric (accuracy): slice, n, weight, then metrics
+    proc = _run_chromium(chromium, path.as_uri() + "#sort=slices-table:3:desc", "--dump-dom")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    dom = _Dom()
+    dom.feed(proc.stdout)
+    assert "data-js-errors" not in dom.root, dom.root.get("data-js-errors")
+    shown = [float(r[3]) for r in dom.tables["slices-table"]]
+    assert shown == sorted(shown, reverse=True)
+    want = sorted((float(s.metrics["accuracy"]) for s in results.slices), reverse=True)
+    assert shown == pytest.approx(want, abs=1e-4)
+
+
+def test_screenshot_artifact(chromium, report, tmp_path):
+    path, _ = report
+    shot = tmp_path / "report.png"
+    proc = _run_chromium(chromium, path.as_uri(), f"--screenshot={shot}", "--window-size=1400,3200")
+    assert proc.returncode == 0 and shot.exists(), proc.stderr[-3000:]
+    data = shot.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 20_000  # a real rendering, not a blank page
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    target = ARTIFACTS / "report_screenshot.png"
+    shutil.copyfile(shot, target)
+    shutil.copyfile(path, ARTIFACTS / "report.html")
+    print(f"\nreport screenshot: {target} (also {shot})")
+    (ARTIFACTS / "report_screenshot.json").write_text(json.dumps({"screenshot": str(target), "report": str(ARTIFACTS / "report.html")}) + "\n")
