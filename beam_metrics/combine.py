@@ -232,11 +232,31 @@ class MetricsCombineFn(beam.CombineFn):
         if not a.buffer:
             a.buffer_start = a.rows
 
+    def _is_batch(self, element: Mapping) -> bool:
+        """Row or column batch? Decided by a column whose row values are scalars (see
+        :func:`is_column_batch`); when every column present may hold lists in a row (multilabel
+        labels and predictions), a batch is the one whose values are lists of lists."""
+        list_cols = self._list_columns
+        probe = next((k for k in element if k not in list_cols), None)
+        if probe is not None:
+            # fast path for rows: a scalar value means "one row"
+            return not isinstance(element[probe], _SCALARS) and is_column_batch({k: v for k, v in element.items() if k not in list_cols})
+        v = next(iter(element.values()), None)
+        if isinstance(v, np.ndarray):
+            return v.ndim >= 2 or (v.dtype == object and v.size > 0 and _is_column(v[0]))
+        return _is_column(v) and len(v) > 0 and _is_column(v[0])
+
+    @property
+    def _list_columns(self) -> frozenset:
+        cached = self.__dict__.get("_list_cols_cache")
+        if cached is None:
+            cached = frozenset(getattr(self.evaluation, "list_columns", ()))
+            self.__dict__["_list_cols_cache"] = cached
+        return cached
+
     def _add(self, a: MetricsAccumulator, element: Any) -> None:
         if type(element) is dict or isinstance(element, Mapping):
-            # Fast path for rows: a scalar first value means "one row" (see is_column_batch).
-            first = next(iter(element.values()), None)
-            if not isinstance(first, _SCALARS) and is_column_batch(element):
+            if self._is_batch(element):
                 self._fold_batch(a, element)
                 return
             if not a.buffer:

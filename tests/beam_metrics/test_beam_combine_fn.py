@@ -243,3 +243,20 @@ def test_slice_result_coder_is_registered():
     import apache_beam as beam
 
     assert isinstance(beam.coders.registry.get_coder(core.SliceResult), SliceResultCoder)
+
+
+def test_multilabel_rows_whose_values_are_all_lists_are_rows():
+    """A multilabel row holds only list values; it is one row, not a column batch."""
+    from sklearn.metrics import f1_score, hamming_loss
+
+    ev = core.Evaluation(label_col="y", prediction_col="p", task="multilabel", num_classes=3, metrics=["f1@micro", "hamming_loss"])
+    fn = MetricsCombineFn(ev)
+    y = [[1, 0, 1], [0, 0, 1], [1, 1, 0]]
+    p = [[1, 1, 0], [0, 0, 1], [1, 0, 0]]
+    acc = fn.create_accumulator()
+    acc = fn.add_input(acc, {"y": y[0], "p": p[0]})  # one row
+    acc = fn.add_input(acc, {"y": y[1:], "p": p[1:]})  # a column batch of two rows
+    out = fn.extract_output(acc).overall
+    assert out.n == 3
+    assert out.metrics["f1@micro"] == pytest.approx(f1_score(y, p, average="micro"), rel=1e-12)
+    assert out.metrics["hamming_loss"] == pytest.approx(hamming_loss(y, p), rel=1e-12)
