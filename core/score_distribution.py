@@ -154,24 +154,26 @@ def _union(ka, wa, kb, wb):
     return np.insert(ka, ins, kb[new]), np.insert(wa, ins, wb[new], axis=0)
 
 
+def _split_shifts(sorted_keys: np.ndarray) -> np.ndarray:
+    """For each pair of adjacent ascending distinct keys, the smallest shift at which they fall in
+    one bin: the bit length of their XOR (64 when the signs differ: never at shifts <= 63)."""
+    x = (sorted_keys[1:] ^ sorted_keys[:-1]).view(np.uint64)
+    e = np.frexp(x.astype(np.float64))[1].astype(np.int64)  # bit length, or one more if rounded up
+    e = np.minimum(e, 64)
+    return e - ((x >> (e - 1).astype(np.uint64)) == 0)
+
+
 def _canonical(keys: np.ndarray, weights: np.ndarray, level: int, capacity: int):
-    """Raise the level of ascending distinct bins until at most ``capacity`` remain (smallest such
-    level; binary search, the count of distinct bins being non-increasing in the level)."""
+    """Raise the level of ascending distinct bins to the smallest at which at most ``capacity``
+    remain: at shift ``s`` the bins number ``1 + #{adjacent pairs whose split shift > s}``."""
     if keys.size <= capacity:
         return keys, weights, level
-    # the answer shift is in [1, MAX_LEVEL - level] (at level 63 there are <= 2 bins); it is
-    # usually 1: gallop 1, 2, 4, ... then bisect
-    lo, hi, top = 1, 1, MAX_LEVEL - level
-    while hi < top and _distinct(keys, hi) > capacity:
-        lo, hi = hi + 1, min(top, 2 * hi)
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if _distinct(keys, mid) <= capacity:
-            hi = mid
-        else:
-            lo = mid + 1
-    k, w = _coarsen(keys, weights, lo)
-    return k, w, level + lo
+    per_shift = np.bincount(_split_shifts(keys), minlength=65)
+    remaining = 1 + np.cumsum(per_shift[::-1])[::-1]  # bins at shift s = remaining[s + 1]
+    top = MAX_LEVEL - level  # at level 63 there are at most 2 bins
+    shift = next(s for s in range(1, top + 1) if s == top or remaining[s + 1] <= capacity)
+    k, w = _coarsen(keys, weights, shift)
+    return k, w, level + shift
 
 
 # ---------------------------------------------------------------------------------------------

@@ -99,11 +99,46 @@ def test_cli_local_engine_matches_sklearn(tmp_path):
     assert auc_rows and all(x["lower"] <= x["value"] <= x["upper"] for x in auc_rows)
 
 
-def test_cli_rejects_nan_scores(tmp_path):
-    t = pa.table({"y": [0, 1, 1], "p": [0.2, float("nan"), 0.9]})
-    pq.write_table(t, tmp_path / "bad.parquet")
-    code = main(["--input", str(tmp_path / "bad.parquet"), "--label", "y", "--score", "p", "--metrics", "roc_auc",
-                 "--engine", "local", "--output", str(tmp_path / "o"), "--quiet"])  # fmt: skip
+# Reference cases ho12 / ho13 (../shared/cases/reference_cases.json), one slice each: workers'
+# batches concatenated (every engine merges them its own way)
+CASES = {
+    "ho12_auc_only_positive_labels": ([1, 1, 1, 1, 1], [0.9, 0.35, 0.6, 0.2, 0.75], {"roc_auc": "nan", "average_precision": 1.0}),
+    "ho13_auc_ap_only_negative_labels": ([0, 0, 0, 0, 0], [0.4, 0.8, 0.1, 0.65, 0.3], {"roc_auc": "nan", "average_precision": 0.0}),
+}
+# ho16_auc_nan_score_rejected: one NaN score among the workers' batches must raise ValueError
+HO16 = ([0, 1, 1, 1, 0, 0, 1], [0.2, 0.7, 0.9, 0.6, 0.1, float("nan"), 0.8])
+
+
+def _cases_table() -> pa.Table:
+    case = [c for c, (y, _, _) in CASES.items() for _ in y]
+    y = [v for yy, _, _ in CASES.values() for v in yy]
+    p = [v for _, pp, _ in CASES.values() for v in pp]
+    return pa.table({"case": case, "y": y, "p": p, "w": [1.0] * len(y), "region": ["north"] * len(y)})
+
+
+def _check_cases(results) -> None:
+    for case, (_, _, expected) in CASES.items():
+        m = results[(("case", case),)].metrics
+        assert np.isnan(m["roc_auc"]) and m["average_precision"] == expected["average_precision"], case
+
+
+def _case_evaluation() -> Evaluation:
+    return Evaluation(label_col="y", score_col="p", slices=["case"], metrics=["roc_auc", "average_precision"])
+
+
+def test_reference_cases_ho12_ho13_ho16_cli(tmp_path):
+    pq.write_table(_cases_table(), tmp_path / "cases.parquet")
+    out = tmp_path / "o"
+    code = main(["--input", str(tmp_path / "cases.parquet"), "--label", "y", "--score", "p", "--slice", "case",
+                 "--metrics", "roc_auc,average_precision", "--engine", "local", "--output", str(out), "--quiet", "--batch-size", "2"])  # fmt: skip
+    assert code == 0
+    doc = json.loads((out / "metrics.json").read_text())
+    got = {s["slice"].get("case"): s["metrics"] for s in doc["slices"]}
+    for case, (_, _, expected) in CASES.items():
+        assert got[case]["roc_auc"] is None and got[case]["average_precision"] == expected["average_precision"]  # NaN -> null
+    pq.write_table(pa.table({"y": HO16[0], "p": HO16[1]}), tmp_path / "bad.parquet")
+    code = main(["--input", str(tmp_path / "bad.parquet"), "--label", "y", "--score", "p", "--metrics", "roc_auc,average_precision",
+                 "--engine", "local", "--output", str(tmp_path / "o2"), "--quiet"])  # fmt: skip
     assert code == 1
 
 
@@ -133,6 +168,19 @@ def test_beam_compute_metrics(tmp_path):
         return ev.collect(slices=[slice_result_from_json(ln) for ln in lines])
 
     _check(collect("exact", exact), t)
+    cases = _case_evaluation()
+    with beam.Pipeline(runner="DirectRunner") as p:
+        (
+            p
+            | beam.Create(_cases_table().to_pylist())
+            | ComputeMetrics(cases, batch_size=2)
+            | beam.Map(slice_result_to_json)
+            | beam.io.WriteToText(str(tmp_path / "cases"), file_name_suffix=".jsonl")
+        )
+    _check_cases(collect("cases", cases))
+    with pytest.raises(Exception, match="(?i)nan"):
+        with beam.Pipeline(runner="DirectRunner") as p:
+            _ = p | beam.Create([{"y": y, "p": v} for y, v in zip(*HO16)]) | ComputeMetrics(label_col="y", score_col="p", metrics=["roc_auc"])
     results = collect("compressed", compressed)
     _check_compressed(results, t)
     local = compressed.evaluate([t])
@@ -149,6 +197,12 @@ def test_spark_compute_metrics():
     df = spark.createDataFrame(t.to_pandas()).repartition(3)
     ev = _evaluation()
     _check(collect_results(compute_metrics(df, evaluation=ev), ev), t)
+    ev = _case_evaluation()
+    cases = spark.createDataFrame(_cases_table().to_pandas()).repartition(3)
+    _check_cases(collect_results(compute_metrics(cases, evaluation=ev), ev))
+    bad = spark.createDataFrame([(y, v) for y, v in zip(*HO16)], "y long, p double").repartition(2)
+    with pytest.raises(Exception, match="(?i)nan"):
+        collect_results(compute_metrics(bad, evaluation=Evaluation(label_col="y", score_col="p", metrics=["roc_auc"])), ev)
     ev = _evaluation(COMPRESSED)
     results = collect_results(compute_metrics(df, evaluation=ev), ev)
     _check_compressed(results, t)

@@ -286,3 +286,18 @@ def test_accessors():
     rng_ = st_.score_range()
     assert rng_.shape == (st_.num_bins, 2) and np.all(rng_[:, 0] <= rng_[:, 1])
     assert "level=" in repr(st_) and "score_distribution" in st_.summary()
+
+
+def test_split_shifts_count_bins_at_every_level():
+    """The closed-form bin count used to pick the canonical level agrees with counting."""
+    rng = np.random.default_rng(6)
+    for t in range(60):
+        x = np.unique(score_keys(rng.normal(size=int(rng.integers(2, 2000))) * 10.0 ** int(rng.integers(-300, 300))))
+        if t % 3 == 0:
+            x = np.unique(np.r_[x, score_keys(np.array([0.0, 5e-324, -5e-324, 1.7e308, -1.7e308]))])
+        split = sd._split_shifts(x)
+        for s in range(64):
+            assert sd._distinct(x, s) == 1 + np.count_nonzero(split > s)
+    edge = np.array([0, 1, 2**53, 2**53 + 1, 2**54 - 1, 2**62, 2**63 - 1], dtype=np.int64)
+    want = [int(a ^ b).bit_length() for a, b in zip(edge[:-1].tolist(), edge[1:].tolist())]
+    np.testing.assert_array_equal(sd._split_shifts(edge), want)
