@@ -7,11 +7,14 @@
   :class:`core.SliceResult` per slice.
 * :func:`slice_result_to_json` / :func:`slice_result_from_json`: JSON lines for results;
   :class:`SliceResultCoder`: the (registered) Beam coder for ``SliceResult``.
+* :class:`SliceProfileCombineFn`: the exact counting pass behind ``max_slices`` and quantile
+  buckets (``ComputeMetrics`` runs it itself; see :mod:`beam_metrics.profile`).
 
 The adapter contains no metric math: it maps Beam calls one-to-one onto ``core``.
 """
 
 from beam_metrics.combine import MetricsAccumulator, MetricsAccumulatorCoder, MetricsCombineFn, is_column_batch
+from beam_metrics.profile import ProfileSummaryCoder, SliceProfileCombineFn
 from beam_metrics.results_io import SliceResultCoder, slice_result_from_json, slice_result_to_json
 from beam_metrics.transforms import ComputeMetrics
 
@@ -20,6 +23,8 @@ __all__ = [
     "MetricsAccumulator",
     "MetricsAccumulatorCoder",
     "MetricsCombineFn",
+    "ProfileSummaryCoder",
+    "SliceProfileCombineFn",
     "SliceResultCoder",
     "is_column_batch",
     "slice_result_from_json",

@@ -90,11 +90,15 @@ class SliceResultCoder(beam.coders.Coder):
     def encode(self, value: SliceResult) -> bytes:
         body = {
             "slice": [[c, v] for c, v in value.slice],
-            "n": int(value.n),
-            "weight": float(value.weight),
-            "skipped": int(value.skipped),
+            "n": None if value.suppressed else int(value.n),
+            "weight": None if value.suppressed else float(value.weight),
+            "skipped": None if value.suppressed else int(value.skipped),
             "metrics": [[k, _exact(v)] for k, v in value.metrics.items()],
         }
+        if value.suppressed:
+            body.update(n=None, weight=None, skipped=None, suppressed=True)
+        if value.folded_values is not None:
+            body["folded_values"] = int(value.folded_values)
         return _MAGIC + json.dumps(body, separators=(",", ":"), allow_nan=True).encode("utf-8")
 
     def decode(self, encoded: bytes) -> SliceResult:
@@ -109,12 +113,15 @@ class SliceResultCoder(beam.coders.Coder):
                     metrics[k] = np.array(v["a"], dtype=np.float64).reshape(v["shape"])
                 else:
                     metrics[k] = float("nan") if v is None else v
+            if d.get("suppressed"):
+                return SliceResult(tuple((c, v) for c, v in d["slice"]), None, None, None, {}, suppressed=True)
             return SliceResult(
                 slice=tuple((c, v) for c, v in d["slice"]),
                 n=int(d["n"]),
                 weight=float(d["weight"]),
                 skipped=int(d["skipped"]),
                 metrics=metrics,
+                folded_values=d.get("folded_values"),
             )
         except (UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError, ValueError) as e:
             raise ValueError(f"corrupted SliceResult bytes: {e}") from None

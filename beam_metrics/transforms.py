@@ -37,6 +37,12 @@ class ComputeMetrics(beam.PTransform):
     is very large. All metric math is core's. Under non-global windowing the combine runs per
     window ``without_defaults()``: windows without elements produce no output.
 
+    Slice specs with ``max_slices`` or ``quantiles`` (``evaluation.needs_profile``) add an exact
+    counting pass over the same PCollection (``CombineGlobally`` of a
+    :class:`~beam_metrics.profile.SliceProfileCombineFn`), passed as an ``AsSingleton`` side input
+    to the folding step (see :mod:`beam_metrics.profile`); the ``__other__`` results carry
+    ``folded_values``. The input is then read twice.
+
     Args:
         evaluation: a :class:`core.Evaluation`; if None, one is built from ``evaluation_kwargs``.
         batch_size: rows buffered before a vectorised fold (see :class:`MetricsCombineFn`).
@@ -73,6 +79,10 @@ class ComputeMetrics(beam.PTransform):
         self.combine_fn = MetricsCombineFn(evaluation, batch_size=batch_size)
 
     def expand(self, pcoll: beam.PCollection) -> beam.PCollection:
+        if self.evaluation.needs_profile:  # max_slices / quantile buckets: a counting pass first
+            from beam_metrics.profile import expand_profiled
+
+            return expand_profiled(pcoll, self.evaluation, self.combine_fn.batch_size)
         combine = beam.CombineGlobally(self.combine_fn)
         if not isinstance(pcoll.windowing.windowfn, GlobalWindows):
             combine = combine.without_defaults()

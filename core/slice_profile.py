@@ -52,8 +52,7 @@ from core.slicing import (
     SliceSpec,
     SpecBounds,
     assign_slices,
-    encode_key,
-    key_values,
+    encode_keys,
     numeric_values,
     parse_slices,
 )
@@ -107,8 +106,9 @@ class KeyCounts:
         if weights is not None:
             rw = weights if a.rows is None else weights[a.rows]
             w = np.bincount(a.codes, weights=rw, minlength=k).astype(np.float64)
-        enc = np.array([encode_key(key_values(key)) for key in a.keys] or [b""], dtype="S")[:k]
-        missing = np.array([any(v is None for _, v in key) for key in a.keys], dtype=bool)
+        encoded, has_missing = encode_keys(a.keys)
+        enc = np.array(encoded or [b""], dtype="S")[:k]
+        missing = np.array(has_missing, dtype=bool)
         order = np.argsort(enc, kind="stable")
         present = counts[order] > 0
         order = order[present]
@@ -150,7 +150,35 @@ class KeyCounts:
         return KeyCounts(uniq, counts, weights, missing)
 
     def merge(self, other: "KeyCounts") -> "KeyCounts":
-        return KeyCounts.merge_all([self, other])
+        """The summed table (a new object; same result as :meth:`merge_all`)."""
+        if not other.distinct or not self.distinct or (other.weights is None) != (self.weights is None):
+            return KeyCounts.merge_all([self, other])
+        big, small = (self, other) if self.distinct >= other.distinct else (other, self)
+        if small.distinct * 8 > big.distinct:
+            return KeyCounts.merge_all([self, other])
+        # a small table into a big sorted one: binary search + one insert, no re-sort of the big one
+        width = max(big.keys.dtype.itemsize, small.keys.dtype.itemsize)
+        keys = big.keys if big.keys.dtype.itemsize == width else big.keys.astype(f"S{width}")
+        pos = np.searchsorted(keys, small.keys)
+        found = pos < keys.shape[0]
+        found[found] = keys[pos[found]] == small.keys[found]
+        counts = big.counts.copy()
+        counts[pos[found]] += small.counts[found]
+        weights = None
+        if big.weights is not None:
+            weights = big.weights.copy()
+            weights[pos[found]] += small.weights[found]
+        new = ~found
+        if new.any():
+            at = pos[new]
+            keys = np.insert(keys, at, small.keys[new].astype(f"S{width}"))
+            counts = np.insert(counts, at, small.counts[new])
+            missing = np.insert(big.missing, at, small.missing[new])
+            if weights is not None:
+                weights = np.insert(weights, at, small.weights[new])
+        else:
+            missing = big.missing
+        return KeyCounts(keys, counts, weights, missing)
 
     def summary(self, max_slices: int, by: str = "count") -> dict[str, Any]:
         """The exact top-``max_slices`` cut.

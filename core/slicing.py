@@ -479,6 +479,82 @@ class ListColumn:
         return f"ListColumn(rows={self.n}, values={self.values.shape[0]})"
 
 
+class CodedColumn:
+    """A string slice column of one batch, already dictionary-encoded (from an Arrow string
+    column: Arrow's hash encoding in C++ instead of one Python string object per row).
+
+    Attributes:
+        codes: (n,) int64 index of each row's value in ``uniques``.
+        uniques: the distinct values, sorted, with None last when some row is missing: exactly
+            what :func:`_encode_column` gives for the same values.
+
+    ``np.asarray(column)`` gives the (n,) object array of the values.
+    """
+
+    __slots__ = ("codes", "uniques")
+
+    def __init__(self, codes: np.ndarray, uniques: list[Any]):
+        self.codes = codes
+        self.uniques = uniques
+
+    @property
+    def shape(self) -> tuple[int]:
+        return self.codes.shape
+
+    def __len__(self) -> int:
+        return self.codes.shape[0]
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        out = np.array(self.uniques + [None], dtype=object)[self.codes]
+        return out if dtype is None else out.astype(dtype)
+
+    def __repr__(self) -> str:
+        return f"CodedColumn(rows={len(self)}, values={len(self.uniques)})"
+
+
+def _arrow_coded(values: Any) -> CodedColumn | None:
+    """A plain Arrow string column as a :class:`CodedColumn` (None for any other type, or for
+    values ending in NUL, which numpy's unicode arrays in :func:`_encode_column` would strip)."""
+    if str(values.type) not in ("string", "large_string"):
+        return None
+    arr = values.combine_chunks() if hasattr(values, "combine_chunks") else values
+    enc = arr.dictionary_encode()
+    dictionary = enc.dictionary.to_pylist()
+    if any(v.endswith("\x00") for v in dictionary):
+        return None
+    m = len(dictionary)
+    order = sorted(range(m), key=dictionary.__getitem__)
+    rank = np.empty(m + 1, dtype=np.int64)
+    rank[order] = np.arange(m)
+    rank[m] = m  # missing: the last code, value None
+    idx = enc.indices
+    uniques = [dictionary[i] for i in order]
+    if idx.null_count:
+        idx = idx.fill_null(m)
+        uniques.append(None)
+    return CodedColumn(rank[idx.to_numpy(zero_copy_only=False)], uniques)
+
+
+def _coded_strings(values: list | tuple) -> CodedColumn | None:
+    """A non-empty Python list of strings (and None for missing values), as from row dicts, as a
+    :class:`CodedColumn`: one dict of the distinct values instead of numpy unicode arrays and a
+    sort. None for anything else (numbers, lists, unhashable or NUL-ending values)."""
+    if not values:
+        return None
+    try:
+        distinct = dict.fromkeys(values)
+    except TypeError:  # unhashable: list-valued rows
+        return None
+    strings = [v for v in distinct if type(v) is str]
+    if len(strings) + (None in distinct) != len(distinct) or any(v.endswith("\x00") for v in strings):
+        return None
+    uniques: list[Any] = sorted(strings)
+    if None in distinct:
+        uniques.append(None)
+    pos = {v: i for i, v in enumerate(uniques)}
+    return CodedColumn(np.fromiter(map(pos.__getitem__, values), dtype=np.int64, count=len(values)), uniques)
+
+
 _LISTLIKE = (list, tuple, np.ndarray, set, frozenset)
 
 
@@ -503,9 +579,10 @@ def _explode(seq: Sequence[Any], name: str) -> ListColumn:
     return ListColumn(np.asarray(rows, dtype=np.int64), arr, len(seq))
 
 
-def read_slice_column(values: Any, name: str) -> "np.ndarray | ListColumn":
+def read_slice_column(values: Any, name: str) -> "np.ndarray | ListColumn | CodedColumn":
     """One slice column of a batch as a 1-D numpy array, or a :class:`ListColumn` when its rows
-    hold lists (Arrow list columns; Python lists, tuples, sets or arrays; 2-D numpy arrays).
+    hold lists (Arrow list columns; Python lists, tuples, sets or arrays; 2-D numpy arrays), or a
+    :class:`CodedColumn` for an Arrow string column or a Python list of strings (and None).
 
     Raises:
         TypeError: the column is not array-like.
@@ -530,8 +607,12 @@ def read_slice_column(values: Any, name: str) -> "np.ndarray | ListColumn":
                 order = np.argsort(parents, kind="stable")
                 parents, flat = parents[order], flat[order]
             return ListColumn(parents, flat, n)
-        return as_array(values, name)
+        coded = _arrow_coded(values)
+        return coded if coded is not None else as_array(values, name)
     if isinstance(values, (list, tuple)):
+        coded = _coded_strings(values)
+        if coded is not None:
+            return coded
         if any(isinstance(v, _LISTLIKE) for v in values):
             return _explode(values, name)
         return as_array(values, name)
@@ -565,7 +646,7 @@ def _encode_column(values: np.ndarray, column: str) -> tuple[np.ndarray, list[An
     except TypeError:
         kinds = sorted({type(v).__name__ for v in present})
         raise TypeError(f"slice column {column!r} mixes value types {kinds}; convert it to one type") from None
-    uniques = [native(u) for u in uniq]
+    uniques = uniq.tolist() if uniq.dtype.kind in "Uiufb" else [native(u) for u in uniq]  # tolist: plain Python values
     if missing.any():
         codes = np.full(n, len(uniques), dtype=np.int64)
         codes[~missing] = inv.reshape(-1)
@@ -586,18 +667,11 @@ def numeric_values(values: np.ndarray, column: str, row_of_value: np.ndarray | N
     out = np.full(values.shape[0], np.nan)
     obj = values.astype(object, copy=False)
     missing = np.equal(obj, None) | (obj != obj)
-    bad = None
-    try:
+    numbers = (int, float, bool, np.number)
+    bad = next((int(i) for i in np.flatnonzero(~missing) if not isinstance(obj[i], numbers)), None)  # no text, even "1.5"
+    if bad is None:
         out[~missing] = obj[~missing].astype(np.float64)
-    except (TypeError, ValueError):
-        for i in np.flatnonzero(~missing):
-            v = obj[i]
-            if isinstance(v, (str, bytes)) or not isinstance(v, (int, float, bool, np.number)):
-                bad = i
-                break
-    if bad is None and values.dtype.kind in "US":
-        bad = int(np.flatnonzero(~missing)[0]) if (~missing).any() else None
-    if bad is not None:
+    else:
         row = int(row_of_value[bad]) if row_of_value is not None else int(bad)
         raise TypeError(
             f"slice column {column!r} is bucketed (edges/quantiles) but its value {obj[bad]!r} at row {row_offset + row} is not a number"
@@ -654,6 +728,8 @@ _MASK64 = (1 << 64) - 1
 
 
 def _encode_value(v: Any) -> bytes:
+    if type(v) is str:  # the common case first
+        return b"\x05" + v.encode("utf-8", "surrogatepass").replace(b"\x00", b"\x00\xff") + b"\x00\x00"
     if v is None:
         return b"\x01"
     if isinstance(v, bool):
@@ -668,7 +744,7 @@ def _encode_value(v: Any) -> bytes:
     return tag + str(v).encode("utf-8", "surrogatepass").replace(b"\x00", b"\x00\xff") + b"\x00\x00"
 
 
-def encode_key(values: Iterable[Any]) -> bytes:
+def encode_key(values: Sequence[Any]) -> bytes:
     """Order-preserving, injective bytes of a slice key's values.
 
     Components are self-delimiting (type tag, then 9-byte ints, 8-byte order-preserving floats,
@@ -676,7 +752,18 @@ def encode_key(values: Iterable[Any]) -> bytes:
     (missing first, then booleans, ints, floats, strings; crossed keys column by column).
     Trailing zero bytes are stripped (numpy ``S`` arrays drop them) without losing injectivity.
     """
+    if len(values) == 1:  # the common one-column key, without the join
+        return _encode_value(values[0]).rstrip(b"\x00")
     return b"".join(_encode_value(v) for v in values).rstrip(b"\x00")
+
+
+def encode_keys(keys: Sequence[tuple]) -> tuple[list[bytes], list[bool]]:
+    """:func:`encode_key` of many slice keys, and whether each holds a missing value."""
+    if keys and len(keys[0]) == 1:
+        vals = [k[0][1] for k in keys]
+        return [_encode_value(v).rstrip(b"\x00") for v in vals], [v is None for v in vals]
+    vals = [tuple(v for _, v in k) for k in keys]
+    return [encode_key(v) for v in vals], [None in v for v in vals]
 
 
 def key_values(key: tuple) -> tuple:
@@ -763,7 +850,7 @@ class Assignment:
             offs = np.arange(rep.size) - np.repeat(np.cumsum(cnt) - cnt, cnt)
             pos = order[start[rep] + offs]
             codes = codes[rep]
-        order = np.argsort(codes, kind="stable")
+        order = _stable_order(codes, k)
         bounds = np.cumsum(np.bincount(codes, minlength=k))
         return np.split(pos[order].astype(np.int64, copy=False), bounds[:-1]), skipped
 
@@ -819,16 +906,16 @@ def assign_slices(
             r, values = data.rows, data.values
             listed = True
         else:
-            r, values = None, np.asarray(data) if not isinstance(data, np.ndarray) else data
+            r, values = None, data if isinstance(data, (np.ndarray, CodedColumn)) else np.asarray(data)
         e = spec.edges_of(col)
         if spec.quantiles_of(col) is not None:
             if bounds is None or col not in bounds.edges:
                 raise ValueError(f"slice spec {str(spec)!r}: quantile buckets of {col!r} need a profiling pass first (Evaluation.with_profile)")
             e = bounds.edges[col]
         if e is not None:
-            c, uniq = _bucket_column(numeric_values(values, col, r, row_offset), e)
+            c, uniq = _bucket_column(numeric_values(np.asarray(values), col, r, row_offset), e)
         else:
-            c, uniq = _encode_column(values, col)
+            c, uniq = (values.codes, values.uniques) if isinstance(values, CodedColumn) else _encode_column(values, col)
         allowed = spec.filter_of(col)
         if allowed is not None:
             keep = _filter_mask(uniq, allowed)[c]
@@ -855,7 +942,8 @@ def assign_slices(
     if listed:
         rows, codes = _dedupe(rows, codes, len(keys))
     if bounds is not None and bounds.kept is not None:
-        keep_idx = [i for i, k in enumerate(keys) if encode_key(key_values(k)) in bounds.kept]
+        kept = bounds.kept
+        keep_idx = [i for i, e in enumerate(encode_keys(keys)[0]) if e in kept]
         if len(keep_idx) < len(keys):
             remap = np.full(len(keys), len(keep_idx), dtype=np.int64)
             remap[keep_idx] = np.arange(len(keep_idx))
@@ -888,9 +976,19 @@ def group_rows(spec: SliceSpec, columns: dict[str, np.ndarray]) -> tuple[np.ndar
     return a.codes, a.keys
 
 
+def _stable_order(codes: np.ndarray, num: int) -> np.ndarray:
+    """``np.argsort(codes, kind="stable")`` of codes in [0, num). numpy radix-sorts 8- and 16-bit
+    integers in O(n), so codes of few slices are narrowed first (the permutation is the same)."""
+    if num <= 1 << 8:
+        codes = codes.astype(np.uint8)
+    elif num <= 1 << 16:
+        codes = codes.astype(np.uint16)
+    return np.argsort(codes, kind="stable")
+
+
 def split_by_code(codes: np.ndarray, num: int) -> list[np.ndarray]:
-    """Row indices of each code 0..num-1 (stable order), via one argsort."""
-    order = np.argsort(codes, kind="stable")
+    """Row indices of each code 0..num-1 (stable order), via one stable argsort."""
+    order = _stable_order(codes, num)
     bounds = np.cumsum(np.bincount(codes, minlength=num))
     return np.split(order, bounds[:-1])
 

@@ -33,6 +33,10 @@ def run_local(evaluation: Evaluation, path: str, fmt: str | None = None, batch_s
     columns = list(evaluation.columns)
     io.check_columns(data, columns, path)
     total = data.count_rows() if progress and io.detect_format(path, fmt) == "parquet" else None
+    if evaluation.needs_profile:  # max_slices / quantile buckets: an exact counting pass over the input first
+        profiler = evaluation.profiler()
+        evaluation = evaluation.with_profile(profiler.profile(io.iter_batches(path, profiler.columns, fmt, batch_size)))
+        log.info("local: profiled the slices (%s)", ", ".join(str(s) for s in evaluation.slices if s.needs_profile))
     acc = evaluation.zero()
     offset = 0
     with Progress(total, len(data.files), enabled=progress, desc="local") as bar:
@@ -131,6 +135,11 @@ def run_spark(evaluation: Evaluation, path: str, fmt: str | None = None, master:
         df = spark.read.csv(path, header=True, inferSchema=True)
     else:
         df = spark.read.json(path)
+    if evaluation.needs_profile:
+        from spark_metrics import profile_evaluation
+
+        stage("spark", "counting slice values (max_slices / quantile buckets)")
+        evaluation = profile_evaluation(df, evaluation)
     stage("spark", "computing metrics (partial states per partition, merged per slice after the shuffle)")
     results = collect_results(compute_metrics(df, evaluation=evaluation), evaluation)
     stage("spark", "collected %d slices", len(results.slices))

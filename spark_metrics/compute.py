@@ -150,6 +150,10 @@ def _prepare_columns(df: "DataFrame", evaluation: Evaluation) -> list:
             and not isinstance(dt, (T.StringType, T.BooleanType, T.BinaryType, T.IntegralType, T.FractionalType))
         ):
             col = col.cast("string")  # dates, timestamps, decimals, intervals: slice by their text
+        elif isinstance(dt, T.ArrayType) and isinstance(
+            dt.elementType, (T.StringType, T.BooleanType, T.BinaryType, T.IntegralType, T.FractionalType, T.NullType)
+        ):
+            pass  # a list-valued slice column: a row is in the slice of each of its values
         elif not isinstance(dt, (T.AtomicType, T.NullType)):
             raise TypeError(
                 f"slice column {name!r} must have an atomic type (string, number, boolean, date ...), "
@@ -227,6 +231,12 @@ def compute_metrics(df: "DataFrame", *, evaluation: Evaluation | None = None, **
     lazy: nothing runs until an action (e.g. :func:`collect_results`). DataFrame API only, so it
     works over Spark Connect too (workers must be able to import ``core`` and ``spark_metrics``).
 
+    Slice specs with ``max_slices`` or ``quantiles`` (``evaluation.needs_profile``) first run an
+    exact counting job, eagerly, here (:func:`spark_metrics.profile_evaluation`: partial profiles
+    per partition, merged per spec with ``groupBy``; only the resolved top-N keys and quantile
+    edges reach the driver); the metric job then folds with the profiled evaluation. List-valued
+    (array) slice columns put a row in the slice of each of its values.
+
     Args:
         df: the input DataFrame. Only ``evaluation.columns`` are read:
 
@@ -285,11 +295,18 @@ def compute_metrics(df: "DataFrame", *, evaluation: Evaluation | None = None, **
         raise TypeError(f"evaluation must be a core.Evaluation, got {type(evaluation).__name__}")
 
     exprs = _prepare_columns(df, evaluation)
+    if evaluation.needs_profile:  # max_slices / quantile buckets: an (eager) counting job first
+        from spark_metrics.profile import profile_evaluation
+
+        evaluation = profile_evaluation(df, evaluation)
     partial = df.select(*exprs).mapInArrow(_fold_partition_fn(evaluation), _states_schema())
     zero = df.sparkSession.createDataFrame(
         [(codec.slice_key_to_json(OVERALL), evaluation.plan.encode(evaluation.plan.zero()))], _states_schema()
     )
-    return partial.unionByName(zero).groupBy("slice_key").applyInArrow(_merge_slice_fn(evaluation), result_schema())
+    out = partial.unionByName(zero).groupBy("slice_key").applyInArrow(_merge_slice_fn(evaluation), result_schema())
+    if evaluation.profile is not None:
+        out._mm_profiled_evaluation = evaluation  # lets collect_results report folded_values
+    return out
 
 
 def collect_results(result_df: "DataFrame", evaluation: Evaluation) -> Results:
@@ -304,8 +321,15 @@ def collect_results(result_df: "DataFrame", evaluation: Evaluation) -> Results:
         array metrics (``f1@none``, ``confusion_matrix``) rebuilt as numpy arrays from their
         ``index`` cells.
 
+    Slices of specs with ``max_slices`` report ``folded_values`` on their ``__other__`` slice
+    when ``evaluation`` carries the profile (:func:`spark_metrics.profile_evaluation`), or when
+    ``result_df`` is the very DataFrame ``compute_metrics`` returned for it.
+
     Raises:
         pyspark.errors.PythonException: an executor failed (e.g. an invalid value, see
             :func:`compute_metrics`).
     """
+    profiled = getattr(result_df, "_mm_profiled_evaluation", None)
+    if profiled is not None and evaluation.needs_profile and profiled.to_config() == evaluation.to_config():
+        evaluation = profiled
     return evaluation.collect(rows=[r.asDict() for r in result_df.collect()])
