@@ -99,6 +99,8 @@ class SliceResultCoder(beam.coders.Coder):
             body.update(n=None, weight=None, skipped=None, suppressed=True)
         if value.folded_values is not None:
             body["folded_values"] = int(value.folded_values)
+        if value.intervals:
+            body["intervals"] = [[k, [float(lo), float(hi)]] for k, (lo, hi) in value.intervals.items()]
         return _MAGIC + json.dumps(body, separators=(",", ":"), allow_nan=True).encode("utf-8")
 
     def decode(self, encoded: bytes) -> SliceResult:
@@ -121,6 +123,7 @@ class SliceResultCoder(beam.coders.Coder):
                 weight=float(d["weight"]),
                 skipped=int(d["skipped"]),
                 metrics=metrics,
+                intervals={k: (float(lo), float(hi)) for k, (lo, hi) in d.get("intervals", [])},
                 folded_values=d.get("folded_values"),
             )
         except (UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError, ValueError) as e:

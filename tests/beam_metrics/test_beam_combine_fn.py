@@ -260,3 +260,11 @@ def test_multilabel_rows_whose_values_are_all_lists_are_rows():
     assert out.n == 3
     assert out.metrics["f1@micro"] == pytest.approx(f1_score(y, p, average="micro"), rel=1e-12)
     assert out.metrics["hamming_loss"] == pytest.approx(hamming_loss(y, p), rel=1e-12)
+
+
+def test_slice_result_coder_keeps_intervals():
+    from beam_metrics.results_io import SliceResultCoder
+
+    sr = core.SliceResult((("a", 1),), 5, 5.0, 0, {"roc_auc": 0.7}, {"roc_auc": (0.69, 0.71)})
+    coder = SliceResultCoder()
+    assert coder.decode(coder.encode(sr)).intervals == {"roc_auc": (0.69, 0.71)}
