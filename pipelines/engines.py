@@ -40,8 +40,8 @@ def run_local(evaluation: Evaluation, path: str, fmt: str | None = None, batch_s
     acc = evaluation.zero()
     offset = 0
     with Progress(total, len(data.files), enabled=progress, desc="local") as bar:
-        for fragment in data.get_fragments():  # file by file, in the order of data.to_batches
-            for batch in fragment.to_batches(schema=data.schema, columns=columns, batch_size=batch_size):
+        for file in data.files:  # file by file, without pre-buffering (flat memory)
+            for batch in io.iter_batches(file, columns, io.detect_format(path, fmt), batch_size):
                 evaluation.fold(acc, batch, row_offset=offset)
                 offset += batch.num_rows
                 bar.update(batch.num_rows)

@@ -75,10 +75,20 @@ def check_columns(data: ds.Dataset, columns: Sequence[str], path: Any) -> None:
 
 
 def iter_batches(path: str | os.PathLike, columns: Sequence[str], fmt: str | None = None, batch_size: int = 65536) -> Iterator[pa.RecordBatch]:
-    """Stream record batches of only ``columns`` (in file order)."""
+    """Stream record batches of only ``columns`` (in file order).
+
+    Parquet is read without pre-buffering and with a read-ahead of one batch and one file, so
+    peak memory stays flat however large the input (measured in BENCHMARKS.md).
+    """
+    fmt = detect_format(path, fmt)
     data = dataset(path, fmt)
     check_columns(data, columns, path)
-    yield from data.to_batches(columns=list(columns), batch_size=batch_size)
+    if fmt == "parquet":  # file by file, row group by row group: flat memory
+        for file in data.files:
+            with pq.ParquetFile(file, pre_buffer=False) as f:
+                yield from f.iter_batches(batch_size=batch_size, columns=list(columns))
+        return
+    yield from data.to_batches(columns=list(columns), batch_size=batch_size, batch_readahead=1, fragment_readahead=1)
 
 
 def count_rows(path: str | os.PathLike, fmt: str | None = None) -> int | None:
