@@ -198,7 +198,40 @@ class _Checker:
             raise ValueError(_first_bad(bad, values, column, what, self.row_offset))
 
 
+def _valid_labels(arr: np.ndarray, num_classes: int) -> np.ndarray | None:
+    """Fast path of :func:`_labels`: the (n,) int64 labels when every value of a bool, integer or
+    float column is an integer in [0, num_classes), checked with whole-array reductions and no
+    float copy (an int64 column is returned as is). None when some value may be invalid: the
+    caller then runs the full check, which names the value and row (or builds the skip mask)."""
+    kind = arr.dtype.kind
+    if kind == "b":
+        return arr.astype(np.int64)
+    if arr.shape[0] == 0 or kind not in "iuf":
+        return None
+    if kind in "iu":
+        # as unsigned, a negative value is huge: one max() checks 0 <= v < num_classes
+        u = arr if kind == "u" else arr.view(arr.dtype.str.replace("i", "u"))
+        return arr.astype(np.int64, copy=False) if u.max() < num_classes else None
+    lo, hi = arr.min(), arr.max()  # NaN propagates: both comparisons are then False
+    if not (lo >= 0 and hi < num_classes):
+        return None
+    out = arr.astype(np.int64)
+    return out if np.array_equal(out, arr) else None  # integer-valued floats only
+
+
+def _all_finite(x: np.ndarray) -> bool:
+    """Whether every value of a float array is finite, with one reduction and no temporary: NaN
+    and inf propagate into the sum (a finite sum that overflows only sends x to the full check)."""
+    if x.shape[0] == 0:
+        return True
+    with np.errstate(over="ignore", invalid="ignore"):
+        return bool(np.isfinite(np.add.reduce(x)))
+
+
 def _labels(arr: np.ndarray, column: str, num_classes: int, chk: _Checker, kind: str) -> np.ndarray:
+    fast = _valid_labels(arr, num_classes)
+    if fast is not None:
+        return fast
     vals = to_float(arr, column, chk.row_offset)
     with np.errstate(invalid="ignore"):
         bad = ~np.isfinite(vals) | (vals != np.floor(vals)) | (vals < 0) | (vals >= num_classes)
@@ -291,14 +324,16 @@ def make_batch(
     ys_f = yp_i = w_f = None
     if ys is not None:
         ys_f = to_float(ys, n_score, row_offset)
-        chk.check(~np.isfinite(ys_f), ys_f, n_score, "scores must be finite (no NaN or inf)")
+        if not _all_finite(ys_f):
+            chk.check(~np.isfinite(ys_f), ys_f, n_score, "scores must be finite (no NaN or inf)")
     if yp is not None:
         yp_i = _labels(yp, n_pred, num_classes, chk, "predictions")
     if w is not None:
         w_f = to_float(w, n_weight, row_offset)
-        with np.errstate(invalid="ignore"):
-            bad = ~np.isfinite(w_f) | (w_f < 0)
-        chk.check(bad, w_f, n_weight, "weights must be finite and >= 0")
+        if not (w_f.shape[0] == 0 or (w_f.min() >= 0 and _all_finite(w_f))):  # min() is NaN if any is
+            with np.errstate(invalid="ignore"):
+                bad = ~np.isfinite(w_f) | (w_f < 0)
+            chk.check(bad, w_f, n_weight, "weights must be finite and >= 0")
     batch = Batch(yt_i, ys_f, yp_i, w_f)
     if chk.skip:
         if chk.invalid.any():

@@ -1,0 +1,44 @@
+"""Smoke test of the benchmark runner: the quick core-fold part prints its table with ratios.
+
+Benchmarks are not unit tests: no speed is asserted here, only that ``python -m benchmarks.run
+--quick --only core`` runs, prints every core row and computes the ratios.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def test_quick_core_benchmark_prints_table_with_ratios():
+    res = subprocess.run(
+        [sys.executable, "-m", "benchmarks.run", "--quick", "--only", "core"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    out = res.stdout
+    assert "## all parts" in out
+    table = out.split("## all parts", 1)[1]
+    for workload in (
+        "numpy floor: binary counts",
+        "binary counts @1 threshold, unweighted",
+        "binary counts @1 threshold, weighted",
+        "10-class confusion matrix",
+        "regression moments",
+        "ROC AUC state",
+    ):
+        assert workload in table, workload
+    for reference in ("sklearn confusion_matrix", "numpy bincount", "sklearn r2_score", "sklearn roc_auc_score"):
+        assert reference in table, reference
+    rows = [ln for ln in table.splitlines() if ln.startswith("core ")]
+    assert len(rows) >= 10
+    ratios = [float(m.group(1).replace(",", "")) for ln in rows for m in [re.search(r"\s([\d,.]+)x(?:\s|$)", ln)] if m]
+    assert len(ratios) >= 10 and all(r > 0 for r in ratios)
+    assert re.search(r"\b(met|NOT met)\b", table)
