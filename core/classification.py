@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from core.metrics import _PRF, _Classification, _divide, check_zero_division, nanaverage, prf_values, record_undefined
+from core.metrics import _PRF, _Classification, _divide, check_zero_division, prf_values, record_undefined
 from core.states import State
 
 
@@ -367,5 +367,4 @@ __all__ = [
     "NegativePredictiveValue",
     "Prevalence",
     "Specificity",
-    "nanaverage",
 ]

@@ -32,11 +32,15 @@ from pipelines import config, engines, io
 from pipelines.progress import progress_enabled
 
 EXAMPLES = ("flights",)
-# ranking metrics share one score distribution; capacity 1000 keeps each slice's curves to at most
-# ~1000 points (metrics.json stays a few MB), with certified intervals for AUC and AP
+# Every flights metric comes from integer counts (confusion counts, counts per distinct score), so
+# local, Beam and Spark write bit-identical metrics.json whatever the partitioning. Float-sum
+# metrics (brier_score, ece, reliability_diagram, log_loss) are available by name but can differ in
+# the last bits between engines (float addition order), so the example leaves them out. Ranking
+# metrics share one score distribution; capacity 1000 keeps each slice's curves to at most ~1000
+# points (metrics.json stays a few MB), with certified intervals for AUC and AP.
 FLIGHTS_METRICS = [
-    "accuracy", "precision", "recall", "f1", "roc_auc@capacity=1000", "average_precision@capacity=1000", "brier_score", "ece",
-    "confusion_matrix", "roc_curve@capacity=1000", "precision_recall_curve@capacity=1000", "reliability_diagram",
+    "accuracy", "precision", "recall", "f1", "roc_auc@capacity=1000", "average_precision@capacity=1000",
+    "confusion_matrix", "roc_curve@capacity=1000", "precision_recall_curve@capacity=1000",
 ]  # fmt: skip
 
 
@@ -57,7 +61,13 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--prediction", help="predicted-label column: 0/1, or [0, K) with --num-classes; predicted values (regression)")
     cols.add_argument("--weight", help="sample weight column (finite, >= 0)")
     cols.add_argument("--measure", help="per-row measure column (e.g. a loss) for mean_measure")
-    cols.add_argument("--slice", action="append", default=[], metavar="COL[,COL...]", help="slice by these columns (crossed); repeatable; the overall slice is always computed")
+    cols.add_argument(
+        "--slice", action="append", default=[], metavar="SPEC",
+        help="slice spec, repeatable: COL, or COL,COL (crossed); filters COL=V or COL=V1|V2; buckets COL:edges=0|500|1000 or "
+        "COL:quantiles=4; bounds ';max_slices=N' (the N largest + __other__), ';by=weight', ';min_slice_size=K' "
+        "(e.g. --slice 'tailnum;max_slices=50'); the overall slice is always computed",
+    )  # fmt: skip
+    cols.add_argument("--min-slice-size", type=float, help="suppress slices (and the overall slice) with fewer valid rows than this: no values, no counts")
     m = p.add_argument_group("metrics")
     m.add_argument("--metrics", help="comma-separated metric strings, e.g. accuracy,f1,precision@threshold=0.7,f1@macro (default: accuracy,precision,recall,f1)")
     m.add_argument("--threshold", type=float, default=0.5, help="decision threshold for --score (default 0.5)")
@@ -113,6 +123,7 @@ def evaluation_from_args(args: argparse.Namespace) -> Evaluation:
             label_format=getattr(args, "label_format", None),
             score_format=getattr(args, "score_format", None),
             prediction_format=getattr(args, "prediction_format", None),
+            min_slice_size=getattr(args, "min_slice_size", None),
         ).items()
         if v is not None
     }
@@ -215,7 +226,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     run_info = {
         "engine": args.engine,
         "input": str(args.input),
-        "rows": results.overall.n + results.overall.skipped,
+        "rows": None if results.overall.suppressed else results.overall.n + results.overall.skipped,
         "slices": len(results.slices),
         "evaluate_seconds": round(seconds, 3),
         "prepare_seconds": round(t1 - t0, 3),
@@ -223,10 +234,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     (out / "run.json").write_text(json.dumps(run_info, indent=2) + "\n")
     say(results.format_table())
     say(
-        f"\nengine={args.engine}: {run_info['rows']:,} rows, {len(results.slices)} slices in {seconds:.1f} s"
+        f"\nengine={args.engine}: {'(suppressed)' if run_info['rows'] is None else format(run_info['rows'], ',')} rows, "
+        f"{len(results.slices)} slices in {seconds:.1f} s"
         + (f" (+{t1 - t0:.1f} s preparing the example)" if args.example else "")
     )
-    if results.overall.skipped:
+    if not results.overall.suppressed and results.overall.skipped:
         say(f"skipped {results.overall.skipped:,} invalid rows (counts per slice in metrics.json)")
     report_path = _report_path(args, out)
     if report_path is not None:

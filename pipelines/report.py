@@ -91,11 +91,22 @@ def figure_kind(key: str) -> str | None:
     return kind or FIGURE_KINDS.get(canonical_name(key))
 
 
+def computed(results: Results) -> list[SliceResult]:
+    """The slices that have values (not ``suppressed`` below their ``min_slice_size``)."""
+    return [s for s in results.slices if not getattr(s, "suppressed", False)]
+
+
+def _first(results: Results) -> SliceResult | None:
+    shown = computed(results)
+    return shown[0] if shown else None
+
+
 def metric_keys(results: Results, kind: str | None = None, canonical: str | None = None) -> list[str]:
     """Metric keys of the results (in order) feeding figure ``kind`` or of canonical name."""
-    if not results.slices:
+    first = _first(results)
+    if first is None:
         return []
-    keys = list(results.slices[0].metrics)
+    keys = list(first.metrics)
     if kind is not None:
         keys = [k for k in keys if figure_kind(k) == kind]
     if canonical is not None:
@@ -105,10 +116,11 @@ def metric_keys(results: Results, kind: str | None = None, canonical: str | None
 
 def scalar_metrics(results: Results, include_counts: bool = False) -> list[str]:
     """Keys of the scalar metrics (in order); counts (tp, fp, ...) only with ``include_counts``."""
-    if not results.slices:
+    first = _first(results)
+    if first is None:
         return []
     out = []
-    for k, v in results.slices[0].metrics.items():
+    for k, v in first.metrics.items():
         if np.ndim(v) != 0 or isinstance(v, str):
             continue
         if not include_counts and canonical_name(k) in COUNT_METRICS:
@@ -119,10 +131,11 @@ def scalar_metrics(results: Results, include_counts: bool = False) -> list[str]:
 
 def _pick(results: Results, kind: str, metric: str | None) -> str:
     keys = metric_keys(results, kind)
+    first = _first(results)
     if metric is not None:
-        if metric in keys or (results.slices and metric in results.slices[0].metrics):
+        if metric in keys or (first is not None and metric in first.metrics):
             return metric
-        raise ValueError(f"metric {metric!r} is not in the results; available: {list(results.slices[0].metrics) if results.slices else []}")
+        raise ValueError(f"metric {metric!r} is not in the results; available: {list(first.metrics) if first is not None else []}")
     if not keys:
         names = {"roc": "roc_curve", "pr": "precision_recall_curve", "reliability": "reliability_diagram",
                  "confusion_matrix": "confusion_matrix", "accuracy_matrix": "accuracy_matrix"}  # fmt: skip
@@ -132,15 +145,16 @@ def _pick(results: Results, kind: str, metric: str | None) -> str:
 
 def _slice(results: Results, key: Any) -> SliceResult:
     if isinstance(key, SliceResult):
-        return key
-    if isinstance(key, str):
-        for s in results.slices:
-            if s.name == key:
-                return s
-        raise KeyError(f"no slice named {key!r}; slices: {[s.name for s in results.slices[:20]]}")
-    if isinstance(key, dict):
-        key = tuple(key.items())
-    return results[tuple(key)]
+        found = key
+    elif isinstance(key, str):
+        found = next((s for s in results.slices if s.name == key), None)
+        if found is None:
+            raise KeyError(f"no slice named {key!r}; slices: {[s.name for s in results.slices[:20]]}")
+    else:
+        found = results[tuple(key.items()) if isinstance(key, dict) else tuple(key)]
+    if getattr(found, "suppressed", False):
+        raise ValueError(f"slice {found.name!r} is suppressed (fewer rows than its min_slice_size): it has no values to plot")
+    return found
 
 
 def curve_slices(results: Results, metric: str, slices: Iterable[Any] | None = None, max_slices: int = MAX_CURVE_SLICES) -> list[SliceResult]:
@@ -148,9 +162,9 @@ def curve_slices(results: Results, metric: str, slices: Iterable[Any] | None = N
     (by weight) slices of the first one-column slice spec, at most ``max_slices`` of them."""
     if slices is not None:
         return [_slice(results, s) for s in slices]
-    out = [s for s in results.slices if s.slice == ()]
+    out = [s for s in computed(results) if s.slice == ()]
     by_spec: dict[tuple, list[SliceResult]] = {}
-    for s in results.slices:
+    for s in computed(results):
         if s.slice:
             by_spec.setdefault(tuple(c for c, _ in s.slice), []).append(s)
     for cols, members in by_spec.items():
@@ -300,7 +314,7 @@ def plot_confusion_matrix(results: Results, slice: Any = (), metric: str | None 
     labels = [str(i) for i in range(k)]
     im = _heatmap(ax, m, labels, labels, "Blues", lambda v: _fmt(v, 2), share)
     fig.colorbar(im, ax=ax, shrink=0.8, label="weight")
-    ax.set(xlabel="predicted label", ylabel="true label", title=f"Confusion matrix ({key}, {s.name})")
+    ax.set(xlabel="predicted label", ylabel="true label", title=f"Confusion matrix ({s.name})")
     return fig
 
 
@@ -315,31 +329,32 @@ def plot_accuracy_matrix(results: Results, slice: Any = (), metric: str | None =
     fig, ax = _new_axes(ax, (max(4.5, 0.55 * m.shape[1] + 3), max(4.0, 0.5 * m.shape[0] + 2.5)))
     im = _heatmap(ax, m, [str(i) for i in range(m.shape[0])], [str(j) for j in range(m.shape[1])], "viridis", lambda v: _fmt(v, 2))
     fig.colorbar(im, ax=ax, shrink=0.8, label=canonical_name(key))
-    ax.set(xlabel="evaluated on task", ylabel="after training on task", title=f"Accuracy matrix ({key}, {s.name})")
+    ax.set(xlabel="evaluated on task", ylabel="after training on task", title=f"Accuracy matrix ({s.name})")
     return fig
 
 
 def _bar_slices(results: Results, metric: str, max_slices: int) -> tuple[list[SliceResult], int]:
-    others = [s for s in results.slices if s.slice]
+    others = [s for s in computed(results) if s.slice]
     if len(others) <= max_slices:
         return others, 0
     keep = {id(s) for s in sorted(others, key=lambda s: -float(s.weight))[:max_slices]}
     return [s for s in others if id(s) in keep], len(others) - max_slices
 
 
-def plot_slices(results: Results, metric: str, *, max_slices: int = 40, intervals: bool = True, ax: Any = None) -> Any:
+def plot_slices(results: Results, metric: str, *, max_slices: int = 60, intervals: bool = True, ax: Any = None) -> Any:
     """Horizontal bar chart of one scalar metric per slice (overall value as a dashed line).
 
     Certified intervals of approximate metrics are drawn as error bars (``intervals=True``);
     undefined (NaN) values are marked ``null``. With more than ``max_slices`` slices, the
     largest (by weight) are shown.
     """
-    if not results.slices or metric not in results.slices[0].metrics:
+    first = _first(results)
+    if first is None or metric not in first.metrics:
         raise ValueError(f"metric {metric!r} is not in the results; available: {scalar_metrics(results, True)}")
-    if np.ndim(results.slices[0].metrics[metric]) != 0:
+    if np.ndim(first.metrics[metric]) != 0:
         raise ValueError(f"metric {metric!r} is not scalar; plot_slices draws scalar metrics")
     shown, hidden = _bar_slices(results, metric, max_slices)
-    fig, ax = _new_axes(ax, (7.5, 1.3 + 0.24 * max(len(shown), 1)))
+    fig, ax = _new_axes(ax, (6.4, 1.3 + 0.2 * max(len(shown), 1)))
     specs = list(dict.fromkeys(tuple(c for c, _ in s.slice) for s in shown))
     y = np.arange(len(shown))[::-1]
     vals = np.array([float(s.metrics[metric]) for s in shown], dtype=np.float64)
@@ -353,11 +368,11 @@ def plot_slices(results: Results, metric: str, *, max_slices: int = 40, interval
         if not math.isfinite(v):
             ax.text(0, yi, " null", va="center", fontsize=8, color="crimson")
     ax.set_yticks(y, [s.name for s in shown], fontsize=8)
-    overall = next((s for s in results.slices if s.slice == ()), None)
-    if overall is not None and math.isfinite(float(overall.metrics[metric])):
-        ax.axvline(float(overall.metrics[metric]), ls="--", color="black", lw=1, label=f"overall {_fmt(overall.metrics[metric])}")
-        ax.legend(loc="lower right", fontsize="small")
+    overall = next((s for s in computed(results) if s.slice == ()), None)
     title = f"{metric} per slice"
+    if overall is not None and math.isfinite(float(overall.metrics[metric])):
+        ax.axvline(float(overall.metrics[metric]), ls="--", color="black", lw=1)
+        title += f" (dashed: overall {_fmt(overall.metrics[metric])})"
     if hidden:
         title += f" (the {len(shown)} largest of {len(shown) + hidden} slices)"
     ax.set(xlabel=metric, title=title)
@@ -383,11 +398,12 @@ def window_series(results: Results | None = None, windows: Sequence[tuple[Any, R
         out = []
         for label, r in windows:
             s = r.overall if isinstance(r, Results) else r
-            out.append((str(label), s))
+            if not getattr(s, "suppressed", False):
+                out.append((str(label), s))
         return out
     col = (results.config or {}).get("window_col") if results is not None else None
     if col:
-        return [(str(s.slice[0][1]), s) for s in results.slices if len(s.slice) == 1 and s.slice[0][0] == col]
+        return [(str(s.slice[0][1]), s) for s in computed(results) if len(s.slice) == 1 and s.slice[0][0] == col]
     return []
 
 
@@ -447,13 +463,14 @@ def build_figures(
     *,
     windows: Sequence[tuple[Any, Results]] | None = None,
     intervals: bool = True,
-    max_slices: int = 40,
+    max_slices: int = 60,
     bar_metrics: Sequence[str] | None = None,
     dpi: int = 100,
 ) -> list[ReportFigure]:
     """Every figure the data supports, in report order (see the module docstring)."""
     figs: list[ReportFigure] = []
-    if not results.slices:
+    overall = _first(results)
+    if overall is None:
         return figs
 
     def add(kind: str, fid: str, title: str, caption: str, fig: Any) -> None:
@@ -461,17 +478,16 @@ def build_figures(
         raw = base64.b64decode(png[:44])  # PNG header: width and height at bytes 16-24
         figs.append(ReportFigure(fid, kind, title, caption, png, int.from_bytes(raw[16:20], "big"), int.from_bytes(raw[20:24], "big")))
 
-    overall = results.slices[0]
     for key in metric_keys(results, "roc"):
         add("roc", f"fig-roc-{_slug(key)}", "ROC curve", f"From {key!r}: the overall slice (black) and the largest slices of the first one-column slice spec.", plot_roc(results, metric=key))
     for key in metric_keys(results, "pr"):
         add("pr", f"fig-pr-{_slug(key)}", "Precision-recall curve", f"From {key!r}: the overall slice (black) and the largest slices of the first one-column slice spec.", plot_pr(results, metric=key))
     for key in metric_keys(results, "reliability"):
-        add("reliability", f"fig-reliability-{_slug(key)}", "Reliability diagram", f"From {key!r}, overall slice: equal-width score bins; the histogram shows each bin's weight.", plot_reliability(results, metric=key))
+        add("reliability", f"fig-reliability-{_slug(key)}", "Reliability diagram", f"From {key!r}, slice {overall.name}: equal-width score bins; the histogram shows each bin's weight.", plot_reliability(results, overall, metric=key))
     for key in metric_keys(results, "confusion_matrix"):
         if np.ndim(overall.metrics[key]) == 2:
-            add("confusion_matrix", f"fig-confusion-matrix-{_slug(key)}", "Confusion matrix", f"From {key!r}, overall slice: rows are true labels, columns predictions; each cell shows the weight and its share of the row.", plot_confusion_matrix(results, metric=key))
-    if len(results.slices) > 1:
+            add("confusion_matrix", f"fig-confusion-matrix-{_slug(key)}", "Confusion matrix", f"From {key!r}, slice {overall.name}: rows are true labels, columns predictions; each cell shows the weight and its share of the row.", plot_confusion_matrix(results, overall, metric=key))
+    if len(computed(results)) > 1:
         for key in bar_metrics if bar_metrics is not None else scalar_metrics(results):
             cap = "Bars are the slices' values, the dashed line the overall value"
             if intervals and any(key in s.intervals for s in results.slices):
@@ -482,7 +498,7 @@ def build_figures(
         add("windows", "fig-windows", "Metrics over windows", f"{len(series)} windows, overall slice of each.", plot_windows(series))
     for key in metric_keys(results, "accuracy_matrix"):
         if np.ndim(overall.metrics[key]) == 2:
-            add("accuracy_matrix", f"fig-accuracy-matrix-{_slug(key)}", "Continual-learning accuracy matrix", f"From {key!r}: row i is the model after training on task i, column j its accuracy on task j.", plot_accuracy_matrix(results, metric=key))
+            add("accuracy_matrix", f"fig-accuracy-matrix-{_slug(key)}", "Continual-learning accuracy matrix", f"From {key!r}: row i is the model after training on task i, column j its accuracy on task j.", plot_accuracy_matrix(results, overall, metric=key))
     return figs
 
 
@@ -513,7 +529,7 @@ def render_report(
     extra: dict[str, Any] | None = None,
     windows: Sequence[tuple[Any, Results]] | None = None,
     intervals: bool = True,
-    max_slices: int = 40,
+    max_slices: int = 60,
     max_table_rows: int = 5000,
     dpi: int = 100,
 ) -> str:
@@ -532,9 +548,13 @@ def render_report(
     """
     import jinja2
 
+    if any(getattr(s, "suppressed", False) for s in results.slices):  # min_slice_size: nothing to show for them
+        n_suppressed = sum(1 for s in results.slices if s.suppressed)
+        extra = {**(extra or {}), "suppressed_slices": n_suppressed}
+        results = Results([s for s in results.slices if not s.suppressed], results.config)
     figures = build_figures(results, windows=windows, intervals=intervals, max_slices=max_slices, dpi=dpi)
     scalars = scalar_metrics(results, include_counts=True)
-    overall = next((s for s in results.slices if s.slice == ()), None)
+    overall = next((s for s in computed(results) if s.slice == ()), None)
     overall_rows = []
     if overall is not None:
         for k, v in overall.metrics.items():
@@ -547,6 +567,10 @@ def render_report(
             overall_rows.append({"metric": k, "cell": cell, "direction": {True: "higher is better", False: "lower is better"}.get(hib, "")})
     slice_rows = []
     for s in results.slices[:max_table_rows]:
+        if getattr(s, "suppressed", False):
+            blank = {"text": "suppressed", "sort": "", "title": "fewer rows than min_slice_size: no values", "null": True}
+            slice_rows.append({"name": s.name, "n": None, "weight": "suppressed", "weight_sort": "", "skipped": "", "cells": [blank] * len(scalars)})
+            continue
         slice_rows.append(
             {
                 "name": s.name,

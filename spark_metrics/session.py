@@ -120,7 +120,11 @@ def get_spark(
         .config("spark.sql.session.timeZone", "UTC")
     )
     if master.startswith("local"):
-        builder = builder.config("spark.driver.bindAddress", os.environ.get("SPARK_LOCAL_IP", "127.0.0.1"))
+        local_ip = os.environ.get("SPARK_LOCAL_IP", "127.0.0.1")
+        # advertise the address we bind to: task results over spark.task.maxDirectResultSize (1 MB)
+        # are fetched from the block manager at the advertised host, which otherwise may be another
+        # interface than the bound one (connection refused -> TaskResultLost)
+        builder = builder.config("spark.driver.bindAddress", local_ip).config("spark.driver.host", local_ip)
     for key, value in (config or {}).items():
         builder = builder.config(key, str(value))
     spark = builder.getOrCreate()

@@ -154,3 +154,22 @@ def test_evaluation_errors_from_config_values_exit_2(tmp_path, data, capsys):
     cfg = _write(tmp_path / "task.yaml", f"input: {data}\nlabel: y\nprediction: p\ntask: regression\nmetrics: [f1]\noutput: o\n")
     assert main(["--config", str(cfg)]) == 2
     assert "f1" in capsys.readouterr().err
+
+
+def test_the_readme_config_example_runs(tmp_path):
+    import re
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    block = re.search(r"```yaml\n(.*?)```", readme, re.S).group(1)
+    cfg = tmp_path / "eval.yaml"
+    cfg.write_text(block)
+    rng = np.random.default_rng(0)
+    n = 600
+    y = rng.integers(0, 2, n)
+    pq.write_table(pa.table({"y": y, "p": np.clip(0.3 * y + 0.7 * rng.random(n), 0, 1), "w": np.ones(n),
+                             "country": rng.choice(["DE", "FR"], n), "device": rng.choice(["m", "d"], n)}), tmp_path / "preds.parquet")  # fmt: skip
+    assert main(["--config", str(cfg), "--quiet"]) == 0
+    doc = _metrics(tmp_path / "out" / "eval")
+    assert len(doc["slices"]) == 1 + 2 + 4 and "roc_auc" in doc["slices"][0]["metrics"]
+    assert (tmp_path / "out" / "eval" / "report.html").exists()
