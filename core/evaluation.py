@@ -108,6 +108,17 @@ def num_rows(data: Any) -> int:
     return len(data)
 
 
+def fold_all(owner: Any, batches: Iterable[Any]) -> Any:
+    """``owner.zero()`` with every batch folded in order (``owner.fold(acc, batch, row_offset=)``),
+    row offsets counted across batches; for :class:`Evaluation` and the slice profiler."""
+    acc = owner.zero()
+    offset = 0
+    for b in batches:
+        owner.fold(acc, b, row_offset=offset)
+        offset += num_rows(b)
+    return acc
+
+
 class Evaluation:
     """Column mapping + slices + metrics, with accumulator operations for any engine.
 
@@ -550,9 +561,4 @@ class Evaluation:
         if self.needs_profile:
             batches = batches if isinstance(batches, (list, tuple)) else list(batches)
             return self.with_profile(self.profiler().profile(batches)).evaluate(batches)
-        acc = self.zero()
-        offset = 0
-        for b in batches:
-            self.fold(acc, b, row_offset=offset)
-            offset += num_rows(b)
-        return self.finish(acc)
+        return self.finish(fold_all(self, batches))

@@ -696,74 +696,66 @@ class PrAucTrapezoid(RankingMetric):
         return pr_auc_trapezoid_value(d)
 
 
-class PrecisionAtRecall(RankingMetric):
+class _AtConstraint(RankingMetric):
+    """Best value of one rate among thresholds where another rate meets a required minimum.
+
+    Subclasses name the constraint parameter (``constraint``, also the positional parameter; a
+    number in [0, 1], required) and the value function ``fn(dist, minimum)``.
+    """
+
+    constraint: ClassVar[str] = ""
+    fn: ClassVar[Any] = None
+
+    def configure_metric(self) -> None:
+        c = self.constraint
+        if self.p[c] is None:
+            raise ValueError(f"metric {self.name!r} needs {c}, e.g. {self.name}@{c}=0.8")
+        self.p[c] = _unit(self, c)
+
+    def value(self, d: _Dist) -> Any:
+        return type(self).fn(d, self.p[self.constraint])
+
+
+class PrecisionAtRecall(_AtConstraint):
     """Best precision among thresholds with recall >= ``recall`` (required, in [0, 1]),
     e.g. ``precision_at_recall@0.8``. NaN without positives."""
 
     name = "precision_at_recall"
     params = {**RankingMetric.params, "recall": None}
-    positional = "recall"
-
-    def configure_metric(self) -> None:
-        if self.p["recall"] is None:
-            raise ValueError("metric 'precision_at_recall' needs recall, e.g. precision_at_recall@recall=0.8")
-        self.p["recall"] = _unit(self, "recall")
-
-    def value(self, d: _Dist) -> Any:
-        return precision_at_recall_value(d, self.p["recall"])
+    positional = constraint = "recall"
+    fn = staticmethod(precision_at_recall_value)
 
 
-class RecallAtPrecision(RankingMetric):
+class RecallAtPrecision(_AtConstraint):
     """Best recall among thresholds with precision >= ``precision`` (required, in [0, 1]); 0.0
     if none reaches it, NaN without positives."""
 
     name = "recall_at_precision"
     params = {**RankingMetric.params, "precision": None}
-    positional = "precision"
-
-    def configure_metric(self) -> None:
-        if self.p["precision"] is None:
-            raise ValueError("metric 'recall_at_precision' needs precision, e.g. recall_at_precision@precision=0.9")
-        self.p["precision"] = _unit(self, "precision")
-
-    def value(self, d: _Dist) -> Any:
-        return recall_at_precision_value(d, self.p["precision"])
+    positional = constraint = "precision"
+    fn = staticmethod(recall_at_precision_value)
 
 
-class SensitivityAtSpecificity(RankingMetric):
+class SensitivityAtSpecificity(_AtConstraint):
     """Best sensitivity (TPR) among thresholds with specificity (TNR) >= ``specificity``
     (required, in [0, 1]). NaN when a class is absent."""
 
     name = "sensitivity_at_specificity"
     aliases = ("tpr_at_tnr",)
     params = {**RankingMetric.params, "specificity": None}
-    positional = "specificity"
-
-    def configure_metric(self) -> None:
-        if self.p["specificity"] is None:
-            raise ValueError("metric 'sensitivity_at_specificity' needs specificity, e.g. sensitivity_at_specificity@0.9")
-        self.p["specificity"] = _unit(self, "specificity")
-
-    def value(self, d: _Dist) -> Any:
-        return sensitivity_at_specificity_value(d, self.p["specificity"])
+    positional = constraint = "specificity"
+    fn = staticmethod(sensitivity_at_specificity_value)
 
 
-class SpecificityAtSensitivity(RankingMetric):
+class SpecificityAtSensitivity(_AtConstraint):
     """Best specificity (TNR) among thresholds with sensitivity (TPR) >= ``sensitivity``
     (required, in [0, 1]). NaN when a class is absent."""
 
     name = "specificity_at_sensitivity"
     aliases = ("tnr_at_tpr",)
     params = {**RankingMetric.params, "sensitivity": None}
-    positional = "sensitivity"
-
-    def configure_metric(self) -> None:
-        if self.p["sensitivity"] is None:
-            raise ValueError("metric 'specificity_at_sensitivity' needs sensitivity, e.g. specificity_at_sensitivity@0.9")
-        self.p["sensitivity"] = _unit(self, "sensitivity")
-
-    def value(self, d: _Dist) -> Any:
-        return specificity_at_sensitivity_value(d, self.p["sensitivity"])
+    positional = constraint = "sensitivity"
+    fn = staticmethod(specificity_at_sensitivity_value)
 
 
 class KsStatistic(RankingMetric):

@@ -46,6 +46,7 @@ from typing import Any, Iterable, Mapping
 
 import numpy as np
 
+from core.codec import _Reader
 from core.slicing import (
     Assignment,
     ListColumn,
@@ -360,26 +361,6 @@ def _encode_part(name: str, part: Any) -> bytes:
     return b"".join(out)
 
 
-class _Reader:
-    def __init__(self, data: bytes):
-        self.data = memoryview(data)
-        self.pos = 0
-
-    def take(self, n: int) -> bytes:
-        if n < 0 or self.pos + n > len(self.data):
-            raise ValueError(f"corrupted slice profile: truncated at byte {self.pos}")
-        out = bytes(self.data[self.pos : self.pos + n])
-        self.pos += n
-        return out
-
-    def unpack(self, fmt: str) -> tuple:
-        return struct.unpack(fmt, self.take(struct.calcsize(fmt)))
-
-    def str16(self) -> str:
-        (n,) = self.unpack("<H")
-        return self.take(n).decode("utf-8")
-
-
 def _decode_part(r: _Reader) -> tuple[str, Any]:
     name = r.str16()
     (kind,) = r.unpack("<B")
@@ -447,7 +428,7 @@ class SliceProfile:
         body, (crc,) = data[:-4], struct.unpack("<I", data[-4:])
         if zlib.crc32(body) != crc:
             raise ValueError("corrupted slice profile: checksum mismatch")
-        r = _Reader(body)
+        r = _Reader(body, "slice profile")
         r.take(4)
         (n,) = r.unpack("<H")
         parts = dict(_decode_part(r) for _ in range(n))
@@ -638,14 +619,9 @@ class SliceProfiler:
 
     def profile(self, batches: Iterable[Any]) -> ProfileSummary:
         """Fold every batch in order and resolve (the local engine's first pass)."""
-        from core.evaluation import num_rows
+        from core.evaluation import fold_all
 
-        acc = self.zero()
-        offset = 0
-        for b in batches:
-            self.fold(acc, b, row_offset=offset)
-            offset += num_rows(b)
-        return self.finish(acc)
+        return self.finish(fold_all(self, batches))
 
     def __repr__(self) -> str:
         return f"SliceProfiler(parts={sorted(self.zero().parts)})"

@@ -171,24 +171,31 @@ def _with_partition(exc: Exception, partition: int | None) -> Exception:
         return ValueError(msg) if isinstance(exc, ValueError) else TypeError(msg)
 
 
+def fold_partition_batches(batches: Iterator["pa.RecordBatch"], acc: Any, fold: Callable[..., Any]) -> Any:
+    """Fold one partition's record batches into ``acc`` with ``fold(acc, batch, row_offset=...)``;
+    errors name the Spark partition (rows are counted from 0 within it)."""
+    from pyspark import TaskContext
+
+    ctx = TaskContext.get()
+    partition = ctx.partitionId() if ctx is not None else None
+    offset = 0
+    for batch in batches:
+        try:
+            fold(acc, batch, row_offset=offset)
+        except (ValueError, TypeError) as e:
+            raise _with_partition(e, partition) from None
+        offset += batch.num_rows
+    return acc
+
+
 def _fold_partition_fn(evaluation: Evaluation) -> Callable[[Iterator["pa.RecordBatch"]], Iterator["pa.RecordBatch"]]:
     """The ``mapInArrow`` function: one accumulator per partition, one output row per slice."""
     aggregator = MetricsAggregator(evaluation)
 
     def fold_partition(batches: Iterator["pa.RecordBatch"]) -> Iterator["pa.RecordBatch"]:
         import pyarrow as pa
-        from pyspark import TaskContext
 
-        ctx = TaskContext.get()
-        partition = ctx.partitionId() if ctx is not None else None
-        acc = aggregator.zero()
-        offset = 0
-        for batch in batches:
-            try:
-                aggregator.reduce(acc, batch, row_offset=offset)
-            except (ValueError, TypeError) as e:
-                raise _with_partition(e, partition) from None
-            offset += batch.num_rows
+        acc = fold_partition_batches(batches, aggregator.zero(), aggregator.reduce)
         keys = [codec.slice_key_to_json(k) for k in acc]
         states = [evaluation.plan.encode(s) for s in acc.values()]
         yield pa.RecordBatch.from_arrays(

@@ -38,24 +38,14 @@ def _schema(value_type: str):
 
 
 def _profile_partition_fn(evaluation: Evaluation) -> Callable[[Iterator["pa.RecordBatch"]], Iterator["pa.RecordBatch"]]:
-    from spark_metrics.compute import _with_partition
+    from spark_metrics.compute import fold_partition_batches
 
     profiler = evaluation.profiler()
 
     def profile_partition(batches: Iterator["pa.RecordBatch"]) -> Iterator["pa.RecordBatch"]:
         import pyarrow as pa
-        from pyspark import TaskContext
 
-        ctx = TaskContext.get()
-        partition = ctx.partitionId() if ctx is not None else None
-        acc = profiler.zero()
-        offset = 0
-        for batch in batches:
-            try:
-                profiler.fold(acc, batch, row_offset=offset)
-            except (ValueError, TypeError) as e:
-                raise _with_partition(e, partition) from None
-            offset += batch.num_rows
+        acc = fold_partition_batches(batches, profiler.zero(), profiler.fold)
         names = sorted(acc.parts)
         data = [SliceProfile({n: acc.parts[n]}).encode() for n in names]
         yield pa.RecordBatch.from_arrays([pa.array(names, pa.string()), pa.array(data, pa.binary())], names=["part", "data"])
