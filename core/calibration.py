@@ -222,12 +222,8 @@ class LogLoss(Metric):
 
     def compute(self, states: dict[str, State]) -> float:
         st = states["probability_sums"]
-        w = float(st["weight"])
-        if w == 0:
-            record_undefined()
-            return float("nan")
         i = st.layout.eps.index(self.p["eps"])
-        return float(st["log_loss"][i]) / w
+        return _mean_or_nan(float(st["weight"]), lambda: float(st["log_loss"][i]) / float(st["weight"]))
 
 
 class BrierScore(Metric):
@@ -255,14 +251,8 @@ class BrierScore(Metric):
 
     def compute(self, states: dict[str, State]) -> float:
         st = states["probability_sums"]
-        w = float(st["weight"])
-        if w == 0:
-            record_undefined()
-            return float("nan")
-        v = float(st["brier"]) / w
-        if not st.layout.binary and st.layout.num_classes == 2:
-            v *= 0.5
-        return v
+        half = not st.layout.binary and st.layout.num_classes == 2  # scikit-learn's scale_by_half="auto"
+        return _mean_or_nan(float(st["weight"]), lambda: float(st["brier"]) / float(st["weight"]) * (0.5 if half else 1.0))
 
 
 class _Calibration(Metric):

@@ -103,10 +103,6 @@ def _format_names() -> list[str]:
     return list(FORMATS)
 
 
-def _fail(parser: argparse.ArgumentParser, msg: str) -> None:
-    parser.error(msg)
-
-
 def evaluation_from_args(args: argparse.Namespace) -> Evaluation:
     """Build the :class:`core.Evaluation` the flags describe (ValueError on bad configuration)."""
     metrics = [s.strip() for s in args.metrics.split(",") if s.strip()] if args.metrics else None
@@ -179,7 +175,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"error: {e}", file=sys.stderr)
             return 2
     if not args.output:
-        _fail(parser, "give --output DIR (or output: in the --config file)")
+        parser.error("give --output DIR (or output: in the --config file)")
     logging.basicConfig(level=logging.ERROR if args.quiet else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     if not args.quiet:
         logging.getLogger("pipelines").setLevel(logging.INFO)  # engine stage lines (pipelines.progress.stage)
@@ -198,9 +194,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"{ex['train_rows']:,} Jan-Jun flights, evaluating {ex['eval_rows']:,} Jul-Dec flights"
             )
         if not args.input:
-            _fail(parser, "give --input PATH (or --example flights)")
+            parser.error("give --input PATH (or --example flights)")
         if not args.measure and (not args.label or not (args.score or args.prediction)):
-            _fail(parser, "give --label and one of --score or --prediction (or --measure for mean_measure)")
+            parser.error("give --label and one of --score or --prediction (or --measure for mean_measure)")
         evaluation = evaluation_from_args(args)
         io.detect_format(args.input, args.format)
     except (ValueError, FileNotFoundError) as e:

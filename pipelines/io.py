@@ -91,14 +91,6 @@ def iter_batches(path: str | os.PathLike, columns: Sequence[str], fmt: str | Non
     yield from data.to_batches(columns=list(columns), batch_size=batch_size, batch_readahead=1, fragment_readahead=1)
 
 
-def count_rows(path: str | os.PathLike, fmt: str | None = None) -> int | None:
-    """Row count from Parquet metadata (cheap); None for CSV/JSON (would need a full read)."""
-    data = dataset(path, fmt)
-    if detect_format(path, fmt) == "parquet":
-        return data.count_rows()
-    return None
-
-
 def list_files(path: str | os.PathLike, fmt: str | None = None) -> list[str]:
     """The data files behind ``path`` (one file, or every file of a directory dataset)."""
     return list(dataset(path, fmt).files)
