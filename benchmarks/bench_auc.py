@@ -14,7 +14,7 @@ scores rounded to 3 decimals) it prints:
   second and per CPU second of this (single-threaded) process, medians of ``--repeats`` runs. On a
   shared machine the CPU-time rate is the one-core rate; the wall rate shows the load;
 * ``1M-batch`` / ``64K-batch Mrow/cpu-s``: the same data folded as 1M-row (65,536-row, on the
-  first 2M rows) batches, each ``from_batch`` then merged into the running state (how the engines
+  first 2M rows) batches, each folded into the running state with ``State.fold`` (how the engines
   stream it; 65,536 is the CLI's default read size);
 * ``sklearn Mrow/s`` / ``Mrow/cpu-s``: ``sklearn.metrics.roc_auc_score`` on the same arrays, in the
   same run (median of ``--sklearn-repeats``); ``speedup`` = sklearn CPU time / fold CPU time;
@@ -72,7 +72,7 @@ def _median_time(fn, repeats: int) -> tuple[float, float]:
 def _fold_batches(layout: ScoreDistributionLayout, batch: Batch, size: int) -> ScoreDistributionState:
     state = ScoreDistributionState.zero(layout)
     for i in range(0, batch.n, size):
-        state = state.merge(ScoreDistributionState.from_batch(layout, batch.take(slice(i, i + size))))
+        state = state.fold(batch.take(slice(i, i + size)))
     return state
 
 
@@ -88,9 +88,10 @@ def run(n: int, repeats: int, sklearn_repeats: int, seed: int, capacity: int, pr
         state = ScoreDistributionState.from_batch(layout, batch)  # warm-up
         t_fold, c_fold = _median_time(lambda: ScoreDistributionState.from_batch(layout, batch), repeats)
         streamed = _fold_batches(layout, batch, 1_000_000)
-        assert streamed == state, "merging 1M-row batches changed the state"
+        assert streamed == state, "folding 1M-row batches changed the state"
         t_stream, c_stream = _median_time(lambda: _fold_batches(layout, batch, 1_000_000), max(1, repeats // 2))
         small = batch.take(slice(0, min(n, 2_000_000)))  # 64K-row batches (the CLI's default read size)
+        assert _fold_batches(layout, small, 65_536) == ScoreDistributionState.from_batch(layout, small), "64K folds changed the state"
         t_small, c_small = _median_time(lambda: _fold_batches(layout, small, 65_536), max(1, repeats // 2))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")

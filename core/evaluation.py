@@ -17,7 +17,7 @@ import warnings
 import numpy as np
 
 from core import codec
-from core._inputs import ON_INVALID, as_array, make_batch
+from core._inputs import ON_INVALID, Batch, as_array, make_batch
 from core.metrics import Metric, Task, UndefinedMetricWarning
 from core.plan import Plan, make_task, undefined_warning
 from core.results import Results, SliceResult
@@ -454,7 +454,7 @@ class Evaluation:
                 on_invalid=self.on_invalid,
             )
         n_skipped = int(invalid.sum()) if invalid is not None else 0
-        self._add(acc, OVERALL, self.plan.fold(self.plan.zero(), batch), n_skipped)
+        self._fold_into(acc, OVERALL, batch, n_skipped)
         for spec in self.slices:
             assigned = assign_slices(spec, cols, n, self._bounds.get(spec), row_offset)
             # batch positions per slice (pixels of maps, or rows left after ignore_index, via row_of)
@@ -462,15 +462,19 @@ class Evaluation:
             for g, idx in enumerate(groups):
                 if idx.size == 0 and skipped[g] == 0:
                     continue
-                states = self.plan.from_batch(batch.take(idx)) if idx.size else self.plan.zero()
-                self._add(acc, assigned.keys[g], states, int(skipped[g]))
+                self._fold_into(acc, assigned.keys[g], batch.take(idx) if idx.size else None, int(skipped[g]))
         return acc
 
-    def _add(self, acc: Accumulator, key: tuple, states: tuple, skipped: int) -> None:
+    def _fold_into(self, acc: Accumulator, key: tuple, batch: Batch | None, skipped: int) -> None:
+        """Fold ``batch`` (None: no elements) and ``skipped`` invalid rows into slice ``key``."""
+        states = acc.get(key)
+        if states is None:
+            states = self.plan.zero()
+        if batch is not None:
+            states = self.plan.fold(states, batch)
         if skipped:
             states = (states[0].merge(ExampleCountState.skipped_rows(skipped)),) + states[1:]
-        old = acc.get(key)
-        acc[key] = states if old is None else self.plan.merge(old, states)
+        acc[key] = states
 
     def merge(self, a: Accumulator, b: Accumulator) -> Accumulator:
         """Merge ``b`` into ``a`` (``a`` is mutated and returned; ``b`` is left unchanged).

@@ -131,10 +131,11 @@ class Plan:
         return tuple(cls.from_batch(layout, batch) for cls, layout in self.state_types)
 
     def fold(self, states: tuple[State, ...], batch: Batch) -> tuple[State, ...]:
-        """Fold one validated batch into ``states`` (returns new states)."""
+        """Fold one validated batch into ``states`` (returns new states): each state's
+        :meth:`~core.states.State.fold`, equal to merging the batch's own states."""
         if batch.n == 0:
             return states
-        return self.merge(states, self.from_batch(batch))
+        return tuple(s.fold(batch) for s in states)
 
     def merge(self, a: tuple[State, ...], b: tuple[State, ...]) -> tuple[State, ...]:
         """Fieldwise merge; raises ``ValueError`` naming the setting if configurations differ."""

@@ -124,6 +124,10 @@ def test_merge_order_and_split_never_change_the_state(rows, capacity, seed):
     whole = plan.fold(plan.zero(), Batch(y_true=y, y_score=p, sample_weight=w))
     cuts = np.sort(rng.integers(0, len(rows) + 1, rng.integers(0, 5)))
     items = [plan.fold(plan.zero(), Batch(y_true=y[i], y_score=p[i], sample_weight=w[i])) for i in np.split(np.arange(len(rows)), cuts)]
+    folded = plan.zero()  # each piece binned at the running state's levels (State.fold)
+    for i in np.split(np.arange(len(rows)), cuts):
+        folded = plan.fold(folded, Batch(y_true=y[i], y_score=p[i], sample_weight=w[i]))
+    assert folded == whole
     items.append(plan.zero())
     while len(items) > 1:
         i, j = sorted(rng.choice(len(items), 2, replace=False))

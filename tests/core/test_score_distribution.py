@@ -207,6 +207,48 @@ def test_fold_equals_merge_of_from_batch():
     assert S.zero(layout).fold(b1).fold(b2) == S.from_arrays(layout, s, y)
 
 
+@settings(max_examples=60)
+@given(
+    data=st.lists(st.tuples(st.integers(0, 1), st.sampled_from([0.0, 0.1, 0.5, 0.9, 1.0, -3.0, 1e-9, 2.5e-9]), st.integers(0, 3)), max_size=80),
+    capacity=st.sampled_from([2, 3, 4, 7, 100]),
+    seed=st.integers(0, 2**32 - 1),
+    continuous=st.booleans(),
+    weighted=st.booleans(),
+    sort_max=st.sampled_from([4, 1 << 17]),
+)
+def test_fold_at_the_running_level_gives_the_canonical_state(data, capacity, seed, continuous, weighted, sort_max):
+    """State.fold bins each batch at the running state's level (or, above _SORT_MAX rows, by the
+    histogram path then a merge): any batching gives the canonical state of all rows."""
+    rng = np.random.default_rng(seed)
+    y = np.array([d[0] for d in data], dtype=np.int64)
+    s = np.array([d[1] for d in data], dtype=float)
+    if continuous:
+        s = s + rng.normal(size=len(s)) * 1e-3
+    w = np.array([d[2] for d in data], dtype=float) if weighted else None
+    old = sd._SORT_MAX
+    sd._SORT_MAX = sort_max
+    try:
+        out = S.zero(L(capacity))
+        for p in np.split(np.arange(len(s)), np.sort(rng.integers(0, len(s) + 1, rng.integers(0, 6)))):
+            out = out.fold(Batch(y_true=y[p], y_score=s[p], sample_weight=None if w is None else w[p]))
+    finally:
+        sd._SORT_MAX = old
+    assert_canonical(out, s, y, w, capacity)
+    assert out == S.from_arrays(L(capacity), s, y, w)
+
+
+def test_fold_of_large_compressed_streams_matches_from_batch():
+    """64K-row batches of continuous scores folded into a compressed state: the state of the whole."""
+    rng = np.random.default_rng(11)
+    n = 400_000
+    for s in (rng.random(n), rng.normal(size=n) * 5, np.round(rng.random(n), 3)):
+        y = rng.integers(0, 2, n)
+        out = S.zero(L(1000))
+        for i in range(0, n, 65_536):
+            out = out.fold(Batch(y_true=y[i : i + 65_536], y_score=s[i : i + 65_536]))
+        assert out == S.from_arrays(L(1000), s, y)
+
+
 def test_merging_different_capacity_raises_naming_capacity():
     a, b = S.zero(L(10)), S.zero(L(20))
     with pytest.raises(ValueError, match="capacity"):
