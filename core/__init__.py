@@ -8,7 +8,7 @@ from core.metrics import REGISTRY, Metric, Task, UndefinedMetricWarning, resolve
 from core.plan import BinaryMetrics, MetricCollection, Plan
 from core.ranking import RankingMetric  # registers roc_auc, average_precision, curves, ...
 from core.results import Results, SliceResult
-from core.score_distribution import ScoreDistributionLayout, ScoreDistributionState
+from core.score_distribution import Class0ScoreDistributionState, ScoreDistributionLayout, ScoreDistributionState
 from core.slicing import SliceSpec
 from core.states import (
     BinaryConfusionLayout,
@@ -53,6 +53,7 @@ __all__ = [
     "REGISTRY",
     "RankingMetric",
     "Results",
+    "Class0ScoreDistributionState",
     "ScoreDistributionLayout",
     "ScoreDistributionState",
     "SliceResult",

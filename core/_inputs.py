@@ -123,6 +123,9 @@ class Batch:
         values: (n,) float64 per-example measure (mean-of-measure metrics), or None.
         row_of: (n,) int64 input row of each element when elements are not the input rows
             (pixels of label maps, or rows left after ``ignore_index``), else None. Sorted.
+        y_score_class0: (n,) float64 scores of class 0 when a binary score was given as two
+            columns (N, 2) (``y_score`` then holds column 1), else None. Metrics with
+            ``pos_label=0`` rank by it.
     """
 
     y_true: np.ndarray | None
@@ -131,6 +134,7 @@ class Batch:
     sample_weight: np.ndarray | None = None
     values: np.ndarray | None = None
     row_of: np.ndarray | None = None
+    y_score_class0: np.ndarray | None = None
 
     @property
     def n(self) -> int:
@@ -143,7 +147,8 @@ class Batch:
         """Elements at ``index`` (an int array or boolean mask) as a new Batch."""
         pick = lambda a: None if a is None else a[index]  # noqa: E731
         return Batch(
-            pick(self.y_true), pick(self.y_score), pick(self.y_pred), pick(self.sample_weight), pick(self.values), pick(self.row_of)
+            pick(self.y_true), pick(self.y_score), pick(self.y_pred), pick(self.sample_weight), pick(self.values), pick(self.row_of),
+            pick(self.y_score_class0),
         )
 
     def weight_sum(self) -> float:

@@ -280,13 +280,15 @@ class Evaluation:
     @property
     def list_columns(self) -> list[str]:
         """Value columns whose rows may be lists (matrices or maps): multiclass/multilabel scores,
-        multilabel labels and predictions, one-hot and map formats. Engines pass them through as
-        list / fixed-size-list columns."""
+        multilabel labels and predictions, one-hot and map formats, and a binary score column (one
+        score, or two class probabilities per row). Engines pass them through as list /
+        fixed-size-list columns."""
+        binary_score = self.plan.task.kind == "binary" and isinstance(self.score_col, str)
         if self._plain:
-            return []
-        out = []
+            return [self.score_col] if binary_score else []
+        out = [self.score_col] if binary_score else []
         for role, col in (("target", self.label_col), ("score", self.score_col), ("prediction", self.prediction_col)):
-            if col is None or isinstance(col, list):
+            if col is None or isinstance(col, list) or col in out:
                 continue
             fmt = self.formats.get(role)
             kind = self.plan.task.kind

@@ -26,7 +26,9 @@ values         all (regression)     (N,) finite floats             (N,) float64
 
 Defaults (when no format is named) follow the task and the array's number of dimensions, e.g. a
 multiclass score column of shape (N, K) is ``scores`` (argmax gives the predicted labels) and a
-(N, K, H, W) one is ``score_map``. Binary (N, 2) score matrices give the class-1 column.
+(N, K, H, W) one is ``score_map``. A binary (N, 2) score matrix (e.g. ``predict_proba`` output)
+gives ``Batch.y_score`` = column 1 (thresholds, calibration and ``pos_label=1`` ranking) and
+``Batch.y_score_class0`` = column 0 (ranking metrics with ``pos_label=0``).
 
 Example:
     >>> from core.metrics import Task
@@ -378,8 +380,8 @@ def _scores_validate(arr: np.ndarray, ctx: FormatContext) -> None:
 
 def _scores_convert(arr: np.ndarray, ctx: FormatContext) -> Converted:
     vals = _nd_float(arr, ctx.column, 0)
-    if ctx.task.kind == "binary" and vals.ndim == 2:
-        vals = vals[:, -1]  # (N, 2): class 1; (N, 1): the positive-class column
+    if ctx.task.kind == "binary" and vals.ndim == 2 and vals.shape[1] == 1:
+        vals = vals[:, 0]  # (N, 1): the positive-class column; (N, 2) is split by build_batch
     return Converted(np.ascontiguousarray(vals, dtype=np.float64))
 
 
@@ -420,8 +422,7 @@ def _logits_convert(arr: np.ndarray, ctx: FormatContext) -> Converted:
     if ctx.task.kind == "multilabel" or vals.ndim == 1 or (ctx.task.kind == "binary" and vals.shape[1] == 1):
         p = _sigmoid(vals.reshape(vals.shape[0], -1) if vals.ndim == 2 else vals)
         return Converted(p[:, 0] if p.ndim == 2 and ctx.task.kind == "binary" else p)
-    p = softmax(vals, axis=1)
-    return Converted(p[:, 1] if ctx.task.kind == "binary" else p)
+    return Converted(softmax(vals, axis=1))  # binary (N, 2): split by build_batch
 
 
 def _label_map_validate(arr: np.ndarray, ctx: FormatContext) -> None:
@@ -471,7 +472,7 @@ for _f in (
     InputFormat("scores", ("score",), ("binary", "multiclass", "multilabel"), (0, 1), _scores_validate, _scores_convert,
                 "finite scores: (N,) binary, (N, K) multiclass (argmax predicts), (N, L) multilabel"),
     InputFormat("probabilities", ("score",), ("binary", "multiclass", "multilabel"), (0, 1), _probabilities_validate, _scores_convert,
-                "probabilities in [0, 1]; multiclass rows sum to 1; binary (N, 2) gives column 1"),
+                "probabilities in [0, 1]; multiclass rows sum to 1; binary (N, 2): column 1 (column 0 for pos_label=0)"),
     InputFormat("logits", ("score",), ("binary", "multiclass", "multilabel"), (0, 1), _logits_validate, _logits_convert,
                 "finite logits, turned into probabilities (sigmoid for binary/multilabel, softmax for multiclass)"),
     InputFormat("label_map", ("target", "prediction"), _CLS, (2,), _label_map_validate, _label_map_convert,
@@ -635,14 +636,17 @@ def build_batch(
         y_pred, y_score = y_score, None
     if task.kind == "multiclass" and y_pred is None and y_score is not None:
         y_pred = np.argmax(y_score, axis=1).astype(np.int64)
+    score0 = None
+    if task.kind == "binary" and y_score is not None and y_score.ndim == 2:  # (N, 2): class 0, class 1
+        score0, y_score = np.ascontiguousarray(y_score[:, 0]), np.ascontiguousarray(y_score[:, 1])
     we = w[row_of] if (w is not None and row_of is not None) else w
-    batch = Batch(y_true, y_score, y_pred, we, values, row_of)
+    batch = Batch(y_true, y_score, y_pred, we, values, row_of, score0)
     ii = task.ignore_index
     if ii is not None and y_true is not None:
         drop = y_true == ii
         if drop.any():
             base = row_of if row_of is not None else np.arange(y_true.shape[0], dtype=np.int64)
-            batch = Batch(y_true, y_score, y_pred, we, values, base).take(~drop)
+            batch = Batch(y_true, y_score, y_pred, we, values, base, score0).take(~drop)
     return batch, (invalid if chk.skip else None)
 
 

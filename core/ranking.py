@@ -21,8 +21,11 @@ answers it for a given state.
 Parameters common to every metric here:
     capacity: bins of the shared score distribution (default 40,000; the plan uses the largest
         requested). A slice with more distinct scores is compressed.
-    pos_label: 1 (default) or 0: which label is the positive class; the scores are scores *of the
-        positive class* (scikit-learn's ``pos_label`` for a single score column).
+    pos_label: 1 (default) or 0: which label is the positive class. The ranking is by the scores
+        *of the positive class*: column ``pos_label`` of a binary score given as two columns (N, 2)
+        (``predict_proba`` output), or the single score column as given (scikit-learn's
+        ``pos_label`` for one score column). ``pos_label=0`` metrics read a
+        :class:`~core.score_distribution.Class0ScoreDistributionState`.
 
 Undefined values (the policies of the project's reference cases): ROC AUC, Gini, KS, partial AUC
 and the ``*_at_*`` metrics are NaN when a class is absent or has zero total weight; average
@@ -39,6 +42,7 @@ import numpy as np
 
 from core.metrics import Interval, Metric
 from core.score_distribution import (
+    Class0ScoreDistributionState,
     ClassScoreDistributionState,
     ScoreDistributionLayout,
     ScoreDistributionState,
@@ -511,7 +515,10 @@ class RankingMetric(Metric):
     def requires(self) -> list[tuple[type[State], Any]]:
         if self.task.kind == "multiclass":
             return [(ClassScoreDistributionState, self.p["capacity"])]
-        return [(ScoreDistributionState, self.p["capacity"])]
+        return [(self._state_type(), self.p["capacity"])]
+
+    def _state_type(self) -> type[ScoreDistributionState]:
+        return Class0ScoreDistributionState if self.p["pos_label"] == 0 else ScoreDistributionState
 
     def needs(self) -> frozenset[str]:
         """Labels and scores: binary (N,) scores (hard 0/1 predictions also do: they are used as
@@ -519,11 +526,11 @@ class RankingMetric(Metric):
         return frozenset({"target", "score_matrix" if self.task.kind == "multiclass" else "score"})
 
     def dist(self, states: dict[str, State]) -> _Dist:
-        return _Dist.of(states["score_distribution"], self.p["pos_label"])  # type: ignore[arg-type]
+        return _Dist.of(states[self._state_type().kind], self.p["pos_label"])  # type: ignore[arg-type]
 
     def is_exact(self, states: dict[str, State]) -> bool:
         """True when the value computed from ``states`` is exact (no interval)."""
-        kind = "class_score_distribution" if self.task.kind == "multiclass" else "score_distribution"
+        kind = "class_score_distribution" if self.task.kind == "multiclass" else self._state_type().kind
         return states[kind].is_exact  # type: ignore[attr-defined]
 
     def compute(self, states: dict[str, State]) -> Any:

@@ -453,9 +453,38 @@ class ScoreDistributionState(State):
     def __repr__(self) -> str:
         p, n = self.totals()
         return (
-            f"ScoreDistributionState(capacity={self.layout.capacity}, level={self.level}, "
+            f"{type(self).__name__}(capacity={self.layout.capacity}, level={self.level}, "
             f"bins={self.num_bins}, pos={p:g}, neg={n:g})"
         )
+
+
+class Class0ScoreDistributionState(ScoreDistributionState):
+    """The score distribution of *class 0's* scores, for ranking metrics with ``pos_label=0``.
+
+    Same fields, binning and merge as :class:`ScoreDistributionState` (``pos`` is still the weight
+    of label 1, ``neg`` of label 0; the metrics swap them). Its scores are, per batch:
+
+    * ``Batch.y_score_class0``: column 0 of a binary score given as two columns (N, 2), e.g.
+      ``predict_proba`` output, so that ``roc_auc@pos_label=0`` ranks by ``P[:, 0]`` exactly as
+      ``sklearn.metrics.roc_auc_score(y == 0, P[:, 0])``;
+    * else ``Batch.y_score``: a single score column is taken to hold the scores of the positive
+      class (scikit-learn's ``pos_label`` convention, e.g. ``roc_curve(y, s, pos_label=0)``);
+    * else hard predictions: score 1.0 where ``y_pred == 0``, 0.0 elsewhere.
+
+    It is a separate state (kind ``score_distribution_class0``) so that ``pos_label=0`` and
+    ``pos_label=1`` metrics can be computed together from a two-column input.
+    """
+
+    kind = "score_distribution_class0"
+
+    @classmethod
+    def _inputs(cls, batch: Batch) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        if batch.y_score_class0 is not None:
+            y = batch.y_true
+            return batch.y_score_class0, (y if y.dtype == np.int64 else y.astype(np.int64)), batch.sample_weight
+        if batch.y_score is None and batch.y_pred is not None:
+            batch = Batch(batch.y_true, (batch.y_pred == 0).astype(np.float64), None, batch.sample_weight)
+        return super()._inputs(batch)
 
 
 # ---------------------------------------------------------------------------------------------

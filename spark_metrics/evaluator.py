@@ -14,7 +14,8 @@ Which column feeds the metric:
   positive-class score >= 0.3) use ``probabilityCol`` when the
   dataset has it, else ``rawPredictionCol``. A probability/raw-prediction *vector* (``VectorUDT``)
   is turned into an array with ``pyspark.ml.functions.vector_to_array``: binary tasks use element 1
-  (the positive class), multiclass tasks the whole vector. Numeric columns are used as they are.
+  (the positive class; element 0 for ``pos_label=0`` metrics such as ``roc_auc@pos_label=0``),
+  multiclass tasks the whole vector. Numeric columns are used as they are.
 """
 
 from __future__ import annotations
@@ -178,8 +179,8 @@ class MetricsEvaluator(Evaluator, HasLabelCol, HasPredictionCol, HasRawPredictio
             score = F.col(source)
             if isinstance(dataset.schema[source].dataType, VectorUDT):
                 score = vector_to_array(score)
-                if kw["num_classes"] is None:
-                    score = score.getItem(1)
+                if kw["num_classes"] is None:  # the positive class's element: 1, or 0 with pos_label=0
+                    score = score.getItem(0 if resolved.p.get("pos_label") == 0 else 1)
             cols.append(score.alias("score"))
             role = {"score_col": "score"}
         else:

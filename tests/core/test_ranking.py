@@ -189,6 +189,76 @@ def test_hard_predictions_are_scores():
     assert got["roc_auc"] == roc_auc_score(y, p) and got["average_precision"] == average_precision_score(y, p)
 
 
+def _two_columns(n: int, seed: int):
+    """Labels, integer weights and an (N, 2) probability matrix whose column 0 is *not* exactly
+    ``1 - column 1``: a +-1e-7 jitter (rows still sum to 1 within the 2e-6 tolerance) splits some
+    of column 1's ties, so ranking by column 0 differs from ranking by column 1 reversed."""
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, n)
+    p1 = np.round(np.clip(0.25 * y + 0.75 * rng.random(n), 0, 1), 2)
+    p0 = np.clip(1 - p1 + rng.choice([-1e-7, 0.0, 1e-7], n), 0, 1)
+    return y, np.stack([p0, p1], axis=1), rng.integers(0, 4, n).astype(float)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_pos_label_with_two_probability_columns_matches_sklearn(weighted):
+    """A binary score given as two columns (``predict_proba`` output): ``pos_label=0`` ranks by
+    column 0 and ``pos_label=1`` by column 1, both in one plan (issue 4)."""
+    y, P, w = _two_columns(3000, 8)
+    w = w if weighted else None
+    assert not np.array_equal(np.argsort(-P[:, 0], kind="stable"), np.argsort(P[:, 1], kind="stable"))
+    mc = MetricCollection("roc_auc", "roc_auc@pos_label=0", "average_precision", "average_precision@pos_label=0",
+                          "roc_curve@pos_label=0", "precision_recall_curve@pos_label=0")  # fmt: skip
+    for i in range(0, 3000, 700):
+        mc.update(y[i : i + 700], y_score=P[i : i + 700], sample_weight=None if w is None else w[i : i + 700])
+    got = mc.compute()
+    assert got["roc_auc"] == roc_auc_score(y, P[:, 1], sample_weight=w)
+    assert got["roc_auc@pos_label=0"] == roc_auc_score(y == 0, P[:, 0], sample_weight=w)
+    assert got["average_precision"] == average_precision_score(y, P[:, 1], sample_weight=w)
+    assert got["average_precision@pos_label=0"] == average_precision_score(y, P[:, 0], pos_label=0, sample_weight=w)
+    fpr, tpr, th = roc_curve(y, P[:, 0], pos_label=0, sample_weight=w)
+    np.testing.assert_array_equal(got["roc_curve@pos_label=0"], np.c_[fpr, tpr, th])
+    prec, rec, th = precision_recall_curve(y, P[:, 0], pos_label=0, sample_weight=w)
+    np.testing.assert_array_equal(got["precision_recall_curve@pos_label=0"], np.c_[prec, rec, np.r_[th, np.inf]])
+    # column 0 differs from 1 - column 1 in its ties: ranking column 1 reversed would give another value
+    assert got["roc_auc@pos_label=0"] != roc_auc_score(y == 0, -P[:, 1], sample_weight=w)
+
+
+def test_pos_label_with_two_score_and_logit_columns():
+    rng = np.random.default_rng(9)
+    y = rng.integers(0, 2, 500)
+    S = np.round(rng.normal(size=(500, 2)) + y[:, None] * [[-0.5, 0.5]], 1)  # two independent margins
+    mc = MetricCollection("roc_auc@pos_label=0", "roc_auc", formats={"score": "scores"})
+    mc.update(y, y_score=S)
+    got = mc.compute()
+    assert got["roc_auc@pos_label=0"] == roc_auc_score(y == 0, S[:, 0]) and got["roc_auc"] == roc_auc_score(y, S[:, 1])
+    e = np.exp(S - S.max(axis=1, keepdims=True))
+    soft = e / e.sum(axis=1, keepdims=True)
+    mc = MetricCollection("roc_auc@pos_label=0", "average_precision@pos_label=0", formats={"score": "logits"})
+    mc.update(y, y_score=S)
+    got = mc.compute()
+    assert close(got["roc_auc@pos_label=0"], roc_auc_score(y == 0, soft[:, 0]), 1e-12)
+    assert close(got["average_precision@pos_label=0"], average_precision_score(y, soft[:, 0], pos_label=0), 1e-12)
+
+
+def test_pos_label_zero_with_one_column_and_with_hard_predictions():
+    """One score column holds the positive class's scores (scikit-learn's convention); hard
+    predictions score 1 where they predict the positive class."""
+    y = np.array([0, 1, 1, 0, 1, 0, 0, 1])
+    s = np.array([0.9, 0.2, 0.4, 0.7, 0.1, 0.6, 0.3, 0.5])  # scores of class 0
+    mc = MetricCollection("roc_auc@pos_label=0", "average_precision@pos_label=0")
+    mc.update(y, y_score=s)
+    got = mc.compute()
+    assert got["roc_auc@pos_label=0"] == roc_auc_score(y == 0, s)
+    assert got["average_precision@pos_label=0"] == average_precision_score(y, s, pos_label=0)
+    p = np.array([0, 1, 0, 0, 1, 1, 0, 1])
+    mc = MetricCollection("roc_auc@pos_label=0", "average_precision@pos_label=0", "roc_auc")
+    mc.update(y, y_pred=p)
+    got = mc.compute()
+    assert got["roc_auc@pos_label=0"] == roc_auc_score(y == 0, p == 0) == got["roc_auc"] == roc_auc_score(y, p)
+    assert got["average_precision@pos_label=0"] == average_precision_score(y == 0, p == 0)
+
+
 # -- reference cases (../shared/cases/reference_cases.json), copied as literals ------------------------
 def _run_case(workers, metrics=("roc_auc", "average_precision")):
     collections = []
@@ -253,8 +323,9 @@ def test_bounds_contain_the_exact_value_over_many_random_datasets():
         assert exact.is_exact
         compressed += not small.is_exact
         for m in metrics:
-            e = m.compute({"score_distribution": exact})
-            c = m.compute({"score_distribution": small})
+            # one score column: pos_label=0 metrics read the same distribution (their own state kind)
+            e = m.compute({"score_distribution": exact, "score_distribution_class0": exact})
+            c = m.compute({"score_distribution": small, "score_distribution_class0": small})
             assert not isinstance(e, Interval)
             if isinstance(c, Interval):
                 assert c.lower <= e <= c.upper and c.lower <= c.value <= c.upper, (t, m.key, e, c)

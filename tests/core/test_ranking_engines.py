@@ -208,3 +208,91 @@ def test_spark_compute_metrics():
     _check_compressed(results, t)
     local = ev.evaluate([t])
     assert results.overall.intervals == local.overall.intervals and results.overall.metrics == local.overall.metrics
+
+
+# -- pos_label with a binary score given as two probability columns (issue 4) ---------------------
+POS0 = ["roc_auc@pos_label=0", "average_precision@pos_label=0", "roc_auc"]
+
+
+def _two_column_table(n: int = 2000, seed: int = 6) -> pa.Table:
+    """p0 = 1 - p1 with a +-1e-7 jitter: ranking by p0 differs from ranking by p1 reversed."""
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, n)
+    p1 = np.round(np.clip(0.3 * y + 0.7 * rng.random(n), 0, 1), 2)
+    p0 = np.clip(1 - p1 + rng.choice([-1e-7, 0.0, 1e-7], n), 0, 1)
+    return pa.table({"y": y, "p0": p0, "p1": p1, "region": rng.choice(["north", "south"], n)})
+
+
+def _check_pos0(results, t: pa.Table) -> None:
+    y, p0, p1 = (t[c].to_numpy() for c in ("y", "p0", "p1"))
+    region = t["region"].to_numpy(zero_copy_only=False)
+    for key, mask in [((), np.ones(len(y), bool))] + [((("region", r),), region == r) for r in ("north", "south")]:
+        m = results[key].metrics
+        assert m["roc_auc@pos_label=0"] == roc_auc_score(y[mask] == 0, p0[mask]), key
+        assert m["average_precision@pos_label=0"] == average_precision_score(y[mask], p0[mask], pos_label=0), key
+        assert m["roc_auc"] == roc_auc_score(y[mask], p1[mask]), key
+    assert results.overall.metrics["roc_auc@pos_label=0"] != roc_auc_score(y == 0, -p1)  # column 0 is what ranks
+
+
+def _pos0_evaluation() -> Evaluation:
+    return Evaluation(label_col="y", score_col=["p0", "p1"], slices=["region"], metrics=POS0)
+
+
+def test_pos_label_two_columns_local_and_cli(tmp_path):
+    t = _two_column_table()
+    _check_pos0(_pos0_evaluation().evaluate([t]), t)
+    pq.write_table(t, tmp_path / "two.parquet")
+    out = tmp_path / "o"
+    code = main(["--input", str(tmp_path / "two.parquet"), "--label", "y", "--score", "p0,p1", "--slice", "region",
+                 "--metrics", ",".join(POS0), "--engine", "local", "--output", str(out), "--quiet", "--batch-size", "300"])  # fmt: skip
+    assert code == 0
+    doc = json.loads((out / "metrics.json").read_text())
+    overall = next(s for s in doc["slices"] if not s["slice"])
+    y, p0 = t["y"].to_numpy(), t["p0"].to_numpy()
+    assert overall["metrics"]["roc_auc@pos_label=0"] == roc_auc_score(y == 0, p0)
+
+
+def test_pos_label_two_columns_beam(tmp_path):
+    beam = pytest.importorskip("apache_beam")
+    from beam_metrics import ComputeMetrics, slice_result_from_json, slice_result_to_json
+
+    t = _two_column_table()
+    ev = _pos0_evaluation()
+    with beam.Pipeline(runner="DirectRunner") as p:
+        (
+            p
+            | beam.Create(t.to_pylist())
+            | ComputeMetrics(ev, batch_size=300)
+            | beam.Map(slice_result_to_json)
+            | beam.io.WriteToText(str(tmp_path / "pos0"), file_name_suffix=".jsonl")
+        )
+    lines = [ln for f in sorted(tmp_path.glob("pos0*.jsonl")) for ln in f.read_text().splitlines() if ln.strip()]
+    _check_pos0(ev.collect(slices=[slice_result_from_json(ln) for ln in lines]), t)
+    # the same two probabilities as one list column per row (predict_proba stored as a list)
+    ev = Evaluation(label_col="y", score_col="proba", slices=["region"], metrics=POS0)
+    rows = [{"y": r["y"], "proba": [r["p0"], r["p1"]], "region": r["region"]} for r in t.to_pylist()]
+    with beam.Pipeline(runner="DirectRunner") as p:
+        (
+            p
+            | beam.Create(rows)
+            | ComputeMetrics(ev, batch_size=300)
+            | beam.Map(slice_result_to_json)
+            | beam.io.WriteToText(str(tmp_path / "list"), file_name_suffix=".jsonl")
+        )
+    lines = [ln for f in sorted(tmp_path.glob("list*.jsonl")) for ln in f.read_text().splitlines() if ln.strip()]
+    _check_pos0(ev.collect(slices=[slice_result_from_json(ln) for ln in lines]), t)
+
+
+@pytest.mark.skipif(shutil.which("java") is None, reason="Spark needs Java 17+")
+def test_pos_label_two_columns_spark():
+    pytest.importorskip("pyspark")
+    from spark_metrics import collect_results, compute_metrics, get_spark
+
+    t = _two_column_table()
+    df = get_spark().createDataFrame(t.to_pandas()).repartition(3)
+    ev = _pos0_evaluation()
+    _check_pos0(collect_results(compute_metrics(df, evaluation=ev), ev), t)
+    # the same two probabilities as one array<double> column (predict_proba stored as a list)
+    arr = df.selectExpr("y", "array(p0, p1) AS proba", "region")
+    ev = Evaluation(label_col="y", score_col="proba", slices=["region"], metrics=POS0)
+    _check_pos0(collect_results(compute_metrics(arr, evaluation=ev), ev), t)

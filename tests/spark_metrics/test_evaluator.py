@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 pytest.importorskip("pyspark")
-from sklearn.metrics import accuracy_score, f1_score, log_loss, roc_auc_score  # noqa: E402
+from sklearn.metrics import accuracy_score, average_precision_score, f1_score, log_loss, roc_auc_score  # noqa: E402
 
 from spark_metrics.evaluator import MetricsEvaluator  # noqa: E402
 
@@ -76,6 +76,10 @@ def test_cross_validator_picks_a_model_and_the_metric_matches_sklearn(spark):
         accuracy_score(pdf.label, pdf.prediction, sample_weight=pdf.w), rel=1e-12
     )
     assert MetricsEvaluator(metricName="log_loss").evaluate(pred) == pytest.approx(log_loss(pdf.label, pdf.p), rel=1e-9)
+    # pos_label=0 ranks by element 0 of the probability vector (issue 4)
+    pdf0 = pred.select("label", vector_to_array("probability").getItem(0).alias("p0")).toPandas()
+    got0 = MetricsEvaluator(metricName="average_precision@pos_label=0").evaluate(pred)
+    assert got0 == pytest.approx(average_precision_score(pdf0.label, pdf0.p0, pos_label=0), rel=1e-12, abs=1e-12)
     # the threshold parameter applies to score-thresholded metrics
     at = MetricsEvaluator(metricName="f1@threshold=0.3").evaluate(pred)
     assert at == pytest.approx(f1_score(pdf.label, (pdf.p >= 0.3).astype(int)), rel=1e-12)
