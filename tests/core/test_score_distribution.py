@@ -175,20 +175,32 @@ def _split_fold(layout, s, y, w, cuts, order):
     capacity=st.sampled_from([2, 3, 4, 7, 100]),
     seed=st.integers(0, 2**32 - 1),
     continuous=st.booleans(),
+    weighted=st.booleans(),
+    sort_max=st.sampled_from([4, 1 << 17]),
 )
-def test_merge_order_and_split_never_change_the_state(data, capacity, seed, continuous):
+def test_merge_order_and_split_never_change_the_state(data, capacity, seed, continuous, weighted, sort_max):
     rng = np.random.default_rng(seed)
     y = np.array([d[0] for d in data], dtype=np.int64)
     s = np.array([d[1] for d in data], dtype=float)
     if continuous:
         s = s + rng.normal(size=len(s)) * 1e-3
-    w = np.array([d[2] for d in data], dtype=float)
+    w = np.array([d[2] for d in data], dtype=float) if weighted else None
     layout = L(capacity)
     whole = S.from_arrays(layout, s, y, w)
     assert_canonical(whole, s, y, w, capacity)
     cuts = np.sort(rng.integers(0, len(s) + 1, rng.integers(0, 6)))  # empty shards included
     merged, states = _split_fold(layout, s, y, w, cuts, lambda k: rng.permutation(k))
     assert merged == whole
+    # State.fold bins each shard at the running state's level (or, above _SORT_MAX rows, by the
+    # histogram path then a merge): the same canonical state
+    old, sd._SORT_MAX = sd._SORT_MAX, sort_max
+    try:
+        folded = S.zero(layout)
+        for p in np.split(np.arange(len(s)), cuts):
+            folded = folded.fold(Batch(y_true=y[p], y_score=s[p], sample_weight=None if w is None else w[p]))
+    finally:
+        sd._SORT_MAX = old
+    assert folded == whole
     # a random tree of merges, random operand order
     items = list(states) + [S.zero(layout)]
     while len(items) > 1:
@@ -205,36 +217,6 @@ def test_fold_equals_merge_of_from_batch():
     layout = L(50)
     b1, b2 = Batch(y_true=y[:200], y_score=s[:200]), Batch(y_true=y[200:], y_score=s[200:])
     assert S.zero(layout).fold(b1).fold(b2) == S.from_arrays(layout, s, y)
-
-
-@settings(max_examples=60)
-@given(
-    data=st.lists(st.tuples(st.integers(0, 1), st.sampled_from([0.0, 0.1, 0.5, 0.9, 1.0, -3.0, 1e-9, 2.5e-9]), st.integers(0, 3)), max_size=80),
-    capacity=st.sampled_from([2, 3, 4, 7, 100]),
-    seed=st.integers(0, 2**32 - 1),
-    continuous=st.booleans(),
-    weighted=st.booleans(),
-    sort_max=st.sampled_from([4, 1 << 17]),
-)
-def test_fold_at_the_running_level_gives_the_canonical_state(data, capacity, seed, continuous, weighted, sort_max):
-    """State.fold bins each batch at the running state's level (or, above _SORT_MAX rows, by the
-    histogram path then a merge): any batching gives the canonical state of all rows."""
-    rng = np.random.default_rng(seed)
-    y = np.array([d[0] for d in data], dtype=np.int64)
-    s = np.array([d[1] for d in data], dtype=float)
-    if continuous:
-        s = s + rng.normal(size=len(s)) * 1e-3
-    w = np.array([d[2] for d in data], dtype=float) if weighted else None
-    old = sd._SORT_MAX
-    sd._SORT_MAX = sort_max
-    try:
-        out = S.zero(L(capacity))
-        for p in np.split(np.arange(len(s)), np.sort(rng.integers(0, len(s) + 1, rng.integers(0, 6)))):
-            out = out.fold(Batch(y_true=y[p], y_score=s[p], sample_weight=None if w is None else w[p]))
-    finally:
-        sd._SORT_MAX = old
-    assert_canonical(out, s, y, w, capacity)
-    assert out == S.from_arrays(L(capacity), s, y, w)
 
 
 def test_fold_of_large_compressed_streams_matches_from_batch():
