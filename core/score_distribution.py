@@ -339,7 +339,7 @@ class ScoreDistributionState(State):
         if score.shape[0] == 0:
             return self
         a = self.arrays
-        bins = (a["keys"], np.stack((a["neg"], a["pos"]), axis=1), int(a["level"]))
+        bins = (a["keys"], self._weights(), int(a["level"]))
         k, wts, level = fold_bins(bins, np.ascontiguousarray(score, dtype=np.float64), y, w, self.layout.capacity)
         return self._from_weights(self.layout, k, wts, level)
 
@@ -414,13 +414,17 @@ class ScoreDistributionState(State):
             return other  # type: ignore[return-value]
         level = max(int(a["level"]), int(b["level"]))
         k, wts, level = merge_bins(
-            (a["keys"], np.stack((a["neg"], a["pos"]), axis=1), int(a["level"])),
-            (b["keys"], np.stack((b["neg"], b["pos"]), axis=1), int(b["level"])),
+            (a["keys"], self._weights(), int(a["level"])),
+            (b["keys"], other._weights(), int(b["level"])),
             self.layout.capacity,
         )
         return self._from_weights(self.layout, k, wts, level)
 
     __add__ = merge
+
+    def _weights(self) -> np.ndarray:
+        """(m, 2) weights of labels (0, 1): a view of a (2, m) array, so columns are contiguous."""
+        return np.stack((self.arrays["neg"], self.arrays["pos"])).T
 
     # -- accessors ------------------------------------------------------------------------------
     @property
