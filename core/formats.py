@@ -232,9 +232,16 @@ def as_nd_array(values: Any, column: str) -> np.ndarray:
     if isinstance(values, np.ndarray):
         arr = values
     elif isinstance(values, (list, tuple)):
-        if len(values) and any(isinstance(v, (list, tuple, np.ndarray)) for v in values):
+        # the first row decides (a later list among scalars fails in as_array with the column named)
+        if len(values) and isinstance(values[0], (list, tuple, np.ndarray)):
             return _stack_objects(values, column)
-        return as_array(values, column)
+        try:
+            return as_array(values, column)
+        except ValueError:
+            i = next((i for i, v in enumerate(values) if isinstance(v, (list, tuple, np.ndarray))), None)
+            if i is None:
+                raise
+            raise ValueError(f"column {column!r}: row {i} holds a list {values[i]!r} but row 0 holds a scalar; give one kind per column") from None
     elif hasattr(values, "to_numpy") and not hasattr(values, "null_count"):  # pandas
         if str(getattr(values, "dtype", "")) == "object" and len(values) and isinstance(values.iloc[0], (list, tuple, np.ndarray)):
             return _stack_objects(values.to_numpy(dtype=object), column)

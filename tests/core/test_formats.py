@@ -51,6 +51,8 @@ def test_ragged_and_missing_rows_are_rejected_with_the_row():
         as_nd_array(pa.array([[0.1, 0.9], [1.0]]), "p")
     with pytest.raises(ValueError, match=r"column 'p': missing value \(null\) at row 1"):
         as_nd_array(pa.array([[0.1, 0.9], None]), "p")
+    with pytest.raises(ValueError, match=r"column 'p': row 2 holds a list \[0.2, 0.8\] but row 0 holds a scalar"):
+        as_nd_array([0.3, 0.4, [0.2, 0.8]], "p")
 
 
 def test_onehot_labels_and_predictions():
