@@ -126,9 +126,12 @@ class Evaluation:
         label_col: column of true labels: 0/1 (binary), [0, K) (multiclass), (L,) 0/1 lists
             (multilabel), float targets (regression), or label maps (segmentation). May be None
             only when the metrics need no labels (e.g. ``mean_measure`` alone).
-        score_col: column of scores: finite floats (binary; thresholded at ``threshold``); for
-            multiclass a list-valued (fixed-size-list Arrow) column of K class scores per row, or
-            a list of K column names (one per class); multilabel (L,) lists; score maps.
+        score_col: column of scores: finite floats (binary; thresholded at ``threshold``), or for
+            binary the two class probabilities per row (``predict_proba`` output) as a list column
+            or two column names ``[p0, p1]`` (column 1 is thresholded; ``pos_label=0`` ranking
+            metrics rank by column 0); for multiclass a list-valued (fixed-size-list Arrow) column
+            of K class scores per row, or a list of K column names (one per class); multilabel
+            (L,) lists; score maps.
         prediction_col: column of predicted labels (binary 0/1, multiclass [0, K), multilabel
             (L,) 0/1 lists, label maps) or, for regression, predicted values. At most one of
             ``score_col`` / ``prediction_col``; one is required when a metric needs predictions.

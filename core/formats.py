@@ -388,7 +388,7 @@ def _scores_validate(arr: np.ndarray, ctx: FormatContext) -> None:
 def _scores_convert(arr: np.ndarray, ctx: FormatContext) -> Converted:
     vals = _nd_float(arr, ctx.column, 0)
     if ctx.task.kind == "binary" and vals.ndim == 2 and vals.shape[1] == 1:
-        vals = vals[:, 0]  # (N, 1): the positive-class column; (N, 2) is split by build_batch
+        vals = vals[:, 0]  # (N, 1): one score column, as (N,); (N, 2) is split by build_batch
     return Converted(np.ascontiguousarray(vals, dtype=np.float64))
 
 

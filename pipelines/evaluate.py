@@ -56,7 +56,8 @@ def build_parser() -> argparse.ArgumentParser:
     cols = p.add_argument_group("columns")
     cols.add_argument("--label", help="label column: 0/1, or [0, K) with --num-classes; lists of L 0/1 (multilabel); float targets (regression)")
     g = cols.add_mutually_exclusive_group()
-    g.add_argument("--score", help="score column (binary: finite floats, positive if score >= threshold; multiclass: a list column of K "
+    g.add_argument("--score", help="score column (binary: finite floats, positive if score >= threshold, or two class probabilities "
+                   "p0,p1 / a list column of 2, ranked by p0 for @pos_label=0 metrics; multiclass: a list column of K "
                    "scores, or K comma-separated columns p0,p1,...; multilabel: a list column of L scores)")  # fmt: skip
     g.add_argument("--prediction", help="predicted-label column: 0/1, or [0, K) with --num-classes; predicted values (regression)")
     cols.add_argument("--weight", help="sample weight column (finite, >= 0)")
