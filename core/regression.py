@@ -37,6 +37,9 @@ from core.states import State, _layout_diff
 
 _EPS = float(np.finfo(np.float64).eps)
 _MOMENTS = ("mean_y", "mean_p", "mean_e", "m2_y", "m2_p", "m2_e", "c_yp")
+#: rows per chunk of a large batch; the temporaries live in one scratch buffer reused by every chunk
+#: (fresh 512 KiB temporaries per chunk would be mmap'd and page-faulted each time)
+_CHUNK = 1 << 16
 
 
 @dataclass(frozen=True)
@@ -44,16 +47,23 @@ class RegressionLayout:
     """No configuration: one moments state serves every regression metric."""
 
 
-def _mean(x: np.ndarray, w: np.ndarray | None, total: float) -> float:
-    """Weighted mean in two passes (exact for constant inputs)."""
+def _dot(a: np.ndarray, b: np.ndarray) -> float:
+    """``sum(a * b)`` of two 1-D float64 arrays with numpy's own SIMD loop (``einsum``), not BLAS:
+    on chunk-sized vectors BLAS threads cost more CPU than they save (and contend on a shared
+    machine)."""
+    return float(np.einsum("i,i->", a, b))
+
+
+def _mean(x: np.ndarray, w: np.ndarray | None, total: float, tmp: np.ndarray) -> float:
+    """Weighted mean in two passes (exact for constant inputs); ``tmp``: (n,) scratch."""
     if x.shape[0] == 0 or total == 0:
         return 0.0
     lo, hi = x.min(), x.max()
     if lo == hi:
         return float(lo)
-    m = float(x.sum() / total) if w is None else float(np.dot(w, x) / total)
-    r = x - m
-    m += float(r.sum() / total) if w is None else float(np.dot(w, r) / total)
+    m = float(x.sum() / total) if w is None else _dot(w, x) / total
+    r = np.subtract(x, m, out=tmp)
+    m += float(r.sum() / total) if w is None else _dot(w, r) / total
     return m
 
 
@@ -88,31 +98,61 @@ class RegressionMomentsState(State):
 
     @classmethod
     def from_batch(cls, layout: RegressionLayout, batch: Batch) -> "RegressionMomentsState":
+        """The moments of one validated batch: per chunk of ``_CHUNK`` rows (the temporaries stay
+        in cache, in one scratch buffer), chunks merged with Chan's formulas.
+
+        Raises:
+            ValueError: the batch lacks targets or predictions.
+        """
         if batch.y_true is None or batch.y_pred is None:
             raise ValueError("regression metrics need targets and predictions")
         y = np.asarray(batch.y_true, dtype=np.float64)
         p = np.asarray(batch.y_pred, dtype=np.float64)
         w = batch.sample_weight
-        e = p - y
-        total = float(y.shape[0]) if w is None else float(w.sum())
-        my, mp, me = _mean(y, w, total), _mean(p, w, total), _mean(e, w, total)
-        dy, dp, de = y - my, p - mp, e - me
-        dot = (lambda a, b: float(np.dot(a, b))) if w is None else (lambda a, b: float(np.dot(w * a, b)))  # noqa: E731
-        abs_e = np.abs(e)
-        ape = abs_e / np.maximum(np.abs(y), _EPS)
+        n = y.shape[0]
+        scratch = np.empty((5, min(n, _CHUNK)))
+        out = None
+        for i in range(0, max(n, 1), _CHUNK):
+            part = cls._from_arrays(layout, y[i : i + _CHUNK], p[i : i + _CHUNK], None if w is None else w[i : i + _CHUNK], scratch)
+            out = part if out is None else out.merge(part)
+        return out  # type: ignore[return-value]
+
+    @classmethod
+    def _from_arrays(
+        cls, layout: RegressionLayout, y: np.ndarray, p: np.ndarray, w: np.ndarray | None, scratch: np.ndarray
+    ) -> "RegressionMomentsState":
+        """The moments of one chunk; every temporary is a row of ``scratch`` ((5, >= n))."""
+        n = y.shape[0]
+        t = [scratch[j, :n] for j in range(5)]
+        e = np.subtract(p, y, out=t[0])
+        total = float(n) if w is None else float(w.sum())
+        my, mp, me = _mean(y, w, total, t[1]), _mean(p, w, total, t[1]), _mean(e, w, total, t[1])
+        if w is None:
+            dot = _dot
+        else:
+
+            def dot(a: np.ndarray, b: np.ndarray) -> float:
+                return _dot(np.multiply(w, a, out=t[4]), b)
+
+        dy, dp, de = np.subtract(y, my, out=t[1]), np.subtract(p, mp, out=t[2]), np.subtract(e, me, out=t[3])
+        moments = (dot(dy, dy), dot(dp, dp), dot(de, de), dot(dy, dp)) if total else (0.0,) * 4
+        abs_e = np.abs(e, out=t[1])  # dy, dp and de are spent
+        ape = np.abs(y, out=t[2])
+        np.maximum(ape, _EPS, out=ape)
+        np.divide(abs_e, ape, out=ape)
         positive = abs_e if w is None else abs_e[w > 0]
         a = {
-            "count": np.int64(y.shape[0]),
+            "count": np.int64(n),
             "weight": np.float64(total),
             "mean_y": my,
             "mean_p": mp,
             "mean_e": me,
-            "m2_y": dot(dy, dy) if total else 0.0,
-            "m2_p": dot(dp, dp) if total else 0.0,
-            "m2_e": dot(de, de) if total else 0.0,
-            "c_yp": dot(dy, dp) if total else 0.0,
-            "sum_abs_e": float(abs_e.sum()) if w is None else float(np.dot(w, abs_e)),
-            "sum_ape": float(ape.sum()) if w is None else float(np.dot(w, ape)),
+            "m2_y": moments[0],
+            "m2_p": moments[1],
+            "m2_e": moments[2],
+            "c_yp": moments[3],
+            "sum_abs_e": float(abs_e.sum()) if w is None else _dot(w, abs_e),
+            "sum_ape": float(ape.sum()) if w is None else _dot(w, ape),
             "max_abs_e": float(positive.max()) if positive.size else 0.0,
         }
         return cls(layout, {k: np.asarray(v, dtype=d) for (k, d), v in zip(cls.FIELDS, a.values())})

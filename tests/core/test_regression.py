@@ -19,6 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn import metrics as skm
 
+import core.regression as regression
 from core import MetricCollection, Plan, Task
 from core._inputs import Batch
 from core.regression import RegressionLayout, RegressionMomentsState
@@ -85,8 +86,12 @@ def reference(y, p, w) -> dict:
     return ref
 
 
+@pytest.mark.parametrize("chunk", [None, 5], ids=["one-chunk", "chunks-of-5"])
 @pytest.mark.parametrize("name,weighted", GRID, ids=[f"{n}{'-w' if w else ''}" for n, w in GRID])
-def test_regression_metrics_match_sklearn(name, weighted):
+def test_regression_metrics_match_sklearn(name, weighted, chunk, monkeypatch):
+    """``chunks-of-5``: large batches are folded chunk by chunk (merged with Chan's formulas)."""
+    if chunk:
+        monkeypatch.setattr(regression, "_CHUNK", chunk)
     y, p, w = regression_case(name, weighted)
     mc = MetricCollection(*METRICS, task="regression")
     with warnings.catch_warnings():
@@ -113,7 +118,10 @@ def _exact_r2(y: np.ndarray, p: np.ndarray) -> float:
     return float(1 - ss_res / ss_tot)
 
 
-def test_r2_at_1e8_offset_to_1e9_where_a_naive_state_fails():
+@pytest.mark.parametrize("chunk", [None, 64])
+def test_r2_at_1e8_offset_to_1e9_where_a_naive_state_fails(chunk, monkeypatch):
+    if chunk:
+        monkeypatch.setattr(regression, "_CHUNK", chunk)
     rng = np.random.default_rng(42)
     y = 1e8 + rng.normal(0, 1, 3000)
     p = y + rng.normal(0, 0.5, 3000)
