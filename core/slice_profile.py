@@ -48,11 +48,13 @@ import numpy as np
 
 from core.codec import _Reader
 from core.slicing import (
+    OTHER,
     Assignment,
     ListColumn,
     SliceSpec,
     SpecBounds,
     assign_slices,
+    encode_key,
     encode_keys,
     numeric_values,
     parse_slices,
@@ -474,7 +476,8 @@ class ProfileSummary:
         """The :class:`~core.slicing.SpecBounds` of one spec.
 
         Raises:
-            ValueError: a part the spec needs is missing.
+            ValueError: a part the spec needs is missing, or a kept slice's values are all
+                ``"__other__"`` (it would merge with the bucket of folded values).
         """
         edges = {}
         for col, k in spec.quantiles:
@@ -487,7 +490,13 @@ class ProfileSummary:
         part = self.parts.get(keys_part(spec))
         if part is None:
             raise ValueError(f"the slice profile has no key counts of spec {str(spec)!r}")
-        return SpecBounds(edges, frozenset(bytes.fromhex(h) for h in part["kept"]), int(part["folded_values"]), int(part["distinct"]))
+        kept = frozenset(bytes.fromhex(h) for h in part["kept"])
+        if encode_key([OTHER] * len(spec.columns)) in kept:
+            raise ValueError(
+                f"slice spec {str(spec)!r}: the data holds a slice whose value is {OTHER!r} in every column "
+                f"({', '.join(spec.columns)}), the name of the slice of folded values; rename that value"
+            )
+        return SpecBounds(edges, kept, int(part["folded_values"]), int(part["distinct"]))
 
     def to_json(self) -> str:
         return json.dumps(self.parts, sort_keys=True, separators=(",", ":"))

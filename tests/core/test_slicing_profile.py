@@ -147,3 +147,13 @@ def test_key_counts_merge_of_a_small_table_into_a_big_one_equals_merge_all():
     fast = big.merge(small)
     assert fast == KeyCounts.merge_all([big, small]) == small.merge(big)
     assert fast.distinct == len(set(big.keys.tolist()) | set(small.keys.tolist()))
+
+
+def test_a_kept_real_value_named_other_raises_instead_of_merging_with_the_other_slice():
+    ev = Evaluation(label_col="y", score_col="p", slices=["g;max_slices=1"], metrics=["example_count"])
+    y, p = [0, 1, 0, 1, 1], [0.1, 0.9, 0.2, 0.8, 0.7]
+    with pytest.raises(ValueError, match=r"slice spec 'g;max_slices=1'.*'__other__' in every column \(g\)"):
+        ev.evaluate([{"y": y, "p": p, "g": ["__other__", "__other__", "__other__", "a", "b"]}])
+    # folded into the other slice (not kept), a real "__other__" value is counted there: no clash
+    res = ev.evaluate([{"y": y, "p": p, "g": ["a", "a", "a", "__other__", "b"]}])
+    assert res[(("g", "a"),)].n == 3 and res[(("g", "__other__"),)].n == 2 and res[(("g", "__other__"),)].folded_values == 2
