@@ -24,7 +24,7 @@ import apache_beam as beam
 from apache_beam.transforms.window import GlobalWindows
 from apache_beam.utils.windowed_value import WindowedValue
 
-from beam_metrics.combine import MetricsAccumulator, MetricsAccumulatorCoder, MetricsCombineFn
+from beam_metrics.combine import DEFAULT_BATCH_SIZE, MetricsAccumulator, MetricsAccumulatorCoder, MetricsCombineFn
 from core.evaluation import Evaluation
 from core.results import Results, SliceResult
 from core.slice_profile import ProfileSummary, SliceProfiler
@@ -71,7 +71,7 @@ class SliceProfileCombineFn(MetricsCombineFn):
         TypeError: ``evaluation`` is not a :class:`core.Evaluation`.
     """
 
-    def __init__(self, evaluation: Evaluation, batch_size: int = 4096):
+    def __init__(self, evaluation: Evaluation, batch_size: int = DEFAULT_BATCH_SIZE):
         super().__init__(evaluation, batch_size)
         self.evaluation = evaluation.profiler()  # the accumulator vocabulary of the counting pass
 

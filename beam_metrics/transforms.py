@@ -7,7 +7,7 @@ from typing import Any, Iterable
 import apache_beam as beam
 from apache_beam.transforms.window import GlobalWindows
 
-from beam_metrics.combine import MetricsCombineFn
+from beam_metrics.combine import DEFAULT_BATCH_SIZE, MetricsCombineFn
 from core.evaluation import Evaluation
 from core.results import Results, SliceResult
 
@@ -66,7 +66,7 @@ class ComputeMetrics(beam.PTransform):
     """
 
     def __init__(
-        self, evaluation: Evaluation | None = None, *, batch_size: int = 4096, label: str | None = None, **evaluation_kwargs: Any
+        self, evaluation: Evaluation | None = None, *, batch_size: int = DEFAULT_BATCH_SIZE, label: str | None = None, **evaluation_kwargs: Any
     ):
         super().__init__(label)
         if evaluation is None:
