@@ -13,6 +13,10 @@ interleaved repeats:
 
 * ours: ``spark_metrics.compute_metrics(df, slices=["slice"], metrics=[example_count, roc_auc,
   precision, recall])`` collected with ``collect_results`` (11 slices with the overall one);
+* ours, native (``spark_metrics.native``: Spark SQL aggregates, no Python on the row path) for
+  plans without AUC: ``metrics=[example_count, precision, recall, f1]`` with the same 11 slices
+  (also timed on the Arrow path, ``native=False``), and one global ``f1`` (what MLlib's
+  evaluator computes);
 * ``MulticlassClassificationEvaluator(metricName="f1")`` (one global F1);
 * ``BinaryClassificationEvaluator(metricName="areaUnderROC", rawPredictionCol="score")`` (one
   global AUC). It is slow (a full sort), so by default it runs once on the first
@@ -33,6 +37,7 @@ import numpy as np
 from benchmarks._harness import Result, format_table, machine_line, rate
 
 METRICS = ["example_count", "roc_auc", "precision", "recall"]
+NATIVE_METRICS = ["example_count", "precision", "recall", "f1"]
 
 
 def make_df(spark, n: int, partitions: int = 4, seed: int = 0):
@@ -71,13 +76,23 @@ def run(n: int = 10_000_000, binary_rows: int = 2_000_000, repeats: int = 3, par
     t_cache = _timed(df.count)
     ev = Evaluation(label_col="label", score_col="score", slices=["slice"], metrics=METRICS)
     ours = lambda: collect_results(compute_metrics(df, evaluation=ev), ev)  # noqa: E731
+    ev_counts = Evaluation(label_col="label", score_col="score", slices=["slice"], metrics=NATIVE_METRICS)
+    ev_global = Evaluation(label_col="label", score_col="score", metrics=["f1"])
+    native = lambda: collect_results(compute_metrics(df, evaluation=ev_counts, native=True), ev_counts)  # noqa: E731
+    native_global = lambda: collect_results(compute_metrics(df, evaluation=ev_global, native=True), ev_global)  # noqa: E731
+    arrow_counts = lambda: collect_results(compute_metrics(df, evaluation=ev_counts, native=False), ev_counts)  # noqa: E731
     f1 = MulticlassClassificationEvaluator(metricName="f1", labelCol="label_d", predictionCol="prediction")
     auc = BinaryClassificationEvaluator(metricName="areaUnderROC", labelCol="label_d", rawPredictionCol="score")
     res = ours()  # warm-up: Python workers, imports
+    native()
+    native_global()
     f1.evaluate(df)
-    times: dict[str, list[float]] = {"ours": [], "f1": []}
+    times: dict[str, list[float]] = {"ours": [], "native": [], "native_global": [], "arrow_counts": [], "f1": []}
     for _ in range(repeats):
         times["ours"].append(_timed(ours))
+        times["native"].append(_timed(native))
+        times["native_global"].append(_timed(native_global))
+        times["arrow_counts"].append(_timed(arrow_counts))
         times["f1"].append(_timed(lambda: f1.evaluate(df)))
     t = {k: float(np.median(v)) for k, v in times.items()}
     m = min(n, binary_rows)
@@ -104,6 +119,19 @@ def run(n: int = 10_000_000, binary_rows: int = 2_000_000, repeats: int = 3, par
         Result(part, label, ours_rate, reference="MLlib BinaryClassificationEvaluator (global AUC)", ref_value=auc_rate, ratio=ours_rate / auc_rate, target=">= 50x", met=ours_rate / auc_rate >= 50,
                note=f"MLlib AUC measured once on {m:,} rows ({t_auc:.1f} s)" + (f" (a cached subset of the {n:,}; it sorts all scores)" if m < n else ""))  # fmt: skip
     )
+    r = rate(n, t["native"])
+    out.append(
+        Result(part, f"compute_metrics native, {n:,} cached rows, 11 slices x (count, precision, recall, f1)", r,
+               reference="the same plan on the Arrow path (native=False)", ref_value=rate(n, t["arrow_counts"]), ratio=t["arrow_counts"] / t["native"],
+               note=f"medians of {repeats}: native {t['native']:.2f} s, Arrow path {t['arrow_counts']:.2f} s")  # fmt: skip
+    )
+    for key, what in (("native", "11 slices x (count, precision, recall, f1)"), ("native_global", "global f1 only")):
+        r = rate(n, t[key])
+        out.append(
+            Result(part, f"compute_metrics native, {n:,} cached rows, {what}", r, reference="MLlib MulticlassClassificationEvaluator (global F1)",
+                   ref_value=f1_rate, ratio=r / f1_rate, target=">= 2x", met=r / f1_rate >= 2,
+                   note=f"medians of {repeats}: ours {t[key]:.2f} s, MLlib F1 {t['f1']:.2f} s; Spark SQL aggregates (spark_metrics.native)")  # fmt: skip
+        )
     return out
 
 

@@ -226,7 +226,9 @@ def _merge_slice_fn(evaluation: Evaluation) -> Callable[["pa.Table"], "pa.Table"
     return merge_slice
 
 
-def compute_metrics(df: "DataFrame", *, evaluation: Evaluation | None = None, **evaluation_kwargs: Any) -> "DataFrame":
+def compute_metrics(
+    df: "DataFrame", *, evaluation: Evaluation | None = None, native: bool | None = None, **evaluation_kwargs: Any
+) -> "DataFrame":
     """Per-slice metrics of a Spark DataFrame, as a long-format Spark DataFrame.
 
     Each partition's Arrow record batches are folded into one accumulator of sufficient-statistic
@@ -259,6 +261,11 @@ def compute_metrics(df: "DataFrame", *, evaluation: Evaluation | None = None, **
             raises ``TypeError`` before a job runs.
         evaluation: a :class:`core.Evaluation`; or give its constructor arguments as keywords
             (``label_col=..., score_col=..., slices=[...], metrics=[...]``), not both.
+        native: None (default): run as native Spark SQL aggregates when the plan allows it
+            (:mod:`spark_metrics.native`: count and confusion states of plain columns sliced by
+            plain string/integer/boolean columns; no Python on the row path, one job for every
+            spec), else fold Arrow batches in Python. True: require the native job (raises
+            ``ValueError`` saying why not). False: always the Arrow path.
         **evaluation_kwargs: arguments of :class:`core.Evaluation` when ``evaluation`` is None.
 
     Returns:
@@ -302,6 +309,14 @@ def compute_metrics(df: "DataFrame", *, evaluation: Evaluation | None = None, **
         raise TypeError(f"evaluation must be a core.Evaluation, got {type(evaluation).__name__}")
 
     exprs = _prepare_columns(df, evaluation)
+    if native is not False:
+        from spark_metrics.native import compute_native, lowering_blocker
+
+        blocker = lowering_blocker(df, evaluation)
+        if blocker is None:
+            return compute_native(df, exprs, evaluation, result_schema(), _arrow_result_schema)
+        if native:
+            raise ValueError(f"native=True, but this evaluation cannot run as native Spark aggregates: {blocker}")
     if evaluation.needs_profile:  # max_slices / quantile buckets: an (eager) counting job first
         from spark_metrics.profile import profile_evaluation
 

@@ -75,12 +75,13 @@ def binary_eval():
     )
 
 
-@pytest.fixture(scope="module")
-def binary_runs(sdf, binary_eval):
-    """Raw result rows and collected Results for 1, 3 and 17 partitions."""
-    out = {}
+@pytest.fixture(scope="module", params=[False, True], ids=["arrow-path", "native-path"])
+def binary_runs(request, sdf, binary_eval):
+    """Raw result rows and collected Results for 1, 3 and 17 partitions, through the Arrow path
+    and the native Spark SQL aggregation (spark_metrics.native)."""
+    out = {"native": request.param}
     for p in (1, 3, 17):
-        result_df = compute_metrics(sdf.repartition(p), evaluation=binary_eval)
+        result_df = compute_metrics(sdf.repartition(p), evaluation=binary_eval, native=request.param)
         raw = [r.asDict() for r in result_df.collect()]
         out[p] = (result_df, raw, binary_eval.collect(rows=raw))
     return out
@@ -100,10 +101,53 @@ def test_result_schema(binary_runs):
 
 def test_plan_aggregates_per_partition_before_the_shuffle(binary_runs):
     plan = binary_runs[3][0]._jdf.queryExecution().executedPlan().toString()
-    # rows -> MapInArrow (partial states) -> Exchange on slice_key -> grouped Arrow merge
-    assert "MapInArrow" in plan and "FlatMapGroupsInArrow" in plan, plan
-    exchange = plan.index("Exchange hashpartitioning(slice_key")
-    assert plan.index("FlatMapGroupsInArrow") < exchange < plan.index("MapInArrow"), plan
+    if not binary_runs["native"]:
+        # rows -> MapInArrow (partial states) -> Exchange on slice_key -> grouped Arrow merge
+        assert "MapInArrow" in plan and "FlatMapGroupsInArrow" in plan, plan
+        exchange = plan.index("Exchange hashpartitioning(slice_key")
+        assert plan.index("FlatMapGroupsInArrow") < exchange < plan.index("MapInArrow"), plan
+        return
+    # rows -> partial HashAggregate by (every slice column, cell) -> Exchange -> final aggregate
+    # -> Expand (grouping sets over those few rows) -> aggregate -> grouped Arrow merge of the few
+    # cells per slice: no Python on the row path, the rows are read and shuffled once
+    plan = plan.split("== Initial Plan ==")[0]  # the final (adaptive) plan only
+    assert "MapInArrow" not in plan and "ArrowEvalPython" not in plan and "BatchEvalPython" not in plan, plan
+    assert "HashAggregate" in plan and "FlatMapGroupsInArrow" in plan and "Expand" in plan, plan
+    assert plan.count("partial_count(1)") == 1 and plan.count("InMemoryTableScan") == 1, plan
+    assert plan.index("FlatMapGroupsInArrow") < plan.index("Expand") < plan.index("partial_count(1)"), plan
+
+
+def test_native_and_arrow_paths_agree_and_say_why_not(spark, sdf, binary_eval):
+    from pyspark.sql import functions as F
+
+    multi = core.Evaluation(label_col="k", prediction_col="kp", num_classes=4, slices=["carrier", "origin,carrier"],
+                            metrics=["accuracy", "f1@macro", "f1@none", "confusion_matrix", "cohen_kappa", "mcc"])  # fmt: skip
+    strict = core.Evaluation(label_col="y", score_col="score", slices=["origin"], threshold_rule=">",
+                             metrics=["precision@threshold=0.4", "recall", "f1@threshold=0.9", "example_count"])  # fmt: skip
+    hard = core.Evaluation(label_col="y", prediction_col="kp", slices=["origin"], metrics=["accuracy"])
+    flags = sdf.withColumn("flag", sdf.y == 1).withColumn("day", F.to_date(F.when(sdf.y == 1, "2024-01-01").otherwise("2024-02-29")))
+    flagged = core.Evaluation(label_col="y", score_col="score", slices=["flag", "day"], metrics=["f1"])
+    for frame, ev in ((sdf, multi), (sdf.repartition(5), strict), (flags, flagged)):
+        a = collect_results(compute_metrics(frame, evaluation=ev, native=True), ev)
+        b = collect_results(compute_metrics(frame, evaluation=ev, native=False), ev)
+        assert a.to_json() == b.to_json()
+    bad = sdf.withColumn("kp", (sdf.kp % 2) + 2)  # predictions 2 and 3 are not 0/1
+    with pytest.raises(Exception, match=r"column 'kp': invalid value [23]\.0 at row \d+: predictions must be 0 or 1"):
+        compute_metrics(bad, evaluation=hard).collect()
+    with pytest.raises(ValueError, match=r"native=True, but .*score_distribution"):
+        compute_metrics(sdf, evaluation=core.Evaluation(label_col="y", score_col="score", metrics=["roc_auc"]), native=True)
+    with pytest.raises(ValueError, match=r"native=True, but .*on_invalid"):
+        compute_metrics(sdf, evaluation=core.Evaluation(label_col="y", score_col="score", on_invalid="skip"), native=True)
+    with pytest.raises(ValueError, match=r"native=True, but .*max_slices"):
+        compute_metrics(sdf, evaluation=core.Evaluation(label_col="y", score_col="score", slices=["carrier;max_slices=2"]), native=True)
+    empty = spark.createDataFrame([], sdf.schema)
+    unsliced = core.Evaluation(label_col="y", score_col="score", weight_col="w", metrics=["f1", "example_count"])
+    for native in (True, False):
+        for ev in (binary_eval, unsliced):
+            res = collect_results(compute_metrics(empty, evaluation=ev, native=native), ev)
+            assert [s.slice for s in res.slices] == [()] and res.overall.n == 0 and math.isnan(res.overall.metrics["f1"])
+    a = collect_results(compute_metrics(sdf, evaluation=unsliced, native=True), unsliced)
+    assert a.to_json() == collect_results(compute_metrics(sdf, evaluation=unsliced, native=False), unsliced).to_json()
 
 
 def test_partitioning_does_not_change_results(binary_runs):
@@ -115,7 +159,7 @@ def test_partitioning_does_not_change_results(binary_runs):
 
 def test_equals_core_direct_fold_exactly(binary_runs, binary_eval, pdf):
     direct = binary_eval.finish(binary_eval.fold(binary_eval.zero(), pdf))
-    for p, (_, raw, results) in binary_runs.items():
+    for p, (_, raw, results) in ((p, binary_runs[p]) for p in (1, 3, 17)):
         assert _rows_equal(raw, direct.to_rows()), f"{p} partitions: raw Spark rows differ from core"
         assert [s.slice for s in results.slices] == [s.slice for s in direct.slices]  # canonical order
         assert results.to_json() == direct.to_json()
@@ -235,13 +279,14 @@ def test_on_invalid_raise_reports_column_value_row_and_partition(spark, pdf):
     clean = pdf[["y", "score", "w"]].iloc[100:300].reset_index(drop=True)
     clean.loc[123, "score"] = np.nan
     sdf = spark.createDataFrame(clean).coalesce(1)  # one partition, rows in order: the NaN is row 123
-    with pytest.raises(Exception) as info:
-        compute_metrics(sdf, evaluation=ev).collect()
-    text = str(info.value)
-    assert "'score'" in text
-    assert "invalid value nan at row 123" in text
-    assert "scores must be finite" in text
-    assert "Spark partition 0" in text
+    for native in (False, True):  # the same message from the Arrow path and the native aggregation
+        with pytest.raises(Exception) as info:
+            compute_metrics(sdf, evaluation=ev, native=native).collect()
+        text = str(info.value)
+        assert "'score'" in text
+        assert "invalid value nan at row 123" in text
+        assert "scores must be finite" in text
+        assert "Spark partition 0" in text
 
 
 def test_missing_column_raises_before_any_job(spark, sdf, binary_eval):

@@ -1,0 +1,305 @@
+"""Native Spark SQL aggregation of count and confusion states (no Python on the row path).
+
+When every state of an evaluation's plan is a sum of per-row cells (example counts, binary
+confusion counts at thresholds, a K x K confusion matrix), the rows never need to reach Python:
+each row maps to one *cell* (its true label and how it is predicted), and Spark's own
+hash aggregation sums rows per (slice, cell) with partial aggregation before the shuffle. One
+job reads each row once and computes every slice spec::
+
+    finest = df.select(label, score | prediction, weight, slice columns)
+      .select(cell = label * C + predicted cell  (or a negative code for an invalid value),
+              weight, slice columns, first-invalid-row id)
+      .groupBy(every slice column, cell)
+      .agg(count, sum(weight), min(invalid row id), min_by(invalid value, id))
+    finest.groupingSets([[cell], [spec 1 columns, cell], ...])      # over the few finest rows
+      .agg(grouping_id, sums, min, min_by)
+      .groupBy(grouping_id, slice columns)
+      .applyInArrow(cells of one slice -> core states -> core metric rows)
+
+Every row lies in exactly one slice of a plain spec (no filters; missing values are a slice), so
+re-aggregating the finest groups gives each spec's sums.
+
+The Python step sees a handful of rows per slice (at most ``2 (T + 1)`` binary cells or ``K^2``
+multiclass cells) and builds the states with core's own ``from_batch`` on those cells (each cell
+one example whose weight is the cell's count or weight sum), so unweighted results equal the
+Arrow path's bit for bit; weighted sums are Spark's float64 sums (equal to about 1e-16).
+Invalid values raise the same ``ValueError`` text as the Arrow path (column, value, row within
+the partition, partition id) when the results are computed.
+
+Cells (binary, thresholds ``t_1 < ... < t_T``): ``y * (T + 1) + k`` with ``k`` the number of
+thresholds the score passes (``score >= t``, or ``>``). Multiclass: ``y * K + prediction``.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import TYPE_CHECKING, Any, Callable
+
+import numpy as np
+
+from core._inputs import Batch
+from core.evaluation import Evaluation, extract_columns
+from core.metrics import UndefinedMetricWarning
+from core.results import Results
+from core.slicing import OVERALL, assign_slices
+from core.states import BinaryConfusionState, ConfusionMatrixState, ExampleCountState
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pyarrow as pa
+    from pyspark.sql import DataFrame
+
+#: Invalid-value codes of the cell column, in the order the Arrow path checks the columns.
+_BAD_LABEL, _BAD_SCORE, _BAD_PREDICTION, _BAD_WEIGHT = -1, -2, -3, -4
+#: The cell of the zero row that makes an empty input still report the overall slice.
+_ZERO = -100
+_LOWERABLE_STATES = (ExampleCountState, BinaryConfusionState, ConfusionMatrixState)
+#: Largest K lowered (K^2 cells per slice); larger matrices take the Arrow path.
+MAX_NATIVE_CLASSES = 256
+
+
+def lowering_blocker(df: "DataFrame", evaluation: Evaluation) -> str | None:
+    """Why ``evaluation`` cannot run as native Spark SQL aggregates on ``df``, or None if it can.
+
+    It can when: every state is an example count, binary confusion or confusion matrix (no ROC
+    AUC, calibration, regression, ...); labels and scores or predictions are plain (N,) columns
+    (no input formats, ``ignore_index`` or score matrices; multiclass needs a prediction column);
+    ``on_invalid="raise"``; at most 256 classes; and every slice spec is plain columns (no
+    filters, buckets, ``max_slices``, spec-level ``min_slice_size``) of string, integer or boolean
+    type (dates and decimals are sliced as strings), with distinct column sets.
+    """
+    from pyspark.sql import types as T
+
+    plan = evaluation.plan
+    bad_states = [cls.kind for cls, _ in plan.state_types if cls not in _LOWERABLE_STATES]
+    if bad_states:
+        return f"states {bad_states} are not sums of per-row cells"
+    if not getattr(evaluation, "_plain", False):
+        return "inputs need core's input formats (score matrices, one-hot, ignore_index, ...)"
+    if evaluation.on_invalid != "raise":
+        return 'on_invalid="skip" (skipped rows are counted per slice by the Arrow path)'
+    task = plan.task
+    if task.kind == "multiclass" and evaluation.prediction_col is None:
+        return "a multiclass plan without a prediction column"
+    if task.num_classes > MAX_NATIVE_CLASSES:
+        return f"{task.num_classes} classes (more than {MAX_NATIVE_CLASSES})"
+    types = {f.name: f.dataType for f in df.schema.fields}
+    seen: set[frozenset] = set()
+    for spec in evaluation.slices:
+        if spec.filters or spec.edges or spec.quantiles or spec.max_slices is not None or spec.min_slice_size is not None:
+            return f"slice spec {str(spec)!r} has filters, buckets or bounds"
+        cols = frozenset(spec.columns)
+        if cols in seen:
+            return f"two slice specs over the columns {sorted(cols)}"
+        seen.add(cols)
+        for c in spec.columns:
+            dt = types.get(c)
+            atomic_ok = isinstance(dt, (T.StringType, T.IntegralType, T.BooleanType, T.DecimalType, T.DateType, T.TimestampType))
+            if not atomic_ok:
+                return f"slice column {c!r} has Spark type {dt.simpleString() if dt is not None else '?'}"
+    return None
+
+
+def _invalid_label(col: Any, k: int) -> Any:
+    from pyspark.sql import functions as F
+
+    return col.isNull() | F.isnan(col) | (col != F.floor(col)) | (col < 0) | (col >= k)
+
+
+def _not_finite(col: Any) -> Any:
+    from pyspark.sql import functions as F
+
+    return col.isNull() | F.isnan(col) | (F.abs(col) == float("inf"))
+
+
+def _cell_columns(evaluation: Evaluation) -> tuple[Any, Any, Any, int]:
+    """``(cell, weight, bad value, cells per label)`` column expressions for the selected input."""
+    from pyspark.sql import functions as F
+
+    plan, ev = evaluation.plan, evaluation
+    k = plan.task.num_classes
+    label = F.col(_q(ev.label_col)).cast("double")
+    score_name = ev.score_col or ev.prediction_col
+    checks = [(_invalid_label(label, k), _BAD_LABEL, label)]
+    if plan.task.kind == "multiclass":
+        pred = F.col(_q(ev.prediction_col)).cast("double")
+        checks.append((_invalid_label(pred, k), _BAD_PREDICTION, pred))
+        per_label, predicted = k, pred.cast("long")
+    else:
+        layout = next(layout for cls, layout in plan.state_types if cls is BinaryConfusionState) if _has(plan, BinaryConfusionState) else None
+        score = F.col(_q(score_name)).cast("double")
+        if ev.score_col is not None:
+            checks.append((_not_finite(score), _BAD_SCORE, score))
+        else:
+            checks.append((_invalid_label(score, k), _BAD_PREDICTION, score))
+        thresholds = layout.thresholds if layout is not None else ()
+        passed = [(score >= t) if layout.threshold_rule == ">=" else (score > t) for t in thresholds]
+        predicted = sum((p.cast("long") for p in passed), F.lit(0).cast("long")) if passed else F.lit(0).cast("long")
+        per_label = len(thresholds) + 1
+    weight = F.col(_q(ev.weight_col)).cast("double") if ev.weight_col else None
+    if weight is not None:
+        checks.append((_not_finite(weight) | (weight < 0), _BAD_WEIGHT, weight))
+    cell = label.cast("long") * per_label + predicted
+    bad = F.lit(None).cast("double")
+    for cond, code, value in reversed(checks):  # the first failing check wins
+        cell = F.when(cond, F.lit(code).cast("long")).otherwise(cell)
+        bad = F.when(cond, value).otherwise(bad)
+    return cell, (weight if weight is not None else F.lit(1.0)), bad, per_label
+
+
+def _has(plan: Any, cls: type) -> bool:
+    return any(c is cls for c, _ in plan.state_types)
+
+
+def _q(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def compute_native(df: "DataFrame", exprs: list, evaluation: Evaluation, result_schema: Any, arrow_result_schema: Callable[[], Any]) -> "DataFrame":
+    """The native-aggregation job of :func:`spark_metrics.compute_metrics` (lazy, like it).
+
+    Args:
+        df: the input DataFrame.
+        exprs: the checked select expressions of ``evaluation.columns`` (compute_metrics').
+        evaluation: an evaluation for which :func:`lowering_blocker` is None.
+        result_schema: the Spark schema of the result rows.
+        arrow_result_schema: a function giving their Arrow schema (called on the executors).
+
+    Returns:
+        The long-format result DataFrame (same columns as the Arrow path).
+    """
+    from pyspark.sql import functions as F
+
+    cell, weight, bad, per_label = _cell_columns(evaluation)
+    slice_cols = list(dict.fromkeys(c for spec in evaluation.slices for c in spec.columns))
+    names = [f"__s{i}" for i in range(len(slice_cols))]  # internal names: no clash with "__cell" etc.
+    rename = dict(zip(slice_cols, names))
+    # the row id is computed for every row first (inside CASE WHEN, Spark would number only the
+    # rows it evaluates): partition id in the upper 31 bits, row within the partition below
+    base = (
+        df.select(*exprs)
+        .withColumn("__rid", F.monotonically_increasing_id())
+        .select(
+            *[F.col(_q(c)).alias(rename[c]) for c in slice_cols],
+            cell.alias("__cell"),
+            weight.alias("__w"),
+            bad.alias("__bad"),
+            F.when(cell < 0, F.col("__rid")).alias("__id"),
+        )
+    )
+    # one aggregation of the raw rows by every slice column (no Expand of the rows: each row is
+    # read and shuffled once), then GROUPING SETS over those few rows give the overall slice and
+    # every spec: each row lies in exactly one slice of a plain spec, so the sums are the same
+    finest = base.groupBy(*names, "__cell").agg(
+        F.count(F.lit(1)).alias("__n"),
+        F.sum("__w").alias("__wsum"),
+        F.min("__id").alias("__bad_id"),
+        F.min_by("__bad", "__id").alias("__bad_value"),
+    )
+    group_cols = names + ["__cell"]
+    overall_gid = _gid(group_cols, frozenset(["__cell"]))
+    specs = [()] + [tuple(spec.columns) for spec in evaluation.slices]
+    if not names:  # no slices: the finest groups are the overall slice's cells
+        agg = finest.select("__cell", F.lit(overall_gid).cast("long").alias("__gid"), "__n", "__wsum", "__bad_id", "__bad_value")
+        zero = df.sparkSession.createDataFrame([(_ZERO, overall_gid, 0, 0.0, None, None)], agg.schema)
+        merge = _merge_cells_fn(evaluation, {overall_gid: ()}, {}, per_label, arrow_result_schema)
+        return agg.unionByName(zero).groupBy("__gid").applyInArrow(merge, result_schema)
+    sets = [[rename[c] for c in cols] + ["__cell"] for cols in specs]
+    gids = {_gid(group_cols, frozenset(st)): cols for st, cols in zip(sets, specs)}
+    agg = finest.groupingSets(sets, *group_cols).agg(
+        F.grouping_id().alias("__gid"),
+        F.sum("__n").alias("__n"),
+        F.sum("__wsum").alias("__wsum"),
+        F.min("__bad_id").alias("__bad_id"),
+        F.min_by("__bad_value", "__bad_id").alias("__bad_value"),
+    )
+    zero = df.sparkSession.createDataFrame([tuple([None] * len(names)) + (_ZERO, overall_gid, 0, 0.0, None, None)], agg.schema)
+    merge = _merge_cells_fn(evaluation, gids, dict(zip(names, slice_cols)), per_label, arrow_result_schema)
+    return agg.unionByName(zero).groupBy("__gid", *names).applyInArrow(merge, result_schema)
+
+
+def _gid(columns: list[str], present: frozenset) -> int:
+    """Spark's ``grouping_id()``: bit ``i`` (from the left) is 1 when ``columns[i]`` is not grouped."""
+    return sum(1 << (len(columns) - 1 - i) for i, c in enumerate(columns) if c not in present)
+
+
+def _merge_cells_fn(
+    evaluation: Evaluation, gids: dict[int, tuple], original: dict[str, str], per_label: int, arrow_result_schema: Callable[[], Any]
+) -> Callable[["pa.Table"], "pa.Table"]:
+    """The grouped ``applyInArrow`` function: one slice's cells -> its metric rows."""
+    plan = evaluation.plan
+    ev = evaluation
+    weighted = ev.weight_col is not None
+    by_name = {spec_cols: spec for spec_cols, spec in ((tuple(s.columns), s) for s in evaluation.slices)}
+
+    def merge(table: "pa.Table") -> "pa.Table":
+        import pyarrow as pa
+
+        gid = table.column("__gid")[0].as_py()
+        cols = gids[gid]
+        cells = np.asarray(table.column("__cell").to_numpy(zero_copy_only=False), dtype=np.int64)
+        invalid = (cells < 0) & (cells != _ZERO)
+        if invalid.any():
+            _raise_invalid(table, invalid, ev)
+        keep = cells >= 0
+        cells = cells[keep]
+        n = np.asarray(table.column("__n").to_numpy(zero_copy_only=False), dtype=np.int64)[keep]
+        wsum = np.asarray(table.column("__wsum").to_numpy(zero_copy_only=False), dtype=np.float64)[keep]
+        if cols:
+            data = {c: table.column(name) for name, c in original.items() if c in cols}
+            sliced, rows = extract_columns(data, list(cols), slice_columns=cols)
+            key = assign_slices(by_name[cols], sliced, rows).keys[0]
+        else:
+            key = OVERALL
+        states = _states(plan, cells, n, wsum if weighted else n.astype(np.float64), per_label)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UndefinedMetricWarning)
+            result = evaluation.finish({key: states}, add_overall=False)[key]
+        return pa.Table.from_pylist(Results([result]).to_rows(), schema=arrow_result_schema())
+
+    return merge
+
+
+def _states(plan: Any, cells: np.ndarray, n: np.ndarray, weights: np.ndarray, per_label: int) -> tuple:
+    """The plan's states from (cell, rows, weight sum) triples: one example per cell, weighted by
+    its weight sum (its row count when unweighted), through each state's own ``from_batch``."""
+    y = cells // per_label
+    k = cells % per_label
+    out = []
+    for cls, layout in plan.state_types:
+        if cls is ExampleCountState:
+            total = float(weights.sum()) if weights.size else 0.0
+            out.append(cls(layout, {"count": np.int64(n.sum()), "weight": np.float64(total), "skipped": np.int64(0)}))
+        elif cls is ConfusionMatrixState:
+            out.append(cls.from_batch(layout, Batch(y_true=y, y_pred=k, sample_weight=weights)))
+        else:  # BinaryConfusionState: a score that passes exactly k thresholds
+            thr = np.asarray(layout.thresholds)
+            if layout.threshold_rule == ">=":
+                score = np.where(k > 0, thr[np.maximum(k - 1, 0)], -np.inf)
+            else:
+                score = np.where(k > 0, np.nextafter(thr[np.maximum(k - 1, 0)], np.inf), -np.inf)
+            out.append(cls.from_batch(layout, Batch(y_true=y, y_score=score, sample_weight=weights)))
+    return tuple(out)
+
+
+def _raise_invalid(table: "pa.Table", invalid: np.ndarray, ev: Evaluation) -> None:
+    """The Arrow path's error for the first invalid row (lowest partition, then row)."""
+    ids = np.asarray(table.column("__bad_id").to_numpy(zero_copy_only=False))[invalid]
+    i = int(np.argmin(ids))
+    row_id = int(ids[i])
+    code = int(np.asarray(table.column("__cell").to_numpy(zero_copy_only=False))[invalid][i])
+    value = table.column("__bad_value").to_pylist()
+    value = [v for v, bad in zip(value, invalid) if bad][i]
+    value = float("nan") if value is None else float(value)
+    k = ev.plan.task.num_classes
+    labels = "must be 0 or 1" if k == 2 else f"must be integers in [0, {k})"
+    column, what = {
+        _BAD_LABEL: (ev.label_col, f"labels {labels}"),
+        _BAD_SCORE: (ev.score_col, "scores must be finite (no NaN or inf)"),
+        _BAD_PREDICTION: (ev.score_col or ev.prediction_col, f"predictions {labels}"),
+        _BAD_WEIGHT: (ev.weight_col, "weights must be finite and >= 0"),
+    }[code]
+    partition, row = row_id >> 33, row_id & ((1 << 33) - 1)  # monotonically_increasing_id's layout
+    raise ValueError(
+        f"column {column!r}: invalid value {value!r} at row {row}: {what} "
+        f"[Spark partition {partition}; rows are counted from 0 within the partition]"
+    )
