@@ -21,8 +21,9 @@ re-aggregating the finest groups gives each spec's sums.
 
 The Python step sees a handful of rows per slice (at most ``2 (T + 1)`` binary cells or ``K^2``
 multiclass cells) and builds the states with core's own ``from_batch`` on those cells (each cell
-one example whose weight is the cell's count or weight sum), so unweighted results equal the
-Arrow path's bit for bit; weighted sums are Spark's float64 sums (equal to about 1e-16).
+one example whose weight is the cell's count or weight sum), so unweighted (and integer-weighted)
+results equal the Arrow path's bit for bit; fractional weights are summed by Spark in another
+order (equal up to float64 rounding: a value that should be 0 may come out as 1e-16).
 Invalid values raise the same ``ValueError`` text as the Arrow path (column, value, row within
 the partition, partition id) when the results are computed.
 
@@ -124,6 +125,8 @@ def _cell_columns(evaluation: Evaluation) -> tuple[Any, Any, Any, int]:
         pred = F.col(_q(ev.prediction_col)).cast("double")
         checks.append((_invalid_label(pred, k), _BAD_PREDICTION, pred))
         per_label, predicted = k, pred.cast("long")
+    elif score_name is None:  # labels only (e.g. example_count): one cell per label
+        per_label, predicted = 1, F.lit(0).cast("long")
     else:
         layout = next(layout for cls, layout in plan.state_types if cls is BinaryConfusionState) if _has(plan, BinaryConfusionState) else None
         score = F.col(_q(score_name)).cast("double")
@@ -173,18 +176,20 @@ def compute_native(df: "DataFrame", exprs: list, evaluation: Evaluation, result_
     slice_cols = list(dict.fromkeys(c for spec in evaluation.slices for c in spec.columns))
     names = [f"__s{i}" for i in range(len(slice_cols))]  # internal names: no clash with "__cell" etc.
     rename = dict(zip(slice_cols, names))
-    # the row id is computed for every row first (inside CASE WHEN, Spark would number only the
-    # rows it evaluates): partition id in the upper 31 bits, row within the partition below
+    # the row id is its own column first (inside CASE WHEN, Spark would number only the rows it
+    # evaluates): partition id in the upper 31 bits, row within the partition below. The first
+    # select reads the user's columns and writes only internal names, so no user column (say one
+    # called "__rid") is shadowed
     base = (
         df.select(*exprs)
-        .withColumn("__rid", F.monotonically_increasing_id())
         .select(
             *[F.col(_q(c)).alias(rename[c]) for c in slice_cols],
             cell.alias("__cell"),
             weight.alias("__w"),
             bad.alias("__bad"),
-            F.when(cell < 0, F.col("__rid")).alias("__id"),
+            F.monotonically_increasing_id().alias("__rid"),
         )
+        .select(*names, "__cell", "__w", "__bad", F.when(F.col("__cell") < 0, F.col("__rid")).alias("__id"))
     )
     # one aggregation of the raw rows by every slice column (no Expand of the rows: each row is
     # read and shuffled once), then GROUPING SETS over those few rows give the overall slice and
@@ -201,7 +206,7 @@ def compute_native(df: "DataFrame", exprs: list, evaluation: Evaluation, result_
     if not names:  # no slices: the finest groups are the overall slice's cells
         agg = finest.select("__cell", F.lit(overall_gid).cast("long").alias("__gid"), "__n", "__wsum", "__bad_id", "__bad_value")
         zero = df.sparkSession.createDataFrame([(_ZERO, overall_gid, 0, 0.0, None, None)], agg.schema)
-        merge = _merge_cells_fn(evaluation, {overall_gid: ()}, {}, per_label, arrow_result_schema)
+        merge = _merge_cells_fn(evaluation, {overall_gid: ()}, {}, per_label, arrow_result_schema, _null_is_none(df))
         return agg.unionByName(zero).groupBy("__gid").applyInArrow(merge, result_schema)
     sets = [[rename[c] for c in cols] + ["__cell"] for cols in specs]
     gids = {_gid(group_cols, frozenset(st)): cols for st, cols in zip(sets, specs)}
@@ -213,7 +218,7 @@ def compute_native(df: "DataFrame", exprs: list, evaluation: Evaluation, result_
         F.min_by("__bad_value", "__bad_id").alias("__bad_value"),
     )
     zero = df.sparkSession.createDataFrame([tuple([None] * len(names)) + (_ZERO, overall_gid, 0, 0.0, None, None)], agg.schema)
-    merge = _merge_cells_fn(evaluation, gids, dict(zip(names, slice_cols)), per_label, arrow_result_schema)
+    merge = _merge_cells_fn(evaluation, gids, dict(zip(names, slice_cols)), per_label, arrow_result_schema, _null_is_none(df))
     return agg.unionByName(zero).groupBy("__gid", *names).applyInArrow(merge, result_schema)
 
 
@@ -222,8 +227,20 @@ def _gid(columns: list[str], present: frozenset) -> int:
     return sum(1 << (len(columns) - 1 - i) for i, c in enumerate(columns) if c not in present)
 
 
+def _null_is_none(df: "DataFrame") -> frozenset:
+    """Integer and boolean columns: a null in them reads as None (not NaN) on the Arrow path."""
+    from pyspark.sql import types as T
+
+    return frozenset(f.name for f in df.schema.fields if isinstance(f.dataType, (T.IntegralType, T.BooleanType)))
+
+
 def _merge_cells_fn(
-    evaluation: Evaluation, gids: dict[int, tuple], original: dict[str, str], per_label: int, arrow_result_schema: Callable[[], Any]
+    evaluation: Evaluation,
+    gids: dict[int, tuple],
+    original: dict[str, str],
+    per_label: int,
+    arrow_result_schema: Callable[[], Any],
+    null_is_none: frozenset,
 ) -> Callable[["pa.Table"], "pa.Table"]:
     """The grouped ``applyInArrow`` function: one slice's cells -> its metric rows."""
     plan = evaluation.plan
@@ -238,8 +255,8 @@ def _merge_cells_fn(
         cols = gids[gid]
         cells = np.asarray(table.column("__cell").to_numpy(zero_copy_only=False), dtype=np.int64)
         invalid = (cells < 0) & (cells != _ZERO)
-        if invalid.any():
-            _raise_invalid(table, invalid, ev)
+        if invalid.any() and not cols:  # every row is in the overall slice: it reports the error
+            _raise_invalid(table, invalid, ev, null_is_none)
         keep = cells >= 0
         cells = cells[keep]
         n = np.asarray(table.column("__n").to_numpy(zero_copy_only=False), dtype=np.int64)[keep]
@@ -281,15 +298,18 @@ def _states(plan: Any, cells: np.ndarray, n: np.ndarray, weights: np.ndarray, pe
     return tuple(out)
 
 
-def _raise_invalid(table: "pa.Table", invalid: np.ndarray, ev: Evaluation) -> None:
-    """The Arrow path's error for the first invalid row (lowest partition, then row)."""
-    ids = np.asarray(table.column("__bad_id").to_numpy(zero_copy_only=False))[invalid]
-    i = int(np.argmin(ids))
-    row_id = int(ids[i])
-    code = int(np.asarray(table.column("__cell").to_numpy(zero_copy_only=False))[invalid][i])
-    value = table.column("__bad_value").to_pylist()
-    value = [v for v, bad in zip(value, invalid) if bad][i]
-    value = float("nan") if value is None else float(value)
+def _raise_invalid(table: "pa.Table", invalid: np.ndarray, ev: Evaluation, null_is_none: frozenset) -> None:
+    """The Arrow path's error: the columns are checked in its order (labels, scores, predictions,
+    weights), and within the first column that has an invalid value, the first such row (lowest
+    partition, then row)."""
+    codes = np.asarray(table.column("__cell").to_numpy(zero_copy_only=False), dtype=np.int64)
+    code = max(int(c) for c in codes[invalid])  # -1 (labels) first, then -2, -3, -4
+    mine = np.flatnonzero(codes == code)
+    ids = np.asarray(table.column("__bad_id").to_numpy(zero_copy_only=False))[mine]
+    j = int(mine[int(np.argmin(ids))])
+    row_id = int(table.column("__bad_id")[j].as_py())
+    count = int(np.asarray(table.column("__n").to_numpy(zero_copy_only=False))[mine].sum())
+    value = table.column("__bad_value")[j].as_py()
     k = ev.plan.task.num_classes
     labels = "must be 0 or 1" if k == 2 else f"must be integers in [0, {k})"
     column, what = {
@@ -298,8 +318,11 @@ def _raise_invalid(table: "pa.Table", invalid: np.ndarray, ev: Evaluation) -> No
         _BAD_PREDICTION: (ev.score_col or ev.prediction_col, f"predictions {labels}"),
         _BAD_WEIGHT: (ev.weight_col, "weights must be finite and >= 0"),
     }[code]
+    if value is None:  # a null: numpy reads it as NaN from a float column, None from an int/bool one
+        value = None if column in null_is_none else float("nan")
     partition, row = row_id >> 33, row_id & ((1 << 33) - 1)  # monotonically_increasing_id's layout
+    more = f" ({count} invalid rows)" if count > 1 else ""
     raise ValueError(
-        f"column {column!r}: invalid value {value!r} at row {row}: {what} "
+        f"column {column!r}: invalid value {value!r} at row {row}: {what}{more} "
         f"[Spark partition {partition}; rows are counted from 0 within the partition]"
     )

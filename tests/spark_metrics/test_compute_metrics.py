@@ -150,6 +150,29 @@ def test_native_and_arrow_paths_agree_and_say_why_not(spark, sdf, binary_eval):
     assert a.to_json() == collect_results(compute_metrics(sdf, evaluation=unsliced, native=False), unsliced).to_json()
 
 
+def test_native_path_edge_cases_match_the_arrow_path(spark):
+    """Found by trying to break the native path: a user column named like an internal one, a
+    labels-only plan, invalid rows in several slices, nulls in an integer label column."""
+
+    def both(frame, ev):
+        a = collect_results(compute_metrics(frame, evaluation=ev, native=True), ev).to_json()
+        assert a == collect_results(compute_metrics(frame, evaluation=ev, native=False), ev).to_json()
+
+    d = spark.createDataFrame([(0, 0.9, "a"), (1, 0.2, "b"), (1, 0.8, "a")], "y long, __rid double, __cell string")
+    both(d, core.Evaluation(label_col="y", score_col="__rid", slices=["__cell"], metrics=["precision", "recall"]))
+    both(d, core.Evaluation(label_col="y", slices=["__cell"], metrics=["example_count"]))
+    rows = [(0, 0.1, "a"), (1, 0.2, "a"), (0, float("nan"), "c"), (1, 0.4, "a"), (0, 0.5, "a"), (1, 0.6, "a"), (0, float("nan"), "b")]
+    bad = spark.createDataFrame(rows, "y long, s double, g string").coalesce(1)
+    ev = core.Evaluation(label_col="y", score_col="s", slices=["g"], metrics=["f1"])
+    for native in (True, False):  # the first invalid row of the input, whatever slice it is in
+        with pytest.raises(Exception, match=r"column 's': invalid value nan at row 2: scores must be finite"):
+            compute_metrics(bad, evaluation=ev, native=native).collect()
+    nulls = spark.createDataFrame([(0, 0.1), (None, 0.2), (1, 0.3)], "y long, s double").coalesce(1)
+    for native in (True, False):
+        with pytest.raises(Exception, match=r"column 'y': invalid value None at row 1: labels must be 0 or 1"):
+            compute_metrics(nulls, evaluation=core.Evaluation(label_col="y", score_col="s"), native=native).collect()
+
+
 def test_partitioning_does_not_change_results(binary_runs):
     raw1 = binary_runs[1][1]
     for p in (3, 17):
