@@ -171,15 +171,24 @@ def _with_partition(exc: Exception, partition: int | None) -> Exception:
         return ValueError(msg) if isinstance(exc, ValueError) else TypeError(msg)
 
 
-def fold_partition_batches(batches: Iterator["pa.RecordBatch"], acc: Any, fold: Callable[..., Any]) -> Any:
-    """Fold one partition's record batches into ``acc`` with ``fold(acc, batch, row_offset=...)``;
-    errors name the Spark partition (rows are counted from 0 within it)."""
+def arrow_input(df: "DataFrame", exprs: list) -> "DataFrame":
+    """The selected input columns under plain positional names ``_mm0, _mm1, ...`` for
+    ``mapInArrow`` (PySpark's ``mapInArrow`` cannot resolve column names holding a backtick);
+    :func:`fold_partition_batches` gives the batches their real names back."""
+    return df.select(*exprs).toDF(*[f"_mm{i}" for i in range(len(exprs))])
+
+
+def fold_partition_batches(batches: Iterator["pa.RecordBatch"], acc: Any, fold: Callable[..., Any], names: list[str]) -> Any:
+    """Fold one partition's record batches (from :func:`arrow_input`, columns renamed to
+    ``names``) into ``acc`` with ``fold(acc, batch, row_offset=...)``; errors name the Spark
+    partition (rows are counted from 0 within it)."""
     from pyspark import TaskContext
 
     ctx = TaskContext.get()
     partition = ctx.partitionId() if ctx is not None else None
     offset = 0
     for batch in batches:
+        batch = batch.rename_columns(names)
         try:
             fold(acc, batch, row_offset=offset)
         except (ValueError, TypeError) as e:
@@ -195,7 +204,7 @@ def _fold_partition_fn(evaluation: Evaluation) -> Callable[[Iterator["pa.RecordB
     def fold_partition(batches: Iterator["pa.RecordBatch"]) -> Iterator["pa.RecordBatch"]:
         import pyarrow as pa
 
-        acc = fold_partition_batches(batches, aggregator.zero(), aggregator.reduce)
+        acc = fold_partition_batches(batches, aggregator.zero(), aggregator.reduce, evaluation.columns)
         keys = [codec.slice_key_to_json(k) for k in acc]
         states = [evaluation.plan.encode(s) for s in acc.values()]
         yield pa.RecordBatch.from_arrays(
@@ -321,7 +330,7 @@ def compute_metrics(
         from spark_metrics.profile import profile_evaluation
 
         evaluation = profile_evaluation(df, evaluation)
-    partial = df.select(*exprs).mapInArrow(_fold_partition_fn(evaluation), _states_schema())
+    partial = arrow_input(df, exprs).mapInArrow(_fold_partition_fn(evaluation), _states_schema())
     zero = df.sparkSession.createDataFrame(
         [(codec.slice_key_to_json(OVERALL), evaluation.plan.encode(evaluation.plan.zero()))], _states_schema()
     )

@@ -45,7 +45,7 @@ def _profile_partition_fn(evaluation: Evaluation) -> Callable[[Iterator["pa.Reco
     def profile_partition(batches: Iterator["pa.RecordBatch"]) -> Iterator["pa.RecordBatch"]:
         import pyarrow as pa
 
-        acc = fold_partition_batches(batches, profiler.zero(), profiler.fold)
+        acc = fold_partition_batches(batches, profiler.zero(), profiler.fold, evaluation.columns)
         names = sorted(acc.parts)
         data = [SliceProfile({n: acc.parts[n]}).encode() for n in names]
         yield pa.RecordBatch.from_arrays([pa.array(names, pa.string()), pa.array(data, pa.binary())], names=["part", "data"])
@@ -96,12 +96,12 @@ def profile_evaluation(df: "DataFrame", evaluation: Evaluation) -> Evaluation:
         pyspark.errors.PythonException: a slice column holds values core rejects (e.g. a
             non-number in a bucketed column), with the partition id.
     """
-    from spark_metrics.compute import _prepare_columns
+    from spark_metrics.compute import _prepare_columns, arrow_input
 
     if not evaluation.needs_profile:
         return evaluation
     exprs = _prepare_columns(df, evaluation)
-    partial = df.select(*exprs).mapInArrow(_profile_partition_fn(evaluation), _schema("binary"))
+    partial = arrow_input(df, exprs).mapInArrow(_profile_partition_fn(evaluation), _schema("binary"))
     rows = partial.groupBy("part").applyInArrow(_resolve_part_fn(evaluation), _schema("string")).collect()
     got = {r["part"]: json.loads(r["data"]) for r in rows}
     profiler = evaluation.profiler()

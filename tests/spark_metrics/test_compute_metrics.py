@@ -152,7 +152,8 @@ def test_native_and_arrow_paths_agree_and_say_why_not(spark, sdf, binary_eval):
 
 def test_native_path_edge_cases_match_the_arrow_path(spark):
     """Found by trying to break the native path: a user column named like an internal one, a
-    labels-only plan, invalid rows in several slices, nulls in an integer label column."""
+    labels-only plan, invalid rows in several slices, nulls in an integer label column, and a
+    backtick in a column name (which PySpark's mapInArrow could not resolve)."""
 
     def both(frame, ev):
         a = collect_results(compute_metrics(frame, evaluation=ev, native=True), ev).to_json()
@@ -161,6 +162,11 @@ def test_native_path_edge_cases_match_the_arrow_path(spark):
     d = spark.createDataFrame([(0, 0.9, "a"), (1, 0.2, "b"), (1, 0.8, "a")], "y long, __rid double, __cell string")
     both(d, core.Evaluation(label_col="y", score_col="__rid", slices=["__cell"], metrics=["precision", "recall"]))
     both(d, core.Evaluation(label_col="y", slices=["__cell"], metrics=["example_count"]))
+    ticks = d.withColumnRenamed("__cell", "g`x")  # PySpark's mapInArrow alone cannot resolve this name
+    both(ticks, core.Evaluation(label_col="y", score_col="__rid", slices=["g`x"], metrics=["f1"]))
+    ev = core.Evaluation(label_col="y", score_col="__rid", slices=["g`x;max_slices=1"], metrics=["f1"])  # + the counting job
+    res = collect_results(compute_metrics(ticks, evaluation=ev), ev)
+    assert {s.slice: s.n for s in res.slices} == {(): 3, (("g`x", "a"),): 2, (("g`x", "__other__"),): 1}
     rows = [(0, 0.1, "a"), (1, 0.2, "a"), (0, float("nan"), "c"), (1, 0.4, "a"), (0, 0.5, "a"), (1, 0.6, "a"), (0, float("nan"), "b")]
     bad = spark.createDataFrame(rows, "y long, s double, g string").coalesce(1)
     ev = core.Evaluation(label_col="y", score_col="s", slices=["g"], metrics=["f1"])
