@@ -8,7 +8,7 @@ import apache_beam as beam
 from apache_beam.transforms.window import GlobalWindows
 
 from beam_metrics.combine import DEFAULT_BATCH_SIZE, MetricsCombineFn
-from core.evaluation import Evaluation
+from core.evaluation import Evaluation, resolve_evaluation
 from core.results import Results, SliceResult
 
 __all__ = ["ComputeMetrics"]
@@ -52,10 +52,11 @@ class ComputeMetrics(beam.PTransform):
             ``on_invalid``, ``multiclass``.
 
     Raises:
-        ValueError: both ``evaluation`` and ``evaluation_kwargs`` given, or a bad configuration
-            (from ``core.Evaluation``); at run time, invalid data (column, value and row in the
-            message; Beam may wrap the exception) unless ``on_invalid="skip"``.
-        TypeError: ``evaluation`` is not a ``core.Evaluation``, or an unsupported element type.
+        ValueError: a bad configuration (from ``core.Evaluation``); at run time, invalid data
+            (column, value and row in the message; Beam may wrap the exception) unless
+            ``on_invalid="skip"``.
+        TypeError: both ``evaluation`` and ``evaluation_kwargs`` given, ``evaluation`` is not a
+            ``core.Evaluation``, or an unsupported element type.
 
     Example:
         >>> import apache_beam as beam
@@ -69,13 +70,7 @@ class ComputeMetrics(beam.PTransform):
         self, evaluation: Evaluation | None = None, *, batch_size: int = DEFAULT_BATCH_SIZE, label: str | None = None, **evaluation_kwargs: Any
     ):
         super().__init__(label)
-        if evaluation is None:
-            evaluation = Evaluation(**evaluation_kwargs)
-        elif evaluation_kwargs:
-            raise ValueError(f"pass either an evaluation or Evaluation arguments, not both (got {sorted(evaluation_kwargs)})")
-        elif not isinstance(evaluation, Evaluation):
-            raise TypeError(f"evaluation must be a core.Evaluation, got {type(evaluation).__name__}")
-        self.evaluation = evaluation
+        self.evaluation = evaluation = resolve_evaluation(evaluation, evaluation_kwargs)
         self.combine_fn = MetricsCombineFn(evaluation, batch_size=batch_size)
 
     def expand(self, pcoll: beam.PCollection) -> beam.PCollection:

@@ -108,6 +108,23 @@ def num_rows(data: Any) -> int:
     return len(data)
 
 
+def resolve_evaluation(evaluation: "Evaluation | None", evaluation_kwargs: dict[str, Any]) -> "Evaluation":
+    """The evaluation an engine entry point runs: ``evaluation`` itself, or
+    ``Evaluation(**evaluation_kwargs)`` (e.g. ``ComputeMetrics(label_col=..., slices=[...])``).
+
+    Raises:
+        TypeError: both are given, or ``evaluation`` is not an :class:`Evaluation`.
+        ValueError / TypeError: from :class:`Evaluation` for bad keyword arguments.
+    """
+    if evaluation is None:
+        return Evaluation(**evaluation_kwargs)
+    if evaluation_kwargs:
+        raise TypeError(f"give evaluation= or Evaluation keyword arguments, not both (got {sorted(evaluation_kwargs)})")
+    if not isinstance(evaluation, Evaluation):
+        raise TypeError(f"evaluation must be a core.Evaluation, got {type(evaluation).__name__}")
+    return evaluation
+
+
 def fold_all(owner: Any, batches: Iterable[Any]) -> Any:
     """``owner.zero()`` with every batch folded in order (``owner.fold(acc, batch, row_offset=)``),
     row offsets counted across batches; for :class:`Evaluation` and the slice profiler."""

@@ -412,7 +412,6 @@ class ScoreDistributionState(State):
             return self
         if a["keys"].size == 0:
             return other  # type: ignore[return-value]
-        level = max(int(a["level"]), int(b["level"]))
         k, wts, level = merge_bins(
             (a["keys"], self._weights(), int(a["level"])),
             (b["keys"], other._weights(), int(b["level"])),
@@ -603,6 +602,14 @@ def fold_bins(bins: tuple, score: np.ndarray, y: np.ndarray, w: np.ndarray | Non
     bit with integer weights), but a small batch is binned directly at the level of ``bins``: the
     union's canonical level is never below it, so one sort of ``keys >> level`` and one union
     replace exact binning, coarsening and a merge. Large batches use :func:`bin_scores`.
+
+    Args:
+        bins: ``(keys, weights, level)``: (m,) int64 ascending keys, (m, L) float64 weights, level.
+        score: (N,) finite float64 scores; y: (N,) int64 labels in [0, L); w: (N,) float64 > 0
+            weights or None; capacity: maximum bins; num_labels: L.
+
+    Returns:
+        ``(keys, weights, level)`` of the union, canonical for ``capacity``.
     """
     keys, weights, level = bins
     if score.shape[0] > _SORT_MAX or keys.size == 0:

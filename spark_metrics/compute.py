@@ -20,7 +20,7 @@ import warnings
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from core import codec
-from core.evaluation import Evaluation
+from core.evaluation import Evaluation, resolve_evaluation
 from core.metrics import UndefinedMetricWarning
 from core.results import ROW_COLUMNS, Results
 from core.slicing import OVERALL
@@ -310,12 +310,7 @@ def compute_metrics(
             message naming the column, the value and the row position within the partition,
             plus the Spark partition id.
     """
-    if evaluation is None:
-        evaluation = Evaluation(**evaluation_kwargs)
-    elif evaluation_kwargs:
-        raise TypeError(f"give evaluation= or Evaluation keyword arguments, not both (got {sorted(evaluation_kwargs)})")
-    if not isinstance(evaluation, Evaluation):
-        raise TypeError(f"evaluation must be a core.Evaluation, got {type(evaluation).__name__}")
+    evaluation = resolve_evaluation(evaluation, evaluation_kwargs)
 
     exprs = _prepare_columns(df, evaluation)
     if native is not False:

@@ -44,6 +44,7 @@ from core.metrics import UndefinedMetricWarning
 from core.results import Results
 from core.slicing import OVERALL, assign_slices
 from core.states import BinaryConfusionState, ConfusionMatrixState, ExampleCountState
+from spark_metrics.compute import _quote
 
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
@@ -118,18 +119,18 @@ def _cell_columns(evaluation: Evaluation) -> tuple[Any, Any, Any, int]:
 
     plan, ev = evaluation.plan, evaluation
     k = plan.task.num_classes
-    label = F.col(_q(ev.label_col)).cast("double")
+    label = F.col(_quote(ev.label_col)).cast("double")
     score_name = ev.score_col or ev.prediction_col
     checks = [(_invalid_label(label, k), _BAD_LABEL, label)]
     if plan.task.kind == "multiclass":
-        pred = F.col(_q(ev.prediction_col)).cast("double")
+        pred = F.col(_quote(ev.prediction_col)).cast("double")
         checks.append((_invalid_label(pred, k), _BAD_PREDICTION, pred))
         per_label, predicted = k, pred.cast("long")
     elif score_name is None:  # labels only (e.g. example_count): one cell per label
         per_label, predicted = 1, F.lit(0).cast("long")
     else:
-        layout = next(layout for cls, layout in plan.state_types if cls is BinaryConfusionState) if _has(plan, BinaryConfusionState) else None
-        score = F.col(_q(score_name)).cast("double")
+        layout = next((lay for cls, lay in plan.state_types if cls is BinaryConfusionState), None)
+        score = F.col(_quote(score_name)).cast("double")
         if ev.score_col is not None:
             checks.append((_not_finite(score), _BAD_SCORE, score))
         else:
@@ -138,7 +139,7 @@ def _cell_columns(evaluation: Evaluation) -> tuple[Any, Any, Any, int]:
         passed = [(score >= t) if layout.threshold_rule == ">=" else (score > t) for t in thresholds]
         predicted = sum((p.cast("long") for p in passed), F.lit(0).cast("long")) if passed else F.lit(0).cast("long")
         per_label = len(thresholds) + 1
-    weight = F.col(_q(ev.weight_col)).cast("double") if ev.weight_col else None
+    weight = F.col(_quote(ev.weight_col)).cast("double") if ev.weight_col else None
     if weight is not None:
         checks.append((_not_finite(weight) | (weight < 0), _BAD_WEIGHT, weight))
     cell = label.cast("long") * per_label + predicted
@@ -147,14 +148,6 @@ def _cell_columns(evaluation: Evaluation) -> tuple[Any, Any, Any, int]:
         cell = F.when(cond, F.lit(code).cast("long")).otherwise(cell)
         bad = F.when(cond, value).otherwise(bad)
     return cell, (weight if weight is not None else F.lit(1.0)), bad, per_label
-
-
-def _has(plan: Any, cls: type) -> bool:
-    return any(c is cls for c, _ in plan.state_types)
-
-
-def _q(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
 
 
 def compute_native(df: "DataFrame", exprs: list, evaluation: Evaluation, result_schema: Any, arrow_result_schema: Callable[[], Any]) -> "DataFrame":
@@ -183,7 +176,7 @@ def compute_native(df: "DataFrame", exprs: list, evaluation: Evaluation, result_
     base = (
         df.select(*exprs)
         .select(
-            *[F.col(_q(c)).alias(rename[c]) for c in slice_cols],
+            *[F.col(_quote(c)).alias(rename[c]) for c in slice_cols],
             cell.alias("__cell"),
             weight.alias("__w"),
             bad.alias("__bad"),

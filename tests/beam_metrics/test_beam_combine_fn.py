@@ -56,7 +56,7 @@ def test_construction_errors():
         MetricsCombineFn(ev, batch_size=0)
     with pytest.raises(TypeError, match="batch_size"):
         MetricsCombineFn(ev, batch_size=2.5)
-    with pytest.raises(ValueError, match="not both"):
+    with pytest.raises(TypeError, match="not both"):  # the same check as Spark's compute_metrics
         ComputeMetrics(ev, label_col="label")
     with pytest.raises(ValueError, match="score_col or prediction_col"):
         ComputeMetrics(label_col="label")
