@@ -394,3 +394,54 @@ class ConfusionMatrixState(State):
         k = layout.num_classes
         m = _pair_counts(batch.y_true, batch.y_pred, k, batch.sample_weight)
         return cls(layout, {"matrix": m.reshape(k, k)})
+
+
+# ---------------------------------------------------------------------------------------------
+#: States that are sums of per-row *cells* (see :func:`states_from_cells`): an engine may count
+#: rows per cell itself (e.g. Spark SQL aggregates) and let core build the states.
+CELL_STATES = (ExampleCountState, BinaryConfusionState, ConfusionMatrixState)
+
+
+def states_from_cells(
+    state_types: tuple, cells: np.ndarray, counts: np.ndarray, weights: np.ndarray, per_label: int
+) -> tuple[State, ...]:
+    """The states of rows summarised per cell, equal to folding the rows themselves.
+
+    A row's cell is ``label * per_label + j``: for a binary confusion state with thresholds
+    ``t_1 < ... < t_T`` (``per_label = T + 1``), ``j`` is the number of thresholds the row's
+    score passes (``score >= t``, or ``>`` with ``threshold_rule=">"``); for a K x K confusion
+    matrix (``per_label = K``), ``j`` is the predicted label; with neither, ``per_label = 1``.
+    Each cell becomes one example weighted by its weight sum and goes through the state's own
+    ``from_batch``, so unweighted and integer-weighted states equal the row-by-row ones bit for bit.
+
+    Args:
+        state_types: the plan's ``(state class, layout)`` pairs, each class in :data:`CELL_STATES`.
+        cells: (m,) int64 distinct cells >= 0.
+        counts: (m,) int64 rows per cell.
+        weights: (m,) float64 weight sum per cell (the counts, as floats, when unweighted).
+        per_label: cells per label, as above.
+
+    Returns:
+        The states, in ``state_types`` order; empty arrays give the zero states.
+
+    Raises:
+        ValueError: a state class outside :data:`CELL_STATES`.
+    """
+    y = cells // per_label
+    j = cells % per_label
+    out: list[State] = []
+    for cls, layout in state_types:
+        if cls is ExampleCountState:
+            total = float(weights.sum()) if weights.size else 0.0
+            out.append(cls(layout, {"count": np.int64(counts.sum()), "weight": np.float64(total), "skipped": np.int64(0)}))
+        elif cls is ConfusionMatrixState:
+            out.append(cls.from_batch(layout, Batch(y_true=y, y_pred=j, sample_weight=weights)))
+        elif cls is BinaryConfusionState:  # a score that passes exactly j thresholds
+            thr = np.asarray(layout.thresholds)
+            below = thr[np.maximum(j - 1, 0)]
+            passing = below if layout.threshold_rule == ">=" else np.nextafter(below, np.inf)
+            score = np.where(j > 0, passing, -np.inf)
+            out.append(cls.from_batch(layout, Batch(y_true=y, y_score=score, sample_weight=weights)))
+        else:
+            raise ValueError(f"state {cls.kind!r} is not a sum of per-row cells (cell states: {[c.kind for c in CELL_STATES]})")
+    return tuple(out)

@@ -20,8 +20,8 @@ Every row lies in exactly one slice of a plain spec (no filters; missing values 
 re-aggregating the finest groups gives each spec's sums.
 
 The Python step sees a handful of rows per slice (at most ``2 (T + 1)`` binary cells or ``K^2``
-multiclass cells) and builds the states with core's own ``from_batch`` on those cells (each cell
-one example whose weight is the cell's count or weight sum), so unweighted (and integer-weighted)
+multiclass cells) and core builds the states from them (:func:`core.states.states_from_cells`:
+each cell one example whose weight is the cell's count or weight sum), so unweighted (and integer-weighted)
 results equal the Arrow path's bit for bit; fractional weights are summed by Spark in another
 order (equal up to float64 rounding: a value that should be 0 may come out as 1e-16).
 Invalid values raise the same ``ValueError`` text as the Arrow path (column, value, row within
@@ -38,12 +38,11 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
-from core._inputs import Batch
 from core.evaluation import Evaluation, extract_columns
 from core.metrics import UndefinedMetricWarning
 from core.results import Results
 from core.slicing import OVERALL, assign_slices
-from core.states import BinaryConfusionState, ConfusionMatrixState, ExampleCountState
+from core.states import CELL_STATES, BinaryConfusionState, states_from_cells
 from spark_metrics.compute import _quote
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -54,7 +53,6 @@ if TYPE_CHECKING:  # pragma: no cover
 _BAD_LABEL, _BAD_SCORE, _BAD_PREDICTION, _BAD_WEIGHT = -1, -2, -3, -4
 #: The cell of the zero row that makes an empty input still report the overall slice.
 _ZERO = -100
-_LOWERABLE_STATES = (ExampleCountState, BinaryConfusionState, ConfusionMatrixState)
 #: Largest K lowered (K^2 cells per slice); larger matrices take the Arrow path.
 MAX_NATIVE_CLASSES = 256
 
@@ -72,7 +70,7 @@ def lowering_blocker(df: "DataFrame", evaluation: Evaluation) -> str | None:
     from pyspark.sql import types as T
 
     plan = evaluation.plan
-    bad_states = [cls.kind for cls, _ in plan.state_types if cls not in _LOWERABLE_STATES]
+    bad_states = [cls.kind for cls, _ in plan.state_types if cls not in CELL_STATES]
     if bad_states:
         return f"states {bad_states} are not sums of per-row cells"
     if not getattr(evaluation, "_plain", False):
@@ -260,35 +258,13 @@ def _merge_cells_fn(
             key = assign_slices(by_name[cols], sliced, rows).keys[0]
         else:
             key = OVERALL
-        states = _states(plan, cells, n, wsum if weighted else n.astype(np.float64), per_label)
+        states = states_from_cells(plan.state_types, cells, n, wsum if weighted else n.astype(np.float64), per_label)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UndefinedMetricWarning)
             result = evaluation.finish({key: states}, add_overall=False)[key]
         return pa.Table.from_pylist(Results([result]).to_rows(), schema=arrow_result_schema())
 
     return merge
-
-
-def _states(plan: Any, cells: np.ndarray, n: np.ndarray, weights: np.ndarray, per_label: int) -> tuple:
-    """The plan's states from (cell, rows, weight sum) triples: one example per cell, weighted by
-    its weight sum (its row count when unweighted), through each state's own ``from_batch``."""
-    y = cells // per_label
-    k = cells % per_label
-    out = []
-    for cls, layout in plan.state_types:
-        if cls is ExampleCountState:
-            total = float(weights.sum()) if weights.size else 0.0
-            out.append(cls(layout, {"count": np.int64(n.sum()), "weight": np.float64(total), "skipped": np.int64(0)}))
-        elif cls is ConfusionMatrixState:
-            out.append(cls.from_batch(layout, Batch(y_true=y, y_pred=k, sample_weight=weights)))
-        else:  # BinaryConfusionState: a score that passes exactly k thresholds
-            thr = np.asarray(layout.thresholds)
-            if layout.threshold_rule == ">=":
-                score = np.where(k > 0, thr[np.maximum(k - 1, 0)], -np.inf)
-            else:
-                score = np.where(k > 0, np.nextafter(thr[np.maximum(k - 1, 0)], np.inf), -np.inf)
-            out.append(cls.from_batch(layout, Batch(y_true=y, y_score=score, sample_weight=weights)))
-    return tuple(out)
 
 
 def _raise_invalid(table: "pa.Table", invalid: np.ndarray, ev: Evaluation, null_is_none: frozenset) -> None:

@@ -38,7 +38,7 @@ from core import (
     State,
     Task,
 )
-from core._inputs import make_batch
+from core._inputs import Batch, make_batch
 from tests._helpers import (
     CollectionFolder,
     EvaluationFolder,
@@ -429,3 +429,34 @@ def test_evaluation_merge_different_num_classes_raises():
     ev4 = Evaluation(label_col="y", prediction_col="p", num_classes=4)
     with pytest.raises(ValueError, match="num_classes"):
         ev3.merge(ev3.fold(ev3.zero(), cols), ev4.fold(ev4.zero(), cols))
+
+
+@settings(max_examples=60)
+@given(
+    data=st.lists(st.tuples(st.integers(0, 1), st.sampled_from([0.0, 0.3, 0.5, 0.7, 1.0, -2.0, 0.49999]), st.integers(0, 3)), max_size=40),
+    rule=st.sampled_from([">=", ">"]),
+    weighted=st.booleans(),
+)
+def test_states_from_cells_equal_folding_the_rows(data, rule, weighted):
+    """Engines that count rows per cell themselves (Spark SQL) rebuild the states with
+    core.states.states_from_cells: the cells are computed here independently with numpy."""
+    from core.states import states_from_cells
+
+    y = np.array([d[0] for d in data], dtype=np.int64)
+    s = np.array([d[1] for d in data], dtype=np.float64)
+    w = np.array([d[2] for d in data], dtype=np.float64) if weighted else None
+    plan = Plan(["example_count", "precision@threshold=0.3", "recall", "f1@threshold=0.7"], Task(threshold_rule=rule))
+    thresholds = np.array([0.3, 0.5, 0.7])
+    passed = (s[:, None] >= thresholds) if rule == ">=" else (s[:, None] > thresholds)
+    cell = y * 4 + passed.sum(axis=1)
+    u, inv = np.unique(cell, return_inverse=True)
+    counts = np.bincount(inv, minlength=u.size)
+    weights = np.bincount(inv, weights=w, minlength=u.size).astype(np.float64)
+    got = states_from_cells(plan.state_types, u, counts, weights, 4)
+    assert got == plan.fold(plan.zero(), Batch(y_true=y, y_score=s, sample_weight=w))
+    # multiclass: cells are label * K + prediction
+    p = (y + np.array([d[2] for d in data], dtype=np.int64)) % 3
+    mplan = Plan(["accuracy", "f1@macro", "confusion_matrix"], Task(num_classes=3))
+    u, inv = np.unique(y * 3 + p, return_inverse=True)
+    got = states_from_cells(mplan.state_types, u, np.bincount(inv, minlength=u.size), np.bincount(inv, weights=w, minlength=u.size).astype(float), 3)
+    assert got == mplan.fold(mplan.zero(), Batch(y_true=y, y_pred=p, sample_weight=w))
