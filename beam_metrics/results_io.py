@@ -97,6 +97,8 @@ class SliceResultCoder(beam.coders.Coder):
         }
         if value.suppressed:
             body.update(n=None, weight=None, skipped=None, suppressed=True)
+        if value.suppressed_slices is not None:
+            body["suppressed_slices"] = int(value.suppressed_slices)
         if value.folded_values is not None:
             body["folded_values"] = int(value.folded_values)
         if value.intervals:
@@ -116,7 +118,7 @@ class SliceResultCoder(beam.coders.Coder):
                 else:
                     metrics[k] = float("nan") if v is None else v
             if d.get("suppressed"):
-                return SliceResult(tuple((c, v) for c, v in d["slice"]), None, None, None, {}, suppressed=True)
+                return SliceResult(tuple((c, v) for c, v in d["slice"]), None, None, None, {}, suppressed=True, suppressed_slices=d.get("suppressed_slices"))
             return SliceResult(
                 slice=tuple((c, v) for c, v in d["slice"]),
                 n=int(d["n"]),

@@ -23,6 +23,7 @@ from core.plan import Plan, make_task, undefined_warning
 from core.results import Results, SliceResult
 from core.slicing import OTHER, OVERALL, SIZE_MEASURES, assign_slices, parse_slices, read_slice_column, slice_name, sort_key
 from core.states import ExampleCountState
+from core.suppression import suppress_complements, withhold_names
 
 Accumulator = dict  # {slice_key: tuple[State, ...]}
 
@@ -163,7 +164,12 @@ class Evaluation:
         min_slice_size: suppress every slice (and the overall slice) whose valid row count is
             below this; a spec's own ``min_slice_size`` (count or weight) overrides it for its
             slices, and the overall slice must also meet every spec's threshold. Suppressed
-            slices are reported without metric values or counts (see :class:`SliceResult`).
+            slices are reported without metric values or counts (see :class:`SliceResult`), and
+            so many more slices are suppressed with them that none can be recovered by
+            subtracting published slices from their parent (:mod:`core.suppression`).
+        show_suppressed_names: False (default): the suppressed slices of each spec are reported
+            as one ``{column: "__suppressed__"}`` entry counting them (``suppressed_slices``), so
+            their values are not published either; True: each is listed by name (no values).
         metrics: metric strings (see :mod:`core.metrics`); None for the task's defaults.
         num_classes: None/2 for binary, K > 2 for multiclass (needs ``prediction_col``).
         threshold, threshold_rule, zero_division, multiclass: see :class:`~core.plan.MetricCollection`.
@@ -208,6 +214,7 @@ class Evaluation:
         score_format: str | None = None,
         prediction_format: str | None = None,
         min_slice_size: float | None = None,
+        show_suppressed_names: bool = False,
     ):
         if score_col is not None and prediction_col is not None:
             raise ValueError("give exactly one of score_col or prediction_col")
@@ -227,6 +234,9 @@ class Evaluation:
         if min_slice_size is not None and (isinstance(min_slice_size, bool) or not isinstance(min_slice_size, (int, float)) or not min_slice_size > 0 or min_slice_size == float("inf")):
             raise ValueError(f"min_slice_size must be a finite number > 0, got {min_slice_size!r}")
         self.min_slice_size = None if min_slice_size is None else float(min_slice_size)
+        if not isinstance(show_suppressed_names, bool):
+            raise TypeError(f"show_suppressed_names must be a bool, got {show_suppressed_names!r}")
+        self.show_suppressed_names = show_suppressed_names
         self._profile = None  # ProfileSummary once with_profile() resolved the counting pass
         self._bounds: dict = {}
         self.on_invalid = on_invalid
@@ -268,6 +278,8 @@ class Evaluation:
         self._init_args.update({k: v for k, v in extra.items() if v is not None})
         if self.min_slice_size is not None:
             self._init_args["min_slice_size"] = self.min_slice_size
+        if show_suppressed_names:
+            self._init_args["show_suppressed_names"] = True
 
     # -- configuration ---------------------------------------------------------------------
     def to_config(self) -> dict[str, Any]:
@@ -568,15 +580,23 @@ class Evaluation:
             )
         for metric, where in undefined.items():  # one warning per metric per finish
             warnings.warn(undefined_warning(metric, where, fills[metric]), UndefinedMetricWarning, stacklevel=2)
-        return Results(out, self.describe())
+        return self._protect(Results(out, self.describe())) if add_overall else Results(out, self.describe())
+
+    def _protect(self, results: Results) -> Results:
+        """Complementary suppression and, unless ``show_suppressed_names``, withheld names, over
+        one evaluation's complete results (:mod:`core.suppression`)."""
+        if not any(s.suppressed for s in results.slices):
+            return results
+        slices = suppress_complements(results.slices)
+        return Results(slices if self.show_suppressed_names else withhold_names(slices), results.config)
 
     def collect(self, slices: Iterable[SliceResult] | None = None, rows: Iterable[dict] | None = None) -> Results:
         """Assemble engine output into :class:`~core.results.Results` in the canonical order:
         per-slice results (Beam) or long-format rows (Spark)."""
         spec_order = [s.columns for s in self.slices]
         if rows is not None:
-            return self._annotate(Results.from_rows(list(rows), self.describe(), spec_order, self.plan.keys))
-        return self._annotate(Results.from_slices(list(slices or []), self.describe(), spec_order))
+            return self._protect(self._annotate(Results.from_rows(list(rows), self.describe(), spec_order, self.plan.keys)))
+        return self._protect(self._annotate(Results.from_slices(list(slices or []), self.describe(), spec_order)))
 
     def evaluate(self, batches: Iterable[Any]) -> Results:
         """Fold an iterable of batches in order and finish (the local engine).

@@ -27,6 +27,8 @@ def jsonable(value: Any) -> Any:
 
 
 ROW_COLUMNS = ["slice", "slice_key", "n", "weight", "skipped", "metric", "index", "value", "lower", "upper"]
+#: ``metric`` of the long-format marker row of withheld suppressed slices (``value`` = how many)
+SUPPRESSED_SLICES = "suppressed_slices"
 
 
 def _reports_nan_entries(key: str) -> bool:
@@ -87,6 +89,9 @@ class SliceResult:
             are None and ``metrics`` is empty (JSON: ``"n": null, ..., "suppressed": true``).
         folded_values: for a ``__other__`` slice (``max_slices``), how many distinct slice
             values it sums; None otherwise (JSON ``"folded_values"`` only when set).
+        suppressed_slices: for the one entry that stands for a spec's suppressed slices when
+            their names are withheld (``slice`` values ``"__suppressed__"``, see
+            :mod:`core.suppression`), how many slices it stands for; None otherwise.
 
     ``undefined`` lists the NaN values (see :func:`undefined_entries`); ``to_dict`` includes it as
     ``"undefined"`` when non-empty.
@@ -100,6 +105,7 @@ class SliceResult:
     intervals: dict[str, tuple[float, float]] = field(default_factory=dict)
     suppressed: bool = False
     folded_values: int | None = None
+    suppressed_slices: int | None = None
 
     @property
     def name(self) -> str:
@@ -113,7 +119,10 @@ class SliceResult:
 
     def to_dict(self, ignored_class: int | None = None) -> dict[str, Any]:
         if self.suppressed:
-            return {"slice": {c: v for c, v in self.slice}, "n": None, "weight": None, "skipped": None, "metrics": {}, "suppressed": True}
+            d = {"slice": {c: v for c, v in self.slice}, "n": None, "weight": None, "skipped": None, "metrics": {}, "suppressed": True}
+            if self.suppressed_slices is not None:
+                d["suppressed_slices"] = int(self.suppressed_slices)
+            return d
         d = {
             "slice": {c: v for c, v in self.slice},
             "n": int(self.n),
@@ -175,7 +184,10 @@ class Results:
         rows = []
         for s in self.slices:
             if s.suppressed:  # one marker row: no counts, no metric (from_rows reads it back)
-                rows.append({"slice": s.name, "slice_key": slice_key_to_json(s.slice), **dict.fromkeys(ROW_COLUMNS[2:])})
+                row = {"slice": s.name, "slice_key": slice_key_to_json(s.slice), **dict.fromkeys(ROW_COLUMNS[2:])}
+                if s.suppressed_slices is not None:  # withheld names: the row says how many slices
+                    row.update(metric=SUPPRESSED_SLICES, value=float(s.suppressed_slices))
+                rows.append(row)
                 continue
             base = {
                 "slice": s.name,
@@ -276,7 +288,7 @@ class Results:
                     metrics[k] = float("nan") if v is None else v
             intervals = {k: (float("nan") if v[0] is None else v[0], float("nan") if v[1] is None else v[1]) for k, v in s.get("intervals", {}).items()}
             if s.get("suppressed"):
-                slices.append(SliceResult(tuple(s["slice"].items()), None, None, None, {}, suppressed=True))
+                slices.append(SliceResult(tuple(s["slice"].items()), None, None, None, {}, suppressed=True, suppressed_slices=s.get("suppressed_slices")))
                 continue
             slices.append(
                 SliceResult(
@@ -300,11 +312,11 @@ class Results:
 
         by_slice: dict[tuple, dict[str, Any]] = {}
         cells: dict[tuple, dict[str, dict[tuple, float]]] = {}
-        suppressed = set()
+        suppressed: dict[tuple, int | None] = {}
         for r in rows:
             key = slice_key_from_json(r["slice_key"])
-            if r.get("metric") is None and r.get("n") is None:  # a suppressed slice's marker row
-                suppressed.add(key)
+            if r.get("n") is None and r.get("metric") in (None, SUPPRESSED_SLICES):  # a suppressed slice's marker row
+                suppressed[key] = None if r.get("metric") is None else int(r["value"])
                 continue
             info = by_slice.setdefault(
                 key, {"n": int(r["n"]), "weight": float(r["weight"]), "skipped": int(r["skipped"]), "metrics": {}, "intervals": {}}
@@ -328,8 +340,8 @@ class Results:
         rank = {m: i for i, m in enumerate(metric_order)}
         for info in by_slice.values():
             info["metrics"] = dict(sorted(info["metrics"].items(), key=lambda kv: rank.get(kv[0], len(rank))))
-        for key in suppressed - set(by_slice):
-            by_slice[key] = {"n": None, "weight": None, "skipped": None, "metrics": {}, "suppressed": True}
+        for key in set(suppressed) - set(by_slice):
+            by_slice[key] = {"n": None, "weight": None, "skipped": None, "metrics": {}, "suppressed": True, "suppressed_slices": suppressed[key]}
         order = sorted(by_slice, key=lambda k: sort_key(k, list(spec_order)))
         return cls([SliceResult(k, **by_slice[k]) for k in order], config or {})
 
@@ -354,7 +366,8 @@ class Results:
         rows = []
         for s in shown:
             if s.suppressed:
-                rows.append([s.name, "suppressed"] + ["-"] * (len(header) - 2))
+                what = "suppressed" if s.suppressed_slices is None else f"{s.suppressed_slices} suppressed"
+                rows.append([s.name, what] + ["-"] * (len(header) - 2))
                 continue
             r = [s.name, str(s.n)] + [_cell(s.metrics[k], k in whole) for k in names]
             if header[-1] == "skipped":

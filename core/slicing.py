@@ -31,6 +31,8 @@ OVERALL: tuple = ()
 
 #: Slice value of the slice that sums every value outside a spec's ``max_slices`` largest ones.
 OTHER = "__other__"
+#: the slice value standing for a spec's suppressed slices whose names are withheld (core.suppression)
+SUPPRESSED = "__suppressed__"
 
 #: Options that apply to a whole spec, and options that apply to one column.
 SPEC_OPTIONS = ("max_slices", "by", "min_slice_size")
@@ -1003,6 +1005,8 @@ def slice_name(key: tuple) -> str:
 def _value_order(v: Any) -> tuple:
     if v is None:
         return (2, "", 0)
+    if v == SUPPRESSED and isinstance(v, str):
+        return (3, "", 0)
     if v == OTHER and isinstance(v, str):
         return (1, "", 0)
     iv = parse_bucket_label(v)

@@ -69,6 +69,10 @@ def build_parser() -> argparse.ArgumentParser:
         "(e.g. --slice 'tailnum;max_slices=50'); the overall slice is always computed",
     )  # fmt: skip
     cols.add_argument("--min-slice-size", type=float, help="suppress slices (and the overall slice) with fewer valid rows than this: no values, no counts")
+    cols.add_argument(
+        "--show-suppressed-names", action="store_true", default=None,
+        help="list each suppressed slice by name (default: one '__suppressed__' entry per slice spec counts them)",
+    )  # fmt: skip
     m = p.add_argument_group("metrics")
     m.add_argument("--metrics", help="comma-separated metric strings, e.g. accuracy,f1,precision@threshold=0.7,f1@macro (default: accuracy,precision,recall,f1)")
     m.add_argument("--threshold", type=float, default=0.5, help="decision threshold for --score (default 0.5)")
@@ -121,6 +125,7 @@ def evaluation_from_args(args: argparse.Namespace) -> Evaluation:
             score_format=getattr(args, "score_format", None),
             prediction_format=getattr(args, "prediction_format", None),
             min_slice_size=getattr(args, "min_slice_size", None),
+            show_suppressed_names=getattr(args, "show_suppressed_names", None),
         ).items()
         if v is not None
     }

@@ -549,7 +549,7 @@ def render_report(
     import jinja2
 
     if any(getattr(s, "suppressed", False) for s in results.slices):  # min_slice_size: nothing to show for them
-        n_suppressed = sum(1 for s in results.slices if s.suppressed)
+        n_suppressed = sum(s.suppressed_slices or 1 for s in results.slices if s.suppressed)
         extra = {**(extra or {}), "suppressed_slices": n_suppressed}
         results = Results([s for s in results.slices if not s.suppressed], results.config)
     figures = build_figures(results, windows=windows, intervals=intervals, max_slices=max_slices, dpi=dpi)

@@ -149,3 +149,21 @@ def test_usage_errors(tmp_path, capsys):
     assert main(["--input", str(tmp_path / "missing.parquet"), "--label", "y", "--score", "p", "--metrics", "nonsense",
                  "--output", str(tmp_path)]) == 2  # fmt: skip
     assert "unknown metric" in capsys.readouterr().err
+
+
+def test_suppressed_slice_names_are_withheld_unless_show_suppressed_names(tmp_path):
+    # region "d" has 1 row: below --min-slice-size 3 it is suppressed, and region "c" (3 rows,
+    # the smallest published one) with it, so overall minus "a" and "b" gives no single slice
+    table = pa.table({"y": [1, 0, 1, 1, 0, 1, 0, 1, 1, 0, 1, 0], "p": [0.9, 0.2, 0.8, 0.7, 0.1, 0.6, 0.4, 0.9, 0.3, 0.2, 0.8, 0.7],
+                      "region": ["a"] * 4 + ["b"] * 4 + ["c"] * 3 + ["d"] * 1})  # fmt: skip
+    pq.write_table(table, tmp_path / "d.parquet")
+    args = ["--input", str(tmp_path / "d.parquet"), "--label", "y", "--score", "p", "--slice", "region", "--min-slice-size", "3", "--metrics", "tp", "--quiet"]
+    assert main(args + ["--output", str(tmp_path / "o")]) == 0
+    text = (tmp_path / "o" / "metrics.json").read_text()
+    doc = json.loads(text)
+    assert [s["slice"] for s in doc["slices"]] == [{}, {"region": "a"}, {"region": "b"}, {"region": "__suppressed__"}]
+    assert doc["slices"][-1]["suppressed_slices"] == 2 and '"c"' not in text and '"d"' not in text
+    assert set(pq.read_table(tmp_path / "o" / "metrics.parquet").column("slice").to_pylist()) == {"Overall", "region=a", "region=b", "region=__suppressed__"}
+    assert main(args + ["--show-suppressed-names", "--output", str(tmp_path / "o2")]) == 0
+    doc = json.loads((tmp_path / "o2" / "metrics.json").read_text())
+    assert [s["slice"] for s in doc["slices"] if s.get("suppressed")] == [{"region": "c"}, {"region": "d"}]

@@ -1,0 +1,125 @@
+"""Small-slice suppression that cannot be undone by subtraction, and withheld names.
+
+A slice below its ``min_slice_size`` is *primarily* suppressed (:meth:`core.Evaluation.finish`):
+no metric values and no counts. That alone does not protect it: a spec's slices partition their
+parent's rows (the overall slice, or the slice of a coarser spec: ``carrier`` is the parent of
+``carrier,origin``), so when exactly one slice of a group is suppressed, the parent's counts minus
+the published siblings' counts give the suppressed slice's counts (n, tp, fn, ...) exactly.
+
+:func:`suppress_complements` closes that gap the way statistical agencies do (complementary cell
+suppression): in every group of sibling slices under a published parent, if exactly one slice is
+suppressed, the smallest published sibling is suppressed too (or, when there is no sibling, the
+parent); repeated until no group has a single suppressed member. :func:`withhold_names` then
+replaces the suppressed slices of each spec by one entry, ``{column: "__suppressed__"}`` with
+``suppressed_slices`` = how many it stands for, so the suppressed values (e.g. a rare diagnosis
+code) are not published either (``Evaluation(show_suppressed_names=True)`` keeps them).
+
+What this protects: no single suppressed slice's counts or values can be derived from the published
+results of one evaluation by subtracting published slices of the same group. What it does not:
+differences between two evaluations of overlapping data, differencing across specs that are not a
+column subset of one another (e.g. ``origin`` and ``carrier``: each of their slices is a union of
+``carrier,origin`` cells), or knowledge outside the results.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Iterable
+
+from core.results import SliceResult
+from core.slicing import SUPPRESSED, sort_key
+
+__all__ = ["SUPPRESSED", "suppress_complements", "withhold_names"]
+
+
+def _columns(key: tuple) -> tuple:
+    return tuple(c for c, _ in key)
+
+
+def _withheld(s: SliceResult) -> bool:
+    return s.suppressed_slices is not None
+
+
+def _suppress(s: SliceResult) -> SliceResult:
+    return dataclasses.replace(s, n=None, weight=None, skipped=None, metrics={}, intervals={}, suppressed=True, folded_values=None)
+
+
+def suppress_complements(slices: Iterable[SliceResult]) -> list[SliceResult]:
+    """Suppress further slices so that no primarily suppressed slice can be recovered by subtraction.
+
+    Args:
+        slices: every slice of one evaluation (overall included), e.g. ``Results.slices``.
+
+    Returns:
+        The same slices in the same order, with some published slices turned into suppressed
+        ones (no values, no counts). Groups of sibling slices are formed under every published
+        parent: the overall slice, and each slice whose columns are a strict subset of the
+        child's columns (matched by value), finest parent first. Within a group with exactly one suppressed member,
+        the published member with the fewest rows (then the smallest weight, then the first in
+        order) is suppressed; a group with one member, suppressed, suppresses its parent.
+        Already withheld entries (:func:`withhold_names`) are left alone: their groups are
+        unknown, and they stand for at least two slices.
+    """
+    out = list(slices)
+    index = {s.slice: i for i, s in enumerate(out)}
+    specs = sorted({_columns(s.slice) for s in out if s.slice and not _withheld(s)}, key=len)
+    changed = True
+    while changed:
+        changed = False
+        for child in specs:
+            members = [i for i, s in enumerate(out) if _columns(s.slice) == child and not _withheld(s)]
+            # finest parents first: a hidden cell's closest complement is inside its own parent
+            parents = [p for p in reversed(specs) if set(p) < set(child)] + [()]
+            for parent in parents:
+                groups: dict[tuple, list[int]] = {}
+                for i in members:
+                    values = dict(out[i].slice)
+                    groups.setdefault(tuple((c, values[c]) for c in parent), []).append(i)
+                for pkey, group in groups.items():
+                    p = index.get(pkey)
+                    if p is None or out[p].suppressed:
+                        continue  # an unpublished (or unknown) parent gives nothing to subtract from
+                    hidden = [i for i in group if out[i].suppressed]
+                    if len(hidden) != 1:
+                        continue
+                    shown = [i for i in group if not out[i].suppressed]
+                    victim = min(shown, key=lambda i: (out[i].n, out[i].weight, i)) if shown else p
+                    out[victim] = _suppress(out[victim])
+                    changed = True
+    return out
+
+
+def withhold_names(slices: Iterable[SliceResult]) -> list[SliceResult]:
+    """Replace each spec's suppressed slices by one ``__suppressed__`` entry counting them.
+
+    Args:
+        slices: one evaluation's slices in their canonical order.
+
+    Returns:
+        The slices with every suppressed slice other than the overall one removed, and, after
+        the spec's last published slice (the canonical order of :func:`core.slicing.sort_key`),
+        ``SliceResult(slice=((c, "__suppressed__"), ...), suppressed=True, suppressed_slices=k)``;
+        entries already withheld are merged into it.
+
+    Raises:
+        ValueError: a published slice has the value ``"__suppressed__"`` in every column: it
+            would be confused with the withheld entry.
+    """
+    out: list[SliceResult] = []
+    at: dict[tuple, int] = {}
+    for s in slices:
+        cols = _columns(s.slice)
+        if not s.suppressed or not cols:
+            if cols and all(v == SUPPRESSED for _, v in s.slice) and not s.suppressed:
+                raise ValueError(f"slice {s.slice!r}: the value {SUPPRESSED!r} is reserved for withheld suppressed slice names")
+            out.append(s)
+            continue
+        k = s.suppressed_slices if _withheld(s) else 1
+        if cols in at:
+            prev = out[at[cols]]
+            out[at[cols]] = dataclasses.replace(prev, suppressed_slices=prev.suppressed_slices + k)
+        else:
+            at[cols] = len(out)
+            out.append(_suppress(dataclasses.replace(s, slice=tuple((c, SUPPRESSED) for c in cols), suppressed_slices=k)))
+    specs = list(dict.fromkeys(_columns(s.slice) for s in out if s.slice))
+    return sorted(out, key=lambda s: sort_key(s.slice, specs))
