@@ -109,6 +109,12 @@ def num_rows(data: Any) -> int:
     return len(data)
 
 
+def is_single_batch(data: Any) -> bool:
+    """True for one table (a dict of columns, a pyarrow Table/RecordBatch, a pandas DataFrame)
+    rather than an iterable of batches."""
+    return isinstance(data, Mapping) or hasattr(data, "num_rows") or (hasattr(data, "iloc") and hasattr(data, "columns"))
+
+
 def resolve_evaluation(evaluation: "Evaluation | None", evaluation_kwargs: dict[str, Any]) -> "Evaluation":
     """The evaluation an engine entry point runs: ``evaluation`` itself, or
     ``Evaluation(**evaluation_kwargs)`` (e.g. ``ComputeMetrics(label_col=..., slices=[...])``).
@@ -598,12 +604,18 @@ class Evaluation:
             return self._protect(self._annotate(Results.from_rows(list(rows), self.describe(), spec_order, self.plan.keys)))
         return self._protect(self._annotate(Results.from_slices(list(slices or []), self.describe(), spec_order)))
 
-    def evaluate(self, batches: Iterable[Any]) -> Results:
+    def evaluate(self, batches: Any) -> Results:
         """Fold an iterable of batches in order and finish (the local engine).
+
+        Args:
+            batches: an iterable of batches, or one batch: a ``pandas.DataFrame``, a
+                ``pyarrow.Table`` / ``RecordBatch`` or a dict of columns.
 
         When :attr:`needs_profile`, the batches are read twice (a counting pass, then the metric
         pass); a one-shot iterator is first materialised into a list.
         """
+        if is_single_batch(batches):
+            batches = [batches]
         if self.needs_profile:
             batches = batches if isinstance(batches, (list, tuple)) else list(batches)
             return self.with_profile(self.profiler().profile(batches)).evaluate(batches)

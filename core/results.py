@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass, field
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -152,11 +153,47 @@ class Results:
     slices: list[SliceResult]
     config: dict[str, Any] = field(default_factory=dict)
 
-    def __getitem__(self, key: tuple) -> SliceResult:
-        for s in self.slices:
-            if s.slice == tuple(key):
-                return s
-        raise KeyError(f"no slice {key!r}")
+    def __getitem__(self, key: Any) -> SliceResult:
+        """One slice's result, named any way a slice is named.
+
+        Args:
+            key: the slice key tuple (``(("country", "DE"),)``; ``()`` is overall), its display
+                name (``"country=DE"``, ``"country=DE, device=ios"``, ``"Overall"``; missing values
+                are ``null``), a dict (``{"country": "DE"}``; ``{}`` is overall), an int position
+                in :attr:`slices` (negative counts from the end), or a :class:`SliceResult`.
+
+        Raises:
+            KeyError: no such slice (the message lists some slice names).
+            IndexError: an int position out of range.
+            TypeError: a key of another type.
+        """
+        if isinstance(key, SliceResult):
+            key = key.slice
+        if isinstance(key, bool):
+            raise TypeError(f"a slice is named by a key tuple, a name string, a dict or an int position, got {key!r}")
+        if isinstance(key, (int, np.integer)):
+            try:
+                return self.slices[int(key)]
+            except IndexError:
+                raise IndexError(f"slice position {int(key)} out of range: the results have {len(self.slices)} slices") from None
+        if isinstance(key, str):
+            found = next((s for s in self.slices if s.name == key), None)
+        elif isinstance(key, Mapping):
+            found = next((s for s in self.slices if s.slice == tuple(key.items())), None)
+        elif isinstance(key, (tuple, list)):
+            found = next((s for s in self.slices if s.slice == tuple(tuple(p) for p in key)), None)
+        else:
+            raise TypeError(f"a slice is named by a key tuple, a name string, a dict or an int position, got {type(key).__name__}")
+        if found is None:
+            names = [s.name for s in self.slices[:20]]
+            raise KeyError(f"no slice {key!r}; slices: {names}{' ...' if len(self.slices) > 20 else ''}")
+        return found
+
+    def __iter__(self) -> Iterator[SliceResult]:
+        return iter(self.slices)
+
+    def __len__(self) -> int:
+        return len(self.slices)
 
     @property
     def overall(self) -> SliceResult:

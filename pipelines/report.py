@@ -144,14 +144,7 @@ def _pick(results: Results, kind: str, metric: str | None) -> str:
 
 
 def _slice(results: Results, key: Any) -> SliceResult:
-    if isinstance(key, SliceResult):
-        found = key
-    elif isinstance(key, str):
-        found = next((s for s in results.slices if s.name == key), None)
-        if found is None:
-            raise KeyError(f"no slice named {key!r}; slices: {[s.name for s in results.slices[:20]]}")
-    else:
-        found = results[tuple(key.items()) if isinstance(key, dict) else tuple(key)]
+    found = key if isinstance(key, SliceResult) else results[key]
     if getattr(found, "suppressed", False):
         raise ValueError(f"slice {found.name!r} is suppressed (fewer rows than its min_slice_size): it has no values to plot")
     return found
