@@ -16,6 +16,7 @@ Undefined values follow scikit-learn's ``zero_division`` (0, 1, "nan" or "warn")
 
 from __future__ import annotations
 
+import difflib
 import math
 import warnings
 from contextlib import contextmanager
@@ -279,7 +280,14 @@ class Metric:
         self.task = task
         self.given = dict(params)
         self.p = {**self.params, **params}
-        self.configure()
+        try:
+            self.configure()
+        except (ValueError, TypeError, OverflowError) as e:
+            if str(e).startswith(f"metric {self.name!r}"):
+                raise
+            # name the metric and the parameters for errors raised below configure (float('abc'), ...)
+            kind = TypeError if isinstance(e, TypeError) else ValueError
+            raise kind(f"metric {self.name!r}: bad parameter value in {self.given}: {e}") from None
 
     def configure(self) -> None:
         """Validate and normalise ``self.p`` (subclasses)."""
@@ -407,7 +415,9 @@ def resolve(metric: "str | Metric", task: Task) -> Metric:
     name, positional, keyword = parse_metric_string(metric)
     cls = REGISTRY.get(name) or REGISTRY.get(name.lower())
     if cls is None:
-        raise ValueError(f"unknown metric {name!r}; known metrics: {', '.join(sorted(REGISTRY))}")
+        close = difflib.get_close_matches(name.lower(), list(REGISTRY), n=1, cutoff=0.6)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise ValueError(f"unknown metric {name!r}{hint}; every name and alias is in the README's metrics table (core.metrics.REGISTRY)")
     if positional:
         if cls.positional is None or len(positional) > 1:
             raise ValueError(f"metric {name!r} takes no positional parameter, got {positional} in {metric!r}")

@@ -108,6 +108,21 @@ def _format_names() -> list[str]:
     return list(FORMATS)
 
 
+def check_threshold(args: argparse.Namespace) -> str | None:
+    """Refuse a ``--threshold`` outside [0, 1] for scores declared as probabilities (every row
+    would fall on one side: ValueError); return a warning for it with other scores (raw scores
+    may need it, probabilities would all be predicted negative or all positive), else None."""
+    t = args.threshold
+    if t is None or not args.score or 0.0 <= t <= 1.0:
+        return None
+    if getattr(args, "score_format", None) == "probabilities":
+        raise ValueError(f"--threshold {t:g} is outside [0, 1], but --score-format probabilities says the scores are probabilities: every row would be predicted {'negative' if t > 1 else 'positive'}")
+    return (
+        f"warning: --threshold {t:g} is outside [0, 1]: if --score holds probabilities every row is predicted "
+        f"{'negative' if t > 1 else 'positive'}; this is meant only for raw scores (--score-format scores)"
+    )
+
+
 def evaluation_from_args(args: argparse.Namespace) -> Evaluation:
     """Build the :class:`core.Evaluation` the flags describe (ValueError on bad configuration)."""
     metrics = [s.strip() for s in args.metrics.split(",") if s.strip()] if args.metrics else None
@@ -204,6 +219,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not args.measure and (not args.label or not (args.score or args.prediction)):
             parser.error("give --label and one of --score or --prediction (or --measure for mean_measure)")
         evaluation = evaluation_from_args(args)
+        warning = check_threshold(args)
+        if warning and not (args.quiet or getattr(args, "score_format", None) == "scores"):
+            print(warning, file=sys.stderr)
         io.detect_format(args.input, args.format)
     except (ValueError, FileNotFoundError) as e:
         print(f"error: {e}", file=sys.stderr)

@@ -167,3 +167,31 @@ def test_suppressed_slice_names_are_withheld_unless_show_suppressed_names(tmp_pa
     assert main(args + ["--show-suppressed-names", "--output", str(tmp_path / "o2")]) == 0
     doc = json.loads((tmp_path / "o2" / "metrics.json").read_text())
     assert [s["slice"] for s in doc["slices"] if s.get("suppressed")] == [{"region": "c"}, {"region": "d"}]
+
+
+def test_metric_typo_suggests_the_closest_name_instead_of_listing_every_metric(tmp_path, capsys):
+    _write(_data(50), tmp_path / "d.parquet", "parquet")
+    code = main(["--input", str(tmp_path / "d.parquet"), "--label", "y", "--score", "p", "--metrics", "acuracy", "--output", str(tmp_path / "o")])
+    err = capsys.readouterr().err
+    assert code == 2 and "unknown metric 'acuracy' (did you mean 'accuracy'?)" in err
+    assert "roc_auc" not in err and len(err) < 300  # no list of every registered name
+
+
+def test_bad_metric_parameter_names_the_metric_and_the_parameter(tmp_path, capsys):
+    _write(_data(50), tmp_path / "d.parquet", "parquet")
+    code = main(["--input", str(tmp_path / "d.parquet"), "--label", "y", "--score", "p", "--metrics", "precision@threshold=abc", "--output", str(tmp_path / "o")])
+    err = capsys.readouterr().err
+    assert code == 2 and "metric 'precision'" in err and "threshold" in err and "'abc'" in err
+
+
+def test_threshold_outside_unit_interval_warns_and_is_refused_for_probabilities(tmp_path, capsys):
+    _write(_data(50), tmp_path / "d.parquet", "parquet")
+    base = ["--input", str(tmp_path / "d.parquet"), "--label", "y", "--score", "p", "--threshold", "1.5", "--metrics", "tp", "--no-report"]
+    assert main(base + ["--output", str(tmp_path / "o")]) == 0
+    err = capsys.readouterr().err
+    assert "--threshold 1.5 is outside [0, 1]" in err and "predicted negative" in err
+    assert json.loads((tmp_path / "o" / "metrics.json").read_text())["slices"][0]["metrics"]["tp"] == 0  # p < 1.5 everywhere
+    assert main(base + ["--score-format", "probabilities", "--output", str(tmp_path / "o2")]) == 2
+    assert "--score-format probabilities says the scores are probabilities" in capsys.readouterr().err
+    assert main(base + ["--score-format", "scores", "--output", str(tmp_path / "o3")]) == 0
+    assert "outside [0, 1]" not in capsys.readouterr().err
