@@ -24,10 +24,12 @@ import json
 import logging
 import sys
 import time
+import warnings
 from pathlib import Path
 from typing import Any, Sequence
 
 from core import Evaluation
+from core.metrics import UndefinedMetricWarning
 from pipelines import config, engines, io
 from pipelines.progress import progress_enabled
 
@@ -228,19 +230,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     t1 = time.perf_counter()
     try:
-        results = engines.run(
-            args.engine,
-            evaluation,
-            args.input,
-            args.format,
-            beam_args=args.beam_arg,
-            spark_master=args.spark_master,
-            batch_size=args.batch_size,
-            progress=progress_enabled(args.progress, args.quiet),
-        )
+        with warnings.catch_warnings(record=True) as caught:  # printed below as plain lines
+            warnings.simplefilter("always", UndefinedMetricWarning)
+            results = engines.run(
+                args.engine,
+                evaluation,
+                args.input,
+                args.format,
+                beam_args=args.beam_arg,
+                spark_master=args.spark_master,
+                batch_size=args.batch_size,
+                progress=progress_enabled(args.progress, args.quiet),
+            )
     except (ValueError, TypeError, RuntimeError, ImportError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
+    for w in caught:
+        if not issubclass(w.category, UndefinedMetricWarning):
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+        elif not args.quiet:  # one plain line per metric, no Python source line
+            print(f"warning: {w.message}", file=sys.stderr)
     seconds = time.perf_counter() - t1
     paths = io.write_results(results, out, extra)
     run_info = {

@@ -195,3 +195,16 @@ def test_threshold_outside_unit_interval_warns_and_is_refused_for_probabilities(
     assert "--score-format probabilities says the scores are probabilities" in capsys.readouterr().err
     assert main(base + ["--score-format", "scores", "--output", str(tmp_path / "o3")]) == 0
     assert "outside [0, 1]" not in capsys.readouterr().err
+
+
+def test_undefined_metric_warning_is_one_plain_line_and_silent_under_quiet(tmp_path, capsys):
+    # every score is below 0.5: no predicted positives, so precision is undefined (0/0)
+    pq.write_table(pa.table({"y": [1, 0, 1, 0], "p": [0.1, 0.2, 0.3, 0.4]}), tmp_path / "d.parquet")
+    base = ["--input", str(tmp_path / "d.parquet"), "--label", "y", "--score", "p", "--metrics", "precision", "--no-report"]
+    assert main(base + ["--output", str(tmp_path / "o")]) == 0
+    err = capsys.readouterr().err
+    lines = [ln for ln in err.splitlines() if "precision" in ln]
+    assert lines == ["warning: metric 'precision' is undefined (zero denominator or no data) in slice 'Overall': reported as NaN (null in JSON); undefined classes are left out of averages"]
+    assert ".py:" not in err  # no Python source location
+    assert main(base + ["--quiet", "--output", str(tmp_path / "o2")]) == 0
+    assert capsys.readouterr().err == ""
