@@ -64,6 +64,14 @@ def undefined_warning(key: str, where: list[tuple[str, tuple[int, ...] | None]],
     return f"metric {key!r} is undefined (zero denominator or no data) in slice {', '.join(parts)}{more}: {value}"
 
 
+def _ndim(values: Any) -> int | None:
+    """``np.ndim`` of an input, or None where numpy cannot tell (ragged lists: validated later)."""
+    try:
+        return np.ndim(values)
+    except ValueError:
+        return None
+
+
 class Plan:
     """Metrics resolved for a task and compiled to their shared states.
 
@@ -344,6 +352,11 @@ class MetricCollection:
             raise ValueError("binary metrics need y_score or y_pred")
         if self.task.kind == "multiclass" and y_pred is None and y_score is None and "prediction" in self.plan.needs:
             raise ValueError("multiclass metrics need y_pred (predicted labels) or y_score (class scores)")
+        if self.task.kind == "multiclass" and y_pred is None and y_score is not None and _ndim(y_score) == 1:
+            raise ValueError(
+                f"a multiclass task reads y_score as (N, K) class scores, got shape {np.shape(y_score)}: "
+                "for predicted labels pass y_pred= (update(y_true, y_pred=labels))"
+            )
         given = {r for r, v in (("target", y_true), ("score", y_score), ("prediction", y_pred), ("measure", measure)) if v is not None}
         self.plan.check_inputs(given, {"target": "y_true", "prediction": "y_pred", "score": "y_score", "measure": "measure"})
         batch, _ = make_batch(

@@ -44,3 +44,15 @@ def test_evaluate_accepts_one_table(make):
     y, p = np.array(DATA["y"]), (np.array(DATA["p"]) >= 0.5).astype(int)
     assert r.overall.n == 6 and r.overall.metrics["accuracy"] == accuracy_score(y, p)
     assert r["country=FR"].metrics["accuracy"] == accuracy_score(y[2:5], p[2:5])
+
+
+def test_multiclass_labels_passed_as_scores_say_pass_y_pred():
+    from core import MetricCollection
+
+    mc = MetricCollection("f1@macro", num_classes=3)
+    with pytest.raises(ValueError, match=r"for predicted labels pass y_pred= \(update\(y_true, y_pred=labels\)\)"):
+        mc.update([0, 1, 2], [0, 2, 1])
+    mc.update([0, 1, 2], y_pred=[0, 2, 1])
+    from sklearn.metrics import f1_score
+
+    assert mc.compute()["f1@macro"] == f1_score([0, 1, 2], [0, 2, 1], average="macro")
