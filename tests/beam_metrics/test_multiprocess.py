@@ -64,6 +64,22 @@ class FailOnce(beam.DoFn):
         yield element
 
 
+class FlakyRow(dict):
+    """A row dict whose first lookup raises (marker file ``marker``, across processes): it makes
+    ComputeMetrics' own combine step fail mid-bundle, after earlier elements of the bundle were
+    added to its accumulator."""
+
+    def __init__(self, row: dict, marker: str):
+        super().__init__(row)
+        self.marker = marker
+
+    def __getitem__(self, key: str) -> Any:
+        if not os.path.exists(self.marker):
+            Path(self.marker).write_text(str(os.getpid()))
+            raise RuntimeError(f"injected failure reading {key!r} inside ComputeMetrics")
+        return super().__getitem__(key)
+
+
 def _elements(rows: list[dict]) -> list[list]:
     """Input elements per Create: row dicts, lists of rows, Arrow record batches, an empty Create
     and an empty batch, indexed for :class:`FailOnce`."""
@@ -147,7 +163,11 @@ def test_retried_bundles_do_not_double_count(case, tmp_path):
     passed on (elements before the failing one in the same Create: rows, Arrow batches, row lists) must count once."""
     rows, ev, parts = case
     want = _run(parts, ev, tmp_path, "plain", runner="BundleBasedDirectRunner")
-    got = _run(parts, ev, tmp_path, "retried", fail_at=frozenset({1, 301, 306, 700}), runner="BundleBasedDirectRunner")
+    flaky = [list(part) for part in parts]  # and one failure inside ComputeMetrics' combine
+    index, row = flaky[0][200]
+    flaky[0][200] = (index, FlakyRow(row, str(tmp_path / "flaky-row")))
+    got = _run(flaky, ev, tmp_path, "retried", fail_at=frozenset({1, 301, 306, 700}), runner="BundleBasedDirectRunner")
+    assert (tmp_path / "flaky-row").exists()
     assert_results_equal(want, direct(ev.with_profile(ev.profiler().profile([rows])), rows))
     assert got.to_json() == want.to_json()
     assert_results_equal(got, want)
