@@ -138,15 +138,14 @@ def runs(standalone_master, spark):
         proc = subprocess.Popen(
             [sys.executable, "-m", "tests.spark_metrics.cluster_job", url, str(markers), str(out)],
             cwd=REPO_ROOT, env=_env(tmp), stdout=f, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            start_new_session=True,
         )  # fmt: skip
     try:
         df = cluster_job.input_frame(spark)
         local = {name: cluster_job.run_case(df, name) for name in cluster_job.CASES}
         code = proc.wait(timeout=600)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        _kill(proc)  # the driver and its JVM, whatever happened
     assert code == 0, f"the cluster driver failed; end of {log}:\n{log.read_text(errors='replace')[-6000:]}"
     return json.loads(out.read_text()), markers, local
 
