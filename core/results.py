@@ -31,6 +31,10 @@ ROW_COLUMNS = ["slice", "slice_key", "n", "weight", "skipped", "metric", "index"
 #: ``metric`` of the long-format marker row of withheld suppressed slices (``value`` = how many)
 SUPPRESSED_SLICES = "suppressed_slices"
 
+#: metrics whose value is an int (``core.metrics.ExampleCount``); long-format rows carry every value
+#: as a double, :meth:`Results.from_rows` makes these ints again
+INTEGER_METRICS = frozenset({"example_count"})
+
 
 def _reports_nan_entries(key: str) -> bool:
     from core.metrics import REGISTRY
@@ -360,7 +364,8 @@ class Results:
             )
             value = float("nan") if r["value"] is None else float(r["value"])
             if r.get("index") is None:
-                info["metrics"][r["metric"]] = value
+                # rows hold doubles; an integer metric is an int again, as every engine reports it
+                info["metrics"][r["metric"]] = int(value) if r["metric"] in INTEGER_METRICS and value == value else value
                 if r.get("lower") is not None or r.get("upper") is not None:
                     info["intervals"][r["metric"]] = (float(r["lower"]), float(r["upper"]))
             else:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from pathlib import Path
 from typing import Any
 
@@ -305,17 +304,3 @@ def test_fixed_windows_compute_per_window(make_rows, tmp_path):
     assert sorted(by_window) == [0.0, 10.0]
     assert_results_equal(ev.collect(slices=by_window[10.0]), direct(ev, rows[0::3]))
     assert_results_equal(ev.collect(slices=by_window[0.0]), direct(ev, [r for i, r in enumerate(rows) if i % 3]))
-
-
-# -- multi-process DirectRunner ------------------------------------------------------------------
-@pytest.mark.multiprocess
-def test_multi_processing_direct_runner(make_rows, tmp_path, monkeypatch):
-    # Worker subprocesses unpickle beam_metrics/core by reference: make the repo importable there.
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [REPO_ROOT, os.environ.get("PYTHONPATH")])))
-    rows = make_rows(2000, seed=61)
-    ev = binary_evaluation()
-    got = run_compute(
-        split(rows, [500, 0, 800]) + [[]], ev, tmp_path, batch_size=300,
-        direct_num_workers=2, direct_running_mode="multi_processing",
-    )  # fmt: skip
-    assert_results_equal(got, direct(ev, rows))

@@ -166,3 +166,17 @@ def test_task_kinds_and_validation():
         Task(kind="regression", ignore_index=0)
     with pytest.raises(ValueError, match="needs num_classes"):
         Task(kind="multilabel", num_classes=0)
+
+
+def test_example_count_is_an_int_again_after_long_format_rows():
+    """Spark's result rows hold every value as a double: example_count must come back as the int
+    core and Beam report, or metrics.json differs between engines ("12000.0" vs "12000")."""
+    from core.results import Results
+
+    ev = Evaluation(label_col="y", score_col="s", slices=["g"], metrics=["example_count", "f1"])
+    res = ev.evaluate([{"y": [1, 0, 1], "s": [0.9, 0.2, 0.4], "g": ["a", "b", "a"]}])
+    rows = [{**r, "value": float(r["value"])} for r in res.to_rows()]
+    again = Results.from_rows(rows, res.config, [s.columns for s in ev.slices], ev.plan.keys)
+    assert [type(s.metrics["example_count"]) for s in again.slices] == [int, int, int]
+    assert [s.metrics["example_count"] for s in again.slices] == [3, 2, 1]
+    assert again.to_json() == res.to_json()

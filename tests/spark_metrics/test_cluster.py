@@ -1,0 +1,193 @@
+"""compute_metrics on a real Spark standalone cluster: a master and two workers (one core each), as
+separate processes on 127.0.0.1, started from the pip pyspark installation; the executors shuffle
+the input and the partial states between them.
+
+Results (Arrow and native paths, slices, ``max_slices``/quantile counting jobs, AUC) must equal
+``local[2]``'s and core's direct fold exactly, also when tasks fail on their first attempt after
+passing rows on, and are retried. The driver runs in a subprocess (tests/spark_metrics/cluster_job.py):
+this pytest process already holds the session-scoped local[2] SparkSession, and a process can
+have only one. Select these tests with ``-m cluster``; they also run by default.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from spark_metrics.session import find_java
+
+pytestmark = [
+    pytest.mark.cluster,
+    pytest.mark.skipif(
+        find_java() is None,
+        reason="java not found: the Spark tests need a JDK/JRE 17+ (e.g. `apt-get install openjdk-17-jre-headless`)",
+    ),
+]
+
+pyspark = pytest.importorskip("pyspark")
+pytest.importorskip("pandas")
+
+from tests.spark_metrics import cluster_job  # noqa: E402
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+SPARK_HOME = Path(pyspark.__file__).resolve().parent
+START_TIMEOUT = 120.0
+
+
+def _env(tmp: Path) -> dict[str, str]:
+    """Environment of every cluster process: loopback only, this checkout first on PYTHONPATH,
+    scratch space and logs under ``tmp``, small daemons, no REST submission server."""
+    env = dict(os.environ)
+    env.update(
+        SPARK_HOME=str(SPARK_HOME),
+        SPARK_LOCAL_IP="127.0.0.1",
+        SPARK_LOCAL_DIRS=str(tmp / "local"),
+        SPARK_LOG_DIR=str(tmp),
+        SPARK_DAEMON_MEMORY="256m",
+        SPARK_MASTER_OPTS="-Dspark.master.rest.enabled=false",
+        PYSPARK_PYTHON=sys.executable,
+        PYSPARK_DRIVER_PYTHON=sys.executable,
+        PYTHONPATH=os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")])),
+    )
+    return env
+
+
+def _spawn(args: list[str], log: Path, env: dict[str, str]) -> subprocess.Popen:
+    """Start ``spark-class ARGS`` in its own process group (its executors and Python workers join
+    it), output to ``log``."""
+    with open(log, "wb") as out:
+        return subprocess.Popen(
+            [str(SPARK_HOME / "bin" / "spark-class"), *args],
+            stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, start_new_session=True,
+        )  # fmt: skip
+
+
+def _wait_for(log: Path, pattern: str, proc: subprocess.Popen, what: str) -> re.Match:
+    deadline = time.monotonic() + START_TIMEOUT
+    while time.monotonic() < deadline:
+        m = re.search(pattern, log.read_text(errors="replace"))
+        if m:
+            return m
+        if proc.poll() is not None:
+            break
+        time.sleep(0.2)
+    tail = log.read_text(errors="replace")[-3000:]
+    raise RuntimeError(f"the Spark {what} did not start (exit code {proc.poll()}); end of {log}:\n{tail}")
+
+
+def _kill(proc: subprocess.Popen) -> None:
+    """SIGTERM the process group, then SIGKILL whatever of it is left (executors, Python workers)."""
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        pass
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()
+
+
+@pytest.fixture(scope="module")
+def standalone_master(tmp_path_factory):
+    """A Spark standalone master and two workers (1 core, 1 GiB each) on 127.0.0.1, on ports the
+    OS picks (read back from the logs), web UIs on free loopback ports; yields the master URL and
+    the log directory. Every process group is killed at the end, whatever happened."""
+    tmp = tmp_path_factory.mktemp("spark-cluster")
+    env = _env(tmp)
+    procs: list[subprocess.Popen] = []
+    try:
+        master_log = tmp / "master.log"
+        master = _spawn(["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", "0", "--webui-port", "0"], master_log, env)
+        procs.append(master)
+        url = _wait_for(master_log, r"Starting Spark master at (spark://127\.0\.0\.1:\d+)", master, "master").group(1)
+        _wait_for(master_log, r"I have been elected leader", master, "master")
+        for i in (1, 2):
+            log = tmp / f"worker{i}.log"
+            args = ["org.apache.spark.deploy.worker.Worker", url, "--host", "127.0.0.1", "--port", "0", "--webui-port", "0",
+                    "--cores", "1", "--memory", "1g", "--work-dir", str(tmp / f"work{i}")]  # fmt: skip
+            procs.append(_spawn(args, log, env))
+        for i, proc in enumerate(procs[1:], 1):
+            _wait_for(tmp / f"worker{i}.log", r"Successfully registered with master", proc, f"worker {i}")
+        yield url, tmp
+    finally:
+        for proc in reversed(procs):
+            _kill(proc)
+
+
+@pytest.fixture(scope="module")
+def runs(standalone_master, spark):
+    """Every case of cluster_job.CASES run on the cluster (plain and with retried failures) by the
+    driver subprocess, the task attempts its probes recorded; and meanwhile the same cases on this
+    process's local[2] SparkSession (no probes)."""
+    url, tmp = standalone_master
+    markers, out, log = tmp / "markers", tmp / "results.json", tmp / "driver.log"
+    with open(log, "wb") as f:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "tests.spark_metrics.cluster_job", url, str(markers), str(out)],
+            cwd=REPO_ROOT, env=_env(tmp), stdout=f, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )  # fmt: skip
+    try:
+        df = cluster_job.input_frame(spark)
+        local = {name: cluster_job.run_case(df, name) for name in cluster_job.CASES}
+        code = proc.wait(timeout=600)
+    finally:
+        _kill(proc)  # the driver and its JVM, whatever happened
+    assert code == 0, f"the cluster driver failed; end of {log}:\n{log.read_text(errors='replace')[-6000:]}"
+    return json.loads(out.read_text()), markers, local
+
+
+def _attempts(marker_dir: Path) -> list[dict]:
+    out = []
+    for path in sorted(marker_dir.iterdir()):
+        m = re.fullmatch(r"s(\d+)-p(\d+)-a(\d+)-e(\w+)", path.name)
+        out.append({"stage": int(m[1]), "partition": int(m[2]), "attempt": int(m[3]), "executor": m[4], "core": path.read_text()})
+    return out
+
+
+@pytest.mark.parametrize("name", list(cluster_job.CASES))
+def test_cluster_results_equal_local_and_core_exactly(name, runs):
+    cluster, _, local = runs
+    ev = cluster_job.evaluation(name)
+    direct = ev.evaluate([cluster_job.make_pdf()])
+    assert local[name]["rows"] == cluster_job.canonical_rows(json.loads(json.dumps(direct.to_rows())))
+    assert local[name]["json"] == direct.to_json()
+    assert cluster[f"{name}/plain"]["rows"] == local[name]["rows"]
+    assert cluster[f"{name}/plain"]["json"] == local[name]["json"]
+
+
+@pytest.mark.parametrize("name", list(cluster_job.CASES))
+def test_retried_task_failures_do_not_double_count_on_the_cluster(name, runs):
+    cluster, markers, local = runs
+    assert cluster[f"{name}/retried"]["rows"] == local[name]["rows"]
+    assert cluster[f"{name}/retried"]["json"] == local[name]["json"]
+    # the faults did happen: a failed first attempt and its retry, in every stage that read the input
+    # (one more stage, the counting job, when the evaluation needs a profile) and in the merge stage
+    attempts = _attempts(markers / f"{name}-retried")
+    stages = {a["stage"] for a in attempts}
+    retried = {a["stage"] for a in attempts if a["attempt"] == 1}
+    assert retried == stages, attempts
+    expected_stages = 3 if cluster_job.evaluation(name).needs_profile else 2
+    assert len(stages) == expected_stages, attempts
+    plain = _attempts(markers / f"{name}-plain")
+    assert all(a["attempt"] == 0 for a in plain), plain
+
+
+def test_cluster_runs_on_two_executors_importing_this_checkout(runs):
+    _, markers, _ = runs
+    attempts = [a for d in markers.iterdir() for a in _attempts(d)]
+    assert {a["executor"] for a in attempts} == {"0", "1"}, attempts
+    assert {a["core"] for a in attempts} == {str(REPO_ROOT / "core" / "__init__.py")}
