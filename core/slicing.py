@@ -705,9 +705,16 @@ def read_slice_column(values: Any, name: str, row_offset: int = 0) -> "np.ndarra
         coded = _coded_strings(values)
         if coded is not None:
             return coded
-        if any(isinstance(v, _LISTLIKE) for v in values):
+        types = set(map(type, values))
+        if any(issubclass(t, _LISTLIKE) for t in types):
             return _explode(values, name)
-        return _objects(values)  # typed by _encode_column, after checking every value's type
+        exact = {frozenset([int]): np.int64, frozenset([float]): np.float64, frozenset([bool]): np.bool_}.get(frozenset(types))
+        if exact is not None:  # one plain type: a typed array at once
+            try:
+                return np.array(values, dtype=exact)
+            except OverflowError:  # ints beyond int64: exact Python ints
+                pass
+        return np.array(values, dtype=object)  # typed by _encode_column, after checking every value's type
     if isinstance(values, np.ndarray) and values.ndim == 2:
         return _explode(list(values), name)
     arr = as_array(values, name)
@@ -851,7 +858,13 @@ def _encode_column(values: np.ndarray, column: str, row_of_value: np.ndarray | N
         uniques = [str(u) for u in uniq.tolist()]
     elif uniq.dtype.kind == "S" or (uniq.size and isinstance(uniq[0], (bytes, bytearray))):
         uniques = _decode_bytes(uniq.tolist(), present, where, column, row_of_value, row_offset)
-    else:  # floats (-0.0 -> 0, whole -> int, inf -> "inf"), big ints, datetime64, timedelta64
+    elif uniq.dtype.kind == "f":  # -0.0 -> 0, whole -> int, inf -> "inf": only those go through Python
+        uniques = uniq.tolist()
+        with np.errstate(invalid="ignore"):
+            special = ~np.isfinite(uniq) | ((uniq == np.trunc(uniq)) & (np.abs(uniq) < _INT64_RANGE))
+        for i in np.flatnonzero(special).tolist():
+            uniques[i] = canonical_value(uniques[i])
+    else:  # mixed ints and floats, big ints, datetime64, timedelta64
         uniques = [canonical_value(u) for u in uniq]
     return _with_missing(n, missing, inv.reshape(-1), uniques)
 
