@@ -175,8 +175,12 @@ class SliceSpec:
     * ``edges`` and ``quantiles`` belong to the column they follow; ``max_slices``, ``by`` and
       ``min_slice_size`` belong to the whole spec and may follow any column or the spec (after
       ``;``), once each.
+    * Slice values are :func:`canonical_value` forms, the same in every engine (``-0.0`` is
+      ``0``, ``5.0`` is ``5``, ``inf`` is ``"inf"``, decimals and timestamps are text); a column
+      mixing kinds of values (strings and numbers, booleans and numbers) raises ``TypeError``.
     * Filter values are text, compared with the column's values by type: ``7`` matches the int 7
-      and the float 7.0, ``true``/``false`` match booleans, ``null`` matches missing values. Rows
+      and the float 7.0, integer text is compared exactly (``9007199254740993`` is not
+      ``2**53``), ``true``/``false`` match booleans, ``null`` matches missing values. Rows
       whose value is not listed are in no slice of the spec (they still count in the overall slice).
     * Escape ``, ; : = | \\`` inside names and values with a backslash (``a\\,b``).
     * Bucket values are readable, sortable interval labels: ``"(-inf, 0)"``, ``"[0, 500)"``,
