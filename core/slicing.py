@@ -530,10 +530,8 @@ def canonical_value(v: Any) -> Any:
     raise TypeError(f"unsupported slice value type {type(v).__name__}")
 
 
-def native(v: Any) -> Any:
-    """A slice value as a plain JSON-able Python value (missing -> None); see
-    :func:`canonical_value` (here, undecodable bytes raise ``ValueError``)."""
-    return canonical_value(v)
+#: The earlier name of :func:`canonical_value`.
+native = canonical_value
 
 
 class ListColumn:
@@ -850,7 +848,7 @@ def _encode_column(values: np.ndarray, column: str, row_of_value: np.ndarray | N
             types = set(map(type, present))
             if all(issubclass(t, (float, np.floating)) for t in types):
                 present = present.astype(np.float64)
-            elif all(issubclass(t, (int, np.integer)) for t in types):
+            elif all(issubclass(t, (int, np.signedinteger)) for t in types):  # (unsigned numpy ints could wrap)
                 try:
                     present = present.astype(np.int64)
                 except OverflowError:  # beyond int64: exact Python ints
