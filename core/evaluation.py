@@ -39,7 +39,7 @@ def _available(data: Any) -> list[str]:
 
 
 def extract_columns(
-    data: Any, names: Sequence[str], nd: Iterable[str] = (), slice_columns: Iterable[str] = ()
+    data: Any, names: Sequence[str], nd: Iterable[str] = (), slice_columns: Iterable[str] = (), row_offset: int = 0
 ) -> tuple[dict[str, np.ndarray], int]:
     """Pull named columns out of one batch as numpy arrays.
 
@@ -52,6 +52,7 @@ def extract_columns(
             :func:`core.formats.as_nd_array` into (n, ...) arrays.
         slice_columns: columns read only for slicing; rows holding lists make them a
             :class:`core.slicing.ListColumn` (see :func:`core.slicing.read_slice_column`).
+        row_offset: position of the batch's first row in the input (for messages).
 
     Returns:
         ``({name: (n,) or (n, ...) array, or ListColumn}, n)``.
@@ -68,7 +69,7 @@ def extract_columns(
 
     def read(values: Any, name: str) -> np.ndarray:
         if name in sliced:
-            return read_slice_column(values, name)
+            return read_slice_column(values, name, row_offset)
         return as_nd_array(values, name) if name in nd else as_array(values, name)
 
     if isinstance(data, list):
@@ -459,7 +460,7 @@ class Evaluation:
                 f"slice spec {str(spec)!r} needs a counting pass over all the data first (max_slices / quantiles): "
                 "evaluation.with_profile(evaluation.profiler().profile(batches)), or use evaluate() or an engine"
             )
-        cols, n = extract_columns(data, self.columns, nd=self.list_columns, slice_columns=self.slice_columns)
+        cols, n = extract_columns(data, self.columns, nd=self.list_columns, slice_columns=self.slice_columns, row_offset=row_offset)
         if n == 0:
             return acc
         if self._plain:

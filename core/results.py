@@ -347,6 +347,12 @@ class Results:
 
         Array metrics are reassembled from their ``index`` cells; slices are sorted as in
         :meth:`core.evaluation.Evaluation.finish` (overall first, then ``spec_order``).
+
+        Raises:
+            ValueError: two rows of the same slice key (compared as decoded values, so
+                ``[["x",-0.0]]`` and ``[["x",0.0]]`` are one key) give the same metric cell, or
+                disagree on the slice's counts, or a slice is both suppressed and computed: one
+                of them would otherwise be dropped silently.
         """
         from core.codec import slice_key_from_json
         from core.slicing import sort_key
@@ -354,14 +360,28 @@ class Results:
         by_slice: dict[tuple, dict[str, Any]] = {}
         cells: dict[tuple, dict[str, dict[tuple, float]]] = {}
         suppressed: dict[tuple, int | None] = {}
+        seen: set[tuple] = set()
+
+        def duplicate(key: tuple, what: str) -> ValueError:
+            return ValueError(f"two result rows for slice {slice_name(key)!r} ({key!r}) give {what}; one would be dropped")
+
         for r in rows:
             key = slice_key_from_json(r["slice_key"])
             if r.get("n") is None and r.get("metric") in (None, SUPPRESSED_SLICES):  # a suppressed slice's marker row
+                if key in suppressed or key in by_slice:
+                    raise duplicate(key, "the slice twice")
                 suppressed[key] = None if r.get("metric") is None else int(r["value"])
                 continue
-            info = by_slice.setdefault(
-                key, {"n": int(r["n"]), "weight": float(r["weight"]), "skipped": int(r["skipped"]), "metrics": {}, "intervals": {}}
-            )
+            if key in suppressed:
+                raise duplicate(key, "the slice twice")
+            counts = {"n": int(r["n"]), "weight": float(r["weight"]), "skipped": int(r["skipped"])}
+            info = by_slice.setdefault(key, {**counts, "metrics": {}, "intervals": {}})
+            if any(info[c] != v for c, v in counts.items()):
+                raise duplicate(key, f"different counts ({ {c: info[c] for c in counts} } and {counts})")
+            cell = (key, r["metric"], r.get("index"))
+            if cell in seen:
+                raise duplicate(key, f"metric {r['metric']!r}" + (f" cell {r['index']}" if r.get("index") is not None else "") + " twice")
+            seen.add(cell)
             value = float("nan") if r["value"] is None else float(r["value"])
             if r.get("index") is None:
                 # rows hold doubles; an integer metric is an int again, as every engine reports it

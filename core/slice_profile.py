@@ -577,7 +577,7 @@ class SliceProfiler:
         from core.evaluation import extract_columns
 
         slice_cols = [c for c in self.slice_columns if c != self.weight_col]
-        cols, n = extract_columns(data, self.columns, slice_columns=slice_cols)
+        cols, n = extract_columns(data, self.columns, slice_columns=slice_cols, row_offset=row_offset)
         if n == 0:
             return profile
         w = None

@@ -19,6 +19,7 @@ every engine, so every engine assigns every row to the same slice.
 from __future__ import annotations
 
 import datetime
+import decimal
 import math
 import re
 import struct
@@ -99,8 +100,11 @@ def bucket_labels(edges: Sequence[float]) -> list[str]:
     Returns:
         m + 1 labels: ``"(-inf, e_0)"``, ``"[e_0, e_1)"``, ..., ``"[e_m-1, inf)"``: half-open
         intervals covering the whole real line (a value equal to an edge goes to the bucket that
-        starts there). :func:`sort_key` orders them by their lower bound.
+        starts there). :func:`sort_key` orders them by their lower bound. No edges (quantiles of
+        a column without a finite value): the one bucket ``"(-inf, inf)"``.
     """
+    if len(edges) == 0:
+        return ["(-inf, inf)"]
     f = [format_number(e) for e in edges]
     labels = [f"(-inf, {f[0]})"]
     labels += [f"[{f[i - 1]}, {f[i]})" for i in range(1, len(f))]
@@ -173,8 +177,12 @@ class SliceSpec:
     * ``edges`` and ``quantiles`` belong to the column they follow; ``max_slices``, ``by`` and
       ``min_slice_size`` belong to the whole spec and may follow any column or the spec (after
       ``;``), once each.
+    * Slice values are :func:`canonical_value` forms, the same in every engine (``-0.0`` is
+      ``0``, ``5.0`` is ``5``, ``inf`` is ``"inf"``, decimals and timestamps are text); a column
+      mixing kinds of values (strings and numbers, booleans and numbers) raises ``TypeError``.
     * Filter values are text, compared with the column's values by type: ``7`` matches the int 7
-      and the float 7.0, ``true``/``false`` match booleans, ``null`` matches missing values. Rows
+      and the float 7.0, integer text is compared exactly (``9007199254740993`` is not
+      ``2**53``), ``true``/``false`` match booleans, ``null`` matches missing values. Rows
       whose value is not listed are in no slice of the spec (they still count in the overall slice).
     * Escape ``, ; : = | \\`` inside names and values with a backslash (``a\\,b``).
     * Bucket values are readable, sortable interval labels: ``"(-inf, 0)"``, ``"[0, 500)"``,
@@ -436,21 +444,96 @@ def parse_slices(specs: Iterable[Any] | str | None) -> tuple[SliceSpec, ...]:
 
 # --------------------------------------------------------------------------------------------
 # reading slice columns
-def native(v: Any) -> Any:
-    """A slice value as a plain JSON-able Python value (missing -> None)."""
+_INT64_RANGE = float(1 << 63)
+
+
+def _format_datetime64(v: np.datetime64) -> str:
+    """ISO 8601 text of a numpy datetime64, as :meth:`datetime.datetime.isoformat` writes it:
+    ``2020-01-01T12:30:00``, fractions only when not zero (6 digits, or 9 below a microsecond);
+    date units (``D`` and coarser) as ``2020-01-01``."""
+    unit = np.datetime_data(v.dtype)[0]
+    if unit in ("Y", "M", "W", "D"):
+        return str(np.datetime_as_string(v.astype("datetime64[D]"), unit="D"))
+    whole = v.astype("datetime64[s]")
+    if whole > v:  # astype truncates towards zero before 1970: floor instead
+        whole = whole - np.timedelta64(1, "s")
+    text = str(np.datetime_as_string(whole, unit="s"))
+    ns = int((v - whole).astype("timedelta64[ns]").astype(np.int64))
+    if ns == 0:
+        return text
+    return text + (f".{ns // 1000:06d}" if ns % 1000 == 0 else f".{ns:09d}")
+
+
+def _format_datetime(v: datetime.datetime) -> str:
+    """ISO 8601 text of a datetime (or pandas Timestamp); time-zone-aware values in UTC, without
+    the offset (as Arrow and numpy read them)."""
+    if v.tzinfo is not None and v.utcoffset() is not None:
+        v = v.astimezone(datetime.timezone.utc).replace(tzinfo=None)
+    return v.isoformat()
+
+
+def canonical_value(v: Any) -> Any:
+    """The one form of a slice value that every engine gives and JSON writes exactly.
+
+    * missing (None, NaN of any float or Decimal type, NaT) -> None;
+    * booleans -> bool; integers -> int;
+    * floats: ``-0.0`` -> ``0``; whole floats of magnitude below 2**63 -> int (so ``5`` and
+      ``5.0``, equal values, are one slice with one JSON text); ``+-inf`` -> the strings
+      ``"inf"`` / ``"-inf"`` (JSON has no infinity); other floats unchanged;
+    * str unchanged (NUL characters kept); bytes -> their UTF-8 text;
+    * ``Decimal`` -> its plain text with its own scale (``Decimal("1.50")`` -> ``"1.50"``, as
+      Spark casts decimals to text);
+    * timestamps (``datetime``, pandas ``Timestamp``, ``np.datetime64``) -> ISO 8601 text
+      ``2020-01-01T12:30:00`` (fractions only when not zero; time-zone-aware values in UTC);
+      dates ``2020-01-01``; times ``12:30:00``; durations their ``str``.
+
+    Raises:
+        ValueError: bytes that are not UTF-8 text.
+        TypeError: a value of another type (lists, dicts, arbitrary objects).
+    """
     if v is None:
         return None
-    if isinstance(v, np.datetime64):  # any unit, incl. ns (whose .item() is an int)
-        return None if np.isnat(v) else str(np.datetime_as_string(v))
+    if isinstance(v, np.datetime64):
+        return None if np.isnat(v) else _format_datetime64(v)
+    if isinstance(v, np.timedelta64):
+        return None if np.isnat(v) else str(v)
     if isinstance(v, np.generic):
         v = v.item()
-    if isinstance(v, float) and v != v:
-        return None
-    if isinstance(v, bytes):
-        return v.decode("utf-8", "replace")
-    if isinstance(v, (datetime.date, datetime.time)):  # date, datetime, pandas Timestamp
+    if isinstance(v, bool):
+        return v
+    if isinstance(v, int):
+        return int(v)
+    if isinstance(v, float):
+        if v != v:
+            return None
+        if math.isinf(v):
+            return "inf" if v > 0 else "-inf"
+        if v.is_integer() and abs(v) < _INT64_RANGE:
+            return int(v)
+        return float(v)
+    if isinstance(v, str):
+        return str(v)
+    if isinstance(v, (bytes, bytearray, memoryview)):
+        return bytes(v).decode("utf-8")  # strict: distinct bytes stay distinct text
+    if isinstance(v, decimal.Decimal):
+        if v.is_nan():
+            return None
+        if v.is_infinite():
+            return "inf" if v > 0 else "-inf"
+        return format(v.copy_abs() if v.is_zero() else v, "f")
+    if isinstance(v, datetime.datetime):  # incl. pandas Timestamp (NaT is not a datetime)
+        return _format_datetime(v)
+    if isinstance(v, (datetime.date, datetime.time)):
         return v.isoformat()
-    return v
+    if isinstance(v, datetime.timedelta):
+        return str(v)
+    if v.__class__.__name__ in ("NaTType", "NAType"):  # pandas missing values
+        return None
+    raise TypeError(f"unsupported slice value type {type(v).__name__}")
+
+
+#: The earlier name of :func:`canonical_value`.
+native = canonical_value
 
 
 class ListColumn:
@@ -515,15 +598,12 @@ class CodedColumn:
 
 
 def _arrow_coded(values: Any) -> CodedColumn | None:
-    """A plain Arrow string column as a :class:`CodedColumn` (None for any other type, or for
-    values ending in NUL, which numpy's unicode arrays in :func:`_encode_column` would strip)."""
+    """A plain Arrow string column as a :class:`CodedColumn` (None for any other type)."""
     if str(values.type) not in ("string", "large_string"):
         return None
     arr = values.combine_chunks() if hasattr(values, "combine_chunks") else values
     enc = arr.dictionary_encode()
     dictionary = enc.dictionary.to_pylist()
-    if any(v.endswith("\x00") for v in dictionary):
-        return None
     m = len(dictionary)
     order = sorted(range(m), key=dictionary.__getitem__)
     rank = np.empty(m + 1, dtype=np.int64)
@@ -540,7 +620,7 @@ def _arrow_coded(values: Any) -> CodedColumn | None:
 def _coded_strings(values: list | tuple) -> CodedColumn | None:
     """A non-empty Python list of strings (and None for missing values), as from row dicts, as a
     :class:`CodedColumn`: one dict of the distinct values instead of numpy unicode arrays and a
-    sort. None for anything else (numbers, lists, unhashable or NUL-ending values)."""
+    sort. None for anything else (numbers, lists, unhashable values)."""
     if not values:
         return None
     try:
@@ -548,7 +628,7 @@ def _coded_strings(values: list | tuple) -> CodedColumn | None:
     except TypeError:  # unhashable: list-valued rows
         return None
     strings = [v for v in distinct if type(v) is str]
-    if len(strings) + (None in distinct) != len(distinct) or any(v.endswith("\x00") for v in strings):
+    if len(strings) + (None in distinct) != len(distinct):
         return None
     uniques: list[Any] = sorted(strings)
     if None in distinct:
@@ -560,9 +640,17 @@ def _coded_strings(values: list | tuple) -> CodedColumn | None:
 _LISTLIKE = (list, tuple, np.ndarray, set, frozenset)
 
 
-def _explode(seq: Sequence[Any], name: str) -> ListColumn:
-    from core._inputs import as_array
+def _objects(values: Sequence[Any]) -> np.ndarray:
+    """A 1-D object array of exactly these Python values (no numpy type inference, which would
+    turn ``[True, 2]`` into ints, ``[2**53 + 1, 0.5]`` into floats, or nested lists into a 2-D
+    array)."""
+    arr = np.empty(len(values), dtype=object)
+    for i, v in enumerate(values):
+        arr[i] = v
+    return arr
 
+
+def _explode(seq: Sequence[Any], name: str) -> ListColumn:
     rows: list[int] = []
     vals: list[Any] = []
     for i, v in enumerate(seq):
@@ -577,17 +665,17 @@ def _explode(seq: Sequence[Any], name: str) -> ListColumn:
             v = None
         rows.append(i)
         vals.append(v)
-    arr = as_array(vals, name) if vals else np.zeros(0, dtype=object)
-    return ListColumn(np.asarray(rows, dtype=np.int64), arr, len(seq))
+    return ListColumn(np.asarray(rows, dtype=np.int64), _objects(vals), len(seq))
 
 
-def read_slice_column(values: Any, name: str) -> "np.ndarray | ListColumn | CodedColumn":
+def read_slice_column(values: Any, name: str, row_offset: int = 0) -> "np.ndarray | ListColumn | CodedColumn":
     """One slice column of a batch as a 1-D numpy array, or a :class:`ListColumn` when its rows
     hold lists (Arrow list columns; Python lists, tuples, sets or arrays; 2-D numpy arrays), or a
     :class:`CodedColumn` for an Arrow string column or a Python list of strings (and None).
 
     Raises:
-        TypeError: the column is not array-like.
+        TypeError: the column is not array-like, or its lists hold lists (the message names the
+            column, the value and its row, counted from ``row_offset``).
     """
     from core._inputs import as_array
 
@@ -597,6 +685,12 @@ def read_slice_column(values: Any, name: str) -> "np.ndarray | ListColumn | Code
             arr = values.combine_chunks() if hasattr(values, "combine_chunks") else values
             n = len(arr)
             parents = np.asarray(arr.value_parent_indices().to_numpy(zero_copy_only=False), dtype=np.int64)
+            if str(arr.type.value_type).startswith(("list<", "large_list<", "fixed_size_list<", "struct<", "map<")):
+                i = int(parents[0]) if parents.size else 0
+                raise TypeError(
+                    f"slice column {name!r}: row {row_offset + i} holds the nested value {arr[i].as_py()!r}; a list-valued "
+                    "slice column must hold lists of scalars"
+                )
             flat = as_array(arr.flatten(), name)
             lengths = np.bincount(parents, minlength=n)
             empty = np.flatnonzero(lengths == 0)
@@ -615,9 +709,16 @@ def read_slice_column(values: Any, name: str) -> "np.ndarray | ListColumn | Code
         coded = _coded_strings(values)
         if coded is not None:
             return coded
-        if any(isinstance(v, _LISTLIKE) for v in values):
+        types = set(map(type, values))
+        if any(issubclass(t, _LISTLIKE) for t in types):
             return _explode(values, name)
-        return as_array(values, name)
+        exact = {frozenset([int]): np.int64, frozenset([float]): np.float64, frozenset([bool]): np.bool_}.get(frozenset(types))
+        if exact is not None:  # one plain type: a typed array at once
+            try:
+                return np.array(values, dtype=exact)
+            except OverflowError:  # ints beyond int64: exact Python ints
+                pass
+        return np.array(values, dtype=object)  # typed by _encode_column, after checking every value's type
     if isinstance(values, np.ndarray) and values.ndim == 2:
         return _explode(list(values), name)
     arr = as_array(values, name)
@@ -628,33 +729,157 @@ def read_slice_column(values: Any, name: str) -> "np.ndarray | ListColumn | Code
 
 # --------------------------------------------------------------------------------------------
 # encoding one column of a batch
-def _encode_column(values: np.ndarray, column: str) -> tuple[np.ndarray, list[Any]]:
-    """Codes (n,) int64 into ``uniques``; missing values get the code ``len(uniques) - 1`` with
-    value None (only when present)."""
+def _kind_of(t: type) -> str | None:
+    """The kind of slice value of a Python type: values of different kinds never share a
+    column (``True == 1`` and ``"5"`` vs ``5`` would otherwise merge or be ambiguous)."""
+    if issubclass(t, (bool, np.bool_)):
+        return "boolean"
+    if issubclass(t, (int, float, np.integer, np.floating)):
+        return "number"
+    if issubclass(t, str):
+        return "string"
+    if issubclass(t, (bytes, bytearray)):
+        return "bytes"
+    if issubclass(t, decimal.Decimal):
+        return "decimal"
+    if issubclass(t, (datetime.datetime, np.datetime64)):
+        return "timestamp"
+    if issubclass(t, datetime.date):
+        return "date"
+    if issubclass(t, datetime.time):
+        return "time"
+    if issubclass(t, (datetime.timedelta, np.timedelta64)):
+        return "duration"
+    return None
+
+
+def _row(i: int, row_of_value: np.ndarray | None, row_offset: int) -> int:
+    return row_offset + (int(row_of_value[i]) if row_of_value is not None else int(i))
+
+
+def _check_kinds(present: np.ndarray, where: np.ndarray | None, column: str, row_of_value: np.ndarray | None, row_offset: int) -> str:
+    """The one kind of every value of an object column (all of them are checked).
+
+    Raises:
+        TypeError: a value of an unsupported type, or values of different kinds (the message
+            names the column, both values and their rows).
+    """
+    kinds = {t: _kind_of(t) for t in set(map(type, present))}
+    row = lambda j: _row(int(where[j]) if where is not None else j, row_of_value, row_offset)  # noqa: E731
+    if None in kinds.values():
+        j = next(j for j, v in enumerate(present) if kinds[type(v)] is None)
+        raise TypeError(
+            f"slice column {column!r}: value {present[j]!r} at row {row(j)} has type {type(present[j]).__name__}; "
+            "slice values must be strings, numbers, booleans, bytes, decimals, dates or timestamps"
+        )
+    if len(set(kinds.values())) > 1:
+        first = kinds[type(present[0])]
+        j = next(j for j, v in enumerate(present) if kinds[type(v)] != first)
+        names = sorted({t.__name__ for t in kinds})
+        raise TypeError(
+            f"slice column {column!r} mixes value types {names}: {present[0]!r} at row {row(0)} and {present[j]!r} "
+            f"at row {row(j)}; convert it to one type"
+        )
+    return next(iter(kinds.values()))
+
+
+def _code_texts(present: Any) -> tuple[np.ndarray, list[str]]:
+    """Codes into the sorted distinct strings of a sequence of ``str``."""
+    distinct = dict.fromkeys(present)
+    uniques = sorted(distinct)
+    pos = {v: i for i, v in enumerate(uniques)}
+    return np.fromiter(map(pos.__getitem__, present), dtype=np.int64, count=len(present)), [str(u) for u in uniques]
+
+
+def _decode_bytes(uniq: Sequence[Any], present: np.ndarray, where: np.ndarray | None, column: str, row_of_value: np.ndarray | None, row_offset: int) -> list[str]:
+    out = []
+    for u in uniq:
+        try:
+            out.append(bytes(u).decode("utf-8"))
+        except UnicodeDecodeError:
+            j = int(np.flatnonzero(present == u)[0]) if present.dtype != object else next(j for j, v in enumerate(present) if v == u)
+            row = _row(int(where[j]) if where is not None else j, row_of_value, row_offset)
+            raise ValueError(
+                f"slice column {column!r}: value {bytes(u)!r} at row {row} is not UTF-8 text (distinct bytes must stay "
+                "distinct slices); decode or hex-encode the column first"
+            ) from None
+    return out
+
+
+def _encode_column(values: np.ndarray, column: str, row_of_value: np.ndarray | None = None, row_offset: int = 0) -> tuple[np.ndarray, list[Any]]:
+    """Codes (n,) int64 into ``uniques``, the distinct values in their :func:`canonical_value`
+    form (sorted); missing values get the code ``len(uniques) - 1`` with value None (only when
+    present).
+
+    Args:
+        values: (n,) values of one slice column.
+        column: its name (for messages).
+        row_of_value: (n,) row of each value (list columns), or None when value ``i`` is row ``i``.
+        row_offset: position of the batch's first row in the input (for messages).
+
+    Raises:
+        TypeError: values of different kinds (e.g. strings and numbers, booleans and numbers) or
+            of an unsupported type, naming the column, the values and their rows.
+        ValueError: bytes that are not UTF-8 text.
+    """
     n = values.shape[0]
-    if values.dtype.kind == "f":
+    kind = values.dtype.kind
+    if kind == "f":
         missing = np.isnan(values)
-    elif values.dtype == object:
+    elif kind in "Mm":
+        missing = np.isnat(values)
+    elif kind == "O":
         missing = np.equal(values, None) | (values != values)
-    else:
+    elif kind in "iubUS":
         missing = np.zeros(n, dtype=bool)
-    present = values[~missing] if missing.any() else values
-    if present.dtype == object:
-        kinds = {type(v) for v in present[:1000]}
-        if all(issubclass(k, str) for k in kinds):
-            present = present.astype(str)  # vectorised unique on fixed-width unicode
-    try:
-        uniq, inv = np.unique(present, return_inverse=True)
-    except TypeError:
-        kinds = sorted({type(v).__name__ for v in present})
-        raise TypeError(f"slice column {column!r} mixes value types {kinds}; convert it to one type") from None
-    uniques = uniq.tolist() if uniq.dtype.kind in "Uiufb" else [native(u) for u in uniq]  # tolist: plain Python values
+    else:
+        raise TypeError(f"slice column {column!r} has numpy dtype {values.dtype}, which is not a slice value type")
+    where = np.flatnonzero(~missing) if missing.any() else None
+    present = values[where] if where is not None else values
+    if kind == "O" and present.size:
+        k = _check_kinds(present, where, column, row_of_value, row_offset)
+        if k == "string":
+            inv, uniques = _code_texts(present.tolist())
+            return _with_missing(n, missing, inv, uniques)
+        if k in ("decimal", "timestamp", "date", "time", "duration"):  # sliced by their canonical text
+            inv, uniques = _code_texts([canonical_value(v) for v in present])
+            return _with_missing(n, missing, inv, uniques)
+        if k == "boolean":
+            present = present.astype(bool)
+        elif k == "number":
+            types = set(map(type, present))
+            if all(issubclass(t, (float, np.floating)) for t in types):
+                present = present.astype(np.float64)
+            elif all(issubclass(t, (int, np.signedinteger)) for t in types):  # (unsigned numpy ints could wrap)
+                try:
+                    present = present.astype(np.int64)
+                except OverflowError:  # beyond int64: exact Python ints
+                    pass
+    uniq, inv = np.unique(present, return_inverse=True)
+    if uniq.dtype.kind in "iub":
+        uniques = uniq.tolist()
+    elif uniq.dtype.kind == "U":
+        uniques = [str(u) for u in uniq.tolist()]
+    elif uniq.dtype.kind == "S" or (uniq.size and isinstance(uniq[0], (bytes, bytearray))):
+        uniques = _decode_bytes(uniq.tolist(), present, where, column, row_of_value, row_offset)
+    elif uniq.dtype.kind == "f":  # -0.0 -> 0, whole -> int, inf -> "inf": only those go through Python
+        uniques = uniq.tolist()
+        with np.errstate(invalid="ignore"):
+            special = ~np.isfinite(uniq) | ((uniq == np.trunc(uniq)) & (np.abs(uniq) < _INT64_RANGE))
+        for i in np.flatnonzero(special).tolist():
+            uniques[i] = canonical_value(uniques[i])
+    else:  # mixed ints and floats, big ints, datetime64, timedelta64
+        uniques = [canonical_value(u) for u in uniq]
+    return _with_missing(n, missing, inv.reshape(-1), uniques)
+
+
+def _with_missing(n: int, missing: np.ndarray, inv: np.ndarray, uniques: list[Any]) -> tuple[np.ndarray, list[Any]]:
     if missing.any():
         codes = np.full(n, len(uniques), dtype=np.int64)
-        codes[~missing] = inv.reshape(-1)
+        codes[~missing] = inv
         uniques.append(None)
     else:
-        codes = inv.reshape(-1).astype(np.int64, copy=False)
+        codes = inv.astype(np.int64, copy=False)
     return codes, uniques
 
 
@@ -694,20 +919,29 @@ def _bucket_column(x: np.ndarray, edges: Sequence[float]) -> tuple[np.ndarray, l
 
 
 def _coerce(text: str, like: Any) -> Any:
-    """Filter text converted to the type of the data value ``like`` (None when impossible)."""
-    try:
-        if isinstance(like, bool):
-            t = text.strip().lower()
-            return True if t in ("true", "1") else False if t in ("false", "0") else None
-        if isinstance(like, (int, float)):
-            return float(text)
-    except ValueError:
-        return None
+    """Filter text converted to the type of the data value ``like`` (None when impossible):
+    integer text to an exact int (``9007199254740993`` stays itself, not the float 2**53), other
+    number text to a float (``7.0`` matches 7), ``true``/``false`` for booleans."""
+    t = text.strip()
+    if isinstance(like, bool):
+        t = t.lower()
+        return True if t in ("true", "1") else False if t in ("false", "0") else None
+    if isinstance(like, (int, float)):
+        try:
+            return int(t)
+        except ValueError:
+            pass
+        try:
+            return canonical_value(float(t))
+        except ValueError:
+            return None
     return None
 
 
 def _filter_mask(uniques: Sequence[Any], allowed: Sequence[Any]) -> np.ndarray:
-    """Which of a column's distinct values a filter allows (see :class:`SliceSpec`)."""
+    """Which of a column's distinct (canonical) values a filter allows (see :class:`SliceSpec`);
+    allowed values that are not text are compared in their :func:`canonical_value` form."""
+    allowed = [a if isinstance(a, str) or a is None else canonical_value(a) for a in allowed]
     out = np.zeros(len(uniques), dtype=bool)
     for i, v in enumerate(uniques):
         for a in allowed:
@@ -826,6 +1060,8 @@ class Assignment:
         """
         k = len(self.keys)
         codes = self.codes
+        if k == 0:  # no row of the batch is in a slice of the spec (e.g. a filter matched none)
+            return [], np.zeros(0, dtype=np.int64)
         if self.rows is None:
             skipped = np.zeros(k, dtype=np.int64)
             if invalid is not None and invalid.any():
@@ -917,7 +1153,7 @@ def assign_slices(
         if e is not None:
             c, uniq = _bucket_column(numeric_values(np.asarray(values), col, r, row_offset), e)
         else:
-            c, uniq = (values.codes, values.uniques) if isinstance(values, CodedColumn) else _encode_column(values, col)
+            c, uniq = (values.codes, values.uniques) if isinstance(values, CodedColumn) else _encode_column(values, col, r, row_offset)
         allowed = spec.filter_of(col)
         if allowed is not None:
             keep = _filter_mask(uniq, allowed)[c]
@@ -1012,6 +1248,8 @@ def _value_order(v: Any) -> tuple:
     iv = parse_bucket_label(v)
     if iv is not None:
         return (0, " interval", iv)
+    if isinstance(v, (int, float)) and not isinstance(v, bool):  # ints and floats in one numeric order
+        return (0, "number", v)
     return (0, type(v).__name__, v)
 
 

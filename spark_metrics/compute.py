@@ -109,7 +109,9 @@ def _prepare_columns(df: "DataFrame", evaluation: Evaluation) -> list:
 
     Value columns (label, score(s), prediction, weight, measure ...) must be numeric or boolean,
     or arrays of them; decimals are cast to double. Columns used only for slicing may have any
-    atomic type; dates, timestamps, decimals and intervals are sliced by their string form.
+    atomic type; dates, timestamps and decimals reach core as Arrow values and are sliced by
+    core's text of them (:func:`core.slicing.canonical_value`, the same in every engine);
+    intervals by Spark's string form.
 
     Raises:
         ValueError: a column is missing (named, with the available columns listed).
@@ -145,11 +147,10 @@ def _prepare_columns(df: "DataFrame", evaluation: Evaluation) -> list:
                 )
             if _has_decimal(dt):
                 col = col.cast(_decimal_to_double(dt))
-        elif isinstance(dt, T.DecimalType) or (
-            isinstance(dt, T.AtomicType)
-            and not isinstance(dt, (T.StringType, T.BooleanType, T.BinaryType, T.IntegralType, T.FractionalType))
+        elif isinstance(dt, T.AtomicType) and not isinstance(
+            dt, (T.StringType, T.BooleanType, T.BinaryType, T.IntegralType, T.FractionalType, T.DateType, T.TimestampType, T.TimestampNTZType)
         ):
-            col = col.cast("string")  # dates, timestamps, decimals, intervals: slice by their text
+            col = col.cast("string")  # intervals and other atomic types: slice by their text
         elif isinstance(dt, T.ArrayType) and isinstance(
             dt.elementType, (T.StringType, T.BooleanType, T.BinaryType, T.IntegralType, T.FractionalType, T.NullType)
         ):
@@ -261,9 +262,11 @@ def compute_metrics(
             * label: numeric or boolean; 0/1 (binary) or integers in [0, K) (multiclass).
             * score (binary tasks): numeric, finite; or prediction: numeric, 0/1 or [0, K).
             * weight (optional): numeric, finite, >= 0.
-            * slice columns: string, integer, floating, boolean or binary (dates, timestamps
-              and decimals are sliced by their string form); null/NaN is its own slice value
-              (``null`` in ``slice_key``).
+            * slice columns: string, integer, floating, boolean, binary (UTF-8 text), decimal,
+              date or timestamp, sliced by core's canonical values
+              (:func:`core.slicing.canonical_value`: ``-0.0`` is ``0``, decimals and timestamps
+              their text as in every engine); null/NaN is its own slice value (``null`` in
+              ``slice_key``).
 
             Value columns may also be arrays of numbers where the evaluation expects vectors
             (e.g. per-class scores); decimal value columns are cast to double. Any other type
