@@ -194,18 +194,20 @@ def _divide(
 
 
 def nanaverage(values: np.ndarray, weights: np.ndarray | None = None) -> float:
-    """Average ignoring NaN entries; NaN if all are NaN or there are none; if the remaining
-    weights sum to zero, the unweighted mean (scikit-learn's ``_nanaverage``)."""
+    """Average ignoring NaN entries, computed exactly as scikit-learn's ``_nanaverage`` (so the
+    value is bit-identical to it): ``np.nanmean`` unweighted, ``np.average`` over the non-NaN
+    entries weighted (its multiply-then-sum, not a dot product, which rounds differently), the
+    unweighted mean when the remaining weights sum to zero; NaN if all are NaN or there are none."""
     values = np.asarray(values, dtype=np.float64)
     keep = ~np.isnan(values)
     if not keep.any():
         return float("nan")
     if weights is None:
-        return float(values[keep].mean())
-    w = np.asarray(weights, dtype=np.float64)[keep]
+        return float(np.nanmean(values))
+    w = np.asarray(weights)[keep]
     if w.sum() == 0:
-        return float(values[keep].mean())
-    return float(np.dot(values[keep], w) / w.sum())
+        return float(np.average(values[keep]))
+    return float(np.average(values[keep], weights=w))
 
 
 @dataclass(frozen=True)
