@@ -24,6 +24,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from core._inputs import Batch
+from core.limits import MAX_N_BINS, check_at_most
 from core.metrics import Metric, record_undefined
 from core.states import State
 
@@ -268,6 +269,7 @@ class _Calibration(Metric):
         b = self.p["n_bins"]
         if isinstance(b, bool) or not isinstance(b, int) or b < 1:
             raise ValueError(f"metric {self.name!r}: n_bins must be an integer >= 1, got {b!r}")
+        check_at_most(b, MAX_N_BINS, "n_bins", f"metric {self.name!r}")
 
     def requires(self) -> list[tuple[type[State], Any]]:
         return [(CalibrationBinsState, self.p["n_bins"])]

@@ -25,6 +25,7 @@ from typing import Any, ClassVar, Iterator
 
 import numpy as np
 
+from core.limits import MAX_BETA, MAX_NUM_CLASSES, check_at_most
 from core.states import (
     BinaryConfusionLayout,
     BinaryConfusionState,
@@ -113,6 +114,7 @@ class Task:
             n = self.num_classes
             if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
                 raise ValueError(f"a multilabel task needs num_classes (the number of labels L) >= 1, got {n!r}")
+        check_at_most(self.num_classes, MAX_NUM_CLASSES, "num_classes", "task")
         object.__setattr__(self, "num_classes", int(self.num_classes))
         object.__setattr__(self, "kind", kind)
         BinaryConfusionLayout((float(self.threshold),), self.threshold_rule)  # validates both
@@ -609,6 +611,8 @@ class FBeta(_PRF):
         b = float(self.p["beta"])
         if not (b >= 0) or math.isnan(b):
             raise ValueError(f"metric 'fbeta': beta must be >= 0, got {self.p['beta']!r}")
+        if not math.isinf(b):  # beta**2 (and its products with weight sums) must stay finite
+            check_at_most(b, MAX_BETA, "a finite beta", "metric 'fbeta'")
         self.p["beta"] = b
 
     def beta(self) -> float:

@@ -19,6 +19,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from core._inputs import Batch
+from core.limits import MAX_THRESHOLDS, check_at_most
 
 STATE_KINDS: dict[str, type["State"]] = {}
 
@@ -278,6 +279,7 @@ class BinaryConfusionLayout:
         t = tuple(float(x) for x in self.thresholds)
         if not t:
             raise ValueError("thresholds: at least one threshold is needed")
+        check_at_most(len(t), MAX_THRESHOLDS, "the number of distinct thresholds")
         if any(not np.isfinite(x) for x in t):
             raise ValueError(f"thresholds must be finite, got {t}")
         if list(t) != sorted(set(t)):

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from core._inputs import Batch
+from core.limits import MAX_TOP_K, check_at_most
 from core.metrics import Metric, record_undefined
 from core.states import ConfusionMatrixLayout, State, _weighted_count
 
@@ -93,6 +94,7 @@ class TopKAccuracy(Metric):
                 continue
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ValueError(f"metric {self.name!r}: {name} must be an integer >= 1, got {v!r}")
+            check_at_most(v, MAX_TOP_K, name, f"metric {self.name!r}")
         if self.p["max_k"] is not None and self.p["max_k"] < self.p["k"]:
             raise ValueError(f"metric {self.name!r}: max_k ({self.p['max_k']}) must be >= k ({self.p['k']})")
 
