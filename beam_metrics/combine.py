@@ -99,14 +99,17 @@ def _is_column_of_lists(value: Any) -> bool:
     return _is_column(first) or isinstance(first, tuple)
 
 
-def row_list_columns(evaluation: Evaluation) -> frozenset:
+def row_list_columns(evaluation: Any) -> frozenset:
     """The value columns of ``evaluation`` whose value in a single row is always a list: its
     :attr:`~core.Evaluation.list_columns` except those where a row may hold a scalar (a binary
     score, which may also be two class probabilities, and multiclass labels or predictions
     without an explicit format, read as one label per row; give ``label_format="onehot"`` for
     one-hot row dicts)."""
     cols = set(getattr(evaluation, "list_columns", ()))
-    task = evaluation.plan.task
+    plan = getattr(evaluation, "plan", None)
+    if plan is None:  # a SliceProfiler (the counting pass) reads slice columns only
+        return frozenset(cols)
+    task = plan.task
     if task.kind == "binary" and isinstance(evaluation.score_col, str):
         cols.discard(evaluation.score_col)
     if task.kind == "multiclass":
