@@ -21,6 +21,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 MAX_N_BINS = 100_000
 MAX_TOP_K = 10_000
 MAX_NUM_CLASSES = 10_000
@@ -46,3 +48,44 @@ def check_at_most(value: Any, maximum: float, name: str, owner: str | None = Non
         prefix = f"{owner}: " if owner else ""
         shown = f"{maximum:g}" if isinstance(maximum, float) else str(maximum)
         raise ValueError(f"{prefix}{name} must be at most {shown}, got {value!r}")
+
+
+def check_count(value: Any, name: str, low: int, maximum: int, owner: str | None = None) -> int:
+    """``value`` as an int in ``[low, maximum]``: an int, numpy int or integer-valued float (a
+    decoded or hand-built layout); anything else (bool, NaN, inf, 1e400, strings) is a
+    ``ValueError`` naming ``name``, never an ``OverflowError``.
+
+    Example:
+        >>> check_count(3.0, "num_classes", 2, MAX_NUM_CLASSES)
+        3
+        >>> check_count(float("inf"), "num_classes", 2, MAX_NUM_CLASSES)
+        Traceback (most recent call last):
+        ...
+        ValueError: num_classes must be an integer >= 2, got inf
+    """
+    prefix = f"{owner}: " if owner else ""
+    if isinstance(value, (bool, np.bool_)):
+        integral = False
+    elif isinstance(value, (int, np.integer)):
+        integral = True
+    elif isinstance(value, (float, np.floating)):
+        integral = bool(np.isfinite(value)) and float(value).is_integer()
+    else:
+        integral = False
+    if not integral or value < low:
+        raise ValueError(f"{prefix}{name} must be an integer >= {low}, got {value!r}")
+    check_at_most(value, maximum, name, owner)
+    return int(value)
+
+
+def as_floats(values: Any, name: str) -> tuple[float, ...]:
+    """``values`` as a tuple of floats; a value that is not a number or beyond float64 (an int
+    like ``10**400``) is a ``ValueError`` naming ``name``, never an ``OverflowError``."""
+    out = []
+    for v in values:
+        try:
+            out.append(float(v))
+        except (OverflowError, TypeError, ValueError):
+            shown = repr(v) if len(repr(v)) <= 60 else repr(v)[:40] + f"... ({len(repr(v))} characters)"
+            raise ValueError(f"{name} must be numbers within the float64 range, got {shown}") from None
+    return tuple(out)

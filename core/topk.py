@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from core._inputs import Batch
-from core.limits import MAX_TOP_K, check_at_most
+from core.limits import MAX_TOP_K, check_at_most, check_count
 from core.metrics import Metric, record_undefined
 from core.states import ConfusionMatrixLayout, State, _weighted_count
 
@@ -31,10 +31,8 @@ class TopKLayout:
 
     def __post_init__(self) -> None:
         ConfusionMatrixLayout(self.num_classes)
-        if isinstance(self.max_k, bool) or int(self.max_k) != self.max_k or self.max_k < 1:
-            raise ValueError(f"max_k must be an integer >= 1, got {self.max_k!r}")
         object.__setattr__(self, "num_classes", int(self.num_classes))
-        object.__setattr__(self, "max_k", int(self.max_k))
+        object.__setattr__(self, "max_k", check_count(self.max_k, "max_k", 1, MAX_TOP_K))
 
 
 def true_class_rank(scores: np.ndarray, y: np.ndarray) -> np.ndarray:

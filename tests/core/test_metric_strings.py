@@ -338,3 +338,26 @@ def test_num_classes_and_thresholds_above_their_maximum_raise():
     with pytest.raises(ValueError, match=r"number of distinct thresholds must be at most 10000, got 10001"):
         BinaryConfusionLayout(tuple(np.linspace(0, 1, 10_001)))
     assert len(BinaryConfusionLayout(tuple(np.linspace(0, 1, 10_000))).thresholds) == 10_000
+
+
+@pytest.mark.parametrize(
+    "build, message",
+    [
+        ("ConfusionMatrixLayout(float('inf'))", "num_classes must be an integer >= 2, got inf"),
+        ("ConfusionMatrixLayout(10**30)", "num_classes must be at most 10000"),
+        ("BinaryConfusionLayout((10**400,))", "thresholds must be numbers within the float64 range"),
+        ("TopKLayout(3, float('nan'))", "max_k must be an integer >= 1, got nan"),
+        ("TopKLayout(3, 10**9)", "max_k must be at most 10000"),
+        ("CalibrationBinsLayout((10**12,))", "n_bins must be at most 100000"),
+        ("MultilabelLayout(float('inf'))", "num_labels must be an integer >= 1, got inf"),
+        ("MultilabelLayout(3, betas=(10**400,))", "betas must be numbers within the float64 range"),
+    ],
+)
+def test_crafted_layouts_raise_value_error_not_overflow_error(build, message):
+    from core.calibration import CalibrationBinsLayout  # noqa: F401
+    from core.multilabel import MultilabelLayout  # noqa: F401
+    from core.states import BinaryConfusionLayout, ConfusionMatrixLayout  # noqa: F401
+    from core.topk import TopKLayout  # noqa: F401
+
+    with pytest.raises(ValueError, match=re.escape(message)):
+        eval(build)
