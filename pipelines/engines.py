@@ -206,7 +206,9 @@ def read_spark(spark: Any, path: str, schema: io.InputSchema, columns: Sequence[
     headers: dict[tuple, list[str]] = {}
     for f in schema.files:
         headers.setdefault(tuple(io.csv_header(f)), []).append(f)
-    parts = [spark.read.csv(files, header=True, inferSchema=False, mode="FAILFAST").select(*exprs) for files in headers.values()]
+    # RFC 4180 quoting as pyarrow reads it ("" inside quotes is a quote); a malformed row fails, as in pyarrow
+    reader = spark.read.option("escape", '"')
+    parts = [reader.csv(files, header=True, inferSchema=False, mode="FAILFAST").select(*exprs) for files in headers.values()]
     out = parts[0]
     for part in parts[1:]:
         out = out.unionByName(part)

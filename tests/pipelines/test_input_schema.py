@@ -154,3 +154,15 @@ def test_parquet_files_with_incompatible_types_are_an_error_naming_both_files(tm
     pq.write_table(pa.table({"y": [0], "s": [0.2], "zip": ["02139"]}), d / "b.parquet")
     with pytest.raises(ValueError, match=r"column 'zip' has type int64 in '.*a\.parquet' but string in '.*b\.parquet'"):
         io.input_schema(str(d), None, ["y", "s", "zip"], ["y", "s"])
+
+
+def test_csv_quoted_values_are_the_same_slice_keys_on_every_engine(tmp_path):
+    d = _write(tmp_path / "quoted", "a.csv", 'y,s,zip\n1,0.9,"a ""quoted"" b"\n0,0.2,"x,y"\n1,0.8,""\n')
+    want = {
+        (): (3, 0, {"accuracy": 1.0, "tp": 2.0}),
+        (("zip", 'a "quoted" b'),): (1, 0, {"accuracy": 1.0, "tp": 1.0}),
+        (("zip", "x,y"),): (1, 0, {"accuracy": 1.0, "tp": 0.0}),
+        (("zip", None),): (1, 0, {"accuracy": 1.0, "tp": 1.0}),  # an empty quoted value is null, as Spark reads it
+    }
+    for engine in ALL:
+        assert _slices(engines.run(engine, _ev(), str(d))) == want, engine
