@@ -56,21 +56,67 @@ def _is_column(value: Any) -> bool:
     return False
 
 
-def is_column_batch(element: Mapping) -> bool:
+def is_column_batch(element: Mapping, list_columns: Iterable[str] = ()) -> bool:
     """Whether a dict element is a batch of columns rather than one row.
 
     A dict is a column batch iff it is non-empty and *every* value is column-like: a ``list``, a
     ``np.ndarray`` with ``ndim >= 1``, a ``pyarrow.Array`` / ``ChunkedArray`` or a
     ``pandas.Series``. Anything else (scalars, None, a mix of scalars and lists, an empty dict) is
-    one row.
+    one row. A column named in ``list_columns`` holds a list in every row (multiclass score
+    vectors, multilabel indicators, one-hot or map formats): for it, column-like means a column
+    *of lists* (a list or Series whose first item is a list or array, an array with ``ndim >= 2``,
+    a pyarrow list array, or an empty column), since a single row's value is already a list.
+    :class:`MetricsCombineFn` decides with this rule and its evaluation's list columns.
 
     Example:
         >>> is_column_batch({"label": [1, 0], "score": [0.9, 0.2]})
         True
         >>> is_column_batch({"label": 1, "score": 0.9, "tokens": ["a", "b"]})
         False
+        >>> is_column_batch({"labels": [0, 1, 1], "scores": [0.2, 0.9, 0.7]}, list_columns=["labels", "scores"])
+        False
+        >>> is_column_batch({"labels": [[0, 1, 1]], "scores": [[0.2, 0.9, 0.7]]}, list_columns=["labels", "scores"])
+        True
     """
-    return bool(element) and all(_is_column(v) for v in element.values())
+    if not element:
+        return False
+    lists = frozenset(list_columns)
+    return all(_is_column_of_lists(v) if k in lists else _is_column(v) for k, v in element.items())
+
+
+def _is_column_of_lists(value: Any) -> bool:
+    """A column whose rows are lists: see :func:`is_column_batch`."""
+    if not _is_column(value):
+        return False
+    if isinstance(value, np.ndarray):
+        return value.ndim >= 2 or value.size == 0 or (value.dtype == object and _is_column(value[0]))
+    t = getattr(value, "type", None)
+    if t is not None and hasattr(value, "null_count"):  # pyarrow
+        return "list" in str(t) or len(value) == 0
+    if len(value) == 0:
+        return True
+    first = value.iloc[0] if hasattr(value, "iloc") else value[0]
+    return _is_column(first) or isinstance(first, tuple)
+
+
+def row_list_columns(evaluation: Any) -> frozenset:
+    """The value columns of ``evaluation`` whose value in a single row is always a list: its
+    :attr:`~core.Evaluation.list_columns` except those where a row may hold a scalar (a binary
+    score, which may also be two class probabilities, and multiclass labels or predictions
+    without an explicit format, read as one label per row; give ``label_format="onehot"`` for
+    one-hot row dicts)."""
+    cols = set(getattr(evaluation, "list_columns", ()))
+    plan = getattr(evaluation, "plan", None)
+    if plan is None:  # a SliceProfiler (the counting pass) reads slice columns only
+        return frozenset(cols)
+    task = plan.task
+    if task.kind == "binary" and isinstance(evaluation.score_col, str):
+        cols.discard(evaluation.score_col)
+    if task.kind == "multiclass":
+        for role, col in (("target", evaluation.label_col), ("prediction", evaluation.prediction_col)):
+            if isinstance(col, str) and evaluation.formats.get(role) is None:
+                cols.discard(col)
+    return frozenset(cols)
 
 
 def _is_table(element: Any) -> bool:
@@ -239,24 +285,15 @@ class MetricsCombineFn(beam.CombineFn):
             a.buffer_start = a.rows
 
     def _is_batch(self, element: Mapping) -> bool:
-        """Row or column batch? Decided by a column whose row values are scalars (see
-        :func:`is_column_batch`); when every column present may hold lists in a row (multilabel
-        labels and predictions), a batch is the one whose values are lists of lists."""
-        list_cols = self._list_columns
-        probe = next((k for k in element if k not in list_cols), None)
-        if probe is not None:
-            # fast path for rows: a scalar value means "one row"
-            return not isinstance(element[probe], _SCALARS) and is_column_batch({k: v for k, v in element.items() if k not in list_cols})
-        v = next(iter(element.values()), None)
-        if isinstance(v, np.ndarray):
-            return v.ndim >= 2 or (v.dtype == object and v.size > 0 and _is_column(v[0]))
-        return _is_column(v) and len(v) > 0 and _is_column(v[0])
+        """Row or column batch: :func:`is_column_batch` with the columns whose every row holds a
+        list (:func:`row_list_columns`)."""
+        return is_column_batch(element, self._list_columns)
 
     @property
     def _list_columns(self) -> frozenset:
         cached = self.__dict__.get("_list_cols_cache")
         if cached is None:
-            cached = frozenset(getattr(self.evaluation, "list_columns", ()))
+            cached = row_list_columns(self.evaluation)
             self.__dict__["_list_cols_cache"] = cached
         return cached
 

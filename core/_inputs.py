@@ -8,6 +8,7 @@ With ``on_invalid="skip"`` the same checks return a boolean mask of the rows to 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 import numpy as np
@@ -79,27 +80,81 @@ def _missing_to_none(series: Any, arr: np.ndarray) -> np.ndarray:
     return arr
 
 
-def to_float(arr: np.ndarray, column: str, row_offset: int = 0) -> np.ndarray:
+def parse_numbers(flat: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Read a 1-D object array of numbers as float64, one value at a time.
+
+    ``None`` is NaN; bools, ints, floats, numpy numbers and :class:`decimal.Decimal` are
+    converted. Anything else is *not a number*, strings too (``"1"`` is text, not a label: text
+    files are converted by their reader, see ``pipelines.io``); an int too large for float64 is
+    *out of range*.
+
+    Returns:
+        ``(values, not_a_number, out_of_range)``: the (n,) floats (NaN where a value is bad) and
+        the two (n,) boolean masks of bad values.
+    """
+    n = flat.shape[0]
+    out = np.empty(n, dtype=np.float64)
+    nan_mask = np.zeros(n, dtype=bool)
+    big_mask = np.zeros(n, dtype=bool)
+    for i, v in enumerate(flat):
+        if v is None:
+            out[i] = np.nan
+            continue
+        try:
+            if isinstance(v, (bool, int, float, np.number, np.bool_, Decimal)):
+                out[i] = float(v)
+                continue
+        except OverflowError:
+            big_mask[i] = True
+        else:
+            nan_mask[i] = True
+        out[i] = np.nan
+    return out, nan_mask, big_mask
+
+
+def bad_number_message(column: Any, value: Any, row: int, out_of_range: bool, count: int, entry: Any = None) -> str:
+    """The message for a value that is not a number (or an int beyond float64), naming the
+    column, the value, its row (and entry, in matrices) and how many such values the batch has."""
+    shown = repr(value)
+    if len(shown) > 60:
+        shown = shown[:40] + f"... ({len(shown)} characters)"
+    where = f"row {row}" + ("" if entry is None else f", entry {entry}")
+    what = "is out of the float64 range" if out_of_range else "is not a number"
+    more = f" ({count} such values in this batch)" if count > 1 else ""
+    return f"column {column!r}: value {shown} at {where} {what}{more}"
+
+
+def to_float(arr: np.ndarray, column: str, row_offset: int = 0, checker: "_Checker | None" = None) -> np.ndarray:
     """Convert a column to float64, turning ``None`` into NaN.
 
+    Object and string columns are read with :func:`parse_numbers` (Decimals are converted;
+    strings are not numbers).
+
+    Args:
+        arr: the column.
+        column: its name, for messages.
+        row_offset: position of the batch's first row in the whole input, for messages.
+        checker: with a skip-mode :class:`_Checker`, bad values are flagged as invalid rows (and
+            become NaN) instead of raising.
+
     Raises:
-        TypeError: a value is not a number (e.g. a string), naming column, value and row.
+        TypeError: a value is not a number (e.g. a string), naming the column, the first such
+            value and its row (unless ``checker`` skips the row).
+        ValueError: an integer too large for float64, likewise.
     """
     if arr.dtype.kind in "fiub":
         return arr.astype(np.float64, copy=False)
-    if arr.dtype.kind in "US":  # numpy strings: name the first bad value and its row, as for objects
-        arr = arr.astype(object)
-    if arr.dtype == object:
-        out = np.empty(arr.shape[0], dtype=np.float64)
-        for i, v in enumerate(arr):  # only for object columns (lists with None, strings)
-            if v is None:
-                out[i] = np.nan
-            elif isinstance(v, (bool, int, float, np.number, np.bool_)):
-                out[i] = float(v)
+    if arr.dtype.kind in "USM" or arr.dtype == object:
+        flat = arr.astype(object) if arr.dtype != object else arr
+        out, nan_mask, big_mask = parse_numbers(flat)
+        bad = nan_mask | big_mask
+        if bad.any():
+            if checker is not None and checker.skip:
+                checker.invalid |= bad
             else:
-                raise TypeError(
-                    f"column {column!r}: value {v!r} at row {row_offset + i} is not a number"
-                )
+                i = int(np.flatnonzero(bad)[0])
+                msg = bad_number_message(column, flat[i], row_offset + i, bool(big_mask[i]), int(bad.sum()))
+                raise (ValueError if big_mask[i] else TypeError)(msg)
         return out
     bad = arr[0] if arr.shape[0] else arr.dtype
     raise TypeError(f"column {column!r}: expected numbers, got dtype {arr.dtype} (e.g. {bad!r})")
@@ -237,7 +292,7 @@ def _labels(arr: np.ndarray, column: str, num_classes: int, chk: _Checker, kind:
     fast = _valid_labels(arr, num_classes)
     if fast is not None:
         return fast
-    vals = to_float(arr, column, chk.row_offset)
+    vals = to_float(arr, column, chk.row_offset, chk)
     with np.errstate(invalid="ignore"):
         bad = ~np.isfinite(vals) | (vals != np.floor(vals)) | (vals < 0) | (vals >= num_classes)
     what = (
@@ -328,13 +383,13 @@ def make_batch(
     yt_i = _labels(yt, n_true, num_classes, chk, "labels")
     ys_f = yp_i = w_f = None
     if ys is not None:
-        ys_f = to_float(ys, n_score, row_offset)
+        ys_f = to_float(ys, n_score, row_offset, chk)
         if not _all_finite(ys_f):
             chk.check(~np.isfinite(ys_f), ys_f, n_score, "scores must be finite (no NaN or inf)")
     if yp is not None:
         yp_i = _labels(yp, n_pred, num_classes, chk, "predictions")
     if w is not None:
-        w_f = to_float(w, n_weight, row_offset)
+        w_f = to_float(w, n_weight, row_offset, chk)
         if not (w_f.shape[0] == 0 or (w_f.min() >= 0 and _all_finite(w_f))):  # min() is NaN if any is
             with np.errstate(invalid="ignore"):
                 bad = ~np.isfinite(w_f) | (w_f < 0)

@@ -24,6 +24,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from core._inputs import Batch
+from core.limits import MAX_N_BINS, check_at_most, check_count
 from core.metrics import Metric, record_undefined
 from core.states import State
 
@@ -119,8 +120,8 @@ class CalibrationBinsLayout:
     bins: tuple[int, ...] = (10,)
 
     def __post_init__(self) -> None:
-        b = tuple(int(x) for x in self.bins)
-        if not b or any(x < 1 for x in b) or list(b) != sorted(set(b)):
+        b = tuple(check_count(x, "n_bins", 1, MAX_N_BINS) for x in self.bins)
+        if not b or list(b) != sorted(set(b)):
             raise ValueError(f"bins must be sorted distinct integers >= 1, got {self.bins!r}")
         object.__setattr__(self, "bins", b)
 
@@ -268,6 +269,7 @@ class _Calibration(Metric):
         b = self.p["n_bins"]
         if isinstance(b, bool) or not isinstance(b, int) or b < 1:
             raise ValueError(f"metric {self.name!r}: n_bins must be an integer >= 1, got {b!r}")
+        check_at_most(b, MAX_N_BINS, "n_bins", f"metric {self.name!r}")
 
     def requires(self) -> list[tuple[type[State], Any]]:
         return [(CalibrationBinsState, self.p["n_bins"])]

@@ -45,7 +45,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from core._inputs import ON_INVALID, Batch, _Checker, as_array, to_float
+from core._inputs import ON_INVALID, Batch, _Checker, as_array, bad_number_message, parse_numbers, to_float
 
 ROLES = ("target", "prediction", "score", "measure")
 
@@ -183,18 +183,29 @@ def _arrow_nd(arr: Any, column: str) -> np.ndarray:
     return values.reshape(shape)
 
 
-def _stack_objects(arr: Any, column: str) -> np.ndarray:
+#: Deepest nesting of per-row lists the formats read: (N, K, H, W) score maps are 3 levels per row.
+MAX_ROW_DEPTH = 3
+
+
+def _stack_objects(arr: Any, column: str, depth: int = 1) -> np.ndarray:
     """Stack a sequence (or object array) of per-row lists/arrays into an N-D array (equal
-    lengths required)."""
+    lengths required; at most :data:`MAX_ROW_DEPTH` levels of lists inside a row)."""
     rows = []
     first_shape = None
     for i, v in enumerate(arr):
         if v is None or (isinstance(v, float) and v != v):
             raise ValueError(f"column {column!r}: missing value at row {i}")
         if isinstance(v, (list, tuple)) and any(isinstance(x, (list, tuple, np.ndarray)) for x in v):
-            a = _stack_objects(v, column)
+            if depth >= MAX_ROW_DEPTH:
+                raise ValueError(
+                    f"column {column!r}: row {i} nests lists more than {MAX_ROW_DEPTH} levels deep; "
+                    "the input formats read at most (N, K, H, W) arrays"
+                )
+            a = _stack_objects(v, column, depth + 1)
         else:
             a = np.asarray(v)
+            if a.dtype.kind in "US" or (a.dtype == object and a.ndim > 0):
+                a = np.asarray(v, dtype=object)  # keep each value as given: a string is named, not the row's dtype
         if a.ndim == 0:
             raise ValueError(f"column {column!r}: row {i} holds a scalar {v!r} where a list is expected")
         if first_shape is None:
@@ -257,25 +268,35 @@ def as_nd_array(values: Any, column: str) -> np.ndarray:
     return arr
 
 
-def _nd_float(arr: np.ndarray, column: Any, row_offset: int) -> np.ndarray:
-    """float64 copy of an N-D array (None -> NaN); TypeError naming a non-numeric value."""
+def _nd_float(arr: np.ndarray, column: Any, row_offset: int, checker: _Checker | None = None) -> np.ndarray:
+    """float64 copy of an N-D array (None -> NaN, Decimals converted, as in
+    :func:`core._inputs.to_float`). A value that is not a number raises ``TypeError`` naming the
+    column, the value, its row and entry (``ValueError`` for an int beyond float64), or with a
+    skip-mode ``checker`` flags its row invalid."""
     if arr.ndim == 1:
-        return to_float(arr, column if isinstance(column, str) else ",".join(column), row_offset)
+        return to_float(arr, column if isinstance(column, str) else ",".join(column), row_offset, checker)
     if arr.dtype.kind in "fiub":
         return arr.astype(np.float64, copy=False)
-    if arr.dtype == object:
-        flat = arr.reshape(-1)
-        out = np.empty(flat.shape[0], dtype=np.float64)
-        for i, v in enumerate(flat):
-            if v is None:
-                out[i] = np.nan
-            elif isinstance(v, (bool, int, float, np.number, np.bool_)):
-                out[i] = float(v)
+    if arr.dtype == object or arr.dtype.kind in "USM":
+        flat = arr.reshape(-1).astype(object)
+        out, nan_mask, big_mask = parse_numbers(flat)
+        bad = nan_mask | big_mask
+        if bad.any():
+            if checker is not None and checker.skip:
+                checker.invalid |= bad.reshape(arr.shape[0], -1).any(axis=1)
             else:
+                i = int(np.flatnonzero(bad)[0])
                 pos = np.unravel_index(i, arr.shape)
-                raise TypeError(f"column {column!r}: value {v!r} at row {row_offset + int(pos[0])}, entry {tuple(int(p) for p in pos[1:])} is not a number")
+                entry: Any = tuple(int(p) for p in pos[1:])
+                name = _name(column)
+                if isinstance(column, (list, tuple)) and len(entry) == 1 and entry[0] < len(column):
+                    name, entry = column[entry[0]], None  # per-class columns: name the column
+                elif len(entry) == 1:
+                    entry = entry[0]
+                msg = bad_number_message(name, flat[i], row_offset + int(pos[0]), bool(big_mask[i]), int(bad.sum()), entry)
+                raise (ValueError if big_mask[i] else TypeError)(msg)
         return out.reshape(arr.shape)
-    raise TypeError(f"column {column!r}: expected numbers, got dtype {arr.dtype}")
+    raise TypeError(f"column {_name(column)!r}: expected numbers, got dtype {arr.dtype}")
 
 
 def _label_what(ctx: FormatContext, kind: str) -> str:
@@ -287,7 +308,7 @@ def _label_what(ctx: FormatContext, kind: str) -> str:
 
 
 def _check_labels(arr: np.ndarray, ctx: FormatContext) -> np.ndarray:
-    vals = _nd_float(arr, ctx.column, ctx.checker.row_offset)
+    vals = _nd_float(arr, ctx.column, ctx.checker.row_offset, ctx.checker)
     k = ctx.task.num_classes
     with np.errstate(invalid="ignore"):
         bad = ~np.isfinite(vals) | (vals != np.floor(vals)) | (vals < 0) | (vals >= k)
@@ -315,7 +336,7 @@ def _name(column: Any) -> str:
 
 
 def _finite(arr: np.ndarray, ctx: FormatContext, what: str = "scores must be finite (no NaN or inf)") -> np.ndarray:
-    vals = _nd_float(arr, ctx.column, ctx.checker.row_offset)
+    vals = _nd_float(arr, ctx.column, ctx.checker.row_offset, ctx.checker)
     ctx.checker.check(~np.isfinite(vals), vals, ctx.column, what)
     return vals
 
@@ -355,7 +376,7 @@ def _labels_convert(arr: np.ndarray, ctx: FormatContext) -> Converted:
 
 def _onehot_validate(arr: np.ndarray, ctx: FormatContext) -> None:
     _check_width(arr, ctx, 1, "one-hot rows")
-    vals = _nd_float(arr, ctx.column, ctx.checker.row_offset)
+    vals = _nd_float(arr, ctx.column, ctx.checker.row_offset, ctx.checker)
     ctx.checker.check(~((vals == 0) | (vals == 1)), vals, ctx.column, "one-hot entries must be 0 or 1")
     ok_entries = ((vals == 0) | (vals == 1)).all(axis=1)
     ctx.checker.check(ok_entries & (vals.sum(axis=1) != 1), vals, ctx.column, "a one-hot row needs exactly one 1")
@@ -368,7 +389,7 @@ def _onehot_convert(arr: np.ndarray, ctx: FormatContext) -> Converted:
 def _indicator_validate(arr: np.ndarray, ctx: FormatContext) -> None:
     if arr.shape[0] and arr.shape[1] != ctx.task.num_classes:
         raise ValueError(f"column {_name(ctx.column)!r}: multilabel rows need {ctx.task.num_classes} entries (num_classes), got shape {arr.shape}")
-    vals = _nd_float(arr, ctx.column, ctx.checker.row_offset)
+    vals = _nd_float(arr, ctx.column, ctx.checker.row_offset, ctx.checker)
     kind = "labels" if ctx.role == "target" else "predictions"
     ctx.checker.check(~((vals == 0) | (vals == 1)), vals, ctx.column, f"multilabel {kind} must be 0 or 1")
 
@@ -535,8 +556,12 @@ def _as_column(values: Any, column: Any) -> np.ndarray:
         lengths = {c.shape[0] for c in cols}
         if len(lengths) > 1:
             raise ValueError(f"columns {list(column)} have different lengths")
-        floats = [to_float(c, name) for c, name in zip(cols, column)]
-        return np.stack(floats, axis=1) if floats else np.zeros((0, 0))
+        if not cols:
+            return np.zeros((0, 0))
+        if all(c.dtype.kind in "fiub" for c in cols):
+            return np.stack([c.astype(np.float64, copy=False) for c in cols], axis=1)
+        # not all numeric: an object matrix, read (and checked, naming the column) by _nd_float
+        return np.stack([c.astype(object) for c in cols], axis=1)
     return as_nd_array(values, _name(column))
 
 
@@ -608,7 +633,7 @@ def build_batch(
     for role, a in arrs.items():
         fmts[role].validate(a, ctxs[role])
     if w is not None:
-        w = to_float(w, weight_name, row_offset)
+        w = to_float(w, weight_name, row_offset, chk)
         with np.errstate(invalid="ignore"):
             bad = ~np.isfinite(w) | (w < 0)
         chk.check(bad, w, weight_name, "weights must be finite and >= 0")

@@ -26,6 +26,7 @@ from typing import Any, ClassVar, Iterator
 
 import numpy as np
 
+from core.limits import MAX_BETA, MAX_NUM_CLASSES, check_at_most
 from core.states import (
     BinaryConfusionLayout,
     BinaryConfusionState,
@@ -114,6 +115,7 @@ class Task:
             n = self.num_classes
             if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
                 raise ValueError(f"a multilabel task needs num_classes (the number of labels L) >= 1, got {n!r}")
+        check_at_most(self.num_classes, MAX_NUM_CLASSES, "num_classes", "task")
         object.__setattr__(self, "num_classes", int(self.num_classes))
         object.__setattr__(self, "kind", kind)
         BinaryConfusionLayout((float(self.threshold),), self.threshold_rule)  # validates both
@@ -195,18 +197,20 @@ def _divide(
 
 
 def nanaverage(values: np.ndarray, weights: np.ndarray | None = None) -> float:
-    """Average ignoring NaN entries; NaN if all are NaN or there are none; if the remaining
-    weights sum to zero, the unweighted mean (scikit-learn's ``_nanaverage``)."""
+    """Average ignoring NaN entries, computed exactly as scikit-learn's ``_nanaverage`` (so the
+    value is bit-identical to it): ``np.nanmean`` unweighted, ``np.average`` over the non-NaN
+    entries weighted (its multiply-then-sum, not a dot product, which rounds differently), the
+    unweighted mean when the remaining weights sum to zero; NaN if all are NaN or there are none."""
     values = np.asarray(values, dtype=np.float64)
     keep = ~np.isnan(values)
     if not keep.any():
         return float("nan")
     if weights is None:
-        return float(values[keep].mean())
-    w = np.asarray(weights, dtype=np.float64)[keep]
+        return float(np.nanmean(values))
+    w = np.asarray(weights)[keep]
     if w.sum() == 0:
-        return float(values[keep].mean())
-    return float(np.dot(values[keep], w) / w.sum())
+        return float(np.average(values[keep]))
+    return float(np.average(values[keep], weights=w))
 
 
 @dataclass(frozen=True)
@@ -617,6 +621,8 @@ class FBeta(_PRF):
         b = float(self.p["beta"])
         if not (b >= 0) or math.isnan(b):
             raise ValueError(f"metric 'fbeta': beta must be >= 0, got {self.p['beta']!r}")
+        if not math.isinf(b):  # beta**2 (and its products with weight sums) must stay finite
+            check_at_most(b, MAX_BETA, "a finite beta", "metric 'fbeta'")
         self.p["beta"] = b
 
     def beta(self) -> float:

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from core._inputs import Batch
+from core.limits import MAX_BETA, MAX_NUM_CLASSES, MAX_THRESHOLDS, as_floats, check_at_most, check_count
 from core.metrics import Metric, _Classification, check_zero_division, nanaverage, prf_values, record_undefined
 from core.states import THRESHOLD_RULES, State
 
@@ -40,17 +41,16 @@ class MultilabelLayout:
     betas: tuple[float, ...] = (1.0,)
 
     def __post_init__(self) -> None:
-        if isinstance(self.num_labels, bool) or int(self.num_labels) != self.num_labels or self.num_labels < 1:
-            raise ValueError(f"num_labels must be an integer >= 1, got {self.num_labels!r}")
-        t = tuple(float(x) for x in self.thresholds)
+        object.__setattr__(self, "num_labels", check_count(self.num_labels, "num_labels", 1, MAX_NUM_CLASSES))
+        t = as_floats(self.thresholds, "thresholds")
+        check_at_most(len(t), MAX_THRESHOLDS, "the number of distinct thresholds")
         if not t or any(not math.isfinite(x) for x in t) or list(t) != sorted(set(t)):
             raise ValueError(f"thresholds must be finite, sorted and distinct, got {self.thresholds!r}")
-        b = tuple(float(x) for x in self.betas)
-        if not b or any(not (x >= 0) or math.isinf(x) for x in b) or list(b) != sorted(set(b)):
+        b = as_floats(self.betas, "betas")
+        if not b or any(not (0 <= x <= MAX_BETA) for x in b) or list(b) != sorted(set(b)):
             raise ValueError(f"betas must be finite, >= 0, sorted and distinct, got {self.betas!r}")
         if self.threshold_rule not in THRESHOLD_RULES:
             raise ValueError(f"threshold_rule must be one of {THRESHOLD_RULES}, got {self.threshold_rule!r}")
-        object.__setattr__(self, "num_labels", int(self.num_labels))
         object.__setattr__(self, "thresholds", t)
         object.__setattr__(self, "betas", b)
 

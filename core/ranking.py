@@ -40,6 +40,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from core.limits import MAX_CAPACITY, check_at_most
 from core.metrics import Interval, Metric
 from core.score_distribution import (
     Class0ScoreDistributionState,
@@ -501,6 +502,7 @@ class RankingMetric(Metric):
         if cap is not None:
             if isinstance(cap, bool) or not isinstance(cap, (int, np.integer)):
                 raise ValueError(f"metric {self.name!r}: capacity must be an integer, got {cap!r}")
+            check_at_most(cap, MAX_CAPACITY, "capacity", f"metric {self.name!r}")
             ScoreDistributionLayout(int(cap))  # validates the range
             self.p["capacity"] = int(cap)
         pl = self.p["pos_label"]

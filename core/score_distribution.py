@@ -52,10 +52,10 @@ from typing import Any
 import numpy as np
 
 from core._inputs import Batch
+from core.limits import MAX_CAPACITY  # re-exported: documented with the other maxima
 from core.states import State
 
 DEFAULT_CAPACITY = 40_000
-MAX_CAPACITY = 1 << 26
 MAX_LEVEL = 63
 
 _LOW63 = np.int64(0x7FFF_FFFF_FFFF_FFFF)

@@ -28,6 +28,8 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
+from core.limits import MAX_QUANTILES, MAX_SLICES
+
 OVERALL: tuple = ()
 
 #: Slice value of the slice that sums every value outside a spec's ``max_slices`` largest ones.
@@ -265,6 +267,8 @@ class SliceSpec:
         for col, k in norm["quantiles"]:
             if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 2:
                 raise _bad(self, f"quantiles of column {col!r} must be an integer >= 2, got {k!r}")
+            if k > MAX_QUANTILES:
+                raise _bad(self, f"quantiles of column {col!r} must be at most {MAX_QUANTILES}, got {k!r}")
         norm["quantiles"] = tuple((c, int(k)) for c, k in norm["quantiles"])
         bucketed = [c for c, _ in norm["edges"]] + [c for c, _ in norm["quantiles"]]
         if len(set(bucketed)) != len(bucketed):
@@ -277,6 +281,8 @@ class SliceSpec:
         if self.max_slices is not None:
             if isinstance(self.max_slices, bool) or not isinstance(self.max_slices, (int, np.integer)) or self.max_slices < 1:
                 raise _bad(self, f"max_slices must be an integer >= 1, got {self.max_slices!r}")
+            if self.max_slices > MAX_SLICES:
+                raise _bad(self, f"max_slices must be at most {MAX_SLICES}, got {self.max_slices!r}")
             object.__setattr__(self, "max_slices", int(self.max_slices))
             if self.quantiles:
                 raise _bad(self, "max_slices cannot be combined with quantiles in one spec (the bucket edges are not known while counting); use edges= or a separate spec")

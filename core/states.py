@@ -19,6 +19,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from core._inputs import Batch
+from core.limits import MAX_NUM_CLASSES, MAX_THRESHOLDS, as_floats, check_at_most, check_count
 
 STATE_KINDS: dict[str, type["State"]] = {}
 
@@ -275,9 +276,10 @@ class BinaryConfusionLayout:
     threshold_rule: str = ">="
 
     def __post_init__(self) -> None:
-        t = tuple(float(x) for x in self.thresholds)
+        t = as_floats(self.thresholds, "thresholds")
         if not t:
             raise ValueError("thresholds: at least one threshold is needed")
+        check_at_most(len(t), MAX_THRESHOLDS, "the number of distinct thresholds")
         if any(not np.isfinite(x) for x in t):
             raise ValueError(f"thresholds must be finite, got {t}")
         if list(t) != sorted(set(t)):
@@ -364,9 +366,7 @@ class ConfusionMatrixLayout:
     num_classes: int
 
     def __post_init__(self) -> None:
-        if isinstance(self.num_classes, bool) or int(self.num_classes) != self.num_classes or self.num_classes < 2:
-            raise ValueError(f"num_classes must be an integer >= 2, got {self.num_classes!r}")
-        object.__setattr__(self, "num_classes", int(self.num_classes))
+        object.__setattr__(self, "num_classes", check_count(self.num_classes, "num_classes", 2, MAX_NUM_CLASSES))
 
 
 class ConfusionMatrixState(State):

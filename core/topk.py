@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from core._inputs import Batch
+from core.limits import MAX_TOP_K, check_at_most, check_count
 from core.metrics import Metric, record_undefined
 from core.states import ConfusionMatrixLayout, State, _weighted_count
 
@@ -30,10 +31,8 @@ class TopKLayout:
 
     def __post_init__(self) -> None:
         ConfusionMatrixLayout(self.num_classes)
-        if isinstance(self.max_k, bool) or int(self.max_k) != self.max_k or self.max_k < 1:
-            raise ValueError(f"max_k must be an integer >= 1, got {self.max_k!r}")
         object.__setattr__(self, "num_classes", int(self.num_classes))
-        object.__setattr__(self, "max_k", int(self.max_k))
+        object.__setattr__(self, "max_k", check_count(self.max_k, "max_k", 1, MAX_TOP_K))
 
 
 def true_class_rank(scores: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -93,6 +92,7 @@ class TopKAccuracy(Metric):
                 continue
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ValueError(f"metric {self.name!r}: {name} must be an integer >= 1, got {v!r}")
+            check_at_most(v, MAX_TOP_K, name, f"metric {self.name!r}")
         if self.p["max_k"] is not None and self.p["max_k"] < self.p["k"]:
             raise ValueError(f"metric {self.name!r}: max_k ({self.p['max_k']}) must be >= k ({self.p['k']})")
 

@@ -14,6 +14,8 @@ import shutil
 import tempfile
 from typing import Any, Sequence
 
+import pyarrow as pa
+
 from core import Evaluation, Results
 from pipelines import io
 from pipelines.progress import Progress, stage
@@ -21,6 +23,21 @@ from pipelines.progress import Progress, stage
 log = logging.getLogger("pipelines")
 
 ENGINES = ("local", "beam", "spark")
+
+
+def input_schema(evaluation: Evaluation, path: str, fmt: str | None = None) -> io.InputSchema:
+    """The input's schema for ``evaluation`` (:func:`pipelines.io.input_schema`), the same for
+    every engine; with ``on_invalid="raise"``, text that is not a number in a value column is an
+    error here, naming the value and its row, before any engine starts.
+
+    Raises:
+        ValueError: a column is missing from a file, or files give a column incompatible types.
+        TypeError: a value column holds text that is not a number (``on_invalid="raise"``).
+    """
+    schema = io.input_schema(path, fmt, list(evaluation.columns), list(evaluation.value_columns))
+    if evaluation.on_invalid == "raise":
+        schema.check_text_values()
+    return schema
 
 
 def run_local(evaluation: Evaluation, path: str, fmt: str | None = None, batch_size: int = 65536, progress: bool = False) -> Results:
@@ -32,16 +49,17 @@ def run_local(evaluation: Evaluation, path: str, fmt: str | None = None, batch_s
     data = io.dataset(path, fmt)
     columns = list(evaluation.columns)
     io.check_columns(data, columns, path)
+    schema = input_schema(evaluation, path, fmt)
     total = data.count_rows() if progress and io.detect_format(path, fmt) == "parquet" else None
     if evaluation.needs_profile:  # max_slices / quantile buckets: an exact counting pass over the input first
         profiler = evaluation.profiler()
-        evaluation = evaluation.with_profile(profiler.profile(io.iter_batches(path, profiler.columns, fmt, batch_size)))
+        evaluation = evaluation.with_profile(profiler.profile(io.iter_batches(path, profiler.columns, fmt, batch_size, schema)))
         log.info("local: profiled the slices (%s)", ", ".join(str(s) for s in evaluation.slices if s.needs_profile))
     acc = evaluation.zero()
     offset = 0
     with Progress(total, len(data.files), enabled=progress, desc="local") as bar:
         for file in data.files:  # file by file, without pre-buffering (flat memory)
-            for batch in io.iter_batches(file, columns, io.detect_format(path, fmt), batch_size):
+            for batch in io.iter_batches(file, columns, io.detect_format(path, fmt), batch_size, schema):
                 evaluation.fold(acc, batch, row_offset=offset)
                 offset += batch.num_rows
                 bar.update(batch.num_rows)
@@ -50,8 +68,8 @@ def run_local(evaluation: Evaluation, path: str, fmt: str | None = None, batch_s
     return evaluation.finish(acc)
 
 
-def _read_file_batches(path: str, fmt: str, columns: Sequence[str], batch_size: int):
-    yield from io.iter_batches(path, columns, fmt, batch_size)
+def _read_file_batches(path: str, fmt: str, columns: Sequence[str], batch_size: int, schema: io.InputSchema | None = None):
+    yield from io.iter_batches(path, columns, fmt, batch_size, schema)
 
 
 def run_beam(
@@ -81,6 +99,7 @@ def run_beam(
     files = io.list_files(path, fmt)
     columns = evaluation.columns
     io.check_columns(io.dataset(path, fmt), columns, path)
+    schema = input_schema(evaluation, path, fmt)
     args = list(beam_args)
     if not any(a.startswith("--runner") for a in args):
         args.append("--runner=DirectRunner")
@@ -92,8 +111,10 @@ def run_beam(
             names = p | "Files" >> beam.Create(files)
             if fmt == "parquet":
                 batches = names | "Read" >> beam.io.ReadAllFromParquetBatched(columns=list(columns))
+                if schema.file_types:  # files of different types: the common type (pipelines.io)
+                    batches = batches | "Conform" >> beam.Map(io.conform, schema)
             else:
-                batches = names | "Read" >> beam.FlatMap(_read_file_batches, fmt, list(columns), batch_size)
+                batches = names | "Read" >> beam.FlatMap(_read_file_batches, fmt, list(columns), batch_size, schema)
             (
                 batches
                 | "Metrics" >> ComputeMetrics(evaluation)
@@ -125,16 +146,12 @@ def run_spark(evaluation: Evaluation, path: str, fmt: str | None = None, master:
 
     fmt = io.detect_format(path, fmt)
     io.check_columns(io.dataset(path, fmt), evaluation.columns, path)
+    schema = input_schema(evaluation, path, fmt)
     stage("spark", "starting Spark (master %s)", master)
     spark = get_spark(master=master)
     path = os.path.abspath(path)
     stage("spark", "reading %s input %s", fmt, path)
-    if fmt == "parquet":
-        df = spark.read.parquet(path)
-    elif fmt == "csv":
-        df = spark.read.csv(path, header=True, inferSchema=True)
-    else:
-        df = spark.read.json(path)
+    df = read_spark(spark, path, schema, list(evaluation.columns))
     if evaluation.needs_profile:
         from spark_metrics import profile_evaluation
 
@@ -144,6 +161,58 @@ def run_spark(evaluation: Evaluation, path: str, fmt: str | None = None, master:
     results = collect_results(compute_metrics(df, evaluation=evaluation), evaluation)
     stage("spark", "collected %d slices", len(results.slices))
     return results
+
+
+def read_spark(spark: Any, path: str, schema: io.InputSchema, columns: Sequence[str]) -> Any:
+    """The input as a Spark DataFrame with the types the other engines read (``schema``).
+
+    CSV is read as text (no ``inferSchema``) and each column cast by the rules of
+    :mod:`pipelines.io`, files with different headers separately (Spark would otherwise apply the
+    first file's header to all). Parquet files of different types are read group by group and
+    cast to the common type. JSON Lines is read as Spark infers it.
+    """
+    from pyspark.sql import functions as F
+    from pyspark.sql.pandas.types import from_arrow_type
+
+    def quoted(c: str) -> Any:
+        return F.col("`" + c.replace("`", "``") + "`")
+
+    if schema.fmt == "json":
+        return spark.read.json(path)
+    if schema.fmt == "parquet":
+        if not schema.file_types:
+            return spark.read.parquet(path)
+        groups: dict[tuple, list[str]] = {}
+        for f in schema.files:
+            own = schema.file_types.get(f, schema.types)
+            groups.setdefault(tuple(str(own[c]) for c in columns), []).append(f)
+        parts = [
+            spark.read.parquet(*files).select(*[quoted(c).cast(from_arrow_type(schema.types[c])).alias(c) for c in columns])
+            for files in groups.values()
+        ]
+        out = parts[0]
+        for part in parts[1:]:
+            out = out.unionByName(part)
+        return out
+    spark_types = {pa.int64(): "bigint", pa.float64(): "double", pa.bool_(): "boolean", pa.string(): "string"}
+    pattern = "(?i)" + io.NUMBER_PATTERN
+    exprs = []
+    for c in columns:
+        col = quoted(c)
+        if c in schema.text_values:  # skip mode: text that is not a number is null (then skipped)
+            exprs.append(F.when(col.rlike(pattern), col.cast("double")).alias(c))
+        else:
+            exprs.append(col.cast(spark_types[schema.types[c]]).alias(c))
+    headers: dict[tuple, list[str]] = {}
+    for f in schema.files:
+        headers.setdefault(tuple(io.csv_header(f)), []).append(f)
+    # RFC 4180 quoting as pyarrow reads it ("" inside quotes is a quote); a malformed row fails, as in pyarrow
+    reader = spark.read.option("escape", '"')
+    parts = [reader.csv(files, header=True, inferSchema=False, mode="FAILFAST").select(*exprs) for files in headers.values()]
+    out = parts[0]
+    for part in parts[1:]:
+        out = out.unionByName(part)
+    return out
 
 
 def run(engine: str, evaluation: Evaluation, path: str, fmt: str | None = None, **options: Any) -> Results:

@@ -99,10 +99,26 @@ def lowering_blocker(df: "DataFrame", evaluation: Evaluation) -> str | None:
     return None
 
 
+def _in_range(col: Any, k: int) -> Any:
+    """``0 <= col < k`` (False for null and NaN)."""
+    from pyspark.sql import functions as F
+
+    return F.coalesce((col >= 0) & (col < k) & ~F.isnan(col), F.lit(False))
+
+
+def _safe(col: Any, k: int) -> Any:
+    """``col`` where it is in ``[0, k)``, else 0.0: floor() and casts to long overflow (ANSI
+    ``ARITHMETIC_OVERFLOW``) on +-inf, 1e300 or 2**63, and Spark may evaluate them for every row
+    (common subexpressions are hoisted out of CASE WHEN), so they only ever see in-range values."""
+    from pyspark.sql import functions as F
+
+    return F.when(_in_range(col, k), col).otherwise(F.lit(0.0))
+
+
 def _invalid_label(col: Any, k: int) -> Any:
     from pyspark.sql import functions as F
 
-    return col.isNull() | F.isnan(col) | (col != F.floor(col)) | (col < 0) | (col >= k)
+    return ~_in_range(col, k) | (col != F.floor(_safe(col, k)))
 
 
 def _not_finite(col: Any) -> Any:
@@ -123,7 +139,7 @@ def _cell_columns(evaluation: Evaluation) -> tuple[Any, Any, Any, int]:
     if plan.task.kind == "multiclass":
         pred = F.col(_quote(ev.prediction_col)).cast("double")
         checks.append((_invalid_label(pred, k), _BAD_PREDICTION, pred))
-        per_label, predicted = k, pred.cast("long")
+        per_label, predicted = k, _safe(pred, k).cast("long")
     elif score_name is None:  # labels only (e.g. example_count): one cell per label
         per_label, predicted = 1, F.lit(0).cast("long")
     else:
@@ -140,7 +156,7 @@ def _cell_columns(evaluation: Evaluation) -> tuple[Any, Any, Any, int]:
     weight = F.col(_quote(ev.weight_col)).cast("double") if ev.weight_col else None
     if weight is not None:
         checks.append((_not_finite(weight) | (weight < 0), _BAD_WEIGHT, weight))
-    cell = label.cast("long") * per_label + predicted
+    cell = _safe(label, k).cast("long") * per_label + predicted
     bad = F.lit(None).cast("double")
     for cond, code, value in reversed(checks):  # the first failing check wins
         cell = F.when(cond, F.lit(code).cast("long")).otherwise(cell)

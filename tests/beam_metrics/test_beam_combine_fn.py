@@ -268,3 +268,39 @@ def test_slice_result_coder_keeps_intervals():
     sr = core.SliceResult((("a", 1),), 5, 5.0, 0, {"roc_auc": 0.7}, {"roc_auc": (0.69, 0.71)})
     coder = SliceResultCoder()
     assert coder.decode(coder.encode(sr)).intervals == {"roc_auc": (0.69, 0.71)}
+
+
+# -- row or column batch: one rule (is_column_batch with the evaluation's row-list columns) ------
+def _combine_once(ev, element):
+    fn = MetricsCombineFn(ev)
+    return fn.extract_output(fn.add_input(fn.create_accumulator(), element))
+
+
+def test_column_dict_batch_with_ignore_index_is_folded_as_columns():
+    ev = core.Evaluation(label_col="y", prediction_col="p", num_classes=3, ignore_index=2, metrics=["accuracy"])
+    y, p = [0, 1, 2, 1, 0], [0, 1, 1, 0, 2]
+    got = _combine_once(ev, {"y": y, "p": p})
+    keep = [i for i in range(5) if y[i] != 2]  # hand: rows 0, 1, 3, 4; right on rows 0 and 1
+    assert got.overall.n == len(keep) == 4
+    assert got.overall.metrics["accuracy"] == 2 / 4
+    assert MetricsCombineFn(ev)._is_batch({"y": y, "p": p}) == is_column_batch({"y": y, "p": p})
+
+
+def test_column_dict_batch_with_score_matrix_is_folded_as_columns():
+    ev = core.Evaluation(label_col="y", score_col="s", num_classes=3, metrics=["accuracy"])
+    batch = {"y": [0, 1, 2], "s": [[0.8, 0.1, 0.1], [0.1, 0.8, 0.1], [0.5, 0.3, 0.2]]}
+    got = _combine_once(ev, batch)
+    assert (got.overall.n, got.overall.metrics["accuracy"]) == (3, 2 / 3)  # argmax 0, 1, 0
+    row = _combine_once(ev, {"y": 2, "s": [0.1, 0.2, 0.7]})  # one row: a scalar label and a score list
+    assert (row.overall.n, row.overall.metrics["accuracy"]) == (1, 1.0)
+
+
+def test_is_column_batch_with_list_columns_needs_columns_of_lists():
+    lists = ["labels", "scores"]
+    assert not is_column_batch({"labels": [0, 1, 1], "scores": [0.2, 0.9, 0.7]}, list_columns=lists)  # one multilabel row
+    assert is_column_batch({"labels": [[0, 1, 1]], "scores": np.array([[0.2, 0.9, 0.7]])}, list_columns=lists)
+    assert is_column_batch({"labels": pa.array([[0, 1]]), "scores": pd.Series([[0.1, 0.2]])}, list_columns=lists)
+    assert is_column_batch({"labels": [], "scores": []}, list_columns=lists)
+    ev = core.Evaluation(label_col="labels", score_col="scores", task="multilabel", num_classes=3, metrics=["f1@micro"])
+    one_row = _combine_once(ev, {"labels": [0, 1, 1], "scores": [0.2, 0.9, 0.7]})
+    assert (one_row.overall.n, one_row.overall.metrics["f1@micro"]) == (1, 1.0)

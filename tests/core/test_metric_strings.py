@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -289,3 +291,73 @@ def test_repr_of_an_empty_collection_does_not_fail():
         text = repr(mc)
         for key in mc.plan.keys:
             assert key in text
+
+
+# ---------------------------------------------------------------------------------------------
+# size parameters have documented maxima (core.limits): nothing allocates or loops without bound
+@pytest.mark.parametrize(
+    "metric, task, parameter, maximum",
+    [
+        ("ece@n_bins=1000000000", BINARY, "n_bins", 100_000),
+        ("reliability_diagram@n_bins=100001", BINARY, "n_bins", 100_000),
+        ("top_k_accuracy@k=100000000", MULTI, "k", 10_000),
+        ("top_k_accuracy@k=2@max_k=10001", MULTI, "max_k", 10_000),
+        ("roc_auc@capacity=100000000", BINARY, "capacity", 1 << 26),
+        ("fbeta@beta=1e308", BINARY, "beta", "1e+100"),
+    ],
+)
+def test_size_parameters_above_their_maximum_raise_naming_parameter_and_maximum(metric, task, parameter, maximum):
+    with pytest.raises(ValueError, match=rf"{parameter} must be at most {re.escape(str(maximum))}, got"):
+        resolve(metric, task)
+
+
+def test_size_parameters_at_their_maximum_are_accepted():
+    from core import limits
+
+    assert resolve(f"ece@n_bins={limits.MAX_N_BINS}", BINARY).p["n_bins"] == limits.MAX_N_BINS
+    assert resolve(f"top_k_accuracy@k={limits.MAX_TOP_K}", MULTI).p["k"] == limits.MAX_TOP_K
+    assert resolve("fbeta@beta=1e100", BINARY).p["beta"] == 1e100
+    assert resolve("fbeta@beta=inf", BINARY).p["beta"] == float("inf")
+
+
+def test_fbeta_with_huge_beta_is_a_value_error_not_an_overflow():
+    mc = MetricCollection("fbeta@beta=1e100")
+    mc.update([1, 0, 1, 1], y_score=[0.9, 0.8, 0.2, 0.7])
+    assert mc.compute()["fbeta@beta=1e+100"] == pytest.approx(2 / 3)  # the limit: recall (2 of 3 positives)
+    with pytest.raises(ValueError, match="fbeta"):
+        MetricCollection("fbeta@beta=1e308")
+
+
+def test_num_classes_and_thresholds_above_their_maximum_raise():
+    from core.states import BinaryConfusionLayout
+
+    with pytest.raises(ValueError, match=r"num_classes must be at most 10000, got 1000000"):
+        Task(num_classes=10**6)
+    with pytest.raises(ValueError, match=r"num_classes must be at most 10000"):
+        Task(num_classes=10**6, kind="multilabel")
+    with pytest.raises(ValueError, match=r"number of distinct thresholds must be at most 10000, got 10001"):
+        BinaryConfusionLayout(tuple(np.linspace(0, 1, 10_001)))
+    assert len(BinaryConfusionLayout(tuple(np.linspace(0, 1, 10_000))).thresholds) == 10_000
+
+
+@pytest.mark.parametrize(
+    "build, message",
+    [
+        ("ConfusionMatrixLayout(float('inf'))", "num_classes must be an integer >= 2, got inf"),
+        ("ConfusionMatrixLayout(10**30)", "num_classes must be at most 10000"),
+        ("BinaryConfusionLayout((10**400,))", "thresholds must be numbers within the float64 range"),
+        ("TopKLayout(3, float('nan'))", "max_k must be an integer >= 1, got nan"),
+        ("TopKLayout(3, 10**9)", "max_k must be at most 10000"),
+        ("CalibrationBinsLayout((10**12,))", "n_bins must be at most 100000"),
+        ("MultilabelLayout(float('inf'))", "num_labels must be an integer >= 1, got inf"),
+        ("MultilabelLayout(3, betas=(10**400,))", "betas must be numbers within the float64 range"),
+    ],
+)
+def test_crafted_layouts_raise_value_error_not_overflow_error(build, message):
+    from core.calibration import CalibrationBinsLayout  # noqa: F401
+    from core.multilabel import MultilabelLayout  # noqa: F401
+    from core.states import BinaryConfusionLayout, ConfusionMatrixLayout  # noqa: F401
+    from core.topk import TopKLayout  # noqa: F401
+
+    with pytest.raises(ValueError, match=re.escape(message)):
+        eval(build)

@@ -534,3 +534,13 @@ def test_assign_slices_pairs_rows_only_when_needed():
     assert group_rows(SliceSpec.parse("a"), cols)[1] == [(("a", "x"),), (("a", "y"),)]
     with pytest.raises(ValueError, match="exactly one slice"):
         group_rows(SliceSpec.parse("a=x"), cols)
+
+
+def test_quantiles_and_max_slices_above_their_maximum_raise_naming_them():
+    from core import SliceSpec
+
+    with pytest.raises(ValueError, match=r"quantiles of column 'x' must be at most 10000, got 100000000"):
+        SliceSpec.parse("x:quantiles=100000000")
+    with pytest.raises(ValueError, match=r"max_slices must be at most 1000000, got 100000000"):
+        SliceSpec.parse("x;max_slices=100000000")
+    assert SliceSpec.parse("x:quantiles=10000").quantiles == (("x", 10000),)

@@ -459,3 +459,78 @@ def test_plan_rejects_unknown_task_settings():
         Task(threshold_rule="=>")
     with pytest.raises(ValueError, match="zero_division"):
         Plan(["f1@zero_division=2"], Task())
+
+
+# ---------------------------------------------------------------------------------------------
+# non-numbers, huge ints and deep nesting: TypeError/ValueError naming column, value and row
+def test_string_inside_multiclass_score_list_names_value_row_and_entry():
+    ev = Evaluation(label_col="y", score_col="s", num_classes=3, metrics=["accuracy"])
+    with pytest.raises(TypeError) as err:
+        ev.evaluate([{"y": [0, 1], "s": [[0.2, 0.3, 0.5], [0.1, "high", 0.9]]}])
+    check_message(err, "s", "'high'", 1)
+    assert "entry 1" in str(err.value)
+
+
+def test_string_in_per_class_score_columns_names_that_column_and_the_real_row():
+    from core.formats import build_batch
+
+    with pytest.raises(TypeError) as err:
+        build_batch(task=Task(num_classes=3), columns={"target": [0, 1], "score": [[0.1, 0.2], [0.1, "x"], [0.8, 0.3]]},
+                    names={"score": ["p0", "p1", "p2"]}, row_offset=100)
+    check_message(err, "p1", "'x'", 101)
+
+
+@pytest.mark.parametrize("column", ["y_true", "y_score", "sample_weight"])
+def test_int_beyond_float64_is_a_value_error_naming_column_value_and_row(column):
+    cols = dict(y_true=[0, 1, 1], y_score=[0.1, 0.2, 0.3], sample_weight=[1, 1, 1])
+    cols[column] = list(cols[column])
+    cols[column][2] = 10**400
+    with pytest.raises(ValueError) as err:
+        make_batch(num_classes=2, row_offset=7, **cols)
+    assert "out of the float64 range" in str(err.value)
+    check_message(err, column, "1" * 1 + "0" * 39, 9)  # the value's first digits, then its row
+
+
+def test_int_beyond_float64_inside_a_score_matrix_is_a_value_error():
+    ev = Evaluation(label_col="y", score_col="s", num_classes=3, metrics=["accuracy"])
+    with pytest.raises(ValueError, match=r"column 's': value 1000.* at row 0, entry 2 is out of the float64 range"):
+        ev.evaluate([{"y": [0], "s": [[0.1, 0.2, 10**400]]}])
+
+
+def test_deeply_nested_score_lists_raise_value_error_not_recursion_error():
+    deep: list = [0.5]
+    for _ in range(5000):
+        deep = [deep]
+    ev = Evaluation(label_col="y", score_col="s", num_classes=3, metrics=["accuracy"])
+    with pytest.raises(ValueError, match=r"column 's': row 0 nests lists more than 3 levels deep"):
+        ev.evaluate([{"y": [0], "s": [deep]}])
+
+
+@pytest.mark.parametrize("column", ["y_true", "y_score", "sample_weight"])
+def test_non_numeric_values_are_skipped_and_counted_with_on_invalid_skip(column):
+    y, s, w = [0, 1, 1, 0], [0.1, 0.8, 0.6, 0.3], [1.0, 2.0, 1.0, 1.0]
+    cols = {"y": list(y), "s": list(s), "w": list(w)}
+    cols[{"y_true": "y", "y_score": "s", "sample_weight": "w"}[column]][1] = "abc"
+    ev = Evaluation(label_col="y", score_col="s", weight_col="w", metrics=["accuracy"], on_invalid="skip")
+    got = ev.evaluate([cols]).overall
+    assert (got.n, got.skipped, got.weight) == (3, 1, 3.0)
+    assert got.metrics["accuracy"] == 1.0  # rows 0, 2, 3 are all right at 0.5
+
+
+def test_non_numeric_values_in_a_score_matrix_are_skipped_with_on_invalid_skip():
+    ev = Evaluation(label_col="y", score_col="s", num_classes=3, metrics=["accuracy"], on_invalid="skip")
+    got = ev.evaluate([{"y": [0, 1, 2], "s": [[0.7, 0.2, 0.1], [0.1, None, "x"], [0.1, 0.1, 0.8]]}]).overall
+    assert (got.n, got.skipped, got.metrics["accuracy"]) == (2, 1, 1.0)
+
+
+def test_decimal_weights_and_scores_are_read_as_numbers():
+    from decimal import Decimal
+
+    y, s, w = [0, 1, 1, 0], [0.1, 0.8, 0.3, 0.6], [1.5, 2.0, 0.5, 1.0]
+    want = Evaluation(label_col="y", score_col="s", weight_col="w", metrics=["accuracy"]).evaluate([{"y": y, "s": s, "w": w}])
+    ev = Evaluation(label_col="y", score_col="s", weight_col="w", metrics=["accuracy"])
+    as_list = ev.evaluate([{"y": y, "s": [Decimal(str(v)) for v in s], "w": [Decimal(str(v)) for v in w]}]).overall
+    as_arrow = ev.evaluate([pa.table({"y": y, "s": s, "w": pa.array([Decimal(str(v)) for v in w], pa.decimal128(6, 2))})]).overall
+    for got in (as_list, as_arrow):
+        assert (got.n, got.weight) == (4, 5.0)
+        assert got.metrics["accuracy"] == want.overall.metrics["accuracy"] == (1.5 + 2.0) / 5.0

@@ -377,3 +377,49 @@ def test_boolean_decimal_and_date_columns(spark):
     y = np.array([r[0] for r in rows], dtype=int)
     pred = (np.array([float(r[1]) for r in rows]) >= 0.5).astype(int)
     assert results.overall.metrics["accuracy"] == pytest.approx(skm.accuracy_score(y, pred), abs=1e-12)
+
+
+@pytest.mark.parametrize(
+    "label, spark_type",
+    [(float("inf"), "double"), (1e300, "double"), (2**63 - 1, "long")],
+    ids=["inf", "1e300", "int64-max"],
+)
+def test_huge_labels_give_the_arrow_paths_message_on_the_native_path(spark, label, spark_type):
+    """+inf, 1e300 and 2**63-1 used to overflow floor()/cast in Spark SQL (ARITHMETIC_OVERFLOW, no
+    column or row); both paths now name the column, the value and the row."""
+    one, zero = (1, 0) if spark_type == "long" else (1.0, 0.0)
+    sdf = spark.createDataFrame([(one, 0.9, "a"), (zero, 0.3, "b"), (label, 0.2, "b"), (one, 0.7, "a")], f"y {spark_type}, s double, g string").coalesce(1)
+    shown = repr(float(label))
+    for pred_col in (None, "p"):
+        frame = sdf if pred_col is None else sdf.selectExpr("y", "y as p", "g")
+        ev = core.Evaluation(label_col="y", score_col="s" if pred_col is None else None, prediction_col=pred_col, slices=["g"], metrics=["accuracy"])
+        messages = []
+        for native in (True, False):
+            with pytest.raises(Exception) as info:
+                compute_metrics(frame, evaluation=ev, native=native).collect()
+            text = str(info.value)
+            assert "ARITHMETIC_OVERFLOW" not in text
+            assert f"column 'y': invalid value {shown} at row 2: labels must be 0 or 1" in text, text[:500]
+            messages.append(text[text.index("column 'y'"):].split("]")[0])
+        assert messages[0] == messages[1]
+
+
+def test_huge_multiclass_predictions_give_a_clear_message_on_the_native_path(spark):
+    sdf = spark.createDataFrame([(0.0, 1.0), (2.0, 1e300), (1.0, 1.0)], "y double, p double").coalesce(1)
+    ev = core.Evaluation(label_col="y", prediction_col="p", num_classes=3, metrics=["accuracy"])
+    with pytest.raises(Exception) as info:
+        compute_metrics(sdf, evaluation=ev, native=True).collect()
+    assert "column 'p': invalid value 1e+300 at row 1" in str(info.value)
+
+
+def test_decimal_weights_give_the_local_result(spark):
+    """Decimal weights: cast to double on Spark, read as numbers by core (rejected before)."""
+    rows = [(1, 0.9, decimal.Decimal("1.50")), (0, 0.6, decimal.Decimal("2.25")), (1, 0.2, decimal.Decimal("0.75")), (0, 0.1, decimal.Decimal("1"))]
+    sdf = spark.createDataFrame(rows, "y long, s double, w decimal(6,2)").repartition(2)
+    ev = core.Evaluation(label_col="y", score_col="s", weight_col="w", metrics=["accuracy", "precision"])
+    local = ev.evaluate([{"y": [r[0] for r in rows], "s": [r[1] for r in rows], "w": [r[2] for r in rows]}])
+    assert local.overall.metrics["accuracy"] == (1.5 + 1.0) / 5.5  # rows 0 and 3 are right
+    for native in (True, False):
+        got = collect_results(compute_metrics(sdf, evaluation=ev, native=native), ev)
+        assert got.overall.metrics == local.overall.metrics
+        assert got.overall.weight == local.overall.weight == 5.5
