@@ -65,11 +65,17 @@ def undefined_warning(key: str, where: list[tuple[str, tuple[int, ...] | None]],
 
 
 def _ndim(values: Any) -> int | None:
-    """``np.ndim`` of an input, or None where numpy cannot tell (ragged lists: validated later)."""
+    """Dimensions of a numeric input, or None where numpy cannot tell (ragged lists, Arrow list
+    arrays, object arrays of rows: validated later)."""
+    if hasattr(values, "type") and hasattr(values, "to_numpy"):  # pyarrow: list columns are (N, K)
+        import pyarrow as pa  # noqa: PLC0415 - only reached with Arrow input
+
+        return None if pa.types.is_list(values.type) or pa.types.is_fixed_size_list(values.type) or pa.types.is_large_list(values.type) else 1
     try:
-        return np.ndim(values)
-    except ValueError:
+        arr = np.asarray(values)
+    except (ValueError, TypeError):
         return None
+    return None if arr.dtype == object else arr.ndim
 
 
 class Plan:
