@@ -91,6 +91,8 @@ class RegressionMomentsState(State):
         ("sum_ape", "float64"),
         ("max_abs_e", "float64"),
     )
+    COUNTS = ("count", "weight")
+    NONNEGATIVE = ("m2_y", "m2_p", "m2_e", "sum_abs_e", "sum_ape", "max_abs_e")
 
     @classmethod
     def layout_for(cls, requirements: list[Any], task: Any) -> RegressionLayout:
