@@ -186,7 +186,7 @@ def _read_state(r: _Reader, expect: type | None = None) -> Any:
         code, ndim = r.unpack("<BB")
         if name in arrays:
             raise ValueError(f"corrupted state {kind}: field {name!r} appears twice")
-        if name not in want or _DTYPES.get(code) != np.dtype(want[name]).newbyteorder("<"):
+        if name not in want or code not in _DTYPES or _DTYPES[code] != np.dtype(want[name]).newbyteorder("<"):
             raise ValueError(f"corrupted state {kind}: unexpected field {name!r} or dtype code {code}")
         shape = r.unpack(f"<{ndim}Q")
         count = math.prod(shape)

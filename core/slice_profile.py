@@ -363,6 +363,12 @@ def _encode_part(name: str, part: Any) -> bytes:
     return b"".join(out)
 
 
+def _check_total(counts: np.ndarray, bad: str) -> None:
+    """Row counts whose total an int64 holds with room for merging (no data has 2**62 rows)."""
+    if counts.size and float(counts.astype(np.float64).sum()) >= 2.0**62:
+        raise ValueError(f"{bad}: the counts total {float(counts.astype(np.float64).sum()):.4g} rows (overflow)")
+
+
 def _decode_part(r: _Reader) -> tuple[str, Any]:
     name = r.str16()
     (kind,) = r.unpack("<B")
@@ -381,6 +387,7 @@ def _decode_part(r: _Reader) -> tuple[str, Any]:
             raise ValueError(f"{bad}: keys are not ascending and distinct")
         if np.any(counts <= 0) or (weights is not None and not (np.all(np.isfinite(weights)) and np.all(weights >= 0))):
             raise ValueError(f"{bad}: counts must be > 0 and weights finite and >= 0")
+        _check_total(counts, bad)
         return name, KeyCounts(keys.copy(), counts, weights, flags.astype(bool))
     if kind == ValueSketch.kind:
         capacity, level, m = r.unpack("<QBQ")
@@ -392,6 +399,7 @@ def _decode_part(r: _Reader) -> tuple[str, Any]:
             raise ValueError(f"{bad}: keys are not ascending and distinct")
         if np.any(counts <= 0):
             raise ValueError(f"{bad}: counts must be > 0")
+        _check_total(counts, bad)
         return name, ValueSketch(capacity, level, keys, counts)
     raise ValueError(f"{bad} has unknown kind {kind}")
 

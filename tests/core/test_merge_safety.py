@@ -246,3 +246,26 @@ def test_collections_with_a_lock_still_copy_deepcopy_and_pickle():
         clone.update([1], y_score=[0.9])
         assert clone.compute() != mc.compute()
     assert mc.compute()["accuracy"] == pytest.approx(2 / 3)
+
+
+def test_field_with_dtype_code_zero_is_rejected():
+    """``np.dtype(None)`` is float64, so an unknown dtype code 0 once passed the dtype check."""
+    s = binary_state()
+    fields = [field(n, s.arrays[n], code=0 if n == "tp" else None) for n, _ in s.FIELDS]
+    with pytest.raises(ValueError, match="dtype code 0"):
+        State.decode(state_frame(s.kind, layout_to_json(s.layout), fields))
+
+
+def test_slice_profile_with_overflowing_or_negative_counts_is_rejected():
+    from core.slice_profile import SliceProfile, SliceProfiler, ValueSketch
+
+    p = SliceProfiler(["x:quantiles=2", "g;max_slices=1"])
+    prof = p.fold(p.zero(), {"x": [0.5, 1.5, 2.5], "g": ["a", "b", "a"]})
+    sk = prof.parts["values x"]
+    huge = SliceProfile({**prof.parts, "values x": ValueSketch(sk.capacity, 0, sk.keys, np.array([2**62, 1, 1]))})
+    with pytest.raises(ValueError, match="overflow"):
+        p.decode_accumulator(huge.encode())
+    kc = prof.parts["keys g;max_slices=1"]
+    kc.counts = np.array([-1, 1])
+    with pytest.raises(ValueError, match="counts must be > 0"):
+        p.decode_accumulator(prof.encode())
