@@ -189,7 +189,7 @@ class MetricsAccumulatorCoder(beam.coders.Coder):
     def encode(self, value: MetricsAccumulator) -> bytes:
         acc = value.acc
         if value.buffer:
-            acc = self.evaluation.fold(dict(acc), value.buffer, row_offset=value.buffer_start)
+            acc = self.evaluation.fold(acc.copy(), value.buffer, row_offset=value.buffer_start)
         return self.evaluation.encode_accumulator(acc)
 
     def decode(self, encoded: bytes) -> MetricsAccumulator:

@@ -70,6 +70,8 @@ class ProbabilitySumsState(State):
         ("brier", "float64"),
         ("log_loss", "float64"),
     )
+    COUNTS = ("weight", "sum_label")
+    NONNEGATIVE = ("sum_score", "brier", "log_loss")
 
     @classmethod
     def shape(cls, layout: ProbabilitySumsLayout, field: str) -> tuple[int, ...]:
@@ -145,6 +147,8 @@ class CalibrationBinsState(State):
     kind = "calibration_bins"
     Layout = CalibrationBinsLayout
     FIELDS = (("count", "float64"), ("sum_score", "float64"), ("sum_label", "float64"))
+    COUNTS = ("count", "sum_label")
+    NONNEGATIVE = ("sum_score",)
 
     @classmethod
     def shape(cls, layout: CalibrationBinsLayout, field: str) -> tuple[int, ...]:

@@ -1,32 +1,47 @@
 """Versioned, explicit binary codec for states and accumulators (no pickle).
 
-State bytes::
+State bytes (version 1)::
 
     b"MMS" version:u8 | kind:str16 | layout_json:str32 | n_fields:u16
     | per field: name:str16 dtype:u8 ndim:u8 shape:u64*ndim raw little-endian bytes
     | crc32 of everything before:u32
 
-Accumulator bytes (per-slice tuples of states)::
+Accumulator bytes (per-slice tuples of states), version 2::
 
-    b"MMA" version:u8 | n_slices:u32 | per slice: slice_key_json:str32 n_states:u16
-    | per state: bytes32 | crc32:u32
+    b"MMA" version:u8 | fingerprint_json:str32 | n_slices:u32
+    | per slice: slice_key_json:str32 n_states:u16 | per state: bytes32 | crc32:u32
+
+Version 1 accumulators (the releases before fingerprints) lack ``fingerprint_json``; they are
+still read (see :func:`read_accumulator`). The fingerprint is the JSON object of every setting of
+the writer that changes what its states hold (e.g. the weight column, ``ignore_index``, the slice
+specs and their counting-pass profile; see :meth:`core.Evaluation.fingerprint`): a reader whose
+own fingerprint differs raises ``ValueError`` naming the settings.
 
 ``strN`` and ``bytesN`` are a little-endian length of N bits followed by the bytes (UTF-8 for str).
 Decoding checks the magic, the version, the checksum, every length, the kind, the dtype and
-shape of every field, and raises ``ValueError`` with a clear message on any mismatch.
+shape of every field, the layout (it must be the one the bytes' own JSON describes), every value
+(:meth:`core.states.State.validate`: finite, non-negative counts, and each kind's own
+invariants) and, for accumulators, distinct slice keys. Anything else raises ``ValueError``
+(``TypeError`` for input that is not bytes, or a state of another kind than asked) with a clear
+message: crafted bytes with a valid checksum never decode to a state no data could produce.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import struct
 import zlib
 from dataclasses import asdict
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 import numpy as np
 
+#: version of state frames (written and read)
 VERSION = 1
+#: version of accumulator frames written; :data:`ACC_VERSIONS` are read
+ACC_VERSION = 2
+ACC_VERSIONS = (1, 2)
 _STATE_MAGIC = b"MMS"
 _ACC_MAGIC = b"MMA"
 _DTYPES = {1: np.dtype("<f8"), 2: np.dtype("<i8")}
@@ -49,24 +64,39 @@ class _Reader:
     def unpack(self, fmt: str) -> tuple:
         return struct.unpack(fmt, self.take(struct.calcsize(fmt)))
 
+    def _text(self, n: int) -> str:
+        at = self.pos
+        try:
+            return bytes(self.take(n)).decode("utf-8")
+        except UnicodeDecodeError:
+            raise ValueError(f"corrupted {self.what}: invalid UTF-8 text at byte {at}") from None
+
     def str16(self) -> str:
         (n,) = self.unpack("<H")
-        return bytes(self.take(n)).decode("utf-8")
+        return self._text(n)
 
     def str32(self) -> str:
         (n,) = self.unpack("<I")
-        return bytes(self.take(n)).decode("utf-8")
+        return self._text(n)
 
 
-def _check_frame(data: bytes, magic: bytes, what: str) -> bytes:
+def _json(text: str, what: str) -> Any:
+    """``json.loads`` whose every failure (bad syntax, nesting too deep) is a ``ValueError``."""
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        raise ValueError(f"corrupted {what}: not valid JSON: {text[:80]!r}") from None
+
+
+def _check_frame(data: bytes, magic: bytes, what: str, versions: tuple[int, ...] = (VERSION,)) -> bytes:
     if not isinstance(data, (bytes, bytearray, memoryview)):
         raise TypeError(f"{what}: expected bytes, got {type(data).__name__}")
     data = bytes(data)
     if len(data) < len(magic) + 5 or data[: len(magic)] != magic:
         raise ValueError(f"not a mergeable-metrics {what} (bad magic bytes)")
     version = data[len(magic)]
-    if version != VERSION:
-        raise ValueError(f"{what} codec version {version} is not supported (this library reads {VERSION})")
+    if version not in versions:
+        raise ValueError(f"{what} codec version {version} is not supported (this library reads {', '.join(map(str, versions))})")
     body, (crc,) = data[:-4], struct.unpack("<I", data[-4:])
     if zlib.crc32(body) != crc:
         raise ValueError(f"corrupted {what}: checksum mismatch")
@@ -89,14 +119,38 @@ def layout_to_json(layout: Any) -> str:
 
 
 def layout_from_json(layout_cls: type, text: str) -> Any:
-    raw = json.loads(text)
+    """The layout a JSON text describes. Keys it lacks take their defaults (layouts of older
+    releases); every value given must survive unchanged (no silent ``int(1.5)``).
+
+    Raises:
+        ValueError: not a JSON object, unknown or bad settings, or values the layout would change.
+    """
+    raw = _json(text, "state layout")
     if not isinstance(raw, dict):
         raise ValueError(f"corrupted state: layout {text!r} is not an object")
     kw = {k: tuple(v) if isinstance(v, list) else v for k, v in raw.items()}
     try:
-        return layout_cls(**kw)
-    except TypeError as e:
-        raise ValueError(f"corrupted state: bad layout {text!r}: {e}") from None
+        layout = layout_cls(**kw)
+        again = json.loads(layout_to_json(layout))
+        hash(layout)
+    except (TypeError, ValueError, OverflowError, RecursionError) as e:
+        raise ValueError(f"corrupted state: bad layout {text[:200]!r}: {e}") from None
+    for k, v in raw.items():
+        if not _same_json(again[k], v):
+            raise ValueError(f"corrupted state: layout setting {k!r} = {v!r} is not canonical (it reads as {again[k]!r})")
+    return layout
+
+
+def _same_json(a: Any, b: Any) -> bool:
+    """Equal JSON values of equal types (``1 != 1.5``, ``True != 1``; an int may stand for the
+    same float)."""
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_same_json(x, y) for x, y in zip(a, b))
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return a == b and not (isinstance(a, int) and isinstance(b, float) and not b.is_integer())
+    return type(a) is type(b) and a == b
 
 
 def encode_state(state: Any) -> bytes:
@@ -112,13 +166,15 @@ def encode_state(state: Any) -> bytes:
     return body + struct.pack("<I", zlib.crc32(body))
 
 
-def _read_state(r: _Reader) -> Any:
+def _read_state(r: _Reader, expect: type | None = None) -> Any:
     from core.states import STATE_KINDS
 
     kind = r.str16()
     cls = STATE_KINDS.get(kind)
     if cls is None:
         raise ValueError(f"unknown state kind {kind!r} (known: {sorted(STATE_KINDS)})")
+    if expect is not None and cls is not expect:
+        raise TypeError(f"the bytes hold a {kind!r} state, not {expect.kind!r} ({expect.__name__}.decode)")
     layout = layout_from_json(cls.Layout, r.str32())
     (nf,) = r.unpack("<H")
     want = dict(cls.FIELDS)
@@ -130,26 +186,36 @@ def _read_state(r: _Reader) -> Any:
         code, ndim = r.unpack("<BB")
         if name in arrays:
             raise ValueError(f"corrupted state {kind}: field {name!r} appears twice")
-        if name not in want or _DTYPES.get(code) != np.dtype(want[name]).newbyteorder("<"):
+        if name not in want or code not in _DTYPES or _DTYPES[code] != np.dtype(want[name]).newbyteorder("<"):
             raise ValueError(f"corrupted state {kind}: unexpected field {name!r} or dtype code {code}")
         shape = r.unpack(f"<{ndim}Q")
-        count = int(np.prod(shape)) if shape else 1
+        count = math.prod(shape)
         raw = r.take(count * 8)
         arrays[name] = np.frombuffer(raw, dtype=_DTYPES[code]).reshape(shape).astype(want[name])
-    return cls(layout, arrays)
+    try:
+        state = cls(layout, arrays)
+    except (TypeError, KeyError, IndexError, OverflowError) as e:  # arrays no layout check caught
+        raise ValueError(f"corrupted state {kind}: {type(e).__name__}: {e}") from None
+    return state.validate()
 
 
-def decode_state(data: bytes) -> Any:
-    """Decode bytes from :func:`encode_state`.
+def decode_state(data: bytes, expect: type | None = None) -> Any:
+    """Decode bytes from :func:`encode_state` into a validated state.
+
+    Args:
+        data: the bytes.
+        expect: the state class asked for (None: any kind).
 
     Raises:
         ValueError: wrong magic, unsupported version, checksum mismatch, truncation, unknown kind,
-            or fields whose dtype/shape do not match the layout.
+            fields whose dtype/shape do not match the layout, or values no state can hold
+            (see :meth:`core.states.State.validate`).
+        TypeError: ``data`` is not bytes, or the bytes hold another kind than ``expect``.
     """
     body = _check_frame(data, _STATE_MAGIC, "state")
     r = _Reader(body, "state")
     r.take(len(_STATE_MAGIC) + 1)
-    state = _read_state(r)
+    state = _read_state(r, expect)
     if r.pos != len(body):
         raise ValueError("corrupted state: trailing bytes")
     return state
@@ -161,17 +227,42 @@ def slice_key_to_json(key: tuple) -> str:
 
 
 def slice_key_from_json(text: str) -> tuple:
-    pairs = json.loads(text)
-    if not isinstance(pairs, list) or any(not isinstance(p, list) or len(p) != 2 for p in pairs):
-        raise ValueError(f"corrupted slice key {text!r}")
-    return tuple((str(c), v) for c, v in pairs)
+    """Inverse of :func:`slice_key_to_json`.
+
+    Raises:
+        ValueError: not a JSON list of ``[column name, scalar value]`` pairs.
+    """
+    pairs = _json(text, "slice key")
+    if not isinstance(pairs, list) or any(
+        not isinstance(p, list) or len(p) != 2 or not isinstance(p[0], str) or isinstance(p[1], (list, dict)) for p in pairs
+    ):
+        raise ValueError(f"corrupted slice key {text[:200]!r}")
+    return tuple((c, v) for c, v in pairs)
 
 
-def encode_accumulator(acc: dict) -> bytes:
+def fingerprint_to_json(fingerprint: Mapping[str, Any] | None) -> str:
+    """Canonical JSON of a fingerprint (``null`` for none)."""
+    return json.dumps(None if fingerprint is None else dict(fingerprint), sort_keys=True, separators=(",", ":"), allow_nan=False)
+
+
+def fingerprint_diff(ours: Mapping[str, Any], theirs: Mapping[str, Any]) -> str:
+    """``"weight_col None (here) != 'w'; ..."``: the settings two fingerprints disagree on."""
+    keys = sorted(set(ours) | set(theirs))
+    return "; ".join(f"{k} {ours.get(k)!r} (here) != {theirs.get(k)!r}" for k in keys if ours.get(k) != theirs.get(k))
+
+
+def check_fingerprint(ours: Mapping[str, Any] | None, theirs: Mapping[str, Any] | None, what: str) -> None:
+    """Raise ``ValueError`` naming the settings when both fingerprints are known and differ."""
+    if ours is None or theirs is None or ours is theirs or dict(ours) == dict(theirs):
+        return
+    raise ValueError(f"{what} belong to a different configuration: {fingerprint_diff(ours, theirs)}")
+
+
+def encode_accumulator(acc: dict, fingerprint: Mapping[str, Any] | None = None) -> bytes:
     """Encode ``{slice_key: tuple_of_states}`` (slices in sorted JSON order, so equal
-    accumulators give equal bytes)."""
+    accumulators give equal bytes) with the writer's ``fingerprint`` (JSON-ready settings)."""
     items = sorted((slice_key_to_json(k), v) for k, v in acc.items())
-    parts = [_ACC_MAGIC, bytes([VERSION]), struct.pack("<I", len(items))]
+    parts = [_ACC_MAGIC, bytes([ACC_VERSION]), _str32(fingerprint_to_json(fingerprint)), struct.pack("<I", len(items))]
     for key_json, states in items:
         parts += [_str32(key_json), struct.pack("<H", len(states))]
         for s in states:
@@ -181,15 +272,30 @@ def encode_accumulator(acc: dict) -> bytes:
     return body + struct.pack("<I", zlib.crc32(body))
 
 
-def decode_accumulator(data: bytes) -> dict:
-    """Inverse of :func:`encode_accumulator`. Raises ``ValueError`` on corrupted bytes."""
-    body = _check_frame(data, _ACC_MAGIC, "accumulator")
+def read_accumulator(data: bytes) -> tuple[dict, dict | None, int]:
+    """``(accumulator, writer's fingerprint, version)`` of :func:`encode_accumulator` bytes; the
+    fingerprint is None for version 1 bytes (written before fingerprints) or a writer without one.
+
+    Raises:
+        ValueError: corrupted bytes (see the module docstring), or a slice key that appears twice.
+        TypeError: ``data`` is not bytes.
+    """
+    body = _check_frame(data, _ACC_MAGIC, "accumulator", ACC_VERSIONS)
     r = _Reader(body, "accumulator")
-    r.take(len(_ACC_MAGIC) + 1)
+    r.take(len(_ACC_MAGIC))
+    (version,) = r.unpack("<B")
+    fingerprint = None
+    if version >= 2:
+        fingerprint = _json(r.str32(), "accumulator fingerprint")
+        if fingerprint is not None and not isinstance(fingerprint, dict):
+            raise ValueError("corrupted accumulator: the fingerprint is not a JSON object")
     (n,) = r.unpack("<I")
-    out = {}
+    out: dict = {}
     for _ in range(n):
-        key = slice_key_from_json(r.str32())
+        key_json = r.str32()
+        key = slice_key_from_json(key_json)
+        if key in out:
+            raise ValueError(f"corrupted accumulator: slice {key_json[:200]} appears twice")
         (ns,) = r.unpack("<H")
         states = []
         for _ in range(ns):
@@ -198,16 +304,30 @@ def decode_accumulator(data: bytes) -> dict:
         out[key] = tuple(states)
     if r.pos != len(body):
         raise ValueError("corrupted accumulator: trailing bytes")
-    return out
+    return out, fingerprint, version
 
 
-def encode_states(states: Iterable[Any]) -> bytes:
+def decode_accumulator(data: bytes, fingerprint: Mapping[str, Any] | None = None, what: str = "accumulator bytes") -> dict:
+    """Inverse of :func:`encode_accumulator`, for a reader of ``fingerprint`` (None: unchecked).
+
+    Raises:
+        ValueError: corrupted bytes, or bytes written with another fingerprint (naming the
+            settings that differ).
+    """
+    acc, theirs, _ = read_accumulator(data)
+    check_fingerprint(fingerprint, theirs, what)
+    return acc
+
+
+def encode_states(states: Iterable[Any], fingerprint: Mapping[str, Any] | None = None) -> bytes:
     """Encode one slice's tuple of states (an accumulator with the single key ``()``)."""
-    return encode_accumulator({(): tuple(states)})
+    return encode_accumulator({(): tuple(states)}, fingerprint)
 
 
-def decode_states(data: bytes) -> tuple:
-    acc = decode_accumulator(data)
+def decode_states(data: bytes, fingerprint: Mapping[str, Any] | None = None) -> tuple:
+    """Inverse of :func:`encode_states` (checks the fingerprint as :func:`decode_accumulator`)."""
+    acc, theirs, _ = read_accumulator(data)
     if list(acc) != [()]:
         raise ValueError("corrupted state tuple: expected a single slice")
+    check_fingerprint(fingerprint, theirs, "state bytes")
     return acc[()]

@@ -1,7 +1,8 @@
 """Sliced evaluation over columnar batches: the one object every engine runs.
 
 An :class:`Evaluation` knows the columns (label, score or prediction, weight), the slice specs and
-the :class:`~core.plan.Plan`. Its accumulator is a plain dict ``{slice_key: tuple_of_states}``
+the :class:`~core.plan.Plan`. Its accumulator is a dict ``{slice_key: tuple_of_states}``
+(:class:`Accumulator`, which also carries the evaluation's :attr:`~Evaluation.fingerprint`)
 that always contains the overall slice ``()``. Engines call ``zero``, ``fold`` (per batch),
 ``merge`` (any order, any grouping), ``finish``, and ``encode_accumulator`` /
 ``decode_accumulator`` to ship partial states.
@@ -9,6 +10,8 @@ that always contains the overall slice ``()``. Engines call ``zero``, ``fold`` (
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Mapping
 from typing import Any, Iterable, Sequence
 
@@ -25,7 +28,21 @@ from core.slicing import OTHER, OVERALL, SIZE_MEASURES, assign_slices, parse_sli
 from core.states import ExampleCountState
 from core.suppression import suppress_complements, withhold_names
 
-Accumulator = dict  # {slice_key: tuple[State, ...]}
+class Accumulator(dict):
+    """``{slice_key: tuple_of_states}`` plus ``fingerprint``: the settings of the evaluation that
+    filled it (see :attr:`Evaluation.fingerprint`; None when unknown, e.g. a plain dict's copy).
+    :meth:`Evaluation.merge`, :meth:`~Evaluation.fold`, :meth:`~Evaluation.finish` and the codec
+    check it, so accumulators of differently configured evaluations never mix."""
+
+    def __init__(self, items: Any = (), fingerprint: dict[str, Any] | None = None):
+        super().__init__(items)
+        self.fingerprint = fingerprint
+
+    def copy(self) -> "Accumulator":
+        return Accumulator(self, self.fingerprint)
+
+    def __repr__(self) -> str:
+        return f"Accumulator({dict.__repr__(self)})"
 
 
 def _available(data: Any) -> list[str]:
@@ -287,6 +304,67 @@ class Evaluation:
             self._init_args["min_slice_size"] = self.min_slice_size
         if show_suppressed_names:
             self._init_args["show_suppressed_names"] = True
+        self._fingerprint = self._make_fingerprint()
+
+    def _make_fingerprint(self) -> dict[str, Any]:
+        profile = None
+        if self._profile is not None:
+            profile = hashlib.sha256(self._profile.to_json().encode("utf-8")).hexdigest()[:16]
+        fp = {
+            **self.plan.fingerprint,
+            "label_col": self.label_col,
+            "score_col": self.score_col,
+            "prediction_col": self.prediction_col,
+            "weight_col": self.weight_col,
+            "measure_col": self.measure_col,
+            "label_format": self.formats["target"],
+            "score_format": self.formats["score"],
+            "prediction_format": self.formats["prediction"],
+            "slices": [str(s) for s in self.slices],
+            "profile": profile,
+        }
+        return json.loads(json.dumps(fp))  # JSON-canonical: equal to a decoded one
+
+    @property
+    def fingerprint(self) -> dict[str, Any]:
+        """Every setting that changes what the accumulator's states hold beyond their layouts:
+        the task settings of :attr:`core.plan.Plan.fingerprint` (kind, ``num_classes``,
+        ``ignore_index``), the label/score/prediction/weight/measure columns and their formats
+        (weighted and unweighted sums never mix), the slice specs, and a digest of the attached
+        counting-pass profile (``max_slices`` cuts and quantile edges; None without one).
+
+        Accumulators and codec bytes carry it; merging, folding into, finishing or decoding an
+        accumulator of another fingerprint raises ``ValueError`` naming the settings. An
+        evaluation that needs a profile but has none attached (``needs_profile``) accepts any one
+        profile, as engines merge the profiled folds with the unprofiled evaluation. Settings
+        used only when computing (the metrics chosen from the same states, ``zero_division``,
+        ``min_slice_size``, ``on_invalid``) are not part of it."""
+        return self._fingerprint
+
+    def _joint_fingerprint(self, *others: Any) -> dict[str, Any]:
+        """The fingerprint of accumulators merged by this evaluation (see :attr:`fingerprint`).
+
+        Raises:
+            ValueError: naming the settings that differ.
+        """
+        out = self._fingerprint
+        for fp in others:
+            if fp is None or fp is out or fp == out:
+                continue
+            codec.check_fingerprint(
+                {k: v for k, v in out.items() if k != "profile"},
+                {k: v for k, v in fp.items() if k != "profile"},
+                "the accumulators",
+            )
+            mine, theirs = out.get("profile"), fp.get("profile")
+            if mine is None and self._profile is None:
+                out = fp  # an unprofiled evaluation adopts the one profile of what it merges
+            elif theirs is not None and theirs != mine:
+                raise ValueError(
+                    f"the accumulators belong to a different configuration: profile {mine!r} (here) != {theirs!r} "
+                    "(the counting pass of max_slices / quantiles specs differs: fold every part with one profile)"
+                )
+        return out
 
     # -- configuration ---------------------------------------------------------------------
     def to_config(self) -> dict[str, Any]:
@@ -396,6 +474,7 @@ class Evaluation:
         out = copy.copy(self)
         out._profile = profile
         out._bounds = {s: profile.bounds(s) for s in self.slices if s.needs_profile}
+        out._fingerprint = out._make_fingerprint()
         return out
 
     def _spec_of(self, key: tuple) -> Any:
@@ -440,7 +519,7 @@ class Evaluation:
     # -- accumulator -------------------------------------------------------------------------
     def zero(self) -> Accumulator:
         """A fresh accumulator: just the overall slice's zero states."""
-        return {OVERALL: self.plan.zero()}
+        return Accumulator({OVERALL: self.plan.zero()}, self._fingerprint)
 
     def fold(self, acc: Accumulator, data: Any, row_offset: int = 0) -> Accumulator:
         """Fold one batch of rows into ``acc`` (mutated and returned).
@@ -452,8 +531,11 @@ class Evaluation:
 
         Raises:
             ValueError / TypeError: missing columns or invalid values (see
-                :func:`core._inputs.make_batch`), unless ``on_invalid="skip"``.
+                :func:`core._inputs.make_batch`), unless ``on_invalid="skip"``; ``acc`` belongs
+                to an evaluation of another :attr:`fingerprint`.
         """
+        if isinstance(acc, Accumulator):
+            acc.fingerprint = self._joint_fingerprint(acc.fingerprint)
         if self.needs_profile:
             spec = next(s for s in self.slices if s.needs_profile)
             raise ValueError(
@@ -521,8 +603,12 @@ class Evaluation:
         """Merge ``b`` into ``a`` (``a`` is mutated and returned; ``b`` is left unchanged).
 
         Raises:
-            ValueError: the accumulators come from evaluations of different configuration.
+            ValueError: the accumulators come from evaluations of different configuration (a
+                state layout or a :attr:`fingerprint` setting, named in the message).
         """
+        fp = self._joint_fingerprint(getattr(a, "fingerprint", None), getattr(b, "fingerprint", None))
+        if isinstance(a, Accumulator):
+            a.fingerprint = fp
         for key, states in b.items():
             old = a.get(key)
             a[key] = states if old is None else self.plan.merge(old, states)
@@ -535,19 +621,70 @@ class Evaluation:
         return out
 
     def encode_accumulator(self, acc: Accumulator) -> bytes:
-        """Versioned bytes (see :mod:`core.codec`); equal accumulators give equal bytes."""
-        return codec.encode_accumulator(acc)
-
-    def decode_accumulator(self, data: bytes) -> Accumulator:
-        """Inverse of :meth:`encode_accumulator`; checks the states belong to this plan.
+        """Versioned bytes with the :attr:`fingerprint` (see :mod:`core.codec`); equal
+        accumulators give equal bytes.
 
         Raises:
-            ValueError: corrupted or foreign bytes, or states of another configuration.
+            ValueError: ``acc`` belongs to an evaluation of another fingerprint.
         """
-        acc = codec.decode_accumulator(data)
-        for states in acc.values():
-            self.plan.check(states)
-        return acc
+        return codec.encode_accumulator(acc, self._joint_fingerprint(getattr(acc, "fingerprint", None)))
+
+    def decode_accumulator(self, data: bytes) -> Accumulator:
+        """Inverse of :meth:`encode_accumulator`: a checked accumulator of this evaluation.
+
+        Checks the writer's fingerprint (bytes of the first codec version carry none: they are
+        taken as this evaluation's unless its slices depend on a counting-pass profile, which
+        such bytes cannot be checked against), that the overall slice is present and every other
+        slice key belongs to one of the slice specs, that every slice's states are this plan's
+        kinds and layouts, and their values (finite, non-negative counts, whole numbers without
+        a weight column; see :meth:`core.states.State.validate`).
+
+        Raises:
+            ValueError: corrupted or foreign bytes, or states of another configuration (naming
+                the setting).
+            TypeError: ``data`` is not bytes.
+        """
+        acc, theirs, version = codec.read_accumulator(data)
+        if version == 1 and any(s.needs_profile for s in self.slices):
+            raise ValueError(
+                "accumulator bytes of codec version 1 carry no fingerprint, and this evaluation's slices "
+                f"({', '.join(str(s) for s in self.slices if s.needs_profile)}) depend on a counting-pass profile they "
+                "cannot be checked against: re-run the evaluation"
+            )
+        fp = self._joint_fingerprint(theirs)
+        return self._checked(acc, fp, "accumulator bytes")
+
+    def _checked(self, acc: dict, fp: dict[str, Any], what: str) -> Accumulator:
+        if OVERALL not in acc:
+            raise ValueError(f"{what}: the overall slice is missing (every accumulator has it)")
+        specs = {s.columns for s in self.slices}
+        integral = self.weight_col is None
+        for key, states in acc.items():
+            if key and tuple(c for c, _ in key) not in specs:
+                raise ValueError(f"{what}: slice {slice_name(key)!r} is not a slice of this evaluation's specs {[str(s) for s in self.slices]}")
+            try:
+                self.plan.check(states, integral)
+            except ValueError as e:
+                raise ValueError(f"{what}: slice {slice_name(key)!r}: {e}") from None
+        return Accumulator(acc, fp)
+
+    def encode_states(self, states: tuple) -> bytes:
+        """Versioned bytes of one slice's tuple of states with the :attr:`fingerprint` (the
+        engines' per-slice partial states, e.g. Spark's)."""
+        return self.plan.encode(states, self._fingerprint)
+
+    def decode_states(self, data: bytes) -> tuple:
+        """Inverse of :meth:`encode_states`, checked as :meth:`decode_accumulator` checks a slice.
+
+        Raises:
+            ValueError: corrupted bytes, another fingerprint (naming the settings), states of
+                another plan, or values no data can produce.
+        """
+        acc, theirs, _ = codec.read_accumulator(data)
+        if list(acc) != [OVERALL]:
+            raise ValueError("corrupted state tuple: expected a single slice")
+        self._joint_fingerprint(theirs)
+        return self._checked(acc, self._fingerprint, "state bytes")[OVERALL]
 
     def finish(self, acc: Accumulator, *, add_overall: bool = True) -> Results:
         """Compute every slice's metrics; overall first, then slices in spec and value order.
@@ -557,6 +694,7 @@ class Evaluation:
             add_overall: add the overall slice (zero states) when ``acc`` lacks it; engines that
                 finish one slice at a time pass False.
         """
+        self._joint_fingerprint(getattr(acc, "fingerprint", None))
         spec_order = [s.columns for s in self.slices]
         if add_overall and OVERALL not in acc:
             acc = {OVERALL: self.plan.zero(), **acc}

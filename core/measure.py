@@ -29,6 +29,7 @@ class MeanMeasureState(State):
     kind = "mean_measure"
     Layout = MeanMeasureLayout
     FIELDS = (("count", "int64"), ("weight", "float64"), ("total", "float64"))
+    COUNTS = ("count", "weight")
 
     @classmethod
     def layout_for(cls, requirements: list[Any], task: Any) -> MeanMeasureLayout:

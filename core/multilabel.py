@@ -81,6 +81,8 @@ class MultilabelState(State):
         + tuple((n, "float64") for n in _FBETA)
         + (("weight", "float64"), ("count", "int64"))
     )
+    COUNTS = _TL + ("subset", "p_def_w", "p_def_n", "r_def_w", "r_def_n", "f_def_w", "f_def_n", "weight", "count")
+    NONNEGATIVE = ("p_sum_w", "p_sum_n", "r_sum_w", "r_sum_n", "f_sum_w", "f_sum_n")
 
     @classmethod
     def shape(cls, layout: MultilabelLayout, field: str) -> tuple[int, ...]:

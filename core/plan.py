@@ -9,6 +9,7 @@ wrappers (torchmetrics-style ``update`` / ``merge`` / ``compute``).
 
 from __future__ import annotations
 
+import threading
 from typing import Any, Iterable, Sequence
 
 import numpy as np
@@ -137,6 +138,16 @@ class Plan:
         """Canonical metric strings, in request order (the names used in results)."""
         return tuple(m.key for m in self.metrics)
 
+    @property
+    def fingerprint(self) -> dict[str, Any]:
+        """The task settings that change what the states hold but are not part of every state's
+        layout: the task kind, ``num_classes`` and ``ignore_index`` (rows it drops never reach a
+        state). Merges and decodes of another fingerprint raise ``ValueError`` naming the
+        setting. Settings read only when computing (the chosen metrics, ``zero_division``) are
+        not part of it: they belong to whoever computes."""
+        t = self.task
+        return {"task": t.kind, "num_classes": t.num_classes, "ignore_index": t.ignore_index}
+
     def zero(self) -> tuple[State, ...]:
         """The identity tuple of states."""
         return tuple(cls.zero(layout) for cls, layout in self.state_types)
@@ -155,6 +166,9 @@ class Plan:
         """Fieldwise merge; raises ``ValueError`` naming the setting if configurations differ."""
         if len(a) != len(b):
             raise ValueError(f"cannot merge state tuples of different plans ({len(a)} vs {len(b)} states)")
+        for x in (*a, *b):
+            if not isinstance(x, State):
+                raise TypeError(f"cannot merge {type(x).__name__} as a state")
         return tuple(x.merge(y) for x, y in zip(a, b))
 
     def merge_all(self, many: Iterable[tuple[State, ...]]) -> tuple[State, ...]:
@@ -211,20 +225,40 @@ class Plan:
                 undefined[m.key] = entry
         return values, intervals, undefined
 
-    def encode(self, states: tuple[State, ...]) -> bytes:
-        return codec.encode_states(states)
+    def encode(self, states: tuple[State, ...], fingerprint: dict[str, Any] | None = None) -> bytes:
+        """Versioned bytes of a tuple of states, with ``fingerprint`` (default: the plan's)."""
+        return codec.encode_states(states, self.fingerprint if fingerprint is None else fingerprint)
 
-    def decode(self, data: bytes) -> tuple[State, ...]:
-        """Decode and check the states belong to this plan (``ValueError`` otherwise)."""
-        states = codec.decode_states(data)
-        self.check(states)
+    def decode(self, data: bytes, fingerprint: dict[str, Any] | None = None, integral: bool = False) -> tuple[State, ...]:
+        """Decode and check the states belong to this plan.
+
+        Args:
+            data: bytes from :meth:`encode`.
+            fingerprint: the reader's (default: the plan's); bytes written with another raise.
+                Bytes of the first codec version carry none and are taken as the reader's.
+            integral: the rows were unweighted: count fields must hold whole numbers.
+
+        Raises:
+            ValueError: corrupted bytes, another fingerprint (naming the settings), states of
+                another plan, or values no data can produce.
+        """
+        states = codec.decode_states(data, self.fingerprint if fingerprint is None else fingerprint)
+        self.check(states, integral)
         return states
 
-    def check(self, states: tuple[State, ...]) -> None:
+    def check(self, states: tuple[State, ...], integral: bool = False) -> None:
+        """Check ``states`` are this plan's kinds and layouts, with valid values.
+
+        Raises:
+            ValueError: other kinds or layouts, or values no data can produce (see
+                :meth:`~core.states.State.validate`; ``integral``: unweighted counts).
+        """
         want = [(cls.kind, layout) for cls, layout in self.state_types]
-        got = [(s.kind, s.layout) for s in states]
-        if want != got:
+        got = [(getattr(s, "kind", type(s).__name__), getattr(s, "layout", None)) for s in states]
+        if want != got or any(type(s) is not cls for s, (cls, _) in zip(states, self.state_types)):
             raise ValueError(f"states do not belong to this plan: expected {want}, got {got}")
+        for s in states:
+            s.validate(integral)
 
     def describe(self) -> dict[str, Any]:
         """JSON-ready description of the task, metrics and states."""
@@ -302,6 +336,11 @@ class MetricCollection:
     Undefined values are NaN with one :class:`~core.metrics.UndefinedMetricWarning` per metric
     naming it and its classes (none with ``zero_division`` 0 or 1).
 
+    Thread safety: ``update``, ``merge``, ``reset``, ``load`` and ``compute`` may be called from
+    several threads at once: a batch is validated and folded outside a lock, and only the swap of
+    the states is locked, so no update is lost. Collections copy, deep-copy and pickle (the lock
+    is not part of the state).
+
     Example:
         >>> mc = MetricCollection("precision", "recall", "f1")
         >>> mc.update([1, 0, 1, 1], y_score=[0.9, 0.6, 0.4, 0.5])
@@ -326,10 +365,28 @@ class MetricCollection:
         self.formats = _collection_formats(formats)
         self.states = self.plan.zero()
         self._rows = 0
+        self._lock = threading.RLock()
+
+    def __getstate__(self) -> dict[str, Any]:
+        with self._lock:
+            state = dict(self.__dict__)
+        del state["_lock"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.RLock()
 
     @property
     def task(self) -> Task:
         return self.plan.task
+
+    @property
+    def fingerprint(self) -> dict[str, Any]:
+        """The settings that change what the states hold (see :attr:`Plan.fingerprint`), with
+        the input ``formats`` when any are given; :meth:`merge` and :meth:`load` check it."""
+        fp = self.plan.fingerprint
+        return {**fp, "formats": dict(sorted(self.formats.items()))} if self.formats else fp
 
     def update(
         self, y_true: Any = None, y_score: Any = None, y_pred: Any = None, sample_weight: Any = None, measure: Any = None
@@ -377,33 +434,54 @@ class MetricCollection:
             values=measure,
             needs=self.plan.needs,
         )
-        self.states = self.plan.fold(self.states, batch)
-        self._rows += _rows_in(batch, y_true, y_pred, y_score, measure)
+        part = self.plan.fold(self.plan.zero(), batch)  # the heavy work, outside the lock
+        rows = _rows_in(batch, y_true, y_pred, y_score, measure)
+        with self._lock:
+            self.states = self.plan.merge(self.states, part)
+            self._rows += rows
 
     def merge(self, other: "MetricCollection") -> "MetricCollection":
-        """Merge another collection's states into this one (returns self).
+        """Merge another collection's states into this one (returns self; thread-safe).
 
         Raises:
-            ValueError: the other collection has a different configuration (names the setting).
+            TypeError: ``other`` is not a :class:`MetricCollection`.
+            ValueError: the other collection has a different configuration (names the setting:
+                a state layout such as the thresholds, or a :attr:`fingerprint` setting such as
+                ``ignore_index`` or the input formats).
         """
-        self.states = self.plan.merge(self.states, other.states)
-        self._rows += other._rows
+        if not isinstance(other, MetricCollection):
+            raise TypeError(f"cannot merge {type(other).__name__} into a {type(self).__name__}")
+        codec.check_fingerprint(self.fingerprint, other.fingerprint, f"cannot merge: the {type(other).__name__}'s states")
+        with other._lock:  # a consistent snapshot of the other; never both locks at once
+            states, rows = other.states, other._rows
+        with self._lock:
+            self.states = self.plan.merge(self.states, states)
+            self._rows += rows
         return self
 
     def reset(self) -> None:
-        self.states = self.plan.zero()
-        self._rows = 0
+        with self._lock:
+            self.states = self.plan.zero()
+            self._rows = 0
 
     def compute(self) -> dict[str, Any]:
         """``{metric key: value}``; scalars as float, per-class and matrices as numpy arrays."""
         return self.plan.compute(self.states)
 
     def encode(self) -> bytes:
-        return self.plan.encode(self.states)
+        """Versioned bytes of the states and the :attr:`fingerprint` (see :mod:`core.codec`)."""
+        return self.plan.encode(self.states, self.fingerprint)
 
     def load(self, data: bytes) -> "MetricCollection":
-        """Replace the states by decoded bytes from :meth:`encode` of an equal collection."""
-        self.states = self.plan.decode(data)
+        """Replace the states by decoded bytes from :meth:`encode` of an equal collection.
+
+        Raises:
+            ValueError: corrupted bytes, bytes of a collection of another configuration (naming
+                the setting), or values no data can produce.
+        """
+        states = self.plan.decode(data, self.fingerprint)
+        with self._lock:
+            self.states = states
         return self
 
     def __repr__(self) -> str:

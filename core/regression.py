@@ -91,6 +91,8 @@ class RegressionMomentsState(State):
         ("sum_ape", "float64"),
         ("max_abs_e", "float64"),
     )
+    COUNTS = ("count", "weight")
+    NONNEGATIVE = ("m2_y", "m2_p", "m2_e", "sum_abs_e", "sum_ape", "max_abs_e")
 
     @classmethod
     def layout_for(cls, requirements: list[Any], task: Any) -> RegressionLayout:
@@ -156,6 +158,24 @@ class RegressionMomentsState(State):
             "max_abs_e": float(positive.max()) if positive.size else 0.0,
         }
         return cls(layout, {k: np.asarray(v, dtype=d) for (k, d), v in zip(cls.FIELDS, a.values())})
+
+    def validate(self, integral: bool = False) -> "RegressionMomentsState":
+        """:meth:`State.validate`, and: no weight means zero means and moments (every real state
+        has them; :meth:`merge` relies on it), no rows means a zero state.
+
+        Raises:
+            ValueError: naming the field.
+        """
+        super().validate(integral)
+        a = self.arrays
+        if float(a["weight"]) == 0 or int(a["count"]) == 0:
+            names = [n for n, _ in self.FIELDS if n not in ("count", "weight")] if int(a["count"]) == 0 else list(_MOMENTS)
+            bad = next((n for n in names if float(a[n]) != 0), None)
+            if bad is None and int(a["count"]) == 0 and float(a["weight"]) != 0:
+                bad = "weight"
+            if bad is not None:
+                raise ValueError(f"invalid {self.kind} state: {bad} = {float(a[bad])!r} with count {int(a['count'])} and weight {float(a['weight'])!r} (must be 0)")
+        return self
 
     def _key(self) -> tuple:
         return tuple(float(self.arrays[n]) for n, _ in self.FIELDS)

@@ -239,6 +239,8 @@ class ScoreDistributionState(State):
     kind = "score_distribution"
     Layout = ScoreDistributionLayout
     FIELDS = (("level", "int64"), ("keys", "int64"), ("pos", "float64"), ("neg", "float64"))
+    COUNTS = ("pos", "neg")
+    NONNEGATIVE = ("level",)
 
     def __init__(self, layout: ScoreDistributionLayout, arrays: dict[str, np.ndarray], _trusted: bool = False):
         super().__init__(layout, arrays)
@@ -877,6 +879,8 @@ class ClassScoreDistributionState(State):
     kind = "class_score_distribution"
     Layout = ClassScoreDistributionLayout
     FIELDS = (("levels", "int64"), ("offsets", "int64"), ("keys", "int64"), ("weights", "float64"))
+    COUNTS = ("weights",)
+    NONNEGATIVE = ("levels", "offsets")
 
     def __init__(self, layout: ClassScoreDistributionLayout, arrays: dict[str, np.ndarray], _trusted: bool = False):
         super().__init__(layout, arrays)

@@ -363,24 +363,45 @@ def _encode_part(name: str, part: Any) -> bytes:
     return b"".join(out)
 
 
+def _check_total(counts: np.ndarray, bad: str) -> None:
+    """Row counts whose total an int64 holds with room for merging (no data has 2**62 rows)."""
+    if counts.size and float(counts.astype(np.float64).sum()) >= 2.0**62:
+        raise ValueError(f"{bad}: the counts total {float(counts.astype(np.float64).sum()):.4g} rows (overflow)")
+
+
 def _decode_part(r: _Reader) -> tuple[str, Any]:
     name = r.str16()
     (kind,) = r.unpack("<B")
+    bad = f"corrupted slice profile: part {name!r}"
     if kind == KeyCounts.kind:
         m, width, weighted = r.unpack("<QIB")
+        if m and width == 0 or weighted > 1:
+            raise ValueError(f"{bad} has key width {width}, weighted flag {weighted}")
         keys = np.frombuffer(r.take(m * width), dtype=f"S{width}") if m else np.zeros(0, "S1")
         counts = np.frombuffer(r.take(8 * m), dtype="<i8").astype(np.int64)
-        missing = np.frombuffer(r.take(m), dtype="u1").astype(bool)
+        flags = np.frombuffer(r.take(m), dtype="u1")
         weights = np.frombuffer(r.take(8 * m), dtype="<f8").astype(np.float64) if weighted else None
-        return name, KeyCounts(keys.copy(), counts, weights, missing)
+        if np.any(flags > 1):
+            raise ValueError(f"{bad}: missing-value flags must be 0 or 1")
+        if m > 1 and not bool(np.all(keys[1:] > keys[:-1])):
+            raise ValueError(f"{bad}: keys are not ascending and distinct")
+        if np.any(counts <= 0) or (weights is not None and not (np.all(np.isfinite(weights)) and np.all(weights >= 0))):
+            raise ValueError(f"{bad}: counts must be > 0 and weights finite and >= 0")
+        _check_total(counts, bad)
+        return name, KeyCounts(keys.copy(), counts, weights, flags.astype(bool))
     if kind == ValueSketch.kind:
         capacity, level, m = r.unpack("<QBQ")
         keys = np.frombuffer(r.take(8 * m), dtype="<i8").astype(np.int64)
         counts = np.frombuffer(r.take(8 * m), dtype="<i8").astype(np.int64)
-        if capacity < 2 or level > 63:
-            raise ValueError(f"corrupted slice profile: part {name!r} has capacity {capacity}, level {level}")
+        if capacity < 2 or level > 63 or m > capacity:
+            raise ValueError(f"{bad} has capacity {capacity}, level {level}, {m} bins")
+        if m > 1 and not bool(np.all(keys[1:] > keys[:-1])):
+            raise ValueError(f"{bad}: keys are not ascending and distinct")
+        if np.any(counts <= 0):
+            raise ValueError(f"{bad}: counts must be > 0")
+        _check_total(counts, bad)
         return name, ValueSketch(capacity, level, keys, counts)
-    raise ValueError(f"corrupted slice profile: part {name!r} has unknown kind {kind}")
+    raise ValueError(f"{bad} has unknown kind {kind}")
 
 
 # --------------------------------------------------------------------------------------------
@@ -433,7 +454,12 @@ class SliceProfile:
         r = _Reader(body, "slice profile")
         r.take(4)
         (n,) = r.unpack("<H")
-        parts = dict(_decode_part(r) for _ in range(n))
+        parts: dict[str, Any] = {}
+        for _ in range(n):
+            name, part = _decode_part(r)
+            if name in parts:
+                raise ValueError(f"corrupted slice profile: part {name!r} appears twice")
+            parts[name] = part
         if r.pos != len(body):
             raise ValueError("corrupted slice profile: trailing bytes")
         return cls(parts)

@@ -14,6 +14,7 @@ Kinds:
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from types import MappingProxyType
 from typing import Any, ClassVar
 
 import numpy as np
@@ -28,12 +29,21 @@ class State:
     """Base class of all states. Subclasses define ``kind``, ``Layout`` and ``FIELDS``.
 
     ``FIELDS`` is a tuple of ``(name, dtype)``; ``shape(layout)`` gives every field's shape.
-    Instances are immutable (their arrays are read-only).
+    Instances are immutable: their arrays are read-only and ``arrays`` is a read-only mapping, so
+    ``copy.copy`` / ``copy.deepcopy`` return the state itself (nothing can be shared and mutated).
+
+    What a valid state holds (checked by :meth:`validate`, e.g. on every decode) is driven by two
+    tables next to ``FIELDS``: ``COUNTS`` names the fields that sum row weights (>= 0; integers
+    when the rows were unweighted) and ``NONNEGATIVE`` other fields that are never negative (e.g.
+    sums of squares). Every float field must be finite. A kind that adds a field lists it in one of
+    them if it has that property.
     """
 
     kind: ClassVar[str]
     Layout: ClassVar[type]
     FIELDS: ClassVar[tuple[tuple[str, str], ...]]
+    COUNTS: ClassVar[tuple[str, ...]] = ()
+    NONNEGATIVE: ClassVar[tuple[str, ...]] = ()
 
     __slots__ = ("layout", "arrays")
 
@@ -41,6 +51,10 @@ class State:
         super().__init_subclass__(**kw)
         if cls.kind in STATE_KINDS:
             raise ValueError(f"state kind {cls.kind!r} is defined twice")
+        names = {n for n, _ in cls.FIELDS}
+        unknown = (set(cls.COUNTS) | set(cls.NONNEGATIVE)) - names
+        if unknown:
+            raise ValueError(f"state kind {cls.kind!r}: COUNTS/NONNEGATIVE name unknown fields {sorted(unknown)}")
         STATE_KINDS[cls.kind] = cls
 
     def __init__(self, layout: Any, arrays: dict[str, np.ndarray]):
@@ -55,13 +69,45 @@ class State:
                     f"{self.kind}.{name}: expected {dtype}{'(n,)' if want is None else want}, got {a.dtype}{a.shape}"
                 )
             if a.flags.writeable:
+                if a.base is not None:  # a view: the caller may still write through its base
+                    a = a.copy()
                 a.flags.writeable = False
             checked[name] = a
         object.__setattr__(self, "layout", layout)
-        object.__setattr__(self, "arrays", checked)
+        object.__setattr__(self, "arrays", MappingProxyType(checked))
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError(f"{type(self).__name__} is immutable")
+
+    def __reduce__(self) -> tuple:
+        return (_rebuild_state, (self.kind, self.layout, dict(self.arrays)))
+
+    def validate(self, integral: bool = False) -> "State":
+        """Check the values a state of this kind can hold (returns ``self``).
+
+        Every float field is finite; ``COUNTS`` and ``NONNEGATIVE`` fields are >= 0; with
+        ``integral`` (the rows were unweighted) ``COUNTS`` fields hold whole numbers.
+
+        Raises:
+            ValueError: naming the kind, the field, the first bad entry and its value.
+        """
+        for name, dtype in self.FIELDS:
+            a = self.arrays[name]
+            checks = []
+            if a.dtype.kind == "f":
+                checks.append(("not finite", ~np.isfinite(a)))
+            if name in self.COUNTS or name in self.NONNEGATIVE:
+                with np.errstate(invalid="ignore"):
+                    checks.append(("negative", a < 0))
+            if integral and name in self.COUNTS and a.dtype.kind == "f":
+                with np.errstate(invalid="ignore"):
+                    checks.append(("not a whole number (the rows are unweighted)", np.isfinite(a) & (a != np.floor(a))))
+            for what, bad in checks:
+                if bad.any():
+                    at = tuple(int(i) for i in np.argwhere(bad)[0]) if a.ndim else ()
+                    where = f"[{', '.join(map(str, at))}]" if at else ""
+                    raise ValueError(f"invalid {self.kind} state: {name}{where} = {a[at].item()!r} is {what}")
+        return self
 
     # -- layout ------------------------------------------------------------------------------
     @classmethod
@@ -138,12 +184,24 @@ class State:
 
         return encode_state(self)
 
-    @staticmethod
-    def decode(data: bytes) -> "State":
-        """Inverse of :meth:`encode`. Raises ``ValueError`` on corrupted or foreign bytes."""
+    @classmethod
+    def decode(cls, data: bytes) -> "State":
+        """Inverse of :meth:`encode`: a validated state (see :meth:`validate`) of this class's kind
+        (``State.decode`` accepts any kind).
+
+        Raises:
+            ValueError: corrupted or foreign bytes, or values no state can hold.
+            TypeError: ``data`` is not bytes, or the bytes hold another kind (e.g.
+                ``BinaryConfusionState.decode`` of a confusion matrix).
+        """
         from core.codec import decode_state
 
-        return decode_state(data)
+        return decode_state(data, None if cls is State else cls)
+
+
+def _rebuild_state(kind: str, layout: Any, arrays: dict) -> State:
+    """Unpickle a state (validated like a decoded one)."""
+    return STATE_KINDS[kind](layout, arrays)
 
 
 def _layout_diff(a: Any, b: Any) -> str:
@@ -231,6 +289,7 @@ class ExampleCountState(State):
     kind = "example_count"
     Layout = ExampleCountLayout
     FIELDS = (("count", "int64"), ("weight", "float64"), ("skipped", "int64"))
+    COUNTS = ("count", "weight", "skipped")
 
     @classmethod
     def layout_for(cls, requirements: list[Any], task: Any) -> ExampleCountLayout:
@@ -306,6 +365,7 @@ class BinaryConfusionState(State):
     kind = "binary_confusion"
     Layout = BinaryConfusionLayout
     FIELDS = (("tp", "float64"), ("fp", "float64"), ("tn", "float64"), ("fn", "float64"))
+    COUNTS = ("tp", "fp", "tn", "fn")
 
     @classmethod
     def shape(cls, layout: BinaryConfusionLayout, field: str) -> tuple[int, ...]:
@@ -378,6 +438,7 @@ class ConfusionMatrixState(State):
     kind = "confusion_matrix"
     Layout = ConfusionMatrixLayout
     FIELDS = (("matrix", "float64"),)
+    COUNTS = ("matrix",)
 
     @classmethod
     def shape(cls, layout: ConfusionMatrixLayout, field: str) -> tuple[int, ...]:

@@ -50,6 +50,7 @@ class TopKState(State):
     kind = "top_k"
     Layout = TopKLayout
     FIELDS = (("hits", "float64"), ("weight", "float64"))
+    COUNTS = ("hits", "weight")
 
     @classmethod
     def shape(cls, layout: TopKLayout, field: str) -> tuple[int, ...]:

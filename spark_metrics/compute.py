@@ -207,7 +207,7 @@ def _fold_partition_fn(evaluation: Evaluation) -> Callable[[Iterator["pa.RecordB
 
         acc = fold_partition_batches(batches, aggregator.zero(), aggregator.reduce, evaluation.columns)
         keys = [codec.slice_key_to_json(k) for k in acc]
-        states = [evaluation.plan.encode(s) for s in acc.values()]
+        states = [evaluation.encode_states(s) for s in acc.values()]
         yield pa.RecordBatch.from_arrays(
             [pa.array(keys, pa.string()), pa.array(states, pa.binary())], names=["slice_key", "states"]
         )
@@ -224,7 +224,7 @@ def _merge_slice_fn(evaluation: Evaluation) -> Callable[["pa.Table"], "pa.Table"
 
         key_json = table.column("slice_key")[0].as_py()
         key = codec.slice_key_from_json(key_json)
-        merged = plan.merge_all(plan.decode(b) for b in table.column("states").to_pylist())
+        merged = plan.merge_all(evaluation.decode_states(b) for b in table.column("states").to_pylist())
         # Warnings raised on an executor never reach the user: undefined values are NaN in the
         # rows.
         with warnings.catch_warnings():
@@ -330,7 +330,7 @@ def compute_metrics(
         evaluation = profile_evaluation(df, evaluation)
     partial = arrow_input(df, exprs).mapInArrow(_fold_partition_fn(evaluation), _states_schema())
     zero = df.sparkSession.createDataFrame(
-        [(codec.slice_key_to_json(OVERALL), evaluation.plan.encode(evaluation.plan.zero()))], _states_schema()
+        [(codec.slice_key_to_json(OVERALL), evaluation.encode_states(evaluation.plan.zero()))], _states_schema()
     )
     out = partial.unionByName(zero).groupBy("slice_key").applyInArrow(_merge_slice_fn(evaluation), result_schema())
     if evaluation.profile is not None:

@@ -40,9 +40,24 @@ def close(a: Any, b: Any, tol: float = TOL) -> bool:
     return True
 
 
-def assert_all_close(ours: Mapping[str, Any], ref: Mapping[str, Any], tol: float = TOL, context: str = "") -> None:
-    """Every key of ``ref`` is in ``ours`` and close; reports every mismatch at once."""
+def assert_all_close(
+    ours: Mapping[str, Any], ref: Mapping[str, Any], tol: float = TOL, context: str = "", without_reference: Any = ()
+) -> None:
+    """``ours`` and ``ref`` have the same keys and every value is close; reports every mismatch
+    at once.
+
+    A value of ours without a reference is a failure (it would go untested), unless its key is
+    named in ``without_reference`` (an explicit list, so the exclusion is visible in the test);
+    a key named there must be in ``ours`` and absent from ``ref``.
+    """
+    excluded = set(without_reference)
     bad = []
+    for k in sorted(excluded):
+        if k not in ours or k in ref:
+            bad.append(f"  {k}: listed in without_reference but {'not computed' if k not in ours else 'has a reference'}")
+    for k in ours:
+        if k not in ref and k not in excluded:
+            bad.append(f"  {k}: no reference value (ours={_show(ours[k])}); give one or name it in without_reference")
     for k, v in ref.items():
         if k not in ours:
             bad.append(f"  {k}: missing (ours has {sorted(ours)})")

@@ -292,14 +292,33 @@ def test_state_fold_empty_weighted_batch(kind):
     assert type(zero).from_batch(zero.layout, batch) == zero
 
 
-def test_states_and_collections_can_be_copied():
+def test_state_copies_are_equal_and_nothing_in_them_can_be_mutated():
+    """States are immutable values, so ``copy.copy`` / ``deepcopy`` may return the state itself:
+    what makes that safe is that neither the arrays nor the mapping holding them can be changed,
+    through the state or through an array the caller passed in."""
     import copy
+    import pickle
 
     mc = MetricCollection("f1", "accuracy")
     mc.update([1, 0, 1], y_score=[0.9, 0.1, 0.3])
     for s in mc.states:
-        assert copy.copy(s) == s
-        assert copy.deepcopy(s) == s
+        before = {n: s[n].copy() for n, _ in s.FIELDS}
+        for c in (copy.copy(s), copy.deepcopy(s), pickle.loads(pickle.dumps(s))):
+            assert c == s and type(c) is type(s) and c.layout == s.layout
+            for n, _ in c.FIELDS:
+                with pytest.raises(ValueError, match="read-only"):
+                    c.arrays[n][...] = 7
+                with pytest.raises(TypeError):
+                    c.arrays[n] = np.zeros_like(c.arrays[n])  # the mapping is read-only too
+            with pytest.raises(AttributeError):
+                c.layout = None
+        assert all(np.array_equal(s[n], before[n]) for n in before)
+    # an array passed in as a view of a writable buffer is copied, so writing the buffer later
+    # does not change the state
+    buf = np.array([[1.0, 2.0], [3.0, 4.0]])
+    m = ConfusionMatrixState(ConfusionMatrixLayout(2), {"matrix": buf[:, :]})
+    buf[0, 0] = 100.0
+    assert m["matrix"][0, 0] == 1.0
     clone = copy.deepcopy(mc)
     clone.update([1], y_score=[0.9])
     assert clone.compute() != mc.compute()
