@@ -194,7 +194,7 @@ def test_non_canonical_layouts_are_rejected():
 
     s = CalibrationBinsState.zero(CalibrationBinsLayout((2,)))
     fields = [field(n, s.arrays[n]) for n, _ in s.FIELDS]
-    with pytest.raises(ValueError, match="bins.*not canonical"):
+    with pytest.raises(ValueError, match="bins.*(not canonical|must be an integer)"):  # the layout check or the round trip
         State.decode(state_frame(s.kind, '{"bins":[2.5]}', fields))
     for text in ('{"bins":[[2]]}', '{"bins":[2],"extra":1}', "[" * 100_000, '{"bins":[Infinity]}', '"x"'):
         with pytest.raises(ValueError):
