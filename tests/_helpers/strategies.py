@@ -151,6 +151,8 @@ _HOSTILE_ANY = [None, NAN, INF, -INF, "1", "abc", "", b"0", True, False, 2**64, 
 # values far beyond float range (float() raises OverflowError) are listed apart: see the
 # "NEW-A" exclusion in tests/fuzz/oracle.py
 HUGE_INTS = [10**400, -(10**400)]
+# nested cells in a plain (N,) column: ragged / mixed with scalars (issue 11 item 14's kin)
+NESTED = [[0.5], [0, 1], [], (1,), {"a": 1}]
 DECIMALS = [_decimal.Decimal("0"), _decimal.Decimal("1"), _decimal.Decimal("0.25"), _decimal.Decimal("NaN")]
 
 CONTAINERS = ("list", "numpy", "numpy-typed", "pandas", "pandas-nullable", "arrow")

@@ -52,6 +52,8 @@ def classify(v: Any, role: str, k: int, decimal_is_number: bool = False) -> str:
         v = float(v)
     if v is None:
         return "value"
+    if isinstance(v, (list, tuple, dict, np.ndarray)):
+        return "nested"
     if isinstance(v, (np.generic,)):
         v = v.item()
     if not isinstance(v, (bool, int, float)):
@@ -94,7 +96,11 @@ def expect(batches: Sequence[Batch], k: int, decimal_is_number: bool = False) ->
             for i, c in enumerate(classes):
                 if c == "type" or (c == "value" and worst[i] == "ok"):
                     worst[i] = c
-            if "type" in classes:
+            if "nested" in classes:  # a ragged column: an error naming it (no one bad row)
+                i = classes.index("nested")
+                bad[name] = ((ValueError, TypeError), None, cells[i])
+                worst = ["type" if w == "ok" else w for w in worst]  # skip mode: the column is unreadable
+            elif "type" in classes:
                 i = classes.index("type")
                 bad[name] = (TypeError, offset + i, cells[i])
             elif "value" in classes:
@@ -117,7 +123,7 @@ def expectations(batches: Sequence[Batch], k: int) -> list[Expected]:
 def value_spellings(v: Any) -> set[str]:
     """How a message may spell a bad value: its repr, or its float's (None also as nan)."""
     out = {repr(v), str(v)}
-    if v is None:
+    if v is None or (isinstance(v, float) and math.isnan(v)):  # a missing value: either spelling
         out |= {"nan", "None"}
     try:
         out.add(repr(float(v)))
@@ -139,8 +145,10 @@ def error_mismatch(exc: BaseException, bad: dict) -> str | None:
             reasons.append(f"{name!r} not named")
             continue
         if not isinstance(exc, etype):
-            reasons.append(f"{name!r}: expected {etype.__name__}")
+            reasons.append(f"{name!r}: expected {etype}")
             continue
+        if row is None:  # a column-level error
+            return None
         if not re.search(rf"\brow {row}\b", msg):
             reasons.append(f"{name!r}: row {row} not named")
             continue
@@ -263,7 +271,7 @@ def engine_error_problem(exc: BaseException, bad: dict) -> str | None:
         text += "\n" + str(cause)
         cause = cause.__cause__ or cause.__context__
     for name, (etype, _, value) in bad.items():
-        if repr(name) in text and any(s in text for s in value_spellings(value)) and (etype.__name__ in text or type(exc) is etype):
+        if repr(name) in text and any(s in text for s in value_spellings(value)) and any(t.__name__ in text or type(exc) is t for t in (etype if isinstance(etype, tuple) else (etype,))):
             return None
     return f"{type(exc).__module__}.{type(exc).__name__} does not name any of {bad}: {text[:1500]}"
 
