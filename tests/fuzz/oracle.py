@@ -81,6 +81,7 @@ class Expected:
     batch: int | None = None
     valid: list = field(default_factory=list)
     kinds: list = field(default_factory=list)  # per batch, per row: worst class ("ok"/"value"/"type")
+    type_error: dict | None = None  # the first batch's non-number columns (skip mode, item 9)
 
 
 def expect(batches: Sequence[Batch], k: int, decimal_is_number: bool = False) -> Expected:
@@ -108,6 +109,9 @@ def expect(batches: Sequence[Batch], k: int, decimal_is_number: bool = False) ->
                 bad[name] = (ValueError, offset + i, cells[i])
         if bad and out.error is None:
             out.error, out.batch = bad, bi
+        types = {name: v for name, v in bad.items() if v[0] is TypeError or isinstance(v[0], tuple)}
+        if types and out.type_error is None:  # skip mode may still stop at the first non-number
+            out.type_error = types
         out.valid.append(np.array([w == "ok" for w in worst], dtype=bool))
         out.kinds.append(worst)
         offset += n
@@ -186,9 +190,51 @@ def canon(v: Any) -> Any:
     return v
 
 
+EXCLUDED = object()  # a row in no slice of the spec (filtered out)
+
+
+def _bucket(v: float, edges: Sequence[float]) -> str:
+    from core.slicing import bucket_labels  # the labels' spelling only; the bucketing is ours
+
+    import bisect
+
+    return bucket_labels(edges)[bisect.bisect_right(list(edges), v)]
+
+
+def slice_values(values: list, spec: tuple) -> list:
+    """Each row's slice value under ``spec`` (computed here, independently of core):
+
+    * ``("plain",)``: the value (None for missing);
+    * ``("filter", allowed)``: the value if allowed (None allowed for ``null``), else EXCLUDED;
+    * ``("max_slices", N)``: the N most frequent present values (ties: value ascending) stay,
+      every other present value becomes ``"__other__"``; missing stays None;
+    * ``("edges", edges)`` / ``("quantiles", q)``: the interval label of the value's bucket
+      (quantile edges: numpy's linear interior quantiles of the present values, equal edges
+      collapsed); missing stays None.
+    """
+    kind = spec[0]
+    if kind == "plain":
+        return list(values)
+    if kind == "filter":
+        return [v if v in spec[1] else EXCLUDED for v in values]
+    if kind == "max_slices":
+        counts: dict = {}
+        for v in values:
+            if v is not None:
+                counts[v] = counts.get(v, 0) + 1
+        kept = {v for v, _ in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[: spec[1]]}
+        return [v if v is None or v in kept else "__other__" for v in values]
+    if kind == "edges":
+        edges = spec[1]
+    else:
+        present = np.asarray([float(v) for v in values if v is not None], dtype=np.float64)
+        edges = sorted(set(np.quantile(present, [i / spec[1] for i in range(1, spec[1])]).tolist())) if present.size else []
+    return [None if v is None else _bucket(float(v), edges) for v in values]
+
+
 def sliced_problems(
     res: Any, batches: Sequence[Batch], ex: Expected, gcells: Sequence[list], *, label: str, target: str, weight: str | None,
-    k: int, multiclass: bool, keys: Sequence[str], slice_col: str = "g", threshold: float = 0.5,
+    k: int, multiclass: bool, keys: Sequence[str], slice_col: str = "g", threshold: float = 0.5, spec: tuple = ("plain",),
 ) -> str | None:
     """Why ``res`` (a :class:`core.Results` of slices ``[slice_col]``) is not the oracle's (None if it is):
     one slice per distinct value (None/NaN one missing slice, -0.0 == 0.0) and nothing else; per
@@ -198,10 +244,11 @@ def sliced_problems(
     from tests._helpers.sklearn_ref import sk_binary, sk_multiclass
 
     valid = np.concatenate(ex.valid) if ex.valid else np.zeros(0, bool)
-    gall = [canon(v) for part in gcells for v in part]
+    gall = slice_values([canon(v) for part in gcells for v in part], spec)
     groups: dict = {}
     for i, v in enumerate(gall):
-        groups.setdefault(v, []).append(i)
+        if v is not EXCLUDED:
+            groups.setdefault(v, []).append(i)
     got: dict = {}
     for s in res.slices:
         if s.slice == ():

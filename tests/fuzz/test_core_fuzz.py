@@ -35,7 +35,7 @@ from tests._helpers.strategies import (
     wrapped,
 )
 from tests.fuzz.budget import budget
-from tests.fuzz.oracle import concat, error_mismatch, expectations, is_huge, run, sliced_problems
+from tests.fuzz.oracle import canon, concat, escape_spec, error_mismatch, expectations, is_huge, run, sliced_problems
 
 BINARY_KEYS = ("tp", "fp", "tn", "fn", "precision", "recall", "f1", "accuracy")
 MULTICLASS_KEYS = ("accuracy", "f1@macro", "precision@micro", "recall@none", "confusion_matrix")
@@ -201,6 +201,57 @@ def test_columns_of_different_lengths_raise_naming_the_columns(lengths: list[int
 
 
 # -- Evaluation.evaluate: slices, batch kinds, skip accounting ----------------------------------------
+def _filter_text(v: Any) -> str:
+    return "null" if v is None else escape_spec(str(v)) if isinstance(v, str) else str(v).lower() if isinstance(v, bool) else str(v)
+
+
+@st.composite
+def slice_specs(draw: Any, family: str, g: list) -> tuple[tuple, str]:
+    """``(oracle spec, spec text)`` for column ``g``: plain, a filter on some present values
+    (str, int, bool), ``max_slices`` (str, int), ``edges`` / ``quantiles`` (int, float)."""
+    kinds = ["plain"]
+    if family in ("str", "int", "bool"):
+        kinds.append("filter")
+    if family in ("str", "int"):
+        kinds.append("max_slices")
+    if family in ("int", "float"):
+        kinds += ["edges", "quantiles"]
+    kind = draw(st.sampled_from(kinds))
+    if kind == "plain":
+        return ("plain",), "g"
+    if kind == "filter":
+        # NEW-D (reported; a grammar question, not excluded elsewhere): spec text is stripped, so
+        # a value with surrounding whitespace (" ", "\t") cannot be filtered on ("g= " filters on
+        # "", and "g=\\ " on a backslash); filters here use other values
+        present = sorted({canon(v) for v in g if not (isinstance(v, str) and v != v.strip())}, key=repr) or [None]
+        allowed = draw(st.lists(st.sampled_from(present), min_size=1, max_size=3, unique=True))
+        return ("filter", frozenset(allowed)), "g=" + "|".join(_filter_text(v) for v in allowed)
+    if kind == "max_slices":
+        m = draw(st.integers(1, 3))
+        return ("max_slices", m), f"g;max_slices={m}"
+    if kind == "edges":
+        edges = sorted(set(draw(st.lists(st.sampled_from([-1.0, 0.0, 0.5, 1.5, 7.0, 1e300]), min_size=1, max_size=3))))
+        return ("edges", tuple(edges)), "g:edges=" + "|".join(repr(e) for e in edges)
+    q = draw(st.integers(2, 4))
+    return ("quantiles", q), f"g:quantiles={q}"
+
+
+def exclude_spec_defects(spec: tuple, family: str, g: list, parts: list[list]) -> None:
+    """Skip the slice-spec inputs of open defects (see test_known_defects.py)."""
+    present = [v for v in g if canon(v) is not None]
+    # item 8: a filter spec crashes with IndexError on a batch with no matching row
+    # (test_known_defects.py::test_filter_spec_on_a_batch_without_a_matching_row_*).
+    if spec[0] == "filter":
+        for part in parts:
+            assume(not part or any(canon(v) in spec[1] for v in part))
+    # item 11: quantile slicing on an all-null column raises IndexError.
+    if spec[0] == "quantiles":
+        assume(present)
+    # item 3: a filter on an int above 2**53 compares as float and selects the wrong value.
+    if spec[0] == "filter" and family == "int":
+        assume(all(abs(v) <= 2**53 for v in present))
+
+
 def _batch_object(kind: str, cols: dict[str, Any], effective: dict[str, list]) -> Any:
     """The batch as ``kind``: a dict of columns, a list of row dicts, a pandas DataFrame or a
     pyarrow Table (None when the columns do not fit that kind)."""
@@ -240,6 +291,8 @@ def test_evaluation_per_slice_values_equal_sklearn_and_rows_in_equal_n_plus_skip
         weight_col="wt" if weighted else None, slices=["g"], num_classes=k if multiclass else None,
         metrics=list(MULTICLASS_KEYS if multiclass else BINARY_KEYS), on_invalid=on_invalid,
     )  # fmt: skip
+    spec, spec_text = data.draw(slice_specs(family, g), label="spec")
+    ev = Evaluation(**{**ev.to_config(), "slices": [spec_text]})
     inputs, batches = draw_batches(data, columns, n)
     kind = data.draw(st.sampled_from(["dict", "rows", "pandas", "arrow"]), label="batch kind")
     exclude_open_defects(batches, inputs, rows=kind == "rows")
@@ -255,6 +308,8 @@ def test_evaluation_per_slice_values_equal_sklearn_and_rows_in_equal_n_plus_skip
         obj = _batch_object(kind, {**cols, "g": gobj}, eff)
         objs.append(obj if obj is not None else {**cols, "g": gobj})
 
+    exclude_spec_defects(spec, family, g, gcells)
+
     def go() -> Any:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -263,7 +318,7 @@ def test_evaluation_per_slice_values_equal_sklearn_and_rows_in_equal_n_plus_skip
     def reference(ex: Any, res: Any) -> str | None:
         return sliced_problems(
             res, batches, ex, gcells, label=label, target=target, weight="wt" if weighted else None, k=k, multiclass=multiclass,
-            keys=MULTICLASS_KEYS if multiclass else BINARY_KEYS,
+            keys=MULTICLASS_KEYS if multiclass else BINARY_KEYS, spec=spec,
         )  # fmt: skip
 
     result, exc = run(go)
@@ -274,7 +329,7 @@ def test_evaluation_per_slice_values_equal_sklearn_and_rows_in_equal_n_plus_skip
     problems = []
     for ex in expectations(batches, k):
         if exc is not None:
-            types_only = ex.error is not None and {name: v for name, v in ex.error.items() if v[0] is TypeError or isinstance(v[0], tuple)}
+            types_only = ex.type_error
             why = error_mismatch(exc, types_only) if types_only else f"unexpected {type(exc).__name__}: {exc}"
             if why is None:
                 return

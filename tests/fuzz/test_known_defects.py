@@ -102,3 +102,24 @@ def test_scalar_then_list_in_a_score_column_names_the_column() -> None:
     with pytest.raises((ValueError, TypeError)) as e:
         BinaryMetrics().update([0, 0], [0.0, [0.5]])
     assert "'y_score'" in str(e.value), str(e.value)
+
+
+@pytest.mark.xfail(strict=True, reason="issue 11 item 8: a filter spec crashes with IndexError (core/evaluation.py, skipped[g]) on a batch with no matching row")
+def test_filter_spec_on_a_batch_without_a_matching_row_counts_the_other_batches() -> None:
+    ev = Evaluation(label_col="y", score_col="s", slices=["g=a"], metrics=["accuracy"])
+    res = ev.evaluate([{"y": [1], "s": [0.9], "g": ["a"]}, {"y": [0], "s": [0.9], "g": ["b"]}])
+    assert {s.slice: s.n for s in res.slices} == {(): 2, (("g", "a"),): 1}
+
+
+@pytest.mark.xfail(strict=True, reason="issue 11 item 11: quantile slicing on an all-null column raises IndexError")
+def test_quantile_slices_of_an_all_null_column_are_the_null_slice() -> None:
+    ev = Evaluation(label_col="y", score_col="s", slices=["g:quantiles=2"], metrics=["accuracy"])
+    res = ev.evaluate([{"y": [1, 0], "s": [0.9, 0.1], "g": [None, None]}])
+    assert {s.slice: s.n for s in res.slices} == {(): 2, (("g", None),): 2}
+
+
+@pytest.mark.xfail(strict=True, reason="issue 11 item 3: a filter on an int id above 2**53 is compared as float and matches 2**53")
+def test_filter_on_an_int_above_2_53_selects_only_that_value() -> None:
+    ev = Evaluation(label_col="y", score_col="s", slices=["id=9007199254740993"], metrics=["accuracy"])
+    res = ev.evaluate([{"y": [1, 0], "s": [0.9, 0.1], "id": [2**53, 2**53 + 1]}])
+    assert {s.slice: s.n for s in res.slices} == {(): 2, (("id", 2**53 + 1),): 1}
