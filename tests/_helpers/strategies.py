@@ -258,7 +258,7 @@ ODD_STRINGS = ["", " ", "a", "A", "null", "None", "nan", "NaN", "a=b", "a,b", "a
 SLICE_FAMILIES = {
     "str": st.sampled_from(ODD_STRINGS),
     "int": st.sampled_from([0, 1, -1, 7, 2**31, 2**53, 2**53 + 1, 2**63 - 1, -(2**63)]),
-    "float": st.sampled_from([0.0, -0.0, 1.5, -2.25, 1e-300, 1e300, 0.1, NAN, 3.0]),
+    "float": st.sampled_from([0.0, -0.0, 1.5, -2.25, 1e-300, 1e300, 0.1, NAN, 3.0, INF, -INF]),
     "bool": st.booleans(),
 }
 ODD_COLUMN_NAMES = ["y", "label", "y true", "Score (p)", "w,1", "a=b", "a|b", "é", "日本", "`tick`", "x.y", "__index__", "count", "slice", "n"]

@@ -101,6 +101,9 @@ def other_types(table: pa.Table, case: dict) -> pa.Table:
 def test_cli_on_hostile_files_writes_sklearn_values_or_a_clear_error(case: dict, fmt: str, split: bool, mixed: bool, batch_size: int) -> None:
     # the CLI's --score/--prediction take comma-separated column lists: no comma in those names
     assume("," not in case["target"])
+    # item 12: an inf slice value is computed, then writing metrics.json fails and nothing is
+    # written (test_known_defects.py::test_cli_writes_infinite_slice_values)
+    assume(not any(isinstance(v, float) and math.isinf(v) for v in case["columns"][case["slice"]][1]))
     if fmt == "jsonl":
         case = json_safe(case)
     table = arrow_table(case)

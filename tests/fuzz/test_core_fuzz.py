@@ -145,6 +145,18 @@ def test_binary_metrics_update_gives_sklearn_values_or_names_the_bad_cell(data: 
 
     result, exc = run(go)
     check_outcome(result, exc, batches, 2, reference)
+    if exc is None:  # the same batches folded into two collections (alternating) and merged
+
+        def merged() -> dict:
+            parts = [BinaryMetrics(threshold=threshold), BinaryMetrics(threshold=threshold)]
+            for i, b in enumerate(inputs):
+                parts[i % 2].update(b["y_true"], b["y_score"], sample_weight=b.get("sample_weight"))
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                return parts[1].merge(parts[0]).compute()
+
+        got = merged()
+        assert all(close(got[key], result[key]) for key in BINARY_KEYS), (got, result)
 
 
 @given(data=st.data())
