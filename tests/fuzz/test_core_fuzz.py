@@ -256,6 +256,13 @@ def exclude_spec_defects(spec: tuple, family: str, g: list, parts: list[list]) -
     if spec[0] == "filter":
         for part in parts:
             assume(not part or any(canon(v) in spec[1] for v in part))
+    # NEW-E (not in issue 11; reported): under max_slices the counting pass keys 0 and 0.0 apart
+    # (an int column that pandas read as float64 in a batch with a null), so rows of a kept value
+    # land in __other__ while the plain spec puts them in one slice
+    # (test_known_defects.py::test_max_slices_counts_equal_int_and_float_values_as_one_value).
+    if spec[0] == "max_slices":
+        kinds = {type(v) for part in parts for v in part if v is not None and not isinstance(v, bool)}
+        assume(not {int, float} <= kinds)
     # item 11: quantile slicing on an all-null column raises IndexError.
     if spec[0] == "quantiles":
         assume(present)

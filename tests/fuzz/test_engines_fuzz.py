@@ -10,6 +10,7 @@ pipeline or a Spark job), 100 under ``HYPOTHESIS_PROFILE=fuzz``.
 
 from __future__ import annotations
 
+import math
 import tempfile
 import warnings
 from pathlib import Path
@@ -44,6 +45,9 @@ def exclude_engine_defects(case: dict, engine: str) -> None:
     if engine == "spark":
         zeros = {repr(v) for v in g if isinstance(v, float) and v == 0.0}
         assume(len(zeros) < 2)
+        # item 12: an inf slice value fails in codec.slice_key_to_json on the executors
+        # (test_known_defects.py::test_infinite_slice_values_on_spark)
+        assume(not any(isinstance(v, float) and math.isinf(v) for v in g))
 
 
 def exclude_native_defects(case: dict, native: Any) -> None:
