@@ -161,3 +161,10 @@ def test_infinite_slice_values_on_spark(spark) -> None:
     ev = Evaluation(label_col="y", score_col="s", slices=["g"], metrics=["accuracy"])
     res = collect_results(compute_metrics(df, evaluation=ev, native=False), ev)
     assert {s.slice: s.n for s in res.slices} == {(): 2, (("g", 1.0),): 1, (("g", math.inf),): 1}
+
+
+@pytest.mark.xfail(strict=True, reason="issue 11 item 11 (kin): quantile slicing on a column whose present values are all infinite raises IndexError")
+def test_quantile_slices_of_an_all_infinite_column_do_not_crash() -> None:
+    ev = Evaluation(label_col="y", score_col="s", slices=["g:quantiles=2"], metrics=["accuracy"])
+    res = ev.evaluate([{"y": [1, 0], "s": [0.9, 0.1], "g": [math.inf, None]}])
+    assert sum(s.n for s in res.slices if s.slice) == 2
