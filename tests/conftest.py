@@ -5,9 +5,19 @@
 # whole run, pass `--hypothesis-seed=<int>` to pytest; hypothesis itself prints
 # `--hypothesis-seed=<seed>` for failures it cannot replay (flaky / slow-shrinking ones).
 # Select another profile with HYPOTHESIS_PROFILE=<name>.
+#
+# Profile "fuzz" is the full-strength run of the fuzz suite (tests/fuzz): the same settings as
+# "ci", and tests/fuzz/budget.py raises each fuzz test's example count to its full budget
+# (thousands of core cases, ~100 engine and CLI cases). Under "ci" the fuzz tests run a few
+# examples each, so they add about a minute to CI:
+#     HYPOTHESIS_PROFILE=fuzz .venv/bin/python -m pytest tests/fuzz
 import os as _os
 
+from hypothesis import HealthCheck as _HealthCheck
 from hypothesis import settings as _hyp_settings
 
 _hyp_settings.register_profile("ci", deadline=None, derandomize=False, print_blob=True)
+_hyp_settings.register_profile(
+    "fuzz", deadline=None, derandomize=False, print_blob=True, suppress_health_check=[_HealthCheck.too_slow, _HealthCheck.data_too_large]
+)
 _hyp_settings.load_profile(_os.environ.get("HYPOTHESIS_PROFILE", "ci"))

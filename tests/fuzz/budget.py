@@ -1,0 +1,35 @@
+"""Example budgets of the fuzz tests under the hypothesis profiles of ``tests/conftest.py``.
+
+Under the default "ci" profile every fuzz test runs a few examples (the package adds about a
+minute to CI on a 2-core machine); under ``HYPOTHESIS_PROFILE=fuzz`` it runs its full budget::
+
+    HYPOTHESIS_PROFILE=fuzz .venv/bin/python -m pytest tests/fuzz
+
+Use as a decorator, under ``@given``: ``@budget("core")``.
+"""
+
+from __future__ import annotations
+
+import os
+
+from hypothesis import HealthCheck, settings
+
+PROFILE = os.environ.get("HYPOTHESIS_PROFILE", "ci")
+FULL = PROFILE == "fuzz"
+
+# (ci, fuzz) examples per kind of entry point
+EXAMPLES = {
+    "core": (60, 2000),  # MetricCollection / BinaryMetrics update, Evaluation.evaluate
+    "cli": (6, 100),  # python -m pipelines.evaluate's main() on files
+    "beam": (3, 100),  # ComputeMetrics on the DirectRunner (a pipeline per example)
+    "spark": (3, 100),  # compute_metrics on the session's local[2] SparkSession
+}
+
+
+def budget(kind: str) -> settings:
+    """The settings of a fuzz test of ``kind`` (a key of :data:`EXAMPLES`) under the current profile."""
+    ci, full = EXAMPLES[kind]
+    return settings(
+        max_examples=full if FULL else ci,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much, HealthCheck.function_scoped_fixture],
+    )

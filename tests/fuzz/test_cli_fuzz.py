@@ -1,0 +1,161 @@
+"""Fuzz: the CLI (``python -m pipelines.evaluate``'s ``main()``, in-process) on CSV, Parquet and
+JSON Lines files written with pyarrow, from the hostile tables of ``table_cases``: empty and
+header-only files, one file or a directory of two (possibly of different schemas), odd column
+names and slice values. Each run ends with exit code 0 and a ``metrics.json`` equal to the
+oracle's (scikit-learn per slice; with ``--skip-invalid`` rows in == n + skipped), or exit code
+1 or 2 and an ``error:`` line naming the column, the row and the value.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import math
+import re
+import tempfile
+import warnings
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pyarrow.dataset as ds
+import pyarrow.parquet as pq
+from hypothesis import assume, given
+from hypothesis import strategies as st
+
+from core import Results
+from pipelines.evaluate import main
+from tests._helpers.strategies import arrow_table, table_cases
+from tests.fuzz.budget import budget
+from tests.fuzz.oracle import BINARY_KEYS, MULTICLASS_KEYS, canon, escape_spec, expect, table_batches, table_problems, value_spellings
+
+EXT = {"csv": ".csv", "parquet": ".parquet", "jsonl": ".jsonl"}
+
+
+def write(table: pa.Table, path: Path, fmt: str) -> None:
+    """One file; JSON Lines by hand (pyarrow has no JSON writer), nulls as null."""
+    if fmt == "parquet":
+        pq.write_table(table, path)
+    elif fmt == "csv":
+        pacsv.write_csv(table, path)
+    else:
+        path.write_text("".join(json.dumps(r, allow_nan=False) + "\n" for r in table.to_pylist()))
+
+
+def json_safe(case: dict) -> dict:
+    """JSON has no NaN or inf: they are written as null (the oracle then sees None)."""
+    cols = {}
+    for name, (role, cells, t) in case["columns"].items():
+        cols[name] = (role, [None if isinstance(v, float) and not math.isfinite(v) else v for v in cells], t)
+    return {**case, "columns": cols}
+
+
+def cli_error_problem(code: int, err: str, bad: dict) -> str | None:
+    """Why a failed run's stderr is not a clear error for ``bad`` (None if it is)."""
+    if code not in (1, 2) or "error:" not in err or "Traceback" in err:
+        return f"exit code {code}, stderr: {err[-2000:]}"
+    for name, (_, row, value) in bad.items():
+        if repr(name) in err and re.search(rf"\brow {row}\b", err) and any(s in err for s in value_spellings(value)):
+            return None
+    return f"stderr does not name any of {bad}: {err[-2000:]}"
+
+
+def cli_args(case: dict, path: Path, out: Path, fmt: str) -> list[str]:
+    args = ["--input", str(path), "--format", fmt, "--label", case["label"], "--output", str(out), "--quiet", "--no-report", "--progress", "off"]
+    if case["multiclass"]:
+        args += ["--prediction", case["target"], "--num-classes", str(case["k"]), "--metrics", ",".join(MULTICLASS_KEYS)]
+    else:
+        args += ["--score", case["target"], "--metrics", ",".join(BINARY_KEYS)]
+    if case["weight"]:
+        args += ["--weight", case["weight"]]
+    args += ["--slice", escape_spec(case["slice"])]
+    if case["on_invalid"] == "skip":
+        args.append("--skip-invalid")
+    return args
+
+
+def _same_cells(a: list, b: list) -> bool:
+    return len(a) == len(b) and all(canon(x) == canon(y) and type(canon(x)) is type(canon(y)) for x, y in zip(a, b))
+
+
+def other_types(table: pa.Table, case: dict) -> pa.Table:
+    """``table`` with each value column in the other numeric type (int64 <-> double, where the
+    values allow it): the second file of a directory of mixed schemas."""
+    for name, (role, cells, t) in case["columns"].items():
+        if role == "slice":
+            continue
+        if t == "int64" and all(v is None or abs(v) < 2**53 for v in cells):
+            table = table.set_column(table.column_names.index(name), name, table.column(name).cast(pa.float64()))
+        elif t == "double" and all(v is None or (math.isfinite(v) and v.is_integer() and abs(v) < 2**53) for v in cells):
+            table = table.set_column(table.column_names.index(name), name, table.column(name).cast(pa.int64()))
+    return table
+
+
+@given(
+    case=table_cases(max_rows=20), fmt=st.sampled_from(sorted(EXT)), split=st.booleans(), mixed=st.booleans(),
+    batch_size=st.sampled_from([3, 65536]),
+)  # fmt: skip
+@budget("cli")
+def test_cli_on_hostile_files_writes_sklearn_values_or_a_clear_error(case: dict, fmt: str, split: bool, mixed: bool, batch_size: int) -> None:
+    # the CLI's --score/--prediction take comma-separated column lists: no comma in those names
+    assume("," not in case["target"])
+    # item 12: an inf slice value is computed, then writing metrics.json fails and nothing is
+    # written (test_known_defects.py::test_cli_writes_infinite_slice_values)
+    assume(not any(isinstance(v, float) and math.isinf(v) for v in case["columns"][case["slice"]][1]))
+    if fmt == "jsonl":
+        case = json_safe(case)
+    table = arrow_table(case)
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        if split and case["n"] >= 2:
+            path = tmp / "input"
+            path.mkdir()
+            half = case["n"] // 2
+            write(table.slice(0, half), path / f"part-0{EXT[fmt]}", fmt)
+            second = table.slice(half)
+            write(other_types(second, case) if mixed else second, path / f"part-1{EXT[fmt]}", fmt)
+        else:
+            path = tmp / f"input{EXT[fmt]}"
+            write(table, path, fmt)
+        # what a reader sees: CSV and JSON infer types per file (issue 11 item 4), a JSON file of
+        # no rows has no columns
+        if fmt != "parquet":
+            if case["n"] == 0 and fmt == "jsonl":
+                readback = None
+            else:
+                files = sorted(path.iterdir()) if path.is_dir() else [path]
+                readback = {}
+                for f in files:
+                    t = ds.dataset(str(f), format="csv" if fmt == "csv" else "json").to_table()
+                    for name in t.column_names:
+                        readback.setdefault(name, []).extend(t.column(name).to_pylist())
+                # item 4: CSV/JSON slice values change with per-file type inference ('0' -> 0,
+                # '' -> null, 'nan' -> NaN); exclude the cases where a column does not read back
+                for name, (_, cells, _) in case["columns"].items():
+                    assume(_same_cells(readback.get(name, []), cells))
+        out = tmp / "out"
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                code = main(cli_args(case, path, out, fmt) + ["--batch-size", str(batch_size)])
+            except SystemExit as e:  # argparse usage errors
+                code = e.code
+        err = err.getvalue()
+        ex = expect(table_batches(case), case["k"])
+        if fmt == "jsonl" and case["n"] == 0:
+            # NEW-B (not in issue 11; reported, see test_known_defects.py::test_empty_jsonl_file_*):
+            # an empty JSON Lines file fails with pyarrow's "Error creating dataset ... Empty JSON
+            # stream" (exit 1) where an empty Parquet or header-only CSV file gives n=0. Remove
+            # this exclusion once it gives n=0 (or an error naming the missing columns).
+            assume(False)
+        if case["on_invalid"] == "raise" and ex.error is not None:
+            why = cli_error_problem(code, err, ex.error)
+            assert why is None, why
+            return
+        assert code == 0, f"exit code {code}: {err[-3000:]}"
+        results = Results.from_dict(json.loads((out / "metrics.json").read_text()))
+        why = table_problems(case, results)
+        assert why is None, why
