@@ -26,7 +26,12 @@ from typing import Any, Iterable
 
 import numpy as np
 
-VERSION = 1
+#: Version 2: float sums of the states in :attr:`core.states.State.EXACT` carry their exact limbs
+#: (``<field>.exp``, ``<field>.limbs``). Version 1 bytes (float sums only) are still read: each
+#: float becomes the exact sum it stands for, except for kinds whose fields changed
+#: (``CODEC_V1 = False``, e.g. ``regression_moments``), which raise.
+VERSION = 2
+_READS = (1, 2)
 _STATE_MAGIC = b"MMS"
 _ACC_MAGIC = b"MMA"
 _DTYPES = {1: np.dtype("<f8"), 2: np.dtype("<i8")}
@@ -65,8 +70,8 @@ def _check_frame(data: bytes, magic: bytes, what: str) -> bytes:
     if len(data) < len(magic) + 5 or data[: len(magic)] != magic:
         raise ValueError(f"not a mergeable-metrics {what} (bad magic bytes)")
     version = data[len(magic)]
-    if version != VERSION:
-        raise ValueError(f"{what} codec version {version} is not supported (this library reads {VERSION})")
+    if version not in _READS:
+        raise ValueError(f"{what} codec version {version} is not supported (this library reads {list(_READS)})")
     body, (crc,) = data[:-4], struct.unpack("<I", data[-4:])
     if zlib.crc32(body) != crc:
         raise ValueError(f"corrupted {what}: checksum mismatch")
@@ -102,8 +107,8 @@ def layout_from_json(layout_cls: type, text: str) -> Any:
 def encode_state(state: Any) -> bytes:
     """Encode one state to versioned bytes (see module docstring)."""
     parts = [_STATE_MAGIC, bytes([VERSION]), _str16(state.kind), _str32(layout_to_json(state.layout))]
-    parts.append(struct.pack("<H", len(state.FIELDS)))
-    for name, dtype in state.FIELDS:
+    parts.append(struct.pack("<H", len(state.STORED_FIELDS)))
+    for name, dtype in state.STORED_FIELDS:
         a = np.asarray(state.arrays[name], dtype=np.dtype(dtype).newbyteorder("<"), order="C")
         parts += [_str16(name), struct.pack("<BB", _DTYPE_CODES[np.dtype(dtype)], a.ndim)]
         parts.append(struct.pack(f"<{a.ndim}Q", *a.shape))
@@ -112,16 +117,18 @@ def encode_state(state: Any) -> bytes:
     return body + struct.pack("<I", zlib.crc32(body))
 
 
-def _read_state(r: _Reader) -> Any:
+def _read_state(r: _Reader, version: int = VERSION) -> Any:
     from core.states import STATE_KINDS
 
     kind = r.str16()
     cls = STATE_KINDS.get(kind)
     if cls is None:
         raise ValueError(f"unknown state kind {kind!r} (known: {sorted(STATE_KINDS)})")
+    if version == 1 and not cls.CODEC_V1:
+        raise ValueError(f"state {kind} bytes of codec version 1 cannot be read: its fields changed in version 2 (re-run the fold)")
     layout = layout_from_json(cls.Layout, r.str32())
     (nf,) = r.unpack("<H")
-    want = dict(cls.FIELDS)
+    want = dict(cls.FIELDS if version == 1 else cls.STORED_FIELDS)
     if nf != len(want):
         raise ValueError(f"corrupted state {kind}: {nf} fields, expected {len(want)}")
     arrays = {}
@@ -149,7 +156,7 @@ def decode_state(data: bytes) -> Any:
     body = _check_frame(data, _STATE_MAGIC, "state")
     r = _Reader(body, "state")
     r.take(len(_STATE_MAGIC) + 1)
-    state = _read_state(r)
+    state = _read_state(r, body[len(_STATE_MAGIC)])
     if r.pos != len(body):
         raise ValueError("corrupted state: trailing bytes")
     return state

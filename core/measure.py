@@ -1,7 +1,7 @@
 """Mean of a measure: the weighted running mean of any per-sample or per-batch value (a loss).
 
-:class:`MeanMeasureState` holds the row count, the weight and ``sum w v``; it merges by fieldwise
-addition. For per-batch values (a batch's mean loss), fold one row per batch with the batch size
+:class:`MeanMeasureState` holds the row count, the weight and ``sum w v`` (exact sums,
+:mod:`core.exact`); it merges by fieldwise addition, bit for bit the same in any order. For per-batch values (a batch's mean loss), fold one row per batch with the batch size
 as its weight, and the result is the mean over all examples, exactly as if computed in one pass.
 """
 
@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from core._inputs import Batch
+from core.exact import exact_sum
 from core.metrics import TASK_KINDS, Metric, record_undefined
 from core.states import State
 
@@ -29,6 +30,7 @@ class MeanMeasureState(State):
     kind = "mean_measure"
     Layout = MeanMeasureLayout
     FIELDS = (("count", "int64"), ("weight", "float64"), ("total", "float64"))
+    EXACT = ("weight", "total")
 
     @classmethod
     def layout_for(cls, requirements: list[Any], task: Any) -> MeanMeasureLayout:
@@ -43,8 +45,8 @@ class MeanMeasureState(State):
             layout,
             {
                 "count": np.int64(v.shape[0]),
-                "weight": np.float64(v.shape[0] if w is None else w.sum()),
-                "total": np.float64(v.sum() if w is None else np.dot(w, v)),
+                "weight": np.float64(v.shape[0]) if w is None else exact_sum(w),
+                "total": exact_sum(v, w),
             },
         )
 

@@ -128,7 +128,7 @@ def test_empty_accumulator_round_trip():
 # header
 def test_versioned_header():
     blob = binary_state().encode()
-    assert blob[:3] == b"MMS" and blob[3] == codec.VERSION == 1
+    assert blob[:3] == b"MMS" and blob[3] == codec.VERSION == 2
     ev, acc = sliced_accumulator()
     ablob = ev.encode_accumulator(acc)
     assert ablob[:3] == b"MMA" and ablob[3] == codec.VERSION
@@ -182,7 +182,7 @@ def test_wrong_magic(what):
 
 
 @pytest.mark.parametrize("what", ["state", "accumulator"])
-@pytest.mark.parametrize("version", [0, 2, 255])
+@pytest.mark.parametrize("version", [0, 3, 255])
 def test_wrong_version(what, version):
     blob, decode = _decoders()[what]
     bad = bytearray(blob)
