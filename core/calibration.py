@@ -376,7 +376,7 @@ class MeanLabel(Metric):
     def compute(self, states: dict[str, State]) -> float:
         if self.task.kind == "regression":
             st = states["regression_moments"]
-            return _mean_or_nan(float(st["weight"]), lambda: float(st["mean_y"]))
+            return _mean_or_nan(float(st["weight"]), lambda: st.mean("sum_y"))
         st = states["probability_sums"]
         return _mean_or_nan(float(st["weight"]), lambda: float(st["sum_label"]) / float(st["weight"]))
 
@@ -402,7 +402,7 @@ class MeanPrediction(Metric):
     def compute(self, states: dict[str, State]) -> float:
         if self.task.kind == "regression":
             st = states["regression_moments"]
-            return _mean_or_nan(float(st["weight"]), lambda: float(st["mean_p"]))
+            return _mean_or_nan(float(st["weight"]), lambda: st.mean("sum_p"))
         st = states["probability_sums"]
         return _mean_or_nan(float(st["weight"]), lambda: float(st["sum_score"]) / float(st["weight"]))
 

@@ -43,6 +43,8 @@ _MASK = (1 << _BITS) - 1
 _HALF = 1 << (_BITS - 1)
 #: terms per bincount step: every partial sum stays below 2**53 (exact in float64)
 _STEP = 1 << 18
+#: rows per chunk of :func:`exact_sum_products`
+_ROWS = 1 << 16
 _SPLIT = 134217729.0  # 2**27 + 1, Dekker's splitter
 
 
@@ -414,6 +416,13 @@ def exact_sum_products(
     else:
         size = int(size)  # type: ignore[arg-type]
         shape = (size,) if shape is None else shape
-    terms, extra = _product_terms(fs)
-    D, exp = _accumulate(terms, extra, index, size)
+    n = fs[0].shape[0] if fs else 0
+    g = None if index is None else np.asarray(index).ravel()
+    D, exp = np.zeros((size, 0), dtype=np.int64), 0
+    for i in range(0, max(n, 1), _ROWS):  # cache-sized row chunks: temporaries stay small
+        terms, extra = _product_terms([f[i : i + _ROWS] for f in fs])
+        Di, ei = _accumulate(terms, extra, None if g is None else g[i : i + _ROWS], size)
+        D, exp = _add_limbs(D, exp, Di, ei)
+        if D.shape[1] and i // _ROWS % 64 == 63:  # keep every limb far below 2**62
+            D = _carry(D)
     return ExactSums.from_limbs(D, exp, shape)

@@ -42,6 +42,8 @@ class State:
     EXACT: ClassVar[tuple[str, ...]] = ()
     #: ``FIELDS`` plus the exact sums' limb fields: what the codec writes and equality compares.
     STORED_FIELDS: ClassVar[tuple[tuple[str, str], ...]]
+    #: float64 fields merged by ``max`` (not summed)
+    MAXED: ClassVar[tuple[str, ...]] = ()
     #: whether bytes of codec version 1 (float sums without limbs) can be read (upgraded)
     CODEC_V1: ClassVar[bool] = True
 
@@ -147,10 +149,12 @@ class State:
         return type(self)(self.layout, {n: self._add_field(other, n) for n, _ in self.FIELDS})
 
     def _add_field(self, other: "State", name: str) -> Any:
-        """One field of ``self + other``: exact sums add exactly, int64 counts are checked for
-        overflow (``ValueError`` naming the state and field)."""
+        """One field of ``self + other``: exact sums add exactly, ``MAXED`` fields take the max,
+        int64 counts are checked for overflow (``ValueError`` naming the state and field)."""
         if name in self.EXACT:
             return self.exact[name] + other.exact[name]
+        if name in self.MAXED:
+            return np.maximum(self.arrays[name], other.arrays[name])
         return checked_add(self.arrays[name], other.arrays[name], f"{self.kind}.{name}")
 
     __add__ = merge
