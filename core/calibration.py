@@ -24,7 +24,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from core._inputs import Batch
-from core.exact import ExactSums, exact_sum
+from core.exact import ExactSums, exact_column_sums, exact_sum
 from core.metrics import Metric, record_undefined
 from core.states import State
 
@@ -54,11 +54,6 @@ def _weighted_sum(x: np.ndarray, w: np.ndarray | None) -> ExactSums:
     return exact_sum(x, w)
 
 
-def _weighted_columns(x: np.ndarray, w: np.ndarray | None) -> ExactSums:
-    """Exact ``sum_i w_i x[i, j]`` per column ``j`` of an (n, c) array: (c,) sums."""
-    n, c = x.shape
-    ww = None if w is None else np.repeat(w, c)
-    return exact_sum(x.ravel(), ww, index=np.tile(np.arange(c), n), size=c)
 
 
 class ProbabilitySumsState(State):
@@ -119,7 +114,7 @@ class ProbabilitySumsState(State):
             # every (row, class) term summed exactly (no per-row float sum whose order could vary)
             arrays = {"sum_label": np.float64(0.0), "sum_score": np.float64(0.0), "brier": _weighted_sum((diff**2).ravel(), None if w is None else np.repeat(w, P.shape[1]))}
         arrays["weight"] = np.float64(n) if w is None else _weighted_sum(w, None)
-        arrays["log_loss"] = _weighted_columns(ll, w)
+        arrays["log_loss"] = exact_column_sums(ll, w)
         return cls(layout, arrays)
 
 

@@ -36,7 +36,7 @@ from typing import Sequence
 
 import numpy as np
 
-__all__ = ["ExactSums", "exact_sum", "exact_sum_products"]
+__all__ = ["ExactSums", "exact_column_sums", "exact_sum", "exact_sum_products"]
 
 _BITS = 32
 _MASK = (1 << _BITS) - 1
@@ -339,6 +339,24 @@ class ExactSums:
             return ExactSums.of_floats(v if shape is None else v.reshape(shape))
         return ExactSums.from_limbs(self.limbs[index], self.exp, v.shape if shape is None else shape)
 
+    @staticmethod
+    def stack(parts: Sequence["ExactSums | np.ndarray | float"], shape: tuple[int, ...]) -> "ExactSums":
+        """The sums of ``parts`` (ExactSums or float arrays, each an exact number) one after the
+        other, flat, as an array of ``shape``."""
+        es = [p if isinstance(p, ExactSums) else ExactSums.of_floats(p) for p in parts]
+        if all(e.compact for e in es):
+            return ExactSums.of_floats(np.concatenate([e.values.ravel() for e in es]).reshape(shape))
+        full = [e.full() for e in es]
+        used = [(D, x) for D, x in full if D.shape[1]]
+        lo = min(x for _, x in used)
+        hi = max(x + D.shape[1] for D, x in used)
+        out = np.zeros((sum(D.shape[0] for D, _ in full), hi - lo), dtype=np.int64)
+        row = 0
+        for D, x in full:
+            out[row : row + D.shape[0], x - lo : x - lo + D.shape[1]] = D
+            row += D.shape[0]
+        return ExactSums.from_limbs(out, lo, shape)
+
     def fractions(self) -> list[Fraction]:
         """Every sum as an exact :class:`fractions.Fraction` (flat order)."""
         if self.compact:
@@ -426,3 +444,11 @@ def exact_sum_products(
         if D.shape[1] and i // _ROWS % 64 == 63:  # keep every limb far below 2**62
             D = _carry(D)
     return ExactSums.from_limbs(D, exp, shape)
+
+
+def exact_column_sums(x: np.ndarray, weights: np.ndarray | None = None) -> ExactSums:
+    """Exact ``sum_i w_i x[i, j]`` (``sum_i x[i, j]`` unweighted) per column ``j`` of an (n, c)
+    array: (c,) sums."""
+    n, c = x.shape
+    w = None if weights is None else np.repeat(np.asarray(weights, dtype=np.float64), c)
+    return exact_sum(x.ravel(), w, index=np.tile(np.arange(c), n), size=c)

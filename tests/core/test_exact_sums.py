@@ -27,6 +27,7 @@ from core._inputs import Batch
 from core.calibration import CalibrationBinsLayout, CalibrationBinsState, ProbabilitySumsLayout, ProbabilitySumsState
 from core.exact import ExactSums, exact_sum, exact_sum_products
 from core.measure import MeanMeasureLayout, MeanMeasureState
+from core.multilabel import MultilabelLayout, MultilabelState
 from core.regression import RegressionLayout, RegressionMomentsState
 from core.states import (
     BinaryConfusionLayout,
@@ -135,6 +136,10 @@ def _batch(kind: str, rows: list, idx: np.ndarray) -> Batch:
     if kind == "multiclass":
         P = np.stack([s, 1 - s, np.zeros_like(s)], axis=1)[:, :K] if idx.size else np.zeros((0, K))
         return Batch(y % 2, P, pred, w)
+    if kind == "multilabel":  # two labels: the label's bits; scores s and 1 - s
+        Y = np.stack([y % 2, y // 2], axis=1) if idx.size else np.zeros((0, 2), dtype=np.int64)
+        S = np.stack([s, 1 - s], axis=1) if idx.size else np.zeros((0, 2))
+        return Batch(Y, S, None, w)
     if kind == "measure":
         return Batch(None, None, None, w, values=v)
     return Batch(v, None, v + s, w)  # regression: targets v, predictions v + s
@@ -150,6 +155,7 @@ STATES = [
     ("calibration_bins", CalibrationBinsState, CalibrationBinsLayout((4, 10)), "binary"),
     ("top_k", TopKState, TopKLayout(K, 2), "multiclass"),
     ("mean_measure", MeanMeasureState, MeanMeasureLayout(), "measure"),
+    ("multilabel", MultilabelState, MultilabelLayout(2, (0.25, 0.5), ">=", (0.5, 1.0)), "multilabel"),
     ("regression_moments", RegressionMomentsState, RegressionLayout(), "regression"),
 ]
 
