@@ -25,7 +25,8 @@ of the (non-zero-weight) scores number at most ``capacity``, and it holds exactl
 Because a subset of the data never needs a higher level than the whole, merging two canonical
 states (bring both to the larger level, add bin by bin, raise the level while the bins exceed
 ``capacity``) gives the canonical state of the union. Hence merge order and data split never
-change the state (bit for bit with integer weights; float weights are summed in float64).
+change the state (bit for bit, also with float weights: the binary state's weights are exact sums,
+:mod:`core.exact`, regrouped exactly whenever bins merge or coarsen).
 
 What a compressed state knows
 -----------------------------
@@ -52,6 +53,7 @@ from typing import Any
 import numpy as np
 
 from core._inputs import Batch
+from core.exact import ExactSums, exact_sum
 from core.states import State
 
 DEFAULT_CAPACITY = 40_000
@@ -239,6 +241,7 @@ class ScoreDistributionState(State):
     kind = "score_distribution"
     Layout = ScoreDistributionLayout
     FIELDS = (("level", "int64"), ("keys", "int64"), ("pos", "float64"), ("neg", "float64"))
+    EXACT = ("pos", "neg")
 
     def __init__(self, layout: ScoreDistributionLayout, arrays: dict[str, np.ndarray], _trusted: bool = False):
         super().__init__(layout, arrays)
@@ -287,11 +290,36 @@ class ScoreDistributionState(State):
             {
                 "level": np.int64(level),
                 "keys": np.ascontiguousarray(keys, dtype=np.int64),
-                "pos": np.ascontiguousarray(pos, dtype=np.float64),
-                "neg": np.ascontiguousarray(neg, dtype=np.float64),
+                "pos": pos if isinstance(pos, ExactSums) else np.ascontiguousarray(pos, dtype=np.float64),
+                "neg": neg if isinstance(neg, ExactSums) else np.ascontiguousarray(neg, dtype=np.float64),
             },
             _trusted=True,
         )
+
+    # -- exact weights --------------------------------------------------------------------------
+    def _counts_only(self) -> bool:
+        """True when ``pos`` and ``neg`` are integers whose total is below 2**52: then the float64
+        additions of the binning are exact and the exact-sum bookkeeping can be skipped."""
+        a = self.arrays
+        if a["pos.limbs"].size or a["neg.limbs"].size:
+            return False
+        return _small_counts(a["pos"], a["neg"])
+
+    def _exact_in(self, keys: np.ndarray, level: int) -> ExactSums:
+        """This state's exact weights regrouped into the bins ``keys`` at ``level`` (>= this level):
+        (2 m,) sums, entry ``2 bin + label``."""
+        a = self.arrays
+        m = keys.shape[0]
+        if a["keys"].size == 0:
+            return ExactSums.zeros((2 * m,))
+        to = np.searchsorted(keys, a["keys"] >> np.int64(level - int(a["level"])))
+        both = ExactSums.stack([self.exact["neg"], self.exact["pos"]], (2 * a["keys"].shape[0],))
+        return both.regroup(np.concatenate([2 * to, 2 * to + 1]), 2 * m)
+
+    @classmethod
+    def _exact_state(cls, layout, keys, level, sums: ExactSums) -> "ScoreDistributionState":
+        m = keys.shape[0]
+        return cls._make(layout, keys, sums.take(np.arange(1, 2 * m, 2)), sums.take(np.arange(0, 2 * m, 2)), level)
 
     @classmethod
     def _from_weights(cls, layout, keys, weights, level) -> "ScoreDistributionState":
@@ -340,8 +368,12 @@ class ScoreDistributionState(State):
             return self
         a = self.arrays
         bins = (a["keys"], self._weights(), int(a["level"]))
-        k, wts, level = fold_bins(bins, np.ascontiguousarray(score, dtype=np.float64), y, w, self.layout.capacity)
-        return self._from_weights(self.layout, k, wts, level)
+        score = np.ascontiguousarray(score, dtype=np.float64)
+        k, wts, level = fold_bins(bins, score, y, w, self.layout.capacity)
+        if w is None and self._counts_only() and _small_counts(wts[:, 0], wts[:, 1]):
+            return self._from_weights(self.layout, k, wts, level)  # integer counts: already exact
+        sums = self._exact_in(k, level) + _exact_rows(k, level, score, y, w)
+        return self._exact_state(self.layout, k, level, sums)
 
     @classmethod
     def from_arrays(
@@ -388,7 +420,9 @@ class ScoreDistributionState(State):
         if score.shape[0] == 0:
             return cls.zero(layout)
         keys, weights, level = bin_scores(score, y, w, layout.capacity)
-        return cls._from_weights(layout, keys, weights, level)
+        if w is None:  # integer counts, exact
+            return cls._from_weights(layout, keys, weights, level)
+        return cls._exact_state(layout, keys, level, _exact_rows(keys, level, score, y, w))
 
     # -- monoid -------------------------------------------------------------------------------
     def merge(self, other: "State") -> "ScoreDistributionState":
@@ -417,7 +451,10 @@ class ScoreDistributionState(State):
             (b["keys"], other._weights(), int(b["level"])),
             self.layout.capacity,
         )
-        return self._from_weights(self.layout, k, wts, level)
+        if self._counts_only() and other._counts_only() and _small_counts(wts[:, 0], wts[:, 1]):
+            return self._from_weights(self.layout, k, wts, level)  # integer counts: already exact
+        sums = self._exact_in(k, level) + other._exact_in(k, level)  # type: ignore[attr-defined]
+        return self._exact_state(self.layout, k, level, sums)
 
     __add__ = merge
 
@@ -491,6 +528,24 @@ class Class0ScoreDistributionState(ScoreDistributionState):
 
 
 # ---------------------------------------------------------------------------------------------
+def _small_counts(*arrays: np.ndarray) -> bool:
+    """Integer-valued float64 arrays whose total is below 2**52 (their float sums are exact)."""
+    total = 0.0
+    for v in arrays:
+        if v.size and not bool(np.all(np.floor(v) == v)):
+            return False
+        total += float(np.abs(v).sum()) if v.size else 0.0
+    return total < 2.0**52
+
+
+def _exact_rows(keys: np.ndarray, level: int, score: np.ndarray, y: np.ndarray, w: np.ndarray | None) -> ExactSums:
+    """Exact weights of validated examples (weights > 0) in the bins ``keys`` at ``level`` that
+    hold them: (2 m,) sums, entry ``2 bin + label``."""
+    m = keys.shape[0]
+    at = np.searchsorted(keys, score_keys(score) >> np.int64(level))
+    return exact_sum(np.ones(score.shape[0]) if w is None else w, index=2 * at + y, size=2 * m)
+
+
 def _drop_zero_weight(score: np.ndarray, y: np.ndarray, w: np.ndarray | None):
     """Examples with weight > 0 (zero-weight examples leave no trace in a score distribution)."""
     if w is not None:

@@ -38,6 +38,7 @@ from core.states import (
     ExampleCountState,
     State,
 )
+from core.score_distribution import ScoreDistributionLayout, ScoreDistributionState
 from core.topk import TopKLayout, TopKState
 from tests._helpers import merge_tree, random_shards
 
@@ -155,6 +156,8 @@ STATES = [
     ("calibration_bins", CalibrationBinsState, CalibrationBinsLayout((4, 10)), "binary"),
     ("top_k", TopKState, TopKLayout(K, 2), "multiclass"),
     ("mean_measure", MeanMeasureState, MeanMeasureLayout(), "measure"),
+    ("score_distribution", ScoreDistributionState, ScoreDistributionLayout(4), "binary"),  # capacity 4: coarsens
+    ("score_distribution_exact", ScoreDistributionState, ScoreDistributionLayout(1000), "binary"),
     ("multilabel", MultilabelState, MultilabelLayout(2, (0.25, 0.5), ">=", (0.5, 1.0)), "multilabel"),
     ("regression_moments", RegressionMomentsState, RegressionLayout(), "regression"),
 ]
