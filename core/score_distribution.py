@@ -932,6 +932,7 @@ class ClassScoreDistributionState(State):
     kind = "class_score_distribution"
     Layout = ClassScoreDistributionLayout
     FIELDS = (("levels", "int64"), ("offsets", "int64"), ("keys", "int64"), ("weights", "float64"))
+    EXACT = ("weights",)
 
     def __init__(self, layout: ClassScoreDistributionLayout, arrays: dict[str, np.ndarray], _trusted: bool = False):
         super().__init__(layout, arrays)
@@ -978,19 +979,55 @@ class ClassScoreDistributionState(State):
         return ClassScoreDistributionLayout(task.num_classes, max(caps) if caps else default)
 
     @classmethod
-    def _from_columns(cls, layout: ClassScoreDistributionLayout, columns: list[tuple]) -> "ClassScoreDistributionState":
+    def _from_columns(
+        cls, layout: ClassScoreDistributionLayout, columns: list[tuple], exact: "list[Any] | None" = None
+    ) -> "ClassScoreDistributionState":
+        """From per-column ``(keys, weights, level)``; with ``exact``, the weights are the exact
+        sums those give (``(state or None, score, y, w)`` sources, see :meth:`_exact_weights`)."""
         keys = [c[0] for c in columns]
         offsets = np.concatenate(([0], np.cumsum([x.size for x in keys]))).astype(np.int64)
+        levels = np.array([c[2] for c in columns], dtype=np.int64)
+        if exact is None:
+            weights: Any = np.concatenate([np.asarray(c[1], dtype=np.float64).reshape(-1) for c in columns])
+        else:
+            weights = cls._exact_weights(layout.num_classes, keys, levels, offsets, exact)
         return cls(
             layout,
-            {
-                "levels": np.array([c[2] for c in columns], dtype=np.int64),
-                "offsets": offsets,
-                "keys": np.concatenate(keys).astype(np.int64, copy=False),
-                "weights": np.concatenate([np.asarray(c[1], dtype=np.float64).reshape(-1) for c in columns]),
-            },
+            {"levels": levels, "offsets": offsets, "keys": np.concatenate(keys).astype(np.int64, copy=False), "weights": weights},
             _trusted=True,
         )
+
+    @staticmethod
+    def _exact_weights(k: int, keys: list, levels: np.ndarray, offsets: np.ndarray, sources: list) -> ExactSums:
+        """Exact (M * K,) weights of the new bins from ``sources``: states (their exact weights
+        regrouped into the new bins) and ``(score, y, w)`` example tuples."""
+        size = int(offsets[-1]) * k
+        total = ExactSums.zeros((size,))
+        for src in sources:
+            if isinstance(src, ClassScoreDistributionState):
+                a = src.arrays
+                if a["keys"].size == 0:
+                    continue
+                to = np.concatenate(
+                    [
+                        offsets[c]
+                        + np.searchsorted(keys[c], a["keys"][a["offsets"][c] : a["offsets"][c + 1]] >> np.int64(levels[c] - a["levels"][c]))
+                        for c in range(k)
+                    ]
+                )
+                total = total + src.exact["weights"].regroup((to[:, None] * k + np.arange(k)[None, :]).ravel(), size)
+            else:
+                score, y, w = src
+                at = np.concatenate(
+                    [offsets[c] + np.searchsorted(keys[c], score_keys(np.ascontiguousarray(score[:, c])) >> np.int64(levels[c])) for c in range(k)]
+                )
+                ww = np.ones(score.shape[0] * k) if w is None else np.tile(w, k)
+                total = total + exact_sum(ww, index=at * k + np.tile(y, k), size=size)
+        return total
+
+    def _counts_only(self) -> bool:
+        """Integer weights with a total below 2**52: the float binning is exact."""
+        return self.arrays["weights.limbs"].size == 0 and _small_counts(self.arrays["weights"])
 
     @classmethod
     def zero(cls, layout: ClassScoreDistributionLayout) -> "ClassScoreDistributionState":
@@ -1014,7 +1051,7 @@ class ClassScoreDistributionState(State):
         if score.shape[0] == 0:
             return cls.zero(layout)
         cols = [bin_scores(np.ascontiguousarray(score[:, c], dtype=np.float64), y, w, layout.capacity, k) for c in range(k)]
-        return cls._from_columns(layout, cols)
+        return cls._from_columns(layout, cols, None if w is None else [(score, y, w)])
 
     def fold(self, batch: Batch) -> "ClassScoreDistributionState":
         """``self.merge(from_batch(layout, batch))``, binning each column at its current level
@@ -1032,7 +1069,9 @@ class ClassScoreDistributionState(State):
             return self
         cap = self.layout.capacity
         cols = [fold_bins(self.column(c), np.ascontiguousarray(score[:, c], dtype=np.float64), y, w, cap, k) for c in range(k)]
-        return self._from_columns(self.layout, cols)
+        if w is None and self._counts_only() and _small_counts(*(c[1] for c in cols)):
+            return self._from_columns(self.layout, cols)  # integer counts: already exact
+        return self._from_columns(self.layout, cols, [self, (score, y, w)])
 
     def column(self, c: int) -> tuple[np.ndarray, np.ndarray, int]:
         """``(keys, weights, level)`` of class column ``c``: (m,) keys ascending, (m, K) weights."""
@@ -1058,7 +1097,9 @@ class ClassScoreDistributionState(State):
             return other  # type: ignore[return-value]
         cap = self.layout.capacity
         cols = [merge_bins(self.column(c), other.column(c), cap) for c in range(self.layout.num_classes)]  # type: ignore[attr-defined]
-        return self._from_columns(self.layout, cols)
+        if self._counts_only() and other._counts_only() and _small_counts(*(c[1] for c in cols)):  # type: ignore[attr-defined]
+            return self._from_columns(self.layout, cols)  # integer counts: already exact
+        return self._from_columns(self.layout, cols, [self, other])
 
     __add__ = merge
 

@@ -38,7 +38,12 @@ from core.states import (
     ExampleCountState,
     State,
 )
-from core.score_distribution import ScoreDistributionLayout, ScoreDistributionState
+from core.score_distribution import (
+    ClassScoreDistributionLayout,
+    ClassScoreDistributionState,
+    ScoreDistributionLayout,
+    ScoreDistributionState,
+)
 from core.topk import TopKLayout, TopKState
 from tests._helpers import merge_tree, random_shards
 
@@ -158,6 +163,7 @@ STATES = [
     ("mean_measure", MeanMeasureState, MeanMeasureLayout(), "measure"),
     ("score_distribution", ScoreDistributionState, ScoreDistributionLayout(4), "binary"),  # capacity 4: coarsens
     ("score_distribution_exact", ScoreDistributionState, ScoreDistributionLayout(1000), "binary"),
+    ("class_score_distribution", ClassScoreDistributionState, ClassScoreDistributionLayout(K, 4), "multiclass"),
     ("multilabel", MultilabelState, MultilabelLayout(2, (0.25, 0.5), ">=", (0.5, 1.0)), "multilabel"),
     ("regression_moments", RegressionMomentsState, RegressionLayout(), "regression"),
 ]
