@@ -61,7 +61,8 @@ def _split(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _two_product(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``p + e == a * b`` exactly (|a|, |b| <= 1, so nothing overflows)."""
+    """``p + e == a * b`` exactly (Dekker; no overflow or underflow on the way: mantissas, or
+    values in [2**-300, 2**300])."""
     p = a * b
     ah, al = _split(a)
     bh, bl = _split(b)
@@ -69,11 +70,28 @@ def _two_product(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return p, e
 
 
+def _moderate(f: np.ndarray) -> bool:
+    """Every nonzero ``|f|`` in [2**-300, 2**300]: products of up to three such values and their
+    two-product errors neither overflow nor underflow."""
+    a = np.abs(f)
+    if a.size == 0:
+        return True
+    if a.max() > 2.0**300:
+        return False
+    nz = a[a != 0]
+    return nz.size == 0 or nz.min() >= 2.0**-300
+
+
 def _product_terms(factors: Sequence[np.ndarray]) -> tuple[list[np.ndarray], np.ndarray]:
     """Float terms and one int64 exponent array with ``prod(factors) == sum(terms) * 2**exp``
     exactly, element by element (1 to 3 factors)."""
     if len(factors) == 1:
-        return [np.asarray(factors[0], dtype=np.float64)], np.zeros(np.shape(factors[0]), dtype=np.int64)
+        return [np.asarray(factors[0], dtype=np.float64)], 0
+    if all(_moderate(f) for f in factors):  # no overflow or underflow: Dekker on the values themselves
+        terms = list(_two_product(factors[0], factors[1]))
+        for m in factors[2:]:
+            terms = [t for term in terms for t in _two_product(term, m)]
+        return terms, 0
     exp = np.zeros(np.shape(factors[0]), dtype=np.int64)
     mants = []
     for f in factors:
@@ -86,23 +104,72 @@ def _product_terms(factors: Sequence[np.ndarray]) -> tuple[list[np.ndarray], np.
     return terms, exp
 
 
+def _mantissa_exponent(f: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Signed int64 mantissas ``M`` (|M| < 2**53) and exponents ``E`` with ``f == M * 2**E``, from
+    the IEEE bits (finite ``f``; subnormals included)."""
+    bits = f.view(np.int64)
+    e = (bits >> 52) & 0x7FF
+    M = bits & ((1 << 52) - 1)
+    normal = e != 0
+    M |= normal.astype(np.int64) << 52
+    E = np.maximum(e, 1) - 1075
+    np.negative(M, out=M, where=bits < 0)
+    return M, E
+
+
 def _accumulate(terms: list[np.ndarray], extra: np.ndarray | int, index: np.ndarray | None, size: int) -> tuple[np.ndarray, int]:
     """Un-normalised limbs (size, L) int64 and their ``exp`` of the per-index sums of
-    ``term * 2**extra`` over every term."""
+    ``term * 2**extra`` over every term (at most 2**24 values per term).
+
+    Fast path (no extra exponents, few (index, binade) buckets): each float is cut, error-free,
+    into ``hi`` (its top 26 significant bits, by clearing the low 27 bits) and ``lo = x - hi``;
+    within one binade every ``hi`` is a multiple of the same power of two with at most 26 bits
+    (``lo``: 27 bits), so ``np.bincount`` per (index, binade) sums them exactly in float64. The
+    few exact bucket sums then go to the limbs.
+    """
+    if not (np.ndim(extra) or extra):
+        n = sum(int(np.size(t)) for t in terms)
+        his, los, es, gs = [], [], [], []
+        for f in terms:
+            f = np.ascontiguousarray(f, dtype=np.float64).ravel()
+            bits = f.view(np.int64)
+            hi = (bits & ~np.int64((1 << 27) - 1)).view(np.float64)
+            his.append(hi)
+            los.append(f - hi)
+            es.append((bits >> 52) & 0x7FF)
+            if index is not None:
+                gs.append(np.asarray(index, dtype=np.int64).ravel())
+        e = np.concatenate(es) if len(es) > 1 else es[0]
+        if e.size:
+            emin = int(e.min())
+            nb = int(e.max()) - emin + 1
+            if size * nb <= 2 * n + 4096 and emin + nb <= 2000:  # bucket sums stay below 2**1000
+                key = e - emin
+                if index is not None:
+                    key += (np.concatenate(gs) if len(gs) > 1 else gs[0]) * nb
+                hi = np.concatenate(his) if len(his) > 1 else his[0]
+                lo = np.concatenate(los) if len(los) > 1 else los[0]
+                sums = np.concatenate([np.bincount(key, weights=hi, minlength=size * nb), np.bincount(key, weights=lo, minlength=size * nb)])
+                owner = np.tile(np.repeat(np.arange(size), nb), 2)
+                return _accumulate_limbs([sums], 0, owner, size)
+    return _accumulate_limbs(terms, extra, index, size)
+
+
+def _accumulate_limbs(terms: list[np.ndarray], extra: np.ndarray | int, index: np.ndarray | None, size: int) -> tuple[np.ndarray, int]:
+    """:func:`_accumulate` through integer mantissas cut into three 32-bit limb contributions."""
     Ms, Es, Gs = [], [], []
     for f in terms:
-        f = np.asarray(f, dtype=np.float64).ravel()
-        mant, e = np.frexp(f)
-        M = np.ldexp(mant, 53).astype(np.int64)
-        nz = M != 0
-        E = e.astype(np.int64) - 53
+        f = np.ascontiguousarray(f, dtype=np.float64).ravel()
+        M, E = _mantissa_exponent(f)
         if not np.isscalar(extra) and np.ndim(extra):
             E += np.asarray(extra, dtype=np.int64).ravel()
-        else:
+        elif extra:
             E += int(extra)
-        g = np.zeros(f.shape[0], dtype=np.int64) if index is None else np.asarray(index, dtype=np.int64).ravel()
+        g = None if index is None else np.asarray(index, dtype=np.int64).ravel()
+        nz = M != 0
         if not nz.all():
-            M, E, g = M[nz], E[nz], g[nz]
+            M, E = M[nz], E[nz]
+            g = None if g is None else g[nz]
         Ms.append(M)
         Es.append(E)
         Gs.append(g)
@@ -110,7 +177,7 @@ def _accumulate(terms: list[np.ndarray], extra: np.ndarray | int, index: np.ndar
     if M.shape[0] == 0:
         return np.zeros((size, 0), dtype=np.int64), 0
     E = np.concatenate(Es) if len(Es) > 1 else Es[0]
-    g = np.concatenate(Gs) if len(Gs) > 1 else Gs[0]
+    g = None if index is None else (np.concatenate(Gs) if len(Gs) > 1 else Gs[0])
     q = E >> 5
     qmin = int(q.min())
     L = int(q.max()) - qmin + 3
@@ -118,7 +185,7 @@ def _accumulate(terms: list[np.ndarray], extra: np.ndarray | int, index: np.ndar
     for i in range(0, M.shape[0], _STEP):
         Mi, Ei, qi = M[i : i + _STEP], E[i : i + _STEP], q[i : i + _STEP]
         r = Ei & 31
-        key = g[i : i + _STEP] * L + (qi - qmin)
+        key = qi - qmin if g is None else g[i : i + _STEP] * L + (qi - qmin)
         A = (Mi & _MASK) << r  # < 2**63
         B = (Mi >> _BITS) << r  # signed, |B| < 2**53
         n = size * L
