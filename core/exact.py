@@ -128,31 +128,51 @@ def _accumulate(terms: list[np.ndarray], extra: np.ndarray | int, index: np.ndar
     few exact bucket sums then go to the limbs.
     """
     if not (np.ndim(extra) or extra):
-        n = sum(int(np.size(t)) for t in terms)
-        his, los, es, gs = [], [], [], []
-        for f in terms:
-            f = np.ascontiguousarray(f, dtype=np.float64).ravel()
-            bits = f.view(np.int64)
-            hi = (bits & ~np.int64((1 << 27) - 1)).view(np.float64)
-            his.append(hi)
-            los.append(f - hi)
-            es.append((bits >> 52) & 0x7FF)
-            if index is not None:
-                gs.append(np.asarray(index, dtype=np.int64).ravel())
-        e = np.concatenate(es) if len(es) > 1 else es[0]
-        if e.size:
-            emin = int(e.min())
-            nb = int(e.max()) - emin + 1
-            if size * nb <= 2 * n + 4096 and emin + nb <= 2000:  # bucket sums stay below 2**1000
-                key = e - emin
-                if index is not None:
-                    key += (np.concatenate(gs) if len(gs) > 1 else gs[0]) * nb
-                hi = np.concatenate(his) if len(his) > 1 else his[0]
-                lo = np.concatenate(los) if len(los) > 1 else los[0]
-                sums = np.concatenate([np.bincount(key, weights=hi, minlength=size * nb), np.bincount(key, weights=lo, minlength=size * nb)])
-                owner = np.tile(np.repeat(np.arange(size), nb), 2)
-                return _accumulate_limbs([sums], 0, owner, size)
+        fast = _accumulate_binades(terms, index, size)
+        if fast is not None:
+            return fast
     return _accumulate_limbs(terms, extra, index, size)
+
+
+def _accumulate_binades(terms: list[np.ndarray], index: np.ndarray | None, size: int) -> tuple[np.ndarray, int] | None:
+    """The fast path of :func:`_accumulate`, or None when it does not apply."""
+    fs, es = [], []
+    n = 0
+    emin, emax = 1 << 20, -1
+    for f in terms:
+        f = np.ascontiguousarray(f, dtype=np.float64).ravel()
+        if f.size == 0:
+            continue
+        bits = f.view(np.int64)
+        e = np.maximum((bits >> 52) & 0x7FF, 1)  # subnormals share the grid of binade 1
+        lo, hi = int(e.min()), int(e.max())
+        if lo == 1 and not (f != 0).all():  # zeros (any bucket will do) next to tiny values
+            nz = f != 0
+            if not nz.any():
+                continue
+            lo = int(e[nz].min())
+        fs.append(f)
+        es.append(e)
+        n += f.size
+        emin, emax = min(emin, lo), max(emax, hi)
+    if not fs:
+        return np.zeros((size, 0), dtype=np.int64), 0
+    nb = emax - emin + 1
+    if size * nb > 2 * n + 4096 or emax > 2000 or n > (1 << 25):  # too many buckets, or sums could overflow
+        return None
+    g = None if index is None else np.asarray(index, dtype=np.int64).ravel()
+    sums = np.zeros(2 * size * nb)
+    for f, e in zip(fs, es):
+        key = e - emin
+        np.maximum(key, 0, out=key)  # zeros below the lowest binade
+        if g is not None:
+            key += g * nb
+        hi = (f.view(np.int64) & ~np.int64((1 << 27) - 1)).view(np.float64)
+        # every bucket sum is a multiple of its binade's grid below 2**53 grid units: exact
+        sums[: size * nb] += np.bincount(key, weights=hi, minlength=size * nb)
+        sums[size * nb :] += np.bincount(key, weights=f - hi, minlength=size * nb)
+    owner = np.tile(np.repeat(np.arange(size), nb), 2)
+    return _accumulate_limbs([sums], 0, owner, size)
 
 
 def _accumulate_limbs(terms: list[np.ndarray], extra: np.ndarray | int, index: np.ndarray | None, size: int) -> tuple[np.ndarray, int]:
