@@ -82,12 +82,13 @@ def _moderate(f: np.ndarray) -> bool:
     return nz.size == 0 or nz.min() >= 2.0**-300
 
 
-def _product_terms(factors: Sequence[np.ndarray]) -> tuple[list[np.ndarray], np.ndarray]:
-    """Float terms and one int64 exponent array with ``prod(factors) == sum(terms) * 2**exp``
-    exactly, element by element (1 to 3 factors)."""
+def _product_terms(factors: Sequence[np.ndarray], moderate: bool | None = None) -> tuple[list[np.ndarray], np.ndarray | int]:
+    """Float terms and one int64 exponent array (or 0) with ``prod(factors) == sum(terms) *
+    2**exp`` exactly, element by element (1 to 3 factors). ``moderate``: every factor is known to
+    pass :func:`_moderate` (None: check)."""
     if len(factors) == 1:
         return [np.asarray(factors[0], dtype=np.float64)], 0
-    if all(_moderate(f) for f in factors):  # no overflow or underflow: Dekker on the values themselves
+    if moderate if moderate is not None else all(_moderate(f) for f in factors):  # Dekker on the values
         terms = list(_two_product(factors[0], factors[1]))
         for m in factors[2:]:
             terms = [t for term in terms for t in _two_product(term, m)]
@@ -468,6 +469,45 @@ class ExactSums:
         return f"ExactSums({self.values.tolist()}, exp={self.exp}, limbs={self.limbs.shape[1]})"
 
 
+def raw_regroup(parts: Sequence[tuple["ExactSums", np.ndarray]], size: int) -> tuple[np.ndarray, int]:
+    """Un-normalised ``(limbs (size, L), exp)`` of the flat sums of every ``(sums, index)`` part
+    added into ``size`` groups (``index``: (m,) ints in [0, size) per part). Finish with
+    :meth:`ExactSums.from_limbs` (which canonicalises); several steps can share one rounding."""
+    full = [(p.full(), np.asarray(i, dtype=np.int64)) for p, i in parts]
+    used = [(D, x, i) for (D, x), i in full if D.shape[1] and D.shape[0]]
+    if not used:
+        return np.zeros((size, 0), dtype=np.int64), 0
+    lo = min(x for _, x, _ in used)
+    L = max(x + D.shape[1] for D, x, _ in used) - lo
+    out = np.zeros(size * L, dtype=np.int64)
+    for D, x, i in used:  # limbs < 2**32: bincount partial sums stay exact
+        key = (i[:, None] * L + (x - lo) + np.arange(D.shape[1])[None, :]).ravel()
+        flat = D.ravel()
+        for j in range(0, flat.shape[0], _STEP):
+            out += np.bincount(key[j : j + _STEP], weights=flat[j : j + _STEP], minlength=size * L).astype(np.int64)
+    return out.reshape(size, L), lo
+
+
+def raw_sum(values: np.ndarray, index: np.ndarray, size: int) -> tuple[np.ndarray, int]:
+    """Un-normalised ``(limbs, exp)`` of the exact per-index sums of finite ``values`` (see
+    :func:`raw_regroup`)."""
+    v = np.asarray(values, dtype=np.float64).ravel()
+    _check_finite(v)
+    g = np.asarray(index, dtype=np.int64).ravel()
+    D, exp = np.zeros((size, 0), dtype=np.int64), 0
+    for i in range(0, max(v.shape[0], 1), _ROWS):
+        Di, ei = _accumulate([v[i : i + _ROWS]], 0, g[i : i + _ROWS], size)
+        D, exp = _add_limbs(D, exp, Di, ei)
+        if D.shape[1] and i // _ROWS % 64 == 63:
+            D = _carry(D)
+    return D, exp
+
+
+def add_raw(a: tuple[np.ndarray, int], b: tuple[np.ndarray, int]) -> tuple[np.ndarray, int]:
+    """Sum of two un-normalised ``(limbs, exp)`` pairs of the same number of groups."""
+    return _add_limbs(a[0], a[1], b[0], b[1])
+
+
 def _add_limbs(A: np.ndarray, ea: int, B: np.ndarray, eb: int) -> tuple[np.ndarray, int]:
     if A.shape[1] == 0:
         return B, eb
@@ -524,8 +564,9 @@ def exact_sum_products(
     n = fs[0].shape[0] if fs else 0
     g = None if index is None else np.asarray(index).ravel()
     D, exp = np.zeros((size, 0), dtype=np.int64), 0
+    moderate = len(fs) > 1 and all(_moderate(f) for f in fs)
     for i in range(0, max(n, 1), _ROWS):  # cache-sized row chunks: temporaries stay small
-        terms, extra = _product_terms([f[i : i + _ROWS] for f in fs])
+        terms, extra = _product_terms([f[i : i + _ROWS] for f in fs], moderate)
         Di, ei = _accumulate(terms, extra, None if g is None else g[i : i + _ROWS], size)
         D, exp = _add_limbs(D, exp, Di, ei)
         if D.shape[1] and i // _ROWS % 64 == 63:  # keep every limb far below 2**62

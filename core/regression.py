@@ -1,11 +1,11 @@
 """Regression metrics from one state of exact raw sums.
 
 :class:`RegressionMomentsState` holds, over the folded rows (weights ``w``, targets ``y``,
-predictions ``p``, errors ``e = p - y`` rounded per row as scikit-learn does): the row count, the
-weight ``W`` and the *exact* sums (:mod:`core.exact`) ``sum w y``, ``sum w p``, ``sum w e``,
-``sum w y^2``, ``sum w p^2``, ``sum w y p``, ``sum w e^2``, ``sum w |e|`` and
-``sum w |e| / max(|y|, eps)`` (every product exact too), plus ``max |e|`` over rows of positive
-weight.
+predictions ``p``, errors ``e = p - y``): the row count, the weight ``W`` and the *exact* sums
+(:mod:`core.exact`) ``sum w y``, ``sum w p``, ``sum w y^2``, ``sum w p^2``, ``sum w y p`` (every
+product exact too; ``sum w e`` and ``sum w e^2`` follow exactly), ``sum w |e|`` and
+``sum w |e| / max(|y|, eps)`` (``|e|`` rounded per row, as scikit-learn does), plus ``max |e|``
+over rows of positive weight.
 
 The state merges by fieldwise addition (``max`` for ``max |e|``), which is exact: any batching,
 partitioning and merge order gives the same state bit for bit. The centred quantities are
@@ -33,7 +33,7 @@ from core.metrics import Metric, record_undefined
 from core.states import State
 
 _EPS = float(np.finfo(np.float64).eps)
-_SUMS = ("sum_y", "sum_p", "sum_e", "sum_yy", "sum_pp", "sum_yp", "sum_ee", "sum_abs_e", "sum_ape")
+_SUMS = ("sum_y", "sum_p", "sum_yy", "sum_pp", "sum_yp", "sum_abs_e", "sum_ape")
 
 
 @dataclass(frozen=True)
@@ -53,8 +53,9 @@ class RegressionMomentsState(State):
     """Count, weight and exact raw sums of targets, predictions and errors.
 
     Fields (float64 scalars but ``count``): ``count`` (int64 rows, including zero-weight ones),
-    ``weight``, ``sum_y``, ``sum_p``, ``sum_e``, ``sum_yy``, ``sum_pp``, ``sum_yp``, ``sum_ee``,
-    ``sum_abs_e``, ``sum_ape`` (all exact sums) and ``max_abs_e``. See the module docstring.
+    ``weight``, ``sum_y``, ``sum_p``, ``sum_yy``, ``sum_pp``, ``sum_yp``, ``sum_abs_e``,
+    ``sum_ape`` (all exact sums) and ``max_abs_e``; ``sum w (p - y)`` and ``sum w (p - y)^2``
+    follow exactly (:meth:`fr`). See the module docstring.
     """
 
     kind = "regression_moments"
@@ -81,8 +82,7 @@ class RegressionMomentsState(State):
         p = np.asarray(batch.y_pred, dtype=np.float64)
         w = batch.sample_weight
         ws = [] if w is None else [w]
-        e = p - y
-        abs_e = np.abs(e)
+        abs_e = np.abs(p - y)
         ape = abs_e / np.maximum(np.abs(y), _EPS)
         positive = abs_e if w is None else abs_e[w > 0]
         a = {
@@ -90,11 +90,9 @@ class RegressionMomentsState(State):
             "weight": np.float64(y.shape[0]) if w is None else exact_sum(w),
             "sum_y": exact_sum(y, w),
             "sum_p": exact_sum(p, w),
-            "sum_e": exact_sum(e, w),
             "sum_yy": exact_sum_products([y, y] + ws),
             "sum_pp": exact_sum_products([p, p] + ws),
             "sum_yp": exact_sum_products([y, p] + ws),
-            "sum_ee": exact_sum_products([e, e] + ws),
             "sum_abs_e": exact_sum(abs_e, w),
             "sum_ape": exact_sum(ape, w),
             "max_abs_e": np.float64(positive.max()) if positive.size else np.float64(0.0),
@@ -102,24 +100,29 @@ class RegressionMomentsState(State):
         return cls(layout, a)
 
     # -- exact derived quantities ------------------------------------------------------------
-    def fr(self, field: str) -> Fraction:
-        """The exact value of one sum field."""
-        return self.exact[field].fraction()
-
     def mean(self, field: str) -> float:
         """``sum / weight`` of a sum field, correctly rounded (the weight must be nonzero)."""
         return _float(self.fr(field) / self.fr("weight"))
 
+    def fr(self, field: str) -> Fraction:
+        """The exact value of one sum field, or of ``sum_e = sum w (p - y)`` and ``sum_ee = sum w
+        (p - y)^2``, derived exactly from the others."""
+        if field == "sum_e":
+            return self.fr("sum_p") - self.fr("sum_y")
+        if field == "sum_ee":
+            return self.fr("sum_pp") - 2 * self.fr("sum_yp") + self.fr("sum_yy")
+        return self.exact[field].fraction()
+
     def centred(self, a: str, b: str) -> Fraction:
         """Exact ``sum w (a - mean a)(b - mean b) = sum w a b - sum w a sum w b / W``, with ``a``,
-        ``b`` in ``y``, ``p``, ``e`` (only the products the state holds)."""
+        ``b`` in ``y``, ``p`` or both ``e`` (``e = p - y``)."""
         prod = "sum_" + "".join(sorted((a, b), key="ype".index))
         return self.fr(prod) - self.fr(f"sum_{a}") * self.fr(f"sum_{b}") / self.fr("weight")
 
     @property
     def sum_sq_e(self) -> float:
-        """``sum w e^2`` (the residual sum of squares), correctly rounded."""
-        return float(self["sum_ee"])
+        """``sum w (p - y)^2`` (the residual sum of squares), correctly rounded."""
+        return _float(self.fr("sum_ee"))
 
 
 class _Regression(Metric):
@@ -156,7 +159,7 @@ class MeanSquaredError(_Regression):
     sklearn = "sklearn.metrics.mean_squared_error"
 
     def value(self, st: RegressionMomentsState) -> float:
-        return st.mean("sum_ee")
+        return _float(st.fr("sum_ee") / st.fr("weight"))
 
 
 class RootMeanSquaredError(_Regression):
@@ -167,7 +170,7 @@ class RootMeanSquaredError(_Regression):
     sklearn = "sklearn.metrics.root_mean_squared_error"
 
     def value(self, st: RegressionMomentsState) -> float:
-        return math.sqrt(st.mean("sum_ee"))
+        return math.sqrt(_float(st.fr("sum_ee") / st.fr("weight")))
 
 
 class MeanAbsoluteError(_Regression):
@@ -263,7 +266,7 @@ class MeanError(_Regression):
     reference = "numpy.average(y_pred - y_true, weights=sample_weight)"
 
     def value(self, st: RegressionMomentsState) -> float:
-        return st.mean("sum_e")
+        return _float(st.fr("sum_e") / st.fr("weight"))
 
 
 class MaxError(_Regression):

@@ -53,7 +53,7 @@ from typing import Any
 import numpy as np
 
 from core._inputs import Batch
-from core.exact import ExactSums, exact_sum
+from core.exact import ExactSums, add_raw, exact_sum, raw_regroup, raw_sum
 from core.states import State
 
 DEFAULT_CAPACITY = 40_000
@@ -305,26 +305,24 @@ class ScoreDistributionState(State):
             return False
         return _small_counts(a["pos"], a["neg"])
 
-    def _exact_in(self, keys: np.ndarray, level: int) -> ExactSums:
-        """This state's exact weights regrouped into the bins ``keys`` at ``level`` (>= this level):
-        (2 m,) sums, entry ``2 bin + label``."""
+    def _exact_in(self, keys: np.ndarray, level: int) -> tuple[np.ndarray, int]:
+        """This state's exact weights regrouped into the bins ``keys`` at ``level`` (>= this
+        level): un-normalised limbs of (2 m,) sums, entry ``2 bin + label``."""
         a = self.arrays
-        m = keys.shape[0]
         if a["keys"].size == 0:
-            return ExactSums.zeros((2 * m,))
+            return np.zeros((2 * keys.shape[0], 0), dtype=np.int64), 0
         to = np.searchsorted(keys, a["keys"] >> np.int64(level - int(a["level"])))
-        both = ExactSums.stack([self.exact["neg"], self.exact["pos"]], (2 * a["keys"].shape[0],))
-        return both.regroup(np.concatenate([2 * to, 2 * to + 1]), 2 * m)
+        return raw_regroup([(self.exact["neg"], 2 * to), (self.exact["pos"], 2 * to + 1)], 2 * keys.shape[0])
 
     @classmethod
-    def _exact_state(cls, layout, keys, level, sums: ExactSums) -> "ScoreDistributionState":
+    def _exact_state(cls, layout, keys, level, sums: tuple[np.ndarray, int]) -> "ScoreDistributionState":
+        """From un-normalised limbs of (2 m,) sums, entry ``2 bin + label`` (rounded once per label)."""
+        D, exp = sums
         m = keys.shape[0]
-        return cls._make(layout, keys, sums.take(np.arange(1, 2 * m, 2)), sums.take(np.arange(0, 2 * m, 2)), level)
-
-    @classmethod
-    def _from_weights(cls, layout, keys, weights, level) -> "ScoreDistributionState":
-        """From bins with (m, 2) weights of labels (0, 1)."""
-        return cls._make(layout, keys, weights[:, 1], weights[:, 0], level)
+        if D.shape[1] == 0:
+            D = np.zeros((2 * m, 1), dtype=np.int64)
+        pos, neg = ExactSums.from_limbs(D[1::2], exp, (m,)), ExactSums.from_limbs(D[0::2], exp, (m,))
+        return cls._make(layout, keys, pos, neg, level)
 
     @classmethod
     def zero(cls, layout: ScoreDistributionLayout) -> "ScoreDistributionState":
@@ -372,7 +370,7 @@ class ScoreDistributionState(State):
         k, wts, level = fold_bins(bins, score, y, w, self.layout.capacity)
         if w is None and self._counts_only() and _small_counts(wts[:, 0], wts[:, 1]):
             return self._from_weights(self.layout, k, wts, level)  # integer counts: already exact
-        sums = self._exact_in(k, level) + _exact_rows(k, level, score, y, w)
+        sums = add_raw(self._exact_in(k, level), _exact_rows(k, level, score, y, w))
         return self._exact_state(self.layout, k, level, sums)
 
     @classmethod
@@ -453,7 +451,7 @@ class ScoreDistributionState(State):
         )
         if self._counts_only() and other._counts_only() and _small_counts(wts[:, 0], wts[:, 1]):
             return self._from_weights(self.layout, k, wts, level)  # integer counts: already exact
-        sums = self._exact_in(k, level) + other._exact_in(k, level)  # type: ignore[attr-defined]
+        sums = add_raw(self._exact_in(k, level), other._exact_in(k, level))  # type: ignore[attr-defined]
         return self._exact_state(self.layout, k, level, sums)
 
     __add__ = merge
@@ -538,12 +536,12 @@ def _small_counts(*arrays: np.ndarray) -> bool:
     return total < 2.0**52
 
 
-def _exact_rows(keys: np.ndarray, level: int, score: np.ndarray, y: np.ndarray, w: np.ndarray | None) -> ExactSums:
+def _exact_rows(keys: np.ndarray, level: int, score: np.ndarray, y: np.ndarray, w: np.ndarray | None) -> tuple[np.ndarray, int]:
     """Exact weights of validated examples (weights > 0) in the bins ``keys`` at ``level`` that
-    hold them: (2 m,) sums, entry ``2 bin + label``."""
+    hold them: un-normalised limbs of (2 m,) sums, entry ``2 bin + label``."""
     m = keys.shape[0]
     at = np.searchsorted(keys, score_keys(score) >> np.int64(level))
-    return exact_sum(np.ones(score.shape[0]) if w is None else w, index=2 * at + y, size=2 * m)
+    return raw_sum(np.ones(score.shape[0]) if w is None else w, 2 * at + y, 2 * m)
 
 
 def _drop_zero_weight(score: np.ndarray, y: np.ndarray, w: np.ndarray | None):

@@ -364,7 +364,8 @@ class BinaryConfusionState(State):
 
     Predictions come from ``y_score`` (``score >= t``, or ``>`` with ``threshold_rule=">"``) or,
     when the batch has only hard predictions ``y_pred`` in {0, 1}, from ``y_pred`` at every
-    threshold in (0, 1]. Unweighted counts are exact integers stored in float64 (exact to 2**53).
+    threshold in (0, 1]. Every count is an exact sum (:mod:`core.exact`): integers stored in float64
+    while they fit, exact limbs beyond 2**53 and for fractional weights.
     """
 
     kind = "binary_confusion"
@@ -450,7 +451,8 @@ class ConfusionMatrixLayout:
 
 
 class ConfusionMatrixState(State):
-    """Weighted K x K confusion matrix, float64: ``matrix[i, j]`` sums rows with true i, predicted j.
+    """Weighted K x K confusion matrix, float64: ``matrix[i, j]`` sums rows with true i, predicted j
+    (an exact sum, :mod:`core.exact`).
 
     Same orientation as ``sklearn.metrics.confusion_matrix``.
     """
