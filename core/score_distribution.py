@@ -325,6 +325,11 @@ class ScoreDistributionState(State):
         return cls._make(layout, keys, pos, neg, level)
 
     @classmethod
+    def _from_weights(cls, layout, keys, weights, level) -> "ScoreDistributionState":
+        """From bins with (m, 2) weights of labels (0, 1)."""
+        return cls._make(layout, keys, weights[:, 1], weights[:, 0], level)
+
+    @classmethod
     def zero(cls, layout: ScoreDistributionLayout) -> "ScoreDistributionState":
         """The empty distribution (level 0, no bins), the identity of :meth:`merge`."""
         e = np.zeros(0)
