@@ -1,7 +1,7 @@
 """Probabilistic metrics as additive sums: log loss, Brier score, calibration error, mean label.
 
-States (both merge by fieldwise addition, so they are exact commutative monoids up to float
-summation order):
+States (both merge by fieldwise addition of exact sums, :mod:`core.exact`, so they are exact
+commutative monoids: bit for bit the same for any batching and merge order):
 
 * :class:`ProbabilitySumsState`: weight, ``sum w y``, ``sum w p``, the Brier sum and the log-loss
   sum at each clipping ``eps``. Binary tasks read (N,) positive-class scores ``p``; multiclass
@@ -25,6 +25,7 @@ import numpy as np
 
 from core._inputs import Batch
 from core.limits import MAX_N_BINS, check_at_most, check_count
+from core.exact import ExactSums, exact_column_sums, exact_sum
 from core.metrics import Metric, record_undefined
 from core.states import State
 
@@ -49,8 +50,11 @@ class ProbabilitySumsLayout:
         object.__setattr__(self, "binary", bool(self.binary))
 
 
-def _weighted_sum(x: np.ndarray, w: np.ndarray | None) -> float:
-    return float(x.sum()) if w is None else float(np.dot(w, x))
+def _weighted_sum(x: np.ndarray, w: np.ndarray | None) -> ExactSums:
+    """Exact ``sum w x`` (``sum x`` unweighted)."""
+    return exact_sum(x, w)
+
+
 
 
 class ProbabilitySumsState(State):
@@ -72,6 +76,7 @@ class ProbabilitySumsState(State):
     )
     COUNTS = ("weight", "sum_label")
     NONNEGATIVE = ("sum_score", "brier", "log_loss")
+    EXACT = ("weight", "sum_label", "sum_score", "brier", "log_loss")
 
     @classmethod
     def shape(cls, layout: ProbabilitySumsLayout, field: str) -> tuple[int, ...]:
@@ -97,7 +102,7 @@ class ProbabilitySumsState(State):
             q = np.where(pos, p, 1.0 - p)
             ll = -np.log(np.clip(q[:, None], eps[None, :], 1 - eps[None, :]))
             arrays = {
-                "sum_label": _weighted_sum(yf, w),
+                "sum_label": _weighted_sum(yf if w is None else w * yf, None),  # w * y is exact
                 "sum_score": _weighted_sum(p, w),
                 "brier": _weighted_sum((p - yf) ** 2, w),
             }
@@ -109,10 +114,11 @@ class ProbabilitySumsState(State):
             diff = P.copy()
             diff[np.arange(n), y] -= 1.0
             ll = -np.log(np.clip(p_true[:, None], eps[None, :], 1 - eps[None, :]))
-            arrays = {"sum_label": 0.0, "sum_score": 0.0, "brier": _weighted_sum((diff**2).sum(axis=1), w)}
-        arrays["weight"] = float(n) if w is None else float(w.sum())
-        arrays["log_loss"] = ll.sum(axis=0) if w is None else w @ ll
-        return cls(layout, {k: np.asarray(v, dtype=np.float64) for k, v in arrays.items()})
+            # every (row, class) term summed exactly (no per-row float sum whose order could vary)
+            arrays = {"sum_label": np.float64(0.0), "sum_score": np.float64(0.0), "brier": _weighted_sum((diff**2).ravel(), None if w is None else np.repeat(w, P.shape[1]))}
+        arrays["weight"] = np.float64(n) if w is None else _weighted_sum(w, None)
+        arrays["log_loss"] = exact_column_sums(ll, w)
+        return cls(layout, arrays)
 
 
 @dataclass(frozen=True)
@@ -149,6 +155,7 @@ class CalibrationBinsState(State):
     FIELDS = (("count", "float64"), ("sum_score", "float64"), ("sum_label", "float64"))
     COUNTS = ("count", "sum_label")
     NONNEGATIVE = ("sum_score",)
+    EXACT = ("count", "sum_score", "sum_label")
 
     @classmethod
     def shape(cls, layout: CalibrationBinsLayout, field: str) -> tuple[int, ...]:
@@ -170,16 +177,15 @@ class CalibrationBinsState(State):
         idx = np.concatenate([bin_index(p, b) + layout.offset(b) for b in layout.bins])
         reps = len(layout.bins)
         ww = None if w is None else np.tile(w, reps)
-        count = np.bincount(idx, weights=ww, minlength=size).astype(np.float64)
-        sp = np.tile(p, reps) if w is None else np.tile(w * p, reps)
-        sy = np.tile(y, reps) if w is None else np.tile(w * y, reps)
+        if w is None:  # integer counts, exact in float64
+            count = np.bincount(idx, minlength=size).astype(np.float64)
+            sum_label = np.bincount(idx[np.tile(y, reps) != 0], minlength=size).astype(np.float64)
+        else:
+            count = exact_sum(ww, index=idx, size=size)
+            sum_label = exact_sum(np.tile(w * y, reps), index=idx, size=size)  # w * y is exact (y in {0, 1})
         return cls(
             layout,
-            {
-                "count": count,
-                "sum_score": np.bincount(idx, weights=sp, minlength=size).astype(np.float64),
-                "sum_label": np.bincount(idx, weights=sy, minlength=size).astype(np.float64),
-            },
+            {"count": count, "sum_score": exact_sum(np.tile(p, reps), ww, index=idx, size=size), "sum_label": sum_label},
         )
 
     def bins_of(self, n_bins: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -371,7 +377,7 @@ class MeanLabel(Metric):
     def compute(self, states: dict[str, State]) -> float:
         if self.task.kind == "regression":
             st = states["regression_moments"]
-            return _mean_or_nan(float(st["weight"]), lambda: float(st["mean_y"]))
+            return _mean_or_nan(float(st["weight"]), lambda: st.mean("sum_y"))
         st = states["probability_sums"]
         return _mean_or_nan(float(st["weight"]), lambda: float(st["sum_label"]) / float(st["weight"]))
 
@@ -397,7 +403,7 @@ class MeanPrediction(Metric):
     def compute(self, states: dict[str, State]) -> float:
         if self.task.kind == "regression":
             st = states["regression_moments"]
-            return _mean_or_nan(float(st["weight"]), lambda: float(st["mean_p"]))
+            return _mean_or_nan(float(st["weight"]), lambda: st.mean("sum_p"))
         st = states["probability_sums"]
         return _mean_or_nan(float(st["weight"]), lambda: float(st["sum_score"]) / float(st["weight"]))
 

@@ -1,6 +1,6 @@
 """Versioned, explicit binary codec for states and accumulators (no pickle).
 
-State bytes (version 1)::
+State bytes (version 2; version 1 is still read)::
 
     b"MMS" version:u8 | kind:str16 | layout_json:str32 | n_fields:u16
     | per field: name:str16 dtype:u8 ndim:u8 shape:u64*ndim raw little-endian bytes
@@ -37,8 +37,13 @@ from typing import Any, Iterable, Mapping
 
 import numpy as np
 
-#: version of state frames (written and read)
-VERSION = 1
+#: version of state frames written. Version 2: float sums of the states in
+#: :attr:`core.states.State.EXACT` carry their exact limbs (``<field>.exp``, ``<field>.limbs``).
+#: Version 1 bytes (float sums only) are still read: each float becomes the exact sum it stands
+#: for, except for kinds whose fields changed (``CODEC_V1 = False``, e.g. ``regression_moments``),
+#: which raise.
+VERSION = 2
+STATE_VERSIONS = (1, 2)
 #: version of accumulator frames written; :data:`ACC_VERSIONS` are read
 ACC_VERSION = 2
 ACC_VERSIONS = (1, 2)
@@ -88,7 +93,7 @@ def _json(text: str, what: str) -> Any:
         raise ValueError(f"corrupted {what}: not valid JSON: {text[:80]!r}") from None
 
 
-def _check_frame(data: bytes, magic: bytes, what: str, versions: tuple[int, ...] = (VERSION,)) -> bytes:
+def _check_frame(data: bytes, magic: bytes, what: str, versions: tuple[int, ...] = STATE_VERSIONS) -> bytes:
     if not isinstance(data, (bytes, bytearray, memoryview)):
         raise TypeError(f"{what}: expected bytes, got {type(data).__name__}")
     data = bytes(data)
@@ -156,8 +161,8 @@ def _same_json(a: Any, b: Any) -> bool:
 def encode_state(state: Any) -> bytes:
     """Encode one state to versioned bytes (see module docstring)."""
     parts = [_STATE_MAGIC, bytes([VERSION]), _str16(state.kind), _str32(layout_to_json(state.layout))]
-    parts.append(struct.pack("<H", len(state.FIELDS)))
-    for name, dtype in state.FIELDS:
+    parts.append(struct.pack("<H", len(state.STORED_FIELDS)))
+    for name, dtype in state.STORED_FIELDS:
         a = np.asarray(state.arrays[name], dtype=np.dtype(dtype).newbyteorder("<"), order="C")
         parts += [_str16(name), struct.pack("<BB", _DTYPE_CODES[np.dtype(dtype)], a.ndim)]
         parts.append(struct.pack(f"<{a.ndim}Q", *a.shape))
@@ -166,7 +171,7 @@ def encode_state(state: Any) -> bytes:
     return body + struct.pack("<I", zlib.crc32(body))
 
 
-def _read_state(r: _Reader, expect: type | None = None) -> Any:
+def _read_state(r: _Reader, version: int = VERSION, expect: type | None = None) -> Any:
     from core.states import STATE_KINDS
 
     kind = r.str16()
@@ -175,9 +180,11 @@ def _read_state(r: _Reader, expect: type | None = None) -> Any:
         raise ValueError(f"unknown state kind {kind!r} (known: {sorted(STATE_KINDS)})")
     if expect is not None and cls is not expect:
         raise TypeError(f"the bytes hold a {kind!r} state, not {expect.kind!r} ({expect.__name__}.decode)")
+    if version == 1 and not cls.CODEC_V1:
+        raise ValueError(f"state {kind} bytes of codec version 1 cannot be read: its fields changed in version 2 (re-run the fold)")
     layout = layout_from_json(cls.Layout, r.str32())
     (nf,) = r.unpack("<H")
-    want = dict(cls.FIELDS)
+    want = dict(cls.FIELDS if version == 1 else cls.STORED_FIELDS)
     if nf != len(want):
         raise ValueError(f"corrupted state {kind}: {nf} fields, expected {len(want)}")
     arrays = {}
@@ -215,7 +222,7 @@ def decode_state(data: bytes, expect: type | None = None) -> Any:
     body = _check_frame(data, _STATE_MAGIC, "state")
     r = _Reader(body, "state")
     r.take(len(_STATE_MAGIC) + 1)
-    state = _read_state(r, expect)
+    state = _read_state(r, body[len(_STATE_MAGIC)], expect)
     if r.pos != len(body):
         raise ValueError("corrupted state: trailing bytes")
     return state

@@ -1,7 +1,7 @@
 """Mean of a measure: the weighted running mean of any per-sample or per-batch value (a loss).
 
-:class:`MeanMeasureState` holds the row count, the weight and ``sum w v``; it merges by fieldwise
-addition. For per-batch values (a batch's mean loss), fold one row per batch with the batch size
+:class:`MeanMeasureState` holds the row count, the weight and ``sum w v`` (exact sums,
+:mod:`core.exact`); it merges by fieldwise addition, bit for bit the same in any order. For per-batch values (a batch's mean loss), fold one row per batch with the batch size
 as its weight, and the result is the mean over all examples, exactly as if computed in one pass.
 """
 
@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from core._inputs import Batch
+from core.exact import exact_ratio, exact_sum
 from core.metrics import TASK_KINDS, Metric, record_undefined
 from core.states import State
 
@@ -30,6 +31,7 @@ class MeanMeasureState(State):
     Layout = MeanMeasureLayout
     FIELDS = (("count", "int64"), ("weight", "float64"), ("total", "float64"))
     COUNTS = ("count", "weight")
+    EXACT = ("weight", "total")
 
     @classmethod
     def layout_for(cls, requirements: list[Any], task: Any) -> MeanMeasureLayout:
@@ -44,8 +46,8 @@ class MeanMeasureState(State):
             layout,
             {
                 "count": np.int64(v.shape[0]),
-                "weight": np.float64(v.shape[0] if w is None else w.sum()),
-                "total": np.float64(v.sum() if w is None else np.dot(w, v)),
+                "weight": np.float64(v.shape[0]) if w is None else exact_sum(w),
+                "total": exact_sum(v, w),
             },
         )
 
@@ -76,7 +78,9 @@ class MeanMeasure(Metric):
         if w == 0:
             record_undefined()
             return float("nan")
-        return float(st["total"]) / w
+        # the exact quotient of the exact sums, correctly rounded: finite even where the sum
+        # ``total`` rounds to +-inf (e.g. 1e300 with weight 1e8)
+        return exact_ratio(st.exact["total"].fraction(), st.exact["weight"].fraction())
 
 
 __all__ = ["MeanMeasure", "MeanMeasureLayout", "MeanMeasureState"]

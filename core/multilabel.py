@@ -26,6 +26,7 @@ import numpy as np
 
 from core._inputs import Batch
 from core.limits import MAX_BETA, MAX_NUM_CLASSES, MAX_THRESHOLDS, as_floats, check_at_most, check_count
+from core.exact import ExactSums, exact_column_sums, exact_sum
 from core.metrics import Metric, _Classification, check_zero_division, nanaverage, prf_values, record_undefined
 from core.states import THRESHOLD_RULES, State
 
@@ -83,6 +84,7 @@ class MultilabelState(State):
     )
     COUNTS = _TL + ("subset", "p_def_w", "p_def_n", "r_def_w", "r_def_n", "f_def_w", "f_def_n", "weight", "count")
     NONNEGATIVE = ("p_sum_w", "p_sum_n", "r_sum_w", "r_sum_n", "f_sum_w", "f_sum_n")
+    EXACT = _TL + ("subset",) + _SAMPLES + _FBETA + ("weight",)
 
     @classmethod
     def shape(cls, layout: MultilabelLayout, field: str) -> tuple[int, ...]:
@@ -111,36 +113,46 @@ class MultilabelState(State):
         w = batch.sample_weight
         n = Y.shape[0]
         wv = np.ones(n) if w is None else w
+
+        def total(mask: np.ndarray) -> Any:  # weight of the rows in mask: a count or an exact sum
+            return np.float64(np.count_nonzero(mask)) if w is None else exact_sum(w[mask])
+
+        def columns(x: np.ndarray, indicator: bool = False) -> Any:  # per-column sums of w x
+            if w is None and indicator:
+                return x.sum(axis=0)  # integer counts, exact in float64
+            if indicator:  # w * x is exact for x in {0, 1}
+                return exact_column_sums(wv[:, None] * x)
+            return exact_column_sums(x, w)
+
         out: dict[str, list] = {name: [] for name, _ in cls.FIELDS if name not in ("weight", "count")}
         betas = np.asarray(layout.betas)
         true_i = Y.sum(axis=1)
         for t in layout.thresholds:
             P = (score >= t if layout.threshold_rule == ">=" else score > t).astype(np.float64)
-            wc = wv[:, None]
-            out["tp"].append((wc * Y * P).sum(axis=0))
-            out["fp"].append((wc * (1 - Y) * P).sum(axis=0))
-            out["fn"].append((wc * Y * (1 - P)).sum(axis=0))
-            out["tn"].append((wc * (1 - Y) * (1 - P)).sum(axis=0))
-            out["subset"].append(float(wv[(Y == P).all(axis=1)].sum()))
+            out["tp"].append(columns(Y * P, True))
+            out["fp"].append(columns((1 - Y) * P, True))
+            out["fn"].append(columns(Y * (1 - P), True))
+            out["tn"].append(columns((1 - Y) * (1 - P), True))
+            out["subset"].append(total((Y == P).all(axis=1)))
             tp_i = (Y * P).sum(axis=1)
             pred_i = P.sum(axis=1)
             for prefix, den in (("p", pred_i), ("r", true_i)):
                 d = den > 0
                 v = np.where(d, tp_i / np.where(d, den, 1.0), 0.0)
-                out[f"{prefix}_sum_w"].append(float(np.dot(wv, v)))
-                out[f"{prefix}_def_w"].append(float(wv[d].sum()))
-                out[f"{prefix}_sum_n"].append(float(v.sum()))
-                out[f"{prefix}_def_n"].append(float(d.sum()))
+                out[f"{prefix}_sum_w"].append(exact_sum(v, w))
+                out[f"{prefix}_def_w"].append(total(d))
+                out[f"{prefix}_sum_n"].append(exact_sum(v))
+                out[f"{prefix}_def_n"].append(np.float64(d.sum()))
             b2 = betas[None, :] ** 2
             fden = b2 * true_i[:, None] + pred_i[:, None]  # (N, B)
             fd = fden > 0
             fv = np.where(fd, (1 + b2) * tp_i[:, None] / np.where(fd, fden, 1.0), 0.0)
-            out["f_sum_w"].append(wv @ fv)
-            out["f_def_w"].append(wv @ fd.astype(np.float64))
-            out["f_sum_n"].append(fv.sum(axis=0))
+            out["f_sum_w"].append(columns(fv))
+            out["f_def_w"].append(columns(fd.astype(np.float64), True))
+            out["f_sum_n"].append(exact_column_sums(fv))
             out["f_def_n"].append(fd.sum(axis=0).astype(np.float64))
-        arrays = {k: np.asarray(v, dtype=np.float64) for k, v in out.items()}
-        arrays["weight"] = np.float64(wv.sum())
+        arrays: dict[str, Any] = {k: ExactSums.stack(v, cls.shape(layout, k)) for k, v in out.items()}
+        arrays["weight"] = np.float64(n) if w is None else exact_sum(w)
         arrays["count"] = np.int64(n)
         return cls(layout, arrays)
 

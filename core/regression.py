@@ -1,22 +1,17 @@
-"""Regression metrics from one moments state merged with Chan's parallel formulas.
+"""Regression metrics from one state of exact raw sums.
 
 :class:`RegressionMomentsState` holds, over the folded rows (weights ``w``, targets ``y``,
-predictions ``p``, errors ``e = p - y``): the row count, the weight ``W``, the weighted means of
-``y``, ``p`` and ``e``, the centred sums of squares ``M2_y``, ``M2_p``, ``M2_e``, the co-moment
-``C_yp``, ``sum w |e|``, ``sum w |e| / max(|y|, eps)`` and ``max |e|`` over rows of positive
-weight.
+predictions ``p``, errors ``e = p - y``): the row count, the weight ``W`` and the *exact* sums
+(:mod:`core.exact`) ``sum w y``, ``sum w p``, ``sum w y^2``, ``sum w p^2``, ``sum w y p`` (every
+product exact too; ``sum w e`` and ``sum w e^2`` follow exactly), ``sum w |e|`` and
+``sum w |e| / max(|y|, eps)`` (``|e|`` rounded per row, as scikit-learn does), plus ``max |e|``
+over rows of positive weight.
 
-Merging is *not* a fieldwise sum: the moments combine with the pairwise update of Chan, Golub and
-LeVeque (1979), "Updating formulae and a pairwise algorithm for computing sample variances"::
-
-    W = Wa + Wb;  d = mean_b - mean_a;  mean = mean_a + d Wb / W
-    M2 = M2a + M2b + d^2 Wa Wb / W;     C = Ca + Cb + d_y d_p Wa Wb / W
-
-Centred sums keep R² accurate when targets sit far from zero with a small spread (targets around
-1e8 with unit spread still give R² to 1e-9; a naive ``sum y^2 - (sum y)^2 / n`` state loses every
-digit there). Within a batch the means are computed in two passes. The merge is exactly
-commutative (the two operands are put in a canonical order first) and associative up to rounding
-(about 1e-15 relative); ``max |e|`` merges with ``max``.
+The state merges by fieldwise addition (``max`` for ``max |e|``), which is exact: any batching,
+partitioning and merge order gives the same state bit for bit. The centred quantities are
+computed at the end, exactly, with rational arithmetic (``M2_y = sum w y^2 - (sum w y)^2 / W``,
+...), and rounded once, so R² stays right where a float ``sum y^2 - (sum y)^2 / n`` loses every
+digit (targets around 1e8 with unit spread give R² to 1e-15).
 
 Metrics (all weighted; NaN when the total weight is 0): ``mse``, ``rmse``, ``mae``, ``mape``,
 ``r2``, ``explained_variance``, ``mean_error`` (mean of ``p - y``), ``max_error``, ``pearson``,
@@ -27,19 +22,18 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any, ClassVar
 
 import numpy as np
 
 from core._inputs import Batch
+from core.exact import exact_sum, exact_sum_products, fraction_to_float
 from core.metrics import Metric, record_undefined
-from core.states import State, _layout_diff
+from core.states import State
 
 _EPS = float(np.finfo(np.float64).eps)
-_MOMENTS = ("mean_y", "mean_p", "mean_e", "m2_y", "m2_p", "m2_e", "c_yp")
-#: rows per chunk of a large batch; the temporaries live in one scratch buffer reused by every chunk
-#: (fresh 512 KiB temporaries per chunk would be mmap'd and page-faulted each time)
-_CHUNK = 1 << 16
+_SUMS = ("sum_y", "sum_p", "sum_yy", "sum_pp", "sum_yp", "sum_abs_e", "sum_ape")
 
 
 @dataclass(frozen=True)
@@ -47,52 +41,23 @@ class RegressionLayout:
     """No configuration: one moments state serves every regression metric."""
 
 
-def _dot(a: np.ndarray, b: np.ndarray) -> float:
-    """``sum(a * b)`` of two 1-D float64 arrays with numpy's own SIMD loop (``einsum``), not BLAS:
-    on chunk-sized vectors BLAS threads cost more CPU than they save (and contend on a shared
-    machine)."""
-    return float(np.einsum("i,i->", a, b))
-
-
-def _mean(x: np.ndarray, w: np.ndarray | None, total: float, tmp: np.ndarray) -> float:
-    """Weighted mean in two passes (exact for constant inputs); ``tmp``: (n,) scratch."""
-    if x.shape[0] == 0 or total == 0:
-        return 0.0
-    lo, hi = x.min(), x.max()
-    if lo == hi:
-        return float(lo)
-    m = float(x.sum() / total) if w is None else _dot(w, x) / total
-    r = np.subtract(x, m, out=tmp)
-    m += float(r.sum() / total) if w is None else _dot(w, r) / total
-    return m
-
-
 class RegressionMomentsState(State):
-    """Count, weight, means and centred (co)moments of targets, predictions and errors.
+    """Count, weight and exact raw sums of targets, predictions and errors.
 
-    Fields (all float64 scalars but ``count``): ``count`` (int64 rows, including zero-weight
-    ones), ``weight``, ``mean_y``, ``mean_p``, ``mean_e``, ``m2_y``, ``m2_p``, ``m2_e``,
-    ``c_yp``, ``sum_abs_e``, ``sum_ape``, ``max_abs_e``. See the module docstring for the merge.
+    Fields (float64 scalars but ``count``): ``count`` (int64 rows, including zero-weight ones),
+    ``weight``, ``sum_y``, ``sum_p``, ``sum_yy``, ``sum_pp``, ``sum_yp``, ``sum_abs_e``,
+    ``sum_ape`` (all exact sums) and ``max_abs_e``; ``sum w (p - y)`` and ``sum w (p - y)^2``
+    follow exactly (:meth:`fr`). See the module docstring.
     """
 
     kind = "regression_moments"
     Layout = RegressionLayout
-    FIELDS = (
-        ("count", "int64"),
-        ("weight", "float64"),
-        ("mean_y", "float64"),
-        ("mean_p", "float64"),
-        ("mean_e", "float64"),
-        ("m2_y", "float64"),
-        ("m2_p", "float64"),
-        ("m2_e", "float64"),
-        ("c_yp", "float64"),
-        ("sum_abs_e", "float64"),
-        ("sum_ape", "float64"),
-        ("max_abs_e", "float64"),
-    )
+    FIELDS = (("count", "int64"), ("weight", "float64")) + tuple((n, "float64") for n in _SUMS) + (("max_abs_e", "float64"),)
+    EXACT = ("weight",) + _SUMS
+    MAXED = ("max_abs_e",)
+    CODEC_V1 = False  # version 1 held Chan's centred moments, which do not give the exact sums
     COUNTS = ("count", "weight")
-    NONNEGATIVE = ("m2_y", "m2_p", "m2_e", "sum_abs_e", "sum_ape", "max_abs_e")
+    NONNEGATIVE = ("sum_yy", "sum_pp", "sum_abs_e", "sum_ape", "max_abs_e")
 
     @classmethod
     def layout_for(cls, requirements: list[Any], task: Any) -> RegressionLayout:
@@ -100,8 +65,7 @@ class RegressionMomentsState(State):
 
     @classmethod
     def from_batch(cls, layout: RegressionLayout, batch: Batch) -> "RegressionMomentsState":
-        """The moments of one validated batch: per chunk of ``_CHUNK`` rows (the temporaries stay
-        in cache, in one scratch buffer), chunks merged with Chan's formulas.
+        """The exact sums of one validated batch.
 
         Raises:
             ValueError: the batch lacks targets or predictions.
@@ -111,57 +75,27 @@ class RegressionMomentsState(State):
         y = np.asarray(batch.y_true, dtype=np.float64)
         p = np.asarray(batch.y_pred, dtype=np.float64)
         w = batch.sample_weight
-        n = y.shape[0]
-        scratch = np.empty((5, min(n, _CHUNK)))
-        out = None
-        for i in range(0, max(n, 1), _CHUNK):
-            part = cls._from_arrays(layout, y[i : i + _CHUNK], p[i : i + _CHUNK], None if w is None else w[i : i + _CHUNK], scratch)
-            out = part if out is None else out.merge(part)
-        return out  # type: ignore[return-value]
-
-    @classmethod
-    def _from_arrays(
-        cls, layout: RegressionLayout, y: np.ndarray, p: np.ndarray, w: np.ndarray | None, scratch: np.ndarray
-    ) -> "RegressionMomentsState":
-        """The moments of one chunk; every temporary is a row of ``scratch`` ((5, >= n))."""
-        n = y.shape[0]
-        t = [scratch[j, :n] for j in range(5)]
-        e = np.subtract(p, y, out=t[0])
-        total = float(n) if w is None else float(w.sum())
-        my, mp, me = _mean(y, w, total, t[1]), _mean(p, w, total, t[1]), _mean(e, w, total, t[1])
-        if w is None:
-            dot = _dot
-        else:
-
-            def dot(a: np.ndarray, b: np.ndarray) -> float:
-                return _dot(np.multiply(w, a, out=t[4]), b)
-
-        dy, dp, de = np.subtract(y, my, out=t[1]), np.subtract(p, mp, out=t[2]), np.subtract(e, me, out=t[3])
-        moments = (dot(dy, dy), dot(dp, dp), dot(de, de), dot(dy, dp)) if total else (0.0,) * 4
-        abs_e = np.abs(e, out=t[1])  # dy, dp and de are spent
-        ape = np.abs(y, out=t[2])
-        np.maximum(ape, _EPS, out=ape)
-        np.divide(abs_e, ape, out=ape)
+        ws = [] if w is None else [w]
+        abs_e = np.abs(p - y)
+        ape = abs_e / np.maximum(np.abs(y), _EPS)
         positive = abs_e if w is None else abs_e[w > 0]
         a = {
-            "count": np.int64(n),
-            "weight": np.float64(total),
-            "mean_y": my,
-            "mean_p": mp,
-            "mean_e": me,
-            "m2_y": moments[0],
-            "m2_p": moments[1],
-            "m2_e": moments[2],
-            "c_yp": moments[3],
-            "sum_abs_e": float(abs_e.sum()) if w is None else _dot(w, abs_e),
-            "sum_ape": float(ape.sum()) if w is None else _dot(w, ape),
-            "max_abs_e": float(positive.max()) if positive.size else 0.0,
+            "count": np.int64(y.shape[0]),
+            "weight": np.float64(y.shape[0]) if w is None else exact_sum(w),
+            "sum_y": exact_sum(y, w),
+            "sum_p": exact_sum(p, w),
+            "sum_yy": exact_sum_products([y, y] + ws),
+            "sum_pp": exact_sum_products([p, p] + ws),
+            "sum_yp": exact_sum_products([y, p] + ws),
+            "sum_abs_e": exact_sum(abs_e, w),
+            "sum_ape": exact_sum(ape, w),
+            "max_abs_e": np.float64(positive.max()) if positive.size else np.float64(0.0),
         }
-        return cls(layout, {k: np.asarray(v, dtype=d) for (k, d), v in zip(cls.FIELDS, a.values())})
+        return cls(layout, a)
 
     def validate(self, integral: bool = False) -> "RegressionMomentsState":
-        """:meth:`State.validate`, and: no weight means zero means and moments (every real state
-        has them; :meth:`merge` relies on it), no rows means a zero state.
+        """:meth:`State.validate`, and: no weight means zero weighted sums (every term is
+        ``w * ...``), no rows means a zero state.
 
         Raises:
             ValueError: naming the field.
@@ -169,7 +103,7 @@ class RegressionMomentsState(State):
         super().validate(integral)
         a = self.arrays
         if float(a["weight"]) == 0 or int(a["count"]) == 0:
-            names = [n for n, _ in self.FIELDS if n not in ("count", "weight")] if int(a["count"]) == 0 else list(_MOMENTS)
+            names = [n for n, _ in self.FIELDS if n not in ("count", "weight")] if int(a["count"]) == 0 else list(_SUMS)
             bad = next((n for n in names if float(a[n]) != 0), None)
             if bad is None and int(a["count"]) == 0 and float(a["weight"]) != 0:
                 bad = "weight"
@@ -177,52 +111,30 @@ class RegressionMomentsState(State):
                 raise ValueError(f"invalid {self.kind} state: {bad} = {float(a[bad])!r} with count {int(a['count'])} and weight {float(a['weight'])!r} (must be 0)")
         return self
 
-    def _key(self) -> tuple:
-        return tuple(float(self.arrays[n]) for n, _ in self.FIELDS)
+    # -- exact derived quantities ------------------------------------------------------------
+    def mean(self, field: str) -> float:
+        """``sum / weight`` of a sum field, correctly rounded (the weight must be nonzero)."""
+        return fraction_to_float(self.fr(field) / self.fr("weight"))
 
-    def merge(self, other: "State") -> "RegressionMomentsState":
-        """Chan et al. (1979) pairwise merge (see the module docstring).
+    def fr(self, field: str) -> Fraction:
+        """The exact value of one sum field, or of ``sum_e = sum w (p - y)`` and ``sum_ee = sum w
+        (p - y)^2``, derived exactly from the others."""
+        if field == "sum_e":
+            return self.fr("sum_p") - self.fr("sum_y")
+        if field == "sum_ee":
+            return self.fr("sum_pp") - 2 * self.fr("sum_yp") + self.fr("sum_yy")
+        return self.exact[field].fraction()
 
-        Raises:
-            ValueError: ``other`` is another kind of state.
-        """
-        if type(other) is not type(self):
-            raise ValueError(f"cannot merge state {other.kind!r} into {self.kind!r}")
-        if other.layout != self.layout:
-            raise ValueError(f"cannot merge {self.kind} states: {_layout_diff(self.layout, other.layout)}")
-        a, b = (self, other) if self._key() <= other._key() else (other, self)  # exact commutativity
-        A, B = a.arrays, b.arrays
-        wa, wb = float(A["weight"]), float(B["weight"])
-        out: dict[str, Any] = {
-            "count": A["count"] + B["count"],
-            "weight": np.float64(wa + wb),
-            "sum_abs_e": A["sum_abs_e"] + B["sum_abs_e"],
-            "sum_ape": A["sum_ape"] + B["sum_ape"],
-            "max_abs_e": np.maximum(A["max_abs_e"], B["max_abs_e"]),
-        }
-        if wb == 0:
-            out.update({k: A[k] for k in _MOMENTS})
-        elif wa == 0:
-            out.update({k: B[k] for k in _MOMENTS})
-        else:
-            total = wa + wb
-            fb = wb / total
-            cross = wa * fb  # = wa wb / W
-            d = {k: float(B[f"mean_{k}"]) - float(A[f"mean_{k}"]) for k in ("y", "p", "e")}
-            for k in ("y", "p", "e"):
-                out[f"mean_{k}"] = float(A[f"mean_{k}"]) + d[k] * fb
-                out[f"m2_{k}"] = float(A[f"m2_{k}"]) + float(B[f"m2_{k}"]) + d[k] * d[k] * cross
-            out["c_yp"] = float(A["c_yp"]) + float(B["c_yp"]) + d["y"] * d["p"] * cross
-        return type(self)(self.layout, {k: np.asarray(out[k], dtype=dt) for k, dt in self.FIELDS})
+    def centred(self, a: str, b: str) -> Fraction:
+        """Exact ``sum w (a - mean a)(b - mean b) = sum w a b - sum w a sum w b / W``, with ``a``,
+        ``b`` in ``y``, ``p`` or both ``e`` (``e = p - y``)."""
+        prod = "sum_" + "".join(sorted((a, b), key="ype".index))
+        return self.fr(prod) - self.fr(f"sum_{a}") * self.fr(f"sum_{b}") / self.fr("weight")
 
-    __add__ = merge
-
-    # -- derived quantities ----------------------------------------------------------------
     @property
     def sum_sq_e(self) -> float:
-        """``sum w e^2 = M2_e + W mean_e^2`` (the residual sum of squares)."""
-        a = self.arrays
-        return float(a["m2_e"]) + float(a["weight"]) * float(a["mean_e"]) ** 2
+        """``sum w (p - y)^2`` (the residual sum of squares), correctly rounded."""
+        return fraction_to_float(self.fr("sum_ee"))
 
 
 class _Regression(Metric):
@@ -259,7 +171,7 @@ class MeanSquaredError(_Regression):
     sklearn = "sklearn.metrics.mean_squared_error"
 
     def value(self, st: RegressionMomentsState) -> float:
-        return st.sum_sq_e / float(st["weight"])
+        return fraction_to_float(st.fr("sum_ee") / st.fr("weight"))
 
 
 class RootMeanSquaredError(_Regression):
@@ -270,7 +182,7 @@ class RootMeanSquaredError(_Regression):
     sklearn = "sklearn.metrics.root_mean_squared_error"
 
     def value(self, st: RegressionMomentsState) -> float:
-        return math.sqrt(st.sum_sq_e / float(st["weight"]))
+        return math.sqrt(fraction_to_float(st.fr("sum_ee") / st.fr("weight")))
 
 
 class MeanAbsoluteError(_Regression):
@@ -281,7 +193,7 @@ class MeanAbsoluteError(_Regression):
     sklearn = "sklearn.metrics.mean_absolute_error"
 
     def value(self, st: RegressionMomentsState) -> float:
-        return float(st["sum_abs_e"]) / float(st["weight"])
+        return st.mean("sum_abs_e")
 
 
 class MeanAbsolutePercentageError(_Regression):
@@ -294,7 +206,7 @@ class MeanAbsolutePercentageError(_Regression):
     sklearn = "sklearn.metrics.mean_absolute_percentage_error"
 
     def value(self, st: RegressionMomentsState) -> float:
-        return float(st["sum_ape"]) / float(st["weight"])
+        return st.mean("sum_ape")
 
 
 class _Explained(_Regression):
@@ -314,20 +226,21 @@ class _Explained(_Regression):
         if "force_finite" in self.given:
             self.given["force_finite"] = bool(f)
 
-    def ratio(self, num: float, den: float) -> float:
+    def ratio(self, num: Fraction, den: Fraction) -> float:
+        """``1 - num / den`` (exact, rounded once) or the ``force_finite`` value."""
         if den != 0 and num != 0:
-            return 1.0 - num / den
+            return fraction_to_float(1 - num / den)
         if self.p["force_finite"]:
             return 1.0 if num == 0 else 0.0
         if den == 0 and num == 0:
             record_undefined()
             return float("nan")
-        return 1.0 - num / den if den != 0 else -math.inf
+        return fraction_to_float(1 - num / den) if den != 0 else -math.inf
 
 
 class R2(_Explained):
     """Coefficient of determination ``1 - SS_res / SS_tot`` with ``SS_res = sum w (y - p)^2`` and
-    ``SS_tot = M2_y`` (centred, from Chan's merge). Constant targets follow ``force_finite``.
+    ``SS_tot = M2_y`` (centred, exactly, from the exact sums). Constant targets follow ``force_finite``.
     NaN with fewer than 2 rows (as scikit-learn). Source: ``sklearn.metrics.r2_score``."""
 
     name = "r2"
@@ -339,7 +252,7 @@ class R2(_Explained):
         if int(st["count"]) < 2:
             record_undefined()
             return float("nan")
-        return self.ratio(st.sum_sq_e, float(st["m2_y"]))
+        return self.ratio(st.fr("sum_ee"), st.centred("y", "y"))
 
 
 class ExplainedVariance(_Explained):
@@ -351,8 +264,7 @@ class ExplainedVariance(_Explained):
     sklearn = "sklearn.metrics.explained_variance_score"
 
     def value(self, st: RegressionMomentsState) -> float:
-        w = float(st["weight"])
-        return self.ratio(float(st["m2_e"]) / w, float(st["m2_y"]) / w)
+        return self.ratio(st.centred("e", "e"), st.centred("y", "y"))
 
 
 class MeanError(_Regression):
@@ -366,7 +278,7 @@ class MeanError(_Regression):
     reference = "numpy.average(y_pred - y_true, weights=sample_weight)"
 
     def value(self, st: RegressionMomentsState) -> float:
-        return float(st["mean_e"])
+        return fraction_to_float(st.fr("sum_e") / st.fr("weight"))
 
 
 class MaxError(_Regression):
@@ -396,11 +308,12 @@ class Pearson(_Regression):
     undefined = "constant targets or predictions, or total weight 0"
 
     def value(self, st: RegressionMomentsState) -> float:
-        den = float(st["m2_y"]) * float(st["m2_p"])
+        den = st.centred("y", "y") * st.centred("p", "p")
         if den <= 0:
             record_undefined()
             return float("nan")
-        return max(-1.0, min(1.0, float(st["c_yp"]) / math.sqrt(den)))
+        c = st.centred("y", "p")
+        return max(-1.0, min(1.0, math.copysign(math.sqrt(fraction_to_float(c * c / den)), c)))
 
 
 __all__ = [

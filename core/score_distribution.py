@@ -25,7 +25,8 @@ of the (non-zero-weight) scores number at most ``capacity``, and it holds exactl
 Because a subset of the data never needs a higher level than the whole, merging two canonical
 states (bring both to the larger level, add bin by bin, raise the level while the bins exceed
 ``capacity``) gives the canonical state of the union. Hence merge order and data split never
-change the state (bit for bit with integer weights; float weights are summed in float64).
+change the state (bit for bit, also with float weights: the binary state's weights are exact sums,
+:mod:`core.exact`, regrouped exactly whenever bins merge or coarsen).
 
 What a compressed state knows
 -----------------------------
@@ -53,6 +54,7 @@ import numpy as np
 
 from core._inputs import Batch
 from core.limits import MAX_CAPACITY  # re-exported: documented with the other maxima
+from core.exact import ExactSums, add_raw, exact_sum, raw_regroup, raw_sum
 from core.states import State
 
 DEFAULT_CAPACITY = 40_000
@@ -241,6 +243,7 @@ class ScoreDistributionState(State):
     FIELDS = (("level", "int64"), ("keys", "int64"), ("pos", "float64"), ("neg", "float64"))
     COUNTS = ("pos", "neg")
     NONNEGATIVE = ("level",)
+    EXACT = ("pos", "neg")
 
     def __init__(self, layout: ScoreDistributionLayout, arrays: dict[str, np.ndarray], _trusted: bool = False):
         super().__init__(layout, arrays)
@@ -289,11 +292,39 @@ class ScoreDistributionState(State):
             {
                 "level": np.int64(level),
                 "keys": np.ascontiguousarray(keys, dtype=np.int64),
-                "pos": np.ascontiguousarray(pos, dtype=np.float64),
-                "neg": np.ascontiguousarray(neg, dtype=np.float64),
+                "pos": pos if isinstance(pos, ExactSums) else np.ascontiguousarray(pos, dtype=np.float64),
+                "neg": neg if isinstance(neg, ExactSums) else np.ascontiguousarray(neg, dtype=np.float64),
             },
             _trusted=True,
         )
+
+    # -- exact weights --------------------------------------------------------------------------
+    def _counts_only(self) -> bool:
+        """True when ``pos`` and ``neg`` are integers whose total is below 2**52: then the float64
+        additions of the binning are exact and the exact-sum bookkeeping can be skipped."""
+        a = self.arrays
+        if a["pos.limbs"].size or a["neg.limbs"].size:
+            return False
+        return _small_counts(a["pos"], a["neg"])
+
+    def _exact_in(self, keys: np.ndarray, level: int) -> tuple[np.ndarray, int]:
+        """This state's exact weights regrouped into the bins ``keys`` at ``level`` (>= this
+        level): un-normalised limbs of (2 m,) sums, entry ``2 bin + label``."""
+        a = self.arrays
+        if a["keys"].size == 0:
+            return np.zeros((2 * keys.shape[0], 0), dtype=np.int64), 0
+        to = np.searchsorted(keys, a["keys"] >> np.int64(level - int(a["level"])))
+        return raw_regroup([(self.exact["neg"], 2 * to), (self.exact["pos"], 2 * to + 1)], 2 * keys.shape[0])
+
+    @classmethod
+    def _exact_state(cls, layout, keys, level, sums: tuple[np.ndarray, int]) -> "ScoreDistributionState":
+        """From un-normalised limbs of (2 m,) sums, entry ``2 bin + label`` (rounded once per label)."""
+        D, exp = sums
+        m = keys.shape[0]
+        if D.shape[1] == 0:
+            D = np.zeros((2 * m, 1), dtype=np.int64)
+        pos, neg = ExactSums.from_limbs(D[1::2], exp, (m,)), ExactSums.from_limbs(D[0::2], exp, (m,))
+        return cls._make(layout, keys, pos, neg, level)
 
     @classmethod
     def _from_weights(cls, layout, keys, weights, level) -> "ScoreDistributionState":
@@ -342,8 +373,12 @@ class ScoreDistributionState(State):
             return self
         a = self.arrays
         bins = (a["keys"], self._weights(), int(a["level"]))
-        k, wts, level = fold_bins(bins, np.ascontiguousarray(score, dtype=np.float64), y, w, self.layout.capacity)
-        return self._from_weights(self.layout, k, wts, level)
+        score = np.ascontiguousarray(score, dtype=np.float64)
+        k, wts, level = fold_bins(bins, score, y, w, self.layout.capacity)
+        if w is None and self._counts_only() and _small_counts(wts[:, 0], wts[:, 1]):
+            return self._from_weights(self.layout, k, wts, level)  # integer counts: already exact
+        sums = add_raw(self._exact_in(k, level), _exact_rows(k, level, score, y, w))
+        return self._exact_state(self.layout, k, level, sums)
 
     @classmethod
     def from_arrays(
@@ -390,7 +425,9 @@ class ScoreDistributionState(State):
         if score.shape[0] == 0:
             return cls.zero(layout)
         keys, weights, level = bin_scores(score, y, w, layout.capacity)
-        return cls._from_weights(layout, keys, weights, level)
+        if w is None:  # integer counts, exact
+            return cls._from_weights(layout, keys, weights, level)
+        return cls._exact_state(layout, keys, level, _exact_rows(keys, level, score, y, w))
 
     # -- monoid -------------------------------------------------------------------------------
     def merge(self, other: "State") -> "ScoreDistributionState":
@@ -419,7 +456,10 @@ class ScoreDistributionState(State):
             (b["keys"], other._weights(), int(b["level"])),
             self.layout.capacity,
         )
-        return self._from_weights(self.layout, k, wts, level)
+        if self._counts_only() and other._counts_only() and _small_counts(wts[:, 0], wts[:, 1]):
+            return self._from_weights(self.layout, k, wts, level)  # integer counts: already exact
+        sums = add_raw(self._exact_in(k, level), other._exact_in(k, level))  # type: ignore[attr-defined]
+        return self._exact_state(self.layout, k, level, sums)
 
     __add__ = merge
 
@@ -493,6 +533,24 @@ class Class0ScoreDistributionState(ScoreDistributionState):
 
 
 # ---------------------------------------------------------------------------------------------
+def _small_counts(*arrays: np.ndarray) -> bool:
+    """Integer-valued float64 arrays whose total is below 2**52 (their float sums are exact)."""
+    total = 0.0
+    for v in arrays:
+        if v.size and not bool(np.all(np.floor(v) == v)):
+            return False
+        total += float(np.abs(v).sum()) if v.size else 0.0
+    return total < 2.0**52
+
+
+def _exact_rows(keys: np.ndarray, level: int, score: np.ndarray, y: np.ndarray, w: np.ndarray | None) -> tuple[np.ndarray, int]:
+    """Exact weights of validated examples (weights > 0) in the bins ``keys`` at ``level`` that
+    hold them: un-normalised limbs of (2 m,) sums, entry ``2 bin + label``."""
+    m = keys.shape[0]
+    at = np.searchsorted(keys, score_keys(score) >> np.int64(level))
+    return raw_sum(np.ones(score.shape[0]) if w is None else w, 2 * at + y, 2 * m)
+
+
 def _drop_zero_weight(score: np.ndarray, y: np.ndarray, w: np.ndarray | None):
     """Examples with weight > 0 (zero-weight examples leave no trace in a score distribution)."""
     if w is not None:
@@ -881,6 +939,7 @@ class ClassScoreDistributionState(State):
     FIELDS = (("levels", "int64"), ("offsets", "int64"), ("keys", "int64"), ("weights", "float64"))
     COUNTS = ("weights",)
     NONNEGATIVE = ("levels", "offsets")
+    EXACT = ("weights",)
 
     def __init__(self, layout: ClassScoreDistributionLayout, arrays: dict[str, np.ndarray], _trusted: bool = False):
         super().__init__(layout, arrays)
@@ -927,19 +986,55 @@ class ClassScoreDistributionState(State):
         return ClassScoreDistributionLayout(task.num_classes, max(caps) if caps else default)
 
     @classmethod
-    def _from_columns(cls, layout: ClassScoreDistributionLayout, columns: list[tuple]) -> "ClassScoreDistributionState":
+    def _from_columns(
+        cls, layout: ClassScoreDistributionLayout, columns: list[tuple], exact: "list[Any] | None" = None
+    ) -> "ClassScoreDistributionState":
+        """From per-column ``(keys, weights, level)``; with ``exact``, the weights are the exact
+        sums those give (``(state or None, score, y, w)`` sources, see :meth:`_exact_weights`)."""
         keys = [c[0] for c in columns]
         offsets = np.concatenate(([0], np.cumsum([x.size for x in keys]))).astype(np.int64)
+        levels = np.array([c[2] for c in columns], dtype=np.int64)
+        if exact is None:
+            weights: Any = np.concatenate([np.asarray(c[1], dtype=np.float64).reshape(-1) for c in columns])
+        else:
+            weights = cls._exact_weights(layout.num_classes, keys, levels, offsets, exact)
         return cls(
             layout,
-            {
-                "levels": np.array([c[2] for c in columns], dtype=np.int64),
-                "offsets": offsets,
-                "keys": np.concatenate(keys).astype(np.int64, copy=False),
-                "weights": np.concatenate([np.asarray(c[1], dtype=np.float64).reshape(-1) for c in columns]),
-            },
+            {"levels": levels, "offsets": offsets, "keys": np.concatenate(keys).astype(np.int64, copy=False), "weights": weights},
             _trusted=True,
         )
+
+    @staticmethod
+    def _exact_weights(k: int, keys: list, levels: np.ndarray, offsets: np.ndarray, sources: list) -> ExactSums:
+        """Exact (M * K,) weights of the new bins from ``sources``: states (their exact weights
+        regrouped into the new bins) and ``(score, y, w)`` example tuples."""
+        size = int(offsets[-1]) * k
+        total = ExactSums.zeros((size,))
+        for src in sources:
+            if isinstance(src, ClassScoreDistributionState):
+                a = src.arrays
+                if a["keys"].size == 0:
+                    continue
+                to = np.concatenate(
+                    [
+                        offsets[c]
+                        + np.searchsorted(keys[c], a["keys"][a["offsets"][c] : a["offsets"][c + 1]] >> np.int64(levels[c] - a["levels"][c]))
+                        for c in range(k)
+                    ]
+                )
+                total = total + src.exact["weights"].regroup((to[:, None] * k + np.arange(k)[None, :]).ravel(), size)
+            else:
+                score, y, w = src
+                at = np.concatenate(
+                    [offsets[c] + np.searchsorted(keys[c], score_keys(np.ascontiguousarray(score[:, c])) >> np.int64(levels[c])) for c in range(k)]
+                )
+                ww = np.ones(score.shape[0] * k) if w is None else np.tile(w, k)
+                total = total + exact_sum(ww, index=at * k + np.tile(y, k), size=size)
+        return total
+
+    def _counts_only(self) -> bool:
+        """Integer weights with a total below 2**52: the float binning is exact."""
+        return self.arrays["weights.limbs"].size == 0 and _small_counts(self.arrays["weights"])
 
     @classmethod
     def zero(cls, layout: ClassScoreDistributionLayout) -> "ClassScoreDistributionState":
@@ -963,7 +1058,7 @@ class ClassScoreDistributionState(State):
         if score.shape[0] == 0:
             return cls.zero(layout)
         cols = [bin_scores(np.ascontiguousarray(score[:, c], dtype=np.float64), y, w, layout.capacity, k) for c in range(k)]
-        return cls._from_columns(layout, cols)
+        return cls._from_columns(layout, cols, None if w is None else [(score, y, w)])
 
     def fold(self, batch: Batch) -> "ClassScoreDistributionState":
         """``self.merge(from_batch(layout, batch))``, binning each column at its current level
@@ -981,7 +1076,9 @@ class ClassScoreDistributionState(State):
             return self
         cap = self.layout.capacity
         cols = [fold_bins(self.column(c), np.ascontiguousarray(score[:, c], dtype=np.float64), y, w, cap, k) for c in range(k)]
-        return self._from_columns(self.layout, cols)
+        if w is None and self._counts_only() and _small_counts(*(c[1] for c in cols)):
+            return self._from_columns(self.layout, cols)  # integer counts: already exact
+        return self._from_columns(self.layout, cols, [self, (score, y, w)])
 
     def column(self, c: int) -> tuple[np.ndarray, np.ndarray, int]:
         """``(keys, weights, level)`` of class column ``c``: (m,) keys ascending, (m, K) weights."""
@@ -1007,7 +1104,9 @@ class ClassScoreDistributionState(State):
             return other  # type: ignore[return-value]
         cap = self.layout.capacity
         cols = [merge_bins(self.column(c), other.column(c), cap) for c in range(self.layout.num_classes)]  # type: ignore[attr-defined]
-        return self._from_columns(self.layout, cols)
+        if self._counts_only() and other._counts_only() and _small_counts(*(c[1] for c in cols)):  # type: ignore[attr-defined]
+            return self._from_columns(self.layout, cols)  # integer counts: already exact
+        return self._from_columns(self.layout, cols, [self, other])
 
     __add__ = merge
 

@@ -3,7 +3,9 @@
 A state is a hashable ``layout`` (its configuration) plus fixed-shape float64/int64 arrays. States of
 the same layout merge by fieldwise addition, so ``merge`` is associative and commutative and
 ``zero(layout)`` is its identity: any split of the data over workers and batches gives the same
-state (exactly for integer-valued weights; float weights are summed in float64).
+state bit for bit. Float sums are exact (:mod:`core.exact`: kept as fixed-point integers, read as
+the correctly rounded float64) and int64 counts are checked for overflow, so no order of folds and
+merges changes a single bit.
 
 Kinds:
     * :class:`ExampleCountState`: example count, weight sum and skipped-row count.
@@ -21,6 +23,7 @@ import numpy as np
 
 from core._inputs import Batch
 from core.limits import MAX_NUM_CLASSES, MAX_THRESHOLDS, as_floats, check_at_most, check_count
+from core.exact import ExactSums, exact_sum
 
 STATE_KINDS: dict[str, type["State"]] = {}
 
@@ -44,8 +47,18 @@ class State:
     FIELDS: ClassVar[tuple[tuple[str, str], ...]]
     COUNTS: ClassVar[tuple[str, ...]] = ()
     NONNEGATIVE: ClassVar[tuple[str, ...]] = ()
+    #: float64 fields that are exact sums (:class:`core.exact.ExactSums`): each is stored with two
+    #: more int64 fields, ``<name>.exp`` () and ``<name>.limbs`` (n,), empty while the sums are
+    #: exactly their float64 values; the float64 field is always the correctly rounded sum.
+    EXACT: ClassVar[tuple[str, ...]] = ()
+    #: ``FIELDS`` plus the exact sums' limb fields: what the codec writes and equality compares.
+    STORED_FIELDS: ClassVar[tuple[tuple[str, str], ...]]
+    #: float64 fields merged by ``max`` (not summed)
+    MAXED: ClassVar[tuple[str, ...]] = ()
+    #: whether bytes of codec version 1 (float sums without limbs) can be read (upgraded)
+    CODEC_V1: ClassVar[bool] = True
 
-    __slots__ = ("layout", "arrays")
+    __slots__ = ("layout", "arrays", "exact")
 
     def __init_subclass__(cls, **kw: Any) -> None:
         super().__init_subclass__(**kw)
@@ -56,25 +69,59 @@ class State:
         if unknown:
             raise ValueError(f"state kind {cls.kind!r}: COUNTS/NONNEGATIVE name unknown fields {sorted(unknown)}")
         STATE_KINDS[cls.kind] = cls
+        fields_ = dict(cls.FIELDS)
+        for name in cls.EXACT:
+            if fields_.get(name) != "float64":
+                raise ValueError(f"{cls.kind}: exact field {name!r} must be a float64 field")
+        cls.STORED_FIELDS = tuple(cls.FIELDS) + tuple(
+            (f"{name}.{part}", "int64") for name in cls.EXACT for part in ("exp", "limbs")
+        )
 
-    def __init__(self, layout: Any, arrays: dict[str, np.ndarray]):
+    def __init__(self, layout: Any, arrays: dict[str, Any]):
+        """``arrays``: every field of ``FIELDS``; an exact field may be an :class:`ExactSums`,
+        float64 values (each an exact number), or the values with their stored ``.exp`` and
+        ``.limbs`` fields (checked to be canonical)."""
         if not isinstance(layout, self.Layout):
             raise TypeError(f"{self.kind}: layout must be {self.Layout.__name__}, got {layout!r}")
         checked = {}
+        exact = {}
         for name, dtype in self.FIELDS:
-            a = np.asarray(arrays[name])
+            v = arrays[name]
+            es = None
+            if isinstance(v, ExactSums):
+                es, v = v, v.values
+            a = np.asarray(v)
             want = self.shape(layout, name)  # None: a 1-D field of any length
             if a.dtype != np.dtype(dtype) or (a.ndim != 1 if want is None else a.shape != want):
                 raise ValueError(
                     f"{self.kind}.{name}: expected {dtype}{'(n,)' if want is None else want}, got {a.dtype}{a.shape}"
                 )
-            if a.flags.writeable:
+            if name in self.EXACT:
+                if es is None and f"{name}.limbs" in arrays:
+                    e, limbs = np.asarray(arrays[f"{name}.exp"]), np.asarray(arrays[f"{name}.limbs"])
+                    if e.shape != () or e.dtype != np.int64 or limbs.ndim != 1 or limbs.dtype != np.int64:
+                        raise ValueError(f"{self.kind}.{name}: bad exact-sum fields {e.dtype}{e.shape}, {limbs.dtype}{limbs.shape}")
+                    es = ExactSums.from_stored(a, int(e), limbs, f"{self.kind}.{name}")
+                elif es is None:
+                    try:
+                        es = ExactSums.of_floats(a)
+                    except ValueError as err:
+                        raise ValueError(f"{self.kind}.{name}: {err}") from None
+                a = es.values
+                exact[name] = es
+                checked[f"{name}.exp"] = np.asarray(np.int64(es.exp))
+                checked[f"{name}.limbs"] = es.limbs.reshape(-1)
+            elif a.flags.writeable:
                 if a.base is not None:  # a view: the caller may still write through its base
                     a = a.copy()
                 a.flags.writeable = False
             checked[name] = a
+        for a in checked.values():
+            if a.flags.writeable:
+                a.flags.writeable = False
         object.__setattr__(self, "layout", layout)
         object.__setattr__(self, "arrays", MappingProxyType(checked))
+        object.__setattr__(self, "exact", exact)
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError(f"{type(self).__name__} is immutable")
@@ -85,7 +132,9 @@ class State:
     def validate(self, integral: bool = False) -> "State":
         """Check the values a state of this kind can hold (returns ``self``).
 
-        Every float field is finite; ``COUNTS`` and ``NONNEGATIVE`` fields are >= 0; with
+        Every float field is finite (an ``EXACT`` field may round to +-inf: its exact sum, held
+        in its limbs and checked by the constructor, can exceed the float64 range, e.g. weights
+        times values near 1e300); ``COUNTS`` and ``NONNEGATIVE`` fields are >= 0; with
         ``integral`` (the rows were unweighted) ``COUNTS`` fields hold whole numbers.
 
         Raises:
@@ -95,7 +144,7 @@ class State:
             a = self.arrays[name]
             checks = []
             if a.dtype.kind == "f":
-                checks.append(("not finite", ~np.isfinite(a)))
+                checks.append(("not finite", np.isnan(a) if name in self.EXACT else ~np.isfinite(a)))
             if name in self.COUNTS or name in self.NONNEGATIVE:
                 with np.errstate(invalid="ignore"):
                     checks.append(("negative", a < 0))
@@ -146,7 +195,16 @@ class State:
             raise ValueError(f"cannot merge state {other.kind!r} into {self.kind!r}")
         if other.layout != self.layout:
             raise ValueError(f"cannot merge {self.kind} states: {_layout_diff(self.layout, other.layout)}")
-        return type(self)(self.layout, {n: self.arrays[n] + other.arrays[n] for n, _ in self.FIELDS})
+        return type(self)(self.layout, {n: self._add_field(other, n) for n, _ in self.FIELDS})
+
+    def _add_field(self, other: "State", name: str) -> Any:
+        """One field of ``self + other``: exact sums add exactly, ``MAXED`` fields take the max,
+        int64 counts are checked for overflow (``ValueError`` naming the state and field)."""
+        if name in self.EXACT:
+            return self.exact[name] + other.exact[name]
+        if name in self.MAXED:
+            return np.maximum(self.arrays[name], other.arrays[name])
+        return checked_add(self.arrays[name], other.arrays[name], f"{self.kind}.{name}")
 
     __add__ = merge
 
@@ -160,11 +218,11 @@ class State:
         return (
             type(other) is type(self)
             and other.layout == self.layout
-            and all(np.array_equal(self.arrays[n], other.arrays[n]) for n, _ in self.FIELDS)
+            and all(np.array_equal(self.arrays[n], other.arrays[n]) for n, _ in self.STORED_FIELDS)
         )
 
     def __hash__(self) -> int:
-        return hash((self.kind, self.layout, tuple(self.arrays[n].tobytes() for n, _ in self.FIELDS)))
+        return hash((self.kind, self.layout, tuple(self.arrays[n].tobytes() for n, _ in self.STORED_FIELDS)))
 
     def __getitem__(self, field: str) -> np.ndarray:
         return self.arrays[field]
@@ -204,6 +262,22 @@ def _rebuild_state(kind: str, layout: Any, arrays: dict) -> State:
     return STATE_KINDS[kind](layout, arrays)
 
 
+def checked_add(a: np.ndarray, b: np.ndarray, what: str) -> np.ndarray:
+    """``a + b`` of two same-shape arrays; int64 sums are checked for overflow.
+
+    Raises:
+        ValueError: an int64 sum overflows (the message names ``what``, e.g. ``"example_count.count"``).
+    """
+    a, b = np.asarray(a), np.asarray(b)
+    if a.dtype != np.int64:
+        return a + b
+    with np.errstate(over="ignore"):
+        r = np.add(a, b)
+    if (((a ^ r) & (b ^ r)) < 0).any():
+        raise ValueError(f"{what}: int64 overflow adding {a.tolist()} and {b.tolist()} (counts past 2**63 - 1)")
+    return r
+
+
 def _layout_diff(a: Any, b: Any) -> str:
     if type(a) is not type(b):
         return f"layout {a!r} != {b!r}"
@@ -235,9 +309,8 @@ def _one_threshold_counts(
     """``tp, fp, tn, fn`` as (1,) float64 arrays at one threshold (``score >= t`` or ``>``).
 
     Unweighted: exact integer counts from ``np.count_nonzero`` of the predicted-positive mask and
-    of (positive and predicted positive); the other cells are integer differences. Weighted: one
-    ``np.bincount`` per chunk over the cell ``2 * label + predicted`` of each row, so every cell is
-    a direct sum of non-negative weights, never a difference (no cancellation).
+    of (positive and predicted positive); the other cells are integer differences. Weighted: the
+    exact sum (:func:`core.exact.exact_sum`) of the weights per cell ``2 * label + predicted``.
     """
     n = y.shape[0]
     above = np.greater_equal if rule == ">=" else np.greater
@@ -250,31 +323,30 @@ def _one_threshold_counts(
             tp += np.count_nonzero(pred)
         npos = np.count_nonzero(y)
         cells = {"tp": tp, "fp": npred - tp, "tn": n - npred - (npos - tp), "fn": npos - tp}
-    else:
-        sums = np.zeros(4)  # cell 2 * label + predicted: tn, fp, fn, tp
-        key = np.empty(min(n, _CHUNK), dtype=np.intp)
-        for i in range(0, n, _CHUNK):
-            k = key[: min(_CHUNK, n - i)]
-            np.multiply(y[i : i + _CHUNK], 2, out=k)
-            k += above(score[i : i + _CHUNK], threshold)
-            sums += np.bincount(k, weights=weight[i : i + _CHUNK], minlength=4)
-        cells = {"tp": sums[3], "fp": sums[1], "tn": sums[0], "fn": sums[2]}
+    else:  # exact sums of the weights per cell 2 * label + predicted: tn, fp, fn, tp
+        cell = np.multiply(y, 2, dtype=np.intp)
+        cell += above(score, threshold)
+        sums = exact_sum(weight, index=cell, size=4)
+        return {name: sums.take(np.array([i])) for name, i in (("tp", 3), ("fp", 1), ("tn", 0), ("fn", 2))}
     return {name: np.array([value], dtype=np.float64) for name, value in cells.items()}
 
 
-def _pair_counts(a: np.ndarray, b: np.ndarray, k: int, weight: np.ndarray | None) -> np.ndarray:
-    """(k * k,) float64 counts (exact ints) or weight sums of the cells ``a * k + b``, one
-    ``np.bincount`` per cache-sized chunk."""
+def _pair_counts(a: np.ndarray, b: np.ndarray, k: int, weight: np.ndarray | None) -> np.ndarray | ExactSums:
+    """(k, k) counts of the cells ``a * k + b``: float64 exact ints (one ``np.bincount`` per
+    cache-sized chunk) or, weighted, the exact weight sums."""
     n = a.shape[0]
-    out = np.zeros(k * k, dtype=np.int64 if weight is None else np.float64)
+    if weight is not None:
+        cell = np.multiply(a, k, dtype=np.intp)
+        cell += b
+        return exact_sum(weight, index=cell, size=k * k, shape=(k, k))
+    out = np.zeros(k * k, dtype=np.int64)
     key = np.empty(min(n, _CHUNK), dtype=np.intp)
     for i in range(0, n, _CHUNK):
         c = key[: min(_CHUNK, n - i)]
         np.multiply(a[i : i + _CHUNK], k, out=c)
         c += b[i : i + _CHUNK]
-        w = None if weight is None else weight[i : i + _CHUNK]
-        out += np.bincount(c, weights=w, minlength=k * k)
-    return out.astype(np.float64, copy=False)
+        out += np.bincount(c, minlength=k * k)
+    return out.astype(np.float64).reshape(k, k)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -284,12 +356,13 @@ class ExampleCountLayout:
 
 
 class ExampleCountState(State):
-    """Number of examples (int64), their weight sum (float64) and skipped invalid rows (int64)."""
+    """Number of examples (int64), their exact weight sum (float64) and skipped invalid rows (int64)."""
 
     kind = "example_count"
     Layout = ExampleCountLayout
     FIELDS = (("count", "int64"), ("weight", "float64"), ("skipped", "int64"))
     COUNTS = ("count", "weight", "skipped")
+    EXACT = ("weight",)
 
     @classmethod
     def layout_for(cls, requirements: list[Any], task: Any) -> ExampleCountLayout:
@@ -299,20 +372,15 @@ class ExampleCountState(State):
     def from_batch(cls, layout: ExampleCountLayout, batch: Batch) -> "ExampleCountState":
         """Rows and their weight sum. When elements are pixels (``batch.row_of``), a row (image)
         counts once, with its weight, if any of its elements was folded."""
+        w = batch.sample_weight
         if batch.row_of is None:
-            count, weight = batch.n, batch.weight_sum()
+            count = batch.n
         else:
             rows, first = np.unique(batch.row_of, return_index=True)
             count = rows.shape[0]
-            weight = float(count) if batch.sample_weight is None else float(batch.sample_weight[first].sum())
-        return cls(
-            layout,
-            {
-                "count": np.int64(count),
-                "weight": np.float64(weight),
-                "skipped": np.int64(0),
-            },
-        )
+            w = None if w is None else w[first]
+        weight = np.float64(count) if w is None else exact_sum(w)
+        return cls(layout, {"count": np.int64(count), "weight": weight, "skipped": np.int64(0)})
 
     @classmethod
     def skipped_rows(cls, count: int) -> "ExampleCountState":
@@ -359,13 +427,15 @@ class BinaryConfusionState(State):
 
     Predictions come from ``y_score`` (``score >= t``, or ``>`` with ``threshold_rule=">"``) or,
     when the batch has only hard predictions ``y_pred`` in {0, 1}, from ``y_pred`` at every
-    threshold in (0, 1]. Unweighted counts are exact integers stored in float64 (exact to 2**53).
+    threshold in (0, 1]. Every count is an exact sum (:mod:`core.exact`): integers stored in float64
+    while they fit, exact limbs beyond 2**53 and for fractional weights.
     """
 
     kind = "binary_confusion"
     Layout = BinaryConfusionLayout
     FIELDS = (("tp", "float64"), ("fp", "float64"), ("tn", "float64"), ("fn", "float64"))
     COUNTS = ("tp", "fp", "tn", "fn")
+    EXACT = ("tp", "fp", "tn", "fn")
 
     @classmethod
     def shape(cls, layout: BinaryConfusionLayout, field: str) -> tuple[int, ...]:
@@ -390,8 +460,21 @@ class BinaryConfusionState(State):
         # threshold j iff j < k[i] (thresholds ascending).
         side = "right" if layout.threshold_rule == ">=" else "left"
         k = np.searchsorted(thr, score, side=side)
+        if batch.sample_weight is not None:  # exact weight sums per (label, k), exact running sums
+            sums = exact_sum(batch.sample_weight, index=y * (t + 1) + k, size=2 * (t + 1))
+            neg_, pos_w = sums.take(slice(0, t + 1)), sums.take(slice(t + 1, 2 * (t + 1)))
+            after, upto = slice(1, None), slice(None, -1)
+            return cls(
+                layout,
+                {
+                    "tp": pos_w.cumsum(reverse=True).take(after),
+                    "fp": neg_.cumsum(reverse=True).take(after),
+                    "tn": neg_.cumsum().take(upto),
+                    "fn": pos_w.cumsum().take(upto),
+                },
+            )
         # one bincount over (label, k) pairs
-        counts = _weighted_count(y * (t + 1) + k, batch.sample_weight, 2 * (t + 1)).reshape(2, t + 1)
+        counts = _weighted_count(y * (t + 1) + k, None, 2 * (t + 1)).reshape(2, t + 1)
         neg, pos_ = counts[0], counts[1]
         # predicted positive at threshold j: rows with k > j (reverse cumulative sums); predicted
         # negative: rows with k <= j (forward cumulative sums). Every count is a direct sum of
@@ -430,7 +513,8 @@ class ConfusionMatrixLayout:
 
 
 class ConfusionMatrixState(State):
-    """Weighted K x K confusion matrix, float64: ``matrix[i, j]`` sums rows with true i, predicted j.
+    """Weighted K x K confusion matrix, float64: ``matrix[i, j]`` sums rows with true i, predicted j
+    (an exact sum, :mod:`core.exact`).
 
     Same orientation as ``sklearn.metrics.confusion_matrix``.
     """
@@ -439,6 +523,7 @@ class ConfusionMatrixState(State):
     Layout = ConfusionMatrixLayout
     FIELDS = (("matrix", "float64"),)
     COUNTS = ("matrix",)
+    EXACT = ("matrix",)
 
     @classmethod
     def shape(cls, layout: ConfusionMatrixLayout, field: str) -> tuple[int, ...]:
@@ -453,8 +538,7 @@ class ConfusionMatrixState(State):
         if batch.y_pred is None:
             raise ValueError("a confusion matrix needs predicted labels")
         k = layout.num_classes
-        m = _pair_counts(batch.y_true, batch.y_pred, k, batch.sample_weight)
-        return cls(layout, {"matrix": m.reshape(k, k)})
+        return cls(layout, {"matrix": _pair_counts(batch.y_true, batch.y_pred, k, batch.sample_weight)})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -493,8 +577,8 @@ def states_from_cells(
     out: list[State] = []
     for cls, layout in state_types:
         if cls is ExampleCountState:
-            total = float(weights.sum()) if weights.size else 0.0
-            out.append(cls(layout, {"count": np.int64(counts.sum()), "weight": np.float64(total), "skipped": np.int64(0)}))
+            total = exact_sum(weights)
+            out.append(cls(layout, {"count": np.int64(counts.sum()), "weight": total, "skipped": np.int64(0)}))
         elif cls is ConfusionMatrixState:
             out.append(cls.from_batch(layout, Batch(y_true=y, y_pred=j, sample_weight=weights)))
         elif cls is BinaryConfusionState:  # a score that passes exactly j thresholds

@@ -19,6 +19,7 @@ import numpy as np
 from core._inputs import Batch
 from core.limits import MAX_TOP_K, check_at_most, check_count
 from core.metrics import Metric, record_undefined
+from core.exact import exact_sum
 from core.states import ConfusionMatrixLayout, State, _weighted_count
 
 
@@ -51,6 +52,7 @@ class TopKState(State):
     Layout = TopKLayout
     FIELDS = (("hits", "float64"), ("weight", "float64"))
     COUNTS = ("hits", "weight")
+    EXACT = ("hits", "weight")
 
     @classmethod
     def shape(cls, layout: TopKLayout, field: str) -> tuple[int, ...]:
@@ -66,9 +68,11 @@ class TopKState(State):
             raise ValueError("top-k accuracy needs an (N, K) score matrix")
         rank = true_class_rank(batch.y_score, batch.y_true)
         size = max(layout.max_k, layout.num_classes)
-        hits = _weighted_count(rank, batch.sample_weight, size)[: layout.max_k].astype(np.float64)  # empty+weights: int64
-        w = float(batch.n) if batch.sample_weight is None else float(batch.sample_weight.sum())
-        return cls(layout, {"hits": hits, "weight": np.float64(w)})
+        w = batch.sample_weight
+        if w is None:
+            return cls(layout, {"hits": _weighted_count(rank, None, size)[: layout.max_k], "weight": np.float64(batch.n)})
+        hits = exact_sum(w, index=rank, size=size).take(slice(0, layout.max_k))
+        return cls(layout, {"hits": hits, "weight": exact_sum(w)})
 
 
 class TopKAccuracy(Metric):

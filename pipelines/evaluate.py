@@ -34,15 +34,15 @@ from pipelines import config, engines, io
 from pipelines.progress import progress_enabled
 
 EXAMPLES = ("flights",)
-# Every flights metric comes from integer counts (confusion counts, counts per distinct score), so
-# local, Beam and Spark write bit-identical metrics.json whatever the partitioning. Float-sum
-# metrics (brier_score, ece, reliability_diagram, log_loss) are available by name but can differ in
-# the last bits between engines (float addition order), so the example leaves them out. Ranking
+# Every flights metric is computed from exact sums (integer counts, and float sums kept exactly by
+# core.exact), so local, Beam and Spark write byte-identical metrics.json whatever the
+# partitioning, the probabilistic metrics (log_loss, brier_score, ece) included. Ranking
 # metrics share one score distribution; capacity 1000 keeps each slice's curves to at most ~1000
 # points (metrics.json stays a few MB), with certified intervals for AUC and AP.
 FLIGHTS_METRICS = [
     "accuracy", "precision", "recall", "f1", "roc_auc@capacity=1000", "average_precision@capacity=1000",
     "confusion_matrix", "roc_curve@capacity=1000", "precision_recall_curve@capacity=1000",
+    "log_loss", "brier_score", "ece",
 ]  # fmt: skip
 
 

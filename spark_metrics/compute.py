@@ -236,6 +236,10 @@ def _merge_slice_fn(evaluation: Evaluation) -> Callable[["pa.Table"], "pa.Table"
     return merge_slice
 
 
+#: Why a weighted evaluation does not take the native path by default.
+WEIGHTED_NATIVE = "a weight column (Spark SQL sums float weights in its own order; the Arrow path sums them exactly)"
+
+
 def compute_metrics(
     df: "DataFrame", *, evaluation: Evaluation | None = None, native: bool | None = None, **evaluation_kwargs: Any
 ) -> "DataFrame":
@@ -276,8 +280,11 @@ def compute_metrics(
         native: None (default): run as native Spark SQL aggregates when the plan allows it
             (:mod:`spark_metrics.native`: count and confusion states of plain columns sliced by
             plain string/integer/boolean columns; no Python on the row path, one job for every
-            spec), else fold Arrow batches in Python. True: require the native job (raises
-            ``ValueError`` saying why not). False: always the Arrow path.
+            spec), else fold Arrow batches in Python. With a weight column the default is the
+            Arrow path, whose exact sums (:mod:`core.exact`) make every result bit-identical for
+            any partitioning; the native job sums weights in Spark SQL's float64 order (exact for
+            integer weights, last bits vary with fractional ones). True: require the native job
+            (raises ``ValueError`` saying why not). False: always the Arrow path.
         **evaluation_kwargs: arguments of :class:`core.Evaluation` when ``evaluation`` is None.
 
     Returns:
@@ -320,6 +327,8 @@ def compute_metrics(
         from spark_metrics.native import compute_native, lowering_blocker
 
         blocker = lowering_blocker(df, evaluation)
+        if blocker is None and native is None and evaluation.weight_col is not None:
+            blocker = WEIGHTED_NATIVE  # the Arrow path sums weights exactly, in any partitioning
         if blocker is None:
             return compute_native(df, exprs, evaluation, result_schema(), _arrow_result_schema)
         if native:

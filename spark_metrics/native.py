@@ -22,8 +22,9 @@ re-aggregating the finest groups gives each spec's sums.
 The Python step sees a handful of rows per slice (at most ``2 (T + 1)`` binary cells or ``K^2``
 multiclass cells) and core builds the states from them (:func:`core.states.states_from_cells`:
 each cell one example whose weight is the cell's count or weight sum), so unweighted (and integer-weighted)
-results equal the Arrow path's bit for bit; fractional weights are summed by Spark in another
-order (equal up to float64 rounding: a value that should be 0 may come out as 1e-16).
+results equal the Arrow path's bit for bit; fractional weights are summed by Spark in float64 in
+its own order (equal up to float64 rounding), so a weighted evaluation takes the Arrow path (exact
+sums, :mod:`core.exact`) unless ``native=True`` asks for this one.
 Invalid values raise the same ``ValueError`` text as the Arrow path (column, value, row within
 the partition, partition id) when the results are computed.
 

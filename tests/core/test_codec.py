@@ -128,7 +128,7 @@ def test_empty_accumulator_round_trip():
 # header
 def test_versioned_header():
     blob = binary_state().encode()
-    assert blob[:3] == b"MMS" and blob[3] == codec.VERSION == 1
+    assert blob[:3] == b"MMS" and blob[3] == codec.VERSION == 2
     ev, acc = sliced_accumulator()
     ablob = ev.encode_accumulator(acc)
     assert ablob[:3] == b"MMA" and ablob[3] == codec.ACC_VERSION == 2  # version 2: with a fingerprint
@@ -184,8 +184,7 @@ def test_wrong_magic(what):
 @pytest.mark.parametrize("what", ["state", "accumulator"])
 @pytest.mark.parametrize("version", [0, 3, 255])
 def test_wrong_version(what, version):
-    if what == "state" and version == 3:
-        version = 2  # state frames are version 1; accumulators read 1 and 2
+    # state frames and accumulators both read versions 1 and 2
     blob, decode = _decoders()[what]
     bad = bytearray(blob)
     bad[3] = version

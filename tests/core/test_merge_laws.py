@@ -3,10 +3,10 @@
 Laws (hypothesis):
     * identity: ``merge(zero, s) == s == merge(s, zero)`` (also byte-identical encodings);
     * commutativity: ``merge(a, b) == merge(b, a)`` exactly (float addition commutes);
-    * associativity: exact with integer-valued weights, within 1e-12 relative with float weights;
+    * associativity: exact, also with float weights (float sums are exact, core.exact);
     * split invariance: any sharding (including empty shards and empty batches) merged along any
-      binary tree gives the state of one fold: exact ``==`` with integer-valued weights, within
-      1e-12 relative with arbitrary float weights;
+      binary tree gives the state of one fold bit for bit (``==`` and byte-identical encodings),
+      with integer-valued and with arbitrary float weights;
     * encode/decode round trip: equal states and byte-identical re-encodings.
 
 Merging different layouts (thresholds, threshold_rule, num_classes) raises ``ValueError`` naming
@@ -148,7 +148,7 @@ def _weight_kind(data: Any) -> str:
 
 
 def _rel_for(weight_kind: str) -> float:
-    return 0.0 if weight_kind in ("none", "int") else REL
+    return 0.0  # exact sums: bit-identical with any weights
 
 
 def _enc_equal(world: World, a: Any, b: Any) -> None:
@@ -215,7 +215,8 @@ def test_split_invariance_float_weights(kind, data, seed):
     cols = data.draw(w.batches, label="batch")
     one = fold_all(w.folder, cols)
     sharded = fold_sharded(w.folder, cols, np.random.default_rng(seed))
-    assert_states_equal(sharded, one, rel=REL)
+    assert_states_equal(sharded, one)
+    _enc_equal(w, sharded, one)
 
 
 # One negative predicted positive with a large weight and one predicted negative with a small one.
@@ -238,13 +239,14 @@ def test_split_invariance_float_weights_binary(kind, data, seed):
         # worst case: every row in its own shard
         rows = [{k: v[i : i + 1] for k, v in cols.items()} for i in range(len(cols["y_true"]))]
         per_row = merge_tree([fold_all(world.folder, r) for r in rows], world.folder.merge, np.random.default_rng(seed), world.folder.zero)
-        assert_states_equal(per_row, fold_all(world.folder, cols), rel=REL)
+        assert_states_equal(per_row, fold_all(world.folder, cols))
         return
     world = draw_world(data, kind, "float")
     cols = data.draw(world.batches, label="batch")
     one = fold_all(world.folder, cols)
     sharded = fold_sharded(world.folder, cols, np.random.default_rng(seed))
-    assert_states_equal(sharded, one, rel=REL)
+    assert_states_equal(sharded, one)
+    _enc_equal(world, sharded, one)
 
 
 def _fixed_world(kind: str) -> World:
@@ -265,8 +267,8 @@ def _with_slices(cols: dict) -> dict:
 
 
 def test_binary_counts_are_correctly_rounded_sums():
-    """Every count is a sum of non-negative weights, so it must be within a few ulps of the
-    exact (``math.fsum``) sum of the rows it counts."""
+    """Every count is the exact sum of the weights of the rows it counts, correctly rounded: the
+    ``math.fsum`` of those weights, bit for bit."""
     b, _ = make_batch(num_classes=2, **CANCELLATION)
     s = BinaryConfusionState.from_batch(BinaryConfusionLayout((0.5,)), b)
     y, p, w = CANCELLATION["y_true"], CANCELLATION["y_score"] >= 0.5, CANCELLATION["sample_weight"]
@@ -277,7 +279,7 @@ def test_binary_counts_are_correctly_rounded_sums():
         "fn": math.fsum(w[(y == 1) & ~p]),
     }
     for name, value in exact.items():
-        assert abs(s[name][0] - value) <= REL * value, (name, s[name][0], value)
+        assert s[name][0] == value, (name, s[name][0], value)
 
 
 @pytest.mark.parametrize("kind", ["binary_confusion", "confusion_matrix"])

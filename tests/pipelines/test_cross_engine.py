@@ -145,3 +145,43 @@ def test_flights_example_beam_and_spark_write_the_same_metrics(tmp_path):
         check((("origin", o),), preds.origin == o)
     for c, o in pairs.index:
         check((("carrier", c), ("origin", o)), (preds.carrier == c) & (preds.origin == o))
+
+
+FLOAT_SUM_METRICS = "accuracy,f1,log_loss,brier_score,ece,mce,mean_label,mean_prediction,reliability_diagram@n_bins=5"
+
+
+@needs_java
+def test_float_sum_metrics_json_is_byte_identical_on_local_beam_and_spark(tmp_path):
+    """log_loss, brier_score, ece (and the other float-sum metrics) with fractional weights, over
+    several files, small read batches and Spark partitions: exact sums make every engine write the
+    same metrics.json bytes (float64 running sums differed in the last bits, e.g. log loss by 1 ulp
+    on Spark)."""
+    from pipelines.evaluate import main
+
+    rng = np.random.default_rng(5)
+    n = 6000
+    y = rng.integers(0, 2, n)
+    score = np.clip(0.3 * y + 0.7 * rng.random(n), 0.0, 1.0)
+    score[::101] = 0.0  # clipped by log loss' eps
+    weight = rng.random(n) * 10.0 ** rng.integers(-3, 4, n)  # fractional weights over 7 decades
+    group = rng.choice(np.array(["a", "b", "c"]), n)
+    table = pa.table({"y": y, "score": score, "w": weight, "g": group})
+    src = tmp_path / "input"
+    src.mkdir()
+    for i, start in enumerate(range(0, n, 1500)):  # four files: several Beam bundles / Spark partitions
+        pq.write_table(table.slice(start, 1500), src / f"part-{i}.parquet", row_group_size=400)
+    docs = {}
+    for engine, batch in (("local", 333), ("beam", 1000), ("spark", 700)):
+        out = tmp_path / engine
+        args = ["--input", str(src), "--label", "y", "--score", "score", "--weight", "w", "--slice", "g",
+                "--metrics", FLOAT_SUM_METRICS, "--engine", engine, "--batch-size", str(batch), "--output", str(out),
+                "--quiet", "--no-report"]  # fmt: skip
+        assert main(args) == 0
+        docs[engine] = (out / "metrics.json").read_bytes()
+    assert docs["local"] == docs["beam"] == docs["spark"]
+    doc = json.loads(docs["local"])
+    overall = next(s for s in doc["slices"] if not s["slice"])["metrics"]
+    from sklearn.metrics import brier_score_loss, log_loss
+
+    assert overall["log_loss"] == pytest.approx(log_loss(y, score, sample_weight=weight), rel=1e-12)
+    assert overall["brier_score"] == pytest.approx(brier_score_loss(y, score, sample_weight=weight), rel=1e-12)

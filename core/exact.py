@@ -1,0 +1,596 @@
+"""Exact, order-independent sums of float64 values (numpy only, vectorised).
+
+A sum of float64 values computed in float64 depends on the order of the additions. The states of
+this library are merged in any order (batches, partitions, workers), so every float sum is kept
+*exactly* instead, as a fixed-point integer, and rounded to float64 once, correctly (round half to
+even), when it is read. Integer addition is associative and commutative, so a state is bit for bit
+the same for any batching, partitioning and merge order, and equal on every engine.
+
+Representation (:class:`ExactSums`, an array of ``m`` exact sums of one shape):
+
+* ``values``: (shape) float64, each sum correctly rounded to float64 (+0.0 for a zero sum).
+* ``exp`` and ``limbs`` (m, L) int64: sum ``g`` is ``sum_i limbs[g, i] * 2**(32 * (exp + i))``,
+  with ``limbs[g, i]`` in ``[0, 2**32)`` for ``i < L - 1`` and the top limb signed in
+  ``[-2**31, 2**31)``; the window (``exp``, ``L``) is the smallest that holds every sum of the
+  array, so the representation is canonical (equal sums give equal arrays).
+* *Compact* form ``L == 0`` (and ``exp == 0``): every sum is exactly its float64 ``values`` entry
+  (counts, integer weights, and any sum that happens to be representable). Compact sums merge by
+  float addition checked error-free (Knuth's TwoSum); only when a sum stops being representable
+  do the limbs appear. So unweighted and integer-weighted states cost (almost) nothing extra.
+
+Folding: each value ``x = M * 2**E`` (``np.frexp``; ``M`` a 53-bit integer) is cut into three
+32-bit limb contributions at positions ``E // 32 .. E // 32 + 2`` and summed per (group, limb) with
+one ``np.bincount`` per cache-sized chunk (partial sums stay below ``2**53``, so the float64
+accumulation of ``bincount`` is exact). Products ``w * x`` (and ``w * x * y``) are summed exactly
+by splitting them, error-free, into float64 terms (Dekker's two-product of the frexp mantissas,
+the exponents kept as integers, so nothing overflows or underflows).
+
+Non-finite values (NaN, +-inf) have no exact sum: they raise ``ValueError`` (inputs are validated
+upstream; this is the last guard).
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from typing import Sequence
+
+import numpy as np
+
+__all__ = ["ExactSums", "exact_column_sums", "exact_sum", "exact_sum_products"]
+
+_BITS = 32
+_MASK = (1 << _BITS) - 1
+_HALF = 1 << (_BITS - 1)
+#: terms per bincount step: every partial sum stays below 2**53 (exact in float64)
+_STEP = 1 << 18
+#: rows per chunk of :func:`exact_sum_products`
+_ROWS = 1 << 16
+_SPLIT = 134217729.0  # 2**27 + 1, Dekker's splitter
+
+
+def _check_finite(x: np.ndarray) -> None:
+    if not np.isfinite(x).all():
+        bad = np.flatnonzero(~np.isfinite(x.ravel()))[0]
+        raise ValueError(f"exact sum: value {x.ravel()[bad]!r} at position {bad} is not finite")
+
+
+def _split(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    c = a * _SPLIT
+    hi = c - (c - a)
+    return hi, a - hi
+
+
+def _two_product(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``p + e == a * b`` exactly (Dekker; no overflow or underflow on the way: mantissas, or
+    values in [2**-300, 2**300])."""
+    p = a * b
+    ah, al = _split(a)
+    bh, bl = _split(b)
+    e = ((ah * bh - p) + ah * bl + al * bh) + al * bl
+    return p, e
+
+
+def _moderate(f: np.ndarray) -> bool:
+    """Every nonzero ``|f|`` in [2**-300, 2**300]: products of up to three such values and their
+    two-product errors neither overflow nor underflow."""
+    a = np.abs(f)
+    if a.size == 0:
+        return True
+    if a.max() > 2.0**300:
+        return False
+    nz = a[a != 0]
+    return nz.size == 0 or nz.min() >= 2.0**-300
+
+
+def _product_terms(factors: Sequence[np.ndarray], moderate: bool | None = None) -> tuple[list[np.ndarray], np.ndarray | int]:
+    """Float terms and one int64 exponent array (or 0) with ``prod(factors) == sum(terms) *
+    2**exp`` exactly, element by element (1 to 3 factors). ``moderate``: every factor is known to
+    pass :func:`_moderate` (None: check)."""
+    if len(factors) == 1:
+        return [np.asarray(factors[0], dtype=np.float64)], 0
+    if moderate if moderate is not None else all(_moderate(f) for f in factors):  # Dekker on the values
+        terms = list(_two_product(factors[0], factors[1]))
+        for m in factors[2:]:
+            terms = [t for term in terms for t in _two_product(term, m)]
+        return terms, 0
+    exp = np.zeros(np.shape(factors[0]), dtype=np.int64)
+    mants = []
+    for f in factors:
+        m, e = np.frexp(f)
+        mants.append(m)
+        exp += e
+    terms = list(_two_product(mants[0], mants[1]))
+    for m in mants[2:]:
+        terms = [t for term in terms for t in _two_product(term, m)]
+    return terms, exp
+
+
+def _mantissa_exponent(f: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Signed int64 mantissas ``M`` (|M| < 2**53) and exponents ``E`` with ``f == M * 2**E``, from
+    the IEEE bits (finite ``f``; subnormals included)."""
+    bits = f.view(np.int64)
+    e = (bits >> 52) & 0x7FF
+    M = bits & ((1 << 52) - 1)
+    normal = e != 0
+    M |= normal.astype(np.int64) << 52
+    E = np.maximum(e, 1) - 1075
+    np.negative(M, out=M, where=bits < 0)
+    return M, E
+
+
+def _accumulate(terms: list[np.ndarray], extra: np.ndarray | int, index: np.ndarray | None, size: int) -> tuple[np.ndarray, int]:
+    """Un-normalised limbs (size, L) int64 and their ``exp`` of the per-index sums of
+    ``term * 2**extra`` over every term (at most 2**24 values per term).
+
+    Fast path (no extra exponents, few (index, binade) buckets): each float is cut, error-free,
+    into ``hi`` (its top 26 significant bits, by clearing the low 27 bits) and ``lo = x - hi``;
+    within one binade every ``hi`` is a multiple of the same power of two with at most 26 bits
+    (``lo``: 27 bits), so ``np.bincount`` per (index, binade) sums them exactly in float64. The
+    few exact bucket sums then go to the limbs.
+    """
+    if not (np.ndim(extra) or extra):
+        fast = _accumulate_binades(terms, index, size)
+        if fast is not None:
+            return fast
+    return _accumulate_limbs(terms, extra, index, size)
+
+
+def _accumulate_binades(terms: list[np.ndarray], index: np.ndarray | None, size: int) -> tuple[np.ndarray, int] | None:
+    """The fast path of :func:`_accumulate`, or None when it does not apply."""
+    fs, es = [], []
+    n = 0
+    emin, emax = 1 << 20, -1
+    for f in terms:
+        f = np.ascontiguousarray(f, dtype=np.float64).ravel()
+        if f.size == 0:
+            continue
+        bits = f.view(np.int64)
+        e = np.maximum((bits >> 52) & 0x7FF, 1)  # subnormals share the grid of binade 1
+        lo, hi = int(e.min()), int(e.max())
+        if lo == 1 and not (f != 0).all():  # zeros (any bucket will do) next to tiny values
+            nz = f != 0
+            if not nz.any():
+                continue
+            lo = int(e[nz].min())
+        fs.append(f)
+        es.append(e)
+        n += f.size
+        emin, emax = min(emin, lo), max(emax, hi)
+    if not fs:
+        return np.zeros((size, 0), dtype=np.int64), 0
+    nb = emax - emin + 1
+    if size * nb > 2 * n + 4096 or emax > 2000 or n > (1 << 25):  # too many buckets, or sums could overflow
+        return None
+    g = None if index is None else np.asarray(index, dtype=np.int64).ravel()
+    sums = np.zeros(2 * size * nb)
+    for f, e in zip(fs, es):
+        key = e - emin
+        np.maximum(key, 0, out=key)  # zeros below the lowest binade
+        if g is not None:
+            key += g * nb
+        hi = (f.view(np.int64) & ~np.int64((1 << 27) - 1)).view(np.float64)
+        # every bucket sum is a multiple of its binade's grid below 2**53 grid units: exact
+        sums[: size * nb] += np.bincount(key, weights=hi, minlength=size * nb)
+        sums[size * nb :] += np.bincount(key, weights=f - hi, minlength=size * nb)
+    owner = np.tile(np.repeat(np.arange(size), nb), 2)
+    return _accumulate_limbs([sums], 0, owner, size)
+
+
+def _accumulate_limbs(terms: list[np.ndarray], extra: np.ndarray | int, index: np.ndarray | None, size: int) -> tuple[np.ndarray, int]:
+    """:func:`_accumulate` through integer mantissas cut into three 32-bit limb contributions."""
+    Ms, Es, Gs = [], [], []
+    for f in terms:
+        f = np.ascontiguousarray(f, dtype=np.float64).ravel()
+        M, E = _mantissa_exponent(f)
+        if not np.isscalar(extra) and np.ndim(extra):
+            E += np.asarray(extra, dtype=np.int64).ravel()
+        elif extra:
+            E += int(extra)
+        g = None if index is None else np.asarray(index, dtype=np.int64).ravel()
+        nz = M != 0
+        if not nz.all():
+            M, E = M[nz], E[nz]
+            g = None if g is None else g[nz]
+        Ms.append(M)
+        Es.append(E)
+        Gs.append(g)
+    M = np.concatenate(Ms) if len(Ms) > 1 else Ms[0]
+    if M.shape[0] == 0:
+        return np.zeros((size, 0), dtype=np.int64), 0
+    E = np.concatenate(Es) if len(Es) > 1 else Es[0]
+    g = None if index is None else (np.concatenate(Gs) if len(Gs) > 1 else Gs[0])
+    q = E >> 5
+    qmin = int(q.min())
+    L = int(q.max()) - qmin + 3
+    out = np.zeros(size * L, dtype=np.int64)
+    for i in range(0, M.shape[0], _STEP):
+        Mi, Ei, qi = M[i : i + _STEP], E[i : i + _STEP], q[i : i + _STEP]
+        r = Ei & 31
+        key = qi - qmin if g is None else g[i : i + _STEP] * L + (qi - qmin)
+        A = (Mi & _MASK) << r  # < 2**63
+        B = (Mi >> _BITS) << r  # signed, |B| < 2**53
+        n = size * L
+        out += np.bincount(key, weights=A & _MASK, minlength=n).astype(np.int64)
+        key += 1
+        out += np.bincount(key, weights=(A >> _BITS) + (B & _MASK), minlength=n).astype(np.int64)
+        key += 1
+        out += np.bincount(key, weights=B >> _BITS, minlength=n).astype(np.int64)
+    return out.reshape(size, L), qmin
+
+
+def _carry(D: np.ndarray) -> np.ndarray:
+    """Propagate carries in place so limbs ``< L - 1`` are in [0, 2**32); returns ``D`` (maybe widened)."""
+    for i in range(D.shape[1] - 1):
+        c = D[:, i] >> _BITS
+        D[:, i] &= _MASK
+        D[:, i + 1] += c
+    while D.shape[1] and not ((D[:, -1] >= -_HALF) & (D[:, -1] < _HALF)).all():
+        c = D[:, -1] >> _BITS
+        D[:, -1] &= _MASK
+        D = np.concatenate([D, c[:, None]], axis=1)
+    return D
+
+
+def _canonical(D: np.ndarray, exp: int) -> tuple[np.ndarray, int]:
+    D = _carry(np.array(D, dtype=np.int64, copy=True))
+    while D.shape[1] > 1:  # drop a top limb that only carries the sign
+        top, nxt = D[:, -1], D[:, -2]
+        if not (((top == 0) & (nxt < _HALF)) | ((top == -1) & (nxt >= _HALF))).all():
+            break
+        D = D[:, :-1].copy()
+        D[:, -1] = np.where(top == -1, D[:, -1] - (1 << _BITS), D[:, -1])
+    if D.shape[1] == 1 and not D.any():
+        D = D[:, :0]
+    if D.shape[1] == 0:
+        return D, 0
+    nzcol = D.any(axis=0)
+    lo = int(np.argmax(nzcol))
+    return np.ascontiguousarray(D[:, lo:]), exp + lo
+
+
+def _python_round(row: np.ndarray, exp: int) -> tuple[float, bool]:
+    """Correctly rounded float of one canonical limb row, and whether it is inexact."""
+    s = 0
+    for d in row[::-1].tolist():
+        s = (s << _BITS) + d
+    k = _BITS * exp
+    try:
+        v = float(s << k) if k >= 0 else s / (1 << -k)
+    except OverflowError:
+        return (float("inf") if s > 0 else float("-inf")), True
+    return v, Fraction(v) != (Fraction(s) * Fraction(2) ** k)
+
+
+def _round(D: np.ndarray, exp: int) -> tuple[np.ndarray, np.ndarray]:
+    """(m,) correctly rounded float64 values of canonical limbs and (m,) inexact flags."""
+    m, L = D.shape
+    if L == 0:
+        return np.zeros(m), np.zeros(m, dtype=bool)
+    neg = D[:, -1] < 0
+    A = D.copy()
+    if neg.any():
+        A[neg] = -A[neg]
+        A = _carry(A)  # magnitudes: every limb in [0, 2**32)
+        if A.shape[1] > L:
+            A = A[:, :L] if not A[:, L:].any() else A
+    L = A.shape[1]
+    nz = A != 0
+    has = nz.any(axis=1)
+    t = L - 1 - np.argmax(nz[:, ::-1], axis=1)  # highest nonzero limb
+    rows = np.arange(m)
+    Au = A.astype(np.uint64)
+    z = np.zeros(m, dtype=np.uint64)
+    d0 = Au[rows, t]
+    d1 = np.where(t >= 1, Au[rows, np.maximum(t - 1, 0)], z)
+    d2 = np.where(t >= 2, Au[rows, np.maximum(t - 2, 0)], z)
+    below = np.cumsum(nz, axis=1)  # nonzero limbs at or below each column
+    sticky = np.where(t >= 3, below[rows, np.maximum(t - 3, 0)] > 0, False)
+    b = np.frexp(np.where(has, d0, 1).astype(np.float64))[1].astype(np.uint64)  # bit length of d0, 1..32
+    X = (d0 << (np.uint64(64) - b)) | (d1 << (np.uint64(32) - b)) | (d2 >> b)
+    sticky |= (d2 & ((np.uint64(1) << b) - np.uint64(1))) != 0
+    mant = X >> np.uint64(11)
+    rest = X & np.uint64(0x7FF)
+    half = (rest >> np.uint64(10)) != 0
+    low = ((rest & np.uint64(0x3FF)) != 0) | sticky
+    up = half & (low | ((mant & np.uint64(1)) != 0))
+    mant = mant + up.astype(np.uint64)
+    e = _BITS * (exp + t.astype(np.int64)) + b.astype(np.int64) - 53
+    with np.errstate(over="ignore"):
+        v = np.ldexp(mant.astype(np.float64), e)
+    inexact = (rest != 0) | sticky
+    v = np.where(has, np.where(neg, -v, v), 0.0)
+    inexact &= has
+    # subnormal results round at a fixed bit (2**-1074), not at 53 bits: exact Python rounding
+    for g in np.flatnonzero(has & (e + 52 < -1022)):
+        v[g], inexact[g] = _python_round(D[g], exp)
+    inexact |= np.isinf(v)
+    return v, inexact
+
+
+class ExactSums:
+    """An array of exact sums (see the module docstring). Immutable; ``a + b`` merges."""
+
+    __slots__ = ("shape", "exp", "limbs", "values")
+
+    def __init__(self, values: np.ndarray, exp: int, limbs: np.ndarray):
+        self.values = values
+        self.shape = values.shape
+        self.exp = int(exp)
+        self.limbs = limbs
+        values.flags.writeable = False
+        limbs.flags.writeable = False
+
+    @property
+    def compact(self) -> bool:
+        """Every sum is exactly its float64 value (no limbs stored)."""
+        return self.limbs.shape[1] == 0
+
+    @classmethod
+    def of_floats(cls, values: np.ndarray | float) -> "ExactSums":
+        """The exact sums whose values are ``values`` (each float is an exact number)."""
+        v = np.array(values, dtype=np.float64, copy=True)
+        _check_finite(v)
+        v += 0.0  # -0.0 -> +0.0
+        return cls(v, 0, np.zeros((v.size, 0), dtype=np.int64))
+
+    @classmethod
+    def zeros(cls, shape: tuple[int, ...]) -> "ExactSums":
+        return cls.of_floats(np.zeros(shape))
+
+    @classmethod
+    def from_limbs(cls, limbs: np.ndarray, exp: int, shape: tuple[int, ...]) -> "ExactSums":
+        """Canonical exact sums of ``limbs`` ((m, L) int64, any values below 2**62 in magnitude)."""
+        D, exp = _canonical(limbs, exp)
+        v, inexact = _round(D, exp)
+        if not inexact.any():
+            return cls.of_floats(v.reshape(shape))
+        return cls(v.reshape(shape), exp, D)
+
+    @classmethod
+    def from_stored(cls, values: np.ndarray, exp: int, flat_limbs: np.ndarray, what: str = "exact sum") -> "ExactSums":
+        """Rebuild from the stored ``(values, exp, limbs.ravel())``; raises ``ValueError`` unless
+        they are canonical and ``values`` are their correct rounding."""
+        values = np.asarray(values, dtype=np.float64)
+        m = values.size
+        n = flat_limbs.shape[0]
+        if n == 0:
+            if exp != 0:
+                raise ValueError(f"{what}: exponent {exp} without limbs")
+            return cls.of_floats(values)
+        if m == 0 or n % m:
+            raise ValueError(f"{what}: {n} limbs do not divide into {m} sums")
+        D = np.asarray(flat_limbs, dtype=np.int64).reshape(m, n // m)
+        if not (abs(int(exp)) < (1 << 40)):
+            raise ValueError(f"{what}: exponent {exp} out of range")
+        got = cls.from_limbs(D, int(exp), values.shape)
+        if got.exp != exp or not np.array_equal(got.limbs, D) or not np.array_equal(got.values, values):
+            raise ValueError(f"{what}: stored limbs or values are not canonical")
+        return got
+
+    def full(self) -> tuple[np.ndarray, int]:
+        """``(limbs, exp)`` of every sum, also for the compact form."""
+        if not self.compact:
+            return self.limbs, self.exp
+        m = self.values.size
+        return _accumulate([self.values.ravel()], 0, np.arange(m), m)
+
+    def __add__(self, other: "ExactSums") -> "ExactSums":
+        if other.shape != self.shape:
+            raise ValueError(f"exact sums of shapes {self.shape} and {other.shape} do not merge")
+        if self.compact and other.compact:
+            a, b = self.values, other.values
+            with np.errstate(over="ignore", invalid="ignore"):
+                s = a + b
+                bb = s - a
+                err = (a - (s - bb)) + (b - bb)
+            if np.isfinite(s).all() and not err.any():
+                return ExactSums.of_floats(s)
+        (A, ea), (B, eb) = self.full(), other.full()
+        return ExactSums.from_limbs(*_add_limbs(A, ea, B, eb), self.shape)
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, ExactSums)
+            and self.shape == other.shape
+            and self.exp == other.exp
+            and np.array_equal(self.limbs, other.limbs)
+            and np.array_equal(self.values, other.values)
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def regroup(self, index: np.ndarray, size: int, shape: tuple[int, ...] | None = None) -> "ExactSums":
+        """Exact sums of the flat sums grouped by ``index`` ((m,) ints in [0, size))."""
+        D, exp = self.full()
+        L = D.shape[1]
+        if L == 0 or D.shape[0] == 0:
+            return ExactSums.zeros((size,) if shape is None else shape)
+        key = (np.asarray(index, dtype=np.int64)[:, None] * L + np.arange(L)[None, :]).ravel()
+        flat = D.ravel()
+        out = np.zeros(size * L, dtype=np.int64)
+        for i in range(0, flat.shape[0], _STEP):  # limbs < 2**32: partial sums exact in float64
+            out += np.bincount(key[i : i + _STEP], weights=flat[i : i + _STEP], minlength=size * L).astype(np.int64)
+        return ExactSums.from_limbs(out.reshape(size, L), exp, (size,) if shape is None else shape)
+
+    def cumsum(self, reverse: bool = False) -> "ExactSums":
+        """Exact running sums along a 1-D array (``reverse``: from the end)."""
+        D, exp = self.full()
+        if D.shape[1] == 0:
+            return ExactSums.zeros(self.shape)
+        C = np.cumsum(D[::-1] if reverse else D, axis=0)
+        return ExactSums.from_limbs(C[::-1] if reverse else C, exp, self.shape)
+
+    def take(self, index: np.ndarray | slice, shape: tuple[int, ...] | None = None) -> "ExactSums":
+        """The sums at ``index`` of the flat array."""
+        v = self.values.ravel()[index]
+        if self.compact:
+            return ExactSums.of_floats(v if shape is None else v.reshape(shape))
+        return ExactSums.from_limbs(self.limbs[index], self.exp, v.shape if shape is None else shape)
+
+    @staticmethod
+    def stack(parts: Sequence["ExactSums | np.ndarray | float"], shape: tuple[int, ...]) -> "ExactSums":
+        """The sums of ``parts`` (ExactSums or float arrays, each an exact number) one after the
+        other, flat, as an array of ``shape``."""
+        es = [p if isinstance(p, ExactSums) else ExactSums.of_floats(p) for p in parts]
+        if all(e.compact for e in es):
+            return ExactSums.of_floats(np.concatenate([e.values.ravel() for e in es]).reshape(shape))
+        full = [e.full() for e in es]
+        used = [(D, x) for D, x in full if D.shape[1]]
+        lo = min(x for _, x in used)
+        hi = max(x + D.shape[1] for D, x in used)
+        out = np.zeros((sum(D.shape[0] for D, _ in full), hi - lo), dtype=np.int64)
+        row = 0
+        for D, x in full:
+            out[row : row + D.shape[0], x - lo : x - lo + D.shape[1]] = D
+            row += D.shape[0]
+        return ExactSums.from_limbs(out, lo, shape)
+
+    def fractions(self) -> list[Fraction]:
+        """Every sum as an exact :class:`fractions.Fraction` (flat order)."""
+        if self.compact:
+            return [Fraction(float(v)) for v in self.values.ravel()]
+        out = []
+        scale = Fraction(2) ** (_BITS * self.exp)
+        for row in self.limbs:
+            s = 0
+            for d in row[::-1].tolist():
+                s = (s << _BITS) + d
+            out.append(s * scale)
+        return out
+
+    def fraction(self) -> Fraction:
+        """The exact value of a single sum."""
+        (f,) = self.fractions() if self.values.size == 1 else (None,)
+        if f is None:
+            raise ValueError(f"fraction() of {self.values.size} sums")
+        return f
+
+    def __repr__(self) -> str:
+        return f"ExactSums({self.values.tolist()}, exp={self.exp}, limbs={self.limbs.shape[1]})"
+
+
+def raw_regroup(parts: Sequence[tuple["ExactSums", np.ndarray]], size: int) -> tuple[np.ndarray, int]:
+    """Un-normalised ``(limbs (size, L), exp)`` of the flat sums of every ``(sums, index)`` part
+    added into ``size`` groups (``index``: (m,) ints in [0, size) per part). Finish with
+    :meth:`ExactSums.from_limbs` (which canonicalises); several steps can share one rounding."""
+    full = [(p.full(), np.asarray(i, dtype=np.int64)) for p, i in parts]
+    used = [(D, x, i) for (D, x), i in full if D.shape[1] and D.shape[0]]
+    if not used:
+        return np.zeros((size, 0), dtype=np.int64), 0
+    lo = min(x for _, x, _ in used)
+    L = max(x + D.shape[1] for D, x, _ in used) - lo
+    out = np.zeros(size * L, dtype=np.int64)
+    for D, x, i in used:  # limbs < 2**32: bincount partial sums stay exact
+        key = (i[:, None] * L + (x - lo) + np.arange(D.shape[1])[None, :]).ravel()
+        flat = D.ravel()
+        for j in range(0, flat.shape[0], _STEP):
+            out += np.bincount(key[j : j + _STEP], weights=flat[j : j + _STEP], minlength=size * L).astype(np.int64)
+    return out.reshape(size, L), lo
+
+
+def raw_sum(values: np.ndarray, index: np.ndarray, size: int) -> tuple[np.ndarray, int]:
+    """Un-normalised ``(limbs, exp)`` of the exact per-index sums of finite ``values`` (see
+    :func:`raw_regroup`)."""
+    v = np.asarray(values, dtype=np.float64).ravel()
+    _check_finite(v)
+    g = np.asarray(index, dtype=np.int64).ravel()
+    D, exp = np.zeros((size, 0), dtype=np.int64), 0
+    for i in range(0, max(v.shape[0], 1), _ROWS):
+        Di, ei = _accumulate([v[i : i + _ROWS]], 0, g[i : i + _ROWS], size)
+        D, exp = _add_limbs(D, exp, Di, ei)
+        if D.shape[1] and i // _ROWS % 64 == 63:
+            D = _carry(D)
+    return D, exp
+
+
+def add_raw(a: tuple[np.ndarray, int], b: tuple[np.ndarray, int]) -> tuple[np.ndarray, int]:
+    """Sum of two un-normalised ``(limbs, exp)`` pairs of the same number of groups."""
+    return _add_limbs(a[0], a[1], b[0], b[1])
+
+
+def _add_limbs(A: np.ndarray, ea: int, B: np.ndarray, eb: int) -> tuple[np.ndarray, int]:
+    if A.shape[1] == 0:
+        return B, eb
+    if B.shape[1] == 0:
+        return A, ea
+    lo = min(ea, eb)
+    hi = max(ea + A.shape[1], eb + B.shape[1])
+    out = np.zeros((A.shape[0], hi - lo + 1), dtype=np.int64)
+    out[:, ea - lo : ea - lo + A.shape[1]] += A
+    out[:, eb - lo : eb - lo + B.shape[1]] += B
+    return out, lo
+
+
+def exact_sum(
+    values: np.ndarray,
+    weights: np.ndarray | None = None,
+    index: np.ndarray | None = None,
+    size: int | None = None,
+    shape: tuple[int, ...] | None = None,
+) -> ExactSums:
+    """Exact sums of ``values`` (times ``weights``, the products exact too) per ``index``.
+
+    Args:
+        values: (n,) float64 (or anything numpy casts to it).
+        weights: optional (n,) float64 multiplied into each value exactly.
+        index: optional (n,) ints in [0, size); without it, one sum of everything.
+        size: number of sums with ``index``.
+        shape: shape of the result (default ``()`` without index, else ``(size,)``).
+
+    Raises:
+        ValueError: a non-finite value or weight.
+    """
+    factors = [values] if weights is None else [values, weights]
+    return exact_sum_products(factors, index, size, shape)
+
+
+def exact_sum_products(
+    factors: Sequence[np.ndarray],
+    index: np.ndarray | None = None,
+    size: int | None = None,
+    shape: tuple[int, ...] | None = None,
+) -> ExactSums:
+    """Exact sums of the element-wise products of 1 to 3 ``factors`` per ``index`` (see
+    :func:`exact_sum`)."""
+    fs = [np.asarray(f, dtype=np.float64).ravel() for f in factors]
+    for f in fs:
+        _check_finite(f)
+    if index is None:
+        size = 1
+        shape = () if shape is None else shape
+    else:
+        size = int(size)  # type: ignore[arg-type]
+        shape = (size,) if shape is None else shape
+    n = fs[0].shape[0] if fs else 0
+    g = None if index is None else np.asarray(index).ravel()
+    D, exp = np.zeros((size, 0), dtype=np.int64), 0
+    moderate = len(fs) > 1 and all(_moderate(f) for f in fs)
+    for i in range(0, max(n, 1), _ROWS):  # cache-sized row chunks: temporaries stay small
+        terms, extra = _product_terms([f[i : i + _ROWS] for f in fs], moderate)
+        Di, ei = _accumulate(terms, extra, None if g is None else g[i : i + _ROWS], size)
+        D, exp = _add_limbs(D, exp, Di, ei)
+        if D.shape[1] and i // _ROWS % 64 == 63:  # keep every limb far below 2**62
+            D = _carry(D)
+    return ExactSums.from_limbs(D, exp, shape)
+
+
+def exact_column_sums(x: np.ndarray, weights: np.ndarray | None = None) -> ExactSums:
+    """Exact ``sum_i w_i x[i, j]`` (``sum_i x[i, j]`` unweighted) per column ``j`` of an (n, c)
+    array: (c,) sums."""
+    n, c = x.shape
+    w = None if weights is None else np.repeat(np.asarray(weights, dtype=np.float64), c)
+    return exact_sum(x.ravel(), w, index=np.tile(np.arange(c), n), size=c)
+
+
+def fraction_to_float(x: Fraction) -> float:
+    """``x`` correctly rounded to float64 (+-inf past the float range)."""
+    try:
+        return float(x)
+    except OverflowError:
+        return math.inf if x > 0 else -math.inf
+
+
+def exact_ratio(num: Fraction, den: Fraction) -> float:
+    """``num / den`` of two exact values, correctly rounded to float64 (``den`` nonzero)."""
+    return fraction_to_float(num / den)
