@@ -1,11 +1,12 @@
 """Hand-built codec frames with a valid checksum (see :mod:`core.codec` for the layout), for tests
 that must reach the decoder's value checks past the CRC: crafted kinds, layouts, fields, values,
-fingerprints and slice keys.
+fingerprints and slice keys. State frames are built in codec version 1 (the fields of
+``FIELDS``, no exact-sum limbs), which the decoder still reads and upgrades.
 
 Example:
-    >>> from core import ExampleCountState, ExampleCountLayout
+    >>> from core import ExampleCountState, ExampleCountLayout, State
     >>> s = ExampleCountState.zero(ExampleCountLayout())
-    >>> state_frame(s.kind, "{}", fields_of(s)) == s.encode()
+    >>> State.decode(state_frame(s.kind, "{}", fields_of(s))) == s
     True
 """
 

@@ -73,11 +73,18 @@ class FlakyRow(dict):
         super().__init__(row)
         self.marker = marker
 
-    def __getitem__(self, key: str) -> Any:
+    def _trip(self, what: str) -> None:
         if not os.path.exists(self.marker):
             Path(self.marker).write_text(str(os.getpid()))
-            raise RuntimeError(f"injected failure reading {key!r} inside ComputeMetrics")
+            raise RuntimeError(f"injected failure reading {what} inside ComputeMetrics")
+
+    def __getitem__(self, key: str) -> Any:
+        self._trip(repr(key))
         return super().__getitem__(key)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        self._trip(repr(key))
+        return super().get(key, default)
 
 
 def _elements(rows: list[dict]) -> list[list]:
