@@ -138,7 +138,7 @@ def expectations(batches: Sequence[Batch], k: int) -> list[Expected]:
 def value_spellings(v: Any) -> set[str]:
     """How a message may spell a bad value: its repr, or its float's (None also as nan)."""
     out = {repr(v), str(v)}
-    if v is None or (isinstance(v, float) and math.isnan(v)):  # a missing value: either spelling
+    if v is None or (isinstance(v, (float, decimal.Decimal)) and v != v):  # a missing value: either spelling
         out |= {"nan", "None"}
     try:
         out.add(repr(float(v)))
