@@ -12,9 +12,8 @@ the library sees (see :func:`tests._helpers.strategies.wrap`). Each cell is
   and the value.
 
 ``Decimal`` cells are numbers on every engine (issue 11 item 12); an int beyond float range is a
-``"big"`` cell: a ``ValueError`` (out of range), found with the non-numbers while converting. A list or dict among scalars is a ``"type"`` cell at its row;
-as a batch's first present cell a list may instead make the column a matrix column that does not fit (an
-error naming the column, no row, in either mode).
+``"big"`` cell: a ``ValueError`` (out of range), found with the non-numbers while converting. A dict is a ``"type"`` cell; a list among scalars is too, or it makes
+the column a (ragged) matrix column: an error naming the column, in either mode.
 
 With ``on_invalid="raise"`` the first batch holding a bad cell fails, naming one of its bad
 columns, at that column's first bad row (its first ``"type"`` cell if it has one: non-numbers
@@ -102,10 +101,11 @@ def expect(batches: Sequence[Batch], k: int) -> Expected:
         bad = {}
         for name, (role, cells) in batch.items():
             classes = [classify(v, role, k) for v in cells]
-            if next((c for c, v in zip(classes, cells) if v is not None), None) == "nested":
-                # a matrix column that does not fit: an error naming the column (no row), which may
-                # raise in skip mode too; or the cells are read one by one (the skip mask below)
-                bad[name] = ((ValueError, TypeError), None, cells[0])
+            if "nested" in classes:
+                # lists among scalars (or a matrix column that does not fit): an error naming the
+                # column, which may raise in skip mode too; or the cells are read one by one, and
+                # a list is not a number (the skip mask below)
+                bad[name] = ((ValueError, TypeError), None, cells[classes.index("nested")])
             classes = ["type" if c == "nested" else c for c in classes]  # a list among scalars: not a number
             for i, c in enumerate(classes):
                 if c == "type" or (c in ("value", "big") and worst[i] == "ok"):
@@ -231,8 +231,9 @@ def slice_values(values: list, spec: tuple) -> list:
     kind = spec[0]
     if kind == "plain":
         return list(values)
-    if kind == "filter":
-        return [v if v in spec[1] else EXCLUDED for v in values]
+    if kind == "filter":  # numbers match numerically (7 and 7.0), booleans only booleans
+        allowed = [(isinstance(a, bool), a) for a in spec[1]]
+        return [v if (isinstance(v, bool), v) in allowed else EXCLUDED for v in values]
     if kind == "max_slices":
         counts: dict = {}
         for v in values:
