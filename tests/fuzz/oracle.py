@@ -334,9 +334,10 @@ def engine_error_problem(exc: BaseException, bad: dict) -> str | None:
     while cause is not None:
         text += "\n" + str(cause)
         cause = cause.__cause__ or cause.__context__
-    for name, (etype, _, value) in bad.items():
-        if repr(name) in text and any(s in text for s in value_spellings(value)) and any(t.__name__ in text or type(exc) is t for t in (etype if isinstance(etype, tuple) else (etype,))):
-            return None
+    for name, options in bad.items():
+        for etype, _, value in options if isinstance(options, list) else [options]:
+            if repr(name) in text and any(s in text for s in value_spellings(value)) and any(t.__name__ in text or type(exc) is t for t in (etype if isinstance(etype, tuple) else (etype,))):
+                return None
     return f"{type(exc).__module__}.{type(exc).__name__} does not name any of {bad}: {text[:1500]}"
 
 
