@@ -213,8 +213,9 @@ def slice_specs(draw: Any, family: str, g: list) -> tuple[tuple, str]:
     if kind == "filter":
         # NEW-D (reported; a grammar question, not excluded elsewhere): spec text is stripped, so
         # a value with surrounding whitespace (" ", "\t") cannot be filtered on ("g= " filters on
-        # "", and "g=\\ " on a backslash); filters here use other values
-        present = sorted({canon(v) for v in g if not (isinstance(v, str) and v != v.strip())}, key=repr) or [None]
+        # "", and "g=\\ " on a backslash); filters here use other values. Likewise the text
+        # "null" in a filter is the missing value (documented), so the string "null" is not filtered on
+        present = sorted({canon(v) for v in g if not (isinstance(v, str) and (v != v.strip() or v == "null"))}, key=repr) or [None]
         allowed = draw(st.lists(st.sampled_from(present), min_size=1, max_size=3, unique=True))
         return ("filter", frozenset(allowed)), "g=" + "|".join(_filter_text(v) for v in allowed)
     if kind == "max_slices":
