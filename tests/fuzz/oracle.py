@@ -122,8 +122,8 @@ def expect(batches: Sequence[Batch], k: int) -> Expected:
         if bad and out.error is None:
             out.error, out.batch = bad, bi
         types = {name: v for name, v in bad.items() if v[1] is None}
-        if types and out.type_error is None:  # skip mode may still stop at a column-level error
-            out.type_error = types
+        if types:  # skip mode may still stop at a column-level error, of any batch (an earlier one may read row by row)
+            out.type_error = {**types, **(out.type_error or {})}
         out.valid.append(np.array([w == "ok" for w in worst], dtype=bool))
         out.kinds.append(worst)
         offset += n
