@@ -59,15 +59,30 @@ def as_array(values: Any, column: str) -> np.ndarray:
         else:  # boolean with NA, string, category, ...: objects with None, exactly like a list
             arr = _missing_to_none(values, values.to_numpy(dtype=object))
     elif isinstance(values, (list, tuple, range)):
-        arr = np.asarray(values)
-        if arr.dtype == object or arr.dtype.kind == "U":
-            arr = np.asarray(values, dtype=object)
+        try:
+            arr = np.asarray(values)
+        except ValueError:  # lists among scalars, or ragged lists: numpy's "inhomogeneous shape"
+            arr = _objects(values)
+        else:
+            if arr.dtype == object or arr.dtype.kind in "US":
+                # text or bytes among numbers: numpy would turn every number into text, and the
+                # error would name the first number, not the non-number and its row
+                arr = _objects(values)
     elif np.isscalar(values) or values is None:
         raise TypeError(f"column {column!r}: expected a 1-D array-like, got scalar {values!r}")
     else:
         arr = np.asarray(values)
     if arr.ndim != 1:
         raise TypeError(f"column {column!r}: expected a 1-D column, got shape {arr.shape}")
+    return arr
+
+
+def _objects(values: list | tuple) -> np.ndarray:
+    """The cells of a list as a 1-D object array, one cell per row (nested lists kept as cells,
+    so the value checks name the row that holds one)."""
+    arr = np.empty(len(values), dtype=object)
+    for i, v in enumerate(values):
+        arr[i] = v
     return arr
 
 

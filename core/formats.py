@@ -246,13 +246,12 @@ def as_nd_array(values: Any, column: str) -> np.ndarray:
         # the first row decides (a later list among scalars fails in as_array with the column named)
         if len(values) and isinstance(values[0], (list, tuple, np.ndarray)):
             return _stack_objects(values, column)
-        try:
-            return as_array(values, column)
-        except ValueError:
+        arr = as_array(values, column)
+        if arr.dtype == object:
             i = next((i for i, v in enumerate(values) if isinstance(v, (list, tuple, np.ndarray))), None)
-            if i is None:
-                raise
-            raise ValueError(f"column {column!r}: row {i} holds a list {values[i]!r} but row 0 holds a scalar; give one kind per column") from None
+            if i is not None:
+                raise ValueError(f"column {column!r}: row {i} holds a list {values[i]!r} but row 0 holds a scalar; give one kind per column")
+        return arr
     elif hasattr(values, "to_numpy") and not hasattr(values, "null_count"):  # pandas
         if str(getattr(values, "dtype", "")) == "object" and len(values) and isinstance(values.iloc[0], (list, tuple, np.ndarray)):
             return _stack_objects(values.to_numpy(dtype=object), column)

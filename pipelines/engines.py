@@ -178,6 +178,10 @@ def read_spark(spark: Any, path: str, schema: io.InputSchema, columns: Sequence[
         return F.col("`" + c.replace("`", "``") + "`")
 
     if schema.fmt == "json":
+        if not schema.files:  # no records (pipelines.io.dataset): no rows, the columns typed as for CSV
+            from pyspark.sql import types as T
+
+            return spark.createDataFrame([], T.StructType([T.StructField(c, from_arrow_type(schema.types[c]), True) for c in columns]))
         return spark.read.json(path)
     if schema.fmt == "parquet":
         if not schema.file_types:

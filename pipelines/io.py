@@ -89,12 +89,38 @@ def detect_format(path: str | os.PathLike, fmt: str | None = None) -> str:
 
 
 def dataset(path: str | os.PathLike, fmt: str | None = None) -> ds.Dataset:
-    """A pyarrow dataset over a file or directory (Parquet, CSV with header, JSON Lines)."""
-    return ds.dataset(str(path), format=detect_format(path, fmt))
+    """A pyarrow dataset over a file or directory (Parquet, CSV with header, JSON Lines).
+
+    A JSON Lines file without any record (empty, or only blank lines) has no rows and no
+    columns: it is left out, and an input of only such files is a dataset of no files and no
+    rows (``n=0``, like an empty Parquet or a header-only CSV file).
+    """
+    fmt = detect_format(path, fmt)
+    if fmt != "json":
+        return ds.dataset(str(path), format=fmt)
+    files = [f for f in ds.dataset(str(path), format="json", schema=pa.schema([])).files if _has_records(f)]
+    return ds.dataset(files, format="json") if files else ds.dataset([], format="json", schema=pa.schema([]))
+
+
+def _has_records(file: str) -> bool:
+    """Whether a JSON Lines file holds anything but whitespace."""
+    with open(file, "rb") as fh:
+        while chunk := fh.read(1 << 16):
+            if chunk.strip():
+                return True
+    return False
+
+
+def has_no_records(data: ds.Dataset) -> bool:
+    """A JSON Lines input of no records (see :func:`dataset`): every column is read as null."""
+    return isinstance(data.format, ds.JsonFileFormat) and not data.files
 
 
 def check_columns(data: ds.Dataset, columns: Sequence[str], path: Any) -> None:
-    """Raise ``ValueError`` naming any missing column and listing the available ones."""
+    """Raise ``ValueError`` naming any missing column and listing the available ones (a JSON
+    Lines input of no records holds every column, with no rows)."""
+    if has_no_records(data):
+        return
     missing = [c for c in columns if c not in data.schema.names]
     if missing:
         raise ValueError(f"column(s) {missing} not found in {str(path)!r}; available columns: {data.schema.names}")
@@ -204,6 +230,8 @@ def input_schema(path: str | os.PathLike, fmt: str | None, columns: Sequence[str
     columns = list(dict.fromkeys(columns))
     values = set(value_columns)
     if fmt == "json":
+        if not files:  # no records: the types of a header-only CSV file
+            return InputSchema(fmt, files, {c: pa.float64() if c in values else pa.string() for c in columns})
         return InputSchema(fmt, files, None)
     if fmt == "parquet":
         per_file = {}

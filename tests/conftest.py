@@ -6,11 +6,14 @@
 # `--hypothesis-seed=<seed>` for failures it cannot replay (flaky / slow-shrinking ones).
 # Select another profile with HYPOTHESIS_PROFILE=<name>.
 #
-# Profile "fuzz" is the full-strength run of the fuzz suite (tests/fuzz): the same settings as
-# "ci", and tests/fuzz/budget.py raises each fuzz test's example count to its full budget
+# Profile "fuzz" is the full-strength run of the fuzz and fault suites: the settings of "ci" with
+# 1,000 examples per property test (the codec fuzz, tests/core/test_codec_fuzz.py, runs 100 under
+# "ci"), and tests/fuzz/budget.py raises each fuzz test's example count to its full budget
 # (thousands of core cases, ~100 engine and CLI cases). Under "ci" the fuzz tests run a few
-# examples each, so they add about a minute to CI:
-#     HYPOTHESIS_PROFILE=fuzz .venv/bin/python -m pytest tests/fuzz
+# examples each, so they add about a minute to CI. The one command (README, "Tests and the fuzz
+# suite"):
+#     HYPOTHESIS_PROFILE=fuzz .venv/bin/python -m pytest tests/fuzz tests/core/test_codec_fuzz.py \
+#         tests/spark_metrics/test_cluster.py tests/beam_metrics/test_multiprocess.py
 import os as _os
 
 from hypothesis import HealthCheck as _HealthCheck
@@ -18,6 +21,6 @@ from hypothesis import settings as _hyp_settings
 
 _hyp_settings.register_profile("ci", deadline=None, derandomize=False, print_blob=True)
 _hyp_settings.register_profile(
-    "fuzz", deadline=None, derandomize=False, print_blob=True, suppress_health_check=[_HealthCheck.too_slow, _HealthCheck.data_too_large]
+    "fuzz", max_examples=1000, deadline=None, derandomize=False, print_blob=True, suppress_health_check=[_HealthCheck.too_slow, _HealthCheck.data_too_large]
 )
 _hyp_settings.load_profile(_os.environ.get("HYPOTHESIS_PROFILE", "ci"))

@@ -5,7 +5,8 @@ minute to CI on a 2-core machine); under ``HYPOTHESIS_PROFILE=fuzz`` it runs its
 
     HYPOTHESIS_PROFILE=fuzz .venv/bin/python -m pytest tests/fuzz
 
-Use as a decorator, under ``@given``: ``@budget("core")``.
+``FUZZ_MAX_EXAMPLES=N`` caps every fuzz test at N examples (under either profile), e.g. for a
+time-boxed run at full strength. Use as a decorator, under ``@given``: ``@budget("core")``.
 """
 
 from __future__ import annotations
@@ -29,7 +30,9 @@ EXAMPLES = {
 def budget(kind: str) -> settings:
     """The settings of a fuzz test of ``kind`` (a key of :data:`EXAMPLES`) under the current profile."""
     ci, full = EXAMPLES[kind]
+    n = full if FULL else ci
+    cap = os.environ.get("FUZZ_MAX_EXAMPLES")
     return settings(
-        max_examples=full if FULL else ci,
+        max_examples=min(n, int(cap)) if cap else n,
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much, HealthCheck.function_scoped_fixture],
     )

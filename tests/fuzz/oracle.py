@@ -11,14 +11,15 @@ the library sees (see :func:`tests._helpers.strategies.wrap`). Each cell is
 * ``"type"``: not a number (a string, bytes, ...): a ``TypeError`` naming the column, the row
   and the value.
 
-``Decimal`` cells are ambiguous today (issue 11 item 12: rejected locally, cast on Spark): a test
-accepts the outcome for either reading (:func:`expectations` gives both).
+``Decimal`` cells are numbers on every engine (issue 11 item 12); an int beyond float range is a
+``"big"`` cell: a ``ValueError`` (out of range), found with the non-numbers while converting. A dict is a ``"type"`` cell; a list among scalars is too, or it makes
+the column a (ragged) matrix column: an error naming the column, in either mode.
 
 With ``on_invalid="raise"`` the first batch holding a bad cell fails, naming one of its bad
 columns, at that column's first bad row (its first ``"type"`` cell if it has one: non-numbers
 are found while converting the column, before range checks). With ``on_invalid="skip"`` the bad
-rows are skipped and counted per slice (and a ``"type"`` cell may instead raise its
-``TypeError``: issue 11 item 9).
+rows are skipped and counted per slice, non-numbers too (issue 11 item 9); only that
+column-level error may still raise.
 
 Any other exception type -- IndexError, KeyError, OverflowError, RecursionError, AttributeError,
 numpy's, pyarrow's or py4j's -- is a failure.
@@ -40,20 +41,22 @@ Batch = dict  # {column: (role, cells)}
 
 
 def is_huge(v: Any) -> bool:
-    """An int beyond float range: ``float(v)`` raises OverflowError (exclusion NEW-A)."""
+    """An int beyond float range: ``float(v)`` raises OverflowError (NEW-A: out of range)."""
     return isinstance(v, int) and not isinstance(v, bool) and abs(v) > FLOAT_MAX_INT
 
 
-def classify(v: Any, role: str, k: int, decimal_is_number: bool = False) -> str:
-    """``"ok"``, ``"value"`` or ``"type"`` for one cell of a column of ``role``."""
+def classify(v: Any, role: str, k: int) -> str:
+    """``"ok"``, ``"value"``, ``"type"`` or ``"nested"`` for one cell of a column of ``role``."""
     if isinstance(v, decimal.Decimal):
-        if not decimal_is_number:
-            return "type"
         v = float(v)
     if v is None:
         return "value"
-    if isinstance(v, (list, tuple, dict, np.ndarray)):
+    if is_huge(v):
+        return "big"
+    if isinstance(v, (list, tuple, np.ndarray)):
         return "nested"
+    if isinstance(v, dict):
+        return "type"
     if isinstance(v, (np.generic,)):
         v = v.item()
     if not isinstance(v, (bool, int, float)):
@@ -68,8 +71,12 @@ def classify(v: Any, role: str, k: int, decimal_is_number: bool = False) -> str:
     return "ok"
 
 
-def as_number(v: Any) -> float:
-    return float(v) if not isinstance(v, decimal.Decimal) else float(v)
+def _number(v: Any) -> float:
+    """A cell as a float; NaN for what is no number (those rows are invalid, never compared)."""
+    try:
+        return float(v)
+    except (TypeError, ValueError, OverflowError):
+        return math.nan
 
 
 @dataclass
@@ -81,10 +88,10 @@ class Expected:
     batch: int | None = None
     valid: list = field(default_factory=list)
     kinds: list = field(default_factory=list)  # per batch, per row: worst class ("ok"/"value"/"type")
-    type_error: dict | None = None  # the first batch's non-number columns (skip mode, item 9)
+    type_error: dict | None = None  # the first batch's column-level errors (they raise in skip mode too)
 
 
-def expect(batches: Sequence[Batch], k: int, decimal_is_number: bool = False) -> Expected:
+def expect(batches: Sequence[Batch], k: int) -> Expected:
     """The raise-mode outcome (``error``) and the per-row validity (``valid``, for skip mode)."""
     out = Expected()
     offset = 0
@@ -93,25 +100,30 @@ def expect(batches: Sequence[Batch], k: int, decimal_is_number: bool = False) ->
         worst = ["ok"] * n
         bad = {}
         for name, (role, cells) in batch.items():
-            classes = [classify(v, role, k, decimal_is_number) for v in cells]
+            classes = [classify(v, role, k) for v in cells]
+            if "nested" in classes:
+                # lists among scalars (or a matrix column that does not fit): an error naming the
+                # column, which may raise in skip mode too; or the cells are read one by one, and
+                # a list is not a number (the skip mask below)
+                bad[name] = ((ValueError, TypeError), None, cells[classes.index("nested")])
+            classes = ["type" if c == "nested" else c for c in classes]  # a list among scalars: not a number
             for i, c in enumerate(classes):
-                if c == "type" or (c == "value" and worst[i] == "ok"):
-                    worst[i] = c
-            if "nested" in classes:  # a ragged column: an error naming it (no one bad row)
-                i = classes.index("nested")
-                bad[name] = ((ValueError, TypeError), None, cells[i])
-                worst = ["type" if w == "ok" else w for w in worst]  # skip mode: the column is unreadable
-            elif "type" in classes:
-                i = classes.index("type")
-                bad[name] = (TypeError, offset + i, cells[i])
+                if c == "type" or (c in ("value", "big") and worst[i] == "ok"):
+                    worst[i] = "type" if c == "type" else "value"
+            conversion = [i for i, c in enumerate(classes) if c in ("type", "big")]  # found while converting
+            if name in bad:
+                pass
+            elif conversion:
+                i = conversion[0]
+                bad[name] = (TypeError if classes[i] == "type" else ValueError, offset + i, cells[i])
             elif "value" in classes:
                 i = classes.index("value")
                 bad[name] = (ValueError, offset + i, cells[i])
         if bad and out.error is None:
             out.error, out.batch = bad, bi
-        types = {name: v for name, v in bad.items() if v[0] is TypeError or isinstance(v[0], tuple)}
-        if types and out.type_error is None:  # skip mode may still stop at the first non-number
-            out.type_error = types
+        types = {name: v for name, v in bad.items() if v[1] is None}
+        if types:  # skip mode may still stop at a column-level error, of any batch (an earlier one may read row by row)
+            out.type_error = {**types, **(out.type_error or {})}
         out.valid.append(np.array([w == "ok" for w in worst], dtype=bool))
         out.kinds.append(worst)
         offset += n
@@ -119,15 +131,14 @@ def expect(batches: Sequence[Batch], k: int, decimal_is_number: bool = False) ->
 
 
 def expectations(batches: Sequence[Batch], k: int) -> list[Expected]:
-    """The outcomes to accept: Decimal read as a non-number, and (if any Decimal) as a number."""
-    has_decimal = any(isinstance(v, decimal.Decimal) for b in batches for _, cells in b.values() for v in cells)
-    return [expect(batches, k, False)] + ([expect(batches, k, True)] if has_decimal else [])
+    """The outcomes to accept (one: Decimal cells are numbers everywhere, issue 11 item 12)."""
+    return [expect(batches, k)]
 
 
 def value_spellings(v: Any) -> set[str]:
     """How a message may spell a bad value: its repr, or its float's (None also as nan)."""
     out = {repr(v), str(v)}
-    if v is None or (isinstance(v, float) and math.isnan(v)):  # a missing value: either spelling
+    if v is None or (isinstance(v, (float, decimal.Decimal)) and v != v):  # a missing value: either spelling
         out |= {"nan", "None"}
     try:
         out.add(repr(float(v)))
@@ -135,6 +146,8 @@ def value_spellings(v: Any) -> set[str]:
         pass
     if isinstance(v, bool):
         out |= {repr(int(v))}
+    if is_huge(v):  # a long int is shortened in messages
+        out.add(repr(v)[:40])
     return out
 
 
@@ -182,11 +195,14 @@ def concat(batches: Sequence[Batch], column: str, masks: Iterable[np.ndarray] | 
 
 
 def canon(v: Any) -> Any:
-    """A slice value as a group key: None and NaN are the missing value, -0.0 is 0.0."""
+    """A slice value as a group key: None and NaN are the missing value, -0.0 is 0.0, +-inf are
+    the texts ``"inf"`` / ``"-inf"`` (JSON has no infinity; the README's slice-value rules)."""
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return None
     if isinstance(v, float) and v == 0.0:
         return 0.0
+    if isinstance(v, float) and math.isinf(v):
+        return "inf" if v > 0 else "-inf"
     return v
 
 
@@ -209,14 +225,15 @@ def slice_values(values: list, spec: tuple) -> list:
     * ``("max_slices", N)``: the N most frequent present values (ties: value ascending) stay,
       every other present value becomes ``"__other__"``; missing stays None;
     * ``("edges", edges)`` / ``("quantiles", q)``: the interval label of the value's bucket
-      (quantile edges: numpy's linear interior quantiles of the present values, equal edges
-      collapsed); missing stays None.
+      (quantile edges: numpy's linear interior quantiles of the finite present values, equal
+      edges collapsed; none without a finite value); missing stays None.
     """
     kind = spec[0]
     if kind == "plain":
         return list(values)
-    if kind == "filter":
-        return [v if v in spec[1] else EXCLUDED for v in values]
+    if kind == "filter":  # numbers match numerically (7 and 7.0), booleans only booleans
+        allowed = [(isinstance(a, bool), a) for a in spec[1]]
+        return [v if (isinstance(v, bool), v) in allowed else EXCLUDED for v in values]
     if kind == "max_slices":
         counts: dict = {}
         for v in values:
@@ -227,7 +244,7 @@ def slice_values(values: list, spec: tuple) -> list:
     if kind == "edges":
         edges = spec[1]
     else:
-        present = np.asarray([float(v) for v in values if v is not None], dtype=np.float64)
+        present = np.asarray([float(v) for v in values if v is not None and math.isfinite(float(v))], dtype=np.float64)
         edges = sorted(set(np.quantile(present, [i / spec[1] for i in range(1, spec[1])]).tolist())) if present.size else []
     return [None if v is None else _bucket(float(v), edges) for v in values]
 
@@ -261,9 +278,9 @@ def sliced_problems(
     expected_keys = {()} | {(slice_col, v) for v in groups}
     if set(got) != expected_keys:
         return f"slices {sorted(map(repr, got))} != expected {sorted(map(repr, expected_keys))}"
-    ycol = [float(v) if v is not None else math.nan for v in concat(batches, label)]
-    tcol = [float(v) if v is not None else math.nan for v in concat(batches, target)]
-    wcol = [float(v) if v is not None else math.nan for v in concat(batches, weight)] if weight else None
+    ycol = [_number(v) for v in concat(batches, label)]
+    tcol = [_number(v) for v in concat(batches, target)]
+    wcol = [_number(v) for v in concat(batches, weight)] if weight else None
     problems = []
     for key, s in got.items():
         rows = list(range(len(gall))) if key == () else groups[key[1]]
@@ -317,9 +334,10 @@ def engine_error_problem(exc: BaseException, bad: dict) -> str | None:
     while cause is not None:
         text += "\n" + str(cause)
         cause = cause.__cause__ or cause.__context__
-    for name, (etype, _, value) in bad.items():
-        if repr(name) in text and any(s in text for s in value_spellings(value)) and any(t.__name__ in text or type(exc) is t for t in (etype if isinstance(etype, tuple) else (etype,))):
-            return None
+    for name, options in bad.items():
+        for etype, _, value in options if isinstance(options, list) else [options]:
+            if repr(name) in text and any(s in text for s in value_spellings(value)) and any(t.__name__ in text or type(exc) is t for t in (etype if isinstance(etype, tuple) else (etype,))):
+                return None
     return f"{type(exc).__module__}.{type(exc).__name__} does not name any of {bad}: {text[:1500]}"
 
 

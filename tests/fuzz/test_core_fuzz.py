@@ -9,7 +9,6 @@ scikit-learn's value or the error the oracle (tests/fuzz/oracle.py) names; with
 
 from __future__ import annotations
 
-import math
 import warnings
 from typing import Any
 
@@ -35,14 +34,14 @@ from tests._helpers.strategies import (
     wrapped,
 )
 from tests.fuzz.budget import budget
-from tests.fuzz.oracle import canon, concat, escape_spec, error_mismatch, expectations, is_huge, run, sliced_problems
+from tests.fuzz.oracle import canon, concat, error_mismatch, escape_spec, expectations, run, sliced_problems
 
 BINARY_KEYS = ("tp", "fp", "tn", "fn", "precision", "recall", "f1", "accuracy")
 MULTICLASS_KEYS = ("accuracy", "f1@macro", "precision@micro", "recall@none", "confusion_matrix")
 
 
 def draw_columns(data: Any, spec: dict[str, tuple[str, st.SearchStrategy]], n: int) -> dict[str, tuple[str, list]]:
-    """``{column: (role, cells)}`` with hostile cells (huge ints included: see exclusion NEW-A)."""
+    """``{column: (role, cells)}`` with hostile cells (huge ints and nested cells included)."""
     return {name: (role, data.draw(hostile_column(valid, n, hostile=HUGE_INTS + NESTED), label=name)) for name, (role, valid) in spec.items()}
 
 
@@ -60,32 +59,12 @@ def draw_batches(data: Any, columns: dict[str, tuple[str, list]], n: int) -> tup
     return inputs, batches
 
 
-def _mixes_bytes_and_numbers(cells: list) -> bool:
-    return any(isinstance(v, bytes) for v in cells) and any(isinstance(v, (bool, int, float)) for v in cells)
-
-
-def exclude_open_defects(batches: list[dict], inputs: list[dict] | None = None, rows: bool = False) -> None:
-    """Skip the inputs of open defects (each names its issue item or NEW-x report and the
-    narrow reproduction in test_known_defects.py); remove an exclusion once its fix lands."""
-    # NEW-C (not in issue 11; reported): a Python list mixing numbers with bytes becomes a numpy
-    # bytes array (core/_inputs.py:as_array turns only 'U' arrays into objects), so the TypeError
-    # names the first number (as b'0.0') at row 0, not the bytes value and its row
-    # (test_known_defects.py::test_list_mixing_numbers_and_bytes_names_the_bytes_value_and_its_row).
-    for bi, b in enumerate(batches):
-        for name, (_, cells) in b.items():
-            listed = rows or (inputs is not None and isinstance(inputs[bi].get(name), list))
-            assume(not (listed and _mixes_bytes_and_numbers(cells)))
-            # item 14 (kin, in a value column): a column (list, object array, Series) mixing lists with
-            # other cells gives numpy's "inhomogeneous shape" ValueError, naming no column
-            # (test_known_defects.py::test_scalar_then_list_in_a_score_column_names_the_column).
-            assume(not any(isinstance(v, (list, tuple)) for v in cells))
-            # not a defect, outside the oracle: a batch whose column holds only lists is a matrix
-            # column (e.g. one or two class scores per row), read by core.formats
+def exclude_matrix_columns(batches: list[dict]) -> None:
+    """Not a defect, outside the oracle: a batch whose column holds only lists is a matrix column
+    (e.g. one or two class scores per row), read by core.formats."""
+    for b in batches:
+        for _, cells in b.values():
             assume(not (cells and all(isinstance(v, (list, tuple, dict)) for v in cells)))
-    # NEW-A (not in issue 11; reported, see test_known_defects.py::test_int_beyond_float_range_*):
-    # an int beyond float range raises OverflowError from float() in core/_inputs.py:to_float.
-    # Remove this exclusion once that raises a ValueError naming column, value and row.
-    assume(not any(is_huge(v) for b in batches for _, cells in b.values() for v in cells))
 
 
 def check_outcome(result: Any, exc: BaseException | None, batches: list[dict], k: int, reference: Any) -> None:
@@ -125,7 +104,7 @@ def test_binary_metrics_update_gives_sklearn_values_or_names_the_bad_cell(data: 
         spec["sample_weight"] = ("weight", WEIGHT_CELLS)
     threshold = data.draw(st.sampled_from([0.5, 0.0, 0.25, 1.0]), label="threshold")
     inputs, batches = draw_batches(data, draw_columns(data, spec, n), n)
-    exclude_open_defects(batches, inputs)
+    exclude_matrix_columns(batches)
 
     def go() -> dict:
         m = BinaryMetrics(threshold=threshold)
@@ -169,7 +148,7 @@ def test_multiclass_update_gives_sklearn_values_or_names_the_bad_cell(data: Any)
     if weighted:
         spec["sample_weight"] = ("weight", WEIGHT_CELLS)
     inputs, batches = draw_batches(data, draw_columns(data, spec, n), n)
-    exclude_open_defects(batches, inputs)
+    exclude_matrix_columns(batches)
 
     def go() -> dict:
         m = MetricCollection(*MULTICLASS_KEYS, num_classes=k)
@@ -234,8 +213,9 @@ def slice_specs(draw: Any, family: str, g: list) -> tuple[tuple, str]:
     if kind == "filter":
         # NEW-D (reported; a grammar question, not excluded elsewhere): spec text is stripped, so
         # a value with surrounding whitespace (" ", "\t") cannot be filtered on ("g= " filters on
-        # "", and "g=\\ " on a backslash); filters here use other values
-        present = sorted({canon(v) for v in g if not (isinstance(v, str) and v != v.strip())}, key=repr) or [None]
+        # "", and "g=\\ " on a backslash); filters here use other values. Likewise the text
+        # "null" in a filter is the missing value (documented), so the string "null" is not filtered on
+        present = sorted({canon(v) for v in g if not (isinstance(v, str) and (v != v.strip() or v == "null"))}, key=repr) or [None]
         allowed = draw(st.lists(st.sampled_from(present), min_size=1, max_size=3, unique=True))
         return ("filter", frozenset(allowed)), "g=" + "|".join(_filter_text(v) for v in allowed)
     if kind == "max_slices":
@@ -248,32 +228,14 @@ def slice_specs(draw: Any, family: str, g: list) -> tuple[tuple, str]:
     return ("quantiles", q), f"g:quantiles={q}"
 
 
-def exclude_spec_defects(spec: tuple, family: str, g: list, parts: list[list]) -> None:
-    """Skip the slice-spec inputs of open defects (see test_known_defects.py)."""
-    present = [v for v in g if canon(v) is not None]
-    # item 8: a filter spec crashes with IndexError on a batch with no matching row
-    # (test_known_defects.py::test_filter_spec_on_a_batch_without_a_matching_row_*).
-    if spec[0] == "filter":
-        for part in parts:
-            assume(not part or any(canon(v) in spec[1] for v in part))
-    # NEW-E (not in issue 11; reported): under max_slices the counting pass keys 0 and 0.0 apart
-    # (an int column that pandas read as float64 in a batch with a null), so rows of a kept value
-    # land in __other__ while the plain spec puts them in one slice
-    # (test_known_defects.py::test_max_slices_counts_equal_int_and_float_values_as_one_value).
+def exclude_open_defects(spec: tuple, gcells: list[list]) -> None:
+    """Skip the inputs of open defects (each has a strict xfail in test_regressions.py)."""
+    # NEW-F: under max_slices, ties at the cut between int and float keys are ordered ints first,
+    # not numerically (an int column read as float64 keeps -2**63 and 2**63 as floats)
     if spec[0] == "max_slices":
-        kinds = {type(v) for part in parts for v in part if v is not None and not isinstance(v, bool)}
-        assume(not {int, float} <= kinds)
-    # item 11: quantile slicing on an all-null column raises IndexError.
-    if spec[0] == "quantiles":
-        assume(present)
-        # item 11 kin: a column whose present values are all +-inf raises the same IndexError
-        # (test_known_defects.py::test_quantile_slices_of_an_all_infinite_column_*); and across
-        # +-inf numpy's linear quantile is NaN, where the project's edges are not specified:
-        # quantile cases keep to finite values
-        assume(all(math.isfinite(v) for v in present))
-    # item 3: a filter on an int above 2**53 compares as float and selects the wrong value.
-    if spec[0] == "filter" and family == "int":
-        assume(all(abs(v) <= 2**53 for v in present))
+        cells = [v for part in gcells for v in part if isinstance(v, (int, float)) and not isinstance(v, bool) and v == v]
+        whole = [v for v in cells if isinstance(v, int) or (v.is_integer() and abs(v) < 2**63)]  # int keys
+        assume(not whole or len(whole) == len(cells))
 
 
 def _batch_object(kind: str, cols: dict[str, Any], effective: dict[str, list]) -> Any:
@@ -319,7 +281,7 @@ def test_evaluation_per_slice_values_equal_sklearn_and_rows_in_equal_n_plus_skip
     ev = Evaluation(**{**ev.to_config(), "slices": [spec_text]})
     inputs, batches = draw_batches(data, columns, n)
     kind = data.draw(st.sampled_from(["dict", "rows", "pandas", "arrow"]), label="batch kind")
-    exclude_open_defects(batches, inputs, rows=kind == "rows")
+    exclude_matrix_columns(batches)
     objs, gcells = [], []
     pos = 0
     for cols, b in zip(inputs, batches):
@@ -332,7 +294,8 @@ def test_evaluation_per_slice_values_equal_sklearn_and_rows_in_equal_n_plus_skip
         obj = _batch_object(kind, {**cols, "g": gobj}, eff)
         objs.append(obj if obj is not None else {**cols, "g": gobj})
 
-    exclude_spec_defects(spec, family, g, gcells)
+
+    exclude_open_defects(spec, gcells)
 
     def go() -> Any:
         with warnings.catch_warnings():
@@ -349,7 +312,7 @@ def test_evaluation_per_slice_values_equal_sklearn_and_rows_in_equal_n_plus_skip
     if on_invalid == "raise":
         check_outcome(result, exc, batches, k, reference)
         return
-    # skip mode: bad rows are skipped and counted; a non-number may still raise its TypeError (item 9)
+    # skip mode: bad rows are skipped and counted, non-numbers too (item 9); only a column-level error raises
     problems = []
     for ex in expectations(batches, k):
         if exc is not None:

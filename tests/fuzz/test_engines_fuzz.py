@@ -10,14 +10,13 @@ pipeline or a Spark job), 100 under ``HYPOTHESIS_PROFILE=fuzz``.
 
 from __future__ import annotations
 
-import math
 import tempfile
 import warnings
 from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import assume, given
+from hypothesis import given
 from hypothesis import strategies as st
 
 from tests._helpers.strategies import arrow_table, table_cases
@@ -29,35 +28,15 @@ def check_engine(case: dict, result: Any, exc: BaseException | None) -> None:
     ex = expect(table_batches(case), case["k"])
     if case["on_invalid"] == "raise" and ex.error is not None:
         assert exc is not None, f"no error, expected one naming {ex.error}"
-        why = engine_error_problem(exc, ex.error)
+        # bundles and partitions run in any order: any bad cell of a named column may be the one reported
+        cells = {name: cells for name, (_, cells) in table_batches(case)[0].items()}
+        bad = {name: [(etype, None, v) for v, c in zip(cells[name], ex.kinds[0]) if c != "ok"] or [(etype, None, value)] for name, (etype, _, value) in ex.error.items()}
+        why = engine_error_problem(exc, bad)
         assert why is None, why
         return
     assert exc is None, f"unexpected {type(exc).__name__}: {exc}"
     why = table_problems(case, result)
     assert why is None, why
-
-
-def exclude_engine_defects(case: dict, engine: str) -> None:
-    """Skip the inputs of open defects; each names its issue item (see test_known_defects.py)."""
-    g = case["columns"][case["slice"]][1]
-    # item 1: a float slice column holding both 0.0 and -0.0 forms two groups on Spark, and
-    # collect_results keeps one (rows dropped).
-    if engine == "spark":
-        zeros = {repr(v) for v in g if isinstance(v, float) and v == 0.0}
-        assume(len(zeros) < 2)
-        # item 12: an inf slice value fails in codec.slice_key_to_json on the executors
-        # (test_known_defects.py::test_infinite_slice_values_on_spark)
-        assume(not any(isinstance(v, float) and math.isinf(v) for v in g))
-
-
-def exclude_native_defects(case: dict, native: Any) -> None:
-    """Skip the inputs of open defects of Spark's native path (``native=None`` picks it for these
-    count/confusion plans with on_invalid="raise")."""
-    # item 13: labels +-inf, 1e300 or +-(2**63-1) give ARITHMETIC_OVERFLOW with no column or row.
-    if native is None and case["on_invalid"] == "raise":
-        for name, (role, cells, _) in case["columns"].items():
-            if role in ("label", "prediction"):
-                assume(not any(v is not None and v == v and abs(v) >= 2**53 for v in cells))
 
 
 # -- Beam ------------------------------------------------------------------------------------------
@@ -69,7 +48,6 @@ def test_beam_compute_metrics_on_hostile_tables_equals_sklearn_or_names_the_bad_
 
     from beam_metrics import ComputeMetrics, slice_result_from_json, slice_result_to_json
 
-    exclude_engine_defects(case, "beam")
     table = arrow_table(case)
     bounds = [0, *sorted(min(c, case["n"]) for c in cuts), case["n"]]
     parts = [table.slice(a, b - a) for a, b in zip(bounds, bounds[1:])]
@@ -100,8 +78,6 @@ def test_beam_compute_metrics_on_hostile_tables_equals_sklearn_or_names_the_bad_
 def test_spark_compute_metrics_on_hostile_tables_equals_sklearn_or_names_the_bad_value(spark: Any, case: dict, partitions: int, native: Any) -> None:
     from spark_metrics import collect_results, compute_metrics
 
-    exclude_engine_defects(case, "spark")
-    exclude_native_defects(case, native)
     table = arrow_table(case)
     df = spark.createDataFrame(table.to_pylist(), schema=_spark_schema(case)).repartition(partitions)
     ev = evaluation_of(case)

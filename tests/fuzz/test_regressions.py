@@ -1,10 +1,8 @@
-"""Narrow, deterministic reproductions of the defects the fuzz suite found and still excludes.
+"""Narrow, deterministic regression tests of the defects the fuzz suite found.
 
-Each test asserts the promised behaviour and is ``xfail(strict=True)`` until its fix lands:
-then it passes, strict xfail turns that into a failure, and the fixer removes the mark here and
-the matching, commented exclusion in the property test (``exclude_open_defects`` and friends in
-tests/fuzz/test_*_fuzz.py name the same item). Items are issue 11's numbered items; ``NEW-x``
-are defects found by the fuzz suite that the issue does not list.
+Each test reproduces one defect (issue 11's numbered items; ``NEW-x`` are defects the fuzz
+suite found that the issue does not list) and asserts the promised behaviour; the property tests
+of tests/fuzz/test_*_fuzz.py cover the same regions with generated inputs.
 """
 
 from __future__ import annotations
@@ -22,7 +20,6 @@ from core import BinaryMetrics, Evaluation, MetricCollection
 
 
 # -- NEW-A: ints beyond float range --------------------------------------------------------------
-@pytest.mark.xfail(strict=True, reason="NEW-A: an int beyond float range raises OverflowError from float() in core/_inputs.py:to_float")
 @pytest.mark.parametrize("column", ["y_true", "y_score", "sample_weight"])
 def test_int_beyond_float_range_raises_value_error_naming_column_row_and_value(column: str) -> None:
     cols = {"y_true": [1, 0], "y_score": [0.5, 0.2], "sample_weight": [1, 1]}
@@ -33,30 +30,45 @@ def test_int_beyond_float_range_raises_value_error_naming_column_row_and_value(c
     assert f"'{column}'" in str(e.value) and "row 1" in str(e.value)
 
 
-@pytest.mark.xfail(strict=True, reason="NEW-A: an int beyond float range raises OverflowError from float() in core/_inputs.py:to_float")
 def test_int_beyond_float_range_in_a_multiclass_prediction_raises_value_error() -> None:
     with pytest.raises(ValueError, match=r"'y_pred'.*row 0"):
         MetricCollection("accuracy", num_classes=3).update([1, 0], y_pred=[10**400, 0])
 
 
 # -- NEW-B: empty JSON Lines file ------------------------------------------------------------------
-@pytest.mark.xfail(strict=True, reason="NEW-B: an empty .jsonl input fails with pyarrow's 'Empty JSON stream' where empty Parquet / header-only CSV give n=0")
-def test_empty_jsonl_file_gives_n_zero_like_an_empty_parquet_file() -> None:
+@pytest.mark.parametrize("engine", ["local", "beam", "spark"])
+@pytest.mark.parametrize("text", ["", "\n  \n"])
+def test_empty_jsonl_file_gives_n_zero_like_an_empty_parquet_file(engine: str, text: str) -> None:
     from pipelines.evaluate import main
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "empty.jsonl"
-        path.write_text("")
+        path.write_text(text)
         err = io.StringIO()
         with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-            code = main(["--input", str(path), "--label", "y", "--score", "s", "--output", str(Path(tmp) / "out"), "--quiet", "--no-report"])
+            code = main(["--input", str(path), "--label", "y", "--score", "s", "--slice", "g", "--engine", engine, "--output", str(Path(tmp) / "out"), "--quiet", "--no-report"])
+        assert code == 0, err.getvalue()
+        slices = json.loads((Path(tmp) / "out" / "metrics.json").read_text())["slices"]
+        assert [s["n"] for s in slices] == [0]
+
+
+def test_empty_jsonl_file_in_a_directory_adds_no_rows() -> None:
+    from pipelines.evaluate import main
+
+    with tempfile.TemporaryDirectory() as tmp:
+        data = Path(tmp) / "in"
+        data.mkdir()
+        (data / "part-0.jsonl").write_text("")
+        (data / "part-1.jsonl").write_text('{"y": 1, "s": 0.9}\n{"y": 0, "s": 0.8}\n')
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+            code = main(["--input", str(data), "--label", "y", "--score", "s", "--metrics", "tp,fp", "--output", str(Path(tmp) / "out"), "--quiet", "--no-report"])
         assert code == 0, err.getvalue()
         overall = json.loads((Path(tmp) / "out" / "metrics.json").read_text())["slices"][0]
-        assert overall["n"] == 0
+        assert (overall["n"], overall["metrics"]["tp"], overall["metrics"]["fp"]) == (2, 1, 1)
 
 
 # -- NEW-E: max_slices keys equal int and float values apart ---------------------------------------
-@pytest.mark.xfail(strict=True, reason="NEW-E: under max_slices the counting pass keys 0 and 0.0 apart: a kept value's int rows go to __other__")
 def test_max_slices_counts_equal_int_and_float_values_as_one_value() -> None:
     batches = [{"y": [1, 0], "s": [0.9, 0.1], "g": [0.0, 0.0]}, {"y": [1], "s": [0.9], "g": [0]}]
     plain = Evaluation(label_col="y", score_col="s", slices=["g"], metrics=["accuracy"]).evaluate(batches)
@@ -65,8 +77,7 @@ def test_max_slices_counts_equal_int_and_float_values_as_one_value() -> None:
     assert {s.slice: s.n for s in capped.slices} == {(): 3, (("g", 0.0),): 3}
 
 
-# -- issue 11 items the property tests exclude --------------------------------------------------------
-@pytest.mark.xfail(strict=True, reason="NEW-C: a list mixing numbers and bytes becomes a numpy bytes array (core/_inputs.py:as_array converts only 'U' arrays to object): the error names b'0.0' at row 0")
+# -- NEW-C and issue 11 items ------------------------------------------------------------------------
 @pytest.mark.parametrize("entry", ["core", "evaluation"])
 def test_list_mixing_numbers_and_bytes_names_the_bytes_value_and_its_row(entry: str) -> None:
     with pytest.raises(TypeError) as e:
@@ -84,7 +95,6 @@ def test_list_mixing_numbers_and_text_names_the_first_non_number() -> None:
     assert "'abc'" in str(e.value) and "row 2" in str(e.value), str(e.value)
 
 
-@pytest.mark.xfail(strict=True, reason="issue 11 item 13: Spark's native path gives ARITHMETIC_OVERFLOW with no column or row for an infinite label")
 def test_infinite_label_on_spark_native_path_names_the_column(spark) -> None:
     from spark_metrics import collect_results, compute_metrics
 
@@ -95,7 +105,6 @@ def test_infinite_label_on_spark_native_path_names_the_column(spark) -> None:
     assert "'y'" in str(e.value) and "inf" in str(e.value), str(e.value)[:500]
 
 
-@pytest.mark.xfail(strict=True, reason="issue 11 item 1: Spark drops the 0.0 group when a float slice column holds 0.0 and -0.0")
 def test_negative_zero_slice_values_keep_every_row_on_spark(spark) -> None:
     from spark_metrics import collect_results, compute_metrics
 
@@ -107,35 +116,30 @@ def test_negative_zero_slice_values_keep_every_row_on_spark(spark) -> None:
     assert sum(sliced.values()) == 10 and sliced[(("x", 0.0),)] == 8, sliced
 
 
-@pytest.mark.xfail(strict=True, reason="issue 11 item 14 (kin, value column): a scalar then a list in a score column gives numpy's 'inhomogeneous shape' error naming no column")
 def test_scalar_then_list_in_a_score_column_names_the_column() -> None:
     with pytest.raises((ValueError, TypeError)) as e:
         BinaryMetrics().update([0, 0], [0.0, [0.5]])
     assert "'y_score'" in str(e.value), str(e.value)
 
 
-@pytest.mark.xfail(strict=True, reason="issue 11 item 8: a filter spec crashes with IndexError (core/evaluation.py, skipped[g]) on a batch with no matching row")
 def test_filter_spec_on_a_batch_without_a_matching_row_counts_the_other_batches() -> None:
     ev = Evaluation(label_col="y", score_col="s", slices=["g=a"], metrics=["accuracy"])
     res = ev.evaluate([{"y": [1], "s": [0.9], "g": ["a"]}, {"y": [0], "s": [0.9], "g": ["b"]}])
     assert {s.slice: s.n for s in res.slices} == {(): 2, (("g", "a"),): 1}
 
 
-@pytest.mark.xfail(strict=True, reason="issue 11 item 11: quantile slicing on an all-null column raises IndexError")
 def test_quantile_slices_of_an_all_null_column_are_the_null_slice() -> None:
     ev = Evaluation(label_col="y", score_col="s", slices=["g:quantiles=2"], metrics=["accuracy"])
     res = ev.evaluate([{"y": [1, 0], "s": [0.9, 0.1], "g": [None, None]}])
     assert {s.slice: s.n for s in res.slices} == {(): 2, (("g", None),): 2}
 
 
-@pytest.mark.xfail(strict=True, reason="issue 11 item 3: a filter on an int id above 2**53 is compared as float and matches 2**53")
 def test_filter_on_an_int_above_2_53_selects_only_that_value() -> None:
     ev = Evaluation(label_col="y", score_col="s", slices=["id=9007199254740993"], metrics=["accuracy"])
     res = ev.evaluate([{"y": [1, 0], "s": [0.9, 0.1], "id": [2**53, 2**53 + 1]}])
     assert {s.slice: s.n for s in res.slices} == {(): 2, (("id", 2**53 + 1),): 1}
 
 
-@pytest.mark.xfail(strict=True, reason="issue 11 item 12: an inf slice value is computed, then writing metrics.json fails")
 def test_cli_writes_infinite_slice_values() -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -153,18 +157,37 @@ def test_cli_writes_infinite_slice_values() -> None:
         assert len(slices) == 3
 
 
-@pytest.mark.xfail(strict=True, reason="issue 11 item 12: an inf slice value fails in codec.slice_key_to_json on Spark's executors")
 def test_infinite_slice_values_on_spark(spark) -> None:
     from spark_metrics import collect_results, compute_metrics
 
     df = spark.createDataFrame([(1, 0.9, math.inf), (0, 0.1, 1.0)], "y long, s double, g double")
     ev = Evaluation(label_col="y", score_col="s", slices=["g"], metrics=["accuracy"])
     res = collect_results(compute_metrics(df, evaluation=ev, native=False), ev)
-    assert {s.slice: s.n for s in res.slices} == {(): 2, (("g", 1.0),): 1, (("g", math.inf),): 1}
+    # slice values are canonical (core.slicing.canonical_value): inf is the text "inf" everywhere
+    expected = {s.slice: s.n for s in ev.evaluate([{"y": [1, 0], "s": [0.9, 0.1], "g": [math.inf, 1.0]}]).slices}
+    assert expected == {(): 2, (("g", 1),): 1, (("g", "inf"),): 1}
+    assert {s.slice: s.n for s in res.slices} == expected
 
 
-@pytest.mark.xfail(strict=True, reason="issue 11 item 11 (kin): quantile slicing on a column whose present values are all infinite raises IndexError")
 def test_quantile_slices_of_an_all_infinite_column_do_not_crash() -> None:
     ev = Evaluation(label_col="y", score_col="s", slices=["g:quantiles=2"], metrics=["accuracy"])
     res = ev.evaluate([{"y": [1, 0], "s": [0.9, 0.1], "g": [math.inf, None]}])
     assert sum(s.n for s in res.slices if s.slice) == 2
+
+
+@pytest.mark.parametrize("values", [[{"a": 1}, {"a": 1}], [1 + 2j, 3j], [{"a": 1}, "x"]])
+def test_slice_column_of_dicts_or_complex_numbers_says_the_type_is_not_a_slice_value(values: list) -> None:
+    ev = Evaluation(label_col="y", score_col="s", slices=["g"], metrics=["accuracy"])
+    with pytest.raises(TypeError) as e:
+        ev.evaluate([{"y": [1, 0], "s": [0.9, 0.1], "g": values}])
+    msg = str(e.value)
+    assert "'g'" in msg and "row 0" in msg and type(values[0]).__name__ in msg and "mixes" not in msg, msg
+
+
+# -- NEW-F (open): max_slices ties between int and float values ------------------------------------
+@pytest.mark.xfail(strict=True, reason="NEW-F: under max_slices, ties at the cut are ordered by the key encoding (ints before floats), not numerically as documented")
+@pytest.mark.parametrize("values, kept", [([1, 0.5], 0.5), ([0, -1e300], -1e300)])
+def test_max_slices_ties_between_int_and_float_values_break_numerically(values: list, kept: float) -> None:
+    ev = Evaluation(label_col="y", score_col="s", slices=["g;max_slices=1"], metrics=["accuracy"])
+    res = ev.evaluate([{"y": [0] * len(values), "s": [0.0] * len(values), "g": values}])
+    assert {s.slice for s in res.slices} == {(), (("g", kept),), (("g", "__other__"),)}
