@@ -24,8 +24,8 @@ pyarrow + numpy, with no validation: per batch, ``dictionary_encode`` each slice
 the batch's dictionary to running slice ids with ``pyarrow.compute.index_in`` (codes of a cross
 combined arithmetically), then one ``np.bincount`` over ``(slice id, confusion cell)`` added into
 the running table (workloads 1 and 2), or one ``np.lexsort`` by ``(slice id, score key)`` reduced
-to per-run label counts and kept, with one final lexsort merge of every batch's runs (workload 3).
-The overall slice is folded too (one more bincount / sorted run). ``finish`` (computing every
+to per-run label counts, merged with the earlier runs when they outnumber them, and the overall
+slice from the merged runs at the end (workload 3). The overall slice is folded too. ``finish`` (computing every
 slice's metrics) is timed separately and reported in the notes.
 """
 
@@ -117,26 +117,34 @@ def floor_counts(batches: list, specs: list[str], threshold: float = 0.5) -> dic
     return {"overall": overall, **tables}
 
 
+def _runs(code: np.ndarray, key: np.ndarray, neg: np.ndarray, pos: np.ndarray) -> tuple:
+    order = np.lexsort((key, code))
+    c, k, n, p = code[order], key[order], neg[order], pos[order]
+    start = np.flatnonzero(np.concatenate(([True], (c[1:] != c[:-1]) | (k[1:] != k[:-1]))))
+    return c[start], k[start], np.add.reduceat(n, start), np.add.reduceat(p, start)
+
+
 def floor_distribution(batches: list, spec: str = "tailnum") -> tuple:
-    """Workload 3: per batch one lexsort by (slice id, score key) reduced to runs; one final merge."""
+    """Workload 3: per batch one lexsort by (slice id, score key) reduced to runs, merged with the
+    earlier runs once they outnumber them (or pass 2**20); the overall slice at the end, from the
+    slices' runs (every row is in exactly one ``tailnum`` slice, the missing value included)."""
     from core.score_distribution import score_keys
 
     ids = _Ids()
-    runs = []
+    merged = None
+    pending: list = []
+    size = 0
     for b in batches:
         y = b.column("delayed").to_numpy().astype(np.int64)
-        key = score_keys(b.column("score").to_numpy())
-        for code in (np.zeros(len(y), np.int64) - 1, ids.of(b.column(spec))):  # overall, then slices
-            order = np.lexsort((key, code))
-            c, k, yy = code[order], key[order], y[order]
-            start = np.flatnonzero(np.concatenate(([True], (c[1:] != c[:-1]) | (k[1:] != k[:-1]))))
-            pos = np.add.reduceat(yy, start)
-            runs.append((c[start], k[start], pos, np.diff(np.append(start, len(c))) - pos))
-    c, k, p, n = (np.concatenate(x) for x in zip(*runs))
-    order = np.lexsort((k, c))
-    c, k, p, n = c[order], k[order], p[order], n[order]
-    start = np.flatnonzero(np.concatenate(([True], (c[1:] != c[:-1]) | (k[1:] != k[:-1]))))
-    return c[start], k[start], np.add.reduceat(p, start), np.add.reduceat(n, start)
+        pending.append(_runs(ids.of(b.column(spec)), score_keys(b.column("score").to_numpy()), 1 - y, y))
+        size += pending[-1][0].size
+        if size > max(1 << 20, 0 if merged is None else merged[0].size):
+            merged = _runs(*(np.concatenate(x) for x in zip(*([merged] if merged else []) + pending)))
+            pending, size = [], 0
+    merged = _runs(*(np.concatenate(x) for x in zip(*([merged] if merged else []) + pending)))
+    c, k, n, p = merged
+    overall = _runs(np.zeros(k.size, np.int64), k, n, p)
+    return merged, overall
 
 
 def main(argv: list[str] | None = None) -> None:
