@@ -57,6 +57,9 @@ class State:
     MAXED: ClassVar[tuple[str, ...]] = ()
     #: whether bytes of codec version 1 (float sums without limbs) can be read (upgraded)
     CODEC_V1: ClassVar[bool] = True
+    #: the kind's own version, written in every state frame (:mod:`core.codec`): raise it when
+    #: the kind's fields or their meaning change, and read older bytes in :meth:`upgrade`
+    VERSION: ClassVar[int] = 1
 
     __slots__ = ("layout", "arrays", "exact")
 
@@ -128,6 +131,16 @@ class State:
 
     def __reduce__(self) -> tuple:
         return (_rebuild_state, (self.kind, self.layout, dict(self.arrays)))
+
+    @classmethod
+    def upgrade(cls, version: int, layout: Any, arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """The fields of this kind's current :attr:`VERSION` from decoded fields of an older kind
+        ``version`` (the codec calls it; the result is then checked as any decoded state).
+
+        Raises:
+            ValueError: this kind cannot read that version (the default: no older version exists).
+        """
+        raise ValueError(f"state {cls.kind} bytes of kind version {version} cannot be upgraded to version {cls.VERSION}")
 
     def validate(self, integral: bool = False) -> "State":
         """Check the values a state of this kind can hold (returns ``self``).
