@@ -30,7 +30,7 @@ from core import (
     Task,
 )
 from core import codec
-from core._inputs import make_batch
+from core.formats import make_batch
 
 # NaN results (an undefined metric) are expected in these tests; their warnings are noise here.
 pytestmark = pytest.mark.filterwarnings("ignore::core.UndefinedMetricWarning")
