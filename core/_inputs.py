@@ -3,6 +3,11 @@
 Every check is vectorised. A failed check raises ``ValueError`` (bad values) or ``TypeError`` (bad
 types) naming the column, the first bad value and its row position, plus how many rows are bad.
 With ``on_invalid="skip"`` the same checks return a boolean mask of the rows to skip instead.
+
+The value checks (:func:`check_labels`, :func:`check_finite`, :func:`check_weights`, and
+:func:`to_float` for values that are not numbers; a missing value fails the check of its role)
+are defined here once, for the plain (N,) path (:func:`plain_batch`) and for every input format
+of :mod:`core.formats`, which builds on this module (this module never imports it).
 """
 
 from __future__ import annotations
