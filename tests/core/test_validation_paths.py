@@ -228,3 +228,16 @@ def test_a_missing_row_in_any_format_is_skipped(name, null_at):
     assert (got.row_of is None) == (want.row_of is None)
     if want.row_of is not None:  # map elements point at the kept rows
         assert np.array_equal(got.row_of, want.row_of)
+
+
+@pytest.mark.parametrize("container", ["python-lists", "arrow"])
+def test_a_null_list_inside_a_map_row_names_the_row_and_entry_and_is_skipped(container):
+    maps = [[[0, 1], [2, 1]], [[1, 1], None], [[2, 2], [2, 0]]]
+    preds = [[[0, 1], [2, 1]], [[1, 1], [0, 0]], [[2, 2], [2, 0]]]
+    target = pa.array(maps) if container == "arrow" else maps
+    with pytest.raises(ValueError) as err:
+        build_batch(task=Task(num_classes=3), columns={"target": target, "prediction": preds}, names={"target": "m"}, row_offset=OFFSET)
+    assert str(err.value).startswith(f"column 'm': invalid value nan at row {OFFSET + 1}, entry (1, 0):"), str(err.value)
+    got, invalid = build_batch(task=Task(num_classes=3), columns={"target": target, "prediction": preds}, row_offset=OFFSET, on_invalid="skip")
+    assert invalid.tolist() == [False, True, False]
+    assert got.y_true.tolist() == [0, 1, 2, 1, 2, 2, 2, 0] and got.row_of.tolist() == [0, 0, 0, 0, 1, 1, 1, 1]
