@@ -20,7 +20,8 @@ import warnings
 import numpy as np
 
 from core import codec
-from core._inputs import ON_INVALID, Batch, as_array, make_batch
+from core._inputs import ON_INVALID, Batch, as_array
+from core.formats import make_batch
 from core.metrics import Metric, Task, UndefinedMetricWarning
 from core.plan import Plan, make_task, undefined_warning
 from core.results import Results, SliceResult
@@ -151,7 +152,7 @@ def extract_columns(
     def read(values: Any, name: str) -> np.ndarray:
         if name in sliced:
             return read_slice_column(values, name, row_offset)
-        return as_nd_array(values, name) if name in nd else as_array(values, name)
+        return as_nd_array(values, name, row_offset) if name in nd else as_array(values, name)
 
     if isinstance(data, list):
         if data and not isinstance(data[0], Mapping):
@@ -619,6 +620,7 @@ class Evaluation:
                 names=(self.label_col, self.score_col or "", self.prediction_col or "", self.weight_col or ""),
                 row_offset=row_offset,
                 on_invalid=self.on_invalid,
+                task=self.plan.task,
             )
         else:
             from core.formats import build_batch

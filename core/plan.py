@@ -17,7 +17,8 @@ import numpy as np
 import warnings
 
 from core import codec
-from core._inputs import Batch, make_batch
+from core._inputs import Batch
+from core.formats import make_batch
 from core.metrics import DEFAULT_METRICS, Interval, Metric, Task, UndefinedMetricWarning, recording_undefined, resolve
 from core.states import ExampleCountState, State
 

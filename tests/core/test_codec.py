@@ -30,7 +30,8 @@ from core import (
     Task,
 )
 from core import codec
-from core._inputs import Batch, make_batch
+from core._inputs import Batch
+from core.formats import make_batch
 
 # NaN results (an undefined metric) are expected in these tests; their warnings are noise here.
 pytestmark = pytest.mark.filterwarnings("ignore::core.UndefinedMetricWarning")
