@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from core.task import Task
+
 ON_INVALID = ("raise", "skip")
 
 
@@ -418,8 +420,6 @@ def make_batch(
 
 
 def _default_task(num_classes: int) -> Any:
-    from core.metrics import Task
-
     return Task(num_classes)
 
 

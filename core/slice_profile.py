@@ -46,7 +46,9 @@ from typing import Any, Iterable, Mapping
 
 import numpy as np
 
+from core.batches import extract_columns, fold_all
 from core.codec import _Reader
+from core.score_distribution import bin_lower_scores, keys_to_scores, score_keys
 from core.slicing import (
     OTHER,
     Assignment,
@@ -277,8 +279,6 @@ class ValueSketch:
     @classmethod
     def from_values(cls, x: np.ndarray, capacity: int = DEFAULT_SKETCH_CAPACITY) -> "ValueSketch":
         """The sketch of one batch of float64 values (non-finite values are left out)."""
-        from core.score_distribution import score_keys
-
         x = np.asarray(x, dtype=np.float64)
         x = x[np.isfinite(x)]
         keys, counts = np.unique(score_keys(x), return_counts=True)
@@ -311,8 +311,6 @@ class ValueSketch:
     def edges(self, k: int) -> tuple[float, ...]:
         """Interior quantile edges ``q_i = i/k`` (i = 1..k-1), ascending, equal ones collapsed;
         () when the column has no finite value."""
-        from core.score_distribution import bin_lower_scores, keys_to_scores
-
         n = self.count
         if n == 0:
             return ()
@@ -600,8 +598,6 @@ class SliceProfiler:
             ValueError: a column is missing.
             TypeError: a slice column mixes types, or a bucketed column holds a non-number.
         """
-        from core.evaluation import extract_columns
-
         slice_cols = [c for c in self.slice_columns if c != self.weight_col]
         cols, n = extract_columns(data, self.columns, slice_columns=slice_cols, row_offset=row_offset)
         if n == 0:
@@ -654,8 +650,6 @@ class SliceProfiler:
 
     def profile(self, batches: Iterable[Any]) -> ProfileSummary:
         """Fold every batch in order and resolve (the local engine's first pass)."""
-        from core.evaluation import fold_all
-
         return self.finish(fold_all(self, batches))
 
     def __repr__(self) -> str:
