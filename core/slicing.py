@@ -28,6 +28,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
+from core._inputs import as_array
 from core.limits import MAX_QUANTILES, MAX_SLICES
 
 OVERALL: tuple = ()
@@ -683,8 +684,6 @@ def read_slice_column(values: Any, name: str, row_offset: int = 0) -> "np.ndarra
         TypeError: the column is not array-like, or its lists hold lists (the message names the
             column, the value and its row, counted from ``row_offset``).
     """
-    from core._inputs import as_array
-
     t = getattr(values, "type", None)
     if t is not None and hasattr(values, "null_count"):  # pyarrow Array / ChunkedArray
         if str(t).startswith(("list<", "large_list<", "fixed_size_list<")):
@@ -1006,10 +1005,6 @@ def encode_keys(keys: Sequence[tuple]) -> tuple[list[bytes], list[bool]]:
         return [_encode_value(v).rstrip(b"\x00") for v in vals], [v is None for v in vals]
     vals = [tuple(v for _, v in k) for k in keys]
     return [encode_key(v) for v in vals], [None in v for v in vals]
-
-
-def key_values(key: tuple) -> tuple:
-    return tuple(v for _, v in key)
 
 
 # --------------------------------------------------------------------------------------------
