@@ -966,6 +966,26 @@ def _filter_mask(uniques: Sequence[Any], allowed: Sequence[Any]) -> np.ndarray:
 # --------------------------------------------------------------------------------------------
 # order-preserving key encoding (profiles and the top-N cut)
 _MASK64 = (1 << 64) - 1
+#: version of the key encoding of :func:`encode_key`; version 1 (before numbers were one kind:
+#: ints tagged 3 in 9 bytes before floats tagged 4 in 8 bytes) is read by :func:`upgrade_key_v1`
+KEY_ENCODING = 2
+_INT_RANGE = 1 << 71  # ints in [-2**71, 2**71) are numbers; larger ones are encoded as text
+_REST_OFFSET = 1 << 31  # int minus its nearest float: |rest| <= 2**17 in that range
+
+
+def _encode_number(v: int | float) -> bytes:
+    """One numeric kind: ints and floats in numeric order (an int before an equal float).
+
+    The nearest float64 in order-preserving bytes, then the exact rest ``v - int(that float)``
+    of an int (0 for a float: a float never lies strictly between an int and its nearest float),
+    then the type (0 int, 1 float), so equal ints and floats stay distinct keys.
+    """
+    f = float(v) + 0.0  # -0.0 and 0.0 are one value
+    u = int.from_bytes(struct.pack(">d", f), "big")
+    u = (u ^ _MASK64) if u >> 63 else (u | (1 << 63))
+    if isinstance(v, float):
+        return b"\x03" + u.to_bytes(8, "big") + _REST_OFFSET.to_bytes(4, "big") + b"\x01"
+    return b"\x03" + u.to_bytes(8, "big") + (v - int(f) + _REST_OFFSET).to_bytes(4, "big") + b"\x00"
 
 
 def _encode_value(v: Any) -> bytes:
@@ -975,12 +995,8 @@ def _encode_value(v: Any) -> bytes:
         return b"\x01"
     if isinstance(v, bool):
         return b"\x02\x01" if v else b"\x02\x00"
-    if isinstance(v, int) and -(1 << 71) <= v < (1 << 71):
-        return b"\x03" + (v + (1 << 71)).to_bytes(9, "big")
-    if isinstance(v, float):
-        u = int.from_bytes(struct.pack(">d", v + 0.0), "big")
-        u = (u ^ _MASK64) if u >> 63 else (u | (1 << 63))
-        return b"\x04" + u.to_bytes(8, "big")
+    if isinstance(v, float) or (isinstance(v, int) and -_INT_RANGE <= v < _INT_RANGE):
+        return _encode_number(v)
     tag = b"\x05" if isinstance(v, str) else b"\x06"
     return tag + str(v).encode("utf-8", "surrogatepass").replace(b"\x00", b"\x00\xff") + b"\x00\x00"
 
@@ -988,14 +1004,65 @@ def _encode_value(v: Any) -> bytes:
 def encode_key(values: Sequence[Any]) -> bytes:
     """Order-preserving, injective bytes of a slice key's values.
 
-    Components are self-delimiting (type tag, then 9-byte ints, 8-byte order-preserving floats,
-    or escaped UTF-8 text with a terminator), so bytewise order is the order of the values
-    (missing first, then booleans, ints, floats, strings; crossed keys column by column).
+    Components are self-delimiting (type tag, then 13 bytes for a number, see
+    :func:`_encode_number`, or escaped UTF-8 text with a terminator), so bytewise order is the
+    order of the values (missing first, then booleans, numbers (ints and floats in one numeric
+    order, an int before an equal float), strings; crossed keys column by column).
     Trailing zero bytes are stripped (numpy ``S`` arrays drop them) without losing injectivity.
     """
     if len(values) == 1:  # the common one-column key, without the join
         return _encode_value(values[0]).rstrip(b"\x00")
     return b"".join(_encode_value(v) for v in values).rstrip(b"\x00")
+
+
+def upgrade_key_v1(old: bytes) -> bytes:
+    """The :func:`encode_key` bytes of a key written in key encoding 1 (the slice profiles of
+    earlier releases): its ints and floats re-encoded as one numeric kind, other values as they
+    were.
+
+    Raises:
+        ValueError: bytes that no key of encoding 1 has.
+    """
+    data = bytes(old)
+    n, i = len(data), 0
+    out = []
+
+    def take(k: int) -> bytes:  # the next k bytes, the stripped trailing zeros restored
+        nonlocal i
+        chunk, i = data[i : i + k], i + k
+        return chunk + b"\x00" * (k - len(chunk))
+
+    while i < n:
+        tag, i = data[i], i + 1
+        if tag == 1:
+            out.append(b"\x01")
+        elif tag == 2:
+            out.append(b"\x02" + take(1))
+        elif tag == 3:
+            out.append(_encode_number(int.from_bytes(take(9), "big") - _INT_RANGE))
+        elif tag == 4:
+            u = int.from_bytes(take(8), "big")
+            u = (u ^ (1 << 63)) if u >> 63 else (u ^ _MASK64)
+            out.append(_encode_number(struct.unpack(">d", u.to_bytes(8, "big"))[0]))
+        elif tag in (5, 6):  # escaped text (NUL as 00 ff) ended by 00 00, which may be stripped
+            start, j = i - 1, i
+            while True:
+                k = data.find(b"\x00", j)
+                if k < 0:
+                    out.append(data[start:] + b"\x00\x00")
+                    i = n
+                    break
+                if k + 1 < n and data[k + 1] == 0xFF:
+                    j = k + 2
+                elif k + 1 < n and data[k + 1] == 0:
+                    out.append(data[start : k + 2])
+                    i = k + 2
+                    break
+                else:
+                    raise ValueError(f"not a slice key of encoding 1: {data.hex()} (bad text escape at byte {k})")
+        else:
+            raise ValueError(f"not a slice key of encoding 1: {data.hex()} (unknown tag {tag} at byte {i - 1})")
+    return b"".join(out).rstrip(b"\x00")
 
 
 def encode_keys(keys: Sequence[tuple]) -> tuple[list[bytes], list[bool]]:
