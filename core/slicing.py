@@ -1113,8 +1113,10 @@ class Assignment:
     codes: np.ndarray
     keys: list[tuple]
 
-    def groups(self, n: int, invalid: np.ndarray | None = None, row_of: np.ndarray | None = None) -> tuple[list[np.ndarray], np.ndarray]:
-        """Positions in the validated batch of each slice, and the skipped rows of each slice.
+    def pairs(
+        self, n: int, invalid: np.ndarray | None = None, row_of: np.ndarray | None = None
+    ) -> tuple[np.ndarray | None, np.ndarray, np.ndarray]:
+        """The (batch element, slice) pairs of the validated batch, and the skipped rows per slice.
 
         Args:
             n: number of input rows of the batch.
@@ -1123,23 +1125,23 @@ class Assignment:
                 ``ignore_index``), or None when elements are the valid rows.
 
         Returns:
-            ``(positions, skipped)``: one int64 array of batch positions per key, and (K,)
-            int64 invalid rows per key.
+            ``(positions, codes, skipped)``: (m,) int64 batch position and slice index of each
+            pair (``positions`` None when pair ``i`` is element ``i``), and (K,) int64 invalid
+            rows per slice index.
         """
         k = len(self.keys)
         codes = self.codes
+        skipped = np.zeros(k, dtype=np.int64)
         if k == 0:  # no row of the batch is in a slice of the spec (e.g. a filter matched none)
-            return [], np.zeros(0, dtype=np.int64)
+            return None, np.zeros(0, dtype=np.int64), skipped
         if self.rows is None:
-            skipped = np.zeros(k, dtype=np.int64)
             if invalid is not None and invalid.any():
                 skipped = np.bincount(codes[invalid], minlength=k)
                 codes = codes[~invalid]
             if row_of is not None:
                 codes = codes[row_of]
-            return split_by_code(codes, k), skipped
+            return None, codes, skipped
         rows = self.rows
-        skipped = np.zeros(k, dtype=np.int64)
         if invalid is not None and invalid.any():
             bad = invalid[rows]
             skipped = np.bincount(codes[bad], minlength=k)
@@ -1156,9 +1158,24 @@ class Assignment:
             offs = np.arange(rep.size) - np.repeat(np.cumsum(cnt) - cnt, cnt)
             pos = order[start[rep] + offs]
             codes = codes[rep]
+        return pos.astype(np.int64, copy=False), codes, skipped
+
+    def groups(self, n: int, invalid: np.ndarray | None = None, row_of: np.ndarray | None = None) -> tuple[list[np.ndarray], np.ndarray]:
+        """Positions in the validated batch of each slice, and the skipped rows of each slice
+        (arguments as :meth:`pairs`).
+
+        Returns:
+            ``(positions, skipped)``: one int64 array of batch positions per key, and (K,)
+            int64 invalid rows per key.
+        """
+        k = len(self.keys)
+        pos, codes, skipped = self.pairs(n, invalid, row_of)
+        if k == 0:
+            return [], skipped
         order = _stable_order(codes, k)
         bounds = np.cumsum(np.bincount(codes, minlength=k))
-        return np.split(pos[order].astype(np.int64, copy=False), bounds[:-1]), skipped
+        at = order if pos is None else pos[order]
+        return np.split(at.astype(np.int64, copy=False), bounds[:-1]), skipped
 
 
 def _join(ra: np.ndarray, ca: np.ndarray, rb: np.ndarray, cb: np.ndarray, n: int):
