@@ -538,12 +538,13 @@ class Evaluation:
         n_skipped = int(invalid.sum()) if invalid is not None else 0
         self._fold_into(acc, OVERALL, batch, n_skipped)
         weighted = self.weight_col is not None
+        cache: dict = {}  # per-row cells and score keys, shared by the specs' blocks
         for spec in self.slices:
             assigned = assign_slices(spec, cols, n, self._bounds.get(spec), row_offset)
             # (batch element, slice) pairs: pixels of maps, or rows left after ignore_index, via row_of
             pos, codes, skipped = assigned.pairs(n, invalid if n_skipped else None, batch.row_of)
             if isinstance(acc, Accumulator):  # every slice of the spec in one vectorised pass
-                acc.block(spec.columns, self.plan.state_types, weighted).fold(batch if batch.n else None, pos, codes, assigned.keys, skipped)
+                acc.block(spec.columns, self.plan.state_types, weighted).fold(batch if batch.n else None, pos, codes, assigned.keys, skipped, cache)
                 continue
             for g, idx in enumerate(assigned.groups(n, invalid if n_skipped else None, batch.row_of)[0]):  # a plain dict
                 if idx.size or skipped[g]:

@@ -15,6 +15,7 @@ import datetime
 import decimal
 import math
 import struct
+from collections.abc import Sequence as _AbcSequence
 from typing import Any, Sequence
 
 import numpy as np
@@ -150,17 +151,31 @@ class CodedColumn:
 
     Attributes:
         codes: (n,) int64 index of each row's value in ``uniques``.
-        uniques: the distinct values, sorted, with None last when some row is missing: exactly
-            what :func:`_encode_column` gives for the same values.
+        uniques: the distinct values (in no particular order), with None last when some row is
+            missing: the values :func:`_encode_column` gives for the same values.
+        dictionary: the Arrow array of the distinct values other than None (Arrow columns only;
+            ``uniques`` is then built from it on first use), else None.
 
     ``np.asarray(column)`` gives the (n,) object array of the values.
     """
 
-    __slots__ = ("codes", "uniques")
+    __slots__ = ("codes", "_uniques", "dictionary", "_has_null")
 
-    def __init__(self, codes: np.ndarray, uniques: list[Any]):
+    def __init__(self, codes: np.ndarray, uniques: list[Any] | None, dictionary: Any = None, has_null: bool = False):
         self.codes = codes
-        self.uniques = uniques
+        self._uniques = uniques
+        self.dictionary = dictionary
+        self._has_null = has_null if uniques is None else (bool(uniques) and uniques[-1] is None)
+
+    @property
+    def has_null(self) -> bool:
+        return self._has_null
+
+    @property
+    def uniques(self) -> list[Any]:
+        if self._uniques is None:
+            self._uniques = self.dictionary.to_pylist() + ([None] if self._has_null else [])
+        return self._uniques
 
     @property
     def shape(self) -> tuple[int]:
@@ -177,24 +192,44 @@ class CodedColumn:
         return f"CodedColumn(rows={len(self)}, values={len(self.uniques)})"
 
 
+class ValueKeys(_AbcSequence):
+    """The slice keys ``((column, value),)`` of the distinct values of one Arrow-coded column
+    (:class:`CodedColumn` with a ``dictionary``), in code order, built only when read: a
+    :class:`core.grouped.SliceBlock` maps the Arrow dictionary to its slots directly."""
+
+    __slots__ = ("column", "coded", "_keys")
+
+    def __init__(self, column: str, coded: CodedColumn):
+        self.column = column
+        self.coded = coded
+        self._keys: list[tuple] | None = None
+
+    def _list(self) -> list[tuple]:
+        if self._keys is None:
+            self._keys = [((self.column, v),) for v in self.coded.uniques]
+        return self._keys
+
+    def __len__(self) -> int:
+        return len(self.coded.dictionary) + self.coded.has_null
+
+    def __getitem__(self, i: Any) -> Any:
+        return self._list()[i]
+
+    def __iter__(self) -> Any:
+        return iter(self._list())
+
+
 def _arrow_coded(values: Any) -> CodedColumn | None:
     """A plain Arrow string column as a :class:`CodedColumn` (None for any other type)."""
     if str(values.type) not in ("string", "large_string"):
         return None
     arr = values.combine_chunks() if hasattr(values, "combine_chunks") else values
     enc = arr.dictionary_encode()
-    dictionary = enc.dictionary.to_pylist()
-    m = len(dictionary)
-    order = sorted(range(m), key=dictionary.__getitem__)
-    rank = np.empty(m + 1, dtype=np.int64)
-    rank[order] = np.arange(m)
-    rank[m] = m  # missing: the last code, value None
     idx = enc.indices
-    uniques = [dictionary[i] for i in order]
-    if idx.null_count:
-        idx = idx.fill_null(m)
-        uniques.append(None)
-    return CodedColumn(rank[idx.to_numpy(zero_copy_only=False)], uniques)
+    has_null = bool(idx.null_count)
+    if has_null:
+        idx = idx.fill_null(len(enc.dictionary))
+    return CodedColumn(idx.to_numpy(zero_copy_only=False).astype(np.int64), None, enc.dictionary, has_null)
 
 
 def _coded_strings(values: list | tuple) -> CodedColumn | None:

@@ -48,12 +48,14 @@ from core.slice_values import (  # noqa: F401  (re-exported)
     KEY_ENCODING,
     CodedColumn,
     ListColumn,
+    ValueKeys,
     canonical_value,
     encode_key,
     encode_keys,
     read_slice_column,
     upgrade_key_v1,
 )
+
 
 # --------------------------------------------------------------------------------------------
 # encoding one column of a batch
@@ -390,6 +392,18 @@ class Assignment:
         return np.split(at.astype(np.int64, copy=False), bounds[:-1]), skipped
 
 
+def _dense_unique(codes: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(codes, return_inverse=True)`` of codes in ``[0, size)``: by one bincount and a
+    lookup table when ``size`` is small next to the number of codes (no sort)."""
+    if size > max(4 * codes.size, 1 << 16):
+        used, inv = np.unique(codes, return_inverse=True)
+        return used, inv.reshape(-1)
+    used = np.flatnonzero(np.bincount(codes, minlength=size))
+    table = np.empty(size, dtype=np.int64)
+    table[used] = np.arange(used.size)
+    return used, table[codes]
+
+
 def _join(ra: np.ndarray, ca: np.ndarray, rb: np.ndarray, cb: np.ndarray, n: int):
     """Every pair of A and B on the same row (both sorted by row): the rows and both codes."""
     nb = np.bincount(rb, minlength=n)
@@ -435,6 +449,14 @@ def assign_slices(
     codes: np.ndarray | None = None
     keys: list[tuple] = []
     listed = False
+    if len(spec.columns) == 1:  # one Arrow string column as it is: its dictionary's keys
+        col = spec.columns[0]
+        data = columns[col]
+        if (
+            isinstance(data, CodedColumn) and data.dictionary is not None and spec.filter_of(col) is None
+            and spec.edges_of(col) is None and spec.quantiles_of(col) is None and (bounds is None or bounds.kept is None)
+        ):  # fmt: skip
+            return Assignment(None, data.codes, ValueKeys(col, data))
     for col in spec.columns:
         data = columns[col]
         if isinstance(data, ListColumn):
@@ -466,8 +488,7 @@ def assign_slices(
             ra = np.arange(n, dtype=np.int64) if rows is None else rows
             rb = np.arange(n, dtype=np.int64) if r is None else r
             rows, ca, cb = _join(ra, codes, rb, c, n)
-        used, codes = np.unique(ca * len(uniq) + cb, return_inverse=True)
-        codes = codes.reshape(-1)
+        used, codes = _dense_unique(ca * len(uniq) + cb, len(keys) * len(uniq))
         keys = [keys[int(u) // len(uniq)] + ((col, uniq[int(u) % len(uniq)]),) for u in used]
     assert codes is not None
     if rows is not None or len(keys) != (int(codes.max()) + 1 if codes.size else 0):
