@@ -18,6 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from core.task import Task
+
 ON_INVALID = ("raise", "skip")
 
 

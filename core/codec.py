@@ -58,6 +58,10 @@ _ACC_MAGIC = b"MMA"
 _DTYPES = {1: np.dtype("<f8"), 2: np.dtype("<i8")}
 _DTYPE_CODES = {np.dtype("float64"): 1, np.dtype("int64"): 2}
 
+#: every state kind the codec can read, ``{kind: class}``: filled by :class:`core.states.State`
+#: as each kind is defined (the codec sits below the states and never imports them)
+STATE_KINDS: dict[str, type] = {}
+
 
 class _Reader:
     def __init__(self, data: bytes, what: str):
@@ -178,8 +182,6 @@ def encode_state(state: Any) -> bytes:
 
 
 def _read_state(r: _Reader, version: int = VERSION, expect: type | None = None) -> Any:
-    from core.states import STATE_KINDS
-
     kind = r.str16()
     cls = STATE_KINDS.get(kind)
     if cls is None:
