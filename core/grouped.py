@@ -35,7 +35,7 @@ import numpy as np
 from core._inputs import Batch
 from core.exact import ExactSums, exact_sum
 from core.score_distribution import ScoreDistributionState, canonical_bins, score_keys
-from core.slicing import ValueKeys
+from core.slicing import ValueKeys, _stable_order
 from core.states import ExampleCountState, State, checked_add
 
 
@@ -43,7 +43,7 @@ def split_positions(pos: np.ndarray | None, codes: np.ndarray, size: int) -> lis
     """``[(code, batch positions of that code)]`` for every code present (one stable sort)."""
     if codes.size == 0:
         return []
-    order = np.argsort(codes, kind="stable")
+    order = _stable_order(codes, size)
     sorted_codes = codes[order]
     starts = np.flatnonzero(np.concatenate(([True], sorted_codes[1:] != sorted_codes[:-1])))
     at = order if pos is None else pos[order]
@@ -218,7 +218,24 @@ class DistributionStack(Stack):
         self.big: dict[int, State] = {}
         self._bounds: np.ndarray | None = None
 
+    #: a slot with at least this many rows in a batch is folded into its own state (the state's
+    #: histogram fold beats sorting its rows with the others')
+    HEAVY = 1 << 12
+
     def fold(self, batch: Batch, pos: np.ndarray | None, slots: np.ndarray, size: int, cache: dict) -> None:
+        if slots.size >= self.HEAVY:
+            heavy = np.bincount(slots, minlength=size) >= self.HEAVY
+            on_heavy = heavy[slots]
+            if on_heavy.any():
+                sel = np.flatnonzero(on_heavy)
+                for slot, idx in split_positions(sel if pos is None else pos[sel], slots[sel], size):
+                    old = self.big.get(slot)
+                    self.big[slot] = (self.cls.zero(self.layout) if old is None else old).fold(batch.take(idx))
+                self._bounds = None
+                if on_heavy.all():
+                    return
+                light = np.flatnonzero(~on_heavy)
+                pos, slots = (light if pos is None else pos[light]), slots[light]
         got = cache.get(self.cls)
         if got is None:
             score, y, _ = self.cls._inputs(batch)
