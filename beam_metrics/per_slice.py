@@ -81,6 +81,7 @@ class FoldPerSlice(beam.DoFn):
         self.batch_size = batch_size
         self._cache: tuple[str | None, MetricsCombineFn] | None = None
         self._open: dict = {}
+        self._global: tuple[MetricsCombineFn, MetricsAccumulator] | None = None
 
     def _fn(self, summary: Any) -> MetricsCombineFn:
         text = None if summary is None else summary.to_json()
@@ -98,10 +99,14 @@ class FoldPerSlice(beam.DoFn):
 
     def start_bundle(self) -> None:
         self._open = {}
+        self._global = None
 
     def process(self, element: Any) -> None:
-        fn, acc = self._entry(GlobalWindow(), None)
-        fn._add(acc, element)
+        entry = self._global
+        if entry is None:  # one accumulator per bundle, in the global window
+            fn, acc = self._entry(GlobalWindow(), None)
+            entry = self._global = (fn._add, acc)
+        entry[0](entry[1], element)
 
     def finish_bundle(self) -> Iterable[WindowedValue]:
         for window, (fn, acc) in self._open.items():
@@ -112,6 +117,7 @@ class FoldPerSlice(beam.DoFn):
                 key_json = codec.slice_key_to_json(key)
                 yield WindowedValue((key_json, (key_json, ev.encode_states(states))), ts, [window])
         self._open = {}
+        self._global = None
 
 
 class WindowedFoldPerSlice(FoldPerSlice):

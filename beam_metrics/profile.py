@@ -41,8 +41,8 @@ class SliceProfileCoder(MetricsAccumulatorCoder):
 
     def encode(self, value: MetricsAccumulator) -> bytes:
         acc = value.acc
-        if value.buffer:
-            acc = self.evaluation.fold(self.evaluation.zero().merge(acc), value.buffer, row_offset=value.buffer_start)
+        if value.pending:
+            acc = value.fold_pending(self.evaluation, self.evaluation.zero().merge(acc))
         return self.evaluation.encode_accumulator(acc)
 
     def __eq__(self, other: object) -> bool:
@@ -72,6 +72,7 @@ class SliceProfileCombineFn(MetricsCombineFn):
     def __init__(self, evaluation: Evaluation, batch_size: int = DEFAULT_BATCH_SIZE):
         super().__init__(evaluation, batch_size)
         self.evaluation = evaluation.profiler()  # the accumulator vocabulary of the counting pass
+        self._columns = list(self.evaluation.columns)
 
     def extract_output(self, accumulator: MetricsAccumulator) -> ProfileSummary:
         self._flush(accumulator)
