@@ -26,6 +26,7 @@ from core.metrics import Metric, Task, UndefinedMetricWarning
 from core.plan import Plan, make_task, undefined_warning
 from core.results import Results, SliceResult
 from core.slicing import OTHER, OVERALL, SIZE_MEASURES, assign_slices, parse_slices, read_slice_column, slice_name, sort_key
+from core.grouped import SliceBlock
 from core.states import ExampleCountState
 from core.suppression import suppress_complements, withhold_names
 
@@ -33,17 +34,80 @@ class Accumulator(dict):
     """``{slice_key: tuple_of_states}`` plus ``fingerprint``: the settings of the evaluation that
     filled it (see :attr:`Evaluation.fingerprint`; None when unknown, e.g. a plain dict's copy).
     :meth:`Evaluation.merge`, :meth:`~Evaluation.fold`, :meth:`~Evaluation.finish` and the codec
-    check it, so accumulators of differently configured evaluations never mix."""
+    check it, so accumulators of differently configured evaluations never mix.
+
+    :meth:`Evaluation.fold` keeps each slice spec's slices in a :class:`core.grouped.SliceBlock`
+    (every slice of the spec folded in one vectorised pass, states with a leading slice axis);
+    they become per-slice tuples of states (merged with any tuple already held for the slice)
+    the first time the accumulator is read as a mapping.
+    """
 
     def __init__(self, items: Any = (), fingerprint: dict[str, Any] | None = None):
         super().__init__(items)
         self.fingerprint = fingerprint
+        self.blocks: dict[tuple[str, ...], SliceBlock] = {}
+
+    def block(self, spec: tuple[str, ...], state_types: tuple, weighted: bool) -> SliceBlock:
+        """The block of a spec's slices (created empty)."""
+        b = self.blocks.get(spec)
+        if b is None:
+            b = self.blocks[spec] = SliceBlock(state_types, weighted)
+        return b
+
+    def materialize(self) -> "Accumulator":
+        """Turn the blocks into per-slice tuples of states (returns ``self``)."""
+        if self.blocks:
+            blocks, self.blocks = self.blocks, {}
+            for block in blocks.values():
+                for key, states in block.items():
+                    old = dict.get(self, key)
+                    dict.__setitem__(self, key, states if old is None else tuple(x.merge(y) for x, y in zip(old, states)))
+        return self
 
     def copy(self) -> "Accumulator":
-        return Accumulator(self, self.fingerprint)
+        out = Accumulator(dict.items(self), self.fingerprint)
+        out.blocks = {k: b.copy() for k, b in self.blocks.items()}
+        return out
+
+    def __getitem__(self, key: Any) -> Any:
+        return dict.__getitem__(self.materialize(), key)
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        return dict.get(self.materialize(), key, default)
+
+    def __contains__(self, key: object) -> bool:
+        return dict.__contains__(self.materialize(), key)
+
+    def __iter__(self) -> Any:
+        return dict.__iter__(self.materialize())
+
+    def __len__(self) -> int:
+        return dict.__len__(self.materialize())
+
+    def keys(self) -> Any:
+        return dict.keys(self.materialize())
+
+    def values(self) -> Any:
+        return dict.values(self.materialize())
+
+    def items(self) -> Any:
+        return dict.items(self.materialize())
+
+    def pop(self, key: Any, *default: Any) -> Any:
+        return dict.pop(self.materialize(), key, *default)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Accumulator):
+            other.materialize()
+        return dict.__eq__(self.materialize(), other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __reduce__(self) -> tuple:
+        return (Accumulator, (dict(self.items()), self.fingerprint))
 
     def __repr__(self) -> str:
-        return f"Accumulator({dict.__repr__(self)})"
+        return f"Accumulator({dict.__repr__(self.materialize())})"
 
 
 def _available(data: Any) -> list[str]:
@@ -609,19 +673,23 @@ class Evaluation:
             )
         n_skipped = int(invalid.sum()) if invalid is not None else 0
         self._fold_into(acc, OVERALL, batch, n_skipped)
+        weighted = self.weight_col is not None
+        cache: dict = {}  # per-row cells and score keys, shared by the specs' blocks
         for spec in self.slices:
             assigned = assign_slices(spec, cols, n, self._bounds.get(spec), row_offset)
-            # batch positions per slice (pixels of maps, or rows left after ignore_index, via row_of)
-            groups, skipped = assigned.groups(n, invalid if n_skipped else None, batch.row_of)
-            for g, idx in enumerate(groups):
-                if idx.size == 0 and skipped[g] == 0:
-                    continue
-                self._fold_into(acc, assigned.keys[g], batch.take(idx) if idx.size else None, int(skipped[g]))
+            # (batch element, slice) pairs: pixels of maps, or rows left after ignore_index, via row_of
+            pos, codes, skipped = assigned.pairs(n, invalid if n_skipped else None, batch.row_of)
+            if isinstance(acc, Accumulator):  # every slice of the spec in one vectorised pass
+                acc.block(spec.columns, self.plan.state_types, weighted).fold(batch if batch.n else None, pos, codes, assigned.keys, skipped, cache)
+                continue
+            for g, idx in enumerate(assigned.groups(n, invalid if n_skipped else None, batch.row_of)[0]):  # a plain dict
+                if idx.size or skipped[g]:
+                    self._fold_into(acc, assigned.keys[g], batch.take(idx) if idx.size else None, int(skipped[g]))
         return acc
 
     def _fold_into(self, acc: Accumulator, key: tuple, batch: Batch | None, skipped: int) -> None:
         """Fold ``batch`` (None: no elements) and ``skipped`` invalid rows into slice ``key``."""
-        states = acc.get(key)
+        states = dict.get(acc, key)  # not Accumulator.get: its blocks stay as they are
         if states is None:
             states = self.plan.zero()
         if batch is not None:
@@ -640,6 +708,13 @@ class Evaluation:
         fp = self._joint_fingerprint(getattr(a, "fingerprint", None), getattr(b, "fingerprint", None))
         if isinstance(a, Accumulator):
             a.fingerprint = fp
+        if isinstance(a, Accumulator) and isinstance(b, Accumulator):
+            for spec, block in b.blocks.items():  # slice by slice, vectorised; b is left unchanged
+                a.block(spec, self.plan.state_types, self.weight_col is not None).merge(block)
+            for key, states in dict.items(b):
+                old = dict.get(a, key)
+                dict.__setitem__(a, key, states if old is None else self.plan.merge(old, states))
+            return a
         for key, states in b.items():
             old = a.get(key)
             a[key] = states if old is None else self.plan.merge(old, states)

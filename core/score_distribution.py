@@ -137,6 +137,13 @@ def _coarsen(keys: np.ndarray, weights: np.ndarray, shift: int):
     return k[starts], np.add.reduceat(weights, starts, axis=0)
 
 
+#: The canonical bins of ascending distinct keys (see :func:`_canonical`).
+def canonical_bins(keys: np.ndarray, weights: np.ndarray, level: int, capacity: int):
+    """``(keys, weights, level)``: ascending distinct bins at ``level`` (with (m, L) weights)
+    raised to the smallest level at which at most ``capacity`` remain: the canonical state's."""
+    return _canonical(keys, weights, level, capacity)
+
+
 def _union(ka, wa, kb, wb):
     """Union of two ascending distinct key arrays with their (m, L) weights added on common keys.
 

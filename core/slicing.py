@@ -23,6 +23,7 @@ import decimal
 import math
 import re
 import struct
+from collections.abc import Sequence as _AbcSequence
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -576,17 +577,31 @@ class CodedColumn:
 
     Attributes:
         codes: (n,) int64 index of each row's value in ``uniques``.
-        uniques: the distinct values, sorted, with None last when some row is missing: exactly
-            what :func:`_encode_column` gives for the same values.
+        uniques: the distinct values (in no particular order), with None last when some row is
+            missing: the values :func:`_encode_column` gives for the same values.
+        dictionary: the Arrow array of the distinct values other than None (Arrow columns only;
+            ``uniques`` is then built from it on first use), else None.
 
     ``np.asarray(column)`` gives the (n,) object array of the values.
     """
 
-    __slots__ = ("codes", "uniques")
+    __slots__ = ("codes", "_uniques", "dictionary", "_has_null")
 
-    def __init__(self, codes: np.ndarray, uniques: list[Any]):
+    def __init__(self, codes: np.ndarray, uniques: list[Any] | None, dictionary: Any = None, has_null: bool = False):
         self.codes = codes
-        self.uniques = uniques
+        self._uniques = uniques
+        self.dictionary = dictionary
+        self._has_null = has_null if uniques is None else (bool(uniques) and uniques[-1] is None)
+
+    @property
+    def has_null(self) -> bool:
+        return self._has_null
+
+    @property
+    def uniques(self) -> list[Any]:
+        if self._uniques is None:
+            self._uniques = self.dictionary.to_pylist() + ([None] if self._has_null else [])
+        return self._uniques
 
     @property
     def shape(self) -> tuple[int]:
@@ -603,24 +618,44 @@ class CodedColumn:
         return f"CodedColumn(rows={len(self)}, values={len(self.uniques)})"
 
 
+class ValueKeys(_AbcSequence):
+    """The slice keys ``((column, value),)`` of the distinct values of one Arrow-coded column
+    (:class:`CodedColumn` with a ``dictionary``), in code order, built only when read: a
+    :class:`core.grouped.SliceBlock` maps the Arrow dictionary to its slots directly."""
+
+    __slots__ = ("column", "coded", "_keys")
+
+    def __init__(self, column: str, coded: CodedColumn):
+        self.column = column
+        self.coded = coded
+        self._keys: list[tuple] | None = None
+
+    def _list(self) -> list[tuple]:
+        if self._keys is None:
+            self._keys = [((self.column, v),) for v in self.coded.uniques]
+        return self._keys
+
+    def __len__(self) -> int:
+        return len(self.coded.dictionary) + self.coded.has_null
+
+    def __getitem__(self, i: Any) -> Any:
+        return self._list()[i]
+
+    def __iter__(self) -> Any:
+        return iter(self._list())
+
+
 def _arrow_coded(values: Any) -> CodedColumn | None:
     """A plain Arrow string column as a :class:`CodedColumn` (None for any other type)."""
     if str(values.type) not in ("string", "large_string"):
         return None
     arr = values.combine_chunks() if hasattr(values, "combine_chunks") else values
     enc = arr.dictionary_encode()
-    dictionary = enc.dictionary.to_pylist()
-    m = len(dictionary)
-    order = sorted(range(m), key=dictionary.__getitem__)
-    rank = np.empty(m + 1, dtype=np.int64)
-    rank[order] = np.arange(m)
-    rank[m] = m  # missing: the last code, value None
     idx = enc.indices
-    uniques = [dictionary[i] for i in order]
-    if idx.null_count:
-        idx = idx.fill_null(m)
-        uniques.append(None)
-    return CodedColumn(rank[idx.to_numpy(zero_copy_only=False)], uniques)
+    has_null = bool(idx.null_count)
+    if has_null:
+        idx = idx.fill_null(len(enc.dictionary))
+    return CodedColumn(idx.to_numpy(zero_copy_only=False).astype(np.int64), None, enc.dictionary, has_null)
 
 
 def _coded_strings(values: list | tuple) -> CodedColumn | None:
@@ -1051,8 +1086,10 @@ class Assignment:
     codes: np.ndarray
     keys: list[tuple]
 
-    def groups(self, n: int, invalid: np.ndarray | None = None, row_of: np.ndarray | None = None) -> tuple[list[np.ndarray], np.ndarray]:
-        """Positions in the validated batch of each slice, and the skipped rows of each slice.
+    def pairs(
+        self, n: int, invalid: np.ndarray | None = None, row_of: np.ndarray | None = None
+    ) -> tuple[np.ndarray | None, np.ndarray, np.ndarray]:
+        """The (batch element, slice) pairs of the validated batch, and the skipped rows per slice.
 
         Args:
             n: number of input rows of the batch.
@@ -1061,23 +1098,23 @@ class Assignment:
                 ``ignore_index``), or None when elements are the valid rows.
 
         Returns:
-            ``(positions, skipped)``: one int64 array of batch positions per key, and (K,)
-            int64 invalid rows per key.
+            ``(positions, codes, skipped)``: (m,) int64 batch position and slice index of each
+            pair (``positions`` None when pair ``i`` is element ``i``), and (K,) int64 invalid
+            rows per slice index.
         """
         k = len(self.keys)
         codes = self.codes
+        skipped = np.zeros(k, dtype=np.int64)
         if k == 0:  # no row of the batch is in a slice of the spec (e.g. a filter matched none)
-            return [], np.zeros(0, dtype=np.int64)
+            return None, np.zeros(0, dtype=np.int64), skipped
         if self.rows is None:
-            skipped = np.zeros(k, dtype=np.int64)
             if invalid is not None and invalid.any():
                 skipped = np.bincount(codes[invalid], minlength=k)
                 codes = codes[~invalid]
             if row_of is not None:
                 codes = codes[row_of]
-            return split_by_code(codes, k), skipped
+            return None, codes, skipped
         rows = self.rows
-        skipped = np.zeros(k, dtype=np.int64)
         if invalid is not None and invalid.any():
             bad = invalid[rows]
             skipped = np.bincount(codes[bad], minlength=k)
@@ -1094,9 +1131,36 @@ class Assignment:
             offs = np.arange(rep.size) - np.repeat(np.cumsum(cnt) - cnt, cnt)
             pos = order[start[rep] + offs]
             codes = codes[rep]
+        return pos.astype(np.int64, copy=False), codes, skipped
+
+    def groups(self, n: int, invalid: np.ndarray | None = None, row_of: np.ndarray | None = None) -> tuple[list[np.ndarray], np.ndarray]:
+        """Positions in the validated batch of each slice, and the skipped rows of each slice
+        (arguments as :meth:`pairs`).
+
+        Returns:
+            ``(positions, skipped)``: one int64 array of batch positions per key, and (K,)
+            int64 invalid rows per key.
+        """
+        k = len(self.keys)
+        pos, codes, skipped = self.pairs(n, invalid, row_of)
+        if k == 0:
+            return [], skipped
         order = _stable_order(codes, k)
         bounds = np.cumsum(np.bincount(codes, minlength=k))
-        return np.split(pos[order].astype(np.int64, copy=False), bounds[:-1]), skipped
+        at = order if pos is None else pos[order]
+        return np.split(at.astype(np.int64, copy=False), bounds[:-1]), skipped
+
+
+def _dense_unique(codes: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(codes, return_inverse=True)`` of codes in ``[0, size)``: by one bincount and a
+    lookup table when ``size`` is small next to the number of codes (no sort)."""
+    if size > max(4 * codes.size, 1 << 16):
+        used, inv = np.unique(codes, return_inverse=True)
+        return used, inv.reshape(-1)
+    used = np.flatnonzero(np.bincount(codes, minlength=size))
+    table = np.empty(size, dtype=np.int64)
+    table[used] = np.arange(used.size)
+    return used, table[codes]
 
 
 def _join(ra: np.ndarray, ca: np.ndarray, rb: np.ndarray, cb: np.ndarray, n: int):
@@ -1144,6 +1208,14 @@ def assign_slices(
     codes: np.ndarray | None = None
     keys: list[tuple] = []
     listed = False
+    if len(spec.columns) == 1:  # one Arrow string column as it is: its dictionary's keys
+        col = spec.columns[0]
+        data = columns[col]
+        if (
+            isinstance(data, CodedColumn) and data.dictionary is not None and spec.filter_of(col) is None
+            and spec.edges_of(col) is None and spec.quantiles_of(col) is None and (bounds is None or bounds.kept is None)
+        ):  # fmt: skip
+            return Assignment(None, data.codes, ValueKeys(col, data))
     for col in spec.columns:
         data = columns[col]
         if isinstance(data, ListColumn):
@@ -1175,8 +1247,7 @@ def assign_slices(
             ra = np.arange(n, dtype=np.int64) if rows is None else rows
             rb = np.arange(n, dtype=np.int64) if r is None else r
             rows, ca, cb = _join(ra, codes, rb, c, n)
-        used, codes = np.unique(ca * len(uniq) + cb, return_inverse=True)
-        codes = codes.reshape(-1)
+        used, codes = _dense_unique(ca * len(uniq) + cb, len(keys) * len(uniq))
         keys = [keys[int(u) // len(uniq)] + ((col, uniq[int(u) % len(uniq)]),) for u in used]
     assert codes is not None
     if rows is not None or len(keys) != (int(codes.max()) + 1 if codes.size else 0):

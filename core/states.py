@@ -181,6 +181,26 @@ class State:
         """The state of one validated batch (vectorised, no per-row Python)."""
         raise NotImplementedError
 
+    # -- cells: the seam of the slice-vectorised fold (core.grouped) and engine lowerings ------
+    @classmethod
+    def num_cells(cls, layout: Any) -> int | None:
+        """Number of per-row *cells* of a kind whose state is a sum over them (None: not such a
+        kind). A row falls in exactly one cell (:meth:`cells`); the state of any rows is a
+        function of the row count and the weight sum of each cell (:meth:`from_cells`)."""
+        return None
+
+    @classmethod
+    def cells(cls, layout: Any, batch: Batch) -> np.ndarray:
+        """(n,) intp cell in ``[0, num_cells(layout))`` of each element of a validated batch."""
+        raise NotImplementedError(f"{cls.kind} is not a sum of per-row cells")
+
+    @classmethod
+    def from_cells(cls, layout: Any, counts: np.ndarray, weights: ExactSums | None) -> "State":
+        """The state of rows summarised per cell: ``counts`` (num_cells,) int64 rows per cell and,
+        when the rows are weighted, ``weights`` their exact weight sums (None: unit weights).
+        Equal, bit for bit, to folding the rows themselves."""
+        raise NotImplementedError(f"{cls.kind} is not a sum of per-row cells")
+
     def fold(self, batch: Batch) -> "State":
         """``self.merge(from_batch(self.layout, batch))``."""
         return self.merge(type(self).from_batch(self.layout, batch))
@@ -383,6 +403,23 @@ class ExampleCountState(State):
         return cls(layout, {"count": np.int64(count), "weight": weight, "skipped": np.int64(0)})
 
     @classmethod
+    def num_cells(cls, layout: ExampleCountLayout) -> int:
+        return 1
+
+    @classmethod
+    def cells(cls, layout: ExampleCountLayout, batch: Batch) -> np.ndarray:
+        """One cell: every row (pixels of a map are not rows: see :meth:`from_batch`)."""
+        if batch.row_of is not None:
+            raise ValueError("example counts of maps count images, not per-element cells")
+        return np.zeros(batch.n, dtype=np.intp)
+
+    @classmethod
+    def from_cells(cls, layout: ExampleCountLayout, counts: np.ndarray, weights: ExactSums | None) -> "ExampleCountState":
+        count = int(np.sum(counts))
+        weight = np.float64(count) if weights is None else weights.regroup(np.zeros(weights.shape[0], np.int64), 1, ())
+        return cls(layout, {"count": np.int64(count), "weight": weight, "skipped": np.int64(0)})
+
+    @classmethod
     def skipped_rows(cls, count: int) -> "ExampleCountState":
         """A state recording ``count`` skipped invalid rows and nothing else."""
         return cls(
@@ -489,6 +526,50 @@ class BinaryConfusionState(State):
             },
         )
 
+    @classmethod
+    def num_cells(cls, layout: BinaryConfusionLayout) -> int:
+        return 2 * (len(layout.thresholds) + 1)
+
+    @classmethod
+    def cells(cls, layout: BinaryConfusionLayout, batch: Batch) -> np.ndarray:
+        """``label * (T + 1) + k``: ``k`` is the number of the T thresholds the row's score passes
+        (scores from ``y_score``, else the predictions ``y_pred``)."""
+        score = batch.y_score if batch.y_score is not None else batch.y_pred
+        if score is None:
+            raise ValueError("binary confusion counts need scores or predictions")
+        thr = layout.thresholds
+        t = len(thr)
+        cell = np.multiply(batch.y_true, t + 1, dtype=np.intp)
+        if t == 1:
+            above = np.greater_equal if layout.threshold_rule == ">=" else np.greater
+            cell += above(score, thr[0])
+        else:
+            cell += np.searchsorted(np.asarray(thr), score, side="right" if layout.threshold_rule == ">=" else "left")
+        return cell
+
+    @classmethod
+    def from_cells(cls, layout: BinaryConfusionLayout, counts: np.ndarray, weights: ExactSums | None) -> "BinaryConfusionState":
+        t1 = len(layout.thresholds) + 1
+        after, upto = slice(1, None), slice(None, -1)
+        if weights is None:
+            c = np.asarray(counts, dtype=np.int64)
+            neg, pos_ = c[:t1], c[t1:]
+            fields = {
+                "tp": np.cumsum(pos_[::-1])[::-1][after], "fp": np.cumsum(neg[::-1])[::-1][after],
+                "tn": np.cumsum(neg)[upto], "fn": np.cumsum(pos_)[upto],
+            }  # fmt: skip
+            return cls(layout, {k: v.astype(np.float64) for k, v in fields.items()})
+        neg_, pos_w = weights.take(slice(0, t1)), weights.take(slice(t1, 2 * t1))
+        return cls(
+            layout,
+            {
+                "tp": pos_w.cumsum(reverse=True).take(after),
+                "fp": neg_.cumsum(reverse=True).take(after),
+                "tn": neg_.cumsum().take(upto),
+                "fn": pos_w.cumsum().take(upto),
+            },
+        )
+
     def counts(self, threshold: float) -> tuple[float, float, float, float]:
         """``(tp, fp, tn, fn)`` at one of the state's thresholds (KeyError if absent)."""
         j = self.layout.index(threshold)
@@ -539,6 +620,27 @@ class ConfusionMatrixState(State):
             raise ValueError("a confusion matrix needs predicted labels")
         k = layout.num_classes
         return cls(layout, {"matrix": _pair_counts(batch.y_true, batch.y_pred, k, batch.sample_weight)})
+
+
+    @classmethod
+    def num_cells(cls, layout: ConfusionMatrixLayout) -> int:
+        return layout.num_classes * layout.num_classes
+
+    @classmethod
+    def cells(cls, layout: ConfusionMatrixLayout, batch: Batch) -> np.ndarray:
+        """``label * K + predicted label``."""
+        if batch.y_pred is None:
+            raise ValueError("a confusion matrix needs predicted labels")
+        cell = np.multiply(batch.y_true, layout.num_classes, dtype=np.intp)
+        cell += batch.y_pred
+        return cell
+
+    @classmethod
+    def from_cells(cls, layout: ConfusionMatrixLayout, counts: np.ndarray, weights: ExactSums | None) -> "ConfusionMatrixState":
+        k = layout.num_classes
+        if weights is None:
+            return cls(layout, {"matrix": np.asarray(counts, dtype=np.float64).reshape(k, k)})
+        return cls(layout, {"matrix": weights.take(slice(None), shape=(k, k))})
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,0 +1,438 @@
+"""Slice-vectorised folds: every slice of a spec folded in one pass, states with a leading slice axis.
+
+:class:`Evaluation <core.evaluation.Evaluation>` gives each row of a batch an integer slice code
+per spec (:func:`core.slicing.assign_slices`) and folds all slices of the spec at once into a
+:class:`SliceBlock`: the spec's slice keys, each mapped to a *slot*, and one :class:`Stack` per
+state of the plan holding that state for every slot.
+
+Stacks:
+
+* :class:`CellStack`, for the state kinds that are sums over per-row *cells* (see
+  :meth:`core.states.State.cells`: example counts, binary confusion counts, confusion matrices):
+  an (slots, cells) table of row counts (int64) and, with a weight column, of exact weight sums
+  (:class:`core.exact.ExactSums`), filled by one ``np.bincount`` (or one exact sum) over
+  ``slot * cells + cell`` per batch. The states are built from a slot's row of the table
+  (:meth:`core.states.State.from_cells`).
+* :class:`DistributionStack`, for the unweighted score distribution (ROC AUC, average precision):
+  the distinct ``(slot, score key)`` pairs with their positive and negative counts, from one
+  ``np.lexsort`` per batch; batches' runs are merged lazily (when the pending runs outgrow the
+  merged ones), and a slot whose distinct scores pass the layout's capacity becomes an ordinary
+  compressed state.
+* :class:`StateStack`, every other kind: one state per slot, folded slot by slot (the per-slice
+  fold).
+
+Every stack gives, per slot, exactly the state the per-slice fold gives (bit for bit: counts are
+integers, weight sums exact), so the laws of the states (any batching, sharding and merge order
+gives the same state) hold for blocks too.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from core._inputs import Batch
+from core.exact import ExactSums, exact_sum
+from core.score_distribution import ScoreDistributionState, canonical_bins, score_keys
+from core.slicing import ValueKeys
+from core.states import ExampleCountState, State, checked_add
+
+
+def split_positions(pos: np.ndarray | None, codes: np.ndarray, size: int) -> list[tuple[int, np.ndarray]]:
+    """``[(code, batch positions of that code)]`` for every code present (one stable sort)."""
+    if codes.size == 0:
+        return []
+    order = np.argsort(codes, kind="stable")
+    sorted_codes = codes[order]
+    starts = np.flatnonzero(np.concatenate(([True], sorted_codes[1:] != sorted_codes[:-1])))
+    at = order if pos is None else pos[order]
+    bounds = np.append(starts, codes.size)
+    return [(int(sorted_codes[s]), at[s:e]) for s, e in zip(bounds[:-1], bounds[1:])]
+
+
+class Stack:
+    """The states of one plan state (class and layout) for every slot of a block."""
+
+    def __init__(self, cls: type[State], layout: Any):
+        self.cls = cls
+        self.layout = layout
+
+    def fold(self, batch: Batch, pos: np.ndarray | None, slots: np.ndarray, size: int, cache: dict) -> None:
+        """Fold the batch elements ``pos`` (None: every element, in order) into ``slots``;
+        ``cache`` holds what the batch's other specs computed of it (e.g. its cells)."""
+        raise NotImplementedError
+
+    def merge(self, other: "Stack", slots: np.ndarray, size: int) -> None:
+        """Add ``other``'s slot ``i`` into this stack's slot ``slots[i]`` (``size`` slots after)."""
+        raise NotImplementedError
+
+    def state(self, slot: int) -> State:
+        raise NotImplementedError
+
+    def copy(self) -> "Stack":
+        raise NotImplementedError
+
+    def empty(self) -> "Stack":
+        """A stack of the same configuration with no slots."""
+        raise NotImplementedError
+
+
+class StateStack(Stack):
+    """One state per slot, folded slot by slot (any kind)."""
+
+    def __init__(self, cls: type[State], layout: Any):
+        super().__init__(cls, layout)
+        self.states: dict[int, State] = {}
+
+    def fold(self, batch: Batch, pos: np.ndarray | None, slots: np.ndarray, size: int, cache: dict) -> None:
+        for slot, idx in split_positions(pos, slots, size):
+            old = self.states.get(slot)
+            self.states[slot] = (self.cls.zero(self.layout) if old is None else old).fold(batch.take(idx))
+
+    def merge(self, other: "Stack", slots: np.ndarray, size: int) -> None:
+        assert isinstance(other, StateStack)
+        for i, s in other.states.items():
+            to = int(slots[i])
+            old = self.states.get(to)
+            self.states[to] = s if old is None else old.merge(s)
+
+    def state(self, slot: int) -> State:
+        s = self.states.get(slot)
+        return self.cls.zero(self.layout) if s is None else s
+
+    def empty(self) -> "StateStack":
+        return StateStack(self.cls, self.layout)
+
+    def copy(self) -> "StateStack":
+        out = StateStack(self.cls, self.layout)
+        out.states = dict(self.states)
+        return out
+
+
+def _grow(a: np.ndarray, size: int) -> np.ndarray:
+    if a.shape[0] >= size:
+        return a
+    out = np.zeros((max(size, 2 * a.shape[0]),) + a.shape[1:], dtype=a.dtype)
+    out[: a.shape[0]] = a
+    return out
+
+
+class CellStack(Stack):
+    """(slots, cells) row counts and exact weight sums of a cell kind (see :meth:`State.cells`)."""
+
+    def __init__(self, cls: type[State], layout: Any, weighted: bool):
+        super().__init__(cls, layout)
+        self.ncells = cls.num_cells(layout)
+        self.counts = np.zeros((0, self.ncells), dtype=np.int64)
+        self.weighted = weighted
+        self.weights: ExactSums | None = None  # flat (slots * cells,) exact sums, when weighted
+
+    def _add_weights(self, sums: ExactSums, size: int) -> None:
+        total = size * self.ncells
+        if self.weights is None:
+            self.weights = ExactSums.zeros((total,))
+        elif self.weights.shape[0] < total:
+            self.weights = self.weights.regroup(np.arange(self.weights.shape[0]), total)
+        if sums.shape[0] < total:
+            sums = sums.regroup(np.arange(sums.shape[0]), total)
+        self.weights = self.weights + sums
+
+    def fold(self, batch: Batch, pos: np.ndarray | None, slots: np.ndarray, size: int, cache: dict) -> None:
+        cell = cache.get((self.cls, self.layout))
+        if cell is None:
+            cell = cache[(self.cls, self.layout)] = self.cls.cells(self.layout, batch)
+        if pos is not None:
+            cell = cell[pos]
+        index = slots * self.ncells
+        index += cell
+        total = size * self.ncells
+        self.counts = _grow(self.counts, size)
+        flat = self.counts.reshape(-1)
+        flat[:total] += np.bincount(index, minlength=total)
+        if self.weighted:
+            w = batch.sample_weight if pos is None else batch.sample_weight[pos]
+            self._add_weights(exact_sum(w, index=index, size=total), size)
+
+    def merge(self, other: "Stack", slots: np.ndarray, size: int) -> None:
+        assert isinstance(other, CellStack)
+        n = len(slots)
+        self.counts = _grow(self.counts, size)
+        part = other.counts[:n]
+        self.counts[slots] = checked_add(self.counts[slots], part, f"{self.cls.kind} cell counts")
+        if self.weighted and other.weights is not None:
+            index = (slots[:, None] * self.ncells + np.arange(self.ncells)).reshape(-1)
+            mine = other.weights.take(np.arange(n * self.ncells))
+            self._add_weights(mine.regroup(index, size * self.ncells), size)
+
+    def state(self, slot: int) -> State:
+        counts = self.counts[slot] if slot < self.counts.shape[0] else np.zeros(self.ncells, np.int64)
+        weights = None
+        if self.weighted:
+            c = self.ncells
+            if self.weights is None or self.weights.shape[0] < (slot + 1) * c:
+                weights = ExactSums.zeros((c,))
+            else:
+                weights = self.weights.take(np.arange(slot * c, (slot + 1) * c))
+        return self.cls.from_cells(self.layout, counts, weights)
+
+    def empty(self) -> "CellStack":
+        return CellStack(self.cls, self.layout, self.weighted)
+
+    def copy(self) -> "CellStack":
+        out = CellStack(self.cls, self.layout, self.weighted)
+        out.counts = self.counts.copy()
+        out.weights = self.weights
+        return out
+
+
+def _runs(slot: np.ndarray, key: np.ndarray, neg: np.ndarray, pos: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Sort ``(slot, key)`` pairs and add up the counts of equal pairs."""
+    order = np.lexsort((key, slot))
+    slot, key, neg, pos = slot[order], key[order], neg[order], pos[order]
+    if slot.size <= 1:
+        return slot, key, neg, pos
+    start = np.flatnonzero(np.concatenate(([True], (slot[1:] != slot[:-1]) | (key[1:] != key[:-1]))))
+    if start.size == slot.size:
+        return slot, key, neg, pos
+    return slot[start], key[start], np.add.reduceat(neg, start), np.add.reduceat(pos, start)
+
+
+class DistributionStack(Stack):
+    """Unweighted score distributions of every slot (see the module docstring).
+
+    ``merged`` holds the distinct ``(slot, score key)`` pairs (sorted) with their negative and
+    positive row counts; each slot there has at most ``capacity`` keys, i.e. is exact. ``pending``
+    holds the runs of batches not merged yet; ``big`` the states of slots past the capacity.
+    """
+
+    #: pending pairs that trigger a merge, at least (else: once they outnumber the merged ones)
+    PENDING = 1 << 20
+
+    def __init__(self, cls: type[State], layout: Any):
+        super().__init__(cls, layout)
+        z = np.zeros(0, dtype=np.int64)
+        self.merged: tuple[np.ndarray, ...] = (z, z, z, z)
+        self.pending: list[tuple[np.ndarray, ...]] = []
+        self.pending_size = 0
+        self.big: dict[int, State] = {}
+        self._bounds: np.ndarray | None = None
+
+    def fold(self, batch: Batch, pos: np.ndarray | None, slots: np.ndarray, size: int, cache: dict) -> None:
+        got = cache.get(self.cls)
+        if got is None:
+            score, y, _ = self.cls._inputs(batch)
+            y = y.astype(np.int64, copy=False)
+            got = cache[self.cls] = (score_keys(score), 1 - y, y)
+        key, neg, pos_ = got
+        if pos is not None:
+            key, neg, pos_ = key[pos], neg[pos], pos_[pos]
+        self._add(_runs(slots, key, neg, pos_))
+
+    def _add(self, runs: tuple[np.ndarray, ...]) -> None:
+        self.pending.append(runs)
+        self.pending_size += runs[0].size
+        self._bounds = None
+        if self.pending_size > max(self.PENDING, self.merged[0].size):
+            self._consolidate()
+
+    def _consolidate(self) -> None:
+        if not self.pending:
+            return
+        parts = [self.merged] + self.pending
+        slot, key, neg, pos = _runs(*(np.concatenate(x) for x in zip(*parts)))
+        self.pending, self.pending_size = [], 0
+        counts = np.bincount(slot) if slot.size else np.zeros(0, np.int64)
+        over = counts > self.layout.capacity
+        if self.big:
+            known = np.fromiter(self.big, dtype=np.int64)
+            over[known[known < over.size]] = True
+        if over.any():
+            bounds = np.concatenate(([0], np.cumsum(counts)))
+            for s_ in np.flatnonzero(over).tolist():
+                a, b = bounds[s_], bounds[s_ + 1]
+                w = np.stack((neg[a:b], pos[a:b])).T.astype(np.float64)
+                k, w, level = canonical_bins(key[a:b], w, 0, self.layout.capacity)
+                state = self.cls._from_weights(self.layout, k, w, level)
+                old = self.big.get(s_)
+                self.big[s_] = state if old is None else old.merge(state)
+            keep = ~over[slot]
+            slot, key, neg, pos = slot[keep], key[keep], neg[keep], pos[keep]
+        self.merged = (slot, key, neg, pos)
+        self._bounds = None
+
+    def merge(self, other: "Stack", slots: np.ndarray, size: int) -> None:
+        assert isinstance(other, DistributionStack)
+        for part in [other.merged] + other.pending:
+            if part[0].size:
+                self._add((slots[part[0]],) + part[1:])
+        for s_, state in other.big.items():
+            to = int(slots[s_])
+            old = self.big.get(to)
+            self.big[to] = state if old is None else old.merge(state)
+        self._bounds = None
+
+    def state(self, slot: int) -> State:
+        self._consolidate()
+        if slot in self.big:
+            return self.big[slot]
+        s_, key, neg, pos = self.merged
+        if self._bounds is None:
+            self._bounds = np.searchsorted(s_, np.arange(int(s_[-1]) + 2 if s_.size else 1))
+        if slot + 1 >= self._bounds.shape[0]:
+            return self.cls.zero(self.layout)
+        a, b = self._bounds[slot], self._bounds[slot + 1]
+        return self.cls._make(self.layout, key[a:b], pos[a:b].astype(np.float64), neg[a:b].astype(np.float64), 0)
+
+    def empty(self) -> "DistributionStack":
+        return DistributionStack(self.cls, self.layout)
+
+    def copy(self) -> "DistributionStack":
+        out = DistributionStack(self.cls, self.layout)
+        out.merged, out.pending, out.pending_size, out.big = self.merged, list(self.pending), self.pending_size, dict(self.big)
+        return out
+
+
+def make_stack(cls: type[State], layout: Any, weighted: bool, elements_are_rows: bool) -> Stack:
+    """The stack of one plan state: vectorised where the kind supports it."""
+    if cls.num_cells(layout) is not None and (elements_are_rows or cls is not ExampleCountState):
+        return CellStack(cls, layout, weighted)
+    if issubclass(cls, ScoreDistributionState) and not weighted:
+        return DistributionStack(cls, layout)
+    return StateStack(cls, layout)
+
+
+class SliceBlock:
+    """The slices of one spec folded so far: keys, their slots, skipped rows and one stack per
+    plan state."""
+
+    def __init__(self, state_types: tuple, weighted: bool):
+        self.state_types = state_types
+        self.weighted = weighted
+        self.keys: list[tuple] = []
+        self.index: dict[tuple, int] = {}
+        self.skipped = np.zeros(0, dtype=np.int64)
+        self.stacks: list[Stack] | None = None
+        #: (Arrow array of the text values of single-column slots, their slots, len(keys) then)
+        self._values: tuple | None = None
+
+    def _stacks(self, elements_are_rows: bool) -> list[Stack]:
+        if self.stacks is None:
+            self.stacks = [make_stack(cls, layout, self.weighted, elements_are_rows) for cls, layout in self.state_types]
+        elif not elements_are_rows and isinstance(self.stacks[0], CellStack):
+            raise AssertionError("a block's rows are either images or rows")  # one evaluation: never both
+        return self.stacks
+
+    def slots(self, keys: Sequence[tuple], present: np.ndarray) -> np.ndarray:
+        """Slot of each key (new keys get new slots; -1 where not ``present``)."""
+        if isinstance(keys, ValueKeys):
+            return self._value_slots(keys, present)
+        index = self.index
+        got = list(map(index.get, keys))
+        if None in got:
+            for i in np.flatnonzero(present).tolist():
+                if got[i] is None:
+                    k = keys[i]
+                    got[i] = index[k] = len(self.keys)
+                    self.keys.append(k)
+        out = np.array([-1 if s is None else s for s in got] if None in got else got, dtype=np.int64)
+        out[~present] = -1
+        return out
+
+    def _value_slots(self, keys: ValueKeys, present: np.ndarray) -> np.ndarray:
+        """:meth:`slots` of the keys of an Arrow dictionary: one hash lookup of the dictionary in
+        the values of this block's slots (``pyarrow.compute.index_in``); only new values become
+        Python keys."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        d = keys.coded.dictionary
+        if self._values is None or self._values[2] != len(self.keys) or self._values[0].type != d.type:
+            text = [(k[0][1], s) for s, k in enumerate(self.keys) if type(k[0][1]) is str]
+            self._values = (pa.array([v for v, _ in text], type=d.type), np.array([s for _, s in text], dtype=np.int64), len(self.keys))
+        values, value_slots, _ = self._values
+        ids = pc.index_in(d, value_set=values).fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+        out = np.full(len(keys), -1, dtype=np.int64)
+        found = ids >= 0
+        out[: ids.size][found] = value_slots[ids[found]]
+        new = ~found & present[: ids.size]
+        if new.any():
+            fresh = d.filter(pa.array(new))
+            start = len(self.keys)
+            for v in fresh.to_pylist():
+                k = ((keys.column, v),)
+                self.index[k] = len(self.keys)
+                self.keys.append(k)
+            slots_new = np.arange(start, len(self.keys), dtype=np.int64)
+            out[: ids.size][new] = slots_new
+            self._values = (pa.concat_arrays([values, fresh]), np.concatenate([value_slots, slots_new]), len(self.keys))
+        if keys.coded.has_null and present[-1]:
+            k = ((keys.column, None),)
+            s = self.index.get(k)
+            if s is None:
+                s = self.index[k] = len(self.keys)
+                self.keys.append(k)
+                if self._values is not None:
+                    self._values = self._values[:2] + (len(self.keys),)
+            out[-1] = s
+        out[~present] = -1
+        return out
+
+    def fold(
+        self, batch: Batch | None, pos: np.ndarray | None, codes: np.ndarray, keys: Sequence[tuple], skipped: np.ndarray, cache: dict | None = None
+    ) -> None:
+        """Fold the pairs ``(pos[i], codes[i])`` (batch element, slice index into ``keys``) and
+        ``skipped[k]`` invalid rows of each key. ``cache``: shared by the blocks folding the
+        same batch (per-row cells and score keys are computed once)."""
+        present = skipped > 0
+        if codes.size:
+            present |= np.bincount(codes, minlength=len(keys)) > 0
+        slot_of = self.slots(keys, present)
+        size = len(self.keys)
+        if skipped.any():
+            self.skipped = _grow(self.skipped, size)
+            np.add.at(self.skipped, slot_of[skipped > 0], skipped[skipped > 0])
+        if batch is None or codes.size == 0:
+            return
+        slots = slot_of[codes]
+        cache = {} if cache is None else cache
+        for stack in self._stacks(batch.row_of is None):
+            stack.fold(batch, pos, slots, size, cache)
+
+    def merge(self, other: "SliceBlock") -> None:
+        """Add every slice of ``other`` (left unchanged) into this block."""
+        slot_of = self.slots(other.keys, np.ones(len(other.keys), dtype=bool))
+        size = len(self.keys)
+        if other.skipped.any():
+            self.skipped = _grow(self.skipped, size)
+            n = min(other.skipped.shape[0], len(other.keys))
+            np.add.at(self.skipped, slot_of[:n], other.skipped[:n])
+        if other.stacks is None:
+            return
+        if self.stacks is None:
+            self.stacks = [s.empty() for s in other.stacks]
+        for mine, theirs in zip(self.stacks, other.stacks):
+            mine.merge(theirs, slot_of, size)
+
+    def items(self) -> list[tuple[tuple, tuple[State, ...]]]:
+        """``[(slice key, tuple of states)]`` of every slot."""
+        out = []
+        for slot, key in enumerate(self.keys):
+            if self.stacks is None:
+                states = tuple(cls.zero(layout) for cls, layout in self.state_types)
+            else:
+                states = tuple(s.state(slot) for s in self.stacks)
+            k = int(self.skipped[slot]) if slot < self.skipped.shape[0] else 0
+            if k:
+                states = (states[0].merge(ExampleCountState.skipped_rows(k)),) + states[1:]
+            out.append((key, states))
+        return out
+
+    def copy(self) -> "SliceBlock":
+        out = SliceBlock(self.state_types, self.weighted)
+        out.keys = list(self.keys)
+        out.index = dict(self.index)
+        out.skipped = self.skipped.copy()
+        out.stacks = None if self.stacks is None else [s.copy() for s in self.stacks]
+        out._values = self._values
+        return out
