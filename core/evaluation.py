@@ -25,7 +25,7 @@ from core.metrics import Metric, Task, UndefinedMetricWarning
 from core.plan import Plan, make_task, undefined_warning
 from core.results import Results, SliceResult
 from core.slice_profile import ProfileSummary, SliceProfile, SliceProfiler
-from core.batches import extract_columns, fold_all, is_single_batch, num_rows  # noqa: F401  (re-exported)
+from core.batches import extract_columns, fold_all, is_single_batch, missing_row_column, num_rows, rows_to_columns  # noqa: F401  (re-exported)
 from core.grouped import SliceBlock
 from core.slicing import OTHER, OVERALL, SIZE_MEASURES, assign_slices, parse_slices, slice_name, sort_key
 from core.states import ExampleCountState
