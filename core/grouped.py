@@ -187,8 +187,12 @@ class CellStack(Stack):
 
 
 def _runs(slot: np.ndarray, key: np.ndarray, neg: np.ndarray, pos: np.ndarray) -> tuple[np.ndarray, ...]:
-    """Sort ``(slot, key)`` pairs and add up the counts of equal pairs."""
-    order = np.lexsort((key, slot))
+    """Sort ``(slot, key)`` pairs and add up the counts of equal pairs.
+
+    The order is ``np.lexsort((key, slot))``'s, computed as a stable sort by key and then a
+    radix sort by slot (slots narrowed to 8 or 16 bits): about twice as fast."""
+    order = np.argsort(key, kind="stable")
+    order = order[_stable_order(slot[order], int(slot.max()) + 1 if slot.size else 0)]
     slot, key, neg, pos = slot[order], key[order], neg[order], pos[order]
     if slot.size <= 1:
         return slot, key, neg, pos
