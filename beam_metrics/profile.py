@@ -151,7 +151,7 @@ class _MergeAccumulatorsFn(MetricsCombineFn):
     """Merges the encoded accumulators of :class:`_FoldWithProfile` (core's codec)."""
 
     def _add(self, a: MetricsAccumulator, element: Any) -> None:
-        self.evaluation.merge(a.acc, self.evaluation.decode_accumulator(element))
+        self.evaluation.merge_into(a.acc, self.evaluation.decode_accumulator(element))
 
 
 def _annotated(results: Results, evaluation: Evaluation, summary: ProfileSummary) -> list[SliceResult]:

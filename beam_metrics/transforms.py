@@ -46,10 +46,8 @@ class ComputeMetrics(beam.PTransform):
     Args:
         evaluation: a :class:`core.Evaluation`; if None, one is built from ``evaluation_kwargs``.
         batch_size: rows buffered before a vectorised fold (see :class:`MetricsCombineFn`).
-        **evaluation_kwargs: ``core.Evaluation`` arguments when ``evaluation`` is None:
-            ``label_col``, ``score_col``, ``prediction_col``, ``weight_col``, ``slices``,
-            ``metrics``, ``num_classes``, ``threshold``, ``threshold_rule``, ``zero_division``,
-            ``on_invalid``, ``multiclass``.
+        **evaluation_kwargs: ``core.Evaluation`` options when ``evaluation`` is None (any of
+            :data:`core.options.OPTIONS`, e.g. ``label_col``, ``score_col``, ``slices``).
 
     Raises:
         ValueError: a bad configuration (from ``core.Evaluation``); at run time, invalid data
