@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Accumulator", "AccumulatorOps"]
 
+
 class Accumulator(dict):
     """``{slice_key: tuple_of_states}`` plus ``fingerprint``: the settings of the evaluation that
     filled it (see :attr:`Evaluation.fingerprint`; None when unknown, e.g. a plain dict's copy).

@@ -56,6 +56,7 @@ def resolve_evaluation(evaluation: "Evaluation | None", evaluation_kwargs: dict[
         raise TypeError(f"evaluation must be a core.Evaluation, got {type(evaluation).__name__}")
     return evaluation
 
+
 def _column(name: str, doc: str) -> property:
     return property(lambda self: getattr(self.inputs, name), doc=doc)
 

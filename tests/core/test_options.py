@@ -58,6 +58,12 @@ def test_engine_entry_points_accept_every_option():
         resolve_evaluation(None, {"label_col": "y", "score_col": "s", "threshhold": 0.3})
 
 
+def test_beam_compute_metrics_accepts_every_option():
+    beam_transforms = pytest.importorskip("beam_metrics.transforms")
+    for cfg in (MULTICLASS, SCORES):
+        assert beam_transforms.ComputeMetrics(**cfg).evaluation.to_config() == Evaluation(**cfg).to_config()
+
+
 def test_unknown_option_names_the_closest_one():
     with pytest.raises(TypeError, match="unexpected keyword argument 'slice'.*did you mean 'slices'"):
         Evaluation(label_col="y", score_col="s", slice=["g"])
