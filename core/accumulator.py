@@ -166,7 +166,7 @@ class AccumulatorOps:
 
         Raises:
             ValueError / TypeError: missing columns or invalid values (see
-                :func:`core._inputs.make_batch`), unless ``on_invalid="skip"``; ``acc`` belongs
+                :func:`core.formats.make_batch`), unless ``on_invalid="skip"``; ``acc`` belongs
                 to an evaluation of another :attr:`fingerprint`.
         """
         if isinstance(acc, Accumulator):

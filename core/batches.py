@@ -60,7 +60,7 @@ def extract_columns(
     def read(values: Any, name: str) -> np.ndarray:
         if name in sliced:
             return read_slice_column(values, name, row_offset)
-        return as_nd_array(values, name) if name in nd else as_array(values, name)
+        return as_nd_array(values, name, row_offset) if name in nd else as_array(values, name)
 
     if isinstance(data, list):
         if data and not isinstance(data[0], Mapping):

@@ -3,7 +3,7 @@
 A :class:`ColumnMap` knows which input column plays which role (label, score or prediction,
 weight, measure; the slice columns), which columns are read as vectors or maps (list columns),
 which only for slicing, and whether the batch goes the plain ``(N,)`` path of the first release
-(:func:`core._inputs.make_batch`) or the pluggable formats (:func:`core.formats.build_batch`).
+(:func:`core.formats.make_batch`) or the pluggable formats (:func:`core.formats.build_batch`).
 :class:`core.Evaluation` reads every batch through it.
 """
 
@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
-from core._inputs import Batch, make_batch
+from core._inputs import Batch
 from core.batches import extract_columns
-from core.formats import build_batch
+from core.formats import build_batch, make_batch
 
 if TYPE_CHECKING:
     from core.plan import Plan
@@ -139,7 +139,7 @@ class ColumnMap:
         None when there are none).
 
         Raises:
-            ValueError / TypeError: invalid values (see :func:`core._inputs.make_batch`), unless
+            ValueError / TypeError: invalid values (see :func:`core.formats.make_batch`), unless
                 ``on_invalid="skip"``.
         """
         if self.plain:
@@ -152,6 +152,7 @@ class ColumnMap:
                 names=(self.label_col, self.score_col or "", self.prediction_col or "", self.weight_col or ""),
                 row_offset=row_offset,
                 on_invalid=on_invalid,
+                task=self.plan.task,
             )
         sc = self.score_col
         return build_batch(

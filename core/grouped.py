@@ -293,6 +293,47 @@ class DistributionStack(Stack):
         return out
 
 
+class CountsOfCells(Stack):
+    """Example counts read from another :class:`CellStack` of the same block: each row is in
+    exactly one of its cells, so a slot's row count and weight sum are its cells' sums (one
+    ``np.bincount`` per batch fewer)."""
+
+    def __init__(self, cls: type[State], layout: Any, source: CellStack):
+        super().__init__(cls, layout)
+        self.source = source
+
+    def fold(self, batch: Batch, pos: np.ndarray | None, slots: np.ndarray, size: int, cache: dict) -> None:
+        pass  # the source folds the rows
+
+    def merge(self, other: "Stack", slots: np.ndarray, size: int) -> None:
+        pass  # the source merges them
+
+    def state(self, slot: int) -> State:
+        src = self.source
+        counts = src.counts[slot] if slot < src.counts.shape[0] else np.zeros(src.ncells, np.int64)
+        weights = None
+        if src.weighted:
+            c = src.ncells
+            ok = src.weights is not None and src.weights.shape[0] >= (slot + 1) * c
+            weights = src.weights.take(np.arange(slot * c, (slot + 1) * c)) if ok else ExactSums.zeros((c,))
+        return self.cls.from_cells(self.layout, np.array([counts.sum()]), None if weights is None else weights.regroup(np.zeros(weights.shape[0], np.int64), 1))
+
+    def empty(self) -> "CountsOfCells":
+        return CountsOfCells(self.cls, self.layout, self.source)
+
+    def copy(self) -> "CountsOfCells":
+        return CountsOfCells(self.cls, self.layout, self.source)
+
+
+def link_counts(stacks: list[Stack]) -> list[Stack]:
+    """``stacks`` with the example-count stack reading its counts from another cell stack of the
+    same list, when there is one (see :class:`CountsOfCells`)."""
+    source = next((s for s in stacks if isinstance(s, CellStack) and s.cls is not ExampleCountState), None)
+    if source is None:
+        return stacks
+    return [CountsOfCells(s.cls, s.layout, source) if s.cls is ExampleCountState and isinstance(s, (CellStack, CountsOfCells)) else s for s in stacks]
+
+
 def make_stack(cls: type[State], layout: Any, weighted: bool, elements_are_rows: bool) -> Stack:
     """The stack of one plan state: vectorised where the kind supports it."""
     if cls.num_cells(layout) is not None and (elements_are_rows or cls is not ExampleCountState):
@@ -318,8 +359,8 @@ class SliceBlock:
 
     def _stacks(self, elements_are_rows: bool) -> list[Stack]:
         if self.stacks is None:
-            self.stacks = [make_stack(cls, layout, self.weighted, elements_are_rows) for cls, layout in self.state_types]
-        elif not elements_are_rows and isinstance(self.stacks[0], CellStack):
+            self.stacks = link_counts([make_stack(cls, layout, self.weighted, elements_are_rows) for cls, layout in self.state_types])
+        elif not elements_are_rows and isinstance(self.stacks[0], (CellStack, CountsOfCells)):
             raise AssertionError("a block's rows are either images or rows")  # one evaluation: never both
         return self.stacks
 
@@ -410,7 +451,7 @@ class SliceBlock:
         if other.stacks is None:
             return
         if self.stacks is None:
-            self.stacks = [s.empty() for s in other.stacks]
+            self.stacks = link_counts([s.empty() for s in other.stacks])
         for mine, theirs in zip(self.stacks, other.stacks):
             mine.merge(theirs, slot_of, size)
 
@@ -433,6 +474,6 @@ class SliceBlock:
         out.keys = list(self.keys)
         out.index = dict(self.index)
         out.skipped = self.skipped.copy()
-        out.stacks = None if self.stacks is None else [s.copy() for s in self.stacks]
+        out.stacks = None if self.stacks is None else link_counts([s.copy() for s in self.stacks])
         out._values = self._values
         return out
