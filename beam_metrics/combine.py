@@ -7,7 +7,7 @@ Beam                   core
 =====================  =====================================================
 ``create_accumulator`` ``evaluation.zero()``
 ``add_input(s)``       buffer rows, then ``evaluation.fold(acc, rows)``
-``merge_accumulators`` ``evaluation.merge(a, b)``
+``merge_accumulators`` ``evaluation.merge_into(a, b)``
 ``extract_output``     ``evaluation.finish(acc)`` -> :class:`core.Results`
 accumulator coder      ``evaluation.encode_accumulator`` / ``decode_accumulator``
 =====================  =====================================================
@@ -449,7 +449,7 @@ class MetricsCombineFn(beam.CombineFn):
             return self.create_accumulator()
         self._flush(first)
         for other in it:
-            self.evaluation.merge(first.acc, other.acc)
+            self.evaluation.merge_into(first.acc, other.acc)
             if other.pending:
                 other.fold_pending(self.evaluation, first.acc)
             first.rows += other.rows

@@ -52,10 +52,8 @@ class ComputeMetrics(beam.PTransform):
         batch_size: rows buffered before a vectorised fold (see :class:`MetricsCombineFn`).
         hot_key_fanout: intermediate keys the overall slice's partial states are spread over
             before their final merge (``CombinePerKey.with_hot_key_fanout``; 1 or less: none).
-        **evaluation_kwargs: ``core.Evaluation`` arguments when ``evaluation`` is None:
-            ``label_col``, ``score_col``, ``prediction_col``, ``weight_col``, ``slices``,
-            ``metrics``, ``num_classes``, ``threshold``, ``threshold_rule``, ``zero_division``,
-            ``on_invalid``, ``multiclass``.
+        **evaluation_kwargs: ``core.Evaluation`` options when ``evaluation`` is None (any of
+            :data:`core.options.OPTIONS`, e.g. ``label_col``, ``score_col``, ``slices``).
 
     Raises:
         ValueError: a bad configuration (from ``core.Evaluation``); at run time, invalid data

@@ -1,6 +1,17 @@
 """mergeable-metrics core: engine-free states, metrics, registry, plans, slicing, codec, results.
 
 Imports numpy only (never apache_beam or pyspark).
+
+Merging, one convention for every mergeable object: ``merge`` is pure, it returns a new object
+and leaves both inputs unchanged (``state.merge(other)``, ``plan.merge(a, b)``,
+``evaluation.merge(a, b)``, ``profiler.merge(a, b)``, ``profile.merge(other)``,
+``collection.merge(other)``); ``merge_into`` merges into its first argument (or ``self``) in
+place and returns it, where engines merge many partial results into one
+(``evaluation.merge_into(a, b)``, ``profiler.merge_into(a, b)``, ``profile.merge_into(other)``,
+``collection.merge_into(other)``; states are immutable and have no ``merge_into``). ``fold`` of
+an accumulator (``evaluation.fold(acc, batch)``, ``profiler.fold``) mutates and returns it.
+
+:class:`Evaluation`'s options are one table, :data:`core.options.OPTIONS`.
 """
 
 from core.evaluation import Evaluation, extract_columns

@@ -4,11 +4,13 @@
 over a tuple of states. Precision, recall, F1 and accuracy at one threshold share one
 :class:`~core.states.BinaryConfusionState`; metrics at several thresholds share one state holding
 all of them. :class:`MetricCollection` and :class:`BinaryMetrics` are the user-facing, stateful
-wrappers (torchmetrics-style ``update`` / ``merge`` / ``compute``).
+wrappers (torchmetrics-style ``update`` / ``merge`` / ``compute``). ``merge`` is pure everywhere
+(a new object, both inputs unchanged); ``MetricCollection.merge_into`` merges in place.
 """
 
 from __future__ import annotations
 
+import copy
 import threading
 from typing import Any, Iterable, Sequence
 
@@ -334,7 +336,10 @@ class MetricCollection:
     Undefined values are NaN with one :class:`~core.metrics.UndefinedMetricWarning` per metric
     naming it and its classes (none with ``zero_division`` 0 or 1).
 
-    Thread safety: ``update``, ``merge``, ``reset``, ``load`` and ``compute`` may be called from
+    Merging: ``a.merge(b)`` returns a new collection (``a`` and ``b`` unchanged);
+    ``a.merge_into(b)`` merges ``b`` into ``a`` in place and returns ``a``.
+
+    Thread safety: ``update``, ``merge``, ``merge_into``, ``reset``, ``load`` and ``compute`` may be called from
     several threads at once: a batch is validated and folded outside a lock, and only the swap of
     the states is locked, so no update is lost. Collections copy, deep-copy and pickle (the lock
     is not part of the state).
@@ -382,7 +387,7 @@ class MetricCollection:
     @property
     def fingerprint(self) -> dict[str, Any]:
         """The settings that change what the states hold (see :attr:`Plan.fingerprint`), with
-        the input ``formats`` when any are given; :meth:`merge` and :meth:`load` check it."""
+        the input ``formats`` when any are given; :meth:`merge`, :meth:`merge_into` and :meth:`load` check it."""
         fp = self.plan.fingerprint
         return {**fp, "formats": dict(sorted(self.formats.items()))} if self.formats else fp
 
@@ -439,7 +444,18 @@ class MetricCollection:
             self._rows += rows
 
     def merge(self, other: "MetricCollection") -> "MetricCollection":
-        """Merge another collection's states into this one (returns self; thread-safe).
+        """The merge of this collection and ``other``: a new collection (both are left
+        unchanged; thread-safe). :meth:`merge_into` merges in place.
+
+        Raises:
+            TypeError / ValueError: as :meth:`merge_into`.
+        """
+        out = copy.copy(self)  # its own lock (__getstate__ / __setstate__); states are immutable
+        return out.merge_into(other)
+
+    def merge_into(self, other: "MetricCollection") -> "MetricCollection":
+        """Merge another collection's states into this one in place (returns self; ``other`` is
+        left unchanged; thread-safe).
 
         Raises:
             TypeError: ``other`` is not a :class:`MetricCollection`.

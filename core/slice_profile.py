@@ -440,10 +440,19 @@ class SliceProfile:
         self.parts = dict(parts or {})
 
     def merge(self, other: "SliceProfile") -> "SliceProfile":
-        """Merge ``other`` into this profile (mutated and returned).
+        """The merged profile: a new object (this profile and ``other`` are left unchanged).
 
         Raises:
             ValueError: the profiles have different parts (different slice configurations).
+        """
+        return SliceProfile(self.parts).merge_into(other)
+
+    def merge_into(self, other: "SliceProfile") -> "SliceProfile":
+        """Merge ``other`` into this profile in place (mutated and returned; ``other`` is left
+        unchanged). Its parts are immutable: each is replaced by the merged part.
+
+        Raises:
+            ValueError: as :meth:`merge`.
         """
         if set(other.parts) != set(self.parts):
             raise ValueError(f"cannot merge slice profiles with parts {sorted(self.parts)} and {sorted(other.parts)}")
@@ -587,7 +596,8 @@ def summarize_part(name: str, part: Any, specs: Iterable[SliceSpec]) -> dict[str
 # --------------------------------------------------------------------------------------------
 class SliceProfiler:
     """The counting pass of an evaluation, in the accumulator vocabulary every engine speaks:
-    ``zero`` / ``fold`` / ``merge`` / ``finish`` / ``encode_accumulator`` / ``decode_accumulator``.
+    ``zero`` / ``fold`` / ``merge`` (pure) / ``merge_into`` (in place) / ``finish`` /
+    ``encode_accumulator`` / ``decode_accumulator``.
 
     Args:
         slices: the evaluation's slice specs.
@@ -657,13 +667,18 @@ class SliceProfiler:
         return profile
 
     def merge(self, a: SliceProfile, b: SliceProfile) -> SliceProfile:
-        """Merge ``b`` into ``a`` (``a`` is mutated and returned)."""
+        """The merge of ``a`` and ``b``: a new profile (both are left unchanged)."""
         return a.merge(b)
 
+    def merge_into(self, a: SliceProfile, b: SliceProfile) -> SliceProfile:
+        """Merge ``b`` into ``a`` in place (``a`` is mutated and returned; ``b`` is left unchanged)."""
+        return a.merge_into(b)
+
     def merge_all(self, profiles: Iterable[SliceProfile]) -> SliceProfile:
+        """The merge of every profile of ``profiles`` (a new profile; they are left unchanged)."""
         out = self.zero()
         for p in profiles:
-            out.merge(p)
+            out.merge_into(p)
         return out
 
     def finish(self, profile: SliceProfile) -> ProfileSummary:

@@ -24,12 +24,47 @@ column subset of one another (e.g. ``origin`` and ``carrier``: each of their sli
 from __future__ import annotations
 
 import dataclasses
-from typing import Iterable
+from typing import Any, Iterable, Sequence
 
-from core.results import SliceResult
-from core.slicing import SUPPRESSED, sort_key
+from core.results import Results, SliceResult
+from core.slicing import SUPPRESSED, SliceSpec, sort_key
 
-__all__ = ["SUPPRESSED", "suppress_complements", "withhold_names"]
+__all__ = ["SUPPRESSED", "is_suppressed", "protect", "size_thresholds", "spec_of", "suppress_complements", "withhold_names"]
+
+
+def spec_of(slices: Sequence[SliceSpec], key: tuple) -> SliceSpec | None:
+    """The spec among ``slices`` whose slice ``key`` is (None for the overall slice)."""
+    cols = tuple(c for c, _ in key)
+    return next((s for s in slices if s.columns == cols), None)
+
+
+def size_thresholds(key: tuple, slices: Sequence[SliceSpec], min_slice_size: float | None) -> list[tuple[float, str]]:
+    """``(k, "count" | "weight")`` sizes slice ``key`` must reach, else it is primarily
+    suppressed: its spec's own ``min_slice_size``, else the evaluation's; the overall slice must
+    meet the evaluation's and every spec's."""
+    if key:
+        spec = spec_of(slices, key)
+        if spec is not None and spec.min_slice_size is not None:
+            return [(spec.min_slice_size, spec.by)]
+        return [(min_slice_size, "count")] if min_slice_size is not None else []
+    out = [(min_slice_size, "count")] if min_slice_size is not None else []
+    return out + [(s.min_slice_size, s.by) for s in slices if s.min_slice_size is not None]
+
+
+def is_suppressed(key: tuple, counts: Any, slices: Sequence[SliceSpec], min_slice_size: float | None) -> bool:
+    """True when slice ``key``, of example counts ``counts``, is below a size of :func:`size_thresholds`."""
+    size = {"count": float(counts["count"]), "weight": float(counts["weight"])}
+    return any(size[by] < k for k, by in size_thresholds(key, slices, min_slice_size))
+
+
+def protect(results: Results, show_suppressed_names: bool = False) -> Results:
+    """Complementary suppression (:func:`suppress_complements`) and, unless
+    ``show_suppressed_names``, withheld names (:func:`withhold_names`), over one evaluation's
+    complete results."""
+    if not any(s.suppressed for s in results.slices):
+        return results
+    slices = suppress_complements(results.slices)
+    return Results(slices if show_suppressed_names else withhold_names(slices), results.config)
 
 
 def _columns(key: tuple) -> tuple:

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from core import Evaluation
+from core.options import OPTION_NAMES
 from core.metrics import UndefinedMetricWarning
 from pipelines import config, engines, io
 from pipelines.progress import progress_enabled
@@ -125,41 +126,35 @@ def check_threshold(args: argparse.Namespace) -> str | None:
     )
 
 
+#: the argparse destination of each :class:`core.Evaluation` option whose flag has another name
+#: (``--label`` sets ``label_col``); every other option is read from the destination of its own
+#: name (``--threshold-rule`` -> ``threshold_rule``), so a new option needs only its flag here
+CLI_DESTS = {
+    "label_col": "label",
+    "score_col": "score",
+    "prediction_col": "prediction",
+    "weight_col": "weight",
+    "measure_col": "measure",
+    "slices": "slice",
+    "on_invalid": "skip_invalid",
+}
+
+
 def evaluation_from_args(args: argparse.Namespace) -> Evaluation:
-    """Build the :class:`core.Evaluation` the flags describe (ValueError on bad configuration)."""
-    metrics = [s.strip() for s in args.metrics.split(",") if s.strip()] if args.metrics else None
-    zd: Any = args.zero_division if args.zero_division in ("nan", "warn") else int(args.zero_division)
-    score = args.score
-    if score and "," in score:
-        score = [c.strip() for c in score.split(",") if c.strip()]
-    extra = {
-        k: v
-        for k, v in dict(
-            task=getattr(args, "task", None),
-            measure_col=getattr(args, "measure", None),
-            ignore_index=getattr(args, "ignore_index", None),
-            label_format=getattr(args, "label_format", None),
-            score_format=getattr(args, "score_format", None),
-            prediction_format=getattr(args, "prediction_format", None),
-            min_slice_size=getattr(args, "min_slice_size", None),
-            show_suppressed_names=getattr(args, "show_suppressed_names", None),
-        ).items()
-        if v is not None
-    }
-    return Evaluation(
-        **extra,
-        label_col=args.label,
-        score_col=score,
-        prediction_col=args.prediction,
-        weight_col=args.weight,
-        slices=args.slice,
-        metrics=metrics,
-        num_classes=args.num_classes,
-        threshold=args.threshold,
-        threshold_rule=args.threshold_rule,
-        zero_division=zd,
-        on_invalid="skip" if args.skip_invalid else "raise",
-    )
+    """Build the :class:`core.Evaluation` the flags describe (ValueError on bad configuration):
+    every option of :data:`core.options.OPTIONS` whose flag (:data:`CLI_DESTS`) was given."""
+    given = {name: getattr(args, CLI_DESTS.get(name, name), None) for name in OPTION_NAMES}
+    options = {k: v for k, v in given.items() if v is not None}
+    # the flags' text forms
+    if "metrics" in options:
+        options["metrics"] = [s.strip() for s in options["metrics"].split(",") if s.strip()] or None
+    if "zero_division" in options and options["zero_division"] not in ("nan", "warn"):
+        options["zero_division"] = int(options["zero_division"])
+    score = options.get("score_col")
+    if isinstance(score, str) and "," in score:
+        options["score_col"] = [c.strip() for c in score.split(",") if c.strip()]
+    options["on_invalid"] = "skip" if given["on_invalid"] else "raise"
+    return Evaluation(**options)
 
 
 def _prepare_example(args: argparse.Namespace, out: Path) -> dict[str, Any]:

@@ -69,12 +69,12 @@ class MetricsAggregator:
         return self.evaluation.fold(acc, batch, row_offset=row_offset)
 
     def merge(self, a: Accumulator, b: Accumulator) -> Accumulator:
-        """Merge buffer ``b`` into ``a`` (``a`` is mutated and returned; ``evaluation.merge``).
+        """Merge buffer ``b`` into ``a`` (``a`` is mutated and returned; ``evaluation.merge_into``).
 
         Raises:
             ValueError: the buffers come from evaluations of different configuration.
         """
-        return self.evaluation.merge(a, b)
+        return self.evaluation.merge_into(a, b)
 
     def finish(self, acc: Accumulator) -> Results:
         """Per-slice metric values from a merged buffer (``evaluation.finish``): overall first.

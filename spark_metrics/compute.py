@@ -285,7 +285,8 @@ def compute_metrics(
             any partitioning; the native job sums weights in Spark SQL's float64 order (exact for
             integer weights, last bits vary with fractional ones). True: require the native job
             (raises ``ValueError`` saying why not). False: always the Arrow path.
-        **evaluation_kwargs: arguments of :class:`core.Evaluation` when ``evaluation`` is None.
+        **evaluation_kwargs: :class:`core.Evaluation` options when ``evaluation`` is None (any of
+            :data:`core.options.OPTIONS`).
 
     Returns:
         A DataFrame with one row per (slice, metric, array cell), in no particular order

@@ -133,7 +133,7 @@ def test_vectorised_fold_equals_the_per_slice_fold_for_every_state_kind(case):
         _fold(ev, [b], parts[i % shards])
     merged = ev.zero()
     for p in reversed(parts):
-        ev.merge(merged, p)
+        ev.merge_into(merged, p)
     assert dict(merged.items()) == per_slice or all(merged[k] == per_slice[k] for k in per_slice) and set(merged) == set(per_slice)
     assert ev.encode_accumulator(merged) == ev.encode_accumulator(Accumulator(per_slice, ev.fingerprint))
     # finishing gives the same values as the per-slice accumulator
@@ -147,8 +147,8 @@ def test_merge_leaves_the_other_accumulators_blocks_unchanged():
     ev.fold(a, {"y": [1, 0], "s": [0.9, 0.2], "a": ["x", "y"]})
     ev.fold(b, {"y": [1, 1], "s": [0.4, 0.8], "a": ["x", "z"]})
     before = dict(b.copy().items())
-    ev.merge(a, b)
-    ev.merge(a, b)
+    ev.merge_into(a, b)
+    ev.merge_into(a, b)
     assert dict(b.items()) == before
     assert a[(("a", "x"),)][0]["count"] == 1 + 2 * 1
     assert a[(("a", "z"),)][0]["count"] == 2

@@ -222,7 +222,7 @@ def test_concurrent_updates_and_merges_lose_no_rows(make):
         start.wait()
         for j in range(200):
             if i == 0 and j % 50 == 0:
-                mc.merge(other)
+                mc.merge_into(other)
             elif isinstance(mc, BinaryMetrics):
                 mc.update(y, s)
             else:

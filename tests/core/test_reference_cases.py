@@ -41,9 +41,9 @@ def fold_workers(make: Callable[[], MetricCollection], workers: list, feed: Call
         per_worker.append(mc)
     merged, merged_reversed = make(), make()
     for mc in per_worker:
-        merged.merge(mc)
+        merged.merge_into(mc)
     for mc in reversed(per_worker):
-        merged_reversed.merge(mc)
+        merged_reversed.merge_into(mc)
     assert_states_equal(merged_reversed, merged, rel=1e-15)
     return merged
 

@@ -99,7 +99,7 @@ def test_quantile_buckets_of_many_distinct_values_use_the_binned_sketch_consiste
     chunks = [{k: v[i::3] for k, v in data.items()} for i in range(3)]
     acc = prof.zero()
     for c in chunks[::-1]:
-        prof.merge(acc, prof.fold(prof.zero(), c))
+        prof.merge_into(acc, prof.fold(prof.zero(), c))
     assert prof.finish(acc) == one and one.parts["values x"]["exact"] is False
     pev = ev.with_profile(one)
     res = pev.finish(pev.fold(pev.zero(), data))

@@ -1,0 +1,173 @@
+"""The column mapping of an evaluation, and the routing of one batch's columns to a validated Batch.
+
+A :class:`ColumnMap` knows which input column plays which role (label, score or prediction,
+weight, measure; the slice columns), which columns are read as vectors or maps (list columns),
+which only for slicing, and whether the batch goes the plain ``(N,)`` path of the first release
+(:func:`core.formats.make_batch`) or the pluggable formats (:func:`core.formats.build_batch`).
+:class:`core.Evaluation` reads every batch through it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Sequence
+
+import numpy as np
+
+from core._inputs import Batch
+from core.batches import extract_columns
+from core.formats import build_batch, make_batch
+
+if TYPE_CHECKING:
+    from core.plan import Plan
+
+__all__ = ["ColumnMap"]
+
+#: the option naming each input role's column (for messages)
+ROLE_OPTIONS = {"target": "label_col", "score": "score_col", "prediction": "prediction_col", "measure": "measure_col"}
+
+
+class ColumnMap:
+    """The columns an evaluation reads, by role, and how a batch of them becomes a :class:`Batch`.
+
+    Args:
+        label_col, score_col, prediction_col, weight_col, measure_col: the columns (see
+            :class:`core.Evaluation`); ``score_col`` may be a list of per-class columns.
+        formats: ``{"target" | "score" | "prediction": format name or None}``.
+        slices: the parsed slice specs (their columns are read too).
+        plan: the evaluation's plan (its task and the inputs its metrics need).
+
+    Raises:
+        ValueError: a column a metric needs is missing (naming the metric and the option).
+    """
+
+    def __init__(
+        self,
+        *,
+        label_col: str | None,
+        score_col: str | list[str] | None,
+        prediction_col: str | None,
+        weight_col: str | None,
+        measure_col: str | None,
+        formats: dict[str, str | None],
+        slices: Sequence[Any],
+        plan: Plan,
+    ):
+        self.label_col = label_col
+        self.score_col = score_col
+        self.prediction_col = prediction_col
+        self.weight_col = weight_col
+        self.measure_col = measure_col
+        self.formats = formats
+        self.slices = tuple(slices)
+        self.plan = plan
+        task = plan.task
+        roles = {r for r, c in (("target", label_col), ("score", score_col), ("prediction", prediction_col), ("measure", measure_col)) if c}
+        if "prediction" in plan.needs and not roles & {"score", "prediction"}:
+            raise ValueError("give exactly one of score_col or prediction_col")
+        plan.check_inputs(roles, ROLE_OPTIONS)
+        # the plain (N,) path of the first release, or the pluggable formats of core.formats
+        self.plain = (
+            task.kind in ("binary", "multiclass")
+            and task.ignore_index is None
+            and not any(formats.values())
+            and measure_col is None
+            and label_col is not None
+            and not isinstance(score_col, list)
+            and not (task.kind == "multiclass" and score_col is not None)
+            and not {"probability", "score_matrix", "measure"} & plan.needs
+        )
+
+    @property
+    def columns(self) -> list[str]:
+        """Every input column this evaluation reads (label, score/prediction, weight, measure,
+        slices), each once."""
+        cols: list[Any] = [self.label_col]
+        cols += self.score_col if isinstance(self.score_col, list) else [self.score_col or self.prediction_col]
+        cols += [self.weight_col, self.measure_col]
+        for s in self.slices:
+            cols += list(s.columns)
+        out: list[str] = []
+        for c in cols:
+            if c is not None and c not in out:
+                out.append(c)
+        return out
+
+    @property
+    def value_columns(self) -> list[str]:
+        """The label, score/prediction, weight and measure columns (numeric data; not slices)."""
+        cols: list[Any] = [self.label_col]
+        cols += self.score_col if isinstance(self.score_col, list) else [self.score_col, self.prediction_col]
+        cols += [self.weight_col, self.measure_col]
+        return [c for c in cols if c is not None]
+
+    @property
+    def list_columns(self) -> list[str]:
+        """Value columns whose rows may be lists (matrices or maps): multiclass/multilabel scores,
+        multilabel labels and predictions, one-hot and map formats, and a binary score column (one
+        score, or two class probabilities per row). Engines pass them through as list /
+        fixed-size-list columns."""
+        binary_score = self.plan.task.kind == "binary" and isinstance(self.score_col, str)
+        if self.plain:
+            return [self.score_col] if binary_score else []
+        out = [self.score_col] if binary_score else []
+        for role, col in (("target", self.label_col), ("score", self.score_col), ("prediction", self.prediction_col)):
+            if col is None or isinstance(col, list) or col in out:
+                continue
+            fmt = self.formats.get(role)
+            kind = self.plan.task.kind
+            if fmt in ("onehot", "indicator", "label_map", "score_map") or (fmt in ("scores", "probabilities", "logits") and kind != "binary"):
+                out.append(col)
+            elif fmt is None and (kind == "multilabel" or (kind == "multiclass" and role in ("target", "prediction", "score"))):
+                out.append(col)
+        return out
+
+    @property
+    def slice_columns(self) -> list[str]:
+        """Columns read only for slicing (they may hold lists: see :class:`~core.slicing.SliceSpec`)."""
+        values = set(self.value_columns)
+        out: list[str] = []
+        for s in self.slices:
+            out += [c for c in s.columns if c not in values and c not in out]
+        return out
+
+    def read(self, data: Any, row_offset: int = 0) -> tuple[dict[str, np.ndarray], int]:
+        """``({column: array}, n)``: every column of one batch (see :func:`core.batches.extract_columns`)."""
+        return extract_columns(data, self.columns, nd=self.list_columns, slice_columns=self.slice_columns, row_offset=row_offset)
+
+    def batch(self, cols: dict[str, Any], row_offset: int, on_invalid: str) -> tuple[Batch, np.ndarray | None]:
+        """The validated :class:`Batch` of one batch's columns and its invalid rows (a mask, or
+        None when there are none).
+
+        Raises:
+            ValueError / TypeError: invalid values (see :func:`core.formats.make_batch`), unless
+                ``on_invalid="skip"``.
+        """
+        if self.plain:
+            return make_batch(
+                num_classes=self.plan.task.num_classes,
+                y_true=cols[self.label_col],
+                y_score=cols[self.score_col] if self.score_col else None,
+                y_pred=cols[self.prediction_col] if self.prediction_col else None,
+                sample_weight=cols[self.weight_col] if self.weight_col else None,
+                names=(self.label_col, self.score_col or "", self.prediction_col or "", self.weight_col or ""),
+                row_offset=row_offset,
+                on_invalid=on_invalid,
+                task=self.plan.task,
+            )
+        sc = self.score_col
+        return build_batch(
+            task=self.plan.task,
+            columns={
+                "target": cols[self.label_col] if self.label_col else None,
+                "score": ([cols[c] for c in sc] if isinstance(sc, list) else cols[sc]) if sc else None,
+                "prediction": cols[self.prediction_col] if self.prediction_col else None,
+                "measure": cols[self.measure_col] if self.measure_col else None,
+            },
+            names={"target": self.label_col, "score": sc, "prediction": self.prediction_col, "measure": self.measure_col},
+            sample_weight=cols[self.weight_col] if self.weight_col else None,
+            weight_name=self.weight_col or "",
+            formats=self.formats,
+            needs=self.plan.needs,
+            row_offset=row_offset,
+            on_invalid=on_invalid,
+        )

@@ -1,0 +1,204 @@
+"""The options of :class:`core.Evaluation`: one table, from which everything else is derived.
+
+Each :class:`Option` row holds the option's name, default, type, documentation, whether
+:meth:`~core.Evaluation.to_config` always lists it or only when it differs from the default, whether
+it is part of the accumulator :attr:`~core.Evaluation.fingerprint`, and the check of its value.
+From :data:`OPTIONS` come ``Evaluation``'s keyword arguments (its ``__init__`` signature and the
+``Args`` of its docstring), the validation of one option's value (:func:`read_options`),
+``to_config()`` / ``describe()`` (:func:`config_of`), the fingerprint's column and format settings
+(:func:`fingerprint_of`), the engines' ``**evaluation_kwargs`` (``ComputeMetrics``,
+``compute_metrics``: they pass them to ``Evaluation``) and the CLI's mapping of flags to options
+(:data:`CLI_DESTS` in ``pipelines.evaluate``). Adding an option is one row here (plus the code that
+uses it); settings that combine options (the task, the plan, the input roles) are checked by
+``Evaluation`` itself.
+"""
+
+from __future__ import annotations
+
+import difflib
+import inspect
+import textwrap
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
+
+from core._inputs import ON_INVALID
+from core.formats import get_format
+
+__all__ = ["OPTIONS", "OPTION_NAMES", "Option", "config_of", "fingerprint_of", "options_doc", "read_options", "signature"]
+
+
+@dataclass(frozen=True)
+class Option:
+    """One keyword argument of :class:`core.Evaluation`.
+
+    Attributes:
+        name: the keyword.
+        default: its value when not given.
+        annotation: its type, as text (for the signature).
+        doc: its documentation (the ``Args`` entry of ``Evaluation``).
+        config: ``"always"``: :meth:`~core.Evaluation.to_config` lists it; ``"if_set"``: only
+            when its value differs from ``default`` (so configurations of the first release,
+            which lacked these options, keep their exact ``to_config()``).
+        fingerprint: part of :attr:`core.Evaluation.fingerprint` (it changes what the states hold).
+        check: ``value -> value``: validates one given value (raising ``ValueError`` /
+            ``TypeError`` that name the option) and returns its normal form; None: any value.
+    """
+
+    name: str
+    default: Any
+    annotation: str
+    doc: str
+    config: str = "always"
+    fingerprint: bool = False
+    check: Callable[[Any], Any] | None = None
+
+
+def _on_invalid(v: Any) -> str:
+    if v not in ON_INVALID:
+        raise ValueError(f"on_invalid must be one of {ON_INVALID}, got {v!r}")
+    return v
+
+
+def _score_col(v: Any) -> Any:
+    if isinstance(v, (list, tuple)):
+        v = list(v)
+        if not v or not all(isinstance(c, str) and c for c in v):
+            raise ValueError(f"score_col: a list of per-class score columns needs column names, got {v!r}")
+    return v
+
+
+def _min_slice_size(v: Any) -> float | None:
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0 or v == float("inf"):
+        raise ValueError(f"min_slice_size must be a finite number > 0, got {v!r}")
+    return float(v)
+
+
+def _show_suppressed_names(v: Any) -> bool:
+    if not isinstance(v, bool):
+        raise TypeError(f"show_suppressed_names must be a bool, got {v!r}")
+    return v
+
+
+def _input_format(v: Any) -> Any:
+    if v is not None:
+        get_format(v)
+    return v
+
+
+#: every option of :class:`core.Evaluation`, in signature and ``to_config()`` order
+OPTIONS: tuple[Option, ...] = (
+    Option("label_col", None, "str | None",
+           "column of true labels: 0/1 (binary), [0, K) (multiclass), (L,) 0/1 lists (multilabel), float targets "
+           "(regression), or label maps (segmentation). May be None only when the metrics need no labels (e.g. "
+           "``mean_measure`` alone).", fingerprint=True),
+    Option("score_col", None, "str | Sequence[str] | None",
+           "column of scores: finite floats (binary; thresholded at ``threshold``), or for binary the two class "
+           "probabilities per row (``predict_proba`` output) as a list column or two column names ``[p0, p1]`` "
+           "(column 1 is thresholded; ``pos_label=0`` ranking metrics rank by column 0); for multiclass a "
+           "list-valued (fixed-size-list Arrow) column of K class scores per row, or a list of K column names (one "
+           "per class); multilabel (L,) lists; score maps.", fingerprint=True, check=_score_col),
+    Option("prediction_col", None, "str | None",
+           "column of predicted labels (binary 0/1, multiclass [0, K), multilabel (L,) 0/1 lists, label maps) or, "
+           "for regression, predicted values. At most one of ``score_col`` / ``prediction_col``; one is required "
+           "when a metric needs predictions.", fingerprint=True),
+    Option("weight_col", None, "str | None", "optional column of finite non-negative sample weights.", fingerprint=True),
+    Option("slices", None, "Iterable[Any] | str | None",
+           "slice specs (``\"carrier\"``, ``\"carrier,origin\"``, ``\"origin=JFK,carrier\"``, "
+           "``\"distance:quantiles=4\"``, ``\"tailnum;max_slices=50\"``, :class:`~core.slicing.SliceSpec` objects; "
+           "grammar in :class:`~core.slicing.SliceSpec`); the overall slice is always computed, exactly, from every "
+           "row. Specs with ``max_slices`` or ``quantiles`` need a counting pass first (:attr:`needs_profile`, "
+           ":meth:`with_profile`; every engine and :meth:`evaluate` run it automatically).", fingerprint=True),
+    Option("metrics", None, "Sequence[str | Metric] | None", "metric strings (see :mod:`core.metrics`); None for the task's defaults."),
+    Option("num_classes", None, "int | None", "None/2 for binary, K > 2 for multiclass (needs ``prediction_col`` or class scores)."),
+    Option("threshold", 0.5, "float", "binary scores ``>= threshold`` are predicted positive (see :class:`~core.plan.MetricCollection`)."),
+    Option("threshold_rule", ">=", "str", "``\">=\"`` or ``\">\"``: how scores compare with ``threshold``."),
+    Option("zero_division", "nan", "Any",
+           "value of undefined ratios: ``\"nan\"`` (default), ``\"warn\"``, 0 or 1 (see :class:`~core.plan.MetricCollection`)."),
+    Option("on_invalid", "raise", "str",
+           "``\"raise\"`` (default): invalid rows raise ``ValueError`` naming column, value and row; ``\"skip\"``: "
+           "they are skipped and counted per slice (``skipped`` in results).", check=_on_invalid),
+    Option("multiclass", False, "bool", "True: a two-class task is multiclass (per-class and averaged metrics)."),
+    Option("task", None, "str | Task | None",
+           "``\"binary\"``, ``\"multiclass\"``, ``\"multilabel\"``, ``\"regression\"`` or a :class:`~core.metrics.Task`; "
+           "None infers binary/multiclass from ``num_classes``.", config="if_set"),
+    Option("measure_col", None, "str | None", "column of finite per-row values for ``mean_measure`` (e.g. a loss).",
+           config="if_set", fingerprint=True),
+    Option("ignore_index", None, "int | None", "drop rows (pixels) whose label equals it; a class id also leaves averages.",
+           config="if_set"),
+    Option("label_format", None, "str | None",
+           "input format of the label column (see :mod:`core.formats`: ``labels``, ``onehot``, ``indicator``, "
+           "``label_map``, ...); None picks the default for the task and the column's shape.",
+           config="if_set", fingerprint=True, check=_input_format),
+    Option("score_format", None, "str | None",
+           "input format of the score column (``scores``, ``probabilities``, ``logits``, ``score_map``, ...).",
+           config="if_set", fingerprint=True, check=_input_format),
+    Option("prediction_format", None, "str | None",
+           "input format of the prediction column (``labels``, ``onehot``, ``label_map``, ``values``, ...).",
+           config="if_set", fingerprint=True, check=_input_format),
+    Option("min_slice_size", None, "float | None",
+           "suppress every slice (and the overall slice) whose valid row count is below this; a spec's own "
+           "``min_slice_size`` (count or weight) overrides it for its slices, and the overall slice must also meet "
+           "every spec's threshold. Suppressed slices are reported without metric values or counts (see "
+           ":class:`SliceResult`), and so many more slices are suppressed with them that none can be recovered by "
+           "subtracting published slices from their parent (:mod:`core.suppression`).",
+           config="if_set", check=_min_slice_size),
+    Option("show_suppressed_names", False, "bool",
+           "False (default): the suppressed slices of each spec are reported as one ``{column: \"__suppressed__\"}`` "
+           "entry counting them (``suppressed_slices``), so their values are not published either; True: each is "
+           "listed by name (no values).", config="if_set", check=_show_suppressed_names),
+)  # fmt: skip
+
+OPTION_NAMES: tuple[str, ...] = tuple(o.name for o in OPTIONS)
+_BY_NAME = {o.name: o for o in OPTIONS}
+
+
+def read_options(given: Mapping[str, Any], owner: str = "Evaluation") -> dict[str, Any]:
+    """Every option's value (``given`` ones checked and normalised, the others their defaults),
+    in :data:`OPTIONS` order.
+
+    Raises:
+        TypeError: an unknown keyword (naming the closest option), or a value of a wrong type.
+        ValueError: a bad value, naming the option; both ``score_col`` and ``prediction_col``.
+    """
+    unknown = [k for k in given if k not in _BY_NAME]
+    if unknown:
+        k = unknown[0]
+        close = difflib.get_close_matches(k, OPTION_NAMES, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise TypeError(f"{owner} got an unexpected keyword argument {k!r}{hint}; its options are {', '.join(OPTION_NAMES)}")
+    if given.get("score_col") is not None and given.get("prediction_col") is not None:
+        raise ValueError("give exactly one of score_col or prediction_col")
+    out = {}
+    for o in OPTIONS:
+        v = given.get(o.name, o.default)
+        out[o.name] = v if o.check is None else o.check(v)
+    return out
+
+
+def config_of(resolved: Mapping[str, Any]) -> dict[str, Any]:
+    """``to_config()`` from every option's resolved (JSON-ready) value: the ``"always"`` options,
+    and the ``"if_set"`` ones whose value is not their default."""
+    return {o.name: resolved[o.name] for o in OPTIONS if o.config == "always" or resolved[o.name] != o.default}
+
+
+def fingerprint_of(resolved: Mapping[str, Any]) -> dict[str, Any]:
+    """The options of the fingerprint (columns, formats, slices) from their resolved values."""
+    return {o.name: resolved[o.name] for o in OPTIONS if o.fingerprint}
+
+
+def signature() -> inspect.Signature:
+    """``(self, *, label_col=None, ...)``: the signature of ``Evaluation.__init__``."""
+    params = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+    params += [inspect.Parameter(o.name, inspect.Parameter.KEYWORD_ONLY, default=o.default, annotation=o.annotation) for o in OPTIONS]
+    return inspect.Signature(params)
+
+
+def options_doc(indent: int = 8) -> str:
+    """The ``Args`` entries of every option (Google style), indented by ``indent`` spaces."""
+    pad = " " * indent
+    lines = []
+    for o in OPTIONS:
+        lines += textwrap.wrap(f"{o.name}: {o.doc}", width=100, initial_indent=pad, subsequent_indent=pad + "    ", break_on_hyphens=False)
+    return "\n".join(lines)
