@@ -69,3 +69,22 @@ def test_writing_a_slice_of_an_unread_accumulator_replaces_its_folded_states():
     assert set(acc) == {(), (("a", "x"),)} and len(acc) == 2
     acc.clear()
     assert len(acc) == 0 and dict(acc) == {}
+
+
+@pytest.mark.parametrize("values", [["x", None, "y", None], [None, None, None, None], [1, None, 2, None], [1.5, None, 1.5, None]])
+@pytest.mark.parametrize("chunked", [False, True])
+def test_dictionary_typed_arrow_slice_column_keeps_its_nulls(values, chunked):
+    """A dictionary-encoded Arrow slice column (a Table's ChunkedArray too) slices by its values:
+    a null is the missing value, never the dictionary's first entry (nor an IndexError when the
+    dictionary is empty)."""
+    ev = Evaluation(label_col="y", score_col="s", slices=["a"], metrics=["precision"])
+    d = pa.array(values).dictionary_encode()
+    data = {"y": pa.array([1, 0, 1, 1]), "s": pa.array([0.5, 0.2, 0.9, 0.1]), "a": d}
+    batch = pa.table({k: pa.chunked_array([v[:2], v[2:]]) for k, v in data.items()}) if chunked else pa.RecordBatch.from_pydict(data)
+    acc = ev.zero()
+    ev.fold(acc, batch)
+    want: dict = {}
+    for v in values:
+        want[v] = want.get(v, 0) + 1
+    assert {k[0][1]: int(s[0]["count"]) for k, s in acc.items() if k} == want
+    assert acc == _per_slice(ev, [{"y": [1, 0, 1, 1], "s": [0.5, 0.2, 0.9, 0.1], "a": list(values)}])
