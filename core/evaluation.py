@@ -106,7 +106,9 @@ class Accumulator(dict):
 
     # mutators: the blocks first become per-slice states, so a write replaces what was folded
     def __setitem__(self, key: Any, value: Any) -> None:
-        dict.__setitem__(self.materialize(), key, value)
+        if any(key in b.index for b in self.blocks.values()):  # a slice a block holds (not e.g. the overall one)
+            self.materialize()
+        dict.__setitem__(self, key, value)
 
     def __delitem__(self, key: Any) -> None:
         dict.__delitem__(self.materialize(), key)

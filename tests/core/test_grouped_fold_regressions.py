@@ -88,3 +88,14 @@ def test_dictionary_typed_arrow_slice_column_keeps_its_nulls(values, chunked):
         want[v] = want.get(v, 0) + 1
     assert {k[0][1]: int(s[0]["count"]) for k, s in acc.items() if k} == want
     assert acc == _per_slice(ev, [{"y": [1, 0, 1, 1], "s": [0.5, 0.2, 0.9, 0.1], "a": list(values)}])
+
+
+def test_folding_keeps_the_slices_in_blocks_until_the_accumulator_is_read():
+    """Writing the overall slice during a fold must not turn the blocks into per-slice states
+    (that made each fold cost a pass over every slice's states)."""
+    ev = Evaluation(label_col="y", score_col="s", slices=["a"], metrics=["precision"], weight_col="w")
+    acc = ev.zero()
+    for _ in range(2):
+        ev.fold(acc, {"y": [1, 0], "s": [0.9, 0.1], "a": ["x", "y"], "w": [0.5, 0.25]})
+    assert acc.blocks and dict.__len__(acc) == 1
+    assert float(acc[(("a", "x"),)][0]["weight"]) == 1.0 and not acc.blocks
