@@ -1,6 +1,7 @@
 """ComputeMetrics with the slice-vectorised fold on inputs that attack it: Arrow slice columns of
 every flavour across bundles (string, large_string, dictionary-typed, chunked tables), slices whose
-rows are all skipped in one bundle, against core's per-slice fold (a plain dict)."""
+rows are all skipped in one bundle (merged by MetricsCombineFn without a coder in between), against
+core's per-slice fold (a plain dict) and hand counts."""
 
 from __future__ import annotations
 
@@ -47,7 +48,7 @@ def _parts():
 
 def test_beam_slices_of_every_arrow_flavour_with_skipped_only_slices_equal_the_per_slice_fold(tmp_path):
     ev = core.Evaluation(
-        label_col="label", score_col="score", weight_col="weight", slices=["a", "a;max_slices=3"][:1],
+        label_col="label", score_col="score", weight_col="weight", slices=["a"],
         metrics=["accuracy", "precision", "roc_auc", "tp"], on_invalid="skip",
     )  # fmt: skip
     parts = _parts()
@@ -61,3 +62,22 @@ def test_beam_slices_of_every_arrow_flavour_with_skipped_only_slices_equal_the_p
     want = ev.finish(Accumulator(acc, ev.fingerprint))
     assert want[(("a", "zz"),)].skipped == 4 and want[(("a", "zz"),)].n == 0
     assert_results_equal(got, want)
+
+
+def test_beam_merge_accumulators_of_bundles_whose_last_slices_saw_only_skipped_rows():
+    """MetricsCombineFn.merge_accumulators merges the bundles' blocks as they are (no coder in
+    between): a slice that only had skipped rows in a bundle must not receive another slice's
+    counts."""
+    from beam_metrics import MetricsCombineFn
+
+    ev = core.Evaluation(label_col="label", score_col="score", slices=["a"], metrics=["tp", "fp"], on_invalid="skip")
+    fn = MetricsCombineFn(ev)
+    one, two = fn.create_accumulator(), fn.create_accumulator()
+    one = fn.add_input(one, pa.RecordBatch.from_pydict({"label": [1, 0], "score": [0.9, 0.8], "a": ["x", "x"]}))
+    one = fn.add_input(one, pa.RecordBatch.from_pydict({"label": [1, 1], "score": [np.nan, np.nan], "a": ["y", "z"]}))
+    two = fn.add_input(two, pa.RecordBatch.from_pydict({"label": [1], "score": [0.7], "a": ["z"]}))
+    results = fn.extract_output(fn.merge_accumulators([two, one]))
+    got = {r.slice: (r.n, r.skipped, r.metrics["tp"], r.metrics["fp"]) for r in results}
+    assert got[(("a", "x"),)] == (2, 0, 1.0, 1.0)
+    assert got[(("a", "y"),)] == (0, 1, 0.0, 0.0)
+    assert got[(("a", "z"),)] == (1, 1, 1.0, 0.0)
