@@ -101,6 +101,45 @@ class Accumulator(dict):
             other.materialize()
         return dict.__eq__(self.materialize(), other)
 
+    def __ne__(self, other: object) -> bool:
+        eq = self.__eq__(other)
+        return eq if eq is NotImplemented else not eq
+
+    # mutators: the blocks first become per-slice states, so a write replaces what was folded
+    def __setitem__(self, key: Any, value: Any) -> None:
+        if any(key in b.index for b in self.blocks.values()):  # a slice a block holds (not e.g. the overall one)
+            self.materialize()
+        dict.__setitem__(self, key, value)
+
+    def __delitem__(self, key: Any) -> None:
+        dict.__delitem__(self.materialize(), key)
+
+    def setdefault(self, key: Any, default: Any = None) -> Any:
+        return dict.setdefault(self.materialize(), key, default)
+
+    def update(self, *args: Any, **kwargs: Any) -> None:
+        dict.update(self.materialize(), *args, **kwargs)
+
+    def popitem(self) -> tuple:
+        return dict.popitem(self.materialize())
+
+    def clear(self) -> None:
+        self.blocks = {}
+        dict.clear(self)
+
+    def __reversed__(self) -> Any:
+        return dict.__reversed__(self.materialize())
+
+    def __or__(self, other: Any) -> Any:
+        return dict(self.items()) | other
+
+    def __ror__(self, other: Any) -> Any:
+        return other | dict(self.items())
+
+    def __ior__(self, other: Any) -> "Accumulator":
+        self.update(other)
+        return self
+
     __hash__ = None  # type: ignore[assignment]
 
     def __reduce__(self) -> tuple:

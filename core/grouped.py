@@ -156,12 +156,14 @@ class CellStack(Stack):
 
     def merge(self, other: "Stack", slots: np.ndarray, size: int) -> None:
         assert isinstance(other, CellStack)
-        n = len(slots)
+        # other's tables may have fewer rows than keys: slots added by skipped rows only
+        n = min(len(slots), other.counts.shape[0])
         self.counts = _grow(self.counts, size)
-        part = other.counts[:n]
-        self.counts[slots] = checked_add(self.counts[slots], part, f"{self.cls.kind} cell counts")
+        to = slots[:n]
+        self.counts[to] = checked_add(self.counts[to], other.counts[:n], f"{self.cls.kind} cell counts")
         if self.weighted and other.weights is not None:
-            index = (slots[:, None] * self.ncells + np.arange(self.ncells)).reshape(-1)
+            n = min(n, other.weights.shape[0] // self.ncells)
+            index = (slots[:n, None] * self.ncells + np.arange(self.ncells)).reshape(-1)
             mine = other.weights.take(np.arange(n * self.ncells))
             self._add_weights(mine.regroup(index, size * self.ncells), size)
 

@@ -294,6 +294,9 @@ def read_slice_column(values: Any, name: str, row_offset: int = 0) -> "np.ndarra
     """
     t = getattr(values, "type", None)
     if t is not None and hasattr(values, "null_count"):  # pyarrow Array / ChunkedArray
+        if str(t).startswith("dictionary<"):  # the values themselves (an all-null chunk has no dictionary to take from)
+            values = values.cast(t.value_type)
+            t = values.type
         if str(t).startswith(("list<", "large_list<", "fixed_size_list<")):
             arr = values.combine_chunks() if hasattr(values, "combine_chunks") else values
             n = len(arr)

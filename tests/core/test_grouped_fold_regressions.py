@@ -1,0 +1,101 @@
+"""Regressions of the slice-vectorised fold (core.grouped, the Accumulator's blocks) found by
+attacking it: each test names what it guards; references are hand counts, numpy, scikit-learn or
+the per-slice fold (folding into a plain dict)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from core import Evaluation
+
+
+def _per_slice(ev: Evaluation, batches: list) -> dict:
+    acc = dict(ev.zero())
+    offset = 0
+    for b in batches:
+        ev.fold(acc, b, row_offset=offset)
+        offset += b.num_rows if hasattr(b, "num_rows") else len(next(iter(b.values())))
+    return acc
+
+
+def _vectorised(ev: Evaluation, batches: list):
+    acc = ev.zero()
+    offset = 0
+    for b in batches:
+        ev.fold(acc, b, row_offset=offset)
+        offset += b.num_rows if hasattr(b, "num_rows") else len(next(iter(b.values())))
+    return acc
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_merging_a_block_whose_last_slices_had_only_skipped_rows(weighted):
+    """Slices that only ever saw skipped rows have no row in the block's cell tables: merging
+    must not broadcast another slice's counts into them."""
+    ev = Evaluation(label_col="y", score_col="s", slices=["a"], metrics=["precision"], on_invalid="skip", weight_col="w" if weighted else None)
+    acc = ev.zero()
+    ev.fold(acc, {"y": [1, 0], "s": [0.9, 0.1], "a": ["x", "x"], "w": [0.5, 0.25]})
+    ev.fold(acc, {"y": [1, 0], "s": [np.nan, np.nan], "a": ["z", "w"], "w": [1.0, 1.0]}, row_offset=2)
+    into = ev.zero()
+    ev.fold(into, {"y": [1], "s": [0.3], "a": ["w"], "w": [0.1]})
+    ev.merge_into(into, acc)
+    counts = {k[0][1]: (v[0]["count"], v[0]["skipped"]) for k, v in into.items() if k}
+    assert counts == {"x": (2, 0), "z": (0, 1), "w": (1, 1)}
+    if weighted:
+        assert float(into[(("a", "x"),)][0]["weight"]) == 0.75
+        assert float(into[(("a", "w"),)][0]["weight"]) == 0.1
+
+
+def test_accumulator_not_equal_is_the_negation_of_equal():
+    ev = Evaluation(label_col="y", score_col="s", slices=["a"], metrics=["precision"])
+    a, b = ev.zero(), ev.zero()
+    ev.fold(a, {"y": [1, 0], "s": [0.9, 0.1], "a": ["x", "y"]})
+    ev.fold(b, {"y": [1, 0], "s": [0.9, 0.1], "a": ["x", "x"]})
+    assert (a != b) is True and (a == b) is False
+    c = ev.zero()
+    ev.fold(c, {"y": [1, 0], "s": [0.9, 0.1], "a": ["x", "x"]})
+    plain = _per_slice(ev, [{"y": [1, 0], "s": [0.9, 0.1], "a": ["x", "x"]}])
+    assert (c != plain) is False and c == plain
+
+
+def test_writing_a_slice_of_an_unread_accumulator_replaces_its_folded_states():
+    ev = Evaluation(label_col="y", score_col="s", slices=["a"], metrics=["precision"])
+    acc = ev.zero()
+    ev.fold(acc, {"y": [1, 0], "s": [0.9, 0.1], "a": ["x", "y"]})
+    acc[(("a", "x"),)] = ev.plan.zero()  # as on a plain dict: the write wins
+    assert acc[(("a", "x"),)][0]["count"] == 0 and acc[(("a", "y"),)][0]["count"] == 1
+    del acc[(("a", "y"),)]
+    assert set(acc) == {(), (("a", "x"),)} and len(acc) == 2
+    acc.clear()
+    assert len(acc) == 0 and dict(acc) == {}
+
+
+@pytest.mark.parametrize("values", [["x", None, "y", None], [None, None, None, None], [1, None, 2, None], [1.5, None, 1.5, None]])
+@pytest.mark.parametrize("chunked", [False, True])
+def test_dictionary_typed_arrow_slice_column_keeps_its_nulls(values, chunked):
+    """A dictionary-encoded Arrow slice column (a Table's ChunkedArray too) slices by its values:
+    a null is the missing value, never the dictionary's first entry (nor an IndexError when the
+    dictionary is empty)."""
+    ev = Evaluation(label_col="y", score_col="s", slices=["a"], metrics=["precision"])
+    d = pa.array(values).dictionary_encode()
+    data = {"y": pa.array([1, 0, 1, 1]), "s": pa.array([0.5, 0.2, 0.9, 0.1]), "a": d}
+    batch = pa.table({k: pa.chunked_array([v[:2], v[2:]]) for k, v in data.items()}) if chunked else pa.RecordBatch.from_pydict(data)
+    acc = ev.zero()
+    ev.fold(acc, batch)
+    want: dict = {}
+    for v in values:
+        want[v] = want.get(v, 0) + 1
+    assert {k[0][1]: int(s[0]["count"]) for k, s in acc.items() if k} == want
+    assert acc == _per_slice(ev, [{"y": [1, 0, 1, 1], "s": [0.5, 0.2, 0.9, 0.1], "a": list(values)}])
+
+
+def test_folding_keeps_the_slices_in_blocks_until_the_accumulator_is_read():
+    """Writing the overall slice during a fold must not turn the blocks into per-slice states
+    (that made each fold cost a pass over every slice's states)."""
+    ev = Evaluation(label_col="y", score_col="s", slices=["a"], metrics=["precision"], weight_col="w")
+    acc = ev.zero()
+    for _ in range(2):
+        ev.fold(acc, {"y": [1, 0], "s": [0.9, 0.1], "a": ["x", "y"], "w": [0.5, 0.25]})
+    assert acc.blocks and dict.__len__(acc) == 1
+    assert float(acc[(("a", "x"),)][0]["weight"]) == 1.0 and not acc.blocks
