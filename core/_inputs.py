@@ -225,6 +225,22 @@ class Batch:
         return float(self.n) if self.sample_weight is None else float(self.sample_weight.sum())
 
 
+#: The rules the validation checks, in the words of its error messages; engines that check values
+#: themselves (``spark_metrics.native``: Spark SQL) report them with the same texts.
+SCORE_RULE = "scores must be finite (no NaN or inf)"
+WEIGHT_RULE = "weights must be finite and >= 0"
+
+
+def label_rule(kind: str, num_classes: int) -> str:
+    """The rule of label-like values (``kind``: "labels" or "predictions") in error messages."""
+    return f"{kind} must be 0 or 1" if num_classes == 2 else f"{kind} must be integers in [0, {num_classes})"
+
+
+def invalid_value_message(column: Any, value: Any, row: int, what: str, more: str = "") -> str:
+    """``column 'c': invalid value v at row r: <rule><more>``: the error text of an invalid value."""
+    return f"column {column!r}: invalid value {value!r} at row {row}: {what}{more}"
+
+
 def _first_bad(mask: np.ndarray, values: np.ndarray, column: Any, what: str, row_offset: int) -> str:
     if mask.ndim > 1:  # matrices / maps: name the row and the offending entry
         rows = np.flatnonzero(mask.reshape(mask.shape[0], -1).any(axis=1))
@@ -249,7 +265,7 @@ def _first_bad(mask: np.ndarray, values: np.ndarray, column: Any, what: str, row
     more = f" ({idx.size} invalid rows in this batch)" if idx.size > 1 else ""
     if isinstance(column, (list, tuple)):
         column = ",".join(column)
-    return f"column {column!r}: invalid value {v!r} at row {row_offset + i}: {what}{more}"
+    return invalid_value_message(column, v, row_offset + i, what, more)
 
 
 class _Checker:
@@ -310,10 +326,7 @@ def _labels(arr: np.ndarray, column: str, num_classes: int, chk: _Checker, kind:
     vals = to_float(arr, column, chk.row_offset, chk)
     with np.errstate(invalid="ignore"):
         bad = ~np.isfinite(vals) | (vals != np.floor(vals)) | (vals < 0) | (vals >= num_classes)
-    what = (
-        f"{kind} must be 0 or 1" if num_classes == 2 else f"{kind} must be integers in [0, {num_classes})"
-    )
-    chk.check(bad, arr if arr.dtype == object else vals, column, what)
+    chk.check(bad, arr if arr.dtype == object else vals, column, label_rule(kind, num_classes))
     out = np.where(bad, 0, vals) if bad.any() else vals
     return out.astype(np.int64)
 
@@ -400,7 +413,7 @@ def make_batch(
     if ys is not None:
         ys_f = to_float(ys, n_score, row_offset, chk)
         if not _all_finite(ys_f):
-            chk.check(~np.isfinite(ys_f), ys_f, n_score, "scores must be finite (no NaN or inf)")
+            chk.check(~np.isfinite(ys_f), ys_f, n_score, SCORE_RULE)
     if yp is not None:
         yp_i = _labels(yp, n_pred, num_classes, chk, "predictions")
     if w is not None:
@@ -408,7 +421,7 @@ def make_batch(
         if not (w_f.shape[0] == 0 or (w_f.min() >= 0 and _all_finite(w_f))):  # min() is NaN if any is
             with np.errstate(invalid="ignore"):
                 bad = ~np.isfinite(w_f) | (w_f < 0)
-            chk.check(bad, w_f, n_weight, "weights must be finite and >= 0")
+            chk.check(bad, w_f, n_weight, WEIGHT_RULE)
     batch = Batch(yt_i, ys_f, yp_i, w_f)
     if chk.skip:
         if chk.invalid.any():
