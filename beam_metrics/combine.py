@@ -25,10 +25,10 @@ from typing import Any, Iterable
 import apache_beam as beam
 import numpy as np
 
-from core.evaluation import Evaluation, num_rows
+from core.evaluation import Evaluation, missing_row_column, num_rows, rows_to_columns
 from core.results import Results
 
-__all__ = ["MetricsAccumulator", "MetricsAccumulatorCoder", "MetricsCombineFn", "is_column_batch"]
+__all__ = ["MetricsAccumulator", "MetricsAccumulatorCoder", "MetricsCombineFn", "StagedColumns", "is_column_batch"]
 
 
 def _module_type(module: str, name: str) -> type | None:
@@ -38,6 +38,8 @@ def _module_type(module: str, name: str) -> type | None:
 
 
 _SCALARS = (str, int, float, bytes, type(None), np.generic)
+#: Exact types of a row's values that no column batch holds (the fast path of ``_add``).
+_ROW_SCALARS = frozenset((str, int, float, bool, bytes, type(None)))
 
 
 def _is_column(value: Any) -> bool:
@@ -129,39 +131,101 @@ def _is_table(element: Any) -> bool:
 
 
 #: Rows buffered per accumulator before a vectorised fold. Each fold updates every slice's states
-#: (for ROC AUC, a union with a state of up to 40,000 bins), so larger buffers cost less per row:
-#: 16,384 row dicts hold a few MB.
-DEFAULT_BATCH_SIZE = 16_384
+#: (for ROC AUC, a union with a state of up to 40,000 bins), so larger buffers cost less per row
+#: (16,384 -> 65,536 rows: about 2.5x less fold time per row for 11 slices with AUC). Rows wait as
+#: columns, not dicts (see :data:`ROW_CHUNK`): 65,536 rows of three columns hold about 4 MB.
+DEFAULT_BATCH_SIZE = 65_536
+
+#: Row dicts kept as dicts before they are turned into columns (one pass per column).
+ROW_CHUNK = 4096
+
+class StagedColumns:
+    """Buffered rows already turned into columns (one list per column), waiting for a fold.
+
+    Attributes:
+        columns: ``{column: list of values}`` (a key missing from a row is None).
+        start: position of the first staged row in the accumulator's input (for messages).
+        n: number of staged rows.
+        absent: columns no staged row holds (folding then raises core's missing-column error).
+        first_row: the first staged row (its keys are listed in that error).
+    """
+
+    __slots__ = ("columns", "start", "n", "absent", "first_row")
+
+    def __init__(self, columns: dict, start: int, n: int, absent: frozenset, first_row: Mapping):
+        self.columns, self.start, self.n, self.absent, self.first_row = columns, start, n, absent, first_row
+
+    def __getstate__(self) -> tuple:
+        return (self.columns, self.start, self.n, self.absent, self.first_row)
+
+    def __setstate__(self, state: tuple) -> None:
+        self.columns, self.start, self.n, self.absent, self.first_row = state
+
+    def extend(self, columns: dict, n: int, absent: frozenset) -> None:
+        for name, values in columns.items():
+            self.columns[name] += values
+        self.n += n
+        self.absent &= absent
+
+    def fold_into(self, evaluation: Any, acc: Any) -> Any:
+        """``evaluation.fold(acc, columns)`` (with core's error for a column no row holds)."""
+        if self.absent:
+            names = list(getattr(evaluation, "columns", ()))
+            raise missing_row_column(next((c for c in names if c in self.absent), min(self.absent)), self.first_row)
+        return evaluation.fold(acc, self.columns, row_offset=self.start)
+
 
 class MetricsAccumulator:
-    """Beam-side accumulator: core's accumulator plus a buffer of not-yet-folded rows.
+    """Beam-side accumulator: core's accumulator plus not-yet-folded rows.
+
+    Rows are kept as dicts in ``buffer`` until :data:`ROW_CHUNK` of them (or ``batch_size``, if
+    smaller) arrived, then turned into columns (``staged``: a few dozen bytes per row instead of
+    a dict) until ``batch_size`` rows wait; then they are folded at once.
 
     Attributes:
         acc: core's accumulator ``{slice_key: tuple_of_states}`` (from ``Evaluation.zero``).
-        buffer: row dicts added but not yet folded (at most ``batch_size`` of them).
+        buffer: row dicts added but not yet staged or folded.
         buffer_start: position (in this accumulator's input) of ``buffer[0]``; used only for the
             row positions in error messages.
         rows: number of rows added so far (buffered + folded); also only for messages. It is not
             encoded by :class:`MetricsAccumulatorCoder`, so positions restart at 0 after a
             shuffle.
+        staged: :class:`StagedColumns` of rows added before ``buffer``, or None.
+        exact: every row in ``buffer`` is exactly a ``dict`` (read with a faster path).
     """
 
-    __slots__ = ("acc", "buffer", "buffer_start", "rows")
+    __slots__ = ("acc", "buffer", "buffer_start", "rows", "staged", "exact")
 
-    def __init__(self, acc: dict, buffer: list | None = None, buffer_start: int = 0, rows: int = 0):
+    def __init__(self, acc: dict, buffer: list | None = None, buffer_start: int = 0, rows: int = 0, staged: StagedColumns | None = None):
         self.acc = acc
         self.buffer = [] if buffer is None else buffer
         self.buffer_start = buffer_start
         self.rows = rows
+        self.staged = staged
+        self.exact = True
 
     def __getstate__(self) -> tuple:
-        return (self.acc, self.buffer, self.buffer_start, self.rows)
+        return (self.acc, self.buffer, self.buffer_start, self.rows, self.staged, self.exact)
 
     def __setstate__(self, state: tuple) -> None:
-        self.acc, self.buffer, self.buffer_start, self.rows = state
+        self.acc, self.buffer, self.buffer_start, self.rows, self.staged, self.exact = state
+
+    def fold_pending(self, evaluation: Any, acc: Any) -> Any:
+        """Fold the staged and buffered rows into ``acc`` (this accumulator is left unchanged)."""
+        if self.staged is not None:
+            acc = self.staged.fold_into(evaluation, acc)
+        if self.buffer:
+            acc = evaluation.fold(acc, self.buffer, row_offset=self.buffer_start)
+        return acc
+
+    @property
+    def pending(self) -> bool:
+        """Rows are waiting to be folded."""
+        return bool(self.buffer) or self.staged is not None
 
     def __repr__(self) -> str:
-        return f"MetricsAccumulator(slices={len(self.acc)}, buffered={len(self.buffer)}, rows={self.rows})"
+        staged = 0 if self.staged is None else self.staged.n
+        return f"MetricsAccumulator(slices={len(self.acc)}, buffered={len(self.buffer)}, staged={staged}, rows={self.rows})"
 
 
 class MetricsAccumulatorCoder(beam.coders.Coder):
@@ -188,8 +252,8 @@ class MetricsAccumulatorCoder(beam.coders.Coder):
 
     def encode(self, value: MetricsAccumulator) -> bytes:
         acc = value.acc
-        if value.buffer:
-            acc = self.evaluation.fold(acc.copy(), value.buffer, row_offset=value.buffer_start)
+        if value.pending:
+            acc = value.fold_pending(self.evaluation, acc.copy())
         return self.evaluation.encode_accumulator(acc)
 
     def decode(self, encoded: bytes) -> MetricsAccumulator:
@@ -235,8 +299,9 @@ class MetricsCombineFn(beam.CombineFn):
         evaluation: the :class:`core.Evaluation` (columns, slices, metrics). All math is core's.
         batch_size: number of buffered rows that triggers a fold (> 0; default
             :data:`DEFAULT_BATCH_SIZE`). Larger batches amortise numpy overhead and the per-slice
-            state updates; the buffer is also flushed on ``compact``, merging, encoding and
-            ``extract_output``.
+            state updates. Waiting rows are kept as columns (:data:`ROW_CHUNK` row dicts at a
+            time are turned into one list per column), and folded on ``compact``, merging,
+            encoding, ``extract_output`` and before a batch element.
 
     Raises:
         TypeError: at construction, ``evaluation`` is not a :class:`core.Evaluation` or
@@ -268,21 +333,48 @@ class MetricsCombineFn(beam.CombineFn):
             raise ValueError(f"batch_size must be > 0, got {batch_size}")
         self.evaluation = evaluation
         self.batch_size = int(batch_size)
+        self._chunk = min(self.batch_size, ROW_CHUNK)
+        self._columns = list(evaluation.columns)
 
     # -- helpers -----------------------------------------------------------------------------
     def _flush(self, a: MetricsAccumulator) -> MetricsAccumulator:
-        if a.buffer:
-            self.evaluation.fold(a.acc, a.buffer, row_offset=a.buffer_start)
-            a.buffer = []
+        if a.pending:
+            a.fold_pending(self.evaluation, a.acc)
+            a.buffer, a.staged, a.exact = [], None, True
         a.buffer_start = a.rows
         return a
 
+    def _stage(self, a: MetricsAccumulator) -> None:
+        """Turn the buffered row dicts into columns; fold once ``batch_size`` rows wait."""
+        buffer = a.buffer
+        columns, absent = rows_to_columns(buffer, self._columns, exact_dicts=a.exact)
+        if a.staged is None:
+            a.staged = StagedColumns(columns, a.buffer_start, len(buffer), absent, buffer[0])
+        else:
+            a.staged.extend(columns, len(buffer), absent)
+        a.buffer, a.exact = [], True
+        a.buffer_start = a.rows
+        if a.staged.n >= self.batch_size:
+            a.staged.fold_into(self.evaluation, a.acc)
+            a.staged = None
+
     def _fold_batch(self, a: MetricsAccumulator, batch: Any) -> None:
-        # Position of the batch = rows added before it (buffered rows included), for messages.
+        # Rows waiting are folded first, so every row's position (for messages) stays exact.
+        self._flush(a)
         self.evaluation.fold(a.acc, batch, row_offset=a.rows)
         a.rows += num_rows(batch)
-        if not a.buffer:
+        a.buffer_start = a.rows
+
+    def _buffer_row(self, a: MetricsAccumulator, row: Mapping, exact: bool) -> None:
+        buffer = a.buffer
+        if not buffer:
             a.buffer_start = a.rows
+        buffer.append(row)
+        a.rows += 1
+        if not exact:
+            a.exact = False
+        if len(buffer) >= self._chunk:
+            self._stage(a)
 
     def _is_batch(self, element: Mapping) -> bool:
         """Row or column batch: :func:`is_column_batch` with the columns whose every row holds a
@@ -298,16 +390,23 @@ class MetricsCombineFn(beam.CombineFn):
         return cached
 
     def _add(self, a: MetricsAccumulator, element: Any) -> None:
+        if type(element) is dict:
+            for first in element.values():  # a scalar value: a row (no batch holds a scalar)
+                if type(first) in _ROW_SCALARS:  # the row path, inlined (it runs per element)
+                    buffer = a.buffer
+                    if not buffer:
+                        a.buffer_start = a.rows
+                    buffer.append(element)
+                    a.rows += 1
+                    if len(buffer) >= self._chunk:
+                        self._stage(a)
+                    return
+                break
         if type(element) is dict or isinstance(element, Mapping):
             if self._is_batch(element):
                 self._fold_batch(a, element)
                 return
-            if not a.buffer:
-                a.buffer_start = a.rows
-            a.buffer.append(element)
-            a.rows += 1
-            if len(a.buffer) >= self.batch_size:
-                self._flush(a)
+            self._buffer_row(a, element, type(element) is dict)
         elif _is_table(element) or (isinstance(element, list) and all(isinstance(r, Mapping) for r in element)):
             self._fold_batch(a, element)
         else:
@@ -351,8 +450,8 @@ class MetricsCombineFn(beam.CombineFn):
         self._flush(first)
         for other in it:
             self.evaluation.merge(first.acc, other.acc)
-            if other.buffer:
-                self.evaluation.fold(first.acc, other.buffer, row_offset=other.buffer_start)
+            if other.pending:
+                other.fold_pending(self.evaluation, first.acc)
             first.rows += other.rows
         first.buffer_start = first.rows
         return first

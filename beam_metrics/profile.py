@@ -4,12 +4,12 @@ When an evaluation :attr:`~core.Evaluation.needs_profile`, :class:`~beam_metrics
 expands to::
 
     summary  = pcoll | CombineGlobally(SliceProfileCombineFn(evaluation))     # exact counts, merged
-    partials = pcoll | ParDo(fold each bundle with evaluation.with_profile(summary),
-                             summary as an AsSingleton side input)               # encoded accumulators
-    results  = partials | CombineGlobally(merge the accumulators) | per-slice results (+ folded_values)
+    results  = pcoll | the steps of beam_metrics.per_slice, folding each bundle with
+                       evaluation.with_profile(summary) (an AsSingleton side input) and
+                       reporting folded_values of the __other__ slices
 
-Both combines are lifted (partial combining before the shuffle); only small, bounded states cross
-the shuffle: per spec at most ``2 * max_slices + 1`` slices, whatever the number of distinct values.
+The counting combine is lifted (partial combining before the shuffle); only small, bounded states cross
+the shuffles: per spec at most ``2 * max_slices + 1`` slices, whatever the number of distinct values.
 The profile accumulator itself grows with the number of distinct values (about 25 bytes each, see
 :mod:`core.slice_profile`) and is resolved into a small :class:`~core.slice_profile.ProfileSummary`
 (the kept keys and quantile edges) before it is broadcast. All math is core's; no pickle crosses a
@@ -18,18 +18,16 @@ shuffle (profiles and accumulators use core's versioned codecs, summaries JSON).
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any
 
 import apache_beam as beam
 from apache_beam.transforms.window import GlobalWindows
-from apache_beam.utils.windowed_value import WindowedValue
 
 from beam_metrics.combine import DEFAULT_BATCH_SIZE, MetricsAccumulator, MetricsAccumulatorCoder, MetricsCombineFn
 from core.evaluation import Evaluation
-from core.results import Results, SliceResult
 from core.slice_profile import ProfileSummary, SliceProfiler
 
-__all__ = ["ProfileSummaryCoder", "SliceProfileCoder", "SliceProfileCombineFn", "expand_profiled"]
+__all__ = ["ProfileSummaryCoder", "SliceProfileCoder", "SliceProfileCombineFn", "profile_summary"]
 
 
 class SliceProfileCoder(MetricsAccumulatorCoder):
@@ -43,8 +41,8 @@ class SliceProfileCoder(MetricsAccumulatorCoder):
 
     def encode(self, value: MetricsAccumulator) -> bytes:
         acc = value.acc
-        if value.buffer:
-            acc = self.evaluation.fold(self.evaluation.zero().merge(acc), value.buffer, row_offset=value.buffer_start)
+        if value.pending:
+            acc = value.fold_pending(self.evaluation, self.evaluation.zero().merge(acc))
         return self.evaluation.encode_accumulator(acc)
 
     def __eq__(self, other: object) -> bool:
@@ -74,6 +72,7 @@ class SliceProfileCombineFn(MetricsCombineFn):
     def __init__(self, evaluation: Evaluation, batch_size: int = DEFAULT_BATCH_SIZE):
         super().__init__(evaluation, batch_size)
         self.evaluation = evaluation.profiler()  # the accumulator vocabulary of the counting pass
+        self._columns = list(self.evaluation.columns)
 
     def extract_output(self, accumulator: MetricsAccumulator) -> ProfileSummary:
         self._flush(accumulator)
@@ -114,62 +113,10 @@ class ProfileSummaryCoder(beam.coders.Coder):
 beam.coders.registry.register_coder(ProfileSummary, ProfileSummaryCoder)
 
 
-class _FoldWithProfile(beam.DoFn):
-    """Fold each bundle (per window) with the profiled evaluation; emit its encoded accumulator."""
-
-    def __init__(self, evaluation: Evaluation, batch_size: int):
-        self.evaluation = evaluation
-        self.batch_size = batch_size
-        self._cache: tuple[str, MetricsCombineFn] | None = None
-        self._open: dict = {}
-
-    def _fn(self, summary: ProfileSummary) -> MetricsCombineFn:
-        text = summary.to_json()
-        if self._cache is None or self._cache[0] != text:
-            self._cache = (text, MetricsCombineFn(self.evaluation.with_profile(summary), self.batch_size))
-        return self._cache[1]
-
-    def start_bundle(self) -> None:
-        self._open = {}
-
-    def process(self, element: Any, summary: ProfileSummary, window: Any = beam.DoFn.WindowParam) -> None:
-        entry = self._open.get(window)
-        if entry is None:
-            fn = self._fn(summary)
-            entry = self._open[window] = (fn, fn.create_accumulator())
-        fn, acc = entry
-        fn.add_input(acc, element)
-
-    def finish_bundle(self) -> Iterable[WindowedValue]:
-        for window, (fn, acc) in self._open.items():
-            fn.compact(acc)
-            yield WindowedValue(fn.evaluation.encode_accumulator(acc.acc), window.max_timestamp(), [window])
-        self._open = {}
-
-
-class _MergeAccumulatorsFn(MetricsCombineFn):
-    """Merges the encoded accumulators of :class:`_FoldWithProfile` (core's codec)."""
-
-    def _add(self, a: MetricsAccumulator, element: Any) -> None:
-        self.evaluation.merge(a.acc, self.evaluation.decode_accumulator(element))
-
-
-def _annotated(results: Results, evaluation: Evaluation, summary: ProfileSummary) -> list[SliceResult]:
-    return evaluation.with_profile(summary).collect(slices=results.slices).slices
-
-
-def expand_profiled(pcoll: beam.PCollection, evaluation: Evaluation, batch_size: int) -> beam.PCollection:
-    """``ComputeMetrics`` for an evaluation that needs a counting pass (see the module docstring)."""
-    windowed = not isinstance(pcoll.windowing.windowfn, GlobalWindows)
+def profile_summary(pcoll: beam.PCollection, evaluation: Evaluation, batch_size: int) -> beam.PCollection:
+    """The counting pass of ``ComputeMetrics``: the resolved :class:`~core.slice_profile.ProfileSummary`
+    of ``pcoll`` (one per window), for an ``AsSingleton`` side input (see the module docstring)."""
     profile = beam.CombineGlobally(SliceProfileCombineFn(evaluation, batch_size))
-    merge = beam.CombineGlobally(_MergeAccumulatorsFn(evaluation, batch_size))
-    if windowed:
-        profile, merge = profile.without_defaults(), merge.without_defaults()
-    summary = pcoll | "SliceProfile" >> profile
-    side = beam.pvalue.AsSingleton(summary)
-    return (
-        pcoll
-        | "FoldSliced" >> beam.ParDo(_FoldWithProfile(evaluation, batch_size), side).with_output_types(bytes)
-        | "CombineMetrics" >> merge
-        | "PerSlice" >> beam.FlatMap(_annotated, evaluation, side).with_output_types(SliceResult)
-    )
+    if not isinstance(pcoll.windowing.windowfn, GlobalWindows):
+        profile = profile.without_defaults()
+    return pcoll | "SliceProfile" >> profile

@@ -2,20 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any
 
 import apache_beam as beam
-from apache_beam.transforms.window import GlobalWindows
 
 from beam_metrics.combine import DEFAULT_BATCH_SIZE, MetricsCombineFn
+from beam_metrics.per_slice import expand_per_slice
 from core.evaluation import Evaluation, resolve_evaluation
-from core.results import Results, SliceResult
 
-__all__ = ["ComputeMetrics"]
+__all__ = ["ComputeMetrics", "DEFAULT_HOT_KEY_FANOUT"]
 
-
-def _slices(results: Results) -> Iterable[SliceResult]:
-    return results.slices
+#: Default ``hot_key_fanout`` of :class:`ComputeMetrics`: the overall slice's partial states (one
+#: per bundle) are merged over this many intermediate keys first.
+DEFAULT_HOT_KEY_FANOUT = 4
 
 
 class ComputeMetrics(beam.PTransform):
@@ -31,11 +30,16 @@ class ComputeMetrics(beam.PTransform):
     for empty input. ``evaluation.collect(slices=...)`` sorts collected results into a
     :class:`core.Results`; :func:`~beam_metrics.slice_result_to_json` writes them as JSON lines.
 
-    Implementation: ``CombineGlobally(MetricsCombineFn(evaluation))`` then a ``FlatMap`` over
-    ``results.slices``. All slices share one accumulator (a dict of small fixed-size states per
-    slice), so the final merge happens on one worker; this is cheap unless the slice cardinality
-    is very large. All metric math is core's. Under non-global windowing the combine runs per
-    window ``without_defaults()``: windows without elements produce no output.
+    Implementation (:mod:`beam_metrics.per_slice`): a ``ParDo`` folds each bundle's elements into
+    one accumulator (rows buffered and folded ``batch_size`` at a time with core's vectorised
+    fold) and emits one ``(slice key, encoded states)`` element per slice; a ``CombinePerKey`` by
+    slice key merges each slice's partial states (so the final merge of many slices is spread
+    over workers; the overall slice, which every bundle emits, with hot-key fanout) and finishes
+    the slice; the small per-slice results are then gathered once, for the canonical order and
+    complementary suppression (``evaluation.collect``). All metric math is core's. Under
+    non-global windowing every step runs per window and windows without elements produce no
+    output. Undefined metrics are NaN, without ``UndefinedMetricWarning`` (raised on workers,
+    it could not reach the caller).
 
     Slice specs with ``max_slices`` or ``quantiles`` (``evaluation.needs_profile``) add an exact
     counting pass over the same PCollection (``CombineGlobally`` of a
@@ -46,6 +50,8 @@ class ComputeMetrics(beam.PTransform):
     Args:
         evaluation: a :class:`core.Evaluation`; if None, one is built from ``evaluation_kwargs``.
         batch_size: rows buffered before a vectorised fold (see :class:`MetricsCombineFn`).
+        hot_key_fanout: intermediate keys the overall slice's partial states are spread over
+            before their final merge (``CombinePerKey.with_hot_key_fanout``; 1 or less: none).
         **evaluation_kwargs: ``core.Evaluation`` arguments when ``evaluation`` is None:
             ``label_col``, ``score_col``, ``prediction_col``, ``weight_col``, ``slices``,
             ``metrics``, ``num_classes``, ``threshold``, ``threshold_rule``, ``zero_division``,
@@ -67,22 +73,25 @@ class ComputeMetrics(beam.PTransform):
     """
 
     def __init__(
-        self, evaluation: Evaluation | None = None, *, batch_size: int = DEFAULT_BATCH_SIZE, label: str | None = None, **evaluation_kwargs: Any
+        self,
+        evaluation: Evaluation | None = None,
+        *,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        hot_key_fanout: int = DEFAULT_HOT_KEY_FANOUT,
+        label: str | None = None,
+        **evaluation_kwargs: Any,
     ):
         super().__init__(label)
         self.evaluation = evaluation = resolve_evaluation(evaluation, evaluation_kwargs)
-        self.combine_fn = MetricsCombineFn(evaluation, batch_size=batch_size)
+        self.combine_fn = MetricsCombineFn(evaluation, batch_size=batch_size)  # checks batch_size
+        if isinstance(hot_key_fanout, bool) or not isinstance(hot_key_fanout, int):
+            raise TypeError(f"hot_key_fanout must be an int, got {type(hot_key_fanout).__name__}")
+        self.hot_key_fanout = hot_key_fanout
 
     def expand(self, pcoll: beam.PCollection) -> beam.PCollection:
+        summary = None
         if self.evaluation.needs_profile:  # max_slices / quantile buckets: a counting pass first
-            from beam_metrics.profile import expand_profiled
+            from beam_metrics.profile import profile_summary
 
-            return expand_profiled(pcoll, self.evaluation, self.combine_fn.batch_size)
-        combine = beam.CombineGlobally(self.combine_fn)
-        if not isinstance(pcoll.windowing.windowfn, GlobalWindows):
-            combine = combine.without_defaults()
-        return (
-            pcoll
-            | "CombineMetrics" >> combine
-            | "PerSlice" >> beam.FlatMap(_slices).with_output_types(SliceResult)
-        )
+            summary = beam.pvalue.AsSingleton(profile_summary(pcoll, self.evaluation, self.combine_fn.batch_size))
+        return expand_per_slice(pcoll, self.evaluation, self.combine_fn.batch_size, self.hot_key_fanout, summary)

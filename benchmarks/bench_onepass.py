@@ -35,6 +35,7 @@ import argparse
 import os
 import sys
 import tempfile
+import warnings
 
 import numpy as np
 
@@ -152,6 +153,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--replicate", type=int, default=20, help="copies of the 166,668 flights predictions (default 20: 3.3 M rows)")
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--parquet", help="reuse a flights predictions Parquet file (built if absent)")
+    p.add_argument("--per-slice", action="store_true", help="also time the per-slice fold (a plain dict accumulator: the first release's fold), once")
     args = p.parse_args(argv)
 
     from core import Evaluation
@@ -160,14 +162,14 @@ def main(argv: list[str] | None = None) -> None:
     rows = sum(b.num_rows for b in batches)
     print(f"flights predictions x {args.replicate}: {rows:,} rows in {len(batches)} Arrow batches of {BATCH:,}; CPU time, median of {args.repeats}")
     print(machine_line())
-    head = f"{'workload':<66} {'slices':>6} {'ours M rows/s':>13} {'floor M rows/s':>14} {'ratio':>6} {'finish s':>8}"
+    head = f"{'workload':<66} {'slices':>6} {'ours M rows/s':>13} {'floor M rows/s':>14} {'ratio':>6} {'finish s':>8}" + (f" {'per-slice M rows/s':>18}" if args.per_slice else "")
     print(head)
     print("-" * len(head))
     for i, (name, metrics, specs) in enumerate(WORKLOADS, 1):
         ev = Evaluation(label_col="delayed", score_col="score", slices=specs, metrics=metrics)
 
-        def ours():
-            acc = ev.zero()
+        def ours(acc=None):
+            acc = ev.zero() if acc is None else acc
             offset = 0
             for b in batches:
                 ev.fold(acc, b, row_offset=offset)
@@ -177,10 +179,16 @@ def main(argv: list[str] | None = None) -> None:
         floor = (lambda: floor_distribution(batches)) if metrics == ["roc_auc"] else (lambda: floor_counts(batches, specs))
         t = measure({"ours": ours, "floor": floor}, args.repeats)
         acc = ours()
-        fin = measure({"finish": lambda: ev.finish(acc)}, 1, warmup=False)["finish"]
-        slices = len(ev.finish(acc).slices) - 1
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # undefined metrics of small slices
+            fin = measure({"finish": lambda: ev.finish(acc)}, 1, warmup=False)["finish"]
+            slices = len(ev.finish(acc).slices) - 1
         r_ours, r_floor = rows / t["ours"] / 1e6, rows / t["floor"] / 1e6
-        print(f"{i}. {name:<63} {slices:>6,} {r_ours:>13.2f} {r_floor:>14.2f} {r_ours / r_floor:>6.2f} {fin:>8.2f}", flush=True)
+        extra = ""
+        if args.per_slice:
+            old = measure({"per-slice": lambda: ours(dict(ev.zero()))}, 1, warmup=False)["per-slice"]
+            extra = f" {rows / old / 1e6:>18.2f}"
+        print(f"{i}. {name:<63} {slices:>6,} {r_ours:>13.2f} {r_floor:>14.2f} {r_ours / r_floor:>6.2f} {fin:>8.2f}{extra}", flush=True)
     print("ratio = our rate / the floor's rate (target >= 0.5); finish = one Evaluation.finish of the folded accumulator (CPU s)")
 
 

@@ -1,10 +1,15 @@
-"""Slice-cardinality benchmark: peak memory of ``max_slices=50`` as distinct slice values grow.
+"""Slice benchmarks: the sliced fold against its one-pass floor, and peak memory of ``max_slices``.
 
 Usage::
 
-    python -m benchmarks.bench_slices                 # 2M rows; 1e3, 1e4, 1e5, 1e6 distinct values
-    python -m benchmarks.bench_slices --quick         # 300K rows; 1e3, 1e4, 1e5
-    python -m benchmarks.bench_slices --contrast      # also the unbounded spec (no max_slices), up to 1e4
+    python -m benchmarks.bench_slices                 # sliced fold vs floor, flights x 20 (see benchmarks.bench_onepass)
+    python -m benchmarks.bench_slices --quick         # the same on flights x 2
+    python -m benchmarks.bench_slices --memory        # memory: 2M rows; 1e3, 1e4, 1e5, 1e6 distinct values
+    python -m benchmarks.bench_slices --memory --quick     # 300K rows; 1e3, 1e4, 1e5
+    python -m benchmarks.bench_slices --memory --contrast  # also the unbounded spec (no max_slices), up to 1e4
+
+The default table is :mod:`benchmarks.bench_onepass` (issue 12's three workloads). The memory
+table (``--memory``):
 
 For each number ``D`` of distinct values of a string slice column (``"u0000042"``-like ids: half
 the rows a Zipf-like head, half a sweep that makes exactly ``D`` values appear), the rows are
@@ -117,12 +122,21 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--rows", type=int, default=None)
     p.add_argument("--quick", action="store_true")
     p.add_argument("--contrast", action="store_true", help="also run the unbounded spec (no max_slices) for D <= 1e4")
+    p.add_argument("--memory", action="store_true", help="the peak-memory table of max_slices=50 (else: the one-pass table)")
+    p.add_argument("--replicate", type=int, help="one-pass table: copies of the flights predictions (default 20; --quick 2)")
+    p.add_argument("--repeats", type=int, default=5, help="one-pass table: interleaved rounds (median)")
     p.add_argument("--child", choices=["profile", "fold", "unbounded"], help=argparse.SUPPRESS)
     p.add_argument("--distinct", type=int, help=argparse.SUPPRESS)
     p.add_argument("--summary", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.child:
         child(args)
+        return
+    if not args.memory:
+        from benchmarks import bench_onepass
+
+        replicate = args.replicate or (2 if args.quick else 20)
+        bench_onepass.main(["--replicate", str(replicate), "--repeats", str(1 if args.quick else args.repeats)])
         return
     rows = args.rows or (300_000 if args.quick else 2_000_000)
     sizes = [1_000, 10_000, 100_000] + ([] if args.quick else [1_000_000])

@@ -3,6 +3,11 @@
 Every check is vectorised. A failed check raises ``ValueError`` (bad values) or ``TypeError`` (bad
 types) naming the column, the first bad value and its row position, plus how many rows are bad.
 With ``on_invalid="skip"`` the same checks return a boolean mask of the rows to skip instead.
+
+The value checks (:func:`check_labels`, :func:`check_finite`, :func:`check_weights`, and
+:func:`to_float` for values that are not numbers; a missing value fails the check of its role)
+are defined here once, for the plain (N,) path (:func:`plain_batch`) and for every input format
+of :mod:`core.formats`, which builds on this module (this module never imports it).
 """
 
 from __future__ import annotations
@@ -12,6 +17,8 @@ from decimal import Decimal
 from typing import Any
 
 import numpy as np
+
+from core.task import Task
 
 ON_INVALID = ("raise", "skip")
 
@@ -139,40 +146,54 @@ def bad_number_message(column: Any, value: Any, row: int, out_of_range: bool, co
     return f"column {column!r}: value {shown} at {where} {what}{more}"
 
 
-def to_float(arr: np.ndarray, column: str, row_offset: int = 0, checker: "_Checker | None" = None) -> np.ndarray:
-    """Convert a column to float64, turning ``None`` into NaN.
+def column_name(column: Any) -> str:
+    """A column's name for messages: several per-class columns read as one matrix are joined."""
+    return ",".join(column) if isinstance(column, (list, tuple)) else str(column)
+
+
+def to_float(arr: np.ndarray, column: Any, row_offset: int = 0, checker: "_Checker | None" = None) -> np.ndarray:
+    """Convert a column of any rank to float64, turning ``None`` into NaN.
 
     Object and string columns are read with :func:`parse_numbers` (Decimals are converted;
     strings are not numbers).
 
     Args:
-        arr: the column.
-        column: its name, for messages.
+        arr: the (N,) column, or an (N, ...) matrix or map column.
+        column: its name, or the per-class column names of an (N, K) matrix, for messages.
         row_offset: position of the batch's first row in the whole input, for messages.
         checker: with a skip-mode :class:`_Checker`, bad values are flagged as invalid rows (and
             become NaN) instead of raising.
 
     Raises:
         TypeError: a value is not a number (e.g. a string), naming the column, the first such
-            value and its row (unless ``checker`` skips the row).
+            value, its row and (in matrices) its entry, unless ``checker`` skips the row.
         ValueError: an integer too large for float64, likewise.
     """
     if arr.dtype.kind in "fiub":
         return arr.astype(np.float64, copy=False)
     if arr.dtype.kind in "USM" or arr.dtype == object:
-        flat = arr.astype(object) if arr.dtype != object else arr
+        flat = arr.reshape(-1)
+        if flat.dtype != object:
+            flat = flat.astype(object)
         out, nan_mask, big_mask = parse_numbers(flat)
         bad = nan_mask | big_mask
         if bad.any():
             if checker is not None and checker.skip:
-                checker.invalid |= bad
+                checker.invalid |= bad if arr.ndim == 1 else bad.reshape(arr.shape[0], -1).any(axis=1)
             else:
                 i = int(np.flatnonzero(bad)[0])
-                msg = bad_number_message(column, flat[i], row_offset + i, bool(big_mask[i]), int(bad.sum()))
+                pos = np.unravel_index(i, arr.shape)
+                entry: Any = tuple(int(p) for p in pos[1:]) or None
+                name = column_name(column)
+                if entry is not None and isinstance(column, (list, tuple)) and len(entry) == 1 and entry[0] < len(column):
+                    name, entry = column[entry[0]], None  # per-class columns: name the column
+                elif entry is not None and len(entry) == 1:
+                    entry = entry[0]
+                msg = bad_number_message(name, flat[i], row_offset + int(pos[0]), bool(big_mask[i]), int(bad.sum()), entry)
                 raise (ValueError if big_mask[i] else TypeError)(msg)
-        return out
-    bad = arr[0] if arr.shape[0] else arr.dtype
-    raise TypeError(f"column {column!r}: expected numbers, got dtype {arr.dtype} (e.g. {bad!r})")
+        return out.reshape(arr.shape)
+    bad = arr.reshape(-1)[0] if arr.size else arr.dtype
+    raise TypeError(f"column {column_name(column)!r}: expected numbers, got dtype {arr.dtype} (e.g. {bad!r})")
 
 
 @dataclass(frozen=True)
@@ -223,17 +244,6 @@ class Batch:
 
     def weight_sum(self) -> float:
         return float(self.n) if self.sample_weight is None else float(self.sample_weight.sum())
-
-
-#: The rules the validation checks, in the words of its error messages; engines that check values
-#: themselves (``spark_metrics.native``: Spark SQL) report them with the same texts.
-SCORE_RULE = "scores must be finite (no NaN or inf)"
-WEIGHT_RULE = "weights must be finite and >= 0"
-
-
-def label_rule(kind: str, num_classes: int) -> str:
-    """The rule of label-like values (``kind``: "labels" or "predictions") in error messages."""
-    return f"{kind} must be 0 or 1" if num_classes == 2 else f"{kind} must be integers in [0, {num_classes})"
 
 
 def invalid_value_message(column: Any, value: Any, row: int, what: str, more: str = "") -> str:
@@ -313,25 +323,83 @@ def _valid_labels(arr: np.ndarray, num_classes: int) -> np.ndarray | None:
 def _all_finite(x: np.ndarray) -> bool:
     """Whether every value of a float array is finite, with one reduction and no temporary: NaN
     and inf propagate into the sum (a finite sum that overflows only sends x to the full check)."""
-    if x.shape[0] == 0:
+    if x.size == 0:
         return True
     with np.errstate(over="ignore", invalid="ignore"):
-        return bool(np.isfinite(np.add.reduce(x)))
+        return bool(np.isfinite(np.add.reduce(x, axis=None)))
 
 
-def _labels(arr: np.ndarray, column: str, num_classes: int, chk: _Checker, kind: str) -> np.ndarray:
-    fast = _valid_labels(arr, num_classes)
-    if fast is not None:
-        return fast
+# -- the value checks: one definition for the plain path and every input format ----------------
+#: The rule a score (or any float that must be finite) breaks, as messages state it.
+SCORES_FINITE = "scores must be finite (no NaN or inf)"
+#: The rule a weight breaks.
+WEIGHTS_RULE = "weights must be finite and >= 0"
+
+
+def label_rule(kind: str, num_classes: int, ignore_index: int | None = None) -> str:
+    """The rule a label (``kind``: ``"labels"`` or ``"predictions"``) breaks, as messages state it:
+    0 or 1 for two classes, integers in [0, K) otherwise, or ``ignore_index``."""
+    what = f"{kind} must be 0 or 1" if num_classes == 2 else f"{kind} must be integers in [0, {num_classes})"
+    return what if ignore_index is None else f"{what} or ignore_index {ignore_index}"
+
+
+def check_labels(
+    arr: np.ndarray, column: Any, num_classes: int, chk: "_Checker", kind: str = "labels", ignore_index: int | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Check class labels of any rank: integers in [0, num_classes) (or ``ignore_index``).
+
+    Missing values (None, NaN) and values that are not numbers are invalid too.
+
+    Args:
+        arr: (N,) labels, or (N, ...) label maps.
+        column: the column name(s), for messages.
+        num_classes: K.
+        chk: the batch's checker (raises, or flags the rows in skip mode).
+        kind: ``"labels"`` or ``"predictions"``, for messages.
+        ignore_index: a label value that is allowed besides [0, K).
+
+    Returns:
+        ``(values, bad)``: the float64 values (NaN where not a number) and the mask of invalid
+        entries.
+    """
     vals = to_float(arr, column, chk.row_offset, chk)
     with np.errstate(invalid="ignore"):
         bad = ~np.isfinite(vals) | (vals != np.floor(vals)) | (vals < 0) | (vals >= num_classes)
-    chk.check(bad, arr if arr.dtype == object else vals, column, label_rule(kind, num_classes))
+        if ignore_index is not None:
+            bad &= vals != ignore_index
+    chk.check(bad, arr if arr.dtype == object else vals, column, label_rule(kind, num_classes, ignore_index))
+    return vals, bad
+
+
+def check_finite(arr: np.ndarray, column: Any, chk: "_Checker", what: str = SCORES_FINITE) -> np.ndarray:
+    """Check floats of any rank are finite (no NaN, inf or missing value); the float64 values."""
+    vals = to_float(arr, column, chk.row_offset, chk)
+    if not _all_finite(vals):
+        chk.check(~np.isfinite(vals), vals, column, what)
+    return vals
+
+
+def check_weights(arr: np.ndarray, column: Any, chk: "_Checker") -> np.ndarray:
+    """Check (N,) sample weights are finite and >= 0 (no missing value); the float64 weights."""
+    w = to_float(arr, column, chk.row_offset, chk)
+    if not (w.shape[0] == 0 or (w.min() >= 0 and _all_finite(w))):  # min() is NaN if any is
+        with np.errstate(invalid="ignore"):
+            bad = ~np.isfinite(w) | (w < 0)
+        chk.check(bad, w, column, WEIGHTS_RULE)
+    return w
+
+
+def _labels(arr: np.ndarray, column: str, num_classes: int, chk: _Checker, kind: str) -> np.ndarray:
+    """(N,) int64 labels: the whole-array fast path, else :func:`check_labels` (invalid ones 0)."""
+    fast = _valid_labels(arr, num_classes)
+    if fast is not None:
+        return fast
+    vals, bad = check_labels(arr, column, num_classes, chk, kind)
     out = np.where(bad, 0, vals) if bad.any() else vals
     return out.astype(np.int64)
 
 
-def make_batch(
+def plain_batch(
     *,
     num_classes: int,
     y_true: Any,
@@ -341,19 +409,13 @@ def make_batch(
     names: tuple[str, str, str, str] = ("y_true", "y_score", "y_pred", "sample_weight"),
     row_offset: int = 0,
     on_invalid: str = "raise",
-    task: Any = None,
-    formats: dict[str, str | None] | None = None,
-    values: Any = None,
-    measure_name: str = "measure",
-    needs: frozenset[str] | set[str] = frozenset(),
 ) -> tuple[Batch, np.ndarray | None]:
-    """Validate columns and build a :class:`Batch`.
+    """Validate (N,) binary/multiclass columns and build a :class:`Batch`: the fast path.
 
-    The binary/multiclass path with (N,) labels, scores and predictions is implemented here; any
-    other input (a :class:`~core.metrics.Task` of another kind, input formats such as one-hot,
-    probability matrices or label maps, ``ignore_index``, a measure, or probability checks) goes
-    through the pluggable formats of :mod:`core.formats` (``task``, ``formats``, ``values``,
-    ``measure_name`` and ``needs`` are passed to :func:`core.formats.build_batch`).
+    Every other input (matrices, maps, input formats, other tasks) is read by
+    :func:`core.formats.build_batch`; :func:`core.formats.make_batch` picks the path. Both run the
+    same checks (:func:`check_labels`, :func:`check_finite`, :func:`check_weights`), so a bad
+    value gets the same message and the same skipping on either path.
 
     Args:
         num_classes: 2 for binary tasks (labels in {0, 1}), K for multiclass (labels in [0, K)).
@@ -374,20 +436,6 @@ def make_batch(
             label, a NaN/inf score, or a negative/NaN/inf weight, naming column, value and row.
         TypeError: a non-numeric value (e.g. a string) in any of these columns.
     """
-    if _needs_formats(task, num_classes, y_true, y_score, y_pred, formats, values, needs):
-        from core.formats import build_batch
-
-        return build_batch(
-            task=task if task is not None else _default_task(num_classes),
-            columns={"target": y_true, "score": y_score, "prediction": y_pred, "measure": values},
-            names={"target": names[0], "score": names[1], "prediction": names[2], "measure": measure_name},
-            sample_weight=sample_weight,
-            weight_name=names[3],
-            formats=formats or {},
-            needs=frozenset(needs),
-            row_offset=row_offset,
-            on_invalid=on_invalid,
-        )
     n_true, n_score, n_pred, n_weight = names
     yt = as_array(y_true, n_true)
     cols = [(n_true, yt)]
@@ -411,57 +459,14 @@ def make_batch(
     yt_i = _labels(yt, n_true, num_classes, chk, "labels")
     ys_f = yp_i = w_f = None
     if ys is not None:
-        ys_f = to_float(ys, n_score, row_offset, chk)
-        if not _all_finite(ys_f):
-            chk.check(~np.isfinite(ys_f), ys_f, n_score, SCORE_RULE)
+        ys_f = check_finite(ys, n_score, chk)
     if yp is not None:
         yp_i = _labels(yp, n_pred, num_classes, chk, "predictions")
     if w is not None:
-        w_f = to_float(w, n_weight, row_offset, chk)
-        if not (w_f.shape[0] == 0 or (w_f.min() >= 0 and _all_finite(w_f))):  # min() is NaN if any is
-            with np.errstate(invalid="ignore"):
-                bad = ~np.isfinite(w_f) | (w_f < 0)
-            chk.check(bad, w_f, n_weight, WEIGHT_RULE)
+        w_f = check_weights(w, n_weight, chk)
     batch = Batch(yt_i, ys_f, yp_i, w_f)
     if chk.skip:
         if chk.invalid.any():
             batch = batch.take(~chk.invalid)
         return batch, chk.invalid
     return batch, None
-
-
-def _default_task(num_classes: int) -> Any:
-    from core.metrics import Task
-
-    return Task(num_classes)
-
-
-def _is_plain_1d(values: Any) -> bool:
-    """True for inputs the (N,) path reads: None, or anything that is not visibly 2-D or nested."""
-    if values is None:
-        return True
-    if isinstance(values, np.ndarray):
-        return values.ndim == 1 and not (values.dtype == object and values.size and isinstance(values[0], (list, tuple, np.ndarray)))
-    t = getattr(values, "type", None)
-    if t is not None and hasattr(t, "id"):  # pyarrow Array / ChunkedArray: list types are matrices
-        return "list" not in str(t)
-    if isinstance(values, (list, tuple)):
-        return not (len(values) and isinstance(values[0], (list, tuple, np.ndarray)))
-    dtype = getattr(values, "dtype", None)
-    if dtype is not None and str(dtype) == "object" and hasattr(values, "iloc") and len(values):
-        return not isinstance(values.iloc[0], (list, tuple, np.ndarray))
-    return True
-
-
-def _needs_formats(task: Any, num_classes: int, y_true: Any, y_score: Any, y_pred: Any, formats: Any, values: Any, needs: Any) -> bool:
-    """Whether a batch needs :mod:`core.formats` rather than the plain (N,) path."""
-    if task is not None and (task.kind not in ("binary", "multiclass") or task.ignore_index is not None):
-        return True
-    if formats and any(v for v in formats.values()):
-        return True
-    if values is not None or y_true is None or (needs and {"probability", "score_matrix", "measure"} & set(needs)):
-        return True
-    kind = task.kind if task is not None else ("binary" if num_classes == 2 else "multiclass")
-    if kind == "multiclass" and y_score is not None:
-        return True
-    return not (_is_plain_1d(y_true) and _is_plain_1d(y_score) and _is_plain_1d(y_pred))

@@ -27,6 +27,7 @@ from core._inputs import Batch
 from core.limits import MAX_N_BINS, check_at_most, check_count
 from core.exact import ExactSums, exact_column_sums, exact_sum
 from core.metrics import Metric, record_undefined
+from core.regression import RegressionMomentsState
 from core.states import State
 
 DEFAULT_EPS = float(np.finfo(np.float64).eps)
@@ -366,8 +367,6 @@ class MeanLabel(Metric):
 
     def requires(self) -> list[tuple[type[State], Any]]:
         if self.task.kind == "regression":
-            from core.regression import RegressionMomentsState
-
             return [(RegressionMomentsState, None)]
         return [(ProbabilitySumsState, None)]
 

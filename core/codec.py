@@ -1,8 +1,8 @@
 """Versioned, explicit binary codec for states and accumulators (no pickle).
 
-State bytes (version 2; version 1 is still read)::
+State bytes (version 3; versions 1 and 2 are still read)::
 
-    b"MMS" version:u8 | kind:str16 | layout_json:str32 | n_fields:u16
+    b"MMS" version:u8 | kind:str16 | kind_version:u8 | layout_json:str32 | n_fields:u16
     | per field: name:str16 dtype:u8 ndim:u8 shape:u64*ndim raw little-endian bytes
     | crc32 of everything before:u32
 
@@ -10,6 +10,11 @@ Accumulator bytes (per-slice tuples of states), version 2::
 
     b"MMA" version:u8 | fingerprint_json:str32 | n_slices:u32
     | per slice: slice_key_json:str32 n_states:u16 | per state: bytes32 | crc32:u32
+
+``kind_version`` is the state kind's own version (:attr:`core.states.State.VERSION`; frames of
+versions 1 and 2 carry none: they are kind version 1). Bytes of an older kind version are read
+through the kind's :meth:`~core.states.State.upgrade`; bytes of a newer one raise ``ValueError``
+(written by a newer release). A kind's fields can so change without changing every frame.
 
 Version 1 accumulators (the releases before fingerprints) lack ``fingerprint_json``; they are
 still read (see :func:`read_accumulator`). The fingerprint is the JSON object of every setting of
@@ -42,8 +47,9 @@ import numpy as np
 #: Version 1 bytes (float sums only) are still read: each float becomes the exact sum it stands
 #: for, except for kinds whose fields changed (``CODEC_V1 = False``, e.g. ``regression_moments``),
 #: which raise.
-VERSION = 2
-STATE_VERSIONS = (1, 2)
+#: Version 3: each state's kind version follows its kind.
+VERSION = 3
+STATE_VERSIONS = (1, 2, 3)
 #: version of accumulator frames written; :data:`ACC_VERSIONS` are read
 ACC_VERSION = 2
 ACC_VERSIONS = (1, 2)
@@ -51,6 +57,10 @@ _STATE_MAGIC = b"MMS"
 _ACC_MAGIC = b"MMA"
 _DTYPES = {1: np.dtype("<f8"), 2: np.dtype("<i8")}
 _DTYPE_CODES = {np.dtype("float64"): 1, np.dtype("int64"): 2}
+
+#: every state kind the codec can read, ``{kind: class}``: filled by :class:`core.states.State`
+#: as each kind is defined (the codec sits below the states and never imports them)
+STATE_KINDS: dict[str, type] = {}
 
 
 class _Reader:
@@ -160,7 +170,7 @@ def _same_json(a: Any, b: Any) -> bool:
 
 def encode_state(state: Any) -> bytes:
     """Encode one state to versioned bytes (see module docstring)."""
-    parts = [_STATE_MAGIC, bytes([VERSION]), _str16(state.kind), _str32(layout_to_json(state.layout))]
+    parts = [_STATE_MAGIC, bytes([VERSION]), _str16(state.kind), bytes([state.VERSION]), _str32(layout_to_json(state.layout))]
     parts.append(struct.pack("<H", len(state.STORED_FIELDS)))
     for name, dtype in state.STORED_FIELDS:
         a = np.asarray(state.arrays[name], dtype=np.dtype(dtype).newbyteorder("<"), order="C")
@@ -172,8 +182,6 @@ def encode_state(state: Any) -> bytes:
 
 
 def _read_state(r: _Reader, version: int = VERSION, expect: type | None = None) -> Any:
-    from core.states import STATE_KINDS
-
     kind = r.str16()
     cls = STATE_KINDS.get(kind)
     if cls is None:
@@ -182,6 +190,12 @@ def _read_state(r: _Reader, version: int = VERSION, expect: type | None = None) 
         raise TypeError(f"the bytes hold a {kind!r} state, not {expect.kind!r} ({expect.__name__}.decode)")
     if version == 1 and not cls.CODEC_V1:
         raise ValueError(f"state {kind} bytes of codec version 1 cannot be read: its fields changed in version 2 (re-run the fold)")
+    (kind_version,) = r.unpack("<B") if version >= 3 else (1,)
+    if kind_version == 0 or kind_version > cls.VERSION:
+        raise ValueError(
+            f"state {kind} bytes of kind version {kind_version} cannot be read: this library writes and reads version "
+            f"{cls.VERSION} and older (bytes of a newer release: upgrade mergeable-metrics)"
+        )
     layout = layout_from_json(cls.Layout, r.str32())
     (nf,) = r.unpack("<H")
     want = dict(cls.FIELDS if version == 1 else cls.STORED_FIELDS)
@@ -200,6 +214,8 @@ def _read_state(r: _Reader, version: int = VERSION, expect: type | None = None) 
         raw = r.take(count * 8)
         arrays[name] = np.frombuffer(raw, dtype=_DTYPES[code]).reshape(shape).astype(want[name])
     try:
+        if kind_version < cls.VERSION:
+            arrays = cls.upgrade(kind_version, layout, arrays)
         state = cls(layout, arrays)
     except (TypeError, KeyError, IndexError, OverflowError) as e:  # arrays no layout check caught
         raise ValueError(f"corrupted state {kind}: {type(e).__name__}: {e}") from None

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
 from typing import Any, Iterable, Sequence
 
 import warnings
@@ -20,12 +19,15 @@ import warnings
 import numpy as np
 
 from core import codec
-from core._inputs import ON_INVALID, Batch, as_array, make_batch
+from core._inputs import ON_INVALID, Batch
+from core.formats import build_batch, get_format, make_batch
 from core.metrics import Metric, Task, UndefinedMetricWarning
 from core.plan import Plan, make_task, undefined_warning
 from core.results import Results, SliceResult
-from core.slicing import OTHER, OVERALL, SIZE_MEASURES, assign_slices, parse_slices, read_slice_column, slice_name, sort_key
+from core.slice_profile import ProfileSummary, SliceProfile, SliceProfiler
+from core.batches import extract_columns, fold_all, is_single_batch, missing_row_column, num_rows, rows_to_columns  # noqa: F401  (re-exported)
 from core.grouped import SliceBlock
+from core.slicing import OTHER, OVERALL, SIZE_MEASURES, assign_slices, parse_slices, slice_name, sort_key
 from core.states import ExampleCountState
 from core.suppression import suppress_complements, withhold_names
 
@@ -109,94 +111,6 @@ class Accumulator(dict):
         return f"Accumulator({dict.__repr__(self.materialize())})"
 
 
-def _available(data: Any) -> list[str]:
-    if hasattr(data, "schema") and hasattr(data, "column"):
-        return list(data.schema.names)
-    if hasattr(data, "columns"):
-        return [str(c) for c in data.columns]
-    if isinstance(data, Mapping):
-        return list(data.keys())
-    return []
-
-
-def extract_columns(
-    data: Any, names: Sequence[str], nd: Iterable[str] = (), slice_columns: Iterable[str] = (), row_offset: int = 0
-) -> tuple[dict[str, np.ndarray], int]:
-    """Pull named columns out of one batch as numpy arrays.
-
-    Args:
-        data: a dict of columns (lists/arrays), a pandas DataFrame, a pyarrow RecordBatch/Table,
-            or a list of row dicts (a missing key in a row is a missing value).
-        names: the columns to extract.
-        nd: columns whose rows may be vectors or maps (list-valued / fixed-size-list Arrow
-            columns, nested lists, 2-D+ arrays); they are read with
-            :func:`core.formats.as_nd_array` into (n, ...) arrays.
-        slice_columns: columns read only for slicing; rows holding lists make them a
-            :class:`core.slicing.ListColumn` (see :func:`core.slicing.read_slice_column`).
-        row_offset: position of the batch's first row in the input (for messages).
-
-    Returns:
-        ``({name: (n,) or (n, ...) array, or ListColumn}, n)``.
-
-    Raises:
-        ValueError: a column is absent (the message lists the available columns) or columns
-            differ in length.
-        TypeError: ``data`` is none of the supported kinds.
-    """
-    nd = set(nd)
-    sliced = set(slice_columns) - nd
-    if nd:
-        from core.formats import as_nd_array
-
-    def read(values: Any, name: str) -> np.ndarray:
-        if name in sliced:
-            return read_slice_column(values, name, row_offset)
-        return as_nd_array(values, name) if name in nd else as_array(values, name)
-
-    if isinstance(data, list):
-        if data and not isinstance(data[0], Mapping):
-            raise TypeError(f"rows must be dicts, got {type(data[0]).__name__}")
-        if data:
-            keys = set().union(*(r.keys() for r in data[:1]))
-            for name in names:
-                if name not in keys and all(name not in r for r in data):
-                    raise ValueError(f"column {name!r} not found in the rows; available: {sorted(keys)}")
-        cols = {name: read([r.get(name) for r in data], name) for name in names}
-        return cols, len(data)
-    if hasattr(data, "schema") and hasattr(data, "column"):  # pyarrow RecordBatch / Table
-        get = lambda name: data.column(name)  # noqa: E731
-    elif isinstance(data, Mapping) or hasattr(data, "columns"):
-        get = lambda name: data[name]  # noqa: E731
-    else:
-        raise TypeError(f"cannot read columns from {type(data).__name__}; pass a dict, DataFrame, Arrow batch or list of rows")
-    avail = _available(data)
-    cols = {}
-    for name in names:
-        if name not in avail:
-            raise ValueError(f"column {name!r} not found; available columns: {avail}")
-        cols[name] = read(get(name), name)
-    lengths = {c.shape[0] for c in cols.values()}
-    if len(lengths) > 1:
-        raise ValueError(f"columns have different lengths: { {k: v.shape[0] for k, v in cols.items()} }")
-    n = lengths.pop() if lengths else (data.num_rows if hasattr(data, "num_rows") else len(data))
-    return cols, n
-
-
-def num_rows(data: Any) -> int:
-    """Number of rows in a batch of any kind :func:`extract_columns` reads."""
-    if hasattr(data, "num_rows"):
-        return int(data.num_rows)
-    if isinstance(data, Mapping):
-        return len(next(iter(data.values()))) if data else 0
-    return len(data)
-
-
-def is_single_batch(data: Any) -> bool:
-    """True for one table (a dict of columns, a pyarrow Table/RecordBatch, a pandas DataFrame)
-    rather than an iterable of batches."""
-    return isinstance(data, Mapping) or hasattr(data, "num_rows") or (hasattr(data, "iloc") and hasattr(data, "columns"))
-
-
 def resolve_evaluation(evaluation: "Evaluation | None", evaluation_kwargs: dict[str, Any]) -> "Evaluation":
     """The evaluation an engine entry point runs: ``evaluation`` itself, or
     ``Evaluation(**evaluation_kwargs)`` (e.g. ``ComputeMetrics(label_col=..., slices=[...])``).
@@ -212,17 +126,6 @@ def resolve_evaluation(evaluation: "Evaluation | None", evaluation_kwargs: dict[
     if not isinstance(evaluation, Evaluation):
         raise TypeError(f"evaluation must be a core.Evaluation, got {type(evaluation).__name__}")
     return evaluation
-
-
-def fold_all(owner: Any, batches: Iterable[Any]) -> Any:
-    """``owner.zero()`` with every batch folded in order (``owner.fold(acc, batch, row_offset=)``),
-    row offsets counted across batches; for :class:`Evaluation` and the slice profiler."""
-    acc = owner.zero()
-    offset = 0
-    for b in batches:
-        owner.fold(acc, b, row_offset=offset)
-        offset += num_rows(b)
-    return acc
 
 
 class Evaluation:
@@ -331,8 +234,6 @@ class Evaluation:
         self.plan = Plan(metrics, task_obj)
         task_obj = self.plan.task
         self.formats = {"target": label_format, "score": score_format, "prediction": prediction_format}
-        from core.formats import get_format
-
         for f in self.formats.values():
             if f is not None:
                 get_format(f)
@@ -506,8 +407,6 @@ class Evaluation:
     def profiler(self) -> Any:
         """The counting pass of this evaluation: a :class:`~core.slice_profile.SliceProfiler`
         (``zero`` / ``fold`` / ``merge`` / ``finish`` -> ProfileSummary, ``encode_accumulator``)."""
-        from core.slice_profile import SliceProfiler
-
         return SliceProfiler(self.slices, self.weight_col)
 
     def with_profile(self, profile: Any) -> "Evaluation":
@@ -526,8 +425,6 @@ class Evaluation:
             TypeError: ``profile`` is none of those kinds.
         """
         import copy
-
-        from core.slice_profile import ProfileSummary, SliceProfile
 
         if isinstance(profile, SliceProfile):
             profile = self.profiler().finish(profile)
@@ -595,7 +492,7 @@ class Evaluation:
 
         Raises:
             ValueError / TypeError: missing columns or invalid values (see
-                :func:`core._inputs.make_batch`), unless ``on_invalid="skip"``; ``acc`` belongs
+                :func:`core.formats.make_batch`), unless ``on_invalid="skip"``; ``acc`` belongs
                 to an evaluation of another :attr:`fingerprint`.
         """
         if isinstance(acc, Accumulator):
@@ -619,10 +516,9 @@ class Evaluation:
                 names=(self.label_col, self.score_col or "", self.prediction_col or "", self.weight_col or ""),
                 row_offset=row_offset,
                 on_invalid=self.on_invalid,
+                task=self.plan.task,
             )
         else:
-            from core.formats import build_batch
-
             sc = self.score_col
             batch, invalid = build_batch(
                 task=self.plan.task,

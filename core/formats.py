@@ -45,7 +45,19 @@ from typing import Any, Callable
 
 import numpy as np
 
-from core._inputs import ON_INVALID, Batch, _Checker, as_array, bad_number_message, parse_numbers, to_float
+from core._inputs import (
+    ON_INVALID,
+    SCORES_FINITE,
+    Batch,
+    _Checker,
+    as_array,
+    check_finite,
+    check_labels,
+    check_weights,
+    column_name,
+    plain_batch,
+    to_float,
+)
 
 ROLES = ("target", "prediction", "score", "measure")
 
@@ -153,27 +165,71 @@ def get_format(name: str) -> InputFormat:
 
 
 # -- reading arrays of any rank ---------------------------------------------------------------
-def _arrow_nd(arr: Any, column: str) -> np.ndarray:
-    """A pyarrow (fixed-size) list array, possibly nested, as an N-D numpy array."""
+def _is_missing(v: Any) -> bool:
+    """A missing cell: None, a float NaN, or pandas' NA / NaT."""
+    return v is None or (isinstance(v, float) and v != v) or type(v).__name__ in ("NAType", "NaTType")
+
+
+def _first_present(values: Any) -> Any:
+    """The first cell that is not missing (None if every cell is): it decides whether a column
+    holds lists or scalars."""
+    for v in values:
+        if not _is_missing(v):
+            return v
+    return None
+
+
+def _is_list_type(t: Any) -> bool:
+    import pyarrow as pa
+
+    return pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)
+
+
+def _arrow_nd(arr: Any, column: str, row_offset: int = 0) -> np.ndarray:
+    """A pyarrow (fixed-size) list array, possibly nested, as an N-D numpy array.
+
+    A null row (or a null value inside a row) is a missing value: its entries are NaN, so the
+    format's checks find it like any missing value (raise naming its row, or skip it).
+    """
     import pyarrow as pa
 
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks() if arr.num_chunks != 1 else arr.chunk(0)
+    inner = arr.flatten()
+    while _is_list_type(inner.type):
+        if inner.null_count:  # a null list inside a row: read the rows one by one
+            return _stack_objects(arr.to_pylist(), column, row_offset=row_offset)
+        inner = inner.flatten()
+    if not arr.null_count:
+        return _arrow_dense(arr, column, row_offset)
+    n = len(arr)
+    rows = np.flatnonzero(~arr.is_null().to_numpy(zero_copy_only=False))
+    if rows.size == 0 and not pa.types.is_fixed_size_list(arr.type):
+        return np.full(n, np.nan)  # no row tells the row length: a missing value per row
+    dense = _arrow_dense(arr.take(pa.array(rows)), column, row_offset, rows)
+    out = np.full((n,) + dense.shape[1:], np.nan, dtype=np.float64 if dense.dtype.kind in "fiub" else object)
+    out[rows] = dense
+    return out
+
+
+def _arrow_dense(arr: Any, column: str, row_offset: int, rows: np.ndarray | None = None) -> np.ndarray:
+    """:func:`_arrow_nd` of an array without null lists; ``rows``: the input row of each of its
+    rows (when null rows were taken out), for messages."""
+    import pyarrow as pa
+
     shape = [len(arr)]
     level = 0
-    while pa.types.is_list(arr.type) or pa.types.is_large_list(arr.type) or pa.types.is_fixed_size_list(arr.type):
-        if arr.null_count:
-            i = int(np.flatnonzero(arr.is_null().to_numpy(zero_copy_only=False))[0])
-            raise ValueError(f"column {column!r}: missing value (null) at row {i}" if level == 0 else f"column {column!r}: null list inside a row")
+    while _is_list_type(arr.type):
         if pa.types.is_fixed_size_list(arr.type):
             size = arr.type.list_size
         else:
             lengths = arr.value_lengths().to_numpy(zero_copy_only=False)
             if lengths.size and (lengths != lengths[0]).any():
                 i = int(np.flatnonzero(lengths != lengths[0])[0])
+                where = f"row {row_offset + (int(rows[i]) if rows is not None else i)}" if level == 0 else f"entry {i}"
                 raise ValueError(
                     f"column {column!r}: rows have different lengths ({int(lengths[0])} at the first, "
-                    f"{int(lengths[i])} at {'row' if level == 0 else 'entry'} {i}); a matrix column needs equal lengths"
+                    f"{int(lengths[i])} at {where}); a matrix column needs equal lengths"
                 )
             size = int(lengths[0]) if lengths.size else 0
         shape.append(size)
@@ -187,18 +243,21 @@ def _arrow_nd(arr: Any, column: str) -> np.ndarray:
 MAX_ROW_DEPTH = 3
 
 
-def _stack_objects(arr: Any, column: str, depth: int = 1) -> np.ndarray:
+def _stack_objects(arr: Any, column: str, depth: int = 1, row_offset: int = 0) -> np.ndarray:
     """Stack a sequence (or object array) of per-row lists/arrays into an N-D array (equal
-    lengths required; at most :data:`MAX_ROW_DEPTH` levels of lists inside a row)."""
-    rows = []
+    lengths required; at most :data:`MAX_ROW_DEPTH` levels of lists inside a row). A missing
+    row (None, NaN, NA) is a missing value: its entries are NaN."""
+    rows: list = []
     first_shape = None
     for i, v in enumerate(arr):
-        if v is None or (isinstance(v, float) and v != v):
-            raise ValueError(f"column {column!r}: missing value at row {i}")
+        if _is_missing(v):
+            rows.append(None)
+            continue
+        row = row_offset + i if depth == 1 else i
         if isinstance(v, (list, tuple)) and any(isinstance(x, (list, tuple, np.ndarray)) for x in v):
             if depth >= MAX_ROW_DEPTH:
                 raise ValueError(
-                    f"column {column!r}: row {i} nests lists more than {MAX_ROW_DEPTH} levels deep; "
+                    f"column {column!r}: row {row} nests lists more than {MAX_ROW_DEPTH} levels deep; "
                     "the input formats read at most (N, K, H, W) arrays"
                 )
             a = _stack_objects(v, column, depth + 1)
@@ -207,54 +266,66 @@ def _stack_objects(arr: Any, column: str, depth: int = 1) -> np.ndarray:
             if a.dtype.kind in "US" or (a.dtype == object and a.ndim > 0):
                 a = np.asarray(v, dtype=object)  # keep each value as given: a string is named, not the row's dtype
         if a.ndim == 0:
-            raise ValueError(f"column {column!r}: row {i} holds a scalar {v!r} where a list is expected")
+            raise ValueError(f"column {column!r}: row {row} holds a scalar {v!r} where a list is expected")
         if first_shape is None:
             first_shape = a.shape
         elif a.shape != first_shape:
             raise ValueError(
-                f"column {column!r}: rows have different shapes ({first_shape} at the first, {a.shape} at row {i}); "
+                f"column {column!r}: rows have different shapes ({first_shape} at the first, {a.shape} at row {row}); "
                 "a matrix column needs equal lengths"
             )
         rows.append(a)
-    if not rows:
-        return np.zeros((0,), dtype=np.float64)
+    if first_shape is None:  # no rows, or only missing ones: nothing tells the row shape
+        return np.full(len(rows), np.nan) if rows else np.zeros((0,), dtype=np.float64)
+    if len(rows) > 0 and any(a is None for a in rows):
+        missing = np.full(first_shape, np.nan)
+        rows = [missing if a is None else a for a in rows]
     return np.stack(rows)
 
 
-def as_nd_array(values: Any, column: str) -> np.ndarray:
+def as_nd_array(values: Any, column: str, row_offset: int = 0) -> np.ndarray:
     """Read one column whose rows may be vectors or maps.
+
+    A missing row (None, NaN, an Arrow null) of a list column becomes a row of NaN entries: a
+    missing value, which the format's checks report (naming its row) or skip like any other.
 
     Args:
         values: a numpy array of any rank, nested lists, a pandas Series of lists/arrays, a
             pyarrow (fixed-size) list array or chunked array (nested for maps), or any 1-D column
             :func:`core._inputs.as_array` reads.
         column: the column name, used in messages.
+        row_offset: position of the batch's first row in the input, for messages.
 
     Returns:
         An (N, ...) numpy array.
 
     Raises:
-        ValueError: rows of different lengths, or a missing row (naming the row).
+        ValueError: rows of different lengths, or lists among scalars (naming the row).
         TypeError: not array-like.
     """
     t = getattr(values, "type", None)
     if t is not None and hasattr(values, "null_count") and "list" in str(t):
-        return _arrow_nd(values, column)
+        return _arrow_nd(values, column, row_offset)
     if isinstance(values, np.ndarray):
         arr = values
     elif isinstance(values, (list, tuple)):
-        # the first row decides (a later list among scalars fails in as_array with the column named)
-        if len(values) and isinstance(values[0], (list, tuple, np.ndarray)):
-            return _stack_objects(values, column)
+        # the first present row decides (a later list among scalars fails in as_array with the column named)
+        first = _first_present(values)
+        if isinstance(first, (list, tuple, np.ndarray)):
+            return _stack_objects(values, column, row_offset=row_offset)
         arr = as_array(values, column)
         if arr.dtype == object:
             i = next((i for i, v in enumerate(values) if isinstance(v, (list, tuple, np.ndarray))), None)
             if i is not None:
-                raise ValueError(f"column {column!r}: row {i} holds a list {values[i]!r} but row 0 holds a scalar; give one kind per column")
+                j = next(j for j, v in enumerate(values) if not _is_missing(v))
+                raise ValueError(
+                    f"column {column!r}: row {row_offset + i} holds a list {values[i]!r} but row {row_offset + j} holds a scalar; "
+                    "give one kind per column"
+                )
         return arr
     elif hasattr(values, "to_numpy") and not hasattr(values, "null_count"):  # pandas
-        if str(getattr(values, "dtype", "")) == "object" and len(values) and isinstance(values.iloc[0], (list, tuple, np.ndarray)):
-            return _stack_objects(values.to_numpy(dtype=object), column)
+        if str(getattr(values, "dtype", "")) == "object" and isinstance(_first_present(values), (list, tuple, np.ndarray)):
+            return _stack_objects(values.to_numpy(dtype=object), column, row_offset=row_offset)
         return as_array(values, column)
     elif hasattr(values, "null_count"):  # pyarrow non-list
         return as_array(values, column)
@@ -262,59 +333,16 @@ def as_nd_array(values: Any, column: str) -> np.ndarray:
         raise TypeError(f"column {column!r}: expected an array-like, got scalar {values!r}")
     else:
         arr = np.asarray(values)
-    if arr.dtype == object and arr.ndim == 1 and arr.size and isinstance(arr[0], (list, tuple, np.ndarray)):
-        return _stack_objects(arr, column)
+    if arr.dtype == object and arr.ndim == 1 and isinstance(_first_present(arr), (list, tuple, np.ndarray)):
+        return _stack_objects(arr, column, row_offset=row_offset)
     return arr
 
 
-def _nd_float(arr: np.ndarray, column: Any, row_offset: int, checker: _Checker | None = None) -> np.ndarray:
-    """float64 copy of an N-D array (None -> NaN, Decimals converted, as in
-    :func:`core._inputs.to_float`). A value that is not a number raises ``TypeError`` naming the
-    column, the value, its row and entry (``ValueError`` for an int beyond float64), or with a
-    skip-mode ``checker`` flags its row invalid."""
-    if arr.ndim == 1:
-        return to_float(arr, column if isinstance(column, str) else ",".join(column), row_offset, checker)
-    if arr.dtype.kind in "fiub":
-        return arr.astype(np.float64, copy=False)
-    if arr.dtype == object or arr.dtype.kind in "USM":
-        flat = arr.reshape(-1).astype(object)
-        out, nan_mask, big_mask = parse_numbers(flat)
-        bad = nan_mask | big_mask
-        if bad.any():
-            if checker is not None and checker.skip:
-                checker.invalid |= bad.reshape(arr.shape[0], -1).any(axis=1)
-            else:
-                i = int(np.flatnonzero(bad)[0])
-                pos = np.unravel_index(i, arr.shape)
-                entry: Any = tuple(int(p) for p in pos[1:])
-                name = _name(column)
-                if isinstance(column, (list, tuple)) and len(entry) == 1 and entry[0] < len(column):
-                    name, entry = column[entry[0]], None  # per-class columns: name the column
-                elif len(entry) == 1:
-                    entry = entry[0]
-                msg = bad_number_message(name, flat[i], row_offset + int(pos[0]), bool(big_mask[i]), int(bad.sum()), entry)
-                raise (ValueError if big_mask[i] else TypeError)(msg)
-        return out.reshape(arr.shape)
-    raise TypeError(f"column {_name(column)!r}: expected numbers, got dtype {arr.dtype}")
-
-
-def _label_what(ctx: FormatContext, kind: str) -> str:
-    k = ctx.task.num_classes
-    what = f"{kind} must be 0 or 1" if k == 2 and ctx.task.kind == "binary" else f"{kind} must be integers in [0, {k})"
-    if ctx.role == "target" and ctx.task.ignore_index is not None:
-        what += f" or ignore_index {ctx.task.ignore_index}"
-    return what
-
-
 def _check_labels(arr: np.ndarray, ctx: FormatContext) -> np.ndarray:
-    vals = _nd_float(arr, ctx.column, ctx.checker.row_offset, ctx.checker)
-    k = ctx.task.num_classes
-    with np.errstate(invalid="ignore"):
-        bad = ~np.isfinite(vals) | (vals != np.floor(vals)) | (vals < 0) | (vals >= k)
-        if ctx.role == "target" and ctx.task.ignore_index is not None:
-            bad &= vals != ctx.task.ignore_index
+    """:func:`core._inputs.check_labels` for a label or prediction column of the format's role."""
+    ii = ctx.task.ignore_index if ctx.role == "target" else None
     kind = "labels" if ctx.role == "target" else "predictions"
-    ctx.checker.check(bad, arr if arr.dtype == object else vals, ctx.column, _label_what(ctx, kind))
+    vals, _ = check_labels(arr, ctx.column, ctx.task.num_classes, ctx.checker, kind, ii)
     return vals
 
 
@@ -327,17 +355,11 @@ def _check_width(arr: np.ndarray, ctx: FormatContext, axis: int, what: str) -> N
         ok = arr.shape[axis] == want
         want_s = str(want)
     if arr.shape[0] and not ok:
-        raise ValueError(f"column {_name(ctx.column)!r}: {what} need {want_s} entries per row (num_classes), got shape {arr.shape}")
+        raise ValueError(f"column {column_name(ctx.column)!r}: {what} need {want_s} entries per row (num_classes), got shape {arr.shape}")
 
 
-def _name(column: Any) -> str:
-    return ",".join(column) if isinstance(column, (list, tuple)) else str(column)
-
-
-def _finite(arr: np.ndarray, ctx: FormatContext, what: str = "scores must be finite (no NaN or inf)") -> np.ndarray:
-    vals = _nd_float(arr, ctx.column, ctx.checker.row_offset, ctx.checker)
-    ctx.checker.check(~np.isfinite(vals), vals, ctx.column, what)
-    return vals
+def _finite(arr: np.ndarray, ctx: FormatContext, what: str = SCORES_FINITE) -> np.ndarray:
+    return check_finite(arr, ctx.column, ctx.checker, what)
 
 
 def check_probabilities(vals: np.ndarray, ctx: FormatContext, class_axis: int | None) -> None:
@@ -370,31 +392,31 @@ def _labels_validate(arr: np.ndarray, ctx: FormatContext) -> None:
 
 
 def _labels_convert(arr: np.ndarray, ctx: FormatContext) -> Converted:
-    return Converted(_nd_float(arr, ctx.column, 0).astype(np.int64))
+    return Converted(to_float(arr, ctx.column).astype(np.int64))
 
 
 def _onehot_validate(arr: np.ndarray, ctx: FormatContext) -> None:
     _check_width(arr, ctx, 1, "one-hot rows")
-    vals = _nd_float(arr, ctx.column, ctx.checker.row_offset, ctx.checker)
+    vals = to_float(arr, ctx.column, ctx.checker.row_offset, ctx.checker)
     ctx.checker.check(~((vals == 0) | (vals == 1)), vals, ctx.column, "one-hot entries must be 0 or 1")
     ok_entries = ((vals == 0) | (vals == 1)).all(axis=1)
     ctx.checker.check(ok_entries & (vals.sum(axis=1) != 1), vals, ctx.column, "a one-hot row needs exactly one 1")
 
 
 def _onehot_convert(arr: np.ndarray, ctx: FormatContext) -> Converted:
-    return Converted(np.argmax(_nd_float(arr, ctx.column, 0), axis=1).astype(np.int64))
+    return Converted(np.argmax(to_float(arr, ctx.column), axis=1).astype(np.int64))
 
 
 def _indicator_validate(arr: np.ndarray, ctx: FormatContext) -> None:
     if arr.shape[0] and arr.shape[1] != ctx.task.num_classes:
-        raise ValueError(f"column {_name(ctx.column)!r}: multilabel rows need {ctx.task.num_classes} entries (num_classes), got shape {arr.shape}")
-    vals = _nd_float(arr, ctx.column, ctx.checker.row_offset, ctx.checker)
+        raise ValueError(f"column {column_name(ctx.column)!r}: multilabel rows need {ctx.task.num_classes} entries (num_classes), got shape {arr.shape}")
+    vals = to_float(arr, ctx.column, ctx.checker.row_offset, ctx.checker)
     kind = "labels" if ctx.role == "target" else "predictions"
     ctx.checker.check(~((vals == 0) | (vals == 1)), vals, ctx.column, f"multilabel {kind} must be 0 or 1")
 
 
 def _indicator_convert(arr: np.ndarray, ctx: FormatContext) -> Converted:
-    return Converted(_nd_float(arr, ctx.column, 0).astype(np.int64))
+    return Converted(to_float(arr, ctx.column).astype(np.int64))
 
 
 def _scores_validate(arr: np.ndarray, ctx: FormatContext) -> None:
@@ -406,7 +428,7 @@ def _scores_validate(arr: np.ndarray, ctx: FormatContext) -> None:
 
 
 def _scores_convert(arr: np.ndarray, ctx: FormatContext) -> Converted:
-    vals = _nd_float(arr, ctx.column, 0)
+    vals = to_float(arr, ctx.column)
     if ctx.task.kind == "binary" and vals.ndim == 2 and vals.shape[1] == 1:
         vals = vals[:, 0]  # (N, 1): one score column, as (N,); (N, 2) is split by build_batch
     return Converted(np.ascontiguousarray(vals, dtype=np.float64))
@@ -445,7 +467,7 @@ def softmax(x: np.ndarray, axis: int = 1) -> np.ndarray:
 
 
 def _logits_convert(arr: np.ndarray, ctx: FormatContext) -> Converted:
-    vals = _nd_float(arr, ctx.column, 0)
+    vals = to_float(arr, ctx.column)
     if ctx.task.kind == "multilabel" or vals.ndim == 1 or (ctx.task.kind == "binary" and vals.shape[1] == 1):
         p = _sigmoid(vals.reshape(vals.shape[0], -1) if vals.ndim == 2 else vals)
         return Converted(p[:, 0] if p.ndim == 2 and ctx.task.kind == "binary" else p)
@@ -459,7 +481,7 @@ def _label_map_validate(arr: np.ndarray, ctx: FormatContext) -> None:
 def _label_map_convert(arr: np.ndarray, ctx: FormatContext) -> Converted:
     n = arr.shape[0]
     per = int(np.prod(arr.shape[1:]))
-    labels = _nd_float(arr, ctx.column, 0).reshape(-1).astype(np.int64)
+    labels = to_float(arr, ctx.column).reshape(-1).astype(np.int64)
     return Converted(labels, np.repeat(np.arange(n, dtype=np.int64), per))
 
 
@@ -471,7 +493,7 @@ def _score_map_validate(arr: np.ndarray, ctx: FormatContext) -> None:
 
 
 def _score_map_convert(arr: np.ndarray, ctx: FormatContext) -> Converted:
-    vals = _nd_float(arr, ctx.column, 0)
+    vals = to_float(arr, ctx.column)
     n, k = vals.shape[:2]
     per = int(np.prod(vals.shape[2:]))
     scores = np.ascontiguousarray(np.moveaxis(vals.reshape(n, k, per), 1, 2).reshape(n * per, k))
@@ -484,7 +506,7 @@ def _values_validate(arr: np.ndarray, ctx: FormatContext) -> None:
 
 
 def _values_convert(arr: np.ndarray, ctx: FormatContext) -> Converted:
-    return Converted(np.ascontiguousarray(_nd_float(arr, ctx.column, 0), dtype=np.float64))
+    return Converted(np.ascontiguousarray(to_float(arr, ctx.column), dtype=np.float64))
 
 
 _CLS = ("binary", "multiclass")
@@ -525,22 +547,22 @@ def resolve_format(task: Any, role: str, arr: np.ndarray, name: str | None, colu
     elif name:
         fmt = get_format(name)
         if role not in fmt.roles:
-            raise ValueError(f"column {_name(column)!r}: input format {fmt.name!r} cannot be used for {role} values (only {fmt.roles})")
+            raise ValueError(f"column {column_name(column)!r}: input format {fmt.name!r} cannot be used for {role} values (only {fmt.roles})")
         if task.kind not in fmt.tasks:
-            raise ValueError(f"column {_name(column)!r}: input format {fmt.name!r} does not apply to {task.kind} tasks")
+            raise ValueError(f"column {column_name(column)!r}: input format {fmt.name!r} does not apply to {task.kind} tasks")
     else:
         options = DEFAULTS.get((task.kind, role), {})
         fname = options.get(arr.ndim)
         if fname is None:
             shapes = ", ".join(f"{FORMATS[f].name} ({_shape_text(FORMATS[f], nd)})" for nd, f in sorted(options.items()))
             raise ValueError(
-                f"column {_name(column)!r}: a {task.kind} task cannot read {role} values of shape {arr.shape}; "
+                f"column {column_name(column)!r}: a {task.kind} task cannot read {role} values of shape {arr.shape}; "
                 f"expected one of: {shapes or 'none'}"
             )
         fmt = FORMATS[fname]
     if arr.shape[0] and arr.ndim - 1 not in fmt.example_ndims:
         nd = fmt.example_ndims[0] + 1
-        raise ValueError(f"column {_name(column)!r}: input format {fmt.name!r} expects {_shape_text(fmt, nd)} values, got shape {arr.shape}")
+        raise ValueError(f"column {column_name(column)!r}: input format {fmt.name!r} expects {_shape_text(fmt, nd)} values, got shape {arr.shape}")
     return fmt
 
 
@@ -548,7 +570,7 @@ def _shape_text(fmt: InputFormat, ndim: int) -> str:
     return {1: "(N,)", 2: "(N, K)", 3: "(N, H, W)", 4: "(N, K, H, W)"}.get(ndim, f"{ndim}-D")
 
 
-def _as_column(values: Any, column: Any) -> np.ndarray:
+def _as_column(values: Any, column: Any, row_offset: int = 0) -> np.ndarray:
     """A column, or several 1-D columns given as a list of names stacked into (N, K)."""
     if isinstance(values, (list, tuple)) and isinstance(column, (list, tuple)) and len(values) == len(column) and len(column) > 0 and not isinstance(values[0], (int, float)):
         cols = [as_array(v, c) for v, c in zip(values, column)]
@@ -559,9 +581,9 @@ def _as_column(values: Any, column: Any) -> np.ndarray:
             return np.zeros((0, 0))
         if all(c.dtype.kind in "fiub" for c in cols):
             return np.stack([c.astype(np.float64, copy=False) for c in cols], axis=1)
-        # not all numeric: an object matrix, read (and checked, naming the column) by _nd_float
+        # not all numeric: an object matrix, read (and checked, naming the column) by to_float
         return np.stack([c.astype(object) for c in cols], axis=1)
-    return as_nd_array(values, _name(column))
+    return as_nd_array(values, column_name(column), row_offset)
 
 
 def build_batch(
@@ -614,7 +636,7 @@ def build_batch(
         v = columns.get(role)
         if v is None:
             continue
-        arrs[role] = as_array(v, names[role]) if role == "measure" else _as_column(v, names[role])
+        arrs[role] = as_array(v, names[role]) if role == "measure" else _as_column(v, names[role], row_offset)
     w = as_array(sample_weight, weight_name) if sample_weight is not None else None
     if not arrs:
         raise ValueError("no input columns: give labels, predictions, scores or a measure")
@@ -622,8 +644,8 @@ def build_batch(
     n = arrs[first].shape[0]
     for role, a in list(arrs.items())[1:] + ([("weight", w)] if w is not None else []):
         if a.shape[0] != n:
-            nm = weight_name if role == "weight" else _name(names[role])
-            raise ValueError(f"column {nm!r} has {a.shape[0]} rows but column {_name(names[first])!r} has {n} rows")
+            nm = weight_name if role == "weight" else column_name(names[role])
+            raise ValueError(f"column {nm!r} has {a.shape[0]} rows but column {column_name(names[first])!r} has {n} rows")
     chk = _Checker(n, on_invalid, row_offset)
     if n == 0:
         return _empty_batch(task, arrs), (np.zeros(0, dtype=bool) if chk.skip else None)
@@ -632,10 +654,7 @@ def build_batch(
     for role, a in arrs.items():
         fmts[role].validate(a, ctxs[role])
     if w is not None:
-        w = to_float(w, weight_name, row_offset, chk)
-        with np.errstate(invalid="ignore"):
-            bad = ~np.isfinite(w) | (w < 0)
-        chk.check(bad, w, weight_name, "weights must be finite and >= 0")
+        w = check_weights(w, weight_name, chk)
     invalid = chk.invalid
     if chk.skip and invalid.any():
         keep = ~invalid
@@ -652,13 +671,13 @@ def build_batch(
                 row_of, map_role = c.row_of, role
             elif c.row_of.shape != row_of.shape:
                 raise ValueError(
-                    f"columns {_name(names[map_role])!r} and {_name(names[role])!r} have maps of different sizes "
+                    f"columns {column_name(names[map_role])!r} and {column_name(names[role])!r} have maps of different sizes "
                     f"({row_of.shape[0]} vs {c.row_of.shape[0]} pixels in this batch)"
                 )
     if row_of is not None:
         for role, c in conv.items():
             if c.row_of is None and role != "measure":
-                raise ValueError(f"column {_name(names[role])!r} has one value per row but column {_name(names[map_role])!r} holds maps; give maps for both")
+                raise ValueError(f"column {column_name(names[role])!r} has one value per row but column {column_name(names[map_role])!r} holds maps; give maps for both")
     get = lambda role: conv[role].values if role in conv else None  # noqa: E731
     y_true, y_pred, y_score, values = get("target"), get("prediction"), get("score"), get("measure")
     if values is not None and row_of is not None:
@@ -691,3 +710,113 @@ def _empty_batch(task: Any, arrs: dict[str, np.ndarray]) -> Batch:
         None,
         np.zeros(0) if "measure" in arrs else None,
     )
+
+
+# -- one entry point: the plain (N,) fast path or the formats ------------------------------------
+@dataclass(frozen=True)
+class InputTask:
+    """What the input formats read of a task when :func:`make_batch` is given none: a binary or
+    multiclass task with ``num_classes`` classes (a :class:`~core.metrics.Task` has the same
+    attributes)."""
+
+    num_classes: int = 2
+    kind: str = "binary"
+    ignore_index: int | None = None
+
+
+def make_batch(
+    *,
+    num_classes: int,
+    y_true: Any,
+    y_score: Any = None,
+    y_pred: Any = None,
+    sample_weight: Any = None,
+    names: tuple[str, str, str, str] = ("y_true", "y_score", "y_pred", "sample_weight"),
+    row_offset: int = 0,
+    on_invalid: str = "raise",
+    task: Any = None,
+    formats: dict[str, str | None] | None = None,
+    values: Any = None,
+    measure_name: str = "measure",
+    needs: frozenset[str] | set[str] = frozenset(),
+) -> tuple[Batch, np.ndarray | None]:
+    """Validate columns and build a :class:`~core._inputs.Batch`, on the fast path when it applies.
+
+    Binary/multiclass (N,) labels, scores and predictions go through
+    :func:`core._inputs.plain_batch`; any other input (a task of another kind, input formats
+    such as one-hot, probability matrices or label maps, ``ignore_index``, a measure, or
+    probability checks) through :func:`build_batch`. Both paths run the same value checks.
+
+    Args:
+        num_classes: 2 for binary tasks (labels in {0, 1}), K for multiclass (labels in [0, K)).
+        y_true: (N,) labels (or any shape a format reads).
+        y_score: scores, or None.
+        y_pred: predicted labels, or None.
+        sample_weight: (N,) finite non-negative weights, or None for unit weights.
+        names: column names for (y_true, y_score, y_pred, sample_weight) used in messages.
+        row_offset: position of this batch's first row in the whole input, for messages.
+        on_invalid: "raise" (default) or "skip".
+        task: the :class:`~core.metrics.Task` (None: binary for 2 classes, else multiclass).
+        formats: role -> input format name, for :func:`build_batch`.
+        values: a per-example measure, or None.
+        measure_name: the measure column's name, for messages.
+        needs: the plan's input needs (e.g. ``"probability"``).
+
+    Returns:
+        ``(batch, invalid)``: in "raise" mode ``invalid`` is None; in "skip" mode it is the (N,)
+        bool mask of skipped rows and ``batch`` holds only the valid rows.
+
+    Raises:
+        ValueError: columns of different lengths (always), or in "raise" mode an invalid value,
+            naming column, value and row.
+        TypeError: a non-numeric value (e.g. a string).
+    """
+    if not _needs_formats(task, num_classes, y_true, y_score, y_pred, formats, values, needs):
+        return plain_batch(
+            num_classes=num_classes, y_true=y_true, y_score=y_score, y_pred=y_pred, sample_weight=sample_weight,
+            names=names, row_offset=row_offset, on_invalid=on_invalid,
+        )  # fmt: skip
+    if task is None:
+        task = InputTask(num_classes, "binary" if num_classes == 2 else "multiclass")
+    return build_batch(
+        task=task,
+        columns={"target": y_true, "score": y_score, "prediction": y_pred, "measure": values},
+        names={"target": names[0], "score": names[1], "prediction": names[2], "measure": measure_name},
+        sample_weight=sample_weight,
+        weight_name=names[3],
+        formats=formats or {},
+        needs=frozenset(needs),
+        row_offset=row_offset,
+        on_invalid=on_invalid,
+    )
+
+
+def _is_plain_1d(values: Any) -> bool:
+    """True for inputs the (N,) path reads: None, or anything that is not visibly 2-D or nested."""
+    if values is None:
+        return True
+    if isinstance(values, np.ndarray):
+        return values.ndim == 1 and not (values.dtype == object and isinstance(_first_present(values), (list, tuple, np.ndarray)))
+    t = getattr(values, "type", None)
+    if t is not None and hasattr(t, "id"):  # pyarrow Array / ChunkedArray: list types are matrices
+        return "list" not in str(t)
+    if isinstance(values, (list, tuple)):
+        return not isinstance(_first_present(values), (list, tuple, np.ndarray))
+    dtype = getattr(values, "dtype", None)
+    if dtype is not None and str(dtype) == "object" and hasattr(values, "iloc"):
+        return not isinstance(_first_present(values), (list, tuple, np.ndarray))
+    return True
+
+
+def _needs_formats(task: Any, num_classes: int, y_true: Any, y_score: Any, y_pred: Any, formats: Any, values: Any, needs: Any) -> bool:
+    """Whether a batch needs :func:`build_batch` rather than the plain (N,) path."""
+    if task is not None and (task.kind not in ("binary", "multiclass") or task.ignore_index is not None):
+        return True
+    if formats and any(v for v in formats.values()):
+        return True
+    if values is not None or y_true is None or (needs and {"probability", "score_matrix", "measure"} & set(needs)):
+        return True
+    kind = task.kind if task is not None else ("binary" if num_classes == 2 else "multiclass")
+    if kind == "multiclass" and y_score is not None:
+        return True
+    return not (_is_plain_1d(y_true) and _is_plain_1d(y_score) and _is_plain_1d(y_pred))

@@ -35,7 +35,7 @@ import numpy as np
 from core._inputs import Batch
 from core.exact import ExactSums, exact_sum
 from core.score_distribution import ScoreDistributionState, canonical_bins, score_keys
-from core.slicing import ValueKeys
+from core.slicing import ValueKeys, _stable_order
 from core.states import ExampleCountState, State, checked_add
 
 
@@ -43,7 +43,7 @@ def split_positions(pos: np.ndarray | None, codes: np.ndarray, size: int) -> lis
     """``[(code, batch positions of that code)]`` for every code present (one stable sort)."""
     if codes.size == 0:
         return []
-    order = np.argsort(codes, kind="stable")
+    order = _stable_order(codes, size)
     sorted_codes = codes[order]
     starts = np.flatnonzero(np.concatenate(([True], sorted_codes[1:] != sorted_codes[:-1])))
     at = order if pos is None else pos[order]
@@ -218,7 +218,24 @@ class DistributionStack(Stack):
         self.big: dict[int, State] = {}
         self._bounds: np.ndarray | None = None
 
+    #: a slot with at least this many rows in a batch is folded into its own state (the state's
+    #: histogram fold beats sorting its rows with the others')
+    HEAVY = 1 << 12
+
     def fold(self, batch: Batch, pos: np.ndarray | None, slots: np.ndarray, size: int, cache: dict) -> None:
+        if slots.size >= self.HEAVY:
+            heavy = np.bincount(slots, minlength=size) >= self.HEAVY
+            on_heavy = heavy[slots]
+            if on_heavy.any():
+                sel = np.flatnonzero(on_heavy)
+                for slot, idx in split_positions(sel if pos is None else pos[sel], slots[sel], size):
+                    old = self.big.get(slot)
+                    self.big[slot] = (self.cls.zero(self.layout) if old is None else old).fold(batch.take(idx))
+                self._bounds = None
+                if on_heavy.all():
+                    return
+                light = np.flatnonzero(~on_heavy)
+                pos, slots = (light if pos is None else pos[light]), slots[light]
         got = cache.get(self.cls)
         if got is None:
             score, y, _ = self.cls._inputs(batch)
@@ -293,6 +310,47 @@ class DistributionStack(Stack):
         return out
 
 
+class CountsOfCells(Stack):
+    """Example counts read from another :class:`CellStack` of the same block: each row is in
+    exactly one of its cells, so a slot's row count and weight sum are its cells' sums (one
+    ``np.bincount`` per batch fewer)."""
+
+    def __init__(self, cls: type[State], layout: Any, source: CellStack):
+        super().__init__(cls, layout)
+        self.source = source
+
+    def fold(self, batch: Batch, pos: np.ndarray | None, slots: np.ndarray, size: int, cache: dict) -> None:
+        pass  # the source folds the rows
+
+    def merge(self, other: "Stack", slots: np.ndarray, size: int) -> None:
+        pass  # the source merges them
+
+    def state(self, slot: int) -> State:
+        src = self.source
+        counts = src.counts[slot] if slot < src.counts.shape[0] else np.zeros(src.ncells, np.int64)
+        weights = None
+        if src.weighted:
+            c = src.ncells
+            ok = src.weights is not None and src.weights.shape[0] >= (slot + 1) * c
+            weights = src.weights.take(np.arange(slot * c, (slot + 1) * c)) if ok else ExactSums.zeros((c,))
+        return self.cls.from_cells(self.layout, np.array([counts.sum()]), None if weights is None else weights.regroup(np.zeros(weights.shape[0], np.int64), 1))
+
+    def empty(self) -> "CountsOfCells":
+        return CountsOfCells(self.cls, self.layout, self.source)
+
+    def copy(self) -> "CountsOfCells":
+        return CountsOfCells(self.cls, self.layout, self.source)
+
+
+def link_counts(stacks: list[Stack]) -> list[Stack]:
+    """``stacks`` with the example-count stack reading its counts from another cell stack of the
+    same list, when there is one (see :class:`CountsOfCells`)."""
+    source = next((s for s in stacks if isinstance(s, CellStack) and s.cls is not ExampleCountState), None)
+    if source is None:
+        return stacks
+    return [CountsOfCells(s.cls, s.layout, source) if s.cls is ExampleCountState and isinstance(s, (CellStack, CountsOfCells)) else s for s in stacks]
+
+
 def make_stack(cls: type[State], layout: Any, weighted: bool, elements_are_rows: bool) -> Stack:
     """The stack of one plan state: vectorised where the kind supports it."""
     if cls.num_cells(layout) is not None and (elements_are_rows or cls is not ExampleCountState):
@@ -318,8 +376,8 @@ class SliceBlock:
 
     def _stacks(self, elements_are_rows: bool) -> list[Stack]:
         if self.stacks is None:
-            self.stacks = [make_stack(cls, layout, self.weighted, elements_are_rows) for cls, layout in self.state_types]
-        elif not elements_are_rows and isinstance(self.stacks[0], CellStack):
+            self.stacks = link_counts([make_stack(cls, layout, self.weighted, elements_are_rows) for cls, layout in self.state_types])
+        elif not elements_are_rows and isinstance(self.stacks[0], (CellStack, CountsOfCells)):
             raise AssertionError("a block's rows are either images or rows")  # one evaluation: never both
         return self.stacks
 
@@ -410,7 +468,7 @@ class SliceBlock:
         if other.stacks is None:
             return
         if self.stacks is None:
-            self.stacks = [s.empty() for s in other.stacks]
+            self.stacks = link_counts([s.empty() for s in other.stacks])
         for mine, theirs in zip(self.stacks, other.stacks):
             mine.merge(theirs, slot_of, size)
 
@@ -433,6 +491,6 @@ class SliceBlock:
         out.keys = list(self.keys)
         out.index = dict(self.index)
         out.skipped = self.skipped.copy()
-        out.stacks = None if self.stacks is None else [s.copy() for s in self.stacks]
+        out.stacks = None if self.stacks is None else link_counts([s.copy() for s in self.stacks])
         out._values = self._values
         return out

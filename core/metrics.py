@@ -22,19 +22,13 @@ import warnings
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any, ClassVar, Iterator
+from typing import Any, Callable, ClassVar, Iterator, NamedTuple
 
 import numpy as np
 
-from core.limits import MAX_BETA, MAX_NUM_CLASSES, check_at_most
-from core.states import (
-    BinaryConfusionLayout,
-    BinaryConfusionState,
-    ConfusionMatrixLayout,
-    ConfusionMatrixState,
-    ExampleCountState,
-    State,
-)
+from core.limits import MAX_BETA, check_at_most
+from core.states import BinaryConfusionState, ConfusionMatrixState, ExampleCountState, State
+from core.task import TASK_KINDS, Task, check_zero_division  # noqa: F401  (re-exported: core.metrics.Task)
 
 ZERO_DIVISION = (0, 1, "nan", "warn")
 AVERAGES = ("binary", "micro", "macro", "weighted", "samples", None)
@@ -42,102 +36,6 @@ AVERAGES = ("binary", "micro", "macro", "weighted", "samples", None)
 
 class UndefinedMetricWarning(UserWarning):
     """A metric's value is undefined (zero denominator) and ``zero_division="warn"`` gave 0.0."""
-
-
-def check_zero_division(value: Any) -> Any:
-    """Normalise ``zero_division``: 0, 1, "nan" (also float NaN) or "warn".
-
-    Raises:
-        ValueError: any other value.
-    """
-    if isinstance(value, float) and math.isnan(value):
-        return "nan"
-    if isinstance(value, str) and value.lower() in ("nan", "warn"):
-        return value.lower()
-    if not isinstance(value, bool) and value in (0, 1):
-        return int(value)
-    if isinstance(value, str) and value in ("0", "1"):
-        return int(value)
-    raise ValueError(f"zero_division must be one of 0, 1, 'nan', 'warn'; got {value!r}")
-
-
-TASK_KINDS = ("binary", "multiclass", "multilabel", "regression")
-
-
-@dataclass(frozen=True)
-class Task:
-    """What is being evaluated.
-
-    Attributes:
-        num_classes: 2 for binary tasks; K > 2 (or 2 with ``multiclass=True``) for multiclass; the
-            number of labels L >= 1 for multilabel tasks; ignored for regression.
-        threshold: default decision threshold for binary (and multilabel) scores.
-        threshold_rule: ``">="`` (score equal to the threshold is positive, the default) or ``">"``.
-        zero_division: default undefined-value policy, see :func:`check_zero_division`.
-        multiclass: force multiclass semantics with ``num_classes=2``.
-        kind: ``"binary"``, ``"multiclass"``, ``"multilabel"`` or ``"regression"``; None (default)
-            infers binary or multiclass from ``num_classes`` and ``multiclass`` as before.
-            Segmentation is a multiclass task over pixels.
-        ignore_index: binary/multiclass only: rows (pixels) whose label equals it are dropped
-            before folding; if it is a class id in [0, K), that class also leaves the macro
-            averages and its per-class values are NaN (e.g. 255 for segmentation "void").
-
-    Raises:
-        ValueError: an unknown kind, or a ``num_classes`` / ``threshold`` / ``ignore_index`` that
-            does not fit the kind.
-
-    Example:
-        >>> Task(num_classes=3).kind, Task().kind, Task(kind="regression").kind
-        ('multiclass', 'binary', 'regression')
-    """
-
-    num_classes: int = 2
-    threshold: float = 0.5
-    threshold_rule: str = ">="
-    zero_division: Any = "nan"
-    multiclass: bool = False
-    kind: str | None = None
-    ignore_index: int | None = None
-
-    def __post_init__(self) -> None:
-        kind = self.kind
-        if kind is not None and kind not in TASK_KINDS:
-            raise ValueError(f"task kind must be one of {TASK_KINDS}, got {kind!r}")
-        if kind in (None, "binary", "multiclass"):
-            ConfusionMatrixLayout(self.num_classes)  # validates num_classes
-            if kind is None:
-                kind = "binary" if self.num_classes == 2 and not self.multiclass else "multiclass"
-            elif kind == "binary" and (self.num_classes != 2 or self.multiclass):
-                raise ValueError(f"a binary task has num_classes=2 and multiclass=False, got num_classes={self.num_classes!r}")
-            if kind == "multiclass" and self.num_classes == 2:
-                object.__setattr__(self, "multiclass", True)
-        elif kind == "multilabel":
-            n = self.num_classes
-            if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
-                raise ValueError(f"a multilabel task needs num_classes (the number of labels L) >= 1, got {n!r}")
-        check_at_most(self.num_classes, MAX_NUM_CLASSES, "num_classes", "task")
-        object.__setattr__(self, "num_classes", int(self.num_classes))
-        object.__setattr__(self, "kind", kind)
-        BinaryConfusionLayout((float(self.threshold),), self.threshold_rule)  # validates both
-        object.__setattr__(self, "zero_division", check_zero_division(self.zero_division))
-        object.__setattr__(self, "threshold", float(self.threshold))
-        ii = self.ignore_index
-        if ii is not None:
-            integral = isinstance(ii, (int, np.integer)) or (isinstance(ii, float) and ii.is_integer())
-            if isinstance(ii, bool) or not integral:
-                raise ValueError(f"ignore_index must be an integer or None, got {ii!r}")
-            if kind not in ("binary", "multiclass"):
-                raise ValueError(f"ignore_index applies to binary and multiclass tasks, not {kind}")
-            object.__setattr__(self, "ignore_index", int(ii))
-
-    @property
-    def ignored_class(self) -> int | None:
-        """``ignore_index`` if it is a class id in [0, K) of a multiclass task (it then leaves the
-        macro averages), else None."""
-        ii = self.ignore_index
-        if self.kind == "multiclass" and ii is not None and 0 <= ii < self.num_classes:
-            return ii
-        return None
 
 
 @dataclass
@@ -462,6 +360,46 @@ class WeightedExampleCount(Metric):
         return float(states["example_count"]["weight"])
 
 
+class TaskKindSupport(NamedTuple):
+    """How the shared classification metrics (precision, recall, F-beta, IoU, accuracy) read a
+    task kind whose state is defined in a module above this one (see :func:`register_task_kind`).
+
+    Attributes:
+        requires: ``metric -> [(state class, layout argument)]``, as :meth:`Metric.requires`.
+        prf: ``(metric, states) -> value`` of a precision / recall / F-beta / IoU metric.
+        accuracy: ``(metric, states) -> float`` of ``accuracy``.
+    """
+
+    requires: Callable[[Any], list[tuple[type[State], Any]]]
+    prf: Callable[[Any, dict[str, State]], Any]
+    accuracy: Callable[[Any, dict[str, State]], float]
+
+
+_TASK_KINDS_SUPPORTED: dict[str, TaskKindSupport] = {}
+
+
+def register_task_kind(kind: str, support: TaskKindSupport) -> None:
+    """Let the shared classification metrics read the states of task ``kind`` (other than binary
+    and multiclass, which this module reads itself). :mod:`core.multilabel` registers
+    ``"multilabel"``; the metrics and the registry stay below the modules of such state kinds.
+
+    Raises:
+        ValueError: ``kind`` is not a task kind, or is registered twice.
+    """
+    if kind not in TASK_KINDS or kind in ("binary", "multiclass"):
+        raise ValueError(f"register_task_kind: kind must be one of {TASK_KINDS[2:]}, got {kind!r}")
+    if kind in _TASK_KINDS_SUPPORTED:
+        raise ValueError(f"task kind {kind!r} is registered twice")
+    _TASK_KINDS_SUPPORTED[kind] = support
+
+
+def _task_kind_support(metric: Metric) -> TaskKindSupport:
+    support = _TASK_KINDS_SUPPORTED.get(metric.task.kind)
+    if support is None:
+        raise ValueError(f"metric {metric.name!r}: no state reads {metric.task.kind} tasks (import core)")
+    return support
+
+
 class _Classification(Metric):
     """Shared parameter handling: ``threshold`` (binary), ``average``, ``zero_division``."""
 
@@ -496,11 +434,9 @@ class _Classification(Metric):
     def requires(self) -> list[tuple[type[State], Any]]:
         if self.task.kind == "binary":
             return [(BinaryConfusionState, self.p["threshold"])]
-        if self.task.kind == "multilabel":
-            from core.multilabel import MultilabelState
-
-            return [(MultilabelState, (self.p["threshold"], self.p.get("beta", 1.0)))]
-        return [(ConfusionMatrixState, self.task.num_classes)]
+        if self.task.kind == "multiclass":
+            return [(ConfusionMatrixState, self.task.num_classes)]
+        return _task_kind_support(self).requires(self)
 
     def kept_classes(self) -> np.ndarray | None:
         """(K,) bool mask of the classes that enter averages: all but ``task.ignored_class``
@@ -529,10 +465,8 @@ class _PRF(_Classification):
         return 1.0
 
     def compute(self, states: dict[str, State]) -> Any:
-        if self.task.kind == "multilabel":
-            from core.multilabel import prf_multilabel
-
-            return prf_multilabel(self, states)
+        if self.task.kind not in ("binary", "multiclass"):
+            return _task_kind_support(self).prf(self, states)
         m = self.matrix(states)
         avg, zd = self.p["average"], self.p["zero_division"]
         tp, pred, true = np.diag(m).copy(), m.sum(axis=0), m.sum(axis=1)
@@ -653,10 +587,8 @@ class Accuracy(_Classification):
         return False
 
     def compute(self, states: dict[str, State]) -> float:
-        if self.task.kind == "multilabel":
-            from core.multilabel import subset_accuracy
-
-            return subset_accuracy(self, states)
+        if self.task.kind not in ("binary", "multiclass"):
+            return _task_kind_support(self).accuracy(self, states)
         m = self.matrix(states)
         total = m.sum()
         return float(np.trace(m) / total) if total > 0 else float("nan")

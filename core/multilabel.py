@@ -27,8 +27,9 @@ import numpy as np
 from core._inputs import Batch
 from core.limits import MAX_BETA, MAX_NUM_CLASSES, MAX_THRESHOLDS, as_floats, check_at_most, check_count
 from core.exact import ExactSums, exact_column_sums, exact_sum
-from core.metrics import Metric, _Classification, check_zero_division, nanaverage, prf_values, record_undefined
-from core.states import THRESHOLD_RULES, State
+from core.metrics import Metric, TaskKindSupport, _Classification, check_zero_division, nanaverage, prf_values, record_undefined, register_task_kind
+from core.states import State
+from core.task import THRESHOLD_RULES
 
 
 @dataclass(frozen=True)
@@ -216,6 +217,13 @@ def subset_accuracy(metric: Metric, states: dict[str, State]) -> float:
         record_undefined()
         return float("nan")
     return float(st["subset"][st.layout.t_index(metric.p["threshold"])] / w)
+
+
+def _requires_multilabel(metric: _Classification) -> list[tuple[type[State], Any]]:
+    return [(MultilabelState, (metric.p["threshold"], metric.p.get("beta", 1.0)))]
+
+
+register_task_kind("multilabel", TaskKindSupport(requires=_requires_multilabel, prf=prf_multilabel, accuracy=subset_accuracy))
 
 
 class _MultilabelMetric(_Classification):

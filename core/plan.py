@@ -17,7 +17,8 @@ import numpy as np
 import warnings
 
 from core import codec
-from core._inputs import Batch, make_batch
+from core._inputs import Batch
+from core.formats import get_format, make_batch
 from core.metrics import DEFAULT_METRICS, Interval, Metric, Task, UndefinedMetricWarning, recording_undefined, resolve
 from core.states import ExampleCountState, State
 
@@ -151,9 +152,6 @@ class Plan:
     def zero(self) -> tuple[State, ...]:
         """The identity tuple of states."""
         return tuple(cls.zero(layout) for cls, layout in self.state_types)
-
-    def from_batch(self, batch: Batch) -> tuple[State, ...]:
-        return tuple(cls.from_batch(layout, batch) for cls, layout in self.state_types)
 
     def fold(self, states: tuple[State, ...], batch: Batch) -> tuple[State, ...]:
         """Fold one validated batch into ``states`` (returns new states): each state's
@@ -518,8 +516,6 @@ def _collection_formats(formats: dict[str, str] | None) -> dict[str, str]:
             raise ValueError(f"formats: unknown argument {k!r}; use y_true, y_pred, y_score or measure")
         out[role] = v
     if out:
-        from core.formats import get_format
-
         for v in out.values():
             get_format(v)
     return out

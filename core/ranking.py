@@ -41,7 +41,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from core.limits import MAX_CAPACITY, check_at_most
-from core.metrics import Interval, Metric
+from core.metrics import Interval, Metric, nanaverage, record_undefined
 from core.score_distribution import (
     Class0ScoreDistributionState,
     ClassScoreDistributionState,
@@ -58,11 +58,7 @@ _NAN = float("nan")
 
 def _record_undefined() -> None:
     """Report an undefined (NaN) value to the plan's undefined-value recorder when there is one."""
-    import core.metrics as _m
-
-    rec = getattr(_m, "record_undefined", None)
-    if rec is not None:
-        rec()
+    record_undefined()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -439,8 +435,6 @@ def micro_dist(state: ClassScoreDistributionState) -> _Dist:
 def _combine(values: list, weights: np.ndarray | None) -> float | Interval:
     """Average of per-class (or per-pair) values, NaN ones left out (the project's macro policy);
     intervals average their bounds with the same non-negative weights (still certified)."""
-    from core.metrics import nanaverage
-
     v = np.array([x.value if isinstance(x, Interval) else x for x in values], dtype=np.float64)
     value = nanaverage(v, weights)
     if not any(isinstance(x, Interval) for x in values) or math.isnan(value):

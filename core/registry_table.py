@@ -17,6 +17,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import core  # noqa: F401  (registers every family)
+from core.metrics import REGISTRY
+
 START = "<!-- metrics-table:start -->"
 END = "<!-- metrics-table:end -->"
 TASK_ORDER = ("binary", "multiclass", "multilabel", "regression")
@@ -25,9 +28,6 @@ TASK_ORDER = ("binary", "multiclass", "multilabel", "regression")
 def metric_classes() -> list[type]:
     """Registered metric classes defined in ``core`` (not in user code or doctests), each once,
     in registration order."""
-    import core  # noqa: F401  (registers every family)
-    from core.metrics import REGISTRY
-
     seen: list[type] = []
     for cls in REGISTRY.values():
         if cls not in seen and cls.__module__.startswith("core."):

@@ -10,8 +10,9 @@ from typing import Any
 
 import numpy as np
 
-from core.codec import slice_key_to_json
-from core.slicing import slice_name
+from core.codec import slice_key_from_json, slice_key_to_json
+from core.metrics import REGISTRY
+from core.slicing import slice_name, sort_key
 
 
 def jsonable(value: Any) -> Any:
@@ -37,8 +38,6 @@ INTEGER_METRICS = frozenset({"example_count"})
 
 
 def _reports_nan_entries(key: str) -> bool:
-    from core.metrics import REGISTRY
-
     cls = REGISTRY.get(key.split("@", 1)[0])
     return True if cls is None else bool(getattr(cls, "nan_entries_undefined", True))
 
@@ -271,51 +270,6 @@ class Results:
         ]
         return pd.DataFrame(rows, columns=["slice", "n", "weight", "skipped", *names])
 
-    # -- plots and the HTML report: thin, lazily importing wrappers of pipelines.report (needs
-    # matplotlib and jinja2; core itself stays numpy-only at import) --------------------------
-    def plot_slices(self, metric: str, **kwargs: Any):
-        """Bar chart of a scalar metric per slice, intervals as error bars (a matplotlib
-        ``Figure``); see :func:`pipelines.report.plot_slices`."""
-        from pipelines import report
-
-        return report.plot_slices(self, metric, **kwargs)
-
-    def plot_confusion_matrix(self, slice: Any = (), metric: str | None = None, **kwargs: Any):
-        """Heatmap of the ``confusion_matrix`` metric of one slice (default overall)."""
-        from pipelines import report
-
-        return report.plot_confusion_matrix(self, slice, metric, **kwargs)
-
-    def plot_roc(self, slices: Any = None, metric: str | None = None, **kwargs: Any):
-        """ROC curves from a ``roc_curve`` metric (overall plus a few slices)."""
-        from pipelines import report
-
-        return report.plot_roc(self, slices, metric, **kwargs)
-
-    def plot_pr(self, slices: Any = None, metric: str | None = None, **kwargs: Any):
-        """Precision-recall curves from a ``precision_recall_curve`` metric."""
-        from pipelines import report
-
-        return report.plot_pr(self, slices, metric, **kwargs)
-
-    def plot_reliability(self, slice: Any = (), metric: str | None = None, **kwargs: Any):
-        """Reliability diagram from a ``reliability_diagram`` metric of one slice."""
-        from pipelines import report
-
-        return report.plot_reliability(self, slice, metric, **kwargs)
-
-    def to_html(self, **kwargs: Any) -> str:
-        """The self-contained HTML report (see :func:`pipelines.report.render_report`)."""
-        from pipelines import report
-
-        return report.render_report(self, **kwargs)
-
-    def write_report(self, path: Any, **kwargs: Any):
-        """Write the HTML report to ``path``; returns the path (see :func:`pipelines.report.write_report`)."""
-        from pipelines import report
-
-        return report.write_report(self, path, **kwargs)
-
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "Results":
         """Rebuild from :meth:`to_dict` output (None -> NaN; lists -> arrays)."""
@@ -354,9 +308,6 @@ class Results:
                 disagree on the slice's counts, or a slice is both suppressed and computed: one
                 of them would otherwise be dropped silently.
         """
-        from core.codec import slice_key_from_json
-        from core.slicing import sort_key
-
         by_slice: dict[tuple, dict[str, Any]] = {}
         cells: dict[tuple, dict[str, dict[tuple, float]]] = {}
         suppressed: dict[tuple, int | None] = {}
@@ -410,8 +361,6 @@ class Results:
     @classmethod
     def from_slices(cls, slices: list[SliceResult], config: dict[str, Any] | None = None, spec_order: Any = ()) -> "Results":
         """Sort per-slice results (e.g. collected from a Beam PCollection) into a Results."""
-        from core.slicing import sort_key
-
         return cls(sorted(slices, key=lambda s: sort_key(s.slice, list(spec_order))), config or {})
 
     def format_table(self, max_rows: int = 60) -> str:

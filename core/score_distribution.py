@@ -55,7 +55,7 @@ import numpy as np
 from core._inputs import Batch
 from core.limits import MAX_CAPACITY  # re-exported: documented with the other maxima
 from core.exact import ExactSums, add_raw, exact_sum, raw_regroup, raw_sum
-from core.states import State
+from core.states import State, _layout_diff
 
 DEFAULT_CAPACITY = 40_000
 MAX_LEVEL = 63
@@ -116,14 +116,6 @@ def bin_upper_scores(keys: np.ndarray, level: int) -> np.ndarray:
     # keys << level + 2**level - 1 cannot overflow: |keys << level| <= KEY_MAX_FINITE + 2**level - 1
     high = np.minimum((keys << np.int64(level)) + np.int64((1 << level) - 1), KEY_MAX_FINITE)
     return keys_to_scores(high)
-
-
-def _distinct(sorted_keys: np.ndarray, shift: int) -> int:
-    """Number of distinct values of ``sorted_keys >> shift`` (``sorted_keys`` ascending)."""
-    if sorted_keys.size == 0:
-        return 0
-    k = sorted_keys >> np.int64(shift)
-    return 1 + int(np.count_nonzero(k[1:] != k[:-1]))
 
 
 def _coarsen(keys: np.ndarray, weights: np.ndarray, shift: int):
@@ -1102,8 +1094,6 @@ class ClassScoreDistributionState(State):
         if type(other) is not type(self):
             raise ValueError(f"cannot merge state {getattr(other, 'kind', type(other).__name__)!r} into {self.kind!r}")
         if other.layout != self.layout:
-            from core.states import _layout_diff
-
             raise ValueError(f"cannot merge {self.kind} states: {_layout_diff(self.layout, other.layout)}")
         if other.arrays["keys"].size == 0:
             return self

@@ -16,7 +16,7 @@ Parts of a profile
   filters and ``edges`` buckets), the number of rows and (``by=weight``) their summed weight.
   Keys are stored in an order-preserving, injective byte encoding (:func:`core.slicing.encode_key`)
   in a numpy ``S`` array, so a key costs its encoded length (about 2 + len(text) bytes for a
-  string, 9-10 bytes for a number) plus 8 bytes of count (+ 8 of weight) + 1 flag byte: about
+  string, 14 bytes for a number) plus 8 bytes of count (+ 8 of weight) + 1 flag byte: about
   20-30 bytes per distinct value, never a metric state. The cut is **exact**: the N largest
   slices without a missing value, and the N largest with one, by count (or weight) descending,
   ties broken by value ascending. Memory of this pass grows with the number of distinct values
@@ -46,7 +46,9 @@ from typing import Any, Iterable, Mapping
 
 import numpy as np
 
+from core.batches import extract_columns, fold_all
 from core.codec import _Reader
+from core.score_distribution import bin_lower_scores, keys_to_scores, score_keys
 from core.slicing import (
     OTHER,
     Assignment,
@@ -55,14 +57,19 @@ from core.slicing import (
     SpecBounds,
     assign_slices,
     encode_key,
+    KEY_ENCODING,
     encode_keys,
     numeric_values,
     parse_slices,
+    upgrade_key_v1,
 )
 
 DEFAULT_SKETCH_CAPACITY = 10_000
 _MAGIC = b"MMP"
-_VERSION = 1
+#: version of the profile bytes written; version 1 (key encoding 1, see
+#: :func:`core.slicing.upgrade_key_v1`) is still read, its keys upgraded
+_VERSION = 2
+_VERSIONS = (1, 2)
 
 
 def keys_part(spec: SliceSpec) -> str:
@@ -187,7 +194,8 @@ class KeyCounts:
         """The exact top-``max_slices`` cut.
 
         Returns:
-            ``{"kept": [hex of encoded keys], "folded_values": int, "distinct": int}``: the
+            ``{"kept": [hex of encoded keys], "folded_values": int, "distinct": int,
+            "key_encoding": int}``: the
             ``max_slices`` largest keys without a missing value and the ``max_slices`` largest
             with one (size = count, or weight for ``by="weight"``, descending; ties by key
             ascending), how many distinct keys fall outside (into ``__other__``), and how many
@@ -200,7 +208,12 @@ class KeyCounts:
             order = idx[np.argsort(-size[idx], kind="stable")]  # keys ascending within ties
             kept.extend(int(i) for i in order[:max_slices])
         kept.sort()
-        return {"kept": [bytes(self.keys[i]).hex() for i in kept], "folded_values": self.distinct - len(kept), "distinct": self.distinct}
+        return {
+            "kept": [bytes(self.keys[i]).hex() for i in kept],
+            "folded_values": self.distinct - len(kept),
+            "distinct": self.distinct,
+            "key_encoding": KEY_ENCODING,
+        }
 
     def __eq__(self, other: object) -> bool:
         return (
@@ -277,8 +290,6 @@ class ValueSketch:
     @classmethod
     def from_values(cls, x: np.ndarray, capacity: int = DEFAULT_SKETCH_CAPACITY) -> "ValueSketch":
         """The sketch of one batch of float64 values (non-finite values are left out)."""
-        from core.score_distribution import score_keys
-
         x = np.asarray(x, dtype=np.float64)
         x = x[np.isfinite(x)]
         keys, counts = np.unique(score_keys(x), return_counts=True)
@@ -311,8 +322,6 @@ class ValueSketch:
     def edges(self, k: int) -> tuple[float, ...]:
         """Interior quantile edges ``q_i = i/k`` (i = 1..k-1), ascending, equal ones collapsed;
         () when the column has no finite value."""
-        from core.score_distribution import bin_lower_scores, keys_to_scores
-
         n = self.count
         if n == 0:
             return ()
@@ -363,13 +372,25 @@ def _encode_part(name: str, part: Any) -> bytes:
     return b"".join(out)
 
 
+def _upgraded(table: KeyCounts, bad: str) -> KeyCounts:
+    """A table of key encoding 1 with its keys re-encoded (:func:`core.slicing.upgrade_key_v1`)
+    and re-sorted: the table a reader of this version would have counted."""
+    try:
+        keys = [upgrade_key_v1(bytes(k)) for k in table.keys]
+    except ValueError as e:
+        raise ValueError(f"{bad}: {e}") from None
+    enc = np.array(keys or [b""], dtype="S")[: len(keys)]
+    order = np.argsort(enc, kind="stable")
+    return KeyCounts(enc[order], table.counts[order], None if table.weights is None else table.weights[order], table.missing[order])
+
+
 def _check_total(counts: np.ndarray, bad: str) -> None:
     """Row counts whose total an int64 holds with room for merging (no data has 2**62 rows)."""
     if counts.size and float(counts.astype(np.float64).sum()) >= 2.0**62:
         raise ValueError(f"{bad}: the counts total {float(counts.astype(np.float64).sum()):.4g} rows (overflow)")
 
 
-def _decode_part(r: _Reader) -> tuple[str, Any]:
+def _decode_part(r: _Reader, version: int = _VERSION) -> tuple[str, Any]:
     name = r.str16()
     (kind,) = r.unpack("<B")
     bad = f"corrupted slice profile: part {name!r}"
@@ -388,6 +409,8 @@ def _decode_part(r: _Reader) -> tuple[str, Any]:
         if np.any(counts <= 0) or (weights is not None and not (np.all(np.isfinite(weights)) and np.all(weights >= 0))):
             raise ValueError(f"{bad}: counts must be > 0 and weights finite and >= 0")
         _check_total(counts, bad)
+        if version == 1:
+            return name, _upgraded(KeyCounts(keys, counts, weights, flags.astype(bool)), bad)
         return name, KeyCounts(keys.copy(), counts, weights, flags.astype(bool))
     if kind == ValueSketch.kind:
         capacity, level, m = r.unpack("<QBQ")
@@ -446,8 +469,9 @@ class SliceProfile:
         data = bytes(data)
         if len(data) < 10 or data[:3] != _MAGIC:
             raise ValueError("not a mergeable-metrics slice profile (bad magic bytes)")
-        if data[3] != _VERSION:
-            raise ValueError(f"slice profile codec version {data[3]} is not supported (this library reads {_VERSION})")
+        version = data[3]
+        if version not in _VERSIONS:
+            raise ValueError(f"slice profile codec version {version} is not supported (this library reads {', '.join(map(str, _VERSIONS))})")
         body, (crc,) = data[:-4], struct.unpack("<I", data[-4:])
         if zlib.crc32(body) != crc:
             raise ValueError("corrupted slice profile: checksum mismatch")
@@ -456,7 +480,7 @@ class SliceProfile:
         (n,) = r.unpack("<H")
         parts: dict[str, Any] = {}
         for _ in range(n):
-            name, part = _decode_part(r)
+            name, part = _decode_part(r, version)
             if name in parts:
                 raise ValueError(f"corrupted slice profile: part {name!r} appears twice")
             parts[name] = part
@@ -489,7 +513,7 @@ class ProfileSummary:
     __slots__ = ("parts",)
 
     def __init__(self, parts: Mapping[str, Any] | None = None):
-        self.parts = dict(parts or {})
+        self.parts = {name: _upgraded_summary(part) for name, part in (parts or {}).items()}
 
     def merge(self, other: "ProfileSummary") -> "ProfileSummary":
         """Union of summaries of different parts (e.g. resolved part by part on Spark)."""
@@ -536,6 +560,17 @@ class ProfileSummary:
 
     def __repr__(self) -> str:
         return f"ProfileSummary({self.to_json()[:200]})"
+
+
+def _upgraded_summary(part: Any) -> Any:
+    """A summary part as this version writes it: the kept keys of a summary of earlier releases
+    (no ``key_encoding``: encoding 1) re-encoded, ascending."""
+    if not isinstance(part, Mapping) or "kept" not in part or part.get("key_encoding", 1) == KEY_ENCODING:
+        return part
+    if part.get("key_encoding", 1) != 1:
+        raise ValueError(f"slice profile summary: key encoding {part['key_encoding']!r} is not supported (this library reads 1, {KEY_ENCODING})")
+    kept = sorted(upgrade_key_v1(bytes.fromhex(h)) for h in part["kept"])
+    return {**part, "kept": [k.hex() for k in kept], "key_encoding": KEY_ENCODING}
 
 
 def summarize_part(name: str, part: Any, specs: Iterable[SliceSpec]) -> dict[str, Any]:
@@ -600,8 +635,6 @@ class SliceProfiler:
             ValueError: a column is missing.
             TypeError: a slice column mixes types, or a bucketed column holds a non-number.
         """
-        from core.evaluation import extract_columns
-
         slice_cols = [c for c in self.slice_columns if c != self.weight_col]
         cols, n = extract_columns(data, self.columns, slice_columns=slice_cols, row_offset=row_offset)
         if n == 0:
@@ -654,8 +687,6 @@ class SliceProfiler:
 
     def profile(self, batches: Iterable[Any]) -> ProfileSummary:
         """Fold every batch in order and resolve (the local engine's first pass)."""
-        from core.evaluation import fold_all
-
         return self.finish(fold_all(self, batches))
 
     def __repr__(self) -> str:

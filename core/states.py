@@ -22,10 +22,10 @@ from typing import Any, ClassVar
 import numpy as np
 
 from core._inputs import Batch
-from core.limits import MAX_NUM_CLASSES, MAX_THRESHOLDS, as_floats, check_at_most, check_count
+from core.codec import STATE_KINDS, decode_state, encode_state
+from core.limits import MAX_NUM_CLASSES, check_count
 from core.exact import ExactSums, exact_sum
-
-STATE_KINDS: dict[str, type["State"]] = {}
+from core.task import THRESHOLD_RULES, check_thresholds  # noqa: F401  (THRESHOLD_RULES re-exported)
 
 
 class State:
@@ -57,6 +57,9 @@ class State:
     MAXED: ClassVar[tuple[str, ...]] = ()
     #: whether bytes of codec version 1 (float sums without limbs) can be read (upgraded)
     CODEC_V1: ClassVar[bool] = True
+    #: the kind's own version, written in every state frame (:mod:`core.codec`): raise it when
+    #: the kind's fields or their meaning change, and read older bytes in :meth:`upgrade`
+    VERSION: ClassVar[int] = 1
 
     __slots__ = ("layout", "arrays", "exact")
 
@@ -128,6 +131,16 @@ class State:
 
     def __reduce__(self) -> tuple:
         return (_rebuild_state, (self.kind, self.layout, dict(self.arrays)))
+
+    @classmethod
+    def upgrade(cls, version: int, layout: Any, arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """The fields of this kind's current :attr:`VERSION` from decoded fields of an older kind
+        ``version`` (the codec calls it; the result is then checked as any decoded state).
+
+        Raises:
+            ValueError: this kind cannot read that version (the default: no older version exists).
+        """
+        raise ValueError(f"state {cls.kind} bytes of kind version {version} cannot be upgraded to version {cls.VERSION}")
 
     def validate(self, integral: bool = False) -> "State":
         """Check the values a state of this kind can hold (returns ``self``).
@@ -258,8 +271,6 @@ class State:
 
     def encode(self) -> bytes:
         """Versioned, checksummed bytes (see :mod:`core.codec`)."""
-        from core.codec import encode_state
-
         return encode_state(self)
 
     @classmethod
@@ -272,8 +283,6 @@ class State:
             TypeError: ``data`` is not bytes, or the bytes hold another kind (e.g.
                 ``BinaryConfusionState.decode`` of a confusion matrix).
         """
-        from core.codec import decode_state
-
         return decode_state(data, None if cls is State else cls)
 
 
@@ -429,7 +438,6 @@ class ExampleCountState(State):
 
 
 # ---------------------------------------------------------------------------------------------
-THRESHOLD_RULES = (">=", ">")
 
 
 @dataclass(frozen=True)
@@ -440,17 +448,7 @@ class BinaryConfusionLayout:
     threshold_rule: str = ">="
 
     def __post_init__(self) -> None:
-        t = as_floats(self.thresholds, "thresholds")
-        if not t:
-            raise ValueError("thresholds: at least one threshold is needed")
-        check_at_most(len(t), MAX_THRESHOLDS, "the number of distinct thresholds")
-        if any(not np.isfinite(x) for x in t):
-            raise ValueError(f"thresholds must be finite, got {t}")
-        if list(t) != sorted(set(t)):
-            raise ValueError(f"thresholds must be sorted and distinct, got {t}")
-        if self.threshold_rule not in THRESHOLD_RULES:
-            raise ValueError(f"threshold_rule must be one of {THRESHOLD_RULES}, got {self.threshold_rule!r}")
-        object.__setattr__(self, "thresholds", t)
+        object.__setattr__(self, "thresholds", check_thresholds(self.thresholds, self.threshold_rule))
 
     def index(self, threshold: float) -> int:
         try:

@@ -27,8 +27,8 @@ A metric class may set ``report_figure`` to one of ``"roc"``, ``"pr"``, ``"relia
 ``"confusion_matrix"``, ``"accuracy_matrix"`` to opt into a figure without a change here.
 
 The ``plot_*`` functions return a ``matplotlib.figure.Figure`` (built without pyplot, so no
-display or backend is needed); pass ``ax=`` to draw into an existing axes instead. They are also
-available as methods of :class:`core.Results` (``results.plot_roc()`` ...).
+display or backend is needed); pass ``ax=`` to draw into an existing axes instead
+(``report.plot_roc(results)`` ...; :mod:`core` never imports this module).
 """
 
 from __future__ import annotations

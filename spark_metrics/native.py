@@ -24,8 +24,8 @@ multiclass cells) and core builds the states from them (:func:`core.states.state
 each state kind's cells summed from the joint cells and built by the kind's own
 ``State.from_cells``, the definition core's slice-vectorised fold uses), so unweighted (and
 integer-weighted) results equal the Arrow path's bit for bit; the rules and texts of the
-invalid-value errors are core's too (``core._inputs.label_rule``, ``SCORE_RULE``, ...); fractional weights are summed by Spark in float64 in
-its own order (equal up to float64 rounding), so a weighted evaluation takes the Arrow path (exact
+invalid-value errors are core's too (``core._inputs.label_rule``, ``SCORES_FINITE``, ...).
+Fractional weights are summed by Spark in float64 in its own order (equal up to float64 rounding), so a weighted evaluation takes the Arrow path (exact
 sums, :mod:`core.exact`) unless ``native=True`` asks for this one.
 Invalid values raise the same ``ValueError`` text as the Arrow path (column, value, row within
 the partition, partition id) when the results are computed.
@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
-from core._inputs import SCORE_RULE, WEIGHT_RULE, invalid_value_message, label_rule
+from core._inputs import SCORES_FINITE, WEIGHTS_RULE, invalid_value_message, label_rule
 from core.evaluation import Evaluation, extract_columns
 from core.metrics import UndefinedMetricWarning
 from core.results import Results
@@ -302,9 +302,9 @@ def _raise_invalid(table: "pa.Table", invalid: np.ndarray, ev: Evaluation, null_
     k = ev.plan.task.num_classes
     column, what = {
         _BAD_LABEL: (ev.label_col, label_rule("labels", k)),
-        _BAD_SCORE: (ev.score_col, SCORE_RULE),
+        _BAD_SCORE: (ev.score_col, SCORES_FINITE),
         _BAD_PREDICTION: (ev.score_col or ev.prediction_col, label_rule("predictions", k)),
-        _BAD_WEIGHT: (ev.weight_col, WEIGHT_RULE),
+        _BAD_WEIGHT: (ev.weight_col, WEIGHTS_RULE),
     }[code]
     if value is None:  # a null: numpy reads it as NaN from a float column, None from an int/bool one
         value = None if column in null_is_none else float("nan")

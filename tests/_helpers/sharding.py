@@ -118,7 +118,7 @@ class StateFolder:
         return self.cls.zero(self.layout)
 
     def fold(self, state: Any, columns: dict) -> Any:
-        from core._inputs import make_batch
+        from core.formats import make_batch
 
         batch, _ = make_batch(
             num_classes=self.num_classes,
@@ -137,7 +137,7 @@ class StateFolder:
 
 class PlanFolder:
     """``core.Plan`` over tuples of states; columns ``y_true``, ``y_score``/``y_pred``,
-    ``sample_weight`` are validated with ``core._inputs.make_batch``."""
+    ``sample_weight`` are validated with ``core.formats.make_batch``."""
 
     def __init__(self, plan: Any):
         self.plan = plan
@@ -146,7 +146,7 @@ class PlanFolder:
         return self.plan.zero()
 
     def fold(self, states: tuple, columns: dict) -> tuple:
-        from core._inputs import make_batch
+        from core.formats import make_batch
 
         batch, _ = make_batch(
             num_classes=self.plan.task.num_classes,

@@ -304,3 +304,73 @@ def test_is_column_batch_with_list_columns_needs_columns_of_lists():
     ev = core.Evaluation(label_col="labels", score_col="scores", task="multilabel", num_classes=3, metrics=["f1@micro"])
     one_row = _combine_once(ev, {"labels": [0, 1, 1], "scores": [0.2, 0.9, 0.7]})
     assert (one_row.overall.n, one_row.overall.metrics["f1@micro"]) == (1, 1.0)
+
+
+# -- rows waiting as columns (batch_size > ROW_CHUNK) ---------------------------------------------
+def _staged_fn(ev, chunks=3):
+    from beam_metrics.combine import ROW_CHUNK
+
+    return MetricsCombineFn(ev, batch_size=chunks * ROW_CHUNK), ROW_CHUNK
+
+
+def test_staged_columns_fold_like_core_with_batches_in_between(make_rows):
+    ev = evaluation()
+    fn, chunk = _staged_fn(ev)
+    rows = make_rows(4 * chunk + 321, seed=81)
+    acc = fn.create_accumulator()
+    fn.add_inputs(acc, rows[: chunk + 5])
+    assert acc.staged is not None and acc.staged.n == chunk and len(acc.buffer) == 5  # waiting as columns
+    fn.add_input(acc, pa.RecordBatch.from_pylist(rows[chunk + 5 : chunk + 105]))  # folds what waits first
+    assert acc.staged is None and acc.buffer == []
+    fn.add_inputs(acc, rows[chunk + 105 :])
+    assert acc.staged is None and len(acc.buffer) == 216  # three chunks staged, then folded
+    fn.add_inputs(acc, rows[:0])
+    data = fn.get_accumulator_coder().encode(acc)  # folds a copy of what waits
+    assert len(acc.buffer) == 216
+    assert data == ev.encode_accumulator(ev.fold(ev.zero(), rows))
+    other = fn.add_inputs(fn.create_accumulator(), rows[:50])
+    staged = fn.add_inputs(fn.create_accumulator(), rows[: chunk + 7])
+    assert staged.staged is not None and staged.staged.n == chunk
+    assert fn.get_accumulator_coder().encode(staged) == ev.encode_accumulator(ev.fold(ev.zero(), rows[: chunk + 7]))
+    merged = fn.merge_accumulators([fn.create_accumulator(), staged, fn.add_inputs(fn.create_accumulator(), rows[chunk + 7 :])])
+    assert staged.staged is not None and staged.staged.n == chunk  # merge leaves the others unchanged
+    assert_results_equal(fn.extract_output(merged), direct(ev, rows))
+    assert_results_equal(fn.extract_output(fn.merge_accumulators([other, fn.add_inputs(fn.create_accumulator(), rows[50:])])), direct(ev, rows))
+
+
+def test_staged_rows_keep_row_positions_in_errors(make_rows):
+    ev = evaluation()
+    fn, chunk = _staged_fn(ev)
+    rows = make_rows(2 * chunk + 500, seed=82)
+    bad = chunk + 250 + 17  # after a batch element, inside staged rows
+    rows[bad] = dict(rows[bad], score=float("nan"))
+    acc = fn.add_inputs(fn.create_accumulator(), rows[:chunk])
+    fn.add_input(acc, rows[chunk : chunk + 250])  # a list of rows: a batch
+    with pytest.raises(ValueError, match=f"'score': invalid value nan at row {bad}:"):
+        fn.extract_output(fn.add_inputs(acc, rows[chunk + 250 :]))
+
+
+def test_column_absent_from_a_whole_row_chunk_is_a_missing_value_like_core(make_rows):
+    """A key missing from every row of one chunk but present in later rows of the same fold is a
+    missing value (core's rows path), not a missing column."""
+    fn, chunk = _staged_fn(evaluation(on_invalid="skip"))
+    rows = make_rows(2 * chunk + 100, seed=83)
+    for i in range(chunk + 10):
+        rows[i] = {k: v for k, v in rows[i].items() if k != "weight"}
+    got = fn.extract_output(fn.add_inputs(fn.create_accumulator(), rows))
+    ev = evaluation(on_invalid="skip")
+    assert_results_equal(got, direct(ev, rows))
+    assert got.overall.skipped == chunk + 10
+    fn_raise, _ = _staged_fn(evaluation())
+    with pytest.raises(ValueError) as exc:
+        fn_raise.extract_output(fn_raise.add_inputs(fn_raise.create_accumulator(), rows))
+    with pytest.raises(ValueError) as want:
+        direct(evaluation(), rows)
+    assert str(exc.value) == str(want.value)
+
+
+def test_column_absent_from_every_row_raises_cores_missing_column_error(make_rows):
+    rows = [{k: v for k, v in r.items() if k != "weight"} for r in make_rows(5000, seed=84)]
+    fn, _ = _staged_fn(evaluation())
+    with pytest.raises(ValueError, match=r"column 'weight' not found in the rows; available: \['carrier', 'label', 'origin', 'score', 'unused'\]"):
+        fn.extract_output(fn.add_inputs(fn.create_accumulator(), rows))

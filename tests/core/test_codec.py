@@ -30,7 +30,8 @@ from core import (
     Task,
 )
 from core import codec
-from core._inputs import make_batch
+from core._inputs import Batch
+from core.formats import make_batch
 
 # NaN results (an undefined metric) are expected in these tests; their warnings are noise here.
 pytestmark = pytest.mark.filterwarnings("ignore::core.UndefinedMetricWarning")
@@ -128,15 +129,15 @@ def test_empty_accumulator_round_trip():
 # header
 def test_versioned_header():
     blob = binary_state().encode()
-    assert blob[:3] == b"MMS" and blob[3] == codec.VERSION == 2
+    assert blob[:3] == b"MMS" and blob[3] == codec.VERSION == 3
     ev, acc = sliced_accumulator()
     ablob = ev.encode_accumulator(acc)
     assert ablob[:3] == b"MMA" and ablob[3] == codec.ACC_VERSION == 2  # version 2: with a fingerprint
-    # the layout is stored as readable JSON right after the kind
+    # the layout is stored as readable JSON right after the kind and its version
     kind_len = struct.unpack("<H", blob[4:6])[0]
-    assert blob[6 : 6 + kind_len] == b"binary_confusion"
-    (layout_len,) = struct.unpack("<I", blob[6 + kind_len : 10 + kind_len])
-    layout = json.loads(blob[10 + kind_len : 10 + kind_len + layout_len])
+    assert blob[6 : 6 + kind_len] == b"binary_confusion" and blob[6 + kind_len] == 1
+    (layout_len,) = struct.unpack("<I", blob[7 + kind_len : 11 + kind_len])
+    layout = json.loads(blob[11 + kind_len : 11 + kind_len + layout_len])
     assert layout == {"thresholds": [0.25, 0.5, 0.75], "threshold_rule": ">"}
     # crc32 of everything before it
     assert struct.unpack("<I", blob[-4:])[0] == zlib.crc32(blob[:-4])
@@ -182,9 +183,9 @@ def test_wrong_magic(what):
 
 
 @pytest.mark.parametrize("what", ["state", "accumulator"])
-@pytest.mark.parametrize("version", [0, 3, 255])
+@pytest.mark.parametrize("version", [0, 4, 255])
 def test_wrong_version(what, version):
-    # state frames and accumulators both read versions 1 and 2
+    # state frames read versions 1 to 3, accumulators 1 and 2
     blob, decode = _decoders()[what]
     bad = bytearray(blob)
     bad[3] = version
@@ -346,3 +347,52 @@ def test_date_slice_columns_survive_the_codec(column):
     back = ev.decode_accumulator(ev.encode_accumulator(acc))
     assert back == acc
     assert len(back) == 3
+
+
+def _state_frame_v2(blob: bytes) -> bytes:
+    """A version-3 state frame rewritten as version 2 (no kind version byte after the kind)."""
+    (n,) = struct.unpack("<H", blob[4:6])
+    at = 6 + n  # the kind version byte
+    body = b"MMS" + bytes([2]) + blob[4:at] + blob[at + 1 : -4]
+    return body + struct.pack("<I", zlib.crc32(body))
+
+
+def test_state_frames_carry_their_kinds_version_and_version_2_frames_still_decode():
+    state = BinaryConfusionState.from_batch(BinaryConfusionLayout((0.25, 0.5)), Batch(y_true=np.array([1, 0, 1]), y_score=np.array([0.9, 0.3, 0.4])))
+    blob = state.encode()
+    (n,) = struct.unpack("<H", blob[4:6])
+    assert blob[6 : 6 + n] == b"binary_confusion" and blob[6 + n] == BinaryConfusionState.VERSION == 1
+    assert State.decode(_state_frame_v2(blob)) == state
+
+
+def test_a_newer_kind_version_raises_naming_the_kind_and_versions():
+    blob = bytearray(ExampleCountState.zero(ExampleCountLayout()).encode())
+    (n,) = struct.unpack("<H", blob[4:6])
+    blob[6 + n] = 2
+    body = bytes(blob[:-4])
+    with pytest.raises(ValueError, match=r"example_count bytes of kind version 2 cannot be read.*version 1 and older"):
+        State.decode(body + struct.pack("<I", zlib.crc32(body)))
+
+
+def test_older_kind_versions_are_read_through_the_kinds_upgrade(monkeypatch):
+    old = ExampleCountState.from_batch(ExampleCountLayout(), Batch(y_true=np.array([1, 0, 1])))
+    blob = old.encode()  # kind version 1
+    seen = []
+
+    def upgrade(cls, version, layout, arrays):
+        seen.append(version)
+        return {**arrays, "skipped": arrays["skipped"] + 5}  # what a version 2 might have changed
+
+    monkeypatch.setattr(ExampleCountState, "VERSION", 2)
+    monkeypatch.setattr(ExampleCountState, "upgrade", classmethod(upgrade))
+    got = State.decode(blob)
+    assert seen == [1] and int(got["count"]) == 3 and int(got["skipped"]) == 5
+    assert State.decode(got.encode()) == got  # written as version 2: no upgrade
+    assert seen == [1]
+
+
+def test_a_kind_without_an_upgrade_refuses_older_bytes(monkeypatch):
+    blob = ExampleCountState.zero(ExampleCountLayout()).encode()
+    monkeypatch.setattr(ExampleCountState, "VERSION", 2)
+    with pytest.raises(ValueError, match="kind version 1 cannot be upgraded to version 2"):
+        State.decode(blob)

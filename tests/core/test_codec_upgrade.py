@@ -52,7 +52,7 @@ def test_states_of_the_previous_release_still_decode(key):
     _, want = _evaluation(name)
     state = State.decode(bytes.fromhex(FIXTURES["states"][key]))
     assert_states_equal(state, next(s for s in want[()] if s.kind == kind), rel=REL)
-    assert state.encode()[3] == codec.VERSION == 2 and State.decode(state.encode()) == state  # upgraded to version 2
+    assert state.encode()[3] == codec.VERSION == 3 and State.decode(state.encode()) == state  # re-written as version 3
 
 
 def test_collection_bytes_of_the_previous_release_still_load():

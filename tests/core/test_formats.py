@@ -44,15 +44,39 @@ def test_matrix_columns_from_every_container(make):
     assert close(mc.compute()["accuracy"], 0.75)
 
 
-def test_ragged_and_missing_rows_are_rejected_with_the_row():
+def test_ragged_rows_are_rejected_with_the_row():
     with pytest.raises(ValueError, match=r"column 'p': rows have different (shapes|lengths).*row 1"):
         as_nd_array([[0.1, 0.9], [1.0]], "p")
     with pytest.raises(ValueError, match=r"column 'p': rows have different lengths.* 1 at row 1"):
         as_nd_array(pa.array([[0.1, 0.9], [1.0]]), "p")
-    with pytest.raises(ValueError, match=r"column 'p': missing value \(null\) at row 1"):
-        as_nd_array(pa.array([[0.1, 0.9], None]), "p")
     with pytest.raises(ValueError, match=r"column 'p': row 2 holds a list \[0.2, 0.8\] but row 0 holds a scalar"):
         as_nd_array([0.3, 0.4, [0.2, 0.8]], "p")
+
+
+def test_ragged_rows_name_the_absolute_row_after_a_missing_row():
+    with pytest.raises(ValueError, match=r"column 'p': rows have different shapes.* at row 12\b"):
+        as_nd_array([[0.1, 0.9], None, [1.0]], "p", row_offset=10)
+    with pytest.raises(ValueError, match=r"column 'p': rows have different lengths.* 1 at row 12\b"):
+        as_nd_array(pa.array([[0.1, 0.9], None, [1.0]]), "p", row_offset=10)
+    with pytest.raises(ValueError, match=r"column 'p': row 12 holds a list \[0.2, 0.8\] but row 11 holds a scalar"):
+        as_nd_array([None, 0.4, [0.2, 0.8]], "p", row_offset=10)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda rows: rows,
+        lambda rows: pa.array(rows),
+        lambda rows: pa.array(rows, type=pa.list_(pa.float64(), 2)),
+        lambda rows: pd.Series(rows, dtype=object),
+    ],
+    ids=["lists", "arrow-list", "arrow-fixed-size", "pandas"],
+)
+def test_a_missing_row_of_a_list_column_reads_as_missing_entries(make):
+    # the checks of the column's format then name the row, or skip it (test_validation_paths.py)
+    arr = as_nd_array(make([None, [0.1, 0.9], None, [1.0, 0.0]]), "p")
+    assert arr.shape == (4, 2) and arr.dtype == np.float64
+    assert np.isnan(arr[[0, 2]]).all() and arr[[1, 3]].tolist() == [[0.1, 0.9], [1.0, 0.0]]
 
 
 def test_onehot_labels_and_predictions():

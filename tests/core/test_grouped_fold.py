@@ -180,3 +180,32 @@ def test_score_distribution_slices_past_capacity_are_the_compressed_states(capac
     big = next(st_ for st_ in acc[(("a", "big"),)] if isinstance(st_, ScoreDistributionState))
     want = ScoreDistributionState.from_arrays(ScoreDistributionLayout(capacity), s[:30], y[:30])
     assert big == want and big.level > 0
+
+
+@pytest.mark.parametrize("heavy", [1, 3, 1 << 12])
+@pytest.mark.parametrize("capacity", [3, 40_000])
+def test_heavy_slots_fold_into_their_own_state_equal_to_the_per_slice_fold(heavy, capacity):
+    """Slots with many rows in a batch take the state's own (histogram) fold; the rest are sorted
+    together: both give the per-slice fold's states, in any mix across batches and merges."""
+    from unittest import mock
+
+    from core.grouped import DistributionStack
+
+    rng = np.random.default_rng(heavy + capacity)
+    n = 9_000
+    cols = {"y": rng.integers(0, 2, n), "s": rng.random(n), "g": np.where(rng.random(n) < 0.9, "big", rng.choice(["a", "b", "c"], n))}
+    ev = Evaluation(label_col="y", score_col="s", slices=["g"], metrics=[f"roc_auc@capacity={capacity}", "average_precision@pos_label=0"])
+    cuts = [0, 10, 5_000, 5_001, n]
+    batches = [{k: v[lo:hi] for k, v in cols.items()} for lo, hi in zip(cuts[:-1], cuts[1:])]
+    with mock.patch.object(DistributionStack, "HEAVY", heavy):
+        got, parts = ev.zero(), [ev.zero(), ev.zero()]
+        for i, b in enumerate(batches):
+            ev.fold(got, b)
+            ev.fold(parts[i % 2], b)
+        merged = ev.merge(ev.merge(ev.zero(), parts[1]), parts[0])
+    want = dict(ev.zero())
+    for b in batches:
+        ev.fold(want, b)
+    assert set(got) == set(want) == set(merged)
+    for k in want:
+        assert got[k] == want[k] and merged[k] == want[k], k

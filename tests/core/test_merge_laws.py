@@ -38,7 +38,8 @@ from core import (
     State,
     Task,
 )
-from core._inputs import Batch, make_batch
+from core._inputs import Batch
+from core.formats import make_batch
 from tests._helpers import (
     CollectionFolder,
     EvaluationFolder,

@@ -3,6 +3,8 @@ quantile edges equal numpy's, the binned sketch is canonical, the codec rejects 
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -157,3 +159,53 @@ def test_a_kept_real_value_named_other_raises_instead_of_merging_with_the_other_
     # folded into the other slice (not kept), a real "__other__" value is counted there: no clash
     res = ev.evaluate([{"y": y, "p": p, "g": ["a", "a", "a", "__other__", "b"]}])
     assert res[(("g", "a"),)].n == 3 and res[(("g", "__other__"),)].n == 2 and res[(("g", "__other__"),)].folded_values == 2
+
+
+def _v1_encode_keys(keys):
+    """``encode_keys`` in key encoding 1 (the reference of tests/core/test_slicing.py)."""
+    from tests.core.test_slicing import _encode_key_v1
+
+    vals = [tuple(v for _, v in k) for k in keys]
+    return [_encode_key_v1(v) for v in vals], [None in v for v in vals]
+
+
+def _as_version_1(data: bytes) -> bytes:
+    """Profile bytes with the version byte of release 1 (and a valid checksum)."""
+    import struct
+    import zlib
+
+    body = data[:3] + b"\x01" + data[4:-4]
+    return body + struct.pack("<I", zlib.crc32(body))
+
+
+def test_profiles_of_key_encoding_1_decode_to_the_profile_and_summary_of_this_version(monkeypatch):
+    """Profile bytes (version 1) and summaries (no ``key_encoding``) of earlier releases hold
+    keys whose ints sort before floats; they are read with their keys re-encoded (numbers one
+    kind), so they equal what this version counts and cuts on the same rows."""
+    import core.slice_profile as sp
+
+    specs = ["g;max_slices=2", "h,g;max_slices=3;by=weight", "b;max_slices=1"]
+    g = [1] * 6 + [0.5] * 5 + [2**70] * 4 + [None] * 3 + [-1e300] * 2 + [2**80]
+    n = len(g)
+    data = {
+        "g": np.array(g, dtype=object),
+        "h": np.array(["a", "a\x00", "", "é", None, "b", "a"] * 3, dtype=object),
+        "b": np.array([True, False, None] * (n // 3), dtype=object),
+        "w": np.arange(n, dtype=np.float64) + 0.5,
+    }
+    prof = SliceProfiler(specs, "w")
+    now = prof.fold(prof.zero(), data)
+    with monkeypatch.context() as m:
+        m.setattr(sp, "encode_keys", _v1_encode_keys)
+        m.setattr(sp, "KEY_ENCODING", 1)
+        old = prof.fold(prof.zero(), data)
+        old_summary = {name: {k: v for k, v in part.items() if k != "key_encoding"} for name, part in prof.finish(old).parts.items()}
+    assert old != now  # the bytes of numeric keys did change
+    upgraded = prof.decode_accumulator(_as_version_1(old.encode()))
+    assert upgraded == now
+    assert prof.finish(upgraded) == prof.finish(now)
+    # counts without ties at the cut: both versions keep the same values
+    assert ProfileSummary(old_summary) == prof.finish(now)
+    assert ProfileSummary.from_json(json.dumps(old_summary)) == prof.finish(now)
+    with pytest.raises(ValueError, match="key encoding 7"):
+        ProfileSummary({"keys g;max_slices=2": {**old_summary["keys g;max_slices=2"], "key_encoding": 7}})

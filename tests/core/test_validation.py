@@ -20,7 +20,7 @@ import pyarrow as pa
 import pytest
 
 from core import Evaluation, MetricCollection, Plan, Task
-from core._inputs import make_batch
+from core.formats import make_batch
 from tests._helpers import assert_states_equal, binary_case, multiclass_case
 
 # NaN results (an undefined metric) are expected in these tests; their warnings are noise here.

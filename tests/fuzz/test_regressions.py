@@ -184,8 +184,8 @@ def test_slice_column_of_dicts_or_complex_numbers_says_the_type_is_not_a_slice_v
     assert "'g'" in msg and "row 0" in msg and type(values[0]).__name__ in msg and "mixes" not in msg, msg
 
 
-# -- NEW-F (open): max_slices ties between int and float values ------------------------------------
-@pytest.mark.xfail(strict=True, reason="NEW-F: under max_slices, ties at the cut are ordered by the key encoding (ints before floats), not numerically as documented")
+# -- NEW-F (fixed): max_slices ties between int and float values -----------------------------------
+# The key encoding orders ints and floats as one numeric kind, so ties at the cut break numerically.
 @pytest.mark.parametrize("values, kept", [([1, 0.5], 0.5), ([0, -1e300], -1e300)])
 def test_max_slices_ties_between_int_and_float_values_break_numerically(values: list, kept: float) -> None:
     ev = Evaluation(label_col="y", score_col="s", slices=["g;max_slices=1"], metrics=["accuracy"])

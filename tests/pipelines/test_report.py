@@ -93,36 +93,36 @@ def test_window_and_continual_learning_hooks():
     assert _figures(report.render_report(cl)) == ["accuracy_matrix"]
 
 
-def test_results_plot_methods(full):
+def test_report_plot_functions(full):
     from matplotlib.figure import Figure
 
     for fig in (
-        full.plot_roc(),
-        full.plot_pr(slices=[(), (("g", "a"),)]),
-        full.plot_reliability(),
-        full.plot_confusion_matrix(slice="g=a"),
-        full.plot_slices("f1"),
-        full.plot_slices("roc_auc@capacity=64", max_slices=3),
+        report.plot_roc(full),
+        report.plot_pr(full, slices=[(), (("g", "a"),)]),
+        report.plot_reliability(full),
+        report.plot_confusion_matrix(full, slice="g=a"),
+        report.plot_slices(full, "f1"),
+        report.plot_slices(full, "roc_auc@capacity=64", max_slices=3),
     ):
         assert isinstance(fig, Figure)
         assert report.figure_png(fig, dpi=40)
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots()
-    assert full.plot_confusion_matrix(ax=ax) is fig
+    assert report.plot_confusion_matrix(full, ax=ax) is fig
     plt.close(fig)
     with pytest.raises(ValueError, match="no precision_recall_curve metric"):
-        _results(["accuracy"]).plot_pr()
+        report.plot_pr(_results(["accuracy"]))
     with pytest.raises(ValueError, match="not scalar"):
-        full.plot_slices("confusion_matrix")
+        report.plot_slices(full, "confusion_matrix")
     with pytest.raises(KeyError):
-        full.plot_confusion_matrix(slice="g=zzz")
+        report.plot_confusion_matrix(full, slice="g=zzz")
 
 
-def test_results_write_report_and_html(full, tmp_path):
-    p = full.write_report(tmp_path / "sub" / "r.html", title="x")
+def test_write_report_creates_the_directory_and_render_report_returns_the_page(full, tmp_path):
+    p = report.write_report(full, tmp_path / "sub" / "r.html", title="x")
     assert p.exists() and p.read_text().startswith("<!DOCTYPE html>")
-    assert "<html" in full.to_html(intervals=False)
+    assert "<html" in report.render_report(full, intervals=False)
 
 
 def test_to_pandas_long_and_wide(full):
@@ -203,4 +203,4 @@ def test_suppressed_slices_are_left_out():
     assert f"suppressed_slices&#34;: {len(suppressed)}" in report.render_report(withheld)
     assert _figures(page) == ["confusion_matrix", "slices", "slices"]
     with pytest.raises(ValueError, match="is suppressed"):
-        r.plot_confusion_matrix(slice=suppressed[0].slice)
+        report.plot_confusion_matrix(r, slice=suppressed[0].slice)
