@@ -22,6 +22,12 @@ interleaved repeats:
   global AUC). It is slow (a full sort), so by default it runs once on the first
   ``--binary-rows`` rows (cached separately); its rows/s is compared with ours.
 
+With ``--profile`` it also times the stages of the Arrow-path job on the same DataFrame, each a
+prefix of the job (so the differences are what each stage adds): a ``mapInArrow`` that only
+counts its rows (the JVM -> Arrow -> Python hand-over), one that folds each partition into an
+accumulator (core's fold), one that also encodes the per-slice states (what crosses the
+shuffle), and the whole job (shuffle of the encoded states, per-slice merge and finish).
+
 Targets: ours at least 2x faster than the multiclass evaluator and 50x faster than the binary one
 (as rows/s). The session is ``spark_metrics.get_spark()`` (local[2], Arrow enabled).
 """
@@ -64,7 +70,59 @@ def _timed(fn) -> float:
     return time.perf_counter() - t0
 
 
-def run(n: int = 10_000_000, binary_rows: int = 2_000_000, repeats: int = 3, partitions: int = 4) -> list[Result]:
+def stage_jobs(df, evaluation) -> dict[str, object]:
+    """Prefixes of the Arrow-path job of :func:`spark_metrics.compute_metrics` (see ``--profile``):
+    name -> a function running it (an action)."""
+    import pyarrow as pa
+
+    from spark_metrics import collect_results, compute_metrics
+    from spark_metrics.aggregator import MetricsAggregator
+    from spark_metrics.compute import _prepare_columns, arrow_input, fold_partition_batches
+
+    inp = arrow_input(df, _prepare_columns(df, evaluation))
+    agg = MetricsAggregator(evaluation)
+    names = evaluation.columns
+
+    def count_only(batches):
+        yield pa.RecordBatch.from_pydict({"n": [sum(b.num_rows for b in batches)]})
+
+    def fold_only(batches):
+        acc = fold_partition_batches(batches, agg.zero(), agg.reduce, names)
+        yield pa.RecordBatch.from_pydict({"n": [len(acc)]})
+
+    def fold_encode(batches):
+        acc = fold_partition_batches(batches, agg.zero(), agg.reduce, names)
+        yield pa.RecordBatch.from_pydict({"n": [sum(len(evaluation.encode_states(v)) for v in acc.values())]})
+
+    return {
+        "hand-over": lambda: inp.mapInArrow(count_only, "n long").collect(),
+        "fold": lambda: inp.mapInArrow(fold_only, "n long").collect(),
+        "fold+encode": lambda: inp.mapInArrow(fold_encode, "n long").collect(),
+        "whole job": lambda: collect_results(compute_metrics(df, evaluation=evaluation, native=False), evaluation),
+    }
+
+
+def profile(df, evaluation, n: int, repeats: int) -> list[Result]:
+    """Wall-clock medians of the :func:`stage_jobs`, timed interleaved, as rows."""
+    jobs = stage_jobs(df, evaluation)
+    for fn in jobs.values():  # warm-up
+        fn()
+    times: dict[str, list[float]] = {k: [] for k in jobs}
+    for _ in range(repeats):
+        for k, fn in jobs.items():
+            times[k].append(_timed(fn))
+    t = {k: float(np.median(v)) for k, v in times.items()}
+    out, before = [], 0.0
+    for k in jobs:
+        out.append(
+            Result("spark", f"Arrow path up to: {k}", rate(n, t[k]), reference="the whole job", ref_value=rate(n, t["whole job"]),
+                   ratio=t[k] / t["whole job"], note=f"median of {repeats}: {t[k]:.2f} s, this stage adds {t[k] - before:.2f} s")  # fmt: skip
+        )
+        before = t[k]
+    return out
+
+
+def run(n: int = 10_000_000, binary_rows: int = 2_000_000, repeats: int = 3, partitions: int = 4, with_profile: bool = False) -> list[Result]:
     from pyspark.ml.evaluation import BinaryClassificationEvaluator, MulticlassClassificationEvaluator
 
     from core import Evaluation
@@ -95,6 +153,7 @@ def run(n: int = 10_000_000, binary_rows: int = 2_000_000, repeats: int = 3, par
         times["arrow_counts"].append(_timed(arrow_counts))
         times["f1"].append(_timed(lambda: f1.evaluate(df)))
     t = {k: float(np.median(v)) for k, v in times.items()}
+    stages = profile(df, ev, n, repeats) if with_profile else []
     m = min(n, binary_rows)
     dfb = df.limit(m).cache() if m < n else df
     if m < n:
@@ -132,7 +191,7 @@ def run(n: int = 10_000_000, binary_rows: int = 2_000_000, repeats: int = 3, par
                    ref_value=f1_rate, ratio=r / f1_rate, target=">= 2x", met=r / f1_rate >= 2,
                    note=f"medians of {repeats}: ours {t[key]:.2f} s, MLlib F1 {t['f1']:.2f} s; Spark SQL aggregates (spark_metrics.native)")  # fmt: skip
         )
-    return out
+    return out + stages
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -143,12 +202,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeats", type=int)
     p.add_argument("--partitions", type=int, default=4)
     p.add_argument("--markdown", action="store_true")
+    p.add_argument("--profile", action="store_true", help="also time the stages of the Arrow-path job")
     a = p.parse_args(argv)
     n = a.rows or (300_000 if a.quick else 10_000_000)
     repeats = a.repeats or (1 if a.quick else 3)
     binary_rows = a.binary_rows or (n if a.quick else 2_000_000)
     print(f"# bench_spark: {n:,} rows, {repeats} repeats, wall clock; {machine_line()}")
-    print(format_table(run(n, binary_rows, repeats, a.partitions), markdown=a.markdown))
+    print(format_table(run(n, binary_rows, repeats, a.partitions, a.profile), markdown=a.markdown))
     return 0
 
 

@@ -246,6 +246,11 @@ class Batch:
         return float(self.n) if self.sample_weight is None else float(self.sample_weight.sum())
 
 
+def invalid_value_message(column: Any, value: Any, row: int, what: str, more: str = "") -> str:
+    """``column 'c': invalid value v at row r: <rule><more>``: the error text of an invalid value."""
+    return f"column {column!r}: invalid value {value!r} at row {row}: {what}{more}"
+
+
 def _first_bad(mask: np.ndarray, values: np.ndarray, column: Any, what: str, row_offset: int) -> str:
     if mask.ndim > 1:  # matrices / maps: name the row and the offending entry
         rows = np.flatnonzero(mask.reshape(mask.shape[0], -1).any(axis=1))
@@ -270,7 +275,7 @@ def _first_bad(mask: np.ndarray, values: np.ndarray, column: Any, what: str, row
     more = f" ({idx.size} invalid rows in this batch)" if idx.size > 1 else ""
     if isinstance(column, (list, tuple)):
         column = ",".join(column)
-    return f"column {column!r}: invalid value {v!r} at row {row_offset + i}: {what}{more}"
+    return invalid_value_message(column, v, row_offset + i, what, more)
 
 
 class _Checker:

@@ -648,45 +648,52 @@ CELL_STATES = (ExampleCountState, BinaryConfusionState, ConfusionMatrixState)
 
 
 def states_from_cells(
-    state_types: tuple, cells: np.ndarray, counts: np.ndarray, weights: np.ndarray, per_label: int
+    state_types: tuple, cells: np.ndarray, counts: np.ndarray, weights: np.ndarray | None, per_label: int
 ) -> tuple[State, ...]:
-    """The states of rows summarised per cell, equal to folding the rows themselves.
+    """The states of rows summarised per *joint* cell, equal to folding the rows themselves.
 
-    A row's cell is ``label * per_label + j``: for a binary confusion state with thresholds
-    ``t_1 < ... < t_T`` (``per_label = T + 1``), ``j`` is the number of thresholds the row's
-    score passes (``score >= t``, or ``>`` with ``threshold_rule=">"``); for a K x K confusion
-    matrix (``per_label = K``), ``j`` is the predicted label; with neither, ``per_label = 1``.
-    Each cell becomes one example weighted by its weight sum and goes through the state's own
-    ``from_batch``, so unweighted and integer-weighted states equal the row-by-row ones bit for bit.
+    The joint cell of a row is ``label * per_label + j``: for a binary confusion state with
+    thresholds ``t_1 < ... < t_T`` (``per_label = T + 1``), ``j`` is the number of thresholds the
+    row's score passes (``score >= t``, or ``>`` with ``threshold_rule=">"``), which is the
+    state's own cell (:meth:`BinaryConfusionState.cells`); for a K x K confusion matrix
+    (``per_label = K``), ``j`` is the predicted label (:meth:`ConfusionMatrixState.cells`); an
+    example count has one cell; with neither, ``per_label = 1``. Each kind's cells are summed from
+    the joint ones and built by the kind's own :meth:`State.from_cells` (the definition the
+    slice-vectorised fold uses too), so the states equal the row-by-row ones bit for bit.
 
     Args:
         state_types: the plan's ``(state class, layout)`` pairs, each class in :data:`CELL_STATES`.
-        cells: (m,) int64 distinct cells >= 0.
+        cells: (m,) int64 joint cells >= 0.
         counts: (m,) int64 rows per cell.
-        weights: (m,) float64 weight sum per cell (the counts, as floats, when unweighted).
-        per_label: cells per label, as above.
+        weights: (m,) float64 weight sum per cell, or None for unweighted rows.
+        per_label: joint cells per label, as above.
 
     Returns:
         The states, in ``state_types`` order; empty arrays give the zero states.
 
     Raises:
-        ValueError: a state class outside :data:`CELL_STATES`.
+        ValueError: a state class outside :data:`CELL_STATES`, or ``per_label`` that does not
+            match a binary confusion state's thresholds.
     """
-    y = cells // per_label
-    j = cells % per_label
+    cells = np.asarray(cells, dtype=np.int64)
+    counts = np.asarray(counts, dtype=np.int64)
+    exact = None if weights is None else ExactSums.of_floats(np.asarray(weights, dtype=np.float64))
+    y, j = cells // per_label, cells % per_label
     out: list[State] = []
     for cls, layout in state_types:
         if cls is ExampleCountState:
-            total = exact_sum(weights)
-            out.append(cls(layout, {"count": np.int64(counts.sum()), "weight": total, "skipped": np.int64(0)}))
+            own = np.zeros_like(cells)
         elif cls is ConfusionMatrixState:
-            out.append(cls.from_batch(layout, Batch(y_true=y, y_pred=j, sample_weight=weights)))
-        elif cls is BinaryConfusionState:  # a score that passes exactly j thresholds
-            thr = np.asarray(layout.thresholds)
-            below = thr[np.maximum(j - 1, 0)]
-            passing = below if layout.threshold_rule == ">=" else np.nextafter(below, np.inf)
-            score = np.where(j > 0, passing, -np.inf)
-            out.append(cls.from_batch(layout, Batch(y_true=y, y_score=score, sample_weight=weights)))
+            own = y * layout.num_classes + j
+        elif cls is BinaryConfusionState:
+            if per_label != len(layout.thresholds) + 1:
+                raise ValueError(f"per_label {per_label} does not match {len(layout.thresholds)} thresholds")
+            own = cells
         else:
             raise ValueError(f"state {cls.kind!r} is not a sum of per-row cells (cell states: {[c.kind for c in CELL_STATES]})")
+        m = cls.num_cells(layout)
+        kind_counts = np.zeros(m, dtype=np.int64)
+        np.add.at(kind_counts, own, counts)
+        kind_weights = None if exact is None else exact.regroup(own, m, (m,))
+        out.append(cls.from_cells(layout, kind_counts, kind_weights))
     return tuple(out)

@@ -164,8 +164,13 @@ def _prepare_columns(df: "DataFrame", evaluation: Evaluation) -> list:
     return exprs
 
 
+def partition_note(partition: int | None) -> str:
+    """The suffix naming the Spark partition of an invalid value (both paths add it)."""
+    return f"[Spark partition {partition}; rows are counted from 0 within the partition]"
+
+
 def _with_partition(exc: Exception, partition: int | None) -> Exception:
-    msg = f"{exc} [Spark partition {partition}; rows are counted from 0 within the partition]"
+    msg = f"{exc} {partition_note(partition)}"
     try:
         return type(exc)(msg)
     except Exception:  # exotic constructor signature

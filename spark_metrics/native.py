@@ -21,9 +21,11 @@ re-aggregating the finest groups gives each spec's sums.
 
 The Python step sees a handful of rows per slice (at most ``2 (T + 1)`` binary cells or ``K^2``
 multiclass cells) and core builds the states from them (:func:`core.states.states_from_cells`:
-each cell one example whose weight is the cell's count or weight sum), so unweighted (and integer-weighted)
-results equal the Arrow path's bit for bit; fractional weights are summed by Spark in float64 in
-its own order (equal up to float64 rounding), so a weighted evaluation takes the Arrow path (exact
+each state kind's cells summed from the joint cells and built by the kind's own
+``State.from_cells``, the definition core's slice-vectorised fold uses), so unweighted (and
+integer-weighted) results equal the Arrow path's bit for bit; the rules and texts of the
+invalid-value errors are core's too (``core._inputs.label_rule``, ``SCORES_FINITE``, ...).
+Fractional weights are summed by Spark in float64 in its own order (equal up to float64 rounding), so a weighted evaluation takes the Arrow path (exact
 sums, :mod:`core.exact`) unless ``native=True`` asks for this one.
 Invalid values raise the same ``ValueError`` text as the Arrow path (column, value, row within
 the partition, partition id) when the results are computed.
@@ -39,12 +41,13 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
+from core._inputs import SCORES_FINITE, WEIGHTS_RULE, invalid_value_message, label_rule
 from core.evaluation import Evaluation, extract_columns
 from core.metrics import UndefinedMetricWarning
 from core.results import Results
 from core.slicing import OVERALL, assign_slices
 from core.states import CELL_STATES, BinaryConfusionState, states_from_cells
-from spark_metrics.compute import _quote
+from spark_metrics.compute import _quote, partition_note
 
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
@@ -275,7 +278,7 @@ def _merge_cells_fn(
             key = assign_slices(by_name[cols], sliced, rows).keys[0]
         else:
             key = OVERALL
-        states = states_from_cells(plan.state_types, cells, n, wsum if weighted else n.astype(np.float64), per_label)
+        states = states_from_cells(plan.state_types, cells, n, wsum if weighted else None, per_label)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UndefinedMetricWarning)
             result = evaluation.finish({key: states}, add_overall=False)[key]
@@ -297,18 +300,18 @@ def _raise_invalid(table: "pa.Table", invalid: np.ndarray, ev: Evaluation, null_
     count = int(np.asarray(table.column("__n").to_numpy(zero_copy_only=False))[mine].sum())
     value = table.column("__bad_value")[j].as_py()
     k = ev.plan.task.num_classes
-    labels = "must be 0 or 1" if k == 2 else f"must be integers in [0, {k})"
     column, what = {
-        _BAD_LABEL: (ev.label_col, f"labels {labels}"),
-        _BAD_SCORE: (ev.score_col, "scores must be finite (no NaN or inf)"),
-        _BAD_PREDICTION: (ev.score_col or ev.prediction_col, f"predictions {labels}"),
-        _BAD_WEIGHT: (ev.weight_col, "weights must be finite and >= 0"),
+        _BAD_LABEL: (ev.label_col, label_rule("labels", k)),
+        _BAD_SCORE: (ev.score_col, SCORES_FINITE),
+        _BAD_PREDICTION: (ev.score_col or ev.prediction_col, label_rule("predictions", k)),
+        _BAD_WEIGHT: (ev.weight_col, WEIGHTS_RULE),
     }[code]
     if value is None:  # a null: numpy reads it as NaN from a float column, None from an int/bool one
         value = None if column in null_is_none else float("nan")
     partition, row = row_id >> 33, row_id & ((1 << 33) - 1)  # monotonically_increasing_id's layout
     more = f" ({count} invalid rows)" if count > 1 else ""
     raise ValueError(
-        f"column {column!r}: invalid value {value!r} at row {row}: {what}{more} "
-        f"[Spark partition {partition}; rows are counted from 0 within the partition]"
+        invalid_value_message(column, value, row, what, more)
+        + " "
+        + partition_note(partition)
     )

@@ -473,12 +473,27 @@ def test_states_from_cells_equal_folding_the_rows(data, rule, weighted):
     cell = y * 4 + passed.sum(axis=1)
     u, inv = np.unique(cell, return_inverse=True)
     counts = np.bincount(inv, minlength=u.size)
-    weights = np.bincount(inv, weights=w, minlength=u.size).astype(np.float64)
+    weights = np.bincount(inv, weights=w, minlength=u.size).astype(np.float64) if weighted else None
     got = states_from_cells(plan.state_types, u, counts, weights, 4)
     assert got == plan.fold(plan.zero(), Batch(y_true=y, y_score=s, sample_weight=w))
     # multiclass: cells are label * K + prediction
     p = (y + np.array([d[2] for d in data], dtype=np.int64)) % 3
     mplan = Plan(["accuracy", "f1@macro", "confusion_matrix"], Task(num_classes=3))
     u, inv = np.unique(y * 3 + p, return_inverse=True)
-    got = states_from_cells(mplan.state_types, u, np.bincount(inv, minlength=u.size), np.bincount(inv, weights=w, minlength=u.size).astype(float), 3)
+    mweights = np.bincount(inv, weights=w, minlength=u.size).astype(float) if weighted else None
+    got = states_from_cells(mplan.state_types, u, np.bincount(inv, minlength=u.size), mweights, 3)
     assert got == mplan.fold(mplan.zero(), Batch(y_true=y, y_pred=p, sample_weight=w))
+
+
+def test_states_from_cells_rejects_per_label_not_matching_the_thresholds():
+    """A joint cell ``label * per_label + j`` is a binary confusion state's own cell only when
+    ``per_label`` is its number of thresholds + 1; anything else must not build a wrong state."""
+    from core.states import states_from_cells
+
+    plan = Plan(["precision@threshold=0.3", "recall@threshold=0.7"], Task())  # 2 thresholds: 3 cells per label
+    cells, counts = np.array([0, 3], dtype=np.int64), np.array([1, 1], dtype=np.int64)
+    assert states_from_cells(plan.state_types, np.array([0, 5]), counts, None, 3) == plan.fold(
+        plan.zero(), Batch(y_true=np.array([0, 1]), y_score=np.array([0.0, 0.9]))
+    )
+    with pytest.raises(ValueError, match="per_label 2 does not match 2 thresholds"):
+        states_from_cells(plan.state_types, cells, counts, None, 2)
