@@ -210,7 +210,8 @@ class State:
     @classmethod
     def from_cells(cls, layout: Any, counts: np.ndarray, weights: ExactSums | None) -> "State":
         """The state of rows summarised per cell: ``counts`` (num_cells,) int64 rows per cell and,
-        when the rows are weighted, ``weights`` their exact weight sums (None: unit weights).
+        when the rows are weighted, ``weights`` their exact weight sums (None: unit weights;
+        kinds without a row count may then take ``counts=None``).
         Equal, bit for bit, to folding the rows themselves."""
         raise NotImplementedError(f"{cls.kind} is not a sum of per-row cells")
 
@@ -491,38 +492,19 @@ class BinaryConfusionState(State):
         y = batch.y_true
         if t == 1:  # the common case: one cache-sized pass, exact counts (see _one_threshold_counts)
             return cls(layout, _one_threshold_counts(y, score, thr[0], layout.threshold_rule, batch.sample_weight))
-        # k[i] = number of thresholds at which row i is predicted positive; row i is positive at
-        # threshold j iff j < k[i] (thresholds ascending).
-        side = "right" if layout.threshold_rule == ">=" else "left"
-        k = np.searchsorted(thr, score, side=side)
-        if batch.sample_weight is not None:  # exact weight sums per (label, k), exact running sums
-            sums = exact_sum(batch.sample_weight, index=y * (t + 1) + k, size=2 * (t + 1))
-            neg_, pos_w = sums.take(slice(0, t + 1)), sums.take(slice(t + 1, 2 * (t + 1)))
-            after, upto = slice(1, None), slice(None, -1)
-            return cls(
-                layout,
-                {
-                    "tp": pos_w.cumsum(reverse=True).take(after),
-                    "fp": neg_.cumsum(reverse=True).take(after),
-                    "tn": neg_.cumsum().take(upto),
-                    "fn": pos_w.cumsum().take(upto),
-                },
-            )
-        # one bincount over (label, k) pairs
-        counts = _weighted_count(y * (t + 1) + k, None, 2 * (t + 1)).reshape(2, t + 1)
-        neg, pos_ = counts[0], counts[1]
-        # predicted positive at threshold j: rows with k > j (reverse cumulative sums); predicted
-        # negative: rows with k <= j (forward cumulative sums). Every count is a direct sum of
-        # non-negative weights: no subtraction, so no cancellation with float weights.
-        return cls(
-            layout,
-            {
-                "tp": np.cumsum(pos_[::-1])[::-1][1:],  # sum_{k>j} for j = 0..t-1
-                "fp": np.cumsum(neg[::-1])[::-1][1:],
-                "tn": np.cumsum(neg)[:-1],  # sum_{k<=j} for j = 0..t-1
-                "fn": np.cumsum(pos_)[:-1],
-            },
-        )
+        # several thresholds: one count (or exact weight sum) per cell (label, thresholds passed),
+        # then running sums over the thresholds (see from_cells)
+        cell = cls.cells(layout, batch)
+        size = cls.num_cells(layout)
+        if batch.sample_weight is not None:
+            return cls.from_cells(layout, None, exact_sum(batch.sample_weight, index=cell, size=size))
+        return cls.from_cells(layout, np.bincount(cell, minlength=size), None)
+
+    def counts(self, threshold: float) -> tuple[float, float, float, float]:
+        """``(tp, fp, tn, fn)`` at one of the state's thresholds (KeyError if absent)."""
+        j = self.layout.index(threshold)
+        a = self.arrays
+        return float(a["tp"][j]), float(a["fp"][j]), float(a["tn"][j]), float(a["fn"][j])
 
     @classmethod
     def num_cells(cls, layout: BinaryConfusionLayout) -> int:
@@ -567,12 +549,6 @@ class BinaryConfusionState(State):
                 "fn": pos_w.cumsum().take(upto),
             },
         )
-
-    def counts(self, threshold: float) -> tuple[float, float, float, float]:
-        """``(tp, fp, tn, fn)`` at one of the state's thresholds (KeyError if absent)."""
-        j = self.layout.index(threshold)
-        a = self.arrays
-        return float(a["tp"][j]), float(a["fp"][j]), float(a["tn"][j]), float(a["fn"][j])
 
     def confusion_matrix(self, threshold: float) -> np.ndarray:
         """The 2 x 2 matrix ``[[tn, fp], [fn, tp]]`` (rows true, columns predicted) at a threshold."""
