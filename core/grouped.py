@@ -33,7 +33,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from core._inputs import Batch
-from core.exact import ExactSums, exact_sum
+from core.exact import ExactSums, exact_sum, raw_regroup
 from core.score_distribution import ScoreDistributionState, canonical_bins, score_keys
 from core.slicing import ValueKeys, _stable_order
 from core.states import ExampleCountState, State, checked_add
@@ -188,45 +188,114 @@ class CellStack(Stack):
         return out
 
 
-def _runs(slot: np.ndarray, key: np.ndarray, neg: np.ndarray, pos: np.ndarray) -> tuple[np.ndarray, ...]:
-    """Sort ``(slot, key)`` pairs and add up the counts of equal pairs.
-
-    The order is ``np.lexsort((key, slot))``'s, computed as a stable sort by key and then a
-    radix sort by slot (slots narrowed to 8 or 16 bits): about twice as fast."""
+def _pair_order(slot: np.ndarray, key: np.ndarray) -> np.ndarray:
+    """``np.lexsort((key, slot))``, computed as a stable sort by key and then a radix sort by
+    slot (slots narrowed to 8 or 16 bits): about twice as fast."""
     order = np.argsort(key, kind="stable")
-    order = order[_stable_order(slot[order], int(slot.max()) + 1 if slot.size else 0)]
-    slot, key, neg, pos = slot[order], key[order], neg[order], pos[order]
-    if slot.size <= 1:
-        return slot, key, neg, pos
-    start = np.flatnonzero(np.concatenate(([True], (slot[1:] != slot[:-1]) | (key[1:] != key[:-1]))))
-    if start.size == slot.size:
-        return slot, key, neg, pos
-    return slot[start], key[start], np.add.reduceat(neg, start), np.add.reduceat(pos, start)
+    return order[_stable_order(slot[order], int(slot.max()) + 1 if slot.size else 0)]
+
+
+class _Counts:
+    """Per-pair label totals of an unweighted distribution: (m, 2) int64 (negatives, positives)."""
+
+    @staticmethod
+    def of_rows(y: np.ndarray, w: np.ndarray | None) -> np.ndarray:
+        return np.stack((1 - y, y), axis=1)
+
+    @staticmethod
+    def concat(parts: list) -> np.ndarray:
+        return np.concatenate(parts)
+
+    @staticmethod
+    def group(v: np.ndarray, order: np.ndarray, start: np.ndarray, run: np.ndarray) -> np.ndarray:
+        return np.add.reduceat(v[order], start, axis=0)
+
+    @staticmethod
+    def take(v: np.ndarray, index: np.ndarray | slice) -> np.ndarray:
+        return v[index]
+
+    @staticmethod
+    def labels(v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(positives, negatives) as a state's fields."""
+        return v[:, 1].astype(np.float64), v[:, 0].astype(np.float64)
+
+
+class _Weights:
+    """Per-pair label totals of a weighted distribution: exact sums (2 m,), entry ``2 pair + label``."""
+
+    @staticmethod
+    def of_rows(y: np.ndarray, w: np.ndarray | None) -> tuple:
+        return (y, w)  # summed exactly per pair by group()
+
+    @staticmethod
+    def concat(parts: list) -> Any:
+        if isinstance(parts[0], tuple):  # rows of one batch
+            return (np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]))
+        return ExactSums.stack(parts, (sum(p.shape[0] for p in parts),))
+
+    @staticmethod
+    def group(v: Any, order: np.ndarray, start: np.ndarray, run: np.ndarray) -> ExactSums:
+        m = start.size
+        if isinstance(v, tuple):
+            y, w = v
+            return exact_sum(w, index=2 * run + y, size=2 * m)
+        index = np.repeat(2 * run, 2) + np.tile(np.array([0, 1]), run.size)
+        return v.regroup(index, 2 * m)
+
+    @staticmethod
+    def take(v: ExactSums, index: np.ndarray | slice) -> ExactSums:
+        if isinstance(index, slice):
+            return v.take(slice(2 * (index.start or 0), 2 * index.stop))
+        index = np.asarray(index)
+        if index.dtype == bool:
+            index = np.flatnonzero(index)
+        return v.take((2 * index[:, None] + np.array([0, 1])).reshape(-1))
+
+    @staticmethod
+    def labels(v: ExactSums) -> tuple[ExactSums, ExactSums]:
+        return v.take(slice(1, None, 2)), v.take(slice(0, None, 2))
+
+
+def _runs(values: Any, slot: np.ndarray, key: np.ndarray, totals: Any) -> tuple:
+    """Sort ``(slot, key)`` pairs and add up the label totals of equal pairs (``values``:
+    :class:`_Counts` or :class:`_Weights`)."""
+    order = _pair_order(slot, key)
+    slot, key = slot[order], key[order]
+    if slot.size:
+        first = np.concatenate(([True], (slot[1:] != slot[:-1]) | (key[1:] != key[:-1])))
+    else:
+        first = np.zeros(0, dtype=bool)
+    start = np.flatnonzero(first)
+    run = np.empty(order.size, dtype=np.int64)
+    run[order] = np.cumsum(first) - 1  # the run of each pair, in the pairs' own order
+    return slot[start], key[start], values.group(totals, order, start, run)
 
 
 class DistributionStack(Stack):
-    """Unweighted score distributions of every slot (see the module docstring).
+    """Score distributions of every slot (see the module docstring).
 
-    ``merged`` holds the distinct ``(slot, score key)`` pairs (sorted) with their negative and
-    positive row counts; each slot there has at most ``capacity`` keys, i.e. is exact. ``pending``
-    holds the runs of batches not merged yet; ``big`` the states of slots past the capacity.
+    ``merged`` holds the distinct ``(slot, score key)`` pairs (sorted) with their label totals
+    (row counts, or exact weight sums with a weight column); each slot there has at most
+    ``capacity`` keys, i.e. is exact. ``pending`` holds the runs of batches not merged yet;
+    ``big`` the states of slots past the capacity, and of slots folded on their own (``HEAVY``).
     """
 
     #: pending pairs that trigger a merge, at least (else: once they outnumber the merged ones)
     PENDING = 1 << 20
-
-    def __init__(self, cls: type[State], layout: Any):
-        super().__init__(cls, layout)
-        z = np.zeros(0, dtype=np.int64)
-        self.merged: tuple[np.ndarray, ...] = (z, z, z, z)
-        self.pending: list[tuple[np.ndarray, ...]] = []
-        self.pending_size = 0
-        self.big: dict[int, State] = {}
-        self._bounds: np.ndarray | None = None
-
     #: a slot with at least this many rows in a batch is folded into its own state (the state's
     #: histogram fold beats sorting its rows with the others')
     HEAVY = 1 << 12
+
+    def __init__(self, cls: type[State], layout: Any, weighted: bool = False):
+        super().__init__(cls, layout)
+        self.weighted = weighted
+        self.values = _Weights if weighted else _Counts
+        z = np.zeros(0, dtype=np.int64)
+        self.merged: tuple = (z, z, ExactSums.zeros((0,)) if weighted else np.zeros((0, 2), np.int64))
+        self.pending: list[tuple] = []
+        self.pending_size = 0
+        self.big: dict[int, State] = {}
+        self._bounds: np.ndarray | None = None
 
     def fold(self, batch: Batch, pos: np.ndarray | None, slots: np.ndarray, size: int, cache: dict) -> None:
         if slots.size >= self.HEAVY:
@@ -244,15 +313,22 @@ class DistributionStack(Stack):
                 pos, slots = (light if pos is None else pos[light]), slots[light]
         got = cache.get(self.cls)
         if got is None:
-            score, y, _ = self.cls._inputs(batch)
-            y = y.astype(np.int64, copy=False)
-            got = cache[self.cls] = (score_keys(score), 1 - y, y)
-        key, neg, pos_ = got
+            score, y, w = self.cls._inputs(batch)
+            got = cache[self.cls] = (score_keys(score), y.astype(np.int64, copy=False), w)
+        key, y, w = got
         if pos is not None:
-            key, neg, pos_ = key[pos], neg[pos], pos_[pos]
-        self._add(_runs(slots, key, neg, pos_))
+            key, y, w = key[pos], y[pos], (None if w is None else w[pos])
+        if w is not None:  # zero-weight rows leave no trace (as in the state's own fold)
+            nz = w != 0
+            if not nz.all():
+                key, y, w, slots = key[nz], y[nz], w[nz], slots[nz]
+        if slots.size == 0:
+            return
+        self._add(_runs(self.values, slots, key, self.values.of_rows(y, w)))
 
-    def _add(self, runs: tuple[np.ndarray, ...]) -> None:
+    def _add(self, runs: tuple) -> None:
+        if runs[0].size == 0:
+            return
         self.pending.append(runs)
         self.pending_size += runs[0].size
         self._bounds = None
@@ -263,7 +339,8 @@ class DistributionStack(Stack):
         if not self.pending:
             return
         parts = [self.merged] + self.pending
-        slot, key, neg, pos = _runs(*(np.concatenate(x) for x in zip(*parts)))
+        v = self.values
+        slot, key, totals = _runs(v, np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]), v.concat([p[2] for p in parts]))
         self.pending, self.pending_size = [], 0
         counts = np.bincount(slot) if slot.size else np.zeros(0, np.int64)
         over = counts > self.layout.capacity
@@ -273,16 +350,26 @@ class DistributionStack(Stack):
         if over.any():
             bounds = np.concatenate(([0], np.cumsum(counts)))
             for s_ in np.flatnonzero(over).tolist():
-                a, b = bounds[s_], bounds[s_ + 1]
-                w = np.stack((neg[a:b], pos[a:b])).T.astype(np.float64)
-                k, w, level = canonical_bins(key[a:b], w, 0, self.layout.capacity)
-                state = self.cls._from_weights(self.layout, k, w, level)
+                a, b = int(bounds[s_]), int(bounds[s_ + 1])
+                state = self._state_of(key[a:b], v.take(totals, slice(a, b)))
                 old = self.big.get(s_)
                 self.big[s_] = state if old is None else old.merge(state)
             keep = ~over[slot]
-            slot, key, neg, pos = slot[keep], key[keep], neg[keep], pos[keep]
-        self.merged = (slot, key, neg, pos)
+            slot, key, totals = slot[keep], key[keep], v.take(totals, keep)
+        self.merged = (slot, key, totals)
         self._bounds = None
+
+    def _state_of(self, keys: np.ndarray, totals: Any) -> State:
+        """The canonical state of one slot's exact bins (any number of them)."""
+        pos, neg = self.values.labels(totals)
+        if keys.size <= self.layout.capacity:
+            return self.cls._make(self.layout, keys, pos, neg, 0)
+        if not self.weighted:
+            k, w, level = canonical_bins(keys, np.stack((neg, pos)).T, 0, self.layout.capacity)
+            return self.cls._from_weights(self.layout, k, w, level)
+        k, _, level = canonical_bins(keys, np.zeros((keys.size, 1)), 0, self.layout.capacity)
+        to = np.searchsorted(k, keys >> np.int64(level))
+        return self.cls._exact_state(self.layout, k, level, raw_regroup([(neg, 2 * to), (pos, 2 * to + 1)], 2 * k.shape[0]))
 
     def merge(self, other: "Stack", slots: np.ndarray, size: int) -> None:
         assert isinstance(other, DistributionStack)
@@ -299,19 +386,19 @@ class DistributionStack(Stack):
         self._consolidate()
         if slot in self.big:
             return self.big[slot]
-        s_, key, neg, pos = self.merged
+        s_, key, totals = self.merged
         if self._bounds is None:
             self._bounds = np.searchsorted(s_, np.arange(int(s_[-1]) + 2 if s_.size else 1))
         if slot + 1 >= self._bounds.shape[0]:
             return self.cls.zero(self.layout)
-        a, b = self._bounds[slot], self._bounds[slot + 1]
-        return self.cls._make(self.layout, key[a:b], pos[a:b].astype(np.float64), neg[a:b].astype(np.float64), 0)
+        a, b = int(self._bounds[slot]), int(self._bounds[slot + 1])
+        return self._state_of(key[a:b], self.values.take(totals, slice(a, b)))
 
     def empty(self) -> "DistributionStack":
-        return DistributionStack(self.cls, self.layout)
+        return DistributionStack(self.cls, self.layout, self.weighted)
 
     def copy(self) -> "DistributionStack":
-        out = DistributionStack(self.cls, self.layout)
+        out = DistributionStack(self.cls, self.layout, self.weighted)
         out.merged, out.pending, out.pending_size, out.big = self.merged, list(self.pending), self.pending_size, dict(self.big)
         return out
 
@@ -361,8 +448,8 @@ def make_stack(cls: type[State], layout: Any, weighted: bool, elements_are_rows:
     """The stack of one plan state: vectorised where the kind supports it."""
     if cls.num_cells(layout) is not None and (elements_are_rows or cls is not ExampleCountState):
         return CellStack(cls, layout, weighted)
-    if issubclass(cls, ScoreDistributionState) and not weighted:
-        return DistributionStack(cls, layout)
+    if issubclass(cls, ScoreDistributionState):
+        return DistributionStack(cls, layout, weighted)
     return StateStack(cls, layout)
 
 

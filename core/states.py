@@ -426,7 +426,12 @@ class ExampleCountState(State):
     @classmethod
     def from_cells(cls, layout: ExampleCountLayout, counts: np.ndarray, weights: ExactSums | None) -> "ExampleCountState":
         count = int(np.sum(counts))
-        weight = np.float64(count) if weights is None else weights.regroup(np.zeros(weights.shape[0], np.int64), 1, ())
+        if weights is None:
+            weight = np.float64(count)
+        elif weights.shape == (1,):
+            weight = weights.take(np.array([0]), shape=())
+        else:
+            weight = weights.regroup(np.zeros(weights.shape[0], np.int64), 1, ())
         return cls(layout, {"count": np.int64(count), "weight": weight, "skipped": np.int64(0)})
 
     @classmethod

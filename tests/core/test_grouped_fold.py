@@ -209,3 +209,23 @@ def test_heavy_slots_fold_into_their_own_state_equal_to_the_per_slice_fold(heavy
     assert set(got) == set(want) == set(merged)
     for k in want:
         assert got[k] == want[k] and merged[k] == want[k], k
+
+
+@pytest.mark.parametrize("weights", ["fractional", "integer", "with zeros"])
+@pytest.mark.parametrize("capacity", [3, 40_000])
+def test_weighted_score_distributions_of_every_slice_equal_the_per_slice_fold(weights, capacity):
+    """Weighted rows: exact weight sums per (slice, score) pair; slices past the capacity are
+    compressed with their exact sums regrouped, as the state's own fold does."""
+    rng = np.random.default_rng(capacity)
+    n = 300
+    w = {"fractional": rng.random(n), "integer": rng.integers(1, 4, n).astype(float), "with zeros": rng.integers(0, 3, n) * 0.1}[weights]
+    cols = {"y": rng.integers(0, 2, n), "s": rng.random(n).round(2), "w": w, "a": list(rng.choice(["x", "y", "z"], n))}
+    ev = Evaluation(label_col="y", score_col="s", weight_col="w", slices=["a"], metrics=[f"roc_auc@capacity={capacity}", "average_precision@pos_label=0"])
+    got, want = ev.zero(), dict(ev.zero())
+    for lo in range(0, n, 70):
+        part = {k: v[lo : lo + 70] for k, v in cols.items()}
+        ev.fold(got, part)
+        ev.fold(want, part)
+    assert set(got) == set(want)
+    for k in want:
+        assert got[k] == want[k], k
