@@ -13,11 +13,12 @@ Stacks:
   (:class:`core.exact.ExactSums`), filled by one ``np.bincount`` (or one exact sum) over
   ``slot * cells + cell`` per batch. The states are built from a slot's row of the table
   (:meth:`core.states.State.from_cells`).
-* :class:`DistributionStack`, for the unweighted score distribution (ROC AUC, average precision):
-  the distinct ``(slot, score key)`` pairs with their positive and negative counts, from one
-  ``np.lexsort`` per batch; batches' runs are merged lazily (when the pending runs outgrow the
-  merged ones), and a slot whose distinct scores pass the layout's capacity becomes an ordinary
-  compressed state.
+* :class:`DistributionStack`, for the score distribution (ROC AUC, average precision): the
+  distinct ``(slot, score key)`` pairs with their positive and negative totals (row counts, or
+  exact weight sums), from one sort of the pairs per batch; batches' runs are merged lazily
+  (when the pending runs outgrow the merged ones); a slot whose distinct scores pass the
+  layout's capacity becomes an ordinary compressed state, and a slot with many rows in a batch
+  takes the state's own (histogram) fold.
 * :class:`StateStack`, every other kind: one state per slot, folded slot by slot (the per-slice
   fold).
 
