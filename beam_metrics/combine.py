@@ -228,7 +228,30 @@ class MetricsAccumulator:
         return f"MetricsAccumulator(slices={len(self.acc)}, buffered={len(self.buffer)}, staged={staged}, rows={self.rows})"
 
 
-class MetricsAccumulatorCoder(beam.coders.Coder):
+class EvaluationCoder(beam.coders.Coder):
+    """Base of the coders of one :class:`core.Evaluation`'s values (core's codec, never pickle):
+    deterministic, and equal when their evaluations' configurations are.
+
+    Raises:
+        TypeError: ``evaluation`` is not a :class:`core.Evaluation`.
+    """
+
+    def __init__(self, evaluation: Evaluation):
+        if not isinstance(evaluation, Evaluation):
+            raise TypeError(f"evaluation must be a core.Evaluation, got {type(evaluation).__name__}")
+        self.evaluation = evaluation
+
+    def is_deterministic(self) -> bool:
+        return True
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and other.evaluation.to_config() == self.evaluation.to_config()
+
+    def __hash__(self) -> int:
+        return hash((type(self), repr(sorted(self.evaluation.to_config().items()))))
+
+
+class MetricsAccumulatorCoder(EvaluationCoder):
     """Encodes a :class:`MetricsAccumulator` with core's versioned accumulator codec (no pickle).
 
     Buffered rows are folded into a *copy* of the accumulator before encoding, so no row is lost
@@ -245,11 +268,6 @@ class MetricsAccumulatorCoder(beam.coders.Coder):
         TypeError: ``evaluation`` is not a :class:`core.Evaluation`.
     """
 
-    def __init__(self, evaluation: Evaluation):
-        if not isinstance(evaluation, Evaluation):
-            raise TypeError(f"evaluation must be a core.Evaluation, got {type(evaluation).__name__}")
-        self.evaluation = evaluation
-
     def encode(self, value: MetricsAccumulator) -> bytes:
         acc = value.acc
         if value.pending:
@@ -259,17 +277,8 @@ class MetricsAccumulatorCoder(beam.coders.Coder):
     def decode(self, encoded: bytes) -> MetricsAccumulator:
         return MetricsAccumulator(self.evaluation.decode_accumulator(encoded))
 
-    def is_deterministic(self) -> bool:
-        return True
-
     def to_type_hint(self) -> type:
         return MetricsAccumulator
-
-    def __eq__(self, other: object) -> bool:
-        return type(other) is type(self) and other.evaluation.to_config() == self.evaluation.to_config()
-
-    def __hash__(self) -> int:
-        return hash((type(self), repr(sorted(self.evaluation.to_config().items()))))
 
     def __repr__(self) -> str:
         return f"MetricsAccumulatorCoder(metrics={list(self.evaluation.plan.keys)})"

@@ -33,7 +33,7 @@ from apache_beam.metrics import Metrics
 from apache_beam.transforms.window import GlobalWindow, GlobalWindows
 from apache_beam.utils.windowed_value import WindowedValue
 
-from beam_metrics.combine import MetricsAccumulator, MetricsCombineFn
+from beam_metrics.combine import EvaluationCoder, MetricsAccumulator, MetricsCombineFn
 from beam_metrics.results_io import slice_result_from_json, slice_result_to_json
 from core import codec
 from core.evaluation import Evaluation
@@ -168,7 +168,7 @@ def _slice_states_from_bytes(key: str | None, keys: list, data: bytes) -> SliceS
     return SliceStates(key, acc[OVERALL], frozenset(keys))
 
 
-class SliceStatesCoder(beam.coders.Coder):
+class SliceStatesCoder(EvaluationCoder):
     """:class:`SliceStates` as bytes: the slice keys (JSON) and ``evaluation.encode_states``
     (core's versioned, checksummed codec; no pickle); decoding checks the states as
     ``evaluation.decode_states`` does.
@@ -176,9 +176,6 @@ class SliceStatesCoder(beam.coders.Coder):
     Args:
         evaluation: the :class:`core.Evaluation` the states belong to.
     """
-
-    def __init__(self, evaluation: Evaluation):
-        self.evaluation = evaluation
 
     def encode(self, value: SliceStates) -> bytes:
         keys = sorted(value.keys)
@@ -214,17 +211,8 @@ class SliceStatesCoder(beam.coders.Coder):
             raise ValueError(f"corrupted slice-state bytes: {e}") from None
         return SliceStates(key, self.evaluation.decode_states(bytes(data[pos:])), keys)
 
-    def is_deterministic(self) -> bool:
-        return True
-
     def to_type_hint(self) -> type:
         return SliceStates
-
-    def __eq__(self, other: object) -> bool:
-        return type(other) is type(self) and other.evaluation.to_config() == self.evaluation.to_config()
-
-    def __hash__(self) -> int:
-        return hash((type(self), repr(sorted(self.evaluation.to_config().items()))))
 
 
 class MergeSliceStatesFn(beam.CombineFn):

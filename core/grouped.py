@@ -36,20 +36,8 @@ import numpy as np
 from core._inputs import Batch
 from core.exact import ExactSums, exact_sum, raw_regroup
 from core.score_distribution import ScoreDistributionState, canonical_bins, score_keys
-from core.slicing import ValueKeys, _stable_order
+from core.slicing import ValueKeys, _stable_order, split_by_code
 from core.states import ExampleCountState, State, checked_add
-
-
-def split_positions(pos: np.ndarray | None, codes: np.ndarray, size: int) -> list[tuple[int, np.ndarray]]:
-    """``[(code, batch positions of that code)]`` for every code present (one stable sort)."""
-    if codes.size == 0:
-        return []
-    order = _stable_order(codes, size)
-    sorted_codes = codes[order]
-    starts = np.flatnonzero(np.concatenate(([True], sorted_codes[1:] != sorted_codes[:-1])))
-    at = order if pos is None else pos[order]
-    bounds = np.append(starts, codes.size)
-    return [(int(sorted_codes[s]), at[s:e]) for s, e in zip(bounds[:-1], bounds[1:])]
 
 
 class Stack:
@@ -87,7 +75,7 @@ class StateStack(Stack):
         self.states: dict[int, State] = {}
 
     def fold(self, batch: Batch, pos: np.ndarray | None, slots: np.ndarray, size: int, cache: dict) -> None:
-        for slot, idx in split_positions(pos, slots, size):
+        for slot, idx in split_by_code(slots, size, pos):
             old = self.states.get(slot)
             self.states[slot] = (self.cls.zero(self.layout) if old is None else old).fold(batch.take(idx))
 
@@ -229,9 +217,7 @@ class _Weights:
         return (y, w)  # summed exactly per pair by group()
 
     @staticmethod
-    def concat(parts: list) -> Any:
-        if isinstance(parts[0], tuple):  # rows of one batch
-            return (np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]))
+    def concat(parts: list) -> ExactSums:
         return ExactSums.stack(parts, (sum(p.shape[0] for p in parts),))
 
     @staticmethod
@@ -304,7 +290,7 @@ class DistributionStack(Stack):
             on_heavy = heavy[slots]
             if on_heavy.any():
                 sel = np.flatnonzero(on_heavy)
-                for slot, idx in split_positions(sel if pos is None else pos[sel], slots[sel], size):
+                for slot, idx in split_by_code(slots[sel], size, sel if pos is None else pos[sel]):
                     old = self.big.get(slot)
                     self.big[slot] = (self.cls.zero(self.layout) if old is None else old).fold(batch.take(idx))
                 self._bounds = None

@@ -386,10 +386,10 @@ class Assignment:
         pos, codes, skipped = self.pairs(n, invalid, row_of)
         if k == 0:
             return [], skipped
-        order = _stable_order(codes, k)
-        bounds = np.cumsum(np.bincount(codes, minlength=k))
-        at = order if pos is None else pos[order]
-        return np.split(at.astype(np.int64, copy=False), bounds[:-1]), skipped
+        groups = [np.zeros(0, dtype=np.int64)] * k
+        for code, at in split_by_code(codes, k, pos):
+            groups[code] = at
+        return groups, skipped
 
 
 def _dense_unique(codes: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
@@ -542,11 +542,23 @@ def _stable_order(codes: np.ndarray, num: int) -> np.ndarray:
     return np.argsort(codes, kind="stable")
 
 
-def split_by_code(codes: np.ndarray, num: int) -> list[np.ndarray]:
-    """Row indices of each code 0..num-1 (stable order), via one stable argsort."""
+def split_by_code(codes: np.ndarray, num: int, positions: np.ndarray | None = None) -> list[tuple[int, np.ndarray]]:
+    """``[(code, positions of that code)]`` for every code present, codes ascending, positions in
+    their order (one stable radix sort of the codes in ``[0, num)``).
+
+    Args:
+        codes: (m,) int codes in ``[0, num)``.
+        num: the number of codes.
+        positions: (m,) int64 position of each code's element; None: ``0 .. m - 1``.
+    """
+    if codes.size == 0:
+        return []
     order = _stable_order(codes, num)
-    bounds = np.cumsum(np.bincount(codes, minlength=num))
-    return np.split(order, bounds[:-1])
+    sorted_codes = codes[order]
+    starts = np.flatnonzero(np.concatenate(([True], sorted_codes[1:] != sorted_codes[:-1])))
+    at = (order if positions is None else positions[order]).astype(np.int64, copy=False)
+    bounds = np.append(starts, codes.size)
+    return [(int(sorted_codes[a]), at[a:b]) for a, b in zip(bounds[:-1], bounds[1:])]
 
 
 def slice_name(key: tuple) -> str:
