@@ -57,9 +57,11 @@ class Stack:
         raise NotImplementedError
 
     def state(self, slot: int) -> State:
+        """The state of one slot (the zero state for a slot that holds nothing)."""
         raise NotImplementedError
 
     def copy(self) -> "Stack":
+        """An independent copy: folding or merging into either leaves the other unchanged."""
         raise NotImplementedError
 
     def empty(self) -> "Stack":
