@@ -61,6 +61,20 @@ def _column(name: str, doc: str) -> property:
     return property(lambda self: getattr(self.inputs, name), doc=doc)
 
 
+def _warn_undefined(results: Results) -> None:
+    """One :class:`~core.metrics.UndefinedMetricWarning` per metric undefined (NaN) in some
+    published slice of engine results, as :meth:`Evaluation.finish` warns locally (engines
+    finish slices on workers, where warnings do not reach the user)."""
+    where: dict[str, list[tuple[str, Any]]] = {}
+    for r in results.slices:
+        if r.suppressed:
+            continue
+        for e in r.undefined:
+            where.setdefault(e["metric"], []).append((slice_name(r.slice), tuple(e["classes"]) if "classes" in e else None))
+    for metric, places in where.items():
+        warnings.warn(undefined_warning(metric, places, "nan"), UndefinedMetricWarning, stacklevel=3)
+
+
 class Evaluation(AccumulatorOps):
     """Column mapping + slices + metrics, with accumulator operations for any engine.
 
@@ -277,8 +291,11 @@ class Evaluation(AccumulatorOps):
         per-slice results (Beam) or long-format rows (Spark)."""
         spec_order = [s.columns for s in self.slices]
         if rows is not None:
-            return self._protect(self._annotate(Results.from_rows(list(rows), self.describe(), spec_order, self.plan.keys)))
-        return self._protect(self._annotate(Results.from_slices(list(slices or []), self.describe(), spec_order)))
+            out = self._protect(self._annotate(Results.from_rows(list(rows), self.describe(), spec_order, self.plan.keys)))
+        else:
+            out = self._protect(self._annotate(Results.from_slices(list(slices or []), self.describe(), spec_order)))
+        _warn_undefined(out)
+        return out
 
     def evaluate(self, batches: Any) -> Results:
         """Fold an iterable of batches in order and finish (the local engine).

@@ -442,6 +442,17 @@ def make_stack(cls: type[State], layout: Any, weighted: bool, elements_are_rows:
     return StateStack(cls, layout)
 
 
+def check_same_states(mine: tuple, theirs: tuple) -> None:
+    """Raise ``ValueError`` unless two plans' ``(state class, layout)`` pairs are equal, with the
+    message a state merge gives (the kinds, or the differing layout setting)."""
+    if len(mine) != len(theirs):
+        raise ValueError(f"cannot merge state tuples of different plans ({len(mine)} vs {len(theirs)} states: {[c.kind for c, _ in mine]} vs {[c.kind for c, _ in theirs]})")
+    for (a, la), (b, lb) in zip(mine, theirs):
+        if a is not b or la != lb:
+            a.zero(la).merge(b.zero(lb))  # raises ValueError naming the kind or the setting
+            raise ValueError(f"cannot merge state {b.kind!r} into {a.kind!r}")  # pragma: no cover
+
+
 class SliceBlock:
     """The slices of one spec folded so far: keys, their slots, skipped rows and one stack per
     plan state."""
@@ -540,7 +551,13 @@ class SliceBlock:
             stack.fold(batch, pos, slots, size, cache)
 
     def merge(self, other: "SliceBlock") -> None:
-        """Add every slice of ``other`` (left unchanged) into this block."""
+        """Add every slice of ``other`` (left unchanged) into this block.
+
+        Raises:
+            ValueError: the blocks hold other states (kinds or layouts: the evaluations' metrics
+                or settings differ), named as :meth:`core.states.State.merge` names them.
+        """
+        check_same_states(self.state_types, other.state_types)
         slot_of = self.slots(other.keys, np.ones(len(other.keys), dtype=bool))
         size = len(self.keys)
         if other.skipped.any():

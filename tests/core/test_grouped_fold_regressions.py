@@ -8,7 +8,8 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from core import Evaluation
+from core import Evaluation, UndefinedMetricWarning
+from core.accumulator import Accumulator
 
 
 def _per_slice(ev: Evaluation, batches: list) -> dict:
@@ -99,3 +100,38 @@ def test_folding_keeps_the_slices_in_blocks_until_the_accumulator_is_read():
         ev.fold(acc, {"y": [1, 0], "s": [0.9, 0.1], "a": ["x", "y"], "w": [0.5, 0.25]})
     assert acc.blocks and dict.__len__(acc) == 1
     assert float(acc[(("a", "x"),)][0]["weight"]) == 1.0 and not acc.blocks
+
+
+@pytest.mark.parametrize(
+    "other_metrics, message",
+    [
+        (["roc_auc"], "cannot merge state 'score_distribution' into 'binary_confusion'"),
+        (["f1@threshold=0.25"], r"cannot merge binary_confusion states: different thresholds \(0.5,\) != \(0.25,\)"),
+        (["f1", "roc_auc"], "cannot merge state tuples of different plans"),
+    ],
+)
+def test_merging_sliced_accumulators_of_other_metrics_raises_a_value_error_naming_the_states(other_metrics, message):
+    """Found by the newcomer check: blocks of other states raised a bare AssertionError."""
+    batch = {"y": [1, 0, 1], "s": [0.2, 0.3, 0.9], "c": ["a", "a", "b"]}
+    mine = Evaluation(label_col="y", score_col="s", slices=["c"], metrics=["f1"])
+    theirs = Evaluation(label_col="y", score_col="s", slices=["c"], metrics=other_metrics)
+    a, b = mine.zero(), theirs.zero()
+    mine.fold(a, batch)
+    theirs.fold(b, batch)
+    with pytest.raises(ValueError, match=message):
+        mine.merge(a, b)
+    with pytest.raises(ValueError, match=message):  # read as per-slice states first: the same error
+        mine.merge(Accumulator(dict(a.items()), a.fingerprint), Accumulator(dict(b.items()), b.fingerprint))
+
+
+def test_engine_results_warn_once_per_undefined_metric_like_finish():
+    """Engines finish slices on workers; ``collect`` on the driver warns as ``finish`` does locally."""
+    ev = Evaluation(label_col="y", score_col="s", slices=["c"], metrics=["precision", "recall"])
+    acc = ev.zero()
+    ev.fold(acc, {"y": [0, 0, 1], "s": [0.1, 0.2, 0.9], "c": ["a", "a", "b"]})
+    with pytest.warns(UndefinedMetricWarning) as local:
+        slices = ev.finish(acc).slices
+    with pytest.warns(UndefinedMetricWarning) as engine:
+        ev.collect(slices=slices)
+    assert [str(w.message) for w in engine] == [str(w.message) for w in local]
+    assert "'precision'" in str(engine[0].message) and "'c=a'" in str(engine[0].message)
