@@ -114,6 +114,8 @@ def test_readme_table_lists_every_registered_metric():
     missing = {c.name for c in metric_classes()} - listed
     assert not missing, f"run `python -m core.registry_table --write README.md`; missing: {sorted(missing)}"
     assert markdown_table().splitlines()[0] == "| name (aliases) | task | state | exact | scikit-learn equivalent |"
+    # the whole table, not just the names: tasks, states and references go stale too
+    assert section.strip() == markdown_table().strip(), "the README's metrics table is stale: run `python -m core.registry_table --write README.md`"
 
 
 def test_core_exports_the_new_names():
