@@ -89,6 +89,16 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--prediction-format", choices=formats, help="input format of --prediction")
     m.add_argument("--zero-division", default="nan", choices=["nan", "0", "1", "warn"], help="value of undefined ratios (default nan -> null)")
     m.add_argument("--skip-invalid", action="store_true", help="skip invalid rows and report how many per slice, instead of failing")
+    c = p.add_argument_group("confidence intervals and model comparison")
+    c.add_argument("--ci", choices=["analytic", "posterior", "bootstrap"], help="confidence intervals of every metric per slice (default: none)")
+    c.add_argument("--ci-level", type=float, help="confidence level of --ci (default 0.95)")
+    c.add_argument("--ci-replicates", type=int, help="bootstrap replicates / posterior samples of --ci (default 200)")
+    c.add_argument("--ci-seed", type=int, help="seed of --ci's draws (default 0)")
+    c.add_argument("--ci-prior", type=float, choices=[0, 0.5, 1], help="prior count per confusion cell of --ci posterior (default 0.5)")
+    c.add_argument("--id", help="example id column: the bootstrap's draws derive from it (default: from the row's content)")
+    c.add_argument("--baseline-score", help="score column of a baseline model on the same rows: reports delta, its interval and a verdict per slice")
+    c.add_argument("--baseline-prediction", help="predicted-label column of a baseline model (as --baseline-score)")
+    c.add_argument("--tolerance", type=float, help="a delta within +-T of 0 is 'indistinguishable' (default 0)")
     e = p.add_argument_group("engine")
     e.add_argument("--engine", choices=engines.ENGINES, default="local", help="local (default), beam or spark")
     e.add_argument("--beam-arg", action="append", default=[], metavar="ARG", help="pass an option to Beam, e.g. --beam-arg=--direct_num_workers=2 (repeatable)")
@@ -137,6 +147,9 @@ CLI_DESTS = {
     "measure_col": "measure",
     "slices": "slice",
     "on_invalid": "skip_invalid",
+    "id_col": "id",
+    "baseline_score_col": "baseline_score",
+    "baseline_prediction_col": "baseline_prediction",
 }
 
 
