@@ -111,6 +111,7 @@ class ContinualState(State):
         y_pred: Any,
         step: Any = None,
         row_offset: int = 0,
+        counts: Any = None,
     ) -> "ContinualState":
         """The state of a batch of evaluation events (vectorised).
 
@@ -123,6 +124,8 @@ class ContinualState(State):
                 int ``h`` in ``[0, H)`` (the ``h``-th anytime evaluation: ``A``), or an (N,) column
                 of both (missing values: None/NaN/null mean ``R``).
             row_offset: position of the first row, for error messages.
+            counts: None (each row is one event), or (N,) int64 >= 0 events each row stands for
+                (rows grouped by an engine, e.g. Spark's ``groupBy(...).count()``).
 
         Raises:
             ValueError: a task, step or class outside its range, a missing or non-integer value:
@@ -135,16 +138,23 @@ class ContinualState(State):
         ev = _ints(evaluated_task, "evaluated_task", layout.num_tasks, row_offset, n)
         h, final = _steps(step, layout.evaluations_per_task, row_offset, n)
         t, k, hh = layout.num_tasks, layout.num_classes, layout.evaluations_per_task
-        hit = (y == p).astype(np.intp)
-        pair = tr * t + ev
-        fp = pair[final]
-        total = np.bincount(fp, minlength=t * t).astype(np.int64)
-        correct = np.bincount(fp[hit[final] == 1], minlength=t * t).astype(np.int64)
-        cm = np.bincount((tr[final] * k + y[final]) * k + p[final], minlength=t * k * k).astype(np.int64)
+        w = None if counts is None else _counts(counts, n)
+        hit = y == p
         any_ = ~final
-        cell = (tr[any_] * max(hh, 1) + h[any_]) * t + ev[any_]
-        a_total = np.bincount(cell, minlength=t * hh * t).astype(np.int64)
-        a_correct = np.bincount(cell[hit[any_] == 1], minlength=t * hh * t).astype(np.int64)
+        cell = (tr * max(hh, 1) + h) * t + ev
+
+        def tally(index: np.ndarray, mask: np.ndarray, size: int) -> np.ndarray:
+            if w is None:
+                return np.bincount(index[mask], minlength=size).astype(np.int64)
+            out = np.zeros(size, np.int64)
+            np.add.at(out, index[mask], w[mask])
+            return out
+
+        total = tally(tr * t + ev, final, t * t)
+        correct = tally(tr * t + ev, final & hit, t * t)
+        cm = tally((tr * k + y) * k + p, final, t * k * k)
+        a_total = tally(cell, any_, t * hh * t)
+        a_correct = tally(cell, any_ & hit, t * hh * t)
         return cls(
             layout,
             {
@@ -155,6 +165,13 @@ class ContinualState(State):
                 "class_cm": cm.reshape(t, k, k),
             },
         )
+
+
+def _counts(counts: Any, n: int) -> np.ndarray:
+    c = as_array(counts, "count")
+    if c.shape[0] != n or c.dtype.kind not in "iu" or (c < 0).any():
+        raise ValueError(f"counts must be {n} non-negative integers, got {c.dtype}{c.shape}")
+    return c.astype(np.int64)
 
 
 def _ints(values: Any, column: str, size: int, row_offset: int, n: int | None = None) -> np.ndarray:
