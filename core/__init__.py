@@ -40,6 +40,7 @@ from core.multilabel import MultilabelState  # noqa: E402
 from core.regression import RegressionMomentsState  # noqa: E402
 from core.topk import TopKState  # noqa: E402
 from core.continual import ContinualEvaluation, ContinualState, OCLMetrics  # noqa: E402
+from core.prequential import PrequentialEvaluation, PrequentialResults  # noqa: E402
 
 __all__ = [
     "FORMATS",
@@ -57,6 +58,8 @@ __all__ = [
     "ContinualEvaluation",
     "ContinualState",
     "OCLMetrics",
+    "PrequentialEvaluation",
+    "PrequentialResults",
     "ConfusionMatrixLayout",
     "ConfusionMatrixState",
     "Evaluation",
