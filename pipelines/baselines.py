@@ -138,7 +138,7 @@ def _per_sample_array(values: Any, side: str) -> np.ndarray:
         raise ValueError(f"{side}: per-sample values must be 1-D, got shape {arr.shape}")
     bad = np.flatnonzero(~np.isfinite(arr))
     if bad.size:
-        raise ValueError(f"{side}: per-sample value {arr[bad[0]]!r} at position {int(bad[0])} is not finite")
+        raise ValueError(f"{side}: per-sample value {float(arr[bad[0]])!r} at position {int(bad[0])} is not finite")
     return arr
 
 
@@ -245,7 +245,7 @@ class _Fingerprint:
     def _add(self, name: str, arr: np.ndarray, position: int) -> None:
         arr = np.atleast_1d(arr)
         if arr.dtype == object or arr.dtype.kind in "USO":
-            data = "\x1f".join(repr(v) for v in arr.reshape(-1).tolist()).encode() + b"\x1e"
+            data = "".join(f"{v!r}\x1f" for v in arr.reshape(-1).tolist()).encode()  # one terminator per value
             dtype = "object"
         else:
             data = np.ascontiguousarray(arr).tobytes()
@@ -402,7 +402,7 @@ class _MetricRunner:
             vals = arr.astype(np.float64)
             bad = np.flatnonzero(~np.isfinite(vals))
             if bad.size:
-                raise ValueError(f"metric {self.name!r}: value {vals[bad[0]]!r} of sample {int(bad[0])} in batch {position} is not finite")
+                raise ValueError(f"metric {self.name!r}: value {float(vals[bad[0]])!r} of sample {int(bad[0])} in batch {position} is not finite")
             self.per_sample.append(vals)
         else:
             self.batch_values.append((float(arr), n))
