@@ -544,7 +544,8 @@ def evaluate_detailed(
             ``training`` flag is restored afterwards; any model with ``eval()``, ``train()`` and
             ``training`` is run the same way).
         batches: an iterable of tuples ``(inputs, targets, ...)`` or dicts of numpy arrays,
-            pandas or Arrow data (tensors through ``__array__``).
+            pandas or Arrow data (tensors through ``__array__``). A batch whose target has no
+            rows is counted but neither predicted nor measured.
         metrics: ``{name: metric}`` (see :mod:`pipelines.baselines`).
         context: what the data is (dataset, split, preprocessing version, ...): JSON-ready
             values. ``context["checkpoint"]`` is recorded only.
@@ -577,8 +578,11 @@ def evaluate_detailed(
             if max_batches is not None and position >= max_batches:
                 break
             fingerprint.update(batch, position)
-            output = _call_model(model, batch, inputs, targets, position)
             y_true = _target(batch, targets, position)
+            if y_true is not None and _rows(y_true, position) == 0:
+                n_batches += 1  # an empty batch: nothing to predict or measure (many models refuse 0 rows)
+                continue
+            output = _call_model(model, batch, inputs, targets, position)
             n = _rows(y_true if y_true is not None else output, position)
             y_arr = None if y_true is None else _as_array(y_true, f"target of batch {position}")
             out_arr = _as_array(output, f"model output of batch {position}")

@@ -13,10 +13,13 @@ from importlib import metadata
 from pathlib import Path
 
 import numpy as np
-import pandas  # noqa: F401 - imported before pytester's inline runs, which cannot re-import C extensions
+import pandas as pd  # noqa: F401 - imported before pytester's inline runs, which cannot re-import C extensions
+import pyarrow as pa
 import pytest
 import sklearn.linear_model  # noqa: F401
 import sklearn.metrics  # noqa: F401
+
+from hypothesis import given, strategies as st
 
 from pipelines import baselines
 
@@ -393,7 +396,7 @@ def test_a_torch_like_model_runs_in_eval_mode_and_its_flag_is_restored():
     assert m2.training is False  # restored to what it was, not forced to train
     m3 = TorchLike([1.0, -1.0])
     with pytest.raises(RuntimeError, match="empty batch"):
-        baselines.evaluate(m3, [(X[:0], y[:0])], {"hit": lambda t, p: (p > 0) == t})
+        baselines.evaluate(m3, [(X[:0], y[:1])], {"hit": lambda t, p: (p > 0) == t})
     assert m3.training is True
     fp = baselines.weights_fingerprint(m2)
     assert fp == baselines.weights_fingerprint(TorchLike([1.0, -1.0])) != baselines.weights_fingerprint(TorchLike([1.0, 1.0]))
@@ -552,3 +555,33 @@ def test_the_docstring_examples():
     import doctest
 
     assert doctest.testmod(baselines).failed == 0
+
+
+@given(st.lists(st.integers(0, 60), max_size=6))
+def test_the_fingerprint_is_the_same_for_any_split_into_batches_empty_ones_included(cuts):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 2))
+    y = rng.integers(0, 2, 60)
+    edges = [0, *sorted(cuts), 60]
+    split = [(X[a:b], y[a:b]) for a, b in zip(edges, edges[1:])]
+    run = baselines.evaluate_detailed(lambda x: x[:, 0] > 0, split, {"hit": lambda t, p: t == p, "sk": sklearn.metrics.accuracy_score})
+    whole = baselines.evaluate_detailed(lambda x: x[:, 0] > 0, [(X, y)], {"hit": lambda t, p: t == p, "sk": sklearn.metrics.accuracy_score})
+    assert run.data["fingerprint"] == whole.data["fingerprint"] and run.data["n"] == 60
+    assert run.values["hit"] == whole.values["hit"] == float(np.mean((X[:, 0] > 0) == y))
+    assert run.values["sk"] == pytest.approx(whole.values["sk"], abs=1e-15)
+    assert np.array_equal(run.per_sample["hit"], (X[:, 0] > 0) == y)
+
+
+def test_pandas_and_arrow_batches_give_the_numpy_values_and_fingerprint_per_column():
+    rng = np.random.default_rng(4)
+    a, b = rng.normal(size=50), rng.normal(size=50)
+    y = (a > 0).astype(np.int64)
+    model = lambda t: (np.asarray(t["a"]) > 0).astype(np.int64)  # noqa: E731 - reads a column of either
+    metrics = {"hit": lambda t, p: t == p}
+    frame = [(pd.DataFrame({"a": a[i:i + 20], "b": b[i:i + 20]}), pd.Series(y[i:i + 20])) for i in range(0, 50, 20)]
+    table = [(pa.table({"a": a[i:i + 25], "b": b[i:i + 25]}), pa.array(y[i:i + 25])) for i in range(0, 50, 25)]
+    runs = [baselines.evaluate_detailed(model, batches, metrics) for batches in (frame, table)]
+    assert runs[0].values == runs[1].values == {"hit": 1.0}
+    assert runs[0].data["fingerprint"] == runs[1].data["fingerprint"]  # the same columns, however batched
+    swapped = [(pd.DataFrame({"a": a[i:i + 20], "b": -b[i:i + 20]}), pd.Series(y[i:i + 20])) for i in range(0, 50, 20)]
+    assert baselines.evaluate_detailed(model, swapped, metrics).data["fingerprint"] != runs[0].data["fingerprint"]
