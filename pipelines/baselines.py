@@ -603,6 +603,7 @@ def evaluate_detailed(
                 "config": r.config,
                 "higher_is_better": r.higher_is_better.get(key),
                 **({"function": r.function} if r.function else {}),
+                **({"group": r.name} if key != r.name else {}),
             }
     ctx = _jsonable(dict(context or {}))
     provenance = {
@@ -663,23 +664,31 @@ class Comparison:
     paired: dict[str, PairedDifference] = field(default_factory=dict)
 
 
-def _per_metric(option: Any, name: str, default: Any, what: str) -> Any:
+def _per_metric(option: Any, name: str, default: Any, group: str | None = None) -> Any:
+    """``option`` for metric ``name``: the option itself, or its entry for ``name`` (or for the
+    metric's ``group``: the name of a collection of several metrics), else ``default``."""
     if isinstance(option, Mapping):
-        return option.get(name, default)
+        return option.get(name, option.get(group, default) if group is not None else default)
     return default if option is None else option
 
 
-def check_limits(values: Mapping[str, float], minimum: Any = None, maximum: Any = None) -> list[str]:
-    """Failures of the value limits: ``minimum`` / ``maximum`` are a number for every metric or a
-    dict per metric name (unknown names raise ``ValueError``)."""
+def _check_names(option: Any, what: str, metrics: Mapping[str, Mapping[str, Any]]) -> None:
+    """A dict option may only name metrics that were measured (or their groups)."""
+    if isinstance(option, Mapping):
+        known = set(metrics) | {m["group"] for m in metrics.values() if "group" in m}
+        unknown = sorted(map(str, set(option) - known))
+        if unknown:
+            raise ValueError(f"{what}: unknown metric(s) {unknown}; the metrics are {sorted(known)}")
+
+
+def check_limits(run: Evaluated, minimum: Any = None, maximum: Any = None) -> list[str]:
+    """Failures of the value limits of a run: ``minimum`` / ``maximum`` are a number for every
+    metric or a dict per metric name (unknown names raise ``ValueError``)."""
     out = []
     for option, word in ((minimum, "minimum"), (maximum, "maximum")):
-        if isinstance(option, Mapping):
-            unknown = sorted(set(option) - set(values))
-            if unknown:
-                raise ValueError(f"{word}: unknown metric(s) {unknown}; metrics are {sorted(values)}")
-        for name, value in values.items():
-            limit = option.get(name) if isinstance(option, Mapping) else option
+        _check_names(option, word, run.metrics)
+        for name, value in run.values.items():
+            limit = _per_metric(option, name, None, run.metrics[name].get("group"))
             if limit is None:
                 continue
             if not math.isfinite(value):
@@ -715,7 +724,8 @@ def compare(
         baseline: the recorded entry.
         baseline_per_sample: the baseline's per-sample arrays (required for per-sample metrics).
         tolerance: the allowed absolute drop: a number, or ``{metric name: number}`` (missing
-            names: 0.01).
+            names: 0.01; the name of a collection of several metrics applies to each of them;
+            a name that was not measured raises ``ValueError``).
         higher_is_better: a bool for every metric or ``{metric name: bool}``; default: the
             registry's for library metrics, else a ``higher_is_better`` attribute of the metric,
             else True.
@@ -725,18 +735,20 @@ def compare(
         A :class:`Comparison`.
     """
     out = Comparison()
+    _check_names(tolerance, "tolerance", current.metrics)
+    _check_names(higher_is_better, "higher_is_better", current.metrics)
     out.mismatches = _mismatches(current, baseline)
     if out.mismatches:
         return out
     base_values = baseline.get("values", {})
     for name, value in current.values.items():
         meta = current.metrics[name]
-        hib = _per_metric(higher_is_better, name, None, "higher_is_better")
+        hib = _per_metric(higher_is_better, name, None, meta.get("group"))
         if hib is None:
             hib = meta.get("higher_is_better")
         if hib is None:
             hib = True
-        tol = float(_per_metric(tolerance, name, 0.01, "tolerance"))
+        tol = float(_per_metric(tolerance, name, 0.01, meta.get("group")))
         if not tol >= 0:
             raise ValueError(f"tolerance of {name!r} must be >= 0, got {tol!r}")
         base = base_values.get(name)

@@ -585,3 +585,32 @@ def test_pandas_and_arrow_batches_give_the_numpy_values_and_fingerprint_per_colu
     assert runs[0].data["fingerprint"] == runs[1].data["fingerprint"]  # the same columns, however batched
     swapped = [(pd.DataFrame({"a": a[i:i + 20], "b": -b[i:i + 20]}), pd.Series(y[i:i + 20])) for i in range(0, 50, 20)]
     assert baselines.evaluate_detailed(model, swapped, metrics).data["fingerprint"] != runs[0].data["fingerprint"]
+
+
+def test_a_collection_of_several_metrics_and_options_per_metric():
+    from core import MetricCollection
+    from sklearn.metrics import accuracy_score, f1_score
+
+    y = np.array([0, 1, 1, 0, 1, 1, 0, 0, 1, 0])
+    s_base = np.array([0.1, 0.9, 0.8, 0.3, 0.7, 0.6, 0.2, 0.4, 0.9, 0.1])  # all right
+    s_now = np.where(np.arange(10) < 3, 1 - s_base, s_base)  # 3 of 10 wrong
+    mc = MetricCollection("accuracy", "f1", threshold=0.5)
+    base = baselines.evaluate_detailed(lambda s: s, [(s_base, y)], {"bin": mc}, context={"split": "val"})
+    now = baselines.evaluate_detailed(lambda s: s, [(s_now, y)], {"bin": mc}, context={"split": "val"})
+    assert now.values == {"bin.accuracy": accuracy_score(y, s_now >= 0.5), "bin.f1": f1_score(y, s_now >= 0.5)}
+    assert now.metrics["bin.f1"]["group"] == "bin" and mc.encode() == MetricCollection("accuracy", "f1").encode()  # untouched
+    now.data = base.data  # the same samples for this check: only the scores differ
+    entry = json.loads(json.dumps(base.entry()))
+    regressed = baselines.compare(now, entry)
+    assert [r.split(" ")[0] for r in regressed.regressions] == ["bin.accuracy", "bin.f1"]
+    assert baselines.compare(now, entry, tolerance={"bin": 0.5}).regressions == []
+    assert [r.split(" ")[0] for r in baselines.compare(now, entry, tolerance={"bin": 0.5, "bin.f1": 0.0}).regressions] == ["bin.f1"]
+    assert baselines.compare(now, entry, higher_is_better={"bin": False}).regressions == []  # then it improved
+    with pytest.raises(ValueError, match=r"tolerance: unknown metric\(s\) \['acc'\]"):
+        baselines.compare(now, entry, tolerance={"acc": 0.1})
+    with pytest.raises(ValueError, match=r"minimum: unknown metric\(s\) \['f1'\]"):
+        baselines.check_limits(now, minimum={"f1": 0.1})
+    assert baselines.check_limits(now, minimum={"bin": 0.8}) == [
+        f"bin.accuracy = {accuracy_score(y, s_now >= 0.5):.6g} is below the minimum 0.8",
+        f"bin.f1 = {f1_score(y, s_now >= 0.5):.6g} is below the minimum 0.8",
+    ]
