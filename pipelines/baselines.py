@@ -86,7 +86,9 @@ def paired_difference(
     Sample ``i`` of ``current`` and of ``baseline`` measure the same example. The interval is the
     percentile interval of the mean difference over ``resamples`` resamples of the samples with
     replacement (the same resampled indices for both arrays, so the pairing is kept), drawn with
-    ``numpy.random.default_rng(seed)``: the same inputs and seed give the same interval.
+    ``numpy.random.default_rng(seed)``: the same inputs and seed give the same interval. When the
+    differences take few distinct values (at most 64, e.g. right/wrong per sample), a resample is
+    drawn as multinomial counts of those values: the same distribution, at a cost independent of n.
 
     Args:
         current: (n,) per-sample values of the current run.
@@ -122,14 +124,26 @@ def paired_difference(
     d = cur - base
     rng = np.random.default_rng(seed)
     means = np.empty(int(resamples), dtype=np.float64)
-    chunk = max(1, 4_000_000 // n)  # rows of indices per draw: bounded memory (~32 MB)
-    for start in range(0, int(resamples), chunk):
-        stop = min(int(resamples), start + chunk)
-        idx = rng.integers(0, n, size=(stop - start, n))
-        means[start:stop] = d[idx].mean(axis=1)
+    values, counts = np.unique(d, return_counts=True)
+    if values.size <= _FEW_VALUES:
+        # few distinct differences (0/1 hits: -1, 0, +1): a resample of n samples is a multinomial
+        # draw of how many times each value is picked, the same distribution in O(values) a resample
+        for start in range(0, int(resamples), 65536):
+            stop = min(int(resamples), start + 65536)
+            means[start:stop] = rng.multinomial(n, counts / n, size=stop - start) @ values / n
+    else:
+        chunk = max(1, 4_000_000 // n)  # rows of indices per draw: bounded memory (~32 MB)
+        for start in range(0, int(resamples), chunk):
+            stop = min(int(resamples), start + chunk)
+            idx = rng.integers(0, n, size=(stop - start, n))
+            means[start:stop] = d[idx].mean(axis=1)
     alpha = (1.0 - confidence) / 2.0
     lower, upper = np.quantile(means, [alpha, 1.0 - alpha])
     return PairedDifference(float(d.mean()), float(lower), float(upper), n, float(confidence), int(resamples))
+
+
+#: At most this many distinct paired differences are resampled as multinomial counts.
+_FEW_VALUES = 64
 
 
 def _per_sample_array(values: Any, side: str) -> np.ndarray:

@@ -614,3 +614,21 @@ def test_a_collection_of_several_metrics_and_options_per_metric():
         f"bin.accuracy = {accuracy_score(y, s_now >= 0.5):.6g} is below the minimum 0.8",
         f"bin.f1 = {f1_score(y, s_now >= 0.5):.6g} is below the minimum 0.8",
     ]
+
+
+@pytest.mark.parametrize("n, flips, fixed", [(4000, 200, 0), (4000, 150, 50), (40, 2, 0), (300, 0, 0)])
+def test_paired_difference_of_hits_equals_a_direct_index_bootstrap(n, flips, fixed):
+    """Few distinct differences are resampled as multinomial counts: compared with resampling
+    the indices directly (numpy, 5,000 resamples)."""
+    base = np.ones(n)
+    base[:fixed] = 0  # wrong before, right now: +1 differences
+    cur = base.copy()
+    cur[fixed:fixed + flips] = 0
+    cur[:fixed] = 1
+    d = baselines.paired_difference(cur, base, resamples=5000, seed=1)
+    diff = cur - base
+    rng = np.random.default_rng(7)
+    means = np.concatenate([diff[rng.integers(0, n, size=(500, n))].mean(axis=1) for _ in range(10)])
+    lo, hi = np.quantile(means, [0.025, 0.975])
+    assert d.difference == diff.mean()
+    assert abs(d.lower - lo) <= 2.5 / n + 1e-12 and abs(d.upper - hi) <= 2.5 / n + 1e-12
