@@ -16,12 +16,13 @@ A test that does not use the fixture is not affected: no file is read or written
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
 import os
 import re
-import hashlib
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable, Iterator, Mapping
 
 import pytest
 
@@ -114,6 +115,11 @@ class _BaselineStore:
             return
         import numpy as np  # noqa: PLC0415
 
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with _locked(self.path.parent):
+            self._write(np)
+
+    def _write(self, np: Any) -> None:
         entries = _read(self.path)  # again: other sessions (or xdist workers) may have written since
         for key, (entry, per_sample) in sorted(self.pending.items()):
             entry = dict(entry)
@@ -128,11 +134,28 @@ class _BaselineStore:
                 entry.pop("per_sample", None)
             entries[key] = entry
             self.written.append(key)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_name(f".{self.path.name}.tmp")
         tmp.write_text(json.dumps({"version": 1, "entries": dict(sorted(entries.items()))}, indent=1, sort_keys=False) + "\n")
         os.replace(tmp, self.path)
         self.pending.clear()
+
+
+@contextlib.contextmanager
+def _locked(directory: Path) -> Iterator[None]:
+    """An exclusive lock on the baselines file's directory (POSIX ``flock``; elsewhere none), so
+    that sessions writing at once (pytest-xdist workers) each read and update the file whole.
+    No lock file is left behind."""
+    try:
+        import fcntl  # noqa: PLC0415
+    except ImportError:  # pragma: no cover - Windows
+        yield
+        return
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
 
 
 def _read(path: Path) -> dict[str, Any]:

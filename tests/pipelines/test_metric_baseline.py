@@ -70,6 +70,7 @@ def test_recording_writes_the_entry_and_the_per_sample_values(pytester, monkeypa
     result = run(pytester, "--update-metric-baselines")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["metric baselines: recorded 1 in *.metric-baselines.json"])
+    assert sorted(p.name for p in pytester.path.iterdir()) == [".metric-baselines", ".metric-baselines.json", "test_flips.py"]
     data = json.loads((pytester.path / ".metric-baselines.json").read_text())
     entry = data["entries"]["test_flips.py::test_flips"]
     assert entry["values"]["accuracy"] == 1 - 200 / 4000
@@ -80,6 +81,11 @@ def test_recording_writes_the_entry_and_the_per_sample_values(pytester, monkeypa
     assert values.shape == (4000,) and values.sum() == 3800
     # a plain rerun compares with the recording and passes
     run(pytester).assert_outcomes(passed=1)
+    # without its per-sample values the baseline cannot be compared: it fails, never passes
+    (pytester.path / ".metric-baselines" / entry["per_sample"]).unlink()
+    result = run(pytester)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*metric 'accuracy': the baseline's per-sample values are missing*"])
 
 
 def test_missing_baseline_skips_and_strict_fails(pytester):
@@ -210,6 +216,8 @@ def test_variants(metric_baseline):
     metrics = {"correct": batch_acc if V == "kind" else correct, "mean": Mean(0.1 if V == "config" else 0.0)}
     if V == "extra":
         metrics["more"] = correct
+    if V == "fewer":
+        del metrics["mean"]
     context = {"dataset": "blobs", "split": "test" if V == "context" else "validation",
                "checkpoint": "v2" if V == "checkpoint" else "v1"}
     metric_baseline(lambda x: x[:, 0], batches, metrics, context=context,
@@ -227,6 +235,7 @@ def test_variants(metric_baseline):
         ("kind", "*metric 'correct' kind: baseline 'per_sample', now 'per_batch'*"),
         ("config", "*metric 'mean' config 'threshold': baseline 0.0, now 0.1*"),
         ("extra", "*metric 'more': measured now, not in the baseline*"),
+        ("fewer", "*metric 'mean': in the baseline, not measured now*"),
     ],
 )
 def test_each_mismatch_kind_fails_naming_the_difference(pytester, monkeypatch, variant, line):
@@ -632,3 +641,29 @@ def test_paired_difference_of_hits_equals_a_direct_index_bootstrap(n, flips, fix
     lo, hi = np.quantile(means, [0.025, 0.975])
     assert d.difference == diff.mean()
     assert abs(d.lower - lo) <= 2.5 / n + 1e-12 and abs(d.upper - hi) <= 2.5 / n + 1e-12
+
+
+def test_sessions_that_write_keep_each_others_entries_and_wait_for_the_lock(tmp_path):
+    """Sessions that record at once (pytest-xdist workers, two CI jobs) re-read the file under an
+    exclusive lock of its directory before adding their entries."""
+    import threading
+
+    from pipelines.pytest_plugin import _BaselineStore, _locked
+
+    path = tmp_path / ".metric-baselines.json"
+    first, second = _BaselineStore(path, True, False), _BaselineStore(path, True, False)
+    first.entries()
+    second.entries()  # both read the file before either wrote
+    first.record("t.py::a", {"version": 1, "values": {"m": 1.0}}, {"m": np.ones(3)})
+    second.record("t.py::b", {"version": 1, "values": {"m": 0.5}}, {})
+    first.write()
+    with _locked(tmp_path):
+        writer = threading.Thread(target=second.write)
+        writer.start()
+        writer.join(0.3)
+        assert writer.is_alive() and "t.py::b" not in json.loads(path.read_text())["entries"]  # waits for the lock
+    writer.join(10)
+    entries = json.loads(path.read_text())["entries"]
+    assert sorted(entries) == ["t.py::a", "t.py::b"] and entries["t.py::b"]["values"] == {"m": 0.5}
+    assert "per_sample" not in entries["t.py::b"] and (tmp_path / ".metric-baselines" / entries["t.py::a"]["per_sample"]).exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".metric-baselines", ".metric-baselines.json"]  # no lock or temporary files
