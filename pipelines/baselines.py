@@ -695,6 +695,31 @@ def _check_names(option: Any, what: str, metrics: Mapping[str, Mapping[str, Any]
             raise ValueError(f"{what}: unknown metric(s) {unknown}; the metrics are {sorted(known)}")
 
 
+def check_options(run: Evaluated, *, tolerance: Any = 0.01, higher_is_better: Any = None, confidence: float = 0.95, resamples: int = 2000) -> None:
+    """Check the comparison options of :func:`compare` for ``run``'s metrics, before any
+    comparison (also when a baseline is only recorded).
+
+    Raises:
+        ValueError: a dict naming a metric that was not measured, a negative or non-finite
+            tolerance, a ``confidence`` outside (0, 1), ``resamples`` outside [1, 1000000].
+        TypeError: a tolerance that is not a number, a ``higher_is_better`` that is not a bool.
+    """
+    _check_names(tolerance, "tolerance", run.metrics)
+    _check_names(higher_is_better, "higher_is_better", run.metrics)
+    for name, value in (tolerance.items() if isinstance(tolerance, Mapping) else [("tolerance", tolerance)]):
+        if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+            raise TypeError(f"tolerance of {name!r} must be a number, got {type(value).__name__}")
+        if not (math.isfinite(value) and value >= 0):
+            raise ValueError(f"tolerance of {name!r} must be a finite number >= 0, got {value!r}")
+    for name, value in (higher_is_better.items() if isinstance(higher_is_better, Mapping) else [("higher_is_better", higher_is_better)]):
+        if value is not None and not isinstance(value, (bool, np.bool_)):
+            raise TypeError(f"higher_is_better of {name!r} must be True, False or None, got {value!r}")
+    if not (isinstance(confidence, (int, float)) and not isinstance(confidence, bool) and 0.0 < confidence < 1.0):
+        raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
+    if isinstance(resamples, bool) or not isinstance(resamples, (int, np.integer)) or not 1 <= resamples <= 1_000_000:
+        raise ValueError(f"resamples must be an integer in [1, 1000000], got {resamples!r}")
+
+
 def check_limits(run: Evaluated, minimum: Any = None, maximum: Any = None) -> list[str]:
     """Failures of the value limits of a run: ``minimum`` / ``maximum`` are a number for every
     metric or a dict per metric name (unknown names raise ``ValueError``)."""
@@ -749,8 +774,7 @@ def compare(
         A :class:`Comparison`.
     """
     out = Comparison()
-    _check_names(tolerance, "tolerance", current.metrics)
-    _check_names(higher_is_better, "higher_is_better", current.metrics)
+    check_options(current, tolerance=tolerance, higher_is_better=higher_is_better, confidence=confidence, resamples=resamples)
     out.mismatches = _mismatches(current, baseline)
     if out.mismatches:
         return out
@@ -763,8 +787,6 @@ def compare(
         if hib is None:
             hib = True
         tol = float(_per_metric(tolerance, name, 0.01, meta.get("group")))
-        if not tol >= 0:
-            raise ValueError(f"tolerance of {name!r} must be >= 0, got {tol!r}")
         base = base_values.get(name)
         base = float("nan") if base is None else float(base)
         sign = 1.0 if hib else -1.0

@@ -219,6 +219,7 @@ def metric_baseline(request: pytest.FixtureRequest) -> Callable[..., Any]:
         calls[0] += 1
         key = request.node.nodeid if calls[0] == 1 else f"{request.node.nodeid}#{calls[0]}"
         run = baselines.evaluate_detailed(model, batches, metrics, context=context, max_batches=max_batches, inputs=inputs, targets=targets)
+        baselines.check_options(run, tolerance=tolerance, higher_is_better=higher_is_better, confidence=confidence, resamples=resamples)
         limits = baselines.check_limits(run, minimum, maximum)
         if limits:
             pytest.fail(f"metric limits of {key}:\n  " + "\n  ".join(limits), pytrace=False)

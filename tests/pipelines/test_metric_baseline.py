@@ -290,6 +290,14 @@ def test_minimum_and_maximum_apply_without_a_baseline(pytester, kw, outcome, lin
         result.stdout.fnmatch_lines([line])
 
 
+def test_bad_options_fail_also_when_recording(pytester):
+    pytester.makepyfile(test_limits=MINMAX.replace("{KW}", "tolerance={'accuracy': 0.1}"))
+    result = run(pytester, "--update-metric-baselines")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*ValueError: tolerance: unknown metric(s) ?'accuracy'?; the metrics are ?'acc'?*"])
+    assert not (pytester.path / ".metric-baselines.json").exists()
+
+
 def test_minimum_applies_with_a_baseline_and_when_recording(pytester):
     pytester.makepyfile(test_limits=MINMAX.replace("{KW}", "minimum=0.8"))
     run(pytester, "--update-metric-baselines").assert_outcomes(failed=1)  # a failing run is not recorded
@@ -617,6 +625,14 @@ def test_a_collection_of_several_metrics_and_options_per_metric():
     assert baselines.compare(now, entry, higher_is_better={"bin": False}).regressions == []  # then it improved
     with pytest.raises(ValueError, match=r"tolerance: unknown metric\(s\) \['acc'\]"):
         baselines.compare(now, entry, tolerance={"acc": 0.1})
+    for bad, err, match in [
+        ({"tolerance": -0.1}, ValueError, r"tolerance of 'tolerance' must be a finite number >= 0, got -0.1"),
+        ({"tolerance": {"bin": "1%"}}, TypeError, r"tolerance of 'bin' must be a number, got str"),
+        ({"higher_is_better": {"bin.f1": "yes"}}, TypeError, r"higher_is_better of 'bin.f1' must be True, False or None"),
+        ({"resamples": 0}, ValueError, r"resamples must be an integer"),
+    ]:
+        with pytest.raises(err, match=match):
+            baselines.compare(now, entry, **bad)
     with pytest.raises(ValueError, match=r"minimum: unknown metric\(s\) \['f1'\]"):
         baselines.check_limits(now, minimum={"f1": 0.1})
     assert baselines.check_limits(now, minimum={"bin": 0.8}) == [
