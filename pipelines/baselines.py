@@ -33,6 +33,7 @@ from __future__ import annotations
 import copy
 import datetime
 import hashlib
+import itertools
 import json
 import math
 import platform
@@ -588,9 +589,7 @@ def evaluate_detailed(
     n_total = 0
     n_batches = 0
     with _EvalMode(model):
-        for position, batch in enumerate(batches):
-            if max_batches is not None and position >= max_batches:
-                break
+        for position, batch in enumerate(batches if max_batches is None else itertools.islice(batches, max_batches)):
             fingerprint.update(batch, position)
             y_true = _target(batch, targets, position)
             if y_true is not None and _rows(y_true, position) == 0:

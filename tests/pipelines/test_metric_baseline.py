@@ -683,3 +683,19 @@ def test_sessions_that_write_keep_each_others_entries_and_wait_for_the_lock(tmp_
     assert sorted(entries) == ["t.py::a", "t.py::b"] and entries["t.py::b"]["values"] == {"m": 0.5}
     assert "per_sample" not in entries["t.py::b"] and (tmp_path / ".metric-baselines" / entries["t.py::a"]["per_sample"]).exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == [".metric-baselines", ".metric-baselines.json"]  # no lock or temporary files
+
+
+def test_max_batches_stops_reading_the_batches():
+    taken = []
+
+    def batches():
+        for i in range(10):
+            taken.append(i)
+            yield np.array([i, i]), np.array([i % 2, i % 2])
+
+    run = baselines.evaluate_detailed(lambda x: x % 2, batches(), {"hit": lambda t, p: t == p, "v": lambda t, p: p.astype(float)}, max_batches=3)
+    assert taken == [0, 1, 2]  # the 4th batch is never asked for
+    assert run.data == {"fingerprint": run.data["fingerprint"], "n": 6, "batches": 3, "max_batches": 3}
+    assert run.values == {"hit": 1.0, "v": 1 / 3} and run.per_sample["v"].tolist() == [0, 0, 1, 1, 0, 0]
+    with pytest.raises(ValueError, match="max_batches must be a positive integer or None, got 0"):
+        baselines.evaluate(lambda x: x, [], {"v": lambda t, p: p}, max_batches=0)
