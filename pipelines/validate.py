@@ -397,7 +397,7 @@ class _Resolver:
     """Which thresholds apply to (slice, metric): the slice's entry, else its spec's, else global."""
 
     def __init__(self, thresholds: Thresholds, available: list[str], config: dict[str, Any], slices: list[dict[str, Any]], every: list[dict[str, Any]]):
-        """``slices``: the compared slices' keys; ``every``: every slice key of either side."""
+        """``slices``: the compared slices (metrics.json entries); ``every``: every slice key of either side."""
         where = f"thresholds {thresholds.source!r}"
         specs = {frozenset(s) for s in every}
         ids = {_slice_id(s): s for s in every}
@@ -476,7 +476,7 @@ def _check(name: str, metric: str, kind: str, t: MetricThreshold, hib: bool | No
             row["message"] = f"{metric} {_fmt(cur)} {('<' if bad else '>=') if kind == 'minimum' else ('>' if bad else '<=')} {kind} {_fmt(limit)}"
         return row
     # change thresholds
-    row["higher_is_better"] = hib
+    row.update(higher_is_better=hib, threshold=t.absolute if kind == "absolute" else t.relative)
     if cur is None or base is None:
         row["status"] = "undefined" if cur is None and base is None else ("fail" if cur is None else "no_baseline")
         row["message"] = {
@@ -488,7 +488,7 @@ def _check(name: str, metric: str, kind: str, t: MetricThreshold, hib: bool | No
     change = cur - base
     worse = -change if hib else change
     allowed = t.absolute if kind == "absolute" else t.relative * abs(base)
-    row.update(change=change, worse_by=worse, allowed=allowed, threshold=t.absolute if kind == "absolute" else t.relative)
+    row.update(change=change, worse_by=worse, allowed=allowed)
     what = f"allowed {_fmt(allowed)}" + (f" ({_fmt(t.relative)} of |baseline|)" if kind == "relative" else "")
     desc = f"{metric} {_fmt(base)} -> {_fmt(cur)}"
     if worse <= allowed:
@@ -568,13 +568,20 @@ def compare(current: dict[str, Any], baseline: dict[str, Any], thresholds: Thres
 
     both = [k for k in cur_slices if k in base_slices]
     computed = [cur_slices[k] for k in both if not cur_slices[k].get("suppressed") and not base_slices[k].get("suppressed")]
-    available = []
+    available, either = [], []  # metric keys of both sides (checked), of either side (may be named)
     for s in computed:
-        for m in s["metrics"]:
-            if m in base_slices[_slice_id(s["slice"])]["metrics"] and m not in available:
+        b = base_slices[_slice_id(s["slice"])]["metrics"]
+        for m in [*s["metrics"], *b]:
+            if m in s["metrics"] and m in b and m not in available:
                 available.append(m)
+            if m not in either:
+                either.append(m)
+    for m in [*(cconf.get("metrics") or []), *(bconf.get("metrics") or [])]:
+        if isinstance(m, str) and m not in either:
+            either.append(m)
     every = [s["slice"] for s in current["slices"]] + [s["slice"] for k, s in base_slices.items() if k not in cur_slices]
-    resolver = _Resolver(thresholds, available, cconf, [s["slice"] for s in computed], every)
+    # a metric of one side only is a mismatch (reported above); thresholds may name it
+    resolver = _Resolver(thresholds, either, cconf, computed, every)
 
     checks, unchecked = [], []
     for s in computed:
@@ -638,7 +645,7 @@ def format_table(checks: list[dict[str, Any]], max_rows: int = 200) -> str:
         rows.append([c["slice_name"], c["metric"], c["check"], _fmt(c["baseline"]), _fmt(c["current"]),
                      "" if c.get("change") is None else f"{c['change']:+.4g}", _rule(c), c["status"]])  # fmt: skip
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)]
-    fmt = lambda r: "  ".join(x.ljust(w) if i < 3 or i == 7 else x.rjust(w) for i, (x, w) in enumerate(zip(r, widths))).rstrip()  # noqa: E731
+    fmt = lambda r: "  ".join(x.ljust(w) if i < 3 or i >= 6 else x.rjust(w) for i, (x, w) in enumerate(zip(r, widths))).rstrip()  # noqa: E731
     lines = [fmt(header), "  ".join("-" * w for w in widths)] + [fmt(r) for r in rows]
     if len(checks) > max_rows:
         lines.append(f"... {len(checks) - max_rows} more checks (all in validation.json)")
