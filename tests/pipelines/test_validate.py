@@ -596,3 +596,18 @@ def test_flights_mismatched_inputs_exit_2(flights_runs):
     assert code == 2
     keys = {m["key"]: m for m in rep["mismatches"]}
     assert set(keys) == {"metrics", "states"} and keys["metrics"]["only_baseline"] == ["brier_score", "roc_auc"]
+
+
+def test_the_readme_thresholds_example_runs_on_the_flights_runs(flights_runs, tmp_path):
+    import re
+
+    d, _, frames = flights_runs
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    block = next(b for b in re.findall(r"```yaml\n(.*?)```", readme, re.S) if b.startswith("# thresholds.yaml"))
+    (tmp_path / "thresholds.yaml").write_text(block)
+    code, rep = _validate(d, tmp_path / "thresholds.yaml", "worse", "good")
+    assert code == 1 and rep["mismatches"] == []
+    c = checks(rep)
+    assert not [k for k in c if k[0] == "carrier=HA" and k[1] == "accuracy"]  # accuracy: {} for that slice
+    assert ("carrier=HA", "log_loss", "relative") in c
+    assert _validate(d, tmp_path / "thresholds.yaml", "good", "good")[0] == 0
