@@ -397,7 +397,7 @@ class _Resolver:
     """Which thresholds apply to (slice, metric): the slice's entry, else its spec's, else global."""
 
     def __init__(self, thresholds: Thresholds, available: list[str], config: dict[str, Any], slices: list[dict[str, Any]], every: list[dict[str, Any]]):
-        """``slices``: the compared slices (metrics.json entries); ``every``: every slice key of either side."""
+        """``slices``: the compared slices' metrics.json entries (both sides); ``every``: every slice key of either side."""
         where = f"thresholds {thresholds.source!r}"
         specs = {frozenset(s) for s in every}
         ids = {_slice_id(s): s for s in every}
@@ -520,7 +520,7 @@ def _check(name: str, metric: str, kind: str, t: MetricThreshold, hib: bool | No
         row["status"] = "within_ci" if overlap else "fail"
         row["message"] += f"; within noise: the intervals overlap ({shown})" if overlap else f"; the intervals do not overlap ({shown})"
         return row
-    row["status"] = "fail"
+    row.update(rule="none", status="fail")
     return row
 
 
@@ -581,7 +581,8 @@ def compare(current: dict[str, Any], baseline: dict[str, Any], thresholds: Thres
             either.append(m)
     every = [s["slice"] for s in current["slices"]] + [s["slice"] for k, s in base_slices.items() if k not in cur_slices]
     # a metric of one side only is a mismatch (reported above); thresholds may name it
-    resolver = _Resolver(thresholds, either, cconf, computed, every)
+    sides = computed + [base_slices[_slice_id(s["slice"])] for s in computed]
+    resolver = _Resolver(thresholds, either, cconf, sides, every)
 
     checks, unchecked = [], []
     for s in computed:

@@ -87,6 +87,17 @@ def test_every_check_passing_exits_0_and_writes_validation_json_beside_current(t
     assert out[-1].startswith("OK: 6 checks over 3 slices: 6 passed, 0 failed")
 
 
+def test_show_all_prints_passing_checks_and_quiet_only_the_verdict(tmp_path, capsys):
+    thr = {"metrics": {"accuracy": {"minimum": 0.88}}}
+    run(tmp_path, make_doc(), make_doc(), thr)
+    assert "country=DE" not in capsys.readouterr().out  # only FR fails
+    run(tmp_path, make_doc(), make_doc(), thr, "--show-all")
+    out = capsys.readouterr().out
+    assert "country=DE  accuracy  minimum" in out and "pass" in out
+    run(tmp_path, make_doc(), make_doc(), thr, "--quiet")
+    assert capsys.readouterr().out.splitlines() == [l for l in out.splitlines() if l.startswith("REGRESSION")]
+
+
 def test_output_dir_option(tmp_path):
     code, rep = run(tmp_path, make_doc(), make_doc(), {"metrics": {"accuracy": {"minimum": 0.5}}}, "--output", str(tmp_path / "v"))
     assert code == 0 and rep is None  # not beside current
@@ -287,6 +298,9 @@ def test_a_paired_comparison_against_another_baseline_is_not_used(tmp_path):
     code, rep = run(tmp_path, current, baseline, {"metrics": {"accuracy": {"change": {"absolute": 0.01}}}})
     c = checks(rep)[("Overall", "accuracy", "absolute")]
     assert code == 1 and c["rule"] == "overlap" and "compares another baseline" in c["note"]
+    # no intervals at all: the values decide
+    code, rep = run(tmp_path, make_doc(overall=(0.87, 0.30)), make_doc(), {"metrics": {"accuracy": {"change": {"absolute": 0.01}}}})
+    assert code == 1 and checks(rep)[("Overall", "accuracy", "absolute")]["rule"] == "none"
 
 
 def test_ci_replicates_and_seed_may_differ_but_not_the_level(tmp_path):
@@ -493,6 +507,7 @@ def flights_runs(tmp_path_factory):
     pytest.importorskip("sklearn")
     import numpy as np
     import pyarrow as pa
+    import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
     from pipelines.evaluate import main as evaluate
@@ -504,7 +519,7 @@ def flights_runs(tmp_path_factory):
     score = table.column("score").to_numpy()
     noisy = np.clip(score + np.random.default_rng(0).normal(0.0, 0.15, len(score)), 0.0, 1.0)
     pq.write_table(table.set_column(table.schema.get_field_index("score"), "score", pa.array(noisy)), d / "worse.parquet")
-    july = table.filter(pa.compute.equal(table.column("month"), 7))
+    july = table.filter(pc.equal(table.column("month"), 7))
     pq.write_table(july, d / "july.parquet")
     for name in ("good", "worse", "july"):
         argv = ["--input", str(d / f"{name}.parquet"), "--label", "delayed", "--score", "score", "--slice", "origin", "--slice", "carrier",
