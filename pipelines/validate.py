@@ -45,10 +45,13 @@ Rules (also in the README, "Validating pipeline outputs"):
   both sides is reported as ``undefined`` and passes; a change threshold whose baseline value is
   undefined reports ``no_baseline`` and passes.
 * Configuration mismatches (exit 2): any difference in the two ``config`` objects (task,
-  metrics, columns, decision threshold, slice specs, ...; of ``ci`` only its method and level), a
-  different overall ``n``, and slices present (or computed) on one side only. ``allow_differences``
-  lists the config keys (``score_col``, ``ci.level``, ...) and ``data`` (overall ``n`` and
-  one-sided slices) that may differ; they are still reported.
+  metrics, columns, decision threshold, slice specs, ...), a different overall ``n``, and slices
+  present (or computed) on one side only. The interval and comparison settings
+  (:data:`INTERVAL_KEYS`: ``ci``, ``ci_seed``, ``ci_replicates``, ``id_col``,
+  ``baseline_score_col``, ``tolerance``, ...) change no metric value and are only reported, except
+  that when both runs have intervals their method and level must agree (``ci.method``,
+  ``ci.level``). ``allow_differences`` lists the config keys (``score_col``, ``ci.level``, ...) and
+  ``data`` (overall ``n`` and one-sided slices) that may differ; they are still reported.
 
 Writes ``validation.json`` into ``--output DIR`` (default: the ``--current`` directory), prints a
 table of the failing (and, with ``--show-all``, every) check, and exits 0 when every check
@@ -77,7 +80,10 @@ CHANGE_KEYS = ("absolute", "relative")
 ENTRY_KEYS = ("spec", "slice", "metrics")
 #: the ``allow_differences`` entry for the data: overall ``n`` and slices on one side only
 DATA = "data"
-#: ``config["ci"]`` fields that change what an interval means (replicates and seed do not)
+#: config keys of the intervals and the paired comparison (``Evaluation``'s ``ci*``, ``id_col``,
+#: ``baseline_*``, ``tolerance``): they change no metric value, so they may differ between the runs
+INTERVAL_KEYS = frozenset({"ci", "ci_level", "ci_replicates", "ci_seed", "ci_prior", "id_col", "baseline_score_col", "baseline_prediction_col", "tolerance"})
+#: interval settings that must agree when both runs have intervals (``ci.method``, ``ci.level``)
 CI_COMPARED = ("method", "level")
 #: statuses of a check that make the run a regression
 FAILING = frozenset({"fail"})
@@ -368,29 +374,59 @@ def _scalar(v: Any) -> bool:
     return v is None or (isinstance(v, (int, float)) and not isinstance(v, bool))
 
 
-def config_differences(current: dict[str, Any], baseline: dict[str, Any]) -> list[dict[str, Any]]:
-    """Every difference of two results configs: ``[{"key", "current", "baseline"}]``; ``metrics``,
-    ``states`` and ``slices`` are compared as sets (their order changes nothing), ``ci`` by its
-    method and level (``ci.method``, ``ci.level``)."""
-    out = []
+def _default_ci_level() -> float:
+    try:
+        from core.options import OPTIONS
+
+        return next(o.default for o in OPTIONS if o.name == "ci_level")
+    except (ImportError, StopIteration):  # before core.options has ci_level
+        return 0.95
+
+
+def ci_settings(config: dict[str, Any]) -> dict[str, Any] | None:
+    """``{"method", "level"}`` of a results config's confidence intervals; None without intervals.
+
+    Reads both shapes: ``Evaluation``'s options (``"ci": "bootstrap"``, ``"ci_level": 0.9``; an
+    absent ``ci_level`` is its default) and a nested ``"ci": {"method", "level", ...}``.
+    """
+    ci = config.get("ci")
+    if isinstance(ci, dict):
+        return {"method": ci.get("method"), "level": ci.get("level", _default_ci_level())}
+    if isinstance(ci, str):
+        return {"method": ci, "level": config.get("ci_level", _default_ci_level())}
+    return None
+
+
+def config_differences(current: dict[str, Any], baseline: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The differences of two results configs: ``(differences, interval_differences)``, each a list
+    of ``{"key", "current", "baseline"}``.
+
+    ``differences`` are those that change what the metric values mean: every key but
+    :data:`INTERVAL_KEYS` (``metrics``, ``states`` and ``slices`` compared as sets: their order
+    changes nothing), plus ``ci.method`` and ``ci.level`` when both runs have intervals.
+    ``interval_differences`` are the :data:`INTERVAL_KEYS` that differ (seed, replicates, a
+    baseline column, ...): they change no metric value and are only reported.
+    """
+    out, interval = [], []
     for k in sorted(set(current) | set(baseline)):
         c, b = current.get(k), baseline.get(k)
-        if k == "ci":
-            c, b = c if isinstance(c, dict) else {}, b if isinstance(b, dict) else {}
-            for f in CI_COMPARED:
-                if c.get(f) != b.get(f):
-                    out.append({"key": f"ci.{f}", "current": c.get(f), "baseline": b.get(f)})
+        if c == b:
             continue
-        if k in ("metrics", "states", "slices") and isinstance(c, list) and isinstance(b, list):
+        if k in INTERVAL_KEYS:
+            interval.append({"key": k, "current": c, "baseline": b})
+        elif k in ("metrics", "states", "slices") and isinstance(c, list) and isinstance(b, list):
             cs, bs = {json.dumps(x) for x in c}, {json.dumps(x) for x in b}
             if cs != bs:
-                d = {"key": k, "current": c, "baseline": b,
-                     "only_current": [json.loads(x) for x in sorted(cs - bs)], "only_baseline": [json.loads(x) for x in sorted(bs - cs)]}  # fmt: skip
-                out.append(d)
-            continue
-        if c != b:
+                out.append({"key": k, "current": c, "baseline": b,
+                            "only_current": [json.loads(x) for x in sorted(cs - bs)], "only_baseline": [json.loads(x) for x in sorted(bs - cs)]})  # fmt: skip
+        else:
             out.append({"key": k, "current": c, "baseline": b})
-    return out
+    ci_c, ci_b = ci_settings(current), ci_settings(baseline)
+    if ci_c is not None and ci_b is not None:
+        for f in CI_COMPARED:
+            if ci_c[f] != ci_b[f]:
+                out.append({"key": f"ci.{f}", "current": ci_c[f], "baseline": ci_b[f]})
+    return out, interval
 
 
 class _Resolver:
@@ -545,9 +581,11 @@ def compare(current: dict[str, Any], baseline: dict[str, Any], thresholds: Thres
         if a not in known:
             raise ConfigError(f"thresholds {thresholds.source!r}: allow_differences: unknown key {a!r}{_closest(a, known)}; known: {', '.join(known)}")
     mismatches, allowed_differences = [], []
-    for d in config_differences(cconf, bconf):
+    differences, interval_differences = config_differences(cconf, bconf)
+    for d in differences:
         d = {"kind": "config", **d}
         (allowed_differences if d["key"] in allow else mismatches).append(d)
+    allowed_differences += [{"kind": "interval", **d} for d in interval_differences]
 
     cur_slices = {_slice_id(s["slice"]): s for s in current["slices"]}
     base_slices = {_slice_id(s["slice"]): s for s in baseline["slices"]}
@@ -671,6 +709,8 @@ def _mismatch_line(d: dict[str, Any]) -> str:
                  (("only_current", "only in current"), ("only_baseline", "only in baseline"), ("suppressed_on_one_side", "suppressed on one side"))
                  if d[k]]  # fmt: skip
         return "slices differ: " + "; ".join(parts)
+    if d["kind"] == "interval":
+        return f"interval setting {d['key']!r} differs (changes no metric value): current {json.dumps(d['current'])}, baseline {json.dumps(d['baseline'])}"
     if d["kind"] == "data":
         return f"data differ: overall n is {d['current']} in current, {d['baseline']} in baseline"
     extra = ""

@@ -259,11 +259,9 @@ def test_an_interval_on_one_side_only_is_compared_with_the_other_value(tmp_path)
     # baseline value 0.90 as a point: inside current's [0.86, 0.91] -> noise; outside [0.86, 0.895] -> fail
     current = _with_ci(make_doc(overall=(0.87, 0.30)), overall={"accuracy": [0.86, 0.91]})
     thr = {"metrics": {"accuracy": {"change": {"absolute": 0.01}}}}
-    assert run(tmp_path, current, make_doc(), thr)[0] == 2  # the ci config differs: baseline has none
-    thr["allow_differences"] = ["ci.method", "ci.level"]
-    code, rep = run(tmp_path, current, make_doc(), thr)
+    code, rep = run(tmp_path, current, make_doc(), thr)  # intervals in one run only: no mismatch, reported
     assert code == 0 and checks(rep)[("Overall", "accuracy", "absolute")]["status"] == "within_ci"
-    assert [d["key"] for d in rep["allowed_differences"]] == ["ci.method", "ci.level"]
+    assert rep["mismatches"] == [] and [(d["kind"], d["key"]) for d in rep["allowed_differences"]] == [("interval", "ci")]
     current["slices"][0]["ci"]["accuracy"] = [0.86, 0.895]
     assert run(tmp_path, current, make_doc(), thr)[0] == 1
 
@@ -306,10 +304,36 @@ def test_a_paired_comparison_against_another_baseline_is_not_used(tmp_path):
 def test_ci_replicates_and_seed_may_differ_but_not_the_level(tmp_path):
     current, baseline = _with_ci(make_doc()), _with_ci(make_doc())
     current["config"]["ci"].update(replicates=2000, seed=7)
-    assert run(tmp_path, current, baseline, {"metrics": {"accuracy": {"minimum": 0.5}}})[0] == 0
+    code, rep = run(tmp_path, current, baseline, {"metrics": {"accuracy": {"minimum": 0.5}}})
+    assert code == 0 and [d["key"] for d in rep["allowed_differences"]] == ["ci"]
     current["config"]["ci"]["level"] = 0.9
     code, rep = run(tmp_path, current, baseline, {"metrics": {"accuracy": {"minimum": 0.5}}})
     assert code == 2 and rep["mismatches"] == [{"kind": "config", "key": "ci.level", "current": 0.9, "baseline": 0.95}]
+    thr = {"metrics": {"accuracy": {"minimum": 0.5}}, "allow_differences": ["ci.level"]}
+    assert run(tmp_path, current, baseline, thr)[0] == 0
+
+
+@pytest.mark.parametrize(
+    "current, baseline, mismatch",
+    [
+        # Evaluation's options as config keys: ci = the method, ci_level absent = its default 0.95
+        ({"ci": "bootstrap", "ci_seed": 3, "ci_replicates": 500, "id_col": "id"}, {"ci": "bootstrap"}, None),
+        ({"ci": "bootstrap", "baseline_score_col": "p_old", "tolerance": 0.01}, {}, None),  # the paired run and the old run
+        ({"ci": "bootstrap", "ci_level": 0.9}, {"ci": "bootstrap"}, ("ci.level", 0.9, 0.95)),
+        ({"ci": "analytic"}, {"ci": "bootstrap"}, ("ci.method", "analytic", "bootstrap")),
+    ],
+)
+def test_interval_options_of_the_evaluation_config(tmp_path, current, baseline, mismatch):
+    docs = make_doc(), make_doc()
+    for doc, extra in zip(docs, (current, baseline)):
+        doc["config"].update(extra)
+    code, rep = run(tmp_path, *docs, {"metrics": {"accuracy": {"minimum": 0.5}}})
+    if mismatch is None:
+        assert code == 0 and rep["mismatches"] == []
+        assert {d["key"] for d in rep["allowed_differences"]} == {k for k in set(current) | set(baseline) if current.get(k) != baseline.get(k)}
+        assert all(d["kind"] == "interval" for d in rep["allowed_differences"])
+    else:
+        assert code == 2 and [(m["key"], m["current"], m["baseline"]) for m in rep["mismatches"]] == [mismatch]
 
 
 # --- undefined values ------------------------------------------------------------------------
