@@ -497,7 +497,7 @@ def _fmt(v: Any) -> str:
     return str(v)
 
 
-def _check(name: str, metric: str, kind: str, t: MetricThreshold, hib: bool | None, cur: Any, base: Any, cs: dict, bs: dict) -> dict[str, Any]:
+def _check(metric: str, kind: str, t: MetricThreshold, hib: bool | None, cur: Any, base: Any, cs: dict, bs: dict) -> dict[str, Any]:
     """One check of one metric of one slice (see the module docstring for the rules)."""
     row: dict[str, Any] = {"metric": metric, "check": kind, "current": cur, "baseline": base}
     if kind in ("minimum", "maximum"):
@@ -576,7 +576,7 @@ def compare(current: dict[str, Any], baseline: dict[str, Any], thresholds: Thres
     """
     allow = thresholds.allow_differences
     cconf, bconf = current.get("config") or {}, baseline.get("config") or {}
-    known = sorted(set(cconf) | set(bconf) | {f"ci.{f}" for f in CI_COMPARED} | {DATA})
+    known = sorted(set(cconf) | set(bconf) | INTERVAL_KEYS | {f"ci.{f}" for f in CI_COMPARED} | {DATA})
     for a in sorted(allow):
         if a not in known:
             raise ConfigError(f"thresholds {thresholds.source!r}: allow_differences: unknown key {a!r}{_closest(a, known)}; known: {', '.join(known)}")
@@ -641,7 +641,7 @@ def compare(current: dict[str, Any], baseline: dict[str, Any], thresholds: Thres
             for kind, value in (("minimum", t.minimum), ("maximum", t.maximum), ("absolute", t.absolute), ("relative", t.relative)):
                 if value is None:
                     continue
-                row = _check(name, m, kind, t, hib, cur, base, s, b)
+                row = _check(m, kind, t, hib, cur, base, s, b)
                 row["message"] = f"{name}: {row['message']}"
                 checks.append({"slice": s["slice"], "slice_name": name, "n": s.get("n"), "baseline_n": b.get("n"), **row})
     failures = [c for c in checks if c["status"] in FAILING]
