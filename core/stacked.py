@@ -105,6 +105,7 @@ class ManyValues:
         self.intervals = intervals
         self.undefined = undefined
         self._objects = objects  # the fallback metrics' own per-element values (exact types)
+        self._scalars: dict[str, list] = {}  # (R,) numeric values as Python numbers (tolist)
 
     def __iter__(self) -> Iterator[Any]:
         return iter((self.values, self.intervals, self.undefined))
@@ -120,9 +121,13 @@ class ManyValues:
             objs = self._objects.get(key)
             if objs is not None:
                 out[key] = objs[i]
+            elif v.ndim == 1:
+                scalars = self._scalars.get(key)
+                if scalars is None:
+                    scalars = self._scalars[key] = v.tolist()
+                out[key] = scalars[i]
             else:
-                x = v[i]
-                out[key] = x.item() if x.ndim == 0 else x.copy()
+                out[key] = v[i].copy()
         return out, self.intervals[i], self.undefined[i]
 
 
@@ -134,11 +139,18 @@ def stack_fields(state_types: Sequence[tuple[type[State], Any]], states_list: Se
     for pos, (cls, _layout) in enumerate(state_types):
         if cls.kind not in CELL_KINDS:
             continue
-        out[cls.kind] = {
-            name: np.stack([states[pos].arrays[name] for states in states_list]) if states_list else np.zeros((0,), dtype=dtype)
-            for name, dtype in cls.FIELDS
-        }
+        out[cls.kind] = {name: _stack([states[pos].arrays[name] for states in states_list], dtype) for name, dtype in cls.FIELDS}
     return out
+
+
+def _stack(arrays: list[np.ndarray], dtype: str) -> np.ndarray:
+    """``np.stack(arrays)`` of equally shaped arrays (one concatenation: faster for many small ones)."""
+    if not arrays:
+        return np.zeros((0,), dtype=dtype)
+    shape = np.shape(arrays[0])
+    if not shape:
+        return np.array(arrays, dtype=dtype)
+    return np.concatenate(arrays).reshape((len(arrays), *shape))
 
 
 def fields_from_cells(state_types: Sequence[tuple[type[State], Any]], cells: dict[str, np.ndarray]) -> tuple[dict[str, dict[str, np.ndarray]], int]:
@@ -233,6 +245,12 @@ def undefined_entry(events: list, value: Any, ignored: int | None) -> tuple[tupl
 
 
 # --- the scalar path's arithmetic with a leading axis ------------------------------------------
+def _rows(a: np.ndarray) -> np.ndarray:
+    """``a`` as a C-contiguous array: a reduction over its last axis then sums each row as numpy
+    sums a 1-D array (pairwise), never column by column (what an F-ordered array gets)."""
+    return np.ascontiguousarray(a)
+
+
 def _fill(zero_division: Any) -> float:
     return np.nan if zero_division == "nan" else 0.0 if zero_division == "warn" else float(zero_division)
 
@@ -287,8 +305,8 @@ def _nanaverage(values: np.ndarray, weights: np.ndarray | None = None) -> np.nda
         if not pattern.any():
             continue
         rows = np.flatnonzero(inverse == p)
-        v = values[np.ix_(rows, np.flatnonzero(pattern))]
-        w = weights[np.ix_(rows, np.flatnonzero(pattern))]
+        v = _rows(values[np.ix_(rows, np.flatnonzero(pattern))])
+        w = _rows(weights[np.ix_(rows, np.flatnonzero(pattern))])
         scl = w.sum(axis=1)
         zero = scl == 0
         res = np.empty(rows.size)
@@ -301,22 +319,15 @@ def _nanaverage(values: np.ndarray, weights: np.ndarray | None = None) -> np.nda
     return out
 
 
-Events = list  # per element: list of (classes tuple | None, fill)
-
-
-def _events(r: int) -> list[list]:
-    return [[] for _ in range(r)]
-
-
-def _add_events(events: list[list], mask: np.ndarray, zd: Any, classes: np.ndarray | None) -> None:
+def _add_events(events: dict[int, list], mask: np.ndarray, zd: Any, classes: np.ndarray | None) -> None:
     """One :func:`core.metrics.record_undefined` event per element with a masked entry."""
     m2 = mask.reshape(mask.shape[0], -1)
     for i in np.flatnonzero(m2.any(axis=1)).tolist():
         cls = None if classes is None else tuple(int(c) for c in np.atleast_1d(classes[m2[i]]))
-        events[i].append((cls, zd))
+        events.setdefault(i, []).append((cls, zd))
 
 
-def _prf(m: Any, st: _Stacked, events: list[list]) -> np.ndarray:
+def _prf(m: Any, st: _Stacked, events: dict[int, list]) -> np.ndarray:
     """:meth:`core.metrics._PRF.compute` over the leading axis."""
     mat = st.matrix(m)
     avg, zd = m.p["average"], m.p["zero_division"]
@@ -324,9 +335,11 @@ def _prf(m: Any, st: _Stacked, events: list[list]) -> np.ndarray:
     classes: np.ndarray | None = np.arange(tp.shape[1])
     keep = m.kept_classes()
     if keep is not None and avg != "binary":
-        tp, pred, true, classes = tp[:, keep], pred[:, keep], true[:, keep], classes[keep]
+        # (boolean indexing may give F-ordered arrays: row sums must run over contiguous rows,
+        # as the scalar path's 1-D sums do)
+        tp, pred, true, classes = _rows(tp[:, keep]), _rows(pred[:, keep]), _rows(true[:, keep]), classes[keep]
     if avg == "binary":
-        tp, pred, true, classes = tp[:, 1:], pred[:, 1:], true[:, 1:], None
+        tp, pred, true, classes = _rows(tp[:, 1:]), _rows(pred[:, 1:]), _rows(true[:, 1:]), None
     elif avg == "micro":
         tp, pred, true = tp.sum(axis=1, keepdims=True), pred.sum(axis=1, keepdims=True), true.sum(axis=1, keepdims=True)
         classes = None
@@ -343,7 +356,7 @@ def _prf(m: Any, st: _Stacked, events: list[list]) -> np.ndarray:
     return _nanaverage(v, true if avg == "weighted" else None)
 
 
-def _accuracy(m: Any, st: _Stacked, events: list[list]) -> np.ndarray:
+def _accuracy(m: Any, st: _Stacked, events: dict[int, list]) -> np.ndarray:
     mat = st.matrix(m)
     total = mat.reshape(mat.shape[0], -1).sum(axis=1)
     trace = np.trace(mat, axis1=1, axis2=2)
@@ -351,7 +364,7 @@ def _accuracy(m: Any, st: _Stacked, events: list[list]) -> np.ndarray:
         return np.where(total > 0, trace / np.where(total > 0, total, 1.0), np.nan)
 
 
-def _binary_rate(m: Any, st: _Stacked, events: list[list]) -> np.ndarray:
+def _binary_rate(m: Any, st: _Stacked, events: dict[int, list]) -> np.ndarray:
     tp, fp, tn, fn = st.counts(m.p["threshold"])
     c = {"tp": tp, "fp": fp, "tn": tn, "fn": fn}
     den = c[m.den[0]]
@@ -362,7 +375,7 @@ def _binary_rate(m: Any, st: _Stacked, events: list[list]) -> np.ndarray:
     return v
 
 
-def _prevalence(m: Any, st: _Stacked, events: list[list]) -> np.ndarray:
+def _prevalence(m: Any, st: _Stacked, events: dict[int, list]) -> np.ndarray:
     tp, fp, tn, fn = st.counts(m.p["threshold"])
     total = tp + fp + tn + fn
     zero = total == 0
@@ -376,7 +389,7 @@ def _rowdot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.array([np.dot(x, y) for x, y in zip(a, b)], dtype=np.float64).reshape(a.shape[0])
 
 
-def _mcc(m: Any, st: _Stacked, events: list[list]) -> np.ndarray:
+def _mcc(m: Any, st: _Stacked, events: dict[int, list]) -> np.ndarray:
     mat = st.matrix(m)
     t, p = mat.sum(axis=2), mat.sum(axis=1)
     c, s = np.trace(mat, axis1=1, axis2=2), p.sum(axis=1)
@@ -390,7 +403,7 @@ def _mcc(m: Any, st: _Stacked, events: list[list]) -> np.ndarray:
     return v
 
 
-def _kappa(m: Any, st: _Stacked, events: list[list]) -> np.ndarray:
+def _kappa(m: Any, st: _Stacked, events: dict[int, list]) -> np.ndarray:
     mat = st.matrix(m)
     r, k = mat.shape[0], mat.shape[1]
     sum0, sum1 = mat.sum(axis=1), mat.sum(axis=2)
@@ -413,7 +426,7 @@ def _kappa(m: Any, st: _Stacked, events: list[list]) -> np.ndarray:
     return v
 
 
-def _report(m: Any, st: _Stacked, events: list[list]) -> np.ndarray:
+def _report(m: Any, st: _Stacked, events: dict[int, list]) -> np.ndarray:
     mat = st.matrix(m)
     tp, pred, true = np.diagonal(mat, axis1=1, axis2=2).copy(), mat.sum(axis=1), mat.sum(axis=2)
     classes = np.arange(tp.shape[1])
@@ -430,20 +443,20 @@ def _report(m: Any, st: _Stacked, events: list[list]) -> np.ndarray:
     return rows
 
 
-def _confusion_matrix(m: Any, st: _Stacked, events: list[list]) -> np.ndarray:
+def _confusion_matrix(m: Any, st: _Stacked, events: dict[int, list]) -> np.ndarray:
     return st.matrix(m).copy()
 
 
-def _count(m: Any, st: _Stacked, events: list[list]) -> np.ndarray:
+def _count(m: Any, st: _Stacked, events: dict[int, list]) -> np.ndarray:
     return st.counts(m.p["threshold"])[m.index].copy()
 
 
-def _example_count(m: Any, st: _Stacked, events: list[list]) -> np.ndarray:
+def _example_count(m: Any, st: _Stacked, events: dict[int, list]) -> np.ndarray:
     c = st.fields[ExampleCountState.kind]["count"]
     return c.astype(np.int64) if c.dtype == np.int64 else c.copy()
 
 
-def _weighted_example_count(m: Any, st: _Stacked, events: list[list]) -> np.ndarray:
+def _weighted_example_count(m: Any, st: _Stacked, events: dict[int, list]) -> np.ndarray:
     return np.asarray(st.fields[ExampleCountState.kind]["weight"], dtype=np.float64).copy()
 
 
@@ -477,14 +490,14 @@ def _vectorised(m: Metric) -> Callable | None:
     return entry[1]
 
 
-def _entries(m: Metric, values: np.ndarray, events: list[list], ignored: int | None, undefined: list[Undefined]) -> None:
+def _entries(m: Metric, values: np.ndarray, events: dict[int, list], ignored: int | None, undefined: list[Undefined]) -> None:
     """Each element's undefined entry (:func:`undefined_entry` of its events and
     value), for the elements with an event or a NaN value."""
     r = values.shape[0]
     nan = np.isnan(values.reshape(r, -1)).any(axis=1) if values.dtype.kind == "f" else np.zeros(r, dtype=bool)
-    for i in sorted(set(np.flatnonzero(nan).tolist()) | {i for i in range(r) if events[i]}):
+    for i in sorted(set(np.flatnonzero(nan).tolist()) | set(events)):
         v = values[i]
-        evs = [_Undefined(c, f) for c, f in events[i]]
+        evs = [_Undefined(c, f) for c, f in events.get(i, ())]
         entry = undefined_entry(evs, v if m.nan_entries_undefined or v.ndim == 0 else 0.0, ignored)
         if entry is not None:
             undefined[i][m.key] = entry
@@ -515,7 +528,7 @@ def _compute(plan: Any, st: _Stacked, states_list: Sequence[Sequence[State]] | N
     for m in plan.metrics:
         fn = _vectorised(m)
         if fn is not None:
-            events = _events(r)
+            events: dict[int, list] = {}  # per element with one: its undefined events (classes, fill)
             with np.errstate(invalid="ignore", divide="ignore"):
                 v = fn(m, st, events)
             values[m.key] = v
