@@ -20,7 +20,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["CISettings", "slice_ci"]
+__all__ = ["CI_OPTIONS", "CISettings", "slice_ci"]
+
+#: the options :class:`CISettings` reads; ``Results.config`` gathers them under ``"ci"``
+CI_OPTIONS = ("ci", "ci_level", "ci_replicates", "ci_seed", "ci_prior")
 
 
 @dataclass(frozen=True)
@@ -37,7 +40,7 @@ class CISettings:
     def from_options(cls, o: dict[str, Any]) -> "CISettings":
         return cls(o["ci"], o["ci_level"], o["ci_replicates"], o["ci_seed"], o["ci_prior"])
 
-    def to_config(self) -> dict[str, Any]:
+    def to_config(self, plan: Any = None) -> dict[str, Any]:
         """``Results.config["ci"]``: ``{"method", "level", "replicates", "seed"}`` (+ ``prior``)."""
         out: dict[str, Any] = {"method": self.method, "level": self.level, "replicates": self.replicates, "seed": self.seed}
         if self.method == "posterior":
