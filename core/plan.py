@@ -242,8 +242,9 @@ class Plan:
             ``.element(i)`` gives element ``i``'s ``compute_detailed`` triple.
 
         The metrics of the cell states (confusion-derived metrics, example counts) are computed
-        by array arithmetic over the leading axis; the others element by element, so every
-        value is bit-identical to :meth:`compute_detailed`'s (see :mod:`core.stacked`).
+        by array arithmetic over the leading axis (from three elements on; one or two take the
+        scalar path, which is faster there); the others element by element, so every value is
+        bit-identical to :meth:`compute_detailed`'s (see :mod:`core.stacked`).
         """
         return compute_many(self, states_list)
 

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from core import Plan, Task
 from core.metrics import REGISTRY
 from core.plan import make_task
-from core.stacked import CELL_KINDS, _vectorised
+from core.stacked import CELL_KINDS, _vectorised, compute_many
 from core.states import BinaryConfusionState, ConfusionMatrixState
 from core.formats import make_batch
 
@@ -66,7 +66,11 @@ def same(a, b) -> bool:
 
 
 def check(plan: Plan, states_list: list) -> None:
-    many = plan.compute_many(states_list)
+    _check(plan, states_list, compute_many(plan, states_list, vectorise_from=1))  # always the stacked path
+    _check(plan, states_list, plan.compute_many(states_list))  # one or two elements: the scalar path
+
+
+def _check(plan: Plan, states_list: list, many) -> None:
     values, intervals, undefined = many
     assert len(many) == len(states_list)
     for i, states in enumerate(states_list):
