@@ -235,10 +235,10 @@ class Plan:
                 bootstrap replicates or posterior samples of one slice, ...).
 
         Returns:
-            A :class:`~core.stacked.ManyValues` that unpacks as ``(values, intervals,
+            A :class:`~core.stacked.ManyValues` that unpacks as ``(values, bounds,
             undefined)``: ``values[key]`` is an (R, ...) array (element ``i`` is
             ``compute_detailed(states_list[i])``'s value; an object array (R,) when the shapes
-            differ, e.g. curves); ``intervals`` and ``undefined`` are lists of R dicts, as
+            differ, e.g. curves); ``bounds`` and ``undefined`` are lists of R dicts, as
             :meth:`compute_detailed` returns them per element (no warnings are raised).
             ``.element(i)`` gives element ``i``'s ``compute_detailed`` triple.
 

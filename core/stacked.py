@@ -7,7 +7,7 @@ counts, binary confusion counts, confusion matrices; see :meth:`core.states.Stat
 computed by array arithmetic over that axis; every other metric falls back to its own
 :meth:`~core.metrics.Metric.compute`, one element at a time, so the result is always that of
 :meth:`~core.plan.Plan.compute_detailed` per element, bit for bit (values, NaN entries,
-intervals and undefined entries).
+certified bounds and undefined entries).
 
 Vectorised here (binary and multiclass tasks): precision, recall, F1, F-beta, IoU (Jaccard),
 mIoU and Dice with every average (``binary``, ``micro``, ``macro``, ``weighted``, ``none``),
@@ -93,30 +93,31 @@ class ManyValues:
         values: ``{metric key: (R, ...) array}``: float64 (int64 for ``example_count``) with the
             element's value shape after the leading axis ((R,) for scalar metrics, (R, K) for
             per-class values); an object array (R,) when the elements' shapes differ (curves).
-        intervals: per element, ``{metric key: (lower, upper)}`` as
-            :meth:`~core.plan.Plan.compute_detailed` (approximate states only).
+        bounds: per element, ``{metric key: (lower, upper)}``: the certified bounds of
+            :meth:`~core.plan.Plan.compute_detailed` (approximate states only; not a confidence
+            interval).
         undefined: per element, ``{metric key: (classes, fill)}`` as
             :meth:`~core.plan.Plan.compute_detailed`.
 
-    Unpacks as ``values, intervals, undefined = plan.compute_many(states_list)``;
+    Unpacks as ``values, bounds, undefined = plan.compute_many(states_list)``;
     :meth:`element` gives one element's ``compute_detailed`` triple.
     """
 
-    def __init__(self, values: dict[str, np.ndarray], intervals: list[dict], undefined: list[Undefined], objects: dict[str, list]):
+    def __init__(self, values: dict[str, np.ndarray], bounds: list[dict], undefined: list[Undefined], objects: dict[str, list]):
         self.values = values
-        self.intervals = intervals
+        self.bounds = bounds
         self.undefined = undefined
         self._objects = objects  # the fallback metrics' own per-element values (exact types)
         self._scalars: dict[str, list] = {}  # (R,) numeric values as Python numbers (tolist)
 
     def __iter__(self) -> Iterator[Any]:
-        return iter((self.values, self.intervals, self.undefined))
+        return iter((self.values, self.bounds, self.undefined))
 
     def __len__(self) -> int:
         return len(self.undefined)
 
     def element(self, i: int) -> tuple[dict[str, Any], dict[str, tuple[float, float]], Undefined]:
-        """``(values, intervals, undefined)`` of element ``i``, equal to ``compute_detailed`` of
+        """``(values, bounds, undefined)`` of element ``i``, equal to ``compute_detailed`` of
         its states (scalars as Python numbers, arrays as numpy arrays)."""
         out: dict[str, Any] = {}
         for key, v in self.values.items():
@@ -130,7 +131,7 @@ class ManyValues:
                 out[key] = scalars[i]
             else:
                 out[key] = v[i].copy()
-        return out, dict(self.intervals[i]), dict(self.undefined[i])
+        return out, dict(self.bounds[i]), dict(self.undefined[i])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -528,7 +529,7 @@ def _compute(plan: Any, st: _Stacked, states_list: Sequence[Sequence[State]] | N
         return ManyValues({m.key: np.zeros(0) for m in plan.metrics}, [], [], {})
     values: dict[str, np.ndarray] = {}
     objects: dict[str, list] = {}
-    intervals: list[dict] = [{} for _ in range(r)]
+    bounds: list[dict] = [{} for _ in range(r)]
     undefined: list[Undefined] = [{} for _ in range(r)]
     ignored = plan.task.ignored_class
     for m in plan.metrics:
@@ -550,7 +551,7 @@ def _compute(plan: Any, st: _Stacked, states_list: Sequence[Sequence[State]] | N
             with recording_undefined() as evs:
                 x = m.compute(by_kind)
             if isinstance(x, Interval):
-                intervals[i][m.key] = (float(x.lower), float(x.upper))
+                bounds[i][m.key] = (float(x.lower), float(x.upper))
                 x = x.value
             objs.append(x)
             entry = undefined_entry(evs, x if m.nan_entries_undefined or np.ndim(x) == 0 else 0.0, ignored)
@@ -558,7 +559,7 @@ def _compute(plan: Any, st: _Stacked, states_list: Sequence[Sequence[State]] | N
                 undefined[i][m.key] = entry
         objects[m.key] = objs
         values[m.key] = _stack_objects(objs)
-    return ManyValues(values, intervals, undefined, objects)
+    return ManyValues(values, bounds, undefined, objects)
 
 
 def compute_many(plan: Any, states_list: Sequence[Sequence[State]], vectorise_from: int = VECTORISE_FROM) -> ManyValues:
