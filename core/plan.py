@@ -21,8 +21,8 @@ import warnings
 from core import codec
 from core._inputs import Batch
 from core.formats import get_format, make_batch
-from core.metrics import DEFAULT_METRICS, Interval, Metric, Task, UndefinedMetricWarning, recording_undefined, resolve
-from core.stacked import ManyValues, compute_cells, compute_many, undefined_entry
+from core.metrics import DEFAULT_METRICS, Metric, Task, UndefinedMetricWarning, resolve
+from core.stacked import ManyValues, compute_cells, compute_many, compute_one
 from core.states import ExampleCountState, State
 
 #: Input needs (see :meth:`core.metrics.Metric.needs`) and the roles that satisfy them.
@@ -216,13 +216,10 @@ class Plan:
         undefined: dict[str, tuple[tuple[int, ...] | None, Any]] = {}
         ignored = self.task.ignored_class
         for m in self.metrics:
-            with recording_undefined() as events:
-                v = m.compute(by_kind)
-            if isinstance(v, Interval):
-                bounds[m.key] = (float(v.lower), float(v.upper))
-                v = v.value
+            v, bound, entry = compute_one(m, by_kind, ignored)
             values[m.key] = v
-            entry = undefined_entry(events, v if m.nan_entries_undefined or np.ndim(v) == 0 else 0.0, ignored)
+            if bound is not None:
+                bounds[m.key] = bound
             if entry is not None:
                 undefined[m.key] = entry
         return values, bounds, undefined

@@ -77,7 +77,7 @@ from core.metrics import (
 )
 from core.states import BinaryConfusionState, ConfusionMatrixState, ExampleCountState, State
 
-__all__ = ["CELL_KINDS", "ManyValues", "compute_cells", "compute_many", "stack_fields", "undefined_entry"]
+__all__ = ["CELL_KINDS", "ManyValues", "compute_cells", "compute_many", "compute_one", "stack_fields", "undefined_entry"]
 
 #: The state kinds whose metrics compute over a leading axis (see the module docstring).
 CELL_KINDS = (ExampleCountState.kind, BinaryConfusionState.kind, ConfusionMatrixState.kind)
@@ -492,6 +492,18 @@ def _vectorised(m: Metric) -> Callable | None:
     return entry[1]
 
 
+def compute_one(m: Metric, by_kind: dict[str, State], ignored: int | None) -> tuple[Any, tuple[float, float] | None, Any]:
+    """One metric of one element, the scalar path: ``(value, bounds or None, undefined entry or
+    None)`` (an :class:`~core.metrics.Interval` gives its value and its certified bounds)."""
+    with recording_undefined() as events:
+        v = m.compute(by_kind)
+    bound = None
+    if isinstance(v, Interval):
+        bound = (float(v.lower), float(v.upper))
+        v = v.value
+    return v, bound, undefined_entry(events, v if m.nan_entries_undefined or np.ndim(v) == 0 else 0.0, ignored)
+
+
 def _entries(m: Metric, values: np.ndarray, events: dict[int, list], ignored: int | None, undefined: list[Undefined]) -> None:
     """Each element's undefined entry (:func:`undefined_entry` of its events and
     value), for the elements with an event or a NaN value."""
@@ -547,14 +559,10 @@ def _compute(plan: Any, st: _Stacked, states_list: Sequence[Sequence[State]] | N
             )
         objs = []
         for i, states in enumerate(states_list):
-            by_kind = {s.kind: s for s in states}
-            with recording_undefined() as evs:
-                x = m.compute(by_kind)
-            if isinstance(x, Interval):
-                bounds[i][m.key] = (float(x.lower), float(x.upper))
-                x = x.value
+            x, bound, entry = compute_one(m, {s.kind: s for s in states}, ignored)
             objs.append(x)
-            entry = undefined_entry(evs, x if m.nan_entries_undefined or np.ndim(x) == 0 else 0.0, ignored)
+            if bound is not None:
+                bounds[i][m.key] = bound
             if entry is not None:
                 undefined[i][m.key] = entry
         objects[m.key] = objs
