@@ -17,7 +17,8 @@ of ``--repeats`` interleaved rounds, :mod:`benchmarks._harness`):
 
 Workloads: precision/recall/f1/accuracy (issue 12's workload 2), and a larger confusion set
 (the same plus ``f1@macro``, ``mcc``, ``cohen_kappa``, ``specificity``, ``npv``,
-``classification_report``).
+``classification_report``), and ``roc_auc`` (computed slice by slice inside ``compute_many``: the
+cost of the fallback).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from benchmarks.bench_onepass import METRICS, flights_batches
 WORKLOADS = (
     ("precision/recall/f1/accuracy, tailnum", METRICS),
     ("+ f1@macro, mcc, cohen_kappa, specificity, npv, classification_report", METRICS + ["f1@macro", "mcc", "cohen_kappa", "specificity", "npv", "classification_report"]),
+    ("roc_auc, tailnum (not vectorised: computed slice by slice)", ["roc_auc"]),
 )
 
 
