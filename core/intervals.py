@@ -345,7 +345,7 @@ def sample_interval(samples: np.ndarray, level: float, how: str = "equal_tailed"
             i = int(np.argmin(widths))
             lo[j], hi[j] = x[i], x[i + w - 1]
         else:
-            lo[j], hi[j] = np.quantile(x, [(1 - level) / 2, (1 + level) / 2])
+            lo[j], hi[j] = np.quantile(x, [(1 - level) / 2, (1 + level) / 2], method="median_unbiased")
     shape = s.shape[1:]
     if not shape:
         return float(lo[0]), float(hi[0])
