@@ -75,7 +75,7 @@ from core.metrics import (
 )
 from core.states import BinaryConfusionState, ConfusionMatrixState, ExampleCountState, State
 
-__all__ = ["CELL_KINDS", "ManyValues", "compute_cells", "compute_many", "stack_fields", "undefined_entry"]
+__all__ = ["CELL_KINDS", "ManyValues", "compute_cells", "compute_many", "is_cell_metric", "stack_fields", "undefined_entry"]
 
 #: The state kinds whose metrics compute over a leading axis (see the module docstring).
 CELL_KINDS = (ExampleCountState.kind, BinaryConfusionState.kind, ConfusionMatrixState.kind)
@@ -488,6 +488,11 @@ def _vectorised(m: Metric) -> Callable | None:
     if any(cls.kind not in CELL_KINDS for cls, _ in m.requires()):
         return None
     return entry[1]
+
+
+def is_cell_metric(m: Metric) -> bool:
+    """True when :func:`compute_cells` can compute ``m`` (a vectorised metric of cell states)."""
+    return _vectorised(m) is not None
 
 
 def _entries(m: Metric, values: np.ndarray, events: dict[int, list], ignored: int | None, undefined: list[Undefined]) -> None:
