@@ -282,6 +282,7 @@ class Evaluation(AccumulatorOps):
             if key not in position:  # suppressed (pruned): no metrics computed, no counts reported
                 out.append(SliceResult(slice=key, n=None, weight=None, skipped=None, metrics={}, suppressed=True))
                 continue
+            states = states_of[key]
             values, bounds, undef = many.element(position[key])
             for metric, (classes, fill) in undef.items():
                 if fill in ("nan", "warn"):
@@ -296,7 +297,7 @@ class Evaluation(AccumulatorOps):
                     metrics=values,
                     bounds=bounds,
                     folded_values=self.folded_values(key),
-                    ci=slice_ci(self.ci, self.plan, key, states_of[key], values),
+                    ci=slice_ci(self.ci, self.plan, key, states, values),
                 )
             )
         for metric, where in undefined.items():  # one warning per metric per finish
