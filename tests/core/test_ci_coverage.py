@@ -16,7 +16,8 @@ in 93%-97%):
 
     MM_CI_COVERAGE_FULL=1 .venv/bin/python -m pytest tests/core/test_ci_coverage.py -q
 
-Measured (full run, seed 2026): see the README, section "Confidence intervals and model comparison".
+Measured (full run, seed 2026): analytic accuracy 94.5%, ROC AUC 94.6%; posterior accuracy 94.0%,
+F1 93.7% (also in the README, section "Confidence intervals and model comparison").
 """
 
 from __future__ import annotations
