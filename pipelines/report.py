@@ -16,7 +16,8 @@ figure (``data-figure``)     shown when
 ``reliability``              a ``reliability_diagram`` metric (title: ``ece`` if present)
 ``confusion_matrix``         a ``confusion_matrix`` metric
 ``slices``                   one bar chart per scalar metric when there are slices besides the
-                             overall one; certified ``bounds`` are drawn as error bars
+                             overall one; certified ``bounds`` are drawn as error bars,
+                             confidence intervals (``ci``) as grey bars
 ``windows``                  windowed results are given (``windows=`` or ``results.windows``,
                              or a ``window_col`` in ``results.config`` naming a slice column)
 ``accuracy_matrix``          a continual-learning accuracy matrix metric (a metric class with
