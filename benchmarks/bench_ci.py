@@ -14,27 +14,20 @@ computed in ``finish`` only (from the merged states), so the fold costs the same
 
 from __future__ import annotations
 
-import argparse
 import sys
 import warnings
 
 from benchmarks._harness import machine_line, measure
-from benchmarks.bench_onepass import flights_batches
+from benchmarks.bench_onepass import flights_args
 
 METRICS = ["accuracy", "precision", "recall", "f1", "f1@macro", "mcc", "roc_auc"]
 SLICES = ["carrier", "origin", "carrier,origin"]
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--replicate", type=int, default=1, help="copies of the 166,668 flights predictions")
-    p.add_argument("--repeats", type=int, default=5)
-    p.add_argument("--parquet", help="reuse a flights predictions Parquet file (built if absent)")
-    args = p.parse_args(argv)
-
     from core import Evaluation
 
-    batches = flights_batches(args.replicate, args.parquet)
+    args, batches = flights_args(__doc__, argv)
     print(f"flights predictions x {args.replicate}: {sum(b.num_rows for b in batches):,} rows; metrics {','.join(METRICS)}; slices {SLICES}")
     print(f"CPU time, median of {args.repeats}; {machine_line()}")
     evs = {ci: Evaluation(label_col="delayed", score_col="score", slices=SLICES, metrics=METRICS, ci=ci) for ci in (None, "analytic", "posterior")}
