@@ -77,7 +77,7 @@ from core.metrics import (
 )
 from core.states import BinaryConfusionState, ConfusionMatrixState, ExampleCountState, State
 
-__all__ = ["CELL_KINDS", "ManyValues", "compute_cells", "compute_many", "compute_one", "stack_fields", "undefined_entry"]
+__all__ = ["CELL_KINDS", "ManyValues", "compute_cells", "compute_many", "compute_one", "is_cell_metric", "stack_fields", "undefined_entry"]
 
 #: The state kinds whose metrics compute over a leading axis (see the module docstring).
 CELL_KINDS = (ExampleCountState.kind, BinaryConfusionState.kind, ConfusionMatrixState.kind)
@@ -502,6 +502,11 @@ def compute_one(m: Metric, by_kind: dict[str, State], ignored: int | None) -> tu
         bound = (float(v.lower), float(v.upper))
         v = v.value
     return v, bound, undefined_entry(events, v if m.nan_entries_undefined or np.ndim(v) == 0 else 0.0, ignored)
+
+
+def is_cell_metric(m: Metric) -> bool:
+    """True when :func:`compute_cells` can compute ``m`` (a vectorised metric of cell states)."""
+    return _vectorised(m) is not None
 
 
 def _entries(m: Metric, values: np.ndarray, events: dict[int, list], ignored: int | None, undefined: list[Undefined]) -> None:

@@ -13,6 +13,7 @@ The keys are the CLI's long options with ``_`` for ``-`` (``threshold_rule`` for
     threshold: 0.5
     zero_division: nan
     bounds: true                  # certified bounds of approximate metrics in the report
+    ci: analytic                  # confidence intervals (also ci_level, ci_replicates, ci_seed, ...)
     engine: local
     output: out/eval
     report: true                  # or a path; false for none

@@ -56,6 +56,8 @@ RESULT_SCHEMA = pa.schema(
         ("value", pa.float64()),
         ("lower", pa.float64()),
         ("upper", pa.float64()),
+        ("ci_lower", pa.float64()),
+        ("ci_upper", pa.float64()),
     ]
 )
 
