@@ -29,6 +29,7 @@ from typing import Any, Iterable
 from core.accumulator import Accumulator, AccumulatorOps
 from core.batches import extract_columns, fold_all, is_single_batch, missing_row_column, num_rows, rows_to_columns  # noqa: F401  (re-exported)
 from core.columns import ColumnMap
+from core.bootstrap import BucketedPlan
 from core.intervals import CISettings, slice_ci
 from core.metrics import Task, UndefinedMetricWarning
 from core.options import config_of, fingerprint_of, options_doc, read_options, signature
@@ -121,13 +122,17 @@ class Evaluation(AccumulatorOps):
         self._bounds: dict = {}
         self.on_invalid = o["on_invalid"]
         self.ci = CISettings.from_options(o)
-        self.plan = Plan(o["metrics"], task_obj)
+        self.plan = self._base_plan = Plan(o["metrics"], task_obj)
         task_obj = self.plan.task
+        bootstrap = o["ci"] == "bootstrap"
+        self._buckets, self._id_col = (o["ci_buckets"], o["id_col"]) if bootstrap else (None, None)
         self.inputs = ColumnMap(
             label_col=o["label_col"], score_col=o["score_col"], prediction_col=o["prediction_col"], weight_col=o["weight_col"],
-            measure_col=o["measure_col"], slices=self.slices, plan=self.plan,
+            measure_col=o["measure_col"], slices=self.slices, plan=self.plan, id_col=self._id_col,
             formats={"target": o["label_format"], "score": o["score_format"], "prediction": o["prediction_format"]},
         )  # fmt: skip
+        if bootstrap:  # every slice's states per hash bucket (core.bootstrap)
+            self.plan = BucketedPlan(self._base_plan, o["ci_buckets"])
         # every option's JSON-ready value, as the plan resolved it (to_config, describe, fingerprint)
         resolved = {
             **o,
@@ -149,6 +154,8 @@ class Evaluation(AccumulatorOps):
         if self._profile is not None:
             profile = hashlib.sha256(self._profile.to_json().encode("utf-8")).hexdigest()[:16]
         fp = {**self.plan.fingerprint, **fingerprint_of(self._resolved), "profile": profile}
+        if self._buckets is not None:  # bucketed states: only with the same buckets and hash source
+            fp["bootstrap"] = {"buckets": self._buckets, "id_col": self._id_col}
         return json.loads(json.dumps(fp))  # JSON-canonical: equal to a decoded one
 
     @property
@@ -264,11 +271,12 @@ class Evaluation(AccumulatorOps):
         fills: dict[str, Any] = {}
         for key in sorted(acc, key=lambda k: sort_key(k, spec_order)):
             states = acc[key]
-            counts = states[0]
+            point = self.plan.point(states) if self._buckets is not None else states
+            counts = point[0]
             if self._suppressed(key, counts):  # pruned: no metrics computed, no counts reported
                 out.append(SliceResult(slice=key, n=None, weight=None, skipped=None, metrics={}, suppressed=True))
                 continue
-            values, intervals, undef = self.plan.compute_detailed(states)
+            values, intervals, undef = self._base_plan.compute_detailed(point)
             for metric, (classes, fill) in undef.items():
                 if fill in ("nan", "warn"):
                     undefined.setdefault(metric, []).append((slice_name(key), classes))

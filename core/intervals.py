@@ -20,6 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from core.bootstrap import bootstrap_ci
+
 __all__ = ["CISettings", "slice_ci"]
 
 
@@ -57,4 +59,6 @@ def slice_ci(settings: CISettings, plan: Any, key: tuple, states: tuple, values:
     """
     if settings.method is None:
         return {}
+    if settings.method == "bootstrap":
+        return bootstrap_ci(plan, states, settings.level, settings.replicates, settings.seed)
     raise NotImplementedError(f"ci={settings.method!r} is not implemented yet")
