@@ -31,6 +31,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from core.codec import slice_key_to_json
+from core.metrics import Interval, recording_undefined
 from core.plan import Plan
 from core.score_distribution import ScoreDistributionState
 from core.states import State
@@ -268,9 +269,13 @@ class BucketedPlan(Plan):
 
     def point(self, states: tuple[State, ...]) -> tuple[State, ...]:
         """The merge of every bucket: the plan's states of the slice."""
+        cached = self.__dict__.get("_point")
+        if cached is not None and cached[0] is states:
+            return cached[1]
         parts = self.groups(states)
         while len(parts) > 1:  # a balanced tree of merges (exact states: any order gives the same)
             parts = [self.base.merge(parts[i], parts[i + 1]) if i + 1 < len(parts) else parts[i] for i in range(0, len(parts), 2)]
+        self.__dict__["_point"] = (states, parts[0])  # the last slice's (finish asks twice)
         return parts[0]
 
     def fold(self, states: tuple[State, ...], batch: Any) -> tuple[State, ...]:
@@ -314,17 +319,22 @@ def _distribution_replicates(cls: type[ScoreDistributionState], layout: Any, sta
     bucket's bins regrouped into them, weighted, summed; bins of weight 0 dropped."""
     pa = point.arrays
     keys, level = pa["keys"], int(pa["level"])
-    m = keys.shape[0]
-    pos = np.zeros((len(states), m))
-    neg = np.zeros((len(states), m))
+    m, nb = keys.shape[0], len(states)
+    at, pos, neg = [], [], []
     for b, s in enumerate(states):
         a = s.arrays
         if a["keys"].size:
-            to = np.searchsorted(keys, a["keys"] >> np.int64(level - int(a["level"])))
-            np.add.at(pos[b], to, a["pos"])
-            np.add.at(neg[b], to, a["neg"])
+            at.append(b * m + np.searchsorted(keys, a["keys"] >> np.int64(level - int(a["level"]))))
+            pos.append(a["pos"])
+            neg.append(a["neg"])
+    if at:
+        idx = np.concatenate(at)
+        P = np.bincount(idx, np.concatenate(pos), minlength=nb * m).reshape(nb, m)
+        N = np.bincount(idx, np.concatenate(neg), minlength=nb * m).reshape(nb, m)
+    else:
+        P = N = np.zeros((nb, m))
     wf = w.astype(np.float64)
-    rp, rn = wf @ pos, wf @ neg
+    rp, rn = wf @ P, wf @ N
     out = []
     for r in range(w.shape[0]):
         keep = (rp[r] + rn[r]) > 0
@@ -386,20 +396,26 @@ def _stack(values: list[Any]) -> np.ndarray:
         return out
 
 
-def replicate_values(plan: BucketedPlan, states: tuple[State, ...], weights: np.ndarray) -> dict[str, np.ndarray]:
-    """``{metric key: (R, ...) float64 array}``: each metric of ``plan`` over the R replicates
-    of one slice (an object array (R,) when the shapes differ, e.g. curves).
+def replicate_values(
+    plan: BucketedPlan, states: tuple[State, ...], weights: np.ndarray, keys: Sequence[str] | None = None
+) -> dict[str, np.ndarray]:
+    """``{metric key: (R, ...) float64 array}``: each metric of ``plan`` (or of ``keys`` only)
+    over the R replicates of one slice (an object array (R,) when the shapes differ, e.g. curves).
 
     The comparison of two models folded over the same rows uses it with the same ``weights`` for
     both: ``delta_r = candidate_r - baseline_r`` is the paired bootstrap.
     """
     reps = replicate_states(plan, states, weights)
-    base = plan.base
-    many = getattr(base, "compute_many", None)
-    if many is not None:
-        return {k: np.asarray(v) for k, v in many(reps)[0].items()}
-    per = [base.compute_detailed(r)[0] for r in reps]
-    return {k: _stack([p[k] for p in per]) for k in base.keys}
+    metrics = [m for m in plan.base.metrics if keys is None or m.key in keys]
+    out = {}
+    for m in metrics:
+        vals = []
+        for r in reps:
+            with recording_undefined():  # undefined replicates are NaN, left out of the interval
+                v = m.compute({s.kind: s for s in r})
+            vals.append(v.value if isinstance(v, Interval) else v)
+        out[m.key] = _stack(vals)
+    return out
 
 
 def percentile_interval(values: np.ndarray, level: float) -> tuple[Any, Any] | None:
@@ -425,7 +441,17 @@ def percentile_interval(values: np.ndarray, level: float) -> tuple[Any, Any] | N
     return lo, hi
 
 
-def bootstrap_ci(plan: BucketedPlan, states: tuple[State, ...], level: float, replicates: int, seed: int) -> dict[str, Any]:
+def _fixed_shape(v: Any) -> bool:
+    try:
+        a = np.asarray(v)
+    except (ValueError, TypeError):
+        return False
+    return a.dtype.kind in "biuf"
+
+
+def bootstrap_ci(
+    plan: BucketedPlan, states: tuple[State, ...], level: float, replicates: int, seed: int, values: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """``{metric key: (lower, upper)}`` of one slice: percentile intervals at ``level`` of
     ``replicates`` Poisson bootstrap replicates drawn with ``seed`` (arrays for per-class
     metrics; metrics whose values have no fixed shape, e.g. curves, get none).
@@ -436,9 +462,10 @@ def bootstrap_ci(plan: BucketedPlan, states: tuple[State, ...], level: float, re
     """
     if not isinstance(plan, BucketedPlan):
         raise ValueError('ci="bootstrap" needs the bucketed states of an evaluation folded with ci="bootstrap"')
-    values = replicate_values(plan, states, replicate_weights(seed, replicates, plan.buckets))
+    keys = None if values is None else [k for k, v in values.items() if _fixed_shape(v)]
+    reps = replicate_values(plan, states, replicate_weights(seed, replicates, plan.buckets), keys)
     out = {}
-    for key, v in values.items():
+    for key, v in reps.items():
         iv = percentile_interval(v, level)
         if iv is not None:
             out[key] = iv

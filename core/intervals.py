@@ -60,5 +60,5 @@ def slice_ci(settings: CISettings, plan: Any, key: tuple, states: tuple, values:
     if settings.method is None:
         return {}
     if settings.method == "bootstrap":
-        return bootstrap_ci(plan, states, settings.level, settings.replicates, settings.seed)
+        return bootstrap_ci(plan, states, settings.level, settings.replicates, settings.seed, values)
     raise NotImplementedError(f"ci={settings.method!r} is not implemented yet")
