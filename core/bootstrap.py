@@ -269,13 +269,16 @@ class BucketedPlan(Plan):
 
     def point(self, states: tuple[State, ...]) -> tuple[State, ...]:
         """The merge of every bucket: the plan's states of the slice."""
-        cached = self.__dict__.get("_point")
+        cache = self.__dict__.setdefault("_points", {})
+        cached = cache.get(id(states))
         if cached is not None and cached[0] is states:
             return cached[1]
         parts = self.groups(states)
         while len(parts) > 1:  # a balanced tree of merges (exact states: any order gives the same)
             parts = [self.base.merge(parts[i], parts[i + 1]) if i + 1 < len(parts) else parts[i] for i in range(0, len(parts), 2)]
-        self.__dict__["_point"] = (states, parts[0])  # the last slice's (finish asks twice)
+        if len(cache) >= 4096:  # finish asks twice per slice (values, then replicates)
+            cache.clear()
+        cache[id(states)] = (states, parts[0])
         return parts[0]
 
     def fold(self, states: tuple[State, ...], batch: Any) -> tuple[State, ...]:
@@ -283,6 +286,9 @@ class BucketedPlan(Plan):
 
     def compute_detailed(self, states: tuple[State, ...]) -> Any:
         return self.base.compute_detailed(self.point(states) if len(states) != len(self.base.state_types) else states)
+
+    def compute_many(self, states_list: Sequence[tuple[State, ...]]) -> Any:
+        return self.base.compute_many([self.point(s) if len(s) != len(self.base.state_types) else s for s in states_list])
 
     def describe(self) -> dict[str, Any]:
         return self.base.describe()
@@ -363,7 +369,9 @@ def _merged_replicates(states: list[State], w: np.ndarray) -> list[State]:
     return out
 
 
-def replicate_states(plan: BucketedPlan, states: tuple[State, ...], weights: np.ndarray) -> list[tuple[State, ...]]:
+def replicate_states(
+    plan: BucketedPlan, states: tuple[State, ...], weights: np.ndarray, kinds: Sequence[str] | None = None
+) -> list[tuple[State, ...]]:
     """The R replicate state tuples (of ``plan.base``) of one slice's bucketed states:
     replicate ``r`` is ``sum_b weights[r, b] * bucket_b``.
 
@@ -371,12 +379,15 @@ def replicate_states(plan: BucketedPlan, states: tuple[State, ...], weights: np.
         plan: the evaluation's :class:`BucketedPlan`.
         states: the slice's bucketed states (``plan.state_types``).
         weights: (R, B) integer weights (:func:`replicate_weights`).
+        kinds: only the states of these kinds (in plan order); None: every state.
     """
     groups = plan.groups(states)
     point = plan.point(states)
     w = np.asarray(weights)
     columns = []
     for i, (cls, layout) in enumerate(plan.base.state_types):
+        if kinds is not None and cls.kind not in kinds:
+            continue
         col = [g[i] for g in groups]
         if _linear(cls, layout):
             columns.append(_linear_replicates(cls, layout, col, w))
@@ -385,6 +396,20 @@ def replicate_states(plan: BucketedPlan, states: tuple[State, ...], weights: np.
         else:
             columns.append(_merged_replicates(col, w))
     return [tuple(c[r] for c in columns) for r in range(w.shape[0])]
+
+
+def _subplan(base: Plan, keys: tuple[str, ...]) -> Plan | None:
+    """The plan of ``keys`` alone when its states are the base plan's (same kinds and layouts,
+    in base order), else None."""
+    cache = base.__dict__.setdefault("_bootstrap_subplans", {})
+    if keys not in cache:
+        sub = Plan([m for m in base.metrics if m.key in keys], base.task)
+        have = {cls.kind: (cls, layout) for cls, layout in base.state_types}
+        order = [cls.kind for cls, _ in base.state_types]
+        same = all(have.get(cls.kind) == (cls, layout) for cls, layout in sub.state_types)
+        same = same and [k for k in order if k in {c.kind for c, _ in sub.state_types}] == [c.kind for c, _ in sub.state_types]
+        cache[keys] = sub if same and hasattr(sub, "compute_many") else None
+    return cache[keys]
 
 
 def _stack(values: list[Any]) -> np.ndarray:
@@ -405,8 +430,14 @@ def replicate_values(
     The comparison of two models folded over the same rows uses it with the same ``weights`` for
     both: ``delta_r = candidate_r - baseline_r`` is the paired bootstrap.
     """
+    base = plan.base
+    sub = _subplan(base, tuple(base.keys if keys is None else keys))
+    if sub is not None:  # the metrics asked for, vectorised over the replicates where they can be
+        reps = replicate_states(plan, states, weights, [cls.kind for cls, _ in sub.state_types])
+        many = sub.compute_many(reps)
+        return {k: np.asarray(v) for k, v in many.values.items()}
     reps = replicate_states(plan, states, weights)
-    metrics = [m for m in plan.base.metrics if keys is None or m.key in keys]
+    metrics = [m for m in base.metrics if keys is None or m.key in keys]
     out = {}
     for m in metrics:
         vals = []
