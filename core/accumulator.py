@@ -263,13 +263,7 @@ class AccumulatorOps:
         assert B is not None
         types, weighted = self._base_plan.state_types, self.weight_col is not None
         assigned = [(spec, assign_slices(spec, cols, n, self._bounds.get(spec), row_offset)) for spec in self.slices]
-        if batch.n:
-            eb = element_buckets(
-                B, batch, n, invalid, ids=cols[self._id_col] if self._id_col else None, id_col=self._id_col,
-                slice_codes=[(a.codes, a.keys) for _, a in assigned if a.rows is None], row_offset=row_offset,
-            )  # fmt: skip
-        else:
-            eb = np.zeros(0, dtype=np.int64)
+        eb = self._element_buckets(cols, n, batch, invalid, [a for _, a in assigned], row_offset)
         data = batch if batch.n else None
         cache: dict = {}
         skipped = np.zeros(B, dtype=np.int64)
@@ -282,6 +276,17 @@ class AccumulatorOps:
             codes = codes * B + (eb if pos is None else eb[pos])
             acc.block(spec.columns, types, weighted, B).fold(data, pos, codes, bucket_keys(a.keys, B), bucketed_sk, cache)
         return acc
+
+    def _element_buckets(self, cols: dict, n: int, batch: Batch, invalid: Any, assigned: list, row_offset: int) -> np.ndarray:
+        """(batch.n,) bootstrap bucket of each element (:func:`core.bootstrap.element_buckets`):
+        from ``id_col``, else from the row's content and its slice keys. A second model folded
+        over the same rows must use these buckets too, so that its replicates are paired."""
+        if not batch.n:
+            return np.zeros(0, dtype=np.int64)
+        return element_buckets(
+            self._buckets, batch, n, invalid, ids=cols[self._id_col] if self._id_col else None, id_col=self._id_col,
+            slice_codes=[(a.codes, a.keys) for a in assigned if a.rows is None], row_offset=row_offset,
+        )  # fmt: skip
 
     def _fold_into(self, acc: Accumulator, key: tuple, batch: Batch | None, skipped: int) -> None:
         """Fold ``batch`` (None: no elements) and ``skipped`` invalid rows into slice ``key``."""
