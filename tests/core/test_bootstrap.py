@@ -53,6 +53,17 @@ def _eval(**kw) -> Evaluation:
     return Evaluation(label_col="y", score_col="s", slices=["g"], metrics=METRICS, **kw)
 
 
+def _fold_shards(ev: Evaluation, d: dict, rng: np.random.Generator, through_codec: bool = False) -> list:
+    """One accumulator per random shard of ``d`` (empty shards and batches included)."""
+    parts = []
+    for shard in random_shards(rng, len(d["y"])):
+        acc = ev.zero()
+        for idx in shard:
+            ev.fold(acc, _take(d, idx))
+        parts.append(ev.decode_accumulator(ev.encode_accumulator(acc)) if through_codec else acc)
+    return parts
+
+
 def _finish(ev: Evaluation, acc):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -166,12 +177,7 @@ def test_intervals_are_identical_for_any_sharding(sort):
     want = _finish(ev, ev.fold(ev.zero(), d))
     rng = np.random.default_rng(0)
     for _ in range(3):
-        parts = []
-        for shard in random_shards(rng, 700):
-            acc = ev.zero()
-            for idx in shard:
-                ev.fold(acc, _take(d, idx))
-            parts.append(ev.decode_accumulator(ev.encode_accumulator(acc)))
+        parts = _fold_shards(ev, d, rng, through_codec=True)
         rng.shuffle(parts)
         got = _finish(ev, ev.merge_all(parts))
         assert got.to_dict() == want.to_dict()
@@ -193,13 +199,7 @@ def test_property_bucketed_fold_merges_to_the_per_slice_fold(seed, n, buckets):
     d = _data(n, seed)
     plain, ev = _eval(), _eval(ci="bootstrap", ci_buckets=buckets)
     a = plain.fold(plain.zero(), d)
-    rng = np.random.default_rng(seed)
-    parts = []
-    for shard in random_shards(rng, n):
-        acc = ev.zero()
-        for idx in shard:
-            ev.fold(acc, _take(d, idx))
-        parts.append(acc)
+    parts = _fold_shards(ev, d, np.random.default_rng(seed))
     x, y, z = (ev.merge_all(parts[i::3]) for i in range(3))
     left, right = ev.merge(ev.merge(x, y), z), ev.merge(x, ev.merge(z, y))  # associative, commutative
     assert dict(left.items()) == dict(right.items())
