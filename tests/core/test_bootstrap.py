@@ -172,11 +172,11 @@ def test_replicate_values_equal_a_row_weighted_reference():
 # -- any partitioning, any engine order --------------------------------------------------------
 @pytest.mark.parametrize("sort", [False, True])
 def test_intervals_are_identical_for_any_sharding(sort):
-    d = _data(700, 6, sort=sort)
-    ev = _eval(ci="bootstrap", ci_replicates=30, ci_buckets=32)
+    d = _data(500, 6, sort=sort)
+    ev = _eval(ci="bootstrap", ci_replicates=20, ci_buckets=16)
     want = _finish(ev, ev.fold(ev.zero(), d))
     rng = np.random.default_rng(0)
-    for _ in range(3):
+    for _ in range(2):
         parts = _fold_shards(ev, d, rng, through_codec=True)
         rng.shuffle(parts)
         got = _finish(ev, ev.merge_all(parts))
@@ -212,14 +212,14 @@ def test_property_bucketed_fold_merges_to_the_per_slice_fold(seed, n, buckets):
 # -- settings that change the states never mix -------------------------------------------------
 def test_other_buckets_or_id_columns_or_no_bootstrap_never_merge():
     d = _data(50, 9)
-    ev = _eval(ci="bootstrap")
+    ev = _eval(ci="bootstrap", ci_buckets=8)
     acc = ev.fold(ev.zero(), d)
-    for other in (_eval(), _eval(ci="bootstrap", ci_buckets=64), _eval(ci="bootstrap", id_col="id"), _eval(ci="analytic")):
+    for other in (_eval(), _eval(ci="bootstrap", ci_buckets=16), _eval(ci="bootstrap", ci_buckets=8, id_col="id"), _eval(ci="analytic")):
         with pytest.raises(ValueError, match="bootstrap"):
             other.merge(other.fold(other.zero(), d), acc)
         with pytest.raises(ValueError, match="bootstrap"):
             other.decode_accumulator(ev.encode_accumulator(acc))
-    same_states = _eval(ci="bootstrap", ci_seed=5, ci_replicates=17, ci_level=0.8)  # seed, R, level: only at finish
+    same_states = _eval(ci="bootstrap", ci_buckets=8, ci_seed=5, ci_replicates=17, ci_level=0.8)  # seed, R, level: only at finish
     same_states.merge(same_states.fold(same_states.zero(), d), acc)
 
 
