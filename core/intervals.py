@@ -47,10 +47,11 @@ from typing import Any, Callable
 
 import numpy as np
 
+from core.bootstrap import bootstrap_ci
 from core.classification import _BinaryRate, Prevalence
 from core.codec import slice_key_to_json
 from core.metrics import Accuracy, Metric, _PRF, recording_undefined
-from core.ranking import RocAuc
+from core.ranking import PrecisionRecallCurve, RocAuc, RocCurve
 from core.regression import MeanAbsoluteError, MeanError
 from core.stacked import is_cell_metric
 from core.states import BinaryConfusionState, ConfusionMatrixState, ExampleCountState, State
@@ -58,7 +59,7 @@ from core.states import BinaryConfusionState, ConfusionMatrixState, ExampleCount
 __all__ = ["CI_OPTIONS", "CISettings", "normal_quantile", "slice_ci", "supported", "wilson"]
 
 #: the options :class:`CISettings` reads; ``Results.config`` gathers them under ``"ci"``
-CI_OPTIONS = ("ci", "ci_level", "ci_replicates", "ci_seed", "ci_prior", "ci_interval")
+CI_OPTIONS = ("ci", "ci_level", "ci_replicates", "ci_seed", "ci_prior", "ci_interval", "ci_buckets")
 
 
 @dataclass(frozen=True)
@@ -84,6 +85,10 @@ class CISettings:
         if self.method == "posterior":
             out["prior"] = self.prior
             out["interval"] = self.interval
+        if self.method == "bootstrap":
+            out["interval"] = "percentile"
+            if plan is not None and hasattr(plan, "buckets"):
+                out["buckets"] = plan.buckets
         if plan is not None and self.method in _METHODS:
             out["unsupported"] = [m.key for m in plan.metrics if not supported(self.method, m)]
         return out
@@ -397,7 +402,11 @@ def posterior_ci(settings: CISettings, plan: Any, key: tuple, states: tuple) -> 
 
 
 # -- entry points ----------------------------------------------------------------------------
-_METHODS = {"analytic": lambda m: _analytic_kind(m) is not None, "posterior": _is_confusion_derived}
+_METHODS = {
+    "analytic": lambda m: _analytic_kind(m) is not None,
+    "posterior": _is_confusion_derived,
+    "bootstrap": lambda m: not isinstance(m, (RocCurve, PrecisionRecallCurve)),  # every metric but curves
+}
 
 
 def supported(method: str, m: Metric) -> bool:
@@ -419,6 +428,8 @@ def slice_ci(settings: CISettings, plan: Any, key: tuple, states: tuple, values:
     """
     if settings.method is None:
         return {}
+    if settings.method == "bootstrap":
+        return bootstrap_ci(plan, states, settings.level, settings.replicates, settings.seed, values)
     if settings.method == "analytic":
         return analytic_ci(settings, plan, states)
     if settings.method == "posterior":

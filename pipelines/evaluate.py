@@ -97,6 +97,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--ci-level", type=float, help="confidence level of --ci (default 0.95)")
     c.add_argument("--ci-replicates", type=int, help="bootstrap replicates / posterior samples of --ci (default 200)")
     c.add_argument("--ci-seed", type=int, help="seed of --ci's draws (default 0)")
+    c.add_argument("--ci-buckets", type=int, help="hash buckets of --ci bootstrap: rows are resampled by bucket (default 128)")
     c.add_argument("--ci-prior", type=float, choices=[0, 0.5, 1], help="prior count per confusion cell of --ci posterior (default 0.5)")
     c.add_argument("--ci-interval", choices=["equal_tailed", "hdi"], help="interval of --ci posterior samples: equal_tailed (default) or hdi (highest density)")
     c.add_argument("--id", help="example id column: the bootstrap's draws derive from it (default: from the row's content)")
