@@ -78,6 +78,10 @@ RESULT, PARTIAL = "result", "partial"
 _NO_SLICES = ("none", b"")  # the gather's marker element (global window): never a slice
 
 
+#: Elements a :class:`FoldPerSlice` collects before adding them to its accumulator at once.
+ELEMENT_CHUNK = 1024
+
+
 def overall_shard_key(shard: int) -> str:
     """The ``CombinePerKey`` key of the overall slice's shard ``shard`` (not a slice key JSON)."""
     return f"{OVERALL_KEY}#{shard}"
@@ -108,6 +112,7 @@ class FoldPerSlice(beam.DoFn):
         self._cache: tuple[str | None, MetricsCombineFn] | None = None
         self._open: dict = {}
         self._global: tuple[MetricsCombineFn, MetricsAccumulator] | None = None
+        self._elements: list = []
 
     def _fn(self, summary: Any) -> MetricsCombineFn:
         text = None if summary is None else summary.to_json()
@@ -126,17 +131,28 @@ class FoldPerSlice(beam.DoFn):
     def start_bundle(self) -> None:
         self._open = {}
         self._global = None
+        self._elements = []
         if self.hot_key_fanout > 1:
             self._shard = random.randrange(self.hot_key_fanout) if self._shard < 0 else (self._shard + 1) % self.hot_key_fanout
 
     def process(self, element: Any) -> None:
+        # elements wait in a list (nothing else per element) and join the accumulator
+        # ELEMENT_CHUNK at a time, in order (MetricsCombineFn.add_elements)
+        elements = self._elements
+        elements.append(element)
+        if len(elements) >= ELEMENT_CHUNK:
+            self._add_elements()
+
+    def _add_elements(self) -> None:
         entry = self._global
         if entry is None:  # one accumulator per bundle, in the global window
-            fn, acc = self._entry(GlobalWindow(), None)
-            entry = self._global = (fn._add, acc)
-        entry[0](entry[1], element)
+            entry = self._global = self._entry(GlobalWindow(), None)
+        elements, self._elements = self._elements, []
+        entry[0].add_elements(entry[1], elements)
 
     def finish_bundle(self) -> Iterable[WindowedValue]:
+        if self._elements:
+            self._add_elements()
         for window, (fn, acc) in self._open.items():
             fn.compact(acc)
             ev = fn.evaluation
@@ -147,6 +163,7 @@ class FoldPerSlice(beam.DoFn):
                 yield WindowedValue((group, (key_json, ev.encode_states(states))), ts, [window])
         self._open = {}
         self._global = None
+        self._elements = []
 
 
 class WindowedFoldPerSlice(FoldPerSlice):
