@@ -402,7 +402,7 @@ def main(argv: list[str] | None = None) -> int:
     dict_n = a.dict_rows or (100_000 if a.quick else 2_000_000)
     arrow_n = a.arrow_rows or (2_000_000 if a.quick else 20_000_000)
     repeats = a.repeats or (1 if a.quick else 3)
-    print(f"# bench_beam: {dict_n:,} dict rows, {arrow_n:,} Parquet rows, {repeats} repeats, wall clock; {machine_line()}")
+    print(f"# bench_beam: {dict_n:,} dict rows, {arrow_n:,} Arrow rows in memory, {a.parquet_rows or arrow_n:,} Parquet rows, {repeats} repeats, wall and CPU; {machine_line()}")
     print(format_table(run(dict_n, arrow_n, repeats, a.data_dir, tfma, a.tfma_rows, parquet_n=a.parquet_rows), markdown=a.markdown))
     return 0
 
