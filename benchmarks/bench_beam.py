@@ -206,20 +206,14 @@ def memory_table(i: int):
     return [_TABLES[k]]
 
 
-def arrow_memory(n: int, repeats: int) -> dict[str, float]:
-    """Median (wall, CPU) seconds of ComputeMetrics and of the floor over ``n`` rows (rounded up
-    to whole 1M-row tables) of in-memory Arrow tables."""
+def _batches_against_floor(source, repeats: int, floor_name: str) -> dict[str, float]:
+    """Median (wall, CPU) seconds of ``source | ComputeMetrics`` (``ours``) and of ``source |
+    Map(num_rows) | CombineGlobally(sum)`` (``floor_name``), interleaved."""
     import apache_beam as beam
 
     from beam_metrics import ComputeMetrics
 
     ev = evaluation()
-    count = max(1, -(-n // MEMORY_TABLE_ROWS))
-    for i in range(4):
-        memory_table(i)  # built before timing
-
-    def source(p):
-        return p | "Tables" >> beam.Create(list(range(count))) | "Table" >> beam.FlatMap(memory_table)
 
     def floor(p):
         source(p) | "Rows" >> beam.Map(_num_rows) | "Sum" >> beam.CombineGlobally(sum)
@@ -227,34 +221,63 @@ def arrow_memory(n: int, repeats: int) -> dict[str, float]:
     def ours(p):
         source(p) | "Metrics" >> ComputeMetrics(ev)
 
-    times: dict[str, list[tuple[float, float]]] = {"floor": [], "ours": []}
+    times: dict[str, list[tuple[float, float]]] = {floor_name: [], "ours": []}
     for _ in range(repeats):
-        times["floor"].append(timed_pipeline(floor))
+        times[floor_name].append(timed_pipeline(floor))
         times["ours"].append(timed_pipeline(ours))
-    return _medians(times) | {"rows": count * MEMORY_TABLE_ROWS}
+    return _medians(times)
+
+
+def arrow_memory(n: int, repeats: int) -> dict[str, float]:
+    """Median (wall, CPU) seconds of ComputeMetrics and of the floor over ``n`` rows (rounded up
+    to whole 1M-row tables) of in-memory Arrow tables."""
+    import apache_beam as beam
+
+    # the module by its name, also under ``python -m``: its function is then pickled by reference,
+    # not by value with the tables it caches
+    from benchmarks.bench_beam import memory_table as table
+
+    count = max(1, -(-n // MEMORY_TABLE_ROWS))
+    for i in range(4):
+        table(i)  # built before timing
+
+    def source(p):
+        return p | "Tables" >> beam.Create(list(range(count))) | "Table" >> beam.FlatMap(table)
+
+    return _batches_against_floor(source, repeats, "floor") | {"rows": count * MEMORY_TABLE_ROWS}
 
 
 def arrow_batches(path: str, repeats: int) -> dict[str, float]:
+    """Median (wall, CPU) seconds of ComputeMetrics and of the read alone over a Parquet file."""
     import apache_beam as beam
-
-    from beam_metrics import ComputeMetrics
-
-    ev = evaluation()
 
     def read(p):
         return p | "Read" >> beam.io.ReadFromParquetBatched(path, columns=["label", "score", "slice"])
 
-    def floor(p):
-        read(p) | "Rows" >> beam.Map(_num_rows) | "Sum" >> beam.CombineGlobally(sum)
+    return _batches_against_floor(read, repeats, "read")
 
-    def ours(p):
-        read(p) | "Metrics" >> ComputeMetrics(ev)
 
-    times: dict[str, list[tuple[float, float]]] = {"read": [], "ours": []}
-    for _ in range(repeats):
-        times["read"].append(timed_pipeline(floor))
-        times["ours"].append(timed_pipeline(ours))
-    return _medians(times)
+def _arrow_results(part: str, what: str, n: int, t: dict[str, float], floor: str, floor_row: str, reference: str) -> list[Result]:
+    """The floor's row and ours (target >= 10 M rows/s) of one Arrow workload's medians ``t``."""
+    ours = rate(n, t["ours"])
+    metrics_alone = rate(n, max(t["ours_cpu"] - t[floor + "_cpu"], 1e-9)) / 1e6
+    return [
+        Result(part, f"{what} ({n:,} rows): {floor_row}", rate(n, t[floor]), note=f"the floor: the engine alone, no metric; wall {t[floor]:.2f} s, CPU {t[floor + '_cpu']:.2f} s"),
+        Result(
+            part,
+            f"{what} ({n:,} rows): ComputeMetrics, 11 slices x (count, AUC, precision, recall)",
+            ours,
+            reference=reference,
+            ref_value=rate(n, t[floor]),
+            ratio=t[floor] / t["ours"],
+            target=">= 10 M rows/s",
+            met=ours >= 10e6,
+            note=(
+                f"wall {t['ours']:.2f} s vs floor {t[floor]:.2f} s; CPU {t['ours_cpu']:.2f} s vs {t[floor + '_cpu']:.2f} s "
+                f"({rate(n, t['ours_cpu']) / 1e6:.1f} M rows per CPU-s; the metrics alone, CPU minus the floor's: {metrics_alone:.1f} M rows/s; DirectRunner, one worker)"
+            ),
+        ),
+    ]
 
 
 def tfma_python(explicit: str | None = None) -> str | None:
@@ -309,52 +332,10 @@ def run(
     )
 
     m = arrow_memory(arrow_n, repeats)
-    mn = int(m["rows"])
-    out.append(
-        Result(
-            part,
-            f"Arrow tables in memory ({mn:,} rows, 1M-row tables): the source only (Create | FlatMap(table) | Map(num_rows))",
-            rate(mn, m["floor"]),
-            note=f"the floor: the engine alone, no metric; wall {m['floor']:.2f} s, CPU {m['floor_cpu']:.2f} s",
-        )
-    )
-    ours_m = rate(mn, m["ours"])
-    out.append(
-        Result(
-            part,
-            f"Arrow tables in memory ({mn:,} rows): ComputeMetrics, 11 slices x (count, AUC, precision, recall)",
-            ours_m,
-            reference="the same source without metrics",
-            ref_value=rate(mn, m["floor"]),
-            ratio=m["floor"] / m["ours"],
-            target=">= 10 M rows/s",
-            met=ours_m >= 10e6,
-            note=(
-                f"wall {m['ours']:.2f} s vs floor {m['floor']:.2f} s; CPU {m['ours_cpu']:.2f} s vs {m['floor_cpu']:.2f} s "
-                f"({rate(mn, m['ours_cpu']) / 1e6:.1f} M rows per CPU-s; metrics alone, CPU minus floor: {rate(mn, max(m['ours_cpu'] - m['floor_cpu'], 1e-9)) / 1e6:.1f} M rows/s)"
-            ),
-        )
-    )
-
+    out += _arrow_results(part, "Arrow tables in memory", int(m["rows"]), m, "floor", "the source only (Create | FlatMap(table) | Map(num_rows))", "the same source without metrics")
     pn = arrow_n if parquet_n is None else parquet_n
-    path = write_parquet(os.path.join(data_dir, f"beam_{pn}.parquet"), pn)
-    a = arrow_batches(path, repeats)
-    ours = rate(pn, a["ours"])
-    out.append(Result(part, f"Parquet ({pn:,} rows, 1M-row groups): ReadFromParquetBatched only", rate(pn, a["read"]), note=f"the read floor: our pipeline below includes it (CPU {a['read_cpu']:.2f} s)"))
-
-    out.append(
-        Result(
-            part,
-            f"Arrow batches from Parquet ({pn:,} rows): ComputeMetrics, 11 slices x (count, AUC, precision, recall)",
-            ours,
-            reference="ReadFromParquetBatched only, same file",
-            ref_value=rate(pn, a["read"]),
-            ratio=a["read"] / a["ours"],
-            target=">= 10 M rows/s",
-            met=ours >= 10e6,
-            note=f"wall {a['ours']:.1f} s vs read-only {a['read']:.1f} s; CPU {a['ours_cpu']:.1f} s vs {a['read_cpu']:.1f} s (DirectRunner, one worker)",
-        )
-    )
+    a = arrow_batches(write_parquet(os.path.join(data_dir, f"beam_{pn}.parquet"), pn), repeats)
+    out += _arrow_results(part, "Arrow batches from Parquet", pn, a, "read", "ReadFromParquetBatched only (1M-row groups)", "ReadFromParquetBatched only, same file")
 
     # TFMA: the same rows, the same size, entering the same way (one in-memory DataFrame), one run
     py = tfma_python(None if tfma == "auto" else tfma) if tfma else None
