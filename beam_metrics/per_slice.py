@@ -351,12 +351,12 @@ def assemble_results(parts: Iterable[tuple[str, bytes]], evaluation: Evaluation,
     for kind, payload in parts:
         if kind == RESULT:
             slices.append(slice_result_from_json(payload))
-        elif kind == PARTIAL:
-            states = ev.decode_states(payload)
-            overall = states if overall is None else ev.plan.merge(overall, states)
+        elif kind == PARTIAL:  # decoded, merged and finished as MergeSliceStatesFn does
+            states = evaluation.decode_states(payload)
+            overall = states if overall is None else evaluation.plan.merge(overall, states)
     if overall is not None:
         Metrics.distribution(METRICS_NAMESPACE, "slices_per_accumulator").update(1)
-        slices.append(slice_result_from_json(_finish(ev, OVERALL_KEY, overall)))
+        slices.append(slice_result_from_json(_finish(evaluation, OVERALL_KEY, overall)))
     if not any(s.slice == OVERALL for s in slices):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UndefinedMetricWarning)
