@@ -11,8 +11,9 @@ Parts (each also runs alone as ``python -m benchmarks.bench_<part>``):
 
 * ``core``    (:mod:`benchmarks.bench_core`): state folds against numpy floors and scikit-learn,
   rows per CPU-second of one process.
-* ``beam``    (:mod:`benchmarks.bench_beam`): DirectRunner, dict rows against ``Count.PerKey``,
-  Arrow batches from Parquet against TFMA 0.52 (measured in its own virtualenv when present).
+* ``beam``    (:mod:`benchmarks.bench_beam`): DirectRunner, 2M dict rows against ``Count.PerKey``,
+  Arrow tables in memory and from Parquet against the same source without metrics, and against
+  TFMA 0.52 (measured in its own virtualenv when present); wall and CPU time.
 * ``spark``   (:mod:`benchmarks.bench_spark`): local[2], ``compute_metrics`` against MLlib's
   evaluators on one cached DataFrame.
 * ``scaling`` (:mod:`benchmarks.bench_scaling`): the local engine at 1M / 10M / 50M Parquet rows:
@@ -54,7 +55,7 @@ def run_part(part: str, quick: bool, args: argparse.Namespace) -> list[Result]:
 
         tfma = None if (quick or args.no_tfma) else (args.tfma_python or "auto")
         return bench_beam.run(
-            dict_n=50_000 if quick else 1_000_000,
+            dict_n=50_000 if quick else 2_000_000,
             arrow_n=1_000_000 if quick else 10_000_000,
             repeats=1 if quick else 2,
             data_dir=args.data_dir,

@@ -288,15 +288,21 @@ class DistributionStack(Stack):
 
     def fold(self, batch: Batch, pos: np.ndarray | None, slots: np.ndarray, size: int, cache: dict) -> None:
         if slots.size >= self.HEAVY:
-            heavy = np.bincount(slots, minlength=size) >= self.HEAVY
-            on_heavy = heavy[slots]
-            if on_heavy.any():
-                sel = np.flatnonzero(on_heavy)
-                for slot, idx in split_by_code(slots[sel], size, sel if pos is None else pos[sel]):
+            counts = np.bincount(slots, minlength=size)
+            heavy = counts >= self.HEAVY
+            if heavy.any():
+                every = bool(heavy[counts > 0].all())  # every row on a heavy slot: no selection to copy
+                if every:
+                    parts = split_by_code(slots, size, pos)
+                else:
+                    on_heavy = heavy[slots]
+                    sel = np.flatnonzero(on_heavy)
+                    parts = split_by_code(slots[sel], size, sel if pos is None else pos[sel])
+                for slot, idx in parts:
                     old = self.big.get(slot)
                     self.big[slot] = (self.cls.zero(self.layout) if old is None else old).fold(batch.take(idx))
                 self._bounds = None
-                if on_heavy.all():
+                if every:
                     return
                 light = np.flatnonzero(~on_heavy)
                 pos, slots = (light if pos is None else pos[light]), slots[light]
