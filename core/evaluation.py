@@ -29,7 +29,7 @@ from typing import Any, Iterable
 from core.accumulator import Accumulator, AccumulatorOps
 from core.batches import extract_columns, fold_all, is_single_batch, missing_row_column, num_rows, rows_to_columns  # noqa: F401  (re-exported)
 from core.columns import ColumnMap
-from core.intervals import CISettings, slice_ci
+from core.intervals import CI_OPTIONS, CISettings, slice_ci
 from core.metrics import Task, UndefinedMetricWarning
 from core.options import config_of, fingerprint_of, options_doc, read_options, signature
 from core.plan import Plan, make_task, undefined_warning
@@ -173,7 +173,12 @@ class Evaluation(AccumulatorOps):
         return dict(self._init_args)
 
     def describe(self) -> dict[str, Any]:
-        return {**self.plan.describe(), **{k: v for k, v in self._init_args.items() if k != "metrics"}}
+        """``Results.config``: the plan's description and every option set, the ``ci_*`` ones
+        gathered under ``"ci"`` (:meth:`core.intervals.CISettings.to_config`) when ``ci`` is set."""
+        out = {**self.plan.describe(), **{k: v for k, v in self._init_args.items() if k != "metrics" and k not in CI_OPTIONS}}
+        if self.ci.method is not None:
+            out["ci"] = self.ci.to_config(self.plan)
+        return out
 
     # -- the counting pass -----------------------------------------------------------------
     @property
@@ -250,6 +255,10 @@ class Evaluation(AccumulatorOps):
     def finish(self, acc: Accumulator, *, add_overall: bool = True) -> Results:
         """Compute every slice's metrics; overall first, then slices in spec and value order.
 
+        The metrics of all slices are computed at once (:meth:`core.plan.Plan.compute_many`,
+        vectorised over the slices for the confusion-derived metrics), with the values of a
+        per-slice :meth:`~core.plan.Plan.compute_detailed`.
+
         Args:
             acc: a merged accumulator.
             add_overall: add the overall slice (zero states) when ``acc`` lacks it; engines that
@@ -259,16 +268,22 @@ class Evaluation(AccumulatorOps):
         spec_order = [s.columns for s in self.slices]
         if add_overall and OVERALL not in acc:
             acc = {OVERALL: self.plan.zero(), **acc}
+        keys = sorted(acc, key=lambda k: sort_key(k, spec_order))
+        states_of = {key: acc[key] for key in keys}
+        computed = [key for key in keys if not self._suppressed(key, states_of[key][0])]
+        # every computed slice's metrics at once, stacked on a leading slice axis
+        many = self.plan.compute_many([states_of[key] for key in computed])
+        position = {key: i for i, key in enumerate(computed)}
         out = []
         undefined: dict[str, list[tuple[str, Any]]] = {}
         fills: dict[str, Any] = {}
-        for key in sorted(acc, key=lambda k: sort_key(k, spec_order)):
-            states = acc[key]
-            counts = states[0]
-            if self._suppressed(key, counts):  # pruned: no metrics computed, no counts reported
+        for key in keys:
+            counts = states_of[key][0]
+            if key not in position:  # suppressed (pruned): no metrics computed, no counts reported
                 out.append(SliceResult(slice=key, n=None, weight=None, skipped=None, metrics={}, suppressed=True))
                 continue
-            values, intervals, undef = self.plan.compute_detailed(states)
+            states = states_of[key]
+            values, bounds, undef = many.element(position[key])
             for metric, (classes, fill) in undef.items():
                 if fill in ("nan", "warn"):
                     undefined.setdefault(metric, []).append((slice_name(key), classes))
@@ -280,7 +295,7 @@ class Evaluation(AccumulatorOps):
                     weight=float(counts["weight"]),
                     skipped=int(counts["skipped"]),
                     metrics=values,
-                    intervals=intervals,
+                    bounds=bounds,
                     folded_values=self.folded_values(key),
                     ci=slice_ci(self.ci, self.plan, key, states, values),
                 )
