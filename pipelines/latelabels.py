@@ -274,25 +274,24 @@ def classify(predictions: pa.Table, labels: pa.Table, join: LabelJoin, pred_offs
     return Classified(pred_outcome, pred_label_row, label_outcome, label_pred_row, pt, lt)
 
 
-def _window_text(micros: np.ndarray, window: float) -> tuple[list, list]:
+def _window_text(micros: np.ndarray, window: float) -> tuple[pa.Array, pa.Array]:
+    """``window_start`` / ``window_end`` text of each time (tumbling, epoch-aligned; null for NaN)."""
     w = int(round(window * 1e6))
-    out_s, out_e = [], []
-    for m in micros:
-        if np.isnan(m):
-            out_s.append(None)
-            out_e.append(None)
-            continue
-        start = (int(m) // w) * w
-        out_s.append(canonical_value(np.datetime64(start, "us")))
-        out_e.append(canonical_value(np.datetime64(start + w, "us")))
-    return out_s, out_e
+    ok = ~np.isnan(micros)
+    starts = (micros[ok].astype(np.int64) // w) * w
+    uniq, inverse = np.unique(starts, return_inverse=True)
+    text_s = np.array([canonical_value(np.datetime64(int(u), "us")) for u in uniq] + [None], dtype=object)
+    text_e = np.array([canonical_value(np.datetime64(int(u) + w, "us")) for u in uniq] + [None], dtype=object)
+    idx = np.full(len(micros), len(uniq), dtype=np.int64)
+    idx[ok] = inverse.reshape(-1)
+    return pa.array(text_s[idx], pa.string()), pa.array(text_e[idx], pa.string())
 
 
 def _with_windows(table: pa.Table, micros: np.ndarray, join: LabelJoin) -> pa.Table:
     if join.window is None:
         return table
     s, e = _window_text(micros, join.window)
-    return table.append_column(WINDOW_START, pa.array(s, pa.string())).append_column(WINDOW_END, pa.array(e, pa.string()))
+    return table.append_column(WINDOW_START, s).append_column(WINDOW_END, e)
 
 
 def matched_table(predictions: pa.Table, labels: pa.Table, join: LabelJoin, c: Classified) -> pa.Table:
@@ -312,9 +311,12 @@ class JoinCounts:
         self.counts: dict[tuple, np.ndarray] = counts or {}
 
     def add(self, key: tuple, codes: np.ndarray) -> None:
-        vec = np.bincount(codes, minlength=len(COUNT_NAMES)).astype(np.int64)
+        """Count each code of ``codes`` (int array of outcome codes) in slice ``key``."""
+        self.add_count(key, np.bincount(codes, minlength=len(COUNT_NAMES)).astype(np.int64))
+
+    def add_count(self, key: tuple, vec: np.ndarray) -> None:
         cur = self.counts.get(key)
-        self.counts[key] = vec if cur is None else cur + vec
+        self.counts[key] = vec.copy() if cur is None else cur + vec
 
     def merge(self, other: "JoinCounts") -> "JoinCounts":
         out = JoinCounts({k: v.copy() for k, v in self.counts.items()})
@@ -389,7 +391,9 @@ def count_outcomes(predictions: pa.Table, labels: pa.Table, join: LabelJoin, c: 
         gc, gn = grouped.column("__code").to_numpy(), grouped.column("count_all").to_numpy()
         for i in range(grouped.num_rows):
             key = tuple((col, canonical_value(vals[i])) for col, vals in zip(spec, cols))
-            counts.add(key, np.full(int(gn[i]), int(gc[i]), dtype=np.int64))
+            vec = np.zeros(len(COUNT_NAMES), dtype=np.int64)
+            vec[int(gc[i])] = int(gn[i])
+            counts.add_count(key, vec)
     return counts
 
 
