@@ -38,7 +38,7 @@ ALIASES = {"slices": "slice", "beam_args": "beam_arg", "slice_by": "slice", "int
 #: CLI destinations that cannot come from a config file
 NOT_CONFIGURABLE = {"config", "help"}
 #: string options holding paths (relative paths are resolved against the config file's directory)
-PATH_KEYS = {"input", "output", "report"}
+PATH_KEYS = {"input", "output", "report", "labels"}
 EXTENSIONS = {".yaml": "yaml", ".yml": "yaml", ".json": "json"}
 
 
