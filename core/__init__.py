@@ -14,6 +14,7 @@ an accumulator (``evaluation.fold(acc, batch)``, ``profiler.fold``) mutates and 
 :class:`Evaluation`'s options are one table, :data:`core.options.OPTIONS`.
 """
 
+from core.aggregation import Aggregator, aggregate
 from core.evaluation import Evaluation, extract_columns
 from core.metrics import REGISTRY, Metric, Task, UndefinedMetricWarning, resolve
 from core.plan import BinaryMetrics, MetricCollection, Plan
@@ -41,6 +42,8 @@ from core.regression import RegressionMomentsState  # noqa: E402
 from core.topk import TopKState  # noqa: E402
 
 __all__ = [
+    "Aggregator",
+    "aggregate",
     "FORMATS",
     "BinaryConfusionLayout",
     "BinaryConfusionState",
