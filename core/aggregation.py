@@ -36,7 +36,7 @@ import numpy as np
 from core.metrics import REGISTRY
 from core.plan import MetricCollection, Plan
 from core.results import Results, SliceResult, jsonable
-from core.slicing import slice_name, sort_key
+from core.slicing import slice_name
 
 AGGREGATORS: dict[str, type["Aggregator"]] = {}
 
@@ -292,7 +292,7 @@ def _check_variances(variances: np.ndarray | None, what: str) -> np.ndarray:
     if not np.all(v > 0) or not np.all(np.isfinite(v)):
         bad = int(np.flatnonzero(~(v > 0) | ~np.isfinite(v))[0])
         raise ValueError(
-            f"{what}: run {bad} has variance {v[bad]!r}; inverse-variance weights need finite variances > 0 "
+            f"{what}: run {bad} has variance {float(v[bad])!r}; inverse-variance weights need finite variances > 0 "
             "(a proportion of 0 or 1 has analytic variance 0: give the runs a ci or use method='mean' or 'pooled')"
         )
     return v
@@ -635,7 +635,7 @@ def aggregate(
         if missing:
             raise ValueError(f"aggregate: metric(s) {missing} are in no run (the runs have {keys})")
     out = []
-    for key_tuple in sorted(by_slice, key=sort_key):
+    for key_tuple in sorted(by_slice, key=lambda k: k != ()):  # overall first, then first-seen order
         members = by_slice[key_tuple]
         values: dict[str, float] = {}
         cis: dict[str, tuple[float, float]] = {}
