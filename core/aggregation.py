@@ -33,7 +33,7 @@ from typing import Any, ClassVar, Iterable, Sequence
 
 import numpy as np
 
-from core.metrics import REGISTRY
+from core.metrics import REGISTRY, register_named
 from core.plan import MetricCollection, Plan
 from core.results import Results, SliceResult, jsonable
 from core.slicing import slice_name
@@ -206,19 +206,7 @@ class Aggregator:
 
     def __init_subclass__(cls, **kw: Any) -> None:
         super().__init_subclass__(**kw)
-        if "name" not in cls.__dict__ or not cls.name:
-            return
-        names = (cls.name, *cls.aliases)
-        for n in names:
-            other = AGGREGATORS.get(n)
-            reload = other is not None and (other.__module__, other.__qualname__) == (cls.__module__, cls.__qualname__)
-            if other is not None and other is not cls and not reload:
-                raise ValueError(
-                    f"aggregator name or alias {n!r} of {cls.__module__}.{cls.__qualname__} is already used by "
-                    f"{other.__module__}.{other.__qualname__}"
-                )
-        for n in names:
-            AGGREGATORS[n] = cls
+        register_named(AGGREGATORS, cls, "aggregator")
 
     def aggregate(self, values: np.ndarray, variances: np.ndarray | None, level: float) -> Aggregate:
         """Combine ``values``, the (k,) finite values of one metric in one slice over ``k >= 1``

@@ -127,6 +127,138 @@ class Interval:
 REGISTRY: dict[str, type["Metric"]] = {}
 
 
+def register_named(registry: dict[str, type], cls: type, what: str) -> None:
+    """Register ``cls`` under its ``name`` and ``aliases`` (nothing when it sets no ``name`` of its
+    own): how metrics, averaging methods and aggregators are found by name.
+
+    Raises:
+        ValueError: a name or alias already used by another class (re-defining the same class,
+            e.g. on a module reload, is allowed); nothing is registered then.
+    """
+    if "name" not in cls.__dict__ or not cls.name:  # type: ignore[attr-defined]
+        return
+    names = (cls.name, *cls.aliases)  # type: ignore[attr-defined]
+    for n in names:  # check every name before registering any (no partial registration)
+        other = registry.get(n)
+        reload = other is not None and (other.__module__, other.__qualname__) == (cls.__module__, cls.__qualname__)
+        if other is not None and other is not cls and not reload:
+            raise ValueError(
+                f"{what} name or alias {n!r} of {cls.__module__}.{cls.__qualname__} is already used by "
+                f"{other.__module__}.{other.__qualname__}"
+            )
+    for n in names:
+        registry[n] = cls
+
+
+AVERAGINGS: dict[str, type["Averaging"]] = {}
+
+
+class Averaging:
+    """Base class of the ways a per-class metric becomes one value: the ``@macro`` of
+    ``"f1@macro"``. Subclasses set ``name`` to register (``aliases`` unique, a clash raises at
+    definition); ``"precision@<name>"`` then works for precision, recall, F1, F-beta, IoU and
+    Dice (``average=<name>``).
+
+    Class attributes:
+        name: canonical name, the value of ``average`` in metric strings and keys.
+        aliases: other names that find it (keys use ``name``).
+        full_name: human-readable name for tables and reports.
+        tasks: the task kinds it applies to.
+        pooled: True for the built-ins that sum counts over classes before the ratio
+            (``binary``: the positive class only; ``micro``; ``samples``; ``none`` keeps the
+            (K,) array); they are computed by the metrics themselves and :meth:`reduce` is not
+            called.
+
+    User subclasses implement :meth:`reduce`, e.g. the harmonic mean of the per-class values::
+
+        class Harmonic(Averaging):
+            name = "harmonic"
+
+            def reduce(self, values, support):
+                v = values[~np.isnan(values)]
+                return float(v.size / np.sum(1.0 / v)) if v.size and np.all(v > 0) else float("nan")
+    """
+
+    name: ClassVar[str] = ""
+    aliases: ClassVar[tuple[str, ...]] = ()
+    full_name: ClassVar[str] = ""
+    tasks: ClassVar[tuple[str, ...]] = ("binary", "multiclass", "multilabel")
+    pooled: ClassVar[bool] = False
+
+    def __init_subclass__(cls, **kw: Any) -> None:
+        super().__init_subclass__(**kw)
+        register_named(AVERAGINGS, cls, "averaging")
+
+    def reduce(self, values: np.ndarray, support: np.ndarray) -> float:
+        """One value from the (K,) per-class values (NaN where undefined; classes left out by
+        ``ignore_index`` are already removed) and their (K,) weighted true counts (support)."""
+        raise NotImplementedError(f"averaging {self.name!r} computes inside the metric (pooled)")
+
+    def __repr__(self) -> str:
+        return f"<averaging {self.name}>"
+
+
+class BinaryAveraging(Averaging):
+    """The positive class (1) only (scikit-learn's ``average="binary"``)."""
+
+    name, full_name, tasks, pooled = "binary", "Positive class", ("binary",), True
+
+
+class MicroAveraging(Averaging):
+    """Counts summed over classes before the ratio (``average="micro"``)."""
+
+    name, full_name, pooled = "micro", "Micro average", True
+
+
+class MacroAveraging(Averaging):
+    """Unweighted mean of the per-class values, NaN classes left out (``average="macro"``)."""
+
+    name, full_name = "macro", "Macro average"
+
+    def reduce(self, values: np.ndarray, support: np.ndarray) -> float:
+        return nanaverage(values)
+
+
+class WeightedAveraging(Averaging):
+    """Mean of the per-class values weighted by support, NaN classes left out (``average="weighted"``)."""
+
+    name, full_name = "weighted", "Support-weighted average"
+
+    def reduce(self, values: np.ndarray, support: np.ndarray) -> float:
+        return nanaverage(values, support)
+
+
+class SamplesAveraging(Averaging):
+    """Per row, then the (weighted) mean over rows: multilabel only (``average="samples"``)."""
+
+    name, full_name, tasks, pooled = "samples", "Samples average", ("multilabel",), True
+
+
+class NoAveraging(Averaging):
+    """No average: the (K,) per-class values (``average=None``, ``@none``)."""
+
+    name, full_name, pooled = "none", "Per class", True
+
+
+def get_averaging(average: "str | None") -> Averaging:
+    """The :class:`Averaging` of an ``average`` value (None is ``"none"``).
+
+    Raises:
+        ValueError: no averaging of that name (the message lists the known ones).
+    """
+    key = "none" if average is None else average
+    cls = AVERAGINGS.get(key) if isinstance(key, str) else None
+    if cls is None:
+        raise ValueError(f"average must be one of {known_averages()}, got {average!r}")
+    return cls()
+
+
+def known_averages() -> tuple:
+    """The built-in ``average`` values (:data:`AVERAGES`) followed by the user-registered ones."""
+    extra = tuple(n for n, c in AVERAGINGS.items() if n == c.name and n not in ("none", *[a for a in AVERAGES if a]))
+    return AVERAGES + extra
+
+
 class Metric:
     """Base class. Subclasses set ``name`` to register; ``aliases`` must be unique.
 
@@ -157,19 +289,7 @@ class Metric:
 
     def __init_subclass__(cls, **kw: Any) -> None:
         super().__init_subclass__(**kw)
-        if "name" not in cls.__dict__ or not cls.name:
-            return
-        names = (cls.name, *cls.aliases)
-        for n in names:  # check every name before registering any (no partial registration)
-            other = REGISTRY.get(n)
-            reload = other is not None and (other.__module__, other.__qualname__) == (cls.__module__, cls.__qualname__)
-            if other is not None and other is not cls and not reload:
-                raise ValueError(
-                    f"metric name or alias {n!r} of {cls.__module__}.{cls.__qualname__} is already used by "
-                    f"{other.__module__}.{other.__qualname__}"
-                )
-        for n in names:
-            REGISTRY[n] = cls
+        register_named(REGISTRY, cls, "metric")
 
     def __init__(self, task: Task, **params: Any):
         if task.kind not in self.tasks:
@@ -416,12 +536,18 @@ class _Classification(Metric):
             raise ValueError(f"metric {self.name!r}: threshold must be finite, got {p['threshold']}")
         if "average" in self.given:
             avg = p["average"]
-            if avg not in AVERAGES:
-                raise ValueError(f"metric {self.name!r}: average must be one of {AVERAGES}, got {avg!r}")
+            try:
+                averaging = get_averaging(avg)
+            except ValueError as e:
+                raise ValueError(f"metric {self.name!r}: {e}") from None
             if avg == "binary" and self.task.kind != "binary":
                 raise ValueError(f"metric {self.name!r}: average='binary' needs a binary task")
             if avg == "samples" and self.task.kind != "multilabel":
                 raise ValueError(f"metric {self.name!r}: average='samples' needs a multilabel task")
+            if self.task.kind not in averaging.tasks:
+                raise ValueError(f"metric {self.name!r}: average={averaging.name!r} is defined for {averaging.tasks} tasks only")
+            if avg not in AVERAGES:  # a user averaging: its canonical name (aliases find it)
+                p["average"] = averaging.name
         else:
             p["average"] = "binary" if self.task.kind == "binary" else "macro"
         zd = p["zero_division"]
@@ -489,7 +615,7 @@ class _PRF(_Classification):
             return v
         if avg in ("binary", "micro"):
             return float(v[0])
-        return nanaverage(v, true if avg == "weighted" else None)
+        return get_averaging(avg).reduce(v, true)
 
 
 def prf_values(

@@ -27,7 +27,7 @@ import numpy as np
 from core._inputs import Batch
 from core.limits import MAX_BETA, MAX_NUM_CLASSES, MAX_THRESHOLDS, as_floats, check_at_most, check_count
 from core.exact import ExactSums, exact_column_sums, exact_sum
-from core.metrics import Metric, TaskKindSupport, _Classification, check_zero_division, nanaverage, prf_values, record_undefined, register_task_kind
+from core.metrics import Metric, TaskKindSupport, _Classification, check_zero_division, get_averaging, prf_values, record_undefined, register_task_kind
 from core.states import State
 from core.task import THRESHOLD_RULES
 
@@ -206,7 +206,7 @@ def prf_multilabel(metric: _Classification, states: dict[str, State]) -> Any:
         return v
     if avg == "micro":
         return float(v[0])
-    return nanaverage(v, true if avg == "weighted" else None)
+    return get_averaging(avg).reduce(v, true)
 
 
 def subset_accuracy(metric: Metric, states: dict[str, State]) -> float:

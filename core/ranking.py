@@ -41,7 +41,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from core.limits import MAX_CAPACITY, check_at_most
-from core.metrics import Interval, Metric, nanaverage, record_undefined
+from core.metrics import AVERAGES, AVERAGINGS, Interval, Metric, get_averaging, nanaverage, record_undefined
 from core.score_distribution import (
     Class0ScoreDistributionState,
     ClassScoreDistributionState,
@@ -457,8 +457,9 @@ def multiclass_value(state: ClassScoreDistributionState, fn, multi_class: str, a
         if average == "micro":
             return fn(micro_dist(state))
         values = [fn(ovr_dist(state, c)) for c in range(k)]
-        if average is None:
-            return np.array([x.value if isinstance(x, Interval) else x for x in values], dtype=np.float64)
+        if average is None or average not in MC_AVERAGES:
+            per_class = np.array([x.value if isinstance(x, Interval) else x for x in values], dtype=np.float64)
+            return per_class if average is None else get_averaging(average).reduce(per_class, totals)
         return _combine(values, totals if average == "weighted" else None)
     present = [c for c in range(k) if totals[c] > 0]
     pairs, prevalence = [], []
@@ -559,7 +560,10 @@ def _configure_multiclass(metric: "RankingMetric", allow_ovo: bool) -> None:
         raise ValueError(f"metric {metric.name!r}: multi_class must be one of {MULTI_CLASS if allow_ovo else ('ovr',)}, got {mc!r}")
     avg = p["average"] if "average" in given else "macro"
     if avg not in MC_AVERAGES:
-        raise ValueError(f"metric {metric.name!r}: average must be one of {MC_AVERAGES}, got {avg!r}")
+        user = AVERAGINGS.get(avg) if isinstance(avg, str) else None
+        if user is None or user.pooled or avg in AVERAGES or mc != "ovr" or "multiclass" not in user.tasks:
+            raise ValueError(f"metric {metric.name!r}: average must be one of {MC_AVERAGES} (or a user Averaging with multi_class='ovr'), got {avg!r}")
+        avg = user.name
     if mc == "ovo" and avg not in ("macro", "weighted"):
         raise ValueError(f"metric {metric.name!r}: multi_class='ovo' supports average 'macro' or 'weighted', got {avg!r}")
     p["multi_class"], p["average"] = mc, avg
