@@ -115,6 +115,26 @@ class FalseNegativeRate(_BinaryRate):
     undefined = "no positives"
 
 
+class FowlkesMallows(_FromMatrix):
+    """Fowlkes-Mallows index ``sqrt(precision * recall)``, the geometric mean of precision and
+    recall, computed from those two metrics (``dependencies``: a plan computes them once from the
+    shared confusion state). Binary, at ``threshold``; NaN when either is undefined (unless
+    ``zero_division`` says otherwise). Reference: ``sqrt(precision_score * recall_score)``; on
+    the pairs of a clustering it is ``sklearn.metrics.fowlkes_mallows_score``.
+    """
+
+    name = "fowlkes_mallows"
+    aliases = ("fowlkes_mallows_index", "fm_index")
+    tasks = ("binary",)
+    dependencies = ("precision", "recall")
+    reference = "sqrt(precision_score * recall_score); sklearn.metrics.fowlkes_mallows_score over pairs"
+    undefined = "no predicted positives or no positives (precision or recall undefined)"
+
+    def compute_from(self, values: dict[str, Any]) -> float:
+        p, r = float(values["precision"]), float(values["recall"])
+        return math.sqrt(p * r) if not (math.isnan(p) or math.isnan(r)) else float("nan")
+
+
 class Prevalence(_FromMatrix):
     """Weighted fraction of positive labels ``(tp + fn) / (tp + fp + tn + fn)``.
 
@@ -361,6 +381,7 @@ __all__ = [
     "Dice",
     "FalseNegativeRate",
     "FalsePositiveRate",
+    "FowlkesMallows",
     "IoU",
     "MatthewsCorrCoef",
     "MeanIoU",

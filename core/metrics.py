@@ -271,6 +271,10 @@ class Metric:
         reference: a non-scikit-learn reference implementation (docs and tests), if any.
         undefined: when the value is undefined (docs; the policy is NaN plus an
             :class:`UndefinedMetricWarning` unless ``zero_division`` says otherwise).
+        full_name: human-readable name for tables and reports (``"ROC AUC"``).
+        dependencies: metric strings this metric is computed from (``("precision", "recall")``):
+            a plan computes each once from the shared states and passes their values to
+            :meth:`compute_from` (see :meth:`dependency_metrics` for their parameters).
     """
 
     name: ClassVar[str] = ""
@@ -286,6 +290,8 @@ class Metric:
     reference: ClassVar[str | None] = None
     undefined: ClassVar[str] = ""
     nan_entries_undefined: ClassVar[bool] = True  # NaN entries of an array value are "undefined"
+    full_name: ClassVar[str] = ""
+    dependencies: ClassVar[tuple[str, ...]] = ()
 
     def __init_subclass__(cls, **kw: Any) -> None:
         super().__init_subclass__(**kw)
@@ -323,7 +329,10 @@ class Metric:
         "score_matrix", "probability", "measure"}``: ``prediction`` is satisfied by predicted labels
         or by scores (thresholded or argmax), ``score`` needs scores (binary: hard 0/1 predictions
         also do), ``score_matrix`` an (N, K) score matrix, ``probability`` scores that are
-        probabilities (validated in [0, 1]; matrix rows summing to 1), ``measure`` a measure column."""
+        probabilities (validated in [0, 1]; matrix rows summing to 1), ``measure`` a measure column.
+        A metric with :attr:`dependencies` needs what they need."""
+        if self.dependencies:
+            return frozenset().union(*(m.needs() for m in self.dependency_metrics().values()))
         return frozenset({"target", "prediction"})
 
     @classmethod
@@ -358,7 +367,37 @@ class Metric:
         }
 
     def compute(self, states: dict[str, State]) -> Any:
+        """The value from the states (by kind). Metrics with :attr:`dependencies` compute them
+        and return :meth:`compute_from` (a plan computes each dependency once instead)."""
+        if self.dependencies:
+            return self.compute_from({name: m.compute(states) for name, m in self.dependency_metrics().items()})
         raise NotImplementedError
+
+    def compute_from(self, values: dict[str, Any]) -> Any:
+        """The value from the values of :attr:`dependencies`, keyed as declared (subclasses
+        with dependencies). Values of approximate states come as plain numbers (the certified
+        bounds of a dependency are not propagated)."""
+        raise NotImplementedError(f"metric {self.name!r} declares dependencies {self.dependencies} but no compute_from")
+
+    def dependency_metrics(self) -> dict[str, "Metric"]:
+        """The configured metrics of :attr:`dependencies`, keyed as declared: each string
+        resolved for this metric's task, with the parameters given to this metric that the
+        dependency also accepts (``fowlkes_mallows@threshold=0.7`` reads ``precision`` and
+        ``recall`` at 0.7); parameters in the dependency string win.
+
+        Raises:
+            ValueError: an unknown dependency or one that cannot take the parameters.
+        """
+        cached = self.__dict__.get("_dependency_metrics")
+        if cached is not None:
+            return cached
+        out: dict[str, Metric] = {}
+        for text in self.dependencies:
+            dep = resolve(text, self.task)
+            passed = {k: v for k, v in self.given.items() if k in type(dep).params and k not in dep.given}
+            out[text] = type(dep)(self.task, **{**passed, **dep.given}) if passed else dep
+        self.__dict__["_dependency_metrics"] = out
+        return out
 
     @property
     def key(self) -> str:

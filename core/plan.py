@@ -110,12 +110,13 @@ class Plan:
         self.metrics: tuple[Metric, ...] = tuple(resolved.values())
         reqs: dict[type[State], list[Any]] = {ExampleCountState: []}
         for m in self.metrics:
-            for cls, req in m.requires():
-                reqs.setdefault(cls, []).append(req)
+            for d in (m, *_dependencies(m)):  # dependencies' states join the shared tuple
+                for cls, req in d.requires():
+                    reqs.setdefault(cls, []).append(req)
         self.state_types: tuple[tuple[type[State], Any], ...] = tuple(
             (cls, cls.layout_for(r, task)) for cls, r in reqs.items()
         )
-        self.needs: frozenset[str] = frozenset().union(*(m.needs() for m in self.metrics))
+        self.needs: frozenset[str] = frozenset().union(*(d.needs() for m in self.metrics for d in (m, *_dependencies(m))))
 
     def check_inputs(self, roles: Iterable[str], names: dict[str, str] | None = None) -> None:
         """Check that the given input roles satisfy every metric's needs.
@@ -213,9 +214,9 @@ class Plan:
         intervals: dict[str, tuple[float, float]] = {}
         undefined: dict[str, tuple[tuple[int, ...] | None, Any]] = {}
         ignored = self.task.ignored_class
+        done: dict[str, tuple[Any, list]] = {}  # key -> (value, its undefined events): each metric once
         for m in self.metrics:
-            with recording_undefined() as events:
-                v = m.compute(by_kind)
+            v, events = _computed(m, by_kind, done)
             if isinstance(v, Interval):
                 intervals[m.key] = (float(v.lower), float(v.upper))
                 v = v.value
@@ -273,6 +274,44 @@ class Plan:
             "states": [f"{cls.kind} {layout}" for cls, layout in self.state_types],
             **({"ignore_index": t.ignore_index} if t.ignore_index is not None else {}),
         }
+
+
+def _dependencies(m: Metric) -> list[Metric]:
+    """Every metric ``m`` depends on, transitively (depth first, each key once).
+
+    Raises:
+        ValueError: a dependency cycle (naming the metrics).
+    """
+    out: dict[str, Metric] = {}
+
+    def visit(x: Metric, path: tuple[str, ...]) -> None:
+        for d in x.dependency_metrics().values():
+            if d.key in path:
+                raise ValueError(f"metric dependency cycle: {' -> '.join((*path, d.key))}")
+            if d.key not in out:
+                out[d.key] = d
+                visit(d, (*path, d.key))
+
+    if m.dependencies:
+        visit(m, (m.key,))
+    return list(out.values())
+
+
+def _computed(m: Metric, by_kind: dict[str, State], done: dict[str, tuple[Any, list]]) -> tuple[Any, list]:
+    """``(value, undefined events)`` of ``m``, computing its dependencies first; ``done`` caches
+    every value by key, so a metric requested and depended on is computed once."""
+    if m.key in done:
+        return done[m.key]
+    if m.dependencies:
+        deps = {name: _computed(d, by_kind, done)[0] for name, d in m.dependency_metrics().items()}
+        deps = {name: v.value if isinstance(v, Interval) else v for name, v in deps.items()}
+        with recording_undefined() as events:
+            v = m.compute_from(deps)
+    else:
+        with recording_undefined() as events:
+            v = m.compute(by_kind)
+    done[m.key] = (v, list(events))
+    return done[m.key]
 
 
 def _undefined_entry(events: list, value: Any, ignored: int | None) -> tuple[tuple[int, ...] | None, Any] | None:
