@@ -355,6 +355,7 @@ class Metric:
         doc = (cls.__doc__ or "").strip().split("\n\n")[0].replace("\n", " ")
         return {
             "name": cls.name,
+            "full_name": cls.display_name(),
             "aliases": list(cls.aliases),
             "tasks": list(cls.tasks),
             "states": states,
@@ -365,6 +366,12 @@ class Metric:
             "reference": cls.reference,
             "summary": " ".join(doc.split()),
         }
+
+    @classmethod
+    def display_name(cls) -> str:
+        """:attr:`full_name`, or for a metric that sets none its name in words
+        (``"my_rate"`` -> ``"My rate"``)."""
+        return cls.full_name or cls.name.replace("_", " ").capitalize()
 
     def compute(self, states: dict[str, State]) -> Any:
         """The value from the states (by kind). Metrics with :attr:`dependencies` compute them
@@ -443,6 +450,17 @@ def _parse_value(text: str) -> Any:
     return text.strip()
 
 
+def metric_full_name(key: str) -> str:
+    """Human-readable name of a metric key: the metric's ``full_name`` then its parameters,
+    ``"f1@macro"`` -> ``"F1 score (macro)"``, ``"roc_auc"`` -> ``"ROC AUC"``; an unknown name is
+    returned as it is."""
+    name, _, rest = key.partition("@")
+    cls = REGISTRY.get(name)
+    if cls is None:
+        return key
+    return cls.display_name() + (f" ({rest.replace('@', ', ')})" if rest else "")
+
+
 def parse_metric_string(text: str) -> tuple[str, list[Any], dict[str, Any]]:
     """Split ``"name@a@k=v"`` into ``(name, [a], {"k": v})``; numbers are parsed, "none" is None.
 
@@ -493,6 +511,7 @@ class ExampleCount(Metric):
     """Number of examples (rows) folded, before weighting. TFMA's ``example_count``."""
 
     name = "example_count"
+    full_name = "Example count"
     higher_is_better = None
     bounds = (0.0, math.inf)
     tasks = TASK_KINDS
@@ -508,6 +527,7 @@ class WeightedExampleCount(Metric):
     """Sum of ``sample_weight`` over the examples (equals ``example_count`` unweighted)."""
 
     name = "weighted_example_count"
+    full_name = "Weighted example count"
     higher_is_better = None
     bounds = (0.0, math.inf)
     tasks = TASK_KINDS
@@ -683,6 +703,7 @@ class Precision(_PRF):
     """
 
     name = "precision"
+    full_name = "Precision"
     aliases = ("ppv", "positive_predictive_value")
     which = "precision"
     sklearn = "sklearn.metrics.precision_score"
@@ -692,6 +713,7 @@ class Recall(_PRF):
     """Recall ``tp / (tp + fn)``. Source: ``sklearn.metrics.recall_score``."""
 
     name = "recall"
+    full_name = "Recall"
     aliases = ("sensitivity", "tpr", "true_positive_rate")
     which = "recall"
     sklearn = "sklearn.metrics.recall_score"
@@ -701,6 +723,7 @@ class F1(_PRF):
     """F1 ``2 tp / (2 tp + fp + fn)``. Source: ``sklearn.metrics.f1_score``."""
 
     name = "f1"
+    full_name = "F1 score"
     aliases = ("f1_score",)
     which = "f1"
     sklearn = "sklearn.metrics.f1_score"
@@ -710,6 +733,7 @@ class FBeta(_PRF):
     """F-beta ``(1 + b^2) tp / ((1 + b^2) tp + b^2 fn + fp)``. Source: ``sklearn.metrics.fbeta_score``."""
 
     name = "fbeta"
+    full_name = "F-beta score"
     aliases = ("fbeta_score",)
     which = "fbeta"
     params = {**_Classification.params, "beta": 1.0}
@@ -736,6 +760,7 @@ class Accuracy(_Classification):
     """
 
     name = "accuracy"
+    full_name = "Accuracy"
     aliases = ("acc",)
     params = {"threshold": None}
     positional = None
@@ -786,6 +811,7 @@ class TruePositives(_Count):
     """Weighted count of positives predicted positive."""
 
     name, index = "tp", 0
+    full_name = "True positives"
     aliases = ("true_positives",)
 
 
@@ -793,6 +819,7 @@ class FalsePositives(_Count):
     """Weighted count of negatives predicted positive."""
 
     name, index = "fp", 1
+    full_name = "False positives"
     aliases = ("false_positives",)
     higher_is_better = False
 
@@ -801,6 +828,7 @@ class TrueNegatives(_Count):
     """Weighted count of negatives predicted negative."""
 
     name, index = "tn", 2
+    full_name = "True negatives"
     aliases = ("true_negatives",)
 
 
@@ -808,6 +836,7 @@ class FalseNegatives(_Count):
     """Weighted count of positives predicted negative."""
 
     name, index = "fn", 3
+    full_name = "False negatives"
     aliases = ("false_negatives",)
     higher_is_better = False
 
@@ -817,6 +846,7 @@ class ConfusionMatrix(_Classification):
     (``[[tn, fp], [fn, tp]]`` for binary). Source: ``sklearn.metrics.confusion_matrix``."""
 
     name = "confusion_matrix"
+    full_name = "Confusion matrix"
     params = {"threshold": None}
     positional = None
     tasks = ("binary", "multiclass")

@@ -249,6 +249,7 @@ class SubsetAccuracy(_MultilabelMetric):
     NaN with no examples. Source: ``sklearn.metrics.accuracy_score`` on indicator matrices."""
 
     name = "subset_accuracy"
+    full_name = "Subset accuracy"
     aliases = ("exact_match", "exact_match_ratio")
     sklearn = "sklearn.metrics.accuracy_score"
     undefined = "no examples (total weight 0)"
@@ -262,6 +263,7 @@ class HammingLoss(_MultilabelMetric):
     NaN with no examples. Source: ``sklearn.metrics.hamming_loss``."""
 
     name = "hamming_loss"
+    full_name = "Hamming loss"
     aliases = ("hamming",)
     higher_is_better = False
     sklearn = "sklearn.metrics.hamming_loss"
@@ -282,6 +284,7 @@ class MultilabelConfusionMatrix(_MultilabelMetric):
     Source: ``sklearn.metrics.multilabel_confusion_matrix``."""
 
     name = "multilabel_confusion_matrix"
+    full_name = "Multilabel confusion matrix"
     aliases = ("label_confusion_matrix",)
     higher_is_better = None
     bounds = (0.0, math.inf)

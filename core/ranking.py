@@ -603,6 +603,7 @@ class RocAuc(RankingMetric):
     """
 
     name = "roc_auc"
+    full_name = "ROC AUC"
     aliases = ("auc", "auroc", "roc_auc_score")
     params = {**RankingMetric.params, "max_fpr": None, "multi_class": None, "average": None}
     positional = "average"
@@ -631,6 +632,7 @@ class PartialRocAuc(RankingMetric):
     """
 
     name = "partial_roc_auc"
+    full_name = "Partial ROC AUC (standardized)"
     aliases = ("partial_auc",)
     params = {**RankingMetric.params, "max_fpr": None, "standardize": True}
     positional = "max_fpr"
@@ -658,6 +660,7 @@ class Gini(RankingMetric):
     Source: ``2 * sklearn.metrics.roc_auc_score(...) - 1``."""
 
     name = "gini"
+    full_name = "Gini coefficient"
     aliases = ("gini_coefficient", "somers_d")
     bounds = (-1.0, 1.0)
     sklearn = "sklearn.metrics.roc_auc_score"
@@ -677,6 +680,7 @@ class AveragePrecision(RankingMetric):
     Compressed states: :class:`~core.metrics.Interval` (see :func:`_ap_bin_terms`)."""
 
     name = "average_precision"
+    full_name = "Average precision"
     aliases = ("ap", "average_precision_score")
     params = {**RankingMetric.params, "multi_class": None, "average": None}
     positional = "average"
@@ -696,6 +700,7 @@ class PrAucTrapezoid(RankingMetric):
     positives, NaN when empty."""
 
     name = "pr_auc_trapezoid"
+    full_name = "PR AUC (trapezoidal)"
     aliases = ("auc_pr_trapezoid",)
     sklearn = "sklearn.metrics.auc"
 
@@ -728,6 +733,7 @@ class PrecisionAtRecall(_AtConstraint):
     e.g. ``precision_at_recall@0.8``. NaN without positives."""
 
     name = "precision_at_recall"
+    full_name = "Precision at recall"
     params = {**RankingMetric.params, "recall": None}
     positional = constraint = "recall"
     fn = staticmethod(precision_at_recall_value)
@@ -738,6 +744,7 @@ class RecallAtPrecision(_AtConstraint):
     if none reaches it, NaN without positives."""
 
     name = "recall_at_precision"
+    full_name = "Recall at precision"
     params = {**RankingMetric.params, "precision": None}
     positional = constraint = "precision"
     fn = staticmethod(recall_at_precision_value)
@@ -748,6 +755,7 @@ class SensitivityAtSpecificity(_AtConstraint):
     (required, in [0, 1]). NaN when a class is absent."""
 
     name = "sensitivity_at_specificity"
+    full_name = "Sensitivity at specificity"
     aliases = ("tpr_at_tnr",)
     params = {**RankingMetric.params, "specificity": None}
     positional = constraint = "specificity"
@@ -759,6 +767,7 @@ class SpecificityAtSensitivity(_AtConstraint):
     (required, in [0, 1]). NaN when a class is absent."""
 
     name = "specificity_at_sensitivity"
+    full_name = "Specificity at sensitivity"
     aliases = ("tnr_at_tpr",)
     params = {**RankingMetric.params, "sensitivity": None}
     positional = constraint = "sensitivity"
@@ -771,6 +780,7 @@ class KsStatistic(RankingMetric):
     with weights). NaN when a class is absent."""
 
     name = "ks_statistic"
+    full_name = "Kolmogorov-Smirnov statistic"
     aliases = ("ks", "kolmogorov_smirnov")
     sklearn = None
 
@@ -786,6 +796,7 @@ class RocCurve(RankingMetric):
     bin's lowest score as threshold."""
 
     name = "roc_curve"
+    full_name = "ROC curve"
     params = {**RankingMetric.params, "drop_intermediate": True}
     higher_is_better = None
     bounds = (-math.inf, math.inf)
@@ -811,6 +822,7 @@ class PrecisionRecallCurve(RankingMetric):
     when empty). Param ``drop_intermediate`` (default False, as scikit-learn)."""
 
     name = "precision_recall_curve"
+    full_name = "Precision-recall curve"
     aliases = ("pr_curve",)
     params = {**RankingMetric.params, "drop_intermediate": False}
     higher_is_better = None

@@ -44,7 +44,7 @@ def test_fowlkes_mallows_equals_sklearn_on_the_pairs_of_two_clusterings():
 def test_fowlkes_mallows_at_a_threshold_reads_its_dependencies_at_that_threshold():
     rng = np.random.default_rng(1)
     y, s = rng.integers(0, 2, 400), rng.random(400)
-    mc = MetricCollection("fm_index@threshold=0.7", "precision", "fowlkes_mallows")
+    mc = MetricCollection("fmi@threshold=0.7", "precision", "fowlkes_mallows")
     mc.update(y, y_score=s)
     r = mc.compute()
     p7, r7 = precision_score(y, s >= 0.7), recall_score(y, s >= 0.7)
