@@ -204,3 +204,10 @@ def test_suppressed_slices_are_left_out():
     assert _figures(page) == ["confusion_matrix", "slices", "slices"]
     with pytest.raises(ValueError, match="is suppressed"):
         report.plot_confusion_matrix(r, slice=suppressed[0].slice)
+
+
+def test_report_labels_metrics_with_their_full_names():
+    page = report.render_report(_results(["accuracy", "roc_auc", "f1@threshold=0.7"], slices=("g",)))
+    assert "<td>roc_auc</td><td class=\"dir\">ROC AUC</td>" in page
+    assert "<td>f1@threshold=0.7</td><td class=\"dir\">F1 score (threshold=0.7)</td>" in page
+    assert '<th title="Accuracy">accuracy</th>' in page
