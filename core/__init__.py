@@ -16,7 +16,7 @@ an accumulator (``evaluation.fold(acc, batch)``, ``profiler.fold``) mutates and 
 
 from core.aggregation import Aggregator, aggregate
 from core.evaluation import Evaluation, extract_columns
-from core.metrics import REGISTRY, Metric, Task, UndefinedMetricWarning, resolve
+from core.metrics import REGISTRY, Averaging, Metric, Task, UndefinedMetricWarning, resolve
 from core.plan import BinaryMetrics, MetricCollection, Plan
 from core.ranking import RankingMetric  # registers roc_auc, average_precision, curves, ...
 from core.results import Results, SliceResult
@@ -43,6 +43,7 @@ from core.topk import TopKState  # noqa: E402
 
 __all__ = [
     "Aggregator",
+    "Averaging",
     "aggregate",
     "FORMATS",
     "BinaryConfusionLayout",

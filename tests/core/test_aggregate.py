@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -229,3 +230,38 @@ def test_aggregate_slices_are_frozen():
     o = aggregate([_run({"accuracy": 0.5})], "mean").overall
     with pytest.raises(dataclasses.FrozenInstanceError):
         o.runs = 3  # type: ignore[misc]
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@settings(max_examples=40)
+@given(st.lists(st.integers(0, 30), min_size=1, max_size=6), st.integers(0, 2**32 - 1), st.booleans())
+def test_pooled_is_the_metric_of_the_union_for_any_split(sizes, seed, sort):
+    """Runs of any sizes (empty ones included, sorted or not): pooled == one pass over all rows,
+    and the run order does not matter."""
+    rng = np.random.default_rng(seed)
+    n = sum(sizes)
+    y, s = rng.integers(0, 2, n), rng.random(n).round(2)
+    if sort:
+        order = np.argsort(s)
+        y, s = y[order], s[order]
+    runs, start = [], 0
+    for k in sizes:
+        mc = MetricCollection("accuracy", "f1", "roc_auc", "fowlkes_mallows")
+        if k:
+            mc.update(y[start : start + k], y_score=s[start : start + k])
+        runs.append(mc)
+        start += k
+    whole = MetricCollection("accuracy", "f1", "roc_auc", "fowlkes_mallows")
+    if n:
+        whole.update(y, y_score=s)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # empty data: NaN values and their warnings
+        want = whole.compute()
+        got = aggregate(runs, "pooled").overall.metrics
+        rev = aggregate(runs[::-1], "pooled").overall.metrics
+    for k, v in want.items():
+        assert (math.isnan(v) and math.isnan(got[k]) and math.isnan(rev[k])) or (got[k] == v == rev[k]), k
+
