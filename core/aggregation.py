@@ -305,20 +305,27 @@ class FixedEffect(Aggregator):
     full_name = "Fixed effect (inverse variance)"
     needs_variance = True
 
+    def between_run_variance(self, q: float, w: np.ndarray) -> float | None:
+        """The between-run variance ``tau2`` added to every run's variance (None: none)."""
+        return None
+
     def aggregate(self, values: np.ndarray, variances: np.ndarray | None, level: float) -> Aggregate:
-        v = _check_variances(variances, "fixed_effect")
+        v = _check_variances(variances, self.name)
         w = 1.0 / v
         mu, q = _q_statistic(values, w)
+        tau2 = self.between_run_variance(q, w)
+        if tau2 is not None:
+            w = 1.0 / (v + tau2)
+            mu = float(np.sum(w * values) / np.sum(w))
         se = math.sqrt(1.0 / float(np.sum(w)))
         k = values.shape[0]
-        return Aggregate(
-            mu,
-            _normal_interval(mu, se, level),
-            {"runs": k, "se": se, "interval": "normal", "weights": (w / w.sum()).tolist(), "q": q, "df": k - 1, "i2": _i2(q, k - 1)},
-        )
+        details = {"runs": k, "se": se, "interval": "normal", "weights": (w / w.sum()).tolist(), "q": q, "df": k - 1, "i2": _i2(q, k - 1)}
+        if tau2 is not None:
+            details["tau2"] = tau2
+        return Aggregate(mu, _normal_interval(mu, se, level), details)
 
 
-class RandomEffects(Aggregator):
+class RandomEffects(FixedEffect):
     """DerSimonian-Laird random effects: the method-of-moments between-run variance
     ``tau2 = max(0, (Q - (k - 1)) / (sum(w) - sum(w^2) / sum(w)))`` with ``w = 1 / v``, then
     weights ``1 / (v + tau2)``, standard error ``1 / sqrt(sum(w*))``, normal interval, ``I2``."""
@@ -326,23 +333,11 @@ class RandomEffects(Aggregator):
     name = "random_effects"
     aliases = ("random_effect", "dersimonian_laird", "dl")
     full_name = "Random effects (DerSimonian-Laird)"
-    needs_variance = True
 
-    def aggregate(self, values: np.ndarray, variances: np.ndarray | None, level: float) -> Aggregate:
-        v = _check_variances(variances, "random_effects")
-        w = 1.0 / v
-        _, q = _q_statistic(values, w)
-        k = values.shape[0]
+    def between_run_variance(self, q: float, w: np.ndarray) -> float | None:
+        k = w.shape[0]
         c = float(np.sum(w) - np.sum(w**2) / np.sum(w))
-        tau2 = max(0.0, (q - (k - 1)) / c) if c > 0 else 0.0
-        ws = 1.0 / (v + tau2)
-        mu = float(np.sum(ws * values) / np.sum(ws))
-        se = math.sqrt(1.0 / float(np.sum(ws)))
-        return Aggregate(
-            mu,
-            _normal_interval(mu, se, level),
-            {"runs": k, "se": se, "interval": "normal", "weights": (ws / ws.sum()).tolist(), "q": q, "df": k - 1, "i2": _i2(q, k - 1), "tau2": tau2},
-        )
+        return max(0.0, (q - (k - 1)) / c) if c > 0 else 0.0
 
 
 # ---------------------------------------------------------------------------------------------

@@ -14,17 +14,9 @@ import numpy as np
 import pytest
 from sklearn.metrics import fowlkes_mallows_score, precision_score, recall_score, roc_auc_score
 
-from core import REGISTRY, Evaluation, Metric, MetricCollection, Plan, Task, resolve
+from core import Evaluation, Metric, MetricCollection, Plan, Task, resolve
 
 pytestmark = pytest.mark.filterwarnings("ignore::core.UndefinedMetricWarning")
-
-
-@pytest.fixture
-def registry_snapshot():
-    before = dict(REGISTRY)
-    yield
-    REGISTRY.clear()
-    REGISTRY.update(before)
 
 
 def test_fowlkes_mallows_equals_sklearn_on_the_pairs_of_two_clusterings():
