@@ -655,6 +655,12 @@ def aggregate(
                             "and no analytic variance (proportions need their counts, e.g. tp/fp/fn metrics; ROC AUC "
                             "needs tp/fn/tn/fp or prevalence): evaluate the runs with ci=..., or use method='mean'"
                         )
+                    if not (var[0] > 0 and math.isfinite(var[0])):
+                        raise ValueError(
+                            f"aggregate(method={agg.name!r}): metric {k!r} in slice {s.name!r} of run {i} (value {v!r}) has "
+                            f"variance {float(var[0])!r} ({var[1]}); inverse-variance weights need finite variances > 0 "
+                            "(a proportion of 0 or 1 has analytic variance 0: give the runs a ci or use method='mean' or 'pooled')"
+                        )
                     vs.append(var[0])
                     sources.append(var[1])
                 variances = np.array(vs)

@@ -137,8 +137,10 @@ def test_missing_variance_raises_naming_the_metric_slice_and_run():
     with pytest.raises(ValueError, match=r"metric 'mse' in slice 'Overall' of run 0 has no ci and no analytic variance"):
         aggregate(runs, "random_effects")
     assert aggregate(runs, "random_effects", metrics=["accuracy"]).overall.metrics.keys() == {"accuracy"}
-    with pytest.raises(ValueError, match=r"run 1 has variance 0.0"):  # accuracy 1.0: p(1-p)/n = 0
-        aggregate([_run({"accuracy": 0.8}), _run({"accuracy": 1.0})], "fixed_effect")
+    with pytest.raises(ValueError, match=r"metric 'accuracy' in slice 'Overall' of run 2 \(value 1.0\) has variance 0.0"):
+        aggregate([_run({"accuracy": 0.8}), _run({"accuracy": float("nan")}), _run({"accuracy": 1.0})], "fixed_effect")
+    with pytest.raises(ValueError, match=r"fixed_effect: run 1 has variance 0.0"):  # called directly
+        FixedEffect().aggregate(np.array([0.5, 1.0]), np.array([0.1, 0.0]), 0.95)
     with pytest.raises(ValueError, match="unknown aggregation method 'median'; known:"):
         aggregate(runs, "median")
     with pytest.raises(ValueError, match=r"level must be in \(0, 1\)"):
