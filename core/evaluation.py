@@ -29,6 +29,7 @@ from typing import Any, Iterable
 from core.accumulator import Accumulator, AccumulatorOps
 from core.batches import extract_columns, fold_all, is_single_batch, missing_row_column, num_rows, rows_to_columns  # noqa: F401  (re-exported)
 from core.columns import ColumnMap
+from core.intervals import CISettings, slice_ci
 from core.metrics import Task, UndefinedMetricWarning
 from core.options import config_of, fingerprint_of, options_doc, read_options, signature
 from core.plan import Plan, make_task, undefined_warning
@@ -119,6 +120,7 @@ class Evaluation(AccumulatorOps):
         self._profile = None  # ProfileSummary once with_profile() resolved the counting pass
         self._bounds: dict = {}
         self.on_invalid = o["on_invalid"]
+        self.ci = CISettings.from_options(o)
         self.plan = Plan(o["metrics"], task_obj)
         task_obj = self.plan.task
         self.inputs = ColumnMap(
@@ -280,6 +282,7 @@ class Evaluation(AccumulatorOps):
                     metrics=values,
                     intervals=intervals,
                     folded_values=self.folded_values(key),
+                    ci=slice_ci(self.ci, self.plan, key, states, values),
                 )
             )
         for metric, where in undefined.items():  # one warning per metric per finish

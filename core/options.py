@@ -87,6 +87,48 @@ def _input_format(v: Any) -> Any:
     return v
 
 
+CI_METHODS = (None, "analytic", "posterior", "bootstrap")
+
+
+def _ci(v: Any) -> str | None:
+    if v not in CI_METHODS:
+        raise ValueError(f"ci must be one of {CI_METHODS}, got {v!r}")
+    return v
+
+
+def _ci_level(v: Any) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.0 < v < 1.0:
+        raise ValueError(f"ci_level must be a number strictly between 0 and 1, got {v!r}")
+    return float(v)
+
+
+def _positive_int(name: str) -> Callable[[Any], int]:
+    def check(v: Any) -> int:
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise ValueError(f"{name} must be an int >= 1, got {v!r}")
+        return int(v)
+
+    return check
+
+
+def _ci_seed(v: Any) -> int:
+    if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+        raise ValueError(f"ci_seed must be an int >= 0, got {v!r}")
+    return int(v)
+
+
+def _ci_prior(v: Any) -> float:
+    if isinstance(v, bool) or v not in (0, 0.5, 1):
+        raise ValueError(f"ci_prior must be 0, 0.5 or 1 (the Dirichlet prior count per cell), got {v!r}")
+    return float(v)
+
+
+def _tolerance(v: Any) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not v >= 0 or v == float("inf"):
+        raise ValueError(f"tolerance must be a finite number >= 0, got {v!r}")
+    return float(v)
+
+
 #: every option of :class:`core.Evaluation`, in signature and ``to_config()`` order
 OPTIONS: tuple[Option, ...] = (
     Option("label_col", None, "str | None",
@@ -148,6 +190,30 @@ OPTIONS: tuple[Option, ...] = (
            "False (default): the suppressed slices of each spec are reported as one ``{column: \"__suppressed__\"}`` "
            "entry counting them (``suppressed_slices``), so their values are not published either; True: each is "
            "listed by name (no values).", config="if_set", check=_show_suppressed_names),
+    Option("ci", None, "str | None",
+           "confidence intervals of sampling uncertainty per slice and metric (``SliceResult.ci``): None (default), "
+           "``\"analytic\"`` (Wilson, DeLong, normal), ``\"posterior\"`` (Beta/Dirichlet posterior of the confusion "
+           "counts) or ``\"bootstrap\"`` (one-pass Poisson bootstrap). See :mod:`core.intervals`.",
+           config="if_set", check=_ci),
+    Option("ci_level", 0.95, "float", "confidence level of ``ci`` intervals, in (0, 1).", config="if_set", check=_ci_level),
+    Option("ci_replicates", 200, "int", "bootstrap replicates / posterior samples of ``ci``.", config="if_set",
+           check=_positive_int("ci_replicates")),
+    Option("ci_seed", 0, "int", "seed of the bootstrap draws / posterior samples (results are reproducible for a seed).",
+           config="if_set", check=_ci_seed),
+    Option("ci_prior", 0.5, "float", "prior count per confusion cell of ``ci=\"posterior\"``: 0, 0.5 (default) or 1.",
+           config="if_set", check=_ci_prior),
+    Option("id_col", None, "str | None",
+           "column identifying each example; the bootstrap derives its draws from it (from the row's content when "
+           "None), so replicates are the same on any runner and partitioning.", config="if_set", fingerprint=True),
+    Option("baseline_score_col", None, "str | Sequence[str] | None",
+           "scores of a baseline model on the same rows: every metric is also computed for it, and each slice "
+           "reports ``comparison`` (``delta = candidate - baseline``, its paired interval and a verdict).",
+           config="if_set", fingerprint=True, check=_score_col),
+    Option("baseline_prediction_col", None, "str | None", "predictions of a baseline model (as ``baseline_score_col``).",
+           config="if_set", fingerprint=True),
+    Option("tolerance", 0.0, "float",
+           "a ``delta`` within +-tolerance of 0 is ``indistinguishable`` in the comparison verdict.",
+           config="if_set", check=_tolerance),
 )  # fmt: skip
 
 OPTION_NAMES: tuple[str, ...] = tuple(o.name for o in OPTIONS)

@@ -78,6 +78,25 @@ def ignored_class_of(config: dict[str, Any]) -> int | None:
 
 
 @dataclass(frozen=True)
+class Comparison:
+    """A candidate model against a baseline on the same rows, for one metric of one slice.
+
+    Attributes:
+        delta: ``candidate - baseline`` (float, or an array for per-class metrics).
+        ci: ``(lower, upper)`` paired confidence interval of ``delta`` (None when not computed).
+        verdict: ``"better"``, ``"worse"`` or ``"indistinguishable"`` (from the metric's
+            ``higher_is_better``, the interval and the tolerance).
+    """
+
+    delta: Any
+    ci: tuple[Any, Any] | None
+    verdict: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"delta": jsonable(self.delta), "ci": None if self.ci is None else jsonable(list(self.ci)), "verdict": self.verdict}
+
+
+@dataclass(frozen=True)
 class SliceResult:
     """Metric values of one slice.
 
@@ -93,6 +112,11 @@ class SliceResult:
             are None and ``metrics`` is empty (JSON: ``"n": null, ..., "suppressed": true``).
         folded_values: for a ``__other__`` slice (``max_slices``), how many distinct slice
             values it sums; None otherwise (JSON ``"folded_values"`` only when set).
+        ci: ``{metric key: (lower, upper)}`` confidence intervals of sampling uncertainty
+            (``Evaluation(ci=...)``; per-class metrics: arrays); empty without ``ci``.
+        comparison: ``{metric key: Comparison}`` against the baseline model
+            (``Evaluation(baseline_score_col=...)``); empty without a baseline.
+        baseline_metrics: the baseline model's own metric values; empty without a baseline.
         suppressed_slices: for the one entry that stands for a spec's suppressed slices when
             their names are withheld (``slice`` values ``"__suppressed__"``, see
             :mod:`core.suppression`), how many slices it stands for; None otherwise.
@@ -110,6 +134,9 @@ class SliceResult:
     suppressed: bool = False
     folded_values: int | None = None
     suppressed_slices: int | None = None
+    ci: dict[str, Any] = field(default_factory=dict)
+    comparison: dict[str, Comparison] = field(default_factory=dict)
+    baseline_metrics: dict[str, Any] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
@@ -136,6 +163,12 @@ class SliceResult:
         }
         if self.intervals:
             d["intervals"] = {k: jsonable(list(v)) for k, v in self.intervals.items()}
+        if self.ci:
+            d["ci"] = {k: jsonable(list(v)) for k, v in self.ci.items()}
+        if self.baseline_metrics:
+            d["baseline_metrics"] = {k: jsonable(v) for k, v in self.baseline_metrics.items()}
+        if self.comparison:
+            d["comparison"] = {k: c.to_dict() for k, c in self.comparison.items()}
         undefined = undefined_entries(self.metrics, ignored_class)
         if undefined:
             d["undefined"] = undefined

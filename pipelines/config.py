@@ -45,14 +45,19 @@ class ConfigError(ValueError):
     """A configuration file is unreadable or invalid; the message names the file, key and problem."""
 
 
-def read_config_file(path: str | Path) -> dict[str, Any]:
+def read_config_file(path: str | Path, what: str = "config") -> dict[str, Any]:
     """Parse a YAML (``.yaml``/``.yml``) or JSON (``.json``) file into a mapping (unvalidated).
+
+    Args:
+        path: the file.
+        what: the word that starts every message (``config 'eval.yaml': ...``); ``pipelines.validate``
+            reads its ``--thresholds`` file with ``what="thresholds"``.
 
     Raises:
         ConfigError: the file is missing, of another type, not valid YAML/JSON, or not a mapping.
     """
     p = Path(path)
-    where = f"config {str(p)!r}"
+    where = f"{what} {str(p)!r}"
     kind = EXTENSIONS.get(p.suffix.lower())
     if kind is None:
         raise ConfigError(f"{where}: unsupported file type {p.suffix or '(none)'!r}; use .yaml, .yml or .json")
@@ -79,7 +84,7 @@ def read_config_file(path: str | Path) -> dict[str, Any]:
     if data is None:
         data = {}
     if not isinstance(data, dict):
-        raise ConfigError(f"{where}: the top level must be a mapping of option: value, got {_tname(data)}")
+        raise ConfigError(f"{where}: the top level must be a mapping of {'option' if what == 'config' else 'key'}: value, got {_tname(data)}")
     return data
 
 
