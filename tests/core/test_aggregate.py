@@ -19,13 +19,12 @@ from sklearn.metrics import accuracy_score, roc_auc_score
 
 import core
 from core import Evaluation, MetricCollection, Results, SliceResult, aggregate
-from core.aggregation import AGGREGATORS, Aggregate, Aggregator, FixedEffect, RandomEffects, analytic_variance, normal_ppf, t_ppf
+from core.aggregation import AGGREGATORS, Aggregate, Aggregator, FixedEffect, RandomEffects, analytic_variance
+from core.quantiles import normal_ppf, t_ppf
 
 
 def _run(metrics, n=100, sl=(), ci=None, level=None):
-    s = SliceResult(sl, n, float(n), 0, dict(metrics))
-    if ci is not None:
-        object.__setattr__(s, "ci", ci)  # SliceResult.ci comes with the intervals (issue 13)
+    s = SliceResult(sl, n, float(n), 0, dict(metrics), ci=ci or {})
     return Results([s], {"ci": {"level": level}} if level else {})
 
 
