@@ -250,6 +250,10 @@ class Evaluation(AccumulatorOps):
     def finish(self, acc: Accumulator, *, add_overall: bool = True) -> Results:
         """Compute every slice's metrics; overall first, then slices in spec and value order.
 
+        The metrics of all slices are computed at once (:meth:`core.plan.Plan.compute_many`,
+        vectorised over the slices for the confusion-derived metrics), with the values of a
+        per-slice :meth:`~core.plan.Plan.compute_detailed`.
+
         Args:
             acc: a merged accumulator.
             add_overall: add the overall slice (zero states) when ``acc`` lacks it; engines that
@@ -259,16 +263,21 @@ class Evaluation(AccumulatorOps):
         spec_order = [s.columns for s in self.slices]
         if add_overall and OVERALL not in acc:
             acc = {OVERALL: self.plan.zero(), **acc}
+        keys = sorted(acc, key=lambda k: sort_key(k, spec_order))
+        states_of = {key: acc[key] for key in keys}
+        computed = [key for key in keys if not self._suppressed(key, states_of[key][0])]
+        # every computed slice's metrics at once, stacked on a leading slice axis
+        many = self.plan.compute_many([states_of[key] for key in computed])
+        position = {key: i for i, key in enumerate(computed)}
         out = []
         undefined: dict[str, list[tuple[str, Any]]] = {}
         fills: dict[str, Any] = {}
-        for key in sorted(acc, key=lambda k: sort_key(k, spec_order)):
-            states = acc[key]
-            counts = states[0]
-            if self._suppressed(key, counts):  # pruned: no metrics computed, no counts reported
+        for key in keys:
+            counts = states_of[key][0]
+            if key not in position:  # suppressed (pruned): no metrics computed, no counts reported
                 out.append(SliceResult(slice=key, n=None, weight=None, skipped=None, metrics={}, suppressed=True))
                 continue
-            values, intervals, undef = self.plan.compute_detailed(states)
+            values, intervals, undef = many.element(position[key])
             for metric, (classes, fill) in undef.items():
                 if fill in ("nan", "warn"):
                     undefined.setdefault(metric, []).append((slice_name(key), classes))
@@ -282,7 +291,7 @@ class Evaluation(AccumulatorOps):
                     metrics=values,
                     intervals=intervals,
                     folded_values=self.folded_values(key),
-                    ci=slice_ci(self.ci, self.plan, key, states, values),
+                    ci=slice_ci(self.ci, self.plan, key, states_of[key], values),
                 )
             )
         for metric, where in undefined.items():  # one warning per metric per finish

@@ -98,3 +98,17 @@ def test_averaging_name_clash_raises_at_definition(user_averagings):
             name = "macro"
 
     assert AVERAGINGS["macro"].__name__ == "MacroAveraging"
+
+
+def test_user_averaging_through_an_evaluation_per_slice(user_averagings):
+    """Evaluation.finish computes every slice at once (Plan.compute_many): user averagings there
+    give the same value as one collection per slice."""
+    from core import Evaluation
+
+    y, s = _data(seed=2)
+    g = np.where(np.arange(y.size) % 3 == 0, "a", "b")
+    ev = Evaluation(label_col="y", score_col=["s0", "s1", "s2"], num_classes=3, slices=["g"], metrics=["precision@harmonic", "f1@macro"])
+    res = ev.evaluate({"y": y, "s0": s[:, 0], "s1": s[:, 1], "s2": s[:, 2], "g": g})
+    for name, mask in (("g=a", g == "a"), ("g=b", g == "b")):
+        pred = s[mask].argmax(axis=1)
+        assert res[name].metrics["precision@harmonic"] == pytest.approx(hmean(precision_score(y[mask], pred, average=None)), rel=1e-12)

@@ -134,3 +134,30 @@ def test_dependency_cycles_and_unknown_dependencies_raise(registry_snapshot):
         Plan(["cycle_a_for_test"], Task())
     with pytest.raises(ValueError, match="unknown metric 'no_such_metric'"):
         Plan(["unknown_dep_for_test"], Task())
+
+
+def test_compute_many_and_cells_give_compute_detailed_values_for_dependencies():
+    rng = np.random.default_rng(3)
+    plan = Plan(["fowlkes_mallows", "fmi@threshold=0.7", "recall"], Task())
+    states_list = []
+    for n in (0, 1, 50, 300):  # an empty slice too
+        y, s = rng.integers(0, 2, n), rng.random(n)
+        mc = MetricCollection(task=plan.task)
+        mc.plan = plan
+        mc.states = plan.zero()
+        if n:
+            mc.update(y, y_score=s)
+        states_list.append(mc.states)
+    many = plan.compute_many(states_list)
+    for i, states in enumerate(states_list):
+        want = plan.compute_detailed(states)
+        got = many.element(i)
+        assert got[2] == want[2]
+        for k, v in want[0].items():
+            assert (math.isnan(v) and math.isnan(got[0][k])) or got[0][k] == v, k
+    # cells (e.g. posterior samples of the counts): the dependencies are computed from them too
+    plan2 = Plan(["fowlkes_mallows", "precision", "recall"], Task())
+    cm = rng.random((5, 4)) * 10  # [tn, fp, fn, tp] per element
+    out = plan2.compute_cells({"example_count": cm.sum(axis=1, keepdims=True), "binary_confusion": cm})
+    tp, fp, fn = cm[:, 3], cm[:, 1], cm[:, 2]
+    np.testing.assert_allclose(out.values["fowlkes_mallows"].astype(float), np.sqrt(tp / (tp + fp) * tp / (tp + fn)), rtol=1e-12)
