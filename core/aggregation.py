@@ -35,7 +35,8 @@ import numpy as np
 
 from core.metrics import REGISTRY, register_named
 from core.plan import MetricCollection, Plan
-from core.quantiles import normal_ppf, t_ppf
+from core.intervals import normal_quantile
+from core.quantiles import t_ppf
 from core.results import Results, SliceResult, jsonable
 from core.slicing import slice_name
 
@@ -134,7 +135,7 @@ _NAN_CI = (float("nan"), float("nan"))
 
 
 def _normal_interval(mu: float, se: float, level: float) -> tuple[float, float]:
-    z = normal_ppf(0.5 + level / 2.0)
+    z = normal_quantile(0.5 + level / 2.0)
     return (mu - z * se, mu + z * se)
 
 
@@ -307,7 +308,7 @@ def run_variance(key: str, value: float, s: SliceResult, level: float) -> tuple[
     if bounds is not None and np.ndim(bounds[0]) == 0:
         lo, hi = float(bounds[0]), float(bounds[1])
         if math.isfinite(lo) and math.isfinite(hi):
-            z = normal_ppf(0.5 + level / 2.0)
+            z = normal_quantile(0.5 + level / 2.0)
             return ((hi - lo) / (2 * z)) ** 2, "ci"
     return analytic_variance(key, value, s)
 

@@ -29,7 +29,7 @@ from typing import Any, Iterable
 from core.accumulator import Accumulator, AccumulatorOps
 from core.batches import extract_columns, fold_all, is_single_batch, missing_row_column, num_rows, rows_to_columns  # noqa: F401  (re-exported)
 from core.columns import ColumnMap
-from core.intervals import CISettings, slice_ci
+from core.intervals import CI_OPTIONS, CISettings, slice_ci
 from core.metrics import Task, UndefinedMetricWarning
 from core.options import config_of, fingerprint_of, options_doc, read_options, signature
 from core.plan import Plan, make_task, undefined_warning
@@ -173,7 +173,12 @@ class Evaluation(AccumulatorOps):
         return dict(self._init_args)
 
     def describe(self) -> dict[str, Any]:
-        return {**self.plan.describe(), **{k: v for k, v in self._init_args.items() if k != "metrics"}}
+        """``Results.config``: the plan's description and every option set, the ``ci_*`` ones
+        gathered under ``"ci"`` (:meth:`core.intervals.CISettings.to_config`) when ``ci`` is set."""
+        out = {**self.plan.describe(), **{k: v for k, v in self._init_args.items() if k != "metrics" and k not in CI_OPTIONS}}
+        if self.ci.method is not None:
+            out["ci"] = self.ci.to_config(self.plan)
+        return out
 
     # -- the counting pass -----------------------------------------------------------------
     @property
@@ -277,7 +282,8 @@ class Evaluation(AccumulatorOps):
             if key not in position:  # suppressed (pruned): no metrics computed, no counts reported
                 out.append(SliceResult(slice=key, n=None, weight=None, skipped=None, metrics={}, suppressed=True))
                 continue
-            values, intervals, undef = many.element(position[key])
+            states = states_of[key]
+            values, bounds, undef = many.element(position[key])
             for metric, (classes, fill) in undef.items():
                 if fill in ("nan", "warn"):
                     undefined.setdefault(metric, []).append((slice_name(key), classes))
@@ -289,7 +295,7 @@ class Evaluation(AccumulatorOps):
                     weight=float(counts["weight"]),
                     skipped=int(counts["skipped"]),
                     metrics=values,
-                    intervals=intervals,
+                    bounds=bounds,
                     folded_values=self.folded_values(key),
                     ci=slice_ci(self.ci, self.plan, key, states_of[key], values),
                 )

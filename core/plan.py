@@ -181,27 +181,28 @@ class Plan:
 
     def compute(self, states: tuple[State, ...]) -> dict[str, Any]:
         """Metric values from merged states: ``{metric key: float | np.ndarray}``."""
-        return self.compute_with_intervals(states)[0]
+        return self.compute_with_bounds(states)[0]
 
-    def compute_with_intervals(
+    def compute_with_bounds(
         self, states: tuple[State, ...], warn: bool = True, slice_name: str = "Overall"
     ) -> tuple[dict[str, Any], dict[str, tuple[float, float]]]:
-        """``(values, intervals)``: values as :meth:`compute`; ``intervals[key] = (lower, upper)``
-        for metrics that returned an :class:`~core.metrics.Interval` (approximate states).
+        """``(values, bounds)``: values as :meth:`compute`; ``bounds[key] = (lower, upper)``
+        (certified) for metrics that returned an :class:`~core.metrics.Interval` (approximate
+        states).
 
         With ``warn``, one :class:`~core.metrics.UndefinedMetricWarning` per undefined metric names
         the metric, the classes and ``slice_name`` (see :meth:`compute_detailed`)."""
-        values, intervals, undefined = self.compute_detailed(states)
+        values, bounds, undefined = self.compute_detailed(states)
         if warn:
             for key, (classes, fill) in undefined.items():
                 if fill in ("nan", "warn"):
                     warnings.warn(undefined_warning(key, [(slice_name, classes)], fill), UndefinedMetricWarning, stacklevel=3)
-        return values, intervals
+        return values, bounds
 
     def compute_detailed(
         self, states: tuple[State, ...]
     ) -> tuple[dict[str, Any], dict[str, tuple[float, float]], dict[str, tuple[tuple[int, ...] | None, Any]]]:
-        """``(values, intervals, undefined)`` without warnings.
+        """``(values, bounds, undefined)`` without warnings.
 
         ``undefined[key] = (classes, fill)`` for every metric whose value (or some class of it) is
         undefined: ``classes`` is None for the value itself, else the class ids (per-class values,
@@ -212,20 +213,20 @@ class Plan:
         """
         by_kind = {s.kind: s for s in states}
         values: dict[str, Any] = {}
-        intervals: dict[str, tuple[float, float]] = {}
+        bounds: dict[str, tuple[float, float]] = {}
         undefined: dict[str, tuple[tuple[int, ...] | None, Any]] = {}
         ignored = self.task.ignored_class
         done: dict[str, tuple[Any, list]] = {}  # key -> (value, its undefined events): each metric once
         for m in self.metrics:
             v, events = _computed(m, by_kind, done)
             if isinstance(v, Interval):
-                intervals[m.key] = (float(v.lower), float(v.upper))
+                bounds[m.key] = (float(v.lower), float(v.upper))
                 v = v.value
             values[m.key] = v
             entry = undefined_entry(events, v if m.nan_entries_undefined or np.ndim(v) == 0 else 0.0, ignored)
             if entry is not None:
                 undefined[m.key] = entry
-        return values, intervals, undefined
+        return values, bounds, undefined
 
     def compute_many(self, states_list: Sequence[tuple[State, ...]]) -> ManyValues:
         """The metrics of R state tuples of this plan at once, stacked on a leading axis.
@@ -557,7 +558,7 @@ class MetricCollection:
     def __repr__(self) -> str:
         t = self.task
         head = f"{type(self).__name__}(task={t.kind}, num_classes={t.num_classes}, threshold={t.threshold:g} ({t.threshold_rule}), zero_division={t.zero_division})"
-        values = self.plan.compute_with_intervals(self.states, warn=False)[0]
+        values = self.plan.compute_with_bounds(self.states, warn=False)[0]
         lines = [head, "├── states"]
         for i, s in enumerate(self.states):
             lines.append(f"│   {'└' if i == len(self.states) - 1 else '├'}── {s.summary()}")

@@ -1,41 +1,13 @@
-"""Quantiles of the normal and Student-t distributions, in numpy/math only (core imports no
-scipy): :func:`normal_ppf` and :func:`t_ppf`, used by confidence intervals and run aggregation.
-Checked against ``scipy.stats`` in ``tests/core/test_aggregate.py``."""
+"""The Student-t distribution in math only (core imports no scipy): :func:`t_cdf` and
+:func:`t_ppf`, used by run aggregation (``core.aggregate(method="mean")``); the normal quantile
+is :func:`core.intervals.normal_quantile`. Checked against ``scipy.stats`` in
+``tests/core/test_aggregate.py``."""
 
 from __future__ import annotations
 
 import math
 
-__all__ = ["normal_ppf", "t_cdf", "t_ppf"]
-
-
-def normal_ppf(p: float) -> float:
-    """Quantile of the standard normal distribution (Acklam's rational approximation refined by
-    one Halley step on ``math.erfc``; absolute error below 1e-13 on (1e-12, 1 - 1e-12)).
-
-    Raises:
-        ValueError: ``p`` outside (0, 1).
-    """
-    if not 0.0 < p < 1.0:
-        raise ValueError(f"normal_ppf: p must be in (0, 1), got {p!r}")
-    a = (-3.969683028665376e01, 2.209460984245205e02, -2.759285104469687e02, 1.383577518672690e02, -3.066479806614716e01, 2.506628277459239e00)
-    b = (-5.447609879822406e01, 1.615858368580409e02, -1.556989798598866e02, 6.680131188771972e01, -1.328068155288572e01)
-    c = (-7.784894002430293e-03, -3.223964580411365e-01, -2.400758277161838e00, -2.549732539343734e00, 4.374664141464968e00, 2.938163982698783e00)
-    d = (7.784695709041462e-03, 3.224671290700398e-01, 2.445134137142996e00, 3.754408661907416e00)
-    lo = 0.02425
-    if p < lo:
-        q = math.sqrt(-2 * math.log(p))
-        x = (((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5]) / ((((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1)
-    elif p <= 1 - lo:
-        q = p - 0.5
-        r = q * q
-        x = (((((a[0] * r + a[1]) * r + a[2]) * r + a[3]) * r + a[4]) * r + a[5]) * q / (((((b[0] * r + b[1]) * r + b[2]) * r + b[3]) * r + b[4]) * r + 1)
-    else:
-        q = math.sqrt(-2 * math.log1p(-p))
-        x = -(((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5]) / ((((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1)
-    e = 0.5 * math.erfc(-x / math.sqrt(2)) - p
-    u = e * math.sqrt(2 * math.pi) * math.exp(x * x / 2)
-    return x - u / (1 + x * u / 2)
+__all__ = ["t_cdf", "t_ppf"]
 
 
 def _betacf(a: float, b: float, x: float) -> float:

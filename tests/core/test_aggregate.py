@@ -20,7 +20,7 @@ from sklearn.metrics import accuracy_score, roc_auc_score
 import core
 from core import Evaluation, MetricCollection, Results, SliceResult, aggregate
 from core.aggregation import AGGREGATORS, Aggregate, Aggregator, FixedEffect, RandomEffects, analytic_variance
-from core.quantiles import normal_ppf, t_ppf
+from core.quantiles import t_ppf
 
 
 def _run(metrics, n=100, sl=(), ci=None, level=None):
@@ -29,8 +29,7 @@ def _run(metrics, n=100, sl=(), ci=None, level=None):
 
 
 @pytest.mark.parametrize("p", [1e-10, 0.001, 0.025, 0.3, 0.5, 0.8, 0.975, 0.9999])
-def test_quantiles_match_scipy(p):
-    assert normal_ppf(p) == pytest.approx(stats.norm.ppf(p), abs=1e-12)
+def test_t_quantiles_match_scipy(p):
     for df in (1, 2, 3, 4.5, 10, 100, 1000):
         assert t_ppf(p, df) == pytest.approx(stats.t.ppf(p, df), rel=1e-9, abs=1e-12)
 
@@ -266,3 +265,24 @@ def test_pooled_is_the_metric_of_the_union_for_any_split(sizes, seed, sort):
     for k, v in want.items():
         assert (math.isnan(v) and math.isnan(got[k]) and math.isnan(rev[k])) or (got[k] == v == rev[k]), k
 
+
+
+def test_fixed_effect_reads_the_variances_of_evaluations_with_ci():
+    """Runs evaluated with ci="analytic" at level 0.9: each run's variance is its interval's
+    ((upper - lower) / (2 z_0.95))^2, whatever the metric."""
+    ev = Evaluation(label_col="y", score_col="s", metrics=["accuracy", "roc_auc"], ci="analytic", ci_level=0.9)
+    runs = []
+    for y, s, _ in _folds(seed=4, k=3):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            runs.append(ev.evaluate({"y": y, "s": s}))
+    z = stats.norm.ppf(0.95)
+    for key in ("accuracy", "roc_auc"):
+        ys = np.array([r.overall.metrics[key] for r in runs])
+        v = np.array([((r.overall.ci[key][1] - r.overall.ci[key][0]) / (2 * z)) ** 2 for r in runs])
+        w = 1 / v
+        o = aggregate(runs, "fixed_effect", level=0.8).overall
+        assert o.details[key]["variance_source"] == ["ci"] * 3
+        assert o.metrics[key] == pytest.approx((w * ys).sum() / w.sum(), rel=1e-9)
+        half = stats.norm.ppf(0.9) / math.sqrt(w.sum())
+        assert o.ci[key] == pytest.approx((o.metrics[key] - half, o.metrics[key] + half), rel=1e-9)
