@@ -554,19 +554,6 @@ def _compute(plan: Any, st: _Stacked, states_list: Sequence[Sequence[State]] | N
 
     for m in plan.metrics:
         fn = _vectorised(m)
-        if m.dependencies:
-            deps = {name: stacked_values(x) for name, x in m.dependency_metrics().items()}
-            objs = []
-            for i in range(r):
-                with recording_undefined() as evs:
-                    x = m.compute_from({name: _plain(v[i]) for name, v in deps.items()})
-                objs.append(x)
-                entry = undefined_entry(evs, x if m.nan_entries_undefined or np.ndim(x) == 0 else 0.0, ignored)
-                if entry is not None:
-                    undefined[i][m.key] = entry
-            objects[m.key] = objs
-            values[m.key] = _stack_objects(objs)
-            continue
         if fn is not None:
             events: dict[int, list] = {}  # per element with one: its undefined events (classes, fill)
             with np.errstate(invalid="ignore", divide="ignore"):
@@ -574,15 +561,25 @@ def _compute(plan: Any, st: _Stacked, states_list: Sequence[Sequence[State]] | N
             values[m.key] = v
             _entries(m, v, events, ignored, undefined)
             continue
-        if states_list is None:
+        if m.dependencies:  # from the dependencies' stacked values, each computed once
+            deps = {name: stacked_values(x) for name, x in m.dependency_metrics().items()}
+
+            def one(i: int, m: Metric = m, deps: dict = deps) -> Any:
+                return m.compute_from({name: _plain(v[i]) for name, v in deps.items()})
+
+        elif states_list is None:
             raise ValueError(
                 f"metric {m.key!r} cannot be computed from cells (cell metrics: confusion-derived and example counts)"
             )
+        else:
+
+            def one(i: int, m: Metric = m) -> Any:
+                return m.compute({s.kind: s for s in states_list[i]})
+
         objs = []
-        for i, states in enumerate(states_list):
-            by_kind = {s.kind: s for s in states}
+        for i in range(r):
             with recording_undefined() as evs:
-                x = m.compute(by_kind)
+                x = one(i)
             if isinstance(x, Interval):
                 intervals[i][m.key] = (float(x.lower), float(x.upper))
                 x = x.value
