@@ -14,8 +14,9 @@ an accumulator (``evaluation.fold(acc, batch)``, ``profiler.fold``) mutates and 
 :class:`Evaluation`'s options are one table, :data:`core.options.OPTIONS`.
 """
 
+from core.aggregation import Aggregator, aggregate
 from core.evaluation import Evaluation, extract_columns
-from core.metrics import REGISTRY, Metric, Task, UndefinedMetricWarning, resolve
+from core.metrics import REGISTRY, Averaging, Metric, Task, UndefinedMetricWarning, resolve
 from core.plan import BinaryMetrics, MetricCollection, Plan
 from core.ranking import RankingMetric  # registers roc_auc, average_precision, curves, ...
 from core.results import Results, SliceResult
@@ -43,6 +44,9 @@ from core.continual import ContinualEvaluation, ContinualState, OCLMetrics  # no
 from core.prequential import PrequentialEvaluation, PrequentialResults  # noqa: E402
 
 __all__ = [
+    "Aggregator",
+    "Averaging",
+    "aggregate",
     "FORMATS",
     "BinaryConfusionLayout",
     "BinaryConfusionState",

@@ -215,6 +215,7 @@ class LogLoss(Metric):
     """
 
     name = "log_loss"
+    full_name = "Log loss"
     aliases = ("logloss", "cross_entropy", "binary_crossentropy", "categorical_crossentropy")
     params = {"eps": None}
     higher_is_better = False
@@ -248,6 +249,7 @@ class BrierScore(Metric):
     """
 
     name = "brier_score"
+    full_name = "Brier score"
     aliases = ("brier_score_loss", "brier")
     higher_is_better = False
     bounds = (0.0, 2.0)
@@ -300,6 +302,7 @@ class ExpectedCalibrationError(_Calibration):
     """
 
     name = "ece"
+    full_name = "Expected calibration error"
     aliases = ("expected_calibration_error", "calibration_error")
     reference = "sklearn.calibration.calibration_curve(strategy='uniform')"
 
@@ -317,6 +320,7 @@ class MaximumCalibrationError(_Calibration):
     equal-width bins. NaN with no examples. Source: Naeini et al. (2015)."""
 
     name = "mce"
+    full_name = "Maximum calibration error"
     aliases = ("maximum_calibration_error", "max_calibration_error")
     reference = "sklearn.calibration.calibration_curve(strategy='uniform')"
 
@@ -337,6 +341,7 @@ class ReliabilityDiagram(_Calibration):
     """
 
     name = "reliability_diagram"
+    full_name = "Reliability diagram"
     aliases = ("calibration_curve", "reliability_curve")
     higher_is_better = None
     bounds = (0.0, math.inf)
@@ -358,6 +363,7 @@ class MeanLabel(Metric):
     (TFMA's ``mean_label``)."""
 
     name = "mean_label"
+    full_name = "Mean label"
     aliases = ("label_mean",)
     tasks = ("binary", "regression")
     higher_is_better = None
@@ -387,6 +393,7 @@ class MeanPrediction(Metric):
     (TFMA's ``mean_prediction``)."""
 
     name = "mean_prediction"
+    full_name = "Mean prediction"
     aliases = ("mean_score", "prediction_mean")
     tasks = ("binary", "regression")
     higher_is_better = None

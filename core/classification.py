@@ -66,6 +66,7 @@ class Specificity(_BinaryRate):
     """
 
     name = "specificity"
+    full_name = "Specificity"
     aliases = ("tnr", "true_negative_rate", "selectivity")
     num, den = "tn", ("tn", "fp")
     sklearn = "sklearn.metrics.recall_score(pos_label=0)"
@@ -80,6 +81,7 @@ class NegativePredictiveValue(_BinaryRate):
     """
 
     name = "npv"
+    full_name = "Negative predictive value"
     aliases = ("negative_predictive_value",)
     num, den = "tn", ("tn", "fn")
     sklearn = "sklearn.metrics.precision_score(pos_label=0)"
@@ -94,6 +96,7 @@ class FalsePositiveRate(_BinaryRate):
     """
 
     name = "fpr"
+    full_name = "False positive rate"
     aliases = ("false_positive_rate", "fall_out")
     num, den = "fp", ("fp", "tn")
     higher_is_better = False
@@ -108,11 +111,33 @@ class FalseNegativeRate(_BinaryRate):
     """
 
     name = "fnr"
+    full_name = "False negative rate"
     aliases = ("false_negative_rate", "miss_rate")
     num, den = "fn", ("fn", "tp")
     higher_is_better = False
     sklearn = "1 - sklearn.metrics.recall_score"
     undefined = "no positives"
+
+
+class FowlkesMallows(_FromMatrix):
+    """Fowlkes-Mallows index ``sqrt(precision * recall)``, the geometric mean of precision and
+    recall, computed from those two metrics (``dependencies``: a plan computes them once from the
+    shared confusion state). Binary, at ``threshold``; NaN when either is undefined (unless
+    ``zero_division`` says otherwise). Reference: ``sqrt(precision_score * recall_score)``; on
+    the pairs of a clustering it is ``sklearn.metrics.fowlkes_mallows_score``.
+    """
+
+    name = "fowlkes_mallows"
+    full_name = "Fowlkes-Mallows index"
+    aliases = ("fowlkes_mallows_index", "fmi")
+    tasks = ("binary",)
+    dependencies = ("precision", "recall")
+    reference = "sqrt(precision_score * recall_score); sklearn.metrics.fowlkes_mallows_score over pairs"
+    undefined = "no predicted positives or no positives (precision or recall undefined)"
+
+    def compute_from(self, values: dict[str, Any]) -> float:
+        p, r = float(values["precision"]), float(values["recall"])
+        return math.sqrt(p * r) if not (math.isnan(p) or math.isnan(r)) else float("nan")
 
 
 class Prevalence(_FromMatrix):
@@ -123,6 +148,7 @@ class Prevalence(_FromMatrix):
     """
 
     name = "prevalence"
+    full_name = "Prevalence"
     params = {"threshold": None}
     tasks = ("binary",)
     higher_is_better = None
@@ -148,6 +174,7 @@ class BalancedAccuracy(_FromMatrix):
     """
 
     name = "balanced_accuracy"
+    full_name = "Balanced accuracy"
     aliases = ("balanced_accuracy_score",)
     params = {"threshold": None, "adjusted": False}
     sklearn = "sklearn.metrics.balanced_accuracy_score"
@@ -192,6 +219,7 @@ class MatthewsCorrCoef(_FromMatrix):
     """
 
     name = "mcc"
+    full_name = "Matthews correlation coefficient"
     aliases = ("matthews_corrcoef", "matthews_correlation")
     bounds = (-1.0, 1.0)
     sklearn = "sklearn.metrics.matthews_corrcoef"
@@ -221,6 +249,7 @@ class CohenKappa(_FromMatrix):
     """
 
     name = "cohen_kappa"
+    full_name = "Cohen's kappa"
     aliases = ("kappa", "cohen_kappa_score")
     params = {"threshold": None, "weights": None, "zero_division": None}
     positional = "weights"
@@ -271,6 +300,7 @@ class ClassificationReport(_FromMatrix):
     """
 
     name = "classification_report"
+    full_name = "Classification report"
     aliases = ("per_class_report",)
     higher_is_better = None
     bounds = (0.0, math.inf)
@@ -302,6 +332,7 @@ class IoU(_PRF):
     """
 
     name = "iou"
+    full_name = "IoU (Jaccard index)"
     aliases = ("jaccard", "jaccard_score", "jaccard_index", "intersection_over_union")
     which = "jaccard"
     sklearn = "sklearn.metrics.jaccard_score"
@@ -321,6 +352,7 @@ class MeanIoU(IoU):
     """
 
     name = "miou"
+    full_name = "Mean IoU"
     aliases = ("mean_iou", "mean_jaccard")
     params = {"threshold": None, "zero_division": None}
     positional = None
@@ -343,6 +375,7 @@ class Dice(_PRF):
     """
 
     name = "dice"
+    full_name = "Dice coefficient"
     aliases = ("dice_score", "dice_coefficient")
     which = "f1"
     sklearn = "sklearn.metrics.f1_score"
@@ -361,6 +394,7 @@ __all__ = [
     "Dice",
     "FalseNegativeRate",
     "FalsePositiveRate",
+    "FowlkesMallows",
     "IoU",
     "MatthewsCorrCoef",
     "MeanIoU",

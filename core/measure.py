@@ -59,6 +59,7 @@ class MeanMeasure(Metric):
     ``Mean``)."""
 
     name = "mean_measure"
+    full_name = "Mean of measure"
     aliases = ("mean_metric", "mean_loss", "running_mean")
     tasks = TASK_KINDS
     higher_is_better = None

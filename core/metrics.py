@@ -128,6 +128,138 @@ class Interval:
 REGISTRY: dict[str, type["Metric"]] = {}
 
 
+def register_named(registry: dict[str, type], cls: type, what: str) -> None:
+    """Register ``cls`` under its ``name`` and ``aliases`` (nothing when it sets no ``name`` of its
+    own): how metrics, averaging methods and aggregators are found by name.
+
+    Raises:
+        ValueError: a name or alias already used by another class (re-defining the same class,
+            e.g. on a module reload, is allowed); nothing is registered then.
+    """
+    if "name" not in cls.__dict__ or not cls.name:  # type: ignore[attr-defined]
+        return
+    names = (cls.name, *cls.aliases)  # type: ignore[attr-defined]
+    for n in names:  # check every name before registering any (no partial registration)
+        other = registry.get(n)
+        reload = other is not None and (other.__module__, other.__qualname__) == (cls.__module__, cls.__qualname__)
+        if other is not None and other is not cls and not reload:
+            raise ValueError(
+                f"{what} name or alias {n!r} of {cls.__module__}.{cls.__qualname__} is already used by "
+                f"{other.__module__}.{other.__qualname__}"
+            )
+    for n in names:
+        registry[n] = cls
+
+
+AVERAGINGS: dict[str, type["Averaging"]] = {}
+
+
+class Averaging:
+    """Base class of the ways a per-class metric becomes one value: the ``@macro`` of
+    ``"f1@macro"``. Subclasses set ``name`` to register (``aliases`` unique, a clash raises at
+    definition); ``"precision@<name>"`` then works for precision, recall, F1, F-beta, IoU and
+    Dice (``average=<name>``).
+
+    Class attributes:
+        name: canonical name, the value of ``average`` in metric strings and keys.
+        aliases: other names that find it (keys use ``name``).
+        full_name: human-readable name for tables and reports.
+        tasks: the task kinds it applies to.
+        pooled: True for the built-ins that sum counts over classes before the ratio
+            (``binary``: the positive class only; ``micro``; ``samples``; ``none`` keeps the
+            (K,) array); they are computed by the metrics themselves and :meth:`reduce` is not
+            called.
+
+    User subclasses implement :meth:`reduce`, e.g. the harmonic mean of the per-class values::
+
+        class Harmonic(Averaging):
+            name = "harmonic"
+
+            def reduce(self, values, support):
+                v = values[~np.isnan(values)]
+                return float(v.size / np.sum(1.0 / v)) if v.size and np.all(v > 0) else float("nan")
+    """
+
+    name: ClassVar[str] = ""
+    aliases: ClassVar[tuple[str, ...]] = ()
+    full_name: ClassVar[str] = ""
+    tasks: ClassVar[tuple[str, ...]] = ("binary", "multiclass", "multilabel")
+    pooled: ClassVar[bool] = False
+
+    def __init_subclass__(cls, **kw: Any) -> None:
+        super().__init_subclass__(**kw)
+        register_named(AVERAGINGS, cls, "averaging")
+
+    def reduce(self, values: np.ndarray, support: np.ndarray) -> float:
+        """One value from the (K,) per-class values (NaN where undefined; classes left out by
+        ``ignore_index`` are already removed) and their (K,) weighted true counts (support)."""
+        raise NotImplementedError(f"averaging {self.name!r} computes inside the metric (pooled)")
+
+    def __repr__(self) -> str:
+        return f"<averaging {self.name}>"
+
+
+class BinaryAveraging(Averaging):
+    """The positive class (1) only (scikit-learn's ``average="binary"``)."""
+
+    name, full_name, tasks, pooled = "binary", "Positive class", ("binary",), True
+
+
+class MicroAveraging(Averaging):
+    """Counts summed over classes before the ratio (``average="micro"``)."""
+
+    name, full_name, pooled = "micro", "Micro average", True
+
+
+class MacroAveraging(Averaging):
+    """Unweighted mean of the per-class values, NaN classes left out (``average="macro"``)."""
+
+    name, full_name = "macro", "Macro average"
+
+    def reduce(self, values: np.ndarray, support: np.ndarray) -> float:
+        return nanaverage(values)
+
+
+class WeightedAveraging(Averaging):
+    """Mean of the per-class values weighted by support, NaN classes left out (``average="weighted"``)."""
+
+    name, full_name = "weighted", "Support-weighted average"
+
+    def reduce(self, values: np.ndarray, support: np.ndarray) -> float:
+        return nanaverage(values, support)
+
+
+class SamplesAveraging(Averaging):
+    """Per row, then the (weighted) mean over rows: multilabel only (``average="samples"``)."""
+
+    name, full_name, tasks, pooled = "samples", "Samples average", ("multilabel",), True
+
+
+class NoAveraging(Averaging):
+    """No average: the (K,) per-class values (``average=None``, ``@none``)."""
+
+    name, full_name, pooled = "none", "Per class", True
+
+
+def get_averaging(average: "str | None") -> Averaging:
+    """The :class:`Averaging` of an ``average`` value (None is ``"none"``).
+
+    Raises:
+        ValueError: no averaging of that name (the message lists the known ones).
+    """
+    key = "none" if average is None else average
+    cls = AVERAGINGS.get(key) if isinstance(key, str) else None
+    if cls is None:
+        raise ValueError(f"average must be one of {known_averages()}, got {average!r}")
+    return cls()
+
+
+def known_averages() -> tuple:
+    """The built-in ``average`` values (:data:`AVERAGES`) followed by the user-registered ones."""
+    extra = tuple(n for n, c in AVERAGINGS.items() if n == c.name and n not in ("none", *[a for a in AVERAGES if a]))
+    return AVERAGES + extra
+
+
 class Metric:
     """Base class. Subclasses set ``name`` to register; ``aliases`` must be unique.
 
@@ -140,6 +272,10 @@ class Metric:
         reference: a non-scikit-learn reference implementation (docs and tests), if any.
         undefined: when the value is undefined (docs; the policy is NaN plus an
             :class:`UndefinedMetricWarning` unless ``zero_division`` says otherwise).
+        full_name: human-readable name for tables and reports (``"ROC AUC"``).
+        dependencies: metric strings this metric is computed from (``("precision", "recall")``):
+            a plan computes each once from the shared states and passes their values to
+            :meth:`compute_from` (see :meth:`dependency_metrics` for their parameters).
     """
 
     name: ClassVar[str] = ""
@@ -155,22 +291,12 @@ class Metric:
     reference: ClassVar[str | None] = None
     undefined: ClassVar[str] = ""
     nan_entries_undefined: ClassVar[bool] = True  # NaN entries of an array value are "undefined"
+    full_name: ClassVar[str] = ""
+    dependencies: ClassVar[tuple[str, ...]] = ()
 
     def __init_subclass__(cls, **kw: Any) -> None:
         super().__init_subclass__(**kw)
-        if "name" not in cls.__dict__ or not cls.name:
-            return
-        names = (cls.name, *cls.aliases)
-        for n in names:  # check every name before registering any (no partial registration)
-            other = REGISTRY.get(n)
-            reload = other is not None and (other.__module__, other.__qualname__) == (cls.__module__, cls.__qualname__)
-            if other is not None and other is not cls and not reload:
-                raise ValueError(
-                    f"metric name or alias {n!r} of {cls.__module__}.{cls.__qualname__} is already used by "
-                    f"{other.__module__}.{other.__qualname__}"
-                )
-        for n in names:
-            REGISTRY[n] = cls
+        register_named(REGISTRY, cls, "metric")
 
     def __init__(self, task: Task, **params: Any):
         if task.kind not in self.tasks:
@@ -204,7 +330,10 @@ class Metric:
         "score_matrix", "probability", "measure"}``: ``prediction`` is satisfied by predicted labels
         or by scores (thresholded or argmax), ``score`` needs scores (binary: hard 0/1 predictions
         also do), ``score_matrix`` an (N, K) score matrix, ``probability`` scores that are
-        probabilities (validated in [0, 1]; matrix rows summing to 1), ``measure`` a measure column."""
+        probabilities (validated in [0, 1]; matrix rows summing to 1), ``measure`` a measure column.
+        A metric with :attr:`dependencies` needs what they need."""
+        if self.dependencies:
+            return frozenset().union(*(m.needs() for m in self.dependency_metrics().values()))
         return frozenset({"target", "prediction"})
 
     @classmethod
@@ -227,6 +356,7 @@ class Metric:
         doc = (cls.__doc__ or "").strip().split("\n\n")[0].replace("\n", " ")
         return {
             "name": cls.name,
+            "full_name": cls.display_name(),
             "aliases": list(cls.aliases),
             "tasks": list(cls.tasks),
             "states": states,
@@ -238,8 +368,44 @@ class Metric:
             "summary": " ".join(doc.split()),
         }
 
+    @classmethod
+    def display_name(cls) -> str:
+        """:attr:`full_name`, or for a metric that sets none its name in words
+        (``"my_rate"`` -> ``"My rate"``)."""
+        return cls.full_name or cls.name.replace("_", " ").capitalize()
+
     def compute(self, states: dict[str, State]) -> Any:
+        """The value from the states (by kind). Metrics with :attr:`dependencies` compute them
+        and return :meth:`compute_from` (a plan computes each dependency once instead)."""
+        if self.dependencies:
+            return self.compute_from({name: m.compute(states) for name, m in self.dependency_metrics().items()})
         raise NotImplementedError
+
+    def compute_from(self, values: dict[str, Any]) -> Any:
+        """The value from the values of :attr:`dependencies`, keyed as declared (subclasses
+        with dependencies). Values of approximate states come as plain numbers (the certified
+        bounds of a dependency are not propagated)."""
+        raise NotImplementedError(f"metric {self.name!r} declares dependencies {self.dependencies} but no compute_from")
+
+    def dependency_metrics(self) -> dict[str, "Metric"]:
+        """The configured metrics of :attr:`dependencies`, keyed as declared: each string
+        resolved for this metric's task, with the parameters given to this metric that the
+        dependency also accepts (``fowlkes_mallows@threshold=0.7`` reads ``precision`` and
+        ``recall`` at 0.7); parameters in the dependency string win.
+
+        Raises:
+            ValueError: an unknown dependency or one that cannot take the parameters.
+        """
+        cached = self.__dict__.get("_dependency_metrics")
+        if cached is not None:
+            return cached
+        out: dict[str, Metric] = {}
+        for text in self.dependencies:
+            dep = resolve(text, self.task)
+            passed = {k: v for k, v in self.given.items() if k in type(dep).params and k not in dep.given}
+            out[text] = type(dep)(self.task, **{**passed, **dep.given}) if passed else dep
+        self.__dict__["_dependency_metrics"] = out
+        return out
 
     @property
     def key(self) -> str:
@@ -283,6 +449,17 @@ def _parse_value(text: str) -> Any:
         except ValueError:
             pass
     return text.strip()
+
+
+def metric_full_name(key: str) -> str:
+    """Human-readable name of a metric key: the metric's ``full_name`` then its parameters,
+    ``"f1@macro"`` -> ``"F1 score (macro)"``, ``"roc_auc"`` -> ``"ROC AUC"``; an unknown name is
+    returned as it is."""
+    name, _, rest = key.partition("@")
+    cls = REGISTRY.get(name)
+    if cls is None:
+        return key
+    return cls.display_name() + (f" ({rest.replace('@', ', ')})" if rest else "")
 
 
 def parse_metric_string(text: str) -> tuple[str, list[Any], dict[str, Any]]:
@@ -335,6 +512,7 @@ class ExampleCount(Metric):
     """Number of examples (rows) folded, before weighting. TFMA's ``example_count``."""
 
     name = "example_count"
+    full_name = "Example count"
     higher_is_better = None
     bounds = (0.0, math.inf)
     tasks = TASK_KINDS
@@ -350,6 +528,7 @@ class WeightedExampleCount(Metric):
     """Sum of ``sample_weight`` over the examples (equals ``example_count`` unweighted)."""
 
     name = "weighted_example_count"
+    full_name = "Weighted example count"
     higher_is_better = None
     bounds = (0.0, math.inf)
     tasks = TASK_KINDS
@@ -417,12 +596,18 @@ class _Classification(Metric):
             raise ValueError(f"metric {self.name!r}: threshold must be finite, got {p['threshold']}")
         if "average" in self.given:
             avg = p["average"]
-            if avg not in AVERAGES:
-                raise ValueError(f"metric {self.name!r}: average must be one of {AVERAGES}, got {avg!r}")
+            try:
+                averaging = get_averaging(avg)
+            except ValueError as e:
+                raise ValueError(f"metric {self.name!r}: {e}") from None
             if avg == "binary" and self.task.kind != "binary":
                 raise ValueError(f"metric {self.name!r}: average='binary' needs a binary task")
             if avg == "samples" and self.task.kind != "multilabel":
                 raise ValueError(f"metric {self.name!r}: average='samples' needs a multilabel task")
+            if self.task.kind not in averaging.tasks:
+                raise ValueError(f"metric {self.name!r}: average={averaging.name!r} is defined for {averaging.tasks} tasks only")
+            if avg not in AVERAGES:  # a user averaging: its canonical name (aliases find it)
+                p["average"] = averaging.name
         else:
             p["average"] = "binary" if self.task.kind == "binary" else "macro"
         zd = p["zero_division"]
@@ -490,7 +675,7 @@ class _PRF(_Classification):
             return v
         if avg in ("binary", "micro"):
             return float(v[0])
-        return nanaverage(v, true if avg == "weighted" else None)
+        return get_averaging(avg).reduce(v, true)
 
 
 def prf_values(
@@ -519,6 +704,7 @@ class Precision(_PRF):
     """
 
     name = "precision"
+    full_name = "Precision"
     aliases = ("ppv", "positive_predictive_value")
     which = "precision"
     sklearn = "sklearn.metrics.precision_score"
@@ -528,6 +714,7 @@ class Recall(_PRF):
     """Recall ``tp / (tp + fn)``. Source: ``sklearn.metrics.recall_score``."""
 
     name = "recall"
+    full_name = "Recall"
     aliases = ("sensitivity", "tpr", "true_positive_rate")
     which = "recall"
     sklearn = "sklearn.metrics.recall_score"
@@ -537,6 +724,7 @@ class F1(_PRF):
     """F1 ``2 tp / (2 tp + fp + fn)``. Source: ``sklearn.metrics.f1_score``."""
 
     name = "f1"
+    full_name = "F1 score"
     aliases = ("f1_score",)
     which = "f1"
     sklearn = "sklearn.metrics.f1_score"
@@ -546,6 +734,7 @@ class FBeta(_PRF):
     """F-beta ``(1 + b^2) tp / ((1 + b^2) tp + b^2 fn + fp)``. Source: ``sklearn.metrics.fbeta_score``."""
 
     name = "fbeta"
+    full_name = "F-beta score"
     aliases = ("fbeta_score",)
     which = "fbeta"
     params = {**_Classification.params, "beta": 1.0}
@@ -572,6 +761,7 @@ class Accuracy(_Classification):
     """
 
     name = "accuracy"
+    full_name = "Accuracy"
     aliases = ("acc",)
     params = {"threshold": None}
     positional = None
@@ -622,6 +812,7 @@ class TruePositives(_Count):
     """Weighted count of positives predicted positive."""
 
     name, index = "tp", 0
+    full_name = "True positives"
     aliases = ("true_positives",)
 
 
@@ -629,6 +820,7 @@ class FalsePositives(_Count):
     """Weighted count of negatives predicted positive."""
 
     name, index = "fp", 1
+    full_name = "False positives"
     aliases = ("false_positives",)
     higher_is_better = False
 
@@ -637,6 +829,7 @@ class TrueNegatives(_Count):
     """Weighted count of negatives predicted negative."""
 
     name, index = "tn", 2
+    full_name = "True negatives"
     aliases = ("true_negatives",)
 
 
@@ -644,6 +837,7 @@ class FalseNegatives(_Count):
     """Weighted count of positives predicted negative."""
 
     name, index = "fn", 3
+    full_name = "False negatives"
     aliases = ("false_negatives",)
     higher_is_better = False
 
@@ -653,6 +847,7 @@ class ConfusionMatrix(_Classification):
     (``[[tn, fp], [fn, tp]]`` for binary). Source: ``sklearn.metrics.confusion_matrix``."""
 
     name = "confusion_matrix"
+    full_name = "Confusion matrix"
     params = {"threshold": None}
     positional = None
     tasks = ("binary", "multiclass")

@@ -27,7 +27,7 @@ import numpy as np
 from core._inputs import Batch
 from core.limits import MAX_BETA, MAX_NUM_CLASSES, MAX_THRESHOLDS, as_floats, check_at_most, check_count
 from core.exact import ExactSums, exact_column_sums, exact_sum
-from core.metrics import Metric, TaskKindSupport, _Classification, check_zero_division, nanaverage, prf_values, record_undefined, register_task_kind
+from core.metrics import Metric, TaskKindSupport, _Classification, check_zero_division, get_averaging, prf_values, record_undefined, register_task_kind
 from core.states import State
 from core.task import THRESHOLD_RULES
 
@@ -206,7 +206,7 @@ def prf_multilabel(metric: _Classification, states: dict[str, State]) -> Any:
         return v
     if avg == "micro":
         return float(v[0])
-    return nanaverage(v, true if avg == "weighted" else None)
+    return get_averaging(avg).reduce(v, true)
 
 
 def subset_accuracy(metric: Metric, states: dict[str, State]) -> float:
@@ -249,6 +249,7 @@ class SubsetAccuracy(_MultilabelMetric):
     NaN with no examples. Source: ``sklearn.metrics.accuracy_score`` on indicator matrices."""
 
     name = "subset_accuracy"
+    full_name = "Subset accuracy"
     aliases = ("exact_match", "exact_match_ratio")
     sklearn = "sklearn.metrics.accuracy_score"
     undefined = "no examples (total weight 0)"
@@ -262,6 +263,7 @@ class HammingLoss(_MultilabelMetric):
     NaN with no examples. Source: ``sklearn.metrics.hamming_loss``."""
 
     name = "hamming_loss"
+    full_name = "Hamming loss"
     aliases = ("hamming",)
     higher_is_better = False
     sklearn = "sklearn.metrics.hamming_loss"
@@ -282,6 +284,7 @@ class MultilabelConfusionMatrix(_MultilabelMetric):
     Source: ``sklearn.metrics.multilabel_confusion_matrix``."""
 
     name = "multilabel_confusion_matrix"
+    full_name = "Multilabel confusion matrix"
     aliases = ("label_confusion_matrix",)
     higher_is_better = None
     bounds = (0.0, math.inf)

@@ -111,12 +111,13 @@ class Plan:
         self.metrics: tuple[Metric, ...] = tuple(resolved.values())
         reqs: dict[type[State], list[Any]] = {ExampleCountState: []}
         for m in self.metrics:
-            for cls, req in m.requires():
-                reqs.setdefault(cls, []).append(req)
+            for d in (m, *_dependencies(m)):  # dependencies' states join the shared tuple
+                for cls, req in d.requires():
+                    reqs.setdefault(cls, []).append(req)
         self.state_types: tuple[tuple[type[State], Any], ...] = tuple(
             (cls, cls.layout_for(r, task)) for cls, r in reqs.items()
         )
-        self.needs: frozenset[str] = frozenset().union(*(m.needs() for m in self.metrics))
+        self.needs: frozenset[str] = frozenset().union(*(d.needs() for m in self.metrics for d in (m, *_dependencies(m))))
 
     def check_inputs(self, roles: Iterable[str], names: dict[str, str] | None = None) -> None:
         """Check that the given input roles satisfy every metric's needs.
@@ -317,6 +318,27 @@ class Plan:
             "states": [f"{cls.kind} {layout}" for cls, layout in self.state_types],
             **({"ignore_index": t.ignore_index} if t.ignore_index is not None else {}),
         }
+
+
+def _dependencies(m: Metric) -> list[Metric]:
+    """Every metric ``m`` depends on, transitively (depth first, each key once).
+
+    Raises:
+        ValueError: a dependency cycle (naming the metrics).
+    """
+    out: dict[str, Metric] = {}
+
+    def visit(x: Metric, path: tuple[str, ...]) -> None:
+        for d in x.dependency_metrics().values():
+            if d.key in path:
+                raise ValueError(f"metric dependency cycle: {' -> '.join((*path, d.key))}")
+            if d.key not in out:
+                out[d.key] = d
+                visit(d, (*path, d.key))
+
+    if m.dependencies:
+        visit(m, (m.key,))
+    return list(out.values())
 
 
 def _fmt_value(v: Any) -> str:

@@ -41,7 +41,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from core.limits import MAX_CAPACITY, check_at_most
-from core.metrics import Interval, Metric, nanaverage, record_undefined
+from core.metrics import AVERAGES, AVERAGINGS, Interval, Metric, get_averaging, nanaverage, record_undefined
 from core.score_distribution import (
     Class0ScoreDistributionState,
     ClassScoreDistributionState,
@@ -457,8 +457,9 @@ def multiclass_value(state: ClassScoreDistributionState, fn, multi_class: str, a
         if average == "micro":
             return fn(micro_dist(state))
         values = [fn(ovr_dist(state, c)) for c in range(k)]
-        if average is None:
-            return np.array([x.value if isinstance(x, Interval) else x for x in values], dtype=np.float64)
+        if average is None or average not in MC_AVERAGES:
+            per_class = np.array([x.value if isinstance(x, Interval) else x for x in values], dtype=np.float64)
+            return per_class if average is None else get_averaging(average).reduce(per_class, totals)
         return _combine(values, totals if average == "weighted" else None)
     present = [c for c in range(k) if totals[c] > 0]
     pairs, prevalence = [], []
@@ -559,7 +560,10 @@ def _configure_multiclass(metric: "RankingMetric", allow_ovo: bool) -> None:
         raise ValueError(f"metric {metric.name!r}: multi_class must be one of {MULTI_CLASS if allow_ovo else ('ovr',)}, got {mc!r}")
     avg = p["average"] if "average" in given else "macro"
     if avg not in MC_AVERAGES:
-        raise ValueError(f"metric {metric.name!r}: average must be one of {MC_AVERAGES}, got {avg!r}")
+        user = AVERAGINGS.get(avg) if isinstance(avg, str) else None
+        if user is None or user.pooled or avg in AVERAGES or mc != "ovr" or "multiclass" not in user.tasks:
+            raise ValueError(f"metric {metric.name!r}: average must be one of {MC_AVERAGES} (or a user Averaging with multi_class='ovr'), got {avg!r}")
+        avg = user.name
     if mc == "ovo" and avg not in ("macro", "weighted"):
         raise ValueError(f"metric {metric.name!r}: multi_class='ovo' supports average 'macro' or 'weighted', got {avg!r}")
     p["multi_class"], p["average"] = mc, avg
@@ -599,6 +603,7 @@ class RocAuc(RankingMetric):
     """
 
     name = "roc_auc"
+    full_name = "ROC AUC"
     aliases = ("auc", "auroc", "roc_auc_score")
     params = {**RankingMetric.params, "max_fpr": None, "multi_class": None, "average": None}
     positional = "average"
@@ -627,6 +632,7 @@ class PartialRocAuc(RankingMetric):
     """
 
     name = "partial_roc_auc"
+    full_name = "Partial ROC AUC (standardized)"
     aliases = ("partial_auc",)
     params = {**RankingMetric.params, "max_fpr": None, "standardize": True}
     positional = "max_fpr"
@@ -654,6 +660,7 @@ class Gini(RankingMetric):
     Source: ``2 * sklearn.metrics.roc_auc_score(...) - 1``."""
 
     name = "gini"
+    full_name = "Gini coefficient"
     aliases = ("gini_coefficient", "somers_d")
     bounds = (-1.0, 1.0)
     sklearn = "sklearn.metrics.roc_auc_score"
@@ -673,6 +680,7 @@ class AveragePrecision(RankingMetric):
     Compressed states: :class:`~core.metrics.Interval` (see :func:`_ap_bin_terms`)."""
 
     name = "average_precision"
+    full_name = "Average precision"
     aliases = ("ap", "average_precision_score")
     params = {**RankingMetric.params, "multi_class": None, "average": None}
     positional = "average"
@@ -692,6 +700,7 @@ class PrAucTrapezoid(RankingMetric):
     positives, NaN when empty."""
 
     name = "pr_auc_trapezoid"
+    full_name = "PR AUC (trapezoidal)"
     aliases = ("auc_pr_trapezoid",)
     sklearn = "sklearn.metrics.auc"
 
@@ -724,6 +733,7 @@ class PrecisionAtRecall(_AtConstraint):
     e.g. ``precision_at_recall@0.8``. NaN without positives."""
 
     name = "precision_at_recall"
+    full_name = "Precision at recall"
     params = {**RankingMetric.params, "recall": None}
     positional = constraint = "recall"
     fn = staticmethod(precision_at_recall_value)
@@ -734,6 +744,7 @@ class RecallAtPrecision(_AtConstraint):
     if none reaches it, NaN without positives."""
 
     name = "recall_at_precision"
+    full_name = "Recall at precision"
     params = {**RankingMetric.params, "precision": None}
     positional = constraint = "precision"
     fn = staticmethod(recall_at_precision_value)
@@ -744,6 +755,7 @@ class SensitivityAtSpecificity(_AtConstraint):
     (required, in [0, 1]). NaN when a class is absent."""
 
     name = "sensitivity_at_specificity"
+    full_name = "Sensitivity at specificity"
     aliases = ("tpr_at_tnr",)
     params = {**RankingMetric.params, "specificity": None}
     positional = constraint = "specificity"
@@ -755,6 +767,7 @@ class SpecificityAtSensitivity(_AtConstraint):
     (required, in [0, 1]). NaN when a class is absent."""
 
     name = "specificity_at_sensitivity"
+    full_name = "Specificity at sensitivity"
     aliases = ("tnr_at_tpr",)
     params = {**RankingMetric.params, "sensitivity": None}
     positional = constraint = "sensitivity"
@@ -767,6 +780,7 @@ class KsStatistic(RankingMetric):
     with weights). NaN when a class is absent."""
 
     name = "ks_statistic"
+    full_name = "Kolmogorov-Smirnov statistic"
     aliases = ("ks", "kolmogorov_smirnov")
     sklearn = None
 
@@ -782,6 +796,7 @@ class RocCurve(RankingMetric):
     bin's lowest score as threshold."""
 
     name = "roc_curve"
+    full_name = "ROC curve"
     params = {**RankingMetric.params, "drop_intermediate": True}
     higher_is_better = None
     bounds = (-math.inf, math.inf)
@@ -807,6 +822,7 @@ class PrecisionRecallCurve(RankingMetric):
     when empty). Param ``drop_intermediate`` (default False, as scikit-learn)."""
 
     name = "precision_recall_curve"
+    full_name = "Precision-recall curve"
     aliases = ("pr_curve",)
     params = {**RankingMetric.params, "drop_intermediate": False}
     higher_is_better = None

@@ -57,16 +57,16 @@ def _sklearn(info: dict[str, Any]) -> str:
 
 
 def markdown_table() -> str:
-    """The Markdown table: name (aliases), task, state, exact or approximate, scikit-learn."""
+    """The Markdown table: name (aliases), full name, task, state, exact or approximate, scikit-learn."""
     lines = [
-        "| name (aliases) | task | state | exact | scikit-learn equivalent |",
-        "|---|---|---|---|---|",
+        "| name (aliases) | full name | task | state | exact | scikit-learn equivalent |",
+        "|---|---|---|---|---|---|",
     ]
     for cls in metric_classes():
         info = cls.info()
         aliases = f" ({', '.join(f'`{a}`' for a in info['aliases'])})" if info["aliases"] else ""
         exact = "exact" if info["exact"] else "approximate (certified bounds)"
-        lines.append(f"| `{info['name']}`{aliases} | {_tasks(info)} | {_states(info)} | {exact} | {_sklearn(info)} |")
+        lines.append(f"| `{info['name']}`{aliases} | {info['full_name']} | {_tasks(info)} | {_states(info)} | {exact} | {_sklearn(info)} |")
     return "\n".join(lines)
 
 

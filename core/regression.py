@@ -167,6 +167,7 @@ class MeanSquaredError(_Regression):
     """Mean squared error ``sum w (y - p)^2 / sum w``. Source: ``sklearn.metrics.mean_squared_error``."""
 
     name = "mse"
+    full_name = "Mean squared error"
     aliases = ("mean_squared_error",)
     sklearn = "sklearn.metrics.mean_squared_error"
 
@@ -178,6 +179,7 @@ class RootMeanSquaredError(_Regression):
     """Root mean squared error ``sqrt(mse)``. Source: ``sklearn.metrics.root_mean_squared_error``."""
 
     name = "rmse"
+    full_name = "Root mean squared error"
     aliases = ("root_mean_squared_error",)
     sklearn = "sklearn.metrics.root_mean_squared_error"
 
@@ -189,6 +191,7 @@ class MeanAbsoluteError(_Regression):
     """Mean absolute error ``sum w |y - p| / sum w``. Source: ``sklearn.metrics.mean_absolute_error``."""
 
     name = "mae"
+    full_name = "Mean absolute error"
     aliases = ("mean_absolute_error",)
     sklearn = "sklearn.metrics.mean_absolute_error"
 
@@ -202,6 +205,7 @@ class MeanAbsolutePercentageError(_Regression):
     scikit-learn). Source: ``sklearn.metrics.mean_absolute_percentage_error``."""
 
     name = "mape"
+    full_name = "Mean absolute percentage error"
     aliases = ("mean_absolute_percentage_error",)
     sklearn = "sklearn.metrics.mean_absolute_percentage_error"
 
@@ -244,6 +248,7 @@ class R2(_Explained):
     NaN with fewer than 2 rows (as scikit-learn). Source: ``sklearn.metrics.r2_score``."""
 
     name = "r2"
+    full_name = "R² (coefficient of determination)"
     aliases = ("r2_score", "r_squared", "coefficient_of_determination")
     sklearn = "sklearn.metrics.r2_score"
     undefined = "fewer than 2 rows, or total weight 0"
@@ -260,6 +265,7 @@ class ExplainedVariance(_Explained):
     ``force_finite``. Source: ``sklearn.metrics.explained_variance_score``."""
 
     name = "explained_variance"
+    full_name = "Explained variance"
     aliases = ("explained_variance_score",)
     sklearn = "sklearn.metrics.explained_variance_score"
 
@@ -272,6 +278,7 @@ class MeanError(_Regression):
     Source: ``numpy.average(y_pred - y_true, weights=sample_weight)``."""
 
     name = "mean_error"
+    full_name = "Mean error (bias)"
     aliases = ("bias", "mean_signed_error")
     higher_is_better = None
     bounds = (-math.inf, math.inf)
@@ -286,6 +293,7 @@ class MaxError(_Regression):
     rows). Source: ``sklearn.metrics.max_error`` (unweighted)."""
 
     name = "max_error"
+    full_name = "Max error"
     aliases = ("max_absolute_error",)
     sklearn = "sklearn.metrics.max_error"
 
@@ -301,6 +309,7 @@ class Pearson(_Regression):
     """
 
     name = "pearson"
+    full_name = "Pearson correlation"
     aliases = ("pearson_r", "pearson_correlation", "pearsonr")
     higher_is_better = True
     bounds = (-1.0, 1.0)

@@ -59,6 +59,7 @@ from core.classification import (
 )
 from core.metrics import (
     F1,
+    AVERAGES,
     Accuracy,
     ConfusionMatrix,
     ExampleCount,
@@ -487,6 +488,8 @@ def _vectorised(m: Metric) -> Callable | None:
     entry = _VECTORISED.get(type(m))
     if entry is None or m.task.kind not in entry[0]:
         return None
+    if "average" in m.p and m.p["average"] not in AVERAGES:  # a user Averaging: its own reduce
+        return None
     if any(cls.kind not in CELL_KINDS for cls, _ in m.requires()):
         return None
     return entry[1]
@@ -549,6 +552,30 @@ def _compute(plan: Any, st: _Stacked, states_list: Sequence[Sequence[State]] | N
     bounds: list[dict] = [{} for _ in range(r)]
     undefined: list[Undefined] = [{} for _ in range(r)]
     ignored = plan.task.ignored_class
+    hidden: dict[str, np.ndarray] = {}  # values of dependencies that are not requested
+
+    def stacked_values(d: Metric) -> np.ndarray:
+        """(R, ...) values of a dependency: requested, or computed here once (no bookkeeping)."""
+        if d.key in values:
+            return values[d.key]
+        if d.key not in hidden:
+            fn = _vectorised(d)
+            if fn is not None and not d.dependencies:
+                with np.errstate(invalid="ignore", divide="ignore"), recording_undefined():
+                    hidden[d.key] = fn(d, st, {})
+            else:
+                hidden[d.key] = _stack_objects([_plain(x) for x in element_values(d)])
+        return hidden[d.key]
+
+    def element_values(d: Metric) -> list:
+        """Per element: ``d``'s value (from its dependencies' stacked values, or its states)."""
+        if d.dependencies:
+            deps = {name: stacked_values(x) for name, x in d.dependency_metrics().items()}
+            return [d.compute_from({name: _plain(v[i]) for name, v in deps.items()}) for i in range(r)]
+        if states_list is None:
+            raise ValueError(f"metric {d.key!r} cannot be computed from cells (cell metrics: confusion-derived and example counts)")
+        return [d.compute({s.kind: s for s in states}) for states in states_list]
+
     for m in plan.metrics:
         fn = _vectorised(m) if vectorise else None
         if fn is not None:
@@ -558,13 +585,30 @@ def _compute(plan: Any, st: _Stacked, states_list: Sequence[Sequence[State]] | N
             values[m.key] = v
             _entries(m, v, events, ignored, undefined)
             continue
-        if states_list is None:
+        if m.dependencies:  # from the dependencies' stacked values, each computed once
+            deps = {name: stacked_values(x) for name, x in m.dependency_metrics().items()}
+
+            def one(i: int, m: Metric = m, deps: dict = deps) -> Any:
+                return m.compute_from({name: _plain(v[i]) for name, v in deps.items()})
+
+        elif states_list is None:
             raise ValueError(
                 f"metric {m.key!r} cannot be computed from cells (cell metrics: confusion-derived and example counts)"
             )
+        else:
+
+            def one(i: int, m: Metric = m) -> Any:
+                return m.compute({s.kind: s for s in states_list[i]})
+
         objs = []
-        for i, states in enumerate(states_list):
-            x, bound, entry = compute_one(m, {s.kind: s for s in states}, ignored)
+        for i in range(r):
+            with recording_undefined() as evs:
+                x = one(i)
+            bound = None
+            if isinstance(x, Interval):
+                bound = (float(x.lower), float(x.upper))
+                x = x.value
+            entry = undefined_entry(evs, x if m.nan_entries_undefined or np.ndim(x) == 0 else 0.0, ignored)
             objs.append(x)
             if bound is not None:
                 bounds[i][m.key] = bound
@@ -573,6 +617,16 @@ def _compute(plan: Any, st: _Stacked, states_list: Sequence[Sequence[State]] | N
         objects[m.key] = objs
         values[m.key] = _stack_objects(objs)
     return ManyValues(values, bounds, undefined, objects)
+
+
+def _plain(x: Any) -> Any:
+    """A dependency's value as :meth:`core.metrics.Metric.compute_from` receives it: a float for
+    a scalar (numpy scalars included), the value of an :class:`~core.metrics.Interval`."""
+    if isinstance(x, Interval):
+        return x.value
+    if isinstance(x, np.generic) or (isinstance(x, np.ndarray) and x.ndim == 0):
+        return x.item()
+    return x
 
 
 def compute_many(plan: Any, states_list: Sequence[Sequence[State]], vectorise_from: int = VECTORISE_FROM) -> ManyValues:

@@ -84,6 +84,7 @@ class TopKAccuracy(Metric):
     """
 
     name = "top_k_accuracy"
+    full_name = "Top-k accuracy"
     aliases = ("top_k_accuracy_score", "topk_accuracy", "top_k")
     params = {"k": 2, "max_k": None}
     tasks = ("multiclass",)

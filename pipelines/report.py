@@ -46,6 +46,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
+from core.metrics import metric_full_name
 from core.results import Results, SliceResult, ci_label, jsonable
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -634,7 +635,7 @@ def render_report(
                 cell = {"text": _array_summary(v), "sort": "", "title": "", "null": False}
             cls = metric_class(k)
             hib = getattr(cls, "higher_is_better", None)
-            overall_rows.append({"metric": k, "cell": cell, "ci": _ci_text(overall, k, k in unsupported, ci_name), "direction": {True: "higher is better", False: "lower is better"}.get(hib, "")})
+            overall_rows.append({"metric": k, "name": metric_full_name(k), "cell": cell, "ci": _ci_text(overall, k, k in unsupported, ci_name), "direction": {True: "higher is better", False: "lower is better"}.get(hib, "")})
     slice_rows = []
     for s in results.slices[:max_table_rows]:
         if getattr(s, "suppressed", False):
@@ -667,6 +668,7 @@ def render_report(
         config_json=json.dumps(config, indent=2, default=str),
         overall_rows=overall_rows,
         scalars=scalars,
+        full_names={m: metric_full_name(m) for m in scalars},
         slice_rows=slice_rows,
         hidden_rows=max(0, len(results.slices) - max_table_rows),
         show_skipped=any(s.skipped for s in results.slices),

@@ -18,15 +18,6 @@ BINARY = Task()
 MULTI = Task(num_classes=3)
 
 
-@pytest.fixture
-def registry_snapshot():
-    """Restore the registry after tests that define metric classes."""
-    before = dict(REGISTRY)
-    yield
-    REGISTRY.clear()
-    REGISTRY.update(before)
-
-
 # ---------------------------------------------------------------------------------------------
 # parsing
 @pytest.mark.parametrize(

@@ -34,6 +34,7 @@ def test_every_metric_declares_its_metadata_and_resolves_by_every_name(cls):
     assert lo <= hi and cls.higher_is_better in (True, False, None) and isinstance(cls.exact, bool)
     assert cls.sklearn is None or cls.sklearn.startswith(("sklearn.", "1 - sklearn."))
     assert (cls.__doc__ or "").strip(), "docstring"
+    assert "full_name" in cls.__dict__ and cls.full_name.strip() and info["full_name"] == cls.full_name, "an explicit full_name"
     for kind in info["tasks"]:
         assert "?" not in info["states"][kind]
         m = _build(cls, TASKS[kind])
@@ -113,7 +114,7 @@ def test_readme_table_lists_every_registered_metric():
     listed = set(re.findall(r"^\| `([a-z0-9_]+)`", section, flags=re.M))
     missing = {c.name for c in metric_classes()} - listed
     assert not missing, f"run `python -m core.registry_table --write README.md`; missing: {sorted(missing)}"
-    assert markdown_table().splitlines()[0] == "| name (aliases) | task | state | exact | scikit-learn equivalent |"
+    assert markdown_table().splitlines()[0] == "| name (aliases) | full name | task | state | exact | scikit-learn equivalent |"
     # the whole table, not just the names: tasks, states and references go stale too
     assert section.strip() == markdown_table().strip(), "the README's metrics table is stale: run `python -m core.registry_table --write README.md`"
 

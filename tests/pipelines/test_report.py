@@ -237,3 +237,10 @@ def test_cli_writes_and_prints_intervals(tmp_path, capsys):
     assert [acc["ci_lower"], acc["ci_upper"]] == doc["slices"][0]["ci"]["accuracy"]
     assert Results.from_dict(doc).overall.ci["roc_auc"] == tuple(doc["slices"][0]["ci"]["roc_auc"])
     assert "<th>90% CI, analytic</th>" in (out / "report.html").read_text()
+
+
+def test_report_labels_metrics_with_their_full_names():
+    page = report.render_report(_results(["accuracy", "roc_auc", "f1@threshold=0.7"], slices=("g",)))
+    assert "<td>roc_auc</td><td class=\"dir\">ROC AUC</td>" in page
+    assert "<td>f1@threshold=0.7</td><td class=\"dir\">F1 score (threshold=0.7)</td>" in page
+    assert '<th title="Accuracy">accuracy</th>' in page

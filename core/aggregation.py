@@ -1,0 +1,586 @@
+"""Aggregating the results of several runs, cross-validation folds or seeds: :func:`aggregate`.
+
+Four registered aggregators (``core.aggregation.AGGREGATORS``), per slice and metric:
+
+* ``pooled``: merge the runs' *states* and compute each metric once over all examples (the only
+  method that gives the metric of the union; it needs states: accumulators with their
+  ``evaluation=``, :class:`~core.plan.MetricCollection` objects, or state tuples with ``plan=``).
+* ``mean``: the unweighted mean of the runs' values, their sample standard deviation
+  (``ddof=1``) and a **Student-t** interval ``mean +- t_{k-1} * std / sqrt(k)`` over ``k`` runs.
+* ``fixed_effect``: the inverse-variance weighted mean ``sum(w y) / sum(w)``, ``w = 1 / v``, with
+  the normal interval ``mu +- z / sqrt(sum(w))`` and Cochran's ``Q``.
+* ``random_effects``: DerSimonian and Laird (1986): between-run variance
+  ``tau2 = max(0, (Q - (k - 1)) / (sum(w) - sum(w^2) / sum(w)))``, weights ``1 / (v + tau2)``,
+  normal interval, and Higgins' ``I2 = max(0, (Q - (k - 1)) / Q)``.
+
+The per-run variance ``v`` of ``fixed_effect`` and ``random_effects`` comes from the run's
+confidence interval when it has one (``SliceResult.ci``: ``v = ((upper - lower) / (2 z))^2``
+at the run's ``ci`` level), else from an analytic variance: ``p (1 - p) / n`` for proportions
+(accuracy over the slice's rows; binary precision, recall, specificity, NPV, FPR, FNR and
+prevalence over their denominators, read from the run's ``tp``/``fp``/``tn``/``fn`` values), and
+Hanley and McNeil (1982) for binary ROC AUC (positives and negatives from the same counts or from
+``prevalence``). Otherwise :func:`aggregate` raises ``ValueError`` naming the metric.
+
+Users add aggregators by subclassing :class:`Aggregator` with a ``name`` (as metrics subclass
+:class:`~core.metrics.Metric`), modelled on prob_conf_mat's ``ExperimentAggregator``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Iterable, Sequence
+
+import numpy as np
+
+from core.metrics import REGISTRY, register_named
+from core.plan import MetricCollection, Plan
+from core.intervals import normal_quantile
+from core.quantiles import t_ppf
+from core.results import Results, SliceResult, jsonable
+from core.slicing import slice_name
+
+AGGREGATORS: dict[str, type["Aggregator"]] = {}
+
+
+# ---------------------------------------------------------------------------------------------
+def check_level(level: Any) -> float:
+    """``level`` as a float in (0, 1).
+
+    Raises:
+        ValueError: not a number strictly between 0 and 1.
+    """
+    try:
+        lv = float(level)
+    except (TypeError, ValueError):
+        raise ValueError(f"level must be a number in (0, 1), got {level!r}") from None
+    if not 0.0 < lv < 1.0:
+        raise ValueError(f"level must be in (0, 1), got {level!r}")
+    return lv
+
+
+# ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Aggregate:
+    """One aggregated value.
+
+    Attributes:
+        value: the aggregate (NaN when no run has a finite value).
+        ci: ``(lower, upper)`` at ``level`` (NaN bounds when undefined, e.g. ``mean`` of one run).
+        details: method details, JSON-ready: ``runs`` (how many runs entered), and per method
+            ``std``, ``se``, ``interval`` (``"t"`` or ``"normal"``), ``df``, ``weights`` (normalised,
+            in run order), ``q``, ``tau2``, ``i2``, ``variance_source`` (per run: ``"ci"`` or
+            the analytic formula's name).
+    """
+
+    value: float
+    ci: tuple[float, float]
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+class Aggregator:
+    """Base class of the ways to combine the runs' values. Subclasses set ``name`` to register.
+
+    Class attributes:
+        name: canonical name (registry key, ``aggregate(method=name)``).
+        aliases: other names that find it; a clash with a registered name raises at definition.
+        full_name: human-readable name for tables and reports.
+        needs_variance: True: :meth:`aggregate` receives each run's variance.
+        needs_states: True: the runs' states are merged instead (``pooled``); :meth:`aggregate`
+            is not called.
+
+    Subclasses implement :meth:`aggregate`.
+    """
+
+    name: ClassVar[str] = ""
+    aliases: ClassVar[tuple[str, ...]] = ()
+    full_name: ClassVar[str] = ""
+    needs_variance: ClassVar[bool] = False
+    needs_states: ClassVar[bool] = False
+
+    def __init_subclass__(cls, **kw: Any) -> None:
+        super().__init_subclass__(**kw)
+        register_named(AGGREGATORS, cls, "aggregator")
+
+    def aggregate(self, values: np.ndarray, variances: np.ndarray | None, level: float) -> Aggregate:
+        """Combine ``values``, the (k,) finite values of one metric in one slice over ``k >= 1``
+        runs (``variances``: their (k,) sampling variances when :attr:`needs_variance`, else None)
+        into an :class:`Aggregate` with an interval at ``level``."""
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"<aggregator {self.name}>"
+
+
+def get_aggregator(method: "str | Aggregator") -> Aggregator:
+    """The aggregator of a name or alias (or ``method`` itself).
+
+    Raises:
+        ValueError: unknown name (listing the known ones).
+        TypeError: neither a string nor an :class:`Aggregator`.
+    """
+    if isinstance(method, Aggregator):
+        return method
+    if isinstance(method, type) and issubclass(method, Aggregator):
+        return method()
+    if not isinstance(method, str):
+        raise TypeError(f"method must be an aggregator name or an Aggregator, got {type(method).__name__}")
+    cls = AGGREGATORS.get(method) or AGGREGATORS.get(method.lower())
+    if cls is None:
+        raise ValueError(f"unknown aggregation method {method!r}; known: {sorted(AGGREGATORS)}")
+    return cls()
+
+
+_NAN_CI = (float("nan"), float("nan"))
+
+
+def _normal_interval(mu: float, se: float, level: float) -> tuple[float, float]:
+    z = normal_quantile(0.5 + level / 2.0)
+    return (mu - z * se, mu + z * se)
+
+
+class Pooled(Aggregator):
+    """Merge the runs' states and compute each metric once over all their examples."""
+
+    name = "pooled"
+    aliases = ("merged", "micro")
+    full_name = "Pooled (merged states)"
+    needs_states = True
+
+
+class Mean(Aggregator):
+    """Unweighted mean of the runs' values, sample standard deviation (``ddof=1``) and a
+    Student-t interval ``mean +- t_{k-1, (1 + level) / 2} * std / sqrt(k)`` (NaN for one run)."""
+
+    name = "mean"
+    aliases = ("average", "arithmetic_mean")
+    full_name = "Mean over runs"
+
+    def aggregate(self, values: np.ndarray, variances: np.ndarray | None, level: float) -> Aggregate:
+        k = values.shape[0]
+        mu = float(np.mean(values))
+        if k < 2:
+            return Aggregate(mu, _NAN_CI, {"runs": k, "std": float("nan"), "se": float("nan"), "interval": "t", "df": 0})
+        std = float(np.std(values, ddof=1))
+        se = std / math.sqrt(k)
+        t = t_ppf(0.5 + level / 2.0, k - 1)
+        return Aggregate(mu, (mu - t * se, mu + t * se), {"runs": k, "std": std, "se": se, "interval": "t", "df": k - 1})
+
+
+def _check_variances(variances: np.ndarray | None, what: str) -> np.ndarray:
+    if variances is None:
+        raise ValueError(f"{what} needs each run's variance")
+    v = np.asarray(variances, dtype=np.float64)
+    if not np.all(v > 0) or not np.all(np.isfinite(v)):
+        bad = int(np.flatnonzero(~(v > 0) | ~np.isfinite(v))[0])
+        raise ValueError(
+            f"{what}: run {bad} has variance {float(v[bad])!r}; inverse-variance weights need finite variances > 0 "
+            "(a proportion of 0 or 1 has analytic variance 0: give the runs a ci or use method='mean' or 'pooled')"
+        )
+    return v
+
+
+def _q_statistic(values: np.ndarray, w: np.ndarray) -> tuple[float, float]:
+    """Inverse-variance mean and Cochran's ``Q = sum(w (y - mu)^2)``."""
+    mu = float(np.sum(w * values) / np.sum(w))
+    return mu, float(np.sum(w * (values - mu) ** 2))
+
+
+def _i2(q: float, df: int) -> float:
+    return max(0.0, (q - df) / q) if q > 0 else 0.0
+
+
+class FixedEffect(Aggregator):
+    """Inverse-variance (fixed-effect, common-effect) mean: weights ``1 / v``, standard error
+    ``1 / sqrt(sum(w))``, normal interval; reports Cochran's ``Q`` and ``I2``."""
+
+    name = "fixed_effect"
+    aliases = ("fixed_effects", "inverse_variance", "common_effect")
+    full_name = "Fixed effect (inverse variance)"
+    needs_variance = True
+
+    def between_run_variance(self, q: float, w: np.ndarray) -> float | None:
+        """The between-run variance ``tau2`` added to every run's variance (None: none)."""
+        return None
+
+    def aggregate(self, values: np.ndarray, variances: np.ndarray | None, level: float) -> Aggregate:
+        v = _check_variances(variances, self.name)
+        w = 1.0 / v
+        mu, q = _q_statistic(values, w)
+        tau2 = self.between_run_variance(q, w)
+        if tau2 is not None:
+            w = 1.0 / (v + tau2)
+            mu = float(np.sum(w * values) / np.sum(w))
+        se = math.sqrt(1.0 / float(np.sum(w)))
+        k = values.shape[0]
+        details = {"runs": k, "se": se, "interval": "normal", "weights": (w / w.sum()).tolist(), "q": q, "df": k - 1, "i2": _i2(q, k - 1)}
+        if tau2 is not None:
+            details["tau2"] = tau2
+        return Aggregate(mu, _normal_interval(mu, se, level), details)
+
+
+class RandomEffects(FixedEffect):
+    """DerSimonian-Laird random effects: the method-of-moments between-run variance
+    ``tau2 = max(0, (Q - (k - 1)) / (sum(w) - sum(w^2) / sum(w)))`` with ``w = 1 / v``, then
+    weights ``1 / (v + tau2)``, standard error ``1 / sqrt(sum(w*))``, normal interval, ``I2``."""
+
+    name = "random_effects"
+    aliases = ("random_effect", "dersimonian_laird", "dl")
+    full_name = "Random effects (DerSimonian-Laird)"
+
+    def between_run_variance(self, q: float, w: np.ndarray) -> float | None:
+        k = w.shape[0]
+        c = float(np.sum(w) - np.sum(w**2) / np.sum(w))
+        return max(0.0, (q - (k - 1)) / c) if c > 0 else 0.0
+
+
+# ---------------------------------------------------------------------------------------------
+# per-run variances
+_DENOMINATORS = {  # binary proportion -> the confusion counts of its denominator
+    "precision": ("tp", "fp"),
+    "recall": ("tp", "fn"),
+    "specificity": ("tn", "fp"),
+    "npv": ("tn", "fn"),
+    "fpr": ("fp", "tn"),
+    "fnr": ("fn", "tp"),
+}
+
+
+def _canonical(key: str) -> tuple[str, str]:
+    """``(canonical metric name, parameter suffix)`` of a metric key (``"ppv@threshold=0.7"`` ->
+    ``("precision", "@threshold=0.7")``)."""
+    name, _, rest = key.partition("@")
+    cls = REGISTRY.get(name)
+    return (cls.name if cls is not None else name), ("@" + rest if rest else "")
+
+
+def _count(s: SliceResult, name: str, suffix: str) -> float | None:
+    v = s.metrics.get(name + suffix)
+    return float(v) if v is not None and np.ndim(v) == 0 and math.isfinite(float(v)) else None
+
+
+def analytic_variance(key: str, value: float, s: SliceResult) -> tuple[float, str] | None:
+    """``(variance, formula)`` of one run's value of metric ``key`` in slice ``s``, or None.
+
+    Proportions: ``p (1 - p) / n`` (accuracy: ``n`` the slice's rows; binary precision, recall,
+    specificity, NPV, FPR, FNR: their denominator from the slice's ``tp``/``fp``/``tn``/``fn``
+    values at the same parameters; prevalence: the rows). Binary ROC AUC: Hanley and McNeil
+    (1982) with the positives and negatives from the counts or from ``prevalence``.
+    """
+    name, suffix = _canonical(key)
+    if name == "accuracy" and s.n:
+        return value * (1 - value) / s.n, "p(1-p)/n"
+    if name == "prevalence" and s.n and suffix == "":
+        return value * (1 - value) / s.n, "p(1-p)/n"
+    if name in _DENOMINATORS and not any(a in suffix for a in ("@macro", "@micro", "@weighted", "@none")):
+        a, b = (_count(s, c, suffix) for c in _DENOMINATORS[name])
+        if a is not None and b is not None and a + b > 0:
+            return value * (1 - value) / (a + b), "p(1-p)/n"
+        return None
+    if name == "roc_auc" and suffix == "":
+        counts = [_count(s, c, "") for c in ("tp", "fn", "tn", "fp")]
+        if all(c is not None for c in counts):
+            n1, n2 = counts[0] + counts[1], counts[2] + counts[3]  # type: ignore[operator]
+        else:
+            prev = _count(s, "prevalence", "")
+            if prev is None or not s.n:
+                return None
+            n1, n2 = prev * s.n, (1 - prev) * s.n
+        if n1 <= 0 or n2 <= 0:
+            return None
+        q1, q2 = value / (2 - value), 2 * value**2 / (1 + value)
+        var = (value * (1 - value) + (n1 - 1) * (q1 - value**2) + (n2 - 1) * (q2 - value**2)) / (n1 * n2)
+        return var, "hanley_mcneil"
+    return None
+
+
+def _ci_level(results: Results) -> float:
+    ci = results.config.get("ci") if isinstance(results.config, dict) else None
+    level = ci.get("level") if isinstance(ci, dict) else None
+    return float(level) if level is not None else 0.95
+
+
+def run_variance(key: str, value: float, s: SliceResult, level: float) -> tuple[float, str] | None:
+    """``(variance, source)`` of one run's value: from its confidence interval (``s.ci``, at
+    ``level``) when present, else :func:`analytic_variance`, else None."""
+    ci = getattr(s, "ci", None) or {}
+    bounds = ci.get(key)
+    if bounds is not None and np.ndim(bounds[0]) == 0:
+        lo, hi = float(bounds[0]), float(bounds[1])
+        if math.isfinite(lo) and math.isfinite(hi):
+            z = normal_quantile(0.5 + level / 2.0)
+            return ((hi - lo) / (2 * z)) ** 2, "ci"
+    return analytic_variance(key, value, s)
+
+
+# ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class AggregateSlice:
+    """The aggregates of one slice.
+
+    Attributes:
+        slice: the slice key (``()`` = overall).
+        runs: how many runs have this slice (not suppressed).
+        n: the rows summed over those runs.
+        metrics: ``{metric key: aggregate value}`` (NaN where no run has a finite value).
+        ci: ``{metric key: (lower, upper)}`` at the results' ``level``.
+        details: ``{metric key: method details}`` (see :class:`Aggregate`).
+    """
+
+    slice: tuple
+    runs: int
+    n: int
+    metrics: dict[str, float]
+    ci: dict[str, tuple[float, float]] = field(default_factory=dict)
+    details: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return slice_name(self.slice)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "slice": {c: v for c, v in self.slice},
+            "runs": int(self.runs),
+            "n": int(self.n),
+            "metrics": {k: jsonable(v) for k, v in self.metrics.items()},
+            "ci": {k: jsonable(list(v)) for k, v in self.ci.items()},
+            "details": {k: jsonable_details(d) for k, d in self.details.items()},
+        }
+
+
+def jsonable_details(d: dict[str, Any]) -> dict[str, Any]:
+    return {k: (v if isinstance(v, str) or (isinstance(v, list) and v and isinstance(v[0], str)) else jsonable(v)) for k, v in d.items()}
+
+
+@dataclass(frozen=True)
+class AggregateResults:
+    """:func:`aggregate`'s result: per slice (overall first) the aggregate values and intervals.
+
+    Attributes:
+        slices: list of :class:`AggregateSlice`.
+        method: the aggregator's canonical name.
+        level: the interval level.
+        runs: how many runs were aggregated.
+        not_aggregated: ``{metric key: reason}`` of metrics left out (array values such as
+            per-class metrics or curves: aggregate them with ``pooled``).
+    """
+
+    slices: list[AggregateSlice]
+    method: str
+    level: float
+    runs: int
+    not_aggregated: dict[str, str] = field(default_factory=dict)
+
+    __getitem__ = Results.__getitem__  # by key tuple, display name, dict or position
+
+    def __iter__(self):
+        return iter(self.slices)
+
+    def __len__(self) -> int:
+        return len(self.slices)
+
+    @property
+    def overall(self) -> AggregateSlice:
+        return self[()]
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"method", "level", "runs", "slices": [{"slice", "runs", "n", "metrics", "ci",
+        "details"}], "not_aggregated"}``; NaN becomes None."""
+        return {
+            "method": self.method,
+            "level": self.level,
+            "runs": self.runs,
+            "slices": [s.to_dict() for s in self.slices],
+            "not_aggregated": dict(self.not_aggregated),
+        }
+
+    def to_rows(self) -> list[dict[str, Any]]:
+        """Long format: one row per (slice, metric) with ``slice``, ``runs``, ``n``, ``metric``,
+        ``value``, ``ci_lower``, ``ci_upper`` and ``method``."""
+        rows = []
+        for s in self.slices:
+            for k, v in s.metrics.items():
+                lo, hi = s.ci.get(k, _NAN_CI)
+                rows.append({"slice": s.name, "runs": s.runs, "n": s.n, "metric": k, "value": v, "ci_lower": lo, "ci_upper": hi, "method": self.method})
+        return rows
+
+
+# ---------------------------------------------------------------------------------------------
+def _pooled_results(runs: Sequence[Any], evaluation: Any, plan: Plan | None) -> Results:
+    """The finished results of the merged states of ``runs``."""
+    first = runs[0]
+    if isinstance(first, MetricCollection):
+        for r in runs:
+            if not isinstance(r, MetricCollection):
+                raise TypeError(f"aggregate(method='pooled'): mix of MetricCollection and {type(r).__name__}")
+        merged = first
+        for r in runs[1:]:
+            merged = merged.merge(r)
+        plan = merged.plan
+        states = merged.states
+    elif evaluation is not None:
+        acc = evaluation.merge_all(runs)
+        return evaluation.finish(acc)
+    elif plan is not None:
+        states = plan.merge_all([tuple(r) for r in runs])
+    else:
+        if isinstance(first, Results):
+            raise TypeError(
+                "aggregate(method='pooled') merges states, and Results hold values only: pass the runs' "
+                "accumulators with evaluation=, their MetricCollections, or state tuples with plan= "
+                "(or aggregate the Results with method='mean', 'fixed_effect' or 'random_effects')"
+            )
+        raise TypeError(f"aggregate(method='pooled'): give evaluation= (accumulators) or plan= (state tuples) for {type(first).__name__} runs")
+    values, _, _ = plan.compute_detailed(states)
+    count = states[0]
+    slice_result = SliceResult((), int(count["count"]), float(count["weight"]), int(count["skipped"]), values)
+    return Results([slice_result], {"metrics": list(plan.keys)})
+
+
+def aggregate(
+    runs: Iterable[Any],
+    method: "str | Aggregator" = "pooled",
+    *,
+    level: float = 0.95,
+    metrics: Sequence[str] | None = None,
+    evaluation: Any = None,
+    plan: Plan | None = None,
+) -> AggregateResults:
+    """Aggregate several runs (cross-validation folds, seeds, days) per slice and metric.
+
+    Args:
+        runs: for ``mean``, ``fixed_effect`` and ``random_effects``: the runs'
+            :class:`~core.results.Results`; for ``pooled``: their accumulators (with
+            ``evaluation=``), :class:`~core.plan.MetricCollection` objects, or state tuples (with
+            ``plan=``).
+        method: an aggregator name or alias (see :data:`AGGREGATORS`) or an :class:`Aggregator`.
+        level: the interval level in (0, 1).
+        metrics: the metric keys to aggregate (default: every scalar metric of the runs).
+        evaluation: the :class:`~core.evaluation.Evaluation` whose accumulators ``runs`` are.
+        plan: the :class:`~core.plan.Plan` whose state tuples ``runs`` are.
+
+    Returns:
+        :class:`AggregateResults`. Slices are the union over the runs (suppressed slices do not
+        take part); each metric aggregates the runs where its value is finite, and
+        ``details["runs"]`` says how many. ``pooled``: the merged result's values, with an
+        interval from its ``ci`` when the evaluation computes one, else from its analytic
+        variance (normal), else NaN.
+
+    Raises:
+        ValueError: no runs, an unknown method, a bad level, or (``fixed_effect``,
+            ``random_effects``) a metric whose run has neither a ``ci`` nor an analytic
+            variance (naming the metric, the slice and the run).
+        TypeError: runs of the wrong kind for the method.
+
+    Example:
+        >>> from core import Results, SliceResult, aggregate
+        >>> runs = [Results([SliceResult((), 100, 100.0, 0, {"accuracy": a})]) for a in (0.8, 0.9)]
+        >>> agg = aggregate(runs, "fixed_effect")
+        >>> round(agg.overall.metrics["accuracy"], 4)  # weights 100/0.16 and 100/0.09
+        0.864
+    """
+    agg = get_aggregator(method)
+    level = check_level(level)
+    runs = list(runs)
+    if not runs:
+        raise ValueError("aggregate: no runs")
+    if agg.needs_states:
+        results = [_pooled_results(runs, evaluation, plan)]
+    else:
+        for i, r in enumerate(runs):
+            if not isinstance(r, Results):
+                raise TypeError(f"aggregate(method={agg.name!r}): run {i} is a {type(r).__name__}, not a core.Results")
+        results = runs
+    keys: list[str] = []
+    not_aggregated: dict[str, str] = {}
+    by_slice: dict[tuple, list[tuple[int, SliceResult]]] = {}
+    for i, r in enumerate(results):
+        for s in r.slices:
+            if s.suppressed:
+                continue
+            by_slice.setdefault(s.slice, []).append((i, s))
+            for k, v in s.metrics.items():
+                if metrics is not None and k not in metrics:
+                    continue
+                if np.ndim(v) != 0 or isinstance(v, str):
+                    not_aggregated.setdefault(k, "array value (per class or curve): aggregate it with method='pooled'")
+                elif k not in keys:
+                    keys.append(k)
+    if metrics is not None:
+        missing = [k for k in metrics if k not in keys and k not in not_aggregated]
+        if missing:
+            raise ValueError(f"aggregate: metric(s) {missing} are in no run (the runs have {keys})")
+    out = []
+    for key_tuple in sorted(by_slice, key=lambda k: k != ()):  # overall first, then first-seen order
+        members = by_slice[key_tuple]
+        values: dict[str, float] = {}
+        cis: dict[str, tuple[float, float]] = {}
+        details: dict[str, dict[str, Any]] = {}
+        for k in keys:
+            pairs = [(i, s, float(s.metrics[k])) for i, s in members if k in s.metrics and np.ndim(s.metrics[k]) == 0]
+            pairs = [p for p in pairs if math.isfinite(p[2])]
+            if not pairs:
+                values[k], cis[k], details[k] = float("nan"), _NAN_CI, {"runs": 0}
+                continue
+            if agg.needs_states:  # one merged run: its own interval, if it has one
+                i, s, v = pairs[0]
+                values[k] = v
+                var = run_variance(k, v, s, _ci_level(results[i]))
+                if var is None or not var[0] > 0:
+                    cis[k], details[k] = _NAN_CI, {"runs": len(runs), "interval": None}
+                elif var[1] == "ci":
+                    cis[k] = (float(s.ci[k][0]), float(s.ci[k][1]))  # type: ignore[attr-defined]
+                    details[k] = {"runs": len(runs), "interval": "ci", "variance_source": "ci"}
+                else:
+                    cis[k] = _normal_interval(v, math.sqrt(var[0]), level)
+                    details[k] = {"runs": len(runs), "interval": "normal", "variance_source": var[1]}
+                continue
+            vals = np.array([p[2] for p in pairs])
+            variances = None
+            sources: list[str] = []
+            if agg.needs_variance:
+                vs = []
+                for i, s, v in pairs:
+                    var = run_variance(k, v, s, _ci_level(results[i]))
+                    if var is None:
+                        raise ValueError(
+                            f"aggregate(method={agg.name!r}): metric {k!r} in slice {s.name!r} of run {i} has no ci "
+                            "and no analytic variance (proportions need their counts, e.g. tp/fp/fn metrics; ROC AUC "
+                            "needs tp/fn/tn/fp or prevalence): evaluate the runs with ci=..., or use method='mean'"
+                        )
+                    if not (var[0] > 0 and math.isfinite(var[0])):
+                        raise ValueError(
+                            f"aggregate(method={agg.name!r}): metric {k!r} in slice {s.name!r} of run {i} (value {v!r}) has "
+                            f"variance {float(var[0])!r} ({var[1]}); inverse-variance weights need finite variances > 0 "
+                            "(a proportion of 0 or 1 has analytic variance 0: give the runs a ci or use method='mean' or 'pooled')"
+                        )
+                    vs.append(var[0])
+                    sources.append(var[1])
+                variances = np.array(vs)
+            try:
+                a = agg.aggregate(vals, variances, level)
+            except ValueError as e:
+                raise ValueError(f"aggregate: metric {k!r} in slice {slice_name(key_tuple)!r}: {e}") from None
+            values[k], cis[k] = float(a.value), (float(a.ci[0]), float(a.ci[1]))
+            details[k] = {**a.details, **({"variance_source": sources} if sources else {})}
+        n = sum(int(s.n) for _, s in members)
+        out.append(AggregateSlice(key_tuple, len(members) if not agg.needs_states else len(runs), n, values, cis, details))
+    return AggregateResults(out, agg.name, level, len(runs), not_aggregated)
+
+
+__all__ = [
+    "AGGREGATORS",
+    "Aggregate",
+    "AggregateResults",
+    "AggregateSlice",
+    "Aggregator",
+    "FixedEffect",
+    "Mean",
+    "Pooled",
+    "RandomEffects",
+    "aggregate",
+    "analytic_variance",
+    "get_aggregator",
+    "run_variance",
+]
