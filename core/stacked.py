@@ -559,7 +559,7 @@ def _compute(plan: Any, st: _Stacked, states_list: Sequence[Sequence[State]] | N
         if d.key in values:
             return values[d.key]
         if d.key not in hidden:
-            fn = _vectorised(d)
+            fn = _vectorised(d) if vectorise else None  # the scalar path has no stacked fields
             if fn is not None and not d.dependencies:
                 with np.errstate(invalid="ignore", divide="ignore"), recording_undefined():
                     hidden[d.key] = fn(d, st, {})
@@ -585,7 +585,7 @@ def _compute(plan: Any, st: _Stacked, states_list: Sequence[Sequence[State]] | N
             values[m.key] = v
             _entries(m, v, events, ignored, undefined)
             continue
-        if m.dependencies:  # from the dependencies' stacked values, each computed once
+        if m.dependencies and states_list is None:  # cells: from the dependencies' stacked values, each computed once
             deps = {name: stacked_values(x) for name, x in m.dependency_metrics().items()}
 
             def one(i: int, m: Metric = m, deps: dict = deps) -> Any:
