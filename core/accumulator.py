@@ -47,11 +47,11 @@ class Accumulator(dict):
         self.fingerprint = fingerprint
         self.blocks: dict[tuple[str, ...], SliceBlock] = {}
 
-    def block(self, spec: tuple[str, ...], state_types: tuple, weighted: bool) -> SliceBlock:
-        """The block of a spec's slices (created empty)."""
+    def block(self, spec: tuple[str, ...], state_types: tuple, weighted: bool, roles: tuple[str, ...] | None = None) -> SliceBlock:
+        """The block of a spec's slices (created empty); ``roles``: see :attr:`core.grouped.SliceBlock.roles`."""
         b = self.blocks.get(spec)
         if b is None:
-            b = self.blocks[spec] = SliceBlock(state_types, weighted)
+            b = self.blocks[spec] = SliceBlock(state_types, weighted, roles)
         return b
 
     def materialize(self) -> "Accumulator":
@@ -229,7 +229,7 @@ class AccumulatorOps:
             # (batch element, slice) pairs: pixels of maps, or rows left after ignore_index, via row_of
             pos, codes, skipped = assigned.pairs(n, invalid if n_skipped else None, batch.row_of)
             if isinstance(acc, Accumulator):  # every slice of the spec in one vectorised pass
-                acc.block(spec.columns, self.plan.state_types, weighted).fold(batch if batch.n else None, pos, codes, assigned.keys, skipped, cache)
+                acc.block(spec.columns, self.plan.state_types, weighted, getattr(self.plan, "roles", None)).fold(batch if batch.n else None, pos, codes, assigned.keys, skipped, cache)
                 continue
             for g, idx in enumerate(assigned.groups(n, invalid if n_skipped else None, batch.row_of)[0]):  # a plain dict
                 if idx.size or skipped[g]:
@@ -268,7 +268,7 @@ class AccumulatorOps:
             a.fingerprint = fp
         if isinstance(a, Accumulator) and isinstance(b, Accumulator):
             for spec, block in b.blocks.items():  # slice by slice, vectorised; b is left unchanged
-                a.block(spec, self.plan.state_types, self.weight_col is not None).merge(block)
+                a.block(spec, self.plan.state_types, self.weight_col is not None, getattr(self.plan, "roles", None)).merge(block)
             for key, states in dict.items(b):
                 old = dict.get(a, key)
                 dict.__setitem__(a, key, states if old is None else self.plan.merge(old, states))

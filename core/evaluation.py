@@ -29,6 +29,7 @@ from typing import Any, Iterable
 from core.accumulator import Accumulator, AccumulatorOps
 from core.batches import extract_columns, fold_all, is_single_batch, missing_row_column, num_rows, rows_to_columns  # noqa: F401  (re-exported)
 from core.columns import ColumnMap
+from core.comparison import PairedPlan, comparison_method, slice_comparison
 from core.intervals import CISettings, slice_ci
 from core.metrics import Task, UndefinedMetricWarning
 from core.options import config_of, fingerprint_of, options_doc, read_options, signature
@@ -121,13 +122,18 @@ class Evaluation(AccumulatorOps):
         self._bounds: dict = {}
         self.on_invalid = o["on_invalid"]
         self.ci = CISettings.from_options(o)
+        self.tolerance = o["tolerance"]
         self.plan = Plan(o["metrics"], task_obj)
         task_obj = self.plan.task
         self.inputs = ColumnMap(
             label_col=o["label_col"], score_col=o["score_col"], prediction_col=o["prediction_col"], weight_col=o["weight_col"],
             measure_col=o["measure_col"], slices=self.slices, plan=self.plan,
             formats={"target": o["label_format"], "score": o["score_format"], "prediction": o["prediction_format"]},
+            baseline_score_col=o["baseline_score_col"], baseline_prediction_col=o["baseline_prediction_col"],
         )  # fmt: skip
+        if self.inputs.paired:  # both models folded over the same rows (core.comparison)
+            self.plan = PairedPlan(self.plan)
+            self.inputs.plan = self.plan
         # every option's JSON-ready value, as the plan resolved it (to_config, describe, fingerprint)
         resolved = {
             **o,
@@ -172,8 +178,16 @@ class Evaluation(AccumulatorOps):
         """JSON-ready constructor arguments; ``Evaluation(**e.to_config())`` is equivalent."""
         return dict(self._init_args)
 
+    @property
+    def paired(self) -> bool:
+        """True with a baseline model (``baseline_score_col`` / ``baseline_prediction_col``)."""
+        return isinstance(self.plan, PairedPlan)
+
     def describe(self) -> dict[str, Any]:
-        return {**self.plan.describe(), **{k: v for k, v in self._init_args.items() if k != "metrics"}}
+        out = {**self.plan.describe(), **{k: v for k, v in self._init_args.items() if k != "metrics"}}
+        if self.paired:  # how the comparison's paired intervals were made
+            out["comparison"] = {"method": comparison_method(self.ci.method), "level": self.ci.level, "tolerance": self.tolerance}
+        return out
 
     # -- the counting pass -----------------------------------------------------------------
     @property
@@ -269,6 +283,10 @@ class Evaluation(AccumulatorOps):
                 out.append(SliceResult(slice=key, n=None, weight=None, skipped=None, metrics={}, suppressed=True))
                 continue
             values, intervals, undef = self.plan.compute_detailed(states)
+            model_states, paired = states, {}
+            if self.paired:
+                model_states, base_states, _ = self.plan.split(states)
+                paired = self._compare(key, states, values, base_states)
             for metric, (classes, fill) in undef.items():
                 if fill in ("nan", "warn"):
                     undefined.setdefault(metric, []).append((slice_name(key), classes))
@@ -282,12 +300,23 @@ class Evaluation(AccumulatorOps):
                     metrics=values,
                     intervals=intervals,
                     folded_values=self.folded_values(key),
-                    ci=slice_ci(self.ci, self.plan, key, states, values),
+                    ci=slice_ci(self.ci, self.plan.candidate if self.paired else self.plan, key, model_states, values),
+                    **paired,
                 )
             )
         for metric, where in undefined.items():  # one warning per metric per finish
             warnings.warn(undefined_warning(metric, where, fills[metric]), UndefinedMetricWarning, stacklevel=2)
         return self._protect(Results(out, self.describe())) if add_overall else Results(out, self.describe())
+
+    def _compare(self, key: tuple, states: tuple, values: dict[str, Any], base_states: tuple) -> dict[str, Any]:
+        """``{"baseline_metrics", "comparison"}`` of one slice (see :mod:`core.comparison`)."""
+        base_values = self.plan.candidate.compute_detailed(base_states)[0]
+        s = self.ci
+        comparison = slice_comparison(
+            self.plan, key, states, values, base_values, method=comparison_method(s.method), level=s.level,
+            replicates=s.replicates, seed=s.seed, prior=s.prior, tolerance=self.tolerance,
+        )  # fmt: skip
+        return {"baseline_metrics": base_values, "comparison": comparison}
 
     def collect(self, slices: Iterable[SliceResult] | None = None, rows: Iterable[dict] | None = None) -> Results:
         """Assemble engine output into :class:`~core.results.Results` in the canonical order:

@@ -85,15 +85,44 @@ class Comparison:
         delta: ``candidate - baseline`` (float, or an array for per-class metrics).
         ci: ``(lower, upper)`` paired confidence interval of ``delta`` (None when not computed).
         verdict: ``"better"``, ``"worse"`` or ``"indistinguishable"`` (from the metric's
-            ``higher_is_better``, the interval and the tolerance).
+            ``higher_is_better``, the interval and the tolerance); per-class metrics: a list,
+            one verdict per class (see :func:`core.comparison.verdict`).
+        reason: why there is no interval or no verdict in a direction (e.g. no paired method
+            for the metric under the comparison's method), else None (JSON only when set).
     """
 
     delta: Any
     ci: tuple[Any, Any] | None
-    verdict: str
+    verdict: Any
+    reason: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"delta": jsonable(self.delta), "ci": None if self.ci is None else jsonable(list(self.ci)), "verdict": self.verdict}
+        d = {"delta": jsonable(self.delta), "ci": None if self.ci is None else jsonable(list(self.ci)), "verdict": self.verdict}
+        if self.reason is not None:
+            d["reason"] = self.reason
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Comparison":
+        """Inverse of :meth:`to_dict` (None -> NaN; lists -> arrays)."""
+        ci = d.get("ci")
+        return cls(_from_json(d["delta"]), None if ci is None else (_from_json(ci[0]), _from_json(ci[1])), d["verdict"], d.get("reason"))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Comparison):
+            return NotImplemented
+        same = lambda x, y: np.array_equal(np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64), equal_nan=True)  # noqa: E731
+        cis = (self.ci is None) == (other.ci is None) and (self.ci is None or all(same(a, b) for a, b in zip(self.ci, other.ci)))
+        return same(self.delta, other.delta) and cis and self.verdict == other.verdict and self.reason == other.reason
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def _from_json(v: Any) -> Any:
+    """A metric value read back from JSON: None -> NaN, lists -> float arrays."""
+    if isinstance(v, list):
+        return np.array(v, dtype=np.float64)  # None -> NaN
+    return float("nan") if v is None else v
 
 
 @dataclass(frozen=True)

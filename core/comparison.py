@@ -1,0 +1,399 @@
+"""Paired comparison of two models on the same rows (``Evaluation(baseline_score_col=...)``).
+
+An evaluation with a baseline model runs a :class:`PairedPlan`: each slice's tuple of states
+holds the candidate's states (the plan's own, first, so everything that reads a plan's states
+reads the candidate's), then the baseline's copies of them (without a second example count: both
+models see the same rows), then one :class:`~core.paired_state.PairedConfusionState` (label x
+candidate prediction x baseline prediction) for binary and multiclass tasks. Engines carry the
+longer tuple unchanged (zero, fold, merge, encode and decode are the plan's).
+
+Per slice and metric, :func:`slice_comparison` reports ``delta = candidate - baseline``, its paired
+interval and a verdict (:func:`verdict`). Which paired interval each metric gets:
+
+======================  ======================================================================
+comparison method       metrics and interval
+======================  ======================================================================
+``"analytic"``          accuracy (binary at the task threshold, multiclass), recall, specificity,
+                        FPR and FNR (binary, at the task threshold): Newcombe's (1998) hybrid
+                        score interval for a difference of paired proportions ("method 10",
+                        Wilson intervals of both proportions combined with the phi correlation
+                        of the paired 2 x 2 table, continuity-corrected phi); the denominators
+                        (all rows, positives, negatives) are the same for both models.
+``"posterior"``         every metric computed from confusion counts at the task threshold
+                        (precision, F1, MCC, kappa, macro averages, per-class arrays, ...): the
+                        equal-tailed interval of the delta over ``ci_replicates`` seeded samples
+                        of the Dirichlet posterior of the joint cells (prior ``ci_prior`` per
+                        cell), both models' metrics computed from the same sample.
+``"bootstrap"``         every metric with replicate values (paired: both models' replicates come
+                        from the same resampled rows): the equal-tailed interval of the
+                        replicate deltas (:func:`replicate_interval`).
+======================  ======================================================================
+
+The comparison method is ``ci`` when set, else ``"analytic"`` (a verdict needs an interval).
+A metric without a paired interval under the method gets ``ci=None``, the verdict
+``"indistinguishable"`` and a ``reason`` (e.g. ROC AUC without the bootstrap: the states hold
+each model's score distribution, not the joint one, so no paired DeLong is possible).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import warnings
+from statistics import NormalDist
+from typing import Any
+
+import numpy as np
+
+from core._inputs import Batch
+from core.metrics import Metric, recording_undefined
+from core.paired_state import MAX_PAIRED_CLASSES, PairedConfusionState
+from core.plan import Plan
+from core.results import Comparison
+from core.states import BinaryConfusionLayout, BinaryConfusionState, ConfusionMatrixLayout, ConfusionMatrixState, ExampleCountLayout, ExampleCountState
+
+__all__ = [
+    "PairedPlan", "comparison_method", "newcombe_interval", "paired_proportion", "replicate_interval", "slice_comparison",
+    "verdict", "wilson_interval",
+]  # fmt: skip
+
+VERDICTS = ("better", "worse", "indistinguishable")
+
+
+class PairedPlan(Plan):
+    """The plan of an evaluation with a baseline model: the candidate's states, the baseline's
+    copies and the joint confusion state (see the module docstring).
+
+    Metric keys, the task, the input needs and :meth:`compute_detailed` (the candidate's values)
+    are the candidate plan's; :attr:`roles` says which model each state folds.
+
+    Args:
+        candidate: the evaluation's plan of metrics.
+    """
+
+    def __init__(self, candidate: Plan):
+        self.__dict__.update(candidate.__dict__)
+        self.candidate = candidate
+        own = candidate.state_types
+        base = own[1:]  # one example count: the rows are the same
+        t = candidate.task
+        joint: tuple = ()
+        has_confusion = any(cls in (BinaryConfusionState, ConfusionMatrixState) for cls, _ in own)
+        if t.kind in ("binary", "multiclass") and has_confusion and t.num_classes <= MAX_PAIRED_CLASSES:
+            joint = ((PairedConfusionState, PairedConfusionState.layout_for([], t)),)
+        self.state_types = own + base + joint
+        #: per state: ``"candidate"``, ``"baseline"`` (folds :attr:`Batch.baseline`) or ``"joint"``
+        self.roles: tuple[str, ...] = ("candidate",) * len(own) + ("baseline",) * len(base) + ("joint",) * len(joint)
+
+    @property
+    def fingerprint(self) -> dict[str, Any]:
+        return {**self.candidate.fingerprint, "paired": True}
+
+    def fold(self, states: tuple, batch: Batch) -> tuple:
+        """Fold a paired batch: the baseline's states read ``batch.baseline``."""
+        if batch.n == 0:
+            return states
+        if batch.baseline is None:
+            raise ValueError("a paired plan folds batches with the baseline model's inputs (Batch.baseline)")
+        return tuple(s.fold(batch.baseline if r == "baseline" else batch) for s, r in zip(states, self.roles))
+
+    def split(self, states: tuple) -> tuple[tuple, tuple, Any]:
+        """``(candidate states, baseline states, joint state or None)``; both models' tuples are
+        in the candidate plan's layout (the example count shared)."""
+        k = len(self.candidate.state_types)
+        cand = tuple(states[:k])
+        base = (states[0],) + tuple(states[k : 2 * k - 1])
+        joint = states[2 * k - 1] if len(states) > 2 * k - 1 else None
+        return cand, base, joint
+
+    def compute_detailed(self, states: tuple) -> tuple:
+        return self.candidate.compute_detailed(self.split(states)[0])
+
+    def describe(self) -> dict[str, Any]:
+        return {**self.candidate.describe(), "states": [f"{cls.kind} {layout}" for cls, layout in self.state_types]}
+
+
+def comparison_method(ci: str | None) -> str:
+    """The paired interval method of a comparison: ``ci``, or ``"analytic"`` when it is None."""
+    return ci or "analytic"
+
+
+# -- analytic: Newcombe's interval for paired proportions -------------------------------------
+def _z(level: float) -> float:
+    """The standard normal quantile ``Phi^-1((1 + level) / 2)``."""
+    return NormalDist().inv_cdf((1.0 + level) / 2.0)
+
+
+def wilson_interval(successes: float, n: float, level: float) -> tuple[float, float]:
+    """Wilson's score interval of a proportion ``successes / n`` (NaN for ``n == 0``)."""
+    if not n > 0:
+        return float("nan"), float("nan")
+    z = _z(level)
+    p = successes / n
+    den = 1 + z * z / n
+    mid = (p + z * z / (2 * n)) / den
+    half = z * math.sqrt(max(p * (1 - p) / n + z * z / (4 * n * n), 0.0)) / den
+    return max(0.0, mid - half), min(1.0, mid + half)
+
+
+def newcombe_interval(a: float, b: float, c: float, d: float, level: float) -> tuple[float, float]:
+    """Newcombe's (1998) interval of ``p1 - p2 = (b - c) / n`` for paired proportions.
+
+    Args:
+        a, b, c, d: the paired 2 x 2 table: both models succeed, only the candidate (first)
+            succeeds, only the baseline succeeds, neither (row counts, or frequency weights).
+        level: the confidence level.
+
+    Returns:
+        ``(lower, upper)`` ("method 10": Wilson intervals of ``p1 = (a + b) / n`` and
+        ``p2 = (a + c) / n`` combined with the phi coefficient of the table, continuity-corrected
+        towards 0 when ``ad - bc`` is positive); NaN for an empty table.
+
+    Source: R. G. Newcombe, Improved confidence intervals for the difference between binomial
+    proportions based on paired data, Statistics in Medicine 17 (1998) 2635-2650.
+    """
+    n = a + b + c + d
+    if not n > 0:
+        return float("nan"), float("nan")
+    p1, p2 = (a + b) / n, (a + c) / n
+    l1, u1 = wilson_interval(a + b, n, level)
+    l2, u2 = wilson_interval(a + c, n, level)
+    margins = (a + b) * (c + d) * (a + c) * (b + d)
+    phi = 0.0
+    if margins > 0:
+        ad_bc = a * d - b * c
+        phi = (ad_bc - n / 2) / math.sqrt(margins) if ad_bc > n / 2 else ad_bc / math.sqrt(margins) if ad_bc < 0 else 0.0
+    theta = p1 - p2
+    dl = math.sqrt(max((p1 - l1) ** 2 - 2 * phi * (p1 - l1) * (u2 - p2) + (u2 - p2) ** 2, 0.0))
+    du = math.sqrt(max((u1 - p1) ** 2 - 2 * phi * (u1 - p1) * (p2 - l2) + (p2 - l2) ** 2, 0.0))
+    return max(-1.0, theta - dl), min(1.0, theta + du)
+
+
+#: metric name -> (label rows in the denominator: None for all, else the label; the prediction
+#: that is a "success": None for "equals the label", else that prediction)
+_PAIRED_PROPORTIONS = {"accuracy": (None, None), "recall": (1, 1), "fnr": (1, 0), "specificity": (0, 0), "fpr": (0, 1)}
+
+
+def paired_proportion(metric: Metric, joint: PairedConfusionState | None) -> tuple[float, float, float, float] | None:
+    """The paired 2 x 2 table ``(a, b, c, d)`` (see :func:`newcombe_interval`) of a metric that
+    is a proportion over rows both models share (accuracy; recall, FNR over the positives;
+    specificity, FPR over the negatives), from the joint confusion state; None for other metrics
+    or thresholds than the joint state's."""
+    if joint is None or metric.name not in _PAIRED_PROPORTIONS:
+        return None
+    task, lay = metric.task, joint.layout
+    if task.kind == "binary":
+        if metric.p.get("threshold") != lay.threshold or metric.p.get("average", "binary") != "binary":
+            return None
+    elif task.kind != "multiclass" or metric.name != "accuracy":
+        return None
+    rows, good = _PAIRED_PROPORTIONS[metric.name]
+    cells = np.asarray(joint.arrays["cells"], dtype=np.float64)
+    k = cells.shape[0]
+    y = np.arange(k)[:, None]
+    pred = np.arange(k)[None, :]
+    success = (pred == y) if good is None else np.broadcast_to(pred == good, (k, k))  # (label, prediction)
+    if rows is not None:
+        cells = cells[rows : rows + 1]
+        success = success[rows : rows + 1]
+    sc = success[:, :, None]  # candidate: axis 1
+    sb = success[:, None, :]  # baseline: axis 2
+    a = float(cells[sc & sb].sum())
+    b = float(cells[sc & ~sb].sum())
+    c = float(cells[~sc & sb].sum())
+    d = float(cells[~sc & ~sb].sum())
+    return a, b, c, d
+
+
+# -- posterior: Dirichlet samples of the joint cells ------------------------------------------
+_CONFUSION_KINDS = (ExampleCountState, BinaryConfusionState, ConfusionMatrixState)
+
+
+def posterior_ready(metric: Metric, joint: PairedConfusionState | None) -> bool:
+    """Whether a metric is computed from confusion counts the joint state holds (its
+    thresholds are the joint state's)."""
+    if joint is None:
+        return False
+    for cls, req in metric.requires():
+        if cls not in _CONFUSION_KINDS:
+            return False
+        if cls is BinaryConfusionState and float(req) != joint.layout.threshold:
+            return False
+    return True
+
+
+def _slice_rng(seed: int, key: tuple, what: str) -> np.random.Generator:
+    """A generator derived from the seed and the slice key only (the same on every engine,
+    worker and partitioning; never Python's salted ``hash``)."""
+    text = json.dumps([seed, [[c, repr(v)] for c, v in key], what])
+    return np.random.default_rng(int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest()[:8], "little"))
+
+
+def posterior_samples(joint: PairedConfusionState, replicates: int, prior: float, rng: np.random.Generator) -> np.ndarray:
+    """(R, K, K, K) joint cells: the total weight times Dirichlet(cells + prior) samples (cells
+    with neither rows nor prior stay 0)."""
+    cells = np.asarray(joint.arrays["cells"], dtype=np.float64)
+    alpha = cells.reshape(-1) + prior
+    g = np.zeros((replicates, alpha.size))
+    live = alpha > 0
+    g[:, live] = rng.standard_gamma(alpha[live], size=(replicates, int(live.sum())))
+    total = g.sum(axis=1, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        p = np.where(total > 0, g / total, 0.0)
+    return (p * cells.sum()).reshape((replicates,) + cells.shape)
+
+
+def _model_states(matrix: np.ndarray, n: int, joint: PairedConfusionState) -> dict[str, Any]:
+    """``{kind: state}`` of one model's (K, K) confusion matrix (rows true)."""
+    k = matrix.shape[0]
+    w = float(matrix.sum())
+    out: dict[str, Any] = {
+        "example_count": ExampleCountState(ExampleCountLayout(), {"count": np.int64(n), "weight": np.float64(w), "skipped": np.int64(0)}),
+        "confusion_matrix": ConfusionMatrixState(ConfusionMatrixLayout(k), {"matrix": matrix}),
+    }
+    if joint.layout.threshold is not None:
+        lay = BinaryConfusionLayout((joint.layout.threshold,), joint.layout.threshold_rule)
+        out["binary_confusion"] = BinaryConfusionState(
+            lay, {"tp": np.array([matrix[1, 1]]), "fp": np.array([matrix[0, 1]]), "tn": np.array([matrix[0, 0]]), "fn": np.array([matrix[1, 0]])}
+        )
+    return out
+
+
+def posterior_deltas(metrics: list[Metric], joint: PairedConfusionState, n: int, samples: np.ndarray) -> dict[str, np.ndarray]:
+    """``{metric key: (R, ...) candidate - baseline}`` over posterior samples of the joint cells."""
+    out: dict[str, list] = {m.key: [] for m in metrics}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for cells in samples:
+            cand = _model_states(cells.sum(axis=2), n, joint)
+            base = _model_states(cells.sum(axis=1), n, joint)
+            for m in metrics:
+                with recording_undefined():
+                    d = np.asarray(m.compute(cand), dtype=np.float64) - np.asarray(m.compute(base), dtype=np.float64)
+                out[m.key].append(d)
+    return {k: np.stack(v) for k, v in out.items()}
+
+
+def replicate_interval(deltas: np.ndarray, level: float) -> tuple[Any, Any] | None:
+    """Equal-tailed interval of replicate (or posterior) deltas ``(R, ...)``; NaN replicates
+    (undefined in a replicate) are left out; None (or NaN entries) where more than half are NaN."""
+    d = np.asarray(deltas, dtype=np.float64)
+    if d.shape[0] == 0:
+        return None
+    few = (~np.isnan(d)).sum(axis=0) * 2 < d.shape[0]
+    if d.ndim == 1 and few:
+        return None
+    alpha = (1 - level) / 2
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        lo = np.nanquantile(d, alpha, axis=0)
+        hi = np.nanquantile(d, 1 - alpha, axis=0)
+    if d.ndim == 1:
+        return float(lo), float(hi)
+    return np.where(few, np.nan, lo), np.where(few, np.nan, hi)
+
+
+# -- verdicts ---------------------------------------------------------------------------------
+def verdict(delta: float, ci: tuple[float, float] | None, higher_is_better: bool | None, tolerance: float) -> str:
+    """``"better"`` when the change in the metric's good direction exceeds ``tolerance`` and the
+    paired interval excludes 0 on that side; ``"worse"`` symmetrically; else
+    ``"indistinguishable"`` (also without an interval, a direction, or a defined delta)."""
+    if ci is None or higher_is_better is None or not (delta == delta):
+        return "indistinguishable"
+    lo, hi = ci
+    if not (lo == lo and hi == hi):
+        return "indistinguishable"
+    sign = 1.0 if higher_is_better else -1.0
+    good, g_lo, g_hi = sign * delta, min(sign * lo, sign * hi), max(sign * lo, sign * hi)
+    if good > tolerance and g_lo > 0:
+        return "better"
+    if good < -tolerance and g_hi < 0:
+        return "worse"
+    return "indistinguishable"
+
+
+def _comparison(delta: Any, ci: tuple | None, m: Metric, tolerance: float, reason: str | None) -> Comparison:
+    hib = m.higher_is_better
+    if np.ndim(delta) == 0:
+        delta = float(delta)
+        ci = None if ci is None else (float(ci[0]), float(ci[1]))
+        v = verdict(delta, ci, hib, tolerance)
+        if reason is None and hib is None:
+            reason = f"metric {m.key!r} has no better direction (higher_is_better is None)"
+        return Comparison(delta, ci, v, reason)
+    d = np.asarray(delta, dtype=np.float64)
+    if ci is None:
+        verdicts = ["indistinguishable"] * d.size
+    else:
+        lo, hi = np.broadcast_to(ci[0], d.shape), np.broadcast_to(ci[1], d.shape)
+        verdicts = [verdict(float(x), (float(a), float(b)), hib, tolerance) for x, a, b in zip(d.reshape(-1), lo.reshape(-1), hi.reshape(-1))]
+    return Comparison(d, ci, np.array(verdicts, dtype=object).reshape(d.shape).tolist(), reason)
+
+
+def slice_comparison(
+    plan: PairedPlan,
+    key: tuple,
+    states: tuple,
+    values: dict[str, Any],
+    baseline_values: dict[str, Any],
+    *,
+    method: str,
+    level: float,
+    replicates: int,
+    seed: int,
+    prior: float,
+    tolerance: float,
+    replicate_values: dict[str, tuple[np.ndarray, np.ndarray]] | None = None,
+) -> dict[str, Comparison]:
+    """``{metric key: Comparison}`` of one slice.
+
+    Args:
+        plan: the evaluation's paired plan.
+        key: the slice key (seeds the posterior samples).
+        states: the slice's merged states (the paired plan's tuple).
+        values, baseline_values: both models' metric values.
+        method: ``"analytic"``, ``"posterior"`` or ``"bootstrap"`` (see the module docstring).
+        level, replicates, seed, prior: the ``ci_*`` options.
+        tolerance: the verdict's tolerance.
+        replicate_values: ``ci="bootstrap"``: ``{metric key: ((R, ...) candidate, (R, ...)
+            baseline)}`` replicate values of the same resampled rows; None when unavailable.
+    """
+    _, _, joint = plan.split(states)
+    counts = states[0]
+    n = int(counts.arrays["count"])
+    out: dict[str, Comparison] = {}
+    post: dict[str, np.ndarray] = {}
+    if method == "posterior":
+        ready = [m for m in plan.metrics if posterior_ready(m, joint)]
+        if ready and joint is not None:
+            samples = posterior_samples(joint, replicates, prior, _slice_rng(seed, key, "posterior"))
+            post = posterior_deltas(ready, joint, n, samples)
+    for m in plan.metrics:
+        c, b = values[m.key], baseline_values[m.key]
+        delta = np.asarray(c, dtype=np.float64) - np.asarray(b, dtype=np.float64)
+        ci: tuple | None = None
+        reason = None
+        if method == "analytic":
+            table = paired_proportion(m, joint)
+            if table is None:
+                reason = "no analytic paired interval for this metric (paired proportions only: accuracy, recall, specificity, fpr, fnr); use ci='posterior' or 'bootstrap'"
+            elif sum(table) <= 0:
+                reason = "no rows in the metric's denominator"
+            else:
+                ci = newcombe_interval(*table, level)
+        elif method == "posterior":
+            if m.key in post:
+                ci = replicate_interval(post[m.key], level)
+                if ci is None:
+                    reason = "undefined in most posterior samples"
+            else:
+                reason = "not computed from confusion counts at the task threshold: no posterior paired interval; use ci='bootstrap'"
+        elif method == "bootstrap":
+            reps = (replicate_values or {}).get(m.key)
+            if reps is None:
+                reason = "no paired bootstrap replicates for this metric"
+            else:
+                ci = replicate_interval(np.asarray(reps[0], dtype=np.float64) - np.asarray(reps[1], dtype=np.float64), level)
+        out[m.key] = _comparison(delta, ci, m, tolerance, reason)
+    return out
