@@ -14,7 +14,7 @@ from typing import Any
 import apache_beam as beam
 import numpy as np
 
-from core.results import Results, SliceResult
+from core.results import Comparison, Results, SliceResult
 
 __all__ = ["SliceResultCoder", "slice_result_from_json", "slice_result_to_json"]
 
@@ -75,6 +75,13 @@ def _exact(value: Any) -> Any:
     return value
 
 
+def _value(v: Any) -> Any:
+    """Inverse of :func:`_exact`."""
+    if isinstance(v, dict):
+        return np.array(v["a"], dtype=np.float64).reshape(v["shape"])
+    return float("nan") if v is None else v
+
+
 class SliceResultCoder(beam.coders.Coder):
     """Encodes a :class:`core.SliceResult` as versioned UTF-8 JSON (no pickle), exactly.
 
@@ -103,6 +110,13 @@ class SliceResultCoder(beam.coders.Coder):
             body["folded_values"] = int(value.folded_values)
         if value.intervals:
             body["intervals"] = [[k, [float(lo), float(hi)]] for k, (lo, hi) in value.intervals.items()]
+        if value.baseline_metrics:
+            body["baseline_metrics"] = [[k, _exact(v)] for k, v in value.baseline_metrics.items()]
+        if value.comparison:
+            body["comparison"] = [
+                [k, {"delta": _exact(c.delta), "ci": None if c.ci is None else [_exact(c.ci[0]), _exact(c.ci[1])], "verdict": c.verdict, "reason": c.reason}]
+                for k, c in value.comparison.items()
+            ]
         return _MAGIC + json.dumps(body, separators=(",", ":"), allow_nan=True).encode("utf-8")
 
     def decode(self, encoded: bytes) -> SliceResult:
@@ -111,12 +125,7 @@ class SliceResultCoder(beam.coders.Coder):
             raise ValueError("not an encoded SliceResult (bad magic bytes or version)")
         try:
             d = json.loads(encoded[len(_MAGIC):].decode("utf-8"))
-            metrics = {}
-            for k, v in d["metrics"]:
-                if isinstance(v, dict):
-                    metrics[k] = np.array(v["a"], dtype=np.float64).reshape(v["shape"])
-                else:
-                    metrics[k] = float("nan") if v is None else v
+            metrics = {k: _value(v) for k, v in d["metrics"]}
             if d.get("suppressed"):
                 return SliceResult(tuple((c, v) for c, v in d["slice"]), None, None, None, {}, suppressed=True, suppressed_slices=d.get("suppressed_slices"))
             return SliceResult(
@@ -127,6 +136,11 @@ class SliceResultCoder(beam.coders.Coder):
                 metrics=metrics,
                 intervals={k: (float(lo), float(hi)) for k, (lo, hi) in d.get("intervals", [])},
                 folded_values=d.get("folded_values"),
+                baseline_metrics={k: _value(v) for k, v in d.get("baseline_metrics", [])},
+                comparison={
+                    k: Comparison(_value(c["delta"]), None if c["ci"] is None else (_value(c["ci"][0]), _value(c["ci"][1])), c["verdict"], c["reason"])
+                    for k, c in d.get("comparison", [])
+                },
             )
         except (UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError, ValueError) as e:
             raise ValueError(f"corrupted SliceResult bytes: {e}") from None

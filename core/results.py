@@ -28,7 +28,13 @@ def jsonable(value: Any) -> Any:
     return value
 
 
-ROW_COLUMNS = ["slice", "slice_key", "n", "weight", "skipped", "metric", "index", "value", "lower", "upper"]
+ROW_COLUMNS = [
+    "slice", "slice_key", "n", "weight", "skipped", "metric", "index", "value", "lower", "upper",
+    # the comparison with a baseline model (None without one): see SliceResult.comparison
+    "baseline_value", "delta", "delta_lower", "delta_upper", "verdict", "comparison_reason",
+]  # fmt: skip
+#: the long-format columns of a comparison (rows of a slice with a baseline model only)
+COMPARISON_COLUMNS = ROW_COLUMNS[10:]
 #: ``metric`` of the long-format marker row of withheld suppressed slices (``value`` = how many)
 SUPPRESSED_SLICES = "suppressed_slices"
 
@@ -302,10 +308,13 @@ class Results:
                 arr = np.asarray(v, dtype=np.float64)
                 lo, hi = s.intervals.get(k, (None, None))
                 if arr.ndim == 0:
-                    rows.append({**base, "metric": k, "index": None, "value": float(arr), "lower": lo, "upper": hi})
+                    rows.append({**base, "metric": k, "index": None, "value": float(arr), "lower": lo, "upper": hi, **_comparison_cells(s, k, ())})
                 else:
                     for idx in np.ndindex(arr.shape):
-                        rows.append({**base, "metric": k, "index": ",".join(map(str, idx)), "value": float(arr[idx]), "lower": None, "upper": None})
+                        rows.append({
+                            **base, "metric": k, "index": ",".join(map(str, idx)), "value": float(arr[idx]), "lower": None, "upper": None,
+                            **_comparison_cells(s, k, idx),
+                        })  # fmt: skip
         return rows
 
     def to_pandas(self, wide: bool = False):
@@ -351,6 +360,8 @@ class Results:
                 SliceResult(
                     tuple(s["slice"].items()), s["n"], s.get("weight", s["n"]), s.get("skipped", 0), metrics, intervals,
                     folded_values=s.get("folded_values"),
+                    baseline_metrics={k: _from_json(v) for k, v in s.get("baseline_metrics", {}).items()},
+                    comparison={k: Comparison.from_dict(c) for k, c in s.get("comparison", {}).items()},
                 )
             )  # fmt: skip
         return cls(slices, data.get("config", {}))
@@ -374,6 +385,7 @@ class Results:
         cells: dict[tuple, dict[str, dict[tuple, float]]] = {}
         suppressed: dict[tuple, int | None] = {}
         seen: set[tuple] = set()
+        compared: dict[tuple, dict[str, dict[Any, dict]]] = {}  # slice -> metric -> index -> row
 
         def duplicate(key: tuple, what: str) -> ValueError:
             return ValueError(f"two result rows for slice {slice_name(key)!r} ({key!r}) give {what}; one would be dropped")
@@ -389,6 +401,8 @@ class Results:
                 raise duplicate(key, "the slice twice")
             counts = {"n": int(r["n"]), "weight": float(r["weight"]), "skipped": int(r["skipped"])}
             info = by_slice.setdefault(key, {**counts, "metrics": {}, "intervals": {}})
+            if any(r.get(c) is not None for c in COMPARISON_COLUMNS):
+                compared.setdefault(key, {}).setdefault(r["metric"], {})[r.get("index")] = r
             if any(info[c] != v for c, v in counts.items()):
                 raise duplicate(key, f"different counts ({ {c: info[c] for c in counts} } and {counts})")
             cell = (key, r["metric"], r.get("index"))
@@ -412,9 +426,14 @@ class Results:
                 for idx, v in values.items():
                     arr[idx] = v
                 by_slice[key]["metrics"][name] = arr
+        for key, per_metric in compared.items():
+            _rows_comparison(by_slice[key], per_metric)
         rank = {m: i for i, m in enumerate(metric_order)}
         for info in by_slice.values():
             info["metrics"] = dict(sorted(info["metrics"].items(), key=lambda kv: rank.get(kv[0], len(rank))))
+            for part in ("baseline_metrics", "comparison"):
+                if part in info:
+                    info[part] = dict(sorted(info[part].items(), key=lambda kv: rank.get(kv[0], len(rank))))
         for key in set(suppressed) - set(by_slice):
             by_slice[key] = {"n": None, "weight": None, "skipped": None, "metrics": {}, "suppressed": True, "suppressed_slices": suppressed[key]}
         order = sorted(by_slice, key=lambda k: sort_key(k, list(spec_order)))
@@ -452,6 +471,54 @@ class Results:
         if len(self.slices) > max_rows:
             lines.append(f"... {len(self.slices) - max_rows} more slices")
         return "\n".join(lines)
+
+
+def _rows_comparison(info: dict[str, Any], per_metric: dict[str, dict[Any, dict]]) -> None:
+    """Rebuild ``baseline_metrics`` and ``comparison`` of one slice from its rows' comparison
+    columns (:func:`_comparison_cells`; array metrics from their ``index`` cells)."""
+    num = lambda v: float("nan") if v is None else float(v)  # noqa: E731
+    base, comp = info.setdefault("baseline_metrics", {}), info.setdefault("comparison", {})
+    for metric, cells in per_metric.items():
+        if None in cells:  # a scalar metric
+            r = cells[None]
+            base[metric] = int(num(r["baseline_value"])) if metric in INTEGER_METRICS and r["baseline_value"] is not None else num(r["baseline_value"])
+            if r.get("verdict") is not None:
+                ci = None if r.get("delta_lower") is None and r.get("delta_upper") is None else (num(r["delta_lower"]), num(r["delta_upper"]))
+                comp[metric] = Comparison(num(r["delta"]), ci, r["verdict"], r.get("comparison_reason"))
+            continue
+        idx = {tuple(int(i) for i in str(k).split(",")): r for k, r in cells.items()}
+        shape = tuple(max(i[d] for i in idx) + 1 for d in range(len(next(iter(idx)))))
+        arrays = {c: np.full(shape, np.nan) for c in ("baseline_value", "delta", "delta_lower", "delta_upper")}
+        verdicts = np.full(shape, None, dtype=object)
+        for i, r in idx.items():
+            for c, a in arrays.items():
+                a[i] = num(r.get(c))
+            verdicts[i] = r.get("verdict")
+        base[metric] = arrays["baseline_value"]
+        first = next(iter(idx.values()))
+        if first.get("verdict") is not None:
+            has_ci = any(r.get("delta_lower") is not None for r in idx.values())
+            ci = (arrays["delta_lower"], arrays["delta_upper"]) if has_ci else None
+            comp[metric] = Comparison(arrays["delta"], ci, verdicts.tolist(), first.get("comparison_reason"))
+
+
+def _comparison_cells(s: SliceResult, key: str, idx: tuple) -> dict[str, Any]:
+    """The comparison columns of one (metric, index) row (none without a baseline model)."""
+    if not s.comparison and not s.baseline_metrics:
+        return {}
+    pick = lambda v: None if v is None else float(np.asarray(v, dtype=np.float64)[idx])  # noqa: E731
+    out: dict[str, Any] = {"baseline_value": pick(s.baseline_metrics.get(key))}
+    c = s.comparison.get(key)
+    if c is None:
+        return {**out, "delta": None, "delta_lower": None, "delta_upper": None, "verdict": None, "comparison_reason": None}
+    verdict = c.verdict
+    for i in idx:
+        verdict = verdict[i]
+    out.update(
+        delta=pick(c.delta), delta_lower=None if c.ci is None else pick(c.ci[0]), delta_upper=None if c.ci is None else pick(c.ci[1]),
+        verdict=verdict, comparison_reason=c.reason,
+    )  # fmt: skip
+    return out
 
 
 def _is_whole(v: Any) -> bool:

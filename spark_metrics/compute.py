@@ -45,6 +45,12 @@ _COLUMN_TYPES = {
     "value": "double",
     "lower": "double",
     "upper": "double",
+    "baseline_value": "double",
+    "delta": "double",
+    "delta_lower": "double",
+    "delta_upper": "double",
+    "verdict": "string",
+    "comparison_reason": "string",
 }
 
 
