@@ -244,30 +244,38 @@ def posterior_samples(joint: PairedConfusionState, replicates: int, prior: float
     return (p * cells.sum()).reshape((replicates,) + cells.shape)
 
 
-def _model_states(matrix: np.ndarray, n: int, joint: PairedConfusionState) -> dict[str, Any]:
-    """``{kind: state}`` of one model's (K, K) confusion matrix (rows true)."""
-    k = matrix.shape[0]
-    w = float(matrix.sum())
-    out: dict[str, Any] = {
-        "example_count": ExampleCountState(ExampleCountLayout(), {"count": np.int64(n), "weight": np.float64(w), "skipped": np.int64(0)}),
-        "confusion_matrix": ConfusionMatrixState(ConfusionMatrixLayout(k), {"matrix": matrix}),
-    }
-    if joint.layout.threshold is not None:
-        lay = BinaryConfusionLayout((joint.layout.threshold,), joint.layout.threshold_rule)
-        out["binary_confusion"] = BinaryConfusionState(
-            lay, {"tp": np.array([matrix[1, 1]]), "fp": np.array([matrix[0, 1]]), "tn": np.array([matrix[0, 0]]), "fn": np.array([matrix[1, 0]])}
-        )
-    return out
+class _ModelStates:
+    """Builds one model's ``{kind: state}`` from a (K, K) confusion matrix (rows true), only
+    the kinds the metrics read (state construction is the cost of a posterior sample)."""
+
+    def __init__(self, metrics: list[Metric], joint: PairedConfusionState, n: int):
+        kinds = {cls for m in metrics for cls, _ in m.requires()}
+        cells = np.asarray(joint.arrays["cells"])
+        k = cells.shape[0]
+        self.counts = ExampleCountState(ExampleCountLayout(), {"count": np.int64(n), "weight": np.float64(cells.sum()), "skipped": np.int64(0)})
+        self.matrix = ConfusionMatrixLayout(k) if ConfusionMatrixState in kinds else None
+        t = joint.layout.threshold
+        self.binary = BinaryConfusionLayout((t,), joint.layout.threshold_rule) if BinaryConfusionState in kinds and t is not None else None
+
+    def __call__(self, m: np.ndarray) -> dict[str, Any]:
+        out: dict[str, Any] = {"example_count": self.counts}
+        if self.matrix is not None:
+            out["confusion_matrix"] = ConfusionMatrixState(self.matrix, {"matrix": m})
+        if self.binary is not None:
+            out["binary_confusion"] = BinaryConfusionState(
+                self.binary, {"tp": np.array([m[1, 1]]), "fp": np.array([m[0, 1]]), "tn": np.array([m[0, 0]]), "fn": np.array([m[1, 0]])}
+            )
+        return out
 
 
 def posterior_deltas(metrics: list[Metric], joint: PairedConfusionState, n: int, samples: np.ndarray) -> dict[str, np.ndarray]:
     """``{metric key: (R, ...) candidate - baseline}`` over posterior samples of the joint cells."""
     out: dict[str, list] = {m.key: [] for m in metrics}
+    build = _ModelStates(metrics, joint, n)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for cells in samples:
-            cand = _model_states(cells.sum(axis=2), n, joint)
-            base = _model_states(cells.sum(axis=1), n, joint)
+            cand, base = build(cells.sum(axis=2)), build(cells.sum(axis=1))
             for m in metrics:
                 with recording_undefined():
                     d = np.asarray(m.compute(cand), dtype=np.float64) - np.asarray(m.compute(base), dtype=np.float64)
