@@ -30,6 +30,8 @@ comparison method       metrics and interval
 ======================  ======================================================================
 
 The comparison method is ``ci`` when set, else ``"analytic"`` (a verdict needs an interval).
+Metrics without a better direction (``higher_is_better`` None: counts, confusion matrices,
+curves) get no comparison; their baseline values are in ``baseline_metrics`` as every metric's.
 A metric without a paired interval under the method gets ``ci=None``, the verdict
 ``"indistinguishable"`` and a ``reason`` (e.g. ROC AUC without the bootstrap: the states hold
 each model's score distribution, not the joint one, so no paired DeLong is possible).
@@ -326,10 +328,7 @@ def _comparison(delta: Any, ci: tuple | None, m: Metric, tolerance: float, reaso
     if np.ndim(delta) == 0:
         delta = float(delta)
         ci = None if ci is None else (float(ci[0]), float(ci[1]))
-        v = verdict(delta, ci, hib, tolerance)
-        if reason is None and hib is None:
-            reason = f"metric {m.key!r} has no better direction (higher_is_better is None)"
-        return Comparison(delta, ci, v, reason)
+        return Comparison(delta, ci, verdict(delta, ci, hib, tolerance), reason)
     d = np.asarray(delta, dtype=np.float64)
     if ci is None:
         verdicts = ["indistinguishable"] * d.size
@@ -379,6 +378,8 @@ def slice_comparison(
             post = posterior_deltas(ready, joint, n, samples)
     for m in plan.metrics:
         c, b = values[m.key], baseline_values[m.key]
+        if m.higher_is_better is None or np.shape(c) != np.shape(b):
+            continue  # counts, matrices and curves: no better direction (their values are in baseline_metrics)
         delta = np.asarray(c, dtype=np.float64) - np.asarray(b, dtype=np.float64)
         ci: tuple | None = None
         reason = None

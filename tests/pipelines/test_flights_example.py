@@ -91,7 +91,7 @@ def test_result_is_plain_json(run, raw):
 def test_parquet_schema(written, run):
     result, _ = run
     assert written.schema.names == [
-        "delayed", "score", "carrier", "origin", "tailnum", "month",
+        "delayed", "score", "score_baseline", "carrier", "origin", "tailnum", "month",
         "dep_delay", "distance",
     ]
     assert written.schema.equals(OUTPUT_SCHEMA)
