@@ -470,6 +470,43 @@ class Results:
         lines = [fmt(header), "  ".join("-" * w for w in widths)] + [fmt(r) for r in rows]
         if len(self.slices) > max_rows:
             lines.append(f"... {len(self.slices) - max_rows} more slices")
+        if any(s.comparison for s in computed):
+            lines += ["", self.format_comparison(max_rows)]
+        return "\n".join(lines)
+
+    def format_comparison(self, max_rows: int = 60) -> str:
+        """The comparison with the baseline model as a fixed-width table: one row per slice, one
+        column per scalar metric, ``delta [lower, upper] verdict`` (``=`` indistinguishable)."""
+        shown = [s for s in self.slices if not s.suppressed and s.comparison]
+        if not shown:
+            return "(no comparison)"
+        names = [k for k, c in shown[0].comparison.items() if np.ndim(c.delta) == 0]
+        comp = self.config.get("comparison", {})
+        head = (
+            f"comparison: delta = candidate - baseline, {comp.get('method', 'analytic')} {comp.get('level', 0.95):.0%} paired interval, "
+            f"verdict +/-/= (better, worse, indistinguishable), tolerance {comp.get('tolerance', 0.0):g}"
+        )
+        mark = {"better": "+", "worse": "-", "indistinguishable": "="}
+        rows = []
+        for s in shown[:max_rows]:
+            r = [s.name]
+            for k in names:
+                c = s.comparison.get(k)
+                if c is None:
+                    r.append("")
+                    continue
+                d = float(c.delta)
+                text = f"{d:+.4f}" if math.isfinite(d) else "null"
+                if c.ci is not None and math.isfinite(float(c.ci[0])):
+                    text += f" [{float(c.ci[0]):+.4f}, {float(c.ci[1]):+.4f}]"
+                r.append(f"{text} {mark.get(c.verdict, '?')}")
+            rows.append(r)
+        header = ["slice"] + names
+        widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
+        fmt = lambda r: "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))  # noqa: E731
+        lines = [head, fmt(header), "  ".join("-" * w for w in widths)] + [fmt(r) for r in rows]
+        if len(shown) > max_rows:
+            lines.append(f"... {len(shown) - max_rows} more slices")
         return "\n".join(lines)
 
 

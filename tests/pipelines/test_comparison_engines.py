@@ -102,3 +102,18 @@ def test_cli_baseline_score(tmp_path):
         assert got["comparison"] == json.loads(json.dumps(exp["comparison"]))
         assert got["baseline_metrics"] == json.loads(json.dumps(exp["baseline_metrics"]))
     assert doc["config"]["comparison"] == {"method": "analytic", "level": 0.95, "tolerance": 0.005}
+
+
+def test_report_and_table_show_the_comparison():
+    pytest.importorskip("jinja2")
+    from pipelines.report import render_report
+
+    r = _local()
+    html = render_report(r)
+    assert 'id="comparison"' in html and "delta = candidate (p_new) - baseline (p_old)" in html and "tolerance 0.005" in html
+    acc = r.overall.comparison["accuracy"]
+    assert f"{acc.delta:+.4f} [{acc.ci[0]:+.4f}, {acc.ci[1]:+.4f}]" in html
+    table = r.format_table()
+    assert "comparison: delta = candidate - baseline, analytic 95% paired interval" in table
+    assert f"{acc.delta:+.4f} [{acc.ci[0]:+.4f}, {acc.ci[1]:+.4f}] +" in table
+    assert 'id="comparison"' not in render_report(Evaluation(label_col="y", score_col="p_new", metrics=["accuracy"]).evaluate(_table()))
