@@ -28,13 +28,10 @@ def jsonable(value: Any) -> Any:
     return value
 
 
-ROW_COLUMNS = [
-    "slice", "slice_key", "n", "weight", "skipped", "metric", "index", "value", "lower", "upper",
-    # the comparison with a baseline model (None without one): see SliceResult.comparison
-    "baseline_value", "delta", "delta_lower", "delta_upper", "verdict", "comparison_reason",
-]  # fmt: skip
-#: the long-format columns of a comparison (rows of a slice with a baseline model only)
-COMPARISON_COLUMNS = ROW_COLUMNS[10:]
+#: the long-format columns of a comparison (in the rows of slices with a baseline model only;
+#: see SliceResult.comparison)
+COMPARISON_COLUMNS = ["baseline_value", "delta", "delta_lower", "delta_upper", "verdict", "comparison_reason"]
+ROW_COLUMNS = ["slice", "slice_key", "n", "weight", "skipped", "metric", "index", "value", "lower", "upper", *COMPARISON_COLUMNS]
 #: ``metric`` of the long-format marker row of withheld suppressed slices (``value`` = how many)
 SUPPRESSED_SLICES = "suppressed_slices"
 

@@ -102,6 +102,12 @@ def test_cli_baseline_score(tmp_path):
         assert got["comparison"] == json.loads(json.dumps(exp["comparison"]))
         assert got["baseline_metrics"] == json.loads(json.dumps(exp["baseline_metrics"]))
     assert doc["config"]["comparison"] == {"method": "analytic", "level": 0.95, "tolerance": 0.005}
+    from core import Results
+
+    rows = pq.read_table(tmp_path / "out" / "metrics.parquet").to_pylist()
+    back = Results.from_rows(rows, doc["config"], [("region",)], METRICS)
+    for a, b in zip(back.slices, _local().slices):
+        assert a.comparison == b.comparison and json.dumps(a.to_dict()) == json.dumps(b.to_dict())
 
 
 def test_report_and_table_show_the_comparison():
