@@ -137,8 +137,10 @@ class ColumnMap:
         score, or two class probabilities per row). Engines pass them through as list /
         fixed-size-list columns."""
         out = self._list_columns()
-        twin = {self.score_col: self.baseline_score_col, self.prediction_col: self.baseline_prediction_col}
-        return out + [twin[c] for c in out if twin.get(c) is not None and twin[c] not in out]
+        if not self.paired:
+            return out
+        twins = [(self.score_col, self.baseline_score_col), (self.prediction_col, self.baseline_prediction_col)]
+        return out + [b for c, b in twins if isinstance(c, str) and c in out and isinstance(b, str) and b not in out]
 
     def _list_columns(self) -> list[str]:
         binary_score = self.plan.task.kind == "binary" and isinstance(self.score_col, str)
