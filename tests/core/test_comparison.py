@@ -317,3 +317,19 @@ def test_delta_coverage(method):
     else:
         half = 3.29 * np.sqrt(0.95 * 0.05 / datasets)
         assert 0.95 - half <= cov <= 0.95 + half, cov
+
+
+def test_per_class_score_columns_and_score_matrices():
+    rng = np.random.default_rng(9)
+    n = 600
+    y = rng.integers(0, 3, n)
+    a = rng.dirichlet([1, 1, 1], n) + np.eye(3)[y] * 0.5
+    b = rng.dirichlet([1, 1, 1], n)
+    cols = {"y": y, **{f"a{j}": a[:, j] for j in range(3)}, **{f"b{j}": b[:, j] for j in range(3)}}
+    ev = Evaluation(label_col="y", score_col=["a0", "a1", "a2"], baseline_score_col=["b0", "b1", "b2"], num_classes=3, metrics=["accuracy"])
+    r = ev.evaluate(cols).overall
+    assert r.metrics["accuracy"] == accuracy_score(y, a.argmax(1)) and r.baseline_metrics["accuracy"] == accuracy_score(y, b.argmax(1))
+    m = Evaluation(label_col="y", score_col="a", baseline_score_col="b", num_classes=3, metrics=["accuracy"]).evaluate({"y": y, "a": list(a), "b": list(b)})
+    assert m.overall.comparison == r.comparison
+    with pytest.raises(ValueError, match="shape of score_col"):
+        Evaluation(label_col="y", score_col=["a0", "a1", "a2"], baseline_score_col="b", num_classes=3)
