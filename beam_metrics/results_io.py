@@ -75,11 +75,11 @@ def _exact(value: Any) -> Any:
     return value
 
 
-def _value(v: Any) -> Any:
+def _inexact(value: Any) -> Any:
     """Inverse of :func:`_exact`."""
-    if isinstance(v, dict):
-        return np.array(v["a"], dtype=np.float64).reshape(v["shape"])
-    return float("nan") if v is None else v
+    if isinstance(value, dict):
+        return np.array(value["a"], dtype=np.float64).reshape(value["shape"])
+    return float("nan") if value is None else value
 
 
 class SliceResultCoder(beam.coders.Coder):
@@ -108,8 +108,10 @@ class SliceResultCoder(beam.coders.Coder):
             body["suppressed_slices"] = int(value.suppressed_slices)
         if value.folded_values is not None:
             body["folded_values"] = int(value.folded_values)
-        if value.intervals:
-            body["intervals"] = [[k, [float(lo), float(hi)]] for k, (lo, hi) in value.intervals.items()]
+        if value.bounds:
+            body["bounds"] = [[k, [float(lo), float(hi)]] for k, (lo, hi) in value.bounds.items()]
+        if value.ci:
+            body["ci"] = [[k, [_exact(lo), _exact(hi)]] for k, (lo, hi) in value.ci.items()]
         if value.baseline_metrics:
             body["baseline_metrics"] = [[k, _exact(v)] for k, v in value.baseline_metrics.items()]
         if value.comparison:
@@ -125,7 +127,7 @@ class SliceResultCoder(beam.coders.Coder):
             raise ValueError("not an encoded SliceResult (bad magic bytes or version)")
         try:
             d = json.loads(encoded[len(_MAGIC):].decode("utf-8"))
-            metrics = {k: _value(v) for k, v in d["metrics"]}
+            metrics = {k: _inexact(v) for k, v in d["metrics"]}
             if d.get("suppressed"):
                 return SliceResult(tuple((c, v) for c, v in d["slice"]), None, None, None, {}, suppressed=True, suppressed_slices=d.get("suppressed_slices"))
             return SliceResult(
@@ -134,11 +136,12 @@ class SliceResultCoder(beam.coders.Coder):
                 weight=float(d["weight"]),
                 skipped=int(d["skipped"]),
                 metrics=metrics,
-                intervals={k: (float(lo), float(hi)) for k, (lo, hi) in d.get("intervals", [])},
+                bounds={k: (float(lo), float(hi)) for k, (lo, hi) in d.get("bounds", [])},
+                ci={k: (_inexact(lo), _inexact(hi)) for k, (lo, hi) in d.get("ci", [])},
                 folded_values=d.get("folded_values"),
-                baseline_metrics={k: _value(v) for k, v in d.get("baseline_metrics", [])},
+                baseline_metrics={k: _inexact(v) for k, v in d.get("baseline_metrics", [])},
                 comparison={
-                    k: Comparison(_value(c["delta"]), None if c["ci"] is None else (_value(c["ci"][0]), _value(c["ci"][1])), c["verdict"], c["reason"])
+                    k: Comparison(_inexact(c["delta"]), None if c["ci"] is None else (_inexact(c["ci"][0]), _inexact(c["ci"][1])), c["verdict"], c["reason"])
                     for k, c in d.get("comparison", [])
                 },
             )

@@ -23,10 +23,11 @@ comparison method       metrics and interval
                         (precision, F1, MCC, kappa, macro averages, per-class arrays, ...): the
                         equal-tailed interval of the delta over ``ci_replicates`` seeded samples
                         of the Dirichlet posterior of the joint cells (prior ``ci_prior`` per
-                        cell), both models' metrics computed from the same sample.
+                        cell; ``ci_interval="hdi"``: the highest-density interval), both
+                        models' metrics computed from the same sample.
 ``"bootstrap"``         every metric with replicate values (paired: both models' replicates come
                         from the same resampled rows): the equal-tailed interval of the
-                        replicate deltas (:func:`replicate_interval`).
+                        replicate deltas (:func:`core.intervals.sample_interval`).
 ======================  ======================================================================
 
 The comparison method is ``ci`` when set, else ``"analytic"`` (a verdict needs an interval).
@@ -39,26 +40,21 @@ each model's score distribution, not the joint one, so no paired DeLong is possi
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
 import warnings
-from statistics import NormalDist
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
 from core._inputs import Batch
-from core.metrics import Metric, recording_undefined
+from core.intervals import dirichlet_cells, draw_seed, sample_interval, wilson
+from core.metrics import Metric
 from core.paired_state import MAX_PAIRED_CLASSES, PairedConfusionState
 from core.plan import Plan
 from core.results import Comparison
-from core.states import BinaryConfusionLayout, BinaryConfusionState, ConfusionMatrixLayout, ConfusionMatrixState, ExampleCountLayout, ExampleCountState
+from core.states import BinaryConfusionState, ConfusionMatrixState, ExampleCountState
 
-__all__ = [
-    "PairedPlan", "comparison_method", "newcombe_interval", "paired_proportion", "replicate_interval", "slice_comparison",
-    "verdict", "wilson_interval",
-]  # fmt: skip
+__all__ = ["PairedPlan", "comparison_method", "newcombe_interval", "paired_proportion", "posterior_deltas", "slice_comparison", "verdict"]
 
 VERDICTS = ("better", "worse", "indistinguishable")
 
@@ -112,6 +108,10 @@ class PairedPlan(Plan):
     def compute_detailed(self, states: tuple) -> tuple:
         return self.candidate.compute_detailed(self.split(states)[0])
 
+    def compute_many(self, states_list: Sequence[tuple]) -> Any:
+        """The candidate's metrics of many paired state tuples (:meth:`Plan.compute_many`)."""
+        return self.candidate.compute_many([self.split(s)[0] for s in states_list])
+
     def describe(self) -> dict[str, Any]:
         return {**self.candidate.describe(), "states": [f"{cls.kind} {layout}" for cls, layout in self.state_types]}
 
@@ -122,23 +122,6 @@ def comparison_method(ci: str | None) -> str:
 
 
 # -- analytic: Newcombe's interval for paired proportions -------------------------------------
-def _z(level: float) -> float:
-    """The standard normal quantile ``Phi^-1((1 + level) / 2)``."""
-    return NormalDist().inv_cdf((1.0 + level) / 2.0)
-
-
-def wilson_interval(successes: float, n: float, level: float) -> tuple[float, float]:
-    """Wilson's score interval of a proportion ``successes / n`` (NaN for ``n == 0``)."""
-    if not n > 0:
-        return float("nan"), float("nan")
-    z = _z(level)
-    p = successes / n
-    den = 1 + z * z / n
-    mid = (p + z * z / (2 * n)) / den
-    half = z * math.sqrt(max(p * (1 - p) / n + z * z / (4 * n * n), 0.0)) / den
-    return max(0.0, mid - half), min(1.0, mid + half)
-
-
 def newcombe_interval(a: float, b: float, c: float, d: float, level: float) -> tuple[float, float]:
     """Newcombe's (1998) interval of ``p1 - p2 = (b - c) / n`` for paired proportions.
 
@@ -159,8 +142,8 @@ def newcombe_interval(a: float, b: float, c: float, d: float, level: float) -> t
     if not n > 0:
         return float("nan"), float("nan")
     p1, p2 = (a + b) / n, (a + c) / n
-    l1, u1 = wilson_interval(a + b, n, level)
-    l2, u2 = wilson_interval(a + c, n, level)
+    l1, u1 = wilson(a + b, n, level)
+    l2, u2 = wilson(a + c, n, level)
     margins = (a + b) * (c + d) * (a + c) * (b + d)
     phi = 0.0
     if margins > 0:
@@ -225,83 +208,27 @@ def posterior_ready(metric: Metric, joint: PairedConfusionState | None) -> bool:
     return True
 
 
-def _slice_rng(seed: int, key: tuple, what: str) -> np.random.Generator:
-    """A generator derived from the seed and the slice key only (the same on every engine,
-    worker and partitioning; never Python's salted ``hash``)."""
-    text = json.dumps([seed, [[c, repr(v)] for c, v in key], what])
-    return np.random.default_rng(int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest()[:8], "little"))
+def posterior_deltas(metrics: list[Metric], joint: PairedConfusionState, n: int, samples: np.ndarray) -> dict[str, np.ndarray]:
+    """``{metric key: (R, ...) candidate - baseline}`` from (R, K, K, K) samples of the joint
+    cells: both models' confusion cells are margins of the same sample, and their metrics come
+    from :meth:`core.plan.Plan.compute_cells` (vectorised over the samples)."""
+    k = samples.shape[1]
+    plan = Plan(metrics, metrics[0].task)
+    kinds = {cls.kind for cls, _ in plan.state_types}
 
-
-def posterior_samples(joint: PairedConfusionState, replicates: int, prior: float, rng: np.random.Generator) -> np.ndarray:
-    """(R, K, K, K) joint cells: the total weight times Dirichlet(cells + prior) samples (cells
-    with neither rows nor prior stay 0)."""
-    cells = np.asarray(joint.arrays["cells"], dtype=np.float64)
-    alpha = cells.reshape(-1) + prior
-    g = np.zeros((replicates, alpha.size))
-    live = alpha > 0
-    g[:, live] = rng.standard_gamma(alpha[live], size=(replicates, int(live.sum())))
-    total = g.sum(axis=1, keepdims=True)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        p = np.where(total > 0, g / total, 0.0)
-    return (p * cells.sum()).reshape((replicates,) + cells.shape)
-
-
-class _ModelStates:
-    """Builds one model's ``{kind: state}`` from a (K, K) confusion matrix (rows true), only
-    the kinds the metrics read (state construction is the cost of a posterior sample)."""
-
-    def __init__(self, metrics: list[Metric], joint: PairedConfusionState, n: int):
-        kinds = {cls for m in metrics for cls, _ in m.requires()}
-        cells = np.asarray(joint.arrays["cells"])
-        k = cells.shape[0]
-        self.counts = ExampleCountState(ExampleCountLayout(), {"count": np.int64(n), "weight": np.float64(cells.sum()), "skipped": np.int64(0)})
-        self.matrix = ConfusionMatrixLayout(k) if ConfusionMatrixState in kinds else None
-        t = joint.layout.threshold
-        self.binary = BinaryConfusionLayout((t,), joint.layout.threshold_rule) if BinaryConfusionState in kinds and t is not None else None
-
-    def __call__(self, m: np.ndarray) -> dict[str, Any]:
-        out: dict[str, Any] = {"example_count": self.counts}
-        if self.matrix is not None:
-            out["confusion_matrix"] = ConfusionMatrixState(self.matrix, {"matrix": m})
-        if self.binary is not None:
-            out["binary_confusion"] = BinaryConfusionState(
-                self.binary, {"tp": np.array([m[1, 1]]), "fp": np.array([m[0, 1]]), "tn": np.array([m[0, 0]]), "fn": np.array([m[1, 0]])}
-            )
+    def cells(matrix: np.ndarray) -> dict[str, np.ndarray]:  # (R, K, K): label x prediction
+        out = {"example_count": matrix.sum(axis=(1, 2))[:, None]}
+        if "confusion_matrix" in kinds:
+            out["confusion_matrix"] = matrix.reshape(-1, k * k)
+        if "binary_confusion" in kinds:  # one threshold: cells label * 2 + predicted = [tn, fp, fn, tp]
+            out["binary_confusion"] = matrix.reshape(-1, 4)
         return out
 
-
-def posterior_deltas(metrics: list[Metric], joint: PairedConfusionState, n: int, samples: np.ndarray) -> dict[str, np.ndarray]:
-    """``{metric key: (R, ...) candidate - baseline}`` over posterior samples of the joint cells."""
-    out: dict[str, list] = {m.key: [] for m in metrics}
-    build = _ModelStates(metrics, joint, n)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        for cells in samples:
-            cand, base = build(cells.sum(axis=2)), build(cells.sum(axis=1))
-            for m in metrics:
-                with recording_undefined():
-                    d = np.asarray(m.compute(cand), dtype=np.float64) - np.asarray(m.compute(base), dtype=np.float64)
-                out[m.key].append(d)
-    return {k: np.stack(v) for k, v in out.items()}
-
-
-def replicate_interval(deltas: np.ndarray, level: float) -> tuple[Any, Any] | None:
-    """Equal-tailed interval of replicate (or posterior) deltas ``(R, ...)``; NaN replicates
-    (undefined in a replicate) are left out; None (or NaN entries) where more than half are NaN."""
-    d = np.asarray(deltas, dtype=np.float64)
-    if d.shape[0] == 0:
-        return None
-    few = (~np.isnan(d)).sum(axis=0) * 2 < d.shape[0]
-    if d.ndim == 1 and few:
-        return None
-    alpha = (1 - level) / 2
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        lo = np.nanquantile(d, alpha, axis=0)
-        hi = np.nanquantile(d, 1 - alpha, axis=0)
-    if d.ndim == 1:
-        return float(lo), float(hi)
-    return np.where(few, np.nan, lo), np.where(few, np.nan, hi)
+        cand = plan.compute_cells(cells(samples.sum(axis=3))).values
+        base = plan.compute_cells(cells(samples.sum(axis=2))).values
+    return {m.key: np.asarray(cand[m.key], dtype=np.float64) - np.asarray(base[m.key], dtype=np.float64) for m in metrics}
 
 
 # -- verdicts ---------------------------------------------------------------------------------
@@ -351,6 +278,7 @@ def slice_comparison(
     seed: int,
     prior: float,
     tolerance: float,
+    interval: str = "equal_tailed",
     replicate_values: dict[str, tuple[np.ndarray, np.ndarray]] | None = None,
 ) -> dict[str, Comparison]:
     """``{metric key: Comparison}`` of one slice.
@@ -361,7 +289,8 @@ def slice_comparison(
         states: the slice's merged states (the paired plan's tuple).
         values, baseline_values: both models' metric values.
         method: ``"analytic"``, ``"posterior"`` or ``"bootstrap"`` (see the module docstring).
-        level, replicates, seed, prior: the ``ci_*`` options.
+        level, replicates, seed, prior, interval: the ``ci_*`` options (``interval``:
+            ``"equal_tailed"`` or ``"hdi"`` for the posterior and bootstrap deltas).
         tolerance: the verdict's tolerance.
         replicate_values: ``ci="bootstrap"``: ``{metric key: ((R, ...) candidate, (R, ...)
             baseline)}`` replicate values of the same resampled rows; None when unavailable.
@@ -372,10 +301,11 @@ def slice_comparison(
     out: dict[str, Comparison] = {}
     post: dict[str, np.ndarray] = {}
     if method == "posterior":
-        ready = [m for m in plan.metrics if posterior_ready(m, joint)]
+        ready = [m for m in plan.metrics if m.higher_is_better is not None and posterior_ready(m, joint)]
         if ready and joint is not None:
-            samples = posterior_samples(joint, replicates, prior, _slice_rng(seed, key, "posterior"))
-            post = posterior_deltas(ready, joint, n, samples)
+            cells = np.asarray(joint.arrays["cells"], dtype=np.float64)
+            flat = dirichlet_cells(cells.reshape(-1), prior, replicates, draw_seed(seed, key, "comparison"))
+            post = posterior_deltas(ready, joint, n, flat.reshape((replicates,) + cells.shape))
     for m in plan.metrics:
         c, b = values[m.key], baseline_values[m.key]
         if m.higher_is_better is None or np.shape(c) != np.shape(b):
@@ -393,9 +323,9 @@ def slice_comparison(
                 ci = newcombe_interval(*table, level)
         elif method == "posterior":
             if m.key in post:
-                ci = replicate_interval(post[m.key], level)
-                if ci is None:
-                    reason = "undefined in most posterior samples"
+                ci = sample_interval(post[m.key], level, interval)
+                if np.ndim(ci[0]) == 0 and not math.isfinite(ci[0]):
+                    ci, reason = None, "undefined in every posterior sample"
             else:
                 reason = "not computed from confusion counts at the task threshold: no posterior paired interval; use ci='bootstrap'"
         elif method == "bootstrap":
@@ -403,6 +333,6 @@ def slice_comparison(
             if reps is None:
                 reason = "no paired bootstrap replicates for this metric"
             else:
-                ci = replicate_interval(np.asarray(reps[0], dtype=np.float64) - np.asarray(reps[1], dtype=np.float64), level)
+                ci = sample_interval(np.asarray(reps[0], dtype=np.float64) - np.asarray(reps[1], dtype=np.float64), level, interval)
         out[m.key] = _comparison(delta, ci, m, tolerance, reason)
     return out

@@ -30,7 +30,7 @@ from core.accumulator import Accumulator, AccumulatorOps
 from core.batches import extract_columns, fold_all, is_single_batch, missing_row_column, num_rows, rows_to_columns  # noqa: F401  (re-exported)
 from core.columns import ColumnMap
 from core.comparison import PairedPlan, comparison_method, slice_comparison
-from core.intervals import CISettings, slice_ci
+from core.intervals import CI_OPTIONS, CISettings, slice_ci
 from core.metrics import Task, UndefinedMetricWarning
 from core.options import config_of, fingerprint_of, options_doc, read_options, signature
 from core.plan import Plan, make_task, undefined_warning
@@ -184,7 +184,12 @@ class Evaluation(AccumulatorOps):
         return isinstance(self.plan, PairedPlan)
 
     def describe(self) -> dict[str, Any]:
-        out = {**self.plan.describe(), **{k: v for k, v in self._init_args.items() if k != "metrics"}}
+        """``Results.config``: the plan's description and every option set, the ``ci_*`` ones
+        gathered under ``"ci"`` (:meth:`core.intervals.CISettings.to_config`) when ``ci`` is set;
+        with a baseline model, ``"comparison"``: ``{"method", "level", "tolerance"}``."""
+        out = {**self.plan.describe(), **{k: v for k, v in self._init_args.items() if k != "metrics" and k not in CI_OPTIONS}}
+        if self.ci.method is not None:
+            out["ci"] = self.ci.to_config(self.plan.candidate if self.paired else self.plan)
         if self.paired:  # how the comparison's paired intervals were made
             out["comparison"] = {"method": comparison_method(self.ci.method), "level": self.ci.level, "tolerance": self.tolerance}
         return out
@@ -264,6 +269,10 @@ class Evaluation(AccumulatorOps):
     def finish(self, acc: Accumulator, *, add_overall: bool = True) -> Results:
         """Compute every slice's metrics; overall first, then slices in spec and value order.
 
+        The metrics of all slices are computed at once (:meth:`core.plan.Plan.compute_many`,
+        vectorised over the slices for the confusion-derived metrics), with the values of a
+        per-slice :meth:`~core.plan.Plan.compute_detailed`.
+
         Args:
             acc: a merged accumulator.
             add_overall: add the overall slice (zero states) when ``acc`` lacks it; engines that
@@ -273,20 +282,28 @@ class Evaluation(AccumulatorOps):
         spec_order = [s.columns for s in self.slices]
         if add_overall and OVERALL not in acc:
             acc = {OVERALL: self.plan.zero(), **acc}
+        keys = sorted(acc, key=lambda k: sort_key(k, spec_order))
+        states_of = {key: acc[key] for key in keys}
+        computed = [key for key in keys if not self._suppressed(key, states_of[key][0])]
+        # every computed slice's metrics at once, stacked on a leading slice axis
+        many = self.plan.compute_many([states_of[key] for key in computed])
+        if self.paired:  # the baseline's metrics of every slice at once too
+            base_many = self.plan.candidate.compute_many([self.plan.split(states_of[key])[1] for key in computed])
+        position = {key: i for i, key in enumerate(computed)}
         out = []
         undefined: dict[str, list[tuple[str, Any]]] = {}
         fills: dict[str, Any] = {}
-        for key in sorted(acc, key=lambda k: sort_key(k, spec_order)):
-            states = acc[key]
-            counts = states[0]
-            if self._suppressed(key, counts):  # pruned: no metrics computed, no counts reported
+        for key in keys:
+            counts = states_of[key][0]
+            if key not in position:  # suppressed (pruned): no metrics computed, no counts reported
                 out.append(SliceResult(slice=key, n=None, weight=None, skipped=None, metrics={}, suppressed=True))
                 continue
-            values, intervals, undef = self.plan.compute_detailed(states)
+            states = states_of[key]
+            values, bounds, undef = many.element(position[key])
             model_states, paired = states, {}
             if self.paired:
-                model_states, base_states, _ = self.plan.split(states)
-                paired = self._compare(key, states, values, base_states)
+                model_states = self.plan.split(states)[0]
+                paired = self._compare(key, states, values, base_many.element(position[key])[0])
             for metric, (classes, fill) in undef.items():
                 if fill in ("nan", "warn"):
                     undefined.setdefault(metric, []).append((slice_name(key), classes))
@@ -298,7 +315,7 @@ class Evaluation(AccumulatorOps):
                     weight=float(counts["weight"]),
                     skipped=int(counts["skipped"]),
                     metrics=values,
-                    intervals=intervals,
+                    bounds=bounds,
                     folded_values=self.folded_values(key),
                     ci=slice_ci(self.ci, self.plan.candidate if self.paired else self.plan, key, model_states, values),
                     **paired,
@@ -308,13 +325,12 @@ class Evaluation(AccumulatorOps):
             warnings.warn(undefined_warning(metric, where, fills[metric]), UndefinedMetricWarning, stacklevel=2)
         return self._protect(Results(out, self.describe())) if add_overall else Results(out, self.describe())
 
-    def _compare(self, key: tuple, states: tuple, values: dict[str, Any], base_states: tuple) -> dict[str, Any]:
+    def _compare(self, key: tuple, states: tuple, values: dict[str, Any], base_values: dict[str, Any]) -> dict[str, Any]:
         """``{"baseline_metrics", "comparison"}`` of one slice (see :mod:`core.comparison`)."""
-        base_values = self.plan.candidate.compute_detailed(base_states)[0]
         s = self.ci
         comparison = slice_comparison(
             self.plan, key, states, values, base_values, method=comparison_method(s.method), level=s.level,
-            replicates=s.replicates, seed=s.seed, prior=s.prior, tolerance=self.tolerance,
+            replicates=s.replicates, seed=s.seed, prior=s.prior, tolerance=self.tolerance, interval=s.interval,
         )  # fmt: skip
         return {"baseline_metrics": base_values, "comparison": comparison}
 

@@ -123,6 +123,15 @@ def _ci_prior(v: Any) -> float:
     return float(v)
 
 
+CI_INTERVALS = ("equal_tailed", "hdi")
+
+
+def _ci_interval(v: Any) -> str:
+    if v not in CI_INTERVALS:
+        raise ValueError(f"ci_interval must be one of {CI_INTERVALS}, got {v!r}")
+    return v
+
+
 def _tolerance(v: Any) -> float:
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not v >= 0 or v == float("inf"):
         raise ValueError(f"tolerance must be a finite number >= 0, got {v!r}")
@@ -202,6 +211,10 @@ OPTIONS: tuple[Option, ...] = (
            config="if_set", check=_ci_seed),
     Option("ci_prior", 0.5, "float", "prior count per confusion cell of ``ci=\"posterior\"``: 0, 0.5 (default) or 1.",
            config="if_set", check=_ci_prior),
+    Option("ci_interval", "equal_tailed", "str",
+           "interval of the samples of ``ci=\"posterior\"``: ``\"equal_tailed\"`` (default: the (1 - level) / 2 and "
+           "(1 + level) / 2 quantiles) or ``\"hdi\"`` (the shortest interval holding ``level`` of the samples).",
+           config="if_set", check=_ci_interval),
     Option("id_col", None, "str | None",
            "column identifying each example; the bootstrap derives its draws from it (from the row's content when "
            "None), so replicates are the same on any runner and partitioning.", config="if_set", fingerprint=True),

@@ -121,9 +121,8 @@ class PrequentialEvaluation:
             return np.arange(row_offset, row_offset + n, dtype=np.int64)
         from core._inputs import as_array, invalid_value_message
 
-        if hasattr(data, "schema") and self.position_col not in data.schema.names or isinstance(data, Mapping) and self.position_col not in data or (
-            hasattr(data, "columns") and not isinstance(data, Mapping) and self.position_col not in data.columns
-        ):
+        names = data.schema.names if hasattr(data, "schema") else list(data.keys()) if isinstance(data, Mapping) else list(data.columns)
+        if self.position_col not in names:
             raise ValueError(f"missing column {self.position_col!r} (position_col)")
         pos = as_array(data.column(self.position_col) if hasattr(data, "schema") else data[self.position_col], self.position_col)
         if pos.dtype.kind in "iu":
@@ -136,21 +135,26 @@ class PrequentialEvaluation:
             raise ValueError(invalid_value_message(self.position_col, v.item() if hasattr(v, "item") else v, row_offset + i, "positions must be integers >= 0"))
         return pos.astype(np.int64)
 
-    def fold(self, acc: Accumulator, data: Any, row_offset: int = 0) -> Accumulator:
-        """Fold one batch of the stream (rows at positions ``row_offset...`` or ``position_col``)."""
+    def with_window(self, data: Any, row_offset: int = 0) -> Any:
+        """``data`` as a batch with the window column (``position // window_size``) added: a dict
+        of its columns (row dicts, Arrow) or a DataFrame; None for an empty batch. Engines call it
+        before their fold (``position_col`` rows) or fold through :meth:`fold`."""
         if isinstance(data, (list, tuple)):  # row dicts
             data = rows_to_columns(data, self._read)[0]
         n = num_rows(data)
         if n == 0:
-            return acc
+            return None
         window = self._positions(data, n, row_offset) // self.window_size
         if hasattr(data, "schema"):  # pyarrow Table / RecordBatch: its columns, as they are
-            data = {**{c: data.column(c) for c in self._read}, WINDOW_COLUMN: window}
-        elif isinstance(data, Mapping):
-            data = {**data, WINDOW_COLUMN: window}
-        else:  # pandas
-            data = data.assign(**{WINDOW_COLUMN: window})
-        return self.evaluation.fold(acc, data, row_offset=row_offset)
+            return {**{c: data.column(c) for c in self._read}, WINDOW_COLUMN: window}
+        if isinstance(data, Mapping):
+            return {**data, WINDOW_COLUMN: window}
+        return data.assign(**{WINDOW_COLUMN: window})  # pandas
+
+    def fold(self, acc: Accumulator, data: Any, row_offset: int = 0) -> Accumulator:
+        """Fold one batch of the stream (rows at positions ``row_offset...`` or ``position_col``)."""
+        batch = self.with_window(data, row_offset)
+        return acc if batch is None else self.evaluation.fold(acc, batch, row_offset=row_offset)
 
     def merge(self, a: Accumulator, b: Accumulator) -> Accumulator:
         return self.evaluation.merge(a, b)
@@ -173,19 +177,23 @@ class PrequentialEvaluation:
         windowed: dict[str, list[Any]] = {k: [] for k in keys}
         cumulative: dict[str, list[Any]] = {k: [] for k in keys}
         n, skipped, instances = [], [], []
-        running = plan.zero()
         seen = 0
+        window_states, prefixes = [], []
+        running = plan.zero()
         for w in windows:
             states = acc[((WINDOW_COLUMN, w),)]
             running = plan.merge(running, states)
+            window_states.append(states)
+            prefixes.append(running)
             n.append(int(states[0]["count"]))
             skipped.append(int(states[0]["skipped"]))
             seen += n[-1] + skipped[-1]
             instances.append(seen)
-            for key, v in plan.compute_with_intervals(states, warn=False)[0].items():
-                windowed[key].append(v)
-            for key, v in plan.compute_with_intervals(running, warn=False)[0].items():
-                cumulative[key].append(v)
+        # every window's (and every prefix's) metrics at once, stacked on a leading axis
+        for out, many in ((windowed, plan.compute_many(window_states)), (cumulative, plan.compute_many(prefixes))):
+            for i in range(len(windows)):
+                for key, v in many.element(i)[0].items():
+                    out[key].append(v)
         config = {**self.evaluation.to_config(), "window_size": self.window_size}
         config.pop("slices", None)
         if self.position_col is not None:

@@ -31,7 +31,9 @@ def jsonable(value: Any) -> Any:
 #: the long-format columns of a comparison (in the rows of slices with a baseline model only;
 #: see SliceResult.comparison)
 COMPARISON_COLUMNS = ["baseline_value", "delta", "delta_lower", "delta_upper", "verdict", "comparison_reason"]
-ROW_COLUMNS = ["slice", "slice_key", "n", "weight", "skipped", "metric", "index", "value", "lower", "upper", *COMPARISON_COLUMNS]
+#: long-format columns: ``lower`` / ``upper`` are certified bounds (approximate states),
+#: ``ci_lower`` / ``ci_upper`` the confidence interval (``ci=``), then the comparison's
+ROW_COLUMNS = ["slice", "slice_key", "n", "weight", "skipped", "metric", "index", "value", "lower", "upper", "ci_lower", "ci_upper", *COMPARISON_COLUMNS]
 #: ``metric`` of the long-format marker row of withheld suppressed slices (``value`` = how many)
 SUPPRESSED_SLICES = "suppressed_slices"
 
@@ -138,8 +140,9 @@ class SliceResult:
         weight: sum of their weights (float; equals ``n`` unweighted).
         skipped: invalid rows skipped under ``on_invalid="skip"`` (0 otherwise).
         metrics: ``{metric key: float | np.ndarray}``; NaN where undefined.
-        intervals: ``{metric key: (lower, upper)}`` certified bounds of metrics computed from
-            approximate states (empty when every value is exact).
+        bounds: ``{metric key: (lower, upper)}`` certified bounds of metrics computed from
+            approximate states (compression error only, not sampling uncertainty; empty when
+            every value is exact).
         suppressed: the slice is below its ``min_slice_size``: ``n``, ``weight`` and ``skipped``
             are None and ``metrics`` is empty (JSON: ``"n": null, ..., "suppressed": true``).
         folded_values: for a ``__other__`` slice (``max_slices``), how many distinct slice
@@ -162,7 +165,7 @@ class SliceResult:
     weight: float
     skipped: int
     metrics: dict[str, Any]
-    intervals: dict[str, tuple[float, float]] = field(default_factory=dict)
+    bounds: dict[str, tuple[float, float]] = field(default_factory=dict)
     suppressed: bool = False
     folded_values: int | None = None
     suppressed_slices: int | None = None
@@ -193,8 +196,8 @@ class SliceResult:
             "skipped": int(self.skipped),
             "metrics": {k: jsonable(v) for k, v in self.metrics.items()},
         }
-        if self.intervals:
-            d["intervals"] = {k: jsonable(list(v)) for k, v in self.intervals.items()}
+        if self.bounds:
+            d["bounds"] = {k: jsonable(list(v)) for k, v in self.bounds.items()}
         if self.ci:
             d["ci"] = {k: jsonable(list(v)) for k, v in self.ci.items()}
         if self.baseline_metrics:
@@ -269,7 +272,7 @@ class Results:
 
     def to_dict(self) -> dict[str, Any]:
         """``{"slices": [{"slice": {col: value}, "n", "weight", "skipped", "metrics",
-        ["intervals"], ["undefined"]}], "config", "skipped"}``; NaN becomes None (``null``);
+        ["bounds"], ["ci"], ["undefined"]}], "config", "skipped"}``; NaN becomes None (``null``);
         ``undefined`` lists the slice's undefined metrics and classes when there are any."""
         ignored = ignored_class_of(self.config)
         return {
@@ -285,7 +288,9 @@ class Results:
         """Long format: one row per (slice, metric, index) with keys ``slice`` (display name),
         ``slice_key`` (JSON pairs), ``n``, ``weight``, ``skipped``, ``metric``, ``index`` (None for
         scalars, ``"i"`` or ``"i,j"`` for arrays), ``value`` (float; NaN where undefined) and
-        ``lower`` / ``upper`` (certified interval of approximate metrics, else None)."""
+        ``lower`` / ``upper`` (certified bounds of approximate metrics, else None) and
+        ``ci_lower`` / ``ci_upper`` (the confidence interval of ``ci=``, per cell for arrays;
+        None without one, NaN where it is undefined)."""
         rows = []
         for s in self.slices:
             if s.suppressed:  # one marker row: no counts, no metric (from_rows reads it back)
@@ -303,14 +308,22 @@ class Results:
             }
             for k, v in s.metrics.items():
                 arr = np.asarray(v, dtype=np.float64)
-                lo, hi = s.intervals.get(k, (None, None))
+                lo, hi = s.bounds.get(k, (None, None))
+                ci = s.ci.get(k)
+                if ci is not None:
+                    ci = (np.broadcast_to(np.asarray(ci[0], dtype=np.float64), arr.shape), np.broadcast_to(np.asarray(ci[1], dtype=np.float64), arr.shape))
                 if arr.ndim == 0:
-                    rows.append({**base, "metric": k, "index": None, "value": float(arr), "lower": lo, "upper": hi, **_comparison_cells(s, k, ())})
+                    c_lo, c_hi = (None, None) if ci is None else (float(ci[0]), float(ci[1]))
+                    rows.append({
+                        **base, "metric": k, "index": None, "value": float(arr), "lower": lo, "upper": hi, "ci_lower": c_lo, "ci_upper": c_hi,
+                        **_comparison_cells(s, k, ()),
+                    })  # fmt: skip
                 else:
                     for idx in np.ndindex(arr.shape):
+                        c_lo, c_hi = (None, None) if ci is None else (float(ci[0][idx]), float(ci[1][idx]))
                         rows.append({
                             **base, "metric": k, "index": ",".join(map(str, idx)), "value": float(arr[idx]), "lower": None, "upper": None,
-                            **_comparison_cells(s, k, idx),
+                            "ci_lower": c_lo, "ci_upper": c_hi, **_comparison_cells(s, k, idx),
                         })  # fmt: skip
         return rows
 
@@ -322,7 +335,7 @@ class Results:
                 ``ROW_COLUMNS``; array metrics one row per cell). True: one row per slice
                 (overall first) with columns ``slice``, ``n``, ``weight``, ``skipped`` and one
                 float column per scalar metric (NaN where undefined); array metrics and
-                intervals are left out (they are in the long format).
+                bounds and intervals are left out (they are in the long format).
         """
         import pandas as pd
 
@@ -340,7 +353,10 @@ class Results:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "Results":
-        """Rebuild from :meth:`to_dict` output (None -> NaN; lists -> arrays)."""
+        """Rebuild from :meth:`to_dict` output (None -> NaN; lists -> arrays).
+
+        Reads ``metrics.json`` of older releases too: their certified bounds were named
+        ``"intervals"``."""
         slices = []
         for s in data["slices"]:
             metrics = {}
@@ -349,14 +365,15 @@ class Results:
                     metrics[k] = np.array(v, dtype=np.float64)
                 else:
                     metrics[k] = float("nan") if v is None else v
-            intervals = {k: (float("nan") if v[0] is None else v[0], float("nan") if v[1] is None else v[1]) for k, v in s.get("intervals", {}).items()}
+            bounds = {k: (_float(v[0]), _float(v[1])) for k, v in s.get("bounds", s.get("intervals", {})).items()}
+            ci = {k: (_from_json(v[0]), _from_json(v[1])) for k, v in s.get("ci", {}).items()}
             if s.get("suppressed"):
                 slices.append(SliceResult(tuple(s["slice"].items()), None, None, None, {}, suppressed=True, suppressed_slices=s.get("suppressed_slices")))
                 continue
             slices.append(
                 SliceResult(
-                    tuple(s["slice"].items()), s["n"], s.get("weight", s["n"]), s.get("skipped", 0), metrics, intervals,
-                    folded_values=s.get("folded_values"),
+                    tuple(s["slice"].items()), s["n"], s.get("weight", s["n"]), s.get("skipped", 0), metrics, bounds,
+                    folded_values=s.get("folded_values"), ci=ci,
                     baseline_metrics={k: _from_json(v) for k, v in s.get("baseline_metrics", {}).items()},
                     comparison={k: Comparison.from_dict(c) for k, c in s.get("comparison", {}).items()},
                 )
@@ -380,6 +397,7 @@ class Results:
         """
         by_slice: dict[tuple, dict[str, Any]] = {}
         cells: dict[tuple, dict[str, dict[tuple, float]]] = {}
+        ci_cells: dict[tuple, dict[str, dict[tuple, tuple[float, float]]]] = {}
         suppressed: dict[tuple, int | None] = {}
         seen: set[tuple] = set()
         compared: dict[tuple, dict[str, dict[Any, dict]]] = {}  # slice -> metric -> index -> row
@@ -397,7 +415,7 @@ class Results:
             if key in suppressed:
                 raise duplicate(key, "the slice twice")
             counts = {"n": int(r["n"]), "weight": float(r["weight"]), "skipped": int(r["skipped"])}
-            info = by_slice.setdefault(key, {**counts, "metrics": {}, "intervals": {}})
+            info = by_slice.setdefault(key, {**counts, "metrics": {}, "bounds": {}, "ci": {}})
             if any(r.get(c) is not None for c in COMPARISON_COLUMNS):
                 compared.setdefault(key, {}).setdefault(r["metric"], {})[r.get("index")] = r
             if any(info[c] != v for c, v in counts.items()):
@@ -411,11 +429,15 @@ class Results:
                 # rows hold doubles; an integer metric is an int again, as every engine reports it
                 info["metrics"][r["metric"]] = int(value) if r["metric"] in INTEGER_METRICS and value == value else value
                 if r.get("lower") is not None or r.get("upper") is not None:
-                    info["intervals"][r["metric"]] = (float(r["lower"]), float(r["upper"]))
+                    info["bounds"][r["metric"]] = (float(r["lower"]), float(r["upper"]))
+                if r.get("ci_lower") is not None or r.get("ci_upper") is not None:
+                    info["ci"][r["metric"]] = (_float(r.get("ci_lower")), _float(r.get("ci_upper")))
             else:
                 info["metrics"].setdefault(r["metric"], None)
                 idx = tuple(int(i) for i in str(r["index"]).split(","))
                 cells.setdefault(key, {}).setdefault(r["metric"], {})[idx] = value
+                if r.get("ci_lower") is not None or r.get("ci_upper") is not None:
+                    ci_cells.setdefault(key, {}).setdefault(r["metric"], {})[idx] = (_float(r.get("ci_lower")), _float(r.get("ci_upper")))
         for key, per_metric in cells.items():
             for name, values in per_metric.items():
                 shape = tuple(max(i[d] for i in values) + 1 for d in range(len(next(iter(values)))))
@@ -423,6 +445,12 @@ class Results:
                 for idx, v in values.items():
                     arr[idx] = v
                 by_slice[key]["metrics"][name] = arr
+                ci_of = ci_cells.get(key, {}).get(name)
+                if ci_of is not None:
+                    lo, hi = np.full(shape, np.nan), np.full(shape, np.nan)
+                    for idx, (a, b) in ci_of.items():
+                        lo[idx], hi[idx] = a, b
+                    by_slice[key]["ci"][name] = (lo, hi)
         for key, per_metric in compared.items():
             _rows_comparison(by_slice[key], per_metric)
         rank = {m: i for i, m in enumerate(metric_order)}
@@ -553,6 +581,16 @@ def _comparison_cells(s: SliceResult, key: str, idx: tuple) -> dict[str, Any]:
         verdict=verdict, comparison_reason=c.reason,
     )  # fmt: skip
     return out
+
+
+def _float(v: Any) -> float:
+    """A JSON / row number as a float (None -> NaN)."""
+    return float("nan") if v is None else float(v)
+
+
+def _from_json(v: Any) -> Any:
+    """A JSON interval end: a float (None -> NaN), or a float64 array for per-class lists."""
+    return np.array(v, dtype=np.float64) if isinstance(v, list) else _float(v)
 
 
 def _is_whole(v: Any) -> bool:

@@ -12,7 +12,7 @@ The keys are the CLI's long options with ``_`` for ``-`` (``threshold_rule`` for
     metrics: [accuracy, f1, roc_auc, precision@threshold=0.7]
     threshold: 0.5
     zero_division: nan
-    intervals: true               # certified intervals in the report
+    bounds: true                  # certified bounds of approximate metrics in the report
     engine: local
     output: out/eval
     report: true                  # or a path; false for none
@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 #: config keys accepted for CLI destinations of another name
-ALIASES = {"slices": "slice", "beam_args": "beam_arg", "slice_by": "slice"}
+ALIASES = {"slices": "slice", "beam_args": "beam_arg", "slice_by": "slice", "intervals": "bounds"}
 #: CLI destinations that cannot come from a config file
 NOT_CONFIGURABLE = {"config", "help"}
 #: string options holding paths (relative paths are resolved against the config file's directory)
@@ -45,14 +45,19 @@ class ConfigError(ValueError):
     """A configuration file is unreadable or invalid; the message names the file, key and problem."""
 
 
-def read_config_file(path: str | Path) -> dict[str, Any]:
+def read_config_file(path: str | Path, what: str = "config") -> dict[str, Any]:
     """Parse a YAML (``.yaml``/``.yml``) or JSON (``.json``) file into a mapping (unvalidated).
+
+    Args:
+        path: the file.
+        what: the word that starts every message (``config 'eval.yaml': ...``); ``pipelines.validate``
+            reads its ``--thresholds`` file with ``what="thresholds"``.
 
     Raises:
         ConfigError: the file is missing, of another type, not valid YAML/JSON, or not a mapping.
     """
     p = Path(path)
-    where = f"config {str(p)!r}"
+    where = f"{what} {str(p)!r}"
     kind = EXTENSIONS.get(p.suffix.lower())
     if kind is None:
         raise ConfigError(f"{where}: unsupported file type {p.suffix or '(none)'!r}; use .yaml, .yml or .json")
@@ -79,7 +84,7 @@ def read_config_file(path: str | Path) -> dict[str, Any]:
     if data is None:
         data = {}
     if not isinstance(data, dict):
-        raise ConfigError(f"{where}: the top level must be a mapping of option: value, got {_tname(data)}")
+        raise ConfigError(f"{where}: the top level must be a mapping of {'option' if what == 'config' else 'key'}: value, got {_tname(data)}")
     return data
 
 

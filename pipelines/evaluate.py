@@ -39,7 +39,7 @@ EXAMPLES = ("flights", "split-digits")
 # core.exact), so local, Beam and Spark write byte-identical metrics.json whatever the
 # partitioning, the probabilistic metrics (log_loss, brier_score, ece) included. Ranking
 # metrics share one score distribution; capacity 1000 keeps each slice's curves to at most ~1000
-# points (metrics.json stays a few MB), with certified intervals for AUC and AP.
+# points (metrics.json stays a few MB), with certified bounds for AUC and AP.
 FLIGHTS_METRICS = [
     "accuracy", "precision", "recall", "f1", "roc_auc@capacity=1000", "average_precision@capacity=1000",
     "confusion_matrix", "roc_curve@capacity=1000", "precision_recall_curve@capacity=1000",
@@ -98,6 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--ci-replicates", type=int, help="bootstrap replicates / posterior samples of --ci (default 200)")
     c.add_argument("--ci-seed", type=int, help="seed of --ci's draws (default 0)")
     c.add_argument("--ci-prior", type=float, choices=[0, 0.5, 1], help="prior count per confusion cell of --ci posterior (default 0.5)")
+    c.add_argument("--ci-interval", choices=["equal_tailed", "hdi"], help="interval of --ci posterior samples: equal_tailed (default) or hdi (highest density)")
     c.add_argument("--id", help="example id column: the bootstrap's draws derive from it (default: from the row's content)")
     c.add_argument("--baseline-score", help="score column of a baseline model on the same rows: reports delta, its interval and a verdict per slice")
     c.add_argument("--baseline-prediction", help="predicted-label column of a baseline model (as --baseline-score)")
@@ -112,7 +113,9 @@ def build_parser() -> argparse.ArgumentParser:
     r = p.add_argument_group("report and progress")
     r.add_argument("--report", nargs="?", const="auto", metavar="PATH", help="also write a self-contained HTML report (default path OUTPUT/report.html; on by default for --example)")
     r.add_argument("--no-report", action="store_true", help="no HTML report, not even for --example")
-    r.add_argument("--intervals", action=argparse.BooleanOptionalAction, default=True, help="show certified intervals of approximate metrics in the report (default on)")
+    # --intervals: the name of --bounds before confidence intervals (--ci) existed; kept as a hidden alias
+    r.add_argument("--intervals", dest="bounds", action=argparse.BooleanOptionalAction, default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+    r.add_argument("--bounds", action=argparse.BooleanOptionalAction, default=True, help="show certified bounds of approximate metrics (compression error, not --ci) in the report (default on)")
     r.add_argument("--progress", choices=["auto", "on", "off"], default="auto", help="local engine progress bar on stderr: auto (when stderr is a terminal), on, off")
     p.add_argument("--quiet", action="store_true", help="print only errors (no table, progress bar or stage log)")
     return p
@@ -289,7 +292,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from pipelines.report import write_report
 
         title = "Flights example: delay predictions, Jul-Dec 2013" if args.example == "flights" else f"Evaluation of {Path(args.input).name}"
-        write_report(results, report_path, title=title, run_info=run_info, extra=extra.get("example"), intervals=args.intervals)
+        write_report(results, report_path, title=title, run_info=run_info, extra=extra.get("example"), bounds=args.bounds)
     say(f"wrote {paths['json']} and {paths['parquet']}" + (f"; report: {report_path}" if report_path is not None else ""))
     return 0
 

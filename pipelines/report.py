@@ -16,7 +16,7 @@ figure (``data-figure``)     shown when
 ``reliability``              a ``reliability_diagram`` metric (title: ``ece`` if present)
 ``confusion_matrix``         a ``confusion_matrix`` metric
 ``slices``                   one bar chart per scalar metric when there are slices besides the
-                             overall one; certified ``intervals`` are drawn as error bars
+                             overall one; certified ``bounds`` are drawn as error bars
 ``windows``                  windowed results are given (``windows=`` or ``results.windows``,
                              or a ``window_col`` in ``results.config`` naming a slice column)
 ``accuracy_matrix``          a continual-learning accuracy matrix metric (a metric class with
@@ -202,8 +202,8 @@ def _legend_value(s: SliceResult, key: str | None) -> str:
         return ""
     v = s.metrics[key]
     text = f" ({canonical_name(key)} {_fmt(v, 3)}"
-    if key in s.intervals:
-        lo, hi = s.intervals[key]
+    if key in s.bounds:
+        lo, hi = s.bounds[key]
         text += f" [{_fmt(lo, 3)}, {_fmt(hi, 3)}]"
     return text + ")"
 
@@ -368,10 +368,10 @@ def _bar_slices(results: Results, metric: str, max_slices: int) -> tuple[list[Sl
     return [s for s in others if id(s) in keep], len(others) - max_slices
 
 
-def plot_slices(results: Results, metric: str, *, max_slices: int = 60, intervals: bool = True, ax: Any = None) -> Any:
+def plot_slices(results: Results, metric: str, *, max_slices: int = 60, bounds: bool = True, ax: Any = None) -> Any:
     """Horizontal bar chart of one scalar metric per slice (overall value as a dashed line).
 
-    Certified intervals of approximate metrics are drawn as error bars (``intervals=True``);
+    Certified bounds of approximate metrics are drawn as error bars (``bounds=True``);
     undefined (NaN) values are marked ``null``. With more than ``max_slices`` slices, the
     largest (by weight) are shown.
     """
@@ -387,9 +387,9 @@ def plot_slices(results: Results, metric: str, *, max_slices: int = 60, interval
     vals = np.array([float(s.metrics[metric]) for s in shown], dtype=np.float64)
     colors = [f"C{specs.index(tuple(c for c, _ in s.slice)) % 10}" for s in shown]
     ax.barh(y, np.nan_to_num(vals), color=colors, height=0.7)
-    if intervals and any(metric in s.intervals for s in shown):
-        lo = np.array([vals[i] - s.intervals[metric][0] if metric in s.intervals else 0.0 for i, s in enumerate(shown)])
-        hi = np.array([s.intervals[metric][1] - vals[i] if metric in s.intervals else 0.0 for i, s in enumerate(shown)])
+    if bounds and any(metric in s.bounds for s in shown):
+        lo = np.array([vals[i] - s.bounds[metric][0] if metric in s.bounds else 0.0 for i, s in enumerate(shown)])
+        hi = np.array([s.bounds[metric][1] - vals[i] if metric in s.bounds else 0.0 for i, s in enumerate(shown)])
         ax.errorbar(np.nan_to_num(vals), y, xerr=np.vstack([np.maximum(lo, 0), np.maximum(hi, 0)]), fmt="none", ecolor="black", capsize=3, lw=1)
     for yi, v in zip(y, vals):
         if not math.isfinite(v):
@@ -435,7 +435,7 @@ def window_series(results: Results | None = None, windows: Sequence[tuple[Any, R
 
 
 def plot_windows(series: Sequence[tuple[str, SliceResult]], metrics: Sequence[str] | None = None, *, ax: Any = None) -> Any:
-    """Scalar metrics over windows (one line per metric; intervals shaded)."""
+    """Scalar metrics over windows (one line per metric; certified bounds shaded)."""
     if not series:
         raise ValueError("no windowed results to plot")
     names = list(metrics) if metrics else [k for k, v in series[0][1].metrics.items() if np.ndim(v) == 0 and canonical_name(k) not in COUNT_METRICS]
@@ -444,9 +444,9 @@ def plot_windows(series: Sequence[tuple[str, SliceResult]], metrics: Sequence[st
     for i, k in enumerate(names[:8]):
         v = np.array([float(s.metrics.get(k, np.nan)) for _, s in series])
         ax.plot(x, v, marker="o", color=f"C{i}", label=k)
-        if any(k in s.intervals for _, s in series):
-            lo = np.array([s.intervals.get(k, (np.nan, np.nan))[0] for _, s in series], dtype=np.float64)
-            hi = np.array([s.intervals.get(k, (np.nan, np.nan))[1] for _, s in series], dtype=np.float64)
+        if any(k in s.bounds for _, s in series):
+            lo = np.array([s.bounds.get(k, (np.nan, np.nan))[0] for _, s in series], dtype=np.float64)
+            hi = np.array([s.bounds.get(k, (np.nan, np.nan))[1] for _, s in series], dtype=np.float64)
             ax.fill_between(x, lo, hi, color=f"C{i}", alpha=0.2)
     step = max(1, len(series) // 20)
     ax.set_xticks(x[::step], [lbl for lbl, _ in series][::step], rotation=45, ha="right", fontsize=8)
@@ -489,7 +489,7 @@ def build_figures(
     results: Results,
     *,
     windows: Sequence[tuple[Any, Results]] | None = None,
-    intervals: bool = True,
+    bounds: bool = True,
     max_slices: int = 60,
     bar_metrics: Sequence[str] | None = None,
     dpi: int = 100,
@@ -517,9 +517,9 @@ def build_figures(
     if len(computed(results)) > 1:
         for key in bar_metrics if bar_metrics is not None else scalar_metrics(results):
             cap = "Bars are the slices' values, the dashed line the overall value"
-            if intervals and any(key in s.intervals for s in results.slices):
-                cap += "; error bars are certified intervals (the metric comes from an approximate state)"
-            add("slices", f"fig-slices-{_slug(key)}", f"{key} per slice", cap + ".", plot_slices(results, key, max_slices=max_slices, intervals=intervals))
+            if bounds and any(key in s.bounds for s in results.slices):
+                cap += "; error bars are certified bounds (the metric comes from an approximate state)"
+            add("slices", f"fig-slices-{_slug(key)}", f"{key} per slice", cap + ".", plot_slices(results, key, max_slices=max_slices, bounds=bounds))
     series = window_series(results, windows)
     if series:
         add("windows", "fig-windows", "Metrics over windows", f"{len(series)} windows, overall slice of each.", plot_windows(series))
@@ -533,13 +533,13 @@ def build_figures(
     return figs
 
 
-def _cell(value: Any, interval: tuple[float, float] | None, show_intervals: bool, count: bool = False) -> dict[str, Any]:
+def _cell(value: Any, bounds: tuple[float, float] | None, show_bounds: bool, count: bool = False) -> dict[str, Any]:
     f = float(value)
     text = _fmt(f) if count or not math.isfinite(f) else f"{f:.4f}"
     title = ""
-    if interval is not None and show_intervals:
-        text += f" [{_fmt(interval[0])}, {_fmt(interval[1])}]"
-        title = "certified interval of an approximate state"
+    if bounds is not None and show_bounds:
+        text += f" [{_fmt(bounds[0])}, {_fmt(bounds[1])}]"
+        title = "certified bounds of an approximate state (compression error, not a confidence interval)"
     if math.isnan(f):
         title = "undefined (NaN; null in metrics.json)"
     return {"text": text, "sort": "" if not math.isfinite(f) else repr(f), "title": title, "null": math.isnan(f)}
@@ -603,7 +603,7 @@ def render_report(
     run_info: dict[str, Any] | None = None,
     extra: dict[str, Any] | None = None,
     windows: Sequence[tuple[Any, Results]] | None = None,
-    intervals: bool = True,
+    bounds: bool = True,
     max_slices: int = 60,
     max_table_rows: int = 5000,
     dpi: int = 100,
@@ -616,7 +616,7 @@ def render_report(
         run_info: shown in the summary (engine, input, rows, seconds ...).
         extra: more JSON-ready facts shown in the summary (e.g. the example's description).
         windows: windowed results ``[(label, Results)]`` for the "over windows" figure.
-        intervals: show certified intervals in the tables and as error bars.
+        bounds: show certified bounds in the tables and as error bars.
         max_slices: bars per per-slice chart (the largest slices by weight).
         max_table_rows: rows of the per-slice table (the rest is counted, not shown).
         dpi: resolution of the embedded figures.
@@ -627,14 +627,14 @@ def render_report(
         n_suppressed = sum(s.suppressed_slices or 1 for s in results.slices if s.suppressed)
         extra = {**(extra or {}), "suppressed_slices": n_suppressed}
         results = Results([s for s in results.slices if not s.suppressed], results.config)
-    figures = build_figures(results, windows=windows, intervals=intervals, max_slices=max_slices, dpi=dpi)
+    figures = build_figures(results, windows=windows, bounds=bounds, max_slices=max_slices, dpi=dpi)
     scalars = scalar_metrics(results, include_counts=True)
     overall = next((s for s in computed(results) if s.slice == ()), None)
     overall_rows = []
     if overall is not None:
         for k, v in overall.metrics.items():
             if np.ndim(v) == 0 and not isinstance(v, str):
-                cell = _cell(v, overall.intervals.get(k), intervals, canonical_name(k) in COUNT_METRICS)
+                cell = _cell(v, overall.bounds.get(k), bounds, canonical_name(k) in COUNT_METRICS)
             else:
                 cell = {"text": _array_summary(v), "sort": "", "title": "", "null": False}
             cls = metric_class(k)
@@ -653,7 +653,7 @@ def render_report(
                 "weight": _fmt(s.weight),
                 "weight_sort": repr(float(s.weight)),
                 "skipped": s.skipped,
-                "cells": [_cell(s.metrics[k], s.intervals.get(k), intervals, canonical_name(k) in COUNT_METRICS) for k in scalars],
+                "cells": [_cell(s.metrics[k], s.bounds.get(k), bounds, canonical_name(k) in COUNT_METRICS) for k in scalars],
             }
         )
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True, undefined=jinja2.StrictUndefined)

@@ -16,7 +16,8 @@ from scipy.stats import binomtest
 from sklearn.metrics import accuracy_score, f1_score, precision_score, recall_score
 
 from core import Evaluation
-from core.comparison import PairedPlan, newcombe_interval, paired_proportion, replicate_interval, verdict, wilson_interval
+from core.comparison import newcombe_interval, paired_proportion, verdict
+from core.intervals import wilson
 from core.paired_state import PairedConfusionLayout, PairedConfusionState
 from core.results import Comparison, Results
 
@@ -57,13 +58,6 @@ def test_newcombe_matches_the_published_example():
     assert lo == pytest.approx(-0.1186, abs=5e-5) and hi == pytest.approx(-0.0046, abs=5e-5)
 
 
-@pytest.mark.parametrize("k,n", [(81, 263), (0, 10), (10, 10), (3, 7), (500, 1000)])
-def test_wilson_matches_scipy(k, n):
-    want = binomtest(k, n).proportion_ci(0.9, method="wilson")
-    lo, hi = wilson_interval(k, n, 0.9)
-    assert lo == pytest.approx(want.low, abs=1e-12) and hi == pytest.approx(want.high, abs=1e-12)
-
-
 def test_newcombe_hand_cases():
     # no discordant pairs: p1 = p2 = 1/2 with Wilson half-width w, and the continuity-corrected
     # phi = (50 * 50 - 100 / 2) / (50 * 50 * 50 * 50) ** 0.5 = 0.98, so each side is
@@ -78,8 +72,8 @@ def test_newcombe_hand_cases():
     assert lo == pytest.approx(0.7 - np.hypot(0.7 - l1, u2)) and hi == pytest.approx(0.7 + (u1 - 0.7))
     # phi = -1 (ad - bc = -21 < 0, not corrected): each side adds the two Wilson arms
     lo, hi = newcombe_interval(0, 7, 3, 0, 0.95)
-    l1, u1 = wilson_interval(7, 10, 0.95)
-    l2, u2 = wilson_interval(3, 10, 0.95)
+    l1, u1 = wilson(7, 10, 0.95)
+    l2, u2 = wilson(3, 10, 0.95)
     assert lo == pytest.approx(0.4 - ((0.7 - l1) + (u2 - 0.3))) and hi == pytest.approx(0.4 + ((u1 - 0.7) + (0.3 - l2)))
     assert np.isnan(newcombe_interval(0, 0, 0, 0, 0.95)).all()
 
@@ -266,13 +260,6 @@ def test_posterior_deltas_are_seeded_and_cover_the_analytic_interval():
 def _joint(kw, d):
     ev = Evaluation(**{**kw, "ci": None})
     return ev.plan.split(ev.fold(ev.zero(), d)[()])[2]
-
-
-def test_replicate_interval_quantiles():
-    x = np.arange(1001, dtype=float) / 1000
-    assert replicate_interval(x, 0.9) == pytest.approx((np.quantile(x, 0.05), np.quantile(x, 0.95)))
-    x[:600] = np.nan
-    assert replicate_interval(x, 0.9) is None
 
 
 # -- coverage of delta's interval -------------------------------------------------------------

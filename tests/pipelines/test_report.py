@@ -64,7 +64,7 @@ def test_every_figure_when_the_data_exists(full):
     assert "default-src 'none'; img-src data:" in page
     assert 'id="slices-table" class="sortable"' in page
     assert page.count("<tr><td>") >= len(full.slices)
-    assert "[" in page and "certified interval" in page  # interval cells of roc_auc@capacity=64
+    assert "[" in page and "certified bounds" in page  # bounds cells of roc_auc@capacity=64
 
 
 def test_figures_only_for_present_data():
@@ -122,7 +122,7 @@ def test_report_plot_functions(full):
 def test_write_report_creates_the_directory_and_render_report_returns_the_page(full, tmp_path):
     p = report.write_report(full, tmp_path / "sub" / "r.html", title="x")
     assert p.exists() and p.read_text().startswith("<!DOCTYPE html>")
-    assert "<html" in report.render_report(full, intervals=False)
+    assert "<html" in report.render_report(full, bounds=False)
 
 
 def test_to_pandas_long_and_wide(full):
@@ -168,7 +168,7 @@ def test_flights_example_writes_the_report(tmp_path):
     doc = json.loads((out / "metrics.json").read_text())
     overall = doc["slices"][0]
     assert overall["metrics"]["roc_auc@capacity=1000"] == pytest.approx(0.896, abs=0.002)
-    assert overall["intervals"]["roc_auc@capacity=1000"][0] <= overall["metrics"]["roc_auc@capacity=1000"]
+    assert overall["bounds"]["roc_auc@capacity=1000"][0] <= overall["metrics"]["roc_auc@capacity=1000"]
     assert (out / "metrics.json").stat().st_size < 20_000_000  # curves are capped per slice
 
 
