@@ -307,8 +307,8 @@ def slice_comparison(
             flat = dirichlet_cells(cells.reshape(-1), prior, replicates, draw_seed(seed, key, "comparison"))
             post = posterior_deltas(ready, joint, n, flat.reshape((replicates,) + cells.shape))
     for m in plan.metrics:
-        c, b = values[m.key], baseline_values[m.key]
-        if m.higher_is_better is None or np.shape(c) != np.shape(b):
+        c, b = values[m.key], baseline_values.get(m.key)
+        if m.higher_is_better is None or b is None or np.shape(c) != np.shape(b):
             continue  # counts, matrices and curves: no better direction (their values are in baseline_metrics)
         delta = np.asarray(c, dtype=np.float64) - np.asarray(b, dtype=np.float64)
         ci: tuple | None = None

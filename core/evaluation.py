@@ -26,6 +26,8 @@ import json
 import warnings
 from typing import Any, Iterable
 
+import numpy as np
+
 from core.accumulator import Accumulator, AccumulatorOps
 from core.batches import extract_columns, fold_all, is_single_batch, missing_row_column, num_rows, rows_to_columns  # noqa: F401  (re-exported)
 from core.columns import ColumnMap
@@ -326,7 +328,12 @@ class Evaluation(AccumulatorOps):
         return self._protect(Results(out, self.describe())) if add_overall else Results(out, self.describe())
 
     def _compare(self, key: tuple, states: tuple, values: dict[str, Any], base_values: dict[str, Any]) -> dict[str, Any]:
-        """``{"baseline_metrics", "comparison"}`` of one slice (see :mod:`core.comparison`)."""
+        """``{"baseline_metrics", "comparison"}`` of one slice (see :mod:`core.comparison`).
+
+        ``baseline_metrics`` holds the baseline's value of every metric whose value has the
+        shape of the candidate's in the slice (the long rows pair them cell by cell); curves of
+        another length are left out."""
+        base_values = {k: v for k, v in base_values.items() if np.shape(v) == np.shape(values[k])}
         s = self.ci
         comparison = slice_comparison(
             self.plan, key, states, values, base_values, method=comparison_method(s.method), level=s.level,
