@@ -565,9 +565,9 @@ def _rows_comparison(info: dict[str, Any], per_metric: dict[str, dict[Any, dict]
 
 
 def _comparison_cells(s: SliceResult, key: str, idx: tuple) -> dict[str, Any]:
-    """The comparison columns of one (metric, index) row (none without a baseline model)."""
+    """The comparison columns of one (metric, index) row (None without a baseline model)."""
     if not s.comparison and not s.baseline_metrics:
-        return {}
+        return dict.fromkeys(COMPARISON_COLUMNS)
     pick = lambda v: None if v is None else float(np.asarray(v, dtype=np.float64)[idx])  # noqa: E731
     out: dict[str, Any] = {"baseline_value": pick(s.baseline_metrics.get(key))}
     c = s.comparison.get(key)
