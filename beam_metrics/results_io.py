@@ -14,7 +14,7 @@ from typing import Any
 import apache_beam as beam
 import numpy as np
 
-from core.results import Results, SliceResult
+from core.results import Comparison, Results, SliceResult
 
 __all__ = ["SliceResultCoder", "slice_result_from_json", "slice_result_to_json"]
 
@@ -112,6 +112,13 @@ class SliceResultCoder(beam.coders.Coder):
             body["bounds"] = [[k, [float(lo), float(hi)]] for k, (lo, hi) in value.bounds.items()]
         if value.ci:
             body["ci"] = [[k, [_exact(lo), _exact(hi)]] for k, (lo, hi) in value.ci.items()]
+        if value.baseline_metrics:
+            body["baseline_metrics"] = [[k, _exact(v)] for k, v in value.baseline_metrics.items()]
+        if value.comparison:
+            body["comparison"] = [
+                [k, {"delta": _exact(c.delta), "ci": None if c.ci is None else [_exact(c.ci[0]), _exact(c.ci[1])], "verdict": c.verdict, "reason": c.reason}]
+                for k, c in value.comparison.items()
+            ]
         return _MAGIC + json.dumps(body, separators=(",", ":"), allow_nan=True).encode("utf-8")
 
     def decode(self, encoded: bytes) -> SliceResult:
@@ -132,6 +139,11 @@ class SliceResultCoder(beam.coders.Coder):
                 bounds={k: (float(lo), float(hi)) for k, (lo, hi) in d.get("bounds", [])},
                 ci={k: (_inexact(lo), _inexact(hi)) for k, (lo, hi) in d.get("ci", [])},
                 folded_values=d.get("folded_values"),
+                baseline_metrics={k: _inexact(v) for k, v in d.get("baseline_metrics", [])},
+                comparison={
+                    k: Comparison(_inexact(c["delta"]), None if c["ci"] is None else (_inexact(c["ci"][0]), _inexact(c["ci"][1])), c["verdict"], c["reason"])
+                    for k, c in d.get("comparison", [])
+                },
             )
         except (UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError, ValueError) as e:
             raise ValueError(f"corrupted SliceResult bytes: {e}") from None

@@ -217,6 +217,9 @@ class Batch:
         y_score_class0: (n,) float64 scores of class 0 when a binary score was given as two
             columns (N, 2) (``y_score`` then holds column 1), else None. Metrics with
             ``pos_label=0`` rank by it.
+        baseline: the same elements read with a baseline model's scores or predictions
+            (``Evaluation(baseline_score_col=...)``; labels, weights and ``row_of`` are this
+            batch's), or None. :meth:`take` takes the same elements of both.
     """
 
     y_true: np.ndarray | None
@@ -226,6 +229,7 @@ class Batch:
     values: np.ndarray | None = None
     row_of: np.ndarray | None = None
     y_score_class0: np.ndarray | None = None
+    baseline: "Batch | None" = None
 
     @property
     def n(self) -> int:
@@ -239,7 +243,7 @@ class Batch:
         pick = lambda a: None if a is None else a[index]  # noqa: E731
         return Batch(
             pick(self.y_true), pick(self.y_score), pick(self.y_pred), pick(self.sample_weight), pick(self.values), pick(self.row_of),
-            pick(self.y_score_class0),
+            pick(self.y_score_class0), None if self.baseline is None else self.baseline.take(index),
         )
 
     def weight_sum(self) -> float:

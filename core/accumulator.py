@@ -50,12 +50,12 @@ class Accumulator(dict):
         self.fingerprint = fingerprint
         self.blocks: dict[tuple[str, ...], SliceBlock] = {}
 
-    def block(self, spec: tuple[str, ...], state_types: tuple, weighted: bool, buckets: int | None = None) -> SliceBlock:
+    def block(self, spec: tuple[str, ...], state_types: tuple, weighted: bool, buckets: int | None = None, roles: tuple[str, ...] | None = None) -> SliceBlock:
         """The block of a spec's slices (created empty); ``buckets``: the bootstrap's (see
-        :class:`core.bootstrap.BucketedPlan`)."""
+        :class:`core.bootstrap.BucketedPlan`); ``roles``: see :attr:`core.grouped.SliceBlock.roles`."""
         b = self.blocks.get(spec)
         if b is None:
-            b = self.blocks[spec] = SliceBlock(state_types, weighted, buckets)
+            b = self.blocks[spec] = SliceBlock(state_types, weighted, buckets, roles)
         return b
 
     def materialize(self) -> "Accumulator":
@@ -240,7 +240,7 @@ class AccumulatorOps:
             # (batch element, slice) pairs: pixels of maps, or rows left after ignore_index, via row_of
             pos, codes, skipped = assigned.pairs(n, invalid if n_skipped else None, batch.row_of)
             if isinstance(acc, Accumulator):  # every slice of the spec in one vectorised pass
-                acc.block(spec.columns, self._base_plan.state_types, weighted).fold(batch if batch.n else None, pos, codes, assigned.keys, skipped, cache)
+                acc.block(spec.columns, self._base_plan.state_types, weighted, roles=getattr(self._base_plan, "roles", None)).fold(batch if batch.n else None, pos, codes, assigned.keys, skipped, cache)
                 continue
             for g, idx in enumerate(assigned.groups(n, invalid if n_skipped else None, batch.row_of)[0]):  # a plain dict
                 if idx.size or skipped[g]:
@@ -320,7 +320,7 @@ class AccumulatorOps:
             a.fingerprint = fp
         if isinstance(a, Accumulator) and isinstance(b, Accumulator):
             for spec, block in b.blocks.items():  # slice by slice, vectorised; b is left unchanged
-                a.block(spec, self._base_plan.state_types, self.weight_col is not None, self._buckets).merge(block)
+                a.block(spec, self._base_plan.state_types, self.weight_col is not None, self._buckets, getattr(self._base_plan, "roles", None)).merge(block)
             for key, states in dict.items(b):
                 old = dict.get(a, key)
                 dict.__setitem__(a, key, states if old is None else self.plan.merge(old, states))

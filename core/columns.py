@@ -9,6 +9,7 @@ which only for slicing, and whether the batch goes the plain ``(N,)`` path of th
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
@@ -35,9 +36,13 @@ class ColumnMap:
         formats: ``{"target" | "score" | "prediction": format name or None}``.
         slices: the parsed slice specs (their columns are read too).
         plan: the evaluation's plan (its task and the inputs its metrics need).
+        baseline_score_col, baseline_prediction_col: a baseline model's scores (same shape as
+            ``score_col``: one column or as many per-class columns) or predictions, read in the
+            same format as the candidate's (see :meth:`batch`).
 
     Raises:
-        ValueError: a column a metric needs is missing (naming the metric and the option).
+        ValueError: a column a metric needs is missing (naming the metric and the option), or a
+            baseline column without the candidate's of the same role.
     """
 
     def __init__(
@@ -52,7 +57,21 @@ class ColumnMap:
         slices: Sequence[Any],
         plan: Plan,
         id_col: str | None = None,
+        baseline_score_col: str | list[str] | None = None,
+        baseline_prediction_col: str | None = None,
     ):
+        if baseline_score_col is not None and baseline_prediction_col is not None:
+            raise ValueError("give at most one of baseline_score_col or baseline_prediction_col")
+        if baseline_score_col is not None and score_col is None:
+            raise ValueError("baseline_score_col needs score_col (the candidate model's scores, in the same format)")
+        if baseline_prediction_col is not None and prediction_col is None:
+            raise ValueError("baseline_prediction_col needs prediction_col (the candidate model's predictions, in the same format)")
+        if baseline_score_col is not None and isinstance(score_col, list) != isinstance(baseline_score_col, list):
+            raise ValueError(f"baseline_score_col {baseline_score_col!r} must have the shape of score_col {score_col!r} (one column, or one per class)")
+        if isinstance(score_col, list) and isinstance(baseline_score_col, list) and len(score_col) != len(baseline_score_col):
+            raise ValueError(f"baseline_score_col has {len(baseline_score_col)} per-class columns but score_col has {len(score_col)}")
+        self.baseline_score_col = baseline_score_col
+        self.baseline_prediction_col = baseline_prediction_col
         self.label_col = label_col
         self.score_col = score_col
         self.prediction_col = prediction_col
@@ -80,11 +99,21 @@ class ColumnMap:
         )
 
     @property
+    def paired(self) -> bool:
+        """True when a baseline model is read too (its columns, then one paired batch)."""
+        return self.baseline_score_col is not None or self.baseline_prediction_col is not None
+
+    def _baseline_columns(self) -> list[Any]:
+        b = self.baseline_score_col
+        return list(b) if isinstance(b, list) else [b or self.baseline_prediction_col] if self.paired else []
+
+    @property
     def columns(self) -> list[str]:
-        """Every input column this evaluation reads (label, score/prediction, weight, measure,
-        the bootstrap's ``id_col``, slices), each once."""
+        """Every input column this evaluation reads (label, score/prediction, the baseline's,
+        weight, measure, the bootstrap's ``id_col``, slices), each once."""
         cols: list[Any] = [self.label_col]
         cols += self.score_col if isinstance(self.score_col, list) else [self.score_col or self.prediction_col]
+        cols += self._baseline_columns()
         cols += [self.weight_col, self.measure_col, self.id_col]
         for s in self.slices:
             cols += list(s.columns)
@@ -99,6 +128,7 @@ class ColumnMap:
         """The label, score/prediction, weight and measure columns (numeric data; not slices)."""
         cols: list[Any] = [self.label_col]
         cols += self.score_col if isinstance(self.score_col, list) else [self.score_col, self.prediction_col]
+        cols += self._baseline_columns()
         cols += [self.weight_col, self.measure_col]
         return [c for c in cols if c is not None]
 
@@ -108,6 +138,13 @@ class ColumnMap:
         multilabel labels and predictions, one-hot and map formats, and a binary score column (one
         score, or two class probabilities per row). Engines pass them through as list /
         fixed-size-list columns."""
+        out = self._list_columns()
+        if not self.paired:
+            return out
+        twins = [(self.score_col, self.baseline_score_col), (self.prediction_col, self.baseline_prediction_col)]
+        return out + [b for c, b in twins if isinstance(c, str) and c in out and isinstance(b, str) and b not in out]
+
+    def _list_columns(self) -> list[str]:
         binary_score = self.plan.task.kind == "binary" and isinstance(self.score_col, str)
         if self.plain:
             return [self.score_col] if binary_score else []
@@ -140,32 +177,55 @@ class ColumnMap:
         """The validated :class:`Batch` of one batch's columns and its invalid rows (a mask, or
         None when there are none).
 
+        With a baseline model (:attr:`paired`), the batch's :attr:`~core._inputs.Batch.baseline`
+        holds the same elements read with the baseline's column, so both models are folded over
+        exactly the same rows: a row invalid for either model (its label, weight, or either
+        model's score or prediction) is invalid for both (raised, or with ``on_invalid="skip"``
+        skipped once and counted once in ``skipped``).
+
         Raises:
             ValueError / TypeError: invalid values (see :func:`core.formats.make_batch`), unless
                 ``on_invalid="skip"``.
         """
+        batch, invalid = self._model_batch(cols, row_offset, on_invalid, self.score_col, self.prediction_col)
+        if not self.paired:
+            return batch, invalid
+        base, base_invalid = self._model_batch(cols, row_offset, on_invalid, self.baseline_score_col, self.baseline_prediction_col)
+        if invalid is not None and base_invalid is not None and not np.array_equal(invalid, base_invalid):
+            # rows invalid for one model only: both models read the rows valid for both
+            invalid = invalid | base_invalid
+            keep = ~invalid
+            sub = {c: cols[c][keep] for c in self.value_columns}
+            batch, _ = self._model_batch(sub, row_offset, "raise", self.score_col, self.prediction_col)
+            base, _ = self._model_batch(sub, row_offset, "raise", self.baseline_score_col, self.baseline_prediction_col)
+        return dataclasses.replace(batch, baseline=base), invalid
+
+    def _model_batch(
+        self, cols: dict[str, Any], row_offset: int, on_invalid: str, score_col: Any, prediction_col: str | None
+    ) -> tuple[Batch, np.ndarray | None]:
+        """:meth:`batch` of one model (its score or prediction column)."""
         if self.plain:
             return make_batch(
                 num_classes=self.plan.task.num_classes,
                 y_true=cols[self.label_col],
-                y_score=cols[self.score_col] if self.score_col else None,
-                y_pred=cols[self.prediction_col] if self.prediction_col else None,
+                y_score=cols[score_col] if score_col else None,
+                y_pred=cols[prediction_col] if prediction_col else None,
                 sample_weight=cols[self.weight_col] if self.weight_col else None,
-                names=(self.label_col, self.score_col or "", self.prediction_col or "", self.weight_col or ""),
+                names=(self.label_col, score_col or "", prediction_col or "", self.weight_col or ""),
                 row_offset=row_offset,
                 on_invalid=on_invalid,
                 task=self.plan.task,
             )
-        sc = self.score_col
+        sc = score_col
         return build_batch(
             task=self.plan.task,
             columns={
                 "target": cols[self.label_col] if self.label_col else None,
                 "score": ([cols[c] for c in sc] if isinstance(sc, list) else cols[sc]) if sc else None,
-                "prediction": cols[self.prediction_col] if self.prediction_col else None,
+                "prediction": cols[prediction_col] if prediction_col else None,
                 "measure": cols[self.measure_col] if self.measure_col else None,
             },
-            names={"target": self.label_col, "score": sc, "prediction": self.prediction_col, "measure": self.measure_col},
+            names={"target": self.label_col, "score": sc, "prediction": prediction_col, "measure": self.measure_col},
             sample_weight=cols[self.weight_col] if self.weight_col else None,
             weight_name=self.weight_col or "",
             formats=self.formats,

@@ -26,10 +26,13 @@ import json
 import warnings
 from typing import Any, Iterable
 
+import numpy as np
+
 from core.accumulator import Accumulator, AccumulatorOps
 from core.batches import extract_columns, fold_all, is_single_batch, missing_row_column, num_rows, rows_to_columns  # noqa: F401  (re-exported)
 from core.columns import ColumnMap
 from core.bootstrap import BucketedPlan
+from core.comparison import PairedPlan, comparison_method, slice_comparison
 from core.intervals import CI_OPTIONS, CISettings, slice_ci
 from core.metrics import Task, UndefinedMetricWarning
 from core.options import config_of, fingerprint_of, options_doc, read_options, signature
@@ -122,6 +125,7 @@ class Evaluation(AccumulatorOps):
         self._bounds: dict = {}
         self.on_invalid = o["on_invalid"]
         self.ci = CISettings.from_options(o)
+        self.tolerance = o["tolerance"]
         self.plan = self._base_plan = Plan(o["metrics"], task_obj)
         task_obj = self.plan.task
         bootstrap = o["ci"] == "bootstrap"
@@ -130,8 +134,17 @@ class Evaluation(AccumulatorOps):
             label_col=o["label_col"], score_col=o["score_col"], prediction_col=o["prediction_col"], weight_col=o["weight_col"],
             measure_col=o["measure_col"], slices=self.slices, plan=self.plan, id_col=self._id_col,
             formats={"target": o["label_format"], "score": o["score_format"], "prediction": o["prediction_format"]},
+            baseline_score_col=o["baseline_score_col"], baseline_prediction_col=o["baseline_prediction_col"],
         )  # fmt: skip
+        if self.inputs.paired:  # both models folded over the same rows (core.comparison)
+            self.plan = self._base_plan = PairedPlan(self.plan)
+            self.inputs.plan = self.plan
         if bootstrap:  # every slice's states per hash bucket (core.bootstrap)
+            if self.inputs.paired:
+                raise ValueError(
+                    "ci='bootstrap' with a baseline model (a paired bootstrap) is not supported yet: "
+                    "use ci='analytic' or ci='posterior' for the comparison"
+                )
             self.plan = BucketedPlan(self._base_plan, o["ci_buckets"])
         # every option's JSON-ready value, as the plan resolved it (to_config, describe, fingerprint)
         resolved = {
@@ -179,12 +192,20 @@ class Evaluation(AccumulatorOps):
         """JSON-ready constructor arguments; ``Evaluation(**e.to_config())`` is equivalent."""
         return dict(self._init_args)
 
+    @property
+    def paired(self) -> bool:
+        """True with a baseline model (``baseline_score_col`` / ``baseline_prediction_col``)."""
+        return isinstance(self.plan, PairedPlan)
+
     def describe(self) -> dict[str, Any]:
         """``Results.config``: the plan's description and every option set, the ``ci_*`` ones
-        gathered under ``"ci"`` (:meth:`core.intervals.CISettings.to_config`) when ``ci`` is set."""
+        gathered under ``"ci"`` (:meth:`core.intervals.CISettings.to_config`) when ``ci`` is set;
+        with a baseline model, ``"comparison"``: ``{"method", "level", "tolerance"}``."""
         out = {**self.plan.describe(), **{k: v for k, v in self._init_args.items() if k != "metrics" and k not in CI_OPTIONS}}
         if self.ci.method is not None:
-            out["ci"] = self.ci.to_config(self.plan)
+            out["ci"] = self.ci.to_config(self.plan.candidate if self.paired else self.plan)
+        if self.paired:  # how the comparison's paired intervals were made
+            out["comparison"] = {"method": comparison_method(self.ci.method), "level": self.ci.level, "tolerance": self.tolerance}
         return out
 
     # -- the counting pass -----------------------------------------------------------------
@@ -281,6 +302,8 @@ class Evaluation(AccumulatorOps):
         computed = [key for key in keys if not self._suppressed(key, states_of[key][0])]
         # every computed slice's metrics at once, stacked on a leading slice axis
         many = self._base_plan.compute_many([states_of[key] for key in computed])
+        if self.paired:  # the baseline's metrics of every slice at once too
+            base_many = self._base_plan.candidate.compute_many([self._base_plan.split(states_of[key])[1] for key in computed])
         position = {key: i for i, key in enumerate(computed)}
         out = []
         undefined: dict[str, list[tuple[str, Any]]] = {}
@@ -292,6 +315,10 @@ class Evaluation(AccumulatorOps):
                 continue
             states = states_of[key]
             values, bounds, undef = many.element(position[key])
+            ci_plan, ci_states, paired = self.plan, held[key], {}
+            if self.paired:  # the candidate's own intervals; the comparison of both models
+                ci_plan, ci_states = self._base_plan.candidate, self._base_plan.split(states)[0]
+                paired = self._compare(key, states, values, base_many.element(position[key])[0])
             for metric, (classes, fill) in undef.items():
                 if fill in ("nan", "warn"):
                     undefined.setdefault(metric, []).append((slice_name(key), classes))
@@ -305,12 +332,27 @@ class Evaluation(AccumulatorOps):
                     metrics=values,
                     bounds=bounds,
                     folded_values=self.folded_values(key),
-                    ci=slice_ci(self.ci, self.plan, key, held[key], values),
+                    ci=slice_ci(self.ci, ci_plan, key, ci_states, values),
+                    **paired,
                 )
             )
         for metric, where in undefined.items():  # one warning per metric per finish
             warnings.warn(undefined_warning(metric, where, fills[metric]), UndefinedMetricWarning, stacklevel=2)
         return self._protect(Results(out, self.describe())) if add_overall else Results(out, self.describe())
+
+    def _compare(self, key: tuple, states: tuple, values: dict[str, Any], base_values: dict[str, Any]) -> dict[str, Any]:
+        """``{"baseline_metrics", "comparison"}`` of one slice (see :mod:`core.comparison`).
+
+        ``baseline_metrics`` holds the baseline's value of every metric whose value has the
+        shape of the candidate's in the slice (the long rows pair them cell by cell); curves of
+        another length are left out."""
+        base_values = {k: v for k, v in base_values.items() if np.shape(v) == np.shape(values[k])}
+        s = self.ci
+        comparison = slice_comparison(
+            self._base_plan, key, states, values, base_values, method=comparison_method(s.method), level=s.level,
+            replicates=s.replicates, seed=s.seed, prior=s.prior, tolerance=self.tolerance, interval=s.interval,
+        )  # fmt: skip
+        return {"baseline_metrics": base_values, "comparison": comparison}
 
     def collect(self, slices: Iterable[SliceResult] | None = None, rows: Iterable[dict] | None = None) -> Results:
         """Assemble engine output into :class:`~core.results.Results` in the canonical order:

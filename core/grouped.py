@@ -473,11 +473,14 @@ class SliceBlock:
     """The slices of one spec folded so far: keys, their slots, skipped rows and one stack per
     plan state."""
 
-    def __init__(self, state_types: tuple, weighted: bool, buckets: int | None = None):
+    def __init__(self, state_types: tuple, weighted: bool, buckets: int | None = None, roles: tuple[str, ...] | None = None):
         self.state_types = state_types
         self.weighted = weighted
         #: B when the keys are ``slice key + ((BUCKET, b),)``: the bootstrap's buckets of each slice
         self.buckets = buckets
+        #: per state, the model it folds (see :class:`core.comparison.PairedPlan`): ``"baseline"``
+        #: states read the batch's :attr:`~core._inputs.Batch.baseline`; None: one model
+        self.roles = roles
         self.keys: list[tuple] = []
         self.index: dict[tuple, int] = {}
         self.skipped = np.zeros(0, dtype=np.int64)
@@ -565,8 +568,16 @@ class SliceBlock:
             return
         slots = slot_of[codes]
         cache = {} if cache is None else cache
-        for stack in self._stacks(batch.row_of is None):
-            stack.fold(batch, pos, slots, size, cache)
+        stacks = self._stacks(batch.row_of is None)
+        if self.roles is None:
+            for stack in stacks:
+                stack.fold(batch, pos, slots, size, cache)
+            return
+        for stack, role in zip(stacks, self.roles):  # the baseline's stacks: its own batch and cache
+            if role == "baseline":
+                stack.fold(batch.baseline, pos, slots, size, cache.setdefault("baseline", {}))
+            else:
+                stack.fold(batch, pos, slots, size, cache)
 
     def merge(self, other: "SliceBlock") -> None:
         """Add every slice of ``other`` (left unchanged) into this block.
@@ -623,7 +634,7 @@ class SliceBlock:
         return out
 
     def copy(self) -> "SliceBlock":
-        out = SliceBlock(self.state_types, self.weighted, self.buckets)
+        out = SliceBlock(self.state_types, self.weighted, self.buckets, self.roles)
         out.keys = list(self.keys)
         out.index = dict(self.index)
         out.skipped = self.skipped.copy()

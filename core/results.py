@@ -28,9 +28,12 @@ def jsonable(value: Any) -> Any:
     return value
 
 
+#: the long-format columns of a comparison (in the rows of slices with a baseline model only;
+#: see SliceResult.comparison)
+COMPARISON_COLUMNS = ["baseline_value", "delta", "delta_lower", "delta_upper", "verdict", "comparison_reason"]
 #: long-format columns: ``lower`` / ``upper`` are certified bounds (approximate states),
-#: ``ci_lower`` / ``ci_upper`` the confidence interval (``ci=``)
-ROW_COLUMNS = ["slice", "slice_key", "n", "weight", "skipped", "metric", "index", "value", "lower", "upper", "ci_lower", "ci_upper"]
+#: ``ci_lower`` / ``ci_upper`` the confidence interval (``ci=``), then the comparison's
+ROW_COLUMNS = ["slice", "slice_key", "n", "weight", "skipped", "metric", "index", "value", "lower", "upper", "ci_lower", "ci_upper", *COMPARISON_COLUMNS]
 #: ``metric`` of the long-format marker row of withheld suppressed slices (``value`` = how many)
 SUPPRESSED_SLICES = "suppressed_slices"
 
@@ -96,15 +99,44 @@ class Comparison:
         delta: ``candidate - baseline`` (float, or an array for per-class metrics).
         ci: ``(lower, upper)`` paired confidence interval of ``delta`` (None when not computed).
         verdict: ``"better"``, ``"worse"`` or ``"indistinguishable"`` (from the metric's
-            ``higher_is_better``, the interval and the tolerance).
+            ``higher_is_better``, the interval and the tolerance); per-class metrics: a list,
+            one verdict per class (see :func:`core.comparison.verdict`).
+        reason: why there is no interval or no verdict in a direction (e.g. no paired method
+            for the metric under the comparison's method), else None (JSON only when set).
     """
 
     delta: Any
     ci: tuple[Any, Any] | None
-    verdict: str
+    verdict: Any
+    reason: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"delta": jsonable(self.delta), "ci": None if self.ci is None else jsonable(list(self.ci)), "verdict": self.verdict}
+        d = {"delta": jsonable(self.delta), "ci": None if self.ci is None else jsonable(list(self.ci)), "verdict": self.verdict}
+        if self.reason is not None:
+            d["reason"] = self.reason
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Comparison":
+        """Inverse of :meth:`to_dict` (None -> NaN; lists -> arrays)."""
+        ci = d.get("ci")
+        return cls(_from_json(d["delta"]), None if ci is None else (_from_json(ci[0]), _from_json(ci[1])), d["verdict"], d.get("reason"))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Comparison):
+            return NotImplemented
+        same = lambda x, y: np.array_equal(np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64), equal_nan=True)  # noqa: E731
+        cis = (self.ci is None) == (other.ci is None) and (self.ci is None or all(same(a, b) for a, b in zip(self.ci, other.ci)))
+        return same(self.delta, other.delta) and cis and self.verdict == other.verdict and self.reason == other.reason
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def _from_json(v: Any) -> Any:
+    """A metric value read back from JSON: None -> NaN, lists -> float arrays."""
+    if isinstance(v, list):
+        return np.array(v, dtype=np.float64)  # None -> NaN
+    return float("nan") if v is None else v
 
 
 @dataclass(frozen=True)
@@ -291,11 +323,17 @@ class Results:
                     ci = (np.broadcast_to(np.asarray(ci[0], dtype=np.float64), arr.shape), np.broadcast_to(np.asarray(ci[1], dtype=np.float64), arr.shape))
                 if arr.ndim == 0:
                     c_lo, c_hi = (None, None) if ci is None else (float(ci[0]), float(ci[1]))
-                    rows.append({**base, "metric": k, "index": None, "value": float(arr), "lower": lo, "upper": hi, "ci_lower": c_lo, "ci_upper": c_hi})
+                    rows.append({
+                        **base, "metric": k, "index": None, "value": float(arr), "lower": lo, "upper": hi, "ci_lower": c_lo, "ci_upper": c_hi,
+                        **_comparison_cells(s, k, ()),
+                    })  # fmt: skip
                 else:
                     for idx in np.ndindex(arr.shape):
                         c_lo, c_hi = (None, None) if ci is None else (float(ci[0][idx]), float(ci[1][idx]))
-                        rows.append({**base, "metric": k, "index": ",".join(map(str, idx)), "value": float(arr[idx]), "lower": None, "upper": None, "ci_lower": c_lo, "ci_upper": c_hi})
+                        rows.append({
+                            **base, "metric": k, "index": ",".join(map(str, idx)), "value": float(arr[idx]), "lower": None, "upper": None,
+                            "ci_lower": c_lo, "ci_upper": c_hi, **_comparison_cells(s, k, idx),
+                        })  # fmt: skip
         return rows
 
     def to_pandas(self, wide: bool = False):
@@ -345,6 +383,8 @@ class Results:
                 SliceResult(
                     tuple(s["slice"].items()), s["n"], s.get("weight", s["n"]), s.get("skipped", 0), metrics, bounds,
                     folded_values=s.get("folded_values"), ci=ci,
+                    baseline_metrics={k: _from_json(v) for k, v in s.get("baseline_metrics", {}).items()},
+                    comparison={k: Comparison.from_dict(c) for k, c in s.get("comparison", {}).items()},
                 )
             )  # fmt: skip
         return cls(slices, data.get("config", {}))
@@ -369,6 +409,7 @@ class Results:
         ci_cells: dict[tuple, dict[str, dict[tuple, tuple[float, float]]]] = {}
         suppressed: dict[tuple, int | None] = {}
         seen: set[tuple] = set()
+        compared: dict[tuple, dict[str, dict[Any, dict]]] = {}  # slice -> metric -> index -> row
 
         def duplicate(key: tuple, what: str) -> ValueError:
             return ValueError(f"two result rows for slice {slice_name(key)!r} ({key!r}) give {what}; one would be dropped")
@@ -384,6 +425,8 @@ class Results:
                 raise duplicate(key, "the slice twice")
             counts = {"n": int(r["n"]), "weight": float(r["weight"]), "skipped": int(r["skipped"])}
             info = by_slice.setdefault(key, {**counts, "metrics": {}, "bounds": {}, "ci": {}})
+            if any(r.get(c) is not None for c in COMPARISON_COLUMNS):
+                compared.setdefault(key, {}).setdefault(r["metric"], {})[r.get("index")] = r
             if any(info[c] != v for c, v in counts.items()):
                 raise duplicate(key, f"different counts ({ {c: info[c] for c in counts} } and {counts})")
             cell = (key, r["metric"], r.get("index"))
@@ -417,9 +460,14 @@ class Results:
                     for idx, (a, b) in ci_of.items():
                         lo[idx], hi[idx] = a, b
                     by_slice[key]["ci"][name] = (lo, hi)
+        for key, per_metric in compared.items():
+            _rows_comparison(by_slice[key], per_metric)
         rank = {m: i for i, m in enumerate(metric_order)}
         for info in by_slice.values():
             info["metrics"] = dict(sorted(info["metrics"].items(), key=lambda kv: rank.get(kv[0], len(rank))))
+            for part in ("baseline_metrics", "comparison"):
+                if part in info:
+                    info[part] = dict(sorted(info[part].items(), key=lambda kv: rank.get(kv[0], len(rank))))
         for key in set(suppressed) - set(by_slice):
             by_slice[key] = {"n": None, "weight": None, "skipped": None, "metrics": {}, "suppressed": True, "suppressed_slices": suppressed[key]}
         order = sorted(by_slice, key=lambda k: sort_key(k, list(spec_order)))
@@ -462,7 +510,92 @@ class Results:
         if label:
             missing = [k for k in names if k in set(self.config["ci"].get("unsupported", ()))]
             lines.append(f"(lower, upper): {label}" + (f"; no interval for {', '.join(missing)}" if missing else ""))
+        if any(s.comparison for s in computed):
+            lines += ["", self.format_comparison(max_rows)]
         return "\n".join(lines)
+
+    def format_comparison(self, max_rows: int = 60) -> str:
+        """The comparison with the baseline model as a fixed-width table: one row per slice, one
+        column per scalar metric, ``delta [lower, upper] verdict`` (``=`` indistinguishable)."""
+        shown = [s for s in self.slices if not s.suppressed and s.comparison]
+        if not shown:
+            return "(no comparison)"
+        names = [k for k, c in shown[0].comparison.items() if np.ndim(c.delta) == 0]
+        comp = self.config.get("comparison", {})
+        head = (
+            f"comparison: delta = candidate - baseline, {comp.get('method', 'analytic')} {comp.get('level', 0.95):.0%} paired interval, "
+            f"verdict +/-/= (better, worse, indistinguishable), tolerance {comp.get('tolerance', 0.0):g}"
+        )
+        mark = {"better": "+", "worse": "-", "indistinguishable": "="}
+        rows = []
+        for s in shown[:max_rows]:
+            r = [s.name]
+            for k in names:
+                c = s.comparison.get(k)
+                if c is None:
+                    r.append("")
+                    continue
+                d = float(c.delta)
+                text = f"{d:+.4f}" if math.isfinite(d) else "null"
+                if c.ci is not None and math.isfinite(float(c.ci[0])):
+                    text += f" [{float(c.ci[0]):+.4f}, {float(c.ci[1]):+.4f}]"
+                r.append(f"{text} {mark.get(c.verdict, '?')}")
+            rows.append(r)
+        header = ["slice"] + names
+        widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
+        fmt = lambda r: "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))  # noqa: E731
+        lines = [head, fmt(header), "  ".join("-" * w for w in widths)] + [fmt(r) for r in rows]
+        if len(shown) > max_rows:
+            lines.append(f"... {len(shown) - max_rows} more slices")
+        return "\n".join(lines)
+
+
+def _rows_comparison(info: dict[str, Any], per_metric: dict[str, dict[Any, dict]]) -> None:
+    """Rebuild ``baseline_metrics`` and ``comparison`` of one slice from its rows' comparison
+    columns (:func:`_comparison_cells`; array metrics from their ``index`` cells)."""
+    num = lambda v: float("nan") if v is None else float(v)  # noqa: E731
+    base, comp = info.setdefault("baseline_metrics", {}), info.setdefault("comparison", {})
+    for metric, cells in per_metric.items():
+        if None in cells:  # a scalar metric
+            r = cells[None]
+            base[metric] = int(num(r["baseline_value"])) if metric in INTEGER_METRICS and r["baseline_value"] is not None else num(r["baseline_value"])
+            if r.get("verdict") is not None:
+                ci = None if r.get("delta_lower") is None and r.get("delta_upper") is None else (num(r["delta_lower"]), num(r["delta_upper"]))
+                comp[metric] = Comparison(num(r["delta"]), ci, r["verdict"], r.get("comparison_reason"))
+            continue
+        idx = {tuple(int(i) for i in str(k).split(",")): r for k, r in cells.items()}
+        shape = tuple(max(i[d] for i in idx) + 1 for d in range(len(next(iter(idx)))))
+        arrays = {c: np.full(shape, np.nan) for c in ("baseline_value", "delta", "delta_lower", "delta_upper")}
+        verdicts = np.full(shape, None, dtype=object)
+        for i, r in idx.items():
+            for c, a in arrays.items():
+                a[i] = num(r.get(c))
+            verdicts[i] = r.get("verdict")
+        base[metric] = arrays["baseline_value"]
+        first = next(iter(idx.values()))
+        if first.get("verdict") is not None:
+            has_ci = any(r.get("delta_lower") is not None for r in idx.values())
+            ci = (arrays["delta_lower"], arrays["delta_upper"]) if has_ci else None
+            comp[metric] = Comparison(arrays["delta"], ci, verdicts.tolist(), first.get("comparison_reason"))
+
+
+def _comparison_cells(s: SliceResult, key: str, idx: tuple) -> dict[str, Any]:
+    """The comparison columns of one (metric, index) row (None without a baseline model)."""
+    if not s.comparison and not s.baseline_metrics:
+        return dict.fromkeys(COMPARISON_COLUMNS)
+    pick = lambda v: None if v is None else float(np.asarray(v, dtype=np.float64)[idx])  # noqa: E731
+    out: dict[str, Any] = {"baseline_value": pick(s.baseline_metrics.get(key))}
+    c = s.comparison.get(key)
+    if c is None:
+        return {**out, "delta": None, "delta_lower": None, "delta_upper": None, "verdict": None, "comparison_reason": None}
+    verdict = c.verdict
+    for i in idx:
+        verdict = verdict[i]
+    out.update(
+        delta=pick(c.delta), delta_lower=None if c.ci is None else pick(c.ci[0]), delta_upper=None if c.ci is None else pick(c.ci[1]),
+        verdict=verdict, comparison_reason=c.reason,
+    )  # fmt: skip
+    return out
 
 
 def _float(v: Any) -> float:

@@ -235,6 +235,8 @@ def _prepare_example(args: argparse.Namespace, out: Path) -> dict[str, Any]:
     pred_path = out / "flights_predictions.parquet"
     info = build_flights_predictions(pred_path)
     args.input, args.label, args.score = str(pred_path), "delayed", "score"
+    if not args.baseline_prediction:  # the two models compared per slice, by default
+        args.baseline_score = args.baseline_score or "score_baseline"
     args.slice = args.slice or ["carrier", "origin", "carrier,origin"]
     args.metrics = args.metrics or ",".join(FLIGHTS_METRICS)
     return {"example": {"name": "flights", "predictions": pred_path.name, **info}}

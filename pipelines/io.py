@@ -60,6 +60,17 @@ RESULT_SCHEMA = pa.schema(
         ("ci_upper", pa.float64()),
     ]
 )
+#: the columns :data:`RESULT_SCHEMA` gets with a baseline model (``core.results.COMPARISON_COLUMNS``)
+COMPARISON_SCHEMA = pa.schema(
+    [
+        ("baseline_value", pa.float64()),
+        ("delta", pa.float64()),
+        ("delta_lower", pa.float64()),
+        ("delta_upper", pa.float64()),
+        ("verdict", pa.string()),
+        ("comparison_reason", pa.string()),
+    ]
+)
 
 
 def detect_format(path: str | os.PathLike, fmt: str | None = None) -> str:
@@ -358,7 +369,9 @@ def write_results(results: Any, out_dir: str | os.PathLike, extra: dict[str, Any
     json_path = out / "metrics.json"
     json_path.write_text(json.dumps(doc, indent=2, allow_nan=False) + "\n")
     rows = results.to_rows()
-    table = pa.Table.from_pylist(rows, schema=RESULT_SCHEMA)
+    compared = any(s.comparison or s.baseline_metrics for s in results.slices)
+    schema = pa.unify_schemas([RESULT_SCHEMA, COMPARISON_SCHEMA]) if compared else RESULT_SCHEMA
+    table = pa.Table.from_pylist(rows, schema=schema)
     pq_path = out / "metrics.parquet"
     pq.write_table(table, pq_path)
     return {"json": str(json_path), "parquet": str(pq_path)}

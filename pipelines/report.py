@@ -583,6 +583,50 @@ def _ci_text(s: SliceResult, key: str, unsupported: bool, ci_name: str | None) -
     return {"text": f"{_array_summary(lo)} to {_array_summary(hi)}", "title": f"{ci_name}, per entry"}
 
 
+#: the comparison method's paired interval, as the report labels it
+_COMPARISON_METHODS = {
+    "analytic": "Newcombe paired score interval (accuracy, recall, specificity, fpr, fnr)",
+    "posterior": "Dirichlet posterior of the joint confusion cells",
+    "bootstrap": "paired bootstrap",
+}
+
+
+def _comparison_table(results: Results, max_rows: int) -> dict[str, Any] | None:
+    """The "Model comparison" section: per slice and metric, delta, its paired interval and the
+    verdict (None without a baseline model)."""
+    shown = [s for s in computed(results) if s.comparison]
+    if not shown:
+        return None
+    metrics = [k for k, c in shown[0].comparison.items() if np.ndim(c.delta) == 0]
+    cfg = results.config or {}
+    comp = cfg.get("comparison", {})
+    method = comp.get("method", "analytic")
+    label = (
+        f"delta = candidate ({cfg.get('score_col') or cfg.get('prediction_col')}) - baseline "
+        f"({cfg.get('baseline_score_col') or cfg.get('baseline_prediction_col')}); brackets: {comp.get('level', 0.95):.0%} paired interval, "
+        f"{method}: {_COMPARISON_METHODS.get(method, method)}; tolerance {comp.get('tolerance', 0.0):g}"
+    )
+    rows = []
+    for s in shown[:max_rows]:
+        cells = []
+        for k in metrics:
+            c = s.comparison.get(k)
+            if c is None:
+                cells.append({"text": "", "sort": "", "title": "", "verdict": ""})
+                continue
+            d = float(c.delta)
+            text = "null" if not math.isfinite(d) else f"{d:+.4f}"
+            if c.ci is not None and math.isfinite(float(c.ci[0])):
+                text += f" [{float(c.ci[0]):+.4f}, {float(c.ci[1]):+.4f}]"
+            base = s.baseline_metrics.get(k)
+            title = f"baseline {float(base):.4f}" if base is not None and np.ndim(base) == 0 else ""
+            if c.reason:
+                title += ("; " if title else "") + c.reason
+            cells.append({"text": text, "sort": "" if not math.isfinite(d) else repr(d), "title": title, "verdict": c.verdict})
+        rows.append({"name": s.name, "cells": cells})
+    return {"label": label, "metrics": metrics, "rows": rows, "hidden": max(0, len(shown) - max_rows)}
+
+
 def _array_summary(v: Any) -> str:
     a = np.asarray(v, dtype=np.float64)
     if a.size <= 12:
@@ -656,7 +700,7 @@ def render_report(
     info = {k: v for k, v in (run_info or {}).items() if v is not None}
     config = results.config or {}
     summary = [("confidence intervals", ci_name)] if ci_name else []
-    for k in ("task", "label_col", "score_col", "prediction_col", "weight_col", "threshold", "slices"):
+    for k in ("task", "label_col", "score_col", "prediction_col", "baseline_score_col", "baseline_prediction_col", "tolerance", "weight_col", "threshold", "slices"):
         if config.get(k) not in (None, [], ""):
             summary.append((k, config[k] if isinstance(config[k], (str, int, float)) else json.dumps(config[k])))
     return env.get_template(TEMPLATE).render(
@@ -670,6 +714,7 @@ def render_report(
         scalars=scalars,
         full_names={m: metric_full_name(m) for m in scalars},
         slice_rows=slice_rows,
+        comparison=_comparison_table(results, max_table_rows),
         hidden_rows=max(0, len(results.slices) - max_table_rows),
         show_skipped=any(s.skipped for s in results.slices),
         figures=figures,

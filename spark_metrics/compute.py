@@ -47,6 +47,12 @@ _COLUMN_TYPES = {
     "upper": "double",
     "ci_lower": "double",
     "ci_upper": "double",
+    "baseline_value": "double",
+    "delta": "double",
+    "delta_lower": "double",
+    "delta_upper": "double",
+    "verdict": "string",
+    "comparison_reason": "string",
 }
 
 

@@ -76,6 +76,8 @@ def lowering_blocker(df: "DataFrame", evaluation: Evaluation) -> str | None:
     if getattr(evaluation, "_buckets", None) is not None:
         return 'ci="bootstrap" (every slice\'s states per hash bucket: the Arrow path folds them)'
     plan = evaluation.plan
+    if getattr(evaluation, "paired", False):
+        return "a baseline model (both models are folded on the Arrow path)"
     bad_states = [cls.kind for cls, _ in plan.state_types if cls not in CELL_STATES]
     if bad_states:
         return f"states {bad_states} are not sums of per-row cells"

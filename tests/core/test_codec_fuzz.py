@@ -67,8 +67,10 @@ def sample_states() -> dict[str, State]:
         mcs[2].update(np.array([[1, 0, 1], [0, 1, 0]]), y_score=np.array([[0.9, 0.2, 0.6], [0.3, 0.8, 0.1]]))
         mcs.append(MetricCollection("r2", "mae", task="regression"))
         mcs[3].update([1.0, 2.0, -3.0], y_pred=[1.5, 1.0, -2.0])
-    for m in mcs:
-        for s in m.states:
+        paired = Evaluation(label_col="y", score_col="s", baseline_score_col="b", weight_col="w", metrics=["f1"])  # + paired_confusion
+        acc = paired.fold(paired.zero(), {"y": [1, 0, 1, 0], "s": [0.9, 0.3, 0.6, 0.2], "b": [0.4, 0.7, 0.6, 0.1], "w": [1, 2, 0.5, 1]})
+    for states in [m.states for m in mcs] + [acc[()]]:
+        for s in states:
             got.setdefault(s.kind, s)
     ev = ContinualEvaluation(num_tasks=2, num_classes=3, evaluations_per_task=1)
     ev.update([0, 0, 1, 1], [0, 1, 0, 1], [0, 2, 1, 1], [0, 1, 1, 1], step=[None, 0, None, 0])

