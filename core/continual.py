@@ -35,7 +35,7 @@ import numpy as np
 
 from core import codec
 from core._inputs import as_array, invalid_value_message
-from core.limits import MAX_NUM_CLASSES
+from core.limits import MAX_NUM_CLASSES, check_count
 from core.states import State
 
 __all__ = ["ContinualEvaluation", "ContinualLayout", "ContinualState", "OCLMetrics", "EVENT_COLUMNS"]
@@ -46,14 +46,32 @@ EVENT_COLUMNS = ("trained_task", "step", "evaluated_task", "label", "prediction"
 #: the most tasks (and anytime evaluations per task) a state may hold
 MAX_TASKS = 100_000
 
+#: the most int64 cells of one state, ``2 T^2 (H + 1) + T K^2`` (2**26 cells: 512 MiB)
+MAX_CONTINUAL_CELLS = 1 << 26
+
 
 @dataclass(frozen=True)
 class ContinualLayout:
-    """``num_tasks`` T >= 1, ``num_classes`` K >= 2, ``evaluations_per_task`` H >= 0."""
+    """``num_tasks`` T >= 1, ``num_classes`` K >= 2, ``evaluations_per_task`` H >= 0, and at most
+    :data:`MAX_CONTINUAL_CELLS` counts in all (``ValueError`` naming the setting otherwise, also
+    for a decoded layout)."""
 
     num_tasks: int
     num_classes: int
     evaluations_per_task: int = 0
+
+    def __post_init__(self) -> None:
+        t = check_count(self.num_tasks, "num_tasks", 1, MAX_TASKS)
+        k = check_count(self.num_classes, "num_classes", 2, MAX_NUM_CLASSES)
+        h = check_count(self.evaluations_per_task, "evaluations_per_task", 0, MAX_TASKS)
+        for name, v in (("num_tasks", t), ("num_classes", k), ("evaluations_per_task", h)):
+            object.__setattr__(self, name, v)
+        cells = 2 * t * t * (h + 1) + t * k * k
+        if cells > MAX_CONTINUAL_CELLS:
+            raise ValueError(
+                f"num_tasks={t}, num_classes={k}, evaluations_per_task={h} need {cells} counts "
+                f"(2 T^2 (H + 1) + T K^2); a continual state holds at most {MAX_CONTINUAL_CELLS}"
+            )
 
 
 class ContinualState(State):
@@ -99,6 +117,10 @@ class ContinualState(State):
         cm = a["class_cm"].sum(axis=(1, 2))
         if not np.array_equal(cm, a["total"].sum(axis=1)):
             raise ValueError("invalid continual state: class_cm does not sum to the evaluations' totals")
+        hits = np.trace(a["class_cm"], axis1=1, axis2=2)
+        if not np.array_equal(hits, a["correct"].sum(axis=1)):
+            t = int(np.flatnonzero(hits != a["correct"].sum(axis=1))[0])
+            raise ValueError(f"invalid continual state: class_cm[{t}] has {hits[t]} correct predictions, correct[{t}] sums to {a['correct'][t].sum()}")
         return self
 
     @classmethod
