@@ -16,6 +16,7 @@ result.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 from collections.abc import Mapping
 from typing import Any, Iterable
@@ -25,6 +26,8 @@ import numpy as np
 from core.accumulator import Accumulator
 from core.batches import is_single_batch, num_rows, rows_to_columns
 from core.evaluation import Evaluation
+from core.metrics import UndefinedMetricWarning
+from core.plan import undefined_warning
 from core.results import jsonable
 from core.slicing import OVERALL
 
@@ -199,10 +202,19 @@ class PrequentialEvaluation:
             seen += n[-1] + skipped[-1]
             instances.append(seen)
         # every window's (and every prefix's) metrics at once, stacked on a leading axis
-        for out, many in ((windowed, plan.compute_many(window_states)), (cumulative, plan.compute_many(prefixes))):
+        undefined: dict[str, list[tuple[str, Any]]] = {}
+        fills: dict[str, Any] = {}
+        for out, many, what in ((windowed, plan.compute_many(window_states), "window"), (cumulative, plan.compute_many(prefixes), "up to window")):
             for i in range(len(windows)):
-                for key, v in many.element(i)[0].items():
+                values, _, undef = many.element(i)
+                for key, v in values.items():
                     out[key].append(v)
+                for key, (classes, fill) in undef.items():
+                    if fill in ("nan", "warn"):
+                        undefined.setdefault(key, []).append((f"{what} {windows[i]}", classes))
+                        fills[key] = "nan" if fill == "nan" or fills.get(key) == "nan" else fill
+        for key, where in undefined.items():  # one warning per metric, as Evaluation.finish
+            warnings.warn(undefined_warning(key, where, fills[key]), UndefinedMetricWarning, stacklevel=2)
         config = {**self.evaluation.to_config(), "window_size": self.window_size}
         config.pop("slices", None)
         if self.position_col is not None:

@@ -120,3 +120,17 @@ def test_positions_past_int64_raise_naming_column_value_and_row(pos):
         pe.evaluate({"y": [1, 1], "p": [1, 0], "pos": pos})
     top = pe.evaluate({"y": [1, 1], "p": [1, 0], "pos": np.array([0, 2**63 - 1], dtype=np.uint64)})
     assert top.windows == [0, (2**63 - 1) // 2] and top.windowed["accuracy"] == [1.0, 0.0]
+
+
+def test_undefined_window_values_warn_once_per_metric_naming_the_windows():
+    # before: NaN in windows of one class (sorted labels) came with no UndefinedMetricWarning
+    from core.metrics import UndefinedMetricWarning
+
+    y, s = np.r_[np.zeros(4, int), np.ones(4, int)], np.linspace(0, 1, 8)  # sorted: window 0 all negatives
+    with pytest.warns(UndefinedMetricWarning) as record:
+        r = PrequentialEvaluation(4, label_col="y", score_col="s", metrics=["roc_auc", "accuracy"]).evaluate({"y": y, "s": s})
+    assert np.isnan(r.windowed["roc_auc"]).all() and np.isnan(r.cumulative["roc_auc"][0])
+    assert r.cumulative["roc_auc"][1] == roc_auc_score(y, s) == 1.0 and r.windowed["accuracy"] == [1.0, 1.0]
+    messages = [str(w.message) for w in record if issubclass(w.category, UndefinedMetricWarning)]
+    assert len(messages) == 1 and "'roc_auc'" in messages[0]
+    assert "'window 0', 'window 1', 'up to window 0'" in messages[0] and "up to window 1" not in messages[0]
