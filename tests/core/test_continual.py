@@ -264,3 +264,14 @@ def test_decoded_class_cm_must_agree_with_the_correct_counts():
     a["total"][0, 0], a["correct"][0, 0], a["class_cm"][0, 0, 0], a["class_cm"][0, 1, 1] = 3, 2, 1, 2
     with pytest.raises(ValueError, match=r"class_cm\[0\] has 3 correct predictions, correct\[0\] sums to 2"):
         ContinualState.decode(_crafted('{"num_tasks":2,"num_classes":2,"evaluations_per_task":0}', a))
+
+
+def test_fold_events_reads_and_names_the_users_label_and_prediction_columns():
+    # before: callers renamed the columns to 'label'/'prediction', and errors named those, not the user's
+    ev = ContinualEvaluation(2, 2)
+    ev.fold_events({"trained_task": [0, 0], "evaluated_task": [0, 1], "y": [0, 1], "yhat": [0, 0]}, "y", "yhat")
+    assert ev.compute().accuracy_matrix[0].tolist() == [1.0, 0.0]
+    with pytest.raises(ValueError, match=r"column 'yhat': invalid value 7 at row 2: predictions must be integers in \[0, 2\)"):
+        ev.fold_events({"trained_task": [0], "evaluated_task": [0], "y": [0], "yhat": [7]}, "y", "yhat")
+    with pytest.raises(ValueError, match=r"missing \['yhat'\]"):
+        ev.fold_events({"trained_task": [0], "evaluated_task": [0], "y": [0], "prediction": [0]}, "y", "yhat")
