@@ -17,34 +17,29 @@ of ``--repeats`` interleaved rounds, :mod:`benchmarks._harness`):
 
 Workloads: precision/recall/f1/accuracy (issue 12's workload 2), and a larger confusion set
 (the same plus ``f1@macro``, ``mcc``, ``cohen_kappa``, ``specificity``, ``npv``,
-``classification_report``).
+``classification_report``), and ``roc_auc`` (computed slice by slice inside ``compute_many``: the
+cost of the fallback).
 """
 
 from __future__ import annotations
 
-import argparse
 import sys
 import warnings
 
 from benchmarks._harness import machine_line, measure
-from benchmarks.bench_onepass import METRICS, flights_batches
+from benchmarks.bench_onepass import METRICS, flights_args
 
 WORKLOADS = (
     ("precision/recall/f1/accuracy, tailnum", METRICS),
     ("+ f1@macro, mcc, cohen_kappa, specificity, npv, classification_report", METRICS + ["f1@macro", "mcc", "cohen_kappa", "specificity", "npv", "classification_report"]),
+    ("roc_auc, tailnum (not vectorised: computed slice by slice)", ["roc_auc"]),
 )
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--replicate", type=int, default=1, help="copies of the 166,668 flights predictions")
-    p.add_argument("--repeats", type=int, default=5)
-    p.add_argument("--parquet", help="reuse a flights predictions Parquet file (built if absent)")
-    args = p.parse_args(argv)
-
     from core import Evaluation
 
-    batches = flights_batches(args.replicate, args.parquet)
+    args, batches = flights_args(__doc__, argv)
     print(f"flights predictions x {args.replicate}: {sum(b.num_rows for b in batches):,} rows; CPU time, median of {args.repeats}")
     print(machine_line())
     head = f"{'workload':<72} {'slices':>6} {'finish s':>9} {'per-slice s':>11} {'compute_many s':>14} {'speed-up':>8}"

@@ -29,6 +29,7 @@ from typing import Any, Iterable
 from core.accumulator import Accumulator, AccumulatorOps
 from core.batches import extract_columns, fold_all, is_single_batch, missing_row_column, num_rows, rows_to_columns  # noqa: F401  (re-exported)
 from core.columns import ColumnMap
+from core.bootstrap import BucketedPlan
 from core.intervals import CI_OPTIONS, CISettings, slice_ci
 from core.metrics import Task, UndefinedMetricWarning
 from core.options import config_of, fingerprint_of, options_doc, read_options, signature
@@ -121,13 +122,17 @@ class Evaluation(AccumulatorOps):
         self._bounds: dict = {}
         self.on_invalid = o["on_invalid"]
         self.ci = CISettings.from_options(o)
-        self.plan = Plan(o["metrics"], task_obj)
+        self.plan = self._base_plan = Plan(o["metrics"], task_obj)
         task_obj = self.plan.task
+        bootstrap = o["ci"] == "bootstrap"
+        self._buckets, self._id_col = (o["ci_buckets"], o["id_col"]) if bootstrap else (None, None)
         self.inputs = ColumnMap(
             label_col=o["label_col"], score_col=o["score_col"], prediction_col=o["prediction_col"], weight_col=o["weight_col"],
-            measure_col=o["measure_col"], slices=self.slices, plan=self.plan,
+            measure_col=o["measure_col"], slices=self.slices, plan=self.plan, id_col=self._id_col,
             formats={"target": o["label_format"], "score": o["score_format"], "prediction": o["prediction_format"]},
         )  # fmt: skip
+        if bootstrap:  # every slice's states per hash bucket (core.bootstrap)
+            self.plan = BucketedPlan(self._base_plan, o["ci_buckets"])
         # every option's JSON-ready value, as the plan resolved it (to_config, describe, fingerprint)
         resolved = {
             **o,
@@ -149,6 +154,8 @@ class Evaluation(AccumulatorOps):
         if self._profile is not None:
             profile = hashlib.sha256(self._profile.to_json().encode("utf-8")).hexdigest()[:16]
         fp = {**self.plan.fingerprint, **fingerprint_of(self._resolved), "profile": profile}
+        if self._buckets is not None:  # bucketed states: only with the same buckets and hash source
+            fp["bootstrap"] = {"buckets": self._buckets, "id_col": self._id_col}
         return json.loads(json.dumps(fp))  # JSON-canonical: equal to a decoded one
 
     @property
@@ -269,10 +276,11 @@ class Evaluation(AccumulatorOps):
         if add_overall and OVERALL not in acc:
             acc = {OVERALL: self.plan.zero(), **acc}
         keys = sorted(acc, key=lambda k: sort_key(k, spec_order))
-        states_of = {key: acc[key] for key in keys}
+        held = {key: acc[key] for key in keys}  # bucketed with ci="bootstrap": the point states are their merge
+        states_of = {key: self.plan.point(s) for key, s in held.items()} if self._buckets is not None else held
         computed = [key for key in keys if not self._suppressed(key, states_of[key][0])]
         # every computed slice's metrics at once, stacked on a leading slice axis
-        many = self.plan.compute_many([states_of[key] for key in computed])
+        many = self._base_plan.compute_many([states_of[key] for key in computed])
         position = {key: i for i, key in enumerate(computed)}
         out = []
         undefined: dict[str, list[tuple[str, Any]]] = {}
@@ -297,7 +305,7 @@ class Evaluation(AccumulatorOps):
                     metrics=values,
                     bounds=bounds,
                     folded_values=self.folded_values(key),
-                    ci=slice_ci(self.ci, self.plan, key, states, values),
+                    ci=slice_ci(self.ci, self.plan, key, held[key], values),
                 )
             )
         for metric, where in undefined.items():  # one warning per metric per finish

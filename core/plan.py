@@ -21,8 +21,8 @@ import warnings
 from core import codec
 from core._inputs import Batch
 from core.formats import get_format, make_batch
-from core.metrics import DEFAULT_METRICS, Interval, Metric, Task, UndefinedMetricWarning, recording_undefined, resolve
-from core.stacked import ManyValues, compute_cells, compute_many, undefined_entry
+from core.metrics import DEFAULT_METRICS, Metric, Task, UndefinedMetricWarning, resolve
+from core.stacked import ManyValues, compute_cells, compute_many, compute_one
 from core.states import ExampleCountState, State
 
 #: Input needs (see :meth:`core.metrics.Metric.needs`) and the roles that satisfy them.
@@ -216,13 +216,10 @@ class Plan:
         undefined: dict[str, tuple[tuple[int, ...] | None, Any]] = {}
         ignored = self.task.ignored_class
         for m in self.metrics:
-            with recording_undefined() as events:
-                v = m.compute(by_kind)
-            if isinstance(v, Interval):
-                bounds[m.key] = (float(v.lower), float(v.upper))
-                v = v.value
+            v, bound, entry = compute_one(m, by_kind, ignored)
             values[m.key] = v
-            entry = undefined_entry(events, v if m.nan_entries_undefined or np.ndim(v) == 0 else 0.0, ignored)
+            if bound is not None:
+                bounds[m.key] = bound
             if entry is not None:
                 undefined[m.key] = entry
         return values, bounds, undefined
@@ -235,16 +232,17 @@ class Plan:
                 bootstrap replicates or posterior samples of one slice, ...).
 
         Returns:
-            A :class:`~core.stacked.ManyValues` that unpacks as ``(values, intervals,
+            A :class:`~core.stacked.ManyValues` that unpacks as ``(values, bounds,
             undefined)``: ``values[key]`` is an (R, ...) array (element ``i`` is
             ``compute_detailed(states_list[i])``'s value; an object array (R,) when the shapes
-            differ, e.g. curves); ``intervals`` and ``undefined`` are lists of R dicts, as
+            differ, e.g. curves); ``bounds`` and ``undefined`` are lists of R dicts, as
             :meth:`compute_detailed` returns them per element (no warnings are raised).
             ``.element(i)`` gives element ``i``'s ``compute_detailed`` triple.
 
         The metrics of the cell states (confusion-derived metrics, example counts) are computed
-        by array arithmetic over the leading axis; the others element by element, so every
-        value is bit-identical to :meth:`compute_detailed`'s (see :mod:`core.stacked`).
+        by array arithmetic over the leading axis (from three elements on; one or two take the
+        scalar path, which is faster there); the others element by element, so every value is
+        bit-identical to :meth:`compute_detailed`'s (see :mod:`core.stacked`).
         """
         return compute_many(self, states_list)
 

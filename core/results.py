@@ -79,6 +79,15 @@ def ignored_class_of(config: dict[str, Any]) -> int | None:
     return None
 
 
+def ci_label(results: "Results") -> str | None:
+    """``"95% CI, posterior"``: the level and method of the results' confidence intervals, from
+    ``results.config["ci"]`` (None without ``ci``)."""
+    ci = (results.config or {}).get("ci")
+    if not isinstance(ci, dict) or not ci.get("method"):
+        return None
+    return f"{100 * float(ci.get('level', 0.95)):.10g}% CI, {ci['method']}"
+
+
 @dataclass(frozen=True)
 class Comparison:
     """A candidate model against a baseline on the same rows, for one metric of one slice.
@@ -422,7 +431,9 @@ class Results:
         return cls(sorted(slices, key=lambda s: sort_key(s.slice, list(spec_order))), config or {})
 
     def format_table(self, max_rows: int = 60) -> str:
-        """A readable fixed-width table: one row per slice, one column per scalar metric."""
+        """A readable fixed-width table: one row per slice, one column per scalar metric; with
+        ``ci``, each value is followed by its interval in parentheses and a last line names the
+        method and level (and the metrics without an interval)."""
         if not self.slices:
             return "(no results)"
         computed = [s for s in self.slices if not s.suppressed]
@@ -438,7 +449,7 @@ class Results:
                 what = "suppressed" if s.suppressed_slices is None else f"{s.suppressed_slices} suppressed"
                 rows.append([s.name, what] + ["-"] * (len(header) - 2))
                 continue
-            r = [s.name, str(s.n)] + [_cell(s.metrics[k], k in whole) for k in names]
+            r = [s.name, str(s.n)] + [_cell(s.metrics[k], k in whole) + _ci_cell(s.ci.get(k)) for k in names]
             if header[-1] == "skipped":
                 r.append(str(s.skipped))
             rows.append(r)
@@ -447,6 +458,10 @@ class Results:
         lines = [fmt(header), "  ".join("-" * w for w in widths)] + [fmt(r) for r in rows]
         if len(self.slices) > max_rows:
             lines.append(f"... {len(self.slices) - max_rows} more slices")
+        label = ci_label(self)
+        if label:
+            missing = [k for k in names if k in set(self.config["ci"].get("unsupported", ()))]
+            lines.append(f"(lower, upper): {label}" + (f"; no interval for {', '.join(missing)}" if missing else ""))
         return "\n".join(lines)
 
 
@@ -463,6 +478,12 @@ def _from_json(v: Any) -> Any:
 def _is_whole(v: Any) -> bool:
     v = float(v)
     return not math.isfinite(v) or v.is_integer()
+
+
+def _ci_cell(ci: Any) -> str:
+    if ci is None or np.ndim(ci[0]) != 0:
+        return ""
+    return f" ({_cell(ci[0])}, {_cell(ci[1])})"
 
 
 def _cell(v: Any, whole: bool = False) -> str:

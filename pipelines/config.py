@@ -13,6 +13,7 @@ The keys are the CLI's long options with ``_`` for ``-`` (``threshold_rule`` for
     threshold: 0.5
     zero_division: nan
     bounds: true                  # certified bounds of approximate metrics in the report
+    ci: analytic                  # confidence intervals (also ci_level, ci_replicates, ci_seed, ...)
     engine: local
     output: out/eval
     report: true                  # or a path; false for none
@@ -37,7 +38,7 @@ ALIASES = {"slices": "slice", "beam_args": "beam_arg", "slice_by": "slice", "int
 #: CLI destinations that cannot come from a config file
 NOT_CONFIGURABLE = {"config", "help"}
 #: string options holding paths (relative paths are resolved against the config file's directory)
-PATH_KEYS = {"input", "output", "report"}
+PATH_KEYS = {"input", "output", "report", "labels"}
 EXTENSIONS = {".yaml": "yaml", ".yml": "yaml", ".json": "json"}
 
 

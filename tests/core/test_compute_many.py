@@ -2,7 +2,7 @@
 
 The reference is :meth:`core.plan.Plan.compute_detailed` of each element on its own (the scalar
 path, itself tested against scikit-learn); the vectorised path (core.stacked) must give the same
-floats (compared by their bits), the same Python types, the same NaN entries, intervals and
+floats (compared by their bits), the same Python types, the same NaN entries, certified bounds and
 undefined entries, for random states of every metric in the registry and its variants (averages,
 zero_division, weights, several thresholds, ignore_index, kappa weights, ...). The cell entry
 point (compute_cells) is checked against hand-computed values and against compute_many of the
@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from core import Plan, Task
 from core.metrics import REGISTRY
 from core.plan import make_task
-from core.stacked import CELL_KINDS, _vectorised
+from core.stacked import CELL_KINDS, _vectorised, compute_many
 from core.states import BinaryConfusionState, ConfusionMatrixState
 from core.formats import make_batch
 
@@ -66,8 +66,12 @@ def same(a, b) -> bool:
 
 
 def check(plan: Plan, states_list: list) -> None:
-    many = plan.compute_many(states_list)
-    values, intervals, undefined = many
+    _check(plan, states_list, compute_many(plan, states_list, vectorise_from=1))  # always the stacked path
+    _check(plan, states_list, plan.compute_many(states_list))  # one or two elements: the scalar path
+
+
+def _check(plan: Plan, states_list: list, many) -> None:
+    values, bounds, undefined = many
     assert len(many) == len(states_list)
     for i, states in enumerate(states_list):
         want_v, want_i, want_u = plan.compute_detailed(states)
@@ -78,7 +82,7 @@ def check(plan: Plan, states_list: list) -> None:
             stacked = values[key][i]
             if values[key].dtype != object:
                 assert np.array_equal(stacked, np.asarray(want_v[key]), equal_nan=True), key
-        assert got_i == want_i and intervals[i] == want_i
+        assert got_i == want_i and bounds[i] == want_i
         assert got_u == want_u and undefined[i] == want_u, (i, got_u, want_u)
 
 
