@@ -38,7 +38,8 @@ never an error; one example gets a defined interval: Wilson's ``[0.2065, 1]`` fo
 at 95% (exactly 0 / 1 at the ends without successes / failures), DeLong and the normal means
 NaN (they need two examples per class / two examples), the posterior the quantiles of its
 samples (the prior keeps them inside (0, 1)). Huge frequency weights give intervals of almost
-zero width that still contain the value.
+zero width that still contain the value. (``ci="bootstrap"``: NaN for no examples too, and for
+one example the zero-width interval at its value, as any bootstrap of one row.)
 
 :func:`slice_ci` is the one entry point :meth:`core.Evaluation.finish` calls per slice.
 """
