@@ -304,7 +304,17 @@ def read_results(path: str | Path, side: str) -> tuple[Path, dict[str, Any]]:
         seen[sid] = i
         if not s.get("suppressed") and not isinstance(s.get("metrics"), dict):
             raise ValueError(f"{where}: slices[{i}] ({_slice_name(s['slice'])}): \"metrics\" must be a mapping")
+        for k, v in (s.get("metrics") or {}).items():
+            if not _numeric(v):
+                raise ValueError(f"{where}: slices[{i}] ({_slice_name(s['slice'])}): metric {k!r} = {v!r}: expected a number, null or a list of them")
     return f, doc
+
+
+def _numeric(v: Any) -> bool:
+    """A metric value of metrics.json: a number, null, or (nested) lists of them (no text, no booleans)."""
+    if isinstance(v, list):
+        return all(_numeric(x) for x in v)
+    return _scalar(v)
 
 
 def _not_json_number(name: str) -> Any:

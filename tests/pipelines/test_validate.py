@@ -725,3 +725,13 @@ def test_metrics_json_with_a_mapping_as_slice_value_exits_2(tmp_path, capsys):
     code, _ = run(tmp_path, doc, make_doc(), {"metrics": {}})
     err = capsys.readouterr().err
     assert code == 2 and "slices[1]" in err and "'country'" in err
+
+
+@pytest.mark.parametrize("value", ["0.87", True, {"v": 1}, [0.1, "x"]])
+def test_a_metric_value_that_is_not_a_number_exits_2_naming_slice_metric_and_value(tmp_path, capsys, value):
+    # before: "'accuracy' is not a scalar metric (its values are arrays)" for a string or a boolean
+    doc = make_doc()
+    doc["slices"][2]["metrics"]["accuracy"] = value
+    code, _ = run(tmp_path, doc, make_doc(), {"metrics": {"accuracy": {"minimum": 0.5}}})
+    err = capsys.readouterr().err
+    assert code == 2 and f"slices[2] (country=FR): metric 'accuracy' = {value!r}: expected a number, null or a list of them" in err
