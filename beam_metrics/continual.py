@@ -42,30 +42,33 @@ class ContinualCombineFn(beam.CombineFn):
         self.config = (num_tasks, num_classes, evaluations_per_task)
         self.label_col, self.prediction_col = label_col, prediction_col
 
-    def _columns(self, element: Any) -> dict[str, Any]:
+    def _names(self) -> list[str]:
+        """The event columns as the elements name them (errors name the user's columns)."""
         names = {"label": self.label_col, "prediction": self.prediction_col}
+        return [names.get(c, c) for c in EVENT_COLUMNS]
+
+    def _columns(self, element: Any) -> dict[str, Any]:
         if hasattr(element, "schema"):  # Arrow
             have = element.schema.names
-            return {c: element.column(names.get(c, c)) for c in EVENT_COLUMNS if names.get(c, c) in have}
-        return {c: element[names.get(c, c)] for c in EVENT_COLUMNS if names.get(c, c) in element}
+            return {c: element.column(c) for c in self._names() if c in have}
+        return {c: element[c] for c in self._names() if c in element}
 
     def _flush(self, acc: _Accumulator) -> None:
         if acc.rows:
             rows, acc.rows = acc.rows, []
-            cols = {c: [r.get(c) for r in rows] for c in EVENT_COLUMNS}
-            acc.evaluation.fold_events(cols)
+            cols = {c: [r.get(c) for r in rows] for c in self._names()}
+            acc.evaluation.fold_events(cols, self.label_col, self.prediction_col)
 
     def create_accumulator(self) -> _Accumulator:
         return _Accumulator(ContinualEvaluation(*self.config))
 
     def add_input(self, acc: _Accumulator, element: Any) -> _Accumulator:
         if isinstance(element, dict) and not any(hasattr(v, "__len__") and not isinstance(v, (str, bytes)) for v in element.values()):
-            names = {"label": self.label_col, "prediction": self.prediction_col}
-            acc.rows.append({c: element.get(names.get(c, c)) for c in EVENT_COLUMNS})
+            acc.rows.append({c: element.get(c) for c in self._names()})
             if len(acc.rows) >= _FLUSH:
                 self._flush(acc)
         else:
-            acc.evaluation.fold_events(self._columns(element))
+            acc.evaluation.fold_events(self._columns(element), self.label_col, self.prediction_col)
         return acc
 
     def merge_accumulators(self, accs: Any) -> _Accumulator:

@@ -55,13 +55,13 @@ def as_array(values: Any, column: str) -> np.ndarray:
             arr = _missing_to_none(values, values.to_numpy(dtype=object))
         elif str(dtype).lower().startswith(("int", "uint")):
             # nullable integers: exact ints, and None for NA, as for Arrow above
-            if values.hasnans:
+            if values.isna().any():  # Series and extension arrays (pd.array) alike
                 arr = _missing_to_none(values, values.to_numpy(dtype=object))
             else:
                 arr = values.to_numpy(dtype=np.int64)
         elif getattr(dtype, "kind", "O") == "f":  # nullable Float64: NaN for NA
             arr = values.to_numpy(dtype=np.float64, na_value=np.nan)
-        elif getattr(dtype, "kind", "O") == "b" and not values.hasnans:  # boolean without NA
+        elif getattr(dtype, "kind", "O") == "b" and not values.isna().any():  # boolean without NA
             arr = values.to_numpy(dtype=np.bool_)
         else:  # boolean with NA, string, category, ...: objects with None, exactly like a list
             arr = _missing_to_none(values, values.to_numpy(dtype=object))

@@ -35,7 +35,7 @@ import numpy as np
 
 from core import codec
 from core._inputs import as_array, invalid_value_message
-from core.limits import MAX_NUM_CLASSES
+from core.limits import MAX_NUM_CLASSES, check_count
 from core.states import State
 
 __all__ = ["ContinualEvaluation", "ContinualLayout", "ContinualState", "OCLMetrics", "EVENT_COLUMNS"]
@@ -46,14 +46,32 @@ EVENT_COLUMNS = ("trained_task", "step", "evaluated_task", "label", "prediction"
 #: the most tasks (and anytime evaluations per task) a state may hold
 MAX_TASKS = 100_000
 
+#: the most int64 cells of one state, ``2 T^2 (H + 1) + T K^2`` (2**26 cells: 512 MiB)
+MAX_CONTINUAL_CELLS = 1 << 26
+
 
 @dataclass(frozen=True)
 class ContinualLayout:
-    """``num_tasks`` T >= 1, ``num_classes`` K >= 2, ``evaluations_per_task`` H >= 0."""
+    """``num_tasks`` T >= 1, ``num_classes`` K >= 2, ``evaluations_per_task`` H >= 0, and at most
+    :data:`MAX_CONTINUAL_CELLS` counts in all (``ValueError`` naming the setting otherwise, also
+    for a decoded layout)."""
 
     num_tasks: int
     num_classes: int
     evaluations_per_task: int = 0
+
+    def __post_init__(self) -> None:
+        t = check_count(self.num_tasks, "num_tasks", 1, MAX_TASKS)
+        k = check_count(self.num_classes, "num_classes", 2, MAX_NUM_CLASSES)
+        h = check_count(self.evaluations_per_task, "evaluations_per_task", 0, MAX_TASKS)
+        for name, v in (("num_tasks", t), ("num_classes", k), ("evaluations_per_task", h)):
+            object.__setattr__(self, name, v)
+        cells = 2 * t * t * (h + 1) + t * k * k
+        if cells > MAX_CONTINUAL_CELLS:
+            raise ValueError(
+                f"num_tasks={t}, num_classes={k}, evaluations_per_task={h} need {cells} counts "
+                f"(2 T^2 (H + 1) + T K^2); a continual state holds at most {MAX_CONTINUAL_CELLS}"
+            )
 
 
 class ContinualState(State):
@@ -99,6 +117,10 @@ class ContinualState(State):
         cm = a["class_cm"].sum(axis=(1, 2))
         if not np.array_equal(cm, a["total"].sum(axis=1)):
             raise ValueError("invalid continual state: class_cm does not sum to the evaluations' totals")
+        hits = np.trace(a["class_cm"], axis1=1, axis2=2)
+        if not np.array_equal(hits, a["correct"].sum(axis=1)):
+            t = int(np.flatnonzero(hits != a["correct"].sum(axis=1))[0])
+            raise ValueError(f"invalid continual state: class_cm[{t}] has {hits[t]} correct predictions, correct[{t}] sums to {a['correct'][t].sum()}")
         return self
 
     @classmethod
@@ -112,6 +134,7 @@ class ContinualState(State):
         step: Any = None,
         row_offset: int = 0,
         counts: Any = None,
+        names: tuple[str, str] = ("label", "prediction"),
     ) -> "ContinualState":
         """The state of a batch of evaluation events (vectorised).
 
@@ -126,14 +149,15 @@ class ContinualState(State):
             row_offset: position of the first row, for error messages.
             counts: None (each row is one event), or (N,) int64 >= 0 events each row stands for
                 (rows grouped by an engine, e.g. Spark's ``groupBy(...).count()``).
+            names: the column names of ``y_true`` and ``y_pred`` in error messages.
 
         Raises:
             ValueError: a task, step or class outside its range, a missing or non-integer value:
                 naming the column, the value and the row.
         """
-        y = _ints(y_true, "label", layout.num_classes, row_offset)
+        y = _ints(y_true, names[0], layout.num_classes, row_offset, what="label")
         n = y.shape[0]
-        p = _ints(y_pred, "prediction", layout.num_classes, row_offset, n)
+        p = _ints(y_pred, names[1], layout.num_classes, row_offset, n, what="prediction")
         tr = _ints(trained_task, "trained_task", layout.num_tasks, row_offset, n)
         ev = _ints(evaluated_task, "evaluated_task", layout.num_tasks, row_offset, n)
         h, final = _steps(step, layout.evaluations_per_task, row_offset, n)
@@ -174,14 +198,14 @@ def _counts(counts: Any, n: int) -> np.ndarray:
     return c.astype(np.int64)
 
 
-def _ints(values: Any, column: str, size: int, row_offset: int, n: int | None = None) -> np.ndarray:
+def _ints(values: Any, column: str, size: int, row_offset: int, n: int | None = None, what: str | None = None) -> np.ndarray:
     """(n,) intp values in ``[0, size)`` of a column or one int broadcast to ``n`` rows."""
     if n is not None and isinstance(values, (int, np.integer)) and not isinstance(values, (bool, np.bool_)):
         values = np.full(n, int(values), dtype=np.int64)
     arr = as_array(values, column)
     if n is not None and arr.shape[0] != n:
         raise ValueError(f"column {column!r}: {arr.shape[0]} rows, but the labels have {n}")
-    rule = f"{column.replace('_', ' ')}s must be integers in [0, {size})"
+    rule = f"{(what or column).replace('_', ' ')}s must be integers in [0, {size})"
     if arr.dtype.kind in "iu":
         bad = (arr < 0) | (arr >= size)
     elif arr.dtype.kind == "f":
@@ -391,20 +415,26 @@ class ContinualEvaluation:
 
     def update(self, trained_task: Any, evaluated_task: Any, y_true: Any, y_pred: Any, step: Any = None) -> None:
         """Fold one batch of evaluation events (see :meth:`ContinualState.from_events`)."""
-        part = ContinualState.from_events(self.layout, trained_task, evaluated_task, y_true, y_pred, step, self._rows)
+        self._fold(ContinualState.from_events(self.layout, trained_task, evaluated_task, y_true, y_pred, step, self._rows))
+
+    def _fold(self, part: ContinualState) -> None:
         with self._lock:
             self.state = self.state.merge(part)
             self._rows += int(part.arrays["total"].sum() + part.arrays["anytime_total"].sum())
 
-    def fold_events(self, columns: Any) -> None:
+    def fold_events(self, columns: Any, label_col: str = "label", prediction_col: str = "prediction") -> None:
         """Fold event rows given as columns (a dict, pandas DataFrame or Arrow table/batch) named
-        :data:`EVENT_COLUMNS`; ``step`` may be missing (every row an ``R`` evaluation) or null."""
+        :data:`EVENT_COLUMNS`, the true and predicted classes in ``label_col`` / ``prediction_col``
+        (errors name them); ``step`` may be missing (every row an ``R`` evaluation) or null."""
         get = (lambda c: columns.column(c)) if hasattr(columns, "schema") else (lambda c: columns[c])
         names = list(columns.schema.names) if hasattr(columns, "schema") else list(columns.keys())
-        missing = [c for c in EVENT_COLUMNS if c != "step" and c not in names]
+        want = ["trained_task", "step", "evaluated_task", label_col, prediction_col]
+        missing = [c for c in want if c != "step" and c not in names]
         if missing:
-            raise ValueError(f"continual events need columns {list(EVENT_COLUMNS)}; missing {missing}")
-        self.update(get("trained_task"), get("evaluated_task"), get("label"), get("prediction"), get("step") if "step" in names else None)
+            raise ValueError(f"continual events need columns {want}; missing {missing}")
+        part = ContinualState.from_events(self.layout, get("trained_task"), get("evaluated_task"), get(label_col), get(prediction_col),
+                                          get("step") if "step" in names else None, self._rows, names=(label_col, prediction_col))  # fmt: skip
+        self._fold(part)
 
     def _check(self, other: "ContinualEvaluation") -> None:
         if not isinstance(other, ContinualEvaluation):

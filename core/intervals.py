@@ -33,6 +33,14 @@ Weights: ``analytic`` and ``posterior`` treat sample weights as **frequency weig
 weight 3 counts as three examples: ``n`` is the total weight). For importance or survey weights
 their intervals are not calibrated; use the bootstrap.
 
+Empty and tiny slices: a slice with no (weight of) examples gets NaN limits from both methods,
+never an error; one example gets a defined interval: Wilson's ``[0.2065, 1]`` for one success
+at 95% (exactly 0 / 1 at the ends without successes / failures), DeLong and the normal means
+NaN (they need two examples per class / two examples), the posterior the quantiles of its
+samples (the prior keeps them inside (0, 1)). Huge frequency weights give intervals of almost
+zero width that still contain the value. (``ci="bootstrap"``: NaN for no examples too, and for
+one example the zero-width interval at its value, as any bootstrap of one row.)
+
 :func:`slice_ci` is the one entry point :meth:`core.Evaluation.finish` calls per slice.
 """
 
@@ -129,15 +137,19 @@ def normal_quantile(p: float) -> float:
 # -- analytic --------------------------------------------------------------------------------
 def wilson(successes: Any, trials: Any, level: float) -> tuple[Any, Any]:
     """Wilson score interval of ``successes / trials`` (arrays broadcast); NaN where ``trials``
-    is 0. Returns floats for scalar input, arrays otherwise."""
+    is 0 (no example: also for a slice with no weight); exactly 0 (1) as the lower (upper) limit
+    when there are no successes (failures), as scipy's; one example of weight 1 gives ``[0.2065,
+    1]`` at 95%. Returns floats for scalar input, arrays otherwise."""
     k, n = np.asarray(successes, dtype=np.float64), np.asarray(trials, dtype=np.float64)
     z = normal_quantile(0.5 + level / 2)
-    with np.errstate(invalid="ignore", divide="ignore"):
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         p = np.clip(k / n, 0.0, 1.0)
         den = 1 + z * z / n
         centre = (p + z * z / (2 * n)) / den
-        half = z / den * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
-        lo, hi = np.clip(centre - half, 0.0, 1.0), np.clip(centre + half, 0.0, 1.0)
+        half = z / den * np.hypot(np.sqrt(p * (1 - p) / n), z / (2 * n))  # no (z / 2n)^2 underflow for huge weights
+        # the ends are exact (centre == half at k = 0): rounding must not exclude p = 0 or 1
+        lo = np.where(k <= 0, 0.0, np.clip(centre - half, 0.0, 1.0))
+        hi = np.where(k >= n, 1.0, np.clip(centre + half, 0.0, 1.0))
     bad = ~(n > 0)
     lo, hi = np.where(bad, np.nan, lo), np.where(bad, np.nan, hi)
     return (float(lo), float(hi)) if lo.ndim == 0 else (lo, hi)

@@ -16,6 +16,7 @@ result.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 from collections.abc import Mapping
 from typing import Any, Iterable
@@ -25,6 +26,8 @@ import numpy as np
 from core.accumulator import Accumulator
 from core.batches import is_single_batch, num_rows, rows_to_columns
 from core.evaluation import Evaluation
+from core.metrics import UndefinedMetricWarning
+from core.plan import undefined_warning
 from core.results import jsonable
 from core.slicing import OVERALL
 
@@ -32,6 +35,9 @@ __all__ = ["PrequentialEvaluation", "PrequentialResults", "WINDOW_COLUMN"]
 
 #: the internal slice column holding each example's window
 WINDOW_COLUMN = "__window__"
+
+#: Evaluation options whose output PrequentialResults do not carry (rejected, never ignored)
+_NOT_IN_RESULTS = ("ci", "baseline_score_col", "baseline_prediction_col", "min_slice_size")
 
 
 @dataclass(frozen=True)
@@ -93,14 +99,16 @@ class PrequentialEvaluation:
 
     Args:
         window_size: W >= 1 examples per window.
-        position_col: a column of 0-based stream positions (ints >= 0), needed when pieces of
+        position_col: a column of 0-based stream positions (ints in [0, 2**63)), needed when pieces of
             the stream are folded separately (engines, workers); None: positions count the
             rows folded, across :meth:`fold` calls, from ``row_offset``.
         **options: :class:`core.Evaluation` options (``label_col``, ``prediction_col`` or
-            ``score_col``, ``metrics``, ``num_classes``, ...; not ``slices``).
+            ``score_col``, ``metrics``, ``num_classes``, ...; not ``slices``, nor the options whose
+            output :class:`PrequentialResults` do not hold: ``ci``, ``baseline_score_col``,
+            ``baseline_prediction_col``, ``min_slice_size``).
 
     Raises:
-        ValueError: a bad ``window_size`` or option; ``slices`` given.
+        ValueError: a bad ``window_size`` or option; ``slices`` or an option the results do not hold given.
     """
 
     def __init__(self, window_size: int, position_col: str | None = None, **options: Any):
@@ -108,6 +116,9 @@ class PrequentialEvaluation:
             raise ValueError(f"window_size must be an int >= 1, got {window_size!r}")
         if options.get("slices"):
             raise ValueError("prequential evaluation slices by window only: give no slices")
+        dropped = [k for k in _NOT_IN_RESULTS if options.get(k) is not None]
+        if dropped:  # PrequentialResults hold no intervals, comparisons or suppressed windows
+            raise ValueError(f"prequential evaluation does not support {', '.join(dropped)}: its results hold per-window values only (give none of {', '.join(_NOT_IN_RESULTS)})")
         self.window_size = int(window_size)
         self.position_col = position_col
         self.evaluation = Evaluation(**{**options, "slices": [WINDOW_COLUMN]})
@@ -125,14 +136,15 @@ class PrequentialEvaluation:
         if self.position_col not in names:
             raise ValueError(f"missing column {self.position_col!r} (position_col)")
         pos = as_array(data.column(self.position_col) if hasattr(data, "schema") else data[self.position_col], self.position_col)
+        top = np.iinfo(np.int64).max
         if pos.dtype.kind in "iu":
-            bad = pos < 0
+            bad = pos > top if pos.dtype.kind == "u" else pos < 0
         else:
-            bad = np.array([isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0 for v in pos], dtype=bool)
+            bad = np.array([isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)) or not 0 <= v <= top for v in pos], dtype=bool)
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
             v = pos[i]
-            raise ValueError(invalid_value_message(self.position_col, v.item() if hasattr(v, "item") else v, row_offset + i, "positions must be integers >= 0"))
+            raise ValueError(invalid_value_message(self.position_col, v.item() if hasattr(v, "item") else v, row_offset + i, "positions must be integers in [0, 2**63)"))
         return pos.astype(np.int64)
 
     def with_window(self, data: Any, row_offset: int = 0) -> Any:
@@ -190,10 +202,19 @@ class PrequentialEvaluation:
             seen += n[-1] + skipped[-1]
             instances.append(seen)
         # every window's (and every prefix's) metrics at once, stacked on a leading axis
-        for out, many in ((windowed, plan.compute_many(window_states)), (cumulative, plan.compute_many(prefixes))):
+        undefined: dict[str, list[tuple[str, Any]]] = {}
+        fills: dict[str, Any] = {}
+        for out, many, what in ((windowed, plan.compute_many(window_states), "window"), (cumulative, plan.compute_many(prefixes), "up to window")):
             for i in range(len(windows)):
-                for key, v in many.element(i)[0].items():
+                values, _, undef = many.element(i)
+                for key, v in values.items():
                     out[key].append(v)
+                for key, (classes, fill) in undef.items():
+                    if fill in ("nan", "warn"):
+                        undefined.setdefault(key, []).append((f"{what} {windows[i]}", classes))
+                        fills[key] = "nan" if fill == "nan" or fills.get(key) == "nan" else fill
+        for key, where in undefined.items():  # one warning per metric, as Evaluation.finish
+            warnings.warn(undefined_warning(key, where, fills[key]), UndefinedMetricWarning, stacklevel=2)
         config = {**self.evaluation.to_config(), "window_size": self.window_size}
         config.pop("slices", None)
         if self.position_col is not None:

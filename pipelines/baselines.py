@@ -777,7 +777,7 @@ def compare(
     out.mismatches = _mismatches(current, baseline)
     if out.mismatches:
         return out
-    base_values = baseline.get("values", {})
+    base_values = baseline.get("values") or {}
     for name, value in current.values.items():
         meta = current.metrics[name]
         hib = _per_metric(higher_is_better, name, None, meta.get("group"))
@@ -786,6 +786,9 @@ def compare(
         if hib is None:
             hib = True
         tol = float(_per_metric(tolerance, name, 0.01, meta.get("group")))
+        if name not in base_values:  # an undefined value is recorded as null, never left out
+            out.mismatches.append(f"metric {name!r}: no recorded value in the baseline (edited by hand? re-record it)")
+            continue
         base = base_values.get(name)
         base = float("nan") if base is None else float(base)
         sign = 1.0 if hib else -1.0
@@ -817,8 +820,30 @@ def compare(
     return out
 
 
-def _mismatches(current: Evaluated, baseline: Mapping[str, Any]) -> list[str]:
+def _entry_problems(baseline: Any) -> list[str]:
+    """What makes a (hand-edited) baseline entry unreadable: one line per problem."""
+    if not isinstance(baseline, Mapping):
+        return [f"the baseline entry is a {type(baseline).__name__}, not a mapping (edited by hand? re-record it)"]
     out = []
+    for key in ("context", "data", "metrics", "values"):
+        v = baseline.get(key)
+        if v is not None and not isinstance(v, Mapping):
+            out.append(f"baseline {key!r} is a {type(v).__name__} {_show(v)}, expected a mapping")
+    if isinstance(baseline.get("metrics"), Mapping):
+        for name, m in baseline["metrics"].items():
+            if not isinstance(m, Mapping):
+                out.append(f"baseline metric {name!r} is a {type(m).__name__} {_show(m)}, expected a mapping of its kind and config")
+    if isinstance(baseline.get("values"), Mapping):
+        for name, v in baseline["values"].items():
+            if not (v is None or (isinstance(v, (int, float)) and not isinstance(v, bool))):
+                out.append(f"baseline value of {name!r} is a {type(v).__name__} {_show(v)}, expected a number or null")
+    return out
+
+
+def _mismatches(current: Evaluated, baseline: Mapping[str, Any]) -> list[str]:
+    out = _entry_problems(baseline)
+    if out:
+        return out
     if baseline.get("version") != FORMAT_VERSION:
         out.append(f"baseline format version {baseline.get('version')!r}, this plugin writes {FORMAT_VERSION}")
         return out
@@ -873,6 +898,8 @@ def _normal(value: Any) -> Any:
 
 def describe_provenance(entry: Mapping[str, Any]) -> str:
     """One line: the checkpoint, weights fingerprint, versions and date of an entry."""
-    p = entry.get("provenance") or {}
-    versions = ", ".join(f"{k} {v}" for k, v in sorted((p.get("versions") or {}).items()))
+    p = (entry.get("provenance") if isinstance(entry, Mapping) else None) or {}
+    p = p if isinstance(p, Mapping) else {}  # a hand-edited entry: compare() lists its problems
+    v = p.get("versions") or {}
+    versions = ", ".join(f"{k} {x}" for k, x in sorted(v.items())) if isinstance(v, Mapping) else repr(v)
     return f"checkpoint {p.get('checkpoint')!r}, weights {p.get('weights')}, {versions}, recorded {p.get('date')}"

@@ -75,14 +75,13 @@ def run_continual(
     data = io.dataset(path, fmt)
     columns = _columns(label_col, prediction_col, data.schema.names)
     io.check_columns(data, columns, path)
-    rename = {label_col: "label", prediction_col: "prediction"}
     if engine == "local":
         offset = 0
         for batch in io.iter_batches(path, columns, fmt, batch_size):
-            cols = {rename.get(n, n): batch.column(i) for i, n in enumerate(batch.schema.names)}
+            cols = {n: batch.column(i) for i, n in enumerate(batch.schema.names)}
             part = ContinualEvaluation(num_tasks, num_classes, evaluations_per_task)
             part._rows = offset
-            part.fold_events(cols)
+            part.fold_events(cols, label_col, prediction_col)
             ev.merge_into(part)
             offset += batch.num_rows
         return ev

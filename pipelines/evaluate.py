@@ -402,7 +402,7 @@ def _main_continual(args: argparse.Namespace, out: Path, say: Any) -> int:
             raise ValueError("--task continual reads predicted classes (--prediction), not --score")
         if not args.input:
             raise ValueError("give --input PATH (event rows) or --example split-digits")
-        if not args.num_tasks or not args.num_classes:
+        if args.num_tasks is None or args.num_classes is None:  # 0 or 1 reach ContinualEvaluation, which names the setting
             raise ValueError("--task continual needs --num-tasks T and --num-classes K")
         io.detect_format(args.input, args.format)
     except (ValueError, FileNotFoundError) as e:

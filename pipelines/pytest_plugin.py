@@ -98,10 +98,13 @@ class _BaselineStore:
         if entry is None:
             return None, None
         samples = None
-        if entry.get("per_sample"):
+        name = entry.get("per_sample") if isinstance(entry, dict) else None  # compare() reports a bad entry
+        if name:
             import numpy as np  # noqa: PLC0415 - only when a baseline with per-sample values is read
 
-            file = self.sample_dir / entry["per_sample"]
+            if not isinstance(name, str) or Path(name).name != name or name.startswith("."):
+                raise pytest.UsageError(f"metric baselines file {str(self.path)!r}: entry {key!r}: per_sample {name!r} is not a file name in {str(self.sample_dir)!r}")
+            file = self.sample_dir / name
             if file.exists():
                 with np.load(file, allow_pickle=False) as z:
                     samples = {k: z[k] for k in z.files}

@@ -282,19 +282,50 @@ def read_results(path: str | Path, side: str) -> tuple[Path, dict[str, Any]]:
     if not f.is_file():
         raise ValueError(f"{where}: not found (give the --output directory of python -m pipelines.evaluate, or its metrics.json)")
     try:
-        doc = json.loads(f.read_text(encoding="utf-8"))
+        doc = json.loads(f.read_text(encoding="utf-8"), parse_constant=_not_json_number, parse_float=_finite_float)
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise ValueError(f"{where}: not valid JSON: {e}") from None
+    except ValueError as e:  # NaN / Infinity / 1e999: not JSON numbers (undefined values are null)
+        raise ValueError(f"{where}: {e}") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("slices"), list):
         raise ValueError(f"{where}: not an evaluation output: expected {{\"slices\": [...], \"config\": {{...}}}}")
     if not isinstance(doc.get("config", {}), dict):
         raise ValueError(f"{where}: \"config\" must be a mapping, got {_tname(doc['config'])}")
+    seen: dict[tuple, int] = {}
     for i, s in enumerate(doc["slices"]):
         if not isinstance(s, dict) or not isinstance(s.get("slice"), dict):
             raise ValueError(f"{where}: slices[{i}]: expected {{\"slice\": {{column: value}}, \"n\": ..., \"metrics\": {{...}}}}")
+        bad = [c for c, v in s["slice"].items() if isinstance(v, dict)]
+        if bad:
+            raise ValueError(f"{where}: slices[{i}]: slice value of column {bad[0]!r} is a mapping {s['slice'][bad[0]]!r}; slice values are scalars")
+        sid = _slice_id(s["slice"])
+        if sid in seen:
+            raise ValueError(f"{where}: slices[{i}] ({_slice_name(s['slice'])}) appears twice (also slices[{seen[sid]}])")
+        seen[sid] = i
         if not s.get("suppressed") and not isinstance(s.get("metrics"), dict):
             raise ValueError(f"{where}: slices[{i}] ({_slice_name(s['slice'])}): \"metrics\" must be a mapping")
+        for k, v in (s.get("metrics") or {}).items():
+            if not _numeric(v):
+                raise ValueError(f"{where}: slices[{i}] ({_slice_name(s['slice'])}): metric {k!r} = {v!r}: expected a number, null or a list of them")
     return f, doc
+
+
+def _numeric(v: Any) -> bool:
+    """A metric value of metrics.json: a number, null, or (nested) lists of them (no text, no booleans)."""
+    if isinstance(v, list):
+        return all(_numeric(x) for x in v)
+    return _scalar(v)
+
+
+def _not_json_number(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number (metrics.json writes undefined values as null)")
+
+
+def _finite_float(text: str) -> float:
+    v = float(text)
+    if not math.isfinite(v):
+        raise ValueError(f"{text} is out of the float64 range (metrics.json writes undefined values as null)")
+    return v
 
 
 def _hashable(v: Any) -> Any:

@@ -49,9 +49,8 @@ def continual_evaluation(
     if len(cols["count"]):
         try:
             ev.state = ev.state.merge(
-                type(ev.state).from_events(ev.layout, cols["t"], cols["e"], cols["y"], cols["p"], cols["h"], counts=cols["count"])
+                type(ev.state).from_events(ev.layout, cols["t"], cols["e"], cols["y"], cols["p"], cols["h"], counts=cols["count"], names=(label_col, prediction_col))
             )
         except ValueError as err:
-            msg = str(err).replace("'label'", repr(label_col)).replace("'prediction'", repr(prediction_col))
-            raise ValueError(f"{msg} (row of the grouped event counts)") from None
+            raise ValueError(f"{err} (row of the grouped event counts)") from None
     return ev

@@ -25,7 +25,7 @@ def prequential_metrics(df: Any, window_size: int, position_col: str, **options:
         **options: :class:`core.Evaluation` options.
 
     Raises:
-        ValueError: a missing column, a negative or null position, or invalid values (core's messages).
+        ValueError: a missing column, a position column that is not of an integer type, a negative or null position, or invalid values (core's messages).
     """
     from pyspark.sql import functions as F
 
@@ -35,9 +35,12 @@ def prequential_metrics(df: Any, window_size: int, position_col: str, **options:
     pe = PrequentialEvaluation(window_size, position_col=position_col, **options)
     if position_col not in df.columns:
         raise ValueError(f"missing column {position_col!r} (position_col); columns: {df.columns}")
+    kind = dict(df.dtypes)[position_col]
+    if kind not in ("tinyint", "smallint", "int", "bigint"):  # a double 1.5 would be floored into a window
+        raise ValueError(f"column {position_col!r}: positions must be integers in [0, 2**63), got a {kind} column")
     bad = df.filter(F.col(position_col).isNull() | (F.col(position_col) < 0)).select(position_col).limit(1).collect()
     if bad:
-        raise ValueError(f"column {position_col!r}: invalid value {bad[0][0]!r}: positions must be integers >= 0")
+        raise ValueError(f"column {position_col!r}: invalid value {bad[0][0]!r}: positions must be integers in [0, 2**63)")
     ev = pe.evaluation
     df = df.withColumn(WINDOW_COLUMN, F.floor(F.col(position_col) / F.lit(pe.window_size)).cast("long"))
     parts = arrow_input(df, _prepare_columns(df, ev)).mapInArrow(_fold_partition_fn(ev), "slice_key string, states binary").toArrow()

@@ -189,6 +189,45 @@ def test_posterior_draws_depend_on_seed_and_slice_only():
     assert r["g=a"].metrics == r["h=a"].metrics and r["g=a"].ci != r["h=a"].ci
 
 
+@pytest.mark.parametrize("k, n", [(0, 7 * 10**15), (7 * 10**15, 7 * 10**15), (0, 3), (3, 3), (0, 1), (1, 1), (0, 10**300)])
+def test_wilson_ends_are_exact_and_contain_the_proportion(k, n):
+    # before: 0 successes of 7e15 gave a lower limit 4.9e-32 > 0 (the interval excluded the value 0)
+    from core.intervals import wilson
+
+    lo, hi = wilson(k, n, 0.95)
+    if n > 2**60:  # beyond scipy's machine ints: no successes, Wilson's closed form [0, z^2 / (n + z^2)]
+        z2 = stats.norm.ppf(0.975) ** 2
+        ci = type("ci", (), {"low": 0.0, "high": z2 / (n + z2)})
+    else:
+        ci = stats.binomtest(k, n).proportion_ci(method="wilson")
+    assert (lo, hi) == pytest.approx((ci.low, ci.high), rel=1e-9, abs=0) and lo <= k / n <= hi
+    assert (lo == 0.0) == (k == 0) and (hi == 1.0) == (k == n)
+
+
+def test_one_row_and_empty_slices_under_analytic_and_posterior():
+    import warnings
+
+    d = {"y": np.array([1, 0, 1]), "s": np.array([0.9, 0.2, 0.4]), "g": np.array(["a", "b", "b"]), "w": np.array([1.0, 1e300, 1e300])}
+    for ci in ("analytic", "posterior"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            r = Evaluation(label_col="y", score_col="s", slices=["g"], metrics=["accuracy", "recall"], ci=ci).evaluate([d])
+            empty = Evaluation(label_col="y", score_col="s", metrics=["accuracy"], ci=ci).evaluate([{"y": d["y"][:0], "s": d["s"][:0]}])
+        one = r[(("g", "a"),)]  # one row, correct: Wilson(1, 1) at 95%; a posterior interval inside [0, 1]
+        assert one.n == 1 and one.metrics["accuracy"] == 1.0
+        lo, hi = one.ci["accuracy"]
+        if ci == "analytic":
+            ref = stats.binomtest(1, 1).proportion_ci(method="wilson")
+            assert (lo, hi) == pytest.approx((ref.low, ref.high), rel=1e-12)
+        assert 0.0 < lo < hi <= 1.0
+        assert np.isnan(empty.overall.ci["accuracy"]).all()  # n = 0: NaN, never a crash
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no overflow warning from huge frequency weights
+        r = Evaluation(label_col="y", score_col="s", weight_col="w", slices=["g"], metrics=["recall"], ci="analytic").evaluate([d])
+    z2 = stats.norm.ppf(0.975) ** 2  # recall 0 of weight 1e300: Wilson's [0, z^2 / (n + z^2)]
+    assert r[(("g", "b"),)].ci["recall"] == pytest.approx((0.0, z2 / (1e300 + z2)), rel=1e-12)
+
+
 def test_posterior_vectorised_cells_equal_the_loop_over_replicate_states(monkeypatch):
     """compute_cells sends the metrics Plan.compute_cells vectorises through it; the same
     metrics computed by their own compute on each replicate's rebuilt states agree."""

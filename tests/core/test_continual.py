@@ -213,3 +213,65 @@ def test_merge_laws_any_sharding_and_order(data):
     assert merged == whole
     m1, m2 = merged.compute(), whole.compute()
     np.testing.assert_array_equal(m1.accuracy_matrix, m2.accuracy_matrix)
+
+
+@pytest.mark.parametrize("kw", [dict(num_tasks=100_000, num_classes=2), dict(num_tasks=100, num_classes=2, evaluations_per_task=100_000),
+                                dict(num_tasks=10, num_classes=10_000)])  # fmt: skip
+def test_configurations_past_the_state_size_limit_raise_before_allocating(kw):
+    # before: MAX_TASKS (100,000) tasks were accepted and zero() asked numpy for 74.5 GiB (MemoryError)
+    with pytest.raises(ValueError, match=r"a continual state holds at most 67108864"):
+        ContinualEvaluation(**kw)
+    assert ContinualEvaluation(1000, 100, 10).state.arrays["anytime_total"].shape == (1000, 10, 1000)
+
+
+def _crafted(layout_json: str, arrays: dict) -> bytes:
+    """Continual-state bytes with any layout text and arrays (a valid checksum: a hostile writer)."""
+    import struct
+    import zlib
+
+    from core import codec
+
+    parts = [codec._STATE_MAGIC, bytes([codec.VERSION]), codec._str16("continual"), bytes([ContinualState.VERSION]), codec._str32(layout_json)]
+    parts.append(struct.pack("<H", len(ContinualState.STORED_FIELDS)))
+    for name, dtype in ContinualState.STORED_FIELDS:
+        a = np.ascontiguousarray(arrays[name], dtype="<i8")
+        parts += [codec._str16(name), struct.pack("<BB", codec._DTYPE_CODES[np.dtype(dtype)], a.ndim), struct.pack(f"<{a.ndim}Q", *a.shape), a.tobytes()]
+    body = b"".join(parts)
+    return body + struct.pack("<I", zlib.crc32(body))
+
+
+def _zeros(t, k, h):
+    return {"correct": np.zeros((t, t)), "total": np.zeros((t, t)), "anytime_correct": np.zeros((t, h, t)),
+            "anytime_total": np.zeros((t, h, t)), "class_cm": np.zeros((t, k, k))}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "layout, shape, name",
+    [('{"num_tasks":1,"num_classes":1,"evaluations_per_task":0}', (1, 1, 0), "num_classes"),
+     ('{"num_tasks":1,"num_classes":0,"evaluations_per_task":0}', (1, 0, 0), "num_classes"),
+     ('{"num_tasks":true,"num_classes":2,"evaluations_per_task":0}', (1, 2, 0), "num_tasks")],
+)  # fmt: skip
+def test_decoded_layouts_no_configuration_could_make_are_refused(layout, shape, name):
+    # before: ContinualState.decode returned states of 1 or 0 classes, or num_tasks=True
+    assert ContinualState.decode(_crafted('{"num_tasks":1,"num_classes":2,"evaluations_per_task":0}', _zeros(1, 2, 0))).layout.num_classes == 2
+    with pytest.raises(ValueError, match=f"bad layout.*{name} must be an integer"):
+        ContinualState.decode(_crafted(layout, _zeros(*shape)))
+
+
+def test_decoded_class_cm_must_agree_with_the_correct_counts():
+    # before: 3 events of task 0, all correct by class_cm (diagonal) but 2 correct by `correct`, decoded fine
+    a = _zeros(2, 2, 0)
+    a["total"][0, 0], a["correct"][0, 0], a["class_cm"][0, 0, 0], a["class_cm"][0, 1, 1] = 3, 2, 1, 2
+    with pytest.raises(ValueError, match=r"class_cm\[0\] has 3 correct predictions, correct\[0\] sums to 2"):
+        ContinualState.decode(_crafted('{"num_tasks":2,"num_classes":2,"evaluations_per_task":0}', a))
+
+
+def test_fold_events_reads_and_names_the_users_label_and_prediction_columns():
+    # before: callers renamed the columns to 'label'/'prediction', and errors named those, not the user's
+    ev = ContinualEvaluation(2, 2)
+    ev.fold_events({"trained_task": [0, 0], "evaluated_task": [0, 1], "y": [0, 1], "yhat": [0, 0]}, "y", "yhat")
+    assert ev.compute().accuracy_matrix[0].tolist() == [1.0, 0.0]
+    with pytest.raises(ValueError, match=r"column 'yhat': invalid value 7 at row 2: predictions must be integers in \[0, 2\)"):
+        ev.fold_events({"trained_task": [0], "evaluated_task": [0], "y": [0], "yhat": [7]}, "y", "yhat")
+    with pytest.raises(ValueError, match=r"missing \['yhat'\]"):
+        ev.fold_events({"trained_task": [0], "evaluated_task": [0], "y": [0], "prediction": [0]}, "y", "yhat")

@@ -74,7 +74,7 @@ def test_position_col_any_sharding_and_order_equals_the_stream(data):
 
 def test_bad_positions_and_configuration():
     pe = PrequentialEvaluation(10, position_col="pos", label_col="y", prediction_col="p")
-    with pytest.raises(ValueError, match=r"column 'pos': invalid value -1 at row 1: positions must be integers >= 0"):
+    with pytest.raises(ValueError, match=r"column 'pos': invalid value -1 at row 1: positions must be integers in \[0, 2\*\*63\)"):
         pe.fold(pe.zero(), {"y": [0, 1], "p": [0, 1], "pos": [0, -1]})
     with pytest.raises(ValueError, match="missing column 'pos'"):
         pe.fold(pe.zero(), {"y": [0, 1], "p": [0, 1]})
@@ -101,3 +101,36 @@ def test_codec_round_trip():
     other = PrequentialEvaluation(100, label_col="y", prediction_col="q")
     with pytest.raises(ValueError, match="prediction_col"):
         other.decode_accumulator(pe.encode_accumulator(acc))
+
+
+@pytest.mark.parametrize(
+    "option", [{"ci": "analytic"}, {"ci": "posterior"}, {"min_slice_size": 2}, {"baseline_prediction_col": "b"}, {"baseline_score_col": "b"}]
+)
+def test_options_the_results_do_not_hold_are_refused_not_ignored(option):
+    # before: accepted and silently dropped (no intervals, no comparison, windows below min_slice_size published)
+    with pytest.raises(ValueError, match=f"prequential evaluation does not support {next(iter(option))}"):
+        PrequentialEvaluation(2, label_col="y", prediction_col="p", **option)
+
+
+@pytest.mark.parametrize("pos", [np.array([0, 2**64 - 1], dtype=np.uint64), [0, 2**70], np.array([0, 2**63], dtype=np.uint64)])
+def test_positions_past_int64_raise_naming_column_value_and_row(pos):
+    # before: uint64 2**64 - 1 wrapped to window -1 silently; a Python int 2**70 raised OverflowError
+    pe = PrequentialEvaluation(2, position_col="pos", label_col="y", prediction_col="p", metrics=["accuracy"])
+    with pytest.raises(ValueError, match=rf"column 'pos': invalid value {int(pos[1])} at row 1: positions must be integers in \[0, 2\*\*63\)"):
+        pe.evaluate({"y": [1, 1], "p": [1, 0], "pos": pos})
+    top = pe.evaluate({"y": [1, 1], "p": [1, 0], "pos": np.array([0, 2**63 - 1], dtype=np.uint64)})
+    assert top.windows == [0, (2**63 - 1) // 2] and top.windowed["accuracy"] == [1.0, 0.0]
+
+
+def test_undefined_window_values_warn_once_per_metric_naming_the_windows():
+    # before: NaN in windows of one class (sorted labels) came with no UndefinedMetricWarning
+    from core.metrics import UndefinedMetricWarning
+
+    y, s = np.r_[np.zeros(4, int), np.ones(4, int)], np.linspace(0, 1, 8)  # sorted: window 0 all negatives
+    with pytest.warns(UndefinedMetricWarning) as record:
+        r = PrequentialEvaluation(4, label_col="y", score_col="s", metrics=["roc_auc", "accuracy"]).evaluate({"y": y, "s": s})
+    assert np.isnan(r.windowed["roc_auc"]).all() and np.isnan(r.cumulative["roc_auc"][0])
+    assert r.cumulative["roc_auc"][1] == roc_auc_score(y, s) == 1.0 and r.windowed["accuracy"] == [1.0, 1.0]
+    messages = [str(w.message) for w in record if issubclass(w.category, UndefinedMetricWarning)]
+    assert len(messages) == 1 and "'roc_auc'" in messages[0]
+    assert "'window 0', 'window 1', 'up to window 0'" in messages[0] and "up to window 1" not in messages[0]

@@ -534,3 +534,18 @@ def test_decimal_weights_and_scores_are_read_as_numbers():
     for got in (as_list, as_arrow):
         assert (got.n, got.weight) == (4, 5.0)
         assert got.metrics["accuracy"] == want.overall.metrics["accuracy"] == (1.5 + 2.0) / 5.0
+
+
+@pytest.mark.parametrize("dtype", ["Int64", "boolean", "Float64"])
+def test_pandas_extension_arrays_read_like_series(dtype):
+    # before: pd.array(...) (what df[col].array gives) raised AttributeError: no attribute 'hasnans'
+    from core import ContinualEvaluation
+    from core._inputs import as_array
+
+    values = [1, 0, None] if dtype != "boolean" else [True, False, None]
+    got, want = as_array(pd.array(values, dtype=dtype), "y"), as_array(pd.Series(values, dtype=dtype), "y")
+    assert got.dtype == want.dtype and [None if v is None or v != v else v for v in got] == [None if v is None or v != v else v for v in want]
+    assert as_array(pd.array([1, 0], dtype=dtype if dtype != "boolean" else "Int64"), "y").tolist() == [1, 0]
+    ev = ContinualEvaluation(2, 2)
+    with pytest.raises(ValueError, match=r"column 'label': invalid value (None|nan) at row 2"):
+        ev.update(0, 0, pd.array([1, 0, None], dtype="Int64" if dtype == "boolean" else dtype), [1, 0, 1])

@@ -132,3 +132,26 @@ def test_beam_combine_fn_rows_and_batches_any_split():
     for e in elements[3000:]:
         fn.add_input(parts[0], e)
     assert fn.extract_output(fn.merge_accumulators(parts)) == want
+
+
+@pytest.mark.parametrize("flag, value, message", [("--num-tasks", "0", "num_tasks must be an int in [1, 100000], got 0"),
+                                                  ("--num-classes", "0", "num_classes must be an int in [2, 10000], got 0")])  # fmt: skip
+def test_a_zero_size_names_the_setting_and_its_range(tmp_path, capsys, flag, value, message):
+    # before: --num-tasks 0 said "--task continual needs --num-tasks T and --num-classes K", as if it were missing
+    path = tmp_path / "ev.parquet"
+    pq.write_table(pa.table({"trained_task": [0], "evaluated_task": [0], "label": [0], "prediction": [0]}), path)
+    sizes = {"--num-tasks": "2", "--num-classes": "2", flag: value}
+    argv = ["--task", "continual", "--input", str(path), *[x for kv in sizes.items() for x in kv], "--output", str(tmp_path / "o")]
+    assert main(argv) != 0
+    assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("engine", ["local", "beam"])
+def test_bad_classes_name_the_users_label_column(tmp_path, capsys, engine):
+    # before: local and Beam said column 'label' for --label y (Spark already named 'y')
+    path = tmp_path / "ev.parquet"
+    pq.write_table(pa.table({"trained_task": [0, 0, 1], "evaluated_task": [0, 1, 1], "y": [0, 1, 9], "yhat": [0, 1, 1]}), path)
+    argv = ["--task", "continual", "--input", str(path), "--label", "y", "--prediction", "yhat", "--num-tasks", "2", "--num-classes", "2",
+            "--engine", engine, "--output", str(tmp_path / "o")]  # fmt: skip
+    assert main(argv) != 0
+    assert "column 'y': invalid value 9 at row 2: labels must be integers in [0, 2)" in capsys.readouterr().err

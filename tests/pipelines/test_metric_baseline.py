@@ -699,3 +699,51 @@ def test_max_batches_stops_reading_the_batches():
     assert run.values == {"hit": 1.0, "v": 1 / 3} and run.per_sample["v"].tolist() == [0, 0, 1, 1, 0, 0]
     with pytest.raises(ValueError, match="max_batches must be a positive integer or None, got 0"):
         baselines.evaluate(lambda x: x, [], {"v": lambda t, p: p}, max_batches=0)
+
+
+@pytest.mark.parametrize(
+    "edit, line",
+    [
+        (lambda e: ["not", "an", "entry"], "the baseline entry is a list, not a mapping"),
+        (lambda e: {**e, "values": {**e["values"], "sk": "abc"}}, "baseline value of 'sk' is a str 'abc', expected a number or null"),
+        (lambda e: {**e, "values": {**e["values"], "sk": "0.1"}}, "baseline value of 'sk' is a str '0.1', expected a number or null"),
+        (lambda e: {**e, "values": {**e["values"], "sk": True}}, "baseline value of 'sk' is a bool True, expected a number or null"),
+        (lambda e: {**e, "values": {**e["values"], "sk": [1]}}, "baseline value of 'sk' is a list [1], expected a number or null"),
+        (lambda e: {**e, "values": {"hit": e["values"]["hit"]}}, "metric 'sk': no recorded value in the baseline"),
+        (lambda e: {**e, "values": None}, "metric 'hit': no recorded value in the baseline"),
+        (lambda e: {**e, "values": [1]}, "baseline 'values' is a list [1], expected a mapping"),
+        (lambda e: {**e, "context": [1]}, "baseline 'context' is a list [1], expected a mapping"),
+        (lambda e: {**e, "data": "x"}, "baseline 'data' is a str 'x', expected a mapping"),
+        (lambda e: {**e, "metrics": {**e["metrics"], "sk": "x"}}, "baseline metric 'sk' is a str 'x', expected a mapping of its kind and config"),
+    ],
+)
+def test_a_hand_edited_baseline_entry_is_a_mismatch_naming_the_key_and_value(edit, line):
+    # before: AttributeError / ValueError from inside compare, or a string "0.1" silently read as 0.1,
+    # True as 1.0, and a deleted value reported as a regression from NaN
+    y = np.array([0, 1, 1, 0, 1])
+    run = baselines.evaluate_detailed(lambda x: x, [(y, y)], {"hit": lambda t, p: (t == p).astype(float), "sk": lambda t, p: float(np.mean(t == p))})
+    entry = json.loads(json.dumps(run.entry()))
+    assert baselines.compare(run, entry, {"hit": run.per_sample["hit"]}).mismatches == []
+    result = baselines.compare(run, edit(entry), {"hit": run.per_sample["hit"]})
+    assert any(line in m for m in result.mismatches) and result.regressions == [], result.mismatches
+
+
+@pytest.mark.parametrize(
+    "edit, line",
+    [
+        (lambda e: 5, "*the baseline entry is a int, not a mapping*"),
+        (lambda e: {**e, "per_sample": "../../elsewhere.npz"}, "*entry 'test_flips.py::test_flips': per_sample '../../elsewhere.npz' is not a file name in*"),
+    ],
+)
+def test_a_hand_edited_baselines_file_fails_naming_the_entry(pytester, monkeypatch, edit, line):
+    # before: AttributeError ('int' object has no attribute 'get'); a per_sample path outside the directory was read
+    monkeypatch.setenv("FLIPS", "0")
+    pytester.makepyfile(test_flips=FLIPS)
+    run(pytester, "--update-metric-baselines").assert_outcomes(passed=1)
+    path = pytester.path / ".metric-baselines.json"
+    data = json.loads(path.read_text())
+    data["entries"]["test_flips.py::test_flips"] = edit(data["entries"]["test_flips.py::test_flips"])
+    path.write_text(json.dumps(data))
+    result = run(pytester)
+    assert result.ret != 0 and "AttributeError" not in result.stdout.str() + result.stderr.str()
+    result.stdout.fnmatch_lines([line])

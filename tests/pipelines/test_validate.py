@@ -699,3 +699,39 @@ def test_flights_small_drop_inside_the_intervals_passes(flights_runs, tmp_path):
     code, rep = _validate(d, thr, "slight", "good")
     assert code == 1 and checks(rep)[("Overall", "accuracy", "absolute")]["status"] == "fail"
     assert sorted(tuple(c["slice"].items()) for c in rep["failures"]) == sorted(k for k, v in want.items() if v != "pass")
+
+
+@pytest.mark.parametrize("literal", ["NaN", "Infinity", "-Infinity", "1e999"])
+def test_metrics_json_with_non_json_numbers_exits_2_naming_the_value(tmp_path, capsys, literal):
+    # a hand-edited (or json.dump-written) file: Python reads NaN/Infinity, then writing validation.json crashed
+    text = json.dumps(make_doc()).replace("0.87", literal, 1)
+    code, report = run(tmp_path, text, make_doc(), {"metrics": {"accuracy": {"minimum": 0.5}}})
+    err = capsys.readouterr().err
+    assert code == 2 and report is None
+    assert "--current" in err and literal.lstrip("-") in err and "null" in err
+
+
+def test_metrics_json_with_a_slice_twice_exits_2(tmp_path, capsys):
+    doc = make_doc()
+    doc["slices"].append(_slice({"country": "FR"}, 400, 0.10, 0.9))  # which FR would be checked?
+    code, _ = run(tmp_path, make_doc(), doc, {"metrics": {"accuracy": {"minimum": 0.5}}})
+    err = capsys.readouterr().err
+    assert code == 2 and "--baseline" in err and "slices[3] (country=FR) appears twice (also slices[2])" in err
+
+
+def test_metrics_json_with_a_mapping_as_slice_value_exits_2(tmp_path, capsys):
+    doc = make_doc()
+    doc["slices"][1]["slice"] = {"country": {"name": "DE"}}
+    code, _ = run(tmp_path, doc, make_doc(), {"metrics": {}})
+    err = capsys.readouterr().err
+    assert code == 2 and "slices[1]" in err and "'country'" in err
+
+
+@pytest.mark.parametrize("value", ["0.87", True, {"v": 1}, [0.1, "x"]])
+def test_a_metric_value_that_is_not_a_number_exits_2_naming_slice_metric_and_value(tmp_path, capsys, value):
+    # before: "'accuracy' is not a scalar metric (its values are arrays)" for a string or a boolean
+    doc = make_doc()
+    doc["slices"][2]["metrics"]["accuracy"] = value
+    code, _ = run(tmp_path, doc, make_doc(), {"metrics": {"accuracy": {"minimum": 0.5}}})
+    err = capsys.readouterr().err
+    assert code == 2 and f"slices[2] (country=FR): metric 'accuracy' = {value!r}: expected a number, null or a list of them" in err

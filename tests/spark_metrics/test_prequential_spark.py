@@ -28,3 +28,15 @@ def test_equal_to_the_local_stream_whatever_the_partitioning(spark):
     bad = spark.createDataFrame(pd.DataFrame({"y": [0, 1], "s": [0.1, 0.2], "pos": [0, -3]}))
     with pytest.raises(ValueError, match="column 'pos': invalid value -3"):
         prequential_metrics(bad, 300, "pos", **opts)
+
+
+def test_a_position_column_that_is_not_integral_is_refused(spark):
+    # before: a double position 1.5 was floored into window 0 on Spark while the local engine refuses it
+    from spark_metrics.prequential import prequential_metrics
+
+    opts = dict(label_col="y", score_col="s", metrics=["accuracy"])
+    df = spark.createDataFrame(pd.DataFrame({"y": [0, 1], "s": [0.1, 0.9], "pos": [0.0, 1.5]}))
+    with pytest.raises(ValueError, match=r"column 'pos': positions must be integers in \[0, 2\*\*63\), got a double column"):
+        prequential_metrics(df, 2, "pos", **opts)
+    with pytest.raises(ValueError, match="positions must be integers"):
+        PrequentialEvaluation(2, position_col="pos", **opts).evaluate({"y": [0, 1], "s": [0.1, 0.9], "pos": [0.0, 1.5]})
