@@ -13,6 +13,16 @@
           | FlatMap(assemble_results)          # evaluation.collect: canonical order,
                                                # suppression, folded_values -> SliceResults
 
+Under non-global windowing (fixed, sliding windows) every step runs per window; the finished
+lines are tagged with their pane index (``TagPane``) and the last step
+(``AssembleWindowResults``, reading the window with ``beam.DoFn.WindowParam``) keeps the latest
+pane of each slice and sets ``window_start`` / ``window_end`` on every result. Merging windows
+(``Sessions``: defined by all rows, not per slice key), triggers and allowed lateness take
+``expand_merging_windows``: one ``CombineGlobally(MetricsCombineFn)`` per window, so each pane
+comes from one grouping. With early / late panes use ``AccumulationMode.ACCUMULATING``: each
+pane's results are then those of all the window's rows so far, and the final pane equals the
+batch answer on the window's rows (``DISCARDING``: each pane's results are of its new rows only).
+
 Only small, fixed-size states cross the first shuffle, keyed by slice, so the merge of many slices
 is spread over workers; no accumulator holds more than one slice after the bundle. The overall
 slice is the one key every bundle emits: it fans out over ``hot_key_fanout`` intermediate keys.
@@ -30,12 +40,14 @@ from typing import Any, Iterable
 
 import apache_beam as beam
 from apache_beam.metrics import Metrics
+from apache_beam.transforms.trigger import DefaultTrigger
 from apache_beam.transforms.window import GlobalWindow, GlobalWindows
 from apache_beam.utils.windowed_value import WindowedValue
 
 from beam_metrics.combine import EvaluationCoder, MetricsAccumulator, MetricsCombineFn
 from beam_metrics.results_io import slice_result_from_json, slice_result_to_json
 from core import codec
+from core.windows import window_from_micros
 from core.evaluation import Evaluation
 from core.metrics import UndefinedMetricWarning
 from core.results import Results, SliceResult
@@ -46,9 +58,14 @@ __all__ = [
     "GatherSlicesFn",
     "MergeSliceStatesFn",
     "OVERALL_KEY",
+    "ProfiledAssembleWindowResults",
     "ProfiledFoldPerSlice",
     "SliceStates",
+    "SessionResults",
     "SliceStatesCoder",
+    "AssembleWindowResults",
+    "TagPane",
+    "WindowMetricsCombineFn",
     "WindowedFoldPerSlice",
     "assemble_results",
     "expand_per_slice",
@@ -324,10 +341,95 @@ def assemble_results(lines: list[str], evaluation: Evaluation, summary: Any = No
     return ev.collect(slices=slices).slices
 
 
+class TagPane(beam.DoFn):
+    """Prefix a finished slice's JSON line with its pane index (``"<index>\\t<json>"``), so the
+    gathering step keeps the latest pane of each slice under triggers."""
+
+    def process(self, line: str, pane: Any = beam.DoFn.PaneInfoParam) -> Iterable[str]:
+        yield f"{pane.index}\t{line}"
+
+
+class AssembleWindowResults(beam.DoFn):
+    """:func:`assemble_results` for one window (pane) of gathered lines: the latest pane of each
+    slice (under accumulating triggers every pane holds all of the window's rows so far), every
+    result carrying the window's bounds (``window_start`` / ``window_end`` from
+    ``beam.DoFn.WindowParam``: ``IntervalWindow`` start and end, microsecond exact)."""
+
+    def __init__(self, evaluation: Evaluation):
+        self.evaluation = evaluation
+
+    def process(self, lines: list[str], window: Any = beam.DoFn.WindowParam) -> Iterable[SliceResult]:
+        return self._assemble(lines, None, window)
+
+    def _assemble(self, lines: list[str], summary: Any, window: Any) -> Iterable[SliceResult]:
+        latest: dict[str, tuple[int, str]] = {}
+        for tagged in lines:
+            index, line = tagged.split("\t", 1)
+            key = codec.slice_key_to_json(slice_result_from_json(line).slice)
+            if key not in latest or int(index) > latest[key][0]:
+                latest[key] = (int(index), line)
+        slices = assemble_results([line for _, line in latest.values()], self.evaluation, summary)
+        if not hasattr(window, "start"):  # pragma: no cover - a custom window without bounds
+            yield from slices
+            return
+        start, end = window_from_micros(window.start.micros), window_from_micros(window.end.micros)
+        for s in slices:
+            yield s.with_window(start, end)
+
+
+class ProfiledAssembleWindowResults(AssembleWindowResults):
+    """:class:`AssembleWindowResults` with the counting pass' summary as a side input."""
+
+    def process(self, lines: list[str], summary: Any, window: Any = beam.DoFn.WindowParam) -> Iterable[SliceResult]:
+        return self._assemble(lines, summary, window)
+
+
+class WindowMetricsCombineFn(MetricsCombineFn):
+    """:class:`~beam_metrics.MetricsCombineFn` whose finish raises no ``UndefinedMetricWarning``
+    (on a worker it could not reach the caller; undefined values are NaN and listed per slice)."""
+
+    def extract_output(self, accumulator: MetricsAccumulator) -> Results:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UndefinedMetricWarning)
+            return super().extract_output(accumulator)
+
+
+class SessionResults(beam.DoFn):
+    """The :class:`core.Results` of one merged window (a session) as its slices, each carrying
+    the window's bounds."""
+
+    def __init__(self, evaluation: Evaluation):
+        self.evaluation = evaluation
+
+    def process(self, results: Results, window: Any = beam.DoFn.WindowParam) -> Iterable[SliceResult]:
+        start, end = window_from_micros(window.start.micros), window_from_micros(window.end.micros)
+        for s in results:
+            yield s.with_window(start, end)
+
+
+def expand_merging_windows(pcoll: beam.PCollection, evaluation: Evaluation, batch_size: int) -> beam.PCollection:
+    """``ComputeMetrics`` under merging windows (``Sessions``), triggers or allowed lateness.
+
+    Sessions are defined by all the rows, not per slice key, and a trigger's panes must come
+    from one grouping (a second one would re-trigger on the first one's panes): the states of
+    every slice are combined in one accumulator per window and pane
+    (``CombineGlobally(MetricsCombineFn)``, partial combining per bundle), then finished per
+    window, each result carrying the window's bounds."""
+    if evaluation.needs_profile:
+        raise ValueError("max_slices and quantile slices are not supported under Sessions, triggers or allowed lateness")
+    return (
+        pcoll
+        | "CombinePerWindow" >> beam.CombineGlobally(WindowMetricsCombineFn(evaluation, batch_size)).without_defaults().with_output_types(Results)
+        | "PerSlice" >> beam.ParDo(SessionResults(evaluation)).with_output_types(SliceResult)
+    )
+
+
 def expand_per_slice(pcoll: beam.PCollection, evaluation: Evaluation, batch_size: int, hot_key_fanout: int, summary: Any = None) -> beam.PCollection:
     """``ComputeMetrics``' steps (see the module docstring); ``summary``: the counting pass'
     ``AsSingleton`` side input, or None."""
     windowed = not isinstance(pcoll.windowing.windowfn, GlobalWindows)
+    if windowed and (pcoll.windowing.windowfn.is_merging() or not isinstance(pcoll.windowing.triggerfn, DefaultTrigger) or pcoll.windowing.allowed_lateness):
+        return expand_merging_windows(pcoll, evaluation, batch_size)
     side = () if summary is None else (summary,)
     kind = ProfiledFoldPerSlice if summary is not None else WindowedFoldPerSlice if windowed else FoldPerSlice
     fold = kind(evaluation, batch_size)
@@ -337,11 +439,21 @@ def expand_per_slice(pcoll: beam.PCollection, evaluation: Evaluation, batch_size
     gather = beam.CombineGlobally(GatherSlicesFn())
     if windowed:
         gather = gather.without_defaults()
-    return (
+    per_slice = (
         pcoll
         | "FoldPerBundle" >> beam.ParDo(fold, *side).with_output_types(typing.Tuple[str, typing.Tuple[str, bytes]])
         | "MergePerSlice" >> merge
         | "SliceResults" >> beam.Values().with_output_types(str)
+    )
+    if windowed:  # results carry their window; under triggers, each pane the latest of every slice
+        return (
+            per_slice
+            | "TagPane" >> beam.ParDo(TagPane()).with_output_types(str)
+            | "Gather" >> gather.with_output_types(typing.List[str])
+            | "PerSlice" >> beam.ParDo((ProfiledAssembleWindowResults if side else AssembleWindowResults)(evaluation), *side).with_output_types(SliceResult)
+        )
+    return (
+        per_slice
         | "Gather" >> gather.with_output_types(typing.List[str])
         | "PerSlice" >> beam.FlatMap(assemble_results, evaluation, *side).with_output_types(SliceResult)
     )

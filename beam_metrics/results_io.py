@@ -14,7 +14,7 @@ from typing import Any
 import apache_beam as beam
 import numpy as np
 
-from core.results import Results, SliceResult
+from core.results import Results, SliceResult, window_bound
 
 __all__ = ["SliceResultCoder", "slice_result_from_json", "slice_result_to_json"]
 
@@ -103,6 +103,8 @@ class SliceResultCoder(beam.coders.Coder):
             body["folded_values"] = int(value.folded_values)
         if value.intervals:
             body["intervals"] = [[k, [float(lo), float(hi)]] for k, (lo, hi) in value.intervals.items()]
+        if value.window_start is not None:
+            body["window"] = [value.window_start.isoformat(), None if value.window_end is None else value.window_end.isoformat()]
         return _MAGIC + json.dumps(body, separators=(",", ":"), allow_nan=True).encode("utf-8")
 
     def decode(self, encoded: bytes) -> SliceResult:
@@ -117,9 +119,12 @@ class SliceResultCoder(beam.coders.Coder):
                     metrics[k] = np.array(v["a"], dtype=np.float64).reshape(v["shape"])
                 else:
                     metrics[k] = float("nan") if v is None else v
+            start, end = d.get("window", (None, None))
+            win = {"window_start": window_bound(start), "window_end": window_bound(end)}
             if d.get("suppressed"):
-                return SliceResult(tuple((c, v) for c, v in d["slice"]), None, None, None, {}, suppressed=True, suppressed_slices=d.get("suppressed_slices"))
+                return SliceResult(tuple((c, v) for c, v in d["slice"]), None, None, None, {}, suppressed=True, suppressed_slices=d.get("suppressed_slices"), **win)
             return SliceResult(
+                **win,
                 slice=tuple((c, v) for c, v in d["slice"]),
                 n=int(d["n"]),
                 weight=float(d["weight"]),

@@ -406,7 +406,7 @@ def _rewarn(caught: list) -> None:
     """Re-emit recorded warnings once per (category, message): one per metric, not per window."""
     seen: set = set()
     for w in caught:
-        key = (w.category, str(w.message).split(" in slices")[0])
+        key = (w.category, str(w.message).split(" in slice")[0])
         if key not in seen:
             seen.add(key)
             warnings.warn(w.message, w.category, stacklevel=3)
