@@ -58,15 +58,16 @@ def test_batch_null_time_raises_and_streams_need_windows(spark):
 
 
 def _stream_run(spark, tmp_path, cols, mode):
-    """Files written into a directory, read with readStream one file per micro-batch; the
-    last two files hold one late-in-time row each, to move the watermark past every window."""
+    """Files written into a directory, read with readStream one file per micro-batch; in
+    append mode two more files hold one late-in-time row each, to move the watermark past every
+    window (a micro-batch's watermark is the previous one's latest time)."""
     src = tmp_path / f"in-{mode}"
     src.mkdir()
     pdf = _frame(cols, as_timestamp=True)
     schema = spark.createDataFrame(pdf.head(1)).schema
     advance = pdf.head(1).copy()
     parts = [pdf.iloc[:150], pdf.iloc[150:]]
-    for h in (20, 40):
+    for h in (20, 40) if mode == "append" else ():
         a = advance.copy()
         a["ts"] = pd.Timestamp(T0 + h * 3600, unit="s", tz="UTC")
         parts.append(a)
