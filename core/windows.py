@@ -39,7 +39,7 @@ import numpy as np
 
 from core._inputs import as_array, invalid_value_message
 from core.accumulator import Accumulator
-from core.batches import is_single_batch, num_rows
+from core.batches import fold_all, is_single_batch, num_rows
 from core.evaluation import Evaluation, resolve_evaluation
 from core.results import Results, SliceResult, window_bound
 
@@ -392,14 +392,7 @@ class WindowedEvaluation:
 
     def evaluate(self, batches: Any) -> Results:
         """Fold an iterable of batches (or one batch) and finish (the local engine)."""
-        if is_single_batch(batches):
-            batches = [batches]
-        acc = self.zero()
-        offset = 0
-        for b in batches:
-            self.fold(acc, b, row_offset=offset)
-            offset += num_rows(b)
-        return self.finish(acc)
+        return self.finish(fold_all(self, [batches] if is_single_batch(batches) else batches))
 
 
 def _rewarn(caught: list) -> None:
