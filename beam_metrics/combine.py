@@ -398,6 +398,24 @@ class MetricsCombineFn(beam.CombineFn):
             self.__dict__["_list_cols_cache"] = cached
         return cached
 
+    def add_elements(self, a: MetricsAccumulator, elements: list) -> None:
+        """:meth:`add_inputs` of a list: when every element is a plain row (exactly a ``dict``
+        whose first value is a scalar: checked for the whole list at once), the rows join the
+        buffer in one step; otherwise element by element. The same accumulator either way."""
+        if elements and set(map(type, elements)) == {dict} and 0 not in set(map(len, elements)):
+            firsts = set(map(type, map(next, map(iter, map(dict.values, elements)))))
+            if firsts <= _ROW_SCALARS:
+                buffer = a.buffer
+                if not buffer:
+                    a.buffer_start = a.rows
+                buffer += elements
+                a.rows += len(elements)
+                if len(buffer) >= self._chunk:
+                    self._stage(a)
+                return
+        for element in elements:
+            self._add(a, element)
+
     def _add(self, a: MetricsAccumulator, element: Any) -> None:
         if type(element) is dict:
             for first in element.values():  # a scalar value: a row (no batch holds a scalar)

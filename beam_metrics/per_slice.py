@@ -4,35 +4,45 @@
 
     pcoll | ParDo(FoldPerSlice)        # each bundle (per window) folded into one accumulator;
                                        # finish_bundle emits one (slice key, encoded states)
-                                       # element per slice
-          | CombinePerKey(MergeSliceStatesFn).with_hot_key_fanout(overall slice -> n)
-                                       # states of one slice merged (core's plan.merge); the
-                                       # extract step finishes the slice -> SliceResult JSON
+                                       # element per slice; the overall slice under one of
+                                       # hot_key_fanout shard keys
+          | CombinePerKey(MergeSliceStatesFn)
+                                       # states of one slice (or overall shard) merged (core's
+                                       # plan.merge); the extract step finishes the slice ->
+                                       # (RESULT, SliceResult JSON), or passes an overall
+                                       # shard's merged states on -> (PARTIAL, states bytes)
           | Values()
-          | CombineGlobally(GatherSlicesFn)    # the small per-slice results, gathered
-          | FlatMap(assemble_results)          # evaluation.collect: canonical order,
-                                               # suppression, folded_values -> SliceResults
+          | Flatten with Impulse | Map(_NO_SLICES)   # global window: one marker element, so
+                                                    # empty input still reaches the gather
+          | Map(key 0) | GroupByKey() | Values()    # the small per-slice results, gathered
+          | FlatMap(assemble_results)  # the overall shards' states merged and finished, then
+                                       # evaluation.collect: canonical order, suppression,
+                                       # folded_values -> SliceResults
 
-Under non-global windowing (fixed, sliding windows) every step runs per window; the finished
-lines are tagged with their pane index (``TagPane``) and the last step
-(``AssembleWindowResults``, reading the window with ``beam.DoFn.WindowParam``) keeps the latest
-pane of each slice and sets ``window_start`` / ``window_end`` on every result. Merging windows
-(``Sessions``: defined by all rows, not per slice key), triggers and allowed lateness take
-``expand_merging_windows``: one ``CombineGlobally(MetricsCombineFn)`` per window, so each pane
-comes from one grouping. With early / late panes use ``AccumulationMode.ACCUMULATING``: each
-pane's results are then those of all the window's rows so far, and the final pane equals the
+Under non-global windowing (fixed, sliding and session windows, triggers, allowed lateness)
+``expand_merging_windows`` runs instead: one ``CombineGlobally(MetricsCombineFn)`` per window
+(partial combining per bundle), so sessions are defined by all rows (not per slice key) and each
+pane comes from one grouping; ``SessionResults`` reads the window with ``beam.DoFn.WindowParam``
+and sets ``window_start`` / ``window_end`` on every result. With early / late panes use
+``AccumulationMode.ACCUMULATING``: each pane's results are then those of all the window's rows so
+far, and the final pane equals the
 batch answer on the window's rows (``DISCARDING``: each pane's results are of its new rows only).
 
 Only small, fixed-size states cross the first shuffle, keyed by slice, so the merge of many slices
 is spread over workers; no accumulator holds more than one slice after the bundle. The overall
-slice is the one key every bundle emits: it fans out over ``hot_key_fanout`` intermediate keys.
-The last step gathers only finished per-slice results (a few hundred bytes each): suppression of
-complements (:mod:`core.suppression`) needs every slice of an evaluation at once. No pickle
-crosses a shuffle: states use core's versioned codec, results JSON.
+slice is the one key every bundle emits: its partial states are spread over ``hot_key_fanout``
+shard keys (a hot-key fanout), and the at most ``hot_key_fanout`` merged shards are merged once
+more in the gather. The gather is a ``GroupByKey`` on one key, not a ``CombineGlobally``: it
+holds only finished per-slice results (a few hundred bytes each) and the overall shards'
+states, and costs one stage instead of ``CombineGlobally``'s several (its default value for
+empty input, a side input, is replaced by the ``Impulse`` marker); suppression of complements
+(:mod:`core.suppression`) needs every slice of an evaluation at once. No pickle crosses a
+shuffle: states use core's versioned codec, results JSON.
 """
 
 from __future__ import annotations
 
+import random
 import struct
 import typing
 import warnings
@@ -40,7 +50,6 @@ from typing import Any, Iterable
 
 import apache_beam as beam
 from apache_beam.metrics import Metrics
-from apache_beam.transforms.trigger import DefaultTrigger
 from apache_beam.transforms.window import GlobalWindow, GlobalWindows
 from apache_beam.utils.windowed_value import WindowedValue
 
@@ -55,21 +64,18 @@ from core.slicing import OVERALL
 
 __all__ = [
     "FoldPerSlice",
-    "GatherSlicesFn",
     "MergeSliceStatesFn",
     "OVERALL_KEY",
-    "ProfiledAssembleWindowResults",
+    "PARTIAL",
     "ProfiledFoldPerSlice",
+    "RESULT",
     "SliceStates",
     "SessionResults",
     "SliceStatesCoder",
-    "AssembleWindowResults",
-    "TagPane",
     "WindowMetricsCombineFn",
     "WindowedFoldPerSlice",
     "assemble_results",
     "expand_per_slice",
-    "overall_fanout",
 ]
 
 #: The slice key (JSON, :func:`core.codec.slice_key_to_json`) of the overall slice.
@@ -77,6 +83,20 @@ OVERALL_KEY = codec.slice_key_to_json(OVERALL)
 
 #: Beam metrics namespace of the adapter's counters and distributions.
 METRICS_NAMESPACE = "beam_metrics"
+
+#: Kinds of :class:`MergeSliceStatesFn`'s outputs ``(kind, payload)``: a finished slice's
+#: :class:`core.SliceResult` as UTF-8 JSON, or an overall shard's merged states (core's codec).
+RESULT, PARTIAL = "result", "partial"
+_NO_SLICES = ("none", b"")  # the gather's marker element (global window): never a slice
+
+
+#: Elements a :class:`FoldPerSlice` collects before adding them to its accumulator at once.
+ELEMENT_CHUNK = 1024
+
+
+def overall_shard_key(shard: int) -> str:
+    """The ``CombinePerKey`` key of the overall slice's shard ``shard`` (not a slice key JSON)."""
+    return f"{OVERALL_KEY}#{shard}"
 
 
 # -- per-bundle fold ----------------------------------------------------------------------------
@@ -91,14 +111,20 @@ class FoldPerSlice(beam.DoFn):
     Args:
         evaluation: the :class:`core.Evaluation`.
         batch_size: rows buffered before a vectorised fold.
+        hot_key_fanout: with more than 1, the overall slice's element of a bundle is keyed by
+            one of ``hot_key_fanout`` shard keys (:func:`overall_shard_key`, one shard per
+            bundle, in turn from a random start) instead of the overall slice key.
     """
 
-    def __init__(self, evaluation: Evaluation, batch_size: int):
+    def __init__(self, evaluation: Evaluation, batch_size: int, hot_key_fanout: int = 0):
         self.evaluation = evaluation
         self.batch_size = batch_size
+        self.hot_key_fanout = hot_key_fanout
+        self._shard = -1
         self._cache: tuple[str | None, MetricsCombineFn] | None = None
         self._open: dict = {}
         self._global: tuple[MetricsCombineFn, MetricsAccumulator] | None = None
+        self._elements: list = []
 
     def _fn(self, summary: Any) -> MetricsCombineFn:
         text = None if summary is None else summary.to_json()
@@ -117,24 +143,39 @@ class FoldPerSlice(beam.DoFn):
     def start_bundle(self) -> None:
         self._open = {}
         self._global = None
+        self._elements = []
+        if self.hot_key_fanout > 1:
+            self._shard = random.randrange(self.hot_key_fanout) if self._shard < 0 else (self._shard + 1) % self.hot_key_fanout
 
     def process(self, element: Any) -> None:
+        # elements wait in a list (nothing else per element) and join the accumulator
+        # ELEMENT_CHUNK at a time, in order (MetricsCombineFn.add_elements)
+        elements = self._elements
+        elements.append(element)
+        if len(elements) >= ELEMENT_CHUNK:
+            self._add_elements()
+
+    def _add_elements(self) -> None:
         entry = self._global
         if entry is None:  # one accumulator per bundle, in the global window
-            fn, acc = self._entry(GlobalWindow(), None)
-            entry = self._global = (fn._add, acc)
-        entry[0](entry[1], element)
+            entry = self._global = self._entry(GlobalWindow(), None)
+        elements, self._elements = self._elements, []
+        entry[0].add_elements(entry[1], elements)
 
     def finish_bundle(self) -> Iterable[WindowedValue]:
+        if self._elements:
+            self._add_elements()
         for window, (fn, acc) in self._open.items():
             fn.compact(acc)
             ev = fn.evaluation
             ts = window.max_timestamp()
             for key, states in acc.acc.items():
                 key_json = codec.slice_key_to_json(key)
-                yield WindowedValue((key_json, (key_json, ev.encode_states(states))), ts, [window])
+                group = overall_shard_key(self._shard) if key == OVERALL and self.hot_key_fanout > 1 else key_json
+                yield WindowedValue((group, (key_json, ev.encode_states(states))), ts, [window])
         self._open = {}
         self._global = None
+        self._elements = []
 
 
 class WindowedFoldPerSlice(FoldPerSlice):
@@ -235,8 +276,10 @@ class SliceStatesCoder(EvaluationCoder):
 class MergeSliceStatesFn(beam.CombineFn):
     """Merges one slice's encoded partial states (values ``(slice key JSON, state bytes)`` of
     :class:`FoldPerSlice`, under ``CombinePerKey`` by slice key) with ``evaluation.plan.merge``,
-    then finishes the slice: the output is its :class:`core.SliceResult` as JSON
-    (:func:`~beam_metrics.slice_result_to_json`).
+    then finishes the slice: the output is ``(RESULT, its SliceResult as UTF-8 JSON)``
+    (:func:`~beam_metrics.slice_result_to_json`). With ``finish_overall=False`` (the overall
+    slice spread over shard keys) the overall slice's output is ``(PARTIAL, its merged states)``
+    (``evaluation.encode_states``), finished by :func:`assemble_results`.
 
     Undefined metrics are NaN; no ``UndefinedMetricWarning`` is raised (on a worker, per slice,
     it could not reach the caller), as in the Spark adapter.
@@ -246,8 +289,9 @@ class MergeSliceStatesFn(beam.CombineFn):
             configuration (from ``evaluation.decode_states``).
     """
 
-    def __init__(self, evaluation: Evaluation):
+    def __init__(self, evaluation: Evaluation, finish_overall: bool = True):
         self.evaluation = evaluation
+        self.finish_overall = finish_overall
         self._slices_per_accumulator = Metrics.distribution(METRICS_NAMESPACE, "slices_per_accumulator")
 
     def create_accumulator(self) -> SliceStates:
@@ -276,64 +320,55 @@ class MergeSliceStatesFn(beam.CombineFn):
             self._merge_into(first, other.key, other.keys, other.states)
         return first
 
-    def extract_output(self, accumulator: SliceStates) -> str:
+    def extract_output(self, accumulator: SliceStates) -> tuple[str, bytes]:
         if accumulator.key is None:  # pragma: no cover - CombinePerKey never finishes an empty key
             raise ValueError("no slice key: nothing was merged")
+        if accumulator.key == OVERALL_KEY and not self.finish_overall:
+            return PARTIAL, self.evaluation.encode_states(accumulator.states)
         self._slices_per_accumulator.update(len(accumulator.keys))
-        key = codec.slice_key_from_json(accumulator.key)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UndefinedMetricWarning)
-            result = self.evaluation.finish({key: accumulator.states}, add_overall=False)[key]
-        return slice_result_to_json(result)
+        return RESULT, _finish(self.evaluation, accumulator.key, accumulator.states).encode("utf-8")
 
     def get_accumulator_coder(self) -> SliceStatesCoder:
         return SliceStatesCoder(self.evaluation)
 
 
-class overall_fanout:  # noqa: N801 - a picklable function
-    """``with_hot_key_fanout`` degree per slice key: ``fanout`` for the overall slice (the key
-    every bundle emits), none for the others."""
-
-    def __init__(self, fanout: int):
-        self.fanout = fanout
-
-    def __call__(self, key: str) -> int:
-        return self.fanout if key == OVERALL_KEY else 0
-
-
 # -- results ------------------------------------------------------------------------------------
-class GatherSlicesFn(beam.CombineFn):
-    """Gathers the finished per-slice results (JSON lines, a few hundred bytes each) into one
-    list, for :func:`assemble_results`; the accumulator is a list of strings
-    (``ListCoder(StrUtf8Coder())``, no pickle)."""
-
-    def create_accumulator(self) -> list[str]:
-        return []
-
-    def add_input(self, mutable_accumulator: list[str], element: str) -> list[str]:
-        mutable_accumulator.append(element)
-        return mutable_accumulator
-
-    def merge_accumulators(self, accumulators: Iterable[list[str]]) -> list[str]:
-        out: list[str] = []
-        for a in accumulators:
-            out += a
-        return out
-
-    def extract_output(self, accumulator: list[str]) -> list[str]:
-        return accumulator
-
-    def get_accumulator_coder(self) -> beam.coders.Coder:
-        return beam.coders.ListCoder(beam.coders.StrUtf8Coder())
+def _finish(evaluation: Evaluation, key_json: str, states: tuple) -> str:
+    """One slice's :class:`core.SliceResult` as JSON (undefined metrics NaN, no warning)."""
+    key = codec.slice_key_from_json(key_json)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        result = evaluation.finish({key: states}, add_overall=False)[key]
+    return slice_result_to_json(result)
 
 
-def assemble_results(lines: list[str], evaluation: Evaluation, summary: Any = None) -> list[SliceResult]:
-    """Every slice's :class:`core.SliceResult` from :class:`GatherSlicesFn`'s JSON lines:
-    ``evaluation.collect`` (canonical order, complementary suppression; with the counting pass'
-    ``summary``, ``folded_values`` of the ``__other__`` slices). The overall slice (zero states:
-    ``n == 0``, NaN metrics) is added when absent, i.e. for empty input."""
+def _gather_key(part: tuple[str, bytes]) -> tuple[int, tuple[str, bytes]]:
+    return 0, part
+
+
+def _no_slices(_: Any) -> tuple[str, bytes]:
+    return _NO_SLICES
+
+
+def assemble_results(parts: Iterable[tuple[str, bytes]], evaluation: Evaluation, summary: Any = None) -> list[SliceResult]:
+    """Every slice's :class:`core.SliceResult` from the gathered outputs of
+    :class:`MergeSliceStatesFn` (``(RESULT, JSON)`` of finished slices, ``(PARTIAL, states)`` of
+    the overall slice's shards, merged here with ``evaluation.plan.merge`` and finished; other
+    kinds, the gather's marker, are ignored): ``evaluation.collect`` (canonical order,
+    complementary suppression; with the counting pass' ``summary``, ``folded_values`` of the
+    ``__other__`` slices). The overall slice (zero states: ``n == 0``, NaN metrics) is added when
+    absent, i.e. for empty input."""
     ev = evaluation if summary is None else evaluation.with_profile(summary)
-    slices = [slice_result_from_json(s) for s in lines]
+    slices, overall = [], None
+    for kind, payload in parts:
+        if kind == RESULT:
+            slices.append(slice_result_from_json(payload))
+        elif kind == PARTIAL:  # decoded, merged and finished as MergeSliceStatesFn does
+            states = evaluation.decode_states(payload)
+            overall = states if overall is None else evaluation.plan.merge(overall, states)
+    if overall is not None:
+        Metrics.distribution(METRICS_NAMESPACE, "slices_per_accumulator").update(1)
+        slices.append(slice_result_from_json(_finish(evaluation, OVERALL_KEY, overall)))
     if not any(s.slice == OVERALL for s in slices):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UndefinedMetricWarning)
@@ -341,47 +376,7 @@ def assemble_results(lines: list[str], evaluation: Evaluation, summary: Any = No
     return ev.collect(slices=slices).slices
 
 
-class TagPane(beam.DoFn):
-    """Prefix a finished slice's JSON line with its pane index (``"<index>\\t<json>"``), so the
-    gathering step keeps the latest pane of each slice under triggers."""
 
-    def process(self, line: str, pane: Any = beam.DoFn.PaneInfoParam) -> Iterable[str]:
-        yield f"{pane.index}\t{line}"
-
-
-class AssembleWindowResults(beam.DoFn):
-    """:func:`assemble_results` for one window (pane) of gathered lines: the latest pane of each
-    slice (under accumulating triggers every pane holds all of the window's rows so far), every
-    result carrying the window's bounds (``window_start`` / ``window_end`` from
-    ``beam.DoFn.WindowParam``: ``IntervalWindow`` start and end, microsecond exact)."""
-
-    def __init__(self, evaluation: Evaluation):
-        self.evaluation = evaluation
-
-    def process(self, lines: list[str], window: Any = beam.DoFn.WindowParam) -> Iterable[SliceResult]:
-        return self._assemble(lines, None, window)
-
-    def _assemble(self, lines: list[str], summary: Any, window: Any) -> Iterable[SliceResult]:
-        latest: dict[str, tuple[int, str]] = {}
-        for tagged in lines:
-            index, line = tagged.split("\t", 1)
-            key = codec.slice_key_to_json(slice_result_from_json(line).slice)
-            if key not in latest or int(index) > latest[key][0]:
-                latest[key] = (int(index), line)
-        slices = assemble_results([line for _, line in latest.values()], self.evaluation, summary)
-        if not hasattr(window, "start"):  # pragma: no cover - a custom window without bounds
-            yield from slices
-            return
-        start, end = window_from_micros(window.start.micros), window_from_micros(window.end.micros)
-        for s in slices:
-            yield s.with_window(start, end)
-
-
-class ProfiledAssembleWindowResults(AssembleWindowResults):
-    """:class:`AssembleWindowResults` with the counting pass' summary as a side input."""
-
-    def process(self, lines: list[str], summary: Any, window: Any = beam.DoFn.WindowParam) -> Iterable[SliceResult]:
-        return self._assemble(lines, summary, window)
 
 
 class WindowMetricsCombineFn(MetricsCombineFn):
@@ -428,32 +423,25 @@ def expand_per_slice(pcoll: beam.PCollection, evaluation: Evaluation, batch_size
     """``ComputeMetrics``' steps (see the module docstring); ``summary``: the counting pass'
     ``AsSingleton`` side input, or None."""
     windowed = not isinstance(pcoll.windowing.windowfn, GlobalWindows)
-    if windowed and (pcoll.windowing.windowfn.is_merging() or not isinstance(pcoll.windowing.triggerfn, DefaultTrigger) or pcoll.windowing.allowed_lateness):
+    if windowed:  # results carry their window; sessions, triggers and lateness stay exact (one grouping)
         return expand_merging_windows(pcoll, evaluation, batch_size)
     side = () if summary is None else (summary,)
     kind = ProfiledFoldPerSlice if summary is not None else WindowedFoldPerSlice if windowed else FoldPerSlice
-    fold = kind(evaluation, batch_size)
-    merge = beam.CombinePerKey(MergeSliceStatesFn(evaluation))
-    if hot_key_fanout > 1:
-        merge = merge.with_hot_key_fanout(overall_fanout(hot_key_fanout))
-    gather = beam.CombineGlobally(GatherSlicesFn())
-    if windowed:
-        gather = gather.without_defaults()
-    per_slice = (
+    fanout = hot_key_fanout if hot_key_fanout > 1 else 0
+    part = typing.Tuple[str, bytes]
+    parts = (
         pcoll
-        | "FoldPerBundle" >> beam.ParDo(fold, *side).with_output_types(typing.Tuple[str, typing.Tuple[str, bytes]])
-        | "MergePerSlice" >> merge
-        | "SliceResults" >> beam.Values().with_output_types(str)
+        | "FoldPerBundle" >> beam.ParDo(kind(evaluation, batch_size, fanout), *side).with_output_types(typing.Tuple[str, typing.Tuple[str, bytes]])
+        | "MergePerSlice" >> beam.CombinePerKey(MergeSliceStatesFn(evaluation, finish_overall=not fanout))
+        | "SliceResults" >> beam.Values().with_output_types(part)
     )
-    if windowed:  # results carry their window; under triggers, each pane the latest of every slice
-        return (
-            per_slice
-            | "TagPane" >> beam.ParDo(TagPane()).with_output_types(str)
-            | "Gather" >> gather.with_output_types(typing.List[str])
-            | "PerSlice" >> beam.ParDo((ProfiledAssembleWindowResults if side else AssembleWindowResults)(evaluation), *side).with_output_types(SliceResult)
-        )
+    if not windowed:  # one element whatever the input, so empty input still gives the overall slice
+        start = pcoll.pipeline | "Start" >> beam.Impulse() | "NoSlices" >> beam.Map(_no_slices).with_output_types(part)
+        parts = (parts, start) | "WithMarker" >> beam.Flatten().with_output_types(part)
     return (
-        per_slice
-        | "Gather" >> gather.with_output_types(typing.List[str])
+        parts
+        | "OneKey" >> beam.Map(_gather_key).with_output_types(typing.Tuple[int, part])
+        | "Gather" >> beam.GroupByKey()
+        | "Gathered" >> beam.Values()
         | "PerSlice" >> beam.FlatMap(assemble_results, evaluation, *side).with_output_types(SliceResult)
     )

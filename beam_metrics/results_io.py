@@ -75,6 +75,13 @@ def _exact(value: Any) -> Any:
     return value
 
 
+def _inexact(value: Any) -> Any:
+    """Inverse of :func:`_exact`."""
+    if isinstance(value, dict):
+        return np.array(value["a"], dtype=np.float64).reshape(value["shape"])
+    return float("nan") if value is None else value
+
+
 class SliceResultCoder(beam.coders.Coder):
     """Encodes a :class:`core.SliceResult` as versioned UTF-8 JSON (no pickle), exactly.
 
@@ -101,8 +108,10 @@ class SliceResultCoder(beam.coders.Coder):
             body["suppressed_slices"] = int(value.suppressed_slices)
         if value.folded_values is not None:
             body["folded_values"] = int(value.folded_values)
-        if value.intervals:
-            body["intervals"] = [[k, [float(lo), float(hi)]] for k, (lo, hi) in value.intervals.items()]
+        if value.bounds:
+            body["bounds"] = [[k, [float(lo), float(hi)]] for k, (lo, hi) in value.bounds.items()]
+        if value.ci:
+            body["ci"] = [[k, [_exact(lo), _exact(hi)]] for k, (lo, hi) in value.ci.items()]
         if value.window_start is not None:
             body["window"] = [value.window_start.isoformat(), None if value.window_end is None else value.window_end.isoformat()]
         return _MAGIC + json.dumps(body, separators=(",", ":"), allow_nan=True).encode("utf-8")
@@ -113,12 +122,7 @@ class SliceResultCoder(beam.coders.Coder):
             raise ValueError("not an encoded SliceResult (bad magic bytes or version)")
         try:
             d = json.loads(encoded[len(_MAGIC):].decode("utf-8"))
-            metrics = {}
-            for k, v in d["metrics"]:
-                if isinstance(v, dict):
-                    metrics[k] = np.array(v["a"], dtype=np.float64).reshape(v["shape"])
-                else:
-                    metrics[k] = float("nan") if v is None else v
+            metrics = {k: _inexact(v) for k, v in d["metrics"]}
             start, end = d.get("window", (None, None))
             win = {"window_start": window_bound(start), "window_end": window_bound(end)}
             if d.get("suppressed"):
@@ -130,7 +134,8 @@ class SliceResultCoder(beam.coders.Coder):
                 weight=float(d["weight"]),
                 skipped=int(d["skipped"]),
                 metrics=metrics,
-                intervals={k: (float(lo), float(hi)) for k, (lo, hi) in d.get("intervals", [])},
+                bounds={k: (float(lo), float(hi)) for k, (lo, hi) in d.get("bounds", [])},
+                ci={k: (_inexact(lo), _inexact(hi)) for k, (lo, hi) in d.get("ci", [])},
                 folded_values=d.get("folded_values"),
             )
         except (UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError, ValueError) as e:

@@ -13,7 +13,7 @@ from core.evaluation import Evaluation, resolve_evaluation
 __all__ = ["ComputeMetrics", "DEFAULT_HOT_KEY_FANOUT"]
 
 #: Default ``hot_key_fanout`` of :class:`ComputeMetrics`: the overall slice's partial states (one
-#: per bundle) are merged over this many intermediate keys first.
+#: per bundle) are merged over this many shard keys first.
 DEFAULT_HOT_KEY_FANOUT = 4
 
 
@@ -50,8 +50,9 @@ class ComputeMetrics(beam.PTransform):
     Args:
         evaluation: a :class:`core.Evaluation`; if None, one is built from ``evaluation_kwargs``.
         batch_size: rows buffered before a vectorised fold (see :class:`MetricsCombineFn`).
-        hot_key_fanout: intermediate keys the overall slice's partial states are spread over
-            before their final merge (``CombinePerKey.with_hot_key_fanout``; 1 or less: none).
+        hot_key_fanout: shard keys the overall slice's partial states are spread over in the
+            per-slice ``CombinePerKey`` (one shard per bundle); the merged shards are merged once
+            more when the results are gathered (1 or less: no shards).
         **evaluation_kwargs: ``core.Evaluation`` options when ``evaluation`` is None (any of
             :data:`core.options.OPTIONS`, e.g. ``label_col``, ``score_col``, ``slices``).
 

@@ -50,6 +50,18 @@ WORKLOADS = (
 )
 
 
+def flights_args(doc: str, argv: list[str] | None = None) -> tuple[argparse.Namespace, list]:
+    """``(args, batches)`` of a flights benchmark's command line: ``--replicate`` (default 1),
+    ``--repeats`` (default 5) and ``--parquet``; ``doc`` is the module docstring (its first
+    paragraph is the description)."""
+    p = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    p.add_argument("--replicate", type=int, default=1, help="copies of the 166,668 flights predictions")
+    p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--parquet", help="reuse a flights predictions Parquet file (built if absent)")
+    args = p.parse_args(argv)
+    return args, flights_batches(args.replicate, args.parquet)
+
+
 def flights_batches(replicate: int, path: str | None = None) -> list:
     """The flights predictions repeated ``replicate`` times, as 65,536-row Arrow record batches."""
     import pyarrow as pa

@@ -11,12 +11,15 @@ Parts (each also runs alone as ``python -m benchmarks.bench_<part>``):
 
 * ``core``    (:mod:`benchmarks.bench_core`): state folds against numpy floors and scikit-learn,
   rows per CPU-second of one process.
-* ``beam``    (:mod:`benchmarks.bench_beam`): DirectRunner, dict rows against ``Count.PerKey``,
-  Arrow batches from Parquet against TFMA 0.52 (measured in its own virtualenv when present).
+* ``beam``    (:mod:`benchmarks.bench_beam`): DirectRunner, 2M dict rows against ``Count.PerKey``,
+  Arrow tables in memory and from Parquet against the same source without metrics, and against
+  TFMA 0.52 (measured in its own virtualenv when present); wall and CPU time.
 * ``spark``   (:mod:`benchmarks.bench_spark`): local[2], ``compute_metrics`` against MLlib's
   evaluators on one cached DataFrame.
 * ``scaling`` (:mod:`benchmarks.bench_scaling`): the local engine at 1M / 10M / 50M Parquet rows:
   rows/s, peak RSS, per-slice state size.
+* ``bootstrap`` (:mod:`benchmarks.bench_bootstrap`): ``ci="bootstrap"`` (R = 200) on the flights
+  example against the same evaluation without intervals (target <= 3x; TFMA's bootstrap ~12x).
 * ``auc``     (:mod:`benchmarks.bench_auc`) and ``slices`` (:mod:`benchmarks.bench_slices`): the
   score-distribution and slice-cardinality benchmarks; they print their own tables.
 
@@ -37,7 +40,7 @@ import traceback
 
 from benchmarks._harness import Result, format_table, machine_line
 
-PARTS = ("core", "beam", "spark", "scaling", "auc", "slices")
+PARTS = ("core", "beam", "spark", "scaling", "auc", "slices", "bootstrap")
 QUICK_PARTS = ("core", "beam", "scaling")
 
 
@@ -52,7 +55,7 @@ def run_part(part: str, quick: bool, args: argparse.Namespace) -> list[Result]:
 
         tfma = None if (quick or args.no_tfma) else (args.tfma_python or "auto")
         return bench_beam.run(
-            dict_n=50_000 if quick else 1_000_000,
+            dict_n=50_000 if quick else 2_000_000,
             arrow_n=1_000_000 if quick else 10_000_000,
             repeats=1 if quick else 2,
             data_dir=args.data_dir,
@@ -67,6 +70,10 @@ def run_part(part: str, quick: bool, args: argparse.Namespace) -> list[Result]:
         from benchmarks import bench_scaling
 
         return bench_scaling.run((100_000, 300_000) if quick else (1_000_000, 10_000_000, 50_000_000), args.data_dir)
+    if part == "bootstrap":
+        from benchmarks import bench_bootstrap
+
+        return bench_bootstrap.run(replicates=50 if quick else 200, repeats=1 if quick else 3)
     if part in ("auc", "slices"):
         # a fresh process: bench_slices measures its children's peak RSS with ru_maxrss, which a
         # child inherits from its parent (this runner, after the core part, holds ~1 GB at peak)

@@ -17,9 +17,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Iterable
 
+import numpy as np
+
 from core import codec
 from core._inputs import Batch
-from core.grouped import SliceBlock
+from core.bootstrap import element_buckets
+from core.grouped import SliceBlock, bucket_keys
 from core.slicing import OVERALL, assign_slices, slice_name
 from core.states import ExampleCountState
 
@@ -47,11 +50,12 @@ class Accumulator(dict):
         self.fingerprint = fingerprint
         self.blocks: dict[tuple[str, ...], SliceBlock] = {}
 
-    def block(self, spec: tuple[str, ...], state_types: tuple, weighted: bool) -> SliceBlock:
-        """The block of a spec's slices (created empty)."""
+    def block(self, spec: tuple[str, ...], state_types: tuple, weighted: bool, buckets: int | None = None) -> SliceBlock:
+        """The block of a spec's slices (created empty); ``buckets``: the bootstrap's (see
+        :class:`core.bootstrap.BucketedPlan`)."""
         b = self.blocks.get(spec)
         if b is None:
-            b = self.blocks[spec] = SliceBlock(state_types, weighted)
+            b = self.blocks[spec] = SliceBlock(state_types, weighted, buckets)
         return b
 
     def materialize(self) -> "Accumulator":
@@ -59,7 +63,7 @@ class Accumulator(dict):
         if self.blocks:
             blocks, self.blocks = self.blocks, {}
             for block in blocks.values():
-                for key, states in block.items():
+                for key, states in block.items() if block.buckets is None else block.bucketed_items():
                     old = dict.get(self, key)
                     dict.__setitem__(self, key, states if old is None else tuple(x.merge(y) for x, y in zip(old, states)))
         return self
@@ -107,7 +111,7 @@ class Accumulator(dict):
 
     # mutators: the blocks first become per-slice states, so a write replaces what was folded
     def __setitem__(self, key: Any, value: Any) -> None:
-        if any(key in b.index for b in self.blocks.values()):  # a slice a block holds (not e.g. the overall one)
+        if any(b.holds(key) for b in self.blocks.values()):  # a slice a block holds (not e.g. the overall one)
             self.materialize()
         dict.__setitem__(self, key, value)
 
@@ -165,6 +169,11 @@ class AccumulatorOps:
     _bounds: dict
     _fingerprint: dict[str, Any]
     _profile: Any
+    #: the bootstrap's buckets (``ci="bootstrap"``; None otherwise), its id column, and the plan
+    #: whose states each bucket holds (``plan`` itself without buckets)
+    _buckets: int | None = None
+    _id_col: str | None = None
+    _base_plan: "Plan"
 
     def _joint_fingerprint(self, *others: Any) -> dict[str, Any]:
         """The fingerprint of accumulators merged by this evaluation (see :attr:`fingerprint`).
@@ -221,6 +230,8 @@ class AccumulatorOps:
             return acc
         batch, invalid = self.inputs.batch(cols, row_offset, self.on_invalid)
         n_skipped = int(invalid.sum()) if invalid is not None else 0
+        if self._buckets is not None:
+            return self._fold_bucketed(acc, cols, n, batch, invalid if n_skipped else None, n_skipped, row_offset)
         self._fold_into(acc, OVERALL, batch, n_skipped)
         weighted = self.weight_col is not None
         cache: dict = {}  # per-row cells and score keys, shared by the specs' blocks
@@ -229,12 +240,53 @@ class AccumulatorOps:
             # (batch element, slice) pairs: pixels of maps, or rows left after ignore_index, via row_of
             pos, codes, skipped = assigned.pairs(n, invalid if n_skipped else None, batch.row_of)
             if isinstance(acc, Accumulator):  # every slice of the spec in one vectorised pass
-                acc.block(spec.columns, self.plan.state_types, weighted).fold(batch if batch.n else None, pos, codes, assigned.keys, skipped, cache)
+                acc.block(spec.columns, self._base_plan.state_types, weighted).fold(batch if batch.n else None, pos, codes, assigned.keys, skipped, cache)
                 continue
             for g, idx in enumerate(assigned.groups(n, invalid if n_skipped else None, batch.row_of)[0]):  # a plain dict
                 if idx.size or skipped[g]:
                     self._fold_into(acc, assigned.keys[g], batch.take(idx) if idx.size else None, int(skipped[g]))
         return acc
+
+    def _fold_bucketed(
+        self, acc: Accumulator, cols: dict, n: int, batch: Batch, invalid: Any, n_skipped: int, row_offset: int
+    ) -> Accumulator:
+        """:meth:`fold` of ``ci="bootstrap"``: every slice (the overall one included) is folded per
+        bootstrap bucket, the bucket as one more slice dimension of the spec's block (slot index
+        ``slice index * B + bucket``); skipped rows are counted in bucket 0."""
+        if not isinstance(acc, Accumulator):  # a plain dict: fold into a fresh accumulator, then merge
+            part = self._fold_bucketed(self.zero(), cols, n, batch, invalid, n_skipped, row_offset)
+            for key, states in part.items():
+                old = acc.get(key)
+                acc[key] = states if old is None else self.plan.merge(old, states)
+            return acc
+        B = self._buckets
+        assert B is not None
+        types, weighted = self._base_plan.state_types, self.weight_col is not None
+        assigned = [(spec, assign_slices(spec, cols, n, self._bounds.get(spec), row_offset)) for spec in self.slices]
+        eb = self._element_buckets(cols, n, batch, invalid, [a for _, a in assigned], row_offset)
+        data = batch if batch.n else None
+        cache: dict = {}
+        skipped = np.zeros(B, dtype=np.int64)
+        skipped[0] = n_skipped
+        acc.block((), types, weighted, B).fold(data, None, eb, bucket_keys([OVERALL], B), skipped, cache)
+        for spec, a in assigned:
+            pos, codes, sk = a.pairs(n, invalid, batch.row_of)
+            bucketed_sk = np.zeros(len(a.keys) * B, dtype=np.int64)
+            bucketed_sk[::B] = sk
+            codes = codes * B + (eb if pos is None else eb[pos])
+            acc.block(spec.columns, types, weighted, B).fold(data, pos, codes, bucket_keys(a.keys, B), bucketed_sk, cache)
+        return acc
+
+    def _element_buckets(self, cols: dict, n: int, batch: Batch, invalid: Any, assigned: list, row_offset: int) -> np.ndarray:
+        """(batch.n,) bootstrap bucket of each element (:func:`core.bootstrap.element_buckets`):
+        from ``id_col``, else from the row's content and its slice keys. A second model folded
+        over the same rows must use these buckets too, so that its replicates are paired."""
+        if not batch.n:
+            return np.zeros(0, dtype=np.int64)
+        return element_buckets(
+            self._buckets, batch, n, invalid, ids=cols[self._id_col] if self._id_col else None, id_col=self._id_col,
+            slice_codes=[(a.codes, a.keys) for a in assigned if a.rows is None], row_offset=row_offset,
+        )  # fmt: skip
 
     def _fold_into(self, acc: Accumulator, key: tuple, batch: Batch | None, skipped: int) -> None:
         """Fold ``batch`` (None: no elements) and ``skipped`` invalid rows into slice ``key``."""
@@ -268,7 +320,7 @@ class AccumulatorOps:
             a.fingerprint = fp
         if isinstance(a, Accumulator) and isinstance(b, Accumulator):
             for spec, block in b.blocks.items():  # slice by slice, vectorised; b is left unchanged
-                a.block(spec, self.plan.state_types, self.weight_col is not None).merge(block)
+                a.block(spec, self._base_plan.state_types, self.weight_col is not None, self._buckets).merge(block)
             for key, states in dict.items(b):
                 old = dict.get(a, key)
                 dict.__setitem__(a, key, states if old is None else self.plan.merge(old, states))

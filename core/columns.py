@@ -51,6 +51,7 @@ class ColumnMap:
         formats: dict[str, str | None],
         slices: Sequence[Any],
         plan: Plan,
+        id_col: str | None = None,
     ):
         self.label_col = label_col
         self.score_col = score_col
@@ -60,6 +61,7 @@ class ColumnMap:
         self.formats = formats
         self.slices = tuple(slices)
         self.plan = plan
+        self.id_col = id_col
         task = plan.task
         roles = {r for r, c in (("target", label_col), ("score", score_col), ("prediction", prediction_col), ("measure", measure_col)) if c}
         if "prediction" in plan.needs and not roles & {"score", "prediction"}:
@@ -80,10 +82,10 @@ class ColumnMap:
     @property
     def columns(self) -> list[str]:
         """Every input column this evaluation reads (label, score/prediction, weight, measure,
-        slices), each once."""
+        the bootstrap's ``id_col``, slices), each once."""
         cols: list[Any] = [self.label_col]
         cols += self.score_col if isinstance(self.score_col, list) else [self.score_col or self.prediction_col]
-        cols += [self.weight_col, self.measure_col]
+        cols += [self.weight_col, self.measure_col, self.id_col]
         for s in self.slices:
             cols += list(s.columns)
         out: list[str] = []

@@ -29,7 +29,8 @@ from typing import Any, Iterable
 from core.accumulator import Accumulator, AccumulatorOps
 from core.batches import extract_columns, fold_all, is_single_batch, missing_row_column, num_rows, rows_to_columns  # noqa: F401  (re-exported)
 from core.columns import ColumnMap
-from core.intervals import CISettings, slice_ci
+from core.bootstrap import BucketedPlan
+from core.intervals import CI_OPTIONS, CISettings, slice_ci
 from core.metrics import Task, UndefinedMetricWarning
 from core.options import config_of, fingerprint_of, options_doc, read_options, signature
 from core.plan import Plan, make_task, undefined_warning
@@ -121,13 +122,17 @@ class Evaluation(AccumulatorOps):
         self._bounds: dict = {}
         self.on_invalid = o["on_invalid"]
         self.ci = CISettings.from_options(o)
-        self.plan = Plan(o["metrics"], task_obj)
+        self.plan = self._base_plan = Plan(o["metrics"], task_obj)
         task_obj = self.plan.task
+        bootstrap = o["ci"] == "bootstrap"
+        self._buckets, self._id_col = (o["ci_buckets"], o["id_col"]) if bootstrap else (None, None)
         self.inputs = ColumnMap(
             label_col=o["label_col"], score_col=o["score_col"], prediction_col=o["prediction_col"], weight_col=o["weight_col"],
-            measure_col=o["measure_col"], slices=self.slices, plan=self.plan,
+            measure_col=o["measure_col"], slices=self.slices, plan=self.plan, id_col=self._id_col,
             formats={"target": o["label_format"], "score": o["score_format"], "prediction": o["prediction_format"]},
         )  # fmt: skip
+        if bootstrap:  # every slice's states per hash bucket (core.bootstrap)
+            self.plan = BucketedPlan(self._base_plan, o["ci_buckets"])
         # every option's JSON-ready value, as the plan resolved it (to_config, describe, fingerprint)
         resolved = {
             **o,
@@ -149,6 +154,8 @@ class Evaluation(AccumulatorOps):
         if self._profile is not None:
             profile = hashlib.sha256(self._profile.to_json().encode("utf-8")).hexdigest()[:16]
         fp = {**self.plan.fingerprint, **fingerprint_of(self._resolved), "profile": profile}
+        if self._buckets is not None:  # bucketed states: only with the same buckets and hash source
+            fp["bootstrap"] = {"buckets": self._buckets, "id_col": self._id_col}
         return json.loads(json.dumps(fp))  # JSON-canonical: equal to a decoded one
 
     @property
@@ -173,7 +180,12 @@ class Evaluation(AccumulatorOps):
         return dict(self._init_args)
 
     def describe(self) -> dict[str, Any]:
-        return {**self.plan.describe(), **{k: v for k, v in self._init_args.items() if k != "metrics"}}
+        """``Results.config``: the plan's description and every option set, the ``ci_*`` ones
+        gathered under ``"ci"`` (:meth:`core.intervals.CISettings.to_config`) when ``ci`` is set."""
+        out = {**self.plan.describe(), **{k: v for k, v in self._init_args.items() if k != "metrics" and k not in CI_OPTIONS}}
+        if self.ci.method is not None:
+            out["ci"] = self.ci.to_config(self.plan)
+        return out
 
     # -- the counting pass -----------------------------------------------------------------
     @property
@@ -250,6 +262,10 @@ class Evaluation(AccumulatorOps):
     def finish(self, acc: Accumulator, *, add_overall: bool = True) -> Results:
         """Compute every slice's metrics; overall first, then slices in spec and value order.
 
+        The metrics of all slices are computed at once (:meth:`core.plan.Plan.compute_many`,
+        vectorised over the slices for the confusion-derived metrics), with the values of a
+        per-slice :meth:`~core.plan.Plan.compute_detailed`.
+
         Args:
             acc: a merged accumulator.
             add_overall: add the overall slice (zero states) when ``acc`` lacks it; engines that
@@ -259,16 +275,23 @@ class Evaluation(AccumulatorOps):
         spec_order = [s.columns for s in self.slices]
         if add_overall and OVERALL not in acc:
             acc = {OVERALL: self.plan.zero(), **acc}
+        keys = sorted(acc, key=lambda k: sort_key(k, spec_order))
+        held = {key: acc[key] for key in keys}  # bucketed with ci="bootstrap": the point states are their merge
+        states_of = {key: self.plan.point(s) for key, s in held.items()} if self._buckets is not None else held
+        computed = [key for key in keys if not self._suppressed(key, states_of[key][0])]
+        # every computed slice's metrics at once, stacked on a leading slice axis
+        many = self._base_plan.compute_many([states_of[key] for key in computed])
+        position = {key: i for i, key in enumerate(computed)}
         out = []
         undefined: dict[str, list[tuple[str, Any]]] = {}
         fills: dict[str, Any] = {}
-        for key in sorted(acc, key=lambda k: sort_key(k, spec_order)):
-            states = acc[key]
-            counts = states[0]
-            if self._suppressed(key, counts):  # pruned: no metrics computed, no counts reported
+        for key in keys:
+            counts = states_of[key][0]
+            if key not in position:  # suppressed (pruned): no metrics computed, no counts reported
                 out.append(SliceResult(slice=key, n=None, weight=None, skipped=None, metrics={}, suppressed=True))
                 continue
-            values, intervals, undef = self.plan.compute_detailed(states)
+            states = states_of[key]
+            values, bounds, undef = many.element(position[key])
             for metric, (classes, fill) in undef.items():
                 if fill in ("nan", "warn"):
                     undefined.setdefault(metric, []).append((slice_name(key), classes))
@@ -280,9 +303,9 @@ class Evaluation(AccumulatorOps):
                     weight=float(counts["weight"]),
                     skipped=int(counts["skipped"]),
                     metrics=values,
-                    intervals=intervals,
+                    bounds=bounds,
                     folded_values=self.folded_values(key),
-                    ci=slice_ci(self.ci, self.plan, key, states, values),
+                    ci=slice_ci(self.ci, self.plan, key, held[key], values),
                 )
             )
         for metric, where in undefined.items():  # one warning per metric per finish

@@ -288,15 +288,21 @@ class DistributionStack(Stack):
 
     def fold(self, batch: Batch, pos: np.ndarray | None, slots: np.ndarray, size: int, cache: dict) -> None:
         if slots.size >= self.HEAVY:
-            heavy = np.bincount(slots, minlength=size) >= self.HEAVY
-            on_heavy = heavy[slots]
-            if on_heavy.any():
-                sel = np.flatnonzero(on_heavy)
-                for slot, idx in split_by_code(slots[sel], size, sel if pos is None else pos[sel]):
+            counts = np.bincount(slots, minlength=size)
+            heavy = counts >= self.HEAVY
+            if heavy.any():
+                every = bool(heavy[counts > 0].all())  # every row on a heavy slot: no selection to copy
+                if every:
+                    parts = split_by_code(slots, size, pos)
+                else:
+                    on_heavy = heavy[slots]
+                    sel = np.flatnonzero(on_heavy)
+                    parts = split_by_code(slots[sel], size, sel if pos is None else pos[sel])
+                for slot, idx in parts:
                     old = self.big.get(slot)
                     self.big[slot] = (self.cls.zero(self.layout) if old is None else old).fold(batch.take(idx))
                 self._bounds = None
-                if on_heavy.all():
+                if every:
                     return
                 light = np.flatnonzero(~on_heavy)
                 pos, slots = (light if pos is None else pos[light]), slots[light]
@@ -453,13 +459,25 @@ def check_same_states(mine: tuple, theirs: tuple) -> None:
             raise ValueError(f"cannot merge state {b.kind!r} into {a.kind!r}")  # pragma: no cover
 
 
+#: the column name of the bootstrap bucket in the keys of a bucketed :class:`SliceBlock`
+BUCKET = "__bootstrap_bucket__"
+
+
+def bucket_keys(keys: Sequence[tuple], buckets: int) -> list[tuple]:
+    """``[key + ((BUCKET, b),)]`` for every key and bucket, key-major (index ``k * B + b``)."""
+    tags = [((BUCKET, b),) for b in range(buckets)]
+    return [k + t for k in keys for t in tags]
+
+
 class SliceBlock:
     """The slices of one spec folded so far: keys, their slots, skipped rows and one stack per
     plan state."""
 
-    def __init__(self, state_types: tuple, weighted: bool):
+    def __init__(self, state_types: tuple, weighted: bool, buckets: int | None = None):
         self.state_types = state_types
         self.weighted = weighted
+        #: B when the keys are ``slice key + ((BUCKET, b),)``: the bootstrap's buckets of each slice
+        self.buckets = buckets
         self.keys: list[tuple] = []
         self.index: dict[tuple, int] = {}
         self.skipped = np.zeros(0, dtype=np.int64)
@@ -558,6 +576,8 @@ class SliceBlock:
                 or settings differ), named as :meth:`core.states.State.merge` names them.
         """
         check_same_states(self.state_types, other.state_types)
+        if self.buckets != other.buckets:
+            raise ValueError(f"cannot merge slice blocks of {self.buckets} and {other.buckets} bootstrap buckets (ci_buckets)")
         slot_of = self.slots(other.keys, np.ones(len(other.keys), dtype=bool))
         size = len(self.keys)
         if other.skipped.any():
@@ -570,6 +590,23 @@ class SliceBlock:
             self.stacks = link_counts([s.empty() for s in other.stacks])
         for mine, theirs in zip(self.stacks, other.stacks):
             mine.merge(theirs, slot_of, size)
+
+    def holds(self, key: tuple) -> bool:
+        """Whether the block holds slice ``key`` (of any bucket, for a bucketed block)."""
+        if self.buckets is None:
+            return key in self.index
+        return any(key + ((BUCKET, b),) in self.index for b in range(self.buckets))
+
+    def bucketed_items(self) -> list[tuple[tuple, tuple[State, ...]]]:
+        """``[(slice key, bucketed states)]``: per slice, the states of its B buckets, bucket-major
+        (zero states for buckets no row reached; see :class:`core.bootstrap.BucketedPlan`)."""
+        assert self.buckets is not None
+        zero = tuple(cls.zero(layout) for cls, layout in self.state_types)
+        groups: dict[tuple, list] = {}
+        for key, states in self.items():
+            g = groups.setdefault(key[:-1], [zero] * self.buckets)
+            g[key[-1][1]] = states
+        return [(k, tuple(s for t in g for s in t)) for k, g in groups.items()]
 
     def items(self) -> list[tuple[tuple, tuple[State, ...]]]:
         """``[(slice key, tuple of states)]`` of every slot."""
@@ -586,7 +623,7 @@ class SliceBlock:
         return out
 
     def copy(self) -> "SliceBlock":
-        out = SliceBlock(self.state_types, self.weighted)
+        out = SliceBlock(self.state_types, self.weighted, self.buckets)
         out.keys = list(self.keys)
         out.index = dict(self.index)
         out.skipped = self.skipped.copy()

@@ -116,7 +116,8 @@ class Interval:
     """A metric value with a certified interval ``lower <= exact value <= upper``.
 
     Metrics computed from an approximate (compressed) state return this instead of a float;
-    results keep ``value`` under the metric's name and ``[lower, upper]`` under ``intervals``.
+    results keep ``value`` under the metric's name and ``[lower, upper]`` under ``bounds``
+    (``SliceResult.bounds``; not a confidence interval, see :mod:`core.intervals`).
     """
 
     value: float

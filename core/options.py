@@ -117,10 +117,25 @@ def _ci_seed(v: Any) -> int:
     return int(v)
 
 
+def _ci_buckets(v: Any) -> int:
+    if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= 1024:
+        raise ValueError(f"ci_buckets must be an int in [1, 1024], got {v!r}")
+    return int(v)
+
+
 def _ci_prior(v: Any) -> float:
     if isinstance(v, bool) or v not in (0, 0.5, 1):
         raise ValueError(f"ci_prior must be 0, 0.5 or 1 (the Dirichlet prior count per cell), got {v!r}")
     return float(v)
+
+
+CI_INTERVALS = ("equal_tailed", "hdi")
+
+
+def _ci_interval(v: Any) -> str:
+    if v not in CI_INTERVALS:
+        raise ValueError(f"ci_interval must be one of {CI_INTERVALS}, got {v!r}")
+    return v
 
 
 def _tolerance(v: Any) -> float:
@@ -202,6 +217,14 @@ OPTIONS: tuple[Option, ...] = (
            config="if_set", check=_ci_seed),
     Option("ci_prior", 0.5, "float", "prior count per confusion cell of ``ci=\"posterior\"``: 0, 0.5 (default) or 1.",
            config="if_set", check=_ci_prior),
+    Option("ci_interval", "equal_tailed", "str",
+           "interval of the samples of ``ci=\"posterior\"``: ``\"equal_tailed\"`` (default: the (1 - level) / 2 and "
+           "(1 + level) / 2 quantiles) or ``\"hdi\"`` (the shortest interval holding ``level`` of the samples).",
+           config="if_set", check=_ci_interval),
+    Option("ci_buckets", 128, "int",
+           "hash buckets of ``ci=\"bootstrap\"`` (1 to 1024): rows are resampled by bucket, each slice keeps the "
+           "states of each bucket (memory and merge cost grow with it). 128 (default) behaves as the row bootstrap.",
+           config="if_set", check=_ci_buckets),
     Option("id_col", None, "str | None",
            "column identifying each example; the bootstrap derives its draws from it (from the row's content when "
            "None), so replicates are the same on any runner and partitioning.", config="if_set", fingerprint=True),

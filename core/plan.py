@@ -21,7 +21,8 @@ import warnings
 from core import codec
 from core._inputs import Batch
 from core.formats import get_format, make_batch
-from core.metrics import DEFAULT_METRICS, Interval, Metric, Task, UndefinedMetricWarning, recording_undefined, resolve
+from core.metrics import DEFAULT_METRICS, Metric, Task, UndefinedMetricWarning, resolve
+from core.stacked import ManyValues, compute_cells, compute_many, compute_one
 from core.states import ExampleCountState, State
 
 #: Input needs (see :meth:`core.metrics.Metric.needs`) and the roles that satisfy them.
@@ -179,27 +180,28 @@ class Plan:
 
     def compute(self, states: tuple[State, ...]) -> dict[str, Any]:
         """Metric values from merged states: ``{metric key: float | np.ndarray}``."""
-        return self.compute_with_intervals(states)[0]
+        return self.compute_with_bounds(states)[0]
 
-    def compute_with_intervals(
+    def compute_with_bounds(
         self, states: tuple[State, ...], warn: bool = True, slice_name: str = "Overall"
     ) -> tuple[dict[str, Any], dict[str, tuple[float, float]]]:
-        """``(values, intervals)``: values as :meth:`compute`; ``intervals[key] = (lower, upper)``
-        for metrics that returned an :class:`~core.metrics.Interval` (approximate states).
+        """``(values, bounds)``: values as :meth:`compute`; ``bounds[key] = (lower, upper)``
+        (certified) for metrics that returned an :class:`~core.metrics.Interval` (approximate
+        states).
 
         With ``warn``, one :class:`~core.metrics.UndefinedMetricWarning` per undefined metric names
         the metric, the classes and ``slice_name`` (see :meth:`compute_detailed`)."""
-        values, intervals, undefined = self.compute_detailed(states)
+        values, bounds, undefined = self.compute_detailed(states)
         if warn:
             for key, (classes, fill) in undefined.items():
                 if fill in ("nan", "warn"):
                     warnings.warn(undefined_warning(key, [(slice_name, classes)], fill), UndefinedMetricWarning, stacklevel=3)
-        return values, intervals
+        return values, bounds
 
     def compute_detailed(
         self, states: tuple[State, ...]
     ) -> tuple[dict[str, Any], dict[str, tuple[float, float]], dict[str, tuple[tuple[int, ...] | None, Any]]]:
-        """``(values, intervals, undefined)`` without warnings.
+        """``(values, bounds, undefined)`` without warnings.
 
         ``undefined[key] = (classes, fill)`` for every metric whose value (or some class of it) is
         undefined: ``classes`` is None for the value itself, else the class ids (per-class values,
@@ -210,20 +212,62 @@ class Plan:
         """
         by_kind = {s.kind: s for s in states}
         values: dict[str, Any] = {}
-        intervals: dict[str, tuple[float, float]] = {}
+        bounds: dict[str, tuple[float, float]] = {}
         undefined: dict[str, tuple[tuple[int, ...] | None, Any]] = {}
         ignored = self.task.ignored_class
         for m in self.metrics:
-            with recording_undefined() as events:
-                v = m.compute(by_kind)
-            if isinstance(v, Interval):
-                intervals[m.key] = (float(v.lower), float(v.upper))
-                v = v.value
+            v, bound, entry = compute_one(m, by_kind, ignored)
             values[m.key] = v
-            entry = _undefined_entry(events, v if m.nan_entries_undefined or np.ndim(v) == 0 else 0.0, ignored)
+            if bound is not None:
+                bounds[m.key] = bound
             if entry is not None:
                 undefined[m.key] = entry
-        return values, intervals, undefined
+        return values, bounds, undefined
+
+    def compute_many(self, states_list: Sequence[tuple[State, ...]]) -> ManyValues:
+        """The metrics of R state tuples of this plan at once, stacked on a leading axis.
+
+        Args:
+            states_list: R tuples of this plan's states (every slice of an accumulator,
+                bootstrap replicates or posterior samples of one slice, ...).
+
+        Returns:
+            A :class:`~core.stacked.ManyValues` that unpacks as ``(values, bounds,
+            undefined)``: ``values[key]`` is an (R, ...) array (element ``i`` is
+            ``compute_detailed(states_list[i])``'s value; an object array (R,) when the shapes
+            differ, e.g. curves); ``bounds`` and ``undefined`` are lists of R dicts, as
+            :meth:`compute_detailed` returns them per element (no warnings are raised).
+            ``.element(i)`` gives element ``i``'s ``compute_detailed`` triple.
+
+        The metrics of the cell states (confusion-derived metrics, example counts) are computed
+        by array arithmetic over the leading axis (from three elements on; one or two take the
+        scalar path, which is faster there); the others element by element, so every value is
+        bit-identical to :meth:`compute_detailed`'s (see :mod:`core.stacked`).
+        """
+        return compute_many(self, states_list)
+
+    def compute_cells(self, cells: dict[str, np.ndarray]) -> ManyValues:
+        """The metrics of R elements given as cells: ``{state kind: (R, num_cells) float64}``.
+
+        The cell order of each kind is :meth:`~core.states.State.cells`'
+        (``example_count``: (R, 1); ``binary_confusion``: (R, 2 (T + 1)), ``label * (T + 1) +
+        thresholds passed``, i.e. ``[tn, fp, fn, tp]`` at one threshold; ``confusion_matrix``: (R,
+        K * K), ``true * K + predicted``). Cells may be any finite reals >= 0, e.g. Dirichlet
+        samples of pseudo-counts for posterior intervals. Returns a
+        :class:`~core.stacked.ManyValues` as :meth:`compute_many`.
+
+        Raises:
+            ValueError: a metric that is not computed from cell states (score distributions,
+                moments, ...), cells of a kind the plan lacks or a metric needs, bad shapes,
+                negative or non-finite cells.
+
+        Example:
+            >>> plan = Plan(["precision", "recall"], Task(2))
+            >>> v = plan.compute_cells({"binary_confusion": np.array([[5.0, 1.0, 2.0, 3.0], [0.5, 0.5, 0.0, 1.5]])})
+            >>> v.values["precision"].tolist(), v.values["recall"].tolist()
+            ([0.75, 0.75], [0.6, 1.0])
+        """
+        return compute_cells(self, cells)
 
     def encode(self, states: tuple[State, ...], fingerprint: dict[str, Any] | None = None) -> bytes:
         """Versioned bytes of a tuple of states, with ``fingerprint`` (default: the plan's)."""
@@ -273,34 +317,6 @@ class Plan:
             "states": [f"{cls.kind} {layout}" for cls, layout in self.state_types],
             **({"ignore_index": t.ignore_index} if t.ignore_index is not None else {}),
         }
-
-
-def _undefined_entry(events: list, value: Any, ignored: int | None) -> tuple[tuple[int, ...] | None, Any] | None:
-    """Summarise one metric's recorded undefined events (plus NaN values nobody recorded)."""
-    classes: set[int] = set()
-    scalar = False
-    fills = []
-    for e in events:
-        fills.append(e.fill)
-        if e.classes is None:
-            scalar = True
-        else:
-            classes.update(c for c in e.classes if c != ignored)
-    arr = np.asarray(value, dtype=np.float64) if not isinstance(value, str) else np.asarray(0.0)
-    nan = np.isnan(arr)
-    if nan.any():
-        if arr.ndim == 0:
-            scalar = True
-            fills.append("nan")
-        else:
-            first_axis = {int(i) for i in np.flatnonzero(nan.reshape(nan.shape[0], -1).any(axis=1))} - {ignored}
-            if first_axis - classes:
-                fills.append("nan")
-            classes |= first_axis
-    if not scalar and not classes:
-        return None
-    fill = "nan" if "nan" in fills else "warn" if "warn" in fills else fills[0] if fills else "nan"
-    return (None if scalar and not classes else tuple(sorted(classes)), fill)
 
 
 def _fmt_value(v: Any) -> str:
@@ -501,7 +517,7 @@ class MetricCollection:
     def __repr__(self) -> str:
         t = self.task
         head = f"{type(self).__name__}(task={t.kind}, num_classes={t.num_classes}, threshold={t.threshold:g} ({t.threshold_rule}), zero_division={t.zero_division})"
-        values = self.plan.compute_with_intervals(self.states, warn=False)[0]
+        values = self.plan.compute_with_bounds(self.states, warn=False)[0]
         lines = [head, "├── states"]
         for i, s in enumerate(self.states):
             lines.append(f"│   {'└' if i == len(self.states) - 1 else '├'}── {s.summary()}")

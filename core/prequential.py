@@ -177,19 +177,23 @@ class PrequentialEvaluation:
         windowed: dict[str, list[Any]] = {k: [] for k in keys}
         cumulative: dict[str, list[Any]] = {k: [] for k in keys}
         n, skipped, instances = [], [], []
-        running = plan.zero()
         seen = 0
+        window_states, prefixes = [], []
+        running = plan.zero()
         for w in windows:
             states = acc[((WINDOW_COLUMN, w),)]
             running = plan.merge(running, states)
+            window_states.append(states)
+            prefixes.append(running)
             n.append(int(states[0]["count"]))
             skipped.append(int(states[0]["skipped"]))
             seen += n[-1] + skipped[-1]
             instances.append(seen)
-            for key, v in plan.compute_with_intervals(states, warn=False)[0].items():
-                windowed[key].append(v)
-            for key, v in plan.compute_with_intervals(running, warn=False)[0].items():
-                cumulative[key].append(v)
+        # every window's (and every prefix's) metrics at once, stacked on a leading axis
+        for out, many in ((windowed, plan.compute_many(window_states)), (cumulative, plan.compute_many(prefixes))):
+            for i in range(len(windows)):
+                for key, v in many.element(i)[0].items():
+                    out[key].append(v)
         config = {**self.evaluation.to_config(), "window_size": self.window_size}
         config.pop("slices", None)
         if self.position_col is not None:

@@ -7,15 +7,15 @@ of them in a plan) and has two regimes:
   of a slice fit the ``capacity``): the value is computed with scikit-learn's own formulas on the
   same cumulative counts, so it equals scikit-learn bit for bit with unit or integer weights (and to
   float64 rounding with fractional weights). The metric returns a float (curves: an array).
-* **compressed state**: the value comes with a certified interval, returned as
+* **compressed state**: the value comes with certified bounds, returned as
   :class:`core.metrics.Interval` ``(value, lower, upper)`` with ``lower <= exact <= upper``. Bin
   boundaries are exact operating points; the only unknown is the order of the examples inside one
   bin, and the bounds take the worst and best such order (derivations in each function). Bounds are
   widened by 1e-12 to absorb float64 rounding. Curves of a compressed state are exact points of the
   exact curve (a subset of them, at bin boundaries), so they are returned without an interval.
 
-Whether a value is exact is therefore visible per result: approximate values carry ``intervals``
-(``SliceResult.intervals``, ``lower``/``upper`` in long-format rows); :meth:`RankingMetric.is_exact`
+Whether a value is exact is therefore visible per result: approximate values carry ``bounds``
+(``SliceResult.bounds``, ``lower``/``upper`` in long-format rows); :meth:`RankingMetric.is_exact`
 answers it for a given state.
 
 Parameters common to every metric here:

@@ -65,7 +65,7 @@ def markdown_table() -> str:
     for cls in metric_classes():
         info = cls.info()
         aliases = f" ({', '.join(f'`{a}`' for a in info['aliases'])})" if info["aliases"] else ""
-        exact = "exact" if info["exact"] else "approximate (certified interval)"
+        exact = "exact" if info["exact"] else "approximate (certified bounds)"
         lines.append(f"| `{info['name']}`{aliases} | {_tasks(info)} | {_states(info)} | {exact} | {_sklearn(info)} |")
     return "\n".join(lines)
 

@@ -60,7 +60,9 @@ def window_label(start: _dt.datetime | None, end: _dt.datetime | None) -> str:
     return "" if start is None else f"{start.isoformat()}/{end.isoformat() if end is not None else ''}"
 
 
-ROW_COLUMNS = ["slice", "slice_key", "n", "weight", "skipped", "metric", "index", "value", "lower", "upper"]
+#: long-format columns: ``lower`` / ``upper`` are certified bounds (approximate states),
+#: ``ci_lower`` / ``ci_upper`` the confidence interval (``ci=``)
+ROW_COLUMNS = ["slice", "slice_key", "n", "weight", "skipped", "metric", "index", "value", "lower", "upper", "ci_lower", "ci_upper"]
 #: long-format columns of windowed results (after ``slice_key``; only when a slice has a window)
 WINDOW_COLUMNS = ["window_start", "window_end"]
 #: ``metric`` of the long-format marker row of withheld suppressed slices (``value`` = how many)
@@ -111,6 +113,15 @@ def ignored_class_of(config: dict[str, Any]) -> int | None:
     return None
 
 
+def ci_label(results: "Results") -> str | None:
+    """``"95% CI, posterior"``: the level and method of the results' confidence intervals, from
+    ``results.config["ci"]`` (None without ``ci``)."""
+    ci = (results.config or {}).get("ci")
+    if not isinstance(ci, dict) or not ci.get("method"):
+        return None
+    return f"{100 * float(ci.get('level', 0.95)):.10g}% CI, {ci['method']}"
+
+
 @dataclass(frozen=True)
 class Comparison:
     """A candidate model against a baseline on the same rows, for one metric of one slice.
@@ -140,8 +151,9 @@ class SliceResult:
         weight: sum of their weights (float; equals ``n`` unweighted).
         skipped: invalid rows skipped under ``on_invalid="skip"`` (0 otherwise).
         metrics: ``{metric key: float | np.ndarray}``; NaN where undefined.
-        intervals: ``{metric key: (lower, upper)}`` certified bounds of metrics computed from
-            approximate states (empty when every value is exact).
+        bounds: ``{metric key: (lower, upper)}`` certified bounds of metrics computed from
+            approximate states (compression error only, not sampling uncertainty; empty when
+            every value is exact).
         suppressed: the slice is below its ``min_slice_size``: ``n``, ``weight`` and ``skipped``
             are None and ``metrics`` is empty (JSON: ``"n": null, ..., "suppressed": true``).
         folded_values: for a ``__other__`` slice (``max_slices``), how many distinct slice
@@ -167,7 +179,7 @@ class SliceResult:
     weight: float
     skipped: int
     metrics: dict[str, Any]
-    intervals: dict[str, tuple[float, float]] = field(default_factory=dict)
+    bounds: dict[str, tuple[float, float]] = field(default_factory=dict)
     suppressed: bool = False
     folded_values: int | None = None
     suppressed_slices: int | None = None
@@ -215,8 +227,8 @@ class SliceResult:
             "skipped": int(self.skipped),
             "metrics": {k: jsonable(v) for k, v in self.metrics.items()},
         }
-        if self.intervals:
-            d["intervals"] = {k: jsonable(list(v)) for k, v in self.intervals.items()}
+        if self.bounds:
+            d["bounds"] = {k: jsonable(list(v)) for k, v in self.bounds.items()}
         if self.ci:
             d["ci"] = {k: jsonable(list(v)) for k, v in self.ci.items()}
         if self.baseline_metrics:
@@ -355,7 +367,7 @@ class Results:
 
     def to_dict(self) -> dict[str, Any]:
         """``{"slices": [{"slice": {col: value}, "n", "weight", "skipped", "metrics",
-        ["intervals"], ["undefined"]}], "config", "skipped"}``; NaN becomes None (``null``);
+        ["bounds"], ["ci"], ["undefined"]}], "config", "skipped"}``; NaN becomes None (``null``);
         ``undefined`` lists the slice's undefined metrics and classes when there are any."""
         ignored = ignored_class_of(self.config)
         if self.windows:  # windowed: each window's invalid rows (a row of sliding windows in each of them)
@@ -372,9 +384,10 @@ class Results:
         """Long format: one row per (slice, metric, index) with keys ``slice`` (display name),
         ``slice_key`` (JSON pairs), ``n``, ``weight``, ``skipped``, ``metric``, ``index`` (None for
         scalars, ``"i"`` or ``"i,j"`` for arrays), ``value`` (float; NaN where undefined) and
-        ``lower`` / ``upper`` (certified interval of approximate metrics, else None). Windowed
-        results' rows also have ``window_start`` / ``window_end`` (UTC ``datetime``) after
-        ``slice_key``."""
+        ``lower`` / ``upper`` (certified bounds of approximate metrics, else None) and
+        ``ci_lower`` / ``ci_upper`` (the confidence interval of ``ci=``, per cell for arrays;
+        None without one, NaN where it is undefined). Windowed results' rows also have
+        ``window_start`` / ``window_end`` (UTC ``datetime``) after ``slice_key``."""
         rows = []
         for s in self.slices:
             win = {} if s.window_start is None else {"window_start": s.window_start, "window_end": s.window_end}
@@ -394,12 +407,17 @@ class Results:
             }
             for k, v in s.metrics.items():
                 arr = np.asarray(v, dtype=np.float64)
-                lo, hi = s.intervals.get(k, (None, None))
+                lo, hi = s.bounds.get(k, (None, None))
+                ci = s.ci.get(k)
+                if ci is not None:
+                    ci = (np.broadcast_to(np.asarray(ci[0], dtype=np.float64), arr.shape), np.broadcast_to(np.asarray(ci[1], dtype=np.float64), arr.shape))
                 if arr.ndim == 0:
-                    rows.append({**base, "metric": k, "index": None, "value": float(arr), "lower": lo, "upper": hi})
+                    c_lo, c_hi = (None, None) if ci is None else (float(ci[0]), float(ci[1]))
+                    rows.append({**base, "metric": k, "index": None, "value": float(arr), "lower": lo, "upper": hi, "ci_lower": c_lo, "ci_upper": c_hi})
                 else:
                     for idx in np.ndindex(arr.shape):
-                        rows.append({**base, "metric": k, "index": ",".join(map(str, idx)), "value": float(arr[idx]), "lower": None, "upper": None})
+                        c_lo, c_hi = (None, None) if ci is None else (float(ci[0][idx]), float(ci[1][idx]))
+                        rows.append({**base, "metric": k, "index": ",".join(map(str, idx)), "value": float(arr[idx]), "lower": None, "upper": None, "ci_lower": c_lo, "ci_upper": c_hi})
         return rows
 
     def to_pandas(self, wide: bool = False):
@@ -410,7 +428,7 @@ class Results:
                 ``ROW_COLUMNS``; array metrics one row per cell). True: one row per slice
                 (overall first) with columns ``slice``, ``n``, ``weight``, ``skipped`` and one
                 float column per scalar metric (NaN where undefined); array metrics and
-                intervals are left out (they are in the long format).
+                bounds and intervals are left out (they are in the long format).
         """
         import pandas as pd
 
@@ -429,7 +447,10 @@ class Results:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "Results":
-        """Rebuild from :meth:`to_dict` output (None -> NaN; lists -> arrays)."""
+        """Rebuild from :meth:`to_dict` output (None -> NaN; lists -> arrays).
+
+        Reads ``metrics.json`` of older releases too: their certified bounds were named
+        ``"intervals"``."""
         slices = []
         for s in data["slices"]:
             metrics = {}
@@ -438,15 +459,16 @@ class Results:
                     metrics[k] = np.array(v, dtype=np.float64)
                 else:
                     metrics[k] = float("nan") if v is None else v
-            intervals = {k: (float("nan") if v[0] is None else v[0], float("nan") if v[1] is None else v[1]) for k, v in s.get("intervals", {}).items()}
+            bounds = {k: (_float(v[0]), _float(v[1])) for k, v in s.get("bounds", s.get("intervals", {})).items()}
+            ci = {k: (_from_json(v[0]), _from_json(v[1])) for k, v in s.get("ci", {}).items()}
             win = {"window_start": window_bound(s.get("window_start")), "window_end": window_bound(s.get("window_end"))}
             if s.get("suppressed"):
                 slices.append(SliceResult(tuple(s["slice"].items()), None, None, None, {}, suppressed=True, suppressed_slices=s.get("suppressed_slices"), **win))
                 continue
             slices.append(
                 SliceResult(
-                    tuple(s["slice"].items()), s["n"], s.get("weight", s["n"]), s.get("skipped", 0), metrics, intervals,
-                    folded_values=s.get("folded_values"), **win,
+                    tuple(s["slice"].items()), s["n"], s.get("weight", s["n"]), s.get("skipped", 0), metrics, bounds,
+                    folded_values=s.get("folded_values"), ci=ci, **win,
                 )
             )  # fmt: skip
         return cls(slices, data.get("config", {}))
@@ -469,6 +491,7 @@ class Results:
         """
         by_slice: dict[tuple, dict[str, Any]] = {}
         cells: dict[tuple, dict[str, dict[tuple, float]]] = {}
+        ci_cells: dict[tuple, dict[str, dict[tuple, tuple[float, float]]]] = {}
         suppressed: dict[tuple, int | None] = {}
         seen: set[tuple] = set()
 
@@ -487,7 +510,7 @@ class Results:
             if key in suppressed:
                 raise duplicate(key, "the slice twice")
             counts = {"n": int(r["n"]), "weight": float(r["weight"]), "skipped": int(r["skipped"])}
-            info = by_slice.setdefault(key, {**counts, "metrics": {}, "intervals": {}})
+            info = by_slice.setdefault(key, {**counts, "metrics": {}, "bounds": {}, "ci": {}})
             if any(info[c] != v for c, v in counts.items()):
                 raise duplicate(key, f"different counts ({ {c: info[c] for c in counts} } and {counts})")
             cell = (key, r["metric"], r.get("index"))
@@ -499,11 +522,15 @@ class Results:
                 # rows hold doubles; an integer metric is an int again, as every engine reports it
                 info["metrics"][r["metric"]] = int(value) if r["metric"] in INTEGER_METRICS and value == value else value
                 if r.get("lower") is not None or r.get("upper") is not None:
-                    info["intervals"][r["metric"]] = (float(r["lower"]), float(r["upper"]))
+                    info["bounds"][r["metric"]] = (float(r["lower"]), float(r["upper"]))
+                if r.get("ci_lower") is not None or r.get("ci_upper") is not None:
+                    info["ci"][r["metric"]] = (_float(r.get("ci_lower")), _float(r.get("ci_upper")))
             else:
                 info["metrics"].setdefault(r["metric"], None)
                 idx = tuple(int(i) for i in str(r["index"]).split(","))
                 cells.setdefault(key, {}).setdefault(r["metric"], {})[idx] = value
+                if r.get("ci_lower") is not None or r.get("ci_upper") is not None:
+                    ci_cells.setdefault(key, {}).setdefault(r["metric"], {})[idx] = (_float(r.get("ci_lower")), _float(r.get("ci_upper")))
         for key, per_metric in cells.items():
             for name, values in per_metric.items():
                 shape = tuple(max(i[d] for i in values) + 1 for d in range(len(next(iter(values)))))
@@ -511,6 +538,12 @@ class Results:
                 for idx, v in values.items():
                     arr[idx] = v
                 by_slice[key]["metrics"][name] = arr
+                ci_of = ci_cells.get(key, {}).get(name)
+                if ci_of is not None:
+                    lo, hi = np.full(shape, np.nan), np.full(shape, np.nan)
+                    for idx, (a, b) in ci_of.items():
+                        lo[idx], hi[idx] = a, b
+                    by_slice[key]["ci"][name] = (lo, hi)
         rank = {m: i for i, m in enumerate(metric_order)}
         for info in by_slice.values():
             info["metrics"] = dict(sorted(info["metrics"].items(), key=lambda kv: rank.get(kv[0], len(rank))))
@@ -526,7 +559,9 @@ class Results:
         return cls(sorted(slices, key=lambda s: (_window_order(s), sort_key(s.slice, list(spec_order)))), config or {})
 
     def format_table(self, max_rows: int = 60) -> str:
-        """A readable fixed-width table: one row per slice, one column per scalar metric."""
+        """A readable fixed-width table: one row per slice, one column per scalar metric; with
+        ``ci``, each value is followed by its interval in parentheses and a last line names the
+        method and level (and the metrics without an interval)."""
         if not self.slices:
             return "(no results)"
         computed = [s for s in self.slices if not s.suppressed]
@@ -543,7 +578,7 @@ class Results:
                 what = "suppressed" if s.suppressed_slices is None else f"{s.suppressed_slices} suppressed"
                 rows.append(([window_label(*s.window)] if windowed else []) + [s.name, what] + ["-"] * (len(header) - 2 - windowed))
                 continue
-            r = ([window_label(*s.window) if s.window else ""] if windowed else []) + [s.name, str(s.n)] + [_cell(s.metrics[k], k in whole) for k in names]
+            r = ([window_label(*s.window) if s.window else ""] if windowed else []) + [s.name, str(s.n)] + [_cell(s.metrics[k], k in whole) + _ci_cell(s.ci.get(k)) for k in names]
             if header[-1] == "skipped":
                 r.append(str(s.skipped))
             rows.append(r)
@@ -552,12 +587,32 @@ class Results:
         lines = [fmt(header), "  ".join("-" * w for w in widths)] + [fmt(r) for r in rows]
         if len(self.slices) > max_rows:
             lines.append(f"... {len(self.slices) - max_rows} more slices")
+        label = ci_label(self)
+        if label:
+            missing = [k for k in names if k in set(self.config["ci"].get("unsupported", ()))]
+            lines.append(f"(lower, upper): {label}" + (f"; no interval for {', '.join(missing)}" if missing else ""))
         return "\n".join(lines)
+
+
+def _float(v: Any) -> float:
+    """A JSON / row number as a float (None -> NaN)."""
+    return float("nan") if v is None else float(v)
+
+
+def _from_json(v: Any) -> Any:
+    """A JSON interval end: a float (None -> NaN), or a float64 array for per-class lists."""
+    return np.array(v, dtype=np.float64) if isinstance(v, list) else _float(v)
 
 
 def _is_whole(v: Any) -> bool:
     v = float(v)
     return not math.isfinite(v) or v.is_integer()
+
+
+def _ci_cell(ci: Any) -> str:
+    if ci is None or np.ndim(ci[0]) != 0:
+        return ""
+    return f" ({_cell(ci[0])}, {_cell(ci[1])})"
 
 
 def _cell(v: Any, whole: bool = False) -> str:

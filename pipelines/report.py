@@ -16,7 +16,8 @@ figure (``data-figure``)     shown when
 ``reliability``              a ``reliability_diagram`` metric (title: ``ece`` if present)
 ``confusion_matrix``         a ``confusion_matrix`` metric
 ``slices``                   one bar chart per scalar metric when there are slices besides the
-                             overall one; certified ``intervals`` are drawn as error bars
+                             overall one; certified ``bounds`` are drawn as error bars,
+                             confidence intervals (``ci``) as grey bars
 ``windows``                  windowed results: event-time windows (slices carrying
                              ``window_start``; the tables then show the latest window), or
                              ``windows=``, or a ``window_col`` in ``results.config`` naming a slice column
@@ -46,7 +47,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from core.results import Results, SliceResult, jsonable
+from core.results import Results, SliceResult, ci_label, jsonable
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 TEMPLATE = "report.html.j2"
@@ -198,13 +199,21 @@ def _fmt(v: Any, digits: int = 4) -> str:
     return f"{f:.{digits}f}"
 
 
+def _ci_pair(s: SliceResult, key: str) -> tuple[float, float] | None:
+    """A scalar metric's confidence interval in ``s`` (None when absent or not scalar)."""
+    ci = s.ci.get(key) if getattr(s, "ci", None) else None
+    if ci is None or np.ndim(ci[0]) != 0:
+        return None
+    return float(ci[0]), float(ci[1])
+
+
 def _legend_value(s: SliceResult, key: str | None) -> str:
     if key is None or key not in s.metrics:
         return ""
     v = s.metrics[key]
     text = f" ({canonical_name(key)} {_fmt(v, 3)}"
-    if key in s.intervals:
-        lo, hi = s.intervals[key]
+    if key in s.bounds:
+        lo, hi = s.bounds[key]
         text += f" [{_fmt(lo, 3)}, {_fmt(hi, 3)}]"
     return text + ")"
 
@@ -369,10 +378,11 @@ def _bar_slices(results: Results, metric: str, max_slices: int) -> tuple[list[Sl
     return [s for s in others if id(s) in keep], len(others) - max_slices
 
 
-def plot_slices(results: Results, metric: str, *, max_slices: int = 60, intervals: bool = True, ax: Any = None) -> Any:
+def plot_slices(results: Results, metric: str, *, max_slices: int = 60, bounds: bool = True, ax: Any = None) -> Any:
     """Horizontal bar chart of one scalar metric per slice (overall value as a dashed line).
 
-    Certified intervals of approximate metrics are drawn as error bars (``intervals=True``);
+    Confidence intervals (``ci=``) are drawn as grey error bars; certified bounds of approximate
+    metrics as black error bars with caps (``bounds=True``);
     undefined (NaN) values are marked ``null``. With more than ``max_slices`` slices, the
     largest (by weight) are shown.
     """
@@ -388,9 +398,15 @@ def plot_slices(results: Results, metric: str, *, max_slices: int = 60, interval
     vals = np.array([float(s.metrics[metric]) for s in shown], dtype=np.float64)
     colors = [f"C{specs.index(tuple(c for c, _ in s.slice)) % 10}" for s in shown]
     ax.barh(y, np.nan_to_num(vals), color=colors, height=0.7)
-    if intervals and any(metric in s.intervals for s in shown):
-        lo = np.array([vals[i] - s.intervals[metric][0] if metric in s.intervals else 0.0 for i, s in enumerate(shown)])
-        hi = np.array([s.intervals[metric][1] - vals[i] if metric in s.intervals else 0.0 for i, s in enumerate(shown)])
+    cis = [_ci_pair(s, metric) for s in shown]
+    if any(c is not None for c in cis):
+        lo = np.array([vals[i] - c[0] if c is not None else 0.0 for i, c in enumerate(cis)])
+        hi = np.array([c[1] - vals[i] if c is not None else 0.0 for i, c in enumerate(cis)])
+        err = np.nan_to_num(np.vstack([np.maximum(lo, 0), np.maximum(hi, 0)]))
+        ax.errorbar(np.nan_to_num(vals), y, xerr=err, fmt="none", ecolor="0.45", capsize=0, lw=3, alpha=0.8)
+    if bounds and any(metric in s.bounds for s in shown):
+        lo = np.array([vals[i] - s.bounds[metric][0] if metric in s.bounds else 0.0 for i, s in enumerate(shown)])
+        hi = np.array([s.bounds[metric][1] - vals[i] if metric in s.bounds else 0.0 for i, s in enumerate(shown)])
         ax.errorbar(np.nan_to_num(vals), y, xerr=np.vstack([np.maximum(lo, 0), np.maximum(hi, 0)]), fmt="none", ecolor="black", capsize=3, lw=1)
     for yi, v in zip(y, vals):
         if not math.isfinite(v):
@@ -444,7 +460,7 @@ def _window_text(window: tuple[Any, Any]) -> str:
 
 
 def plot_windows(series: Sequence[tuple[str, SliceResult]], metrics: Sequence[str] | None = None, *, ax: Any = None) -> Any:
-    """Scalar metrics over windows (one line per metric; intervals shaded)."""
+    """Scalar metrics over windows (one line per metric; certified bounds shaded)."""
     if not series:
         raise ValueError("no windowed results to plot")
     names = list(metrics) if metrics else [k for k, v in series[0][1].metrics.items() if np.ndim(v) == 0 and canonical_name(k) not in COUNT_METRICS]
@@ -453,9 +469,9 @@ def plot_windows(series: Sequence[tuple[str, SliceResult]], metrics: Sequence[st
     for i, k in enumerate(names[:8]):
         v = np.array([float(s.metrics.get(k, np.nan)) for _, s in series])
         ax.plot(x, v, marker="o", color=f"C{i}", label=k)
-        if any(k in s.intervals for _, s in series):
-            lo = np.array([s.intervals.get(k, (np.nan, np.nan))[0] for _, s in series], dtype=np.float64)
-            hi = np.array([s.intervals.get(k, (np.nan, np.nan))[1] for _, s in series], dtype=np.float64)
+        if any(k in s.bounds for _, s in series):
+            lo = np.array([s.bounds.get(k, (np.nan, np.nan))[0] for _, s in series], dtype=np.float64)
+            hi = np.array([s.bounds.get(k, (np.nan, np.nan))[1] for _, s in series], dtype=np.float64)
             ax.fill_between(x, lo, hi, color=f"C{i}", alpha=0.2)
     step = max(1, len(series) // 20)
     ax.set_xticks(x[::step], [lbl for lbl, _ in series][::step], rotation=45, ha="right", fontsize=8)
@@ -498,7 +514,7 @@ def build_figures(
     results: Results,
     *,
     windows: Sequence[tuple[Any, Results]] | None = None,
-    intervals: bool = True,
+    bounds: bool = True,
     max_slices: int = 60,
     bar_metrics: Sequence[str] | None = None,
     dpi: int = 100,
@@ -526,9 +542,12 @@ def build_figures(
     if len(computed(results)) > 1:
         for key in bar_metrics if bar_metrics is not None else scalar_metrics(results):
             cap = "Bars are the slices' values, the dashed line the overall value"
-            if intervals and any(key in s.intervals for s in results.slices):
-                cap += "; error bars are certified intervals (the metric comes from an approximate state)"
-            add("slices", f"fig-slices-{_slug(key)}", f"{key} per slice", cap + ".", plot_slices(results, key, max_slices=max_slices, intervals=intervals))
+            label = ci_label(results)
+            if label and any(_ci_pair(s, key) is not None for s in results.slices):
+                cap += f"; grey bars: {label}"
+            if bounds and any(key in s.bounds for s in results.slices):
+                cap += "; black error bars are certified bounds (the metric comes from an approximate state)"
+            add("slices", f"fig-slices-{_slug(key)}", f"{key} per slice", cap + ".", plot_slices(results, key, max_slices=max_slices, bounds=bounds))
     series = window_series(results, windows)
     if series:
         add("windows", "fig-windows", "Metrics over windows", f"{len(series)} windows, overall slice of each.", plot_windows(series))
@@ -542,16 +561,34 @@ def build_figures(
     return figs
 
 
-def _cell(value: Any, interval: tuple[float, float] | None, show_intervals: bool, count: bool = False) -> dict[str, Any]:
+def _cell(
+    value: Any, bounds: tuple[float, float] | None, show_bounds: bool, count: bool = False, ci: tuple[float, float] | None = None, ci_name: str | None = None
+) -> dict[str, Any]:
     f = float(value)
     text = _fmt(f) if count or not math.isfinite(f) else f"{f:.4f}"
-    title = ""
-    if interval is not None and show_intervals:
-        text += f" [{_fmt(interval[0])}, {_fmt(interval[1])}]"
-        title = "certified interval of an approximate state"
+    titles = []
+    if bounds is not None and show_bounds:
+        text += f" [{_fmt(bounds[0])}, {_fmt(bounds[1])}]"
+        titles.append("brackets: certified bounds of an approximate state (compression error, not a confidence interval)")
+    if ci is not None:
+        text += f" ({_fmt(ci[0], 3)} to {_fmt(ci[1], 3)})"
+        titles.append(f"parentheses: {ci_name}: {_fmt(ci[0])} to {_fmt(ci[1])}")
+    title = "; ".join(titles)
     if math.isnan(f):
         title = "undefined (NaN; null in metrics.json)"
     return {"text": text, "sort": "" if not math.isfinite(f) else repr(f), "title": title, "null": math.isnan(f)}
+
+
+def _ci_text(s: SliceResult, key: str, unsupported: bool, ci_name: str | None) -> dict[str, str]:
+    """The overall table's interval cell: ``{"text", "title"}``."""
+    if ci_name is None:
+        return {"text": "", "title": ""}
+    if unsupported or key not in s.ci:
+        return {"text": "n/a", "title": f"no {ci_name.split(', ', 1)[-1]} interval for this metric"}
+    lo, hi = s.ci[key]
+    if np.ndim(lo) == 0:
+        return {"text": f"{_fmt(lo)} to {_fmt(hi)}", "title": ci_name}
+    return {"text": f"{_array_summary(lo)} to {_array_summary(hi)}", "title": f"{ci_name}, per entry"}
 
 
 def _array_summary(v: Any) -> str:
@@ -568,7 +605,7 @@ def render_report(
     run_info: dict[str, Any] | None = None,
     extra: dict[str, Any] | None = None,
     windows: Sequence[tuple[Any, Results]] | None = None,
-    intervals: bool = True,
+    bounds: bool = True,
     max_slices: int = 60,
     max_table_rows: int = 5000,
     dpi: int = 100,
@@ -581,7 +618,7 @@ def render_report(
         run_info: shown in the summary (engine, input, rows, seconds ...).
         extra: more JSON-ready facts shown in the summary (e.g. the example's description).
         windows: windowed results ``[(label, Results)]`` for the "over windows" figure.
-        intervals: show certified intervals in the tables and as error bars.
+        bounds: show certified bounds in the tables and as error bars.
         max_slices: bars per per-slice chart (the largest slices by weight).
         max_table_rows: rows of the per-slice table (the rest is counted, not shown).
         dpi: resolution of the embedded figures.
@@ -597,19 +634,21 @@ def render_report(
         n_suppressed = sum(s.suppressed_slices or 1 for s in results.slices if s.suppressed)
         extra = {**(extra or {}), "suppressed_slices": n_suppressed}
         results = Results([s for s in results.slices if not s.suppressed], results.config)
-    figures = build_figures(results, windows=windows, intervals=intervals, max_slices=max_slices, dpi=dpi)
+    figures = build_figures(results, windows=windows, bounds=bounds, max_slices=max_slices, dpi=dpi)
     scalars = scalar_metrics(results, include_counts=True)
     overall = next((s for s in computed(results) if s.slice == ()), None)
+    ci_name = ci_label(results)
+    unsupported = set(((results.config or {}).get("ci") or {}).get("unsupported", ()))
     overall_rows = []
     if overall is not None:
         for k, v in overall.metrics.items():
             if np.ndim(v) == 0 and not isinstance(v, str):
-                cell = _cell(v, overall.intervals.get(k), intervals, canonical_name(k) in COUNT_METRICS)
+                cell = _cell(v, overall.bounds.get(k), bounds, canonical_name(k) in COUNT_METRICS)
             else:
                 cell = {"text": _array_summary(v), "sort": "", "title": "", "null": False}
             cls = metric_class(k)
             hib = getattr(cls, "higher_is_better", None)
-            overall_rows.append({"metric": k, "cell": cell, "direction": {True: "higher is better", False: "lower is better"}.get(hib, "")})
+            overall_rows.append({"metric": k, "cell": cell, "ci": _ci_text(overall, k, k in unsupported, ci_name), "direction": {True: "higher is better", False: "lower is better"}.get(hib, "")})
     slice_rows = []
     for s in results.slices[:max_table_rows]:
         if getattr(s, "suppressed", False):
@@ -623,13 +662,13 @@ def render_report(
                 "weight": _fmt(s.weight),
                 "weight_sort": repr(float(s.weight)),
                 "skipped": s.skipped,
-                "cells": [_cell(s.metrics[k], s.intervals.get(k), intervals, canonical_name(k) in COUNT_METRICS) for k in scalars],
+                "cells": [_cell(s.metrics[k], s.bounds.get(k), bounds, canonical_name(k) in COUNT_METRICS, _ci_pair(s, k), ci_name) for k in scalars],
             }
         )
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True, undefined=jinja2.StrictUndefined)
     info = {k: v for k, v in (run_info or {}).items() if v is not None}
     config = results.config or {}
-    summary = []
+    summary = [("confidence intervals", ci_name)] if ci_name else []
     for k in ("task", "label_col", "score_col", "prediction_col", "weight_col", "threshold", "slices"):
         if config.get(k) not in (None, [], ""):
             summary.append((k, config[k] if isinstance(config[k], (str, int, float)) else json.dumps(config[k])))
@@ -648,6 +687,8 @@ def render_report(
         figures=figures,
         sections=_sections(figures),
         n_slices=len(results.slices),
+        ci_name=ci_name,
+        ci_unsupported=[k for k in (overall.metrics if overall is not None else ()) if k in unsupported],
     )
 
 

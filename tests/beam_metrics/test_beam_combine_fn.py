@@ -262,12 +262,18 @@ def test_multilabel_rows_whose_values_are_all_lists_are_rows():
     assert out.metrics["hamming_loss"] == pytest.approx(hamming_loss(y, p), rel=1e-12)
 
 
-def test_slice_result_coder_keeps_intervals():
+def test_slice_result_coder_keeps_bounds_and_ci():
     from beam_metrics.results_io import SliceResultCoder
 
     sr = core.SliceResult((("a", 1),), 5, 5.0, 0, {"roc_auc": 0.7}, {"roc_auc": (0.69, 0.71)})
     coder = SliceResultCoder()
-    assert coder.decode(coder.encode(sr)).intervals == {"roc_auc": (0.69, 0.71)}
+    assert coder.decode(coder.encode(sr)).bounds == {"roc_auc": (0.69, 0.71)}
+    ci = {"accuracy": (0.25, 0.75), "recall@none": (np.array([0.1, np.nan]), np.array([0.3, np.nan]))}
+    sr = core.SliceResult((("a", 1),), 5, 5.0, 0, {"accuracy": 0.5, "recall@none": np.array([0.2, np.nan])}, ci=ci)
+    back = coder.decode(coder.encode(sr)).ci
+    assert back["accuracy"] == (0.25, 0.75)
+    np.testing.assert_array_equal(back["recall@none"][0], ci["recall@none"][0])
+    np.testing.assert_array_equal(back["recall@none"][1], ci["recall@none"][1])
 
 
 # -- row or column batch: one rule (is_column_batch with the evaluation's row-list columns) ------

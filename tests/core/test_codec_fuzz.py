@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from core import Evaluation, MetricCollection, State
+from core import ContinualEvaluation, Evaluation, MetricCollection, State
 from core.codec import layout_to_json, slice_key_to_json
 from core.evaluation import OVERALL
 from core.states import STATE_KINDS
@@ -49,6 +49,7 @@ NON_NEGATIVE = {
     "score_distribution": ("pos", "neg"),
     "score_distribution_class0": ("pos", "neg"),
     "class_score_distribution": ("weights",),
+    "continual": ("correct", "total", "anytime_correct", "anytime_total", "class_cm"),
 }
 
 
@@ -69,6 +70,9 @@ def sample_states() -> dict[str, State]:
     for m in mcs:
         for s in m.states:
             got.setdefault(s.kind, s)
+    ev = ContinualEvaluation(num_tasks=2, num_classes=3, evaluations_per_task=1)
+    ev.update([0, 0, 1, 1], [0, 1, 0, 1], [0, 2, 1, 1], [0, 1, 1, 1], step=[None, 0, None, 0])
+    got["continual"] = ev.state
     return got
 
 

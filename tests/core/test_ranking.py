@@ -363,7 +363,7 @@ def test_compressed_auc_error_and_width_on_continuous_scores():
     want_auc, want_ap = roc_auc_score(y, s), average_precision_score(y, s)
     a, p = got["roc_auc"], got["average_precision"]
     assert abs(a - want_auc) <= 1e-6 and abs(p - want_ap) <= 1e-5
-    _, intervals = mc.plan.compute_with_intervals(mc.states)
+    _, intervals = mc.plan.compute_with_bounds(mc.states)
     lo, hi = intervals["roc_auc"]
     assert lo <= want_auc <= hi and hi - lo < 1e-3
     lo, hi = intervals["average_precision"]
@@ -393,8 +393,8 @@ def test_merge_order_and_split_never_change_values(rows, capacity, seed):
         a, b = items.pop(j), items.pop(i)
         items.append(plan.merge(a, b) if rng.random() < 0.5 else plan.merge(b, a))
     assert items[0] == whole
-    v1, i1 = plan.compute_with_intervals(whole)
-    v2, i2 = plan.compute_with_intervals(items[0])
+    v1, i1 = plan.compute_with_bounds(whole)
+    v2, i2 = plan.compute_with_bounds(items[0])
     assert all(_same(v1[k], v2[k]) for k in v1) and i1 == i2
 
 
@@ -475,16 +475,16 @@ def test_intervals_reach_results_and_rows():
     ev = Evaluation(label_col="y", score_col="s", slices=["g"], metrics=["roc_auc@capacity=20", "average_precision@capacity=20", "roc_curve@capacity=20"])
     res = ev.evaluate([data])
     ov = res.overall
-    assert set(ov.intervals) == {"roc_auc@capacity=20", "average_precision@capacity=20"}
-    lo, hi = ov.intervals["roc_auc@capacity=20"]
+    assert set(ov.bounds) == {"roc_auc@capacity=20", "average_precision@capacity=20"}
+    lo, hi = ov.bounds["roc_auc@capacity=20"]
     assert lo <= roc_auc_score(data["y"], data["s"]) <= hi
     rows = [r for r in res.to_rows() if r["metric"] == "roc_auc@capacity=20"]
     assert len(rows) == 3 and all(r["lower"] is not None and r["lower"] <= r["value"] <= r["upper"] for r in rows)
     curve_rows = [r for r in res.to_rows() if r["metric"] == "roc_curve@capacity=20" and r["slice"] == "Overall"]
     assert curve_rows and all(r["index"].count(",") == 1 for r in curve_rows)
-    assert "intervals" in res.to_dict()["slices"][0]
+    assert "bounds" in res.to_dict()["slices"][0]
     exact = Evaluation(label_col="y", score_col="s", metrics=["roc_auc"]).evaluate([data])
-    assert exact.overall.intervals == {} and exact.overall.metrics["roc_auc"] == roc_auc_score(data["y"], data["s"])
+    assert exact.overall.bounds == {} and exact.overall.metrics["roc_auc"] == roc_auc_score(data["y"], data["s"])
 
 
 def test_collection_repr_shows_the_state():

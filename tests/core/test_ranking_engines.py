@@ -54,7 +54,7 @@ def _check(results, t: pa.Table) -> None:
         curve = np.asarray(s.metrics["roc_curve"], dtype=float)
         curve[0, 2] = np.inf if np.isnan(curve[0, 2]) else curve[0, 2]  # JSON null -> inf threshold
         np.testing.assert_array_equal(curve, want["roc_curve"])
-        assert s.intervals == {}
+        assert s.bounds == {}
 
 
 def _check_compressed(results, t: pa.Table) -> None:
@@ -62,7 +62,7 @@ def _check_compressed(results, t: pa.Table) -> None:
         s = results[key]
         want = _sk(t, mask)
         for m, exact in (("roc_auc@capacity=16", want["roc_auc"]), ("average_precision@capacity=16", want["average_precision"])):
-            lo, hi = s.intervals[m]
+            lo, hi = s.bounds[m]
             assert lo <= exact <= hi and lo <= s.metrics[m] <= hi and hi - lo > 0
 
 
@@ -82,7 +82,7 @@ def test_cli_local_engine_matches_sklearn(tmp_path):
     curve = overall["metrics"]["roc_curve"]
     assert isinstance(curve, list) and curve[0][2] is None and len(curve) == len(want["roc_curve"])  # inf -> null
     np.testing.assert_array_equal(np.array(curve, dtype=float)[1:], want["roc_curve"][1:])
-    assert "intervals" not in overall
+    assert "bounds" not in overall
     for r in ("north", "south", "east"):
         mask = t["region"].to_numpy(zero_copy_only=False) == r
         assert slices[(("region", r),)]["metrics"]["roc_auc"] == _sk(t, mask)["roc_auc"]
@@ -92,7 +92,7 @@ def test_cli_local_engine_matches_sklearn(tmp_path):
                  "--metrics", ",".join(COMPRESSED), "--engine", "local", "--output", str(out), "--quiet"])  # fmt: skip
     assert code == 0
     overall = json.loads((out / "metrics.json").read_text())["slices"][0]
-    lo, hi = overall["intervals"]["roc_auc@capacity=16"]
+    lo, hi = overall["bounds"]["roc_auc@capacity=16"]
     assert lo <= want["roc_auc"] <= hi
     rows = pq.read_table(out / "metrics.parquet").to_pylist()
     auc_rows = [x for x in rows if x["metric"] == "roc_auc@capacity=16"]
@@ -184,7 +184,7 @@ def test_beam_compute_metrics(tmp_path):
     results = collect("compressed", compressed)
     _check_compressed(results, t)
     local = compressed.evaluate([t])
-    assert results.overall.intervals == local.overall.intervals and results.overall.metrics == local.overall.metrics
+    assert results.overall.bounds == local.overall.bounds and results.overall.metrics == local.overall.metrics
 
 
 @pytest.mark.skipif(shutil.which("java") is None, reason="Spark needs Java 17+")
@@ -207,7 +207,7 @@ def test_spark_compute_metrics():
     results = collect_results(compute_metrics(df, evaluation=ev), ev)
     _check_compressed(results, t)
     local = ev.evaluate([t])
-    assert results.overall.intervals == local.overall.intervals and results.overall.metrics == local.overall.metrics
+    assert results.overall.bounds == local.overall.bounds and results.overall.metrics == local.overall.metrics
 
 
 # -- pos_label with a binary score given as two probability columns (issue 4) ---------------------

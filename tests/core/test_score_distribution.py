@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import core.score_distribution as sd
+import core.score_bins as sb
 from core import Plan, Task
 from core._inputs import Batch
 from core.score_distribution import (
@@ -124,8 +124,8 @@ def test_from_batch_is_the_canonical_state(kind, n, capacity):
 def test_histogram_paths_with_rare_binades_and_refinement(case, monkeypatch):
     """Force the large-batch paths (sample-chosen tables, binades the sample misses, exact
     refinement of discrete scores) on small data and compare with the definition."""
-    monkeypatch.setattr(sd, "_SORT_MAX", 16)
-    monkeypatch.setattr(sd, "_CHUNK", 1000)
+    monkeypatch.setattr(sb, "_SORT_MAX", 16)
+    monkeypatch.setattr(sb, "_CHUNK", 1000)
     rng = np.random.default_rng(case)
     n = 20_000
     s = np.round(rng.random(n), int(rng.integers(1, 4))) * rng.choice([1, -1], n)
@@ -193,13 +193,13 @@ def test_merge_order_and_split_never_change_the_state(data, capacity, seed, cont
     assert merged == whole
     # State.fold bins each shard at the running state's level (or, above _SORT_MAX rows, by the
     # histogram path then a merge): the same canonical state
-    old, sd._SORT_MAX = sd._SORT_MAX, sort_max
+    old, sb._SORT_MAX = sb._SORT_MAX, sort_max
     try:
         folded = S.zero(layout)
         for p in np.split(np.arange(len(s)), cuts):
             folded = folded.fold(Batch(y_true=y[p], y_score=s[p], sample_weight=None if w is None else w[p]))
     finally:
-        sd._SORT_MAX = old
+        sb._SORT_MAX = old
     assert folded == whole
     # a random tree of merges, random operand order
     items = list(states) + [S.zero(layout)]
@@ -319,9 +319,9 @@ def test_split_shifts_count_bins_at_every_level():
         x = np.unique(score_keys(rng.normal(size=int(rng.integers(2, 2000))) * 10.0 ** int(rng.integers(-300, 300))))
         if t % 3 == 0:
             x = np.unique(np.r_[x, score_keys(np.array([0.0, 5e-324, -5e-324, 1.7e308, -1.7e308]))])
-        split = sd._split_shifts(x)
+        split = sb._split_shifts(x)
         for s in range(64):
             assert np.unique(x >> np.int64(s)).size == 1 + np.count_nonzero(split > s)
     edge = np.array([0, 1, 2**53, 2**53 + 1, 2**54 - 1, 2**62, 2**63 - 1], dtype=np.int64)
     want = [int(a ^ b).bit_length() for a, b in zip(edge[:-1].tolist(), edge[1:].tolist())]
-    np.testing.assert_array_equal(sd._split_shifts(edge), want)
+    np.testing.assert_array_equal(sb._split_shifts(edge), want)

@@ -97,7 +97,7 @@ def test_config_values_are_converted_like_flags(tmp_path, data):
     assert got["skip_invalid"] is True and got["num_classes"] == 2 and got["zero_division"] == "nan"
     assert got["report"] == str((tmp_path / "my" / "report.html").resolve())
     assert got["output"] == str((tmp_path / "o").resolve())
-    assert got["beam_arg"] == ["--direct_num_workers=1"] and got["intervals"] is False
+    assert got["beam_arg"] == ["--direct_num_workers=1"] and got["bounds"] is False  # "intervals": the old name of "bounds"
 
 
 BAD = [
@@ -173,3 +173,12 @@ def test_the_readme_config_example_runs(tmp_path):
     doc = _metrics(tmp_path / "out" / "eval")
     assert len(doc["slices"]) == 1 + 2 + 4 and "roc_auc" in doc["slices"][0]["metrics"]
     assert (tmp_path / "out" / "eval" / "report.html").exists()
+
+
+def test_bounds_flag_and_its_hidden_old_name_intervals():
+    p = build_parser()
+    base = ["--input", "x.parquet", "--label", "y", "--score", "p", "--output", "o"]
+    assert p.parse_args(base).bounds is True
+    assert p.parse_args(base + ["--no-bounds"]).bounds is False
+    assert p.parse_args(base + ["--no-intervals"]).bounds is False
+    assert "--intervals" not in p.format_help() and "--bounds" in p.format_help()

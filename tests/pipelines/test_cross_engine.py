@@ -185,3 +185,22 @@ def test_float_sum_metrics_json_is_byte_identical_on_local_beam_and_spark(tmp_pa
 
     assert overall["log_loss"] == pytest.approx(log_loss(y, score, sample_weight=weight), rel=1e-12)
     assert overall["brier_score"] == pytest.approx(brier_score_loss(y, score, sample_weight=weight), rel=1e-12)
+
+
+@needs_java
+@pytest.mark.parametrize("ci", ["analytic", "posterior"])
+def test_confidence_intervals_identical_on_core_beam_spark(tmp_path, ci):
+    """ci draws derive from ci_seed and the slice key only: the same floats on every engine and
+    partitioning (Beam gets shards, dict rows and empty batches; Spark 5 partitions)."""
+    df = _dataset(2000, seed=5)
+    metrics = ["accuracy", "precision", "recall", "f1", "f1@macro", "mcc", "cohen_kappa", "specificity", "roc_auc", "confusion_matrix"]
+    ev = Evaluation(label_col="y", score_col="score", slices=["country", "country,device"], metrics=metrics, ci=ci, ci_seed=7, ci_replicates=100)
+    want = _core(pd.concat([df, df.iloc[:50]], ignore_index=True), ev)
+    assert all(s.ci for s in want.slices) and want.config["ci"]["method"] == ci
+    assert _beam(df, ev, tmp_path).to_json() == want.to_json()
+    want = _core(df, ev)
+    got = _spark(df, ev)
+    assert got.to_json() == want.to_json()
+    for a, b in zip(got, want):  # the floats themselves, not only their JSON text
+        for k in b.ci:
+            np.testing.assert_array_equal(np.asarray(a.ci[k], dtype=float), np.asarray(b.ci[k], dtype=float))

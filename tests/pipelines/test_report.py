@@ -64,7 +64,7 @@ def test_every_figure_when_the_data_exists(full):
     assert "default-src 'none'; img-src data:" in page
     assert 'id="slices-table" class="sortable"' in page
     assert page.count("<tr><td>") >= len(full.slices)
-    assert "[" in page and "certified interval" in page  # interval cells of roc_auc@capacity=64
+    assert "[" in page and "certified bounds" in page  # bounds cells of roc_auc@capacity=64
 
 
 def test_figures_only_for_present_data():
@@ -122,7 +122,7 @@ def test_report_plot_functions(full):
 def test_write_report_creates_the_directory_and_render_report_returns_the_page(full, tmp_path):
     p = report.write_report(full, tmp_path / "sub" / "r.html", title="x")
     assert p.exists() and p.read_text().startswith("<!DOCTYPE html>")
-    assert "<html" in report.render_report(full, intervals=False)
+    assert "<html" in report.render_report(full, bounds=False)
 
 
 def test_to_pandas_long_and_wide(full):
@@ -168,7 +168,7 @@ def test_flights_example_writes_the_report(tmp_path):
     doc = json.loads((out / "metrics.json").read_text())
     overall = doc["slices"][0]
     assert overall["metrics"]["roc_auc@capacity=1000"] == pytest.approx(0.896, abs=0.002)
-    assert overall["intervals"]["roc_auc@capacity=1000"][0] <= overall["metrics"]["roc_auc@capacity=1000"]
+    assert overall["bounds"]["roc_auc@capacity=1000"][0] <= overall["metrics"]["roc_auc@capacity=1000"]
     assert (out / "metrics.json").stat().st_size < 20_000_000  # curves are capped per slice
 
 
@@ -204,3 +204,36 @@ def test_suppressed_slices_are_left_out():
     assert _figures(page) == ["confusion_matrix", "slices", "slices"]
     with pytest.raises(ValueError, match="is suppressed"):
         report.plot_confusion_matrix(r, slice=suppressed[0].slice)
+
+
+def test_confidence_intervals_are_labelled_with_method_and_level_apart_from_bounds():
+    r = _results(["accuracy", "f1", "roc_auc@capacity=64"], ci="posterior", ci_level=0.9)
+    page = report.render_report(r)
+    assert "<th>90% CI, posterior</th>" in page  # the overall table's interval column
+    lo, hi = r.overall.ci["accuracy"]
+    assert f'<td class="ci" title="90% CI, posterior">{lo:.4f} to {hi:.4f}</td>' in page
+    assert "No interval (not supported by this method): roc_auc@capacity=64." in page
+    assert "certified bounds" in page and "[" in page  # bounds keep their brackets and name
+    assert page.count("grey bars: 90% CI, posterior") == 2  # accuracy and f1 bar charts, not roc_auc's
+    s = r["g=a"]
+    assert f"({s.ci['f1'][0]:.3f} to {s.ci['f1'][1]:.3f})" in page  # per-slice cells
+    plain = report.render_report(_results(["accuracy"]))
+    assert "CI," not in plain and 'class="ci"' not in plain
+
+
+def test_cli_writes_and_prints_intervals(tmp_path, capsys):
+    t = _table(600)
+    pq.write_table(pa.table(t), tmp_path / "in.parquet")
+    out = tmp_path / "out"
+    assert main(["--input", str(tmp_path / "in.parquet"), "--label", "y", "--score", "s", "--slice", "g", "--metrics", "accuracy,f1,roc_auc",
+                 "--ci", "analytic", "--ci-level", "0.9", "--output", str(out), "--report"]) == 0  # fmt: skip
+    printed = capsys.readouterr().out
+    assert "(lower, upper): 90% CI, analytic; no interval for f1" in printed
+    doc = json.loads((out / "metrics.json").read_text())
+    assert doc["config"]["ci"] == {"method": "analytic", "level": 0.9, "replicates": 200, "seed": 0, "unsupported": ["f1"]}
+    assert set(doc["slices"][0]["ci"]) == {"accuracy", "roc_auc"} and "ci_level" not in doc["config"]
+    rows = pq.read_table(out / "metrics.parquet").to_pylist()
+    acc = next(r for r in rows if r["slice"] == "Overall" and r["metric"] == "accuracy")
+    assert [acc["ci_lower"], acc["ci_upper"]] == doc["slices"][0]["ci"]["accuracy"]
+    assert Results.from_dict(doc).overall.ci["roc_auc"] == tuple(doc["slices"][0]["ci"]["roc_auc"])
+    assert "<th>90% CI, analytic</th>" in (out / "report.html").read_text()

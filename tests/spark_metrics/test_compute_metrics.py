@@ -94,6 +94,7 @@ def test_result_schema(binary_runs):
     assert types == {
         "slice": "string", "slice_key": "string", "n": "bigint", "weight": "double", "skipped": "bigint",
         "metric": "string", "index": "string", "value": "double", "lower": "double", "upper": "double",
+        "ci_lower": "double", "ci_upper": "double",
     }  # fmt: skip
     assert set(binary_runs[3][1][0]) == set(ROW_COLUMNS)
     assert result_df.schema == result_schema()
