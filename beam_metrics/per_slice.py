@@ -19,6 +19,15 @@
                                        # evaluation.collect: canonical order, suppression,
                                        # folded_values -> SliceResults
 
+Under non-global windowing (fixed, sliding and session windows, triggers, allowed lateness)
+``expand_merging_windows`` runs instead: one ``CombineGlobally(MetricsCombineFn)`` per window
+(partial combining per bundle), so sessions are defined by all rows (not per slice key) and each
+pane comes from one grouping; ``SessionResults`` reads the window with ``beam.DoFn.WindowParam``
+and sets ``window_start`` / ``window_end`` on every result. With early / late panes use
+``AccumulationMode.ACCUMULATING``: each pane's results are then those of all the window's rows so
+far, and the final pane equals the
+batch answer on the window's rows (``DISCARDING``: each pane's results are of its new rows only).
+
 Only small, fixed-size states cross the first shuffle, keyed by slice, so the merge of many slices
 is spread over workers; no accumulator holds more than one slice after the bundle. The overall
 slice is the one key every bundle emits: its partial states are spread over ``hot_key_fanout``
@@ -47,6 +56,7 @@ from apache_beam.utils.windowed_value import WindowedValue
 from beam_metrics.combine import EvaluationCoder, MetricsAccumulator, MetricsCombineFn
 from beam_metrics.results_io import slice_result_from_json, slice_result_to_json
 from core import codec
+from core.windows import window_from_micros
 from core.evaluation import Evaluation
 from core.metrics import UndefinedMetricWarning
 from core.results import Results, SliceResult
@@ -60,7 +70,9 @@ __all__ = [
     "ProfiledFoldPerSlice",
     "RESULT",
     "SliceStates",
+    "SessionResults",
     "SliceStatesCoder",
+    "WindowMetricsCombineFn",
     "WindowedFoldPerSlice",
     "assemble_results",
     "expand_per_slice",
@@ -364,10 +376,55 @@ def assemble_results(parts: Iterable[tuple[str, bytes]], evaluation: Evaluation,
     return ev.collect(slices=slices).slices
 
 
+
+
+
+class WindowMetricsCombineFn(MetricsCombineFn):
+    """:class:`~beam_metrics.MetricsCombineFn` whose finish raises no ``UndefinedMetricWarning``
+    (on a worker it could not reach the caller; undefined values are NaN and listed per slice)."""
+
+    def extract_output(self, accumulator: MetricsAccumulator) -> Results:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UndefinedMetricWarning)
+            return super().extract_output(accumulator)
+
+
+class SessionResults(beam.DoFn):
+    """The :class:`core.Results` of one merged window (a session) as its slices, each carrying
+    the window's bounds."""
+
+    def __init__(self, evaluation: Evaluation):
+        self.evaluation = evaluation
+
+    def process(self, results: Results, window: Any = beam.DoFn.WindowParam) -> Iterable[SliceResult]:
+        start, end = window_from_micros(window.start.micros), window_from_micros(window.end.micros)
+        for s in results:
+            yield s.with_window(start, end)
+
+
+def expand_merging_windows(pcoll: beam.PCollection, evaluation: Evaluation, batch_size: int) -> beam.PCollection:
+    """``ComputeMetrics`` under merging windows (``Sessions``), triggers or allowed lateness.
+
+    Sessions are defined by all the rows, not per slice key, and a trigger's panes must come
+    from one grouping (a second one would re-trigger on the first one's panes): the states of
+    every slice are combined in one accumulator per window and pane
+    (``CombineGlobally(MetricsCombineFn)``, partial combining per bundle), then finished per
+    window, each result carrying the window's bounds."""
+    if evaluation.needs_profile:
+        raise ValueError("max_slices and quantile slices are not supported under Sessions, triggers or allowed lateness")
+    return (
+        pcoll
+        | "CombinePerWindow" >> beam.CombineGlobally(WindowMetricsCombineFn(evaluation, batch_size)).without_defaults().with_output_types(Results)
+        | "PerSlice" >> beam.ParDo(SessionResults(evaluation)).with_output_types(SliceResult)
+    )
+
+
 def expand_per_slice(pcoll: beam.PCollection, evaluation: Evaluation, batch_size: int, hot_key_fanout: int, summary: Any = None) -> beam.PCollection:
     """``ComputeMetrics``' steps (see the module docstring); ``summary``: the counting pass'
     ``AsSingleton`` side input, or None."""
     windowed = not isinstance(pcoll.windowing.windowfn, GlobalWindows)
+    if windowed:  # results carry their window; sessions, triggers and lateness stay exact (one grouping)
+        return expand_merging_windows(pcoll, evaluation, batch_size)
     side = () if summary is None else (summary,)
     kind = ProfiledFoldPerSlice if summary is not None else WindowedFoldPerSlice if windowed else FoldPerSlice
     fanout = hot_key_fanout if hot_key_fanout > 1 else 0

@@ -14,7 +14,7 @@ from typing import Any
 import apache_beam as beam
 import numpy as np
 
-from core.results import Comparison, Results, SliceResult
+from core.results import Comparison, Results, SliceResult, window_bound
 
 __all__ = ["SliceResultCoder", "slice_result_from_json", "slice_result_to_json"]
 
@@ -119,6 +119,8 @@ class SliceResultCoder(beam.coders.Coder):
                 [k, {"delta": _exact(c.delta), "ci": None if c.ci is None else [_exact(c.ci[0]), _exact(c.ci[1])], "verdict": c.verdict, "reason": c.reason}]
                 for k, c in value.comparison.items()
             ]
+        if value.window_start is not None:
+            body["window"] = [value.window_start.isoformat(), None if value.window_end is None else value.window_end.isoformat()]
         return _MAGIC + json.dumps(body, separators=(",", ":"), allow_nan=True).encode("utf-8")
 
     def decode(self, encoded: bytes) -> SliceResult:
@@ -128,9 +130,12 @@ class SliceResultCoder(beam.coders.Coder):
         try:
             d = json.loads(encoded[len(_MAGIC):].decode("utf-8"))
             metrics = {k: _inexact(v) for k, v in d["metrics"]}
+            start, end = d.get("window", (None, None))
+            win = {"window_start": window_bound(start), "window_end": window_bound(end)}
             if d.get("suppressed"):
-                return SliceResult(tuple((c, v) for c, v in d["slice"]), None, None, None, {}, suppressed=True, suppressed_slices=d.get("suppressed_slices"))
+                return SliceResult(tuple((c, v) for c, v in d["slice"]), None, None, None, {}, suppressed=True, suppressed_slices=d.get("suppressed_slices"), **win)
             return SliceResult(
+                **win,
                 slice=tuple((c, v) for c, v in d["slice"]),
                 n=int(d["n"]),
                 weight=float(d["weight"]),

@@ -42,6 +42,7 @@ from core.regression import RegressionMomentsState  # noqa: E402
 from core.topk import TopKState  # noqa: E402
 from core.continual import ContinualEvaluation, ContinualState, OCLMetrics  # noqa: E402
 from core.prequential import PrequentialEvaluation, PrequentialResults  # noqa: E402
+from core.windows import TimeWindows, WindowedEvaluation  # noqa: E402
 
 __all__ = [
     "Aggregator",
@@ -64,6 +65,8 @@ __all__ = [
     "OCLMetrics",
     "PrequentialEvaluation",
     "PrequentialResults",
+    "TimeWindows",
+    "WindowedEvaluation",
     "ConfusionMatrixLayout",
     "ConfusionMatrixState",
     "Evaluation",

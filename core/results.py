@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import datetime as _dt
 import json
 import math
 from dataclasses import dataclass, field
@@ -28,12 +30,44 @@ def jsonable(value: Any) -> Any:
     return value
 
 
+def window_bound(value: Any) -> _dt.datetime | None:
+    """A window bound as a timezone-aware UTC ``datetime`` (None stays None).
+
+    Accepts a ``datetime`` (naive ones are taken as UTC; ``pandas.Timestamp`` is one), an
+    ISO-8601 string (``"2013-01-01T05:00:00+00:00"``, ``"...Z"``) or a ``numpy.datetime64``.
+
+    Raises:
+        TypeError: another type (e.g. a bare number: seconds or microseconds would be a guess).
+    """
+    if value is None:
+        return None
+    if isinstance(value, np.datetime64):
+        if np.isnat(value):
+            return None
+        us = int(value.astype("datetime64[us]").astype(np.int64))
+        return _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc) + _dt.timedelta(microseconds=us)
+    if isinstance(value, str):
+        value = _dt.datetime.fromisoformat(value)
+    if isinstance(value, _dt.datetime):
+        if hasattr(value, "to_pydatetime"):  # pandas.Timestamp
+            value = value.to_pydatetime()
+        return value.replace(tzinfo=_dt.timezone.utc) if value.tzinfo is None else value.astimezone(_dt.timezone.utc)
+    raise TypeError(f"a window bound is a datetime, an ISO-8601 string or a numpy.datetime64, got {type(value).__name__} {value!r}")
+
+
+def window_label(start: _dt.datetime | None, end: _dt.datetime | None) -> str:
+    """``"2013-01-01T05:00:00+00:00/2013-01-01T06:00:00+00:00"`` (ISO-8601 interval); ``""`` outside windows."""
+    return "" if start is None else f"{start.isoformat()}/{end.isoformat() if end is not None else ''}"
+
+
 #: the long-format columns of a comparison (in the rows of slices with a baseline model only;
 #: see SliceResult.comparison)
 COMPARISON_COLUMNS = ["baseline_value", "delta", "delta_lower", "delta_upper", "verdict", "comparison_reason"]
 #: long-format columns: ``lower`` / ``upper`` are certified bounds (approximate states),
 #: ``ci_lower`` / ``ci_upper`` the confidence interval (``ci=``), then the comparison's
 ROW_COLUMNS = ["slice", "slice_key", "n", "weight", "skipped", "metric", "index", "value", "lower", "upper", "ci_lower", "ci_upper", *COMPARISON_COLUMNS]
+#: long-format columns of windowed results (after ``slice_key``; only when a slice has a window)
+WINDOW_COLUMNS = ["window_start", "window_end"]
 #: ``metric`` of the long-format marker row of withheld suppressed slices (``value`` = how many)
 SUPPRESSED_SLICES = "suppressed_slices"
 
@@ -164,6 +198,9 @@ class SliceResult:
         suppressed_slices: for the one entry that stands for a spec's suppressed slices when
             their names are withheld (``slice`` values ``"__suppressed__"``, see
             :mod:`core.suppression`), how many slices it stands for; None otherwise.
+        window_start: start of the event-time window the result is of (timezone-aware UTC
+            ``datetime``, inclusive; see :mod:`core.windows`); None outside windows.
+        window_end: end of that window (exclusive); None outside windows.
 
     ``undefined`` lists the NaN values (see :func:`undefined_entries`); ``to_dict`` includes it as
     ``"undefined"`` when non-empty.
@@ -181,6 +218,22 @@ class SliceResult:
     ci: dict[str, Any] = field(default_factory=dict)
     comparison: dict[str, Comparison] = field(default_factory=dict)
     baseline_metrics: dict[str, Any] = field(default_factory=dict)
+    window_start: _dt.datetime | None = None
+    window_end: _dt.datetime | None = None
+
+    @property
+    def window(self) -> tuple[_dt.datetime, _dt.datetime] | None:
+        """``(window_start, window_end)``, or None outside windows."""
+        return None if self.window_start is None else (self.window_start, self.window_end)
+
+    def with_window(self, start: Any, end: Any) -> "SliceResult":
+        """A copy carrying the window bounds (see :func:`window_bound` for accepted values)."""
+        return dataclasses.replace(self, window_start=window_bound(start), window_end=window_bound(end))
+
+    def _window_dict(self) -> dict[str, Any]:
+        if self.window_start is None:
+            return {}
+        return {"window_start": self.window_start.isoformat(), "window_end": None if self.window_end is None else self.window_end.isoformat()}
 
     @property
     def name(self) -> str:
@@ -194,12 +247,13 @@ class SliceResult:
 
     def to_dict(self, ignored_class: int | None = None) -> dict[str, Any]:
         if self.suppressed:
-            d = {"slice": {c: v for c, v in self.slice}, "n": None, "weight": None, "skipped": None, "metrics": {}, "suppressed": True}
+            d = {"slice": {c: v for c, v in self.slice}, **self._window_dict(), "n": None, "weight": None, "skipped": None, "metrics": {}, "suppressed": True}
             if self.suppressed_slices is not None:
                 d["suppressed_slices"] = int(self.suppressed_slices)
             return d
         d = {
             "slice": {c: v for c, v in self.slice},
+            **self._window_dict(),
             "n": int(self.n),
             "weight": float(self.weight),
             "skipped": int(self.skipped),
@@ -221,9 +275,21 @@ class SliceResult:
         return d
 
 
+def _window_order(s: SliceResult) -> tuple:
+    """Sort key of a result's window: results outside windows first, then by (start, end)."""
+    if s.window_start is None:
+        return (0,)
+    return (1, s.window_start, s.window_end or s.window_start)
+
+
 @dataclass(frozen=True)
 class Results:
     """All slices' results, overall first, in a deterministic order.
+
+    Results of event-time windows (:mod:`core.windows`, Beam windows, Spark ``window=``) are one
+    ``Results`` whose slices carry ``window_start`` / ``window_end``, ordered by window, then
+    overall first and slices in order within each window. :attr:`windows` lists the windows,
+    :meth:`window` gives one window's results and :meth:`by_window` all of them.
 
     Attributes:
         slices: list of :class:`SliceResult`.
@@ -242,11 +308,21 @@ class Results:
                 are ``null``), a dict (``{"country": "DE"}``; ``{}`` is overall), an int position
                 in :attr:`slices` (negative counts from the end), or a :class:`SliceResult`.
 
+        In windowed results a slice named by key, name or dict is usually in several windows:
+        the lookup then raises ``KeyError`` (use ``results.window(start)[key]``); an int position
+        or a :class:`SliceResult` (matched with its window) always works.
+
         Raises:
-            KeyError: no such slice (the message lists some slice names).
+            KeyError: no such slice (the message lists some slice names), or the slice is in
+                several windows.
             IndexError: an int position out of range.
             TypeError: a key of another type.
         """
+        if isinstance(key, SliceResult) and key.window_start is not None:
+            found = next((s for s in self.slices if s.slice == key.slice and s.window == key.window), None)
+            if found is None:
+                raise KeyError(f"no slice {key.name!r} in window {window_label(*key.window)}")
+            return found
         if isinstance(key, SliceResult):
             key = key.slice
         if isinstance(key, bool):
@@ -257,13 +333,19 @@ class Results:
             except IndexError:
                 raise IndexError(f"slice position {int(key)} out of range: the results have {len(self.slices)} slices") from None
         if isinstance(key, str):
-            found = next((s for s in self.slices if s.name == key), None)
+            matches = [s for s in self.slices if s.name == key]
         elif isinstance(key, Mapping):
-            found = next((s for s in self.slices if s.slice == tuple(key.items())), None)
+            matches = [s for s in self.slices if s.slice == tuple(key.items())]
         elif isinstance(key, (tuple, list)):
-            found = next((s for s in self.slices if s.slice == tuple(tuple(p) for p in key)), None)
+            matches = [s for s in self.slices if s.slice == tuple(tuple(p) for p in key)]
         else:
             raise TypeError(f"a slice is named by a key tuple, a name string, a dict or an int position, got {type(key).__name__}")
+        if len(matches) > 1:
+            raise KeyError(
+                f"slice {key!r} is in {len(matches)} windows; name the window first: results.window(start)[...] "
+                f"(windows: {[window_label(*w) for w in self.windows[:5]]}{' ...' if len(self.windows) > 5 else ''})"
+            )
+        found = matches[0] if matches else None
         if found is None:
             names = [s.name for s in self.slices[:20]]
             raise KeyError(f"no slice {key!r}; slices: {names}{' ...' if len(self.slices) > 20 else ''}")
@@ -277,18 +359,55 @@ class Results:
 
     @property
     def overall(self) -> SliceResult:
+        """The overall slice (``KeyError`` for results of several windows: see :meth:`window`)."""
         return self[()]
+
+    @property
+    def windows(self) -> list[tuple[_dt.datetime, _dt.datetime]]:
+        """The ``(window_start, window_end)`` pairs of the results, in order (``[]`` outside windows)."""
+        out: dict[tuple, None] = {}
+        for s in self.slices:
+            if s.window_start is not None:
+                out.setdefault(s.window, None)
+        return list(out)
+
+    def window(self, start: Any, end: Any = None) -> "Results":
+        """The results of one window (its slices, overall first), with the same config.
+
+        Args:
+            start: the window's ``window_start`` (a ``datetime``, naive = UTC, or an ISO-8601 string).
+            end: its ``window_end``; needed only when several windows start at ``start``
+                (sliding windows of different sizes never mix in one Results, so rarely).
+
+        Raises:
+            KeyError: no such window (the message lists some), or ``end`` is needed.
+        """
+        start, end = window_bound(start), window_bound(end)
+        chosen = [w for w in self.windows if w[0] == start and (end is None or w[1] == end)]
+        if len(chosen) != 1:
+            what = "no window" if not chosen else f"{len(chosen)} windows"
+            raise KeyError(f"{what} starting at {start.isoformat()}{'' if end is None else ' ending at ' + end.isoformat()}; windows: {[window_label(*w) for w in self.windows[:5]]}")
+        return Results([s for s in self.slices if s.window == chosen[0]], self.config)
+
+    def by_window(self) -> dict[tuple[_dt.datetime, _dt.datetime], "Results"]:
+        """``{(window_start, window_end): Results}`` of every window, in order."""
+        groups: dict[tuple, list[SliceResult]] = {}
+        for s in self.slices:
+            if s.window_start is not None:
+                groups.setdefault(s.window, []).append(s)
+        return {w: Results(v, self.config) for w, v in groups.items()}
 
     def to_dict(self) -> dict[str, Any]:
         """``{"slices": [{"slice": {col: value}, "n", "weight", "skipped", "metrics",
         ["bounds"], ["ci"], ["undefined"]}], "config", "skipped"}``; NaN becomes None (``null``);
         ``undefined`` lists the slice's undefined metrics and classes when there are any."""
         ignored = ignored_class_of(self.config)
-        return {
-            "slices": [s.to_dict(ignored) for s in self.slices],
-            "skipped": (None if self.overall.suppressed else int(self.overall.skipped)) if self.slices else 0,
-            "config": self.config,
-        }
+        if self.windows:  # windowed: each window's invalid rows (a row of sliding windows in each of them)
+            overall = [s for s in self.slices if s.slice == ()]
+            skipped = None if any(s.suppressed for s in overall) else sum(int(s.skipped) for s in overall)
+        else:
+            skipped = (None if self.overall.suppressed else int(self.overall.skipped)) if self.slices else 0
+        return {"slices": [s.to_dict(ignored) for s in self.slices], "skipped": skipped, "config": self.config}
 
     def to_json(self, indent: int | None = 2) -> str:
         return json.dumps(self.to_dict(), indent=indent, allow_nan=False)
@@ -299,11 +418,13 @@ class Results:
         scalars, ``"i"`` or ``"i,j"`` for arrays), ``value`` (float; NaN where undefined) and
         ``lower`` / ``upper`` (certified bounds of approximate metrics, else None) and
         ``ci_lower`` / ``ci_upper`` (the confidence interval of ``ci=``, per cell for arrays;
-        None without one, NaN where it is undefined)."""
+        None without one, NaN where it is undefined). Windowed results' rows also have
+        ``window_start`` / ``window_end`` (UTC ``datetime``) after ``slice_key``."""
         rows = []
         for s in self.slices:
+            win = {} if s.window_start is None else {"window_start": s.window_start, "window_end": s.window_end}
             if s.suppressed:  # one marker row: no counts, no metric (from_rows reads it back)
-                row = {"slice": s.name, "slice_key": slice_key_to_json(s.slice), **dict.fromkeys(ROW_COLUMNS[2:])}
+                row = {"slice": s.name, "slice_key": slice_key_to_json(s.slice), **win, **dict.fromkeys(ROW_COLUMNS[2:])}
                 if s.suppressed_slices is not None:  # withheld names: the row says how many slices
                     row.update(metric=SUPPRESSED_SLICES, value=float(s.suppressed_slices))
                 rows.append(row)
@@ -311,6 +432,7 @@ class Results:
             base = {
                 "slice": s.name,
                 "slice_key": slice_key_to_json(s.slice),
+                **win,
                 "n": int(s.n),
                 "weight": float(s.weight),
                 "skipped": int(s.skipped),
@@ -348,17 +470,18 @@ class Results:
         """
         import pandas as pd
 
+        win = WINDOW_COLUMNS if self.windows else []
         if not wide:
-            return pd.DataFrame(self.to_rows(), columns=ROW_COLUMNS)
+            return pd.DataFrame(self.to_rows(), columns=[*ROW_COLUMNS[:2], *win, *ROW_COLUMNS[2:]])
         shown = [s for s in self.slices if not s.suppressed]
         names = [k for k, v in shown[0].metrics.items() if np.ndim(v) == 0] if shown else []
         rows = [
-            {"slice": s.name, "n": None, "weight": None, "skipped": None, **dict.fromkeys(names, float("nan"))}
+            {"slice": s.name, "window_start": s.window_start, "window_end": s.window_end, "n": None, "weight": None, "skipped": None, **dict.fromkeys(names, float("nan"))}
             if s.suppressed
-            else {"slice": s.name, "n": int(s.n), "weight": float(s.weight), "skipped": int(s.skipped), **{k: float(s.metrics[k]) for k in names}}
+            else {"slice": s.name, "window_start": s.window_start, "window_end": s.window_end, "n": int(s.n), "weight": float(s.weight), "skipped": int(s.skipped), **{k: float(s.metrics[k]) for k in names}}
             for s in self.slices
         ]
-        return pd.DataFrame(rows, columns=["slice", "n", "weight", "skipped", *names])
+        return pd.DataFrame(rows, columns=["slice", *win, "n", "weight", "skipped", *names])
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "Results":
@@ -376,13 +499,14 @@ class Results:
                     metrics[k] = float("nan") if v is None else v
             bounds = {k: (_float(v[0]), _float(v[1])) for k, v in s.get("bounds", s.get("intervals", {})).items()}
             ci = {k: (_from_json(v[0]), _from_json(v[1])) for k, v in s.get("ci", {}).items()}
+            win = {"window_start": window_bound(s.get("window_start")), "window_end": window_bound(s.get("window_end"))}
             if s.get("suppressed"):
-                slices.append(SliceResult(tuple(s["slice"].items()), None, None, None, {}, suppressed=True, suppressed_slices=s.get("suppressed_slices")))
+                slices.append(SliceResult(tuple(s["slice"].items()), None, None, None, {}, suppressed=True, suppressed_slices=s.get("suppressed_slices"), **win))
                 continue
             slices.append(
                 SliceResult(
                     tuple(s["slice"].items()), s["n"], s.get("weight", s["n"]), s.get("skipped", 0), metrics, bounds,
-                    folded_values=s.get("folded_values"), ci=ci,
+                    folded_values=s.get("folded_values"), ci=ci, **win,
                     baseline_metrics={k: _from_json(v) for k, v in s.get("baseline_metrics", {}).items()},
                     comparison={k: Comparison.from_dict(c) for k, c in s.get("comparison", {}).items()},
                 )
@@ -396,7 +520,8 @@ class Results:
         """Rebuild from long-format rows (:meth:`to_rows`, e.g. collected from Spark).
 
         Array metrics are reassembled from their ``index`` cells; slices are sorted as in
-        :meth:`core.evaluation.Evaluation.finish` (overall first, then ``spec_order``).
+        :meth:`core.evaluation.Evaluation.finish` (overall first, then ``spec_order``), by window
+        first when rows carry ``window_start`` / ``window_end`` (see :func:`window_bound`).
 
         Raises:
             ValueError: two rows of the same slice key (compared as decoded values, so
@@ -412,10 +537,12 @@ class Results:
         compared: dict[tuple, dict[str, dict[Any, dict]]] = {}  # slice -> metric -> index -> row
 
         def duplicate(key: tuple, what: str) -> ValueError:
-            return ValueError(f"two result rows for slice {slice_name(key)!r} ({key!r}) give {what}; one would be dropped")
+            where = "" if key[1] is None else f" in window {window_label(*key[1])}"
+            return ValueError(f"two result rows for slice {slice_name(key[0])!r} ({key[0]!r}){where} give {what}; one would be dropped")
 
         for r in rows:
-            key = slice_key_from_json(r["slice_key"])
+            start = window_bound(r.get("window_start"))
+            key = (slice_key_from_json(r["slice_key"]), None if start is None else (start, window_bound(r.get("window_end"))))
             if r.get("n") is None and r.get("metric") in (None, SUPPRESSED_SLICES):  # a suppressed slice's marker row
                 if key in suppressed or key in by_slice:
                     raise duplicate(key, "the slice twice")
@@ -470,13 +597,14 @@ class Results:
                     info[part] = dict(sorted(info[part].items(), key=lambda kv: rank.get(kv[0], len(rank))))
         for key in set(suppressed) - set(by_slice):
             by_slice[key] = {"n": None, "weight": None, "skipped": None, "metrics": {}, "suppressed": True, "suppressed_slices": suppressed[key]}
-        order = sorted(by_slice, key=lambda k: sort_key(k, list(spec_order)))
-        return cls([SliceResult(k, **by_slice[k]) for k in order], config or {})
+        order = sorted(by_slice, key=lambda k: ((0,) if k[1] is None else (1, *k[1]), sort_key(k[0], list(spec_order))))
+        win = lambda w: {} if w is None else {"window_start": w[0], "window_end": w[1]}  # noqa: E731
+        return cls([SliceResult(k, **by_slice[(k, w)], **win(w)) for k, w in order], config or {})
 
     @classmethod
     def from_slices(cls, slices: list[SliceResult], config: dict[str, Any] | None = None, spec_order: Any = ()) -> "Results":
         """Sort per-slice results (e.g. collected from a Beam PCollection) into a Results."""
-        return cls(sorted(slices, key=lambda s: sort_key(s.slice, list(spec_order))), config or {})
+        return cls(sorted(slices, key=lambda s: (_window_order(s), sort_key(s.slice, list(spec_order)))), config or {})
 
     def format_table(self, max_rows: int = 60) -> str:
         """A readable fixed-width table: one row per slice, one column per scalar metric; with
@@ -486,7 +614,8 @@ class Results:
             return "(no results)"
         computed = [s for s in self.slices if not s.suppressed]
         names = [k for k, v in computed[0].metrics.items() if np.ndim(v) == 0] if computed else []
-        header = ["slice", "n"] + names + (["skipped"] if any(s.skipped for s in computed) else [])
+        windowed = bool(self.windows)
+        header = (["window"] if windowed else []) + ["slice", "n"] + names + (["skipped"] if any(s.skipped for s in computed) else [])
         shown = self.slices[:max_rows]
         # columns of whole numbers (counts) print without decimals
         shown_c = [s for s in shown if not s.suppressed]
@@ -495,14 +624,14 @@ class Results:
         for s in shown:
             if s.suppressed:
                 what = "suppressed" if s.suppressed_slices is None else f"{s.suppressed_slices} suppressed"
-                rows.append([s.name, what] + ["-"] * (len(header) - 2))
+                rows.append(([window_label(*s.window)] if windowed else []) + [s.name, what] + ["-"] * (len(header) - 2 - windowed))
                 continue
-            r = [s.name, str(s.n)] + [_cell(s.metrics[k], k in whole) + _ci_cell(s.ci.get(k)) for k in names]
+            r = ([window_label(*s.window) if s.window else ""] if windowed else []) + [s.name, str(s.n)] + [_cell(s.metrics[k], k in whole) + _ci_cell(s.ci.get(k)) for k in names]
             if header[-1] == "skipped":
                 r.append(str(s.skipped))
             rows.append(r)
         widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
-        fmt = lambda r: "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))  # noqa: E731
+        fmt = lambda r: "  ".join(c.ljust(w) if i <= windowed else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))  # noqa: E731
         lines = [fmt(header), "  ".join("-" * w for w in widths)] + [fmt(r) for r in rows]
         if len(self.slices) > max_rows:
             lines.append(f"... {len(self.slices) - max_rows} more slices")

@@ -16,7 +16,7 @@ from typing import Any, Sequence
 
 import pyarrow as pa
 
-from core import Evaluation, Results
+from core import Evaluation, Results, TimeWindows, WindowedEvaluation
 from pipelines import io
 from pipelines.progress import Progress, stage
 
@@ -40,32 +40,51 @@ def input_schema(evaluation: Evaluation, path: str, fmt: str | None = None) -> i
     return schema
 
 
-def run_local(evaluation: Evaluation, path: str, fmt: str | None = None, batch_size: int = 65536, progress: bool = False) -> Results:
+def _window_columns(evaluation: Evaluation, window: Any) -> list[str]:
+    """The columns to read: the evaluation's, plus the window's time column."""
+    columns = list(evaluation.columns)
+    return columns + [window.time_col] if window is not None and window.time_col not in columns else columns
+
+
+def _schema(evaluation: Evaluation, path: str, fmt: str | None, window: Any) -> io.InputSchema:
+    if window is None:
+        return input_schema(evaluation, path, fmt)
+    schema = io.input_schema(path, fmt, _window_columns(evaluation, window), list(evaluation.value_columns))
+    if evaluation.on_invalid == "raise":
+        schema.check_text_values()
+    return schema
+
+
+def run_local(
+    evaluation: Evaluation, path: str, fmt: str | None = None, batch_size: int = 65536, progress: bool = False, window: Any = None
+) -> Results:
     """Fold the input's record batches one at a time (memory stays flat); no engine needed.
 
     With ``progress=True`` a bar on stderr shows rows and files processed and the rate
-    (:class:`pipelines.progress.Progress`).
+    (:class:`pipelines.progress.Progress`). With ``window`` (a :class:`core.TimeWindows`) the
+    batches fold into a :class:`core.WindowedEvaluation`: per-window results.
     """
     data = io.dataset(path, fmt)
-    columns = list(evaluation.columns)
+    columns = _window_columns(evaluation, window)
     io.check_columns(data, columns, path)
-    schema = input_schema(evaluation, path, fmt)
+    schema = _schema(evaluation, path, fmt, window)
     total = data.count_rows() if progress and io.detect_format(path, fmt) == "parquet" else None
     if evaluation.needs_profile:  # max_slices / quantile buckets: an exact counting pass over the input first
         profiler = evaluation.profiler()
         evaluation = evaluation.with_profile(profiler.profile(io.iter_batches(path, profiler.columns, fmt, batch_size, schema)))
         log.info("local: profiled the slices (%s)", ", ".join(str(s) for s in evaluation.slices if s.needs_profile))
-    acc = evaluation.zero()
+    folder = evaluation if window is None else WindowedEvaluation(window, evaluation)
+    acc = folder.zero()
     offset = 0
     with Progress(total, len(data.files), enabled=progress, desc="local") as bar:
         for file in data.files:  # file by file, without pre-buffering (flat memory)
             for batch in io.iter_batches(file, columns, io.detect_format(path, fmt), batch_size, schema):
-                evaluation.fold(acc, batch, row_offset=offset)
+                folder.fold(acc, batch, row_offset=offset)
                 offset += batch.num_rows
                 bar.update(batch.num_rows)
             bar.file_done()
     log.info("local: folded %d rows", offset)
-    return evaluation.finish(acc)
+    return folder.finish(acc)
 
 
 def _read_file_batches(path: str, fmt: str, columns: Sequence[str], batch_size: int, schema: io.InputSchema | None = None):
@@ -78,6 +97,7 @@ def run_beam(
     fmt: str | None = None,
     beam_args: Sequence[str] = (),
     batch_size: int = 65536,
+    window: Any = None,
 ) -> Results:
     """Run ``ComputeMetrics`` on Beam (DirectRunner unless ``beam_args`` name another runner).
 
@@ -97,9 +117,9 @@ def run_beam(
 
     fmt = io.detect_format(path, fmt)
     files = io.list_files(path, fmt)
-    columns = evaluation.columns
+    columns = _window_columns(evaluation, window)
     io.check_columns(io.dataset(path, fmt), columns, path)
-    schema = input_schema(evaluation, path, fmt)
+    schema = _schema(evaluation, path, fmt, window)
     args = list(beam_args)
     if not any(a.startswith("--runner") for a in args):
         args.append("--runner=DirectRunner")
@@ -115,6 +135,13 @@ def run_beam(
                     batches = batches | "Conform" >> beam.Map(io.conform, schema)
             else:
                 batches = names | "Read" >> beam.FlatMap(_read_file_batches, fmt, list(columns), batch_size, schema)
+            if window is not None:  # event-time windows: Beam's, on pieces of batches that share their windows
+                from apache_beam.transforms import window as beam_window
+
+                windowfn = (
+                    beam_window.SlidingWindows(window.size_us / 1e6, window.slide_us / 1e6) if window.sliding else beam_window.FixedWindows(window.size_us / 1e6)
+                )
+                batches = batches | "Timestamp" >> beam.FlatMap(timestamped_pieces, window) | "Window" >> beam.WindowInto(windowfn)
             (
                 batches
                 | "Metrics" >> ComputeMetrics(evaluation)
@@ -128,10 +155,35 @@ def run_beam(
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     stage("beam", "collected %d slices", len(lines))
+    if window is not None:
+        return WindowedEvaluation(window, evaluation).collect(slices=[slice_result_from_json(ln) for ln in lines])
     return evaluation.collect(slices=[slice_result_from_json(ln) for ln in lines])
 
 
-def run_spark(evaluation: Evaluation, path: str, fmt: str | None = None, master: str = "local[2]") -> Results:
+def timestamped_pieces(batch: Any, window: Any) -> Any:
+    """A record batch cut into pieces whose rows share their windows, each timestamped (Beam
+    ``TimestampedValue``, seconds) at its piece's start: rows with times in one bucket of
+    ``gcd(size, slide)`` (window starts are multiples of the slide, ends of the slide plus the
+    size) are in the same windows, so Beam's ``FixedWindows`` / ``SlidingWindows`` put every row
+    exactly where :meth:`core.TimeWindows.assign` does."""
+    import math
+
+    import numpy as np
+    from apache_beam.transforms.window import TimestampedValue
+    from apache_beam.utils.timestamp import Timestamp
+
+    from core.windows import take_rows, to_micros
+
+    t = to_micros(batch.column(window.time_col), window.time_col)
+    step = math.gcd(window.size_us, window.slide_us)
+    bucket = t // step
+    for b in np.unique(bucket):
+        idx = np.flatnonzero(bucket == b)
+        piece = batch if len(idx) == batch.num_rows else take_rows(batch, idx)
+        yield TimestampedValue(piece, Timestamp(micros=int(b) * step))
+
+
+def run_spark(evaluation: Evaluation, path: str, fmt: str | None = None, master: str = "local[2]", window: Any = None) -> Results:
     """Run ``compute_metrics`` on Spark (``master`` e.g. ``local[2]`` or ``spark://host:7077``).
 
     Raises:
@@ -145,13 +197,18 @@ def run_spark(evaluation: Evaluation, path: str, fmt: str | None = None, master:
     from spark_metrics import collect_results, compute_metrics, get_spark
 
     fmt = io.detect_format(path, fmt)
-    io.check_columns(io.dataset(path, fmt), evaluation.columns, path)
-    schema = input_schema(evaluation, path, fmt)
+    columns = _window_columns(evaluation, window)
+    io.check_columns(io.dataset(path, fmt), columns, path)
+    schema = _schema(evaluation, path, fmt, window)
     stage("spark", "starting Spark (master %s)", master)
     spark = get_spark(master=master)
     path = os.path.abspath(path)
     stage("spark", "reading %s input %s", fmt, path)
-    df = read_spark(spark, path, schema, list(evaluation.columns))
+    df = read_spark(spark, path, schema, columns)
+    if window is not None:
+        we = WindowedEvaluation(window, evaluation)
+        stage("spark", "computing per-window metrics (%s)", window)
+        return collect_results(compute_metrics(df, evaluation=evaluation, window=window), we)
     if evaluation.needs_profile:
         from spark_metrics import profile_evaluation
 
@@ -225,10 +282,13 @@ def run(engine: str, evaluation: Evaluation, path: str, fmt: str | None = None, 
     Raises:
         ValueError: unknown engine.
     """
+    window = options.get("window")
+    if window is not None:
+        window = TimeWindows.of(window)
     if engine == "local":
-        return run_local(evaluation, path, fmt, batch_size=options.get("batch_size", 65536), progress=options.get("progress", False))
+        return run_local(evaluation, path, fmt, batch_size=options.get("batch_size", 65536), progress=options.get("progress", False), window=window)
     if engine == "beam":
-        return run_beam(evaluation, path, fmt, beam_args=options.get("beam_args", ()), batch_size=options.get("batch_size", 65536))
+        return run_beam(evaluation, path, fmt, beam_args=options.get("beam_args", ()), batch_size=options.get("batch_size", 65536), window=window)
     if engine == "spark":
-        return run_spark(evaluation, path, fmt, master=options.get("spark_master", "local[2]"))
+        return run_spark(evaluation, path, fmt, master=options.get("spark_master", "local[2]"), window=window)
     raise ValueError(f"--engine must be one of {ENGINES}, got {engine!r}")

@@ -28,7 +28,7 @@ import warnings
 from pathlib import Path
 from typing import Any, Sequence
 
-from core import Evaluation
+from core import Evaluation, TimeWindows
 from core.options import OPTION_NAMES
 from core.metrics import UndefinedMetricWarning
 from pipelines import config, engines, io
@@ -80,6 +80,11 @@ def build_parser() -> argparse.ArgumentParser:
         "COL:quantiles=4; bounds ';max_slices=N' (the N largest + __other__), ';by=weight', ';min_slice_size=K' "
         "(e.g. --slice 'tailnum;max_slices=50'); the overall slice is always computed",
     )  # fmt: skip
+    cols.add_argument(
+        "--window", metavar="COL:DURATION[:SLIDE]",
+        help="event-time windows over time column COL: tumbling (ts:1h) or sliding (ts:1h:15m); durations us, ms, s, m, h, d, w; "
+        "times are timestamps or seconds since the epoch; metrics per window and slice (every engine)",
+    )
     cols.add_argument("--min-slice-size", type=float, help="suppress slices (and the overall slice) with fewer valid rows than this: no values, no counts")
     cols.add_argument(
         "--show-suppressed-names", action="store_true", default=None,
@@ -298,6 +303,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.error("give --label and one of --score or --prediction (or --measure for mean_measure)")
         join = label_join_from_args(args)
         evaluation = evaluation_from_args(args)
+        window = TimeWindows.of(args.window) if args.window else None
         warning = check_threshold(args)
         if warning and not (args.quiet or getattr(args, "score_format", None) == "scores"):
             print(warning, file=sys.stderr)
@@ -325,6 +331,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     spark_master=args.spark_master,
                     batch_size=args.batch_size,
                     progress=progress_enabled(args.progress, args.quiet),
+                    window=window,
                 )
     except (ValueError, TypeError, RuntimeError, ImportError) as e:
         print(f"error: {e}", file=sys.stderr)
@@ -341,14 +348,19 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         hook = lambda doc: latelabels.attach_counts(doc, join_counts, join)  # noqa: E731
     paths = io.write_results(results, out, extra, hook)
+    overall = [s for s in results.slices if s.slice == ()]  # one per window with --window
+    suppressed = any(s.suppressed for s in overall)
+    skipped = None if suppressed else sum(s.skipped for s in overall)
     run_info = {
         "engine": args.engine,
         "input": str(args.input),
-        "rows": None if results.overall.suppressed else results.overall.n + results.overall.skipped,
+        "rows": None if suppressed else sum(s.n + s.skipped for s in overall),
         "slices": len(results.slices),
         "evaluate_seconds": round(seconds, 3),
         "prepare_seconds": round(t1 - t0, 3),
     }
+    if window is not None:  # rows of sliding windows count once per window
+        run_info.update(window=str(window), windows=len(results.windows))
     (out / "run.json").write_text(json.dumps(run_info, indent=2) + "\n")
     say(results.format_table())
     say(
@@ -365,8 +377,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"{c['duplicate_predictions']:,} predictions, {c['duplicate_labels']:,} labels; invalid: {c['invalid_predictions']:,} "
             f"predictions, {c['invalid_labels']:,} labels (counts per slice in metrics.json)"
         )
-    if not results.overall.suppressed and results.overall.skipped:
-        say(f"skipped {results.overall.skipped:,} invalid rows (counts per slice in metrics.json)")
+    if skipped:
+        say(f"skipped {skipped:,} invalid rows (counts per slice in metrics.json)")
     report_path = _report_path(args, out)
     if report_path is not None:
         from pipelines.report import write_report
@@ -424,6 +436,8 @@ def _main_continual(args: argparse.Namespace, out: Path, say: Any) -> int:
     results = continual.ocl_results(metrics, events, {"label_col": args.label or "label", "prediction_col": args.prediction or "prediction"})
     paths = io.write_results(results, out, extra)
     run_info = {"engine": args.engine, "input": str(args.input), "rows": events, "slices": 1, "evaluate_seconds": round(seconds, 3), "prepare_seconds": round(t1 - t0, 3)}
+    if window is not None:  # rows of sliding windows count once per window
+        run_info.update(window=str(window), windows=len(results.windows))
     (out / "run.json").write_text(json.dumps(run_info, indent=2) + "\n")
     say(continual.format_ocl(metrics))
     say(f"\nengine={args.engine}: {events:,} events in {seconds:.1f} s" + (f" (+{t1 - t0:.1f} s preparing the example)" if args.example else ""))

@@ -71,6 +71,10 @@ COMPARISON_SCHEMA = pa.schema(
         ("comparison_reason", pa.string()),
     ]
 )
+#: :data:`RESULT_SCHEMA` of windowed results: ``window_start`` / ``window_end`` after ``slice_key``
+WINDOWED_RESULT_SCHEMA = pa.schema(
+    [*list(RESULT_SCHEMA)[:2], ("window_start", pa.timestamp("us", tz="UTC")), ("window_end", pa.timestamp("us", tz="UTC")), *list(RESULT_SCHEMA)[2:]]
+)
 
 
 def detect_format(path: str | os.PathLike, fmt: str | None = None) -> str:
@@ -370,8 +374,8 @@ def write_results(results: Any, out_dir: str | os.PathLike, extra: dict[str, Any
     json_path.write_text(json.dumps(doc, indent=2, allow_nan=False) + "\n")
     rows = results.to_rows()
     compared = any(s.comparison or s.baseline_metrics for s in results.slices)
-    schema = pa.unify_schemas([RESULT_SCHEMA, COMPARISON_SCHEMA]) if compared else RESULT_SCHEMA
-    table = pa.Table.from_pylist(rows, schema=schema)
+    schema = WINDOWED_RESULT_SCHEMA if getattr(results, "windows", None) else RESULT_SCHEMA
+    table = pa.Table.from_pylist(rows, schema=pa.unify_schemas([schema, COMPARISON_SCHEMA]) if compared else schema)
     pq_path = out / "metrics.parquet"
     pq.write_table(table, pq_path)
     return {"json": str(json_path), "parquet": str(pq_path)}

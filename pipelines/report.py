@@ -18,8 +18,9 @@ figure (``data-figure``)     shown when
 ``slices``                   one bar chart per scalar metric when there are slices besides the
                              overall one; certified ``bounds`` are drawn as error bars,
                              confidence intervals (``ci``) as grey bars
-``windows``                  windowed results are given (``windows=`` or ``results.windows``,
-                             or a ``window_col`` in ``results.config`` naming a slice column)
+``windows``                  windowed results: event-time windows (slices carrying
+                             ``window_start``; the tables then show the latest window), or
+                             ``windows=``, or a ``window_col`` in ``results.config`` naming a slice column
 ``accuracy_matrix``          a continual-learning accuracy matrix metric (a metric class with
                              ``report_figure = "accuracy_matrix"``, or named ``accuracy_matrix``)
 ==========================  ===================================================================
@@ -438,6 +439,8 @@ def window_series(results: Results | None = None, windows: Sequence[tuple[Any, R
     """
     if windows is None and results is not None:
         windows = getattr(results, "windows", None)
+        if windows and isinstance(results, Results):  # event-time windows: slices carry their bounds
+            windows = [(_window_text(w), r) for w, r in results.by_window().items()]
     if windows:
         out = []
         for label, r in windows:
@@ -449,6 +452,12 @@ def window_series(results: Results | None = None, windows: Sequence[tuple[Any, R
     if col:
         return [(str(s.slice[0][1]), s) for s in computed(results) if len(s.slice) == 1 and s.slice[0][0] == col]
     return []
+
+
+def _window_text(window: tuple[Any, Any]) -> str:
+    """A short label of a window: its start, ISO-8601 without the UTC offset (``2013-01-01 05:00``)."""
+    start = window[0]
+    return start.strftime("%Y-%m-%d %H:%M" + (":%S" if start.second or start.microsecond else "")) if hasattr(start, "strftime") else str(start)
 
 
 def plot_windows(series: Sequence[tuple[str, SliceResult]], metrics: Sequence[str] | None = None, *, ax: Any = None) -> Any:
@@ -661,6 +670,11 @@ def render_report(
     """
     import jinja2
 
+    if windows is None and results.windows:  # windowed results: "Over time" across windows; tables of the latest
+        windows = [(_window_text(w), r) for w, r in results.by_window().items()]
+        last = results.windows[-1]
+        extra = {**(extra or {}), "windows": len(windows), "window shown in the tables": f"{last[0].isoformat()} / {last[1].isoformat()}"}
+        results = results.window(*last)
     if any(getattr(s, "suppressed", False) for s in results.slices):  # min_slice_size: nothing to show for them
         n_suppressed = sum(s.suppressed_slices or 1 for s in results.slices if s.suppressed)
         extra = {**(extra or {}), "suppressed_slices": n_suppressed}

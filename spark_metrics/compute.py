@@ -254,7 +254,13 @@ WEIGHTED_NATIVE = "a weight column (Spark SQL sums float weights in its own orde
 
 
 def compute_metrics(
-    df: "DataFrame", *, evaluation: Evaluation | None = None, native: bool | None = None, **evaluation_kwargs: Any
+    df: "DataFrame",
+    *,
+    evaluation: Evaluation | None = None,
+    native: bool | None = None,
+    window: Any = None,
+    output_mode: str | None = None,
+    **evaluation_kwargs: Any,
 ) -> "DataFrame":
     """Per-slice metrics of a Spark DataFrame, as a long-format Spark DataFrame.
 
@@ -298,6 +304,15 @@ def compute_metrics(
             any partitioning; the native job sums weights in Spark SQL's float64 order (exact for
             integer weights, last bits vary with fractional ones). True: require the native job
             (raises ``ValueError`` saying why not). False: always the Arrow path.
+        window: event-time windows: ``("ts", "1 hour")`` (tumbling), ``("ts", "1 hour", "15
+            minutes")`` (sliding: a row is in each of its windows), ``"ts:1h:15m"`` or a
+            :class:`core.TimeWindows`; the result rows then carry ``window_start`` /
+            ``window_end`` (timestamp, after ``slice_key``), one set of slices per window (see
+            :mod:`spark_metrics.windows`). Works on batch DataFrames and on Structured
+            Streaming DataFrames with a watermark (``withWatermark``); ``native`` is ignored.
+        output_mode: streaming windows only: ``"update"`` (default: a window's complete results
+            after each micro-batch that touched it) or ``"append"`` (once, when the watermark
+            passes the window's end); use the same ``writeStream.outputMode``.
         **evaluation_kwargs: :class:`core.Evaluation` options when ``evaluation`` is None (any of
             :data:`core.options.OPTIONS`).
 
@@ -338,6 +353,21 @@ def compute_metrics(
             plus the Spark partition id.
     """
     evaluation = resolve_evaluation(evaluation, evaluation_kwargs)
+    if window is not None:
+        from core.windows import WindowedEvaluation
+        from spark_metrics.windows import compute_window_metrics
+
+        we = WindowedEvaluation(window, evaluation)
+        out = compute_window_metrics(df, we, output_mode)
+        out._mm_windowed_evaluation = we  # lets collect_results order and protect each window
+        return out
+    if output_mode is not None:
+        raise ValueError("output_mode is for windowed metrics of a streaming DataFrame (window=...)")
+    if df.isStreaming:
+        raise ValueError(
+            "compute_metrics of a streaming DataFrame needs event-time windows: window=(time_col, size[, slide]) "
+            "and a watermark (df.withWatermark(time_col, delay)); a stream has no single overall answer"
+        )
 
     exprs = _prepare_columns(df, evaluation)
     if native is not False:
@@ -364,12 +394,14 @@ def compute_metrics(
     return out
 
 
-def collect_results(result_df: "DataFrame", evaluation: Evaluation) -> Results:
+def collect_results(result_df: "DataFrame", evaluation: Any) -> Results:
     """Collect the (small) result table of :func:`compute_metrics` into :class:`core.Results`.
 
     Args:
         result_df: the DataFrame returned by :func:`compute_metrics` (columns as documented there).
-        evaluation: the same evaluation (gives the canonical slice and metric order).
+        evaluation: the same evaluation (gives the canonical slice and metric order); for
+            windowed results the :class:`core.WindowedEvaluation`, or the evaluation when
+            ``result_df`` is the very DataFrame ``compute_metrics(..., window=...)`` returned.
 
     Returns:
         ``evaluation.collect(rows=...)``: slices overall first, then in spec and value order;
@@ -384,6 +416,14 @@ def collect_results(result_df: "DataFrame", evaluation: Evaluation) -> Results:
         pyspark.errors.PythonException: an executor failed (e.g. an invalid value, see
             :func:`compute_metrics`).
     """
+    if "window_start" in result_df.columns:  # compute_metrics(..., window=...)
+        from core.windows import WindowedEvaluation
+        from spark_metrics.windows import collect_window_results
+
+        we = evaluation if isinstance(evaluation, WindowedEvaluation) else getattr(result_df, "_mm_windowed_evaluation", None)
+        if we is None:
+            raise ValueError("windowed results: pass the core.WindowedEvaluation (WindowedEvaluation(window, evaluation)) to collect them")
+        return collect_window_results(result_df, we)
     profiled = getattr(result_df, "_mm_profiled_evaluation", None)
     if profiled is not None and evaluation.needs_profile and profiled.to_config() == evaluation.to_config():
         evaluation = profiled
