@@ -242,6 +242,9 @@ def _prepare_example(args: argparse.Namespace, out: Path) -> dict[str, Any]:
     args.input, args.label, args.score = str(pred_path), "delayed", "score"
     if not args.baseline_prediction:  # the two models compared per slice, by default
         args.baseline_score = args.baseline_score or "score_baseline"
+    # confidence intervals by default: the posterior of the confusion counts gives every
+    # confusion metric and its paired delta an interval (--ci analytic adds ROC AUC's, DeLong)
+    args.ci = args.ci or "posterior"
     args.slice = args.slice or ["carrier", "origin", "carrier,origin"]
     args.metrics = args.metrics or ",".join(FLIGHTS_METRICS)
     return {"example": {"name": "flights", "predictions": pred_path.name, **info}}
