@@ -439,8 +439,6 @@ def _main_continual(args: argparse.Namespace, out: Path, say: Any) -> int:
     results = continual.ocl_results(metrics, events, {"label_col": args.label or "label", "prediction_col": args.prediction or "prediction"})
     paths = io.write_results(results, out, extra)
     run_info = {"engine": args.engine, "input": str(args.input), "rows": events, "slices": 1, "evaluate_seconds": round(seconds, 3), "prepare_seconds": round(t1 - t0, 3)}
-    if window is not None:  # rows of sliding windows count once per window
-        run_info.update(window=str(window), windows=len(results.windows))
     (out / "run.json").write_text(json.dumps(run_info, indent=2) + "\n")
     say(continual.format_ocl(metrics))
     say(f"\nengine={args.engine}: {events:,} events in {seconds:.1f} s" + (f" (+{t1 - t0:.1f} s preparing the example)" if args.example else ""))
