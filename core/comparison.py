@@ -255,6 +255,8 @@ def _comparison(delta: Any, ci: tuple | None, m: Metric, tolerance: float, reaso
     if np.ndim(delta) == 0:
         delta = float(delta)
         ci = None if ci is None else (float(ci[0]), float(ci[1]))
+        if not math.isfinite(delta):  # undefined for a model (e.g. precision without predicted positives)
+            ci, reason = None, "undefined for the candidate or the baseline model (delta is null)"
         return Comparison(delta, ci, verdict(delta, ci, hib, tolerance), reason)
     d = np.asarray(delta, dtype=np.float64)
     if ci is None:

@@ -82,7 +82,9 @@ ENTRY_KEYS = ("spec", "slice", "metrics")
 DATA = "data"
 #: config keys of the intervals and the paired comparison (``Evaluation``'s ``ci*``, ``id_col``,
 #: ``baseline_*``, ``tolerance``): they change no metric value, so they may differ between the runs
-INTERVAL_KEYS = frozenset({"ci", "ci_level", "ci_replicates", "ci_seed", "ci_prior", "id_col", "baseline_score_col", "baseline_prediction_col", "tolerance"})
+INTERVAL_KEYS = frozenset({"ci", "ci_level", "ci_replicates", "ci_seed", "ci_prior", "id_col", "baseline_score_col", "baseline_prediction_col", "tolerance", "comparison"})
+#: state kinds a baseline model adds (``baseline_score_col``): they hold the comparison, not the metric values
+_BASELINE_STATES = ("paired_confusion ",)
 #: interval settings that must agree when both runs have intervals (``ci.method``, ``ci.level``)
 CI_COMPARED = ("method", "level")
 #: statuses of a check that make the run a regression
@@ -446,6 +448,8 @@ def config_differences(current: dict[str, Any], baseline: dict[str, Any]) -> tup
         if k in INTERVAL_KEYS:
             interval.append({"key": k, "current": c, "baseline": b})
         elif k in ("metrics", "states", "slices") and isinstance(c, list) and isinstance(b, list):
+            if k == "states":  # a baseline model's states (the comparison) change no metric value
+                c, b = ([x for x in v if not (isinstance(x, str) and x.startswith(_BASELINE_STATES))] for v in (c, b))
             cs, bs = {json.dumps(x) for x in c}, {json.dumps(x) for x in b}
             if cs != bs:
                 out.append({"key": k, "current": c, "baseline": b,

@@ -320,3 +320,21 @@ def test_per_class_score_columns_and_score_matrices():
     assert m.overall.comparison == r.comparison
     with pytest.raises(ValueError, match="shape of score_col"):
         Evaluation(label_col="y", score_col=["a0", "a1", "a2"], baseline_score_col="b", num_classes=3)
+
+
+def test_an_undefined_delta_has_no_interval_and_says_why():
+    # newcomer report: a baseline without predicted positives printed "null [-0.12, +0.85]"
+    import warnings
+
+    from core import Evaluation
+
+    y = [0, 1, 1, 0, 1, 0, 1, 1]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for ci in (None, "posterior"):
+            r = Evaluation(label_col="y", score_col="p", baseline_score_col="b", metrics=["precision", "accuracy"], ci=ci).evaluate(
+                {"y": y, "p": [0.2, 0.9, 0.8, 0.6, 0.7, 0.1, 0.4, 0.9], "b": [0.1] * 8}
+            )
+            c = r.overall.comparison["precision"]
+            assert c.delta != c.delta and c.ci is None and c.verdict == "indistinguishable" and "undefined" in c.reason
+            assert r.overall.comparison["accuracy"].delta == pytest.approx(6 / 8 - 3 / 8)
