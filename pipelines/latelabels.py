@@ -41,7 +41,8 @@ Times: Arrow timestamps (any unit; time-zone-aware ones as UTC instants) or date
 (seconds). Engines: local (:func:`run_local`: an in-memory join, both inputs' used columns held in
 memory), Beam (:func:`run_beam`: ids hashed to buckets, ``CoGroupByKey`` per bucket in the global
 window, each bucket classified at once), Spark (:func:`run_spark`: both inputs repartitioned by id,
-each partition classified in ``mapInArrow``). They give identical counts and metrics.
+each partition classified in ``mapInArrow``). They give identical counts and metrics. Spark
+Structured Streaming: :func:`stream_join` (a stream-stream join with watermarks; unique ids).
 """
 
 from __future__ import annotations
@@ -643,9 +644,10 @@ def stream_join(predictions: Any, labels: Any, id_col: str, prediction_time_col:
       labels of ``late`` / ``label_before_prediction`` predictions), emitted once the watermark
       passes it; prediction columns null except ``id_col``.
 
-    Feed ``out.filter(out.outcome == "matched")`` to ``spark_metrics.compute_metrics(...,
+    Feed ``out.where("outcome = 'matched'")`` to ``spark_metrics.compute_metrics(...,
     window=(prediction_time_col, ...), output_mode="append")`` for windowed metrics on the matched
-    examples (the prediction time keeps its watermark through the join). Ids must be unique within
+    examples (the prediction time keeps its watermark through the join; the join makes it
+    nullable, hence ``compute_metrics``' warning, moot here: matched rows have a time). Ids must be unique within
     each stream: a stream join keeps no "earliest row per id", so a duplicate id gives one row per
     pair within the delay (the batch join counts duplicates; use it when ids repeat).
 

@@ -88,7 +88,21 @@ def test_stream_join_equals_the_batch_join(spark, tmp_path):
 
     # windowed streaming metrics on the matched rows == per-window batch metrics of the batch join's matched rows
     we = WindowedEvaluation(("pt", "1h"), **OPTIONS)
-    metrics = compute_metrics(joined.filter(joined.outcome == "matched"), evaluation=we.evaluation, window=("pt", "1h"), output_mode="append")
+    with pytest.warns(UserWarning, match="'pt' is nullable"):  # the outer join makes it nullable
+        metrics = compute_metrics(joined.where("outcome = 'matched'"), evaluation=we.evaluation, window=("pt", "1h"), output_mode="append")
     got = we.collect(rows=[window_row(r.asDict()) for r in _run(metrics, "append", tmp_path / "ck-metrics")])
     keep = np.isin(np.arange(len(cols["ts"])), matched_ref.column("id").to_numpy())
     assert_same_windows(got, reference({k: np.asarray(v)[keep] for k, v in cols.items()}, 3600))
+
+
+def test_stream_join_refuses_batch_inputs_and_non_timestamp_times(spark):
+    rate = spark.readStream.format("rate").load().withColumnRenamed("value", "id")
+    labels = rate.withColumnRenamed("timestamp", "lt").withColumn("y", rate.id % 2)
+    with pytest.raises(ValueError, match="predictions DataFrame is not streaming"):
+        stream_join(spark.range(3), labels, "id", "pt", "lt", "1h", label_col="y")
+    with pytest.raises(ValueError, match=r"time column 'id' of the predictions must be a timestamp.*bigint"):
+        stream_join(rate.withColumn("k", rate.id), labels, "k", "id", "lt", "1h", label_col="y")
+    with pytest.raises(ValueError, match=r"column 'y' is not in the labels stream"):
+        stream_join(rate.withColumnRenamed("timestamp", "pt"), labels.drop("y"), "id", "pt", "lt", "1h", label_col="y")
+    with pytest.raises(ValueError, match="unreadable duration"):
+        stream_join(rate.withColumnRenamed("timestamp", "pt"), labels, "id", "pt", "lt", "soon", label_col="y")
