@@ -41,7 +41,8 @@ Times: Arrow timestamps (any unit; time-zone-aware ones as UTC instants) or date
 (seconds). Engines: local (:func:`run_local`: an in-memory join, both inputs' used columns held in
 memory), Beam (:func:`run_beam`: ids hashed to buckets, ``CoGroupByKey`` per bucket in the global
 window, each bucket classified at once), Spark (:func:`run_spark`: both inputs repartitioned by id,
-each partition classified in ``mapInArrow``). They give identical counts and metrics.
+each partition classified in ``mapInArrow``). They give identical counts and metrics. Spark
+Structured Streaming: :func:`stream_join` (a stream-stream join with watermarks; unique ids).
 """
 
 from __future__ import annotations
@@ -60,7 +61,7 @@ from core.slice_values import canonical_value
 
 __all__ = [
     "COUNT_NAMES", "LabelJoin", "JoinCounts", "classify", "count_specs", "count_outcomes", "attach_counts", "join_batches", "matched_table",
-    "parse_duration", "run_join",
+    "parse_duration", "run_join", "stream_join",
 ]  # fmt: skip
 
 WINDOW_START, WINDOW_END = "window_start", "window_end"
@@ -621,3 +622,67 @@ def run_join(engine: str, evaluation: Any, join: LabelJoin, pred_path: str, labe
         raise ValueError(f"engine must be local, beam or spark, got {engine!r}")
     res.config["join"] = join.config()
     return res, counts
+
+
+# ------------------------------------------------------------------------ Spark Structured Streaming
+#: the ``outcome`` values of :func:`stream_join`'s rows
+STREAM_OUTCOMES = ("matched", "no_label_within_delay", "unmatched_label")
+
+
+def stream_join(predictions: Any, labels: Any, id_col: str, prediction_time_col: str, label_time_col: str, max_label_delay: str | float, label_col: str = "label", watermark_delay: str | float = 0) -> Any:
+    """Join a predictions stream and a labels stream (Spark Structured Streaming) by id, with
+    ``prediction_time <= label_time <= prediction_time + max_label_delay``: a full outer
+    stream-stream join with watermarks, so the join's state is bounded by the delay.
+
+    Each output row has every prediction column, ``label_col``, ``label_time_col`` and ``outcome``:
+
+    * ``matched``: a prediction and its label within the delay (emitted as soon as both came);
+    * ``no_label_within_delay``: a prediction whose label did not come within the delay (batch
+      :func:`classify`'s ``late`` + ``label_before_prediction`` + ``never``), emitted once the
+      watermark passes ``prediction_time + max_label_delay``; label columns null;
+    * ``unmatched_label``: a label that matched no prediction (batch ``orphan_labels`` and the
+      labels of ``late`` / ``label_before_prediction`` predictions), emitted once the watermark
+      passes it; prediction columns null except ``id_col``.
+
+    Feed ``out.where("outcome = 'matched'")`` to ``spark_metrics.compute_metrics(...,
+    window=(prediction_time_col, ...), output_mode="append")`` for windowed metrics on the matched
+    examples (the prediction time keeps its watermark through the join; the join makes it
+    nullable, hence ``compute_metrics``' warning, moot here: matched rows have a time). Ids must be unique within
+    each stream: a stream join keeps no "earliest row per id", so a duplicate id gives one row per
+    pair within the delay (the batch join counts duplicates; use it when ids repeat).
+
+    Args:
+        predictions: a streaming DataFrame with ``id_col`` and ``prediction_time_col`` (a timestamp).
+        labels: a streaming DataFrame with ``id_col``, ``label_time_col`` (a timestamp) and ``label_col``.
+        max_label_delay: the maximum delay (``parse_duration``: ``6h``, ``90 minutes``, seconds).
+        watermark_delay: how late (in event time) a row may arrive and still be joined; applied
+            with ``withWatermark`` to both time columns.
+
+    Raises:
+        ValueError: a batch DataFrame, a missing column, a time column that is not a timestamp,
+            clashing column names or a bad duration (naming it).
+    """
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import TimestampNTZType, TimestampType
+
+    delay_us = int(round(parse_duration(max_label_delay) * 1e6))
+    late_us = int(round(parse_duration(watermark_delay) * 1e6))
+    for what, df, cols in (("predictions", predictions, (id_col, prediction_time_col)), ("labels", labels, (id_col, label_time_col, label_col))):
+        if not df.isStreaming:
+            raise ValueError(f"stream_join: the {what} DataFrame is not streaming (use run_join for batch inputs)")
+        for c in cols:
+            if c not in df.columns:
+                raise ValueError(f"stream_join: column {c!r} is not in the {what} stream (columns: {df.columns})")
+        t = cols[1]
+        if not isinstance(df.schema[t].dataType, (TimestampType, TimestampNTZType)):
+            raise ValueError(f"stream_join: time column {t!r} of the {what} must be a timestamp for a watermark, got {df.schema[t].dataType.simpleString()}")
+    clash = sorted({label_col, label_time_col, "outcome", "__lid"} & set(predictions.columns))
+    if clash:
+        raise ValueError(f"stream_join: the predictions stream has columns {clash} that the join adds")
+    p = predictions.withWatermark(prediction_time_col, f"{late_us} microseconds")
+    lab = labels.select(F.col(id_col).alias("__lid"), label_time_col, label_col).withWatermark(label_time_col, f"{late_us} microseconds")
+    cond = (F.col("__lid") == F.col(id_col)) & (F.col(label_time_col) >= F.col(prediction_time_col)) & (F.col(label_time_col) <= F.col(prediction_time_col) + F.expr(f"INTERVAL {delay_us} MICROSECONDS"))
+    joined = p.join(lab, cond, "full_outer")
+    outcome = F.when(F.col(id_col).isNull(), F.lit("unmatched_label")).when(F.col("__lid").isNull(), F.lit("no_label_within_delay")).otherwise(F.lit("matched"))
+    cols = [F.coalesce(F.col(id_col), F.col("__lid")).alias(id_col) if c == id_col else F.col(c) for c in predictions.columns]
+    return joined.select(*cols, F.col(label_col), F.col(label_time_col), outcome.alias("outcome"))
