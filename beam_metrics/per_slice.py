@@ -423,8 +423,10 @@ def expand_per_slice(pcoll: beam.PCollection, evaluation: Evaluation, batch_size
     """``ComputeMetrics``' steps (see the module docstring); ``summary``: the counting pass'
     ``AsSingleton`` side input, or None."""
     windowed = not isinstance(pcoll.windowing.windowfn, GlobalWindows)
-    if windowed:  # results carry their window; sessions, triggers and lateness stay exact (one grouping)
+    if windowed and summary is None:  # results carry their window; sessions, triggers and lateness stay exact (one grouping)
         return expand_merging_windows(pcoll, evaluation, batch_size)
+    # windowed with a counting pass (max_slices / quantiles, profiled per window by the side
+    # input): the per-slice path, per window (its results do not carry the window bounds)
     side = () if summary is None else (summary,)
     kind = ProfiledFoldPerSlice if summary is not None else WindowedFoldPerSlice if windowed else FoldPerSlice
     fanout = hot_key_fanout if hot_key_fanout > 1 else 0

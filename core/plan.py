@@ -22,7 +22,7 @@ from core import codec
 from core._inputs import Batch
 from core.formats import get_format, make_batch
 from core.metrics import DEFAULT_METRICS, Metric, Task, UndefinedMetricWarning, resolve
-from core.stacked import ManyValues, compute_cells, compute_many, compute_one
+from core.stacked import ManyValues, compute_cells, compute_many, compute_shared
 from core.states import ExampleCountState, State
 
 #: Input needs (see :meth:`core.metrics.Metric.needs`) and the roles that satisfy them.
@@ -216,8 +216,9 @@ class Plan:
         bounds: dict[str, tuple[float, float]] = {}
         undefined: dict[str, tuple[tuple[int, ...] | None, Any]] = {}
         ignored = self.task.ignored_class
+        done: dict[str, tuple] = {}  # each metric (a dependency too) computed once
         for m in self.metrics:
-            v, bound, entry = compute_one(m, by_kind, ignored)
+            v, bound, entry = compute_shared(m, by_kind, ignored, done)
             values[m.key] = v
             if bound is not None:
                 bounds[m.key] = bound

@@ -78,7 +78,7 @@ from core.metrics import (
 )
 from core.states import BinaryConfusionState, ConfusionMatrixState, ExampleCountState, State
 
-__all__ = ["CELL_KINDS", "ManyValues", "compute_cells", "compute_many", "compute_one", "is_cell_metric", "stack_fields", "undefined_entry"]
+__all__ = ["CELL_KINDS", "ManyValues", "compute_cells", "compute_many", "compute_one", "compute_shared", "is_cell_metric", "stack_fields", "undefined_entry"]
 
 #: The state kinds whose metrics compute over a leading axis (see the module docstring).
 CELL_KINDS = (ExampleCountState.kind, BinaryConfusionState.kind, ConfusionMatrixState.kind)
@@ -507,6 +507,25 @@ def compute_one(m: Metric, by_kind: dict[str, State], ignored: int | None) -> tu
     return v, bound, undefined_entry(events, v if m.nan_entries_undefined or np.ndim(v) == 0 else 0.0, ignored)
 
 
+def compute_shared(m: Metric, by_kind: dict[str, State], ignored: int | None, done: dict[str, tuple]) -> tuple[Any, tuple[float, float] | None, Any]:
+    """:func:`compute_one` of one element, with metric-on-metric dependencies computed once per
+    element (``done`` caches ``(value, bounds, undefined entry)`` by key) and passed to the
+    dependent metric's ``compute_from`` (its undefined entry: its own events only)."""
+    if m.key not in done:
+        if m.dependencies:
+            deps = {name: _plain(compute_shared(d, by_kind, ignored, done)[0]) for name, d in m.dependency_metrics().items()}
+            with recording_undefined() as events:
+                v = m.compute_from(deps)
+            bound = None
+            if isinstance(v, Interval):
+                bound = (float(v.lower), float(v.upper))
+                v = v.value
+            done[m.key] = (v, bound, undefined_entry(events, v if m.nan_entries_undefined or np.ndim(v) == 0 else 0.0, ignored))
+        else:
+            done[m.key] = compute_one(m, by_kind, ignored)
+    return done[m.key]
+
+
 def is_cell_metric(m: Metric) -> bool:
     """True when :func:`compute_cells` can compute ``m`` (a vectorised metric of cell states)."""
     return _vectorised(m) is not None
@@ -585,7 +604,7 @@ def _compute(plan: Any, st: _Stacked, states_list: Sequence[Sequence[State]] | N
             values[m.key] = v
             _entries(m, v, events, ignored, undefined)
             continue
-        if m.dependencies and states_list is None:  # cells: from the dependencies' stacked values, each computed once
+        if m.dependencies:  # from the dependencies' stacked values, each computed once
             deps = {name: stacked_values(x) for name, x in m.dependency_metrics().items()}
 
             def one(i: int, m: Metric = m, deps: dict = deps) -> Any:
