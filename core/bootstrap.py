@@ -430,7 +430,8 @@ def replicate_values(
     over the R replicates of one slice (an object array (R,) when the shapes differ, e.g. curves).
 
     The comparison of two models folded over the same rows uses it with the same ``weights`` for
-    both: ``delta_r = candidate_r - baseline_r`` is the paired bootstrap.
+    both (:func:`core.comparison.paired_bootstrap`): ``delta_r = candidate_r - baseline_r`` is
+    the paired bootstrap.
     """
     base = plan.base
     sub = _subplan(base, tuple(base.keys if keys is None else keys))
