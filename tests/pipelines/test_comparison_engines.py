@@ -133,3 +133,17 @@ def test_report_and_table_show_the_comparison():
     assert "comparison: delta = candidate - baseline, analytic 95% paired interval" in table
     assert f"{acc.delta:+.4f} [{acc.ci[0]:+.4f}, {acc.ci[1]:+.4f}] +" in table
     assert 'id="comparison"' not in render_report(Evaluation(label_col="y", score_col="p_new", metrics=["accuracy"]).evaluate(_table()))
+
+
+def test_cli_paired_bootstrap(tmp_path):
+    pq.write_table(_table(), tmp_path / "preds.parquet")
+    code = main(["--input", str(tmp_path / "preds.parquet"), "--label", "y", "--score", "p_new", "--baseline-score", "p_old",
+                 "--weight", "w", "--slice", "region", "--metrics", ",".join(METRICS), "--tolerance", "0.005",
+                 "--ci", "bootstrap", "--ci-buckets", "16", "--ci-replicates", "30", "--ci-seed", "4",
+                 "--output", str(tmp_path / "out"), "--quiet"])  # fmt: skip
+    assert code == 0
+    doc = json.loads((tmp_path / "out" / "metrics.json").read_text())
+    want = _local(**BOOTSTRAP).to_dict()
+    assert doc["config"]["comparison"]["method"] == "bootstrap"
+    for got, exp in zip(doc["slices"], want["slices"]):
+        assert got["comparison"] == json.loads(json.dumps(exp["comparison"])) and got["comparison"]["roc_auc"]["ci"] is not None
