@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 import os
-import warnings
 
 import numpy as np
 import pytest
@@ -20,6 +19,7 @@ from core._inputs import Batch
 from core.bootstrap import element_buckets, replicate_weights
 from core.comparison import paired_bootstrap
 from tests._helpers.sharding import random_shards
+from tests.core.test_bootstrap import _finish, _take
 
 sklearn_metrics = pytest.importorskip("sklearn.metrics")
 
@@ -39,19 +39,9 @@ def _data(n: int, seed: int = 0, sort: bool = False) -> dict:
     return d
 
 
-def _take(d: dict, idx: np.ndarray) -> dict:
-    return {k: v[idx] for k, v in d.items()}
-
-
 def _eval(**kw) -> Evaluation:
     opts = {"label_col": "y", "score_col": "new", "baseline_score_col": "old", "slices": ["g"], "metrics": METRICS, "ci": "bootstrap", "id_col": "id"}
     return Evaluation(**{**opts, **kw})
-
-
-def _finish(ev: Evaluation, acc):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return ev.finish(acc)
 
 
 def _reference(y: np.ndarray, s: np.ndarray, sw: np.ndarray) -> dict:
