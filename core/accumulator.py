@@ -261,20 +261,20 @@ class AccumulatorOps:
             return acc
         B = self._buckets
         assert B is not None
-        types, weighted = self._base_plan.state_types, self.weight_col is not None
+        types, weighted, roles = self._base_plan.state_types, self.weight_col is not None, getattr(self._base_plan, "roles", None)
         assigned = [(spec, assign_slices(spec, cols, n, self._bounds.get(spec), row_offset)) for spec in self.slices]
         eb = self._element_buckets(cols, n, batch, invalid, [a for _, a in assigned], row_offset)
         data = batch if batch.n else None
         cache: dict = {}
         skipped = np.zeros(B, dtype=np.int64)
         skipped[0] = n_skipped
-        acc.block((), types, weighted, B).fold(data, None, eb, bucket_keys([OVERALL], B), skipped, cache)
+        acc.block((), types, weighted, B, roles).fold(data, None, eb, bucket_keys([OVERALL], B), skipped, cache)
         for spec, a in assigned:
             pos, codes, sk = a.pairs(n, invalid, batch.row_of)
             bucketed_sk = np.zeros(len(a.keys) * B, dtype=np.int64)
             bucketed_sk[::B] = sk
             codes = codes * B + (eb if pos is None else eb[pos])
-            acc.block(spec.columns, types, weighted, B).fold(data, pos, codes, bucket_keys(a.keys, B), bucketed_sk, cache)
+            acc.block(spec.columns, types, weighted, B, roles).fold(data, pos, codes, bucket_keys(a.keys, B), bucketed_sk, cache)
         return acc
 
     def _element_buckets(self, cols: dict, n: int, batch: Batch, invalid: Any, assigned: list, row_offset: int) -> np.ndarray:

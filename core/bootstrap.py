@@ -42,8 +42,10 @@ __all__ = [
     "DEFAULT_BUCKETS",
     "MAX_BUCKETS",
     "element_buckets",
+    "fixed_shape_keys",
     "hash_column",
     "percentile_interval",
+    "replicate_intervals",
     "replicate_states",
     "replicate_values",
     "replicate_weights",
@@ -428,7 +430,8 @@ def replicate_values(
     over the R replicates of one slice (an object array (R,) when the shapes differ, e.g. curves).
 
     The comparison of two models folded over the same rows uses it with the same ``weights`` for
-    both: ``delta_r = candidate_r - baseline_r`` is the paired bootstrap.
+    both (:func:`core.comparison.paired_bootstrap`): ``delta_r = candidate_r - baseline_r`` is
+    the paired bootstrap.
     """
     base = plan.base
     sub = _subplan(base, tuple(base.keys if keys is None else keys))
@@ -493,8 +496,19 @@ def bootstrap_ci(
     """
     if not isinstance(plan, BucketedPlan):
         raise ValueError('ci="bootstrap" needs the bucketed states of an evaluation folded with ci="bootstrap"')
-    keys = None if values is None else [k for k, v in values.items() if _fixed_shape(v)]
-    reps = replicate_values(plan, states, replicate_weights(seed, replicates, plan.buckets), keys)
+    reps = replicate_values(plan, states, replicate_weights(seed, replicates, plan.buckets), fixed_shape_keys(values))
+    return replicate_intervals(reps, level)
+
+
+def fixed_shape_keys(values: dict[str, Any] | None) -> list[str] | None:
+    """The keys of the metric values that have a fixed numeric shape (curves have none); None
+    for None (every metric)."""
+    return None if values is None else [k for k, v in values.items() if _fixed_shape(v)]
+
+
+def replicate_intervals(reps: dict[str, np.ndarray], level: float) -> dict[str, Any]:
+    """``{metric key: (lower, upper)}``: :func:`percentile_interval` of each metric's replicate
+    values (metrics of ragged values get none)."""
     out = {}
     for key, v in reps.items():
         iv = percentile_interval(v, level)

@@ -25,9 +25,11 @@ comparison method       metrics and interval
                         of the Dirichlet posterior of the joint cells (prior ``ci_prior`` per
                         cell; ``ci_interval="hdi"``: the highest-density interval), both
                         models' metrics computed from the same sample.
-``"bootstrap"``         every metric with replicate values (paired: both models' replicates come
-                        from the same resampled rows): the equal-tailed interval of the
-                        replicate deltas (:func:`core.intervals.sample_interval`).
+``"bootstrap"``         every metric with fixed-shape replicate values, ROC AUC, AP and
+                        calibration included (:func:`paired_bootstrap`: replicate ``r`` of both
+                        models weights the same hash buckets of rows by the same Poisson
+                        weights): the percentile interval of the replicate deltas
+                        ``candidate_r - baseline_r`` (:func:`core.bootstrap.percentile_interval`).
 ======================  ======================================================================
 
 The comparison method is ``ci`` when set, else ``"analytic"`` (a verdict needs an interval).
@@ -47,6 +49,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from core._inputs import Batch
+from core.bootstrap import BucketedPlan, fixed_shape_keys, percentile_interval, replicate_intervals, replicate_values, replicate_weights
 from core.intervals import dirichlet_cells, draw_seed, sample_interval, wilson
 from core.metrics import Metric
 from core.paired_state import MAX_PAIRED_CLASSES, PairedConfusionState
@@ -54,7 +57,7 @@ from core.plan import Plan
 from core.results import Comparison
 from core.states import BinaryConfusionState, ConfusionMatrixState, ExampleCountState
 
-__all__ = ["PairedPlan", "comparison_method", "newcombe_interval", "paired_proportion", "posterior_deltas", "slice_comparison", "verdict"]
+__all__ = ["PairedPlan", "comparison_method", "newcombe_interval", "paired_bootstrap", "paired_proportion", "posterior_deltas", "slice_comparison", "verdict"]
 
 VERDICTS = ("better", "worse", "indistinguishable")
 
@@ -114,6 +117,44 @@ class PairedPlan(Plan):
 
     def describe(self) -> dict[str, Any]:
         return {**self.candidate.describe(), "states": [f"{cls.kind} {layout}" for cls, layout in self.state_types]}
+
+
+def paired_bootstrap(
+    plan: BucketedPlan, states: tuple, level: float, replicates: int, seed: int, values: dict[str, Any] | None = None
+) -> tuple[dict[str, Any], dict[str, tuple[np.ndarray, np.ndarray]]]:
+    """The paired bootstrap of one slice of ``ci="bootstrap"`` with a baseline model.
+
+    Replicate ``r`` of each model is the sum of that model's bucket states weighted by the same
+    ``w[r, b]`` (:func:`core.bootstrap.replicate_weights`): both models are resampled over the
+    same rows, so ``candidate_r - baseline_r`` is the paired bootstrap of the delta (ROC AUC and
+    every other metric with a fixed-shape value included).
+
+    Args:
+        plan: the evaluation's :class:`~core.bootstrap.BucketedPlan` of a :class:`PairedPlan`.
+        states: the slice's bucketed paired states.
+        level, replicates, seed: the ``ci_*`` options.
+        values: the candidate's metric values (only metrics of fixed-shape values are resampled);
+            None: every metric.
+
+    Returns:
+        ``(ci, replicate values)``: the candidate's percentile intervals ``{key: (lower,
+        upper)}`` (as :func:`core.bootstrap.bootstrap_ci` without a baseline) and ``{key:
+        ((R, ...) candidate, (R, ...) baseline)}`` for :func:`slice_comparison`.
+    """
+    paired = plan.base
+    if not isinstance(plan, BucketedPlan) or not isinstance(paired, PairedPlan):
+        raise ValueError('the paired bootstrap needs the bucketed states of an evaluation with a baseline model folded with ci="bootstrap"')
+    models = BucketedPlan(paired.candidate, plan.buckets)  # each model's states per bucket, in the candidate's layout
+    cand, base = [], []
+    for group in plan.groups(states):
+        c, b, _ = paired.split(group)
+        cand.extend(c)
+        base.extend(b)
+    w = replicate_weights(seed, replicates, plan.buckets)
+    keys = fixed_shape_keys(values)
+    rc = replicate_values(models, tuple(cand), w, keys)
+    rb = replicate_values(models, tuple(base), w, keys)
+    return replicate_intervals(rc, level), {k: (v, rb[k]) for k, v in rc.items() if k in rb}
 
 
 def comparison_method(ci: str | None) -> str:
@@ -292,7 +333,8 @@ def slice_comparison(
         values, baseline_values: both models' metric values.
         method: ``"analytic"``, ``"posterior"`` or ``"bootstrap"`` (see the module docstring).
         level, replicates, seed, prior, interval: the ``ci_*`` options (``interval``:
-            ``"equal_tailed"`` or ``"hdi"`` for the posterior and bootstrap deltas).
+            ``"equal_tailed"`` or ``"hdi"`` for the posterior deltas; the bootstrap's deltas get
+            the percentile interval of :func:`core.bootstrap.percentile_interval`).
         tolerance: the verdict's tolerance.
         replicate_values: ``ci="bootstrap"``: ``{metric key: ((R, ...) candidate, (R, ...)
             baseline)}`` replicate values of the same resampled rows; None when unavailable.
@@ -335,6 +377,7 @@ def slice_comparison(
             if reps is None:
                 reason = "no paired bootstrap replicates for this metric"
             else:
-                ci = sample_interval(np.asarray(reps[0], dtype=np.float64) - np.asarray(reps[1], dtype=np.float64), level, interval)
+                # the percentile interval of the paired deltas, as the candidate's own bootstrap interval
+                ci = percentile_interval(np.asarray(reps[0], dtype=np.float64) - np.asarray(reps[1], dtype=np.float64), level)
         out[m.key] = _comparison(delta, ci, m, tolerance, reason)
     return out

@@ -32,7 +32,7 @@ from core.accumulator import Accumulator, AccumulatorOps
 from core.batches import extract_columns, fold_all, is_single_batch, missing_row_column, num_rows, rows_to_columns  # noqa: F401  (re-exported)
 from core.columns import ColumnMap
 from core.bootstrap import BucketedPlan
-from core.comparison import PairedPlan, comparison_method, slice_comparison
+from core.comparison import PairedPlan, comparison_method, paired_bootstrap, slice_comparison
 from core.intervals import CI_OPTIONS, CISettings, slice_ci
 from core.metrics import Task, UndefinedMetricWarning
 from core.options import config_of, fingerprint_of, options_doc, read_options, signature
@@ -140,11 +140,6 @@ class Evaluation(AccumulatorOps):
             self.plan = self._base_plan = PairedPlan(self.plan)
             self.inputs.plan = self.plan
         if bootstrap:  # every slice's states per hash bucket (core.bootstrap)
-            if self.inputs.paired:
-                raise ValueError(
-                    "ci='bootstrap' with a baseline model (a paired bootstrap) is not supported yet: "
-                    "use ci='analytic' or ci='posterior' for the comparison"
-                )
             self.plan = BucketedPlan(self._base_plan, o["ci_buckets"])
         # every option's JSON-ready value, as the plan resolved it (to_config, describe, fingerprint)
         resolved = {
@@ -195,7 +190,7 @@ class Evaluation(AccumulatorOps):
     @property
     def paired(self) -> bool:
         """True with a baseline model (``baseline_score_col`` / ``baseline_prediction_col``)."""
-        return isinstance(self.plan, PairedPlan)
+        return isinstance(self._base_plan, PairedPlan)
 
     def describe(self) -> dict[str, Any]:
         """``Results.config``: the plan's description and every option set, the ``ci_*`` ones
@@ -203,7 +198,7 @@ class Evaluation(AccumulatorOps):
         with a baseline model, ``"comparison"``: ``{"method", "level", "tolerance"}``."""
         out = {**self.plan.describe(), **{k: v for k, v in self._init_args.items() if k != "metrics" and k not in CI_OPTIONS}}
         if self.ci.method is not None:
-            out["ci"] = self.ci.to_config(self.plan.candidate if self.paired else self.plan)
+            out["ci"] = self.ci.to_config(self._base_plan.candidate if self.paired else self.plan)
         if self.paired:  # how the comparison's paired intervals were made
             out["comparison"] = {"method": comparison_method(self.ci.method), "level": self.ci.level, "tolerance": self.tolerance}
         return out
@@ -315,10 +310,13 @@ class Evaluation(AccumulatorOps):
                 continue
             states = states_of[key]
             values, bounds, undef = many.element(position[key])
-            ci_plan, ci_states, paired = self.plan, held[key], {}
+            ci_plan, ci_states, paired, ci = self.plan, held[key], {}, None
             if self.paired:  # the candidate's own intervals; the comparison of both models
                 ci_plan, ci_states = self._base_plan.candidate, self._base_plan.split(states)[0]
-                paired = self._compare(key, states, values, base_many.element(position[key])[0])
+                replicates = None
+                if self._buckets is not None:  # the paired bootstrap: both models' replicates of the same weights
+                    ci, replicates = paired_bootstrap(self.plan, held[key], self.ci.level, self.ci.replicates, self.ci.seed, values)
+                paired = self._compare(key, states, values, base_many.element(position[key])[0], replicates)
             for metric, (classes, fill) in undef.items():
                 if fill in ("nan", "warn"):
                     undefined.setdefault(metric, []).append((slice_name(key), classes))
@@ -332,7 +330,7 @@ class Evaluation(AccumulatorOps):
                     metrics=values,
                     bounds=bounds,
                     folded_values=self.folded_values(key),
-                    ci=slice_ci(self.ci, ci_plan, key, ci_states, values),
+                    ci=slice_ci(self.ci, ci_plan, key, ci_states, values) if ci is None else ci,
                     **paired,
                 )
             )
@@ -340,8 +338,11 @@ class Evaluation(AccumulatorOps):
             warnings.warn(undefined_warning(metric, where, fills[metric]), UndefinedMetricWarning, stacklevel=2)
         return self._protect(Results(out, self.describe())) if add_overall else Results(out, self.describe())
 
-    def _compare(self, key: tuple, states: tuple, values: dict[str, Any], base_values: dict[str, Any]) -> dict[str, Any]:
-        """``{"baseline_metrics", "comparison"}`` of one slice (see :mod:`core.comparison`).
+    def _compare(
+        self, key: tuple, states: tuple, values: dict[str, Any], base_values: dict[str, Any], replicates: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """``{"baseline_metrics", "comparison"}`` of one slice (see :mod:`core.comparison`);
+        ``replicates``: ``ci="bootstrap"``'s paired replicate values (:func:`core.comparison.paired_bootstrap`).
 
         ``baseline_metrics`` holds the baseline's value of every metric whose value has the
         shape of the candidate's in the slice (the long rows pair them cell by cell); curves of
@@ -351,6 +352,7 @@ class Evaluation(AccumulatorOps):
         comparison = slice_comparison(
             self._base_plan, key, states, values, base_values, method=comparison_method(s.method), level=s.level,
             replicates=s.replicates, seed=s.seed, prior=s.prior, tolerance=self.tolerance, interval=s.interval,
+            replicate_values=replicates,
         )  # fmt: skip
         return {"baseline_metrics": base_values, "comparison": comparison}
 

@@ -30,13 +30,17 @@ def _table(n: int = 2500, seed: int = 11) -> pa.Table:
     return pa.table({"y": y, "p_new": new, "p_old": old, "region": region, "w": w})
 
 
-def _evaluation() -> Evaluation:
-    return Evaluation(label_col="y", score_col="p_new", baseline_score_col="p_old", weight_col="w", slices=["region"], metrics=METRICS, tolerance=0.005)
+#: ``ci="bootstrap"``: the paired bootstrap (both models' replicates from the same buckets of rows)
+BOOTSTRAP = {"ci": "bootstrap", "ci_buckets": 16, "ci_replicates": 30, "ci_seed": 4}
 
 
-def _local():
+def _evaluation(**kw) -> Evaluation:
+    return Evaluation(label_col="y", score_col="p_new", baseline_score_col="p_old", weight_col="w", slices=["region"], metrics=METRICS, tolerance=0.005, **kw)
+
+
+def _local(**kw):
     t = _table()
-    return _evaluation().evaluate([t.slice(i, 600) for i in range(0, t.num_rows, 600)])
+    return _evaluation(**kw).evaluate([t.slice(i, 600) for i in range(0, t.num_rows, 600)])
 
 
 def _same(a, b) -> None:
@@ -46,21 +50,25 @@ def _same(a, b) -> None:
         assert json.dumps(x.to_dict()) == json.dumps(y.to_dict())
 
 
-def test_local_partitionings_agree():
+@pytest.mark.parametrize("kw", [{}, BOOTSTRAP], ids=["analytic", "bootstrap"])
+def test_local_partitionings_agree(kw):
     t = _table()
-    a = _local()
-    b = _evaluation().evaluate([t.slice(0, 7), t.slice(7, 2000), t.slice(2007)])
+    a = _local(**kw)
+    b = _evaluation(**kw).evaluate([t.slice(0, 7), t.slice(7, 0), t.slice(7, 2000), t.slice(2007)])
     _same(a, b)
     assert a.overall.comparison["accuracy"].verdict == "better"
+    if kw:  # the paired bootstrap gives ROC AUC's delta an interval too
+        assert a.overall.comparison["roc_auc"].ci is not None and a.overall.comparison["roc_auc"].reason is None
 
 
-def test_beam_matches_local(tmp_path):
+@pytest.mark.parametrize("kw", [{}, BOOTSTRAP], ids=["analytic", "bootstrap"])
+def test_beam_matches_local(tmp_path, kw):
     beam = pytest.importorskip("apache_beam")
     from beam_metrics import ComputeMetrics, slice_result_from_json, slice_result_to_json
 
     t = _table()
     pq.write_table(t, tmp_path / "part.parquet", row_group_size=400)
-    ev = _evaluation()
+    ev = _evaluation(**kw)
     with beam.Pipeline(runner="DirectRunner") as p:
         (
             p
@@ -70,24 +78,26 @@ def test_beam_matches_local(tmp_path):
             | beam.io.WriteToText(str(tmp_path / "out"), file_name_suffix=".jsonl")
         )
     lines = [ln for f in sorted(tmp_path.glob("out*.jsonl")) for ln in f.read_text().splitlines() if ln.strip()]
-    _same(ev.collect(slices=[slice_result_from_json(ln) for ln in lines]), _local())
+    local = _local(**kw)
+    _same(ev.collect(slices=[slice_result_from_json(ln) for ln in lines]), local)
     from beam_metrics.results_io import SliceResultCoder
 
     coder = SliceResultCoder()
-    for sr in _local().slices:
+    for sr in local.slices:
         back = coder.decode(coder.encode(sr))
         assert back.comparison == sr.comparison and back.baseline_metrics == sr.baseline_metrics
 
 
 @pytest.mark.skipif(shutil.which("java") is None, reason="Spark needs Java 17+")
-def test_spark_matches_local():
+@pytest.mark.parametrize("kw", [{}, BOOTSTRAP], ids=["analytic", "bootstrap"])
+def test_spark_matches_local(kw):
     pytest.importorskip("pyspark")
     from spark_metrics import collect_results, compute_metrics, get_spark
 
     spark = get_spark()
     df = spark.createDataFrame(_table().to_pandas()).repartition(3)
-    ev = _evaluation()
-    _same(collect_results(compute_metrics(df, evaluation=ev), ev), _local())
+    ev = _evaluation(**kw)
+    _same(collect_results(compute_metrics(df, evaluation=ev), ev), _local(**kw))
 
 
 def test_cli_baseline_score(tmp_path):
@@ -123,3 +133,17 @@ def test_report_and_table_show_the_comparison():
     assert "comparison: delta = candidate - baseline, analytic 95% paired interval" in table
     assert f"{acc.delta:+.4f} [{acc.ci[0]:+.4f}, {acc.ci[1]:+.4f}] +" in table
     assert 'id="comparison"' not in render_report(Evaluation(label_col="y", score_col="p_new", metrics=["accuracy"]).evaluate(_table()))
+
+
+def test_cli_paired_bootstrap(tmp_path):
+    pq.write_table(_table(), tmp_path / "preds.parquet")
+    code = main(["--input", str(tmp_path / "preds.parquet"), "--label", "y", "--score", "p_new", "--baseline-score", "p_old",
+                 "--weight", "w", "--slice", "region", "--metrics", ",".join(METRICS), "--tolerance", "0.005",
+                 "--ci", "bootstrap", "--ci-buckets", "16", "--ci-replicates", "30", "--ci-seed", "4",
+                 "--output", str(tmp_path / "out"), "--quiet"])  # fmt: skip
+    assert code == 0
+    doc = json.loads((tmp_path / "out" / "metrics.json").read_text())
+    want = _local(**BOOTSTRAP).to_dict()
+    assert doc["config"]["comparison"]["method"] == "bootstrap"
+    for got, exp in zip(doc["slices"], want["slices"]):
+        assert got["comparison"] == json.loads(json.dumps(exp["comparison"])) and got["comparison"]["roc_auc"]["ci"] is not None
