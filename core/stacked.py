@@ -498,8 +498,13 @@ def _vectorised(m: Metric) -> Callable | None:
 def compute_one(m: Metric, by_kind: dict[str, State], ignored: int | None) -> tuple[Any, tuple[float, float] | None, Any]:
     """One metric of one element, the scalar path: ``(value, bounds or None, undefined entry or
     None)`` (an :class:`~core.metrics.Interval` gives its value and its certified bounds)."""
+    return _detailed(m, lambda: m.compute(by_kind), ignored)
+
+
+def _detailed(m: Metric, compute: Callable[[], Any], ignored: int | None) -> tuple[Any, tuple[float, float] | None, Any]:
+    """``(value, bounds or None, undefined entry or None)`` of ``compute()``, the value of ``m``."""
     with recording_undefined() as events:
-        v = m.compute(by_kind)
+        v = compute()
     bound = None
     if isinstance(v, Interval):
         bound = (float(v.lower), float(v.upper))
@@ -514,13 +519,7 @@ def compute_shared(m: Metric, by_kind: dict[str, State], ignored: int | None, do
     if m.key not in done:
         if m.dependencies:
             deps = {name: _plain(compute_shared(d, by_kind, ignored, done)[0]) for name, d in m.dependency_metrics().items()}
-            with recording_undefined() as events:
-                v = m.compute_from(deps)
-            bound = None
-            if isinstance(v, Interval):
-                bound = (float(v.lower), float(v.upper))
-                v = v.value
-            done[m.key] = (v, bound, undefined_entry(events, v if m.nan_entries_undefined or np.ndim(v) == 0 else 0.0, ignored))
+            done[m.key] = _detailed(m, lambda: m.compute_from(deps), ignored)
         else:
             done[m.key] = compute_one(m, by_kind, ignored)
     return done[m.key]
