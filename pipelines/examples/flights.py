@@ -151,15 +151,20 @@ def _require_optional_dependencies():
     )
 
 
-def _fit_model(X_train, y_train, seed, LogisticRegression, OneHotEncoder, StandardScaler, ColumnTransformer, Pipeline):
-    """The example's model (module docstring), fitted: ``(model, max_iter)``.
+#: iterations the example's logistic regression may take (it must converge within them)
+MAX_ITER = 1000
+
+
+def _fit_model(X_train, y_train, seed, LogisticRegression, OneHotEncoder, StandardScaler, ColumnTransformer, Pipeline, numeric=NUMERIC_FEATURES):
+    """The example's model (module docstring) on the ``numeric`` features (default: all of
+    them) and the carrier, fitted: ``(model, max_iter)``.
 
     Raises:
         RuntimeError: the logistic regression did not converge.
     """
     preprocess = ColumnTransformer(
         [
-            ("numeric", StandardScaler(), list(NUMERIC_FEATURES)),
+            ("numeric", StandardScaler(), list(numeric)),
             (
                 "categorical",
                 OneHotEncoder(handle_unknown="ignore", sparse_output=False),
@@ -167,7 +172,7 @@ def _fit_model(X_train, y_train, seed, LogisticRegression, OneHotEncoder, Standa
             ),
         ]
     )
-    max_iter = 1000
+    max_iter = MAX_ITER
     model = Pipeline(
         [
             ("preprocess", preprocess),
@@ -295,25 +300,14 @@ def build_flights_predictions(out_path: str | os.PathLike, *, seed: int = 0) -> 
     X_train, y_train = X.loc[train_mask], delayed.loc[train_mask]
     X_eval, y_eval = X.loc[eval_mask], delayed.loc[eval_mask]
 
-    max_iter = 1000
-
     def fit_and_score(numeric: list[str]) -> np.ndarray:
-        pre = ColumnTransformer(
-            [
-                ("numeric", StandardScaler(), numeric),
-                ("categorical", OneHotEncoder(handle_unknown="ignore", sparse_output=False), list(CATEGORICAL_FEATURES)),
-            ]
-        )
-        model = Pipeline([("preprocess", pre), ("logreg", LogisticRegression(solver="lbfgs", max_iter=max_iter, random_state=seed))])
-        model.fit(X_train, y_train.to_numpy())
-        n_iter = int(np.max(model.named_steps["logreg"].n_iter_))
-        if n_iter >= max_iter:
-            raise RuntimeError(f"LogisticRegression did not converge within max_iter={max_iter}.")
+        model, _ = _fit_model(X_train, y_train, seed, LogisticRegression, OneHotEncoder, StandardScaler, ColumnTransformer, Pipeline, numeric)
         s = model.predict_proba(X_eval)[:, 1].astype(np.float64)
         if not (np.isfinite(s).all() and s.min() >= 0.0 and s.max() <= 1.0):
             raise RuntimeError("Predicted scores are not finite probabilities in [0, 1].")
         return s
 
+    max_iter = MAX_ITER
     score = fit_and_score(list(NUMERIC_FEATURES))
     score_baseline = fit_and_score([f for f in NUMERIC_FEATURES if f != "dep_delay"])
 
