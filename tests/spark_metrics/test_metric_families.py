@@ -35,7 +35,7 @@ EVALUATIONS = {
     "multiclass": dict(label_col="y3", score_col=["p0", "p1", "p2"], num_classes=3,
                        metrics=["top_k_accuracy@k=2", "log_loss", "brier_score", "miou", "classification_report", "mcc", "confusion_matrix@normalize=pred"]),
     "regression": dict(label_col="t", prediction_col="q", measure_col="loss", task="regression",
-                       metrics=["r2", "explained_variance", "mae", "max_error", "mean_error", "mean_measure"]),
+                       metrics=["r2", "explained_variance", "mae", "max_error", "mean_error", "mean_measure", "msle", "mean_pinball_loss@alpha=0.9", "mean_poisson_deviance", "d2_tweedie_score@power=1.5"]),
 }  # fmt: skip
 
 
