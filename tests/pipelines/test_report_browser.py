@@ -181,13 +181,14 @@ def test_report_loads_without_errors_and_shows_every_figure(chromium, report, tm
 
 def test_table_sorts_in_the_browser(chromium, report):
     path, results = report
-    # column 4 of the per-slice table is the first metric (accuracy): slice, n, weight, then metrics
-    proc = _run_chromium(chromium, path.as_uri() + "#sort=slices-table:3:desc", "--dump-dom")
+    # column 2 of the per-slice table is the first metric (accuracy): slice, n, then metrics (no
+    # weight column: the run has no weight column)
+    proc = _run_chromium(chromium, path.as_uri() + "#sort=slices-table:2:desc", "--dump-dom")
     assert proc.returncode == 0, proc.stderr[-3000:]
     dom = _Dom()
     dom.feed(proc.stdout)
     assert "data-js-errors" not in dom.root, dom.root.get("data-js-errors")
-    shown = [float(r[3]) for r in dom.tables["slices-table"]]
+    shown = [float(r[2]) for r in dom.tables["slices-table"]]
     assert shown == sorted(shown, reverse=True)
     want = sorted((float(s.metrics["accuracy"]) for s in results.slices), reverse=True)
     assert shown == pytest.approx(want, abs=1e-4)
