@@ -170,6 +170,26 @@ def test_flights_example_writes_the_report(tmp_path):
     assert overall["metrics"]["roc_auc@capacity=1000"] == pytest.approx(0.896, abs=0.002)
     assert overall["bounds"]["roc_auc@capacity=1000"][0] <= overall["metrics"]["roc_auc@capacity=1000"]
     assert (out / "metrics.json").stat().st_size < 20_000_000  # curves are capped per slice
+    # a logistic regression: the reliability diagram and ECE, from the scores themselves
+    assert "reliability" in kinds
+    preds = pq.read_table(out / "flights_predictions.parquet").to_pandas()
+    y, s = preds.delayed.to_numpy(), preds.score.to_numpy()
+    b = np.minimum((s * 10).astype(int), 9)  # equal-width bins [i/10, (i+1)/10), the last closed
+    ece = sum(abs(s[b == i].sum() - y[b == i].sum()) for i in range(10)) / len(s)
+    assert overall["metrics"]["ece"] == pytest.approx(ece, rel=1e-9)
+    assert f"ece = {overall['metrics']['ece']:.4f}" in page
+    diagram = np.array(overall["metrics"]["reliability_diagram"])
+    assert diagram[:, 0] == pytest.approx([float((b == i).sum()) for i in range(10)])
+    # min_slice_size 100: the small slices (carrier=OO: 26 flights) are suppressed, not shown
+    assert doc["config"]["min_slice_size"] == 100
+    sizes = preds.groupby("carrier").size()
+    assert sizes.min() < 100 and "carrier=OO" not in page
+    assert all(s_["n"] >= 100 for s_ in doc["slices"] if not s_.get("suppressed"))
+    # no nested-list confusion matrix, no weight column (unweighted), no parameters in headers
+    overall_section = _section(page, "overall")
+    assert "[[" not in overall_section and "shown as the heatmap below" in overall_section
+    per_slice = _section(page, "per-slice")
+    assert "<th>weight</th>" not in per_slice and ">average_precision</th>" in per_slice and "@capacity" not in "".join(re.findall(r">[^<]*</th>", per_slice))
 
 
 def test_report_path_rules(tmp_path):
