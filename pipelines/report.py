@@ -15,15 +15,25 @@ figure (``data-figure``)     shown when
 ``pr``                       a ``precision_recall_curve`` metric (legend: ``average_precision``)
 ``reliability``              a ``reliability_diagram`` metric (title: ``ece`` if present)
 ``confusion_matrix``         a ``confusion_matrix`` metric
+``predicted_vs_actual``      a regression run with slices and ``mean_prediction``, ``mean_label``
+``residuals``                a regression run with slices and ``mean_prediction``, ``mean_error``
+                             (both per slice: the regression states hold sums, not rows)
 ``slices``                   one bar chart per scalar metric when there are slices besides the
-                             overall one; certified ``bounds`` are drawn as error bars,
-                             confidence intervals (``ci``) as grey bars
+                             overall one, ordered by the metric with small slices (fewer than
+                             ``small_slice_size`` rows, default 100) hatched and last; certified
+                             ``bounds`` are drawn as error bars, confidence intervals (``ci``) as
+                             grey bars
 ``windows``                  windowed results: event-time windows (slices carrying
                              ``window_start``; the tables then show the latest window), or
                              ``windows=``, or a ``window_col`` in ``results.config`` naming a slice column
 ``accuracy_matrix``          a continual-learning accuracy matrix metric (a metric class with
                              ``report_figure = "accuracy_matrix"``, or named ``accuracy_matrix``)
 ==========================  ===================================================================
+
+Every table row and chart label gives the slice's ``n``; headers and titles use short metric
+names (:func:`short_name`: without ``capacity`` and ``drop_intermediate``), the full key is in
+the tooltip (``title=``) or the caption. The ``weight`` column appears only when a weight column
+is used; the threshold only where it applies (:func:`threshold_applies`).
 
 A metric class may set ``report_figure`` to one of ``"roc"``, ``"pr"``, ``"reliability"``,
 ``"confusion_matrix"``, ``"accuracy_matrix"`` to opt into a figure without a change here.
