@@ -287,13 +287,47 @@ def _legend_value(s: SliceResult, key: str | None) -> str:
     return text + ")"
 
 
+def class_curves(curve: Any) -> list[np.ndarray]:
+    """The per-class curves of a multiclass curve metric (``(K, n, 3)``, NaN-padded: see
+    ``core.ranking._Curve``), each ``(n_c, 3)`` without its padding rows."""
+    a = np.asarray(curve, dtype=np.float64)
+    return [c[~np.isnan(c[:, 2])] for c in a] if a.ndim == 3 else []
+
+
+def _per_class(results: Results, key: str, slices: Iterable[Any] | None) -> SliceResult | None:
+    """The slice whose per-class curves are drawn when ``key`` is a multiclass curve (the first
+    of ``slices``, default the overall slice), else None."""
+    first = _first(results)
+    if first is None or np.ndim(first.metrics.get(key)) != 3:
+        return None
+    return _slice(results, next(iter(slices))) if slices is not None else next((s for s in computed(results) if s.slice == ()), first)
+
+
+def _draw_class_curves(ax: Any, results: Results, s: SliceResult, key: str, x: int, y: int, step: str) -> None:
+    curves = class_curves(s.metrics[key])
+    names = class_labels(results, len(curves))
+    for c, (curve, name) in enumerate(zip(curves, names)):
+        if curve.shape[0] and np.isfinite(curve[:, :2]).all():
+            ax.plot(curve[:, x], curve[:, y], lw=1.4, color=f"C{c % 10}", drawstyle=step, label=f"class {name} vs rest")
+
+
 def plot_roc(results: Results, slices: Iterable[Any] | None = None, metric: str | None = None, *, ax: Any = None) -> Any:
     """ROC curves (false positive rate vs true positive rate) of the overall slice and a few
     slices (see :func:`curve_slices`), from a ``roc_curve`` metric (``(n, 3)``: fpr, tpr,
-    threshold). Raises ValueError without one."""
+    threshold). A multiclass ``roc_curve`` (``(K, n, 3)``) draws one one-vs-rest curve per class
+    of one slice (the first of ``slices``, default the overall one). Raises ValueError without
+    one."""
     key = _pick(results, "roc", metric)
     auc = next(iter(metric_keys(results, canonical="roc_auc")), None)
     fig, ax = _new_axes(ax, (6.0, 5.0))
+    one = _per_class(results, key, slices)
+    if one is not None:
+        _draw_class_curves(ax, results, one, key, 0, 1, "default")
+        ax.plot([0, 1], [0, 1], ls=":", color="grey", lw=1, label="chance")
+        ax.set(xlim=(0, 1), ylim=(0, 1.01), xlabel="false positive rate", ylabel="true positive rate", title=f"ROC curves per class ({one.name}, {n_text(one)})")
+        ax.legend(loc="lower right", fontsize="small")
+        ax.grid(alpha=0.3)
+        return fig
     for i, s in enumerate(curve_slices(results, key, slices)):
         c = np.asarray(s.metrics[key], dtype=np.float64)
         if not _curve_ok(c):
@@ -309,10 +343,18 @@ def plot_roc(results: Results, slices: Iterable[Any] | None = None, metric: str 
 
 def plot_pr(results: Results, slices: Iterable[Any] | None = None, metric: str | None = None, *, ax: Any = None) -> Any:
     """Precision-recall curves of the overall slice and a few slices, from a
-    ``precision_recall_curve`` metric (``(n, 3)``: precision, recall, threshold)."""
+    ``precision_recall_curve`` metric (``(n, 3)``: precision, recall, threshold); per class for a
+    multiclass one, as :func:`plot_roc`."""
     key = _pick(results, "pr", metric)
     ap = next(iter(metric_keys(results, canonical="average_precision")), None)
     fig, ax = _new_axes(ax, (6.0, 5.0))
+    one = _per_class(results, key, slices)
+    if one is not None:
+        _draw_class_curves(ax, results, one, key, 1, 0, "steps-post")
+        ax.set(xlim=(0, 1), ylim=(0, 1.01), xlabel="recall", ylabel="precision", title=f"Precision-recall curves per class ({one.name}, {n_text(one)})")
+        ax.legend(loc="lower left", fontsize="small")
+        ax.grid(alpha=0.3)
+        return fig
     for i, s in enumerate(curve_slices(results, key, slices)):
         c = np.asarray(s.metrics[key], dtype=np.float64)
         if not _curve_ok(c):
@@ -688,6 +730,12 @@ def _slug(text: str) -> str:
     return "".join(c if c.isalnum() else "-" for c in text).strip("-").lower()
 
 
+def _curve_caption(results: Results, key: str) -> str:
+    if _per_class(results, key, None) is not None:
+        return f"From {key!r}: one curve per class (that class against the rest), overall slice ({n_text(results.overall)})."
+    return f"From {key!r}: the overall slice (black) and the largest slices of the first one-column slice spec; legends give n."
+
+
 def build_figures(
     results: Results,
     *,
@@ -710,9 +758,9 @@ def build_figures(
         figs.append(ReportFigure(fid, kind, title, caption, png, int.from_bytes(raw[16:20], "big"), int.from_bytes(raw[20:24], "big"), metric))
 
     for key in metric_keys(results, "roc"):
-        add("roc", f"fig-roc-{_slug(key)}", f"ROC curve ({short_name(key)})", f"From {key!r}: the overall slice (black) and the largest slices of the first one-column slice spec; legends give n.", plot_roc(results, metric=key), key)
+        add("roc", f"fig-roc-{_slug(key)}", f"ROC curve ({short_name(key)})", _curve_caption(results, key), plot_roc(results, metric=key), key)
     for key in metric_keys(results, "pr"):
-        add("pr", f"fig-pr-{_slug(key)}", f"Precision-recall curve ({short_name(key)})", f"From {key!r}: the overall slice (black) and the largest slices of the first one-column slice spec; legends give n.", plot_pr(results, metric=key), key)
+        add("pr", f"fig-pr-{_slug(key)}", f"Precision-recall curve ({short_name(key)})", _curve_caption(results, key), plot_pr(results, metric=key), key)
     for key in metric_keys(results, "reliability"):
         ece = next(iter(metric_keys(results, canonical="ece")), None)
         ece_text = f"; {ece} = {_fmt(overall.metrics[ece])}" if ece is not None and np.ndim(overall.metrics[ece]) == 0 else ""

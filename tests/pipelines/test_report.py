@@ -464,3 +464,29 @@ def test_regression_runs_get_predicted_vs_actual_and_residual_plots():
     assert _figures(report.render_report(Evaluation(label_col="y", score_col="p", task="regression", slices=["g"], metrics=["mse"]).evaluate([{"y": y, "p": p, "g": g}])))  == ["slices"]
     with pytest.raises(ValueError, match="no mean_error metric"):
         report.plot_residuals(Evaluation(label_col="y", score_col="p", task="regression", metrics=["mean_prediction"]).evaluate([{"y": y, "p": p}]))
+
+
+def test_multiclass_runs_get_per_class_curves():
+    from sklearn.metrics import precision_recall_curve, roc_curve
+
+    rng = np.random.default_rng(8)
+    y = rng.integers(0, 3, 600)
+    s = rng.dirichlet([1, 1, 1], 600) * 0.7 + np.eye(3)[y] * 0.3
+    g = rng.choice(["a", "b"], 600)
+    ev = Evaluation(label_col="y", score_col="s", task="multiclass", num_classes=3, slices=["g"],
+                    metrics=["accuracy", "roc_curve", "precision_recall_curve", "confusion_matrix"])  # fmt: skip
+    r = ev.evaluate([{"y": y, "s": s, "g": g}])
+    page = report.render_report(r)
+    assert _figures(page)[:3] == ["roc", "pr", "confusion_matrix"]
+    assert "one curve per class (that class against the rest)" in page and "<dt>threshold</dt>" not in page
+    lines = [ln for ln in report.plot_roc(r).axes[0].get_lines() if ln.get_label().startswith("class ")]
+    assert [ln.get_label() for ln in lines] == ["class 0 vs rest", "class 1 vs rest", "class 2 vs rest"]
+    for c, ln in enumerate(lines):  # each line is scikit-learn's one-vs-rest curve of that class
+        fpr, tpr, _ = roc_curve(y == c, s[:, c])
+        assert ln.get_xdata() == pytest.approx(fpr) and ln.get_ydata() == pytest.approx(tpr)
+    pr = [ln for ln in report.plot_pr(r, slices=["g=a"]).axes[0].get_lines() if ln.get_label().startswith("class ")]
+    a = g == "a"
+    for c, ln in enumerate(pr):
+        precision, recall, _ = precision_recall_curve(y[a] == c, s[a, c])
+        assert ln.get_xdata() == pytest.approx(recall) and ln.get_ydata() == pytest.approx(precision)
+    assert "(g=a, n=" in report.plot_pr(r, slices=["g=a"]).axes[0].get_title()
