@@ -268,6 +268,11 @@ def _fmt(v: Any, digits: int = 4) -> str:
     return f"{f:.{digits}f}"
 
 
+def _value_text(key: str, v: Any) -> str:
+    """A metric value as the report prints it: counts as integers, rates to 4 decimals."""
+    return _fmt(v) if canonical_name(key) in COUNT_METRICS or not math.isfinite(float(v)) else f"{float(v):.4f}"
+
+
 def _ci_pair(s: SliceResult, key: str) -> tuple[float, float] | None:
     """A scalar metric's confidence interval in ``s`` (None when absent or not scalar)."""
     ci = s.ci.get(key) if getattr(s, "ci", None) else None
@@ -631,7 +636,7 @@ def plot_slices(
     notes = []
     if overall is not None and math.isfinite(float(overall.metrics[metric])):
         ax.axvline(float(overall.metrics[metric]), ls="--", color="black", lw=1)
-        notes.append(f"dashed: overall {_fmt(overall.metrics[metric])} ({n_text(overall)})")
+        notes.append(f"dashed: overall {_value_text(metric, overall.metrics[metric])} ({n_text(overall)})")
     if small.any():
         notes.append(f"hatched, at the bottom: small slices, n < {small_slice_size:,}")
     if hidden:
@@ -763,7 +768,7 @@ def build_figures(
         add("pr", f"fig-pr-{_slug(key)}", f"Precision-recall curve ({short_name(key)})", _curve_caption(results, key), plot_pr(results, metric=key), key)
     for key in metric_keys(results, "reliability"):
         ece = next(iter(metric_keys(results, canonical="ece")), None)
-        ece_text = f"; {ece} = {_fmt(overall.metrics[ece])}" if ece is not None and np.ndim(overall.metrics[ece]) == 0 else ""
+        ece_text = f"; {ece} = {_value_text(ece, overall.metrics[ece])}" if ece is not None and np.ndim(overall.metrics[ece]) == 0 else ""
         add("reliability", f"fig-reliability-{_slug(key)}", "Reliability diagram", f"From {key!r}, slice {overall.name} ({n_text(overall)}){ece_text}: equal-width score bins; the histogram shows each bin's weight.", plot_reliability(results, overall, metric=key), key)
     for key in metric_keys(results, "confusion_matrix"):
         if np.ndim(overall.metrics[key]) == 2:

@@ -490,3 +490,10 @@ def test_multiclass_runs_get_per_class_curves():
         precision, recall, _ = precision_recall_curve(y[a] == c, s[a, c])
         assert ln.get_xdata() == pytest.approx(recall) and ln.get_ydata() == pytest.approx(precision)
     assert "(g=a, n=" in report.plot_pr(r, slices=["g=a"]).axes[0].get_title()
+
+
+def test_bar_chart_title_prints_a_rate_of_one_as_a_rate():
+    t = _sized_table()
+    r = Evaluation(label_col="y", score_col="s", slices=["g"], metrics=["accuracy"]).evaluate([{**t, "s": t["y"].astype(float)}])
+    assert r.overall.metrics["accuracy"] == 1.0
+    assert "dashed: overall 1.0000 (n=1,640)" in report.plot_slices(r, "accuracy").axes[0].get_title()
