@@ -793,8 +793,9 @@ class _Curve(RankingMetric):
     give every class's one-vs-rest curve (class ``c``'s scores, positives = class ``c``), as a
     ``(K, n_points, 3)`` array whose class ``c`` rows are the binary curve of ``y == c`` and
     ``score[:, c]``, padded to the longest class's curve with rows that are NaN in all three
-    columns (a curve's own rows never have a NaN threshold: drop the rows whose threshold is NaN;
-    an absent class keeps its rows, with NaN rates as in scikit-learn)."""
+    columns: drop those (a curve's own rows never are: an absent class's rows have NaN in one
+    rate only, as in scikit-learn, and an ``inf`` threshold stays non-NaN in memory; JSON writes
+    it as null)."""
 
     tasks = ("binary", "multiclass")
 

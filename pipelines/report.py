@@ -296,7 +296,7 @@ def class_curves(curve: Any) -> list[np.ndarray]:
     """The per-class curves of a multiclass curve metric (``(K, n, 3)``, NaN-padded: see
     ``core.ranking._Curve``), each ``(n_c, 3)`` without its padding rows."""
     a = np.asarray(curve, dtype=np.float64)
-    return [c[~np.isnan(c[:, 2])] for c in a] if a.ndim == 3 else []
+    return [c[~np.isnan(c).all(axis=1)] for c in a] if a.ndim == 3 else []
 
 
 def _per_class(results: Results, key: str, slices: Iterable[Any] | None) -> SliceResult | None:

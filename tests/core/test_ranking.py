@@ -451,7 +451,7 @@ def test_multiclass_curves_are_sklearn_one_vs_rest_curves_per_class(weighted):
     roc, pr = got["roc_curve"], got["precision_recall_curve@drop_intermediate=true"]
     assert roc.ndim == pr.ndim == 3 and roc.shape[0] == pr.shape[0] == k and roc.shape[2] == 3
     for c in range(k):
-        rows = roc[c][~np.isnan(roc[c][:, 2])]  # padding rows are NaN throughout
+        rows = roc[c][~np.isnan(roc[c]).all(axis=1)]  # padding rows are NaN throughout
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             fpr, tpr, thr = roc_curve(y == c, s[:, c], sample_weight=w)
@@ -460,7 +460,7 @@ def test_multiclass_curves_are_sklearn_one_vs_rest_curves_per_class(weighted):
         np.testing.assert_allclose(rows[:, 1], tpr, rtol=1e-12)
         np.testing.assert_allclose(rows[:, 2], thr, rtol=1e-12)
         assert np.isnan(roc[c][len(rows):]).all()
-        prow = pr[c][~np.isnan(pr[c][:, 2])]
+        prow = pr[c][~np.isnan(pr[c]).all(axis=1)]
         np.testing.assert_allclose(prow[:, 0], prec, rtol=1e-12)
         np.testing.assert_allclose(prow[:, 1], rec, rtol=1e-12)
         np.testing.assert_allclose(prow[:-1, 2], pthr, rtol=1e-12)
