@@ -492,6 +492,8 @@ def resolve(metric: "str | Metric", task: Task) -> Metric:
     """
     if isinstance(metric, Metric):
         return metric
+    if hasattr(metric, "for_task") and not isinstance(metric, str):  # a spec such as core.measure.MeanMeasure
+        return metric.for_task(task)
     name, positional, keyword = parse_metric_string(metric)
     cls = REGISTRY.get(name) or REGISTRY.get(name.lower())
     if cls is None:
