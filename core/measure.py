@@ -144,6 +144,12 @@ class MeanMeasureMetric(Metric):
     def needs(self) -> frozenset[str]:
         return frozenset({"measure"})
 
+    def counts(self, states: dict[str, State]) -> dict[str, Any]:
+        """``n`` (rows) and ``weight`` (their weight sum) of this measure."""
+        st = states["mean_measure"]
+        i = st.layout.names.index(self.measure_name) if st.layout.names else ()
+        return {"n": st["count"][i].item(), "weight": st["weight"][i].item()}
+
     def compute(self, states: dict[str, State]) -> float:
         st = states["mean_measure"]
         names = st.layout.names

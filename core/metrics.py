@@ -381,6 +381,13 @@ class Metric:
             return self.compute_from({name: m.compute(states) for name, m in self.dependency_metrics().items()})
         raise NotImplementedError
 
+    def counts(self, states: dict[str, State]) -> dict[str, Any]:
+        """The counts of the states this value is computed from, for display (e.g.
+        :class:`core.tracker.SingleMetric`'s ``repr``: ``accuracy: value=0.75 | correct=3 | n=4``):
+        ``{name: number or (K,) array}``. By default the example count ``n``."""
+        st = states.get("example_count")
+        return {} if st is None else {"n": st["count"].item()}
+
     def compute_from(self, values: dict[str, Any]) -> Any:
         """The value from the values of :attr:`dependencies`, keyed as declared (subclasses
         with dependencies). Values of approximate states come as plain numbers (the certified
@@ -679,6 +686,20 @@ class _PRF(_Classification):
             return float(v[0])
         return get_averaging(avg).reduce(v, true)
 
+    def counts(self, states: dict[str, State]) -> dict[str, Any]:
+        """Per class (the positive class with ``average="binary"``): ``tp`` and ``fp``
+        (precision), ``fn`` (recall), both (F-scores), or ``intersection`` and ``union`` (IoU)."""
+        if self.task.kind not in ("binary", "multiclass"):
+            return super().counts(states)
+        m = self.matrix(states)
+        tp = np.diag(m).copy()
+        fp, fn = m.sum(axis=0) - tp, m.sum(axis=1) - tp
+        if self.p["average"] == "binary":
+            tp, fp, fn = tp[1:], fp[1:], fn[1:]
+        out = {"precision": {"tp": tp, "fp": fp}, "recall": {"tp": tp, "fn": fn}, "jaccard": {"intersection": tp, "union": tp + fp + fn}}
+        got = out.get(self.which, {"tp": tp, "fp": fp, "fn": fn})
+        return {k: v.item() if self.p["average"] == "binary" else v for k, v in got.items()}
+
 
 def prf_values(
     which: str, tp: np.ndarray, pred: np.ndarray, true: np.ndarray, beta: float, zd: Any, what: str, classes: Any = None
@@ -785,6 +806,13 @@ class Accuracy(_Classification):
         m = self.matrix(states)
         total = m.sum()
         return float(np.trace(m) / total) if total > 0 else float("nan")
+
+    def counts(self, states: dict[str, State]) -> dict[str, Any]:
+        """``correct`` (the confusion matrix's trace) and ``n`` (its sum), weighted."""
+        if self.task.kind not in ("binary", "multiclass"):
+            return super().counts(states)
+        m = self.matrix(states)
+        return {"correct": float(np.trace(m)), "n": float(m.sum())}
 
 
 class _Count(_Classification):
