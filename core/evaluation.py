@@ -149,7 +149,7 @@ class Evaluation(AccumulatorOps):
         self.inputs = ColumnMap(
             label_col=o["label_col"], score_col=o["score_col"], prediction_col=o["prediction_col"], weight_col=o["weight_col"],
             measure_col=o["measure_col"], measure_cols=measures, slices=self.slices, plan=self.plan, id_col=self._id_col,
-            formats={"target": o["label_format"], "score": o["score_format"], "prediction": o["prediction_format"]},
+            formats={role: o[opt] or self.plan.data_formats.get(role) for role, opt in (("target", "label_format"), ("score", "score_format"), ("prediction", "prediction_format"))},
             baseline_score_col=o["baseline_score_col"], baseline_prediction_col=o["baseline_prediction_col"],
         )  # fmt: skip
         if self.inputs.paired:  # both models folded over the same rows (core.comparison)

@@ -273,6 +273,10 @@ class Metric:
         undefined: when the value is undefined (docs; the policy is NaN plus an
             :class:`UndefinedMetricWarning` unless ``zero_division`` says otherwise).
         full_name: human-readable name for tables and reports (``"ROC AUC"``).
+        data_format: ``{role: input format}`` this metric expects (``{"target": "onehot"}``;
+            roles ``target``, ``prediction``, ``score``; formats of :mod:`core.formats`), used
+            when the caller names no format for that role (OnlineMetrics' ``data_format``); the
+            format's validation and conversion stay in :mod:`core.formats`.
         dependencies: metric strings this metric is computed from (``("precision", "recall")``):
             a plan computes each once from the shared states and passes their values to
             :meth:`compute_from` (see :meth:`dependency_metrics` for their parameters).
@@ -293,9 +297,13 @@ class Metric:
     nan_entries_undefined: ClassVar[bool] = True  # NaN entries of an array value are "undefined"
     full_name: ClassVar[str] = ""
     dependencies: ClassVar[tuple[str, ...]] = ()
+    data_format: ClassVar[dict[str, str]] = {}
 
     def __init_subclass__(cls, **kw: Any) -> None:
         super().__init_subclass__(**kw)
+        bad = set(cls.data_format) - {"target", "prediction", "score"}
+        if bad:
+            raise ValueError(f"metric {cls.__name__}: data_format roles must be target, prediction or score, got {sorted(bad)}")
         register_named(REGISTRY, cls, "metric")
 
     def __init__(self, task: Task, **params: Any):

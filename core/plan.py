@@ -121,6 +121,7 @@ class Plan:
             (cls, cls.layout_for(r, task)) for cls, r in reqs.items()
         )
         self.needs: frozenset[str] = frozenset().union(*(d.needs() for m in self.metrics for d in (m, *_dependencies(m))))
+        self.data_formats: dict[str, str] = _declared_formats(self.metrics)
 
     def check_inputs(self, roles: Iterable[str], names: dict[str, str] | None = None) -> None:
         """Check that the given input roles satisfy every metric's needs.
@@ -338,6 +339,23 @@ class Plan:
         }
 
 
+def _declared_formats(metrics: Sequence[Metric]) -> dict[str, str]:
+    """``{role: format}`` the metrics declare (:attr:`~core.metrics.Metric.data_format`).
+
+    Raises:
+        ValueError: two metrics declare different formats for one role, or an unknown format.
+    """
+    out: dict[str, str] = {}
+    by: dict[str, str] = {}
+    for m in metrics:
+        for role, name in m.data_format.items():
+            get_format(name)
+            if out.get(role, name) != name:
+                raise ValueError(f"metrics {by[role]!r} and {m.key!r} declare different {role} formats ({out[role]!r} vs {name!r}): give formats= explicitly")
+            out[role], by[role] = name, m.key
+    return out
+
+
 def _dependencies(m: Metric) -> list[Metric]:
     """Every metric ``m`` depends on, transitively (depth first, each key once).
 
@@ -428,7 +446,7 @@ class MetricCollection:
         task = make_task(task, num_classes, threshold, threshold_rule, zero_division, multiclass, ignore_index)
         named = _measure_specs(measures)
         self.plan = Plan((list(metrics) + named) or None, task)
-        self.formats = _collection_formats(formats)
+        self.formats = {**self.plan.data_formats, **_collection_formats(formats)}  # the caller's win
         self.states = self.plan.zero()
         self._rows = 0
         self._lock = threading.RLock()
