@@ -882,11 +882,14 @@ class FalseNegatives(_Count):
 
 class ConfusionMatrix(_Classification):
     """The (K, K) weighted confusion matrix, rows = true label, columns = prediction
-    (``[[tn, fp], [fn, tp]]`` for binary). Source: ``sklearn.metrics.confusion_matrix``."""
+    (``[[tn, fp], [fn, tp]]`` for binary), as scikit-learn; ``rows="predicted"``
+    (``confusion_matrix@rows=predicted``) gives its transpose, rows = prediction and columns = true
+    label (OnlineMetrics' orientation). Source:
+    ``sklearn.metrics.confusion_matrix`` (``.T`` for ``rows="predicted"``)."""
 
     name = "confusion_matrix"
     full_name = "Confusion matrix"
-    params = {"threshold": None}
+    params = {"threshold": None, "rows": "true"}
     positional = None
     tasks = ("binary", "multiclass")
     higher_is_better = None
@@ -894,13 +897,16 @@ class ConfusionMatrix(_Classification):
     sklearn = "sklearn.metrics.confusion_matrix"
 
     def configure(self) -> None:
+        if self.p["rows"] not in ("true", "predicted"):
+            raise ValueError(f"metric 'confusion_matrix': rows must be 'true' (scikit-learn's orientation) or 'predicted', got {self.p['rows']!r}")
         Accuracy.configure(self)  # type: ignore[arg-type]
 
     def _show_positional(self) -> bool:
         return False
 
     def compute(self, states: dict[str, State]) -> np.ndarray:
-        return self.matrix(states)
+        m = self.matrix(states)
+        return np.ascontiguousarray(m.T) if self.p["rows"] == "predicted" else m
 
 
 DEFAULT_METRICS = {

@@ -448,7 +448,8 @@ def _report(m: Any, st: _Stacked, events: dict[int, list]) -> np.ndarray:
 
 
 def _confusion_matrix(m: Any, st: _Stacked, events: dict[int, list]) -> np.ndarray:
-    return st.matrix(m).copy()
+    out = st.matrix(m)
+    return np.ascontiguousarray(np.swapaxes(out, -1, -2)) if m.p["rows"] == "predicted" else out.copy()
 
 
 def _count(m: Any, st: _Stacked, events: dict[int, list]) -> np.ndarray:

@@ -305,7 +305,8 @@ def _heatmap(ax: Any, m: np.ndarray, row_labels: Sequence[str], col_labels: Sequ
 
 def plot_confusion_matrix(results: Results, slice: Any = (), metric: str | None = None, *, ax: Any = None) -> Any:
     """Heatmap of a ``confusion_matrix`` metric of one slice: rows = true label, columns =
-    predicted label; cells show the (weighted) count and the share of their row."""
+    predicted label (the other way round for ``confusion_matrix@rows=predicted``); cells show the
+    (weighted) count and the share of their row."""
     key = _pick(results, "confusion_matrix", metric)
     s = _slice(results, slice)
     m = np.asarray(s.metrics[key], dtype=np.float64)
@@ -318,7 +319,8 @@ def plot_confusion_matrix(results: Results, slice: Any = (), metric: str | None 
     labels = [str(i) for i in range(k)]
     im = _heatmap(ax, m, labels, labels, "Blues", lambda v: _fmt(v, 2), share)
     fig.colorbar(im, ax=ax, shrink=0.8, label="weight")
-    ax.set(xlabel="predicted label", ylabel="true label", title=f"Confusion matrix ({s.name})")
+    across, down = ("true label", "predicted label") if "rows=predicted" in key else ("predicted label", "true label")
+    ax.set(xlabel=across, ylabel=down, title=f"Confusion matrix ({s.name})")
     return fig
 
 
@@ -539,7 +541,7 @@ def build_figures(
         add("reliability", f"fig-reliability-{_slug(key)}", "Reliability diagram", f"From {key!r}, slice {overall.name}: equal-width score bins; the histogram shows each bin's weight.", plot_reliability(results, overall, metric=key))
     for key in metric_keys(results, "confusion_matrix"):
         if np.ndim(overall.metrics[key]) == 2:
-            add("confusion_matrix", f"fig-confusion-matrix-{_slug(key)}", "Confusion matrix", f"From {key!r}, slice {overall.name}: rows are true labels, columns predictions; each cell shows the weight and its share of the row.", plot_confusion_matrix(results, overall, metric=key))
+            add("confusion_matrix", f"fig-confusion-matrix-{_slug(key)}", "Confusion matrix", f"From {key!r}, slice {overall.name}: " + ("rows are predictions, columns true labels" if "rows=predicted" in key else "rows are true labels, columns predictions") + "; each cell shows the weight and its share of the row.", plot_confusion_matrix(results, overall, metric=key))
     if len(computed(results)) > 1:
         for key in bar_metrics if bar_metrics is not None else scalar_metrics(results):
             cap = "Bars are the slices' values, the dashed line the overall value"
