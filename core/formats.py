@@ -577,13 +577,18 @@ def _as_column(values: Any, column: Any, row_offset: int = 0) -> np.ndarray:
         lengths = {c.shape[0] for c in cols}
         if len(lengths) > 1:
             raise ValueError(f"columns {list(column)} have different lengths")
-        if not cols:
-            return np.zeros((0, 0))
-        if all(c.dtype.kind in "fiub" for c in cols):
-            return np.stack([c.astype(np.float64, copy=False) for c in cols], axis=1)
-        # not all numeric: an object matrix, read (and checked, naming the column) by to_float
-        return np.stack([c.astype(object) for c in cols], axis=1)
+        return _stack_columns(cols)
     return as_nd_array(values, column_name(column), row_offset)
+
+
+def _stack_columns(cols: list[np.ndarray]) -> np.ndarray:
+    """(N,) columns of equal length stacked into (N, K): float64, or an object matrix when not
+    all are numeric (read, and checked naming the column, by ``to_float``)."""
+    if not cols:
+        return np.zeros((0, 0))
+    if all(c.dtype.kind in "fiub" for c in cols):
+        return np.stack([c.astype(np.float64, copy=False) for c in cols], axis=1)
+    return np.stack([c.astype(object) for c in cols], axis=1)
 
 
 def build_batch(
@@ -724,11 +729,7 @@ def _measure_columns(values: Any, names: Any) -> np.ndarray:
     for c, nm in zip(cols, names):
         if c.ndim != 1 or c.shape[0] != cols[0].shape[0]:
             raise ValueError(f"column {nm!r} has shape {c.shape} but column {names[0]!r} has {cols[0].shape[0]} rows: measures are (N,) columns")
-    if not cols:
-        return np.zeros((0, 0))
-    if all(c.dtype.kind in "fiub" for c in cols):
-        return np.stack([c.astype(np.float64, copy=False) for c in cols], axis=1)
-    return np.stack([c.astype(object) for c in cols], axis=1)
+    return _stack_columns(cols)
 
 
 def _empty_batch(task: Any, arrs: dict[str, np.ndarray]) -> Batch:

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from core import Evaluation, MetricCollection
 from core._inputs import Batch
 from core.measure import MeanMeasure, MeanMeasureLayout, MeanMeasureState
-from tests._helpers import close, merge_tree, random_shards
+from tests._helpers.sharding import fold_sharded
 
 
 def _sq(y, p):
@@ -109,13 +109,24 @@ def test_named_state_merge_laws(rows, seed):
     zero = MeanMeasureState.zero(lay)
     whole = zero.fold(Batch(None, None, None, w, v)) if rows else zero
     assert whole["total"].tolist() == pytest.approx((w[:, None] * v).sum(axis=0).tolist() if rows else [0.0, 0.0])
-    rng = np.random.default_rng(seed)
-    states = []
-    for shard in random_shards(rng, len(rows)):
-        s = zero
-        for idx in shard:
-            s = s.fold(Batch(None, None, None, w[idx], v[idx]))
-        states.append(s)
-    merged = merge_tree(states, lambda x, y: x.merge(y), rng, lambda: zero)
+    folder = _StateFolder(zero)
+    merged = fold_sharded(folder, {"w": w, "v": v}, np.random.default_rng(seed))
     assert merged == whole and merged.merge(zero) == merged
     assert MeanMeasureState.decode(merged.encode()) == merged
+
+
+class _StateFolder:
+    """A state kind as :func:`tests._helpers.sharding.fold_sharded` folds it."""
+
+    def __init__(self, zero: MeanMeasureState):
+        self._zero = zero
+
+    def zero(self) -> MeanMeasureState:
+        return self._zero
+
+    def fold(self, s: MeanMeasureState, cols: dict) -> MeanMeasureState:
+        return s.fold(Batch(None, None, None, cols["w"], cols["v"])) if len(cols["w"]) else s
+
+    @staticmethod
+    def merge(a: MeanMeasureState, b: MeanMeasureState) -> MeanMeasureState:
+        return a.merge(b)
