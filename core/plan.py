@@ -510,6 +510,8 @@ class MetricCollection:
         measure_name: Any = "measure"
         if self.plan.measure_names:
             measure, measure_name = self._measures(measure, y_true, y_pred, y_score), list(self.plan.measure_names)
+            if not self.plan.needs - {"measure"}:  # only measures: their functions read the inputs, the states do not
+                y_true = y_score = y_pred = None
         elif isinstance(measure, dict):
             raise ValueError(f"measure={{...}} names measures, but this collection has none (measures=... names them); got {sorted(measure)}")
         given = {r for r, v in (("target", y_true), ("score", y_score), ("prediction", y_pred), ("measure", measure)) if v is not None}

@@ -52,6 +52,13 @@ def test_several_measures_given_as_values_and_functions():
         bad.update([1.0, 2.0], y_pred=[1.0, 2.0])
 
 
+def test_measures_alone_read_any_inputs():
+    """With only measures, y_true / y_pred are the functions' inputs, not labels to validate."""
+    mc = MetricCollection(measures={"sq": _sq})  # the default (binary) task
+    mc.update([0.5, 2.0], y_pred=[1.0, 2.0])
+    assert mc.compute() == {"sq": pytest.approx(0.125)}
+
+
 def test_one_named_measure_takes_plain_values_and_merges():
     a, b = MetricCollection(measures=["loss"]), MetricCollection(measures=["loss"])
     a.update(measure=[1.0, 2.0])
