@@ -36,7 +36,8 @@ from core.states import (
 from core import calibration, classification, formats, measure, multilabel, regression, regression_terms, topk  # noqa: E402,F401
 from core.calibration import CalibrationBinsState, ProbabilitySumsState  # noqa: E402
 from core.formats import FORMATS, InputFormat, register_format  # noqa: E402
-from core.measure import MeanMeasureState  # noqa: E402
+from core.measure import MeanMeasure, MeanMeasureState  # noqa: E402
+from core.tracker import SingleMetric  # noqa: E402
 from core.multilabel import MultilabelState  # noqa: E402
 from core.regression import RegressionMomentsState  # noqa: E402
 from core.topk import TopKState  # noqa: E402
@@ -53,7 +54,9 @@ __all__ = [
     "BinaryConfusionState",
     "CalibrationBinsState",
     "InputFormat",
+    "MeanMeasure",
     "MeanMeasureState",
+    "SingleMetric",
     "MultilabelState",
     "ProbabilitySumsState",
     "RegressionMomentsState",

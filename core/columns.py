@@ -59,6 +59,7 @@ class ColumnMap:
         id_col: str | None = None,
         baseline_score_col: str | list[str] | None = None,
         baseline_prediction_col: str | None = None,
+        measure_cols: dict[str, str] | None = None,
     ):
         if baseline_score_col is not None and baseline_prediction_col is not None:
             raise ValueError("give at most one of baseline_score_col or baseline_prediction_col")
@@ -77,12 +78,17 @@ class ColumnMap:
         self.prediction_col = prediction_col
         self.weight_col = weight_col
         self.measure_col = measure_col
+        #: ``{name: column}`` of the named measures, in :attr:`core.plan.Plan.measure_names` order
+        self.measure_cols = {n: (measure_cols or {})[n] for n in plan.measure_names if n in (measure_cols or {})}
+        unfed = [n for n in plan.measure_names if n not in self.measure_cols]
+        if measure_cols is not None and unfed:
+            raise ValueError(f"named measure {unfed[0]!r} has no column: give it in measure_cols")
         self.formats = formats
         self.slices = tuple(slices)
         self.plan = plan
         self.id_col = id_col
         task = plan.task
-        roles = {r for r, c in (("target", label_col), ("score", score_col), ("prediction", prediction_col), ("measure", measure_col)) if c}
+        roles = {r for r, c in (("target", label_col), ("score", score_col), ("prediction", prediction_col), ("measure", measure_col or self.measure_cols)) if c}
         if "prediction" in plan.needs and not roles & {"score", "prediction"}:
             raise ValueError("give exactly one of score_col or prediction_col")
         plan.check_inputs(roles, ROLE_OPTIONS)
@@ -92,6 +98,7 @@ class ColumnMap:
             and task.ignore_index is None
             and not any(formats.values())
             and measure_col is None
+            and not self.measure_cols
             and label_col is not None
             and not isinstance(score_col, list)
             and not (task.kind == "multiclass" and score_col is not None)
@@ -114,7 +121,7 @@ class ColumnMap:
         cols: list[Any] = [self.label_col]
         cols += self.score_col if isinstance(self.score_col, list) else [self.score_col or self.prediction_col]
         cols += self._baseline_columns()
-        cols += [self.weight_col, self.measure_col, self.id_col]
+        cols += [self.weight_col, self.measure_col, *self.measure_cols.values(), self.id_col]
         for s in self.slices:
             cols += list(s.columns)
         out: list[str] = []
@@ -129,8 +136,12 @@ class ColumnMap:
         cols: list[Any] = [self.label_col]
         cols += self.score_col if isinstance(self.score_col, list) else [self.score_col, self.prediction_col]
         cols += self._baseline_columns()
-        cols += [self.weight_col, self.measure_col]
-        return [c for c in cols if c is not None]
+        cols += [self.weight_col, self.measure_col, *self.measure_cols.values()]
+        out: list[str] = []
+        for c in cols:
+            if c is not None and c not in out:
+                out.append(c)
+        return out
 
     @property
     def list_columns(self) -> list[str]:
@@ -223,9 +234,9 @@ class ColumnMap:
                 "target": cols[self.label_col] if self.label_col else None,
                 "score": ([cols[c] for c in sc] if isinstance(sc, list) else cols[sc]) if sc else None,
                 "prediction": cols[prediction_col] if prediction_col else None,
-                "measure": cols[self.measure_col] if self.measure_col else None,
+                "measure": [cols[c] for c in self.measure_cols.values()] if self.measure_cols else cols[self.measure_col] if self.measure_col else None,
             },
-            names={"target": self.label_col, "score": sc, "prediction": prediction_col, "measure": self.measure_col},
+            names={"target": self.label_col, "score": sc, "prediction": prediction_col, "measure": list(self.measure_cols.values()) or self.measure_col},
             sample_weight=cols[self.weight_col] if self.weight_col else None,
             weight_name=self.weight_col or "",
             formats=self.formats,

@@ -34,7 +34,8 @@ from core.columns import ColumnMap
 from core.bootstrap import BucketedPlan
 from core.comparison import PairedPlan, comparison_method, paired_bootstrap, slice_comparison
 from core.intervals import CI_OPTIONS, CISettings, slice_ci
-from core.metrics import Task, UndefinedMetricWarning
+from core.measure import MeanMeasure
+from core.metrics import DEFAULT_METRICS, Task, UndefinedMetricWarning
 from core.options import config_of, fingerprint_of, options_doc, read_options, signature
 from core.plan import Plan, make_task, undefined_warning
 from core.results import Results, SliceResult
@@ -60,6 +61,13 @@ def resolve_evaluation(evaluation: "Evaluation | None", evaluation_kwargs: dict[
     if not isinstance(evaluation, Evaluation):
         raise TypeError(f"evaluation must be a core.Evaluation, got {type(evaluation).__name__}")
     return evaluation
+
+
+def _measure_map(measure_cols: Any) -> dict[str, str]:
+    """``{measure name: column}`` of the (checked) ``measure_cols`` option."""
+    if not measure_cols:
+        return {}
+    return dict(measure_cols) if isinstance(measure_cols, dict) else {c: c for c in measure_cols}
 
 
 def _column(name: str, doc: str) -> property:
@@ -126,14 +134,22 @@ class Evaluation(AccumulatorOps):
         self.on_invalid = o["on_invalid"]
         self.ci = CISettings.from_options(o)
         self.tolerance = o["tolerance"]
-        self.plan = self._base_plan = Plan(o["metrics"], task_obj)
+        measures = _measure_map(o["measure_cols"])
+        metrics = o["metrics"]
+        if measures:  # one MeanMeasure per named measure column; measures alone without labels
+            if metrics is None and o["label_col"] is None and o["score_col"] is None and o["prediction_col"] is None:
+                metrics = []
+            elif metrics is None:
+                metrics = list(DEFAULT_METRICS[task_obj.kind])
+            metrics = ([metrics] if isinstance(metrics, str) else list(metrics)) + [MeanMeasure(None, name=n) for n in measures]
+        self.plan = self._base_plan = Plan(metrics, task_obj)
         task_obj = self.plan.task
         bootstrap = o["ci"] == "bootstrap"
         self._buckets, self._id_col = (o["ci_buckets"], o["id_col"]) if bootstrap else (None, None)
         self.inputs = ColumnMap(
             label_col=o["label_col"], score_col=o["score_col"], prediction_col=o["prediction_col"], weight_col=o["weight_col"],
-            measure_col=o["measure_col"], slices=self.slices, plan=self.plan, id_col=self._id_col,
-            formats={"target": o["label_format"], "score": o["score_format"], "prediction": o["prediction_format"]},
+            measure_col=o["measure_col"], measure_cols=measures, slices=self.slices, plan=self.plan, id_col=self._id_col,
+            formats={role: o[opt] or self.plan.data_formats.get(role) for role, opt in (("target", "label_format"), ("score", "score_format"), ("prediction", "prediction_format"))},
             baseline_score_col=o["baseline_score_col"], baseline_prediction_col=o["baseline_prediction_col"],
         )  # fmt: skip
         if self.inputs.paired:  # both models folded over the same rows (core.comparison)
@@ -145,7 +161,7 @@ class Evaluation(AccumulatorOps):
         resolved = {
             **o,
             "slices": [str(s) for s in self.slices],
-            "metrics": list(self.plan.keys),
+            "metrics": [f"mean_measure@name={m.measure_name}" if getattr(m, "measure_name", None) else m.key for m in self.plan.metrics],
             "zero_division": task_obj.zero_division,
             "task": task_obj.kind if o["task"] is not None else None,
             "ignore_index": task_obj.ignore_index,
@@ -162,6 +178,8 @@ class Evaluation(AccumulatorOps):
         if self._profile is not None:
             profile = hashlib.sha256(self._profile.to_json().encode("utf-8")).hexdigest()[:16]
         fp = {**self.plan.fingerprint, **fingerprint_of(self._resolved), "profile": profile}
+        if self._resolved.get("measure_cols"):  # which column feeds which named measure
+            fp["measure_cols"] = self._resolved["measure_cols"]
         if self._buckets is not None:  # bucketed states: only with the same buckets and hash source
             fp["bootstrap"] = {"buckets": self._buckets, "id_col": self._id_col}
         return json.loads(json.dumps(fp))  # JSON-canonical: equal to a decoded one

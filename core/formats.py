@@ -577,13 +577,18 @@ def _as_column(values: Any, column: Any, row_offset: int = 0) -> np.ndarray:
         lengths = {c.shape[0] for c in cols}
         if len(lengths) > 1:
             raise ValueError(f"columns {list(column)} have different lengths")
-        if not cols:
-            return np.zeros((0, 0))
-        if all(c.dtype.kind in "fiub" for c in cols):
-            return np.stack([c.astype(np.float64, copy=False) for c in cols], axis=1)
-        # not all numeric: an object matrix, read (and checked, naming the column) by to_float
-        return np.stack([c.astype(object) for c in cols], axis=1)
+        return _stack_columns(cols)
     return as_nd_array(values, column_name(column), row_offset)
+
+
+def _stack_columns(cols: list[np.ndarray]) -> np.ndarray:
+    """(N,) columns of equal length stacked into (N, K): float64, or an object matrix when not
+    all are numeric (read, and checked naming the column, by ``to_float``)."""
+    if not cols:
+        return np.zeros((0, 0))
+    if all(c.dtype.kind in "fiub" for c in cols):
+        return np.stack([c.astype(np.float64, copy=False) for c in cols], axis=1)
+    return np.stack([c.astype(object) for c in cols], axis=1)
 
 
 def build_batch(
@@ -636,7 +641,7 @@ def build_batch(
         v = columns.get(role)
         if v is None:
             continue
-        arrs[role] = as_array(v, names[role]) if role == "measure" else _as_column(v, names[role], row_offset)
+        arrs[role] = _measure_columns(v, names[role]) if role == "measure" else _as_column(v, names[role], row_offset)
     w = as_array(sample_weight, weight_name) if sample_weight is not None else None
     if not arrs:
         raise ValueError("no input columns: give labels, predictions, scores or a measure")
@@ -649,9 +654,14 @@ def build_batch(
     chk = _Checker(n, on_invalid, row_offset)
     if n == 0:
         return _empty_batch(task, arrs), (np.zeros(0, dtype=bool) if chk.skip else None)
-    fmts = {role: resolve_format(task, role, a, formats.get(role), names[role]) for role, a in arrs.items()}
+    many = "measure" in arrs and arrs["measure"].ndim == 2  # named measures: (N, M), one column per name
+    fmts = {role: resolve_format(task, role, a[:, 0] if many and role == "measure" else a, formats.get(role), names[role]) for role, a in arrs.items()}
     ctxs = {role: FormatContext(task, role, names[role], chk, frozenset(needs)) for role in arrs}
     for role, a in arrs.items():
+        if many and role == "measure":  # each measure column on its own, so errors name it
+            for j, nm in enumerate(names["measure"]):
+                fmts[role].validate(a[:, j], FormatContext(task, role, nm, chk, frozenset(needs)))
+            continue
         fmts[role].validate(a, ctxs[role])
     if w is not None:
         w = check_weights(w, weight_name, chk)
@@ -662,7 +672,11 @@ def build_batch(
         w = w[keep] if w is not None else None
         if not keep.any():
             return _empty_batch(task, arrs), invalid
-    conv = {role: fmts[role].convert(a, ctxs[role]) for role, a in arrs.items()}
+    conv = {
+        role: Converted(np.stack([fmts[role].convert(a[:, j], FormatContext(task, role, nm, chk)).values for j, nm in enumerate(names[role])], axis=1))
+        if many and role == "measure" else fmts[role].convert(a, ctxs[role])
+        for role, a in arrs.items()
+    }  # fmt: skip
     row_of = None
     map_role = None
     for role, c in conv.items():
@@ -700,6 +714,24 @@ def build_batch(
     return batch, (invalid if chk.skip else None)
 
 
+def _measure_columns(values: Any, names: Any) -> np.ndarray:
+    """The measure role: one (N,) column, or for named measures (``names`` a list) the list of
+    their (N,) columns stacked into (N, M).
+
+    Raises:
+        ValueError: measure columns of different lengths, or a list of values without one name each.
+    """
+    if not isinstance(names, (list, tuple)):
+        return as_array(values, names)
+    if not isinstance(values, (list, tuple)) or len(values) != len(names):
+        raise ValueError(f"named measures {list(names)}: expected one column of values per name")
+    cols = [as_array(v, nm) for v, nm in zip(values, names)]
+    for c, nm in zip(cols, names):
+        if c.ndim != 1 or c.shape[0] != cols[0].shape[0]:
+            raise ValueError(f"column {nm!r} has shape {c.shape} but column {names[0]!r} has {cols[0].shape[0]} rows: measures are (N,) columns")
+    return _stack_columns(cols)
+
+
 def _empty_batch(task: Any, arrs: dict[str, np.ndarray]) -> Batch:
     label_dtype = np.float64 if task.kind == "regression" else np.int64
     empty = lambda: np.zeros(0, dtype=label_dtype)  # noqa: E731
@@ -708,7 +740,7 @@ def _empty_batch(task: Any, arrs: dict[str, np.ndarray]) -> Batch:
         np.zeros(0) if "score" in arrs else None,
         empty() if "prediction" in arrs else None,
         None,
-        np.zeros(0) if "measure" in arrs else None,
+        (np.zeros((0,) + arrs["measure"].shape[1:]) if "measure" in arrs else None),
     )
 
 

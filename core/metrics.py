@@ -273,6 +273,10 @@ class Metric:
         undefined: when the value is undefined (docs; the policy is NaN plus an
             :class:`UndefinedMetricWarning` unless ``zero_division`` says otherwise).
         full_name: human-readable name for tables and reports (``"ROC AUC"``).
+        data_format: ``{role: input format}`` this metric expects (``{"target": "onehot"}``;
+            roles ``target``, ``prediction``, ``score``; formats of :mod:`core.formats`), used
+            when the caller names no format for that role (OnlineMetrics' ``data_format``); the
+            format's validation and conversion stay in :mod:`core.formats`.
         dependencies: metric strings this metric is computed from (``("precision", "recall")``):
             a plan computes each once from the shared states and passes their values to
             :meth:`compute_from` (see :meth:`dependency_metrics` for their parameters).
@@ -293,9 +297,13 @@ class Metric:
     nan_entries_undefined: ClassVar[bool] = True  # NaN entries of an array value are "undefined"
     full_name: ClassVar[str] = ""
     dependencies: ClassVar[tuple[str, ...]] = ()
+    data_format: ClassVar[dict[str, str]] = {}
 
     def __init_subclass__(cls, **kw: Any) -> None:
         super().__init_subclass__(**kw)
+        bad = set(cls.data_format) - {"target", "prediction", "score"}
+        if bad:
+            raise ValueError(f"metric {cls.__name__}: data_format roles must be target, prediction or score, got {sorted(bad)}")
         register_named(REGISTRY, cls, "metric")
 
     def __init__(self, task: Task, **params: Any):
@@ -380,6 +388,13 @@ class Metric:
         if self.dependencies:
             return self.compute_from({name: m.compute(states) for name, m in self.dependency_metrics().items()})
         raise NotImplementedError
+
+    def counts(self, states: dict[str, State]) -> dict[str, Any]:
+        """The counts of the states this value is computed from, for display (e.g.
+        :class:`core.tracker.SingleMetric`'s ``repr``: ``accuracy: value=0.75 | correct=3 | n=4``):
+        ``{name: number or (K,) array}``. By default the example count ``n``."""
+        st = states.get("example_count")
+        return {} if st is None else {"n": st["count"].item()}
 
     def compute_from(self, values: dict[str, Any]) -> Any:
         """The value from the values of :attr:`dependencies`, keyed as declared (subclasses
@@ -492,6 +507,8 @@ def resolve(metric: "str | Metric", task: Task) -> Metric:
     """
     if isinstance(metric, Metric):
         return metric
+    if hasattr(metric, "for_task") and not isinstance(metric, str):  # a spec such as core.measure.MeanMeasure
+        return metric.for_task(task)
     name, positional, keyword = parse_metric_string(metric)
     cls = REGISTRY.get(name) or REGISTRY.get(name.lower())
     if cls is None:
@@ -677,6 +694,20 @@ class _PRF(_Classification):
             return float(v[0])
         return get_averaging(avg).reduce(v, true)
 
+    def counts(self, states: dict[str, State]) -> dict[str, Any]:
+        """Per class (the positive class with ``average="binary"``): ``tp`` and ``fp``
+        (precision), ``fn`` (recall), both (F-scores), or ``intersection`` and ``union`` (IoU)."""
+        if self.task.kind not in ("binary", "multiclass"):
+            return super().counts(states)
+        m = self.matrix(states)
+        tp = np.diag(m).copy()
+        fp, fn = m.sum(axis=0) - tp, m.sum(axis=1) - tp
+        if self.p["average"] == "binary":
+            tp, fp, fn = tp[1:], fp[1:], fn[1:]
+        out = {"precision": {"tp": tp, "fp": fp}, "recall": {"tp": tp, "fn": fn}, "jaccard": {"intersection": tp, "union": tp + fp + fn}}
+        got = out.get(self.which, {"tp": tp, "fp": fp, "fn": fn})
+        return {k: v.item() if self.p["average"] == "binary" else v for k, v in got.items()}
+
 
 def prf_values(
     which: str, tp: np.ndarray, pred: np.ndarray, true: np.ndarray, beta: float, zd: Any, what: str, classes: Any = None
@@ -784,6 +815,13 @@ class Accuracy(_Classification):
         total = m.sum()
         return float(np.trace(m) / total) if total > 0 else float("nan")
 
+    def counts(self, states: dict[str, State]) -> dict[str, Any]:
+        """``correct`` (the confusion matrix's trace) and ``n`` (its sum), weighted."""
+        if self.task.kind not in ("binary", "multiclass"):
+            return super().counts(states)
+        m = self.matrix(states)
+        return {"correct": float(np.trace(m)), "n": float(m.sum())}
+
 
 class _Count(_Classification):
     """Weighted confusion count at the threshold (binary; multilabel: (L,) per label)."""
@@ -844,14 +882,16 @@ class FalseNegatives(_Count):
 
 class ConfusionMatrix(_Classification):
     """The (K, K) weighted confusion matrix, rows = true label, columns = prediction
-    (``[[tn, fp], [fn, tp]]`` for binary). ``normalize`` as scikit-learn's: ``"true"`` divides
-    each row by its sum (rows sum to 1), ``"pred"`` each column, ``"all"`` the whole matrix; a
-    row or column without examples is 0, as in scikit-learn. Source:
-    ``sklearn.metrics.confusion_matrix(normalize=...)``."""
+    (``[[tn, fp], [fn, tp]]`` for binary), as scikit-learn. ``normalize`` as scikit-learn's:
+    ``"true"`` divides each row by its sum (rows sum to 1), ``"pred"`` each column, ``"all"`` the
+    whole matrix; a row or column without examples is 0, as in scikit-learn. ``rows="predicted"``
+    (``confusion_matrix@rows=predicted``) gives the transpose, rows = prediction and columns = true
+    label (OnlineMetrics' orientation; normalised before it is turned). Source:
+    ``sklearn.metrics.confusion_matrix(normalize=...)`` (``.T`` for ``rows="predicted"``)."""
 
     name = "confusion_matrix"
     full_name = "Confusion matrix"
-    params = {"threshold": None, "normalize": None}
+    params = {"threshold": None, "normalize": None, "rows": "true"}
     positional = None
     tasks = ("binary", "multiclass")
     higher_is_better = None
@@ -859,6 +899,10 @@ class ConfusionMatrix(_Classification):
     sklearn = "sklearn.metrics.confusion_matrix"
 
     def configure(self) -> None:
+        if self.p["rows"] is True:  # "rows=true" reads as a boolean
+            self.p["rows"] = "true"
+        if self.p["rows"] not in ("true", "predicted"):
+            raise ValueError(f"metric 'confusion_matrix': rows must be 'true' (scikit-learn's orientation) or 'predicted', got {self.p['rows']!r}")
         Accuracy.configure(self)  # type: ignore[arg-type]
         n = self.p["normalize"]
         if isinstance(n, bool):  # "normalize=true" reads as a boolean
@@ -872,7 +916,8 @@ class ConfusionMatrix(_Classification):
         return False
 
     def compute(self, states: dict[str, State]) -> np.ndarray:
-        return normalize_matrix(self.matrix(states), self.p["normalize"])
+        m = normalize_matrix(self.matrix(states), self.p["normalize"])
+        return np.ascontiguousarray(m.T) if self.p["rows"] == "predicted" else m
 
 
 def normalize_matrix(m: np.ndarray, how: str | None) -> np.ndarray:

@@ -67,6 +67,23 @@ def _score_col(v: Any) -> Any:
     return v
 
 
+def _measure_cols(v: Any) -> Any:
+    """``measure_cols``: a list of columns (each measure named as its column) or ``{name: column}``."""
+    if v is None:
+        return None
+    if isinstance(v, str):
+        v = [v]
+    pairs = list(v.items()) if isinstance(v, Mapping) else [(c, c) for c in v] if isinstance(v, (list, tuple)) else None
+    if not pairs or not all(isinstance(n, str) and n and isinstance(c, str) and c for n, c in pairs):
+        raise ValueError(f"measure_cols must be a non-empty list of column names or a {{name: column}} dict, got {v!r}")
+    bad = [n for n, _ in pairs if any(ch in n for ch in "@=,")]
+    if bad:
+        raise ValueError(f"measure_cols: measure name {bad[0]!r} may not contain '@', '=' or ','")
+    if len({n for n, _ in pairs}) != len(pairs):
+        raise ValueError(f"measure_cols: a measure name is given twice in {v!r}")
+    return [c for _, c in pairs] if all(n == c for n, c in pairs) else dict(pairs)
+
+
 def _min_slice_size(v: Any) -> float | None:
     if v is None:
         return None
@@ -182,6 +199,10 @@ OPTIONS: tuple[Option, ...] = (
            "None infers binary/multiclass from ``num_classes``.", config="if_set"),
     Option("measure_col", None, "str | None", "column of finite per-row values for ``mean_measure`` (e.g. a loss).",
            config="if_set", fingerprint=True),
+    Option("measure_cols", None, "Sequence[str] | dict[str, str] | None",
+           "named measures (see :mod:`core.measure`): a list of columns of finite per-row values (each measure named as "
+           "its column) or ``{name: column}``; each gives a metric keyed by its name, the weighted mean of its column "
+           "(per-batch values: one row per batch weighted by the batch size).", config="if_set", check=_measure_cols),
     Option("ignore_index", None, "int | None", "drop rows (pixels) whose label equals it; a class id also leaves averages.",
            config="if_set"),
     Option("label_format", None, "str | None",

@@ -21,6 +21,7 @@ import warnings
 from core import codec
 from core._inputs import Batch
 from core.formats import get_format, make_batch
+from core.measure import MeanMeasure, MeanMeasureMetric, MeanMeasureState, measure_values
 from core.metrics import DEFAULT_METRICS, Metric, Task, UndefinedMetricWarning, resolve
 from core.stacked import ManyValues, compute_cells, compute_many, compute_shared
 from core.states import ExampleCountState, State
@@ -107,7 +108,9 @@ class Plan:
         resolved: dict[str, Metric] = {}
         for m in metrics:
             r = resolve(m, task)
-            resolved.setdefault(r.key, r)
+            other = resolved.setdefault(r.key, r)
+            if type(other) is not type(r):  # e.g. a measure named like a metric
+                raise ValueError(f"two metrics have the key {r.key!r} ({other.name!r} and {r.name!r}): rename one")
         self.metrics: tuple[Metric, ...] = tuple(resolved.values())
         reqs: dict[type[State], list[Any]] = {ExampleCountState: []}
         for m in self.metrics:
@@ -118,6 +121,7 @@ class Plan:
             (cls, cls.layout_for(r, task)) for cls, r in reqs.items()
         )
         self.needs: frozenset[str] = frozenset().union(*(d.needs() for m in self.metrics for d in (m, *_dependencies(m))))
+        self.data_formats: dict[str, str] = _declared_formats(self.metrics)
 
     def check_inputs(self, roles: Iterable[str], names: dict[str, str] | None = None) -> None:
         """Check that the given input roles satisfy every metric's needs.
@@ -137,6 +141,20 @@ class Plan:
                 if ok and not roles & set(ok):
                     want = " or ".join(names.get(r, _ROLE_WORDS[r]) for r in ok)
                     raise ValueError(f"metric {m.key!r} needs {want}")
+
+    @property
+    def measure_names(self) -> tuple[str, ...]:
+        """The named measures (sorted: the column order of a batch's (N, M) ``values``); ``()``
+        without named measures (the unnamed ``mean_measure`` reads (N,) values)."""
+        for cls, layout in self.state_types:
+            if cls is MeanMeasureState:
+                return layout.names
+        return ()
+
+    @property
+    def measure_fns(self) -> dict[str, Any]:
+        """``{name: fn}`` of the named measures given as functions (:class:`core.measure.MeanMeasure`)."""
+        return {m.measure_name: m.fn for m in self.metrics if isinstance(m, MeanMeasureMetric) and m.fn is not None}
 
     @property
     def keys(self) -> tuple[str, ...]:
@@ -321,6 +339,23 @@ class Plan:
         }
 
 
+def _declared_formats(metrics: Sequence[Metric]) -> dict[str, str]:
+    """``{role: format}`` the metrics declare (:attr:`~core.metrics.Metric.data_format`).
+
+    Raises:
+        ValueError: two metrics declare different formats for one role, or an unknown format.
+    """
+    out: dict[str, str] = {}
+    by: dict[str, str] = {}
+    for m in metrics:
+        for role, name in m.data_format.items():
+            get_format(name)
+            if out.get(role, name) != name:
+                raise ValueError(f"metrics {by[role]!r} and {m.key!r} declare different {role} formats ({out[role]!r} vs {name!r}): give formats= explicitly")
+            out[role], by[role] = name, m.key
+    return out
+
+
 def _dependencies(m: Metric) -> list[Metric]:
     """Every metric ``m`` depends on, transitively (depth first, each key once).
 
@@ -370,7 +405,12 @@ class MetricCollection:
         ignore_index: drop rows (pixels) whose label equals it (binary/multiclass); a class id in
             [0, K) also leaves the macro averages.
         formats: input format per argument, e.g. ``{"y_score": "logits", "y_true": "onehot"}``
-            (see :mod:`core.formats`); by default the format follows the task and the shapes.
+            (see :mod:`core.formats`); by default the format a metric declares
+            (:attr:`~core.metrics.Metric.data_format`), else the one the task and the shapes imply.
+        measures: named measures (see :mod:`core.measure`): ``{"loss": fn, "mae": fn2}``
+            (``fn(y_true, y_pred) -> per-sample values or one per-batch value``; None: the values
+            are given to ``update(measure={name: values})``), or a list of names whose values are
+            given. Each is computed as ``MeanMeasure(fn, name)``: its key is its name.
 
     Undefined values are NaN with one :class:`~core.metrics.UndefinedMetricWarning` per metric
     naming it and its classes (none with ``zero_division`` 0 or 1).
@@ -401,10 +441,12 @@ class MetricCollection:
         task: "str | Task | None" = None,
         ignore_index: int | None = None,
         formats: dict[str, str] | None = None,
+        measures: "dict[str, Any] | Sequence[str] | None" = None,
     ):
         task = make_task(task, num_classes, threshold, threshold_rule, zero_division, multiclass, ignore_index)
-        self.plan = Plan(list(metrics) or None, task)
-        self.formats = _collection_formats(formats)
+        named = _measure_specs(measures)
+        self.plan = Plan((list(metrics) + named) or None, task)
+        self.formats = {**self.plan.data_formats, **_collection_formats(formats)}  # the caller's win
         self.states = self.plan.zero()
         self._rows = 0
         self._lock = threading.RLock()
@@ -445,7 +487,10 @@ class MetricCollection:
             y_pred: predictions: (N,) labels, (N, K) one-hot, (N, H, W) label maps, (N, L) 0/1
                 (multilabel) or (N,) floats (regression).
             sample_weight: (N,) finite non-negative weights per row; None for 1.
-            measure: (N,) finite per-example (or per-batch) values for mean-of-measure metrics.
+            measure: (N,) finite per-example (or per-batch) values for mean-of-measure metrics;
+                with named measures ``{name: (N,) values}`` (a measure given as a function is
+                computed from ``y_true`` and ``y_pred`` / ``y_score`` when its values are not
+                given; with one named measure, plain values are its values).
 
         Raises:
             ValueError: length or shape mismatch, out-of-range or NaN labels/predictions, NaN/inf
@@ -462,6 +507,13 @@ class MetricCollection:
                 f"a multiclass task reads y_score as (N, K) class scores, got shape {np.shape(y_score)}: "
                 "for predicted labels pass y_pred= (update(y_true, y_pred=labels))"
             )
+        measure_name: Any = "measure"
+        if self.plan.measure_names:
+            measure, measure_name = self._measures(measure, y_true, y_pred, y_score), list(self.plan.measure_names)
+            if not self.plan.needs - {"measure"}:  # only measures: their functions read the inputs, the states do not
+                y_true = y_score = y_pred = None
+        elif isinstance(measure, dict):
+            raise ValueError(f"measure={{...}} names measures, but this collection has none (measures=... names them); got {sorted(measure)}")
         given = {r for r, v in (("target", y_true), ("score", y_score), ("prediction", y_pred), ("measure", measure)) if v is not None}
         self.plan.check_inputs(given, {"target": "y_true", "prediction": "y_pred", "score": "y_score", "measure": "measure"})
         batch, _ = make_batch(
@@ -474,13 +526,50 @@ class MetricCollection:
             task=self.task,
             formats=self.formats,
             values=measure,
+            measure_name=measure_name,
             needs=self.plan.needs,
         )
         part = self.plan.fold(self.plan.zero(), batch)  # the heavy work, outside the lock
-        rows = _rows_in(batch, y_true, y_pred, y_score, measure)
+        rows = _rows_in(batch, y_true, y_pred, y_score, measure[0] if isinstance(measure_name, list) and measure else measure)
         with self._lock:
             self.states = self.plan.merge(self.states, part)
             self._rows += rows
+
+    def _measures(self, measure: Any, y_true: Any, y_pred: Any, y_score: Any) -> list[Any] | None:
+        """The named measures' values of one batch, in :attr:`Plan.measure_names` order (None
+        when no measure is given and none is a function).
+
+        Raises:
+            ValueError: an unknown measure name, or a measure with neither values nor function.
+        """
+        names, fns = self.plan.measure_names, self.plan.measure_fns
+        if measure is None:
+            given: dict[str, Any] = {}
+        elif isinstance(measure, dict):
+            given = dict(measure)
+            unknown = sorted(set(given) - set(names))
+            if unknown:
+                raise ValueError(f"measure: unknown measure name(s) {unknown}; this collection's measures are {list(names)}")
+        elif len(names) == 1:
+            given = {names[0]: measure}
+        else:
+            raise ValueError(f"this collection has named measures {list(names)}: give measure={{name: values, ...}}")
+        missing = [m for m in names if m not in given and m not in fns]
+        if not given and len(missing) == len(names):
+            return None  # no measure at all: check_inputs names the metric that needs one
+        if missing:
+            raise ValueError(f"measure {missing[0]!r} has no function: give its values, update(..., measure={{{missing[0]!r}: values}})")
+        out = []
+        for m in names:
+            if m in given:
+                out.append(given[m])
+                continue
+            if y_true is None:
+                raise ValueError(f"measure {m!r} is a function of y_true and y_pred: give y_true")
+            t = np.asarray(y_true)
+            p = np.asarray(y_pred if y_pred is not None else y_score) if (y_pred is not None or y_score is not None) else None
+            out.append(measure_values(fns[m], m, t, p, len(t)) if len(t) else np.zeros(0))
+        return out
 
     def merge(self, other: "MetricCollection") -> "MetricCollection":
         """The merge of this collection and ``other``: a new collection (both are left
@@ -559,6 +648,17 @@ def _rows_in(batch: Batch, *columns: Any) -> int:
         if c is not None:
             return len(c)
     return batch.n
+
+
+def _measure_specs(measures: Any) -> list[MeanMeasure]:
+    """``measures=`` of a collection as :class:`~core.measure.MeanMeasure` specs."""
+    if measures is None:
+        return []
+    if isinstance(measures, str):
+        measures = [measures]
+    if isinstance(measures, dict):
+        return [MeanMeasure(fn, name=name) for name, fn in measures.items()]
+    return [MeanMeasure(None, name=name) for name in measures]
 
 
 def _collection_formats(formats: dict[str, str] | None) -> dict[str, str]:

@@ -449,7 +449,8 @@ def _report(m: Any, st: _Stacked, events: dict[int, list]) -> np.ndarray:
 
 
 def _confusion_matrix(m: Any, st: _Stacked, events: dict[int, list]) -> np.ndarray:
-    return normalize_matrix(st.matrix(m).copy(), m.p["normalize"])
+    out = normalize_matrix(st.matrix(m).copy(), m.p["normalize"])
+    return np.ascontiguousarray(np.swapaxes(out, -1, -2)) if m.p["rows"] == "predicted" else out
 
 
 def _count(m: Any, st: _Stacked, events: dict[int, list]) -> np.ndarray:

@@ -163,6 +163,8 @@ def _convert(key: str, action: argparse.Action, v: Any, base: Path) -> tuple[str
             except ValueError as e:
                 raise ValueError(f"item {i}: a slice spec is a column name, \"a,b\" or a list of column names; {e}") from None
         return key, out
+    if key == "measure" and isinstance(v, dict):  # named measures: {name: column}
+        return key, [f"{_string(key, n).strip()}={_string(key, c).strip()}" for n, c in v.items()]
     if key == "report":
         if isinstance(v, bool):
             return ("report", "auto") if v else ("no_report", True)

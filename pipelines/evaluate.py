@@ -76,7 +76,9 @@ def build_parser() -> argparse.ArgumentParser:
                    "scores, or K comma-separated columns p0,p1,...; multilabel: a list column of L scores)")  # fmt: skip
     g.add_argument("--prediction", help="predicted-label column: 0/1, or [0, K) with --num-classes; predicted values (regression)")
     cols.add_argument("--weight", help="sample weight column (finite, >= 0)")
-    cols.add_argument("--measure", help="per-row measure column (e.g. a loss) for mean_measure")
+    cols.add_argument("--measure", action="append", metavar="[NAME=]COL",
+                      help="per-row measure column (e.g. a loss), repeatable: NAME=COL adds the named measure NAME, the weighted "
+                      "mean of COL (--measure loss=l --measure mae=a); one bare COL is the mean_measure metric's column")  # fmt: skip
     cols.add_argument(
         "--slice", action="append", default=[], metavar="SPEC",
         help="slice spec, repeatable: COL, or COL,COL (crossed); filters COL=V or COL=V1|V2; buckets COL:edges=0|500|1000 or "
@@ -169,6 +171,7 @@ CLI_DESTS = {
     "prediction_col": "prediction",
     "weight_col": "weight",
     "measure_col": "measure",
+    "measure_cols": "measure",
     "slices": "slice",
     "on_invalid": "skip_invalid",
     "id_col": "id",
@@ -191,7 +194,32 @@ def evaluation_from_args(args: argparse.Namespace) -> Evaluation:
     if isinstance(score, str) and "," in score:
         options["score_col"] = [c.strip() for c in score.split(",") if c.strip()]
     options["on_invalid"] = "skip" if given["on_invalid"] else "raise"
+    options.pop("measure_cols", None)
+    if "measure_col" in options:
+        options.update(measure_options(options.pop("measure_col")))
     return Evaluation(**options)
+
+
+def measure_options(flags: list[str]) -> dict[str, Any]:
+    """The options of the ``--measure`` flags: one bare ``COL`` is ``measure_col`` (the
+    ``mean_measure`` metric's column); ``NAME=COL`` flags (and bare columns beside them, named as
+    the column) are ``measure_cols={NAME: COL}``.
+
+    Raises:
+        ValueError: an empty name or column, or a name given twice.
+    """
+    if len(flags) == 1 and "=" not in flags[0]:
+        return {"measure_col": flags[0]}
+    cols: dict[str, str] = {}
+    for f in flags:
+        name, _, col = f.partition("=") if "=" in f else (f, "", f)
+        name, col = name.strip(), col.strip()
+        if not name or not col:
+            raise ValueError(f"--measure {f!r}: expected NAME=COL or COL")
+        if name in cols:
+            raise ValueError(f"--measure: measure {name!r} is given twice")
+        cols[name] = col
+    return {"measure_cols": cols}
 
 
 #: the flights-stream example's metrics: confusion counts only (33,659 slices: the calibration sums of log_loss /

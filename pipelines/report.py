@@ -425,9 +425,9 @@ def _count_text(v: float) -> str:
 
 def plot_confusion_matrix(results: Results, slice: Any = (), metric: str | None = None, *, ax: Any = None) -> Any:
     """Heatmap of a ``confusion_matrix`` metric of one slice: rows = true label, columns =
-    predicted label (class names from ``results.config["classes"]`` when present); cells show
-    the count (an integer when every cell is whole; the weight, to 2 decimals, otherwise) and
-    the share of their row."""
+    predicted label (the other way round for ``confusion_matrix@rows=predicted``; class names from
+    ``results.config["classes"]`` when present); cells show the count (an integer when every cell
+    is whole; the weight, to 2 decimals, otherwise) and the share of their row."""
     key = _pick(results, "confusion_matrix", metric)
     s = _slice(results, slice)
     m = np.asarray(s.metrics[key], dtype=np.float64)
@@ -441,7 +441,8 @@ def plot_confusion_matrix(results: Results, slice: Any = (), metric: str | None 
     whole = bool(np.all(m[np.isfinite(m)] == np.round(m[np.isfinite(m)])))
     im = _heatmap(ax, m, labels, labels, "Blues", _count_text if whole else (lambda v: _fmt(v, 2)), share)
     fig.colorbar(im, ax=ax, shrink=0.8, label="weight" if is_weighted(results) else "count")
-    ax.set(xlabel="predicted label", ylabel="true label", title=f"Confusion matrix ({s.name}, {n_text(s)})")
+    across, down = ("true label", "predicted label") if "rows=predicted" in key else ("predicted label", "true label")
+    ax.set(xlabel=across, ylabel=down, title=f"Confusion matrix ({s.name}, {n_text(s)})")
     return fig
 
 
@@ -773,7 +774,7 @@ def build_figures(
     for key in metric_keys(results, "confusion_matrix"):
         if np.ndim(overall.metrics[key]) == 2:
             what = "weight" if is_weighted(results) else "count"
-            add("confusion_matrix", f"fig-confusion-matrix-{_slug(key)}", "Confusion matrix", f"From {key!r}, slice {overall.name} ({n_text(overall)}): rows are true labels, columns predictions; each cell shows the {what} and its share of the row.", plot_confusion_matrix(results, overall, metric=key), key)
+            add("confusion_matrix", f"fig-confusion-matrix-{_slug(key)}", "Confusion matrix", f"From {key!r}, slice {overall.name} ({n_text(overall)}): " + ("rows are predictions, columns true labels" if "rows=predicted" in key else "rows are true labels, columns predictions") + f"; each cell shows the {what} and its share of the row.", plot_confusion_matrix(results, overall, metric=key), key)
     if (results.config or {}).get("task") == "regression" and len(computed(results)) > 1:
         why = "one point per slice, sized by n (the regression states hold sums, not rows)"
         if metric_keys(results, canonical="mean_prediction") and metric_keys(results, canonical="mean_label"):

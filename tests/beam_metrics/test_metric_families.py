@@ -47,6 +47,10 @@ EVALUATIONS = {
 }
 
 
+# several named measures in one evaluation (issue 18): each the mean of its column
+EVALUATIONS["named_measures"] = dict(label_col="t", prediction_col="q", task="regression", metrics=["mae"], measure_cols={"loss": "loss", "pred": "q"})
+
+
 @pytest.mark.parametrize("kind", list(EVALUATIONS))
 def test_metric_families_by_name_on_the_direct_runner(tmp_path: Path, kind: str):
     ev = core.Evaluation(slices=["g"], **EVALUATIONS[kind])
@@ -71,3 +75,8 @@ def test_metric_families_by_name_on_the_direct_runner(tmp_path: Path, kind: str)
         for key, value in w.metrics.items():
             assert close(g.metrics[key], value), (kind, g.slice, key)
     assert got.to_dict()["slices"][0].get("undefined") == want.to_dict()["slices"][0].get("undefined")
+    if kind == "named_measures":  # against a direct numpy computation
+        assert close(got.overall.metrics["loss"], np.mean([r["loss"] for r in rows]))
+        assert close(got.overall.metrics["pred"], np.mean([r["q"] for r in rows]))
+        a = [r["loss"] for r in rows if r["g"] == "a"]
+        assert close(got[(("g", "a"),)].metrics["loss"], np.mean(a))

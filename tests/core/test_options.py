@@ -21,7 +21,7 @@ MULTICLASS = dict(
 )  # fmt: skip
 SCORES = dict(
     label_col="y", score_col="s", score_format="probabilities", metrics=["roc_auc"], ci="posterior", ci_level=0.9,
-    ci_replicates=50, ci_seed=3, ci_prior=1, ci_interval="hdi", ci_buckets=64, id_col="id", baseline_score_col="s0", tolerance=0.01,
+    ci_replicates=50, ci_seed=3, ci_prior=1, ci_interval="hdi", ci_buckets=64, id_col="id", baseline_score_col="s0", tolerance=0.01, measure_cols={"loss": "l"},
 )  # fmt: skip
 
 
@@ -107,5 +107,6 @@ def test_the_cli_sets_every_option_that_has_a_flag():
         "--input", "x.parquet", "--output", "out", "--label", "y", "--score", "s", "--score-format", "probabilities",
         "--metrics", "roc_auc", "--ci", "posterior", "--ci-level", "0.9", "--ci-replicates", "50", "--ci-seed", "3",
         "--ci-prior", "1", "--ci-interval", "hdi", "--ci-buckets", "64", "--id", "id", "--baseline-score", "s0", "--tolerance", "0.01",
+        "--measure", "loss=l",
     ]  # fmt: skip
     assert evaluation_from_args(build_parser().parse_args(argv)).to_config() == Evaluation(**SCORES).to_config()

@@ -128,3 +128,27 @@ def test_cli_errors_for_new_roles(tmp_path, capsys):
     assert "column 'p': invalid value -0.1 at row 1, entry 2: probabilities must be in [0, 1]" in capsys.readouterr().err
     code = main(["--input", str(src), "--label", "y", "--score", "p", "--num-classes", "3", "--metrics", "mean_measure", "--output", str(tmp_path / "o"), "--quiet"])
     assert code == 2 and "metric 'mean_measure' needs measure_col" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("engine", ["local", "beam"])
+def test_cli_several_named_measures(tmp_path, engine):
+    """``--measure loss=COL --measure mae=COL2`` (issue 18): each named measure is the weighted
+    mean of its column, per slice, against numpy."""
+    rng = np.random.default_rng(5)
+    n = 60
+    y, s = rng.integers(0, 2, n), rng.random(n)
+    loss, err, w = rng.random(n), rng.normal(0, 1, n), rng.integers(0, 3, n).astype(float)
+    g = rng.choice(["a", "b"], n)
+    src = tmp_path / "m.parquet"
+    pq.write_table(pa.table({"y": y, "s": s, "l": loss, "e": err, "w": w, "g": g}), src)
+    out = tmp_path / "out"
+    argv = ["--input", str(src), "--label", "y", "--score", "s", "--weight", "w", "--slice", "g", "--metrics", "accuracy",
+            "--measure", "loss=l", "--measure", "mae=e", "--engine", engine, "--output", str(out), "--quiet"]  # fmt: skip
+    assert main(argv) == 0
+    doc = json.loads((out / "metrics.json").read_text())
+    overall = doc["slices"][0]["metrics"]
+    assert close(overall["loss"], np.average(loss, weights=w)) and close(overall["mae"], np.average(err, weights=w))
+    a = next(r for r in doc["slices"] if r["slice"] == {"g": "a"})["metrics"]
+    keep = g == "a"
+    assert close(a["loss"], np.average(loss[keep], weights=w[keep])) and close(a["accuracy"], np.average(y[keep] == (s[keep] >= 0.5), weights=w[keep]))
+    assert doc["config"]["measure_cols"] == {"loss": "l", "mae": "e"}

@@ -182,3 +182,20 @@ def test_bounds_flag_and_its_hidden_old_name_intervals():
     assert p.parse_args(base + ["--no-bounds"]).bounds is False
     assert p.parse_args(base + ["--no-intervals"]).bounds is False
     assert "--intervals" not in p.format_help() and "--bounds" in p.format_help()
+
+
+def test_config_named_measures_as_a_mapping(tmp_path, data):
+    """``measure: {name: column}`` in a config file is ``--measure name=column`` (issue 18)."""
+    cfg = _write(tmp_path / "m.yaml", """
+        input: preds.parquet
+        label: y
+        score: p
+        metrics: [accuracy]
+        measure: {score_mean: p, weight_mean: w}
+        output: out-m
+        quiet: true
+    """)
+    assert main(["--config", str(cfg)]) == 0
+    t = pq.read_table(data).to_pandas()
+    m = _metrics(tmp_path / "out-m")["slices"][0]["metrics"]
+    assert m["score_mean"] == pytest.approx(t["p"].mean()) and m["weight_mean"] == pytest.approx(t["w"].mean())

@@ -36,6 +36,8 @@ EVALUATIONS = {
                        metrics=["top_k_accuracy@k=2", "log_loss", "brier_score", "miou", "classification_report", "mcc", "confusion_matrix@normalize=pred"]),
     "regression": dict(label_col="t", prediction_col="q", measure_col="loss", task="regression",
                        metrics=["r2", "explained_variance", "mae", "max_error", "mean_error", "mean_measure", "msle", "mean_pinball_loss@alpha=0.9", "mean_poisson_deviance", "d2_tweedie_score@power=1.5"]),
+    # several named measures in one evaluation (issue 18), weighted by w
+    "named_measures": dict(label_col="t", prediction_col="q", task="regression", metrics=["mae"], measure_cols={"loss": "loss", "pred": "q"}),
 }  # fmt: skip
 
 
@@ -57,3 +59,8 @@ def test_metric_families_by_name_on_spark(spark, kind):
             assert close(g.metrics[key], value), (kind, g.slice, key)
     # the undefined lists are rebuilt from Spark's long-format rows and agree with core's
     assert [s.get("undefined") for s in got.to_dict()["slices"]] == [s.get("undefined") for s in want.to_dict()["slices"]]
+    if kind == "named_measures":  # against a direct numpy computation
+        assert close(got.overall.metrics["loss"], np.average(pdf["loss"], weights=pdf["w"]))
+        assert close(got.overall.metrics["pred"], np.average(pdf["q"], weights=pdf["w"]))
+        b = pdf[pdf["g"] == "b"]
+        assert close(got[(("g", "b"),)].metrics["loss"], np.average(b["loss"], weights=b["w"]))

@@ -1,0 +1,93 @@
+"""One metric tracked over batches: :class:`SingleMetric` (OnlineMetrics' ``Metric``).
+
+A :class:`~core.plan.MetricCollection` of one metric whose :meth:`~SingleMetric.compute` is the
+metric's value itself (a float, or an array for per-class metrics), not a one-key dict, with a
+display ``name`` and a one-line ``repr`` of the value and the counts it comes from.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import numpy as np
+
+from core.metrics import Metric
+from core.plan import MetricCollection
+
+__all__ = ["SingleMetric"]
+
+
+def _show(v: Any) -> str:
+    """A value or count as OnlineMetrics prints it: 6 decimals, whole numbers as integers."""
+    if isinstance(v, np.ndarray):
+        return "[" + ", ".join(_show(x) for x in v.tolist()) + "]"
+    if isinstance(v, (float, np.floating)):
+        return repr(round(float(v), 6))
+    return str(v)
+
+
+def _show_count(v: Any) -> str:
+    if isinstance(v, np.ndarray):
+        return "[" + ", ".join(_show_count(x) for x in v.tolist()) + "]"
+    if isinstance(v, (float, np.floating)) and float(v).is_integer():
+        return str(int(v))
+    return _show(v)
+
+
+class SingleMetric(MetricCollection):
+    """One metric updated over batches; :meth:`compute` returns its value.
+
+    Args:
+        metric: a metric string (``"f1@macro"``, ``"precision@none"``), a
+            :class:`~core.metrics.Metric` or a :class:`~core.measure.MeanMeasure`.
+        name: the display name (default: the metric's key).
+        **options: the task options of :class:`~core.plan.MetricCollection` (``num_classes``,
+            ``threshold``, ``task``, ``formats``, ...).
+
+    ``update``, ``merge`` (a new tracker), ``merge_into``, ``reset``, ``encode`` and ``load`` are
+    the collection's (merging trackers of another configuration raises ``ValueError`` naming the
+    setting); :meth:`decode` returns a new tracker of decoded bytes.
+
+    Example:
+        >>> m = SingleMetric("accuracy", name="My Accuracy Metric")
+        >>> m.update([0, 1, 1, 1], y_pred=[0, 1, 0, 1])
+        >>> m.compute()
+        0.75
+        >>> m
+        My Accuracy Metric: value=0.75 | correct=3 | n=4
+    """
+
+    def __init__(self, metric: "str | Metric | Any", *, name: str | None = None, **options: Any):
+        if isinstance(metric, (list, tuple)):
+            raise TypeError("SingleMetric tracks one metric: use MetricCollection for several")
+        super().__init__(metric, **options)
+        self.name = name if name is not None else self.metric.key
+
+    @property
+    def metric(self) -> Metric:
+        """The configured metric."""
+        return self.plan.metrics[0]
+
+    def compute(self) -> Any:  # type: ignore[override]
+        """The metric's value: a float, or a numpy array for per-class metrics (NaN where
+        undefined, with an :class:`~core.metrics.UndefinedMetricWarning`)."""
+        return super().compute()[self.metric.key]
+
+    def counts(self) -> dict[str, Any]:
+        """The counts the value is computed from (see :meth:`core.metrics.Metric.counts`)."""
+        return self.metric.counts({s.kind: s for s in self.states})
+
+    def decode(self, data: bytes) -> "SingleMetric":
+        """A new tracker of this configuration holding the states of ``data`` (from
+        :meth:`encode`); this one is left unchanged.
+
+        Raises:
+            ValueError: corrupted bytes, or bytes of another configuration (naming the setting).
+        """
+        return copy.copy(self).load(data)  # type: ignore[return-value]
+
+    def __repr__(self) -> str:
+        value = self.plan.compute_with_bounds(self.states, warn=False)[0][self.metric.key]
+        parts = [f"{self.name}: value={_show(value)}"] + [f"{k}={_show_count(v)}" for k, v in self.counts().items()]
+        return " | ".join(parts)
