@@ -30,7 +30,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from core.codec import slice_key_to_json
-from core.ids import _combine, _hash_numeric, _hash_scalar, hash_column, mix64  # noqa: F401  (hash_column, mix64 re-exported)
+from core.ids import _combine, _digest, _hash_numeric, _hash_scalar, hash_column, mix64  # noqa: F401  (hash_column, mix64 re-exported)
 from core.metrics import Interval, recording_undefined
 from core.plan import Plan
 from core.score_distribution import ScoreDistributionState
