@@ -14,9 +14,10 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
-from core._inputs import Batch
+from core._inputs import Batch, invalid_value_message
 from core.batches import extract_columns
 from core.formats import build_batch, make_batch
+from core.ids import hash_column
 
 if TYPE_CHECKING:
     from core.plan import Plan
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
 __all__ = ["ColumnMap"]
 
 #: the option naming each input role's column (for messages)
-ROLE_OPTIONS = {"target": "label_col", "score": "score_col", "prediction": "prediction_col", "measure": "measure_col"}
+ROLE_OPTIONS = {"target": "label_col", "score": "score_col", "prediction": "prediction_col", "measure": "measure_col", "query": "query_col"}
 
 
 class ColumnMap:
@@ -59,6 +60,7 @@ class ColumnMap:
         id_col: str | None = None,
         baseline_score_col: str | list[str] | None = None,
         baseline_prediction_col: str | None = None,
+        query_col: str | None = None,
     ):
         if baseline_score_col is not None and baseline_prediction_col is not None:
             raise ValueError("give at most one of baseline_score_col or baseline_prediction_col")
@@ -81,8 +83,9 @@ class ColumnMap:
         self.slices = tuple(slices)
         self.plan = plan
         self.id_col = id_col
+        self.query_col = query_col
         task = plan.task
-        roles = {r for r, c in (("target", label_col), ("score", score_col), ("prediction", prediction_col), ("measure", measure_col)) if c}
+        roles = {r for r, c in (("target", label_col), ("score", score_col), ("prediction", prediction_col), ("measure", measure_col), ("query", query_col)) if c}
         if "prediction" in plan.needs and not roles & {"score", "prediction"}:
             raise ValueError("give exactly one of score_col or prediction_col")
         plan.check_inputs(roles, ROLE_OPTIONS)
@@ -92,6 +95,7 @@ class ColumnMap:
             and task.ignore_index is None
             and not any(formats.values())
             and measure_col is None
+            and query_col is None
             and label_col is not None
             and not isinstance(score_col, list)
             and not (task.kind == "multiclass" and score_col is not None)
@@ -110,11 +114,11 @@ class ColumnMap:
     @property
     def columns(self) -> list[str]:
         """Every input column this evaluation reads (label, score/prediction, the baseline's,
-        weight, measure, the bootstrap's ``id_col``, slices), each once."""
+        weight, measure, the bootstrap's ``id_col``, ``query_col``, slices), each once."""
         cols: list[Any] = [self.label_col]
         cols += self.score_col if isinstance(self.score_col, list) else [self.score_col or self.prediction_col]
         cols += self._baseline_columns()
-        cols += [self.weight_col, self.measure_col, self.id_col]
+        cols += [self.weight_col, self.measure_col, self.id_col, self.query_col]
         for s in self.slices:
             cols += list(s.columns)
         out: list[str] = []
@@ -188,6 +192,8 @@ class ColumnMap:
                 ``on_invalid="skip"``.
         """
         batch, invalid = self._model_batch(cols, row_offset, on_invalid, self.score_col, self.prediction_col)
+        if self.query_col is not None:
+            return self._with_query(batch, invalid, cols, row_offset, on_invalid)
         if not self.paired:
             return batch, invalid
         base, base_invalid = self._model_batch(cols, row_offset, on_invalid, self.baseline_score_col, self.baseline_prediction_col)
@@ -199,6 +205,36 @@ class ColumnMap:
             batch, _ = self._model_batch(sub, row_offset, "raise", self.score_col, self.prediction_col)
             base, _ = self._model_batch(sub, row_offset, "raise", self.baseline_score_col, self.baseline_prediction_col)
         return dataclasses.replace(batch, baseline=base), invalid
+
+    def _with_query(
+        self, batch: Batch, invalid: np.ndarray | None, cols: dict[str, Any], row_offset: int, on_invalid: str
+    ) -> tuple[Batch, np.ndarray | None]:
+        """``batch`` with its query keys (:attr:`core._inputs.Batch.query`: the 64-bit hashes of
+        ``query_col``'s ids). A missing id or a negative relevance is an invalid row: raised
+        (naming the column, the value and the row), or with ``on_invalid="skip"`` skipped."""
+        q = np.asarray(cols[self.query_col])
+        rows = np.arange(q.shape[0]) if invalid is None else np.flatnonzero(~invalid)
+        qv = q[rows]
+        if qv.dtype.kind == "f":
+            missing = np.isnan(qv)
+        elif qv.dtype.kind == "O":
+            missing = np.array([v is None or (isinstance(v, float) and v != v) for v in qv.tolist()], dtype=bool)
+        else:
+            missing = np.zeros(qv.shape[0], dtype=bool)
+        rel = np.asarray(batch.y_true, dtype=np.float64) if batch.y_true is not None else np.zeros(qv.shape[0])
+        with np.errstate(invalid="ignore"):
+            negative = rel < 0
+        bad = missing | negative
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            if on_invalid != "skip":
+                column, value, what = (self.query_col, qv[i], "query ids must not be missing") if missing[i] else (self.label_col, rel[i], "relevance must be >= 0")
+                raise ValueError(invalid_value_message(column, value, int(rows[i]) + row_offset, what, f" ({int(bad.sum())} invalid rows in this batch)"))
+            invalid = np.zeros(q.shape[0], dtype=bool) if invalid is None else invalid.copy()
+            invalid[rows[bad]] = True
+            batch, qv, rows = batch.take(~bad), qv[~bad], rows[~bad]
+        keys = hash_column(qv, self.query_col, rows + row_offset).view(np.int64)
+        return dataclasses.replace(batch, query=keys), invalid
 
     def _model_batch(
         self, cols: dict[str, Any], row_offset: int, on_invalid: str, score_col: Any, prediction_col: str | None

@@ -33,8 +33,9 @@ _NEED_ROLES = {
     "score_matrix": ("score",),
     "probability": ("score", "prediction"),
     "measure": ("measure",),
+    "query": ("query",),
 }
-_ROLE_WORDS = {"target": "labels/targets", "prediction": "predictions", "score": "scores", "measure": "a measure"}
+_ROLE_WORDS = {"target": "labels/targets", "prediction": "predictions", "score": "scores", "measure": "a measure", "query": "query ids"}
 
 
 def make_task(
