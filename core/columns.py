@@ -228,7 +228,7 @@ class ColumnMap:
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
             if on_invalid != "skip":
-                column, value, what = (self.query_col, qv[i], "query ids must not be missing") if missing[i] else (self.label_col, rel[i], "relevance must be >= 0")
+                column, value, what = (self.query_col, qv[i], "query ids must not be missing") if missing[i] else (self.label_col, float(rel[i]), "relevance must be >= 0")
                 raise ValueError(invalid_value_message(column, value, int(rows[i]) + row_offset, what, f" ({int(bad.sum())} invalid rows in this batch)"))
             invalid = np.zeros(q.shape[0], dtype=bool) if invalid is None else invalid.copy()
             invalid[rows[bad]] = True
