@@ -334,7 +334,7 @@ class MAP(_Retrieval):
     name = "map"
     full_name = "MAP@k"
     aliases = ("mean_average_precision",)
-    reference = "Spark RankingMetrics.meanAveragePrecisionAt (hand-computed cases)"
+    reference = "pyspark.mllib.evaluation.RankingMetrics.meanAveragePrecisionAt"
     undefined = "no query with a relevant item"
     _what = "map"
 
@@ -346,7 +346,7 @@ class MRR(_Retrieval):
     name = "mrr"
     full_name = "Mean reciprocal rank"
     aliases = ("mean_reciprocal_rank",)
-    reference = "torchmetrics.retrieval.RetrievalMRR (hand-computed cases)"
+    reference = "torchmetrics.retrieval.RetrievalMRR"
     undefined = "no query with a relevant item"
     _what = "mrr"
     _uses_k = False
@@ -361,7 +361,7 @@ class RetrievalPrecision(_Retrieval):
     name = "retrieval_precision"
     full_name = "Retrieval precision@k"
     aliases = ("precision_at_k",)
-    reference = "Spark RankingMetrics.precisionAt (hand-computed cases)"
+    reference = "pyspark.mllib.evaluation.RankingMetrics.precisionAt"
     undefined = "no query with a relevant item"
     _what = "precision"
 
@@ -374,7 +374,7 @@ class RetrievalRecall(_Retrieval):
     name = "retrieval_recall"
     full_name = "Retrieval recall@k"
     aliases = ("recall_at_k",)
-    reference = "Spark RankingMetrics.recallAt (hand-computed cases)"
+    reference = "pyspark.mllib.evaluation.RankingMetrics.recallAt"
     undefined = "no query with a relevant item"
     _what = "recall"
 
@@ -387,7 +387,7 @@ class HitRate(_Retrieval):
     name = "hit_rate"
     full_name = "Hit rate@k"
     aliases = ("retrieval_hit_rate",)
-    reference = "torchmetrics.retrieval.RetrievalHitRate (hand-computed cases)"
+    reference = "torchmetrics.retrieval.RetrievalHitRate"
     undefined = "no query with a relevant item"
     _what = "hit_rate"
 
@@ -400,7 +400,7 @@ class RPrecision(_Retrieval):
     name = "r_precision"
     full_name = "R-precision"
     aliases = ("retrieval_r_precision",)
-    reference = "torchmetrics.retrieval.RetrievalRPrecision (hand-computed cases)"
+    reference = "torchmetrics.retrieval.RetrievalRPrecision"
     undefined = "no query with a relevant item"
     _what = "r_precision"
     _uses_k = False

@@ -74,6 +74,8 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--prediction", help="predicted-label column: 0/1, or [0, K) with --num-classes; predicted values (regression)")
     cols.add_argument("--weight", help="sample weight column (finite, >= 0)")
     cols.add_argument("--measure", help="per-row measure column (e.g. a loss) for mean_measure")
+    cols.add_argument("--query", help="query id column (ints or strings) for the ranking metrics (ndcg, map, mrr, retrieval_precision@k ...): "
+                      "--label is each item's relevance (>= 0), --score its score")  # fmt: skip
     cols.add_argument(
         "--slice", action="append", default=[], metavar="SPEC",
         help="slice spec, repeatable: COL, or COL,COL (crossed); filters COL=V or COL=V1|V2; buckets COL:edges=0|500|1000 or "
@@ -169,6 +171,7 @@ CLI_DESTS = {
     "slices": "slice",
     "on_invalid": "skip_invalid",
     "id_col": "id",
+    "query_col": "query",
     "baseline_score_col": "baseline_score",
     "baseline_prediction_col": "baseline_prediction",
 }
