@@ -18,6 +18,9 @@ from sklearn.metrics import average_precision_score, dcg_score, ndcg_score
 from core import Evaluation
 from core.metrics import UndefinedMetricWarning
 from core.retrieval import RetrievalLayout, RetrievalState, per_query_values
+from tests._helpers.retrieval import queries as _queries
+from tests._helpers.retrieval import retrieval_data as _dataset
+from tests._helpers.retrieval import sk_ndcg_mean
 from tests._helpers.sharding import merge_tree, random_shards
 
 BINARY = ["map", "map@k=3", "mrr", "retrieval_precision@k=3", "retrieval_recall@k=3", "hit_rate@k=2", "r_precision", "retrieval_precision"]
@@ -32,13 +35,6 @@ def _values(data, metrics, **kw):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UndefinedMetricWarning)
         return _evaluation(metrics, **kw).evaluate(data).slices[0].metrics
-
-
-def _queries(data):
-    q = np.asarray(data["q"])
-    for key in dict.fromkeys(q.tolist()):
-        m = q == key
-        yield np.asarray(data["rel"], dtype=float)[m], np.asarray(data["s"], dtype=float)[m]
 
 
 def _reference(metric: str, k, rel: np.ndarray, s: np.ndarray) -> float | None:
@@ -72,17 +68,6 @@ def _reference(metric: str, k, rel: np.ndarray, s: np.ndarray) -> float | None:
 def _parse(key: str):
     name, _, rest = key.partition("@")
     return name, (int(rest.split("=")[-1]) if rest else None)
-
-
-def _dataset(seed: int, n_queries: int = 20, ties: bool = True, graded: bool = True):
-    rng = np.random.default_rng(seed)
-    sizes = rng.integers(2, 9, size=n_queries)
-    q = np.repeat(np.array([f"q{i}" for i in range(n_queries)], dtype=object), sizes)
-    n = q.size
-    rel = rng.integers(0, 4 if graded else 2, size=n).astype(float)
-    s = np.round(rng.random(n), 1) if ties else rng.permutation(n) / n
-    perm = rng.permutation(n)  # a query's rows are spread over the input
-    return {"q": q[perm], "rel": rel[perm], "s": s[perm]}
 
 
 # -- parity ----------------------------------------------------------------------------------
@@ -180,18 +165,14 @@ def test_empty_input_and_defaults():
 # -- slices, sharding, merge laws -----------------------------------------------------------
 def test_slices_apply_per_query_rows():
     data = _dataset(6)
-    rng = np.random.default_rng(6)
-    data["device"] = rng.choice(["web", "app"], size=data["q"].size)
     keys = ["ndcg@k=3", "mrr", "map"]
-    res = _evaluation(keys, slices=["device"]).evaluate(data)
+    res = _evaluation(keys, slices=["g"]).evaluate(data)
     for r in res.slices[1:]:
         ((_, dev),) = r.slice
-        m = data["device"] == dev
+        m = data["g"] == dev
         sub = {c: np.asarray(v)[m] for c, v in data.items()}
         assert r.metrics == _values(sub, keys)
-        ref = [ndcg_score([rel], [s], k=3) for rel, s in _queries(sub) if rel.sum() > 0 and rel.size > 1]
-        ref += [1.0 for rel, s in _queries(sub) if rel.sum() > 0 and rel.size == 1]  # one relevant item: ideal
-        np.testing.assert_allclose(r.metrics["ndcg@3"], np.mean(ref), rtol=1e-13)
+        np.testing.assert_allclose(r.metrics["ndcg@3"], sk_ndcg_mean(sub, 3), rtol=1e-13)
 
 
 def _fold_sharded(ev, data, rng):
@@ -213,7 +194,6 @@ def test_queries_split_over_shards_give_the_one_pass_states(seed, sort):
         order = np.lexsort((data["s"], data["q"].astype(str)))
         data = {c: v[order] for c, v in data.items()}
     rng = np.random.default_rng(seed)
-    data["g"] = rng.integers(0, 2, size=data["q"].size)
     ev = _evaluation(GRADED + BINARY, slices=["g"])
     one = ev.fold(ev.zero(), data)
     sharded = _fold_sharded(ev, data, rng)
