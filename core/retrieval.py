@@ -40,6 +40,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from fractions import Fraction
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -48,7 +49,7 @@ from core._inputs import Batch
 from core.exact import exact_ratio, exact_sum
 from core.limits import MAX_TOP_K, check_at_most
 from core.metrics import Metric, record_undefined
-from core.states import State
+from core.states import State, _rebuild_state
 
 __all__ = [
     "DCG",
@@ -84,12 +85,43 @@ def _canonical(query: np.ndarray, score: np.ndarray, relevance: np.ndarray) -> d
 class RetrievalState(State):
     """The rows of every query: ``query`` (n,) int64 query keys, ``score`` (n,) float64 and
     ``relevance`` (n,) float64 (>= 0), sorted by (query, score, relevance). Merge: concatenate,
-    re-sort."""
+    re-sort.
+
+    Merges are lazy: a merged state keeps its parts (each a sorted state) and sorts their
+    concatenation once, the first time its fields are read (encode, equality, compute), so
+    folding B batches one by one costs one sort of all rows, not B sorts of a growing state.
+    """
 
     kind = "retrieval"
     Layout = RetrievalLayout
     FIELDS = (("query", "int64"), ("score", "float64"), ("relevance", "float64"))
     NONNEGATIVE = ("relevance",)
+
+    @property  # type: ignore[override]
+    def arrays(self) -> Any:
+        """The fields (read-only), the parts of a lazy merge sorted into one on first read."""
+        d = self.__dict__
+        if d.get("_arrays") is None:
+            parts = d.pop("_parts")
+            cat = {name: np.concatenate([p.arrays[name] for p in parts]) for name, _ in self.FIELDS}
+            fields = _canonical(cat["query"], cat["score"], cat["relevance"])
+            for a in fields.values():
+                a.flags.writeable = False
+            d["_arrays"] = MappingProxyType(fields)
+        return d["_arrays"]
+
+    @arrays.setter
+    def arrays(self, value: Any) -> None:  # State.__init__'s (object.__setattr__) only
+        self.__dict__["_arrays"] = value
+
+    @property
+    def n(self) -> int:
+        """Rows held (without sorting a lazy merge)."""
+        d = self.__dict__
+        return int(d["_arrays"]["query"].shape[0]) if d.get("_arrays") is not None else sum(p.n for p in d["_parts"])
+
+    def _runs(self) -> list["RetrievalState"]:
+        return self.__dict__["_parts"] if self.__dict__.get("_arrays") is None else [self]
 
     @classmethod
     def shape(cls, layout: RetrievalLayout, field: str) -> None:
@@ -120,12 +152,19 @@ class RetrievalState(State):
     def merge(self, other: State) -> "RetrievalState":
         if type(other) is not type(self):
             raise ValueError(f"cannot merge state {getattr(other, 'kind', type(other).__name__)!r} into {self.kind!r}")
-        if not other["query"].size:
+        assert isinstance(other, RetrievalState)
+        if other.n == 0:
             return self
-        if not self["query"].size:
-            return other  # type: ignore[return-value]
-        cat = {name: np.concatenate([self[name], other[name]]) for name, _ in self.FIELDS}
-        return RetrievalState(self.layout, _canonical(cat["query"], cat["score"], cat["relevance"]))
+        if self.n == 0:
+            return other
+        out = object.__new__(RetrievalState)
+        object.__setattr__(out, "layout", self.layout)
+        object.__setattr__(out, "exact", {})
+        out.__dict__["_parts"] = self._runs() + other._runs()
+        return out
+
+    def __reduce__(self) -> tuple:
+        return (_rebuild_state, (self.kind, self.layout, dict(self.arrays)))
 
     def validate(self, integral: bool = False) -> "RetrievalState":
         super().validate(integral)
@@ -159,6 +198,14 @@ class _Ranked:
 
 
 def _ranked(state: RetrievalState) -> _Ranked:
+    """The state's rows ranked per query (computed once per state)."""
+    cached = state.__dict__.get("_ranked")
+    if cached is None:
+        cached = state.__dict__["_ranked"] = _rank(state)
+    return cached
+
+
+def _rank(state: RetrievalState) -> _Ranked:
     query, score, rel = state["query"], state["score"], state["relevance"]
     order = np.lexsort((rel, -score, query))
     query, score, rel = query[order], score[order], rel[order]
