@@ -319,6 +319,7 @@ class _Retrieval(Metric):
     params = {"k": None}
     positional = "k"
     tasks = RETRIEVAL_TASKS
+    undefined = "no query with a relevant item"
     _what: str = ""
     _uses_k = True
 
@@ -353,7 +354,6 @@ class NDCG(_Retrieval):
     full_name = "NDCG@k"
     aliases = ("ndcg_score", "normalized_dcg")
     sklearn = "sklearn.metrics.ndcg_score"
-    undefined = "no query with a relevant item"
     _what = "ndcg"
 
 
@@ -382,7 +382,6 @@ class MAP(_Retrieval):
     full_name = "MAP@k"
     aliases = ("mean_average_precision",)
     reference = "pyspark.mllib.evaluation.RankingMetrics.meanAveragePrecisionAt"
-    undefined = "no query with a relevant item"
     _what = "map"
 
 
@@ -394,7 +393,6 @@ class MRR(_Retrieval):
     full_name = "Mean reciprocal rank"
     aliases = ("mean_reciprocal_rank",)
     reference = "torchmetrics.retrieval.RetrievalMRR"
-    undefined = "no query with a relevant item"
     _what = "mrr"
     _uses_k = False
 
@@ -409,7 +407,6 @@ class RetrievalPrecision(_Retrieval):
     full_name = "Retrieval precision@k"
     aliases = ("precision_at_k",)
     reference = "pyspark.mllib.evaluation.RankingMetrics.precisionAt"
-    undefined = "no query with a relevant item"
     _what = "precision"
 
 
@@ -422,7 +419,6 @@ class RetrievalRecall(_Retrieval):
     full_name = "Retrieval recall@k"
     aliases = ("recall_at_k",)
     reference = "pyspark.mllib.evaluation.RankingMetrics.recallAt"
-    undefined = "no query with a relevant item"
     _what = "recall"
 
 
@@ -435,7 +431,6 @@ class HitRate(_Retrieval):
     full_name = "Hit rate@k"
     aliases = ("retrieval_hit_rate",)
     reference = "torchmetrics.retrieval.RetrievalHitRate"
-    undefined = "no query with a relevant item"
     _what = "hit_rate"
 
 
@@ -448,7 +443,6 @@ class RPrecision(_Retrieval):
     full_name = "R-precision"
     aliases = ("retrieval_r_precision",)
     reference = "torchmetrics.retrieval.RetrievalRPrecision"
-    undefined = "no query with a relevant item"
     _what = "r_precision"
     _uses_k = False
 
@@ -458,6 +452,7 @@ class NumQueries(_Retrieval):
 
     name = "num_queries"
     full_name = "Queries"
+    undefined = ""
     higher_is_better = None
     bounds = (0.0, math.inf)
     _uses_k = False
@@ -472,6 +467,7 @@ class QueriesWithoutRelevant(_Retrieval):
 
     name = "queries_without_relevant"
     full_name = "Queries without a relevant item"
+    undefined = ""
     higher_is_better = None
     bounds = (0.0, math.inf)
     _uses_k = False
