@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
-from core._inputs import Batch, invalid_value_message
+from core._inputs import Batch
 from core.batches import extract_columns
 from core.formats import build_batch, make_batch
-from core.ids import hash_column
+from core.retrieval import with_query_keys
 
 if TYPE_CHECKING:
     from core.plan import Plan
@@ -214,27 +214,11 @@ class ColumnMap:
         (naming the column, the value and the row), or with ``on_invalid="skip"`` skipped."""
         q = np.asarray(cols[self.query_col])
         rows = np.arange(q.shape[0]) if invalid is None else np.flatnonzero(~invalid)
-        qv = q[rows]
-        if qv.dtype.kind == "f":
-            missing = np.isnan(qv)
-        elif qv.dtype.kind == "O":
-            missing = np.array([v is None or (isinstance(v, float) and v != v) for v in qv.tolist()], dtype=bool)
-        else:
-            missing = np.zeros(qv.shape[0], dtype=bool)
-        rel = np.asarray(batch.y_true, dtype=np.float64) if batch.y_true is not None else np.zeros(qv.shape[0])
-        with np.errstate(invalid="ignore"):
-            negative = rel < 0
-        bad = missing | negative
-        if bad.any():
-            i = int(np.flatnonzero(bad)[0])
-            if on_invalid != "skip":
-                column, value, what = (self.query_col, qv[i], "query ids must not be missing") if missing[i] else (self.label_col, float(rel[i]), "relevance must be >= 0")
-                raise ValueError(invalid_value_message(column, value, int(rows[i]) + row_offset, what, f" ({int(bad.sum())} invalid rows in this batch)"))
+        batch, bad = with_query_keys(batch, q[rows], rows + row_offset, (self.query_col, self.label_col), skip=on_invalid == "skip")
+        if bad is not None:
             invalid = np.zeros(q.shape[0], dtype=bool) if invalid is None else invalid.copy()
             invalid[rows[bad]] = True
-            batch, qv, rows = batch.take(~bad), qv[~bad], rows[~bad]
-        keys = hash_column(qv, self.query_col, rows + row_offset).view(np.int64)
-        return dataclasses.replace(batch, query=keys), invalid
+        return batch, invalid
 
     def _model_batch(
         self, cols: dict[str, Any], row_offset: int, on_invalid: str, score_col: Any, prediction_col: str | None

@@ -19,9 +19,10 @@ import numpy as np
 import warnings
 
 from core import codec
-from core._inputs import Batch
+from core._inputs import Batch, as_array
 from core.formats import get_format, make_batch
 from core.metrics import DEFAULT_METRICS, Metric, Task, UndefinedMetricWarning, resolve
+from core.retrieval import with_query_keys
 from core.stacked import ManyValues, compute_cells, compute_many, compute_shared
 from core.states import ExampleCountState, State
 
@@ -432,7 +433,8 @@ class MetricCollection:
         return {**fp, "formats": dict(sorted(self.formats.items()))} if self.formats else fp
 
     def update(
-        self, y_true: Any = None, y_score: Any = None, y_pred: Any = None, sample_weight: Any = None, measure: Any = None
+        self, y_true: Any = None, y_score: Any = None, y_pred: Any = None, sample_weight: Any = None, measure: Any = None,
+        query: Any = None,
     ) -> None:
         """Fold one batch.
 
@@ -447,6 +449,8 @@ class MetricCollection:
                 (multilabel) or (N,) floats (regression).
             sample_weight: (N,) finite non-negative weights per row; None for 1.
             measure: (N,) finite per-example (or per-batch) values for mean-of-measure metrics.
+            query: (N,) query ids (ints or strings) for the ranking and retrieval metrics
+                (:mod:`core.retrieval`; ``y_true`` is the relevance, >= 0).
 
         Raises:
             ValueError: length or shape mismatch, out-of-range or NaN labels/predictions, NaN/inf
@@ -463,8 +467,8 @@ class MetricCollection:
                 f"a multiclass task reads y_score as (N, K) class scores, got shape {np.shape(y_score)}: "
                 "for predicted labels pass y_pred= (update(y_true, y_pred=labels))"
             )
-        given = {r for r, v in (("target", y_true), ("score", y_score), ("prediction", y_pred), ("measure", measure)) if v is not None}
-        self.plan.check_inputs(given, {"target": "y_true", "prediction": "y_pred", "score": "y_score", "measure": "measure"})
+        given = {r for r, v in (("target", y_true), ("score", y_score), ("prediction", y_pred), ("measure", measure), ("query", query)) if v is not None}
+        self.plan.check_inputs(given, {"target": "y_true", "prediction": "y_pred", "score": "y_score", "measure": "measure", "query": "query"})
         batch, _ = make_batch(
             num_classes=self.task.num_classes,
             y_true=y_true,
@@ -477,6 +481,9 @@ class MetricCollection:
             values=measure,
             needs=self.plan.needs,
         )
+        if query is not None:
+            ids = as_array(query, "query")
+            batch, _ = with_query_keys(batch, ids, np.arange(ids.shape[0]) + self._rows, ("query", "y_true"))
         part = self.plan.fold(self.plan.zero(), batch)  # the heavy work, outside the lock
         rows = _rows_in(batch, y_true, y_pred, y_score, measure)
         with self._lock:

@@ -37,6 +37,7 @@ The mean over queries is the correctly rounded quotient of the exact sum of the 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from fractions import Fraction
@@ -45,8 +46,9 @@ from typing import Any
 
 import numpy as np
 
-from core._inputs import Batch
+from core._inputs import Batch, invalid_value_message
 from core.exact import exact_ratio, exact_sum
+from core.ids import hash_column
 from core.limits import MAX_TOP_K, check_at_most
 from core.metrics import Metric, record_undefined
 from core.states import State, _rebuild_state
@@ -65,6 +67,7 @@ __all__ = [
     "RetrievalRecall",
     "RetrievalState",
     "per_query_values",
+    "with_query_keys",
 ]
 
 #: the task kinds whose batches the retrieval state reads (binary 0/1 or graded relevance)
@@ -177,6 +180,48 @@ class RetrievalState(State):
 
     def summary(self) -> str:
         return f"{self.kind}: {self['query'].size} rows, {np.unique(self['query']).size} queries"
+
+
+def with_query_keys(
+    batch: Batch, ids: np.ndarray, rows: np.ndarray, names: tuple[Any, Any] = ("query", "relevance"), skip: bool = False
+) -> tuple[Batch, np.ndarray | None]:
+    """``batch`` with its query keys (:attr:`core._inputs.Batch.query`, the 64-bit hashes of the
+    ids, :func:`core.ids.hash_column`), its relevance (``y_true``) checked to be >= 0.
+
+    Args:
+        batch: a validated batch.
+        ids: (n,) query id of each element of ``batch``.
+        rows: (n,) input row of each element (messages).
+        names: the query and relevance columns' names (messages).
+        skip: drop the elements with a missing id or a negative relevance instead of raising.
+
+    Returns:
+        ``(batch, bad)``: ``bad`` is the (n,) mask of the elements dropped (``skip``), or None.
+
+    Raises:
+        ValueError: a missing id or a negative relevance, naming the column, the value and the
+            row (unless ``skip``).
+    """
+    ids = np.asarray(ids)
+    if ids.dtype.kind == "f":
+        missing = np.isnan(ids)
+    elif ids.dtype.kind == "O":
+        missing = np.array([v is None or (isinstance(v, float) and v != v) for v in ids.tolist()], dtype=bool)
+    else:
+        missing = np.zeros(ids.shape[0], dtype=bool)
+    rel = np.asarray(batch.y_true, dtype=np.float64) if batch.y_true is not None else np.zeros(ids.shape[0])
+    if rel.shape[0] != ids.shape[0]:
+        raise ValueError(f"{names[0]} has {ids.shape[0]} query ids for {rel.shape[0]} rows")
+    with np.errstate(invalid="ignore"):
+        bad = missing | (rel < 0)
+    out = None
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        if not skip:
+            column, value, what = (names[0], ids[i], "query ids must not be missing") if missing[i] else (names[1], float(rel[i]), "relevance must be >= 0")
+            raise ValueError(invalid_value_message(column, value, int(rows[i]), what, f" ({int(bad.sum())} invalid rows in this batch)"))
+        batch, ids, rows, out = batch.take(~bad), ids[~bad], rows[~bad], bad
+    return dataclasses.replace(batch, query=hash_column(ids, names[0], rows).view(np.int64)), out
 
 
 # -- per-query values ------------------------------------------------------------------------

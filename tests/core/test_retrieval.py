@@ -280,3 +280,22 @@ def test_binary_task_reads_01_relevance():
     data = _dataset(9, graded=False)
     data["rel"] = data["rel"].astype(np.int64)
     assert _values(data, BINARY, task="binary") == _values(data, BINARY)
+
+
+def test_metric_collection_takes_query_ids_and_merges_split_queries():
+    from core import MetricCollection
+
+    data = _dataset(14, n_queries=8)
+    half = len(data["q"]) // 2
+    parts = []
+    for rows in (slice(0, half), slice(half, None)):  # most queries have rows in both halves
+        mc = MetricCollection("ndcg@k=3", "mrr", task="regression")
+        mc.update(data["rel"][rows], y_score=data["s"][rows], query=data["q"][rows])
+        parts.append(mc)
+    got = parts[0].merge(parts[1]).compute()
+    np.testing.assert_allclose(got["ndcg@3"], sk_ndcg_mean(data, 3), rtol=1e-13)
+    assert got == _values(data, ["ndcg@k=3", "mrr"])
+    with pytest.raises(ValueError, match="needs query"):
+        MetricCollection("mrr").update([1, 0], y_score=[0.2, 0.1])
+    with pytest.raises(ValueError, match=r"column 'y_true': invalid value -2.0 at row 1"):
+        MetricCollection("mrr", task="regression").update([1, -2], y_score=[0.2, 0.1], query=[1, 1])
