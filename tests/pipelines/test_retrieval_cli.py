@@ -42,3 +42,13 @@ def test_cli_query_needs_its_column(tmp_path):
     code = main(["--input", str(tmp_path / "in.parquet"), "--label", "rel", "--score", "s", "--query", "q", "--metrics", "mrr",
                  "--engine", "local", "--output", str(tmp_path / "o"), "--quiet"])  # fmt: skip
     assert code != 0
+
+
+def test_config_file_query_key(tmp_path):
+    data = retrieval_data(22, n_queries=6)
+    pd.DataFrame(data).to_parquet(tmp_path / "in.parquet")
+    (tmp_path / "eval.yaml").write_text("input: in.parquet\nlabel: rel\nscore: s\nquery: q\nmetrics: [ndcg@k=5, mrr]\nengine: local\noutput: out\n")
+    assert main(["--config", str(tmp_path / "eval.yaml"), "--quiet"]) == 0
+    doc = json.loads((tmp_path / "out" / "metrics.json").read_text())
+    assert doc["config"]["query_col"] == "q"
+    np.testing.assert_allclose(doc["slices"][0]["metrics"]["ndcg@5"], sk_ndcg_mean(data, 5), rtol=1e-13)
