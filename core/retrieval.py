@@ -104,14 +104,18 @@ class RetrievalState(State):
     def arrays(self) -> Any:
         """The fields (read-only), the parts of a lazy merge sorted into one on first read."""
         d = self.__dict__
-        if d.get("_arrays") is None:
-            parts = d.pop("_parts")
+        arrays = d.get("_arrays")
+        if arrays is None:  # two threads may both sort: they find the same fields
+            parts = d.get("_parts")
+            if parts is None:  # another thread has just sorted them
+                return d["_arrays"]
             cat = {name: np.concatenate([p.arrays[name] for p in parts]) for name, _ in self.FIELDS}
             fields = _canonical(cat["query"], cat["score"], cat["relevance"])
             for a in fields.values():
                 a.flags.writeable = False
-            d["_arrays"] = MappingProxyType(fields)
-        return d["_arrays"]
+            arrays = d["_arrays"] = MappingProxyType(fields)
+            d.pop("_parts", None)
+        return arrays
 
     @arrays.setter
     def arrays(self, value: Any) -> None:  # State.__init__'s (object.__setattr__) only
@@ -121,10 +125,12 @@ class RetrievalState(State):
     def n(self) -> int:
         """Rows held (without sorting a lazy merge)."""
         d = self.__dict__
-        return int(d["_arrays"]["query"].shape[0]) if d.get("_arrays") is not None else sum(p.n for p in d["_parts"])
+        parts = d.get("_parts")
+        return sum(p.n for p in parts) if parts is not None else int(self.arrays["query"].shape[0])
 
     def _runs(self) -> list["RetrievalState"]:
-        return self.__dict__["_parts"] if self.__dict__.get("_arrays") is None else [self]
+        parts = self.__dict__.get("_parts")
+        return list(parts) if parts is not None else [self]
 
     @classmethod
     def shape(cls, layout: RetrievalLayout, field: str) -> None:
