@@ -179,9 +179,9 @@ class RetrievalState(State):
         super().validate(integral)
         q, s, r = self["query"], self["score"], self["relevance"]
         if not q.shape == s.shape == r.shape:
-            raise ValueError(f"{self.kind}: fields of different lengths {q.shape}, {s.shape}, {r.shape}")
+            raise ValueError(f"invalid {self.kind} state: fields of different lengths {q.shape}, {s.shape}, {r.shape}")
         if q.size and not np.array_equal(np.lexsort((r, s, q)), np.arange(q.size)):
-            raise ValueError(f"{self.kind}: rows are not in canonical (query, score, relevance) order")
+            raise ValueError(f"invalid {self.kind} state: rows are not canonical (sorted by query, score, relevance)")
         return self
 
     def summary(self) -> str:
