@@ -14,7 +14,7 @@ import core
 from pipelines.evaluate import main
 from tests._helpers.retrieval import retrieval_data, sk_ndcg_mean
 
-METRICS = "ndcg@k=10,map@k=10,mrr,retrieval_precision@k=10,retrieval_recall@k=10,hit_rate@k=10,r_precision,dcg@k=10"
+METRICS = "ndcg@k=10,map@k=10,mrr,retrieval_precision@k=10,retrieval_recall@k=10,hit_rate@k=10,r_precision,dcg@k=10,num_queries,queries_without_relevant"
 
 
 @pytest.mark.parametrize("engine", ["local", "beam"])
