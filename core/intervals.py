@@ -399,8 +399,27 @@ def sample_interval(samples: np.ndarray, level: float, how: str = "equal_tailed"
     return lo.reshape(shape), hi.reshape(shape)
 
 
-def posterior_ci(settings: CISettings, plan: Any, key: tuple, states: tuple) -> dict[str, Any]:
-    """``{metric key: (lower, upper)}`` of every confusion-derived metric (Dirichlet posterior)."""
+def include_boundary_point(interval: tuple[Any, Any], point: Any) -> tuple[Any, Any]:
+    """Extend ``(lower, upper)`` to a point estimate at the edge of a metric's range (-1, 0 or 1)
+    that it leaves out: Brown, Cai & DasGupta's (2001) modification of the Jeffreys interval (with
+    ``x = 0`` successes the lower limit is 0, with ``x = n`` the upper limit is 1), applied to every
+    posterior interval. A posterior with a prior > 0 puts no mass on the edge itself, so without it
+    a slice with every prediction right (precision 1.0) gets an interval that excludes 1.0."""
+    lo, hi = interval
+    p = np.asarray(point, dtype=np.float64) if point is not None else None
+    if p is None or np.shape(p) != np.shape(lo):
+        return interval
+    edge = np.isin(p, (-1.0, 0.0, 1.0))
+    new_lo = np.where(edge & (p < lo), p, lo)
+    new_hi = np.where(edge & (p > hi), p, hi)
+    if not np.shape(lo):
+        return float(new_lo), float(new_hi)
+    return new_lo, new_hi
+
+
+def posterior_ci(settings: CISettings, plan: Any, key: tuple, states: tuple, values: dict[str, Any] | None = None) -> dict[str, Any]:
+    """``{metric key: (lower, upper)}`` of every confusion-derived metric (Dirichlet posterior);
+    ``values``: the slice's point values, for :func:`include_boundary_point`."""
     metrics = [m for m in plan.metrics if _is_confusion_derived(m)]
     if not metrics:
         return {}
@@ -409,8 +428,9 @@ def posterior_ci(settings: CISettings, plan: Any, key: tuple, states: tuple) -> 
         for s in states
         if isinstance(s, _CONFUSION)
     }
-    values = compute_cells(plan, metrics, states, cells)
-    return {m.key: sample_interval(values[m.key], settings.level, settings.interval) for m in metrics}
+    samples = compute_cells(plan, metrics, states, cells)
+    values = values or {}
+    return {m.key: include_boundary_point(sample_interval(samples[m.key], settings.level, settings.interval), values.get(m.key)) for m in metrics}
 
 
 # -- entry points ----------------------------------------------------------------------------
@@ -445,5 +465,5 @@ def slice_ci(settings: CISettings, plan: Any, key: tuple, states: tuple, values:
     if settings.method == "analytic":
         return analytic_ci(settings, plan, states)
     if settings.method == "posterior":
-        return posterior_ci(settings, plan, key, states)
+        return posterior_ci(settings, plan, key, states, values)
     raise NotImplementedError(f"ci={settings.method!r} is not implemented yet")

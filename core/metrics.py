@@ -844,11 +844,14 @@ class FalseNegatives(_Count):
 
 class ConfusionMatrix(_Classification):
     """The (K, K) weighted confusion matrix, rows = true label, columns = prediction
-    (``[[tn, fp], [fn, tp]]`` for binary). Source: ``sklearn.metrics.confusion_matrix``."""
+    (``[[tn, fp], [fn, tp]]`` for binary). ``normalize`` as scikit-learn's: ``"true"`` divides
+    each row by its sum (rows sum to 1), ``"pred"`` each column, ``"all"`` the whole matrix; a
+    row or column without examples is 0, as in scikit-learn. Source:
+    ``sklearn.metrics.confusion_matrix(normalize=...)``."""
 
     name = "confusion_matrix"
     full_name = "Confusion matrix"
-    params = {"threshold": None}
+    params = {"threshold": None, "normalize": None}
     positional = None
     tasks = ("binary", "multiclass")
     higher_is_better = None
@@ -857,12 +860,30 @@ class ConfusionMatrix(_Classification):
 
     def configure(self) -> None:
         Accuracy.configure(self)  # type: ignore[arg-type]
+        n = self.p["normalize"]
+        if isinstance(n, bool):  # "normalize=true" reads as a boolean
+            n = self.p["normalize"] = "true" if n else None
+        if n not in (None, "true", "pred", "all"):
+            raise ValueError(f"metric {self.name!r}: normalize must be true, pred or all, got {n!r}")
+        if n is not None:
+            self.bounds = (0.0, 1.0)
 
     def _show_positional(self) -> bool:
         return False
 
     def compute(self, states: dict[str, State]) -> np.ndarray:
-        return self.matrix(states)
+        return normalize_matrix(self.matrix(states), self.p["normalize"])
+
+
+def normalize_matrix(m: np.ndarray, how: str | None) -> np.ndarray:
+    """``m`` (..., K, K) normalised over its rows (``"true"``), columns (``"pred"``) or whole
+    (``"all"``) as ``sklearn.metrics.confusion_matrix(normalize=...)`` does (0 where the sum is 0);
+    ``None``: ``m`` itself."""
+    if how is None:
+        return m
+    axis = {"true": (-1,), "pred": (-2,), "all": (-2, -1)}[how]
+    sums = m.sum(axis=axis, keepdims=True)
+    return np.where(sums > 0, m / np.where(sums > 0, sums, 1.0), 0.0)
 
 
 DEFAULT_METRICS = {

@@ -27,7 +27,7 @@ import numpy as np
 from core._inputs import Batch
 from core.limits import MAX_BETA, MAX_NUM_CLASSES, MAX_THRESHOLDS, as_floats, check_at_most, check_count
 from core.exact import ExactSums, exact_column_sums, exact_sum
-from core.metrics import Metric, TaskKindSupport, _Classification, check_zero_division, get_averaging, prf_values, record_undefined, register_task_kind
+from core.metrics import Accuracy, Metric, TaskKindSupport, _Classification, check_zero_division, get_averaging, prf_values, record_undefined, register_task_kind
 from core.states import State
 from core.task import THRESHOLD_RULES
 
@@ -259,17 +259,31 @@ class SubsetAccuracy(_MultilabelMetric):
 
 
 class HammingLoss(_MultilabelMetric):
-    """Hamming loss: the weighted fraction of wrong labels, ``sum (fp + fn) / (L * sum w)``.
-    NaN with no examples. Source: ``sklearn.metrics.hamming_loss``."""
+    """Hamming loss: the weighted fraction of wrong labels, ``sum (fp + fn) / (L * sum w)``;
+    on binary and multiclass (1-D) labels the weighted fraction of wrong predictions,
+    ``1 - accuracy``, as scikit-learn. NaN with no examples. Source: ``sklearn.metrics.hamming_loss``."""
 
     name = "hamming_loss"
     full_name = "Hamming loss"
     aliases = ("hamming",)
+    tasks = ("binary", "multiclass", "multilabel")
     higher_is_better = False
     sklearn = "sklearn.metrics.hamming_loss"
     undefined = "no examples (total weight 0)"
 
+    def configure(self) -> None:
+        if self.task.kind == "multilabel":
+            return super().configure()
+        Accuracy.configure(self)  # type: ignore[arg-type]
+
     def compute(self, states: dict[str, State]) -> float:
+        if self.task.kind != "multilabel":
+            m = self.matrix(states)
+            total = m.sum()
+            if total == 0:
+                record_undefined()
+                return float("nan")
+            return float(1.0 - np.trace(m) / total)
         st = states["multilabel"]
         tp, fp, tn, fn = st.label_counts(self.p["threshold"])
         w = float(st["weight"])

@@ -788,12 +788,40 @@ class KsStatistic(RankingMetric):
         return ks_value(d)
 
 
-class RocCurve(RankingMetric):
+class _Curve(RankingMetric):
+    """Base of the curve metrics: binary tasks give one ``(n_points, 3)`` curve; multiclass tasks
+    give every class's one-vs-rest curve (class ``c``'s scores, positives = class ``c``), as a
+    ``(K, n_points, 3)`` array whose class ``c`` rows are the binary curve of ``y == c`` and
+    ``score[:, c]``, padded to the longest class's curve with rows that are NaN in all three
+    columns: drop those (a curve's own rows never are: an absent class's rows have NaN in one
+    rate only, as in scikit-learn, and an ``inf`` threshold stays non-NaN in memory; JSON writes
+    it as null)."""
+
+    tasks = ("binary", "multiclass")
+
+    def configure_metric(self) -> None:
+        self.p["drop_intermediate"] = _flag(self, "drop_intermediate")
+        if self.task.kind == "multiclass" and self.p["pos_label"] != 1:
+            raise ValueError(f"metric {self.name!r}: pos_label applies to binary tasks only (multiclass curves are one-vs-rest per class)")
+
+    def compute(self, states: dict[str, State]) -> Any:
+        if self.task.kind != "multiclass":
+            return self.value(self.dist(states))
+        state = states["class_score_distribution"]
+        curves = [self.value(ovr_dist(state, c)) for c in range(state.layout.num_classes)]  # type: ignore[attr-defined]
+        out = np.full((len(curves), max((c.shape[0] for c in curves), default=0), 3), np.nan)
+        for i, c in enumerate(curves):
+            out[i, : c.shape[0]] = c
+        return out
+
+
+class RocCurve(_Curve):
     """ROC curve as a ``(n_points, 3)`` float64 array of columns ``fpr, tpr, threshold``
     (``sklearn.metrics.roc_curve``: first row ``(0, 0, inf)``, thresholds decreasing; NaN rates
     for an absent class; ``(0, 3)`` when empty). Param ``drop_intermediate`` (default True, as
     scikit-learn). Compressed: the rows are the exact curve's points at bin boundaries, with the
-    bin's lowest score as threshold."""
+    bin's lowest score as threshold. Multiclass: ``(K, n_points, 3)``, one-vs-rest per class
+    (see :class:`_Curve`)."""
 
     name = "roc_curve"
     full_name = "ROC curve"
@@ -802,9 +830,6 @@ class RocCurve(RankingMetric):
     bounds = (-math.inf, math.inf)
     sklearn = "sklearn.metrics.roc_curve"
     nan_entries_undefined = False  # a curve is not per-class: an absent class is reported once
-
-    def configure_metric(self) -> None:
-        self.p["drop_intermediate"] = _flag(self, "drop_intermediate")
 
     def value(self, d: _Dist) -> np.ndarray:
         if d.m == 0:
@@ -815,11 +840,12 @@ class RocCurve(RankingMetric):
         return np.stack(roc_curve_arrays(d, self.p["drop_intermediate"]), axis=1)
 
 
-class PrecisionRecallCurve(RankingMetric):
+class PrecisionRecallCurve(_Curve):
     """Precision-recall curve as a ``(n_points, 3)`` float64 array of columns ``precision,
     recall, threshold`` in scikit-learn's order (``sklearn.metrics.precision_recall_curve``:
     thresholds increasing, then the final point ``(1, 0)`` whose threshold is ``inf``; ``(0, 3)``
-    when empty). Param ``drop_intermediate`` (default False, as scikit-learn)."""
+    when empty). Param ``drop_intermediate`` (default False, as scikit-learn). Multiclass:
+    ``(K, n_points, 3)``, one-vs-rest per class (see :class:`_Curve`)."""
 
     name = "precision_recall_curve"
     full_name = "Precision-recall curve"
@@ -829,9 +855,6 @@ class PrecisionRecallCurve(RankingMetric):
     bounds = (-math.inf, math.inf)
     sklearn = "sklearn.metrics.precision_recall_curve"
     nan_entries_undefined = False  # a curve is not per-class: an absent class is reported once
-
-    def configure_metric(self) -> None:
-        self.p["drop_intermediate"] = _flag(self, "drop_intermediate")
 
     def value(self, d: _Dist) -> np.ndarray:
         if d.m == 0:

@@ -74,6 +74,7 @@ from core.metrics import (
     TruePositives,
     WeightedExampleCount,
     _Undefined,
+    normalize_matrix,
     recording_undefined,
 )
 from core.states import BinaryConfusionState, ConfusionMatrixState, ExampleCountState, State
@@ -448,7 +449,7 @@ def _report(m: Any, st: _Stacked, events: dict[int, list]) -> np.ndarray:
 
 
 def _confusion_matrix(m: Any, st: _Stacked, events: dict[int, list]) -> np.ndarray:
-    return st.matrix(m).copy()
+    return normalize_matrix(st.matrix(m).copy(), m.p["normalize"])
 
 
 def _count(m: Any, st: _Stacked, events: dict[int, list]) -> np.ndarray:

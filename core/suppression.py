@@ -9,7 +9,9 @@ the published siblings' counts give the suppressed slice's counts (n, tp, fn, ..
 :func:`suppress_complements` closes that gap the way statistical agencies do (complementary cell
 suppression): in every group of sibling slices under a published parent, if exactly one slice is
 suppressed, the smallest published sibling is suppressed too (or, when there is no sibling, the
-parent); repeated until no group has a single suppressed member. :func:`withhold_names` then
+parent), and in every group under a suppressed parent whose members are all published (their sum
+is the parent; a lone child is the parent itself), the smallest member is suppressed; repeated
+until neither holds. :func:`withhold_names` then
 replaces the suppressed slices of each spec by one entry, ``{column: "__suppressed__"}`` with
 ``suppressed_slices`` = how many it stands for, so the suppressed values (e.g. a rare diagnosis
 code) are not published either (``Evaluation(show_suppressed_names=True)`` keeps them).
@@ -91,7 +93,9 @@ def suppress_complements(slices: Iterable[SliceResult]) -> list[SliceResult]:
         parent: the overall slice, and each slice whose columns are a strict subset of the
         child's columns (matched by value), finest parent first. Within a group with exactly one suppressed member,
         the published member with the fewest rows (then the smallest weight, then the first in
-        order) is suppressed; a group with one member, suppressed, suppresses its parent.
+        order) is suppressed; a group with one member, suppressed, suppresses its parent. Within a
+        group under a suppressed parent with no suppressed member (the members add up to the
+        parent), the smallest member is suppressed.
         Already withheld entries (:func:`withhold_names`) are left alone: their groups are
         unknown, and they stand for at least two slices.
     """
@@ -112,9 +116,17 @@ def suppress_complements(slices: Iterable[SliceResult]) -> list[SliceResult]:
                     groups.setdefault(tuple((c, values[c]) for c in parent), []).append(i)
                 for pkey, group in groups.items():
                     p = index.get(pkey)
-                    if p is None or out[p].suppressed:
-                        continue  # an unpublished (or unknown) parent gives nothing to subtract from
+                    if p is None:
+                        continue  # an unknown parent gives nothing to subtract from
                     hidden = [i for i in group if out[i].suppressed]
+                    if out[p].suppressed:
+                        # the children partition the parent: all of them published add up to it
+                        # (a lone child *is* it), so one of them goes
+                        if not hidden:
+                            victim = min(group, key=lambda i: (out[i].n, out[i].weight, i))
+                            out[victim] = _suppress(out[victim])
+                            changed = True
+                        continue
                     if len(hidden) != 1:
                         continue
                     shown = [i for i in group if not out[i].suppressed]

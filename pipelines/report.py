@@ -15,15 +15,25 @@ figure (``data-figure``)     shown when
 ``pr``                       a ``precision_recall_curve`` metric (legend: ``average_precision``)
 ``reliability``              a ``reliability_diagram`` metric (title: ``ece`` if present)
 ``confusion_matrix``         a ``confusion_matrix`` metric
+``predicted_vs_actual``      a regression run with slices and ``mean_prediction``, ``mean_label``
+``residuals``                a regression run with slices and ``mean_prediction``, ``mean_error``
+                             (both per slice: the regression states hold sums, not rows)
 ``slices``                   one bar chart per scalar metric when there are slices besides the
-                             overall one; certified ``bounds`` are drawn as error bars,
-                             confidence intervals (``ci``) as grey bars
+                             overall one, ordered by the metric with small slices (fewer than
+                             ``small_slice_size`` rows, default 100) hatched and last; certified
+                             ``bounds`` are drawn as error bars, confidence intervals (``ci``) as
+                             grey bars
 ``windows``                  windowed results: event-time windows (slices carrying
                              ``window_start``; the tables then show the latest window), or
                              ``windows=``, or a ``window_col`` in ``results.config`` naming a slice column
 ``accuracy_matrix``          a continual-learning accuracy matrix metric (a metric class with
                              ``report_figure = "accuracy_matrix"``, or named ``accuracy_matrix``)
 ==========================  ===================================================================
+
+Every table row and chart label gives the slice's ``n``; headers and titles use short metric
+names (:func:`short_name`: without ``capacity`` and ``drop_intermediate``), the full key is in
+the tooltip (``title=``) or the caption. The ``weight`` column appears only when a weight column
+is used; the threshold only where it applies (:func:`threshold_applies`).
 
 A metric class may set ``report_figure`` to one of ``"roc"``, ``"pr"``, ``"reliability"``,
 ``"confusion_matrix"``, ``"accuracy_matrix"`` to opt into a figure without a change here.
@@ -41,6 +51,7 @@ import io as _io
 import json
 import math
 import os
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Sequence
@@ -85,6 +96,63 @@ def metric_class(key: str) -> Any:
 def canonical_name(key: str) -> str:
     cls = metric_class(key)
     return cls.name if cls is not None else base_name(key)
+
+
+#: metric parameters that set how a value is approximated or drawn, not what is measured: short
+#: display names leave them out (the full key stays in tooltips, legends and captions)
+DISPLAY_OMITTED_PARAMS = frozenset({"capacity", "drop_intermediate", "max_k"})
+#: slices with fewer rows are marked "small" in the per-slice bar charts (``small_slice_size=``)
+SMALL_SLICE_SIZE = 100
+
+
+def short_name(key: str) -> str:
+    """The display name of a metric key: without the parameters of
+    :data:`DISPLAY_OMITTED_PARAMS` (``"average_precision@capacity=1000"`` ->
+    ``"average_precision"``; ``"f1@threshold=0.7"`` stays as it is)."""
+    name, *params = [p.strip() for p in key.split("@")]
+    return "@".join([name, *(p for p in params if p.split("=", 1)[0].strip() not in DISPLAY_OMITTED_PARAMS)])
+
+
+def display_names(keys: Iterable[str]) -> dict[str, str]:
+    """Key -> display name (:func:`short_name`; the full key where two keys would share one)."""
+    keys = list(keys)
+    short = {k: short_name(k) for k in keys}
+    seen: dict[str, int] = {}
+    for v in short.values():
+        seen[v] = seen.get(v, 0) + 1
+    return {k: v if seen[v] == 1 else k for k, v in short.items()}
+
+
+def n_text(s: SliceResult) -> str:
+    """``"n=1,234"``: the rows of a slice, as every table and chart label shows them."""
+    return f"n={int(s.n):,}" if s.n is not None else "n=suppressed"
+
+
+def is_weighted(results: Results) -> bool:
+    """True when a weight column was used (``weight_col`` in the config, or a weight unlike n)."""
+    if (results.config or {}).get("weight_col"):
+        return True
+    return any(s.n is not None and s.weight is not None and float(s.weight) != float(s.n) for s in results.slices)
+
+
+def class_labels(results: Results, k: int) -> list[str]:
+    """Names of ``k`` classes: ``results.config["classes"]`` when it has ``k`` of them, else 0..k-1."""
+    classes = (results.config or {}).get("classes")
+    if isinstance(classes, (list, tuple)) and len(classes) == k:
+        return [str(c) for c in classes]
+    return [str(i) for i in range(k)]
+
+
+#: metrics computed at a decision threshold on scores (a binary / multilabel ``threshold`` applies)
+def threshold_applies(results: Results) -> bool:
+    """True when the run's ``threshold`` changes a value: a binary or multilabel task scored with
+    ``score_col`` and at least one metric with a ``threshold`` parameter (precision, f1, ...)."""
+    cfg = results.config or {}
+    if cfg.get("task") not in ("binary", "multilabel") or not cfg.get("score_col"):
+        return False
+    first = _first(results)
+    keys = list(first.metrics) if first is not None else list(cfg.get("metrics") or ())
+    return any("threshold" in (getattr(metric_class(k), "params", None) or {}) for k in keys)
 
 
 def figure_kind(key: str) -> str | None:
@@ -200,6 +268,11 @@ def _fmt(v: Any, digits: int = 4) -> str:
     return f"{f:.{digits}f}"
 
 
+def _value_text(key: str, v: Any) -> str:
+    """A metric value as the report prints it: counts as integers, rates to 4 decimals."""
+    return _fmt(v) if canonical_name(key) in COUNT_METRICS or not math.isfinite(float(v)) else f"{float(v):.4f}"
+
+
 def _ci_pair(s: SliceResult, key: str) -> tuple[float, float] | None:
     """A scalar metric's confidence interval in ``s`` (None when absent or not scalar)."""
     ci = s.ci.get(key) if getattr(s, "ci", None) else None
@@ -210,22 +283,56 @@ def _ci_pair(s: SliceResult, key: str) -> tuple[float, float] | None:
 
 def _legend_value(s: SliceResult, key: str | None) -> str:
     if key is None or key not in s.metrics:
-        return ""
+        return f" ({n_text(s)})"
     v = s.metrics[key]
-    text = f" ({canonical_name(key)} {_fmt(v, 3)}"
+    text = f" ({n_text(s)}, {canonical_name(key)} {_fmt(v, 3)}"
     if key in s.bounds:
         lo, hi = s.bounds[key]
         text += f" [{_fmt(lo, 3)}, {_fmt(hi, 3)}]"
     return text + ")"
 
 
+def class_curves(curve: Any) -> list[np.ndarray]:
+    """The per-class curves of a multiclass curve metric (``(K, n, 3)``, NaN-padded: see
+    ``core.ranking._Curve``), each ``(n_c, 3)`` without its padding rows."""
+    a = np.asarray(curve, dtype=np.float64)
+    return [c[~np.isnan(c).all(axis=1)] for c in a] if a.ndim == 3 else []
+
+
+def _per_class(results: Results, key: str, slices: Iterable[Any] | None) -> SliceResult | None:
+    """The slice whose per-class curves are drawn when ``key`` is a multiclass curve (the first
+    of ``slices``, default the overall slice), else None."""
+    first = _first(results)
+    if first is None or np.ndim(first.metrics.get(key)) != 3:
+        return None
+    return _slice(results, next(iter(slices))) if slices is not None else next((s for s in computed(results) if s.slice == ()), first)
+
+
+def _draw_class_curves(ax: Any, results: Results, s: SliceResult, key: str, x: int, y: int, step: str) -> None:
+    curves = class_curves(s.metrics[key])
+    names = class_labels(results, len(curves))
+    for c, (curve, name) in enumerate(zip(curves, names)):
+        if curve.shape[0] and np.isfinite(curve[:, :2]).all():
+            ax.plot(curve[:, x], curve[:, y], lw=1.4, color=f"C{c % 10}", drawstyle=step, label=f"class {name} vs rest")
+
+
 def plot_roc(results: Results, slices: Iterable[Any] | None = None, metric: str | None = None, *, ax: Any = None) -> Any:
     """ROC curves (false positive rate vs true positive rate) of the overall slice and a few
     slices (see :func:`curve_slices`), from a ``roc_curve`` metric (``(n, 3)``: fpr, tpr,
-    threshold). Raises ValueError without one."""
+    threshold). A multiclass ``roc_curve`` (``(K, n, 3)``) draws one one-vs-rest curve per class
+    of one slice (the first of ``slices``, default the overall one). Raises ValueError without
+    one."""
     key = _pick(results, "roc", metric)
     auc = next(iter(metric_keys(results, canonical="roc_auc")), None)
     fig, ax = _new_axes(ax, (6.0, 5.0))
+    one = _per_class(results, key, slices)
+    if one is not None:
+        _draw_class_curves(ax, results, one, key, 0, 1, "default")
+        ax.plot([0, 1], [0, 1], ls=":", color="grey", lw=1, label="chance")
+        ax.set(xlim=(0, 1), ylim=(0, 1.01), xlabel="false positive rate", ylabel="true positive rate", title=f"ROC curves per class ({one.name}, {n_text(one)})")
+        ax.legend(loc="lower right", fontsize="small")
+        ax.grid(alpha=0.3)
+        return fig
     for i, s in enumerate(curve_slices(results, key, slices)):
         c = np.asarray(s.metrics[key], dtype=np.float64)
         if not _curve_ok(c):
@@ -233,7 +340,7 @@ def plot_roc(results: Results, slices: Iterable[Any] | None = None, metric: str 
         ax.plot(c[:, 0], c[:, 1], lw=2.4 if not s.slice else 1.2, color="black" if not s.slice else f"C{i}",
                 label=s.name + _legend_value(s, auc), drawstyle="default")  # fmt: skip
     ax.plot([0, 1], [0, 1], ls=":", color="grey", lw=1, label="chance")
-    ax.set(xlim=(0, 1), ylim=(0, 1.01), xlabel="false positive rate", ylabel="true positive rate", title=f"ROC curve ({key})")
+    ax.set(xlim=(0, 1), ylim=(0, 1.01), xlabel="false positive rate", ylabel="true positive rate", title=f"ROC curve ({short_name(key)})")
     ax.legend(loc="lower right", fontsize="small")
     ax.grid(alpha=0.3)
     return fig
@@ -241,17 +348,25 @@ def plot_roc(results: Results, slices: Iterable[Any] | None = None, metric: str 
 
 def plot_pr(results: Results, slices: Iterable[Any] | None = None, metric: str | None = None, *, ax: Any = None) -> Any:
     """Precision-recall curves of the overall slice and a few slices, from a
-    ``precision_recall_curve`` metric (``(n, 3)``: precision, recall, threshold)."""
+    ``precision_recall_curve`` metric (``(n, 3)``: precision, recall, threshold); per class for a
+    multiclass one, as :func:`plot_roc`."""
     key = _pick(results, "pr", metric)
     ap = next(iter(metric_keys(results, canonical="average_precision")), None)
     fig, ax = _new_axes(ax, (6.0, 5.0))
+    one = _per_class(results, key, slices)
+    if one is not None:
+        _draw_class_curves(ax, results, one, key, 1, 0, "steps-post")
+        ax.set(xlim=(0, 1), ylim=(0, 1.01), xlabel="recall", ylabel="precision", title=f"Precision-recall curves per class ({one.name}, {n_text(one)})")
+        ax.legend(loc="lower left", fontsize="small")
+        ax.grid(alpha=0.3)
+        return fig
     for i, s in enumerate(curve_slices(results, key, slices)):
         c = np.asarray(s.metrics[key], dtype=np.float64)
         if not _curve_ok(c):
             continue
         ax.plot(c[:, 1], c[:, 0], lw=2.4 if not s.slice else 1.2, color="black" if not s.slice else f"C{i}",
                 drawstyle="steps-post", label=s.name + _legend_value(s, ap))  # fmt: skip
-    ax.set(xlim=(0, 1), ylim=(0, 1.01), xlabel="recall", ylabel="precision", title=f"Precision-recall curve ({key})")
+    ax.set(xlim=(0, 1), ylim=(0, 1.01), xlabel="recall", ylabel="precision", title=f"Precision-recall curve ({short_name(key)})")
     ax.legend(loc="lower left", fontsize="small")
     ax.grid(alpha=0.3)
     return fig
@@ -276,7 +391,7 @@ def plot_reliability(results: Results, slice: Any = (), metric: str | None = Non
     ok = d[:, 0] > 0
     ax.plot([0, 1], [0, 1], ls=":", color="grey", label="perfectly calibrated")
     ax.plot(d[ok, 1], d[ok, 2], marker="o", color="C0", label=f"{s.name}{_legend_value(s, ece)}")
-    ax.set(xlim=(0, 1), ylim=(0, 1), ylabel="fraction of positives", title=f"Reliability diagram ({key}, {nb} bins)")
+    ax.set(xlim=(0, 1), ylim=(0, 1), ylabel="fraction of positives", title=f"Reliability diagram ({nb} bins)")
     ax.legend(loc="upper left", fontsize="small")
     ax.grid(alpha=0.3)
     if hist is not None:
@@ -303,9 +418,16 @@ def _heatmap(ax: Any, m: np.ndarray, row_labels: Sequence[str], col_labels: Sequ
     return im
 
 
+def _count_text(v: float) -> str:
+    """A whole count as an integer with thousands separators (``0``, ``125,351``)."""
+    return f"{int(round(v)):,}" if math.isfinite(v) else "null"
+
+
 def plot_confusion_matrix(results: Results, slice: Any = (), metric: str | None = None, *, ax: Any = None) -> Any:
     """Heatmap of a ``confusion_matrix`` metric of one slice: rows = true label, columns =
-    predicted label; cells show the (weighted) count and the share of their row."""
+    predicted label (class names from ``results.config["classes"]`` when present); cells show
+    the count (an integer when every cell is whole; the weight, to 2 decimals, otherwise) and
+    the share of their row."""
     key = _pick(results, "confusion_matrix", metric)
     s = _slice(results, slice)
     m = np.asarray(s.metrics[key], dtype=np.float64)
@@ -315,10 +437,11 @@ def plot_confusion_matrix(results: Results, slice: Any = (), metric: str | None 
     fig, ax = _new_axes(ax, (max(4.5, 0.55 * k + 3), max(4.0, 0.5 * k + 2.5)))
     rows = m.sum(axis=1, keepdims=True)
     share = np.divide(m, rows, out=np.full_like(m, np.nan), where=rows > 0)
-    labels = [str(i) for i in range(k)]
-    im = _heatmap(ax, m, labels, labels, "Blues", lambda v: _fmt(v, 2), share)
-    fig.colorbar(im, ax=ax, shrink=0.8, label="weight")
-    ax.set(xlabel="predicted label", ylabel="true label", title=f"Confusion matrix ({s.name})")
+    labels = class_labels(results, k)
+    whole = bool(np.all(m[np.isfinite(m)] == np.round(m[np.isfinite(m)])))
+    im = _heatmap(ax, m, labels, labels, "Blues", _count_text if whole else (lambda v: _fmt(v, 2)), share)
+    fig.colorbar(im, ax=ax, shrink=0.8, label="weight" if is_weighted(results) else "count")
+    ax.set(xlabel="predicted label", ylabel="true label", title=f"Confusion matrix ({s.name}, {n_text(s)})")
     return fig
 
 
@@ -333,7 +456,7 @@ def plot_accuracy_matrix(results: Results, slice: Any = (), metric: str | None =
     fig, ax = _new_axes(ax, (max(4.5, 0.55 * m.shape[1] + 3), max(4.0, 0.5 * m.shape[0] + 2.5)))
     im = _heatmap(ax, m, [str(i) for i in range(m.shape[0])], [str(j) for j in range(m.shape[1])], "viridis", lambda v: _fmt(v, 2))
     fig.colorbar(im, ax=ax, shrink=0.8, label=canonical_name(key))
-    ax.set(xlabel="evaluated on task", ylabel="after training on task", title=f"Accuracy matrix ({s.name})")
+    ax.set(xlabel="evaluated on task", ylabel="after training on task", title=f"Accuracy matrix ({s.name}, {n_text(s)})")
     return fig
 
 
@@ -348,7 +471,7 @@ def plot_anytime_accuracy_matrix(results: Results, slice: Any = (), *, ax: Any =
     rows = [f"{i}.{k}" for i in range(t) for k in range(h)]
     im = _heatmap(ax, m, rows, [str(j) for j in range(t)], "viridis", lambda v: _fmt(v, 2))
     fig.colorbar(im, ax=ax, shrink=0.8, label="accuracy")
-    ax.set(xlabel="evaluated on task", ylabel="training on task . evaluation", title=f"Anytime accuracy matrix ({s.name})")
+    ax.set(xlabel="evaluated on task", ylabel="training on task . evaluation", title=f"Anytime accuracy matrix ({s.name}, {n_text(s)})")
     return fig
 
 
@@ -365,8 +488,71 @@ def plot_continual_curves(results: Results, slice: Any = (), *, ax: Any = None) 
         if any_v.size and xa.size == any_v.size:
             ax.plot(xa, any_v, color=f"C{i}", alpha=0.7, label=f"anytime, {label}")
         ax.plot(x, np.asarray(s.metrics[f"accuracy_{what}"], dtype=np.float64), "o", color=f"C{i}", label=f"after each task, {label}")
-    ax.set(xlabel="tasks trained", ylabel="accuracy", title="Continual-learning accuracy", ylim=(-0.02, 1.02))
+    ax.set(xlabel="tasks trained", ylabel="accuracy", title=f"Continual-learning accuracy ({n_text(s)})", ylim=(-0.02, 1.02))
     ax.legend(fontsize="small")
+    ax.grid(alpha=0.3)
+    return fig
+
+
+def _regression_points(results: Results, need: Sequence[str]) -> tuple[list[SliceResult], dict[str, str]]:
+    """The slices (overall first) of a regression run with finite values of the canonical
+    metrics ``need``, and canonical name -> key. Raises ValueError when a metric is missing."""
+    keys = {c: next(iter(metric_keys(results, canonical=c)), None) for c in need}
+    missing = [c for c, k in keys.items() if k is None]
+    if missing:
+        raise ValueError(f"no {', '.join(missing)} metric in the results; add it to the metrics (e.g. metrics=[..., {missing[0]!r}])")
+    shown = [s for s in computed(results) if all(np.ndim(s.metrics.get(k)) == 0 and math.isfinite(float(s.metrics[k])) for k in keys.values())]
+    return shown, keys  # type: ignore[return-value]
+
+
+def _point_sizes(shown: Sequence[SliceResult]) -> np.ndarray:
+    n = np.array([float(s.n or 0) for s in shown])
+    return 20.0 + 280.0 * np.sqrt(n / n.max()) if n.size and n.max() > 0 else np.full(len(shown), 40.0)
+
+
+def _label_points(ax: Any, shown: Sequence[SliceResult], x: np.ndarray, y: np.ndarray, max_labels: int = 12) -> None:
+    order = sorted(range(len(shown)), key=lambda i: -float(shown[i].n or 0))[:max_labels]
+    for i in order:
+        ax.annotate(f"{shown[i].name} ({n_text(shown[i])})", (x[i], y[i]), xytext=(4, 3), textcoords="offset points", fontsize=7)
+
+
+def plot_predicted_vs_actual(results: Results, *, ax: Any = None) -> Any:
+    """Predicted against actual, per slice, for a regression run: each slice is a point at
+    (``mean_prediction``, ``mean_label``) sized by its ``n`` (overall: black), with the diagonal
+    of unbiased predictions. The regression states hold sums, not rows, so this is the
+    slice-level view (a per-row scatter needs the rows); the largest slices are labelled.
+    Raises ValueError without ``mean_prediction`` and ``mean_label`` metrics."""
+    shown, keys = _regression_points(results, ("mean_prediction", "mean_label"))
+    fig, ax = _new_axes(ax, (6.0, 5.0))
+    x = np.array([float(s.metrics[keys["mean_prediction"]]) for s in shown])
+    y = np.array([float(s.metrics[keys["mean_label"]]) for s in shown])
+    colors = ["black" if not s.slice else "C0" for s in shown]
+    ax.scatter(x, y, s=_point_sizes(shown), c=colors, alpha=0.6, edgecolors="white")
+    if x.size:
+        lo, hi = float(min(x.min(), y.min())), float(max(x.max(), y.max()))
+        pad = 0.05 * (hi - lo or 1.0)
+        ax.plot([lo - pad, hi + pad], [lo - pad, hi + pad], ls=":", color="grey", lw=1, label="predicted = actual")
+        ax.legend(loc="upper left", fontsize="small")
+    _label_points(ax, shown, x, y)
+    ax.set(xlabel="mean predicted value (mean_prediction)", ylabel="mean actual value (mean_label)", title="Predicted vs actual, per slice")
+    ax.grid(alpha=0.3)
+    return fig
+
+
+def plot_residuals(results: Results, *, ax: Any = None) -> Any:
+    """Residuals of a regression run, per slice: the mean residual (``mean_error``, predicted
+    minus actual: above 0 the slice is over-predicted) against the mean prediction, each slice a
+    point sized by its ``n`` (overall: black), with the zero line. Slice-level for the same reason as
+    :func:`plot_predicted_vs_actual`. Raises ValueError without ``mean_error`` and
+    ``mean_prediction`` metrics."""
+    shown, keys = _regression_points(results, ("mean_prediction", "mean_error"))
+    fig, ax = _new_axes(ax, (6.0, 4.5))
+    x = np.array([float(s.metrics[keys["mean_prediction"]]) for s in shown])
+    y = np.array([float(s.metrics[keys["mean_error"]]) for s in shown])
+    ax.scatter(x, y, s=_point_sizes(shown), c=["black" if not s.slice else "C1" for s in shown], alpha=0.6, edgecolors="white")
+    ax.axhline(0.0, ls=":", color="grey", lw=1)
+    _label_points(ax, shown, x, y)
+    ax.set(xlabel="mean predicted value (mean_prediction)", ylabel="mean residual, predicted - actual (mean_error)", title="Residuals, per slice")
     ax.grid(alpha=0.3)
     return fig
 
@@ -379,13 +565,36 @@ def _bar_slices(results: Results, metric: str, max_slices: int) -> tuple[list[Sl
     return [s for s in others if id(s) in keep], len(others) - max_slices
 
 
-def plot_slices(results: Results, metric: str, *, max_slices: int = 60, bounds: bool = True, ax: Any = None) -> Any:
+def _bar_order(shown: list[SliceResult], metric: str, small_slice_size: int) -> list[SliceResult]:
+    """Slices by the metric's value, best first (highest first unless lower is better), undefined
+    (NaN) values last; small slices (fewer than ``small_slice_size`` rows) after all the others,
+    in the same order among themselves, so that a tiny slice's 1.000 never tops the chart; ties
+    keep the slice order."""
+    sign = -1.0 if getattr(metric_class(metric), "higher_is_better", True) is False else 1.0
+
+    def key(i_s: tuple[int, SliceResult]) -> tuple[bool, int, float, int]:
+        s = i_s[1]
+        v = float(s.metrics[metric])
+        small = s.n is not None and int(s.n) < small_slice_size
+        return (small, 0, -sign * v, i_s[0]) if math.isfinite(v) else (small, 1, 0.0, i_s[0])
+
+    return [s for _, s in sorted(enumerate(shown), key=key)]
+
+
+def plot_slices(
+    results: Results, metric: str, *, max_slices: int = 60, bounds: bool = True, small_slice_size: int = SMALL_SLICE_SIZE, ax: Any = None
+) -> Any:
     """Horizontal bar chart of one scalar metric per slice (overall value as a dashed line).
 
-    Confidence intervals (``ci=``) are drawn as grey error bars; certified bounds of approximate
-    metrics as black error bars with caps (``bounds=True``);
-    undefined (NaN) values are marked ``null``. With more than ``max_slices`` slices, the
-    largest (by weight) are shown.
+    Bars are ordered by the metric, best at the top (highest first, lowest first for a metric
+    whose lower values are better), undefined (NaN) values last and marked ``null``. Every bar
+    is labelled with the slice and its ``n``; slices with fewer than ``small_slice_size`` rows
+    (default 100) come after all the others (ordered the same way), hatched, pale and labelled
+    ``small``: their values are noisy. Confidence intervals
+    (``ci=``) are drawn as grey error bars; certified bounds of approximate metrics as black
+    error bars with caps (``bounds=True``). With more than ``max_slices`` slices, the largest
+    (by weight) are shown. The title shows the short metric name (:func:`short_name`), the
+    x-axis label the full key.
     """
     first = _first(results)
     if first is None or metric not in first.metrics:
@@ -393,12 +602,18 @@ def plot_slices(results: Results, metric: str, *, max_slices: int = 60, bounds: 
     if np.ndim(first.metrics[metric]) != 0:
         raise ValueError(f"metric {metric!r} is not scalar; plot_slices draws scalar metrics")
     shown, hidden = _bar_slices(results, metric, max_slices)
-    fig, ax = _new_axes(ax, (6.4, 1.3 + 0.2 * max(len(shown), 1)))
+    shown = _bar_order(shown, metric, small_slice_size)
+    fig, ax = _new_axes(ax, (6.4, 1.5 + 0.2 * max(len(shown), 1)))
     specs = list(dict.fromkeys(tuple(c for c, _ in s.slice) for s in shown))
     y = np.arange(len(shown))[::-1]
     vals = np.array([float(s.metrics[metric]) for s in shown], dtype=np.float64)
+    small = np.array([s.n is not None and int(s.n) < small_slice_size for s in shown], dtype=bool)
     colors = [f"C{specs.index(tuple(c for c, _ in s.slice)) % 10}" for s in shown]
-    ax.barh(y, np.nan_to_num(vals), color=colors, height=0.7)
+    bars = ax.barh(y, np.nan_to_num(vals), color=colors, height=0.7)
+    for bar, is_small in zip(bars, small):
+        if is_small:
+            bar.set_alpha(0.35)
+            bar.set_hatch("///")
     cis = [_ci_pair(s, metric) for s in shown]
     if any(c is not None for c in cis):
         lo = np.array([vals[i] - c[0] if c is not None else 0.0 for i, c in enumerate(cis)])
@@ -412,15 +627,22 @@ def plot_slices(results: Results, metric: str, *, max_slices: int = 60, bounds: 
     for yi, v in zip(y, vals):
         if not math.isfinite(v):
             ax.text(0, yi, " null", va="center", fontsize=8, color="crimson")
-    ax.set_yticks(y, [s.name for s in shown], fontsize=8)
+    ax.set_yticks(y, [f"{s.name} ({n_text(s)}{', small' if sm else ''})" for s, sm in zip(shown, small)], fontsize=8)
+    for tick, sm in zip(ax.get_yticklabels(), small):
+        if sm:
+            tick.set_color("0.4")
     overall = next((s for s in computed(results) if s.slice == ()), None)
-    title = f"{metric} per slice"
+    name = short_name(metric)
+    notes = []
     if overall is not None and math.isfinite(float(overall.metrics[metric])):
         ax.axvline(float(overall.metrics[metric]), ls="--", color="black", lw=1)
-        title += f" (dashed: overall {_fmt(overall.metrics[metric])})"
+        notes.append(f"dashed: overall {_value_text(metric, overall.metrics[metric])} ({n_text(overall)})")
+    if small.any():
+        notes.append(f"hatched, at the bottom: small slices, n < {small_slice_size:,}")
     if hidden:
-        title += f" (the {len(shown)} largest of {len(shown) + hidden} slices)"
-    ax.set(xlabel=metric, title=title)
+        notes.append(f"the {len(shown)} largest of {len(shown) + hidden} slices")
+    ax.set_title("\n".join([f"{name} per slice", *(textwrap.fill(x, 60) for x in notes)]), fontsize=9)
+    ax.set_xlabel(metric)
     cls = metric_class(metric)
     if cls is not None and tuple(getattr(cls, "bounds", ())) == (0.0, 1.0):
         ax.set_xlim(0, 1.0)
@@ -469,13 +691,13 @@ def plot_windows(series: Sequence[tuple[str, SliceResult]], metrics: Sequence[st
     x = np.arange(len(series))
     for i, k in enumerate(names[:8]):
         v = np.array([float(s.metrics.get(k, np.nan)) for _, s in series])
-        ax.plot(x, v, marker="o", color=f"C{i}", label=k)
+        ax.plot(x, v, marker="o", color=f"C{i}", label=short_name(k))
         if any(k in s.bounds for _, s in series):
             lo = np.array([s.bounds.get(k, (np.nan, np.nan))[0] for _, s in series], dtype=np.float64)
             hi = np.array([s.bounds.get(k, (np.nan, np.nan))[1] for _, s in series], dtype=np.float64)
             ax.fill_between(x, lo, hi, color=f"C{i}", alpha=0.2)
     step = max(1, len(series) // 20)
-    ax.set_xticks(x[::step], [lbl for lbl, _ in series][::step], rotation=45, ha="right", fontsize=8)
+    ax.set_xticks(x[::step], [f"{lbl} ({n_text(s)})" for lbl, s in series][::step], rotation=45, ha="right", fontsize=8)
     ax.set(xlabel="window", ylabel="value", title="Metrics over windows")
     ax.legend(fontsize="small")
     ax.grid(alpha=0.3)
@@ -485,7 +707,8 @@ def plot_windows(series: Sequence[tuple[str, SliceResult]], metrics: Sequence[st
 # -- the HTML report -----------------------------------------------------------------------
 @dataclass
 class ReportFigure:
-    """One embedded figure: ``id`` (HTML id), ``kind`` (``data-figure``), title, caption, PNG."""
+    """One embedded figure: ``id`` (HTML id), ``kind`` (``data-figure``), title, caption, PNG,
+    and the ``metric`` key it is drawn from ("" for figures of several metrics)."""
 
     id: str
     kind: str
@@ -494,6 +717,7 @@ class ReportFigure:
     png_base64: str
     width: int = 0
     height: int = 0
+    metric: str = ""
 
     @property
     def src(self) -> str:
@@ -511,6 +735,12 @@ def _slug(text: str) -> str:
     return "".join(c if c.isalnum() else "-" for c in text).strip("-").lower()
 
 
+def _curve_caption(results: Results, key: str) -> str:
+    if _per_class(results, key, None) is not None:
+        return f"From {key!r}: one curve per class (that class against the rest), overall slice ({n_text(results.overall)})."
+    return f"From {key!r}: the overall slice (black) and the largest slices of the first one-column slice spec; legends give n."
+
+
 def build_figures(
     results: Results,
     *,
@@ -518,6 +748,7 @@ def build_figures(
     bounds: bool = True,
     max_slices: int = 60,
     bar_metrics: Sequence[str] | None = None,
+    small_slice_size: int = SMALL_SLICE_SIZE,
     dpi: int = 100,
 ) -> list[ReportFigure]:
     """Every figure the data supports, in report order (see the module docstring)."""
@@ -526,35 +757,44 @@ def build_figures(
     if overall is None:
         return figs
 
-    def add(kind: str, fid: str, title: str, caption: str, fig: Any) -> None:
+    def add(kind: str, fid: str, title: str, caption: str, fig: Any, metric: str = "") -> None:
         png = figure_png(fig, dpi)
         raw = base64.b64decode(png[:44])  # PNG header: width and height at bytes 16-24
-        figs.append(ReportFigure(fid, kind, title, caption, png, int.from_bytes(raw[16:20], "big"), int.from_bytes(raw[20:24], "big")))
+        figs.append(ReportFigure(fid, kind, title, caption, png, int.from_bytes(raw[16:20], "big"), int.from_bytes(raw[20:24], "big"), metric))
 
     for key in metric_keys(results, "roc"):
-        add("roc", f"fig-roc-{_slug(key)}", "ROC curve", f"From {key!r}: the overall slice (black) and the largest slices of the first one-column slice spec.", plot_roc(results, metric=key))
+        add("roc", f"fig-roc-{_slug(key)}", f"ROC curve ({short_name(key)})", _curve_caption(results, key), plot_roc(results, metric=key), key)
     for key in metric_keys(results, "pr"):
-        add("pr", f"fig-pr-{_slug(key)}", "Precision-recall curve", f"From {key!r}: the overall slice (black) and the largest slices of the first one-column slice spec.", plot_pr(results, metric=key))
+        add("pr", f"fig-pr-{_slug(key)}", f"Precision-recall curve ({short_name(key)})", _curve_caption(results, key), plot_pr(results, metric=key), key)
     for key in metric_keys(results, "reliability"):
-        add("reliability", f"fig-reliability-{_slug(key)}", "Reliability diagram", f"From {key!r}, slice {overall.name}: equal-width score bins; the histogram shows each bin's weight.", plot_reliability(results, overall, metric=key))
+        ece = next(iter(metric_keys(results, canonical="ece")), None)
+        ece_text = f"; {ece} = {_value_text(ece, overall.metrics[ece])}" if ece is not None and np.ndim(overall.metrics[ece]) == 0 else ""
+        add("reliability", f"fig-reliability-{_slug(key)}", "Reliability diagram", f"From {key!r}, slice {overall.name} ({n_text(overall)}){ece_text}: equal-width score bins; the histogram shows each bin's weight.", plot_reliability(results, overall, metric=key), key)
     for key in metric_keys(results, "confusion_matrix"):
         if np.ndim(overall.metrics[key]) == 2:
-            add("confusion_matrix", f"fig-confusion-matrix-{_slug(key)}", "Confusion matrix", f"From {key!r}, slice {overall.name}: rows are true labels, columns predictions; each cell shows the weight and its share of the row.", plot_confusion_matrix(results, overall, metric=key))
+            what = "weight" if is_weighted(results) else "count"
+            add("confusion_matrix", f"fig-confusion-matrix-{_slug(key)}", "Confusion matrix", f"From {key!r}, slice {overall.name} ({n_text(overall)}): rows are true labels, columns predictions; each cell shows the {what} and its share of the row.", plot_confusion_matrix(results, overall, metric=key), key)
+    if (results.config or {}).get("task") == "regression" and len(computed(results)) > 1:
+        why = "one point per slice, sized by n (the regression states hold sums, not rows)"
+        if metric_keys(results, canonical="mean_prediction") and metric_keys(results, canonical="mean_label"):
+            add("predicted_vs_actual", "fig-predicted-vs-actual", "Predicted vs actual", f"Mean prediction against mean actual value, {why}; dotted: predicted = actual.", plot_predicted_vs_actual(results))
+        if metric_keys(results, canonical="mean_prediction") and metric_keys(results, canonical="mean_error"):
+            add("residuals", "fig-residuals", "Residuals", f"Mean residual (predicted - actual) against mean prediction, {why}; above the dotted line a slice is over-predicted.", plot_residuals(results))
     if len(computed(results)) > 1:
         for key in bar_metrics if bar_metrics is not None else scalar_metrics(results):
-            cap = "Bars are the slices' values, the dashed line the overall value"
+            cap = f"From {key!r}. Bars are the slices' values, best first, each labelled with its n; the dashed line is the overall value; small slices (n < {small_slice_size:,}: noisy values) are hatched, pale and listed last"
             label = ci_label(results)
             if label and any(_ci_pair(s, key) is not None for s in results.slices):
                 cap += f"; grey bars: {label}"
             if bounds and any(key in s.bounds for s in results.slices):
                 cap += "; black error bars are certified bounds (the metric comes from an approximate state)"
-            add("slices", f"fig-slices-{_slug(key)}", f"{key} per slice", cap + ".", plot_slices(results, key, max_slices=max_slices, bounds=bounds))
+            add("slices", f"fig-slices-{_slug(key)}", f"{short_name(key)} per slice", cap + ".", plot_slices(results, key, max_slices=max_slices, bounds=bounds, small_slice_size=small_slice_size), key)
     series = window_series(results, windows)
     if series:
         add("windows", "fig-windows", "Metrics over windows", f"{len(series)} windows, overall slice of each.", plot_windows(series))
     for key in metric_keys(results, "accuracy_matrix"):
         if np.ndim(overall.metrics[key]) == 2:
-            add("accuracy_matrix", f"fig-accuracy-matrix-{_slug(key)}", "Continual-learning accuracy matrix", f"From {key!r}: row i is the model after training on task i, column j its accuracy on task j.", plot_accuracy_matrix(results, overall, metric=key))
+            add("accuracy_matrix", f"fig-accuracy-matrix-{_slug(key)}", "Continual-learning accuracy matrix", f"From {key!r}: row i is the model after training on task i, column j its accuracy on task j.", plot_accuracy_matrix(results, overall, metric=key), key)
     if np.size(overall.metrics.get("anytime_accuracy_matrix", [])):
         add("anytime_accuracy_matrix", "fig-anytime-accuracy-matrix", "Anytime accuracy matrix", "Row i.h is the h-th evaluation while training on task i, column j the accuracy on task j.", plot_anytime_accuracy_matrix(results, overall))
     if "accuracy_all" in overall.metrics and "accuracy_seen" in overall.metrics and np.ndim(overall.metrics["accuracy_all"]) == 1:
@@ -632,8 +872,8 @@ def _comparison_table(results: Results, max_rows: int) -> dict[str, Any] | None:
             if c.reason:
                 title += ("; " if title else "") + c.reason
             cells.append({"text": text, "sort": "" if not math.isfinite(d) else repr(d), "title": title, "verdict": c.verdict})
-        rows.append({"name": s.name, "cells": cells})
-    return {"label": label, "metrics": metrics, "rows": rows, "hidden": max(0, len(shown) - max_rows)}
+        rows.append({"name": s.name, "n": s.n, "cells": cells})
+    return {"label": label, "metrics": metrics, "short_names": display_names(metrics), "rows": rows, "hidden": max(0, len(shown) - max_rows)}
 
 
 def _array_summary(v: Any) -> str:
@@ -653,6 +893,7 @@ def render_report(
     bounds: bool = True,
     max_slices: int = 60,
     max_table_rows: int = 5000,
+    small_slice_size: int = SMALL_SLICE_SIZE,
     dpi: int = 100,
 ) -> str:
     """The report as an HTML string (self-contained: inline CSS, JS and PNG images).
@@ -666,6 +907,7 @@ def render_report(
         bounds: show certified bounds in the tables and as error bars.
         max_slices: bars per per-slice chart (the largest slices by weight).
         max_table_rows: rows of the per-slice table (the rest is counted, not shown).
+        small_slice_size: slices with fewer rows are marked small (hatched) in the bar charts.
         dpi: resolution of the embedded figures.
     """
     import jinja2
@@ -679,21 +921,31 @@ def render_report(
         n_suppressed = sum(s.suppressed_slices or 1 for s in results.slices if s.suppressed)
         extra = {**(extra or {}), "suppressed_slices": n_suppressed}
         results = Results([s for s in results.slices if not s.suppressed], results.config)
-    figures = build_figures(results, windows=windows, bounds=bounds, max_slices=max_slices, dpi=dpi)
+    figures = build_figures(results, windows=windows, bounds=bounds, max_slices=max_slices, small_slice_size=small_slice_size, dpi=dpi)
+    figure_of: dict[str, str] = {}  # metric key -> id of the first figure drawn from it
+    for f in figures:
+        if f.metric:
+            figure_of.setdefault(f.metric, f.id)
     scalars = scalar_metrics(results, include_counts=True)
     overall = next((s for s in computed(results) if s.slice == ()), None)
     ci_name = ci_label(results)
     unsupported = set(((results.config or {}).get("ci") or {}).get("unsupported", ()))
     overall_rows = []
     if overall is not None:
+        shorts = display_names(overall.metrics)
         for k, v in overall.metrics.items():
+            short = shorts[k]
             if np.ndim(v) == 0 and not isinstance(v, str):
                 cell = _cell(v, overall.bounds.get(k), bounds, canonical_name(k) in COUNT_METRICS)
+            elif k in figure_of:  # a matrix or curve is shown as its figure, never as a nested list
+                what = {"confusion_matrix": "heatmap", "accuracy_matrix": "heatmap", "roc": "curve", "pr": "curve"}.get(figure_kind(k) or "", "diagram")
+                cell = {"text": f"shown as the {what} below", "sort": "", "title": "all values in metrics.json / metrics.parquet", "null": False, "href": "#" + figure_of[k]}
             else:
                 cell = {"text": _array_summary(v), "sort": "", "title": "", "null": False}
             cls = metric_class(k)
             hib = getattr(cls, "higher_is_better", None)
-            overall_rows.append({"metric": k, "name": metric_full_name(k), "cell": cell, "ci": _ci_text(overall, k, k in unsupported, ci_name), "direction": {True: "higher is better", False: "lower is better"}.get(hib, "")})
+            ci_cell = {"text": "", "title": ""} if k in figure_of and np.ndim(v) != 0 else _ci_text(overall, k, k in unsupported, ci_name)
+            overall_rows.append({"metric": short, "key": k, "name": metric_full_name(k), "cell": cell, "ci": ci_cell, "direction": {True: "higher is better", False: "lower is better"}.get(hib, "")})
     slice_rows = []
     for s in results.slices[:max_table_rows]:
         if getattr(s, "suppressed", False):
@@ -703,6 +955,7 @@ def render_report(
         slice_rows.append(
             {
                 "name": s.name,
+                "small": s.slice != () and s.n is not None and int(s.n) < small_slice_size,
                 "n": s.n,
                 "weight": _fmt(s.weight),
                 "weight_sort": repr(float(s.weight)),
@@ -714,7 +967,10 @@ def render_report(
     info = {k: v for k, v in (run_info or {}).items() if v is not None}
     config = results.config or {}
     summary = [("confidence intervals", ci_name)] if ci_name else []
+    shown_threshold = threshold_applies(results)
     for k in ("task", "label_col", "score_col", "prediction_col", "baseline_score_col", "baseline_prediction_col", "tolerance", "weight_col", "threshold", "slices"):
+        if k == "threshold" and not shown_threshold:  # argmax, regression, predicted labels, threshold-free metrics
+            continue
         if config.get(k) not in (None, [], ""):
             summary.append((k, config[k] if isinstance(config[k], (str, int, float)) else json.dumps(config[k])))
     return env.get_template(TEMPLATE).render(
@@ -726,7 +982,11 @@ def render_report(
         config_json=json.dumps(config, indent=2, default=str),
         overall_rows=overall_rows,
         scalars=scalars,
+        short_names=display_names(scalars),
         full_names={m: metric_full_name(m) for m in scalars},
+        weighted=is_weighted(results),
+        overall_n=n_text(overall) if overall is not None else "",
+        small_slice_size=small_slice_size,
         slice_rows=slice_rows,
         comparison=_comparison_table(results, max_table_rows),
         hidden_rows=max(0, len(results.slices) - max_table_rows),
@@ -735,13 +995,13 @@ def render_report(
         sections=_sections(figures),
         n_slices=len(results.slices),
         ci_name=ci_name,
-        ci_unsupported=[k for k in (overall.metrics if overall is not None else ()) if k in unsupported],
+        ci_unsupported=[short_name(k) for k in (overall.metrics if overall is not None else ()) if k in unsupported and not (k in figure_of and np.ndim(overall.metrics[k]) != 0)],
     )
 
 
 def _sections(figures: list[ReportFigure]) -> list[dict[str, Any]]:
     order = [
-        ("curves", "Curves and calibration", ("roc", "pr", "reliability", "confusion_matrix")),
+        ("curves", "Curves and calibration", ("roc", "pr", "reliability", "confusion_matrix", "predicted_vs_actual", "residuals")),
         ("slices", "Per-slice metrics", ("slices",)),
         ("windows", "Over time", ("windows",)),
         ("continual", "Continual learning", ("accuracy_matrix", "anytime_accuracy_matrix", "continual_curves")),

@@ -2,7 +2,9 @@
 
 References: plain formulas on small numbers computed here, scipy's t and normal quantiles, the
 DerSimonian-Laird analysis of the BCG vaccine trials (Colditz et al. 1994) as published in
-metafor's documentation (``rma(yi, vi, data=dat.bcg, method="DL")`` on log risk ratios), and
+metafor's own tests (``tests/testthat/test_misc_metan_vs_rma.uni_with_dat.bcg.r`` in wviechtb/metafor:
+``rma(yi, vi, data=dat, method="DL"|"FE")`` on log risk ratios and log odds ratios, checked there against
+Stata's ``metan``), and
 scikit-learn for the pooled metric over all examples.
 """
 
@@ -102,6 +104,23 @@ def test_dersimonian_laird_bcg_published_values():
     f = FixedEffect().aggregate(y, v, 0.95)  # metafor method="FE": -0.4303, se 0.0405, ci [-0.5097, -0.3509]
     assert f.value == pytest.approx(-0.4303, abs=5e-5) and f.details["se"] == pytest.approx(0.0405, abs=5e-5)
     assert f.ci == pytest.approx((-0.5097, -0.3509), abs=5e-5)
+    assert r.value / r.details["se"] == pytest.approx(-3.9952, abs=5e-4)  # metafor zval
+    assert r.details["i2"] == pytest.approx(0.921173, abs=5e-7)  # metafor I2 92.1173
+
+
+def test_dersimonian_laird_bcg_log_odds_ratios_published_values():
+    a, b, c, d = BCG.T
+    y = np.log((a * d) / (b * c))  # log odds ratios, metafor escalc(measure="OR")
+    v = 1 / a + 1 / b + 1 / c + 1 / d
+    r = RandomEffects().aggregate(y, v, 0.95)
+    # metafor DL: estimate -0.7474, ci [-1.1242, -0.3706], zval -3.8873, tau^2 0.3663, I^2 92.6455
+    assert r.value == pytest.approx(-0.7474, abs=5e-5) and r.ci == pytest.approx((-1.1242, -0.3706), abs=5e-5)
+    assert r.value / r.details["se"] == pytest.approx(-3.8873, abs=5e-4)
+    assert r.details["tau2"] == pytest.approx(0.3663, abs=5e-5) and r.details["i2"] == pytest.approx(0.926455, abs=5e-7)
+    f = FixedEffect().aggregate(y, v, 0.95)  # metafor FE: -0.4361, ci [-0.5190, -0.3533], zval -10.3190, QE 163.1649
+    assert f.value == pytest.approx(-0.4361, abs=5e-5) and f.ci == pytest.approx((-0.5190, -0.3533), abs=5e-5)
+    assert f.value / f.details["se"] == pytest.approx(-10.3190, abs=5e-4)
+    assert r.details["q"] == pytest.approx(163.1649, abs=5e-5)
 
 
 def test_mean_is_a_t_interval_over_runs_and_nan_for_one_run():

@@ -144,6 +144,27 @@ def test_posterior_accuracy_matches_the_beta_marginal(prior):
     assert r.config["ci"]["prior"] == prior
 
 
+@pytest.mark.parametrize("interval", ["equal_tailed", "hdi"])
+def test_posterior_interval_holds_a_point_at_the_edge(interval):
+    """Brown, Cai & DasGupta's boundary rule for the Jeffreys interval: with every positive
+    prediction right (precision 1.0, 30 of 30) the upper limit is 1 and the lower one is the
+    Beta(30 + 0.5, 0 + 0.5) quantile; with none right (0 of 10) the lower limit is 0. Interior
+    values keep the sampled quantiles."""
+    y = np.r_[np.ones(30), np.zeros(20), np.ones(5), np.zeros(10)].astype(int)
+    s = np.r_[np.full(30, 0.9), np.full(20, 0.1), np.full(5, 0.1), np.full(10, 0.9)]
+    g = np.r_[np.full(50, "a"), np.full(15, "b")]
+    r = Evaluation(label_col="y", score_col="s", slices=["g"], metrics=["precision", "accuracy"], ci="posterior",
+                   ci_prior=0.5, ci_replicates=20000, ci_interval=interval).evaluate([{"y": y, "s": s, "g": g}])  # fmt: skip
+    a, b = r[(("g", "a"),)], r[(("g", "b"),)]
+    assert a.metrics["precision"] == 1.0 and a.ci["precision"][1] == 1.0
+    ref = stats.beta(30.5, 0.5)
+    want_lo = ref.ppf(0.05) if interval == "hdi" else ref.ppf(0.025)  # the HDI of a J-shaped Beta is one-sided
+    assert a.ci["precision"][0] == pytest.approx(want_lo, abs=0.01)
+    assert b.metrics["precision"] == 0.0 and b.ci["precision"][0] == 0.0 and b.ci["precision"][1] > 0.0
+    lo, hi = r.overall.ci["accuracy"]  # 50 of 65 right: inside, both sampled
+    assert 0.0 < lo < 50 / 65 < hi < 1.0
+
+
 def test_posterior_hdi_is_the_shortest_interval():
     x = np.random.default_rng(0).gamma(2.0, size=(5000, 1))
     lo_e, hi_e = sample_interval(x, 0.9)

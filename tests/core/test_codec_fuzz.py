@@ -45,6 +45,7 @@ NON_NEGATIVE = {
     "calibration_bins": ("count",),
     "mean_measure": ("count", "weight"),
     "regression_moments": ("count", "weight", "m2_y", "m2_p", "m2_e", "sum_abs_e"),
+    "regression_terms": ("count", "weight", "outside"),
     "multilabel": ("tp", "fp", "fn", "tn", "weight", "count"),
     "score_distribution": ("pos", "neg"),
     "score_distribution_class0": ("pos", "neg"),
@@ -66,7 +67,7 @@ def sample_states() -> dict[str, State]:
         mcs[1].update([0, 1, 2, 1], y_score=scores)
         mcs.append(MetricCollection("f1@macro", task="multilabel", num_classes=3))
         mcs[2].update(np.array([[1, 0, 1], [0, 1, 0]]), y_score=np.array([[0.9, 0.2, 0.6], [0.3, 0.8, 0.1]]))
-        mcs.append(MetricCollection("r2", "mae", task="regression"))
+        mcs.append(MetricCollection("r2", "mae", "msle", "mean_pinball_loss@alpha=0.9", task="regression"))
         mcs[3].update([1.0, 2.0, -3.0], y_pred=[1.5, 1.0, -2.0])
         mcs.append(MetricCollection("ndcg", "mrr", task="regression"))
         mcs[4].update([2.0, 0.0, 1.0, 0.0], y_score=[0.3, 0.9, 0.3, 0.1], query=["a", "a", "b", "b"])

@@ -345,3 +345,68 @@ def test_policy_macro_leaves_out_nan_classes():
     zero_mc.update(y, y_pred=p)
     assert_all_close(nan_mc.compute(), {"f1@none": [1.0, 1.0, math.nan], "f1@macro": 1.0})
     assert close(zero_mc.compute()["f1@macro"], 2 / 3)
+
+
+@pytest.mark.parametrize("normalize", ["true", "pred", "all"])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_confusion_matrix_normalize_matches_sklearn(normalize, weighted):
+    """``confusion_matrix@normalize=...`` equals ``sklearn.metrics.confusion_matrix(normalize=...)``
+    with an absent class (its row / column is 0), overall (``compute``) and per slice (the
+    vectorised finish over the slice axis)."""
+    from sklearn.metrics import confusion_matrix as sk_cm
+
+    from core import Evaluation
+
+    rng = np.random.default_rng(3)
+    y = rng.choice([0, 1, 3], 300)  # class 2 never true
+    p = rng.choice([0, 1, 3], 300)  # and never predicted
+    w = rng.random(300) if weighted else None
+    g = rng.choice(["a", "b", "c"], 300)
+    key = f"confusion_matrix@normalize={normalize}"
+    cols = {"y": y, "p": p, "g": g} | ({"w": w} if weighted else {})
+    r = Evaluation(label_col="y", prediction_col="p", num_classes=4, slices=["g"], metrics=[key],
+                   weight_col="w" if weighted else None).evaluate([cols])  # fmt: skip
+    ref = sk_cm(y, p, labels=[0, 1, 2, 3], sample_weight=w, normalize=normalize)
+    np.testing.assert_allclose(r.overall.metrics[key], ref, rtol=1e-12, atol=0)
+    for v in "abc":
+        m = g == v
+        ref = sk_cm(y[m], p[m], labels=[0, 1, 2, 3], sample_weight=None if w is None else w[m], normalize=normalize)
+        np.testing.assert_allclose(r[(("g", v),)].metrics[key], ref, rtol=1e-12, atol=0)
+
+
+def test_confusion_matrix_normalize_rejects_other_values():
+    from core import MetricCollection
+
+    with pytest.raises(ValueError, match="normalize must be true, pred or all, got 'rows'"):
+        MetricCollection("confusion_matrix@normalize=rows", num_classes=3)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_hamming_loss_on_binary_and_multiclass_labels_matches_sklearn(weighted):
+    """``hamming_loss`` on 1-D labels: scikit-learn's fraction of wrong predictions (weighted),
+    per slice as well; NaN for an empty slice."""
+    from sklearn.metrics import hamming_loss as sk_hamming
+
+    from core import Evaluation
+
+    rng = np.random.default_rng(5)
+    n = 200
+    y2, s = rng.integers(0, 2, n), rng.random(n)
+    y3, p3 = rng.integers(0, 3, n), rng.integers(0, 3, n)
+    w = rng.random(n) if weighted else None
+    g = rng.choice(["a", "b"], n)
+    wk = dict(weight_col="w") if weighted else {}
+    extra = {"w": w} if weighted else {}
+    rb = Evaluation(label_col="y", score_col="s", slices=["g"], metrics=["hamming_loss"], **wk).evaluate([{"y": y2, "s": s, "g": g, **extra}])
+    rm = Evaluation(label_col="y", prediction_col="p", num_classes=3, slices=["g"], metrics=["hamming_loss"], **wk).evaluate([{"y": y3, "p": p3, "g": g, **extra}])
+    pred2 = (s >= 0.5).astype(int)
+    for key, mask in [((), np.ones(n, bool)), ((("g", "a"),), g == "a"), ((("g", "b"),), g == "b")]:
+        sw = None if w is None else w[mask]
+        assert rb[key].metrics["hamming_loss"] == pytest.approx(sk_hamming(y2[mask], pred2[mask], sample_weight=sw), rel=1e-12)
+        assert rm[key].metrics["hamming_loss"] == pytest.approx(sk_hamming(y3[mask], p3[mask], sample_weight=sw), rel=1e-12)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        empty = Evaluation(label_col="y", score_col="s", metrics=["hamming_loss"]).evaluate([{"y": y2[:0], "s": s[:0]}])
+    assert np.isnan(empty.overall.metrics["hamming_loss"])

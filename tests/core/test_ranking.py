@@ -430,10 +430,42 @@ def test_bad_parameters_raise(text):
         resolve(text, Task())
 
 
-@pytest.mark.parametrize("name", ["gini", "ks_statistic", "roc_curve", "precision_recall_curve", "pr_auc_trapezoid", "precision_at_recall@0.5", "partial_roc_auc@0.1"])
-def test_curve_metrics_are_binary_only(name):
+@pytest.mark.parametrize("name", ["gini", "ks_statistic", "pr_auc_trapezoid", "precision_at_recall@0.5", "partial_roc_auc@0.1"])
+def test_binary_only_ranking_metrics(name):
     with pytest.raises(ValueError, match="binary"):
         resolve(name, Task(num_classes=3))
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_multiclass_curves_are_sklearn_one_vs_rest_curves_per_class(weighted):
+    rng = np.random.default_rng(11)
+    n, k = 400, 4
+    y = rng.integers(0, k - 1, n)  # class 3 is absent: NaN rates, as scikit-learn
+    s = np.round(rng.dirichlet(np.ones(k), n), 2)  # ties
+    w = rng.integers(0, 3, n).astype(float) if weighted else None
+    mc = MetricCollection("roc_curve", "precision_recall_curve@drop_intermediate=true", num_classes=k)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        mc.update(y, y_score=s, sample_weight=w)
+        got = mc.compute()
+    roc, pr = got["roc_curve"], got["precision_recall_curve@drop_intermediate=true"]
+    assert roc.ndim == pr.ndim == 3 and roc.shape[0] == pr.shape[0] == k and roc.shape[2] == 3
+    for c in range(k):
+        rows = roc[c][~np.isnan(roc[c]).all(axis=1)]  # padding rows are NaN throughout
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fpr, tpr, thr = roc_curve(y == c, s[:, c], sample_weight=w)
+            prec, rec, pthr = precision_recall_curve(y == c, s[:, c], sample_weight=w, drop_intermediate=True)
+        np.testing.assert_allclose(rows[:, 0], fpr, rtol=1e-12)
+        np.testing.assert_allclose(rows[:, 1], tpr, rtol=1e-12)
+        np.testing.assert_allclose(rows[:, 2], thr, rtol=1e-12)
+        assert np.isnan(roc[c][len(rows):]).all()
+        prow = pr[c][~np.isnan(pr[c]).all(axis=1)]
+        np.testing.assert_allclose(prow[:, 0], prec, rtol=1e-12)
+        np.testing.assert_allclose(prow[:, 1], rec, rtol=1e-12)
+        np.testing.assert_allclose(prow[:-1, 2], pthr, rtol=1e-12)
+    with pytest.raises(ValueError, match="pos_label applies to binary tasks only"):
+        resolve("roc_curve@pos_label=0", Task(num_classes=3))
 
 
 @pytest.mark.parametrize(

@@ -296,3 +296,57 @@ def test_pos_label_two_columns_spark():
     arr = df.selectExpr("y", "array(p0, p1) AS proba", "region")
     ev = Evaluation(label_col="y", score_col="proba", slices=["region"], metrics=POS0)
     _check_pos0(collect_results(compute_metrics(arr, evaluation=ev), ev), t)
+
+
+# -- multiclass curves (one-vs-rest per class, (K, n, 3) NaN-padded) on every engine --------------
+def _multiclass_curve_rows(n: int = 600, seed: int = 9) -> list[dict]:
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 3, n)
+    s = np.round(rng.dirichlet([1, 1, 1], n) * 0.7 + np.eye(3)[y] * 0.3, 3)
+    g = rng.choice(["a", "b"], n)
+    return [{"y": int(a), "s": [float(v) for v in row], "g": str(c)} for a, row, c in zip(y, s, g)]
+
+
+def _multiclass_curve_evaluation() -> Evaluation:
+    return Evaluation(label_col="y", score_col="s", task="multiclass", num_classes=3, slices=["g"], metrics=["roc_curve", "precision_recall_curve", "roc_auc"])
+
+
+def _same_curves(a, b) -> None:
+    for s in a.slices:
+        for k in ("roc_curve", "precision_recall_curve"):
+            x, y = np.asarray(s.metrics[k], dtype=np.float64), np.asarray(b[s.slice].metrics[k], dtype=np.float64)
+            assert x.shape == y.shape and x.ndim == 3, (s.name, k, x.shape, y.shape)
+            np.testing.assert_array_equal(np.where(np.isinf(x), np.nan, x), np.where(np.isinf(y), np.nan, y))  # JSON: inf -> null
+            assert (~np.isnan(y).all(axis=2)).sum(axis=1).tolist() == (~np.isnan(x).all(axis=2)).sum(axis=1).tolist()  # padding rows told apart after JSON
+
+
+def test_multiclass_curves_beam_and_spark_equal_local_and_sklearn(tmp_path):
+    rows = _multiclass_curve_rows()
+    ev = _multiclass_curve_evaluation()
+    local = ev.evaluate([{"y": np.array([r["y"] for r in rows]), "s": np.array([r["s"] for r in rows]), "g": np.array([r["g"] for r in rows])}])
+    y, s = np.array([r["y"] for r in rows]), np.array([r["s"] for r in rows])
+    for c in range(3):
+        fpr, tpr, _ = roc_curve(y == c, s[:, c])
+        got = local.overall.metrics["roc_curve"][c]
+        got = got[~np.isnan(got).all(axis=1)]
+        np.testing.assert_allclose(got[:, 0], fpr, rtol=1e-12)
+        np.testing.assert_allclose(got[:, 1], tpr, rtol=1e-12)
+    beam = pytest.importorskip("apache_beam")
+    from beam_metrics import ComputeMetrics, slice_result_from_json, slice_result_to_json
+
+    with beam.Pipeline(runner="DirectRunner") as p:
+        _ = (
+            p | beam.Create(rows) | ComputeMetrics(ev, batch_size=64) | beam.Map(slice_result_to_json)
+            | beam.io.WriteToText(str(tmp_path / "mc"), file_name_suffix=".jsonl")
+        )  # fmt: skip
+    lines = [ln for f in sorted(tmp_path.glob("mc*.jsonl")) for ln in f.read_text().splitlines() if ln.strip()]
+    _same_curves(local, ev.collect(slices=[slice_result_from_json(ln) for ln in lines]))
+    if shutil.which("java") is None:
+        pytest.skip("Spark needs Java 17+")
+    pytest.importorskip("pyspark")
+    from spark_metrics import collect_results, compute_metrics, get_spark
+
+    import pandas as pd
+
+    df = get_spark().createDataFrame(pd.DataFrame(rows)).repartition(3)
+    _same_curves(local, collect_results(compute_metrics(df, evaluation=ev), ev))

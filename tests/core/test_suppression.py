@@ -83,6 +83,25 @@ def test_a_lone_suppressed_child_suppresses_its_parent():
     assert [s.suppressed for s in out] == [False, True, True, True, True, False]
 
 
+def test_a_suppressed_parent_is_not_published_through_its_children():
+    # carrier=HA (161 rows) is suppressed by a sibling rule, and HA flies only from JFK: its one
+    # child carrier=HA x origin=JFK holds exactly its rows, so publishing the child publishes it
+    out = suppress_complements([_sr((), 40), _sr((("a", 1),), None), _sr((("a", 2),), 20), _sr((("a", 3),), None),
+                                _sr((("a", 1), ("b", "x")), 10), _sr((("a", 2), ("b", "x")), 20), _sr((("a", 3), ("b", "x")), 4), _sr((("a", 3), ("b", "y")), 6)])  # fmt: skip
+    # a=1's lone child goes; a=3's two published children add up to a=3: the smaller (4) goes. Then
+    # under the overall slice the cross has two hidden cells, (a=2, b=x) stays
+    assert [s.suppressed for s in out] == [False, True, False, True, True, False, True, False]
+    # the flights case: OO (3 rows) is primarily suppressed, HA (6) goes with it as its smallest
+    # sibling, and HA's only cell HA x JFK (6) must go too
+    data = {"y": [1] * 19, "s": [0.9] * 19, "carrier": ["OO"] * 3 + ["HA"] * 6 + ["AA"] * 10, "origin": ["EWR"] * 3 + ["JFK"] * 6 + ["JFK"] * 5 + ["LGA"] * 5}
+    ev = Evaluation(label_col="y", score_col="s", slices=["carrier", "carrier,origin"], metrics=["tp"], min_slice_size=5, show_suppressed_names=True)
+    by = {s.slice: s for s in ev.evaluate([data]).slices}
+    assert by[(("carrier", "OO"),)].suppressed and by[(("carrier", "HA"),)].suppressed and not by[(("carrier", "AA"),)].suppressed
+    assert by[(("carrier", "HA"), ("origin", "JFK"))].suppressed  # was published with HA's n = 6 and tp = 6
+    published = [s for s in by.values() if s.slice and not s.suppressed]
+    assert {s.slice for s in published} >= {(("carrier", "AA"),)}
+
+
 def test_complementary_suppression_and_withholding_are_idempotent():
     once = withhold_names(suppress_complements(_evaluate(show_suppressed_names=True).slices))
     assert withhold_names(suppress_complements(once)) == once

@@ -111,17 +111,20 @@ def test_flights_example_beam_and_spark_write_the_same_metrics(tmp_path):
     assert docs["beam"] == docs["spark"]
     doc = docs["beam"]
     preds = pq.read_table(tmp_path / "beam" / "flights_predictions.parquet").to_pandas()
-    slices = {tuple(sorted(s["slice"].items())): s for s in doc["slices"]}
+    slices = {tuple(sorted(s["slice"].items())): s for s in doc["slices"] if not s.get("suppressed")}
     carriers, origins = sorted(preds.carrier.unique()), sorted(preds.origin.unique())
     pairs = preds.groupby(["carrier", "origin"]).size()
-    assert set(slices) == (
-        {()}
-        | {(("carrier", c),) for c in carriers}
-        | {(("origin", o),) for o in origins}
-        | {(("carrier", c), ("origin", o)) for c, o in pairs.index}
-    )
+    every = {()} | {(("carrier", c),) for c in carriers} | {(("origin", o),) for o in origins} | {(("carrier", c), ("origin", o)) for c, o in pairs.index}
+    sizes = {(("carrier", c),): int((preds.carrier == c).sum()) for c in carriers} | {(("carrier", c), ("origin", o)): int(k) for (c, o), k in pairs.items()}
+    # the example's min_slice_size (100): no published slice is smaller; every smaller one is
+    # suppressed (with its names withheld: one "__suppressed__" entry per spec)
+    assert doc["config"]["min_slice_size"] == 100
+    assert set(slices) <= every and all(slices[k]["n"] >= 100 for k in slices)
+    assert {k for k, n in sizes.items() if n < 100} and not {k for k, n in sizes.items() if n < 100} & set(slices)
+    assert any(s.get("suppressed") for s in doc["slices"])
     assert doc["example"]["eval_rows"] == len(preds) == slices[()]["n"]
-    assert sum(slices[(("carrier", c),)]["n"] for c in carriers) == len(preds)
+    for k in slices:
+        assert slices[k]["n"] == sizes.get(k, slices[k]["n"])
 
     def check(key, mask):
         y, pred = preds.delayed[mask], (preds.score[mask] >= 0.5).astype(int)
@@ -138,13 +141,11 @@ def test_flights_example_beam_and_spark_write_the_same_metrics(tmp_path):
             else:
                 assert got[name] == pytest.approx(value, rel=1e-12), (key, name)
 
-    check((), np.ones(len(preds), bool))
-    for c in carriers:
-        check((("carrier", c),), preds.carrier == c)
-    for o in origins:
-        check((("origin", o),), preds.origin == o)
-    for c, o in pairs.index:
-        check((("carrier", c), ("origin", o)), (preds.carrier == c) & (preds.origin == o))
+    for key in slices:
+        mask = np.ones(len(preds), bool)
+        for col, value in key:
+            mask &= (preds[col] == value).to_numpy()
+        check(key, mask)
 
 
 FLOAT_SUM_METRICS = "accuracy,f1,log_loss,brier_score,ece,mce,mean_label,mean_prediction,reliability_diagram@n_bins=5"

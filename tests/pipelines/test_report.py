@@ -170,6 +170,30 @@ def test_flights_example_writes_the_report(tmp_path):
     assert overall["metrics"]["roc_auc@capacity=1000"] == pytest.approx(0.896, abs=0.002)
     assert overall["bounds"]["roc_auc@capacity=1000"][0] <= overall["metrics"]["roc_auc@capacity=1000"]
     assert (out / "metrics.json").stat().st_size < 20_000_000  # curves are capped per slice
+    # a logistic regression: the reliability diagram and ECE, from the scores themselves
+    assert "reliability" in kinds
+    preds = pq.read_table(out / "flights_predictions.parquet").to_pandas()
+    y, s = preds.delayed.to_numpy(), preds.score.to_numpy()
+    b = np.minimum((s * 10).astype(int), 9)  # equal-width bins [i/10, (i+1)/10), the last closed
+    ece = sum(abs(s[b == i].sum() - y[b == i].sum()) for i in range(10)) / len(s)
+    assert overall["metrics"]["ece"] == pytest.approx(ece, rel=1e-9)
+    assert f"ece = {overall['metrics']['ece']:.4f}" in page
+    diagram = np.array(overall["metrics"]["reliability_diagram"])
+    assert diagram[:, 0] == pytest.approx([float((b == i).sum()) for i in range(10)])
+    # min_slice_size 100: the small slices (carrier=OO: 26 flights) are suppressed, not shown
+    assert doc["config"]["min_slice_size"] == 100
+    sizes = preds.groupby("carrier").size()
+    assert sizes.min() < 100 and "carrier=OO" not in page
+    # as the README says: carrier OO below 100, complementary suppression withholds 4 carriers and
+    # 7 carrier x origin slices in all (a cell of every suppressed carrier too); 44 slices published
+    assert [s_.get("suppressed_slices") for s_ in doc["slices"] if s_.get("suppressed")] == [4, 7]
+    assert sum(1 for s_ in doc["slices"] if not s_.get("suppressed")) == 44
+    assert all(s_["n"] >= 100 for s_ in doc["slices"] if not s_.get("suppressed"))
+    # no nested-list confusion matrix, no weight column (unweighted), no parameters in headers
+    overall_section = _section(page, "overall")
+    assert "[[" not in overall_section and "shown as the heatmap below" in overall_section
+    per_slice = _section(page, "per-slice")
+    assert "<th>weight</th>" not in per_slice and ">average_precision</th>" in per_slice and "@capacity" not in "".join(re.findall(r">[^<]*</th>", per_slice))
 
 
 def test_report_path_rules(tmp_path):
@@ -212,7 +236,7 @@ def test_confidence_intervals_are_labelled_with_method_and_level_apart_from_boun
     assert "<th>90% CI, posterior</th>" in page  # the overall table's interval column
     lo, hi = r.overall.ci["accuracy"]
     assert f'<td class="ci" title="90% CI, posterior">{lo:.4f} to {hi:.4f}</td>' in page
-    assert "No interval (not supported by this method): roc_auc@capacity=64." in page
+    assert "No interval (not supported by this method): roc_auc." in page  # short display name
     assert "certified bounds" in page and "[" in page  # bounds keep their brackets and name
     assert page.count("grey bars: 90% CI, posterior") == 2  # accuracy and f1 bar charts, not roc_auc's
     s = r["g=a"]
@@ -244,3 +268,236 @@ def test_report_labels_metrics_with_their_full_names():
     assert "<td>roc_auc</td><td class=\"dir\">ROC AUC</td>" in page
     assert "<td>f1@threshold=0.7</td><td class=\"dir\">F1 score (threshold=0.7)</td>" in page
     assert '<th title="Accuracy">accuracy</th>' in page
+
+
+# -- the report read as a reviewer would (issue 16) ------------------------------------------
+def _sized_table(seed=3):
+    """Three groups of 900, 700 and 40 rows (a "tiny" one), weights in ``w``."""
+    rng = np.random.default_rng(seed)
+    g = np.repeat(["big", "mid", "tiny"], [900, 700, 40])
+    n = g.size
+    y = rng.integers(0, 2, n)
+    s = np.clip(0.3 * y + 0.7 * rng.random(n), 0, 1)
+    s[g == "tiny"] = 0.1 + 0.8 * y[g == "tiny"]  # the tiny slice is perfect: 1.000 everywhere
+    return {"y": y, "s": s, "g": g, "w": rng.integers(1, 4, n).astype(float)}
+
+
+def _sized(metrics=("accuracy", "f1", "roc_auc@capacity=64", "roc_curve@capacity=64", "confusion_matrix"), **kw):
+    ev = Evaluation(label_col="y", score_col="s", slices=["g"], metrics=list(metrics), **kw)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return ev.evaluate([_sized_table()])
+
+
+def _section(page: str, sid: str) -> str:
+    start = page.index(f'<section id="{sid}">')
+    return page[start : page.index("</section>", start)]
+
+
+def _texts_inside(fig) -> list[str]:
+    """What of a figure does not fit inside it: titles, axis labels and tick labels of each axes
+    that are cut off by the figure's edge, and "figure" when its drawn extent exceeds the canvas."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    renderer = canvas.get_renderer()
+    box = fig.bbox
+    out = []
+    for ax in fig.axes:
+        texts = [ax.title, ax._left_title, ax._right_title, ax.xaxis.label, ax.yaxis.label]
+        texts += [tk.label1 for tk in ax.xaxis.get_major_ticks() + ax.yaxis.get_major_ticks() if tk.get_visible() and tk.label1.get_visible()]
+        lo, hi = sorted(ax.get_xlim()), sorted(ax.get_ylim())
+        for t in texts:
+            if not t.get_visible() or not t.get_text().strip():
+                continue
+            x, y = t.get_position()
+            if t in [tk.label1 for tk in ax.xaxis.get_major_ticks()] and not lo[0] - 1e-9 <= x <= lo[1] + 1e-9:
+                continue  # a tick outside the view is not drawn
+            if t in [tk.label1 for tk in ax.yaxis.get_major_ticks()] and not hi[0] - 1e-9 <= y <= hi[1] + 1e-9:
+                continue
+            e = t.get_window_extent(renderer)
+            if e.x0 < box.x0 - 1 or e.y0 < box.y0 - 1 or e.x1 > box.x1 + 1 or e.y1 > box.y1 + 1:
+                out.append(t.get_text())
+    tight = fig.get_tightbbox(renderer)
+    if tight.x0 < -0.02 or tight.y0 < -0.02 or tight.x1 > fig.get_figwidth() + 0.02 or tight.y1 > fig.get_figheight() + 0.02:
+        out.append("figure")
+    return out
+
+
+def test_n_in_every_table_and_chart_label():
+    r = _sized()
+    t = _sized_table()
+    page = report.render_report(r)
+    assert '<span class="note" id="overall-n">(n=1,640)</span>' in page
+    rows = re.findall(r"<tr(?: class=\"small\"[^>]*)?><td>([^<]+)</td><td data-value=\"(\d+)\">([\d,]+)", _section(page, "per-slice"))
+    want = {"Overall": 1640, "g=big": 900, "g=mid": 700, "g=tiny": 40}
+    assert {name: int(v) for name, v, _ in rows} == want
+    assert {name: text for name, _, text in rows} == {k: f"{v:,}" for k, v in want.items()}
+    # the tiny slice is marked small in the table (fewer than 100 rows)
+    assert re.search(r'<tr class="small" title="small slice: n &lt; 100, noisy values"><td>g=tiny</td>', page)
+    # bar chart: every tick label names its n; ROC legend and confusion matrix title too
+    ax = report.plot_slices(r, "f1").axes[0]
+    labels = [tk.get_text() for tk in ax.get_yticklabels()]
+    assert sorted(labels) == ["g=big (n=900)", "g=mid (n=700)", "g=tiny (n=40, small)"]
+    legend = [x.get_text() for x in report.plot_roc(r).axes[0].get_legend().get_texts()]
+    assert legend[0].startswith("Overall (n=1,640, roc_auc ") and any(x.startswith("g=tiny (n=40") for x in legend)
+    assert report.plot_confusion_matrix(r).axes[0].get_title() == "Confusion matrix (Overall, n=1,640)"
+    assert int((t["g"] == "tiny").sum()) == 40
+
+
+def test_bar_charts_are_ordered_by_the_metric_with_small_slices_last():
+    from sklearn.metrics import accuracy_score, mean_absolute_error
+
+    r = _sized()
+    t = _sized_table()
+    acc = {g: accuracy_score(t["y"][t["g"] == g], t["s"][t["g"] == g] >= 0.5) for g in ("big", "mid", "tiny")}
+    assert acc["tiny"] == 1.0 > max(acc["big"], acc["mid"])  # the tiny slice would top the chart
+    ax = report.plot_slices(r, "accuracy").axes[0]
+    ticks = sorted(zip(ax.get_yticks(), (tk.get_text() for tk in ax.get_yticklabels())), reverse=True)  # top first
+    order = [text.split(" ")[0] for _, text in ticks]
+    big_mid = sorted(("big", "mid"), key=lambda g: -acc[g])
+    assert order == [f"g={g}" for g in big_mid] + ["g=tiny"]  # by accuracy; the small slice last
+    bars = sorted(ax.patches, key=lambda b: -b.get_y())
+    assert [b.get_width() for b in bars] == pytest.approx([acc[g] for g in big_mid] + [acc["tiny"]])
+    assert [b.get_hatch() for b in bars] == [None, None, "///"]
+    assert "hatched, at the bottom: small slices, n < 100" in ax.get_title()
+    # lower is better: ascending; small_slice_size moves the threshold
+    rr = Evaluation(label_col="y", score_col="p", task="regression", slices=["g"], metrics=["mae"]).evaluate(
+        [{"y": t["y"].astype(float), "p": t["s"], "g": t["g"]}])  # fmt: skip
+    mae = {g: mean_absolute_error(t["y"][t["g"] == g], t["s"][t["g"] == g]) for g in ("big", "mid", "tiny")}
+    ax = report.plot_slices(rr, "mae", small_slice_size=10).axes[0]
+    ticks = sorted(zip(ax.get_yticks(), (tk.get_text() for tk in ax.get_yticklabels())), reverse=True)
+    assert [text.split(" ")[0] for _, text in ticks] == [f"g={g}" for g in sorted(mae, key=mae.get)]
+    assert not any(b.get_hatch() for b in ax.patches)
+
+
+def test_short_display_names_with_the_full_key_in_tooltips_and_no_cut_off_title():
+    assert report.short_name("average_precision@capacity=1000") == "average_precision"
+    assert report.short_name("roc_curve@capacity=64@drop_intermediate=false") == "roc_curve"
+    assert report.short_name("f1@threshold=0.7") == "f1@threshold=0.7"  # a threshold changes what is measured
+    assert report.display_names(["roc_auc@capacity=64", "roc_auc@capacity=128", "f1"]) == {
+        "roc_auc@capacity=64": "roc_auc@capacity=64", "roc_auc@capacity=128": "roc_auc@capacity=128", "f1": "f1"}  # fmt: skip
+    r = _results(["accuracy", "roc_auc@capacity=64", "average_precision@capacity=64", "roc_curve@capacity=64", "precision_recall_curve@capacity=64"], slices=("g", "g,h"))
+    page = report.render_report(r)
+    assert '<th title="ROC AUC (capacity=64): roc_auc@capacity=64">roc_auc</th>' in page
+    assert '<th title="Average precision (capacity=64): average_precision@capacity=64">average_precision</th>' in page
+    assert '<td title="roc_auc@capacity=64">roc_auc</td>' in page  # overall table
+    assert "<strong>roc_auc per slice.</strong> From &#39;roc_auc@capacity=64&#39;" in page  # caption keeps the key
+    assert "<strong>ROC curve (roc_curve).</strong>" in page
+    headers = re.findall(r"<th[^>]*>([^<]+)</th>", _section(page, "per-slice"))
+    assert not [h for h in headers if "@" in h]
+    for fig in (report.plot_slices(r, "average_precision@capacity=64"), report.plot_roc(r), report.plot_pr(r)):
+        assert "@" not in fig.axes[0].get_title()
+    # every text of every figure fits in it, long slice names and two-line titles included (the
+    # check itself sees a title cut off: the old one-line title with the full key was)
+    from matplotlib.figure import Figure
+
+    cut = Figure(figsize=(6.4, 2.0), layout="constrained")
+    cut.add_subplot().set_title("average_precision@capacity=1000 per slice (dashed: overall 0.8352) (the 60 largest of 120 slices)")
+    assert _texts_inside(cut) != []
+    long = _results(["accuracy", "average_precision@capacity=64", "confusion_matrix", "reliability_diagram", "ece", "roc_curve@capacity=64"],
+                    slices=("g", "g,h"), ci="posterior")  # fmt: skip
+    for fig in (report.plot_slices(long, "average_precision@capacity=64"), report.plot_slices(long, "accuracy"), report.plot_roc(long),
+                report.plot_reliability(long), report.plot_confusion_matrix(long)):  # fmt: skip
+        assert _texts_inside(fig) == []
+
+
+def test_overall_table_shows_matrices_as_figures_with_integer_counts():
+    from sklearn.metrics import confusion_matrix
+
+    r = _sized()
+    t = _sized_table()
+    overall = _section(report.render_report(r), "overall")
+    assert "[[" not in overall and "[" not in overall.split("confusion_matrix</td>", 1)[1].split("</tr>", 1)[0]
+    assert '<a href="#fig-confusion-matrix-confusion-matrix">shown as the heatmap below</a>' in overall
+    assert '<a href="#fig-roc-roc-curve-capacity-64">shown as the curve below</a>' in overall
+    want = confusion_matrix(t["y"], (t["s"] >= 0.5).astype(int))
+    ax = report.plot_confusion_matrix(r).axes[0]
+    counts = [x.get_text().split("\n")[0] for x in ax.texts]
+    assert counts == [f"{v:,}" for v in want.ravel()]  # integers, not 125351.0
+    assert ax.figure.axes[1].get_ylabel() == "count"
+    # weighted: the cells are weights (2 decimals when not whole) and the colour bar says so
+    rw = _sized(weight_col="w")
+    ax = report.plot_confusion_matrix(rw).axes[0]
+    wwant = confusion_matrix(t["y"], (t["s"] >= 0.5).astype(int), sample_weight=t["w"])
+    assert [x.get_text().split("\n")[0] for x in ax.texts] == [f"{int(v):,}" for v in wwant.ravel()]  # integer weights stay whole
+    assert ax.figure.axes[1].get_ylabel() == "weight"
+
+
+def test_weight_column_only_when_a_weight_column_is_used():
+    plain = _section(report.render_report(_sized()), "per-slice")
+    assert "<th>n</th>" in plain and "<th>weight</th>" not in plain
+    weighted = _section(report.render_report(_sized(weight_col="w")), "per-slice")
+    t = _sized_table()
+    assert "<th>weight</th>" in weighted
+    assert f'<td data-value="{float(t["w"][t["g"] == "tiny"].sum())!r}">' in weighted
+
+
+def test_threshold_is_shown_only_where_it_applies():
+    def summary(r):
+        return _section(report.render_report(r), "summary")
+
+    assert "<dt>threshold</dt><dd>0.5</dd>" in summary(_sized())  # binary scores, accuracy/f1 use it
+    assert "<dt>threshold</dt>" not in summary(_sized(["roc_auc", "average_precision"]))  # threshold-free
+    rng = np.random.default_rng(0)
+    mc = Evaluation(label_col="y", score_col="s", task="multiclass", num_classes=3, metrics=["accuracy", "confusion_matrix"])
+    r = mc.evaluate([{"y": rng.integers(0, 3, 300), "s": rng.dirichlet([1, 1, 1], 300)}])
+    assert r.config["threshold"] == 0.5 and "<dt>threshold</dt>" not in summary(r)  # argmax: no threshold
+    reg = Evaluation(label_col="y", score_col="p", task="regression", metrics=["mse"])
+    r = reg.evaluate([{"y": rng.normal(size=50), "p": rng.normal(size=50)}])
+    assert "threshold" not in summary(r)
+
+
+def test_regression_runs_get_predicted_vs_actual_and_residual_plots():
+    rng = np.random.default_rng(4)
+    g = rng.choice(["a", "b", "c"], 900)
+    y = rng.normal(10, 2, 900)
+    p = y + rng.normal(0, 1, 900) + (g == "b") * 2.0
+    ev = Evaluation(label_col="y", score_col="p", task="regression", slices=["g"], metrics=["mse", "mean_label", "mean_prediction", "mean_error"])
+    r = ev.evaluate([{"y": y, "p": p, "g": g}])
+    page = report.render_report(r)
+    assert _figures(page)[:2] == ["predicted_vs_actual", "residuals"]
+    assert "threshold" not in page.split('<section id="configuration">')[0]
+    pts = report.plot_predicted_vs_actual(r).axes[0].collections[0].get_offsets()
+    want = [(p.mean(), y.mean())] + [(p[g == k].mean(), y[g == k].mean()) for k in ("a", "b", "c")]
+    assert np.asarray(pts) == pytest.approx(np.array(want), rel=1e-12)
+    res = report.plot_residuals(r).axes[0].collections[0].get_offsets()
+    assert np.asarray(res)[:, 1] == pytest.approx([(p - y).mean()] + [(p - y)[g == k].mean() for k in ("a", "b", "c")], rel=1e-9)
+    # without the means, no figure (and the plot functions say which metric to add)
+    assert _figures(report.render_report(Evaluation(label_col="y", score_col="p", task="regression", slices=["g"], metrics=["mse"]).evaluate([{"y": y, "p": p, "g": g}])))  == ["slices"]
+    with pytest.raises(ValueError, match="no mean_error metric"):
+        report.plot_residuals(Evaluation(label_col="y", score_col="p", task="regression", metrics=["mean_prediction"]).evaluate([{"y": y, "p": p}]))
+
+
+def test_multiclass_runs_get_per_class_curves():
+    from sklearn.metrics import precision_recall_curve, roc_curve
+
+    rng = np.random.default_rng(8)
+    y = rng.integers(0, 3, 600)
+    s = rng.dirichlet([1, 1, 1], 600) * 0.7 + np.eye(3)[y] * 0.3
+    g = rng.choice(["a", "b"], 600)
+    ev = Evaluation(label_col="y", score_col="s", task="multiclass", num_classes=3, slices=["g"],
+                    metrics=["accuracy", "roc_curve", "precision_recall_curve", "confusion_matrix"])  # fmt: skip
+    r = ev.evaluate([{"y": y, "s": s, "g": g}])
+    page = report.render_report(r)
+    assert _figures(page)[:3] == ["roc", "pr", "confusion_matrix"]
+    assert "one curve per class (that class against the rest)" in page and "<dt>threshold</dt>" not in page
+    lines = [ln for ln in report.plot_roc(r).axes[0].get_lines() if ln.get_label().startswith("class ")]
+    assert [ln.get_label() for ln in lines] == ["class 0 vs rest", "class 1 vs rest", "class 2 vs rest"]
+    for c, ln in enumerate(lines):  # each line is scikit-learn's one-vs-rest curve of that class
+        fpr, tpr, _ = roc_curve(y == c, s[:, c])
+        assert ln.get_xdata() == pytest.approx(fpr) and ln.get_ydata() == pytest.approx(tpr)
+    pr = [ln for ln in report.plot_pr(r, slices=["g=a"]).axes[0].get_lines() if ln.get_label().startswith("class ")]
+    a = g == "a"
+    for c, ln in enumerate(pr):
+        precision, recall, _ = precision_recall_curve(y[a] == c, s[a, c])
+        assert ln.get_xdata() == pytest.approx(recall) and ln.get_ydata() == pytest.approx(precision)
+    assert "(g=a, n=" in report.plot_pr(r, slices=["g=a"]).axes[0].get_title()
+
+
+def test_bar_chart_title_prints_a_rate_of_one_as_a_rate():
+    t = _sized_table()
+    r = Evaluation(label_col="y", score_col="s", slices=["g"], metrics=["accuracy"]).evaluate([{**t, "s": t["y"].astype(float)}])
+    assert r.overall.metrics["accuracy"] == 1.0
+    assert "dashed: overall 1.0000 (n=1,640)" in report.plot_slices(r, "accuracy").axes[0].get_title()

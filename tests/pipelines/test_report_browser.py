@@ -177,20 +177,64 @@ def test_report_loads_without_errors_and_shows_every_figure(chromium, report, tm
     slices = dom.tables["slices-table"]
     assert len(slices) == len(results.slices) == 1 + 4 + 8
     assert slices[0][0] == "Overall"
+    # as a reviewer reads it: n in every row, short headers (full key in the tooltip), no weight
+    # column without a weight column, no nested list in the overall table
+    assert [r[1].split(" ")[0] for r in slices] == [f"{s.n:,}" for s in results.slices]
+    head = proc.stdout[proc.stdout.index('id="slices-table"') :].split("</thead>", 1)[0]
+    assert ">weight<" not in head and ">average_precision</th>" in head and 'title="Average precision (capacity=64): average_precision@capacity=64"' in head
+    overall = {r[0]: r[2] for r in dom.tables["overall-table"]}
+    assert overall["confusion_matrix"] == "shown as the heatmap below" and "[[" not in "".join(overall.values())
 
 
 def test_table_sorts_in_the_browser(chromium, report):
     path, results = report
-    # column 4 of the per-slice table is the first metric (accuracy): slice, n, weight, then metrics
-    proc = _run_chromium(chromium, path.as_uri() + "#sort=slices-table:3:desc", "--dump-dom")
+    # column 2 of the per-slice table is the first metric (accuracy): slice, n, then metrics (no
+    # weight column: the run has no weight column)
+    proc = _run_chromium(chromium, path.as_uri() + "#sort=slices-table:2:desc", "--dump-dom")
     assert proc.returncode == 0, proc.stderr[-3000:]
     dom = _Dom()
     dom.feed(proc.stdout)
     assert "data-js-errors" not in dom.root, dom.root.get("data-js-errors")
-    shown = [float(r[3]) for r in dom.tables["slices-table"]]
+    shown = [float(r[2]) for r in dom.tables["slices-table"]]
     assert shown == sorted(shown, reverse=True)
     want = sorted((float(s.metrics["accuracy"]) for s in results.slices), reverse=True)
     assert shown == pytest.approx(want, abs=1e-4)
+
+
+def _regression_and_multiclass_reports(tmp_path):
+    rng = np.random.default_rng(2)
+    n = 3000
+    g = rng.choice(["a", "b", "c", "tiny"], n, p=[0.4, 0.35, 0.24, 0.01])
+    y = rng.normal(5, 2, n)
+    reg = Evaluation(label_col="y", score_col="p", task="regression", slices=["g"], metrics=["mse", "mae", "r2", "mean_label", "mean_prediction", "mean_error"])
+    r = reg.evaluate([{"y": y, "p": y + rng.normal(0.3, 1, n) + (g == "b"), "g": g}])
+    k = rng.integers(0, 3, n)
+    mc = Evaluation(label_col="y", score_col="s", task="multiclass", num_classes=3, slices=["g"], metrics=["accuracy", "f1@macro", "roc_auc", "confusion_matrix"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = mc.evaluate([{"y": k, "s": rng.dirichlet([1, 1, 1], n) * 0.8 + np.eye(3)[k] * 0.2, "g": g}])
+    return write_report(r, tmp_path / "regression.html", title="Regression"), write_report(m, tmp_path / "multiclass.html", title="Multiclass")
+
+
+def test_regression_and_multiclass_reports_in_the_browser(chromium, tmp_path):
+    reg, mc = _regression_and_multiclass_reports(tmp_path)
+    for path, want in ((reg, ["predicted_vs_actual", "residuals"]), (mc, ["confusion_matrix"])):
+        proc = _run_chromium(chromium, path.as_uri(), "--dump-dom")
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        dom = _Dom()
+        dom.feed(proc.stdout)
+        assert dom.root.get("data-report-ready") == "1" and "data-js-errors" not in dom.root, dom.root.get("data-js-errors")
+        kinds = [f["kind"] for f in dom.figures]
+        assert kinds[: len(want)] == want and "slices" in kinds
+        assert dom.root.get("data-images-loaded") == str(len(dom.figures))
+        assert ">threshold<" not in proc.stdout  # no threshold applies to regression or argmax
+        small = [r for r in dom.tables["slices-table"] if r[0] == "g=tiny"]
+        assert small and small[0][1].endswith("small")
+        shot = tmp_path / (path.stem + ".png")
+        proc = _run_chromium(chromium, path.as_uri(), f"--screenshot={shot}", "--window-size=1400,2400")
+        assert proc.returncode == 0 and shot.exists() and len(shot.read_bytes()) > 20_000, proc.stderr[-3000:]
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(shot, ARTIFACTS / f"report_{path.stem}_screenshot.png")
 
 
 def test_screenshot_artifact(chromium, report, tmp_path):

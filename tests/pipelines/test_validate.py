@@ -556,6 +556,11 @@ def flights_runs(tmp_path_factory):
         argv = ["--input", str(d / f"{name}.parquet"), "--label", "delayed", "--score", "score", "--slice", "origin", "--slice", "carrier",
                 "--metrics", FLIGHTS_METRICS, "--engine", "local", "--output", str(d / name), "--quiet", "--no-report"]  # fmt: skip
         assert evaluate(argv) == 0
+    for name in ("good", "worse"):  # with the flights example's cross too (the README's thresholds example)
+        argv = ["--input", str(d / f"{name}.parquet"), "--label", "delayed", "--score", "score", "--slice", "origin", "--slice", "carrier",
+                "--slice", "carrier,origin", "--metrics", FLIGHTS_METRICS, "--engine", "local", "--output", str(d / f"{name}_cross"),
+                "--quiet", "--no-report"]  # fmt: skip
+        assert evaluate(argv) == 0
     argv[argv.index("--metrics") + 1] = "accuracy,f1,log_loss"  # the good model with other metrics
     argv[argv.index("--input") + 1] = str(d / "good.parquet")
     argv[argv.index("--output") + 1] = str(d / "other_metrics")
@@ -651,12 +656,13 @@ def test_the_readme_thresholds_example_runs_on_the_flights_runs(flights_runs, tm
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     block = next(b for b in re.findall(r"```yaml\n(.*?)```", readme, re.S) if b.startswith("# thresholds.yaml"))
     (tmp_path / "thresholds.yaml").write_text(block)
-    code, rep = _validate(d, tmp_path / "thresholds.yaml", "worse", "good")
+    code, rep = _validate(d, tmp_path / "thresholds.yaml", "worse_cross", "good_cross")
     assert code == 1 and rep["mismatches"] == []
     c = checks(rep)
     assert not [k for k in c if k[0] == "carrier=HA" and k[1] == "accuracy"]  # accuracy: {} for that slice
     assert ("carrier=HA", "log_loss", "relative") in c
-    assert _validate(d, tmp_path / "thresholds.yaml", "good", "good")[0] == 0
+    assert c[("carrier=F9, origin=LGA", "accuracy", "minimum")]["threshold"] == 0.7  # the cross's own entry, not the 0.85 default
+    assert _validate(d, tmp_path / "thresholds.yaml", "good_cross", "good_cross")[0] == 0  # identical runs pass
 
 
 def test_flights_small_drop_inside_the_intervals_passes(flights_runs, tmp_path):

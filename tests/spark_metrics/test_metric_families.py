@@ -31,11 +31,11 @@ def _frame(n: int = 120) -> pd.DataFrame:
 
 
 EVALUATIONS = {
-    "binary": dict(label_col="yb", score_col="s", metrics=["npv", "fpr", "mcc", "log_loss", "ece@n_bins=5", "mean_prediction", "dice"]),
+    "binary": dict(label_col="yb", score_col="s", metrics=["npv", "fpr", "mcc", "log_loss", "ece@n_bins=5", "mean_prediction", "dice", "confusion_matrix@normalize=true", "hamming_loss"]),
     "multiclass": dict(label_col="y3", score_col=["p0", "p1", "p2"], num_classes=3,
-                       metrics=["top_k_accuracy@k=2", "log_loss", "brier_score", "miou", "classification_report", "mcc"]),
+                       metrics=["top_k_accuracy@k=2", "log_loss", "brier_score", "miou", "classification_report", "mcc", "confusion_matrix@normalize=pred"]),
     "regression": dict(label_col="t", prediction_col="q", measure_col="loss", task="regression",
-                       metrics=["r2", "explained_variance", "mae", "max_error", "mean_error", "mean_measure"]),
+                       metrics=["r2", "explained_variance", "mae", "max_error", "mean_error", "mean_measure", "msle", "mean_pinball_loss@alpha=0.9", "mean_poisson_deviance", "d2_tweedie_score@power=1.5"]),
 }  # fmt: skip
 
 
