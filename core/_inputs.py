@@ -220,6 +220,8 @@ class Batch:
         baseline: the same elements read with a baseline model's scores or predictions
             (``Evaluation(baseline_score_col=...)``; labels, weights and ``row_of`` are this
             batch's), or None. :meth:`take` takes the same elements of both.
+        query: (n,) int64 query keys (the 64-bit hashes of ``query_col``'s ids, see
+            :mod:`core.retrieval`), or None.
     """
 
     y_true: np.ndarray | None
@@ -230,6 +232,7 @@ class Batch:
     row_of: np.ndarray | None = None
     y_score_class0: np.ndarray | None = None
     baseline: "Batch | None" = None
+    query: np.ndarray | None = None
 
     @property
     def n(self) -> int:
@@ -243,7 +246,7 @@ class Batch:
         pick = lambda a: None if a is None else a[index]  # noqa: E731
         return Batch(
             pick(self.y_true), pick(self.y_score), pick(self.y_pred), pick(self.sample_weight), pick(self.values), pick(self.row_of),
-            pick(self.y_score_class0), None if self.baseline is None else self.baseline.take(index),
+            pick(self.y_score_class0), None if self.baseline is None else self.baseline.take(index), pick(self.query),
         )
 
     def weight_sum(self) -> float:

@@ -17,6 +17,7 @@ import numpy as np
 from core._inputs import Batch
 from core.batches import extract_columns
 from core.formats import build_batch, make_batch
+from core.retrieval import with_query_keys
 
 if TYPE_CHECKING:
     from core.plan import Plan
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
 __all__ = ["ColumnMap"]
 
 #: the option naming each input role's column (for messages)
-ROLE_OPTIONS = {"target": "label_col", "score": "score_col", "prediction": "prediction_col", "measure": "measure_col"}
+ROLE_OPTIONS = {"target": "label_col", "score": "score_col", "prediction": "prediction_col", "measure": "measure_col", "query": "query_col"}
 
 
 class ColumnMap:
@@ -60,6 +61,7 @@ class ColumnMap:
         baseline_score_col: str | list[str] | None = None,
         baseline_prediction_col: str | None = None,
         measure_cols: dict[str, str] | None = None,
+        query_col: str | None = None,
     ):
         if baseline_score_col is not None and baseline_prediction_col is not None:
             raise ValueError("give at most one of baseline_score_col or baseline_prediction_col")
@@ -87,8 +89,9 @@ class ColumnMap:
         self.slices = tuple(slices)
         self.plan = plan
         self.id_col = id_col
+        self.query_col = query_col
         task = plan.task
-        roles = {r for r, c in (("target", label_col), ("score", score_col), ("prediction", prediction_col), ("measure", measure_col or self.measure_cols)) if c}
+        roles = {r for r, c in (("target", label_col), ("score", score_col), ("prediction", prediction_col), ("measure", measure_col or self.measure_cols), ("query", query_col)) if c}
         if "prediction" in plan.needs and not roles & {"score", "prediction"}:
             raise ValueError("give exactly one of score_col or prediction_col")
         plan.check_inputs(roles, ROLE_OPTIONS)
@@ -99,6 +102,7 @@ class ColumnMap:
             and not any(formats.values())
             and measure_col is None
             and not self.measure_cols
+            and query_col is None
             and label_col is not None
             and not isinstance(score_col, list)
             and not (task.kind == "multiclass" and score_col is not None)
@@ -117,11 +121,11 @@ class ColumnMap:
     @property
     def columns(self) -> list[str]:
         """Every input column this evaluation reads (label, score/prediction, the baseline's,
-        weight, measure, the bootstrap's ``id_col``, slices), each once."""
+        weight, measure, the bootstrap's ``id_col``, ``query_col``, slices), each once."""
         cols: list[Any] = [self.label_col]
         cols += self.score_col if isinstance(self.score_col, list) else [self.score_col or self.prediction_col]
         cols += self._baseline_columns()
-        cols += [self.weight_col, self.measure_col, *self.measure_cols.values(), self.id_col]
+        cols += [self.weight_col, self.measure_col, *self.measure_cols.values(), self.id_col, self.query_col]
         for s in self.slices:
             cols += list(s.columns)
         out: list[str] = []
@@ -199,6 +203,8 @@ class ColumnMap:
                 ``on_invalid="skip"``.
         """
         batch, invalid = self._model_batch(cols, row_offset, on_invalid, self.score_col, self.prediction_col)
+        if self.query_col is not None:
+            return self._with_query(batch, invalid, cols, row_offset, on_invalid)
         if not self.paired:
             return batch, invalid
         base, base_invalid = self._model_batch(cols, row_offset, on_invalid, self.baseline_score_col, self.baseline_prediction_col)
@@ -210,6 +216,20 @@ class ColumnMap:
             batch, _ = self._model_batch(sub, row_offset, "raise", self.score_col, self.prediction_col)
             base, _ = self._model_batch(sub, row_offset, "raise", self.baseline_score_col, self.baseline_prediction_col)
         return dataclasses.replace(batch, baseline=base), invalid
+
+    def _with_query(
+        self, batch: Batch, invalid: np.ndarray | None, cols: dict[str, Any], row_offset: int, on_invalid: str
+    ) -> tuple[Batch, np.ndarray | None]:
+        """``batch`` with its query keys (:attr:`core._inputs.Batch.query`: the 64-bit hashes of
+        ``query_col``'s ids). A missing id or a negative relevance is an invalid row: raised
+        (naming the column, the value and the row), or with ``on_invalid="skip"`` skipped."""
+        q = np.asarray(cols[self.query_col])
+        rows = np.arange(q.shape[0]) if invalid is None else np.flatnonzero(~invalid)
+        batch, bad = with_query_keys(batch, q[rows], rows + row_offset, (self.query_col, self.label_col), skip=on_invalid == "skip")
+        if bad is not None:
+            invalid = np.zeros(q.shape[0], dtype=bool) if invalid is None else invalid.copy()
+            invalid[rows[bad]] = True
+        return batch, invalid
 
     def _model_batch(
         self, cols: dict[str, Any], row_offset: int, on_invalid: str, score_col: Any, prediction_col: str | None

@@ -70,6 +70,21 @@ def _measure_map(measure_cols: Any) -> dict[str, str]:
     return dict(measure_cols) if isinstance(measure_cols, dict) else {c: c for c in measure_cols}
 
 
+#: the metrics of an evaluation with ``query_col`` and no ``metrics``
+RETRIEVAL_DEFAULT_METRICS = ("ndcg", "map", "mrr")
+
+
+def _retrieval_options(o: dict[str, Any]) -> dict[str, Any]:
+    """The options of an evaluation with ``query_col`` (ranking and retrieval metrics, see
+    :mod:`core.retrieval`): the default metrics, and the options it cannot take yet refused."""
+    for name in ("weight_col", "ci", "baseline_score_col", "baseline_prediction_col"):
+        if o[name] is not None:
+            raise ValueError(f"query_col: {name} is not supported with query_col (each query counts once; got {name}={o[name]!r})")
+    if o["num_classes"] not in (None, 2):
+        raise ValueError(f"query_col: relevance is binary or graded, not {o['num_classes']} classes (num_classes={o['num_classes']!r})")
+    return {**o, "metrics": list(RETRIEVAL_DEFAULT_METRICS) if o["metrics"] is None else o["metrics"]}
+
+
 def _column(name: str, doc: str) -> property:
     return property(lambda self: getattr(self.inputs, name), doc=doc)
 
@@ -116,6 +131,7 @@ class Evaluation(AccumulatorOps):
     prediction_col = _column("prediction_col", "The prediction column, or None.")
     weight_col = _column("weight_col", "The sample weight column, or None.")
     measure_col = _column("measure_col", "The column of per-row measures (``mean_measure``), or None.")
+    query_col = _column("query_col", "The column of query ids (ranking and retrieval metrics), or None.")
     formats = _column("formats", "``{role: input format or None}`` of the target, score and prediction columns.")
     columns = _column("columns", "Every input column this evaluation reads, each once (see :class:`~core.columns.ColumnMap`).")
     value_columns = _column("value_columns", "The label, score/prediction, weight and measure columns (not slices).")
@@ -125,7 +141,9 @@ class Evaluation(AccumulatorOps):
 
     def __init__(self, **options: Any):
         o = read_options(options)
-        task_obj = make_task(o["task"], o["num_classes"], o["threshold"], o["threshold_rule"], o["zero_division"], o["multiclass"], o["ignore_index"])
+        if o["query_col"] is not None:
+            o = _retrieval_options(o)
+        task_obj = make_task(o["task"] if o["task"] is not None or o["query_col"] is None else "regression", o["num_classes"], o["threshold"], o["threshold_rule"], o["zero_division"], o["multiclass"], o["ignore_index"])
         self.slices = parse_slices(o["slices"])
         self.min_slice_size = o["min_slice_size"]
         self.show_suppressed_names = o["show_suppressed_names"]
@@ -151,6 +169,7 @@ class Evaluation(AccumulatorOps):
             measure_col=o["measure_col"], measure_cols=measures, slices=self.slices, plan=self.plan, id_col=self._id_col,
             formats={role: o[opt] or self.plan.data_formats.get(role) for role, opt in (("target", "label_format"), ("score", "score_format"), ("prediction", "prediction_format"))},
             baseline_score_col=o["baseline_score_col"], baseline_prediction_col=o["baseline_prediction_col"],
+            query_col=o["query_col"],
         )  # fmt: skip
         if self.inputs.paired:  # both models folded over the same rows (core.comparison)
             self.plan = self._base_plan = PairedPlan(self.plan)

@@ -249,6 +249,12 @@ OPTIONS: tuple[Option, ...] = (
     Option("id_col", None, "str | None",
            "column identifying each example; the bootstrap derives its draws from it (from the row's content when "
            "None), so replicates are the same on any runner and partitioning.", config="if_set", fingerprint=True),
+    Option("query_col", None, "str | None",
+           "column of query ids (ints or strings) for the ranking and retrieval metrics (``ndcg``, ``map``, ``mrr``, "
+           "``retrieval_precision`` ...; :mod:`core.retrieval`): ``label_col`` holds each item's relevance (finite, "
+           ">= 0) and ``score_col`` its score; rows of one query may arrive in any batch or partition. Without "
+           "``task``, relevance is graded (a regression task); ``metrics`` default to ``ndcg``, ``map`` and ``mrr``.",
+           config="if_set", fingerprint=True),
     Option("baseline_score_col", None, "str | Sequence[str] | None",
            "scores of a baseline model on the same rows: every metric is also computed for it, and each slice "
            "reports ``comparison`` (``delta = candidate - baseline``, its paired interval and a verdict).",

@@ -19,10 +19,11 @@ import numpy as np
 import warnings
 
 from core import codec
-from core._inputs import Batch
+from core._inputs import Batch, as_array
 from core.formats import get_format, make_batch
 from core.measure import MeanMeasure, MeanMeasureMetric, MeanMeasureState, measure_values
 from core.metrics import DEFAULT_METRICS, Metric, Task, UndefinedMetricWarning, resolve
+from core.retrieval import with_query_keys
 from core.stacked import ManyValues, compute_cells, compute_many, compute_shared
 from core.states import ExampleCountState, State
 
@@ -34,8 +35,9 @@ _NEED_ROLES = {
     "score_matrix": ("score",),
     "probability": ("score", "prediction"),
     "measure": ("measure",),
+    "query": ("query",),
 }
-_ROLE_WORDS = {"target": "labels/targets", "prediction": "predictions", "score": "scores", "measure": "a measure"}
+_ROLE_WORDS = {"target": "labels/targets", "prediction": "predictions", "score": "scores", "measure": "a measure", "query": "query ids"}
 
 
 def make_task(
@@ -473,7 +475,8 @@ class MetricCollection:
         return {**fp, "formats": dict(sorted(self.formats.items()))} if self.formats else fp
 
     def update(
-        self, y_true: Any = None, y_score: Any = None, y_pred: Any = None, sample_weight: Any = None, measure: Any = None
+        self, y_true: Any = None, y_score: Any = None, y_pred: Any = None, sample_weight: Any = None, measure: Any = None,
+        query: Any = None,
     ) -> None:
         """Fold one batch.
 
@@ -491,6 +494,8 @@ class MetricCollection:
                 with named measures ``{name: (N,) values}`` (a measure given as a function is
                 computed from ``y_true`` and ``y_pred`` / ``y_score`` when its values are not
                 given; with one named measure, plain values are its values).
+            query: (N,) query ids (ints or strings) for the ranking and retrieval metrics
+                (:mod:`core.retrieval`; ``y_true`` is the relevance, >= 0).
 
         Raises:
             ValueError: length or shape mismatch, out-of-range or NaN labels/predictions, NaN/inf
@@ -514,8 +519,8 @@ class MetricCollection:
                 y_true = y_score = y_pred = None
         elif isinstance(measure, dict):
             raise ValueError(f"measure={{...}} names measures, but this collection has none (measures=... names them); got {sorted(measure)}")
-        given = {r for r, v in (("target", y_true), ("score", y_score), ("prediction", y_pred), ("measure", measure)) if v is not None}
-        self.plan.check_inputs(given, {"target": "y_true", "prediction": "y_pred", "score": "y_score", "measure": "measure"})
+        given = {r for r, v in (("target", y_true), ("score", y_score), ("prediction", y_pred), ("measure", measure), ("query", query)) if v is not None}
+        self.plan.check_inputs(given, {"target": "y_true", "prediction": "y_pred", "score": "y_score", "measure": "measure", "query": "query"})
         batch, _ = make_batch(
             num_classes=self.task.num_classes,
             y_true=y_true,
@@ -529,6 +534,9 @@ class MetricCollection:
             measure_name=measure_name,
             needs=self.plan.needs,
         )
+        if query is not None:
+            ids = as_array(query, "query")
+            batch, _ = with_query_keys(batch, ids, np.arange(ids.shape[0]) + self._rows, ("query", "y_true"))
         part = self.plan.fold(self.plan.zero(), batch)  # the heavy work, outside the lock
         rows = _rows_in(batch, y_true, y_pred, y_score, measure[0] if isinstance(measure_name, list) and measure else measure)
         with self._lock:

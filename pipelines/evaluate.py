@@ -79,6 +79,8 @@ def build_parser() -> argparse.ArgumentParser:
     cols.add_argument("--measure", action="append", metavar="[NAME=]COL",
                       help="per-row measure column (e.g. a loss), repeatable: NAME=COL adds the named measure NAME, the weighted "
                       "mean of COL (--measure loss=l --measure mae=a); one bare COL is the mean_measure metric's column")  # fmt: skip
+    cols.add_argument("--query", help="query id column (ints or strings) for the ranking metrics (ndcg, map, mrr, retrieval_precision@k ...): "
+                      "--label is each item's relevance (>= 0), --score its score")  # fmt: skip
     cols.add_argument(
         "--slice", action="append", default=[], metavar="SPEC",
         help="slice spec, repeatable: COL, or COL,COL (crossed); filters COL=V or COL=V1|V2; buckets COL:edges=0|500|1000 or "
@@ -175,6 +177,7 @@ CLI_DESTS = {
     "slices": "slice",
     "on_invalid": "skip_invalid",
     "id_col": "id",
+    "query_col": "query",
     "baseline_score_col": "baseline_score",
     "baseline_prediction_col": "baseline_prediction",
 }

@@ -143,6 +143,7 @@ def _prepare_columns(df: "DataFrame", evaluation: Evaluation) -> list:
     score = evaluation.score_col
     value_cols |= {score} if isinstance(score, str) else set(score or ())
     value_cols |= set(evaluation.columns) - slice_cols  # any other input column core reads
+    value_cols -= {getattr(evaluation, "query_col", None)}  # query ids: ints or strings
     exprs = []
     for name in evaluation.columns:
         dt = types[name]

@@ -51,6 +51,7 @@ NON_NEGATIVE = {
     "score_distribution_class0": ("pos", "neg"),
     "class_score_distribution": ("weights",),
     "continual": ("correct", "total", "anytime_correct", "anytime_total", "class_cm"),
+    "retrieval": ("relevance",),
 }
 
 
@@ -68,6 +69,8 @@ def sample_states() -> dict[str, State]:
         mcs[2].update(np.array([[1, 0, 1], [0, 1, 0]]), y_score=np.array([[0.9, 0.2, 0.6], [0.3, 0.8, 0.1]]))
         mcs.append(MetricCollection("r2", "mae", "msle", "mean_pinball_loss@alpha=0.9", task="regression"))
         mcs[3].update([1.0, 2.0, -3.0], y_pred=[1.5, 1.0, -2.0])
+        mcs.append(MetricCollection("ndcg", "mrr", task="regression"))
+        mcs[4].update([2.0, 0.0, 1.0, 0.0], y_score=[0.3, 0.9, 0.3, 0.1], query=["a", "a", "b", "b"])
         paired = Evaluation(label_col="y", score_col="s", baseline_score_col="b", weight_col="w", metrics=["f1"])  # + paired_confusion
         acc = paired.fold(paired.zero(), {"y": [1, 0, 1, 0], "s": [0.9, 0.3, 0.6, 0.2], "b": [0.4, 0.7, 0.6, 0.1], "w": [1, 2, 0.5, 1]})
     for states in [m.states for m in mcs] + [acc[()]]:

@@ -12,7 +12,7 @@ from core import Evaluation
 from core.evaluation import resolve_evaluation
 from core.options import OPTION_NAMES, OPTIONS
 
-#: two configurations that together give every option a value other than its default
+#: three configurations that together give every option a value other than its default
 MULTICLASS = dict(
     label_col="y", prediction_col="p", weight_col="w", slices=["g"], metrics=["accuracy", "mean_measure"], num_classes=3,
     threshold=0.3, threshold_rule=">", zero_division=0, on_invalid="skip", multiclass=True, task="multiclass",
@@ -23,6 +23,7 @@ SCORES = dict(
     label_col="y", score_col="s", score_format="probabilities", metrics=["roc_auc"], ci="posterior", ci_level=0.9,
     ci_replicates=50, ci_seed=3, ci_prior=1, ci_interval="hdi", ci_buckets=64, id_col="id", baseline_score_col="s0", tolerance=0.01, measure_cols={"loss": "l"},
 )  # fmt: skip
+RETRIEVAL = dict(label_col="rel", score_col="s", query_col="q", metrics=["ndcg@k=5", "mrr"])
 
 
 def test_the_signature_is_the_option_table():
@@ -35,8 +36,8 @@ def test_the_signature_is_the_option_table():
 
 
 def test_every_option_appears_in_to_config_and_round_trips():
-    configs = [Evaluation(**MULTICLASS).to_config(), Evaluation(**SCORES).to_config()]
-    assert set(configs[0]) | set(configs[1]) == set(OPTION_NAMES)
+    configs = [Evaluation(**MULTICLASS).to_config(), Evaluation(**SCORES).to_config(), Evaluation(**RETRIEVAL).to_config()]
+    assert set(configs[0]) | set(configs[1]) | set(configs[2]) == set(OPTION_NAMES)
     assert configs[0]["min_slice_size"] == 2.0 and configs[0]["zero_division"] == 0 and configs[1]["score_format"] == "probabilities"
     for cfg in configs:
         ev = Evaluation(**cfg)
@@ -54,7 +55,7 @@ def test_fingerprint_holds_the_column_format_and_slice_options():
 
 
 def test_engine_entry_points_accept_every_option():
-    for cfg in (MULTICLASS, SCORES):
+    for cfg in (MULTICLASS, SCORES, RETRIEVAL):
         want = Evaluation(**cfg).to_config()
         assert resolve_evaluation(None, dict(cfg)).to_config() == want  # ComputeMetrics(**kw), compute_metrics(df, **kw)
     with pytest.raises(TypeError, match="'threshhold'.*did you mean 'threshold'"):

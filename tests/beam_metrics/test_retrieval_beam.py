@@ -1,0 +1,42 @@
+"""Ranking and retrieval metrics (``query_col``) on Beam's DirectRunner: each query's rows are
+spread over bundles and batches of 3 rows, and the per-slice results equal ``core.Evaluation`` in
+process and scikit-learn's ``ndcg_score`` per query."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+beam = pytest.importorskip("apache_beam")
+
+import core  # noqa: E402
+from beam_metrics import ComputeMetrics, slice_result_from_json, slice_result_to_json  # noqa: E402
+from tests._helpers.retrieval import retrieval_data, sk_ndcg_mean  # noqa: E402
+
+pytestmark = pytest.mark.filterwarnings("ignore::core.metrics.UndefinedMetricWarning")
+
+METRICS = ["ndcg@k=10", "map@k=10", "mrr", "retrieval_precision@k=10", "retrieval_recall@k=10", "hit_rate@k=10", "r_precision", "dcg@k=10"]
+
+
+def test_queries_split_across_bundles_give_the_local_results(tmp_path: Path):
+    data = retrieval_data(11, n_queries=15)
+    rows = [{"q": data["q"][i], "rel": float(data["rel"][i]), "s": float(data["s"][i]), "g": data["g"][i]} for i in range(len(data["q"]))]
+    ev = core.Evaluation(label_col="rel", score_col="s", query_col="q", slices=["g"], metrics=METRICS)
+    prefix = str(tmp_path / "slices")
+    with beam.Pipeline(runner="DirectRunner") as p:
+        _ = (
+            p
+            | beam.Create(rows, reshuffle=True)
+            | beam.Reshuffle()  # rows of one query land in different bundles
+            | ComputeMetrics(ev, batch_size=3)
+            | beam.Map(slice_result_to_json)
+            | beam.io.WriteToText(prefix)
+        )
+    lines = [ln for f in sorted(tmp_path.glob("slices*")) for ln in f.read_text().splitlines() if ln]
+    got = ev.collect(slices=[slice_result_from_json(ln) for ln in lines])
+    want = ev.evaluate(data)
+    assert got.to_json() == want.to_json()
+    assert len(got.slices) == 3
+    np.testing.assert_allclose(got.overall.metrics["ndcg@10"], sk_ndcg_mean(data, 10), rtol=1e-13)
