@@ -21,7 +21,7 @@ from sklearn.metrics import accuracy_score, f1_score
 
 from core import Evaluation
 from pipelines.evaluate import main
-from pipelines.latelabels import COUNT_NAMES, JoinCounts, LabelJoin, classify, count_specs, join_batches, parse_duration
+from pipelines.latelabels import COUNT_NAMES, JoinCounts, LabelJoin, classify, count_specs, join_batches
 
 needs_java = pytest.mark.skipif(shutil.which("java") is None, reason="Spark needs Java 17+")
 
@@ -112,12 +112,18 @@ def test_timestamps_of_any_unit_and_time_zone():
         classify(pa.table({"id": [1], "pt": ["noon"]}), pa.table({"id": [1], "lt": [1], "y": [1]}), JOIN)
 
 
-def test_parse_duration():
-    assert parse_duration("6h") == 6 * H and parse_duration("90 minutes") == 5400 and parse_duration("1h30m") == 5400
-    assert parse_duration("2d") == 172800 and parse_duration("45") == 45 and parse_duration(1.5) == 1.5
-    for bad in ("", "6 parsecs", "-1h", "h", "6h x"):
-        with pytest.raises(ValueError):
-            parse_duration(bad)
+def test_join_durations_use_the_one_duration_grammar():
+    def delay(d):
+        return LabelJoin("id", "y", "pt", "lt", d).max_delay
+
+    assert delay("6h") == 6 * H and delay("90 minutes") == 5400 and delay("1h30m") == 5400
+    assert delay("2d") == 172800 and delay("45") == 45 and delay(1.5) == 1.5 and delay(0) == delay("0s") == 0
+    assert LabelJoin("id", "y", "pt", "lt", "1h", window="15 minutes").window == 900
+    for bad in ("", "6 parsecs", "-1h", "h", "6h x", -1, float("nan")):
+        with pytest.raises(ValueError, match="max_label_delay"):
+            delay(bad)
+    with pytest.raises(ValueError, match="join window"):
+        LabelJoin("id", "y", "pt", "lt", "1h", window="0s")
 
 
 def _case():
