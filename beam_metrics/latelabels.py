@@ -10,15 +10,19 @@ fires when the watermark passes the id's **deadline**::
     deadline = (earliest prediction time of the id, else its earliest label time)
                + max_label_delay + late_label_horizon
 
-Then the id's rows are classified by :func:`pipelines.latelabels.join_batches` (the one place of
-the join's math, the batch engines' too) and the state is cleared: the matched examples go to the
-``matched`` output (every prediction column, the label column and, with ``window``, the
-``window_start`` / ``window_end`` slice values of the prediction time), and the outcome counts of
-the id (per slice of every slice spec and overall: :data:`pipelines.latelabels.COUNT_NAMES`, the
-batch join's names) to the ``counts`` output, as :meth:`pipelines.latelabels.JoinCounts.to_lines`
-JSON lines; :class:`JoinCountsCombineFn` sums them into a ``JoinCounts``. A row with a missing id
-or time raises (``on_invalid="raise"``) or is counted as ``invalid_predictions`` /
-``invalid_labels`` in the overall slice (``"skip"``): nothing is dropped silently.
+The id's rows are classified by :func:`pipelines.latelabels.join_batches` (the one place of the
+join's math, the batch engines' too): the matched examples go to the ``matched`` output (every
+prediction column, the label column and, with ``window``, the ``window_start`` / ``window_end``
+slice values of the prediction time), and the outcome counts of the id (per slice of every slice
+spec and overall: :data:`pipelines.latelabels.COUNT_NAMES`, the batch join's names) to the
+``counts`` output, as :meth:`pipelines.latelabels.JoinCounts.to_lines` JSON lines;
+:class:`JoinCountsCombineFn` sums them into a ``JoinCounts``. When both a prediction and a label
+of the id have come, the outcome is **decided early**, as soon as the watermark passes both
+earliest times (a second timer): a matched example is emitted then, not at the deadline; rows of
+the id that come later (duplicates) are counted at the deadline (the difference of the final
+counts and the early ones), when the state is cleared. A row with a missing id or time raises
+(``on_invalid="raise"``) or is counted as ``invalid_predictions`` / ``invalid_labels`` in the
+overall slice (``"skip"``): nothing is dropped silently.
 
 The counts equal the batch join's on the same rows whenever every row of an id arrives before
 its deadline passes (the watermark): a label up to ``max_label_delay + late_label_horizon`` after
@@ -109,16 +113,20 @@ class _KeyById(beam.DoFn):
 
 
 class _JoinPerId(beam.DoFn):
-    """The stateful join of one id: rows buffered until the deadline timer, then classified."""
+    """The stateful join of one id: rows buffered; decided early when both sides came, final at
+    the deadline (see the module docstring)."""
 
     ROWS = BagStateSpec("rows", FastPrimitivesCoder())
     FIRST = ReadModifyWriteStateSpec("first", FastPrimitivesCoder())  # (earliest prediction us, earliest label us)
+    SENT = ReadModifyWriteStateSpec("sent", FastPrimitivesCoder())  # the counts lines emitted by the early decision
+    DECIDE = TimerSpec("decide", TimeDomain.WATERMARK)
     DEADLINE = TimerSpec("deadline", TimeDomain.WATERMARK)
 
     def __init__(self, join: LabelJoin, specs: Sequence[tuple[str, ...]], hold_us: int):
         self.join, self.specs, self.hold_us = join, list(specs), hold_us
 
-    def process(self, element: Any, rows: Any = beam.DoFn.StateParam(ROWS), first: Any = beam.DoFn.StateParam(FIRST), deadline: Any = beam.DoFn.TimerParam(DEADLINE)) -> None:
+    def process(self, element: Any, rows: Any = beam.DoFn.StateParam(ROWS), first: Any = beam.DoFn.StateParam(FIRST), sent: Any = beam.DoFn.StateParam(SENT),
+                decide: Any = beam.DoFn.TimerParam(DECIDE), deadline: Any = beam.DoFn.TimerParam(DEADLINE)) -> None:  # fmt: skip
         _, (side, us, row) = element
         rows.add((side, row))
         p, lab = first.read() or (None, None)
@@ -128,19 +136,44 @@ class _JoinPerId(beam.DoFn):
             lab = us if lab is None else min(lab, us)
         first.write((p, lab))
         deadline.set(Timestamp(micros=(p if p is not None else lab) + self.hold_us))
+        if p is not None and lab is not None and sent.read() is None:
+            # once the watermark passes both earliest times, later rows can only be duplicates
+            decide.set(Timestamp(micros=max(p, lab) + 1))
+
+    @on_timer(DECIDE)
+    def on_decide(self, rows: Any = beam.DoFn.StateParam(ROWS), sent: Any = beam.DoFn.StateParam(SENT)) -> Iterable[Any]:
+        got = list(rows.read())
+        if not got or sent.read() is not None:  # pragma: no cover - decided, or cleared at the deadline
+            return
+        matched, counts = self._join(got)
+        lines = counts.to_lines()
+        sent.write(lines)
+        yield from matched.to_pylist()
+        for line in lines:
+            yield beam.pvalue.TaggedOutput(COUNTS_TAG, line)
 
     @on_timer(DEADLINE)
-    def on_deadline(self, rows: Any = beam.DoFn.StateParam(ROWS), first: Any = beam.DoFn.StateParam(FIRST)) -> Iterable[Any]:
+    def on_deadline(self, rows: Any = beam.DoFn.StateParam(ROWS), first: Any = beam.DoFn.StateParam(FIRST), sent: Any = beam.DoFn.StateParam(SENT),
+                    decide: Any = beam.DoFn.TimerParam(DECIDE)) -> Iterable[Any]:  # fmt: skip
         got = list(rows.read())
+        early = sent.read()
         rows.clear()
         first.clear()
+        sent.clear()
+        decide.clear()
         if not got:  # pragma: no cover - a timer is set only with a row
             return
-        preds, labels = self._tables([r for s, r in got if s == _P], [r for s, r in got if s == _L])
-        matched, counts = join_batches(preds, labels, self.join, self.specs)
-        yield from matched.to_pylist()
+        matched, counts = self._join(got)
+        if early is None:
+            yield from matched.to_pylist()
+        else:  # decided early: only what changed since (the rows that came later, duplicates)
+            counts = _difference(counts, JoinCounts.from_lines(early))
         for line in counts.to_lines():
             yield beam.pvalue.TaggedOutput(COUNTS_TAG, line)
+
+    def _join(self, got: list) -> tuple[pa.Table, JoinCounts]:
+        preds, labels = self._tables([r for s, r in got if s == _P], [r for s, r in got if s == _L])
+        return join_batches(preds, labels, self.join, self.specs)
 
     def _tables(self, preds: list[dict], labels: list[dict]) -> tuple[pa.Table, pa.Table]:
         j = self.join
@@ -152,6 +185,16 @@ class _JoinPerId(beam.DoFn):
         if lt is None:
             lt = pa.table({j.id_col: pa.array([], p.schema.field(j.id_col).type), j.label_time_col: pa.array([], pa.float64()), j.label_col: pa.array([], pa.null())})
         return p, lt
+
+
+def _difference(a: JoinCounts, b: JoinCounts) -> JoinCounts:
+    """``a - b`` per slice key (the non-zero entries): what an id's final counts add to its early ones."""
+    out = {}
+    for key in a.counts.keys() | b.counts.keys():
+        d = a.counts.get(key, 0) - b.counts.get(key, 0)
+        if np.any(d):
+            out[key] = np.asarray(d, dtype=np.int64)
+    return JoinCounts(out)
 
 
 def _table(rows: list[dict]) -> pa.Table:

@@ -144,3 +144,47 @@ def test_refused_settings_and_rows():
         JoinLateLabels(max_label_delay="1h", id_col="id", slices=[()])
     with pytest.raises(Exception, match=r"prediction column 'pt': missing value None"):
         _run(beam.Create([("p", {"id": 1, "pt": None, "s": 0.5, "c": "a"})]), "raise", streaming=False)
+
+
+class _CollectStamped(beam.DoFn):
+    def __init__(self, name: str):
+        self.name = name
+
+    def process(self, x, ts=beam.DoFn.TimestampParam):
+        _SEEN.setdefault(self.name, []).append((float(ts), x))
+
+
+def test_a_match_is_emitted_when_the_watermark_passes_the_label_and_later_duplicates_are_counted():
+    """Id 1 is matched (label 100 s after the prediction): the example is emitted as soon as the
+    watermark passes the label's time, not at the deadline (prediction time + 2h); a duplicate
+    label and a duplicate prediction that come after that are counted at the deadline."""
+    p0 = {"id": 1, "pt": 0.0, "s": 0.8, "c": "a"}
+    l0 = {"id": 1, "lt": 100.0, "y": 1}
+    l1, p1 = {"id": 1, "lt": 300.0, "y": 0}, {"id": 1, "pt": 400.0, "s": 0.1, "c": "b"}
+    stream = (
+        TestStream().advance_watermark_to(-1)
+        .add_elements([window.TimestampedValue(("p", p0), 0.0)]).add_elements([window.TimestampedValue(("l", l0), 100.0)])
+        .advance_watermark_to(200).advance_processing_time(10)
+        .add_elements([window.TimestampedValue(("l", l1), 300.0)]).add_elements([window.TimestampedValue(("p", p1), 400.0)])
+        .advance_watermark_to(3 * H).advance_processing_time(10).advance_watermark_to_infinity()
+    )  # fmt: skip
+    for k in ("tm", "tc"):
+        _SEEN.pop(k, None)
+    options = PipelineOptions()
+    options.view_as(StandardOptions).streaming = True
+    with beam.Pipeline(runner="DirectRunner", options=options) as p:
+        events = p | stream
+        out = {
+            "predictions": events | "P" >> beam.FlatMap(lambda e: [e[1]] if e[0] == "p" else []),
+            "labels": events | "L" >> beam.FlatMap(lambda e: [e[1]] if e[0] == "l" else []),
+        } | JoinLateLabels(**SETTINGS, slices=["c"])
+        _ = out["matched"] | "M" >> beam.ParDo(_CollectStamped("tm"))
+        _ = out["counts"] | "C" >> beam.ParDo(_CollectStamped("tc"))
+    assert [(ts, r["id"], r["y"], r["s"]) for ts, r in _SEEN["tm"]] == [(100.000001, 1, 1, 0.8)]
+    total = JoinCounts.from_lines([line for _, line in _SEEN["tc"]])
+    preds, labels = pa.Table.from_pylist([p0, p1]), pa.Table.from_pylist([l0, l1])
+    assert total == join_batches(preds, labels, LabelJoin("id", "y", "pt", "lt", "1h", window="1h"), [("c",)])[1]
+    c = total.get()
+    assert (c["matched"], c["duplicate_labels"], c["duplicate_predictions"]) == (1, 1, 1)
+    assert total.get((("c", "b"),))["duplicate_predictions"] == 1 and total.get((("c", "a"),))["duplicate_labels"] == 1
+    assert {ts for ts, _ in _SEEN["tc"]} == {100.000001, 2 * H}  # early counts, then what the duplicates added
