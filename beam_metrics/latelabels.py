@@ -237,9 +237,9 @@ class JoinLateLabels(beam.PTransform):
     (or the tuple ``(p, l)``) gives ``{"matched": ..., "counts": ...}``.
 
     ``matched``: one row dict per matched example (a prediction and its earliest label with
-    ``0 <= label_time - prediction_time <= max_label_delay``), emitted at the id's deadline; feed
-    it to :class:`~beam_metrics.ComputeMetrics` (slices may name ``window_start`` /
-    ``window_end`` with ``window``). ``counts``: JSON lines of the outcome counts per id group and
+    ``0 <= label_time - prediction_time <= max_label_delay``), emitted once the watermark passes
+    its prediction and label times; feed it to :class:`~beam_metrics.ComputeMetrics` (slices may
+    name ``window_start`` / ``window_end`` with ``window``). ``counts``: JSON lines of the outcome counts per id group and
     slice (:meth:`pipelines.latelabels.JoinCounts.to_lines`), summed by
     :class:`JoinCountsCombineFn` (``beam.CombineGlobally(JoinCountsCombineFn())``, under the
     windowing and trigger you choose for the counts). Both outputs are in the global window.
