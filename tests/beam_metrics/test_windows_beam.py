@@ -86,6 +86,14 @@ def test_windows_with_max_slices_carry_the_window_bounds(slide):
     assert [s.folded_values for s in got] == [s.folded_values for s in want] and any(s.folded_values for s in got)
 
 
+def test_windows_with_quantile_slices_are_bucketed_per_window():
+    cols = timed_rows(n=150, hours=2, seed=12)
+    got = _run(cols, window.FixedWindows(3600), "quantiles", slices=["s:quantiles=3"])
+    want = reference(cols, 3600, slices=["s:quantiles=3"])
+    assert_same_windows(got, want)
+    assert len(got.windows) == 2 and sum(1 for s in got if s.slice) == 6 and all(s.window_start is not None for s in got)
+
+
 def test_sessions_with_max_slices_are_refused():
     with pytest.raises(ValueError, match="max_slices and quantile slices are not supported under Sessions"):
         _run(timed_rows(n=20, hours=1), window.Sessions(600), "sessions-max", slices=["g;max_slices=1"])
