@@ -7,6 +7,9 @@
   :class:`core.SliceResult` per slice.
 * :func:`slice_result_to_json` / :func:`slice_result_from_json`: JSON lines for results;
   :class:`SliceResultCoder`: the (registered) Beam coder for ``SliceResult``.
+* :class:`JoinLateLabels`: the streaming late-label join (a stateful ``DoFn`` with event-time
+  timers, keyed by example id) of a predictions and a labels PCollection, with the batch join's
+  outcome counts (:class:`JoinCountsCombineFn` sums them); see :mod:`beam_metrics.latelabels`.
 * :class:`SliceProfileCombineFn`: the exact counting pass behind ``max_slices`` and quantile
   buckets (``ComputeMetrics`` runs it itself; see :mod:`beam_metrics.profile`).
 
@@ -14,12 +17,15 @@ The adapter contains no metric math: it maps Beam calls one-to-one onto ``core``
 """
 
 from beam_metrics.combine import MetricsAccumulator, MetricsAccumulatorCoder, MetricsCombineFn, is_column_batch
+from beam_metrics.latelabels import JoinCountsCombineFn, JoinLateLabels
 from beam_metrics.profile import ProfileSummaryCoder, SliceProfileCombineFn
 from beam_metrics.results_io import SliceResultCoder, slice_result_from_json, slice_result_to_json
 from beam_metrics.transforms import ComputeMetrics
 
 __all__ = [
     "ComputeMetrics",
+    "JoinCountsCombineFn",
+    "JoinLateLabels",
     "MetricsAccumulator",
     "MetricsAccumulatorCoder",
     "MetricsCombineFn",

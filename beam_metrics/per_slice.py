@@ -15,18 +15,26 @@
           | Flatten with Impulse | Map(_NO_SLICES)   # global window: one marker element, so
                                                     # empty input still reaches the gather
           | Map(key 0) | GroupByKey() | Values()    # the small per-slice results, gathered
-          | FlatMap(assemble_results)  # the overall shards' states merged and finished, then
+          | ParDo(AssembleResults)     # the overall shards' states merged and finished, then
                                        # evaluation.collect: canonical order, suppression,
                                        # folded_values -> SliceResults
 
-Under non-global windowing (fixed, sliding and session windows, triggers, allowed lateness)
-``expand_merging_windows`` runs instead: one ``CombineGlobally(MetricsCombineFn)`` per window
-(partial combining per bundle), so sessions are defined by all rows (not per slice key) and each
-pane comes from one grouping; ``SessionResults`` reads the window with ``beam.DoFn.WindowParam``
-and sets ``window_start`` / ``window_end`` on every result. With early / late panes use
+Under fixed and sliding windows (default trigger) the same steps run per window: the fold keeps
+one accumulator per window of the bundle (:class:`WindowedFoldPerSlice`), ``CombinePerKey``
+groups by (window, slice key) as Beam does for keyed, windowed input, the gather is one group
+per window, and :class:`AssembleResults` reads the window (``beam.DoFn.WindowParam``) and sets
+``window_start`` / ``window_end`` on every result (also with a counting pass: ``max_slices`` /
+quantile slices, profiled per window by the side input). Windows without elements produce no
+output.
+
+Under merging windows (sessions), non-default triggers or allowed lateness
+(:func:`needs_one_grouping`) ``expand_merging_windows`` runs instead: one
+``CombineGlobally(MetricsCombineFn)`` per window (partial combining per bundle), so sessions are
+defined by all rows (not per slice key) and each pane comes from one grouping;
+``SessionResults`` sets the window bounds. With early / late panes use
 ``AccumulationMode.ACCUMULATING``: each pane's results are then those of all the window's rows so
-far, and the final pane equals the
-batch answer on the window's rows (``DISCARDING``: each pane's results are of its new rows only).
+far, and the final pane equals the batch answer on the window's rows (``DISCARDING``: each
+pane's results are of its new rows only). A counting pass is not supported there (ValueError).
 
 Only small, fixed-size states cross the first shuffle, keyed by slice, so the merge of many slices
 is spread over workers; no accumulator holds more than one slice after the bundle. The overall
@@ -67,6 +75,7 @@ __all__ = [
     "MergeSliceStatesFn",
     "OVERALL_KEY",
     "PARTIAL",
+    "ProfiledAssembleResults",
     "ProfiledFoldPerSlice",
     "RESULT",
     "SliceStates",
@@ -74,8 +83,10 @@ __all__ = [
     "SliceStatesCoder",
     "WindowMetricsCombineFn",
     "WindowedFoldPerSlice",
+    "AssembleResults",
     "assemble_results",
     "expand_per_slice",
+    "needs_one_grouping",
 ]
 
 #: The slice key (JSON, :func:`core.codec.slice_key_to_json`) of the overall slice.
@@ -389,6 +400,13 @@ class WindowMetricsCombineFn(MetricsCombineFn):
             return super().extract_output(accumulator)
 
 
+def _with_bounds(results: Iterable[SliceResult], window: Any) -> Iterable[SliceResult]:
+    """``results`` carrying the Beam ``window``'s bounds (``window_start`` / ``window_end``)."""
+    start, end = window_from_micros(window.start.micros), window_from_micros(window.end.micros)
+    for s in results:
+        yield s.with_window(start, end)
+
+
 class SessionResults(beam.DoFn):
     """The :class:`core.Results` of one merged window (a session) as its slices, each carrying
     the window's bounds."""
@@ -397,19 +415,51 @@ class SessionResults(beam.DoFn):
         self.evaluation = evaluation
 
     def process(self, results: Results, window: Any = beam.DoFn.WindowParam) -> Iterable[SliceResult]:
-        start, end = window_from_micros(window.start.micros), window_from_micros(window.end.micros)
-        for s in results:
-            yield s.with_window(start, end)
+        yield from _with_bounds(results, window)
+
+
+class AssembleResults(beam.DoFn):
+    """:func:`assemble_results` of one gathered group (one per window); under non-global
+    windowing every result carries its window's bounds.
+
+    Args:
+        evaluation: the :class:`core.Evaluation`.
+        windowed: set ``window_start`` / ``window_end`` from the element's window.
+    """
+
+    def __init__(self, evaluation: Evaluation, windowed: bool):
+        self.evaluation, self.windowed = evaluation, windowed
+
+    def process(self, parts: Iterable[tuple[str, bytes]], window: Any = beam.DoFn.WindowParam) -> Iterable[SliceResult]:
+        yield from self._assemble(parts, None, window)
+
+    def _assemble(self, parts: Iterable[tuple[str, bytes]], summary: Any, window: Any) -> Iterable[SliceResult]:
+        results = assemble_results(parts, self.evaluation, summary)
+        return _with_bounds(results, window) if self.windowed else results
+
+
+class ProfiledAssembleResults(AssembleResults):
+    """:class:`AssembleResults` with the counting pass' summary as a side input."""
+
+    def process(self, parts: Iterable[tuple[str, bytes]], summary: Any, window: Any = beam.DoFn.WindowParam) -> Iterable[SliceResult]:
+        yield from self._assemble(parts, summary, window)
+
+
+def needs_one_grouping(windowing: Any) -> bool:
+    """True for merging windows (``Sessions``), a trigger other than the default one, or
+    allowed lateness: then every slice is combined in one grouping per window and pane
+    (:func:`expand_merging_windows`); sessions are defined by all the rows, not per slice key,
+    and panes come from one grouping (a second one would re-trigger on the first one's panes)."""
+    from apache_beam.transforms.trigger import DefaultTrigger
+
+    return bool(windowing.windowfn.is_merging() or not isinstance(windowing.triggerfn, DefaultTrigger) or windowing.allowed_lateness.micros > 0)
 
 
 def expand_merging_windows(pcoll: beam.PCollection, evaluation: Evaluation, batch_size: int) -> beam.PCollection:
-    """``ComputeMetrics`` under merging windows (``Sessions``), triggers or allowed lateness.
-
-    Sessions are defined by all the rows, not per slice key, and a trigger's panes must come
-    from one grouping (a second one would re-trigger on the first one's panes): the states of
-    every slice are combined in one accumulator per window and pane
-    (``CombineGlobally(MetricsCombineFn)``, partial combining per bundle), then finished per
-    window, each result carrying the window's bounds."""
+    """``ComputeMetrics`` under merging windows (``Sessions``), triggers or allowed lateness
+    (:func:`needs_one_grouping`): the states of every slice are combined in one accumulator per
+    window and pane (``CombineGlobally(MetricsCombineFn)``, partial combining per bundle), then
+    finished per window, each result carrying the window's bounds."""
     if evaluation.needs_profile:
         raise ValueError("max_slices and quantile slices are not supported under Sessions, triggers or allowed lateness")
     return (
@@ -423,10 +473,11 @@ def expand_per_slice(pcoll: beam.PCollection, evaluation: Evaluation, batch_size
     """``ComputeMetrics``' steps (see the module docstring); ``summary``: the counting pass'
     ``AsSingleton`` side input, or None."""
     windowed = not isinstance(pcoll.windowing.windowfn, GlobalWindows)
-    if windowed and summary is None:  # results carry their window; sessions, triggers and lateness stay exact (one grouping)
+    if windowed and needs_one_grouping(pcoll.windowing):
         return expand_merging_windows(pcoll, evaluation, batch_size)
-    # windowed with a counting pass (max_slices / quantiles, profiled per window by the side
-    # input): the per-slice path, per window (its results do not carry the window bounds)
+    # fixed and sliding windows (default trigger), with or without a counting pass: the
+    # per-slice path, keyed by slice within each window (Beam groups per window); the gather is
+    # per window, and its results carry the window's bounds
     side = () if summary is None else (summary,)
     kind = ProfiledFoldPerSlice if summary is not None else WindowedFoldPerSlice if windowed else FoldPerSlice
     fanout = hot_key_fanout if hot_key_fanout > 1 else 0
@@ -445,5 +496,5 @@ def expand_per_slice(pcoll: beam.PCollection, evaluation: Evaluation, batch_size
         | "OneKey" >> beam.Map(_gather_key).with_output_types(typing.Tuple[int, part])
         | "Gather" >> beam.GroupByKey()
         | "Gathered" >> beam.Values()
-        | "PerSlice" >> beam.FlatMap(assemble_results, evaluation, *side).with_output_types(SliceResult)
+        | "PerSlice" >> beam.ParDo((ProfiledAssembleResults if side else AssembleResults)(evaluation, windowed), *side).with_output_types(SliceResult)
     )

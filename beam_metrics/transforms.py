@@ -5,9 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 import apache_beam as beam
+from apache_beam.transforms.window import GlobalWindows
 
 from beam_metrics.combine import DEFAULT_BATCH_SIZE, MetricsCombineFn
-from beam_metrics.per_slice import expand_per_slice
+from beam_metrics.per_slice import expand_per_slice, needs_one_grouping
 from core.evaluation import Evaluation, resolve_evaluation
 
 __all__ = ["ComputeMetrics", "DEFAULT_HOT_KEY_FANOUT"]
@@ -36,16 +37,19 @@ class ComputeMetrics(beam.PTransform):
     slice key merges each slice's partial states (so the final merge of many slices is spread
     over workers; the overall slice, which every bundle emits, with hot-key fanout) and finishes
     the slice; the small per-slice results are then gathered once, for the canonical order and
-    complementary suppression (``evaluation.collect``). All metric math is core's. Under
-    non-global windowing every step runs per window and windows without elements produce no
-    output. Undefined metrics are NaN, without ``UndefinedMetricWarning`` (raised on workers,
+    complementary suppression (``evaluation.collect``). All metric math is core's. Under fixed
+    and sliding windows the same steps run per window (``CombinePerKey`` by window and slice),
+    every result carries ``window_start`` / ``window_end``, and windows without elements produce
+    no output; under sessions, triggers or allowed lateness the states of a window and pane are
+    combined in one ``CombineGlobally`` (see :mod:`beam_metrics.per_slice`). Undefined metrics are NaN, without ``UndefinedMetricWarning`` (raised on workers,
     it could not reach the caller).
 
     Slice specs with ``max_slices`` or ``quantiles`` (``evaluation.needs_profile``) add an exact
     counting pass over the same PCollection (``CombineGlobally`` of a
     :class:`~beam_metrics.profile.SliceProfileCombineFn`), passed as an ``AsSingleton`` side input
     to the folding step (see :mod:`beam_metrics.profile`); the ``__other__`` results carry
-    ``folded_values``. The input is then read twice.
+    ``folded_values``. The input is then read twice. Under windowing the counting pass is per
+    window (fixed and sliding windows only).
 
     Args:
         evaluation: a :class:`core.Evaluation`; if None, one is built from ``evaluation_kwargs``.
@@ -89,6 +93,8 @@ class ComputeMetrics(beam.PTransform):
 
     def expand(self, pcoll: beam.PCollection) -> beam.PCollection:
         summary = None
+        if self.evaluation.needs_profile and not isinstance(pcoll.windowing.windowfn, GlobalWindows) and needs_one_grouping(pcoll.windowing):
+            raise ValueError("max_slices and quantile slices are not supported under Sessions, triggers or allowed lateness (their counting pass is a side input per window and pane)")
         if self.evaluation.needs_profile:  # max_slices / quantile buckets: a counting pass first
             from beam_metrics.profile import profile_summary
 

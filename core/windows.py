@@ -42,8 +42,9 @@ from core.accumulator import Accumulator
 from core.batches import fold_all, is_single_batch, num_rows
 from core.evaluation import Evaluation, resolve_evaluation
 from core.results import Results, SliceResult, window_bound
+from core.slice_values import canonical_value
 
-__all__ = ["TimeWindows", "WindowedEvaluation", "format_duration", "parse_duration", "to_micros", "window_from_micros"]
+__all__ = ["TimeWindows", "WindowedEvaluation", "format_duration", "parse_duration", "to_micros", "window_from_micros", "window_slice_values"]
 
 _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
 _UNITS = {
@@ -58,24 +59,41 @@ _UNITS = {
 _PART = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([a-z]+)\s*")
 
 
-def parse_duration(value: Any, name: str = "duration") -> int:
-    """A duration in microseconds (> 0).
+def parse_duration(value: Any, name: str = "duration", allow_zero: bool = False) -> int:
+    """A duration in microseconds (> 0, or >= 0 with ``allow_zero``).
+
+    The one duration grammar of the project (windows, ``--window``, the late-label join's
+    ``max_label_delay`` and watermark delays).
 
     Args:
         value: ``"1h"``, ``"15m"``, ``"90s"``, ``"1h30m"``, Spark's ``"1 hour"`` / ``"15 minutes"``
-            (units us, ms, s, m/min, h, d, w and their English names), a ``datetime.timedelta``, or
-            a number of seconds.
+            (units us, ms, s, m/min, h, d, w and their English names), a number of seconds (also
+            as text: ``"45"``), or a ``datetime.timedelta``.
         name: what the duration is (in error messages).
+        allow_zero: accept a zero duration (e.g. a maximum label delay of 0: same-time labels only).
 
     Raises:
-        ValueError: not a positive duration, or an unknown unit.
+        ValueError: not a positive (or, with ``allow_zero``, non-negative) finite duration, or an
+            unknown unit.
     """
     if isinstance(value, _dt.timedelta):
         us = value // _dt.timedelta(microseconds=1)
     elif isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool):
+        if not np.isfinite(value):
+            raise ValueError(f"{name} must be a finite duration, got {value!r}")
         us = int(round(float(value) * 1_000_000))
     elif isinstance(value, str):
         text, pos, us = value.strip().lower(), 0, 0
+        try:
+            seconds = float(text) if text and text[0] in "+-.0123456789" else None
+        except ValueError:
+            seconds = None
+        if seconds is not None:
+            if not np.isfinite(seconds):
+                raise ValueError(f"{name} must be a finite duration, got {value!r}")
+            us, pos = int(round(seconds * 1_000_000)), len(text)
+        if not text:
+            raise ValueError(f"{name} {value!r}: expected e.g. '1h', '15m', '90s', '1 hour' (units: us, ms, s, m, h, d, w)")
         while pos < len(text):
             m = _PART.match(text, pos)
             if m is None or m.group(2) not in _UNITS:
@@ -84,8 +102,8 @@ def parse_duration(value: Any, name: str = "duration") -> int:
             pos = m.end()
     else:
         raise ValueError(f"{name} must be a string such as '1h', a timedelta or seconds, got {value!r}")
-    if us <= 0:
-        raise ValueError(f"{name} must be > 0, got {value!r}")
+    if us < 0 or (us == 0 and not allow_zero):
+        raise ValueError(f"{name} must be {'>=' if allow_zero else '>'} 0, got {value!r}")
     return us
 
 
@@ -246,6 +264,35 @@ class TimeWindows:
             rows.append(np.flatnonzero(keep))
             starts.append(s[keep])
         return np.concatenate(rows), np.concatenate(starts)
+
+
+def window_slice_values(windows: TimeWindows, times_us: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``window_start`` / ``window_end`` of each time as slice values, for slice specs that name
+    the window (e.g. ``window_start,carrier``): canonical ISO-8601 text (UTC, no offset:
+    ``"2013-07-01T01:00:00"``, :func:`core.slice_values.canonical_value`) of the tumbling window
+    holding each time.
+
+    Args:
+        windows: tumbling :class:`TimeWindows` (its ``time_col`` is not read).
+        times_us: ``(N,)`` microseconds since the epoch (float NaN: a missing time).
+
+    Returns:
+        Two ``(N,)`` object arrays of text, None where the time is missing.
+
+    Raises:
+        ValueError: sliding windows (a time is in several of them: no one value per row).
+    """
+    if windows.sliding:
+        raise ValueError(f"window slice values need tumbling windows, got the sliding windows {windows}")
+    t = np.asarray(times_us, dtype=np.float64)
+    ok = np.isfinite(t)
+    _, starts = windows.assign(t[ok].astype(np.int64))  # tumbling: one window per time, in order
+    uniq, inverse = np.unique(starts, return_inverse=True)
+    text_s = np.array([canonical_value(np.datetime64(int(u), "us")) for u in uniq] + [None], dtype=object)
+    text_e = np.array([canonical_value(np.datetime64(int(u) + windows.size_us, "us")) for u in uniq] + [None], dtype=object)
+    idx = np.full(len(t), len(uniq), dtype=np.int64)
+    idx[ok] = inverse.reshape(-1)
+    return text_s[idx], text_e[idx]
 
 
 def take_rows(data: Any, idx: np.ndarray, columns: Iterable[str] | None = None) -> Any:

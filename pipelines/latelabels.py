@@ -48,7 +48,6 @@ Structured Streaming: :func:`stream_join` (a stream-stream join with watermarks;
 from __future__ import annotations
 
 import json
-import re
 import zlib
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
@@ -58,10 +57,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from core.slice_values import canonical_value
+from core.windows import TimeWindows, parse_duration, window_slice_values
 
 __all__ = [
     "COUNT_NAMES", "LabelJoin", "JoinCounts", "classify", "count_specs", "count_outcomes", "attach_counts", "join_batches", "matched_table",
-    "parse_duration", "run_join", "stream_join",
+    "run_join", "stream_join",
 ]  # fmt: skip
 
 WINDOW_START, WINDOW_END = "window_start", "window_end"
@@ -73,42 +73,6 @@ COUNT_NAMES = (
     "matched", "late", "label_before_prediction", "never", "duplicate_predictions", "invalid_predictions",
     "orphan_labels", "duplicate_labels", "invalid_labels",
 )  # fmt: skip
-
-_UNITS = {
-    "us": 1e-6, "ms": 1e-3, "s": 1, "sec": 1, "second": 1, "seconds": 1, "m": 60, "min": 60, "minute": 60,
-    "minutes": 60, "h": 3600, "hour": 3600, "hours": 3600, "d": 86400, "day": 86400, "days": 86400,
-    "w": 604800, "week": 604800, "weeks": 604800,
-}  # fmt: skip
-_PIECE = re.compile(r"\s*(\d+(?:\.\d*)?|\.\d+)\s*([a-z]+)\s*")
-
-
-def parse_duration(text: str | float | int) -> float:
-    """Seconds in a duration: a number of seconds, or pieces ``<number><unit>`` such as ``6h``,
-    ``90 minutes``, ``1h30m``, ``2 days`` (units us, ms, s, m/min, h, d, w and their words).
-
-    Raises:
-        ValueError: an empty, negative or unreadable duration (naming it).
-    """
-    if isinstance(text, (int, float)) and not isinstance(text, bool):
-        if not np.isfinite(text) or text < 0:
-            raise ValueError(f"a duration must be a finite number of seconds >= 0, got {text!r}")
-        return float(text)
-    s = str(text).strip().lower()
-    try:
-        value = float(s)
-    except ValueError:
-        pos, value = 0, 0.0
-        for m in _PIECE.finditer(s):
-            if m.start() != pos or m.group(2) not in _UNITS:
-                break
-            value += float(m.group(1)) * _UNITS[m.group(2)]
-            pos = m.end()
-        if not s or pos != len(s):
-            raise ValueError(f"unreadable duration {text!r}: give e.g. '6h', '90 minutes', '1h30m' or a number of seconds") from None
-    if not np.isfinite(value) or value < 0:
-        raise ValueError(f"a duration must be >= 0, got {text!r}")
-    return value
-
 
 @dataclass(frozen=True)
 class LabelJoin:
@@ -140,12 +104,9 @@ class LabelJoin:
                 raise ValueError(f"LabelJoin.{name} must be a column name, got {getattr(self, name)!r}")
         if self.prediction_time_col == self.id_col or self.label_time_col == self.id_col:
             raise ValueError(f"the time columns must differ from the id column {self.id_col!r}")
-        object.__setattr__(self, "max_delay", parse_duration(self.max_delay))
+        object.__setattr__(self, "max_delay", parse_duration(self.max_delay, "max_label_delay", allow_zero=True) / 1e6)
         if self.window is not None:
-            w = parse_duration(self.window)
-            if w <= 0:
-                raise ValueError(f"window must be a positive duration, got {self.window!r}")
-            object.__setattr__(self, "window", w)
+            object.__setattr__(self, "window", parse_duration(self.window, "join window") / 1e6)
         if self.on_invalid not in ("raise", "skip"):
             raise ValueError(f"on_invalid must be 'raise' or 'skip', got {self.on_invalid!r}")
 
@@ -275,24 +236,11 @@ def classify(predictions: pa.Table, labels: pa.Table, join: LabelJoin, pred_offs
     return Classified(pred_outcome, pred_label_row, label_outcome, label_pred_row, pt, lt)
 
 
-def _window_text(micros: np.ndarray, window: float) -> tuple[pa.Array, pa.Array]:
-    """``window_start`` / ``window_end`` text of each time (tumbling, epoch-aligned; null for NaN)."""
-    w = int(round(window * 1e6))
-    ok = ~np.isnan(micros)
-    starts = (micros[ok].astype(np.int64) // w) * w
-    uniq, inverse = np.unique(starts, return_inverse=True)
-    text_s = np.array([canonical_value(np.datetime64(int(u), "us")) for u in uniq] + [None], dtype=object)
-    text_e = np.array([canonical_value(np.datetime64(int(u) + w, "us")) for u in uniq] + [None], dtype=object)
-    idx = np.full(len(micros), len(uniq), dtype=np.int64)
-    idx[ok] = inverse.reshape(-1)
-    return pa.array(text_s[idx], pa.string()), pa.array(text_e[idx], pa.string())
-
-
 def _with_windows(table: pa.Table, micros: np.ndarray, join: LabelJoin) -> pa.Table:
     if join.window is None:
         return table
-    s, e = _window_text(micros, join.window)
-    return table.append_column(WINDOW_START, s).append_column(WINDOW_END, e)
+    s, e = window_slice_values(TimeWindows(join.prediction_time_col, join.window), micros)
+    return table.append_column(WINDOW_START, pa.array(s, pa.string())).append_column(WINDOW_END, pa.array(e, pa.string()))
 
 
 def matched_table(predictions: pa.Table, labels: pa.Table, join: LabelJoin, c: Classified) -> pa.Table:
@@ -654,7 +602,7 @@ def stream_join(predictions: Any, labels: Any, id_col: str, prediction_time_col:
     Args:
         predictions: a streaming DataFrame with ``id_col`` and ``prediction_time_col`` (a timestamp).
         labels: a streaming DataFrame with ``id_col``, ``label_time_col`` (a timestamp) and ``label_col``.
-        max_label_delay: the maximum delay (``parse_duration``: ``6h``, ``90 minutes``, seconds).
+        max_label_delay: the maximum delay (:func:`core.windows.parse_duration`: ``6h``, ``90 minutes``, seconds; 0 allowed).
         watermark_delay: how late (in event time) a row may arrive and still be joined; applied
             with ``withWatermark`` to both time columns.
 
@@ -665,8 +613,8 @@ def stream_join(predictions: Any, labels: Any, id_col: str, prediction_time_col:
     from pyspark.sql import functions as F
     from pyspark.sql.types import TimestampNTZType, TimestampType
 
-    delay_us = int(round(parse_duration(max_label_delay) * 1e6))
-    late_us = int(round(parse_duration(watermark_delay) * 1e6))
+    delay_us = parse_duration(max_label_delay, "max_label_delay", allow_zero=True)
+    late_us = parse_duration(watermark_delay, "watermark_delay", allow_zero=True)
     for what, df, cols in (("predictions", predictions, (id_col, prediction_time_col)), ("labels", labels, (id_col, label_time_col, label_col))):
         if not df.isStreaming:
             raise ValueError(f"stream_join: the {what} DataFrame is not streaming (use run_join for batch inputs)")

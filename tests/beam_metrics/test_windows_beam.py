@@ -35,17 +35,26 @@ def _rows(cols):
     return [{k: (v[i].item() if hasattr(v[i], "item") else v[i]) for k, v in cols.items()} for i in range(len(cols["ts"]))]
 
 
-def _run(cols, windowfn, name):
+_STEPS: dict[str, list[str]] = {}
+
+
+def _run(cols, windowfn, name, **options):
     _SEEN.pop(name, None)
     with beam.Pipeline(runner="DirectRunner") as p:
         _ = (
             p
             | beam.Create([window.TimestampedValue(r, r["ts"]) for r in _rows(cols)])
             | beam.WindowInto(windowfn)
-            | ComputeMetrics(**OPTIONS, batch_size=7)
+            | ComputeMetrics(**{**OPTIONS, **options}, batch_size=7)
             | beam.ParDo(_Collect(name))
         )
+    _STEPS[name] = [t.unique_name for t in p.to_runner_api().components.transforms.values()]
     return Results.from_slices([x[3] for x in _SEEN[name]], spec_order=[("g",)])
+
+
+def _took_the_per_slice_path(name):
+    steps = _STEPS[name]
+    return any(s.endswith("ComputeMetrics/MergePerSlice") for s in steps) and not any("CombinePerWindow" in s for s in steps)
 
 
 @pytest.mark.parametrize("size,slide", [(3600, None), (3600, 1200), (5400, 3600)])
@@ -56,8 +65,38 @@ def test_fixed_and_sliding_windows_equal_the_batch_answer_per_window(size, slide
     want = reference(cols, size, slide)
     assert_same_windows(got, want)
     assert got.windows and all(isinstance(w[0], dt.datetime) and w[0].tzinfo is not None for w in got.windows)
+    assert _took_the_per_slice_path(f"w{size}-{slide}")  # CombinePerKey keyed by (window, slice)
     # and the local engine gives the same results
     assert_same_windows(WindowedEvaluation(("ts", size, slide), **OPTIONS).evaluate(cols), got)
+
+
+@pytest.mark.parametrize("slide", [None, 1800])
+def test_windows_with_max_slices_carry_the_window_bounds(slide):
+    """The counting pass (max_slices) runs per window: each window's results equal a core
+    Evaluation with the same max_slices on the window's rows, and carry the window's bounds."""
+    cols = timed_rows(n=200, hours=3, seed=11)
+    opts = dict(slices=["g;max_slices=1"], min_slice_size=5)
+    fn = window.FixedWindows(3600) if slide is None else window.SlidingWindows(3600, slide)
+    got = _run(cols, fn, f"max_slices-{slide}", **opts)
+    want = reference(cols, 3600, slide, **opts)
+    assert_same_windows(got, want)
+    assert len(got.windows) == len(want.windows) >= 3 and all(s.window_start is not None and s.window_end is not None for s in got)
+    assert any(s.slice == (("g", "__other__"),) for s in got) and _took_the_per_slice_path(f"max_slices-{slide}")
+    assert all(s.window_end - s.window_start == dt.timedelta(hours=1) for s in got)
+    assert [s.folded_values for s in got] == [s.folded_values for s in want] and any(s.folded_values for s in got)
+
+
+def test_windows_with_quantile_slices_are_bucketed_per_window():
+    cols = timed_rows(n=150, hours=2, seed=12)
+    got = _run(cols, window.FixedWindows(3600), "quantiles", slices=["s:quantiles=3"])
+    want = reference(cols, 3600, slices=["s:quantiles=3"])
+    assert_same_windows(got, want)
+    assert len(got.windows) == 2 and sum(1 for s in got if s.slice) == 6 and all(s.window_start is not None for s in got)
+
+
+def test_sessions_with_max_slices_are_refused():
+    with pytest.raises(ValueError, match="max_slices and quantile slices are not supported under Sessions"):
+        _run(timed_rows(n=20, hours=1), window.Sessions(600), "sessions-max", slices=["g;max_slices=1"])
 
 
 def test_session_windows():

@@ -14,7 +14,7 @@ from hypothesis import given, settings, strategies as st
 from sklearn.metrics import accuracy_score
 
 from core import Results, TimeWindows, WindowedEvaluation
-from core.windows import parse_duration, to_micros
+from core.windows import parse_duration, to_micros, window_slice_values
 from tests._helpers.windows import EPOCH, OPTIONS, T0, assert_same_windows, reference, timed_rows
 
 UTC = dt.timezone.utc
@@ -124,9 +124,13 @@ def test_durations_and_specs():
     assert parse_duration("1h") == parse_duration("1 hour") == parse_duration("60 minutes") == parse_duration(3600) == 3_600_000_000
     assert parse_duration("1h30m") == parse_duration(dt.timedelta(minutes=90)) == 5_400_000_000
     assert parse_duration("15m") == parse_duration("15 minutes") == 900_000_000
-    for bad in ("0s", "1 fortnight", "", "-1h", "h"):
+    for bad in ("0s", "1 fortnight", "", "-1h", "h", "-5", float("inf"), "nan"):
         with pytest.raises(ValueError, match="duration|must be > 0"):
             parse_duration(bad)
+    assert parse_duration("45") == parse_duration(45) == 45_000_000 and parse_duration("1.5") == 1_500_000
+    assert parse_duration("0s", allow_zero=True) == parse_duration(0, allow_zero=True) == 0
+    with pytest.raises(ValueError, match="delay must be >= 0"):
+        parse_duration("-1", "delay", allow_zero=True)
     assert TimeWindows.of("sched_dep:1h") == TimeWindows("sched_dep", "1h")
     assert TimeWindows.of("ts:1h:15m") == TimeWindows("ts", "60m", "900s")
     assert TimeWindows.of("a:b:1h") == TimeWindows("a:b", "1h")  # a ':' in the column name
@@ -158,3 +162,14 @@ def test_bad_times_name_the_column_value_and_row():
         we.fold(we.zero(), {**cols, "y": y})
     skipping = WindowedEvaluation(("ts", "1h"), **OPTIONS, on_invalid="skip").evaluate({**cols, "y": y})
     assert sum(s.skipped for s in skipping if s.slice == ()) == 1
+
+
+def test_window_slice_values_hand_computed():
+    h = 3_600_000_000
+    t0 = 1_372_636_800_000_000  # 2013-07-01T00:00:00Z in microseconds
+    times = np.array([t0, t0 + h - 1, t0 + h, np.nan, t0 - 1], dtype=np.float64)
+    start, end = window_slice_values(TimeWindows("t", "1h"), times)
+    assert start.tolist() == ["2013-07-01T00:00:00", "2013-07-01T00:00:00", "2013-07-01T01:00:00", None, "2013-06-30T23:00:00"]
+    assert end.tolist() == ["2013-07-01T01:00:00", "2013-07-01T01:00:00", "2013-07-01T02:00:00", None, "2013-07-01T00:00:00"]
+    with pytest.raises(ValueError, match="tumbling"):
+        window_slice_values(TimeWindows("t", "1h", "30m"), times)

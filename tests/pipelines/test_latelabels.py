@@ -20,8 +20,9 @@ from hypothesis import strategies as st
 from sklearn.metrics import accuracy_score, f1_score
 
 from core import Evaluation
+from tests._helpers.latelabels import every_outcome_case
 from pipelines.evaluate import main
-from pipelines.latelabels import COUNT_NAMES, JoinCounts, LabelJoin, classify, count_specs, join_batches, parse_duration
+from pipelines.latelabels import COUNT_NAMES, JoinCounts, LabelJoin, classify, count_specs, join_batches
 
 needs_java = pytest.mark.skipif(shutil.which("java") is None, reason="Spark needs Java 17+")
 
@@ -112,30 +113,25 @@ def test_timestamps_of_any_unit_and_time_zone():
         classify(pa.table({"id": [1], "pt": ["noon"]}), pa.table({"id": [1], "lt": [1], "y": [1]}), JOIN)
 
 
-def test_parse_duration():
-    assert parse_duration("6h") == 6 * H and parse_duration("90 minutes") == 5400 and parse_duration("1h30m") == 5400
-    assert parse_duration("2d") == 172800 and parse_duration("45") == 45 and parse_duration(1.5) == 1.5
-    for bad in ("", "6 parsecs", "-1h", "h", "6h x"):
-        with pytest.raises(ValueError):
-            parse_duration(bad)
+def test_join_durations_use_the_one_duration_grammar():
+    def delay(d):
+        return LabelJoin("id", "y", "pt", "lt", d).max_delay
+
+    assert delay("6h") == 6 * H and delay("90 minutes") == 5400 and delay("1h30m") == 5400
+    assert delay("2d") == 172800 and delay("45") == 45 and delay(1.5) == 1.5 and delay(0) == delay("0s") == 0
+    assert LabelJoin("id", "y", "pt", "lt", "1h", window="15 minutes").window == 900
+    for bad in ("", "6 parsecs", "-1h", "h", "6h x", -1, float("nan")):
+        with pytest.raises(ValueError, match="max_label_delay"):
+            delay(bad)
+    with pytest.raises(ValueError, match="join window"):
+        LabelJoin("id", "y", "pt", "lt", "1h", window="0s")
 
 
 def _case():
     """Every outcome at once, with slices (c) and hourly windows; hand-computed below."""
-    preds = pa.table({
-        "id": [1, 2, 3, 4, 4, 5, 6, 8],
-        "pt": [0.0, 0.0, 10.0, H + 5, H + 1, H + 10, 2 * H, 2 * H],
-        "s": [0.9, 0.2, 0.7, 0.6, 0.1, 0.8, 0.4, 0.3],
-        "c": ["a", "a", "b", "b", "b", "a", "b", "a"],
-    })  # fmt: skip
-    labels = pa.table({
-        "id": [1, 2, 3, 5, 5, 6, 9, 8],
-        "lt": [60.0, 0.5 * H, 2 * H, H + 20, H + 30, 2 * H + 1, 3 * H, 2 * H - 1],
-        "y": [1, 1, 1, 1, 0, 0, 1, 0],
-    })  # fmt: skip
     # id 1 matched (a, w0), 2 matched (a, w0), 3 late (b, w0), 4 never + 1 duplicate prediction (b, w1),
     # 5 matched + duplicate label (a, w1), 6 matched (b, w2), 8 label before prediction (a, w2), 9 orphan (w3)
-    return preds, labels
+    return every_outcome_case()
 
 
 def test_counts_per_slice_and_window_hand_computed():

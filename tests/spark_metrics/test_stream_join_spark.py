@@ -104,5 +104,5 @@ def test_stream_join_refuses_batch_inputs_and_non_timestamp_times(spark):
         stream_join(rate.withColumn("k", rate.id), labels, "k", "id", "lt", "1h", label_col="y")
     with pytest.raises(ValueError, match=r"column 'y' is not in the labels stream"):
         stream_join(rate.withColumnRenamed("timestamp", "pt"), labels.drop("y"), "id", "pt", "lt", "1h", label_col="y")
-    with pytest.raises(ValueError, match="unreadable duration"):
+    with pytest.raises(ValueError, match="max_label_delay 'soon': expected e.g. '1h'"):
         stream_join(rate.withColumnRenamed("timestamp", "pt"), labels, "id", "pt", "lt", "soon", label_col="y")
