@@ -145,7 +145,7 @@ class Evaluation(AccumulatorOps):
         resolved = {
             **o,
             "slices": [str(s) for s in self.slices],
-            "metrics": list(self.plan.keys),
+            "metrics": [m.key if m.key == m.resolved_key else [m.key, m.resolved_key] for m in self.plan.metrics],
             "zero_division": task_obj.zero_division,
             "task": task_obj.kind if o["task"] is not None else None,
             "ignore_index": task_obj.ignore_index,

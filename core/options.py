@@ -167,7 +167,11 @@ OPTIONS: tuple[Option, ...] = (
            "grammar in :class:`~core.slicing.SliceSpec`); the overall slice is always computed, exactly, from every "
            "row. Specs with ``max_slices`` or ``quantiles`` need a counting pass first (:attr:`needs_profile`, "
            ":meth:`with_profile`; every engine and :meth:`evaluate` run it automatically).", fingerprint=True),
-    Option("metrics", None, "Sequence[str | Metric] | None", "metric strings (see :mod:`core.metrics`); None for the task's defaults."),
+    Option("metrics", None, "Sequence[str | Metric] | Mapping[str, str | Metric] | None",
+           "metric strings (see :mod:`core.metrics`); None for the task's defaults. ``(display name, metric)`` pairs "
+           "(``(\"val_f1\", \"f1@macro\")``) or a mapping ``{display name: metric}`` key the results by the names; "
+           "otherwise results are keyed by the canonical string and also answer the requested one "
+           "(``results.overall.metrics[\"f1\"]`` for ``\"f1@macro\"``; ``Results.resolved_names``)."),
     Option("num_classes", None, "int | None", "None/2 for binary, K > 2 for multiclass (needs ``prediction_col`` or class scores)."),
     Option("threshold", 0.5, "float", "binary scores ``>= threshold`` are predicted positive (see :class:`~core.plan.MetricCollection`)."),
     Option("threshold_rule", ">=", "str", "``\">=\"`` or ``\">\"``: how scores compare with ``threshold``."),

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import copy
 import threading
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -102,13 +102,25 @@ class Plan:
         self.task = task
         if metrics is None:
             metrics = DEFAULT_METRICS[task.kind]
-        if isinstance(metrics, (str, Metric)):
-            metrics = [metrics]
         resolved: dict[str, Metric] = {}
-        for m in metrics:
+        requested: dict[str, str] = {}
+        for name, m in metric_entries(metrics):
             r = resolve(m, task)
+            if name is not None:
+                r = r.named(name)
+            elif isinstance(m, str) and m.strip() != r.key:
+                requested.setdefault(m.strip(), r.key)
+            if r.key in resolved and resolved[r.key].resolved_key != r.resolved_key:
+                raise ValueError(f"metric name {r.key!r} is given to two metrics: {resolved[r.key].resolved_key!r} and {r.resolved_key!r}")
             resolved.setdefault(r.key, r)
         self.metrics: tuple[Metric, ...] = tuple(resolved.values())
+        #: ``{name the user wrote: canonical metric string}`` where they differ: requested
+        #: strings (``"f1"`` -> ``"f1@macro"`` for multiclass, aliases such as ``"auc"``) and
+        #: display names (``"val_f1"`` -> ``"f1@macro"``); see :func:`metric_aliases`
+        self.metric_names: dict[str, str] = {
+            **{k: v for k, v in requested.items() if k not in resolved},
+            **{m.key: m.resolved_key for m in self.metrics if m.key != m.resolved_key},
+        }
         reqs: dict[type[State], list[Any]] = {ExampleCountState: []}
         for m in self.metrics:
             for d in (m, *_dependencies(m)):  # dependencies' states join the shared tuple
@@ -179,9 +191,16 @@ class Plan:
             out = self.merge(out, s)
         return out
 
+    @property
+    def aliases(self) -> dict[str, str]:
+        """``{other name: result key}`` of :func:`metric_aliases` (requested strings, display
+        names' canonical strings)."""
+        return metric_aliases(self.metric_names, self.keys)
+
     def compute(self, states: tuple[State, ...]) -> dict[str, Any]:
-        """Metric values from merged states: ``{metric key: float | np.ndarray}``."""
-        return self.compute_with_bounds(states)[0]
+        """Metric values from merged states: ``{metric key: float | np.ndarray}`` (a
+        :class:`MetricValues`: the requested names find their values too)."""
+        return MetricValues(self.compute_with_bounds(states)[0], self.aliases)
 
     def compute_with_bounds(
         self, states: tuple[State, ...], warn: bool = True, slice_name: str = "Overall"
@@ -316,9 +335,88 @@ class Plan:
             "threshold_rule": t.threshold_rule,
             "zero_division": t.zero_division,
             "metrics": list(self.keys),
+            **({"metric_names": dict(self.metric_names)} if self.metric_names else {}),
             "states": [f"{cls.kind} {layout}" for cls, layout in self.state_types],
             **({"ignore_index": t.ignore_index} if t.ignore_index is not None else {}),
         }
+
+
+def metric_entries(metrics: Any) -> list[tuple[str | None, "str | Metric"]]:
+    """``[(display name or None, metric string or Metric), ...]`` of a ``metrics`` argument.
+
+    Accepts one metric string or :class:`~core.metrics.Metric`, a sequence of them and of
+    ``(display name, metric)`` pairs (``("val_f1", "f1@macro")``; JSON lists of two strings
+    too), or a mapping ``{display name: metric}``.
+
+    Raises:
+        TypeError: an entry of another type.
+    """
+    if isinstance(metrics, (str, Metric)):
+        metrics = [metrics]
+    if isinstance(metrics, Mapping):
+        return [(str(k), v) for k, v in metrics.items()]
+    out: list[tuple[str | None, Any]] = []
+    for m in metrics:
+        if isinstance(m, (str, Metric)):
+            out.append((None, m))
+        elif isinstance(m, (tuple, list)) and len(m) == 2 and isinstance(m[0], str) and isinstance(m[1], (str, Metric)):
+            out.append((m[0], m[1]))
+        else:
+            raise TypeError(f"a metric is a metric string, a Metric or a (display name, metric) pair, got {type(m).__name__} {m!r}")
+    return out
+
+
+def metric_aliases(metric_names: Mapping[str, str], keys: Iterable[str]) -> dict[str, str]:
+    """``{other name: result key}``: the names that also find a result.
+
+    Args:
+        metric_names: ``{name the user wrote: canonical string}`` (:attr:`Plan.metric_names`,
+            ``Results.config["metric_names"]``).
+        keys: the result keys.
+
+    A requested string finds its canonical key (``"f1"`` -> ``"f1@macro"``); a display name's
+    canonical string finds the display name (``"f1@macro"`` -> ``"val_f1"``), unless it is
+    itself a result key or two display names share it.
+    """
+    keys = set(keys)
+    out: dict[str, str] = {}
+    shared: set[str] = set()
+    for name, canonical in metric_names.items():
+        if name not in keys and canonical in keys:
+            out.setdefault(name, canonical)
+        elif name in keys and canonical not in keys:
+            if canonical in out and out[canonical] != name:
+                shared.add(canonical)
+            out.setdefault(canonical, name)
+    return {k: v for k, v in out.items() if k not in shared}
+
+
+class MetricValues(dict):
+    """``{metric key: value}`` that also answers the names a user asked for.
+
+    A plain ``dict`` of the result keys (iteration, ``len``, ``==`` and JSON are a dict's), whose
+    ``[...]``, ``get`` and ``in`` also take the requested strings and display names' canonical
+    strings of :func:`metric_aliases` (``values["f1"]`` for ``"f1@macro"``).
+    """
+
+    def __init__(self, values: Any = (), aliases: Mapping[str, str] | None = None):
+        super().__init__(values)
+        self.aliases = dict(aliases or {})
+
+    def __missing__(self, key: Any) -> Any:
+        target = self.aliases.get(key) if isinstance(key, str) else None
+        if target is None or not dict.__contains__(self, target):
+            raise KeyError(key)
+        return dict.__getitem__(self, target)
+
+    def __contains__(self, key: Any) -> bool:
+        return dict.__contains__(self, key) or (isinstance(key, str) and dict.__contains__(self, self.aliases.get(key)))
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        return self[key] if key in self else default
+
+    def __reduce__(self) -> Any:
+        return (MetricValues, (dict(self), self.aliases))
 
 
 def _dependencies(m: Metric) -> list[Metric]:
@@ -372,6 +470,14 @@ class MetricCollection:
         formats: input format per argument, e.g. ``{"y_score": "logits", "y_true": "onehot"}``
             (see :mod:`core.formats`); by default the format follows the task and the shapes.
 
+        **named: metrics under display names, ``acc="accuracy"``: the result key is the
+            name (as are ``("val_f1", "f1@macro")`` pairs among ``metrics``).
+
+    Result keys: a metric's display name when it has one, else its canonical string
+    (``"f1"`` of a multiclass task is ``"f1@macro"``). :meth:`compute` returns a
+    :class:`MetricValues`, so the name a user wrote finds its value either way
+    (``compute()["f1"]``); :attr:`resolved_names` maps the names to the canonical strings.
+
     Undefined values are NaN with one :class:`~core.metrics.UndefinedMetricWarning` per metric
     naming it and its classes (none with ``zero_division`` 0 or 1).
 
@@ -401,9 +507,10 @@ class MetricCollection:
         task: "str | Task | None" = None,
         ignore_index: int | None = None,
         formats: dict[str, str] | None = None,
+        **named: str | Metric,
     ):
         task = make_task(task, num_classes, threshold, threshold_rule, zero_division, multiclass, ignore_index)
-        self.plan = Plan(list(metrics) or None, task)
+        self.plan = Plan([*metrics, *named.items()] or None, task)
         self.formats = _collection_formats(formats)
         self.states = self.plan.zero()
         self._rows = 0
@@ -422,6 +529,17 @@ class MetricCollection:
     @property
     def task(self) -> Task:
         return self.plan.task
+
+    @property
+    def resolved_names(self) -> dict[str, str]:
+        """``{result key or requested name: canonical metric string}`` of every metric, e.g.
+        ``{"f1": "f1@macro", "val_f1": "f1@macro", "accuracy": "accuracy"}``."""
+        return {**{m.key: m.resolved_key for m in self.plan.metrics}, **self.plan.metric_names}
+
+    def describe(self) -> dict[str, Any]:
+        """JSON-ready description of the task, metrics (``"metric_names"``: requested and display
+        names -> canonical strings) and states (:meth:`Plan.describe`)."""
+        return self.plan.describe()
 
     @property
     def fingerprint(self) -> dict[str, Any]:
@@ -518,7 +636,8 @@ class MetricCollection:
             self._rows = 0
 
     def compute(self) -> dict[str, Any]:
-        """``{metric key: value}``; scalars as float, per-class and matrices as numpy arrays."""
+        """``{metric key: value}`` (a :class:`MetricValues`: requested names find their values
+        too); scalars as float, per-class and matrices as numpy arrays."""
         return self.plan.compute(self.states)
 
     def encode(self) -> bytes:
@@ -547,7 +666,8 @@ class MetricCollection:
         lines.append("└── metrics")
         for i, m in enumerate(self.plan.metrics):
             kinds = ", ".join(cls.kind for cls, _ in m.requires() if cls is not ExampleCountState) or "example_count"
-            lines.append(f"    {'└' if i == len(self.plan.metrics) - 1 else '├'}── {m.key} = {_fmt_value(values[m.key])}  [{kinds}]")
+            shown = m.key if m.key == m.resolved_key else f"{m.key} ({m.resolved_key})"
+            lines.append(f"    {'└' if i == len(self.plan.metrics) - 1 else '├'}── {shown} = {_fmt_value(values[m.key])}  [{kinds}]")
         return "\n".join(lines)
 
 
