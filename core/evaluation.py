@@ -34,6 +34,7 @@ from core.columns import ColumnMap
 from core.bootstrap import BucketedPlan
 from core.comparison import PairedPlan, comparison_method, paired_bootstrap, slice_comparison
 from core.intervals import CI_OPTIONS, CISettings, slice_ci
+from core.labels import resolve_classes
 from core.metrics import Task, UndefinedMetricWarning
 from core.options import config_of, fingerprint_of, options_doc, read_options, signature
 from core.plan import Plan, make_task, undefined_warning
@@ -117,7 +118,10 @@ class Evaluation(AccumulatorOps):
 
     def __init__(self, **options: Any):
         o = read_options(options)
-        task_obj = make_task(o["task"], o["num_classes"], o["threshold"], o["threshold_rule"], o["zero_division"], o["multiclass"], o["ignore_index"])
+        classes, num_classes = resolve_classes(o["classes"], o["pos_label"], o["num_classes"], o["multiclass"], o["task"])
+        #: the class values in index order (``classes=``; see :mod:`core.labels`), or None
+        self.classes = classes
+        task_obj = make_task(o["task"], num_classes, o["threshold"], o["threshold_rule"], o["zero_division"], o["multiclass"], o["ignore_index"])
         self.slices = parse_slices(o["slices"])
         self.min_slice_size = o["min_slice_size"]
         self.show_suppressed_names = o["show_suppressed_names"]
@@ -135,6 +139,7 @@ class Evaluation(AccumulatorOps):
             measure_col=o["measure_col"], slices=self.slices, plan=self.plan, id_col=self._id_col,
             formats={"target": o["label_format"], "score": o["score_format"], "prediction": o["prediction_format"]},
             baseline_score_col=o["baseline_score_col"], baseline_prediction_col=o["baseline_prediction_col"],
+            classes=classes,
         )  # fmt: skip
         if self.inputs.paired:  # both models folded over the same rows (core.comparison)
             self.plan = self._base_plan = PairedPlan(self.plan)
@@ -146,6 +151,7 @@ class Evaluation(AccumulatorOps):
             **o,
             "slices": [str(s) for s in self.slices],
             "metrics": [m.key if m.key == m.resolved_key else [m.key, m.resolved_key] for m in self.plan.metrics],
+            "classes": None if classes is None else list(classes),
             "zero_division": task_obj.zero_division,
             "task": task_obj.kind if o["task"] is not None else None,
             "ignore_index": task_obj.ignore_index,

@@ -23,6 +23,7 @@ from typing import Any, Callable, Mapping
 
 from core._inputs import ON_INVALID
 from core.formats import get_format
+from core.labels import check_classes
 
 __all__ = ["OPTIONS", "OPTION_NAMES", "Option", "config_of", "fingerprint_of", "options_doc", "read_options", "signature"]
 
@@ -138,6 +139,11 @@ def _ci_interval(v: Any) -> str:
     return v
 
 
+def _classes(v: Any) -> list[Any] | None:
+    checked = check_classes(v)
+    return None if checked is None else list(checked)
+
+
 def _tolerance(v: Any) -> float:
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not v >= 0 or v == float("inf"):
         raise ValueError(f"tolerance must be a finite number >= 0, got {v!r}")
@@ -173,6 +179,14 @@ OPTIONS: tuple[Option, ...] = (
            "otherwise results are keyed by the canonical string and also answer the requested one "
            "(``results.overall.metrics[\"f1\"]`` for ``\"f1@macro\"``; ``Results.resolved_names``)."),
     Option("num_classes", None, "int | None", "None/2 for binary, K > 2 for multiclass (needs ``prediction_col`` or class scores)."),
+    Option("classes", None, "Sequence[str | int | float] | None",
+           "the class values when labels are not ``0..K-1`` (``[\"cat\", \"dog\", \"bird\"]``, ``[-1, 1]``, ``[1, 2]``): "
+           "labels and predictions are mapped to their index in the list, a value outside it is an invalid row "
+           "(column, value, row), per-class results follow its order (``Results.per_class``); ``num_classes`` "
+           "defaults to its length. See :mod:`core.labels`.", config="if_set", fingerprint=True, check=_classes),
+    Option("pos_label", None, "str | int | float | None",
+           "with two ``classes``, the positive class's value (it becomes class 1; default: the second class).",
+           config="if_set", fingerprint=True),
     Option("threshold", 0.5, "float", "binary scores ``>= threshold`` are predicted positive (see :class:`~core.plan.MetricCollection`)."),
     Option("threshold_rule", ">=", "str", "``\">=\"`` or ``\">\"``: how scores compare with ``threshold``."),
     Option("zero_division", "nan", "Any",

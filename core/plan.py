@@ -21,6 +21,7 @@ import warnings
 from core import codec
 from core._inputs import Batch
 from core.formats import get_format, make_batch
+from core.labels import encode_labels, resolve_classes
 from core.metrics import DEFAULT_METRICS, Metric, Task, UndefinedMetricWarning, resolve
 from core.stacked import ManyValues, compute_cells, compute_many, compute_shared
 from core.states import ExampleCountState, State
@@ -469,6 +470,11 @@ class MetricCollection:
             [0, K) also leaves the macro averages.
         formats: input format per argument, e.g. ``{"y_score": "logits", "y_true": "onehot"}``
             (see :mod:`core.formats`); by default the format follows the task and the shapes.
+        classes: the class values when labels are not ``0..K-1`` (``["cat", "dog"]``,
+            ``[-1, 1]``): ``y_true`` and ``y_pred`` values are mapped to their index in the list
+            (a value outside it raises, naming it and its row); ``num_classes`` defaults to its
+            length; per-class values are in its order. See :mod:`core.labels`.
+        pos_label: with two ``classes``, the positive class's value (default: the second).
 
         **named: metrics under display names, ``acc="accuracy"``: the result key is the
             name (as are ``("val_f1", "f1@macro")`` pairs among ``metrics``).
@@ -507,11 +513,16 @@ class MetricCollection:
         task: "str | Task | None" = None,
         ignore_index: int | None = None,
         formats: dict[str, str] | None = None,
+        classes: Sequence[Any] | None = None,
+        pos_label: Any = None,
         **named: str | Metric,
     ):
+        self.classes, num_classes = resolve_classes(classes, pos_label, num_classes, multiclass, task)
         task = make_task(task, num_classes, threshold, threshold_rule, zero_division, multiclass, ignore_index)
         self.plan = Plan([*metrics, *named.items()] or None, task)
         self.formats = _collection_formats(formats)
+        if self.classes is not None and any(self.formats.get(r) not in (None, "labels", "label_map") for r in ("target", "prediction")):
+            raise ValueError(f"classes= maps label values; formats {self.formats} hold no label values for y_true / y_pred")
         self.states = self.plan.zero()
         self._rows = 0
         self._lock = threading.RLock()
@@ -546,6 +557,8 @@ class MetricCollection:
         """The settings that change what the states hold (see :attr:`Plan.fingerprint`), with
         the input ``formats`` when any are given; :meth:`merge`, :meth:`merge_into` and :meth:`load` check it."""
         fp = self.plan.fingerprint
+        if self.classes is not None:
+            fp = {**fp, "classes": list(self.classes)}
         return {**fp, "formats": dict(sorted(self.formats.items()))} if self.formats else fp
 
     def update(
@@ -580,6 +593,9 @@ class MetricCollection:
                 f"a multiclass task reads y_score as (N, K) class scores, got shape {np.shape(y_score)}: "
                 "for predicted labels pass y_pred= (update(y_true, y_pred=labels))"
             )
+        if self.classes is not None:  # class values -> indices (see core.labels)
+            y_true = None if y_true is None else encode_labels(y_true, self.classes, "y_true", self._rows)
+            y_pred = None if y_pred is None else encode_labels(y_pred, self.classes, "y_pred", self._rows)
         given = {r for r, v in (("target", y_true), ("score", y_score), ("prediction", y_pred), ("measure", measure)) if v is not None}
         self.plan.check_inputs(given, {"target": "y_true", "prediction": "y_pred", "score": "y_score", "measure": "measure"})
         batch, _ = make_batch(

@@ -319,6 +319,41 @@ class Results:
         ``metrics`` answers those names too: ``results.overall.metrics["f1"]``."""
         return dict((self.config or {}).get("metric_names") or {})
 
+    @property
+    def classes(self) -> list[Any] | None:
+        """The class values in index order (``classes=`` of the evaluation; ``config["classes"]``),
+        or None when the labels were ``0..K-1``."""
+        c = (self.config or {}).get("classes")
+        return None if c is None else list(c)
+
+    def class_names(self, k: int) -> list[str]:
+        """Display names of classes ``0..k-1``: the ``classes`` values as strings, else ``"0"``, ``"1"``, ..."""
+        c = self.classes
+        return [str(v) for v in c[:k]] + [str(i) for i in range(len(c), k)] if c is not None else [str(i) for i in range(k)]
+
+    def per_class(self, metric: str, slice: Any = ()) -> dict[Any, Any]:
+        """A per-class metric of one slice as ``{class: value}``, by class value when the evaluation
+        has ``classes`` (``{"cat": 0.67, "dog": 0.8, ...}``), else by class index.
+
+        Args:
+            metric: a per-class metric key (``"f1@none"``; the requested name works too); rows of
+                a matrix (``"confusion_matrix"``: true class -> row of predicted counts).
+            slice: the slice, named any way :meth:`__getitem__` takes (default overall).
+
+        Raises:
+            KeyError: no such slice or metric.
+            ValueError: the metric's value is a scalar.
+        """
+        s = self[slice]
+        if metric not in s.metrics:
+            raise KeyError(f"no metric {metric!r} in slice {s.name!r}; metrics: {list(s.metrics)}")
+        v = np.asarray(s.metrics[metric])
+        if v.ndim == 0:
+            raise ValueError(f"metric {metric!r} is a scalar ({float(v)!r}), not a per-class value")
+        c = self.classes
+        labels = c if c is not None and len(c) == v.shape[0] else list(range(v.shape[0]))
+        return {lab: (float(x) if np.ndim(x) == 0 else x) for lab, x in zip(labels, v)}
+
     def __getitem__(self, key: Any) -> SliceResult:
         """One slice's result, named any way a slice is named.
 
