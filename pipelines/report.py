@@ -315,7 +315,7 @@ def plot_confusion_matrix(results: Results, slice: Any = (), metric: str | None 
     fig, ax = _new_axes(ax, (max(4.5, 0.55 * k + 3), max(4.0, 0.5 * k + 2.5)))
     rows = m.sum(axis=1, keepdims=True)
     share = np.divide(m, rows, out=np.full_like(m, np.nan), where=rows > 0)
-    labels = [str(i) for i in range(k)]
+    labels = results.class_names(k) if hasattr(results, "class_names") else [str(i) for i in range(k)]
     im = _heatmap(ax, m, labels, labels, "Blues", lambda v: _fmt(v, 2), share)
     fig.colorbar(im, ax=ax, shrink=0.8, label="weight")
     ax.set(xlabel="predicted label", ylabel="true label", title=f"Confusion matrix ({s.name})")
@@ -636,8 +636,10 @@ def _comparison_table(results: Results, max_rows: int) -> dict[str, Any] | None:
     return {"label": label, "metrics": metrics, "rows": rows, "hidden": max(0, len(shown) - max_rows)}
 
 
-def _array_summary(v: Any) -> str:
+def _array_summary(v: Any, classes: Sequence[Any] | None = None) -> str:
     a = np.asarray(v, dtype=np.float64)
+    if classes is not None and a.ndim == 1 and a.size == len(classes) and a.size <= 12:  # per-class: by class name
+        return ", ".join(f"{c}: {_fmt(x)}" for c, x in zip(classes, a))
     if a.size <= 12:
         return json.dumps(jsonable(np.round(a, 4)))
     return f"array of shape {tuple(a.shape)} (see the figures; all values in metrics.json / metrics.parquet)"
@@ -690,7 +692,7 @@ def render_report(
             if np.ndim(v) == 0 and not isinstance(v, str):
                 cell = _cell(v, overall.bounds.get(k), bounds, canonical_name(k) in COUNT_METRICS)
             else:
-                cell = {"text": _array_summary(v), "sort": "", "title": "", "null": False}
+                cell = {"text": _array_summary(v, results.classes), "sort": "", "title": "", "null": False}
             cls = metric_class(k)
             hib = getattr(cls, "higher_is_better", None)
             overall_rows.append({"metric": k, "name": metric_full_name(k), "cell": cell, "ci": _ci_text(overall, k, k in unsupported, ci_name), "direction": {True: "higher is better", False: "lower is better"}.get(hib, "")})
@@ -714,7 +716,7 @@ def render_report(
     info = {k: v for k, v in (run_info or {}).items() if v is not None}
     config = results.config or {}
     summary = [("confidence intervals", ci_name)] if ci_name else []
-    for k in ("task", "label_col", "score_col", "prediction_col", "baseline_score_col", "baseline_prediction_col", "tolerance", "weight_col", "threshold", "slices"):
+    for k in ("task", "label_col", "score_col", "prediction_col", "baseline_score_col", "baseline_prediction_col", "tolerance", "weight_col", "threshold", "classes", "pos_label", "slices"):
         if config.get(k) not in (None, [], ""):
             summary.append((k, config[k] if isinstance(config[k], (str, int, float)) else json.dumps(config[k])))
     return env.get_template(TEMPLATE).render(
