@@ -17,11 +17,12 @@ MULTICLASS = dict(
     label_col="y", prediction_col="p", weight_col="w", slices=["g"], metrics=["accuracy", "mean_measure"], num_classes=3,
     threshold=0.3, threshold_rule=">", zero_division=0, on_invalid="skip", multiclass=True, task="multiclass",
     measure_col="m", ignore_index=1, label_format="labels", prediction_format="labels", min_slice_size=2,
-    show_suppressed_names=True, baseline_prediction_col="p0",
+    show_suppressed_names=True, baseline_prediction_col="p0", classes=[10, 20, 30],
 )  # fmt: skip
 SCORES = dict(
     label_col="y", score_col="s", score_format="probabilities", metrics=["roc_auc"], ci="posterior", ci_level=0.9,
     ci_replicates=50, ci_seed=3, ci_prior=1, ci_interval="hdi", ci_buckets=64, id_col="id", baseline_score_col="s0", tolerance=0.01,
+    classes=["no", "yes"], pos_label="no",
 )  # fmt: skip
 
 
@@ -99,7 +100,7 @@ def test_the_cli_sets_every_option_that_has_a_flag():
         "--metrics", "accuracy,mean_measure", "--num-classes", "3", "--threshold", "0.3", "--threshold-rule", ">",
         "--zero-division", "0", "--skip-invalid", "--task", "multiclass", "--measure", "m", "--ignore-index", "1",
         "--label-format", "labels", "--prediction-format", "labels", "--min-slice-size", "2", "--show-suppressed-names",
-        "--baseline-prediction", "p0",
+        "--baseline-prediction", "p0", "--classes", "10,20,30",
     ]  # fmt: skip
     got = evaluation_from_args(build_parser().parse_args(argv)).to_config()
     assert got == Evaluation(**{**MULTICLASS, "multiclass": False}).to_config()
@@ -107,5 +108,6 @@ def test_the_cli_sets_every_option_that_has_a_flag():
         "--input", "x.parquet", "--output", "out", "--label", "y", "--score", "s", "--score-format", "probabilities",
         "--metrics", "roc_auc", "--ci", "posterior", "--ci-level", "0.9", "--ci-replicates", "50", "--ci-seed", "3",
         "--ci-prior", "1", "--ci-interval", "hdi", "--ci-buckets", "64", "--id", "id", "--baseline-score", "s0", "--tolerance", "0.01",
+        "--classes", "no,yes", "--pos-label", "no",
     ]  # fmt: skip
     assert evaluation_from_args(build_parser().parse_args(argv)).to_config() == Evaluation(**SCORES).to_config()
