@@ -389,8 +389,9 @@ class Results:
                 raise IndexError(f"slice position {int(key)} out of range: the results have {len(self.slices)} slices") from None
         if isinstance(key, str):
             matches = [s for s in self.slices if s.name == key]
-        elif isinstance(key, Mapping):
-            matches = [s for s in self.slices if s.slice == tuple(key.items())]
+        elif isinstance(key, Mapping):  # any column order: {"device": "ios", "country": "DE"}
+            want = tuple(key.items())
+            matches = [s for s in self.slices if s.slice == want or (len(s.slice) == len(want) > 1 and dict(s.slice) == dict(want))]
         elif isinstance(key, (tuple, list)):
             matches = [s for s in self.slices if s.slice == tuple(tuple(p) for p in key)]
         else:

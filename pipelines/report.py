@@ -110,10 +110,11 @@ def metric_keys(results: Results, kind: str | None = None, canonical: str | None
     if first is None:
         return []
     keys = list(first.metrics)
+    names = getattr(results, "resolved_names", {})  # display names: their metric is the canonical string's
     if kind is not None:
-        keys = [k for k in keys if figure_kind(k) == kind]
+        keys = [k for k in keys if figure_kind(names.get(k, k)) == kind]
     if canonical is not None:
-        keys = [k for k in keys if canonical_name(k) == canonical]
+        keys = [k for k in keys if canonical_name(names.get(k, k)) == canonical]
     return keys
 
 

@@ -124,3 +124,11 @@ def test_evaluation_results_answer_requested_and_display_names_after_json_and_ro
     assert list(again.overall.metrics) == ["f1@macro", "val_acc"]
     mapping = Evaluation(label_col="y", prediction_col="p", num_classes=3, metrics={"F1": "f1@macro"}).evaluate(d)
     assert list(mapping.overall.metrics) == ["F1"] and mapping.overall.metrics["F1"] == want
+
+
+def test_a_crossed_slice_is_found_by_a_dict_in_any_column_order():
+    d = {"y": [1, 0, 1, 0], "p": [0.9, 0.2, 0.4, 0.8], "a": ["x", "x", "y", "y"], "b": ["u", "v", "u", "v"]}
+    r = Evaluation(label_col="y", score_col="p", slices=["a,b"], metrics=["accuracy"]).evaluate(d)
+    s = r["a=y, b=v"]
+    assert r[{"b": "v", "a": "y"}] is s and r[{"a": "y", "b": "v"}] is s and r[(("a", "y"), ("b", "v"))] is s
+    assert s.metrics["accuracy"] == accuracy_score([0], [1])

@@ -244,3 +244,16 @@ def test_report_labels_metrics_with_their_full_names():
     assert "<td>roc_auc</td><td class=\"dir\">ROC AUC</td>" in page
     assert "<td>f1@threshold=0.7</td><td class=\"dir\">F1 score (threshold=0.7)</td>" in page
     assert '<th title="Accuracy">accuracy</th>' in page
+
+
+def test_display_named_and_class_valued_metrics_get_their_figures():
+    from core import Evaluation
+    from pipelines.report import metric_keys, plot_confusion_matrix
+
+    d = {"y": ["cat", "dog", "bird", "dog"], "p": ["cat", "dog", "dog", "dog"]}
+    r = Evaluation(label_col="y", prediction_col="p", classes=["cat", "dog", "bird"], metrics=[("cm", "confusion_matrix"), "accuracy"]).evaluate(d)
+    assert metric_keys(r, "confusion_matrix") == ["cm"]
+    fig = plot_confusion_matrix(r)
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["cat", "dog", "bird"]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["cat", "dog", "bird"]
