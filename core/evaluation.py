@@ -325,7 +325,8 @@ class Evaluation(AccumulatorOps):
                 paired = self._compare(key, states, values, base_many.element(position[key])[0], replicates)
             for metric, (classes, fill) in undef.items():
                 if fill in ("nan", "warn"):
-                    undefined.setdefault(metric, []).append((slice_name(key), classes))
+                    named = classes if classes is None or self.classes is None else tuple(self.classes[c] if 0 <= c < len(self.classes) else c for c in classes)
+                    undefined.setdefault(metric, []).append((slice_name(key), named))
                     fills[metric] = "nan" if fill == "nan" or fills.get(metric) == "nan" else fill
             out.append(
                 SliceResult(

@@ -108,3 +108,12 @@ def test_collections_of_other_classes_do_not_merge_and_to_config_round_trips():
     assert other.fingerprint != ev.fingerprint
     with pytest.raises(ValueError, match="classes"):
         ev.merge(ev.zero(), other.zero())
+
+
+def test_undefined_warnings_name_the_classes_by_value():
+    from core.metrics import UndefinedMetricWarning
+
+    ev = Evaluation(label_col="y", prediction_col="p", classes=ANIMALS, metrics=["precision@none"])
+    with pytest.warns(UndefinedMetricWarning, match=r"'precision@none' is undefined .* in slice 'Overall' \[class bird\]"):
+        r = ev.evaluate({"y": ["cat", "dog", "bird"], "p": ["cat", "dog", "dog"]})  # bird is never predicted
+    assert r.overall.undefined == [{"metric": "precision@none", "classes": [2]}]  # JSON keeps the class index
