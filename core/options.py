@@ -40,7 +40,9 @@ class Option:
         config: ``"always"``: :meth:`~core.Evaluation.to_config` lists it; ``"if_set"``: only
             when its value differs from ``default`` (so configurations of the first release,
             which lacked these options, keep their exact ``to_config()``).
-        fingerprint: part of :attr:`core.Evaluation.fingerprint` (it changes what the states hold).
+        fingerprint: part of :attr:`core.Evaluation.fingerprint` (it changes what the states hold);
+            ``"if_set"``: only when its value differs from ``default`` (so fingerprints of
+            evaluations without it stay those of the releases that lacked the option).
         check: ``value -> value``: validates one given value (raising ``ValueError`` /
             ``TypeError`` that name the option) and returns its normal form; None: any value.
     """
@@ -50,7 +52,7 @@ class Option:
     annotation: str
     doc: str
     config: str = "always"
-    fingerprint: bool = False
+    fingerprint: bool | str = False
     check: Callable[[Any], Any] | None = None
 
 
@@ -183,10 +185,10 @@ OPTIONS: tuple[Option, ...] = (
            "the class values when labels are not ``0..K-1`` (``[\"cat\", \"dog\", \"bird\"]``, ``[-1, 1]``, ``[1, 2]``): "
            "labels and predictions are mapped to their index in the list, a value outside it is an invalid row "
            "(column, value, row), per-class results follow its order (``Results.per_class``); ``num_classes`` "
-           "defaults to its length. See :mod:`core.labels`.", config="if_set", fingerprint=True, check=_classes),
+           "defaults to its length. See :mod:`core.labels`.", config="if_set", fingerprint="if_set", check=_classes),
     Option("pos_label", None, "str | int | float | None",
            "with two ``classes``, the positive class's value (it becomes class 1; default: the second class).",
-           config="if_set", fingerprint=True),
+           config="if_set", fingerprint="if_set"),
     Option("threshold", 0.5, "float", "binary scores ``>= threshold`` are predicted positive (see :class:`~core.plan.MetricCollection`)."),
     Option("threshold_rule", ">=", "str", "``\">=\"`` or ``\">\"``: how scores compare with ``threshold``."),
     Option("zero_division", "nan", "Any",
@@ -292,7 +294,7 @@ def config_of(resolved: Mapping[str, Any]) -> dict[str, Any]:
 
 def fingerprint_of(resolved: Mapping[str, Any]) -> dict[str, Any]:
     """The options of the fingerprint (columns, formats, slices) from their resolved values."""
-    return {o.name: resolved[o.name] for o in OPTIONS if o.fingerprint}
+    return {o.name: resolved[o.name] for o in OPTIONS if o.fingerprint and (o.fingerprint != "if_set" or resolved[o.name] != o.default)}
 
 
 def signature() -> inspect.Signature:

@@ -49,7 +49,11 @@ def test_every_option_appears_in_to_config_and_round_trips():
 
 def test_fingerprint_holds_the_column_format_and_slice_options():
     fp = Evaluation(**MULTICLASS).fingerprint
-    assert {o.name for o in OPTIONS if o.fingerprint} <= set(fp)
+    assert {o.name for o in OPTIONS if o.fingerprint is True} <= set(fp)
+    # options added later are in it only when set: older fingerprints stay what they were
+    assert fp["classes"] == [10, 20, 30] and "pos_label" not in fp
+    assert {"classes", "pos_label"} <= set(Evaluation(**SCORES).fingerprint)
+    assert not {"classes", "pos_label"} & set(Evaluation(label_col="y", score_col="s").fingerprint)
     assert fp["measure_col"] == "m" and fp["label_format"] == "labels" and fp["slices"] == ["g"]
     assert "min_slice_size" not in fp and "on_invalid" not in fp  # used only when computing
 
