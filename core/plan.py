@@ -347,7 +347,7 @@ def metric_entries(metrics: Any) -> list[tuple[str | None, "str | Metric"]]:
 
     Accepts one metric string or :class:`~core.metrics.Metric`, a sequence of them and of
     ``(display name, metric)`` pairs (``("val_f1", "f1@macro")``; JSON lists of two strings
-    too), or a mapping ``{display name: metric}``.
+    too) and mappings ``{display name: metric}``, or one such mapping.
 
     Raises:
         TypeError: an entry of another type.
@@ -362,6 +362,8 @@ def metric_entries(metrics: Any) -> list[tuple[str | None, "str | Metric"]]:
             out.append((None, m))
         elif isinstance(m, (tuple, list)) and len(m) == 2 and isinstance(m[0], str) and isinstance(m[1], (str, Metric)):
             out.append((m[0], m[1]))
+        elif isinstance(m, Mapping):  # {display name: metric} among the entries
+            out += [(str(k), v) for k, v in m.items()]
         else:
             raise TypeError(f"a metric is a metric string, a Metric or a (display name, metric) pair, got {type(m).__name__} {m!r}")
     return out

@@ -94,6 +94,7 @@ def test_display_names_are_the_result_keys():
     assert r["val_f1"] == f1_score(y, p, average="macro") and r["acc"] == accuracy_score(y, p)
     assert r["f1@macro"] == r["val_f1"] and r["accuracy"] == r["acc"]  # the canonical strings find them too
     assert mc.resolved_names == {"val_f1": "f1@macro", "acc": "accuracy"}
+    assert list(MetricCollection({"val_f1": "f1@macro"}, "recall", num_classes=3).plan.keys) == ["val_f1", "recall@macro"]
     assert "val_f1 (f1@macro) = " in repr(mc)
     with pytest.raises(ValueError, match="display name .*'@'"):
         MetricCollection(("a@b", "f1"))
