@@ -117,3 +117,20 @@ def test_undefined_warnings_name_the_classes_by_value():
     with pytest.warns(UndefinedMetricWarning, match=r"'precision@none' is undefined .* in slice 'Overall' \[class bird\]"):
         r = ev.evaluate({"y": ["cat", "dog", "bird"], "p": ["cat", "dog", "dog"]})  # bird is never predicted
     assert r.overall.undefined == [{"metric": "precision@none", "classes": [2]}]  # JSON keeps the class index
+
+
+def test_any_batching_with_empty_and_sorted_batches_gives_the_same_states():
+    rng = np.random.default_rng(9)
+    y = rng.choice(ANIMALS, 60)
+    p = rng.choice(ANIMALS, 60)
+    ev = Evaluation(label_col="y", prediction_col="p", classes=ANIMALS, metrics=["confusion_matrix", "f1@macro"])
+    one = ev.evaluate({"y": y, "p": p})
+    order = np.argsort(y, kind="stable")  # sorted by label: each batch holds one or two classes
+    parts = [slice(0, 0), slice(0, 17), slice(17, 17), slice(17, 60)]
+    batches = [{"y": y[order][s], "p": p[order][s]} for s in parts]
+    split = ev.evaluate(batches)
+    np.testing.assert_array_equal(split.overall.metrics["confusion_matrix"], confusion_matrix(y, p, labels=ANIMALS))
+    np.testing.assert_array_equal(split.overall.metrics["confusion_matrix"], one.overall.metrics["confusion_matrix"])
+    assert split.overall.metrics["f1@macro"] == one.overall.metrics["f1@macro"]
+    empty = ev.evaluate([{"y": np.array([], dtype=object), "p": np.array([], dtype=object)}])
+    assert empty.overall.n == 0
