@@ -111,14 +111,11 @@ def encode_labels(values: Any, classes: Sequence[Any], column: str, row_offset: 
         pos = np.clip(np.searchsorted(keys, x), 0, len(keys) - 1)
         hit = keys[pos] == x
         out = np.where(hit, index[pos], -1)
-    elif flat.dtype.kind in "US" or flat.dtype == object:
+    elif flat.dtype.kind in "US" or flat.dtype == object:  # one dict lookup per row (faster than sorting them)
         try:
-            uniq, inv = np.unique(flat, return_inverse=True)
-        except TypeError:  # mixed types or None: one lookup per row
-            uniq, inv = None, None
-        if uniq is not None:
-            codes = np.array([lut.get(u.item() if isinstance(u, np.generic) else u, -1) for u in uniq], dtype=np.int64)
-            out = codes[inv.reshape(-1)] if uniq.size else np.zeros(0, dtype=np.int64)
+            out = np.fromiter((lut.get(v, -1) for v in flat.tolist()), dtype=np.int64, count=flat.size)
+        except TypeError:  # an unhashable value (a list): the slow path below names it
+            out = None
     if out is None:
         out = np.fromiter((lut.get(v.item() if isinstance(v, np.generic) else v, -1) if _hashable(v) else -1 for v in flat), dtype=np.int64, count=flat.size)
     bad = np.flatnonzero(out < 0)
