@@ -104,13 +104,27 @@ def encode_labels(values: Any, classes: Sequence[Any], column: str, row_offset: 
     lut = {c: i for i, c in enumerate(classes)}
     out = None
     numeric = all(not isinstance(c, str) for c in classes)
-    if numeric and flat.dtype.kind in "iuf":
+    small_ints = numeric and all(isinstance(c, int) or float(c).is_integer() for c in classes) and max(classes) - min(classes) <= 1 << 16
+    if small_ints and flat.dtype.kind in "iu":  # a lookup table over the classes' range
+        lo = int(min(classes))
+        table = np.full(int(max(classes)) - lo + 1, -1, dtype=np.int64)
+        for c, i in lut.items():
+            table[int(c) - lo] = i
+        x = flat.astype(np.int64, copy=False) - lo
+        inside = (x >= 0) & (x < table.size)
+        out = np.where(inside, table[np.where(inside, x, 0)], -1)
+    elif numeric and flat.dtype.kind in "iuf":
         keys = np.array(sorted(lut), dtype=np.float64)
         index = np.array([lut[k] for k in sorted(lut)], dtype=np.int64)
         x = flat.astype(np.float64)
         pos = np.clip(np.searchsorted(keys, x), 0, len(keys) - 1)
         hit = keys[pos] == x
         out = np.where(hit, index[pos], -1)
+    elif flat.dtype.kind == "U" and len(classes) <= 32:  # fixed-width strings: one vectorised compare per class
+        out = np.full(flat.size, -1, dtype=np.int64)
+        for c, i in lut.items():
+            if isinstance(c, str):
+                out[flat == c] = i
     elif flat.dtype.kind in "US" or flat.dtype == object:  # one dict lookup per row (faster than sorting them)
         try:
             out = np.fromiter((lut.get(v, -1) for v in flat.tolist()), dtype=np.int64, count=flat.size)
