@@ -98,6 +98,16 @@ def encode_labels(values: Any, classes: Sequence[Any], column: str, row_offset: 
     Raises:
         ValueError: a value outside ``classes`` (unless ``skip``), naming the column, the value,
             the row position and how many rows have such values.
+
+    Example:
+        >>> encode_labels(["dog", "cat", "bird"], ("cat", "dog", "bird"), "y").tolist()
+        [1, 0, 2]
+        >>> encode_labels([1, -1, 1], (-1, 1), "y").tolist()
+        [1, 0, 1]
+        >>> encode_labels(["cat", "fish"], ("cat", "dog"), "y", row_offset=10)
+        Traceback (most recent call last):
+        ...
+        ValueError: column 'y': invalid value 'fish' at row 11: not one of classes=['cat', 'dog']
     """
     arr = _column_array(values)
     flat = arr.reshape(-1) if arr.ndim else arr.reshape(1)

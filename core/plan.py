@@ -400,6 +400,11 @@ class MetricValues(dict):
     A plain ``dict`` of the result keys (iteration, ``len``, ``==`` and JSON are a dict's), whose
     ``[...]``, ``get`` and ``in`` also take the requested strings and display names' canonical
     strings of :func:`metric_aliases` (``values["f1"]`` for ``"f1@macro"``).
+
+    Example:
+        >>> v = MetricValues({"f1@macro": 0.5}, {"f1": "f1@macro"})
+        >>> v["f1"], "f1" in v, v.get("f1"), list(v), v == {"f1@macro": 0.5}
+        (0.5, True, 0.5, ['f1@macro'], True)
     """
 
     def __init__(self, values: Any = (), aliases: Mapping[str, str] | None = None):
