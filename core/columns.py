@@ -18,6 +18,7 @@ from core._inputs import Batch
 from core.batches import extract_columns
 from core.formats import build_batch, make_batch
 from core.retrieval import with_query_keys
+from core.labels import encode_labels
 
 if TYPE_CHECKING:
     from core.plan import Plan
@@ -62,7 +63,14 @@ class ColumnMap:
         baseline_prediction_col: str | None = None,
         measure_cols: dict[str, str] | None = None,
         query_col: str | None = None,
+        classes: Sequence[Any] | None = None,
     ):
+        if classes is not None:
+            for role in ("target", "prediction"):
+                if formats.get(role) not in (None, "labels", "label_map"):
+                    raise ValueError(f"classes= maps label values; the {role} format {formats[role]!r} holds no label values (use the labels format)")
+        #: the class values in index order (labels and predictions are mapped to their index), or None
+        self.classes = None if classes is None else tuple(classes)
         if baseline_score_col is not None and baseline_prediction_col is not None:
             raise ValueError("give at most one of baseline_score_col or baseline_prediction_col")
         if baseline_score_col is not None and score_col is None:
@@ -202,6 +210,10 @@ class ColumnMap:
             ValueError / TypeError: invalid values (see :func:`core.formats.make_batch`), unless
                 ``on_invalid="skip"``.
         """
+        if self.classes is not None:  # class values -> indices (outside the list: -1, invalid)
+            cols = dict(cols)
+            for c in dict.fromkeys(c for c in (self.label_col, self.prediction_col, self.baseline_prediction_col) if c):
+                cols[c] = encode_labels(cols[c], self.classes, c, row_offset, skip=on_invalid == "skip")
         batch, invalid = self._model_batch(cols, row_offset, on_invalid, self.score_col, self.prediction_col)
         if self.query_col is not None:
             return self._with_query(batch, invalid, cols, row_offset, on_invalid)

@@ -34,6 +34,7 @@ from core.columns import ColumnMap
 from core.bootstrap import BucketedPlan
 from core.comparison import PairedPlan, comparison_method, paired_bootstrap, slice_comparison
 from core.intervals import CI_OPTIONS, CISettings, slice_ci
+from core.labels import resolve_classes
 from core.measure import MeanMeasure
 from core.metrics import DEFAULT_METRICS, Task, UndefinedMetricWarning
 from core.options import config_of, fingerprint_of, options_doc, read_options, signature
@@ -143,7 +144,10 @@ class Evaluation(AccumulatorOps):
         o = read_options(options)
         if o["query_col"] is not None:
             o = _retrieval_options(o)
-        task_obj = make_task(o["task"] if o["task"] is not None or o["query_col"] is None else "regression", o["num_classes"], o["threshold"], o["threshold_rule"], o["zero_division"], o["multiclass"], o["ignore_index"])
+        classes, num_classes = resolve_classes(o["classes"], o["pos_label"], o["num_classes"], o["multiclass"], o["task"])
+        #: the class values in index order (``classes=``; see :mod:`core.labels`), or None
+        self.classes = classes
+        task_obj = make_task(o["task"] if o["task"] is not None or o["query_col"] is None else "regression", num_classes, o["threshold"], o["threshold_rule"], o["zero_division"], o["multiclass"], o["ignore_index"])
         self.slices = parse_slices(o["slices"])
         self.min_slice_size = o["min_slice_size"]
         self.show_suppressed_names = o["show_suppressed_names"]
@@ -170,6 +174,7 @@ class Evaluation(AccumulatorOps):
             formats={role: o[opt] or self.plan.data_formats.get(role) for role, opt in (("target", "label_format"), ("score", "score_format"), ("prediction", "prediction_format"))},
             baseline_score_col=o["baseline_score_col"], baseline_prediction_col=o["baseline_prediction_col"],
             query_col=o["query_col"],
+            classes=classes,
         )  # fmt: skip
         if self.inputs.paired:  # both models folded over the same rows (core.comparison)
             self.plan = self._base_plan = PairedPlan(self.plan)
@@ -180,7 +185,8 @@ class Evaluation(AccumulatorOps):
         resolved = {
             **o,
             "slices": [str(s) for s in self.slices],
-            "metrics": [f"mean_measure@name={m.measure_name}" if getattr(m, "measure_name", None) else m.key for m in self.plan.metrics],
+            "metrics": [f"mean_measure@name={m.measure_name}" if getattr(m, "measure_name", None) else (m.key if m.key == m.resolved_key else [m.key, m.resolved_key]) for m in self.plan.metrics],
+            "classes": None if classes is None else list(classes),
             "zero_division": task_obj.zero_division,
             "task": task_obj.kind if o["task"] is not None else None,
             "ignore_index": task_obj.ignore_index,
@@ -356,7 +362,8 @@ class Evaluation(AccumulatorOps):
                 paired = self._compare(key, states, values, base_many.element(position[key])[0], replicates)
             for metric, (classes, fill) in undef.items():
                 if fill in ("nan", "warn"):
-                    undefined.setdefault(metric, []).append((slice_name(key), classes))
+                    named = classes if classes is None or self.classes is None else tuple(self.classes[c] if 0 <= c < len(self.classes) else c for c in classes)
+                    undefined.setdefault(metric, []).append((slice_name(key), named))
                     fills[metric] = "nan" if fill == "nan" or fills.get(metric) == "nan" else fill
             out.append(
                 SliceResult(

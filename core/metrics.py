@@ -16,6 +16,7 @@ Undefined values follow scikit-learn's ``zero_division`` (0, 1, "nan" or "warn")
 
 from __future__ import annotations
 
+import copy
 import difflib
 import math
 import warnings
@@ -424,6 +425,28 @@ class Metric:
 
     @property
     def key(self) -> str:
+        """The metric's key in results: its display name when it has one (:meth:`named`),
+        else :attr:`resolved_key`."""
+        return self.__dict__.get("display_name") or self.resolved_key
+
+    def named(self, display_name: str) -> "Metric":
+        """A copy of this metric whose results are keyed ``display_name`` (e.g. ``"val_f1"``);
+        :attr:`resolved_key` stays the canonical string.
+
+        Raises:
+            ValueError: an empty name, or one containing ``@`` (reserved for parameters).
+            TypeError: a name that is not a string.
+        """
+        if not isinstance(display_name, str):
+            raise TypeError(f"a metric's display name is a string, got {type(display_name).__name__} {display_name!r}")
+        if not display_name.strip() or "@" in display_name:
+            raise ValueError(f"a metric's display name is a non-empty string without '@', got {display_name!r} (for {self.resolved_key!r})")
+        out = copy.copy(self)
+        out.__dict__["display_name"] = display_name
+        return out
+
+    @property
+    def resolved_key(self) -> str:
         """Canonical metric string: the name, then the positional value, then other given
         parameters in sorted order."""
         parts = [self.name]

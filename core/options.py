@@ -23,6 +23,7 @@ from typing import Any, Callable, Mapping
 
 from core._inputs import ON_INVALID
 from core.formats import get_format
+from core.labels import check_classes
 
 __all__ = ["OPTIONS", "OPTION_NAMES", "Option", "config_of", "fingerprint_of", "options_doc", "read_options", "signature"]
 
@@ -39,7 +40,9 @@ class Option:
         config: ``"always"``: :meth:`~core.Evaluation.to_config` lists it; ``"if_set"``: only
             when its value differs from ``default`` (so configurations of the first release,
             which lacked these options, keep their exact ``to_config()``).
-        fingerprint: part of :attr:`core.Evaluation.fingerprint` (it changes what the states hold).
+        fingerprint: part of :attr:`core.Evaluation.fingerprint` (it changes what the states hold);
+            ``"if_set"``: only when its value differs from ``default`` (so fingerprints of
+            evaluations without it stay those of the releases that lacked the option).
         check: ``value -> value``: validates one given value (raising ``ValueError`` /
             ``TypeError`` that name the option) and returns its normal form; None: any value.
     """
@@ -49,7 +52,7 @@ class Option:
     annotation: str
     doc: str
     config: str = "always"
-    fingerprint: bool = False
+    fingerprint: bool | str = False
     check: Callable[[Any], Any] | None = None
 
 
@@ -155,6 +158,11 @@ def _ci_interval(v: Any) -> str:
     return v
 
 
+def _classes(v: Any) -> list[Any] | None:
+    checked = check_classes(v)
+    return None if checked is None else list(checked)
+
+
 def _tolerance(v: Any) -> float:
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not v >= 0 or v == float("inf"):
         raise ValueError(f"tolerance must be a finite number >= 0, got {v!r}")
@@ -184,8 +192,20 @@ OPTIONS: tuple[Option, ...] = (
            "grammar in :class:`~core.slicing.SliceSpec`); the overall slice is always computed, exactly, from every "
            "row. Specs with ``max_slices`` or ``quantiles`` need a counting pass first (:attr:`needs_profile`, "
            ":meth:`with_profile`; every engine and :meth:`evaluate` run it automatically).", fingerprint=True),
-    Option("metrics", None, "Sequence[str | Metric] | None", "metric strings (see :mod:`core.metrics`); None for the task's defaults."),
+    Option("metrics", None, "Sequence[str | Metric] | Mapping[str, str | Metric] | None",
+           "metric strings (see :mod:`core.metrics`); None for the task's defaults. ``(display name, metric)`` pairs "
+           "(``(\"val_f1\", \"f1@macro\")``) or a mapping ``{display name: metric}`` key the results by the names; "
+           "otherwise results are keyed by the canonical string and also answer the requested one "
+           "(``results.overall.metrics[\"f1\"]`` for ``\"f1@macro\"``; ``Results.resolved_names``)."),
     Option("num_classes", None, "int | None", "None/2 for binary, K > 2 for multiclass (needs ``prediction_col`` or class scores)."),
+    Option("classes", None, "Sequence[str | int | float] | None",
+           "the class values when labels are not ``0..K-1`` (``[\"cat\", \"dog\", \"bird\"]``, ``[-1, 1]``, ``[1, 2]``): "
+           "labels and predictions are mapped to their index in the list, a value outside it is an invalid row "
+           "(column, value, row), per-class results follow its order (``Results.per_class``); ``num_classes`` "
+           "defaults to its length. See :mod:`core.labels`.", config="if_set", fingerprint="if_set", check=_classes),
+    Option("pos_label", None, "str | int | float | None",
+           "with two ``classes``, the positive class's value (it becomes class 1; default: the second class).",
+           config="if_set", fingerprint="if_set"),
     Option("threshold", 0.5, "float", "binary scores ``>= threshold`` are predicted positive (see :class:`~core.plan.MetricCollection`)."),
     Option("threshold_rule", ">=", "str", "``\">=\"`` or ``\">\"``: how scores compare with ``threshold``."),
     Option("zero_division", "nan", "Any",
@@ -301,7 +321,7 @@ def config_of(resolved: Mapping[str, Any]) -> dict[str, Any]:
 
 def fingerprint_of(resolved: Mapping[str, Any]) -> dict[str, Any]:
     """The options of the fingerprint (columns, formats, slices) from their resolved values."""
-    return {o.name: resolved[o.name] for o in OPTIONS if o.fingerprint}
+    return {o.name: resolved[o.name] for o in OPTIONS if o.fingerprint and (o.fingerprint != "if_set" or resolved[o.name] != o.default)}
 
 
 def signature() -> inspect.Signature:

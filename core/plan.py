@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import copy
 import threading
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -22,6 +22,7 @@ from core import codec
 from core._inputs import Batch, as_array
 from core.formats import get_format, make_batch
 from core.measure import MeanMeasure, MeanMeasureMetric, MeanMeasureState, measure_values
+from core.labels import encode_labels, resolve_classes
 from core.metrics import DEFAULT_METRICS, Metric, Task, UndefinedMetricWarning, resolve
 from core.retrieval import with_query_keys
 from core.stacked import ManyValues, compute_cells, compute_many, compute_shared
@@ -105,15 +106,27 @@ class Plan:
         self.task = task
         if metrics is None:
             metrics = DEFAULT_METRICS[task.kind]
-        if isinstance(metrics, (str, Metric)):
-            metrics = [metrics]
         resolved: dict[str, Metric] = {}
-        for m in metrics:
+        requested: dict[str, str] = {}
+        for name, m in metric_entries(metrics):
             r = resolve(m, task)
+            if name is not None:
+                r = r.named(name)
+            elif isinstance(m, str) and m.strip() != r.key:
+                requested.setdefault(m.strip(), r.key)
+            if r.key in resolved and resolved[r.key].resolved_key != r.resolved_key:
+                raise ValueError(f"metric name {r.key!r} is given to two metrics: {resolved[r.key].resolved_key!r} and {r.resolved_key!r}")
             other = resolved.setdefault(r.key, r)
             if type(other) is not type(r):  # e.g. a measure named like a metric
                 raise ValueError(f"two metrics have the key {r.key!r} ({other.name!r} and {r.name!r}): rename one")
         self.metrics: tuple[Metric, ...] = tuple(resolved.values())
+        #: ``{name the user wrote: canonical metric string}`` where they differ: requested
+        #: strings (``"f1"`` -> ``"f1@macro"`` for multiclass, aliases such as ``"auc"``) and
+        #: display names (``"val_f1"`` -> ``"f1@macro"``); see :func:`metric_aliases`
+        self.metric_names: dict[str, str] = {
+            **{k: v for k, v in requested.items() if k not in resolved},
+            **{m.key: m.resolved_key for m in self.metrics if m.key != m.resolved_key},
+        }
         reqs: dict[type[State], list[Any]] = {ExampleCountState: []}
         for m in self.metrics:
             for d in (m, *_dependencies(m)):  # dependencies' states join the shared tuple
@@ -199,9 +212,16 @@ class Plan:
             out = self.merge(out, s)
         return out
 
+    @property
+    def aliases(self) -> dict[str, str]:
+        """``{other name: result key}`` of :func:`metric_aliases` (requested strings, display
+        names' canonical strings)."""
+        return metric_aliases(self.metric_names, self.keys)
+
     def compute(self, states: tuple[State, ...]) -> dict[str, Any]:
-        """Metric values from merged states: ``{metric key: float | np.ndarray}``."""
-        return self.compute_with_bounds(states)[0]
+        """Metric values from merged states: ``{metric key: float | np.ndarray}`` (a
+        :class:`MetricValues`: the requested names find their values too)."""
+        return MetricValues(self.compute_with_bounds(states)[0], self.aliases)
 
     def compute_with_bounds(
         self, states: tuple[State, ...], warn: bool = True, slice_name: str = "Overall"
@@ -336,6 +356,7 @@ class Plan:
             "threshold_rule": t.threshold_rule,
             "zero_division": t.zero_division,
             "metrics": list(self.keys),
+            **({"metric_names": dict(self.metric_names)} if self.metric_names else {}),
             "states": [f"{cls.kind} {layout}" for cls, layout in self.state_types],
             **({"ignore_index": t.ignore_index} if t.ignore_index is not None else {}),
         }
@@ -356,6 +377,91 @@ def _declared_formats(metrics: Sequence[Metric]) -> dict[str, str]:
                 raise ValueError(f"metrics {by[role]!r} and {m.key!r} declare different {role} formats ({out[role]!r} vs {name!r}): give formats= explicitly")
             out[role], by[role] = name, m.key
     return out
+
+
+def metric_entries(metrics: Any) -> list[tuple[str | None, "str | Metric"]]:
+    """``[(display name or None, metric string or Metric), ...]`` of a ``metrics`` argument.
+
+    Accepts one metric string or :class:`~core.metrics.Metric`, a sequence of them and of
+    ``(display name, metric)`` pairs (``("val_f1", "f1@macro")``; JSON lists of two strings
+    too) and mappings ``{display name: metric}``, or one such mapping.
+
+    Raises:
+        TypeError: an entry of another type.
+    """
+    if isinstance(metrics, (str, Metric)):
+        metrics = [metrics]
+    if isinstance(metrics, Mapping):
+        return [(str(k), v) for k, v in metrics.items()]
+    out: list[tuple[str | None, Any]] = []
+    for m in metrics:
+        if isinstance(m, (str, Metric)):
+            out.append((None, m))
+        elif isinstance(m, (tuple, list)) and len(m) == 2 and isinstance(m[0], str) and isinstance(m[1], (str, Metric)):
+            out.append((m[0], m[1]))
+        elif isinstance(m, Mapping):  # {display name: metric} among the entries
+            out += [(str(k), v) for k, v in m.items()]
+        else:
+            raise TypeError(f"a metric is a metric string, a Metric or a (display name, metric) pair, got {type(m).__name__} {m!r}")
+    return out
+
+
+def metric_aliases(metric_names: Mapping[str, str], keys: Iterable[str]) -> dict[str, str]:
+    """``{other name: result key}``: the names that also find a result.
+
+    Args:
+        metric_names: ``{name the user wrote: canonical string}`` (:attr:`Plan.metric_names`,
+            ``Results.config["metric_names"]``).
+        keys: the result keys.
+
+    A requested string finds its canonical key (``"f1"`` -> ``"f1@macro"``); a display name's
+    canonical string finds the display name (``"f1@macro"`` -> ``"val_f1"``), unless it is
+    itself a result key or two display names share it.
+    """
+    keys = set(keys)
+    out: dict[str, str] = {}
+    shared: set[str] = set()
+    for name, canonical in metric_names.items():
+        if name not in keys and canonical in keys:
+            out.setdefault(name, canonical)
+        elif name in keys and canonical not in keys:
+            if canonical in out and out[canonical] != name:
+                shared.add(canonical)
+            out.setdefault(canonical, name)
+    return {k: v for k, v in out.items() if k not in shared}
+
+
+class MetricValues(dict):
+    """``{metric key: value}`` that also answers the names a user asked for.
+
+    A plain ``dict`` of the result keys (iteration, ``len``, ``==`` and JSON are a dict's), whose
+    ``[...]``, ``get`` and ``in`` also take the requested strings and display names' canonical
+    strings of :func:`metric_aliases` (``values["f1"]`` for ``"f1@macro"``).
+
+    Example:
+        >>> v = MetricValues({"f1@macro": 0.5}, {"f1": "f1@macro"})
+        >>> v["f1"], "f1" in v, v.get("f1"), list(v), v == {"f1@macro": 0.5}
+        (0.5, True, 0.5, ['f1@macro'], True)
+    """
+
+    def __init__(self, values: Any = (), aliases: Mapping[str, str] | None = None):
+        super().__init__(values)
+        self.aliases = dict(aliases or {})
+
+    def __missing__(self, key: Any) -> Any:
+        target = self.aliases.get(key) if isinstance(key, str) else None
+        if target is None or not dict.__contains__(self, target):
+            raise KeyError(key)
+        return dict.__getitem__(self, target)
+
+    def __contains__(self, key: Any) -> bool:
+        return dict.__contains__(self, key) or (isinstance(key, str) and dict.__contains__(self, self.aliases.get(key)))
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        return self[key] if key in self else default
+
+    def __reduce__(self) -> Any:
+        return (MetricValues, (dict(self), self.aliases))
 
 
 def _dependencies(m: Metric) -> list[Metric]:
@@ -413,6 +519,19 @@ class MetricCollection:
             (``fn(y_true, y_pred) -> per-sample values or one per-batch value``; None: the values
             are given to ``update(measure={name: values})``), or a list of names whose values are
             given. Each is computed as ``MeanMeasure(fn, name)``: its key is its name.
+        classes: the class values when labels are not ``0..K-1`` (``["cat", "dog"]``,
+            ``[-1, 1]``): ``y_true`` and ``y_pred`` values are mapped to their index in the list
+            (a value outside it raises, naming it and its row); ``num_classes`` defaults to its
+            length; per-class values are in its order. See :mod:`core.labels`.
+        pos_label: with two ``classes``, the positive class's value (default: the second).
+
+        **named: metrics under display names, ``acc="accuracy"``: the result key is the
+            name (as are ``("val_f1", "f1@macro")`` pairs among ``metrics``).
+
+    Result keys: a metric's display name when it has one, else its canonical string
+    (``"f1"`` of a multiclass task is ``"f1@macro"``). :meth:`compute` returns a
+    :class:`MetricValues`, so the name a user wrote finds its value either way
+    (``compute()["f1"]``); :attr:`resolved_names` maps the names to the canonical strings.
 
     Undefined values are NaN with one :class:`~core.metrics.UndefinedMetricWarning` per metric
     naming it and its classes (none with ``zero_division`` 0 or 1).
@@ -444,11 +563,16 @@ class MetricCollection:
         ignore_index: int | None = None,
         formats: dict[str, str] | None = None,
         measures: "dict[str, Any] | Sequence[str] | None" = None,
+        classes: Sequence[Any] | None = None,
+        pos_label: Any = None,
+        **named: str | Metric,
     ):
+        self.classes, num_classes = resolve_classes(classes, pos_label, num_classes, multiclass, task)
         task = make_task(task, num_classes, threshold, threshold_rule, zero_division, multiclass, ignore_index)
-        named = _measure_specs(measures)
-        self.plan = Plan((list(metrics) + named) or None, task)
+        self.plan = Plan([*metrics, *named.items(), *_measure_specs(measures)] or None, task)
         self.formats = {**self.plan.data_formats, **_collection_formats(formats)}  # the caller's win
+        if self.classes is not None and any(self.formats.get(r) not in (None, "labels", "label_map") for r in ("target", "prediction")):
+            raise ValueError(f"classes= maps label values; formats {self.formats} hold no label values for y_true / y_pred")
         self.states = self.plan.zero()
         self._rows = 0
         self._lock = threading.RLock()
@@ -468,10 +592,23 @@ class MetricCollection:
         return self.plan.task
 
     @property
+    def resolved_names(self) -> dict[str, str]:
+        """``{result key or requested name: canonical metric string}`` of every metric, e.g.
+        ``{"f1": "f1@macro", "val_f1": "f1@macro", "accuracy": "accuracy"}``."""
+        return {**{m.key: m.resolved_key for m in self.plan.metrics}, **self.plan.metric_names}
+
+    def describe(self) -> dict[str, Any]:
+        """JSON-ready description of the task, metrics (``"metric_names"``: requested and display
+        names -> canonical strings) and states (:meth:`Plan.describe`)."""
+        return self.plan.describe()
+
+    @property
     def fingerprint(self) -> dict[str, Any]:
         """The settings that change what the states hold (see :attr:`Plan.fingerprint`), with
         the input ``formats`` when any are given; :meth:`merge`, :meth:`merge_into` and :meth:`load` check it."""
         fp = self.plan.fingerprint
+        if self.classes is not None:
+            fp = {**fp, "classes": list(self.classes)}
         return {**fp, "formats": dict(sorted(self.formats.items()))} if self.formats else fp
 
     def update(
@@ -512,6 +649,9 @@ class MetricCollection:
                 f"a multiclass task reads y_score as (N, K) class scores, got shape {np.shape(y_score)}: "
                 "for predicted labels pass y_pred= (update(y_true, y_pred=labels))"
             )
+        if self.classes is not None:  # class values -> indices (see core.labels)
+            y_true = None if y_true is None else encode_labels(y_true, self.classes, "y_true", self._rows)
+            y_pred = None if y_pred is None else encode_labels(y_pred, self.classes, "y_pred", self._rows)
         measure_name: Any = "measure"
         if self.plan.measure_names:
             measure, measure_name = self._measures(measure, y_true, y_pred, y_score), list(self.plan.measure_names)
@@ -615,7 +755,8 @@ class MetricCollection:
             self._rows = 0
 
     def compute(self) -> dict[str, Any]:
-        """``{metric key: value}``; scalars as float, per-class and matrices as numpy arrays."""
+        """``{metric key: value}`` (a :class:`MetricValues`: requested names find their values
+        too); scalars as float, per-class and matrices as numpy arrays."""
         return self.plan.compute(self.states)
 
     def encode(self) -> bytes:
@@ -644,7 +785,8 @@ class MetricCollection:
         lines.append("└── metrics")
         for i, m in enumerate(self.plan.metrics):
             kinds = ", ".join(cls.kind for cls, _ in m.requires() if cls is not ExampleCountState) or "example_count"
-            lines.append(f"    {'└' if i == len(self.plan.metrics) - 1 else '├'}── {m.key} = {_fmt_value(values[m.key])}  [{kinds}]")
+            shown = m.key if m.key == m.resolved_key else f"{m.key} ({m.resolved_key})"
+            lines.append(f"    {'└' if i == len(self.plan.metrics) - 1 else '├'}── {shown} = {_fmt_value(values[m.key])}  [{kinds}]")
         return "\n".join(lines)
 
 

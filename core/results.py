@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
+import difflib
 import json
 import math
 from dataclasses import dataclass, field
@@ -14,6 +15,7 @@ import numpy as np
 
 from core.codec import slice_key_from_json, slice_key_to_json
 from core.metrics import REGISTRY
+from core.plan import MetricValues, metric_aliases
 from core.slicing import slice_name, sort_key
 
 
@@ -282,6 +284,10 @@ def _window_order(s: SliceResult) -> tuple:
     return (1, s.window_start, s.window_end or s.window_start)
 
 
+class _AmbiguousSlice(KeyError):
+    """A slice named by key, name or dict that is in several windows."""
+
+
 @dataclass(frozen=True)
 class Results:
     """All slices' results, overall first, in a deterministic order.
@@ -298,6 +304,55 @@ class Results:
 
     slices: list[SliceResult]
     config: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        names = (self.config or {}).get("metric_names")
+        if names:  # every slice's values also answer the names the user wrote (see MetricValues)
+            for s in self.slices:
+                if not isinstance(s.metrics, MetricValues) or not s.metrics.aliases:
+                    object.__setattr__(s, "metrics", MetricValues(s.metrics, metric_aliases(names, s.metrics)))
+
+    @property
+    def resolved_names(self) -> dict[str, str]:
+        """``{name the user wrote: canonical metric string}`` where they differ (``{"f1":
+        "f1@macro", "val_f1": "f1@macro"}``; ``config["metric_names"]``). Every slice's
+        ``metrics`` answers those names too: ``results.overall.metrics["f1"]``."""
+        return dict((self.config or {}).get("metric_names") or {})
+
+    @property
+    def classes(self) -> list[Any] | None:
+        """The class values in index order (``classes=`` of the evaluation; ``config["classes"]``),
+        or None when the labels were ``0..K-1``."""
+        c = (self.config or {}).get("classes")
+        return None if c is None else list(c)
+
+    def class_names(self, k: int) -> list[str]:
+        """Display names of classes ``0..k-1``: the ``classes`` values as strings, else ``"0"``, ``"1"``, ..."""
+        c = self.classes
+        return [str(v) for v in c[:k]] + [str(i) for i in range(len(c), k)] if c is not None else [str(i) for i in range(k)]
+
+    def per_class(self, metric: str, slice: Any = ()) -> dict[Any, Any]:
+        """A per-class metric of one slice as ``{class: value}``, by class value when the evaluation
+        has ``classes`` (``{"cat": 0.67, "dog": 0.8, ...}``), else by class index.
+
+        Args:
+            metric: a per-class metric key (``"f1@none"``; the requested name works too); rows of
+                a matrix (``"confusion_matrix"``: true class -> row of predicted counts).
+            slice: the slice, named any way :meth:`__getitem__` takes (default overall).
+
+        Raises:
+            KeyError: no such slice or metric.
+            ValueError: the metric's value is a scalar.
+        """
+        s = self[slice]
+        if metric not in s.metrics:
+            raise KeyError(f"no metric {metric!r} in slice {s.name!r}; metrics: {list(s.metrics)}")
+        v = np.asarray(s.metrics[metric])
+        if v.ndim == 0:
+            raise ValueError(f"metric {metric!r} is a scalar ({float(v)!r}), not a per-class value")
+        c = self.classes
+        labels = c if c is not None and len(c) == v.shape[0] else list(range(v.shape[0]))
+        return {lab: (float(x) if np.ndim(x) == 0 else x) for lab, x in zip(labels, v)}
 
     def __getitem__(self, key: Any) -> SliceResult:
         """One slice's result, named any way a slice is named.
@@ -334,22 +389,49 @@ class Results:
                 raise IndexError(f"slice position {int(key)} out of range: the results have {len(self.slices)} slices") from None
         if isinstance(key, str):
             matches = [s for s in self.slices if s.name == key]
-        elif isinstance(key, Mapping):
-            matches = [s for s in self.slices if s.slice == tuple(key.items())]
+        elif isinstance(key, Mapping):  # any column order: {"device": "ios", "country": "DE"}
+            want = tuple(key.items())
+            matches = [s for s in self.slices if s.slice == want or (len(s.slice) == len(want) > 1 and dict(s.slice) == dict(want))]
         elif isinstance(key, (tuple, list)):
             matches = [s for s in self.slices if s.slice == tuple(tuple(p) for p in key)]
         else:
             raise TypeError(f"a slice is named by a key tuple, a name string, a dict or an int position, got {type(key).__name__}")
         if len(matches) > 1:
-            raise KeyError(
+            raise _AmbiguousSlice(
                 f"slice {key!r} is in {len(matches)} windows; name the window first: results.window(start)[...] "
                 f"(windows: {[window_label(*w) for w in self.windows[:5]]}{' ...' if len(self.windows) > 5 else ''})"
             )
         found = matches[0] if matches else None
         if found is None:
-            names = [s.name for s in self.slices[:20]]
-            raise KeyError(f"no slice {key!r}; slices: {names}{' ...' if len(self.slices) > 20 else ''}")
+            raise KeyError(self._unknown(key))
         return found
+
+    def _unknown(self, key: Any) -> str:
+        """The message of an unknown slice: the closest slice names, else the first ones."""
+        names = list(dict.fromkeys(s.name for s in self.slices))
+        if isinstance(key, str):
+            wanted = key
+        elif isinstance(key, Mapping):
+            wanted = slice_name(tuple(key.items()))
+        else:
+            try:
+                wanted = slice_name(tuple(tuple(p) for p in key))
+            except (TypeError, ValueError):
+                wanted = str(key)
+        close = difflib.get_close_matches(wanted, names, n=5, cutoff=0.5)
+        if close:
+            return f"no slice {key!r}; did you mean {', '.join(map(repr, close))}? ({len(names)} slices)"
+        return f"no slice {key!r}; slices: {names[:20]}{' ...' if len(names) > 20 else ''}"
+
+    def get(self, key: Any, default: Any = None) -> SliceResult | None:
+        """The slice named ``key`` (any way :meth:`__getitem__` takes), or ``default`` when
+        there is no such slice (a key of a wrong type still raises ``TypeError``)."""
+        try:
+            return self[key]
+        except _AmbiguousSlice:
+            raise
+        except (KeyError, IndexError):
+            return default
 
     def __iter__(self) -> Iterator[SliceResult]:
         return iter(self.slices)

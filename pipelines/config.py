@@ -151,6 +151,13 @@ def _convert(key: str, action: argparse.Action, v: Any, base: Path) -> tuple[str
             except ValueError as e:
                 raise ValueError(f"item {i} ({m!r}): {e}") from None
         return key, ",".join(metrics)
+    if key in ("classes", "pos_label"):  # class values keep their YAML/JSON type; a string is read as the flag's
+        if isinstance(v, str):
+            return key, action.type(v)
+        values = v if key == "classes" else [v]
+        if not isinstance(values, list) or any(isinstance(x, bool) or not isinstance(x, (str, int, float)) for x in values):
+            raise ValueError(f"expected {'a list of class values' if key == 'classes' else 'a class value'} (strings or numbers), got {_tname(v)} {v!r}")
+        return key, v
     if key == "score":
         return key, ",".join(_string_list(key, v, "column name")) if isinstance(v, list) else _string(key, v)
     if key == "slice":

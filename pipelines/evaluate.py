@@ -106,6 +106,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="task kind (default: binary, or multiclass with --num-classes > 2); continual: event rows of a continual learner (see --num-tasks)")  # fmt: skip
     m.add_argument("--num-tasks", type=int, help="--task continual: T tasks (ids 0..T-1 in columns trained_task, evaluated_task)")
     m.add_argument("--evaluations-per-task", type=int, default=None, help="--task continual: H anytime evaluations per task (column step; default 0)")
+    m.add_argument("--classes", type=class_values, metavar="V,V,...",
+                   help="the class values when labels are not 0..K-1, in class order, e.g. cat,dog,bird or --classes=-1,1 "
+                        "(numbers are read as numbers; labels and predictions are mapped to their position; a value outside is an invalid row)")  # fmt: skip
+    m.add_argument("--pos-label", type=class_value, metavar="V", help="with two --classes, the positive class's value (default: the second)")
     m.add_argument("--ignore-index", type=int, help="drop rows (pixels) with this label; a class id also leaves macro averages")
     formats = sorted(_format_names())
     m.add_argument("--label-format", choices=formats, help="input format of --label (default from the task and the column's shape)")
@@ -162,6 +166,25 @@ def check_threshold(args: argparse.Namespace) -> str | None:
         f"warning: --threshold {t:g} is outside [0, 1]: if --score holds probabilities every row is predicted "
         f"{'negative' if t > 1 else 'positive'}; this is meant only for raw scores (--score-format scores)"
     )
+
+
+def class_value(text: str) -> Any:
+    """A class value from the command line: an int, else a float, else the string itself."""
+    text = text.strip()
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
+def class_values(text: str) -> list[Any]:
+    """``"cat,dog"`` -> ``["cat", "dog"]``; ``"-1,1"`` -> ``[-1, 1]`` (see :func:`class_value`)."""
+    values = [class_value(v) for v in text.split(",") if v.strip()]
+    if len(values) < 2:
+        raise argparse.ArgumentTypeError(f"expected at least two comma-separated class values, got {text!r}")
+    return values
 
 
 #: the argparse destination of each :class:`core.Evaluation` option whose flag has another name

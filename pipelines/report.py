@@ -178,10 +178,11 @@ def metric_keys(results: Results, kind: str | None = None, canonical: str | None
     if first is None:
         return []
     keys = list(first.metrics)
+    names = getattr(results, "resolved_names", {})  # display names: their metric is the canonical string's
     if kind is not None:
-        keys = [k for k in keys if figure_kind(k) == kind]
+        keys = [k for k in keys if figure_kind(names.get(k, k)) == kind]
     if canonical is not None:
-        keys = [k for k in keys if canonical_name(k) == canonical]
+        keys = [k for k in keys if canonical_name(names.get(k, k)) == canonical]
     return keys
 
 
@@ -877,8 +878,10 @@ def _comparison_table(results: Results, max_rows: int) -> dict[str, Any] | None:
     return {"label": label, "metrics": metrics, "short_names": display_names(metrics), "rows": rows, "hidden": max(0, len(shown) - max_rows)}
 
 
-def _array_summary(v: Any) -> str:
+def _array_summary(v: Any, classes: Sequence[Any] | None = None) -> str:
     a = np.asarray(v, dtype=np.float64)
+    if classes is not None and a.ndim == 1 and a.size == len(classes) and a.size <= 12:  # per-class: by class name
+        return ", ".join(f"{c}: {_fmt(x)}" for c, x in zip(classes, a))
     if a.size <= 12:
         return json.dumps(jsonable(np.round(a, 4)))
     return f"array of shape {tuple(a.shape)} (see the figures; all values in metrics.json / metrics.parquet)"
@@ -942,7 +945,7 @@ def render_report(
                 what = {"confusion_matrix": "heatmap", "accuracy_matrix": "heatmap", "roc": "curve", "pr": "curve"}.get(figure_kind(k) or "", "diagram")
                 cell = {"text": f"shown as the {what} below", "sort": "", "title": "all values in metrics.json / metrics.parquet", "null": False, "href": "#" + figure_of[k]}
             else:
-                cell = {"text": _array_summary(v), "sort": "", "title": "", "null": False}
+                cell = {"text": _array_summary(v, results.classes), "sort": "", "title": "", "null": False}
             cls = metric_class(k)
             hib = getattr(cls, "higher_is_better", None)
             ci_cell = {"text": "", "title": ""} if k in figure_of and np.ndim(v) != 0 else _ci_text(overall, k, k in unsupported, ci_name)
@@ -969,7 +972,7 @@ def render_report(
     config = results.config or {}
     summary = [("confidence intervals", ci_name)] if ci_name else []
     shown_threshold = threshold_applies(results)
-    for k in ("task", "label_col", "score_col", "prediction_col", "baseline_score_col", "baseline_prediction_col", "tolerance", "weight_col", "threshold", "slices"):
+    for k in ("task", "label_col", "score_col", "prediction_col", "baseline_score_col", "baseline_prediction_col", "tolerance", "weight_col", "threshold", "classes", "pos_label", "slices"):
         if k == "threshold" and not shown_threshold:  # argmax, regression, predicted labels, threshold-free metrics
             continue
         if config.get(k) not in (None, [], ""):

@@ -21,7 +21,7 @@ that apply to it. The thresholds file (YAML or JSON)::
       - spec: carrier              # every slice of the spec "carrier" ([carrier, origin] for a cross)
         metrics:
           accuracy: {change: {absolute: 0.03}}
-      - slice: {carrier: OO}       # one slice ({} is the overall slice)
+      - slice: {carrier: OO}       # one slice ({} is the overall slice; or its name: "carrier=OO")
         metrics:
           accuracy: {}             # no thresholds here
     min_slice_size: 100            # slices with fewer rows (on either side) are not checked
@@ -242,9 +242,9 @@ def parse_thresholds(data: dict[str, Any], source: str = "thresholds") -> Thresh
                 except ValueError as err:
                     raise ValueError(f"{w}.spec: {err}") from None
             else:
-                if not isinstance(e["slice"], dict):
-                    raise ValueError(f"{w}.slice: expected a mapping of column: value ({{}} is the overall slice), got {_tname(e['slice'])}")
-                one = dict(e["slice"])
+                if not isinstance(e["slice"], (dict, str)):
+                    raise ValueError(f"{w}.slice: expected a mapping of column: value ({{}} is the overall slice) or a slice name (\"carrier=OO\"), got {_tname(e['slice'])}")
+                one = dict(e["slice"]) if isinstance(e["slice"], dict) else e["slice"]  # a name: found in the results
             if e.get("metrics") is None:
                 raise ValueError(f"{w}: metrics is missing (a mapping of metric: thresholds)")
             entries.append(SliceThresholds(w, spec, one, _metrics(f"{w}.metrics", e["metrics"])))
@@ -500,10 +500,15 @@ class _Resolver:
                     raise ConfigError(f"{where}: {e.where}.spec: no slices of spec {','.join(sorted(e.spec))!r} in the results{_closest(','.join(sorted(e.spec)), known)}; specs: {', '.join(known) or '(none)'}")
                 target, key = self.by_spec, e.spec
             else:
-                key = frozenset((c, _hashable(v)) for c, v in e.slice.items())
+                one = e.slice
+                if isinstance(one, str):  # a slice name, as Results["carrier=OO"] takes it
+                    one = next((x for x in every if _slice_name(x) == one), None)
+                    if one is None:
+                        raise ConfigError(f"{where}: {e.where}.slice: no slice {e.slice!r} in the results{_closest(e.slice, [_slice_name(x) for x in every])}")
+                key = frozenset((c, _hashable(v)) for c, v in one.items())
                 if not any(frozenset(i) == key for i in ids):
                     names = [_slice_name(s) for s in every]
-                    raise ConfigError(f"{where}: {e.where}.slice: no slice {_slice_name(e.slice)!r} in the results{_closest(_slice_name(e.slice), names)}")
+                    raise ConfigError(f"{where}: {e.where}.slice: no slice {_slice_name(one)!r} in the results{_closest(_slice_name(one), names)}")
                 target = self.by_slice
             if key in target:
                 raise ConfigError(f"{where}: {e.where}: a second entry for the same {'spec' if e.spec is not None else 'slice'}")

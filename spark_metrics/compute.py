@@ -148,8 +148,11 @@ def _prepare_columns(df: "DataFrame", evaluation: Evaluation) -> list:
     for name in evaluation.columns:
         dt = types[name]
         col = F.col(_quote(name))
+        labels = getattr(evaluation, "classes", None) is not None and name in (evaluation.label_col, evaluation.prediction_col, evaluation.inputs.baseline_prediction_col)
         if name in value_cols:
-            if not _numeric_like(dt):
+            if labels and isinstance(dt, T.StringType):
+                pass  # class values (classes=): core maps them to class indices
+            elif not _numeric_like(dt):
                 raise TypeError(
                     f"column {name!r} must be numeric or boolean (or an array of them), got Spark type "
                     f"{dt.simpleString()}; cast it first, e.g. df.withColumn({name!r}, F.col({name!r}).cast('double'))"

@@ -66,13 +66,16 @@ def lowering_blocker(df: "DataFrame", evaluation: Evaluation) -> str | None:
 
     It can when: every state is an example count, binary confusion or confusion matrix (no ROC
     AUC, calibration, regression, ...); labels and scores or predictions are plain (N,) columns
-    (no input formats, ``ignore_index`` or score matrices; multiclass needs a prediction column);
+    (no input formats, ``ignore_index``, ``classes`` or score matrices; multiclass needs a
+    prediction column);
     ``on_invalid="raise"``; at most 256 classes; and every slice spec is plain columns (no
     filters, buckets, ``max_slices``, spec-level ``min_slice_size``) of string, integer or boolean
     type (dates and decimals are sliced as strings), with distinct column sets.
     """
     from pyspark.sql import types as T
 
+    if getattr(evaluation, "classes", None) is not None:
+        return "classes= (label values are mapped to class indices on the Arrow path)"
     if getattr(evaluation, "_buckets", None) is not None:
         return 'ci="bootstrap" (every slice\'s states per hash bucket: the Arrow path folds them)'
     plan = evaluation.plan

@@ -17,11 +17,12 @@ MULTICLASS = dict(
     label_col="y", prediction_col="p", weight_col="w", slices=["g"], metrics=["accuracy", "mean_measure"], num_classes=3,
     threshold=0.3, threshold_rule=">", zero_division=0, on_invalid="skip", multiclass=True, task="multiclass",
     measure_col="m", ignore_index=1, label_format="labels", prediction_format="labels", min_slice_size=2,
-    show_suppressed_names=True, baseline_prediction_col="p0",
+    show_suppressed_names=True, baseline_prediction_col="p0", classes=[10, 20, 30],
 )  # fmt: skip
 SCORES = dict(
     label_col="y", score_col="s", score_format="probabilities", metrics=["roc_auc"], ci="posterior", ci_level=0.9,
     ci_replicates=50, ci_seed=3, ci_prior=1, ci_interval="hdi", ci_buckets=64, id_col="id", baseline_score_col="s0", tolerance=0.01, measure_cols={"loss": "l"},
+    classes=["no", "yes"], pos_label="no",
 )  # fmt: skip
 RETRIEVAL = dict(label_col="rel", score_col="s", query_col="q", metrics=["ndcg@k=5", "mrr"])
 
@@ -49,7 +50,11 @@ def test_every_option_appears_in_to_config_and_round_trips():
 
 def test_fingerprint_holds_the_column_format_and_slice_options():
     fp = Evaluation(**MULTICLASS).fingerprint
-    assert {o.name for o in OPTIONS if o.fingerprint} <= set(fp)
+    assert {o.name for o in OPTIONS if o.fingerprint is True} <= set(fp)
+    # options added later are in it only when set: older fingerprints stay what they were
+    assert fp["classes"] == [10, 20, 30] and "pos_label" not in fp
+    assert {"classes", "pos_label"} <= set(Evaluation(**SCORES).fingerprint)
+    assert not {"classes", "pos_label"} & set(Evaluation(label_col="y", score_col="s").fingerprint)
     assert fp["measure_col"] == "m" and fp["label_format"] == "labels" and fp["slices"] == ["g"]
     assert "min_slice_size" not in fp and "on_invalid" not in fp  # used only when computing
 
@@ -100,7 +105,7 @@ def test_the_cli_sets_every_option_that_has_a_flag():
         "--metrics", "accuracy,mean_measure", "--num-classes", "3", "--threshold", "0.3", "--threshold-rule", ">",
         "--zero-division", "0", "--skip-invalid", "--task", "multiclass", "--measure", "m", "--ignore-index", "1",
         "--label-format", "labels", "--prediction-format", "labels", "--min-slice-size", "2", "--show-suppressed-names",
-        "--baseline-prediction", "p0",
+        "--baseline-prediction", "p0", "--classes", "10,20,30",
     ]  # fmt: skip
     got = evaluation_from_args(build_parser().parse_args(argv)).to_config()
     assert got == Evaluation(**{**MULTICLASS, "multiclass": False}).to_config()
@@ -109,5 +114,6 @@ def test_the_cli_sets_every_option_that_has_a_flag():
         "--metrics", "roc_auc", "--ci", "posterior", "--ci-level", "0.9", "--ci-replicates", "50", "--ci-seed", "3",
         "--ci-prior", "1", "--ci-interval", "hdi", "--ci-buckets", "64", "--id", "id", "--baseline-score", "s0", "--tolerance", "0.01",
         "--measure", "loss=l",
+        "--classes", "no,yes", "--pos-label", "no",
     ]  # fmt: skip
     assert evaluation_from_args(build_parser().parse_args(argv)).to_config() == Evaluation(**SCORES).to_config()

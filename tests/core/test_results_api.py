@@ -29,8 +29,13 @@ def test_a_slice_is_found_by_name_dict_tuple_and_position():
 
 def test_unknown_slices_raise_clear_errors():
     r = _results()
-    with pytest.raises(KeyError, match="no slice 'country=XX'; slices: .*country=DE"):
+    with pytest.raises(KeyError, match=r"no slice 'country=XX'; did you mean .*'country=DE'.*\? \(4 slices\)"):
         r["country=XX"]
+    with pytest.raises(KeyError, match=r"no slice \{'country': 'D'\}; did you mean 'country=DE'"):
+        r[{"country": "D"}]
+    with pytest.raises(KeyError, match=r"no slice 'zzzzzzzzzzzzzzzzzzzz'; slices: \['Overall', 'country=DE'"):
+        r["zzzzzzzzzzzzzzzzzzzz"]
+    assert r.get("country=XX") is None and r.get(9, "none") == "none" and r.get({"country": "FR"}) is r["country=FR"]
     with pytest.raises(IndexError, match="position 9 out of range: the results have 4 slices"):
         r[9]
     with pytest.raises(TypeError, match="a slice is named by"):
@@ -56,3 +61,75 @@ def test_multiclass_labels_passed_as_scores_say_pass_y_pred():
     from sklearn.metrics import f1_score
 
     assert mc.compute()["f1@macro"] == f1_score([0, 1, 2], [0, 2, 1], average="macro")
+
+
+def test_the_requested_metric_name_is_a_key_of_the_result():
+    from sklearn.metrics import f1_score, precision_score
+
+    from core import MetricCollection
+
+    y, p = [0, 1, 2, 2, 1, 0], [0, 1, 1, 2, 1, 2]
+    mc = MetricCollection("f1", "precision", num_classes=3)
+    mc.update(y, y_pred=p)
+    r = mc.compute()
+    assert r["f1"] == r["f1@macro"] == f1_score(y, p, average="macro")
+    assert "precision" in r and r.get("precision") == precision_score(y, p, average="macro")
+    assert list(r) == ["f1@macro", "precision@macro"]  # the canonical keys, as before
+    assert mc.describe()["metric_names"] == {"f1": "f1@macro", "precision": "precision@macro"}
+    assert mc.resolved_names["f1"] == "f1@macro"
+    with pytest.raises(KeyError):
+        r["recall"]
+
+
+def test_display_names_are_the_result_keys():
+    from sklearn.metrics import accuracy_score, f1_score
+
+    from core import MetricCollection
+
+    y, p = [0, 1, 2, 2, 1, 0], [0, 1, 1, 2, 1, 2]
+    mc = MetricCollection(("val_f1", "f1@macro"), acc="accuracy", num_classes=3)
+    mc.update(y, y_pred=p)
+    r = mc.compute()
+    assert list(r) == ["val_f1", "acc"]
+    assert r["val_f1"] == f1_score(y, p, average="macro") and r["acc"] == accuracy_score(y, p)
+    assert r["f1@macro"] == r["val_f1"] and r["accuracy"] == r["acc"]  # the canonical strings find them too
+    assert mc.resolved_names == {"val_f1": "f1@macro", "acc": "accuracy"}
+    assert list(MetricCollection({"val_f1": "f1@macro"}, "recall", num_classes=3).plan.keys) == ["val_f1", "recall@macro"]
+    assert "val_f1 (f1@macro) = " in repr(mc)
+    with pytest.raises(ValueError, match="display name .*'@'"):
+        MetricCollection(("a@b", "f1"))
+    with pytest.raises(ValueError, match="metric name 'x' is given to two metrics: 'accuracy' and 'f1'"):
+        MetricCollection(("x", "accuracy"), ("x", "f1"))
+    with pytest.raises(TypeError, match="a metric is a metric string, a Metric or a"):
+        MetricCollection(3)
+
+
+def test_evaluation_results_answer_requested_and_display_names_after_json_and_rows():
+    import json
+
+    from sklearn.metrics import f1_score
+
+    from core import Results
+
+    d = {"y": [0, 1, 2, 2, 1], "p": [0, 1, 1, 2, 1], "c": ["a", "a", "b", "b", "b"]}
+    ev = Evaluation(label_col="y", prediction_col="p", num_classes=3, slices=["c"], metrics=["f1", ("val_acc", "accuracy")])
+    r = ev.evaluate(d)
+    want = f1_score(d["y"], d["p"], average="macro")
+    assert r.resolved_names == {"f1": "f1@macro", "val_acc": "accuracy"}
+    assert list(r.overall.metrics) == ["f1@macro", "val_acc"]
+    for got in (r, Results.from_dict(json.loads(r.to_json())), Results.from_rows(r.to_rows(), r.config)):
+        assert got.overall.metrics["f1"] == want and got.overall.metrics["accuracy"] == 0.8
+        assert got["c=b"].metrics["f1"] == got["c=b"].metrics["f1@macro"]
+    assert json.loads(r.to_json())["config"]["metric_names"] == {"f1": "f1@macro", "val_acc": "accuracy"}
+    again = Evaluation(**ev.to_config()).evaluate(d)  # to_config keeps the display names
+    assert list(again.overall.metrics) == ["f1@macro", "val_acc"]
+    mapping = Evaluation(label_col="y", prediction_col="p", num_classes=3, metrics={"F1": "f1@macro"}).evaluate(d)
+    assert list(mapping.overall.metrics) == ["F1"] and mapping.overall.metrics["F1"] == want
+
+
+def test_a_crossed_slice_is_found_by_a_dict_in_any_column_order():
+    d = {"y": [1, 0, 1, 0], "p": [0.9, 0.2, 0.4, 0.8], "a": ["x", "x", "y", "y"], "b": ["u", "v", "u", "v"]}
+    r = Evaluation(label_col="y", score_col="p", slices=["a,b"], metrics=["accuracy"]).evaluate(d)
+    s = r["a=y, b=v"]
+    assert r[{"b": "v", "a": "y"}] is s and r[{"a": "y", "b": "v"}] is s and r[(("a", "y"), ("b", "v"))] is s
+    assert s.metrics["accuracy"] == accuracy_score([0], [1])

@@ -208,3 +208,43 @@ def test_undefined_metric_warning_is_one_plain_line_and_silent_under_quiet(tmp_p
     assert ".py:" not in err  # no Python source location
     assert main(base + ["--quiet", "--output", str(tmp_path / "o2")]) == 0
     assert capsys.readouterr().err == ""
+
+
+def test_classes_and_pos_label_flags_map_label_values(tmp_path, capsys):
+    from sklearn.metrics import confusion_matrix
+
+    rng = np.random.default_rng(11)
+    animals = np.array(["cat", "dog", "bird"])
+    y = animals[rng.integers(0, 3, 300)]
+    p = np.where(rng.random(300) < 0.6, y, animals[rng.integers(0, 3, 300)])
+    pq.write_table(pa.table({"y": y, "p": p}), tmp_path / "mc.parquet")
+    code = main(["--input", str(tmp_path / "mc.parquet"), "--label", "y", "--prediction", "p", "--classes", "cat,dog,bird",
+                 "--metrics", "f1,f1@none,confusion_matrix", "--output", str(tmp_path / "o"), "--report", "--quiet"])  # fmt: skip
+    assert code == 0
+    doc = json.loads((tmp_path / "o" / "metrics.json").read_text())
+    m = doc["slices"][0]["metrics"]
+    assert _close(m["f1@macro"], f1_score(y, p, labels=list(animals), average="macro"))
+    assert np.array_equal(np.array(m["confusion_matrix"]), confusion_matrix(y, p, labels=list(animals)))
+    assert doc["config"]["classes"] == ["cat", "dog", "bird"] and doc["config"]["metric_names"] == {"f1": "f1@macro"}
+    html = (tmp_path / "o" / "report.html").read_text()
+    assert "cat: " in html and "bird: " in html  # per-class values by class name
+    # binary {-1, 1} with --pos-label, and the same settings from a config file
+    s = rng.random(200)
+    yb = rng.choice([-1, 1], 200)
+    pq.write_table(pa.table({"y": yb, "s": s}), tmp_path / "b.parquet")
+    want = precision_score(yb, np.where(s >= 0.5, -1, 1), pos_label=-1)  # -1 is the positive class
+    code = main(["--input", str(tmp_path / "b.parquet"), "--label", "y", "--score", "s", "--classes=1,-1", "--pos-label", "-1",
+                 "--metrics", "precision@threshold=0.5", "--output", str(tmp_path / "b"), "--quiet"])  # fmt: skip
+    assert code == 0
+    got = json.loads((tmp_path / "b" / "metrics.json").read_text())["slices"][0]["metrics"]
+    # scores are the positive class's: the score column is P(y = -1) here
+    assert _close(got["precision@threshold=0.5"], want)
+    (tmp_path / "c.json").write_text(json.dumps({"classes": [1, -1], "pos_label": -1}))
+    code = main(["--config", str(tmp_path / "c.json"), "--input", str(tmp_path / "b.parquet"), "--label", "y", "--score", "s",
+                 "--metrics", "precision@threshold=0.5", "--output", str(tmp_path / "c"), "--quiet"])  # fmt: skip
+    assert code == 0
+    assert json.loads((tmp_path / "c" / "metrics.json").read_text())["slices"][0]["metrics"] == got
+    # a label outside the classes: a data error naming column, value and row
+    pq.write_table(pa.table({"y": [1, -1, 2], "s": [0.1, 0.2, 0.3]}), tmp_path / "bad.parquet")
+    code = main(["--input", str(tmp_path / "bad.parquet"), "--label", "y", "--score", "s", "--classes=1,-1", "--output", str(tmp_path / "d"), "--quiet"])
+    assert code != 0 and "column 'y': invalid value 2 at row 2: not one of classes=[1, -1]" in capsys.readouterr().err

@@ -501,3 +501,16 @@ def test_bar_chart_title_prints_a_rate_of_one_as_a_rate():
     r = Evaluation(label_col="y", score_col="s", slices=["g"], metrics=["accuracy"]).evaluate([{**t, "s": t["y"].astype(float)}])
     assert r.overall.metrics["accuracy"] == 1.0
     assert "dashed: overall 1.0000 (n=1,640)" in report.plot_slices(r, "accuracy").axes[0].get_title()
+
+
+def test_display_named_and_class_valued_metrics_get_their_figures():
+    from core import Evaluation
+    from pipelines.report import metric_keys, plot_confusion_matrix
+
+    d = {"y": ["cat", "dog", "bird", "dog"], "p": ["cat", "dog", "dog", "dog"]}
+    r = Evaluation(label_col="y", prediction_col="p", classes=["cat", "dog", "bird"], metrics=[("cm", "confusion_matrix"), "accuracy"]).evaluate(d)
+    assert metric_keys(r, "confusion_matrix") == ["cm"]
+    fig = plot_confusion_matrix(r)
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["cat", "dog", "bird"]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["cat", "dog", "bird"]

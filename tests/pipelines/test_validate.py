@@ -193,6 +193,11 @@ def test_slice_entries_beat_spec_entries_beat_global_ones(tmp_path):
         ("country=DE", "accuracy", "minimum"): (0.85, "pass"),
     }
     assert rep["metrics_without_thresholds"] == ["log_loss", "roc_auc@capacity=1000", "tp", "confusion_matrix"]
+    thr["slices"][1]["slice"] = "country=FR"  # the slice's name, as Results["country=FR"] takes it
+    assert run(tmp_path, current, make_doc(), thr)[1]["failures"] == rep["failures"]
+    thr["slices"][1]["slice"] = "country=FX"
+    code, _ = run(tmp_path, current, make_doc(), thr)
+    assert code == 2
 
 
 def test_overall_slice_entry_and_spec_given_as_a_list_or_a_slice_string(tmp_path):
