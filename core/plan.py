@@ -389,15 +389,18 @@ def metric_entries(metrics: Any) -> list[tuple[str | None, "str | Metric"]]:
     Raises:
         TypeError: an entry of another type.
     """
-    if isinstance(metrics, (str, Metric)):
+    def one(m: Any) -> bool:  # a metric string, a Metric, or a spec resolved per task (core.measure.MeanMeasure)
+        return isinstance(m, (str, Metric)) or (hasattr(m, "for_task") and not isinstance(m, (tuple, list, Mapping)))
+
+    if one(metrics):
         metrics = [metrics]
     if isinstance(metrics, Mapping):
         return [(str(k), v) for k, v in metrics.items()]
     out: list[tuple[str | None, Any]] = []
     for m in metrics:
-        if isinstance(m, (str, Metric)):
+        if one(m):
             out.append((None, m))
-        elif isinstance(m, (tuple, list)) and len(m) == 2 and isinstance(m[0], str) and isinstance(m[1], (str, Metric)):
+        elif isinstance(m, (tuple, list)) and len(m) == 2 and isinstance(m[0], str) and one(m[1]):
             out.append((m[0], m[1]))
         elif isinstance(m, Mapping):  # {display name: metric} among the entries
             out += [(str(k), v) for k, v in m.items()]

@@ -75,7 +75,7 @@ def test_one_named_measure_takes_plain_values_and_merges():
 def test_measure_configuration_errors():
     with pytest.raises(ValueError, match="cannot be combined with named measures"):
         MetricCollection("mean_measure", measures=["loss"])
-    with pytest.raises(ValueError, match="two metrics have the key 'mae'"):
+    with pytest.raises(ValueError, match=r"'mae' is given to two metrics"):
         MetricCollection("mae", task="regression", measures=["mae"])
     with pytest.raises(ValueError, match="measure name must be"):
         MeanMeasure(name="a@b")
