@@ -143,20 +143,6 @@ def get_spark(
 _WORKERS_OK: set[tuple[str, str]] = set()
 
 
-def _worker_probe(_: Any) -> Any:  # pragma: no cover - runs in a Spark worker
-    import sys as worker_sys
-
-    try:  # what the metric jobs' workers import: the package and the Arrow path's libraries
-        import numpy  # noqa: F401
-        import pyarrow  # noqa: F401
-
-        import core  # noqa: F401
-        import spark_metrics  # noqa: F401
-    except Exception as e:  # noqa: BLE001 - any failure to import is the answer
-        return [(worker_sys.executable, worker_sys.prefix, f"{type(e).__name__}: {e}")]
-    return [(worker_sys.executable, worker_sys.prefix, "")]
-
-
 def _last_error_line(e: BaseException) -> str:
     lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
     named = [ln for ln in lines if re.match(r"^[\w.]*(Error|Exception)\b", ln) and not ln.startswith(("org.", "java.", "py4j."))]
@@ -185,8 +171,22 @@ def check_workers(spark: Any) -> None:
         return
     if key in _WORKERS_OK:
         return
+
+    def probe(_: Any) -> Any:  # pragma: no cover - runs in a worker; nested, so it is pickled by value
+        import sys as worker_sys
+
+        try:  # what the metric jobs' workers import: the package and the Arrow path's libraries
+            import numpy  # noqa: F401
+            import pyarrow  # noqa: F401
+
+            import core  # noqa: F401
+            import spark_metrics  # noqa: F401
+        except Exception as e:  # noqa: BLE001 - any failure to import is the answer
+            return [(worker_sys.executable, worker_sys.prefix, f"{type(e).__name__}: {e}")]
+        return [(worker_sys.executable, worker_sys.prefix, "")]
+
     try:
-        exe, prefix, problem = sc.parallelize([0], 1).mapPartitions(_worker_probe).collect()[0]
+        exe, prefix, problem = sc.parallelize([0], 1).mapPartitions(probe).collect()[0]
     except Exception as e:  # noqa: BLE001 - the worker Python did not start or could not unpickle the probe
         exe, prefix, problem = key[1], None, _last_error_line(e)
     if problem:
