@@ -128,3 +128,19 @@ def test_error_message_and_exit_code_of_wrapped_worker_errors():
     assert errors.error_message(e) == "No module named 'spark_metrics'" and errors.exit_code(e) == 2
     assert errors.exit_code(InputError("x")) == 2 and errors.exit_code(ValueError("x")) == 1 and errors.exit_code(TypeError("x")) == 1
     assert errors.error_message(KeyError("c")) == "KeyError: 'c'"
+
+
+def test_the_readme_shows_the_console_script_it_installs(tmp_path):
+    import shutil
+    import tomllib
+
+    scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
+    assert scripts["mergeable-evaluate"] == "pipelines.evaluate:main"
+    readme = (ROOT / "README.md").read_text()
+    assert "\nmergeable-evaluate --input " in readme and "--verbose" in readme and "evaluate.log" in readme
+    exe = shutil.which("mergeable-evaluate", path=os.path.dirname(sys.executable))
+    if exe is None:
+        pytest.skip("the package is not installed in this environment (no console script)")
+    proc = subprocess.run([exe, "--input", str(tmp_path / "missing.parquet"), "--label", "y", "--score", "p", "--output", str(tmp_path / "o")],
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert proc.returncode == 2 and proc.stderr.startswith("error: input ") and "does not exist" in proc.stderr
