@@ -57,9 +57,9 @@ def error_message(e: BaseException) -> str:
     """The one-line message of ``e`` for the ``error:`` line.
 
     A Spark ``PythonException`` / ``Py4JJavaError`` gives the message of the worker's original
-    Python exception (or the first line of the JVM's); other exceptions give their own message
-    (its first line), with the exception's name when the message is empty or the exception is
-    not one of the documented kinds (``KeyError: 'x'``).
+    Python exception (or the first line of the JVM's); other exceptions give their own message,
+    with the exception's name when the message is empty or the exception is not one of the
+    documented kinds (``KeyError: 'x'``).
     """
     if _engine_wrapped(e):
         orig = _original(e)
@@ -69,11 +69,10 @@ def error_message(e: BaseException) -> str:
         text = str(java) if java is not None else str(e)
         lines = [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.strip().startswith("at ")]
         return lines[0] if lines else type(e).__name__
-    lines = [ln for ln in str(e).strip().splitlines() if ln.strip()]
-    first = lines[0] if lines else ""
-    if isinstance(e, KeyError) or not first or not isinstance(e, (ValueError, TypeError, RuntimeError, ImportError, OSError)):
-        return f"{type(e).__name__}: {first}" if first else type(e).__name__
-    return first
+    text = str(e).strip()
+    if isinstance(e, KeyError) or not text or not isinstance(e, (ValueError, TypeError, RuntimeError, ImportError, OSError)):
+        return f"{type(e).__name__}: {text}" if text else type(e).__name__
+    return text
 
 
 def exit_code(e: BaseException) -> int:
