@@ -14,7 +14,9 @@ Writes ``OUTPUT/metrics.json`` (``{"slices": [{"slice": {...}, "n", "weight", "s
 prints a per-slice table. ``--report [PATH]`` also writes a self-contained HTML report
 (``pipelines.report``; by default ``OUTPUT/report.html``, always for ``--example``), and
 ``--config eval.yaml`` reads the options from a YAML/JSON file (``pipelines.config``; flags
-override it).
+override it). A failed run prints one ``error:`` line and exits with 2 (usage or configuration)
+or 1 (invalid data); the full trace and the engines' own log lines go to ``OUTPUT/evaluate.log``
+(``--verbose``: to stderr), see :mod:`pipelines.errors`.
 """
 
 from __future__ import annotations
