@@ -122,7 +122,10 @@ def run_continual(
         from spark_metrics.continual import continual_evaluation
 
         stage("spark", "starting Spark (master %s)", spark_master)
-        spark = get_spark(master=spark_master)
+        from pipelines.errors import engine_stderr
+
+        with engine_stderr():  # a JVM started here logs to the CLI's log file
+            spark = get_spark(master=spark_master)
         schema = io.input_schema(path, fmt, columns, columns)
         df = read_spark(spark, os.path.abspath(path), schema, columns)
         stage("spark", "counting continual-learning events (one native groupBy)")

@@ -201,7 +201,10 @@ def run_spark(evaluation: Evaluation, path: str, fmt: str | None = None, master:
     io.check_columns(io.dataset(path, fmt), columns, path)
     schema = _schema(evaluation, path, fmt, window)
     stage("spark", "starting Spark (master %s)", master)
-    spark = get_spark(master=master)
+    from pipelines.errors import engine_stderr
+
+    with engine_stderr():  # a JVM started here logs to the CLI's log file
+        spark = get_spark(master=master)
     path = os.path.abspath(path)
     stage("spark", "reading %s input %s", fmt, path)
     df = read_spark(spark, path, schema, columns)

@@ -14,14 +14,15 @@ Writes ``OUTPUT/metrics.json`` (``{"slices": [{"slice": {...}, "n", "weight", "s
 prints a per-slice table. ``--report [PATH]`` also writes a self-contained HTML report
 (``pipelines.report``; by default ``OUTPUT/report.html``, always for ``--example``), and
 ``--config eval.yaml`` reads the options from a YAML/JSON file (``pipelines.config``; flags
-override it).
+override it). A failed run prints one ``error:`` line and exits with 2 (usage or configuration)
+or 1 (invalid data); the full trace and the engines' own log lines go to ``OUTPUT/evaluate.log``
+(``--verbose``: to stderr), see :mod:`pipelines.errors`.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import logging
 import sys
 import time
 import warnings
@@ -31,7 +32,7 @@ from typing import Any, Sequence
 from core import Evaluation, TimeWindows
 from core.options import OPTION_NAMES
 from core.metrics import UndefinedMetricWarning
-from pipelines import config, engines, io
+from pipelines import config, engines, errors, io
 from pipelines.progress import progress_enabled
 
 EXAMPLES = ("flights", "flights-stream", "split-digits")
@@ -144,6 +145,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--bounds", action=argparse.BooleanOptionalAction, default=True, help="show certified bounds of approximate metrics (compression error, not --ci) in the report (default on)")
     r.add_argument("--progress", choices=["auto", "on", "off"], default="auto", help="local engine progress bar on stderr: auto (when stderr is a terminal), on, off")
     p.add_argument("--quiet", action="store_true", help="print only errors (no table, progress bar or stage log)")
+    p.add_argument("--verbose", action="store_true", help="print the engines' own log lines and an error's full trace on stderr (default: in OUTPUT/evaluate.log)")
     return p
 
 
@@ -322,7 +324,10 @@ def _report_path(args: argparse.Namespace, out: Path) -> Path | None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """CLI entry point; returns the process exit code (0 ok, 2 usage/configuration error, 1 failure)."""
+    """CLI entry point; returns the process exit code: 0 ok, 2 a usage or configuration error (a bad
+    flag or config file, an unknown metric, a missing file or column, an unreadable file, an engine
+    that cannot start), 1 a data error (an invalid value) or another failure while the job runs
+    (:mod:`pipelines.errors`)."""
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.config:
@@ -333,14 +338,20 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
     if not args.output:
         parser.error("give --output DIR (or output: in the --config file)")
-    logging.basicConfig(level=logging.ERROR if args.quiet else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    if not args.quiet:
-        logging.getLogger("pipelines").setLevel(logging.INFO)  # engine stage lines (pipelines.progress.stage)
     say = (lambda *a: None) if args.quiet else (lambda *a: print(*a, flush=True))  # noqa: E731
     out = Path(args.output)
     out.mkdir(parents=True, exist_ok=True)
+    with errors.cli_logging(out / LOG_NAME, quiet=args.quiet, verbose=args.verbose) as log:
+        return _main(parser, args, out, say, log)
+
+
+#: the log file in OUTPUT: the engines' log lines and an error's full trace (stderr with --verbose)
+LOG_NAME = "evaluate.log"
+
+
+def _main(parser: argparse.ArgumentParser, args: argparse.Namespace, out: Path, say: Any, log: Path) -> int:
     if args.task == "continual" or args.example == "split-digits":
-        return _main_continual(args, out, say)
+        return _main_continual(args, out, say, log)
     extra: dict[str, Any] = {}
     t0 = time.perf_counter()
     try:
@@ -395,9 +406,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     progress=progress_enabled(args.progress, args.quiet),
                     window=window,
                 )
-    except (ValueError, TypeError, RuntimeError, ImportError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
+    except Exception as e:  # one clean line; the trace in the log (pipelines.errors)
+        return errors.report_error(e, log, args.verbose)
     for w in caught:
         if not issubclass(w.category, UndefinedMetricWarning):
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
@@ -451,7 +461,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-def _main_continual(args: argparse.Namespace, out: Path, say: Any) -> int:
+def _main_continual(args: argparse.Namespace, out: Path, say: Any, log: Path) -> int:
     """``--task continual`` / ``--example split-digits``: event rows -> :class:`core.OCLMetrics`."""
     from pipelines import continual
 
@@ -489,9 +499,8 @@ def _main_continual(args: argparse.Namespace, out: Path, say: Any) -> int:
             label_col=args.label or "label", prediction_col=args.prediction or "prediction", fmt=args.format,
             beam_args=args.beam_arg, spark_master=args.spark_master, batch_size=args.batch_size,
         )  # fmt: skip
-    except (ValueError, TypeError, RuntimeError, ImportError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
+    except Exception as e:
+        return errors.report_error(e, log, args.verbose)
     seconds = time.perf_counter() - t1
     metrics = ev.compute()
     events = continual.event_count(ev)

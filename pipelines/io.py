@@ -77,19 +77,28 @@ WINDOWED_RESULT_SCHEMA = pa.schema(
 )
 
 
+class InputError(ValueError):
+    """The input does not fit the job: a file or column that is missing, a format that cannot be
+    told, a file that cannot be read, or files that give a column incompatible types.
+
+    A usage error (the CLI exits with code 2), unlike an invalid value in a column (a plain
+    ``ValueError`` / ``TypeError`` from ``core``: a data error, exit code 1).
+    """
+
+
 def detect_format(path: str | os.PathLike, fmt: str | None = None) -> str:
     """``parquet``, ``csv`` or ``json`` (JSON Lines) from ``fmt`` or the file extension.
 
     For a directory, the extension of its first data file decides.
 
     Raises:
-        ValueError: the format cannot be told or is not supported.
+        InputError: the format cannot be told or is not supported.
         FileNotFoundError: the path does not exist.
     """
     if fmt:
         fmt = {"jsonl": "json", "ndjson": "json"}.get(fmt, fmt)
         if fmt not in ("parquet", "csv", "json"):
-            raise ValueError(f"--format must be parquet, csv or jsonl, got {fmt!r}")
+            raise InputError(f"--format must be parquet, csv or jsonl, got {fmt!r}")
         return fmt
     p = Path(path)
     if not p.exists():
@@ -97,12 +106,12 @@ def detect_format(path: str | os.PathLike, fmt: str | None = None) -> str:
     if p.is_dir():
         files = sorted(f for f in p.rglob("*") if f.is_file() and f.suffix.lower() in FORMATS)
         if not files:
-            raise ValueError(f"no .parquet, .csv or .jsonl files in directory {str(p)!r}")
+            raise InputError(f"no .parquet, .csv or .jsonl files in directory {str(p)!r}")
         p = files[0]
     try:
         return FORMATS[p.suffix.lower()]
     except KeyError:
-        raise ValueError(f"cannot tell the format of {str(p)!r}; use --format parquet|csv|jsonl") from None
+        raise InputError(f"cannot tell the format of {str(p)!r}; use --format parquet|csv|jsonl") from None
 
 
 def dataset(path: str | os.PathLike, fmt: str | None = None) -> ds.Dataset:
@@ -111,12 +120,22 @@ def dataset(path: str | os.PathLike, fmt: str | None = None) -> ds.Dataset:
     A JSON Lines file without any record (empty, or only blank lines) has no rows and no
     columns: it is left out, and an input of only such files is a dataset of no files and no
     rows (``n=0``, like an empty Parquet or a header-only CSV file).
+
+    Raises:
+        InputError: a file cannot be read in the format (e.g. not a Parquet file).
     """
     fmt = detect_format(path, fmt)
-    if fmt != "json":
-        return ds.dataset(str(path), format=fmt)
-    files = [f for f in ds.dataset(str(path), format="json", schema=pa.schema([])).files if _has_records(f)]
-    return ds.dataset(files, format="json") if files else ds.dataset([], format="json", schema=pa.schema([]))
+    try:
+        if fmt != "json":
+            return ds.dataset(str(path), format=fmt)
+        files = [f for f in ds.dataset(str(path), format="json", schema=pa.schema([])).files if _has_records(f)]
+        return ds.dataset(files, format="json") if files else ds.dataset([], format="json", schema=pa.schema([]))
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as e:
+        raise InputError(f"cannot read {str(path)!r} as {fmt}: {_first_line(e)}") from e
+
+
+def _first_line(e: BaseException) -> str:
+    return (str(e).strip().splitlines() or [type(e).__name__])[0]
 
 
 def _has_records(file: str) -> bool:
@@ -134,13 +153,13 @@ def has_no_records(data: ds.Dataset) -> bool:
 
 
 def check_columns(data: ds.Dataset, columns: Sequence[str], path: Any) -> None:
-    """Raise ``ValueError`` naming any missing column and listing the available ones (a JSON
+    """Raise :class:`InputError` naming any missing column and listing the available ones (a JSON
     Lines input of no records holds every column, with no rows)."""
     if has_no_records(data):
         return
     missing = [c for c in columns if c not in data.schema.names]
     if missing:
-        raise ValueError(f"column(s) {missing} not found in {str(path)!r}; available columns: {data.schema.names}")
+        raise InputError(f"column(s) {missing} not found in {str(path)!r}; available columns: {data.schema.names}")
 
 
 #: Text that is an int64 literal / a number / a boolean (case-insensitive), for CSV columns. The
@@ -194,12 +213,15 @@ def _csv_strings(file: str, columns: Sequence[str], batch_size: int = 65536) -> 
     header = csv_header(file)
     missing = [c for c in columns if c not in header]
     if missing:
-        raise ValueError(f"column(s) {missing} not found in {file!r}; available columns: {header}")
+        raise InputError(f"column(s) {missing} not found in {file!r}; available columns: {header}")
     convert = pacsv.ConvertOptions(include_columns=list(columns), column_types={c: pa.string() for c in columns}, **_CSV_CONVERT)
-    with pacsv.open_csv(file, convert_options=convert) as reader:  # streaming, block by block
-        for batch in reader:
-            for start in range(0, batch.num_rows, batch_size):
-                yield batch.slice(start, batch_size).select(list(columns))
+    try:
+        with pacsv.open_csv(file, convert_options=convert) as reader:  # streaming, block by block
+            for batch in reader:
+                for start in range(0, batch.num_rows, batch_size):
+                    yield batch.slice(start, batch_size).select(list(columns))
+    except pa.ArrowInvalid as e:  # a malformed row (e.g. too many fields)
+        raise InputError(f"cannot read {file!r} as CSV: {_first_line(e)}") from e
 
 
 def _text_kind(arr: pa.Array) -> str:
@@ -237,8 +259,8 @@ def input_schema(path: str | os.PathLike, fmt: str | None, columns: Sequence[str
     CSV inputs are read once, as text, to infer them. Parquet needs only the files' footers.
 
     Raises:
-        ValueError: a column is missing from a file (naming both), or Parquet files give a column
-            incompatible types (naming both files).
+        InputError: a column is missing from a file (naming both), a file cannot be read, or
+            Parquet files give a column incompatible types (naming both files).
     """
     fmt = detect_format(path, fmt)
     data = dataset(path, fmt)
@@ -253,10 +275,13 @@ def input_schema(path: str | os.PathLike, fmt: str | None, columns: Sequence[str
     if fmt == "parquet":
         per_file = {}
         for f in files:
-            schema = pq.read_schema(f)
+            try:
+                schema = pq.read_schema(f)
+            except (pa.ArrowInvalid, OSError) as e:
+                raise InputError(f"cannot read {f!r} as parquet: {_first_line(e)}") from e
             missing = [c for c in columns if c not in schema.names]
             if missing:
-                raise ValueError(f"column(s) {missing} not found in {f!r}; available columns: {schema.names}")
+                raise InputError(f"column(s) {missing} not found in {f!r}; available columns: {schema.names}")
             per_file[f] = {c: _plain_type(schema.field(c).type) for c in columns}
         types: dict[str, pa.DataType] = {}
         for c in columns:
@@ -269,7 +294,7 @@ def input_schema(path: str | os.PathLike, fmt: str | None, columns: Sequence[str
                     t = pa.unify_schemas([pa.schema([(c, t)]), pa.schema([(c, t2)])], promote_options="permissive").field(c).type
                 except (pa.ArrowTypeError, pa.ArrowInvalid):
                     first = next(g for g in files if per_file[g][c] != t2)
-                    raise ValueError(
+                    raise InputError(
                         f"column {c!r} has type {per_file[first][c]} in {first!r} but {t2} in {f!r}; "
                         "give it one type in every file"
                     ) from None

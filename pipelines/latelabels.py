@@ -507,7 +507,10 @@ def run_spark(evaluation: Any, join: LabelJoin, pred_path: str, labels_path: str
     from spark_metrics import collect_results, compute_metrics, get_spark
 
     specs = count_specs(evaluation)
-    spark = get_spark(master=master)
+    from pipelines.errors import engine_stderr
+
+    with engine_stderr():  # a JVM started here logs to the CLI's log file
+        spark = get_spark(master=master)
     frames = []
     for side, path, table, f in (("p", pred_path, preds, fmt), ("l", labels_path, labels, labels_fmt)):
         f = io.detect_format(path, f)

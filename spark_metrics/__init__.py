@@ -6,7 +6,8 @@
   partial aggregation per partition before the shuffle (DataFrame API only).
 * :func:`collect_results`: the result DataFrame as :class:`core.Results`.
 * :func:`profile_evaluation`: the counting pass behind ``max_slices`` and quantile buckets.
-* :func:`get_spark`: a configured SparkSession (checks for Java 17+ first).
+* :func:`get_spark`: a configured SparkSession (checks for Java 17+ first); :func:`check_workers`:
+  whether a session's Python workers can import this package (``compute_metrics`` checks it).
 * :class:`MetricsEvaluator`: any registered metric as a ``pyspark.ml`` Evaluator (``metricName``,
   ``isLargerBetter``), e.g. inside ``CrossValidator`` (imported lazily, with pyspark).
 
@@ -16,7 +17,7 @@ Importing this package neither imports pyspark nor starts Spark.
 from spark_metrics.aggregator import MetricsAggregator
 from spark_metrics.compute import RESULT_COLUMNS, collect_results, compute_metrics, result_schema
 from spark_metrics.profile import profile_evaluation
-from spark_metrics.session import check_java, get_spark
+from spark_metrics.session import SparkSetupError, check_java, check_workers, get_spark
 
 
 
@@ -33,7 +34,9 @@ __all__ = [
     "MetricsAggregator",
     "MetricsEvaluator",
     "RESULT_COLUMNS",
+    "SparkSetupError",
     "check_java",
+    "check_workers",
     "collect_results",
     "compute_metrics",
     "get_spark",

@@ -25,6 +25,7 @@ from core.metrics import UndefinedMetricWarning
 from core.results import ROW_COLUMNS, Results
 from core.slicing import OVERALL
 from spark_metrics.aggregator import MetricsAggregator
+from spark_metrics.session import check_workers
 
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
@@ -351,12 +352,15 @@ def compute_metrics(
         TypeError: on the driver, before any job runs: a label/score/prediction/weight column is
             not numeric/boolean, or a slice column is not atomic; ``evaluation`` is not a
             :class:`core.Evaluation` or is given together with keyword arguments.
+        spark_metrics.session.SparkSetupError: the session's Python workers cannot import this
+            package (checked once per session, :func:`spark_metrics.session.check_workers`).
         pyspark.errors.PythonException: raised when an action runs, if an executor finds an
             invalid value (with ``on_invalid="raise"``, the default); its text carries core's
             message naming the column, the value and the row position within the partition,
             plus the Spark partition id.
     """
     evaluation = resolve_evaluation(evaluation, evaluation_kwargs)
+    check_workers(df.sparkSession)
     if window is not None:
         from core.windows import WindowedEvaluation
         from spark_metrics.windows import compute_window_metrics

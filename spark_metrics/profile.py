@@ -97,9 +97,11 @@ def profile_evaluation(df: "DataFrame", evaluation: Evaluation) -> Evaluation:
             non-number in a bucketed column), with the partition id.
     """
     from spark_metrics.compute import _prepare_columns, arrow_input
+    from spark_metrics.session import check_workers
 
     if not evaluation.needs_profile:
         return evaluation
+    check_workers(df.sparkSession)
     exprs = _prepare_columns(df, evaluation)
     partial = arrow_input(df, exprs).mapInArrow(_profile_partition_fn(evaluation), _schema("binary"))
     rows = partial.groupBy("part").applyInArrow(_resolve_part_fn(evaluation), _schema("string")).collect()

@@ -24,6 +24,11 @@ _INSTALL_HINT = (
 _PROJECT_ROOT = str(Path(__file__).resolve().parent.parent)
 
 
+class SparkSetupError(RuntimeError):
+    """Spark cannot run this library: no usable Java runtime, or Python workers that cannot import
+    ``spark_metrics`` (the message says how to fix it)."""
+
+
 def find_java() -> str | None:
     """Path of the ``java`` executable Spark would use (``$JAVA_HOME/bin/java``, else PATH), or None."""
     home = os.environ.get("JAVA_HOME")
@@ -54,15 +59,15 @@ def check_java() -> str:
         The path of the ``java`` executable.
 
     Raises:
-        RuntimeError: no ``java`` is found, or it is older than Java 17; the message says how to
-            install a JDK 17+.
+        SparkSetupError: (a ``RuntimeError``) no ``java`` is found, or it is older than Java 17;
+            the message says how to install a JDK 17+.
     """
     java = find_java()
     if java is None:
-        raise RuntimeError(f"java was not found (JAVA_HOME={os.environ.get('JAVA_HOME')!r}). {_INSTALL_HINT}")
+        raise SparkSetupError(f"java was not found (JAVA_HOME={os.environ.get('JAVA_HOME')!r}). {_INSTALL_HINT}")
     version = java_version(java)
     if version is not None and version < MIN_JAVA:
-        raise RuntimeError(f"{java} is Java {version}; PySpark 4 needs Java {MIN_JAVA}+. {_INSTALL_HINT}")
+        raise SparkSetupError(f"{java} is Java {version}; PySpark 4 needs Java {MIN_JAVA}+. {_INSTALL_HINT}")
     return java
 
 
@@ -132,3 +137,63 @@ def get_spark(
     spark.conf.set("spark.sql.shuffle.partitions", str(int(shuffle_partitions)))
     spark.conf.set("spark.sql.execution.arrow.pyspark.enabled", "true")
     return spark
+
+
+#: (application id, worker Python) pairs whose workers were found to import this package
+_WORKERS_OK: set[tuple[str, str]] = set()
+
+
+def _last_error_line(e: BaseException) -> str:
+    lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
+    named = [ln for ln in lines if re.match(r"^[\w.]*(Error|Exception)\b", ln) and not ln.startswith(("org.", "java.", "py4j."))]
+    return (named or lines or [type(e).__name__])[-1][:300]
+
+
+def check_workers(spark: Any) -> None:
+    """Make sure Spark's Python workers can import ``core`` and ``spark_metrics`` (and numpy and
+    pyarrow, which their jobs need), once per
+    session and worker Python (one one-task job; later calls return at once).
+
+    A session built with a plain ``SparkSession.builder`` runs its workers with ``python3`` from
+    ``PATH`` (unless ``PYSPARK_PYTHON`` or ``spark.pyspark.python`` say otherwise), which often
+    lacks this package: the metric job would fail in a worker, after its first stage, with
+    ``ModuleNotFoundError``. This says so, in one line, before the job. Spark Connect sessions
+    (no ``SparkContext`` on the client) are not checked.
+
+    Raises:
+        SparkSetupError: the workers' Python cannot import the package or cannot start; the
+            message names it and how to fix it.
+    """
+    try:
+        sc = spark.sparkContext
+        key = (str(sc.applicationId), str(sc.pythonExec))
+    except Exception:  # noqa: BLE001 - Spark Connect has no SparkContext
+        return
+    if key in _WORKERS_OK:
+        return
+
+    def probe(_: Any) -> Any:  # pragma: no cover - runs in a worker; nested, so it is pickled by value
+        import sys as worker_sys
+
+        try:  # what the metric jobs' workers import: the package and the Arrow path's libraries
+            import numpy  # noqa: F401
+            import pyarrow  # noqa: F401
+
+            import core  # noqa: F401
+            import spark_metrics  # noqa: F401
+        except Exception as e:  # noqa: BLE001 - any failure to import is the answer
+            return [(worker_sys.executable, worker_sys.prefix, f"{type(e).__name__}: {e}")]
+        return [(worker_sys.executable, worker_sys.prefix, "")]
+
+    try:
+        exe, prefix, problem = sc.parallelize([0], 1).mapPartitions(probe).collect()[0]
+    except Exception as e:  # noqa: BLE001 - the worker Python did not start or could not unpickle the probe
+        exe, prefix, problem = key[1], None, _last_error_line(e)
+    if problem:
+        fix = (  # the driver's environment (a venv is its prefix): the package is missing from the workers' path
+            "add the project to the workers' PYTHONPATH (spark.executorEnv.PYTHONPATH) or install it there"
+            if prefix == sys.prefix
+            else f"start the session with spark_metrics.get_spark(), or set PYSPARK_PYTHON={sys.executable} (or spark.pyspark.python) before the SparkSession starts"
+        )
+        raise SparkSetupError(f"Spark's Python workers ({exe}) cannot run spark_metrics ({problem}): {fix}")
+    _WORKERS_OK.add(key)

@@ -137,7 +137,7 @@ def test_skip_invalid_counts_rows_per_slice(tmp_path):
 def test_missing_column_is_a_clear_error(tmp_path, capsys):
     pq.write_table(_data(10), tmp_path / "d.parquet")
     code = main(["--input", str(tmp_path / "d.parquet"), "--label", "nope", "--score", "p", "--output", str(tmp_path / "o")])
-    assert code == 1
+    assert code == 2  # a usage error (pipelines.errors), not a data error
     err = capsys.readouterr().err
     assert "nope" in err and "available columns" in err
 

@@ -1,0 +1,146 @@
+"""The CLI's exit codes (2 usage/config, 1 data, 0 ok) and its clean error lines on every engine."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from pipelines import errors
+from pipelines.evaluate import LOG_NAME, main
+from pipelines.io import InputError
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _bad_scores(path: Path, n: int = 60, bad_row: int = 42) -> Path:
+    rng = np.random.default_rng(3)
+    p = rng.random(n)
+    p[bad_row] = np.nan
+    pq.write_table(pa.table({"y": rng.integers(0, 2, n), "p": p, "c": rng.choice(["a", "b"], n)}), path)
+    return path
+
+
+def _good(path: Path, n: int = 20) -> Path:
+    rng = np.random.default_rng(4)
+    pq.write_table(pa.table({"y": rng.integers(0, 2, n), "p": rng.random(n)}), path)
+    return path
+
+
+def _run(tmp_path, *argv: str) -> int:
+    return main([*argv, "--output", str(tmp_path / "o"), "--no-report"])
+
+
+@pytest.mark.parametrize(
+    "make, expected",
+    [
+        (lambda d: d.joinpath("x.parquet").write_bytes(b"not a parquet file") and d / "x.parquet", "cannot read"),
+        (lambda d: d.joinpath("x.csv").write_text("y,p\n1,0.5\n0,0.2,7\n") and d / "x.csv", "cannot read"),
+        (lambda d: d.joinpath("x.txt").write_text("y,p\n") and d / "x.txt", "cannot tell the format"),
+        (lambda d: d / "missing.parquet", "does not exist"),
+    ],
+    ids=["not-parquet", "malformed-csv", "unknown-format", "missing-file"],
+)
+def test_bad_files_are_usage_errors_with_exit_code_2(tmp_path, capsys, make, expected):
+    code = _run(tmp_path, "--input", str(make(tmp_path)), "--label", "y", "--score", "p")
+    err = capsys.readouterr().err
+    assert code == 2 and expected in err
+    assert err.count("\n") == 1 and err.startswith("error: ")  # one line: its message says all
+
+
+def test_exit_codes_usage_data_ok(tmp_path, capsys):
+    good = str(_good(tmp_path / "g.parquet"))
+    assert _run(tmp_path, "--input", good, "--label", "y", "--score", "p", "--quiet") == 0
+    assert _run(tmp_path, "--input", good, "--label", "nope", "--score", "p") == 2  # missing column
+    assert _run(tmp_path, "--input", good, "--label", "y", "--score", "p", "--metrics", "acuracy") == 2  # unknown metric
+    assert _run(tmp_path, "--input", good, "--label", "y", "--score", "p", "--metrics", "precision@threshold=abc") == 2
+    assert _run(tmp_path, "--input", str(_bad_scores(tmp_path / "b.parquet")), "--label", "y", "--score", "p") == 1  # invalid value
+    with pytest.raises(SystemExit) as e:  # argparse: a bad flag value
+        _run(tmp_path, "--input", good, "--label", "y", "--score", "p", "--engine", "flink")
+    assert e.value.code == 2
+    capsys.readouterr()
+
+
+def test_beam_error_is_one_clean_line_and_the_trace_is_in_the_log(tmp_path, capsys):
+    pytest.importorskip("apache_beam")
+    bad = str(_bad_scores(tmp_path / "b.parquet"))
+    code = main(["--input", bad, "--label", "y", "--score", "p", "--engine", "beam", "--output", str(tmp_path / "o"), "--no-report"])
+    err = capsys.readouterr().err
+    log = tmp_path / "o" / LOG_NAME
+    assert code == 1
+    lines = [ln for ln in err.splitlines() if not ln.startswith("INFO pipelines:")]  # the stage lines
+    assert lines == [
+        "error: column 'p': invalid value nan at row 42: scores must be finite (no NaN or inf) [while running 'Metrics/FoldPerBundle']",
+        f"the full trace is in {log} (or rerun with --verbose)",
+    ]
+    text = log.read_text()
+    assert "Traceback (most recent call last)" in text and "core/_inputs.py" in text
+    # --verbose: the trace on stderr too; --quiet: no stage lines, still the error
+    assert main(["--input", bad, "--label", "y", "--score", "p", "--engine", "beam", "--output", str(tmp_path / "v"), "--no-report", "--verbose"]) == 1
+    assert "Traceback (most recent call last)" in capsys.readouterr().err
+    assert main(["--input", bad, "--label", "y", "--score", "p", "--engine", "beam", "--output", str(tmp_path / "q"), "--no-report", "--quiet"]) == 1
+    assert capsys.readouterr().err.splitlines()[0].startswith("error: column 'p': invalid value nan at row 42")
+
+
+def test_spark_error_is_one_clean_line_without_the_jvm_output(tmp_path):
+    # a fresh process: its JVM starts inside the CLI, which sends the JVM's stderr (log4j, the
+    # executors' Java stack traces, the Python workers' tracebacks) to the log file
+    from spark_metrics.session import find_java
+
+    pytest.importorskip("pyspark")
+    if find_java() is None:
+        pytest.skip("the Spark engine needs Java 17+")
+    bad = str(_bad_scores(tmp_path / "b.parquet"))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.run(
+        [sys.executable, "-m", "pipelines.evaluate", "--input", bad, "--label", "y", "--score", "p", "--engine", "spark",
+         "--output", str(tmp_path / "o"), "--no-report", "--quiet"],
+        capture_output=True, text=True, env=env, timeout=600, cwd=tmp_path,
+    )  # fmt: skip
+    log = tmp_path / "o" / LOG_NAME
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    assert proc.stderr.splitlines() == [
+        "error: column 'p': invalid value nan at row 42: scores must be finite (no NaN or inf) [Spark partition 0; rows are counted from 0 within the partition]",
+        f"the full trace is in {log} (or rerun with --verbose)",
+    ], proc.stderr[-3000:]
+    text = log.read_text()
+    assert "org.apache.spark.api.python.PythonException" in text and "Traceback (most recent call last)" in text
+
+
+class _Wrapped(Exception):
+    """Stands for pyspark's PythonException (matched by module)."""
+
+
+_Wrapped.__module__ = "pyspark.errors.exceptions.captured"
+
+
+def test_error_message_and_exit_code_of_wrapped_worker_errors():
+    worker = "An exception was thrown from the Python worker:\nTraceback (most recent call last):\n  File \"x.py\", line 1\n"
+    e = _Wrapped(worker + "ValueError: column 'y': invalid value 7 at row 3\n")
+    assert errors.error_message(e) == "column 'y': invalid value 7 at row 3" and errors.exit_code(e) == 1
+    e = _Wrapped(worker + "ModuleNotFoundError: No module named 'spark_metrics'\n")
+    assert errors.error_message(e) == "No module named 'spark_metrics'" and errors.exit_code(e) == 2
+    assert errors.exit_code(InputError("x")) == 2 and errors.exit_code(ValueError("x")) == 1 and errors.exit_code(TypeError("x")) == 1
+    assert errors.error_message(KeyError("c")) == "KeyError: 'c'"
+
+
+def test_the_readme_shows_the_console_script_it_installs(tmp_path):
+    import shutil
+    import tomllib
+
+    scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
+    assert scripts["mergeable-evaluate"] == "pipelines.evaluate:main"
+    readme = (ROOT / "README.md").read_text()
+    assert "\nmergeable-evaluate --input " in readme and "--verbose" in readme and "evaluate.log" in readme
+    exe = shutil.which("mergeable-evaluate", path=os.path.dirname(sys.executable))
+    if exe is None:
+        pytest.skip("the package is not installed in this environment (no console script)")
+    proc = subprocess.run([exe, "--input", str(tmp_path / "missing.parquet"), "--label", "y", "--score", "p", "--output", str(tmp_path / "o")],
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert proc.returncode == 2 and proc.stderr.startswith("error: input ") and "does not exist" in proc.stderr

@@ -1,0 +1,88 @@
+"""compute_metrics checks once per session that Spark's Python workers can import the package."""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+
+import pytest
+
+from spark_metrics import SparkSetupError, check_workers, compute_metrics
+from spark_metrics import session as session_module
+
+
+@pytest.fixture
+def worker_python(spark, monkeypatch):
+    """Set the session's worker Python (``sc.pythonExec``, what ``PYSPARK_PYTHON`` sets) for one test."""
+    sc = spark.sparkContext
+
+    def use(exe: str) -> None:
+        monkeypatch.setattr(sc, "pythonExec", exe)
+
+    return use
+
+
+def _script(path, body: str) -> str:
+    path.write_text("#!/bin/sh\n" + body + "\n")
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    return str(path)
+
+
+def test_a_worker_python_without_the_package_fails_in_one_line_before_the_job(spark, worker_python, tmp_path):
+    # the driver's own interpreter, with a PYTHONPATH entry that hides spark_metrics: the package
+    # is missing from the workers' path (as when the project is neither installed nor on PYTHONPATH)
+    shadow = tmp_path / "shadow" / "spark_metrics"
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text("raise ModuleNotFoundError(\"No module named 'spark_metrics'\")\n")
+    # (run in tmp_path: a worker's sys.path starts with its working directory, here the project's)
+    exe = _script(tmp_path / "python", f'cd "{tmp_path}" && PYTHONPATH="{shadow.parent}:$PYTHONPATH" exec "{sys.executable}" "$@"')
+    worker_python(exe)
+    df = spark.createDataFrame([(1, 0.9), (0, 0.2)], ["y", "p"])
+    with pytest.raises(SparkSetupError) as e:
+        compute_metrics(df, label_col="y", score_col="p")
+    msg = str(e.value)
+    assert "\n" not in msg
+    assert "cannot run spark_metrics (ModuleNotFoundError: No module named 'spark_metrics')" in msg
+    assert "PYTHONPATH" in msg  # the same environment: the fix is the path, not the interpreter
+
+
+def _base_python_lacks_pyarrow() -> str | None:
+    base = os.path.join(sys.base_prefix, "bin", "python3")
+    if sys.base_prefix == sys.prefix or not os.path.exists(base):
+        return None
+    probe = subprocess.run([base, "-c", "import numpy, pyarrow"], capture_output=True)
+    return base if probe.returncode != 0 else None
+
+
+def test_another_python_is_named_with_the_fix(spark, worker_python):
+    # the README's failure: a plain SparkSession.builder runs workers with python3 from PATH, an
+    # interpreter outside this environment (here: the one the virtual environment was made from)
+    base = _base_python_lacks_pyarrow()
+    if base is None:
+        pytest.skip("needs a virtual environment whose base Python lacks numpy or pyarrow")
+    worker_python(base)
+    with pytest.raises(SparkSetupError) as e:
+        check_workers(spark)
+    msg = str(e.value)
+    assert "\n" not in msg and "cannot run spark_metrics (ModuleNotFoundError: No module named" in msg
+    assert f"PYSPARK_PYTHON={sys.executable}" in msg and "spark_metrics.get_spark()" in msg
+
+
+def test_a_missing_worker_python_is_named(spark, worker_python, tmp_path):
+    worker_python(str(tmp_path / "no-such-python"))
+    with pytest.raises(SparkSetupError, match=r"Spark's Python workers \(.*no-such-python\) cannot run spark_metrics"):
+        check_workers(spark)
+
+
+def test_checked_once_per_session_and_worker_python(spark, monkeypatch):
+    check_workers(spark)  # the session's workers run this interpreter: fine
+    key = (str(spark.sparkContext.applicationId), str(spark.sparkContext.pythonExec))
+    assert key in session_module._WORKERS_OK
+
+    def no_job(*a, **k):
+        raise AssertionError("a second check ran a job")
+
+    monkeypatch.setattr(spark.sparkContext, "parallelize", no_job)
+    check_workers(spark)  # cached: no job
