@@ -164,6 +164,32 @@ class Prevalence(_FromMatrix):
         return float((tp + fn) / total)
 
 
+class SelectionRate(_FromMatrix):
+    """Weighted fraction of positive predictions ``(tp + fp) / (tp + fp + tn + fn)`` at the
+    threshold: the positive-prediction rate that demographic parity compares across slices
+    (fairlearn's ``selection_rate``).
+
+    NaN with no examples (total weight 0). Source: ``numpy.average(y_pred, weights=sample_weight)``.
+    """
+
+    name = "selection_rate"
+    full_name = "Selection rate"
+    aliases = ("positive_prediction_rate", "positive_rate")
+    params = {"threshold": None}
+    tasks = ("binary",)
+    higher_is_better = None
+    reference = "numpy.average(y_pred, weights=sample_weight)"
+    undefined = "no examples (total weight 0)"
+
+    def compute(self, states: dict[str, State]) -> float:
+        tp, fp, tn, fn = states["binary_confusion"].counts(self.p["threshold"])
+        total = tp + fp + tn + fn
+        if total == 0:
+            record_undefined()
+            return float("nan")
+        return float((tp + fp) / total)
+
+
 class BalancedAccuracy(_FromMatrix):
     """Mean recall over the classes present in the labels: ``mean(diag(C) / C.sum(axis=1))``.
 
