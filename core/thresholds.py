@@ -4,7 +4,8 @@ any confusion metric at a list of thresholds.
 Every metric here reads the binary :class:`~core.score_distribution.ScoreDistributionState` that
 ROC AUC and the curves share (:mod:`core.ranking`), so a plan with ``roc_auc``, ``best_threshold``
 and ``metric_at_thresholds`` folds one state per slice. Predictions are ``score >= t``
-(scikit-learn's rule in ``roc_curve`` and ``metric_at_thresholds``).
+(scikit-learn's rule in ``roc_curve`` and ``metric_at_thresholds``), also in a task whose
+``threshold_rule`` is ``">"`` (that rule applies to the metrics at the task's ``threshold``).
 
 Operating points: "predict nothing" (threshold ``inf``) and, for every distinct score ``s`` (every
 bin of a compressed state, at its lowest score), "predict positive every score >= s", in
@@ -185,14 +186,12 @@ def threshold_at_target(d: _Dist, target: str, minimum: float) -> float | Interv
 
 
 class _ThresholdMetric(RankingMetric):
-    """Binary metrics of the score distribution's operating points (predictions ``score >= t``)."""
+    """Binary metrics of the score distribution's operating points (predictions ``score >= t``,
+    as scikit-learn's curves, whatever the task's ``threshold_rule``)."""
 
     higher_is_better = None
     bounds = (-math.inf, math.inf)
 
-    def configure_metric(self) -> None:
-        if self.task.threshold_rule != ">=":
-            raise ValueError(f"metric {self.name!r}: thresholds are chosen for predictions score >= t; the task's threshold_rule is {self.task.threshold_rule!r}")
 
 
 class _Criterion(_ThresholdMetric):
@@ -203,7 +202,6 @@ class _Criterion(_ThresholdMetric):
     output: ClassVar[int] = 0
 
     def configure_metric(self) -> None:
-        super().configure_metric()
         p = self.p
         if p["criterion"] not in CRITERIA:
             raise ValueError(f"metric {self.name!r}: criterion must be one of {CRITERIA}, got {p['criterion']!r}")
@@ -280,7 +278,6 @@ class ThresholdAtRecall(_ThresholdMetric):
     reference = "sklearn.metrics.precision_recall_curve"
 
     def configure_metric(self) -> None:
-        super().configure_metric()
         if self.p["recall"] is None:
             raise ValueError(f"metric {self.name!r} needs recall, e.g. {self.name}@recall=0.8")
         self.p["recall"] = _unit(self, "recall")
@@ -301,7 +298,6 @@ class ThresholdAtPrecision(_ThresholdMetric):
     reference = "sklearn.metrics.precision_recall_curve"
 
     def configure_metric(self) -> None:
-        super().configure_metric()
         if self.p["precision"] is None:
             raise ValueError(f"metric {self.name!r} needs precision, e.g. {self.name}@precision=0.9")
         self.p["precision"] = _unit(self, "precision")
@@ -353,7 +349,6 @@ class MetricAtThresholds(_ThresholdMetric):
     nan_entries_undefined = False  # NaN values are reported once, as the undefined metric
 
     def configure_metric(self) -> None:
-        super().configure_metric()
         p = self.p
         if not isinstance(p["metric"], str):
             raise ValueError(f"metric {self.name!r}: metric must be a metric name, got {p['metric']!r}")

@@ -317,8 +317,11 @@ def test_bad_parameters_raise(text):
 def test_binary_only_and_threshold_rule():
     with pytest.raises(ValueError):
         resolve("best_threshold", Task(num_classes=3))
-    with pytest.raises(ValueError, match="threshold_rule"):
-        resolve("best_threshold", Task(threshold_rule=">"))
+    # thresholds are for predictions score >= t (scikit-learn's), also under threshold_rule=">"
+    plan = Plan(["metric_at_thresholds@metric=tp@thresholds=0.5", "best_threshold"], Task(threshold_rule=">"))
+    states = plan.fold(plan.zero(), Batch(y_true=np.array([1, 1, 0]), y_score=np.array([0.5, 0.9, 0.2])))
+    values = plan.compute(states)
+    assert values["metric_at_thresholds@tp@thresholds=0.5"][0, 1] == 2.0 and values["best_threshold@f1"] == 0.5
 
 
 def test_empty_one_class_and_undefined_values():
