@@ -54,13 +54,14 @@ without one of the classes; ``threshold_at_*`` without positives.
 from __future__ import annotations
 
 import math
+from functools import partial
 from typing import Any, ClassVar
 
 import numpy as np
 
 from core.limits import MAX_BETA, MAX_THRESHOLDS, check_at_most
 from core.metrics import Interval, Metric, recording_undefined, resolve
-from core.ranking import RankingMetric, _Dist, _record_undefined, _unit
+from core.ranking import RankingMetric, _AtConstraint, _Dist, _record_undefined
 from core.score_distribution import bin_upper_scores
 from core.states import BinaryConfusionLayout, BinaryConfusionState, ExampleCountState, State
 
@@ -148,7 +149,7 @@ def best_threshold_values(d: _Dist, criterion: str, **kw: float) -> tuple[float 
     return _threshold_interval(t, lows, highs), Interval(best, best, top)
 
 
-def threshold_at_target(d: _Dist, target: str, minimum: float) -> float | Interval:
+def threshold_at_target(d: _Dist, minimum: float, target: str) -> float | Interval:
     """The threshold of ``precision_at_recall`` (``target="recall"``: best precision among
     boundaries with recall >= minimum) or of ``recall_at_precision`` (``target="precision"``: best
     recall among boundaries with precision >= minimum); the highest threshold among ties; ``inf``
@@ -266,7 +267,7 @@ class BestThresholdScore(_Criterion):
         return -v / total if total > 0 and not math.isnan(v) else _NAN
 
 
-class ThresholdAtRecall(_ThresholdMetric):
+class ThresholdAtRecall(_AtConstraint):
     """The threshold of ``precision_at_recall@recall=R``: the best precision among thresholds with
     recall >= ``recall`` (required, in [0, 1]), the highest threshold among ties; NaN without
     positives."""
@@ -274,19 +275,14 @@ class ThresholdAtRecall(_ThresholdMetric):
     name = "threshold_at_recall"
     full_name = "Threshold at recall"
     params = {**RankingMetric.params, "recall": None}
-    positional = "recall"
+    positional = constraint = "recall"
     reference = "sklearn.metrics.precision_recall_curve"
-
-    def configure_metric(self) -> None:
-        if self.p["recall"] is None:
-            raise ValueError(f"metric {self.name!r} needs recall, e.g. {self.name}@recall=0.8")
-        self.p["recall"] = _unit(self, "recall")
-
-    def value(self, d: _Dist) -> Any:
-        return threshold_at_target(d, "recall", self.p["recall"])
+    higher_is_better = None
+    bounds = (-math.inf, math.inf)
+    fn = staticmethod(partial(threshold_at_target, target="recall"))
 
 
-class ThresholdAtPrecision(_ThresholdMetric):
+class ThresholdAtPrecision(_AtConstraint):
     """The threshold of ``recall_at_precision@precision=Q``: the best recall among thresholds with
     precision >= ``precision`` (required, in [0, 1]), the highest threshold among ties; ``inf``
     (predict nothing) if no threshold reaches it; NaN without positives."""
@@ -294,16 +290,11 @@ class ThresholdAtPrecision(_ThresholdMetric):
     name = "threshold_at_precision"
     full_name = "Threshold at precision"
     params = {**RankingMetric.params, "precision": None}
-    positional = "precision"
+    positional = constraint = "precision"
     reference = "sklearn.metrics.precision_recall_curve"
-
-    def configure_metric(self) -> None:
-        if self.p["precision"] is None:
-            raise ValueError(f"metric {self.name!r} needs precision, e.g. {self.name}@precision=0.9")
-        self.p["precision"] = _unit(self, "precision")
-
-    def value(self, d: _Dist) -> Any:
-        return threshold_at_target(d, "precision", self.p["precision"])
+    higher_is_better = None
+    bounds = (-math.inf, math.inf)
+    fn = staticmethod(partial(threshold_at_target, target="precision"))
 
 
 def _thresholds_param(metric: Metric, v: Any) -> tuple[float, ...] | None:

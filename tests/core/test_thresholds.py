@@ -24,7 +24,7 @@ from sklearn.metrics import (
 from core import MetricCollection, Plan, Task
 from core._inputs import Batch
 from core.metrics import resolve
-from tests._helpers import BINARY_GRID, binary_case
+from tests._helpers import BINARY_GRID, PlanFolder, binary_case, fold_all, fold_sharded
 
 pytestmark = pytest.mark.filterwarnings("ignore::core.metrics.UndefinedMetricWarning", "ignore::sklearn.exceptions.UndefinedMetricWarning")
 
@@ -256,24 +256,20 @@ def test_bounds_contain_the_exact_values_over_many_random_datasets():
 )
 def test_merge_order_and_split_never_change_values(rows, capacity, seed):
     rng = np.random.default_rng(seed)
-    y = np.array([r[0] for r in rows], dtype=np.int64)
-    s = np.array([r[1] for r in rows], dtype=float) + rng.integers(0, 3, len(rows)) * 1e-6
-    w = np.array([r[2] for r in rows], dtype=float)
+    data = {
+        "y_true": np.array([r[0] for r in rows], dtype=np.int64),
+        "y_score": np.array([r[1] for r in rows], dtype=float) + rng.integers(0, 3, len(rows)) * 1e-6,
+        "sample_weight": np.array([r[2] for r in rows], dtype=float),
+    }
     metrics = [f"{m}@capacity={capacity}" for m in THRESHOLD_METRICS + ["metric_at_thresholds@metric=f1", "metric_at_thresholds@metric=mcc@thresholds=0.3|0.5"]]
     plan = Plan(metrics, Task())
-    whole = plan.fold(plan.zero(), Batch(y_true=y, y_score=s, sample_weight=w))
-    cuts = np.sort(rng.integers(0, len(rows) + 1, rng.integers(0, 6)))
-    parts = [plan.fold(plan.zero(), Batch(y_true=y[i], y_score=s[i], sample_weight=w[i])) for i in np.split(np.arange(len(rows)), cuts)]
-    items = parts + [plan.zero()]
-    while len(items) > 1:
-        i, j = sorted(rng.choice(len(items), 2, replace=False))
-        a, b = items.pop(j), items.pop(i)
-        items.append(plan.merge(a, b) if rng.random() < 0.5 else plan.merge(b, a))
-    assert items[0] == whole
+    folder = PlanFolder(plan)
+    whole, sharded = fold_all(folder, data), fold_sharded(folder, data, rng)  # random shards (empty ones too), random merge tree
+    assert sharded == whole
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         v1, i1 = plan.compute_with_bounds(whole)
-        v2, i2 = plan.compute_with_bounds(items[0])
+        v2, i2 = plan.compute_with_bounds(sharded)
     assert all(_same(v1[k], v2[k]) for k in v1) and i1 == i2
 
 
