@@ -63,7 +63,7 @@ from core.limits import MAX_BETA, MAX_THRESHOLDS, check_at_most
 from core.metrics import Interval, Metric, recording_undefined, resolve
 from core.ranking import RankingMetric, _AtConstraint, _Dist, _record_undefined
 from core.score_distribution import bin_upper_scores
-from core.states import BinaryConfusionLayout, BinaryConfusionState, ExampleCountState, State
+from core.states import BinaryConfusionState, ExampleCountState
 
 _SLACK = 1e-12
 _NAN = float("nan")
@@ -324,8 +324,8 @@ class MetricAtThresholds(_ThresholdMetric):
     """Any binary confusion metric at every threshold, as scikit-learn 1.9's
     ``metric_at_thresholds``: a ``(n, 4)`` array of columns ``threshold, value, lower, upper``.
 
-    Params: ``metric`` (positional; a metric name reading the binary confusion counts, default
-    ``f1``), ``thresholds`` (default: every distinct score, descending, as scikit-learn; or
+    Params: ``metric`` (positional; a metric name reading the binary confusion counts, through
+    their ``counts`` / ``confusion_matrix``, default ``f1``), ``thresholds`` (default: every distinct score, descending, as scikit-learn; or
     ``t1|t2|...`` / a list in Python, in the order given), and ``beta`` / ``zero_division``
     passed to the metric. ``lower``/``upper`` equal ``value`` where it is exact (always for an
     exact state and at the default thresholds); see the module docstring for compressed states.
@@ -354,16 +354,13 @@ class MetricAtThresholds(_ThresholdMetric):
         if reads != {BinaryConfusionState}:
             raise ValueError(f"metric {self.name!r}: {p['metric']!r} does not read binary confusion counts (it reads {sorted(c.kind for c in reads)})")
         self._inner = inner
-        self._at = float(inner.p.get("threshold", 0.5))
         if np.ndim(self._confusion_value(1.0, 0.0, 1.0, 1.0)) != 0:
             raise ValueError(f"metric {self.name!r}: {p['metric']!r} is not a scalar metric")
         self._monotone = inner.name in _MONOTONE
 
     def _confusion_value(self, tp: float, fp: float, tn: float, fn: float) -> Any:
-        layout = BinaryConfusionLayout((self._at,))
-        arrays = {k: np.array([v], dtype=np.float64) for k, v in (("tp", tp), ("fp", fp), ("tn", tn), ("fn", fn))}
         with recording_undefined():  # per-threshold events are not the result's: NaN values are recorded once
-            return self._inner.compute({"binary_confusion": BinaryConfusionState(layout, arrays)})
+            return self._inner.compute({"binary_confusion": _CountsAt(float(tp), float(fp), float(tn), float(fn))})
 
     def _value_at(self, tp: float, fp: float, d: _Dist) -> float:
         return float(self._confusion_value(tp, fp, d.N - fp, d.P - tp))
@@ -397,6 +394,21 @@ class MetricAtThresholds(_ThresholdMetric):
         if np.isnan(out[:, 1]).any():
             _record_undefined()
         return out
+
+
+class _CountsAt:
+    """The binary confusion counts of one operating point, read as a
+    :class:`~core.states.BinaryConfusionState` at the metric's threshold (its ``counts`` and
+    ``confusion_matrix``): a state object per threshold would cost more than the metric."""
+
+    kind = "binary_confusion"
+    confusion_matrix = BinaryConfusionState.confusion_matrix
+
+    def __init__(self, tp: float, fp: float, tn: float, fn: float):
+        self._counts = (tp, fp, tn, fn)
+
+    def counts(self, threshold: float) -> tuple[float, float, float, float]:
+        return self._counts
 
 
 def _counts_at(d: _Dist, thr: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
