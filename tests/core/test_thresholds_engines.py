@@ -12,6 +12,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from sklearn.metrics import metric_at_thresholds, precision_score
 
 from core import Evaluation
 from pipelines.evaluate import main
@@ -20,11 +21,13 @@ from tests.core.test_thresholds import reference
 pytestmark = pytest.mark.filterwarnings("ignore::core.metrics.UndefinedMetricWarning", "ignore::sklearn.exceptions.UndefinedMetricWarning")
 
 EXACT = ["best_threshold@criterion=f1", "best_threshold_score@criterion=youden", "best_threshold@criterion=cost@cost_fp=1@cost_fn=4",
-         "threshold_at_recall@recall=0.8", "threshold_at_precision@precision=0.7", "metric_at_thresholds@metric=f1@thresholds=0.2|0.5|0.8"]  # fmt: skip
+         "threshold_at_recall@recall=0.8", "threshold_at_precision@precision=0.7", "metric_at_thresholds@metric=f1@thresholds=0.2|0.5|0.8",
+         "metric_at_thresholds@metric=precision@zero_division=0"]  # fmt: skip
 KEYS = ["best_threshold@f1", "best_threshold_score@youden", "best_threshold@cost@cost_fn=4@cost_fp=1",
-        "threshold_at_recall@0.8", "threshold_at_precision@0.7", "metric_at_thresholds@f1@thresholds=0.2|0.5|0.8"]  # fmt: skip
+        "threshold_at_recall@0.8", "threshold_at_precision@0.7", "metric_at_thresholds@f1@thresholds=0.2|0.5|0.8",
+        "metric_at_thresholds@precision@zero_division=0"]  # fmt: skip
 REF = dict(zip(KEYS, ["best_threshold@criterion=f1", "best_threshold_score@criterion=youden", "best_threshold@criterion=cost@cost_fp=1@cost_fn=4",
-                      "threshold_at_recall@recall=0.8", "threshold_at_precision@precision=0.7", None]))  # fmt: skip
+                      "threshold_at_recall@recall=0.8", "threshold_at_precision@precision=0.7", None, "sklearn"]))  # fmt: skip
 # one score distribution serves every metric of a plan, with the largest capacity asked for: the
 # compressed metrics run as their own evaluation
 COMPRESSED = ["best_threshold@criterion=f1@capacity=8", "best_threshold_score@criterion=f1@capacity=8", "threshold_at_recall@recall=0.8@capacity=8"]
@@ -55,6 +58,13 @@ def _check(metrics_of, t: pa.Table) -> None:
         got = metrics_of(key)
         want = reference(y[mask], p[mask], w[mask])
         for k, ref in REF.items():
+            if ref == "sklearn":  # every distinct score of a non-zero-weight row, as scikit-learn 1.9
+                keep = mask & (w != 0)
+                values, thr = metric_at_thresholds(y[keep], p[keep], precision_score, sample_weight=w[keep], metric_params={"zero_division": 0.0})
+                arr = np.asarray(got[k], dtype=float)
+                np.testing.assert_array_equal(arr[:, 0], thr)
+                np.testing.assert_allclose(arr[:, 1], values, rtol=1e-12)
+                continue
             if ref is None:
                 arr = np.asarray(got[k], dtype=float)
                 np.testing.assert_allclose(arr[:, 1], [_f1_at(y[mask], p[mask], w[mask], x) for x in (0.2, 0.5, 0.8)], rtol=1e-12)
