@@ -140,7 +140,27 @@ class FowlkesMallows(_FromMatrix):
         return math.sqrt(p * r) if not (math.isnan(p) or math.isnan(r)) else float("nan")
 
 
-class Prevalence(_FromMatrix):
+class _ShareOfTotal(_FromMatrix):
+    """``(count a + count b) / (tp + fp + tn + fn)`` of the binary counts at the threshold; NaN
+    with no examples (total weight 0)."""
+
+    params = {"threshold": None}
+    tasks = ("binary",)
+    higher_is_better = None
+    undefined = "no examples (total weight 0)"
+    share: ClassVar[tuple[int, int]] = (0, 3)  # indices into (tp, fp, tn, fn)
+
+    def compute(self, states: dict[str, State]) -> float:
+        counts = states["binary_confusion"].counts(self.p["threshold"])
+        total = sum(counts)
+        if total == 0:
+            record_undefined()
+            return float("nan")
+        a, b = self.share
+        return float((counts[a] + counts[b]) / total)
+
+
+class Prevalence(_ShareOfTotal):
     """Weighted fraction of positive labels ``(tp + fn) / (tp + fp + tn + fn)``.
 
     NaN with no examples (an average over nothing). Equals ``mean_label`` of a binary task.
@@ -149,19 +169,23 @@ class Prevalence(_FromMatrix):
 
     name = "prevalence"
     full_name = "Prevalence"
-    params = {"threshold": None}
-    tasks = ("binary",)
-    higher_is_better = None
     reference = "numpy.average(y_true, weights=sample_weight)"
-    undefined = "no examples (total weight 0)"
+    share = (0, 3)  # tp + fn
 
-    def compute(self, states: dict[str, State]) -> float:
-        tp, fp, tn, fn = states["binary_confusion"].counts(self.p["threshold"])
-        total = tp + fp + tn + fn
-        if total == 0:
-            record_undefined()
-            return float("nan")
-        return float((tp + fn) / total)
+
+class SelectionRate(_ShareOfTotal):
+    """Weighted fraction of positive predictions ``(tp + fp) / (tp + fp + tn + fn)`` at the
+    threshold: the positive-prediction rate that demographic parity compares across slices
+    (fairlearn's ``selection_rate``).
+
+    NaN with no examples (total weight 0). Source: ``numpy.average(y_pred, weights=sample_weight)``.
+    """
+
+    name = "selection_rate"
+    full_name = "Selection rate"
+    aliases = ("positive_prediction_rate", "positive_rate")
+    reference = "numpy.average(y_pred, weights=sample_weight)"
+    share = (0, 1)  # tp + fp
 
 
 class BalancedAccuracy(_FromMatrix):

@@ -14,7 +14,8 @@ from typing import Any
 import numpy as np
 
 from core.codec import slice_key_from_json, slice_key_to_json
-from core.metrics import REGISTRY
+from core.fairness import Fairness, compute_fairness
+from core.metrics import REGISTRY, Task, resolve
 from core.plan import MetricValues, metric_aliases
 from core.slicing import slice_name, sort_key
 
@@ -478,6 +479,41 @@ class Results:
             if s.window_start is not None:
                 groups.setdefault(s.window, []).append(s)
         return {w: Results(v, self.config) for w, v in groups.items()}
+
+    def fairness(self, criterion: str, reference: Any = None, spec: Any = None) -> Fairness:
+        """Gaps and ratios of a metric between each slice of a spec and a reference slice
+        (:mod:`core.fairness`): ``results.fairness("equal_opportunity")``,
+        ``results.fairness("f1", reference="country=US")``.
+
+        Args:
+            criterion: ``"demographic_parity"`` (``selection_rate``), ``"equal_opportunity"``
+                (``recall``), ``"equalized_odds"`` (``recall`` and ``fpr``) or any scalar metric
+                key of the results (also as written in the metrics, e.g. ``"precision_at_recall@recall=0.8"``).
+            reference: the overall slice (None, default) or a slice: a display name
+                (``"country=US"``), a dict or a key tuple.
+            spec: the compared slices' columns (default: the reference's, or the only spec).
+
+        Raises:
+            ValueError: a metric not in the results, an absent or suppressed reference, several
+                specs without ``spec``, or windowed results (use ``results.window(start)``).
+        """
+        if self.windows:
+            raise ValueError("fairness compares the slices of one window: results.window(start).fairness(...)")
+        return compute_fairness(self.slices, criterion, reference, spec, self._metric_keys(criterion))
+
+    def _metric_keys(self, text: str) -> dict[str, str]:
+        """``{text: canonical key}`` when ``text`` is a metric string written otherwise than its
+        key in these results (``"threshold_at_recall@recall=0.8"`` -> ``"threshold_at_recall@0.8"``)."""
+        shown = next((s for s in self.slices if not s.suppressed), None)
+        if shown is None or text in shown.metrics or "@" not in text:
+            return {}
+        cfg = self.config or {}
+        try:
+            task = Task(num_classes=cfg.get("num_classes") or 2, kind=cfg.get("task") or None)
+            key = resolve(text, task).key
+        except (ValueError, TypeError):
+            return {}
+        return {text: key} if key in shown.metrics else {}
 
     def to_dict(self) -> dict[str, Any]:
         """``{"slices": [{"slice": {col: value}, "n", "weight", "skipped", "metrics",

@@ -130,6 +130,9 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--baseline-score", help="score column of a baseline model on the same rows: reports delta, its interval and a verdict per slice")
     c.add_argument("--baseline-prediction", help="predicted-label column of a baseline model (as --baseline-score)")
     c.add_argument("--tolerance", type=float, help="a delta within +-T of 0 is 'indistinguishable' (default 0)")
+    c.add_argument("--fairness", action="append", default=None, metavar="CRITERION[:REFERENCE]",
+                   help="gaps and ratios between slices and a reference slice (default the overall slice, or e.g. region=north): "
+                        "demographic_parity, equal_opportunity, equalized_odds or any metric; adds the metrics it compares (repeatable)")  # fmt: skip
     e = p.add_argument_group("engine")
     e.add_argument("--engine", choices=engines.ENGINES, default="local", help="local (default), beam or spark")
     e.add_argument("--beam-arg", action="append", default=[], metavar="ARG", help="pass an option to Beam, e.g. --beam-arg=--direct_num_workers=2 (repeatable)")
@@ -248,6 +251,51 @@ def measure_options(flags: list[str]) -> dict[str, Any]:
             raise ValueError(f"--measure: measure {name!r} is given twice")
         cols[name] = col
     return {"measure_cols": cols}
+
+
+def fairness_from_args(args: argparse.Namespace) -> list[tuple[str, str | None]]:
+    """``[(criterion, reference or None)]`` of the ``--fairness CRITERION[:REFERENCE]`` flags."""
+    out = []
+    for text in getattr(args, "fairness", None) or []:
+        crit, sep, ref = text.partition(":")
+        if not crit.strip():
+            raise ValueError(f"--fairness needs a criterion or metric, e.g. equal_opportunity or f1:region=north, got {text!r}")
+        out.append((crit.strip(), ref.strip() if sep and ref.strip() else None))
+    if out and getattr(args, "window", None):
+        raise ValueError("--fairness compares the slices of one result set; with --window, use Results.window(start).fairness(...) in Python")
+    return out
+
+
+def with_fairness_metrics(args: argparse.Namespace, evaluation: Evaluation, fairness: list[tuple[str, str | None]]) -> Evaluation:
+    """The evaluation with the metrics ``fairness`` compares added when missing (the criteria's
+    metrics, or the metric named)."""
+    from core.fairness import criterion_metrics
+    from core.metrics import resolve
+
+    keys = [m.key for m in evaluation.plan.metrics]
+    missing = []
+    for crit, _ in fairness:
+        for m in criterion_metrics(crit):
+            key = resolve(m, evaluation.plan.task).key
+            if key not in keys and key not in missing:
+                missing.append(key)
+    if not missing:
+        return evaluation
+    args.metrics = ",".join(keys + missing)
+    return evaluation_from_args(args)
+
+
+def fairness_results(results: Any, fairness: list[tuple[str, str | None]]) -> list[Any]:
+    """The :class:`core.fairness.Fairness` of each flag: against the named reference slice's
+    spec, or (against the overall slice) one per slice spec of the results."""
+    out = []
+    for crit, ref in fairness:
+        if ref is not None:
+            out.append(results.fairness(crit, reference=ref))
+            continue
+        specs = list(dict.fromkeys(tuple(c for c, _ in s.slice) for s in results.slices if s.slice != ()))
+        out.extend(results.fairness(crit, spec=spec) for spec in specs)
+    return out
 
 
 #: the flights-stream example's metrics: confusion counts only (33,659 slices: the calibration sums of log_loss /
@@ -376,6 +424,9 @@ def _main(parser: argparse.ArgumentParser, args: argparse.Namespace, out: Path, 
             parser.error("give --label and one of --score or --prediction (or --measure for mean_measure)")
         join = label_join_from_args(args)
         evaluation = evaluation_from_args(args)
+        fairness = fairness_from_args(args)
+        if fairness:
+            evaluation = with_fairness_metrics(args, evaluation, fairness)
         window = TimeWindows.of(args.window) if args.window else None
         warning = check_threshold(args)
         if warning and not (args.quiet or getattr(args, "score_format", None) == "scores"):
@@ -419,6 +470,13 @@ def _main(parser: argparse.ArgumentParser, args: argparse.Namespace, out: Path, 
         from pipelines import latelabels
 
         hook = lambda doc: latelabels.attach_counts(doc, join_counts, join)  # noqa: E731
+    try:
+        fair = fairness_results(results, fairness)
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    if fair:
+        extra = {**extra, "fairness": [f.to_dict() for f in fair]}
     paths = io.write_results(results, out, extra, hook)
     overall = [s for s in results.slices if s.slice == ()]  # one per window with --window
     suppressed = any(s.suppressed for s in overall)
@@ -435,6 +493,8 @@ def _main(parser: argparse.ArgumentParser, args: argparse.Namespace, out: Path, 
         run_info.update(window=str(window), windows=len(results.windows))
     (out / "run.json").write_text(json.dumps(run_info, indent=2) + "\n")
     say(results.format_table())
+    for f in fair:
+        say("\n" + f.format_table())
     say(
         f"\nengine={args.engine}: {'(suppressed)' if run_info['rows'] is None else format(run_info['rows'], ',')} rows, "
         f"{len(results.slices)} slices in {seconds:.1f} s"
@@ -456,7 +516,7 @@ def _main(parser: argparse.ArgumentParser, args: argparse.Namespace, out: Path, 
         from pipelines.report import write_report
 
         title = {"flights": "Flights example: delay predictions, Jul-Dec 2013", "flights-stream": "Flights as a stream: predictions at departure, late labels at arrival"}.get(args.example or "", f"Evaluation of {Path(args.input).name}")
-        write_report(results, report_path, title=title, run_info=run_info, extra=extra.get("example"), bounds=args.bounds)
+        write_report(results, report_path, title=title, run_info=run_info, extra=extra.get("example"), bounds=args.bounds, fairness=fair)
     say(f"wrote {paths['json']} and {paths['parquet']}" + (f"; report: {report_path}" if report_path is not None else ""))
     return 0
 

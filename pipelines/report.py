@@ -60,6 +60,7 @@ import numpy as np
 
 from core.metrics import metric_full_name
 from core.results import Results, SliceResult, ci_label, jsonable
+from core.slicing import slice_name
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 TEMPLATE = "report.html.j2"
@@ -899,6 +900,7 @@ def render_report(
     max_table_rows: int = 5000,
     small_slice_size: int = SMALL_SLICE_SIZE,
     dpi: int = 100,
+    fairness: Sequence[Any] | None = None,
 ) -> str:
     """The report as an HTML string (self-contained: inline CSS, JS and PNG images).
 
@@ -913,6 +915,8 @@ def render_report(
         max_table_rows: rows of the per-slice table (the rest is counted, not shown).
         small_slice_size: slices with fewer rows are marked small (hatched) in the bar charts.
         dpi: resolution of the embedded figures.
+        fairness: :class:`core.fairness.Fairness` results (``results.fairness(...)``) shown in
+            a "Fairness across slices" section.
     """
     import jinja2
 
@@ -993,6 +997,7 @@ def render_report(
         small_slice_size=small_slice_size,
         slice_rows=slice_rows,
         comparison=_comparison_table(results, max_table_rows),
+        fairness=[_fairness_table(f, max_table_rows) for f in fairness or ()],
         hidden_rows=max(0, len(results.slices) - max_table_rows),
         show_skipped=any(s.skipped for s in results.slices),
         figures=figures,
@@ -1001,6 +1006,36 @@ def render_report(
         ci_name=ci_name,
         ci_unsupported=[short_name(k) for k in (overall.metrics if overall is not None else ()) if k in unsupported and not (k in figure_of and np.ndim(overall.metrics[k]) != 0)],
     )
+
+
+def _fairness_table(f: Any, max_rows: int) -> dict[str, Any]:
+    """One :class:`core.fairness.Fairness` as a table: the reference row, then a row per slice."""
+
+    def num(v: float, signed: bool = False) -> dict[str, Any]:
+        ok = v is not None and math.isfinite(float(v))
+        return {"text": (f"{float(v):+.4f}" if signed else f"{float(v):.4f}") if ok else "null", "sort": repr(float(v)) if ok else "", "title": ""}
+
+    def value(v: float, ci: Any) -> dict[str, Any]:
+        c = num(v)
+        if ci is not None:
+            c["text"] += f" ({_fmt(ci[0])}, {_fmt(ci[1])})"
+            c["title"] = "the slice's confidence interval"
+        return c
+
+    ref_name = "Overall" if f.reference == () else slice_name(f.reference)
+    worst = f.worst
+    rows = [{"name": f"{ref_name} (reference)", "n": "", "worst": False,
+             "cells": [c for m in f.metrics for c in (value(f.reference_values[m], f.reference_ci.get(m)), {"text": "", "sort": "", "title": ""})] + [{"text": "", "sort": "", "title": ""}]}]  # fmt: skip
+    for s in f.slices[:max_rows]:
+        cells = [c for m in f.metrics for c in (value(s.values[m], s.ci.get(m)), num(s.differences[m], True))]
+        rows.append({"name": s.name, "n": s.n, "worst": worst is not None and s.slice == worst.slice, "cells": cells + [num(s.ratio)]})
+    summary = f"largest difference {num(f.difference)['text']}, smallest ratio {num(f.ratio)['text']}" + (f", worst slice {worst.name}" if worst is not None else "")
+    if f.undefined:
+        summary += f"; undefined in {len(f.undefined)} slice(s)"
+    if f.suppressed:
+        summary += f"; {len(f.suppressed)} suppressed slice(s) not compared"
+    title = f"{f.criterion} across {', '.join(f.spec)}, against {ref_name}" + (f" ({', '.join(f.metrics)})" if tuple(f.metrics) != (f.criterion,) else "")
+    return {"title": title, "summary": summary, "metrics": list(f.metrics), "rows": rows}
 
 
 def _sections(figures: list[ReportFigure]) -> list[dict[str, Any]]:

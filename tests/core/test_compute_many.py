@@ -37,13 +37,16 @@ def _names(kind: str) -> list[str]:
 
 
 def binary_metrics(zd: str) -> list[str]:
-    needs_param = ("precision_at_recall", "recall_at_precision", "sensitivity_at_specificity", "specificity_at_sensitivity", "partial_roc_auc")
+    needs_param = ("precision_at_recall", "recall_at_precision", "sensitivity_at_specificity", "specificity_at_sensitivity", "partial_roc_auc",
+                   "threshold_at_recall", "threshold_at_precision")  # fmt: skip
     out = [n for n in _names("binary") if n not in needs_param] + ["partial_roc_auc@max_fpr=0.3"]
     out += ["precision_at_recall@recall=0.5", "recall_at_precision@precision=0.5", "sensitivity_at_specificity@specificity=0.5"]
     out += ["specificity_at_sensitivity@sensitivity=0.5", "roc_auc@max_fpr=0.5", "roc_auc@pos_label=0", "average_precision@pos_label=0"]
     out += [f"{m}@{a}" for m in AVERAGED for a in AVERAGES] + [f"{m}@zero_division={zd}" for m in ("precision", "recall", "f1", "mcc", "npv", "specificity", "fpr", "fnr", "cohen_kappa", "iou", "classification_report")]
     out += ["precision@threshold=0.3", "recall@threshold=0.7@macro", "accuracy@threshold=0.3", "tp@threshold=0.7", "mcc@threshold=0.3"]
     out += ["cohen_kappa@linear", "cohen_kappa@quadratic", "balanced_accuracy@adjusted=true", "miou@zero_division=1", "roc_auc@capacity=4"]
+    out += ["threshold_at_recall@recall=0.5", "threshold_at_precision@precision=0.5", "metric_at_thresholds@metric=mcc@thresholds=0.3|0.6",
+            "best_threshold@criterion=cost@cost_fn=3", "best_threshold_score@criterion=youden"]  # fmt: skip
     return out
 
 

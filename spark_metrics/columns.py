@@ -1,0 +1,188 @@
+"""Metrics as Spark Column expressions for a user's own ``groupBy(...).agg(...)``.
+
+:func:`metric_columns` lowers the states of count and confusion metrics to Spark SQL aggregates:
+each row maps to one *cell* (its true label and how it is predicted: the cell of
+:mod:`spark_metrics.native`), and each cell's row count (and weight sum) is a native ``sum`` of
+an indicator column, so Spark's partial aggregation runs before the shuffle and no Python sees
+the rows. Each metric column then finishes its group with one small Python UDF over those few
+sums: it builds core's states from the cells (:func:`core.states.states_from_cells`) and computes
+the metric with core, so the values are those of :func:`spark_metrics.compute_metrics` and
+``core.Evaluation`` (bit for bit unweighted or with integer weights; fractional weights are
+summed by Spark in float64, equal up to rounding). Spark deduplicates the identical sums of
+several metric columns, so a list of metrics aggregates each cell once.
+
+Metrics whose states are not sums of per-row cells (ROC AUC and the other score-distribution
+metrics, calibration, regression, ...) cannot lower: :func:`metric_columns` raises
+``ValueError`` naming them and pointing to :func:`spark_metrics.compute_metrics`.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from typing import TYPE_CHECKING, Any, Sequence
+
+import numpy as np
+
+from core._inputs import SCORES_FINITE, WEIGHTS_RULE, label_rule
+from core.evaluation import Evaluation
+from core.metrics import UndefinedMetricWarning
+from core.results import INTEGER_METRICS
+from core.slicing import OVERALL
+from core.states import CELL_STATES, states_from_cells
+from spark_metrics.native import _BAD_LABEL, _BAD_PREDICTION, _BAD_SCORE, _BAD_WEIGHT, MAX_NATIVE_CLASSES, _cell_columns
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import Column
+
+
+def _blocker(evaluation: Evaluation) -> str | None:
+    """Why the evaluation's metrics cannot lower to aggregate columns, or None."""
+    plan = evaluation.plan
+    bad = [m.key for m in plan.metrics if any(cls not in CELL_STATES for cls, _ in _requires(m))]
+    if bad:
+        kinds = sorted({cls.kind for m in plan.metrics for cls, _ in _requires(m) if cls not in CELL_STATES})
+        return f"metrics {bad} read states {kinds}, which are not sums of per-row cells"
+    if not getattr(evaluation, "_plain", False):
+        return "inputs need core's input formats (score matrices, one-hot, ignore_index, ...)"
+    if plan.task.kind == "multiclass" and evaluation.prediction_col is None:
+        return "a multiclass task needs a prediction column"
+    if plan.task.num_classes > MAX_NATIVE_CLASSES:
+        return f"{plan.task.num_classes} classes (more than {MAX_NATIVE_CLASSES})"
+    return None
+
+
+def _requires(metric: Any) -> list:
+    out = list(metric.requires())
+    for dep in metric.dependency_metrics().values() if metric.dependencies else ():
+        out += _requires(dep)
+    return out
+
+
+def metric_columns(
+    metrics: Sequence[str],
+    label_col: str,
+    score_col: str | None = None,
+    prediction_col: str | None = None,
+    weight_col: str | None = None,
+    **options: Any,
+) -> list["Column"]:
+    """Spark Column expressions of ``metrics``, for ``df.groupBy(...).agg(*metric_columns(...))``.
+
+    Args:
+        metrics: metric strings (``["precision", "recall", "f1", "mcc", "recall@threshold=0.7"]``);
+            each column is named by the metric's key.
+        label_col: label column.
+        score_col: binary score column (``score >= threshold`` is positive).
+        prediction_col: predicted-label column (binary 0/1, multiclass ``[0, K)``).
+        weight_col: sample weights (finite, >= 0).
+        **options: other :class:`core.Evaluation` options of the task: ``threshold``,
+            ``threshold_rule``, ``num_classes``, ``task``, ``zero_division``, ``multiclass``.
+
+    Returns:
+        One aggregate Column per metric: a double (``example_count``: a long), NaN where the
+        metric is undefined in the group.
+
+    Raises:
+        ValueError: a metric that cannot lower (the message names it and points to
+            :func:`spark_metrics.compute_metrics`), or bad options. Invalid input values (a NaN
+            score, a label outside the task's classes, a negative weight) raise when the
+            aggregation runs, naming the column, a value and the group's invalid rows (Spark
+            refuses row ids inside aggregates: :func:`spark_metrics.compute_metrics` names the row).
+
+    Example::
+
+        df.groupBy("country", "day").agg(*metric_columns(["precision", "recall", "f1"], label_col="y", score_col="p"))
+    """
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    unknown = set(options) - {"threshold", "threshold_rule", "num_classes", "task", "zero_division", "multiclass"}
+    if unknown:
+        raise ValueError(f"metric_columns: options {sorted(unknown)} are not available for aggregate columns (slices are the groupBy's keys); use spark_metrics.compute_metrics")
+    if isinstance(metrics, str):
+        metrics = [metrics]
+    ev = Evaluation(label_col=label_col, score_col=score_col, prediction_col=prediction_col, weight_col=weight_col, metrics=list(metrics), **options)
+    reason = _blocker(ev)
+    if reason is not None:
+        raise ValueError(
+            f"metric_columns: cannot lower to Spark SQL aggregates: {reason}; "
+            "use spark_metrics.compute_metrics(df, evaluation=Evaluation(..., slices=[...])) for these metrics"
+        )
+    keys = [m.key for m in ev.plan.metrics]
+    zero = _finish(ev, np.zeros(0, np.int64), np.zeros(0, np.int64), None, _per_label(ev))
+    arrays = [k for k in keys if np.ndim(zero[k]) != 0]
+    if arrays:
+        raise ValueError(f"metric_columns: metrics {arrays} are arrays (per-class or matrix values); use spark_metrics.compute_metrics, or name one class's metric")
+
+    cell, weight, bad, per_label = _cell_columns(ev)
+    k = ev.plan.task.num_classes
+    n_cells = k * per_label
+    weighted = weight_col is not None
+    bad_code = F.when(cell < 0, cell)  # -1 labels, -2 scores, -3 predictions, -4 weights: the first check wins
+    parts = [F.sum((cell == c).cast("long")).cast("double") for c in range(n_cells)]
+    if weighted:
+        parts += [F.sum(F.when(cell == c, weight).otherwise(F.lit(0.0))) for c in range(n_cells)]
+    # row ids are non-deterministic, which Spark refuses inside aggregates: the error names the
+    # column, a value of the first failing check and the group's invalid rows, not a row position
+    parts += [F.sum((cell < 0).cast("long")).cast("double"), F.max(bad_code).cast("double"), F.max_by(bad, bad_code)]
+    packed = F.array(*parts)
+    columns = {"label": label_col, "score": score_col, "prediction": prediction_col or score_col, "weight": weight_col}
+
+    def finisher(key: str) -> Any:
+        def finish(values):  # no annotations: pyspark would read them as a pandas UDF type hint
+            v = np.asarray([math.nan if x is None else x for x in values], dtype=np.float64)
+            counts = v[:n_cells].astype(np.int64)
+            wsums = v[n_cells : 2 * n_cells] if weighted else None
+            tail = v[(2 if weighted else 1) * n_cells :]
+            if tail[0] > 0:
+                _raise_invalid(ev, columns, int(tail[1]), values[-1], int(tail[0]))
+            cells = np.flatnonzero(counts)
+            out = _finish(ev, cells, counts[cells], None if wsums is None else wsums[cells], per_label)[key]
+            return int(out) if key in INTEGER_METRICS else float(out)
+
+        return finish
+
+    out = []
+    for key in keys:
+        rtype = T.LongType() if key in INTEGER_METRICS else T.DoubleType()
+        out.append(F.udf(finisher(key), rtype)(packed).alias(key))
+    return out
+
+
+def _finish(ev: Evaluation, cells: np.ndarray, counts: np.ndarray, wsums: np.ndarray | None, per_label: int) -> dict[str, Any]:
+    """``{metric key: value}`` of one group's cell sums (core's states and metrics)."""
+    states = states_from_cells(ev.plan.state_types, cells, counts, wsums, per_label)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        return ev.finish({OVERALL: states}, add_overall=False)[OVERALL].metrics
+
+
+def _per_label(ev: Evaluation) -> int:
+    """Joint cells per label (:func:`spark_metrics.native._cell_columns`), without Spark."""
+    from core.states import BinaryConfusionState
+
+    plan = ev.plan
+    if plan.task.kind == "multiclass":
+        return plan.task.num_classes
+    if ev.score_col is None and ev.prediction_col is None:
+        return 1
+    layout = next((lay for cls, lay in plan.state_types if cls is BinaryConfusionState), None)
+    return len(layout.thresholds) + 1 if layout is not None else 1
+
+
+def _raise_invalid(ev: Evaluation, columns: dict[str, str | None], code: int, value: Any, count: int) -> None:
+    """The error of a group with invalid values: the first failing check's column (labels, scores,
+    predictions, weights), one of its values, and how many rows of the group are invalid."""
+    k = ev.plan.task.num_classes
+    column, what = {
+        _BAD_LABEL: (columns["label"], label_rule("labels", k)),
+        _BAD_SCORE: (columns["score"], SCORES_FINITE),
+        _BAD_PREDICTION: (columns["prediction"], label_rule("predictions", k)),
+        _BAD_WEIGHT: (columns["weight"], WEIGHTS_RULE),
+    }[code]
+    value = float("nan") if value is None else value
+    raise ValueError(
+        f"column {column!r}: invalid value {value!r} in {count} row(s) of this group: {what} (inside groupBy().agg() the row "
+        "position is not known: spark_metrics.compute_metrics names the row and its partition)"
+    )
