@@ -163,7 +163,7 @@ class Evaluation(AccumulatorOps):
             profile = hashlib.sha256(self._profile.to_json().encode("utf-8")).hexdigest()[:16]
         fp = {**self.plan.fingerprint, **fingerprint_of(self._resolved), "profile": profile}
         if self._buckets is not None:  # bucketed states: only with the same buckets and hash source
-            fp["bootstrap"] = {"buckets": self._buckets, "id_col": self._id_col}
+            fp["bootstrap"] = {"buckets": self._buckets, "id_col": self._id_col, "stacked": self.plan.stacked}
         return json.loads(json.dumps(fp))  # JSON-canonical: equal to a decoded one
 
     @property

@@ -440,7 +440,11 @@ def link_counts(stacks: list[Stack]) -> list[Stack]:
 
 
 def make_stack(cls: type[State], layout: Any, weighted: bool, elements_are_rows: bool) -> Stack:
-    """The stack of one plan state: vectorised where the kind supports it."""
+    """The stack of one plan state: vectorised where the kind supports it (a kind may name its
+    own :class:`Stack` class as ``STACK``)."""
+    own = getattr(cls, "STACK", None)
+    if own is not None:
+        return own(cls, layout)
     if cls.num_cells(layout) is not None and (elements_are_rows or cls is not ExampleCountState):
         return CellStack(cls, layout, weighted)
     if issubclass(cls, ScoreDistributionState):
