@@ -344,6 +344,10 @@ class BucketSumStack(Stack):
         self.width = {name: int(np.prod(self.base.shape(self.bl, name), dtype=np.int64)) for name, _ in cls.FIELDS}
         self.slots = 0
         self.sums: dict[str, ExactSums] = {}
+        #: per field, the flat exact sums of entry ``slot * k + j``: the plan state of each slot
+        #: (:meth:`point_stack`), folded alongside (one more grouped sum per batch, not a sum
+        #: over B buckets per slot at the end)
+        self.point: dict[str, ExactSums] = {}
 
     @staticmethod
     def _flat(v: Any) -> ExactSums:
@@ -351,17 +355,20 @@ class BucketSumStack(Stack):
             return ExactSums.of_floats(np.asarray(v, dtype=np.float64).reshape(-1))
         return ExactSums(v.values.reshape(-1), v.exp, v.limbs)
 
-    def _add(self, name: str, v: ExactSums, size: int) -> None:
-        n = size * self.B * self.width[name]
-        old = self.sums.get(name)
+    @staticmethod
+    def _add(table: dict[str, ExactSums], name: str, v: ExactSums, n: int) -> None:
+        old = table.get(name)
         old = ExactSums.zeros((n,)) if old is None else (old.regroup(np.arange(old.shape[0]), n) if old.shape[0] < n else old)
-        self.sums[name] = old + (v.regroup(np.arange(v.shape[0]), n) if v.shape[0] < n else v)
+        table[name] = old + (v.regroup(np.arange(v.shape[0]), n) if v.shape[0] < n else v)
 
     def fold(self, batch: Batch, pos: np.ndarray | None, slots: np.ndarray, size: int, cache: dict) -> None:
         sub = batch if pos is None else batch.take(pos)
         fields = self.base.grouped_fields(self.bl, sub, slots * self.B + _buckets_of(sub), size * self.B)
+        point = self.base.grouped_fields(self.bl, sub, slots, size)
         for name, _ in self.cls.FIELDS:
-            self._add(name, self._flat(fields[name]), size)
+            k = self.width[name]
+            self._add(self.sums, name, self._flat(fields[name]), size * self.B * k)
+            self._add(self.point, name, self._flat(point[name]), size * k)
         self.slots = max(self.slots, size)
 
     def merge(self, other: Stack, slots: np.ndarray, size: int) -> None:
@@ -373,7 +380,10 @@ class BucketSumStack(Stack):
         for name, v in other.sums.items():
             k = self.width[name]
             index = (to[:, None] * k + np.arange(k)).reshape(-1)
-            self._add(name, v.regroup(index[: v.shape[0]], size * self.B * k), size)
+            self._add(self.sums, name, v.regroup(index[: v.shape[0]], size * self.B * k), size * self.B * k)
+            index = (slots[: other.slots, None] * k + np.arange(k)).reshape(-1)
+            p = other.point[name]
+            self._add(self.point, name, p.regroup(index[: p.shape[0]], size * k), size * k)
         self.slots = max(self.slots, size)
 
     def state(self, slot: int) -> State:
@@ -385,13 +395,54 @@ class BucketSumStack(Stack):
             out[name] = self.sums[name].take(np.arange(slot * self.B * k, (slot + 1) * self.B * k), (self.B,) + tuple(self.base.shape(self.bl, name)))
         return self.cls(self.layout, out)
 
+    @property
+    def sums_of(self) -> tuple[type[State], Any]:
+        """The plan state (class, layout) this stack holds per bucket."""
+        return self.base, self.bl
+
+    def point_stack(self) -> Stack:
+        """A stack of the plan state itself, read from this stack's per-slot table (exact sums:
+        the state the slot's rows fold to, bit for bit)."""
+        return _SumOfBuckets(self.base, self.bl, self)
+
     def empty(self) -> "BucketSumStack":
         return BucketSumStack(self.cls, self.layout)
 
     def copy(self) -> "BucketSumStack":
         out = BucketSumStack(self.cls, self.layout)
-        out.slots, out.sums = self.slots, dict(self.sums)
+        out.slots, out.sums, out.point = self.slots, dict(self.sums), dict(self.point)
         return out
+
+
+class _SumOfBuckets(Stack):
+    """The plan's own sum state of each slot, read from the table of a :class:`BucketSumStack`
+    (see :meth:`BucketSumStack.point_stack`); that stack folds and merges the rows."""
+
+    def __init__(self, cls: type[State], layout: Any, source: BucketSumStack):
+        super().__init__(cls, layout)
+        self.source = source
+
+    def fold(self, batch: Batch, pos: np.ndarray | None, slots: np.ndarray, size: int, cache: dict) -> None:
+        pass  # the source folds the rows
+
+    def merge(self, other: Stack, slots: np.ndarray, size: int) -> None:
+        pass  # the source merges them
+
+    def state(self, slot: int) -> State:
+        src = self.source
+        if slot >= src.slots or not src.sums:
+            return self.cls.zero(self.layout)
+        out = {}
+        for name, _ in self.cls.FIELDS:
+            k = src.width[name]
+            out[name] = src.point[name].take(np.arange(slot * k, (slot + 1) * k), tuple(self.cls.shape(self.layout, name)))
+        return self.cls(self.layout, out)
+
+    def empty(self) -> "_SumOfBuckets":
+        return _SumOfBuckets(self.cls, self.layout, self.source)
+
+    def copy(self) -> "_SumOfBuckets":
+        return _SumOfBuckets(self.cls, self.layout, self.source)
 
 
 def _sums_kind(base: type[State]) -> type[State]:
@@ -416,6 +467,9 @@ def _sums_kind(base: type[State]) -> type[State]:
 
 #: plan state class -> its bucket-stacked kind (sum kinds)
 SUM_KINDS: dict[type[State], type[State]] = {c: _sums_kind(c) for c in (ProbabilitySumsState, CalibrationBinsState)}
+# module attributes, so that the classes pickle by reference (engines ship the plan to workers)
+BucketProbabilitySumsState = SUM_KINDS[ProbabilitySumsState]
+BucketCalibrationBinsState = SUM_KINDS[CalibrationBinsState]
 
 
 class BucketDistributionState(State):
@@ -806,6 +860,13 @@ def replicate_values(
 
 
 # -- replicates of the stacked form: W (R, B) @ buckets (B, ...), metrics over the replicate axis
+def _times(w: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """``w (R, B) @ x (B, ...)`` by ``np.einsum`` (its own loop: no BLAS threads, whose start-up
+    and spinning cost more CPU than these small products, and one summation order)."""
+    x = np.asarray(x, dtype=np.float64)
+    return np.einsum("rb,bk->rk", w, x.reshape(x.shape[0], -1)).reshape((w.shape[0],) + x.shape[1:])
+
+
 class _Replicates:
     """The replicate fields of one slice's bucket-stacked states, computed on demand per kind:
     replicate ``r`` of a field is ``sum_b w[r, b] * field[b]``."""
@@ -825,11 +886,11 @@ class _Replicates:
         if got is None:
             s = self.of_kind[kind]
             if isinstance(s, BucketCellsState):
-                got = self.w @ s.arrays["weights"]
+                got = _times(self.w, s.arrays["weights"])
             elif isinstance(s, BucketDistributionState):
                 got = self._distribution(s)
             else:
-                got = {name: np.tensordot(self.w, s.arrays[name], axes=1) for name, _ in s.FIELDS}
+                got = {name: _times(self.w, s.arrays[name]) for name, _ in s.FIELDS}
             self._done[kind] = got
         return got
 
@@ -858,7 +919,7 @@ class _Replicates:
             fine = (np.bincount(j, a["pos"], minlength=m)[None], np.bincount(j, a["neg"], minlength=m)[None])
             coarse = (pos.sum(axis=0)[None], neg.sum(axis=0)[None])
             shift = lambda f: float(f(*fine, int(a["level"]) == 0)[0] - f(*coarse, False)[0])  # noqa: E731
-        return a["keys"], int(a["level"]), self.w @ pos, self.w @ neg, shift, g == m
+        return a["keys"], int(a["level"]), _times(self.w, pos), _times(self.w, neg), shift, g == m
 
     def states(self, kind: str) -> list[State]:
         """The R replicate states of a kind (for metrics without a replicate-axis form)."""
@@ -874,7 +935,7 @@ class _Replicates:
                 keys, level, rp, rn, _, full = f
                 if not full:  # replicate states need the bins themselves
                     pos, neg = self.of_kind[kind].dense()
-                    rp, rn = self.w @ pos, self.w @ neg
+                    rp, rn = _times(self.w, pos), _times(self.w, neg)
                 got = []
                 for r in range(self.r):
                     keep = (rp[r] + rn[r]) > 0
@@ -1014,19 +1075,34 @@ def percentile_interval(values: np.ndarray, level: float) -> tuple[Any, Any] | N
         return None
     alpha = (1.0 - level) / 2.0
     v = v.astype(np.float64)
-    with np.errstate(invalid="ignore"):
-        ok = ~np.isnan(v)
-        if not ok.any():
-            nan = np.full(v.shape[1:], np.nan)
-            return (float("nan"), float("nan")) if v.ndim == 1 else (nan, nan.copy())
-        import warnings
-
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN entries of per-class values
-            lo, hi = np.nanquantile(v, [alpha, 1.0 - alpha], axis=0)
+    if v.shape[0] == 0 or not (~np.isnan(v)).any():
+        nan = np.full(v.shape[1:], np.nan)
+        return (float("nan"), float("nan")) if v.ndim == 1 else (nan, nan.copy())
+    flat = v.reshape(v.shape[0], -1)
+    lo, hi = (q.reshape(v.shape[1:]) for q in _nanquantiles(flat, (alpha, 1.0 - alpha)))
     if v.ndim == 1:
         return float(lo), float(hi)
     return lo, hi
+
+
+def _nanquantiles(v: np.ndarray, qs: Sequence[float]) -> list[np.ndarray]:
+    """``np.nanquantile(v, q, axis=0)`` (the default "linear" method, numpy's interpolation
+    formula) of (R, M) values for each ``q``, all columns at once; NaN for all-NaN columns."""
+    s = np.sort(v, axis=0)  # NaN last
+    n = (~np.isnan(v)).sum(axis=0)
+    cols = np.arange(v.shape[1])
+    out = []
+    for q in qs:
+        at = q * (np.maximum(n, 1) - 1)
+        i = np.floor(at).astype(np.int64)
+        j = np.minimum(i + 1, np.maximum(n - 1, 0))
+        t = at - i
+        a, b = s[i, cols], s[j, cols]
+        with np.errstate(invalid="ignore"):
+            d = b - a
+            x = np.where(t >= 0.5, b - d * (1 - t), a + d * t)
+        out.append(np.where(n > 0, x, np.nan))
+    return out
 
 
 def _fixed_shape(v: Any) -> bool:
