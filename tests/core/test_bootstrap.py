@@ -232,6 +232,29 @@ def test_property_bucketed_fold_merges_to_the_per_slice_fold(seed, n, buckets):
         assert isinstance(ev.plan, BucketedPlan) and ev.plan.point(left[key]) == a[key]
 
 
+@settings(max_examples=12)
+@given(st.integers(0, 2**31 - 1), st.integers(0, 80), st.integers(1, 6))
+def test_property_stacked_states_weighted_and_compressed_obey_the_merge_laws(seed, n, buckets):
+    """Fractional weights (exact sums with limbs) and a capacity of 8 bins (merges that raise
+    the level): any sharding and merge tree gives the same bucket-stacked states, and the point
+    states equal those without ci."""
+    d = _data(n, seed)
+    d["w"] = np.random.default_rng(seed).integers(0, 5, n) / 3.0
+    kw = dict(label_col="y", score_col="s", weight_col="w", slices=["g"], metrics=["f1", "roc_auc@capacity=8", "log_loss", "ece"])
+    plain, ev = Evaluation(**kw), Evaluation(**kw, ci="bootstrap", ci_buckets=buckets)
+    assert ev.plan.stacked
+    a = plain.fold(plain.zero(), d)
+    parts = _fold_shards(ev, d, np.random.default_rng(seed), through_codec=bool(seed % 2))
+    x, y, z = (ev.merge_all(parts[i::3]) for i in range(3))
+    left, right = ev.merge(ev.merge(x, y), z), ev.merge(x, ev.merge(z, y))
+    assert dict(left.items()) == dict(right.items())
+    assert dict(ev.merge(ev.zero(), x).items()) == dict(x.items())
+    whole = ev.fold(ev.zero(), d)
+    assert dict(whole.items()) == dict(left.items())
+    for key in a:
+        assert ev.plan.point(left[key]) == a[key]
+
+
 # -- settings that change the states never mix -------------------------------------------------
 def test_other_buckets_or_id_columns_or_no_bootstrap_never_merge():
     d = _data(50, 9)
