@@ -233,6 +233,9 @@ class Batch:
     y_score_class0: np.ndarray | None = None
     baseline: "Batch | None" = None
     query: np.ndarray | None = None
+    #: (n,) int64 bootstrap hash bucket of each element (``ci="bootstrap"``; see
+    #: :mod:`core.bootstrap`), or None
+    bucket: np.ndarray | None = None
 
     @property
     def n(self) -> int:
@@ -246,7 +249,7 @@ class Batch:
         pick = lambda a: None if a is None else a[index]  # noqa: E731
         return Batch(
             pick(self.y_true), pick(self.y_score), pick(self.y_pred), pick(self.sample_weight), pick(self.values), pick(self.row_of),
-            pick(self.y_score_class0), None if self.baseline is None else self.baseline.take(index), pick(self.query),
+            pick(self.y_score_class0), None if self.baseline is None else self.baseline.take(index), pick(self.query), pick(self.bucket),
         )
 
     def weight_sum(self) -> float:

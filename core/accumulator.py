@@ -15,6 +15,8 @@ many partial accumulators into one. ``fold`` of an accumulator mutates and retur
 
 from __future__ import annotations
 
+import dataclasses
+
 from typing import TYPE_CHECKING, Any, Iterable
 
 import numpy as np
@@ -230,17 +232,22 @@ class AccumulatorOps:
             return acc
         batch, invalid = self.inputs.batch(cols, row_offset, self.on_invalid)
         n_skipped = int(invalid.sum()) if invalid is not None else 0
-        if self._buckets is not None:
+        if self._buckets is not None and not self.plan.stacked:
             return self._fold_bucketed(acc, cols, n, batch, invalid if n_skipped else None, n_skipped, row_offset)
+        specs = [(spec, assign_slices(spec, cols, n, self._bounds.get(spec), row_offset)) for spec in self.slices]
+        if self._buckets is not None:  # the stacked bootstrap: every element carries its bucket
+            eb = self._element_buckets(cols, n, batch, invalid if n_skipped else None, [a for _, a in specs], row_offset)
+            baseline = None if batch.baseline is None else dataclasses.replace(batch.baseline, bucket=eb)
+            batch = dataclasses.replace(batch, bucket=eb, baseline=baseline)
         self._fold_into(acc, OVERALL, batch, n_skipped)
         weighted = self.weight_col is not None
+        types, roles = self._block_types()
         cache: dict = {}  # per-row cells and score keys, shared by the specs' blocks
-        for spec in self.slices:
-            assigned = assign_slices(spec, cols, n, self._bounds.get(spec), row_offset)
+        for spec, assigned in specs:
             # (batch element, slice) pairs: pixels of maps, or rows left after ignore_index, via row_of
             pos, codes, skipped = assigned.pairs(n, invalid if n_skipped else None, batch.row_of)
             if isinstance(acc, Accumulator):  # every slice of the spec in one vectorised pass
-                acc.block(spec.columns, self._base_plan.state_types, weighted, roles=getattr(self._base_plan, "roles", None)).fold(batch if batch.n else None, pos, codes, assigned.keys, skipped, cache)
+                acc.block(spec.columns, types, weighted, roles=roles).fold(batch if batch.n else None, pos, codes, assigned.keys, skipped, cache)
                 continue
             for g, idx in enumerate(assigned.groups(n, invalid if n_skipped else None, batch.row_of)[0]):  # a plain dict
                 if idx.size or skipped[g]:
@@ -276,6 +283,13 @@ class AccumulatorOps:
             codes = codes * B + (eb if pos is None else eb[pos])
             acc.block(spec.columns, types, weighted, B, roles).fold(data, pos, codes, bucket_keys(a.keys, B), bucketed_sk, cache)
         return acc
+
+    def _block_types(self) -> tuple[tuple, tuple[str, ...] | None]:
+        """``(state types, roles)`` of the slice blocks: the bucketed plan's in the stacked
+        form of ``ci="bootstrap"`` (:class:`core.bootstrap.BucketedPlan`), else the plan's."""
+        if self._buckets is not None and self.plan.stacked:
+            return self.plan.state_types, self.plan.roles
+        return self._base_plan.state_types, getattr(self._base_plan, "roles", None)
 
     def _element_buckets(self, cols: dict, n: int, batch: Batch, invalid: Any, assigned: list, row_offset: int) -> np.ndarray:
         """(batch.n,) bootstrap bucket of each element (:func:`core.bootstrap.element_buckets`):
@@ -320,7 +334,8 @@ class AccumulatorOps:
             a.fingerprint = fp
         if isinstance(a, Accumulator) and isinstance(b, Accumulator):
             for spec, block in b.blocks.items():  # slice by slice, vectorised; b is left unchanged
-                a.block(spec, self._base_plan.state_types, self.weight_col is not None, self._buckets, getattr(self._base_plan, "roles", None)).merge(block)
+                types, roles = self._block_types()
+                a.block(spec, types, self.weight_col is not None, None if self._buckets is None or self.plan.stacked else self._buckets, roles).merge(block)
             for key, states in dict.items(b):
                 old = dict.get(a, key)
                 dict.__setitem__(a, key, states if old is None else self.plan.merge(old, states))

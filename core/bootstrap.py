@@ -2,16 +2,29 @@
 
 What is resampled: every row falls in one of ``B`` (``ci_buckets``) *hash buckets*, from a stable
 64-bit hash of its ``id_col`` value (or, without one, of its content: the validated label, score,
-prediction, weight and measure values and its slice keys). The fold keeps, per slice, the states of
-each bucket (buckets are one more slice dimension of the one-pass fold, see :class:`BucketedPlan`);
-the slice's point states are the merge of its buckets, so point values are those without ``ci``,
-bit for bit. At ``finish``, replicate ``r`` of a slice is the sum of its bucket states weighted by
-Poisson(1) integers ``w[r, b]`` (:func:`replicate_weights`), which depend on ``(ci_seed, r, b)``
-only: the replicates are the same on any engine and partitioning, and *paired* across slices and
-models (the same rows get the same weights). This is a random-group bootstrap (Chamandy et al.
-2012's one-pass Poisson bootstrap with the weights drawn per group of rows); with ``B >= ~100``
-non-empty buckets it behaves as the row bootstrap, and a slice with fewer rows than buckets is a
-row bootstrap (each row its own bucket, barring hash collisions).
+prediction, weight and measure values and its slice keys). Each row carries its bucket through
+the fold (:attr:`core._inputs.Batch.bucket`). Every slice keeps its own states, folded as without
+``ci`` (point values bit for bit those without ``ci``), and each of them *per bucket* in one
+bucket-stacked state with a leading bucket axis (:class:`BucketedPlan`, the stacked form):
+:class:`BucketCellsState` ((B, cells) counts and exact weight sums of the cell kinds),
+the :data:`SUM_KINDS` ((B, ...) exact sums of the probability sums and calibration bins, folded
+for all slices and buckets at once by :class:`BucketSumStack`), and
+:class:`BucketDistributionState` (per-bucket weights of the score distribution under ONE binning
+shared by the buckets: the slice's own bins). At ``finish``, replicate ``r`` of a slice is the sum
+of its buckets weighted by Poisson(1) integers ``w[r, b]`` (:func:`replicate_weights`), which
+depend on ``(ci_seed, r, b)`` only: the replicates are the same on any engine and partitioning,
+and *paired* across slices and models (the same rows get the same weights). They are computed for
+all R replicates at once: ``W (R, B) @ buckets (B, ...)``, then the metrics over the replicate
+axis (the confusion-derived metrics by :func:`core.stacked.compute_cells`, ROC AUC, AP, log loss,
+Brier score and ECE here; any other metric from R replicate states). ROC AUC and AP of a slice
+with more than :data:`REPLICATE_BINS` bins resample groups of consecutive bins (see
+:class:`_Replicates`). This is a random-group bootstrap (Chamandy et al. 2012's one-pass Poisson
+bootstrap with the weights drawn per group of rows); with ``B >= ~100`` non-empty buckets it
+behaves as the row bootstrap, and a slice with fewer rows than buckets is a row bootstrap (each
+row its own bucket, barring hash collisions). A plan with a state kind that has no
+bucket-stacked form (:func:`stacked_type` is None: moments, per-class score distributions ...)
+takes the *slot* form: every bucket's states as one more slice dimension of the fold, the point
+states their merge.
 
 Intervals are percentile intervals of the replicate values at ``ci_level`` (NaN replicates, e.g.
 a replicate without positives, are left out). Caveat: a slice with very few rows (or rows in very
@@ -24,19 +37,33 @@ Without ``id_col``, rows of identical content share a bucket and are resampled t
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from core.codec import slice_key_to_json
+# isort: off  (this order registers the metric families in the registry's order: the README's table)
 from core.ids import _combine, _digest, _hash_numeric, _hash_scalar, hash_column, mix64  # noqa: F401  (hash_column, mix64 re-exported)
-from core.metrics import Interval, recording_undefined
 from core.plan import Plan
-from core.score_distribution import ScoreDistributionState
-from core.states import State
+from core.ranking import AveragePrecision, PrecisionRecallCurve, RocAuc, RocCurve, _g
+from core.calibration import BrierScore, CalibrationBinsState, ExpectedCalibrationError, LogLoss, ProbabilitySumsState
+from core.codec import STATE_KINDS, layout_from_json, layout_to_json, slice_key_to_json
+from core.exact import ExactSums, exact_sum, raw_regroup
+from core.grouped import Stack
+from core.metrics import Interval, recording_undefined
+from core.score_bins import bin_scores, merge_bins, score_keys
+from core.score_distribution import ScoreDistributionState, _small_counts
+from core.stacked import CELL_KINDS, is_cell_metric
+from core.states import ExampleCountState, State, _layout_diff
+from core._inputs import Batch
+
+# isort: on
 
 __all__ = [
+    "BucketCellsState",
+    "BucketDistributionState",
+    "BucketLayout",
     "BucketedPlan",
     "bootstrap_ci",
     "DEFAULT_BUCKETS",
@@ -55,6 +82,9 @@ __all__ = [
 DEFAULT_BUCKETS = 128
 #: largest ``ci_buckets``
 MAX_BUCKETS = 1024
+#: most bins of a replicate score distribution (ROC AUC, average precision): a slice with more
+#: bins resamples groups of consecutive bins of about equal weight (see :class:`_Replicates`)
+REPLICATE_BINS = 128
 
 _U = np.uint64
 
@@ -152,16 +182,374 @@ def replicate_weights(seed: int, replicates: int, buckets: int) -> np.ndarray:
     return _weights(int(seed), int(replicates), int(buckets))
 
 
+# -- bucket-stacked states ------------------------------------------------------------------------
+@dataclass(frozen=True)
+class BucketLayout:
+    """Layout of a bucket-stacked state: ``buckets`` (B) and the kind and layout (its canonical
+    JSON, :func:`core.codec.layout_to_json`) of the plan state it holds per bucket."""
+
+    buckets: int = DEFAULT_BUCKETS
+    kind: str = ""
+    layout: str = "{}"
+
+    def __post_init__(self) -> None:
+        b = self.buckets
+        if isinstance(b, bool) or not isinstance(b, int) or not 1 <= b <= MAX_BUCKETS:
+            raise ValueError(f"ci_buckets must be an int in [1, {MAX_BUCKETS}], got {b!r}")
+
+
+@lru_cache(maxsize=512)
+def _base(layout: BucketLayout) -> tuple[type[State], Any]:
+    """The plan state's class and layout that a bucket-stacked state of ``layout`` holds."""
+    cls = STATE_KINDS.get(layout.kind)
+    if cls is None:
+        raise ValueError(f"bucket-stacked state of unknown kind {layout.kind!r}")
+    return cls, layout_from_json(cls.Layout, layout.layout)
+
+
+def _buckets_of(batch: Batch) -> np.ndarray:
+    if batch.bucket is None:
+        raise TypeError("bucket-stacked states are folded by Evaluation.fold (every row needs its bootstrap bucket)")
+    return np.asarray(batch.bucket, dtype=np.int64)
+
+
+class BucketCellsState(State):
+    """The cells (:meth:`core.states.State.cells`) of a cell kind per bootstrap bucket.
+
+    Fields: ``counts`` (B, C) int64 rows per bucket and cell; ``weights`` (B, C) their exact
+    weight sums (the counts when the rows are unweighted). Merged by adding.
+    """
+
+    kind = "bucket_cells"
+    Layout = BucketLayout
+    FIELDS = (("counts", "int64"), ("weights", "float64"))
+    COUNTS = ("counts", "weights")
+    EXACT = ("weights",)
+
+    @classmethod
+    def shape(cls, layout: BucketLayout, field: str) -> tuple[int, ...]:
+        base, bl = _base(layout)
+        return (layout.buckets, base.num_cells(bl))
+
+    @classmethod
+    def from_batch(cls, layout: BucketLayout, batch: Batch) -> "BucketCellsState":
+        base, bl = _base(layout)
+        b = _buckets_of(batch)
+        B, C = layout.buckets, base.num_cells(bl)
+        w = batch.sample_weight
+        if base is ExampleCountState and batch.row_of is not None:  # maps: images, each in its first element's bucket
+            first = np.flatnonzero(np.r_[True, np.diff(batch.row_of) != 0]) if batch.n else np.zeros(0, np.int64)
+            index, w = b[first], None if w is None else w[first]
+        else:
+            index = b * C + base.cells(bl, batch)
+        counts = np.bincount(index, minlength=B * C).reshape(B, C).astype(np.int64)
+        weights = counts.astype(np.float64) if w is None else exact_sum(w, index=index, size=B * C, shape=(B, C))
+        return cls(layout, {"counts": counts, "weights": weights})
+
+
+class BucketSumStack(Stack):
+    """Every slot's bucket-stacked sums (a :data:`SUM_KINDS` state) of a slice block in one
+    table: per field, the flat exact sums of entry ``(slot * B + bucket) * k + j`` (``k``
+    entries per bucket), filled by one ``grouped_fields`` per batch over ``slot * B + bucket``."""
+
+    def __init__(self, cls: type[State], layout: BucketLayout):
+        super().__init__(cls, layout)
+        self.base, self.bl = _base(layout)
+        self.B = layout.buckets
+        self.width = {name: int(np.prod(self.base.shape(self.bl, name), dtype=np.int64)) for name, _ in cls.FIELDS}
+        self.slots = 0
+        self.sums: dict[str, ExactSums] = {}
+        #: per field, the flat exact sums of entry ``slot * k + j``: the plan state of each slot
+        #: (:meth:`point_stack`), folded alongside (one more grouped sum per batch, not a sum
+        #: over B buckets per slot at the end)
+        self.point: dict[str, ExactSums] = {}
+
+    @staticmethod
+    def _flat(v: Any) -> ExactSums:
+        if not isinstance(v, ExactSums):
+            return ExactSums.of_floats(np.asarray(v, dtype=np.float64).reshape(-1))
+        return ExactSums(v.values.reshape(-1), v.exp, v.limbs)
+
+    @staticmethod
+    def _add(table: dict[str, ExactSums], name: str, v: ExactSums, n: int) -> None:
+        old = table.get(name)
+        old = ExactSums.zeros((n,)) if old is None else (old.regroup(np.arange(old.shape[0]), n) if old.shape[0] < n else old)
+        table[name] = old + (v.regroup(np.arange(v.shape[0]), n) if v.shape[0] < n else v)
+
+    def fold(self, batch: Batch, pos: np.ndarray | None, slots: np.ndarray, size: int, cache: dict) -> None:
+        sub = batch if pos is None else batch.take(pos)
+        fields = self.base.grouped_fields(self.bl, sub, slots * self.B + _buckets_of(sub), size * self.B)
+        point = self.base.grouped_fields(self.bl, sub, slots, size)
+        for name, _ in self.cls.FIELDS:
+            k = self.width[name]
+            self._add(self.sums, name, self._flat(fields[name]), size * self.B * k)
+            self._add(self.point, name, self._flat(point[name]), size * k)
+        self.slots = max(self.slots, size)
+
+    def merge(self, other: Stack, slots: np.ndarray, size: int) -> None:
+        assert isinstance(other, BucketSumStack)
+        if not other.sums:
+            return
+        rows = np.arange(other.slots * self.B)
+        to = slots[rows // self.B] * self.B + rows % self.B
+        for name, v in other.sums.items():
+            k = self.width[name]
+            index = (to[:, None] * k + np.arange(k)).reshape(-1)
+            self._add(self.sums, name, v.regroup(index[: v.shape[0]], size * self.B * k), size * self.B * k)
+            index = (slots[: other.slots, None] * k + np.arange(k)).reshape(-1)
+            p = other.point[name]
+            self._add(self.point, name, p.regroup(index[: p.shape[0]], size * k), size * k)
+        self.slots = max(self.slots, size)
+
+    def state(self, slot: int) -> State:
+        if slot >= self.slots or not self.sums:
+            return self.cls.zero(self.layout)
+        out = {}
+        for name, _ in self.cls.FIELDS:
+            k = self.width[name]
+            out[name] = self.sums[name].take(np.arange(slot * self.B * k, (slot + 1) * self.B * k), (self.B,) + tuple(self.base.shape(self.bl, name)))
+        return self.cls(self.layout, out)
+
+    @property
+    def sums_of(self) -> tuple[type[State], Any]:
+        """The plan state (class, layout) this stack holds per bucket."""
+        return self.base, self.bl
+
+    def point_stack(self) -> Stack:
+        """A stack of the plan state itself, read from this stack's per-slot table (exact sums:
+        the state the slot's rows fold to, bit for bit)."""
+        return _SumOfBuckets(self.base, self.bl, self)
+
+    def empty(self) -> "BucketSumStack":
+        return BucketSumStack(self.cls, self.layout)
+
+    def copy(self) -> "BucketSumStack":
+        out = BucketSumStack(self.cls, self.layout)
+        out.slots, out.sums, out.point = self.slots, dict(self.sums), dict(self.point)
+        return out
+
+
+class _SumOfBuckets(Stack):
+    """The plan's own sum state of each slot, read from the table of a :class:`BucketSumStack`
+    (see :meth:`BucketSumStack.point_stack`); that stack folds and merges the rows."""
+
+    def __init__(self, cls: type[State], layout: Any, source: BucketSumStack):
+        super().__init__(cls, layout)
+        self.source = source
+
+    def fold(self, batch: Batch, pos: np.ndarray | None, slots: np.ndarray, size: int, cache: dict) -> None:
+        pass  # the source folds the rows
+
+    def merge(self, other: Stack, slots: np.ndarray, size: int) -> None:
+        pass  # the source merges them
+
+    def state(self, slot: int) -> State:
+        src = self.source
+        if slot >= src.slots or not src.sums:
+            return self.cls.zero(self.layout)
+        out = {}
+        for name, _ in self.cls.FIELDS:
+            k = src.width[name]
+            out[name] = src.point[name].take(np.arange(slot * k, (slot + 1) * k), tuple(self.cls.shape(self.layout, name)))
+        return self.cls(self.layout, out)
+
+    def empty(self) -> "_SumOfBuckets":
+        return _SumOfBuckets(self.cls, self.layout, self.source)
+
+    def copy(self) -> "_SumOfBuckets":
+        return _SumOfBuckets(self.cls, self.layout, self.source)
+
+
+def _sums_kind(base: type[State]) -> type[State]:
+    """The bucket-stacked kind of a sum kind with ``grouped_fields`` (probability sums,
+    calibration bins): the base kind's fields with a leading bucket axis, merged by adding."""
+
+    def shape(cls: type, layout: BucketLayout, field: str) -> tuple[int, ...]:
+        b, bl = _base(layout)
+        return (layout.buckets,) + tuple(b.shape(bl, field))
+
+    def from_batch(cls: type, layout: BucketLayout, batch: Batch) -> State:
+        b, bl = _base(layout)
+        return cls(layout, b.grouped_fields(bl, batch, _buckets_of(batch), layout.buckets))
+
+    doc = f"The fields of :class:`{base.__module__}.{base.__name__}` per bootstrap bucket (leading axis B), merged by adding."
+    attrs = dict(
+        kind="bucket_" + base.kind, Layout=BucketLayout, FIELDS=base.FIELDS, COUNTS=base.COUNTS, NONNEGATIVE=base.NONNEGATIVE,
+        EXACT=base.EXACT, BASE=base, STACK=BucketSumStack, shape=classmethod(shape), from_batch=classmethod(from_batch), __module__=__name__, __doc__=doc,
+    )  # fmt: skip
+    return type(f"Bucket{base.__name__}", (State,), attrs)
+
+
+#: plan state class -> its bucket-stacked kind (sum kinds)
+SUM_KINDS: dict[type[State], type[State]] = {c: _sums_kind(c) for c in (ProbabilitySumsState, CalibrationBinsState)}
+# module attributes, so that the classes pickle by reference (engines ship the plan to workers)
+BucketProbabilitySumsState = SUM_KINDS[ProbabilitySumsState]
+BucketCalibrationBinsState = SUM_KINDS[CalibrationBinsState]
+
+
+class BucketDistributionState(State):
+    """A score distribution per bootstrap bucket, under ONE binning shared by the buckets.
+
+    ``level`` and ``keys`` are the binning of the union of the buckets' scores, the one
+    :class:`~core.score_distribution.ScoreDistributionState` of the same rows has (canonical:
+    the same for any batching and merge order); ``cell`` (k,) int64 strictly increasing entries
+    ``bin * B + bucket`` of the (bin, bucket) pairs that hold rows, with their exact positive
+    and negative weights ``pos``, ``neg`` (k,). The sum over the buckets is the plan's score
+    distribution, so a replicate's bins are those of the point state (full resolution while the
+    scores fit the capacity).
+    """
+
+    kind = "bucket_score_distribution"
+    Layout = BucketLayout
+    FIELDS = (("level", "int64"), ("keys", "int64"), ("cell", "int64"), ("pos", "float64"), ("neg", "float64"))
+    COUNTS = ("pos", "neg")
+    NONNEGATIVE = ("level",)
+    EXACT = ("pos", "neg")
+
+    def __init__(self, layout: BucketLayout, arrays: dict[str, Any], _trusted: bool = False):
+        super().__init__(layout, arrays)
+        if _trusted:
+            return
+        a = self.arrays
+        keys, cell, pos, neg = a["keys"], a["cell"], a["pos"], a["neg"]
+        m, k = keys.shape[0], cell.shape[0]
+        problems = []
+        if pos.shape[0] != k or neg.shape[0] != k:
+            problems.append(f"cell, pos, neg have lengths {k}, {pos.shape[0]}, {neg.shape[0]}")
+        if m > _base(layout)[1].capacity:
+            problems.append(f"{m} bins exceed capacity {_base(layout)[1].capacity}")
+        if m > 1 and not bool(np.all(keys[1:] > keys[:-1])):
+            problems.append("keys are not strictly increasing")
+        if k and (not bool(np.all(cell[1:] > cell[:-1])) or cell[0] < 0 or cell[-1] >= m * layout.buckets):
+            problems.append("cells are not strictly increasing bin * buckets + bucket entries")
+        if not problems and k and not bool(np.all(pos + neg > 0)):
+            problems.append("every cell must hold a positive weight")
+        if problems:
+            raise ValueError(f"invalid {self.kind} state: " + "; ".join(problems))
+
+    @classmethod
+    def shape(cls, layout: BucketLayout, field: str) -> tuple[int, ...] | None:
+        return () if field == "level" else None
+
+    @classmethod
+    def _make(cls, layout: BucketLayout, level: int, keys: np.ndarray, cell: np.ndarray, pos: Any, neg: Any) -> "BucketDistributionState":
+        arrays = {"level": np.int64(level), "keys": np.ascontiguousarray(keys, dtype=np.int64), "cell": np.ascontiguousarray(cell, dtype=np.int64), "pos": pos, "neg": neg}
+        return cls(layout, arrays, _trusted=True)
+
+    @classmethod
+    def zero(cls, layout: BucketLayout) -> "BucketDistributionState":
+        e = np.zeros(0, dtype=np.int64)
+        return cls._make(layout, 0, e, e, np.zeros(0), np.zeros(0))
+
+    @classmethod
+    def from_batch(cls, layout: BucketLayout, batch: Batch) -> "BucketDistributionState":
+        base, bl = _base(layout)
+        b = _buckets_of(batch)
+        score, y, w = base._inputs(batch)
+        if w is not None and not bool(np.all(w > 0)):  # zero-weight rows leave no trace (as in the point state)
+            keep = w > 0
+            score, y, w, b = score[keep], y[keep], w[keep], b[keep]
+        if score.shape[0] == 0:
+            return cls.zero(layout)
+        score = np.ascontiguousarray(score, dtype=np.float64)
+        keys, _, level = bin_scores(score, y, w, bl.capacity)
+        j = np.searchsorted(keys, score_keys(score) >> np.int64(level))
+        u, inv = np.unique(j * layout.buckets + b, return_inverse=True)
+        inv = inv.reshape(-1)
+        if w is None:  # integer counts, exact
+            pos = np.bincount(inv, weights=y, minlength=u.shape[0])
+            neg = np.bincount(inv, minlength=u.shape[0]) - pos
+        else:
+            one = y == 1
+            pos = exact_sum(w[one], index=inv[one], size=u.shape[0])
+            neg = exact_sum(w[~one], index=inv[~one], size=u.shape[0])
+        return cls._make(layout, level, keys, u, pos, neg)
+
+    def _totals(self) -> np.ndarray:
+        """(m, 2) weights of labels (0, 1) per bin, summed over the buckets."""
+        a = self.arrays
+        j, m = a["cell"] // self.layout.buckets, a["keys"].shape[0]
+        return np.stack([np.bincount(j, a["neg"], minlength=m), np.bincount(j, a["pos"], minlength=m)], axis=1)
+
+    def _cells_in(self, keys: np.ndarray, level: int) -> np.ndarray:
+        a = self.arrays
+        B = self.layout.buckets
+        to = np.searchsorted(keys, a["keys"] >> np.int64(level - int(a["level"])))
+        return to[a["cell"] // B] * B + a["cell"] % B
+
+    def _counts_only(self) -> bool:
+        a = self.arrays
+        return not a["pos.limbs"].size and not a["neg.limbs"].size and _small_counts(a["pos"], a["neg"])
+
+    def merge(self, other: State) -> "BucketDistributionState":
+        """The bucket distributions of the union of both states' rows (the binning of the
+        plan's score distribution merge: the larger level, the union of the bins, the level
+        raised while they exceed the capacity; each bucket's weights regrouped into it)."""
+        if type(other) is not type(self):
+            raise ValueError(f"cannot merge state {getattr(other, 'kind', type(other).__name__)!r} into {self.kind!r}")
+        if other.layout != self.layout:
+            raise ValueError(f"cannot merge {self.kind} states: {_layout_diff(self.layout, other.layout)}")
+        a, b = self.arrays, other.arrays
+        if b["cell"].size == 0:
+            return self
+        if a["cell"].size == 0:
+            return other  # type: ignore[return-value]
+        cap = _base(self.layout)[1].capacity
+        keys, _, level = merge_bins((a["keys"], self._totals(), int(a["level"])), (b["keys"], other._totals(), int(b["level"])), cap)  # type: ignore[attr-defined]
+        ca, cb = self._cells_in(keys, level), other._cells_in(keys, level)  # type: ignore[attr-defined]
+        u, inv = np.unique(np.concatenate([ca, cb]), return_inverse=True)
+        inv = inv.reshape(-1)
+        k, na = u.shape[0], ca.shape[0]
+        if self._counts_only() and other._counts_only():  # type: ignore[attr-defined]
+            pos = np.bincount(inv, np.concatenate([a["pos"], b["pos"]]), minlength=k)
+            neg = np.bincount(inv, np.concatenate([a["neg"], b["neg"]]), minlength=k)
+            if _small_counts(pos, neg):
+                return self._make(self.layout, level, keys, u, pos, neg)
+        sums = []
+        for name in ("pos", "neg"):
+            D, exp = raw_regroup([(self.exact[name], inv[:na]), (other.exact[name], inv[na:])], k)
+            if D.shape[1] == 0:
+                D = np.zeros((k, 1), dtype=np.int64)
+            sums.append(ExactSums.from_limbs(D, exp, (k,)))
+        return self._make(self.layout, level, keys, u, sums[0], sums[1])
+
+    def dense(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(pos, neg)``: (B, m) float64 weights per bucket and bin."""
+        a = self.arrays
+        B, m = self.layout.buckets, a["keys"].shape[0]
+        at = (a["cell"] % B) * m + a["cell"] // B
+        return (np.bincount(at, a["pos"], minlength=B * m).reshape(B, m), np.bincount(at, a["neg"], minlength=B * m).reshape(B, m))
+
+
+def stacked_type(cls: type[State], layout: Any, buckets: int) -> tuple[type[State], BucketLayout] | None:
+    """The bucket-stacked state (class, layout) of a plan state, or None for kinds without one."""
+    if cls.num_cells(layout) is not None:
+        target: type[State] | None = BucketCellsState
+    elif cls is ScoreDistributionState:
+        target = BucketDistributionState
+    else:
+        target = SUM_KINDS.get(cls)
+    return None if target is None else (target, BucketLayout(int(buckets), cls.kind, layout_to_json(layout)))
+
+
 # -- the bucketed plan ----------------------------------------------------------------------------
 class BucketedPlan(Plan):
-    """A :class:`~core.plan.Plan` whose state tuple per slice holds the plan's states of each of
-    ``buckets`` hash buckets, bucket-major: ``states[b * S + i]`` is state ``i`` of bucket ``b``.
+    """A :class:`~core.plan.Plan` whose state tuple per slice also holds each state per hash
+    bucket.
+
+    *Stacked* form (:attr:`stacked`; every state kind of the plan has a bucket-stacked kind,
+    :func:`stacked_type`: cell kinds, the binary score distribution, probability sums and
+    calibration bins): ``states[:S]`` are the plan's own states of the slice, folded as
+    without ``ci`` (point values bit for bit those without ``ci``), and ``states[S + i]`` is
+    state ``i`` per bucket with a leading bucket axis (:class:`BucketCellsState`,
+    :class:`BucketDistributionState`, the ``SUM_KINDS``). *Slot* form (any other kind, e.g.
+    moments or per-class score distributions): ``states[b * S + i]`` is state ``i`` of bucket
+    ``b``, and the point states are the merge of the buckets.
 
     ``zero``, ``merge``, ``merge_all``, ``encode``, ``decode`` and ``check`` are the plan's over
-    the longer tuple (engines carry it unchanged); :meth:`point` merges the buckets into the
-    plan's own states, and ``compute`` / ``compute_detailed`` compute from them, so values equal
-    those of the plan without buckets. Folding goes through :meth:`core.Evaluation.fold` (it
-    needs each row's bucket).
+    the longer tuple (engines carry it unchanged); :meth:`point` gives the plan's own states, and
+    ``compute`` / ``compute_detailed`` compute from them. Folding goes through
+    :meth:`core.Evaluation.fold` (it gives each row its bucket).
 
     Args:
         plan: the evaluation's plan.
@@ -172,17 +560,28 @@ class BucketedPlan(Plan):
         self.__dict__.update(plan.__dict__)
         self.base = plan
         self.buckets = int(buckets)
-        self.state_types = plan.state_types * self.buckets
+        stacked = [stacked_type(cls, layout, self.buckets) for cls, layout in plan.state_types]
+        #: True: the stacked form (see the class docstring); False: one slot per bucket
+        self.stacked = all(t is not None for t in stacked)
+        roles = getattr(plan, "roles", None)
+        if self.stacked:
+            self.state_types = plan.state_types + tuple(stacked)  # type: ignore[operator]
+            #: the model each state folds (the plan's roles, twice), or None
+            self.roles = None if roles is None else tuple(roles) + tuple(roles)
+        else:
+            self.state_types = plan.state_types * self.buckets
 
     def groups(self, states: tuple[State, ...]) -> list[tuple[State, ...]]:
-        """The B tuples of the plan's states, one per bucket."""
+        """The B tuples of the plan's states, one per bucket (slot form)."""
         s = len(self.base.state_types)
         if len(states) != s * self.buckets:
             raise ValueError(f"expected {s * self.buckets} bucketed states ({self.buckets} buckets of {s}), got {len(states)}")
         return [tuple(states[b * s : (b + 1) * s]) for b in range(self.buckets)]
 
     def point(self, states: tuple[State, ...]) -> tuple[State, ...]:
-        """The merge of every bucket: the plan's states of the slice."""
+        """The plan's states of the slice (the merge of every bucket)."""
+        if self.stacked:
+            return tuple(states[: len(self.base.state_types)])
         cache = self.__dict__.setdefault("_points", {})
         cached = cache.get(id(states))
         if cached is not None and cached[0] is states:
@@ -196,7 +595,16 @@ class BucketedPlan(Plan):
         return parts[0]
 
     def fold(self, states: tuple[State, ...], batch: Any) -> tuple[State, ...]:
-        raise TypeError("bucketed states are folded by Evaluation.fold (every row needs its bootstrap bucket)")
+        """Fold a batch whose elements carry their buckets (:attr:`core._inputs.Batch.bucket`,
+        set by :meth:`core.Evaluation.fold`); stacked form only."""
+        if not self.stacked or getattr(batch, "bucket", None) is None:
+            raise TypeError("bucketed states are folded by Evaluation.fold (every row needs its bootstrap bucket)")
+        if batch.n == 0:
+            return states
+        s = len(self.base.state_types)
+        roles = self.roles[s:] if self.roles is not None else (None,) * s
+        own = self.base.fold(tuple(states[:s]), batch)
+        return own + tuple(x.fold(batch.baseline if r == "baseline" else batch) for x, r in zip(states[s:], roles))
 
     def compute_detailed(self, states: tuple[State, ...]) -> Any:
         return self.base.compute_detailed(self.point(states) if len(states) != len(self.base.state_types) else states)
@@ -345,6 +753,8 @@ def replicate_values(
     both (:func:`core.comparison.paired_bootstrap`): ``delta_r = candidate_r - baseline_r`` is
     the paired bootstrap.
     """
+    if plan.stacked:
+        return _stacked_replicate_values(plan, states, weights, keys)
     base = plan.base
     sub = _subplan(base, tuple(base.keys if keys is None else keys))
     if sub is not None:  # the metrics asked for, vectorised over the replicates where they can be
@@ -364,6 +774,214 @@ def replicate_values(
     return out
 
 
+# -- replicates of the stacked form: W (R, B) @ buckets (B, ...), metrics over the replicate axis
+def _times(w: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """``w (R, B) @ x (B, ...)`` by ``np.einsum`` (its own loop: no BLAS threads, whose start-up
+    and spinning cost more CPU than these small products, and one summation order)."""
+    x = np.asarray(x, dtype=np.float64)
+    return np.einsum("rb,bk->rk", w, x.reshape(x.shape[0], -1)).reshape((w.shape[0],) + x.shape[1:])
+
+
+class _Replicates:
+    """The replicate fields of one slice's bucket-stacked states, computed on demand per kind:
+    replicate ``r`` of a field is ``sum_b w[r, b] * field[b]``."""
+
+    def __init__(self, base: Plan, stacked: Sequence[State], w: np.ndarray):
+        self.types = {cls.kind: (cls, layout) for cls, layout in base.state_types}
+        self.of_kind = {cls.kind: s for (cls, _), s in zip(base.state_types, stacked)}
+        self.w = np.asarray(w, dtype=np.float64)
+        self.r = self.w.shape[0]
+        self._done: dict[str, Any] = {}
+        self._states: dict[str, list[State]] = {}
+
+    def fields(self, kind: str) -> Any:
+        """Cell kinds: (R, C) weights; sum kinds: ``{field: (R, ...)}``; the score distribution:
+        ``(keys, level, (R, m) pos, (R, m) neg)``."""
+        got = self._done.get(kind)
+        if got is None:
+            s = self.of_kind[kind]
+            if isinstance(s, BucketCellsState):
+                got = _times(self.w, s.arrays["weights"])
+            elif isinstance(s, BucketDistributionState):
+                got = self._distribution(s)
+            else:
+                got = {name: _times(self.w, s.arrays[name]) for name, _ in s.FIELDS}
+            self._done[kind] = got
+        return got
+
+    def _distribution(self, s: "BucketDistributionState") -> tuple:
+        """``(keys, level, (R, G) pos, (R, G) neg, shift)`` of the replicate distributions over
+        G <= :data:`REPLICATE_BINS` groups of consecutive bins (of about equal weight; the bins
+        themselves when there are at most that many), and ``shift(f)``: for a function ``f`` of
+        (n, bins) weights, ``f`` of the slice's own bins minus ``f`` of its groups (0 without
+        grouping), the correction added to the grouped replicate values."""
+        a = s.arrays
+        B, m = s.layout.buckets, a["keys"].shape[0]
+        j, b = a["cell"] // B, a["cell"] % B
+        if m <= REPLICATE_BINS:
+            group, g = j, m
+        else:  # bins in groups of about equal total weight, from the (canonical) bins' totals
+            tot = np.bincount(j, a["pos"], minlength=m) + np.bincount(j, a["neg"], minlength=m)
+            before = np.cumsum(tot) - tot
+            _, of_bin = np.unique(np.minimum((before * (REPLICATE_BINS / before[-1] if before[-1] > 0 else 0.0)).astype(np.int64), REPLICATE_BINS - 1), return_inverse=True)
+            group, g = of_bin.reshape(-1)[j], int(of_bin.max()) + 1
+        at = b * g + group
+        pos = np.bincount(at, a["pos"], minlength=B * g).reshape(B, g)
+        neg = np.bincount(at, a["neg"], minlength=B * g).reshape(B, g)
+        if g == m:
+            shift: Callable = lambda f: 0.0  # noqa: E731 - full resolution
+        else:
+            fine = (np.bincount(j, a["pos"], minlength=m)[None], np.bincount(j, a["neg"], minlength=m)[None])
+            coarse = (pos.sum(axis=0)[None], neg.sum(axis=0)[None])
+            shift = lambda f: float(f(*fine, int(a["level"]) == 0)[0] - f(*coarse, False)[0])  # noqa: E731
+        return a["keys"], int(a["level"]), _times(self.w, pos), _times(self.w, neg), shift, g == m
+
+    def states(self, kind: str) -> list[State]:
+        """The R replicate states of a kind (for metrics without a replicate-axis form)."""
+        got = self._states.get(kind)
+        if got is None:
+            cls, layout = self.types[kind]
+            f = self.fields(kind)
+            if cls.num_cells(layout) is not None:
+                s = self.of_kind[kind]
+                counts = np.tensordot(self.w.astype(np.int64), s.arrays["counts"], axes=1)
+                got = [cls.from_cells(layout, counts[r], ExactSums.of_floats(f[r])) for r in range(self.r)]
+            elif cls is ScoreDistributionState:
+                keys, level, rp, rn, _, full = f
+                if not full:  # replicate states need the bins themselves
+                    pos, neg = self.of_kind[kind].dense()
+                    rp, rn = _times(self.w, pos), _times(self.w, neg)
+                got = []
+                for r in range(self.r):
+                    keep = (rp[r] + rn[r]) > 0
+                    got.append(cls._make(layout, keys[keep], rp[r][keep], rn[r][keep], level))
+            else:
+                dt = dict(cls.FIELDS)
+                got = [cls(layout, {n: v[r] if dt[n] == "float64" else np.rint(v[r]).astype(np.int64) for n, v in f.items()}) for r in range(self.r)]
+            self._states[kind] = got
+        return got
+
+
+def _nan_where(ok: np.ndarray, num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(ok, num / np.where(ok, den, 1.0), np.nan)
+
+
+def _roc_auc_rows(pos: np.ndarray, neg: np.ndarray) -> np.ndarray:
+    """(R,) ROC AUC of (R, m) ascending bin weights: ``sum_b pos_b (neg below b + neg_b / 2) /
+    (P N)`` (ties, and pairs inside a compressed bin, count one half: the value of
+    :func:`core.ranking.roc_auc_value`); NaN when a class has no weight."""
+    P, N = pos.sum(axis=1), neg.sum(axis=1)
+    below = np.cumsum(neg, axis=1) - neg
+    return _nan_where((P > 0) & (N > 0), np.sum(pos * (below + 0.5 * neg), axis=1), P * N)
+
+
+def _average_precision_rows(pos: np.ndarray, neg: np.ndarray, exact: bool) -> np.ndarray:
+    """(R,) average precision of (R, m) ascending bin weights (:func:`core.ranking.average_precision_value`:
+    the step formula when ``exact``, else the estimate of :func:`core.ranking._ap_bin_terms`);
+    0.0 without positives, NaN without weight."""
+    p, q = pos[:, ::-1], neg[:, ::-1]
+    tps, fps = np.cumsum(p, axis=1), np.cumsum(q, axis=1)
+    P, total = tps[:, -1], tps[:, -1] + fps[:, -1]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if exact:
+            d = tps + fps
+            terms = p * np.where(d > 0, tps / np.where(d > 0, d, 1.0), 0.0)
+        else:
+            A, Bn = tps - p, fps - q
+            E = A + Bn
+            c = 1.0 + q / p
+            est = np.where(E > 0, A * p / E + (E / c - A) * _g(c * p / E, upper=False) / c, p / c)
+            terms = np.where(p > 0, est, 0.0)
+        v = np.clip(_nan_where(P > 0, terms.sum(axis=1), P), 0.0, 1.0)
+    return np.where(total > 0, np.where(P > 0, v, 0.0), np.nan)
+
+
+def _v_roc_auc(m: Any, reps: _Replicates) -> np.ndarray | None:
+    if type(m) is not RocAuc or m.task.kind != "binary" or m.p.get("max_fpr") is not None or m.p.get("pos_label", 1) != 1:
+        return None
+    _, _, rp, rn, shift, _ = reps.fields(ScoreDistributionState.kind)
+    return _roc_auc_rows(rp, rn) + shift(lambda p, n, exact: _roc_auc_rows(p, n))
+
+
+def _v_average_precision(m: Any, reps: _Replicates) -> np.ndarray | None:
+    if type(m) is not AveragePrecision or m.task.kind != "binary" or m.p.get("pos_label", 1) != 1:
+        return None
+    _, level, rp, rn, shift, full = reps.fields(ScoreDistributionState.kind)
+    return _average_precision_rows(rp, rn, level == 0 and full) + shift(_average_precision_rows)
+
+
+def _v_log_loss(m: Any, reps: _Replicates) -> np.ndarray | None:
+    f = reps.fields(ProbabilitySumsState.kind)
+    i = reps.types[ProbabilitySumsState.kind][1].eps.index(m.p["eps"])
+    return _nan_where(f["weight"] != 0, f["log_loss"][:, i], f["weight"])
+
+
+def _v_brier(m: Any, reps: _Replicates) -> np.ndarray | None:
+    f = reps.fields(ProbabilitySumsState.kind)
+    layout = reps.types[ProbabilitySumsState.kind][1]
+    half = not layout.binary and layout.num_classes == 2  # scikit-learn's scale_by_half="auto"
+    return _nan_where(f["weight"] != 0, f["brier"], f["weight"]) * (0.5 if half else 1.0)
+
+
+def _v_ece(m: Any, reps: _Replicates) -> np.ndarray | None:
+    f = reps.fields(CalibrationBinsState.kind)
+    layout = reps.types[CalibrationBinsState.kind][1]
+    o, nb = layout.offset(m.p["n_bins"]), m.p["n_bins"]
+    count, ss, sl = f["count"][:, o : o + nb], f["sum_score"][:, o : o + nb], f["sum_label"][:, o : o + nb]
+    total = count.sum(axis=1)
+    return _nan_where(total != 0, np.abs(sl - ss).sum(axis=1), total)
+
+
+#: metric class -> its replicate-axis form (None when the metric's parameters have none)
+_REPLICATE_AXIS: dict[type, Callable[[Any, _Replicates], np.ndarray | None]] = {
+    RocAuc: _v_roc_auc, AveragePrecision: _v_average_precision, LogLoss: _v_log_loss, BrierScore: _v_brier, ExpectedCalibrationError: _v_ece,
+}  # fmt: skip
+
+
+#: metrics whose replicate values have no fixed shape (curves: one point per bin): no interval
+_RAGGED = (RocCurve, PrecisionRecallCurve)
+
+
+def _cell_subplan(base: Plan, keys: tuple[str, ...]) -> Plan | None:
+    """The plan of the cell metrics ``keys`` when its cell states are the base plan's."""
+    cache = base.__dict__.setdefault("_bootstrap_cell_subplans", {})
+    if keys not in cache:
+        sub = Plan([m for m in base.metrics if m.key in keys], base.task)
+        have = set(base.state_types)
+        cache[keys] = sub if all((cls, layout) in have for cls, layout in sub.state_types) else None
+    return cache[keys]
+
+
+def _stacked_replicate_values(plan: BucketedPlan, states: tuple[State, ...], weights: np.ndarray, keys: Sequence[str] | None) -> dict[str, np.ndarray]:
+    base = plan.base
+    s = len(base.state_types)
+    reps = _Replicates(base, states[s:], weights)
+    metrics = [m for m in base.metrics if (keys is None or m.key in keys) and not isinstance(m, _RAGGED)]
+    out: dict[str, np.ndarray] = {}
+    cells = tuple(m.key for m in metrics if is_cell_metric(m) and all(c.kind in CELL_KINDS for c, _ in m.requires()))
+    sub = _cell_subplan(base, cells) if cells else None
+    if sub is not None:  # the confusion-derived metrics from (R, cells) replicate cells
+        many = sub.compute_cells({cls.kind: reps.fields(cls.kind) for cls, _ in sub.state_types if cls.kind in CELL_KINDS})
+        out.update({k: np.asarray(v) for k, v in many.values.items()})
+    for m in metrics:
+        if m.key in out:
+            continue
+        f = _REPLICATE_AXIS.get(type(m))
+        v = None if f is None else f(m, reps)
+        if v is None:  # one replicate at a time, from replicate states
+            kinds = {c.kind for c, _ in m.requires()}
+            by_kind = [dict(zip(kinds, r)) for r in zip(*(reps.states(k) for k in kinds))]
+            vals = []
+            for st in by_kind:
+                with recording_undefined():  # undefined replicates are NaN, left out of the interval
+                    x = m.compute(st)
+                vals.append(x.value if isinstance(x, Interval) else x)
+            v = _stack(vals)
+        out[m.key] = v
+    return {m.key: out[m.key] for m in metrics}
+
+
 def percentile_interval(values: np.ndarray, level: float) -> tuple[Any, Any] | None:
     """The percentile bootstrap interval ``(lower, upper)`` at ``level`` of (R, ...) replicate
     values (NaN replicates left out; NaN where none is defined); None for ragged values."""
@@ -372,19 +990,34 @@ def percentile_interval(values: np.ndarray, level: float) -> tuple[Any, Any] | N
         return None
     alpha = (1.0 - level) / 2.0
     v = v.astype(np.float64)
-    with np.errstate(invalid="ignore"):
-        ok = ~np.isnan(v)
-        if not ok.any():
-            nan = np.full(v.shape[1:], np.nan)
-            return (float("nan"), float("nan")) if v.ndim == 1 else (nan, nan.copy())
-        import warnings
-
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN entries of per-class values
-            lo, hi = np.nanquantile(v, [alpha, 1.0 - alpha], axis=0)
+    if v.shape[0] == 0 or not (~np.isnan(v)).any():
+        nan = np.full(v.shape[1:], np.nan)
+        return (float("nan"), float("nan")) if v.ndim == 1 else (nan, nan.copy())
+    flat = v.reshape(v.shape[0], -1)
+    lo, hi = (q.reshape(v.shape[1:]) for q in _nanquantiles(flat, (alpha, 1.0 - alpha)))
     if v.ndim == 1:
         return float(lo), float(hi)
     return lo, hi
+
+
+def _nanquantiles(v: np.ndarray, qs: Sequence[float]) -> list[np.ndarray]:
+    """``np.nanquantile(v, q, axis=0)`` (the default "linear" method, numpy's interpolation
+    formula) of (R, M) values for each ``q``, all columns at once; NaN for all-NaN columns."""
+    s = np.sort(v, axis=0)  # NaN last
+    n = (~np.isnan(v)).sum(axis=0)
+    cols = np.arange(v.shape[1])
+    out = []
+    for q in qs:
+        at = q * (np.maximum(n, 1) - 1)
+        i = np.floor(at).astype(np.int64)
+        j = np.minimum(i + 1, np.maximum(n - 1, 0))
+        t = at - i
+        a, b = s[i, cols], s[j, cols]
+        with np.errstate(invalid="ignore"):
+            d = b - a
+            x = np.where(t >= 0.5, b - d * (1 - t), a + d * t)
+        out.append(np.where(n > 0, x, np.nan))
+    return out
 
 
 def _fixed_shape(v: Any) -> bool:

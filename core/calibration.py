@@ -51,9 +51,18 @@ class ProbabilitySumsLayout:
         object.__setattr__(self, "binary", bool(self.binary))
 
 
-def _weighted_sum(x: np.ndarray, w: np.ndarray | None) -> ExactSums:
-    """Exact ``sum w x`` (``sum x`` unweighted)."""
-    return exact_sum(x, w)
+def _group_sum(x: np.ndarray, w: np.ndarray | None, index: np.ndarray | None, size: int) -> ExactSums:
+    """Exact ``sum w x`` (``sum x`` unweighted) of the rows of ``x`` ((n,) or (n, c)): () or
+    (c,) sums without ``index``; per group ``index`` ((n,) ints in ``[0, size)``) (size,) or
+    (size, c) sums."""
+    x = np.asarray(x, dtype=np.float64)
+    if x.ndim == 1:
+        return exact_sum(x, w) if index is None else exact_sum(x, w, index=index, size=size)
+    if index is None:
+        return exact_column_sums(x, w)
+    n, c = x.shape
+    ww = None if w is None else np.repeat(np.asarray(w, dtype=np.float64), c)
+    return exact_sum(x.ravel(), ww, index=(np.asarray(index)[:, None] * c + np.arange(c)).ravel(), size=size * c, shape=(size, c))
 
 
 
@@ -90,6 +99,13 @@ class ProbabilitySumsState(State):
 
     @classmethod
     def from_batch(cls, layout: ProbabilitySumsLayout, batch: Batch) -> "ProbabilitySumsState":
+        return cls(layout, cls.grouped_fields(layout, batch))
+
+    @classmethod
+    def grouped_fields(cls, layout: ProbabilitySumsLayout, batch: Batch, index: np.ndarray | None = None, size: int = 1) -> dict[str, Any]:
+        """Every field's exact sums over the batch's elements, per group ``index`` ((n,) ints in
+        ``[0, size)``; fields of shape ``(size,) + shape``), or of all of them (``index`` None:
+        the fields of :meth:`from_batch`)."""
         w = batch.sample_weight
         y = batch.y_true
         n = y.shape[0]
@@ -103,9 +119,9 @@ class ProbabilitySumsState(State):
             q = np.where(pos, p, 1.0 - p)
             ll = -np.log(np.clip(q[:, None], eps[None, :], 1 - eps[None, :]))
             arrays = {
-                "sum_label": _weighted_sum(yf if w is None else w * yf, None),  # w * y is exact
-                "sum_score": _weighted_sum(p, w),
-                "brier": _weighted_sum((p - yf) ** 2, w),
+                "sum_label": _group_sum(yf if w is None else w * yf, None, index, size),  # w * y is exact
+                "sum_score": _group_sum(p, w, index, size),
+                "brier": _group_sum((p - yf) ** 2, w, index, size),
             }
         else:
             if batch.y_score is None or batch.y_score.ndim != 2:
@@ -115,11 +131,19 @@ class ProbabilitySumsState(State):
             diff = P.copy()
             diff[np.arange(n), y] -= 1.0
             ll = -np.log(np.clip(p_true[:, None], eps[None, :], 1 - eps[None, :]))
+            zero = np.float64(0.0) if index is None else np.zeros(size)
             # every (row, class) term summed exactly (no per-row float sum whose order could vary)
-            arrays = {"sum_label": np.float64(0.0), "sum_score": np.float64(0.0), "brier": _weighted_sum((diff**2).ravel(), None if w is None else np.repeat(w, P.shape[1]))}
-        arrays["weight"] = np.float64(n) if w is None else _weighted_sum(w, None)
-        arrays["log_loss"] = exact_column_sums(ll, w)
-        return cls(layout, arrays)
+            k = P.shape[1]
+            arrays = {
+                "sum_label": zero, "sum_score": zero.copy(),
+                "brier": _group_sum((diff**2).ravel(), None if w is None else np.repeat(w, k), None if index is None else np.repeat(index, k), size),
+            }  # fmt: skip
+        if w is None:
+            arrays["weight"] = np.float64(n) if index is None else np.bincount(index, minlength=size).astype(np.float64)
+        else:
+            arrays["weight"] = _group_sum(w, None, index, size)
+        arrays["log_loss"] = _group_sum(ll, w, index, size)
+        return arrays
 
 
 @dataclass(frozen=True)
@@ -168,26 +192,36 @@ class CalibrationBinsState(State):
 
     @classmethod
     def from_batch(cls, layout: CalibrationBinsLayout, batch: Batch) -> "CalibrationBinsState":
+        return cls(layout, cls.grouped_fields(layout, batch))
+
+    @classmethod
+    def grouped_fields(cls, layout: CalibrationBinsLayout, batch: Batch, index: np.ndarray | None = None, size: int = 1) -> dict[str, Any]:
+        """Every field's exact sums over the batch's elements, per group ``index`` ((n,) ints in
+        ``[0, size)``; fields of shape ``(size, sum of bins)``), or of all of them (``index``
+        None: the fields of :meth:`from_batch`)."""
         p = batch.y_score if batch.y_score is not None else batch.y_pred
         if p is None:
             raise ValueError("calibration bins need scores")
         p = np.asarray(p, dtype=np.float64)
         y = batch.y_true.astype(np.float64)
         w = batch.sample_weight
-        size = sum(layout.bins)
+        nb = sum(layout.bins)
         idx = np.concatenate([bin_index(p, b) + layout.offset(b) for b in layout.bins])
         reps = len(layout.bins)
+        total, shape = nb, None
+        if index is not None:  # group-major: entry group * nb + bin
+            idx += np.tile(np.asarray(index, dtype=np.int64), reps) * nb
+            total, shape = size * nb, (size, nb)
         ww = None if w is None else np.tile(w, reps)
         if w is None:  # integer counts, exact in float64
-            count = np.bincount(idx, minlength=size).astype(np.float64)
-            sum_label = np.bincount(idx[np.tile(y, reps) != 0], minlength=size).astype(np.float64)
+            count = np.bincount(idx, minlength=total).astype(np.float64)
+            sum_label = np.bincount(idx[np.tile(y, reps) != 0], minlength=total).astype(np.float64)
+            if shape is not None:
+                count, sum_label = count.reshape(shape), sum_label.reshape(shape)
         else:
-            count = exact_sum(ww, index=idx, size=size)
-            sum_label = exact_sum(np.tile(w * y, reps), index=idx, size=size)  # w * y is exact (y in {0, 1})
-        return cls(
-            layout,
-            {"count": count, "sum_score": exact_sum(np.tile(p, reps), ww, index=idx, size=size), "sum_label": sum_label},
-        )
+            count = exact_sum(ww, index=idx, size=total, shape=shape)
+            sum_label = exact_sum(np.tile(w * y, reps), index=idx, size=total, shape=shape)  # w * y is exact (y in {0, 1})
+        return {"count": count, "sum_score": exact_sum(np.tile(p, reps), ww, index=idx, size=total, shape=shape), "sum_label": sum_label}
 
     def bins_of(self, n_bins: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(count, sum_score, sum_label)`` of the ``n_bins`` histogram, each (n_bins,)."""

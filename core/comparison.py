@@ -144,12 +144,21 @@ def paired_bootstrap(
     paired = plan.base
     if not isinstance(plan, BucketedPlan) or not isinstance(paired, PairedPlan):
         raise ValueError('the paired bootstrap needs the bucketed states of an evaluation with a baseline model folded with ci="bootstrap"')
-    models = BucketedPlan(paired.candidate, plan.buckets)  # each model's states per bucket, in the candidate's layout
+    models = plan.__dict__.get("_models")
+    if models is None:  # each model's states per bucket, in the candidate's layout
+        models = plan.__dict__["_models"] = BucketedPlan(paired.candidate, plan.buckets)
     cand, base = [], []
-    for group in plan.groups(states):
-        c, b, _ = paired.split(group)
-        cand.extend(c)
-        base.extend(b)
+    if plan.stacked:  # the point states, then the bucket-stacked ones, of each model
+        k = len(paired.state_types)
+        for part in (states[:k], states[k:]):
+            c, b, _ = paired.split(part)
+            cand.extend(c)
+            base.extend(b)
+    else:
+        for group in plan.groups(states):
+            c, b, _ = paired.split(group)
+            cand.extend(c)
+            base.extend(b)
     w = replicate_weights(seed, replicates, plan.buckets)
     keys = fixed_shape_keys(values)
     rc = replicate_values(models, tuple(cand), w, keys)

@@ -206,7 +206,7 @@ class Evaluation(AccumulatorOps):
         if self._resolved.get("measure_cols"):  # which column feeds which named measure
             fp["measure_cols"] = self._resolved["measure_cols"]
         if self._buckets is not None:  # bucketed states: only with the same buckets and hash source
-            fp["bootstrap"] = {"buckets": self._buckets, "id_col": self._id_col}
+            fp["bootstrap"] = {"buckets": self._buckets, "id_col": self._id_col, "stacked": self.plan.stacked}
         return json.loads(json.dumps(fp))  # JSON-canonical: equal to a decoded one
 
     @property

@@ -439,8 +439,26 @@ def link_counts(stacks: list[Stack]) -> list[Stack]:
     return [CountsOfCells(s.cls, s.layout, source) if s.cls is ExampleCountState and isinstance(s, (CellStack, CountsOfCells)) else s for s in stacks]
 
 
+def link_buckets(stacks: list[Stack]) -> list[Stack]:
+    """``stacks`` with each plan state of the first half read from its bucket-stacked sums in
+    the second half (the stacked form of ``ci="bootstrap"``, :class:`core.bootstrap.BucketedPlan`:
+    state ``i`` and its per-bucket form ``S + i``), where that stack can give it
+    (``point_stack``); other lists unchanged."""
+    n = len(stacks) // 2
+    out = list(stacks)
+    for i in range(n):
+        src = stacks[n + i]
+        if getattr(src, "sums_of", None) == (stacks[i].cls, stacks[i].layout):
+            out[i] = src.point_stack()  # type: ignore[attr-defined]
+    return out
+
+
 def make_stack(cls: type[State], layout: Any, weighted: bool, elements_are_rows: bool) -> Stack:
-    """The stack of one plan state: vectorised where the kind supports it."""
+    """The stack of one plan state: vectorised where the kind supports it (a kind may name its
+    own :class:`Stack` class as ``STACK``)."""
+    own = getattr(cls, "STACK", None)
+    if own is not None:
+        return own(cls, layout)
     if cls.num_cells(layout) is not None and (elements_are_rows or cls is not ExampleCountState):
         return CellStack(cls, layout, weighted)
     if issubclass(cls, ScoreDistributionState):
@@ -490,7 +508,7 @@ class SliceBlock:
 
     def _stacks(self, elements_are_rows: bool) -> list[Stack]:
         if self.stacks is None:
-            self.stacks = link_counts([make_stack(cls, layout, self.weighted, elements_are_rows) for cls, layout in self.state_types])
+            self.stacks = link_buckets(link_counts([make_stack(cls, layout, self.weighted, elements_are_rows) for cls, layout in self.state_types]))
         elif not elements_are_rows and isinstance(self.stacks[0], (CellStack, CountsOfCells)):
             raise AssertionError("a block's rows are either images or rows")  # one evaluation: never both
         return self.stacks
@@ -598,7 +616,7 @@ class SliceBlock:
         if other.stacks is None:
             return
         if self.stacks is None:
-            self.stacks = link_counts([s.empty() for s in other.stacks])
+            self.stacks = link_buckets(link_counts([s.empty() for s in other.stacks]))
         for mine, theirs in zip(self.stacks, other.stacks):
             mine.merge(theirs, slot_of, size)
 
@@ -638,6 +656,6 @@ class SliceBlock:
         out.keys = list(self.keys)
         out.index = dict(self.index)
         out.skipped = self.skipped.copy()
-        out.stacks = None if self.stacks is None else link_counts([s.copy() for s in self.stacks])
+        out.stacks = None if self.stacks is None else link_buckets(link_counts([s.copy() for s in self.stacks]))
         out._values = self._values
         return out

@@ -153,20 +153,43 @@ def _replicate_reference(d: dict, buckets: np.ndarray, w: np.ndarray, rows: np.n
     return {k: np.array(v) for k, v in out.items()}
 
 
-def test_replicate_values_equal_a_row_weighted_reference():
-    d = _data(400, 5)
+def _replicates_and_reference(n: int = 400, replicates: int = 25) -> list:
+    d = _data(n, 5)
     ev = Evaluation(label_col="y", score_col="s", slices=["g"], metrics=["accuracy", "f1", "roc_auc"], ci="bootstrap", ci_buckets=32, id_col="id")
     acc = ev.fold(ev.zero(), d)
     from core._inputs import Batch
 
     batch = Batch(y_true=d["y"], y_score=d["s"])
-    buckets = element_buckets(32, batch, 400, None, ids=d["id"], id_col="id")
-    w = replicate_weights(11, 25, 32)
-    for key, rows in [((), np.arange(400)), ((("g", "b"),), np.flatnonzero(d["g"] == "b"))]:
-        got = replicate_values(ev.plan, acc[key], w)
-        want = _replicate_reference(d, buckets, w, rows)
+    buckets = element_buckets(32, batch, n, None, ids=d["id"], id_col="id")
+    w = replicate_weights(11, replicates, 32)
+    out = []
+    for key, rows in [((), np.arange(n)), ((("g", "b"),), np.flatnonzero(d["g"] == "b"))]:
+        out.append((key, replicate_values(ev.plan, acc[key], w), _replicate_reference(d, buckets, w, rows)))
+    return out
+
+
+def test_replicate_values_equal_a_row_weighted_reference(monkeypatch):
+    import core.bootstrap
+
+    monkeypatch.setattr(core.bootstrap, "REPLICATE_BINS", 10_000)  # every bin resampled on its own
+    for key, got, want in _replicates_and_reference():
         for k in want:
             assert np.allclose(got[k], want[k], rtol=1e-12, atol=1e-12), (key, k)
+
+
+def test_grouped_replicate_auc_is_close_to_the_row_weighted_reference():
+    """Slices with more than REPLICATE_BINS bins resample groups of bins (shifted by the full
+    data's grouping error): each replicate AUC within 0.005 of the row-weighted one, and the
+    percentile interval within 0.003 of the reference's."""
+    from core.bootstrap import REPLICATE_BINS
+
+    for key, got, want in _replicates_and_reference(2_000, 200):
+        if key == ():
+            assert len(np.unique(_data(2_000, 5)["s"])) > REPLICATE_BINS  # the grouped path
+        for k in ("accuracy", "f1"):
+            assert np.allclose(got[k], want[k], rtol=1e-12, atol=1e-12), (key, k)
+        assert np.max(np.abs(got["roc_auc"] - want["roc_auc"])) < 0.005, key
+        assert np.allclose(percentile_interval(got["roc_auc"], 0.95), percentile_interval(want["roc_auc"], 0.95), atol=0.003), key
 
 
 # -- any partitioning, any engine order --------------------------------------------------------
@@ -207,6 +230,29 @@ def test_property_bucketed_fold_merges_to_the_per_slice_fold(seed, n, buckets):
     assert set(left) == set(a)
     for key in a:
         assert isinstance(ev.plan, BucketedPlan) and ev.plan.point(left[key]) == a[key]
+
+
+@settings(max_examples=12)
+@given(st.integers(0, 2**31 - 1), st.integers(0, 80), st.integers(1, 6))
+def test_property_stacked_states_weighted_and_compressed_obey_the_merge_laws(seed, n, buckets):
+    """Fractional weights (exact sums with limbs) and a capacity of 8 bins (merges that raise
+    the level): any sharding and merge tree gives the same bucket-stacked states, and the point
+    states equal those without ci."""
+    d = _data(n, seed)
+    d["w"] = np.random.default_rng(seed).integers(0, 5, n) / 3.0
+    kw = dict(label_col="y", score_col="s", weight_col="w", slices=["g"], metrics=["f1", "roc_auc@capacity=8", "log_loss", "ece"])
+    plain, ev = Evaluation(**kw), Evaluation(**kw, ci="bootstrap", ci_buckets=buckets)
+    assert ev.plan.stacked
+    a = plain.fold(plain.zero(), d)
+    parts = _fold_shards(ev, d, np.random.default_rng(seed), through_codec=bool(seed % 2))
+    x, y, z = (ev.merge_all(parts[i::3]) for i in range(3))
+    left, right = ev.merge(ev.merge(x, y), z), ev.merge(x, ev.merge(z, y))
+    assert dict(left.items()) == dict(right.items())
+    assert dict(ev.merge(ev.zero(), x).items()) == dict(x.items())
+    whole = ev.fold(ev.zero(), d)
+    assert dict(whole.items()) == dict(left.items())
+    for key in a:
+        assert ev.plan.point(left[key]) == a[key]
 
 
 # -- settings that change the states never mix -------------------------------------------------

@@ -52,6 +52,10 @@ NON_NEGATIVE = {
     "class_score_distribution": ("weights",),
     "continual": ("correct", "total", "anytime_correct", "anytime_total", "class_cm"),
     "retrieval": ("relevance",),
+    "bucket_cells": ("counts", "weights"),
+    "bucket_score_distribution": ("pos", "neg"),
+    "bucket_probability_sums": ("weight", "brier", "log_loss"),
+    "bucket_calibration_bins": ("count",),
 }
 
 
@@ -73,7 +77,9 @@ def sample_states() -> dict[str, State]:
         mcs[4].update([2.0, 0.0, 1.0, 0.0], y_score=[0.3, 0.9, 0.3, 0.1], query=["a", "a", "b", "b"])
         paired = Evaluation(label_col="y", score_col="s", baseline_score_col="b", weight_col="w", metrics=["f1"])  # + paired_confusion
         acc = paired.fold(paired.zero(), {"y": [1, 0, 1, 0], "s": [0.9, 0.3, 0.6, 0.2], "b": [0.4, 0.7, 0.6, 0.1], "w": [1, 2, 0.5, 1]})
-    for states in [m.states for m in mcs] + [acc[()]]:
+        boot = Evaluation(label_col="y", score_col="s", weight_col="w", metrics=["f1", "roc_auc", "log_loss", "ece"], ci="bootstrap", ci_buckets=4)
+        bacc = boot.fold(boot.zero(), {"y": [1, 0, 1, 0, 1], "s": [0.9, 0.3, 0.6, 0.6, 0.2], "w": [1, 2, 0.5, 1, 0.25]})  # + the bucket-stacked kinds
+    for states in [m.states for m in mcs] + [acc[()], bacc[()]]:
         for s in states:
             got.setdefault(s.kind, s)
     ev = ContinualEvaluation(num_tasks=2, num_classes=3, evaluations_per_task=1)

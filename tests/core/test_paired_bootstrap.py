@@ -53,7 +53,10 @@ def _reference(y: np.ndarray, s: np.ndarray, sw: np.ndarray) -> dict:
     }
 
 
-def test_replicates_of_both_models_equal_a_row_weighted_reference():
+def test_replicates_of_both_models_equal_a_row_weighted_reference(monkeypatch):
+    import core.bootstrap
+
+    monkeypatch.setattr(core.bootstrap, "REPLICATE_BINS", 10_000)  # every bin resampled on its own (see test_bootstrap)
     d = _data(400, 5)
     B, R, seed = 32, 25, 11
     ev = _eval(ci_buckets=B, ci_replicates=R, ci_seed=seed)
