@@ -505,7 +505,12 @@ class Results:
         """``{text: canonical key}`` when ``text`` is a metric string written otherwise than its
         key in these results (``"threshold_at_recall@recall=0.8"`` -> ``"threshold_at_recall@0.8"``)."""
         shown = next((s for s in self.slices if not s.suppressed), None)
-        if shown is None or text in shown.metrics or "@" not in text:
+        if shown is None or dict.__contains__(shown.metrics, text):
+            return {}
+        alias = getattr(shown.metrics, "aliases", {}).get(text)  # a name the user wrote (MetricValues)
+        if alias is not None and dict.__contains__(shown.metrics, alias):
+            return {text: alias}
+        if "@" not in text:
             return {}
         cfg = self.config or {}
         try:
