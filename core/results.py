@@ -278,6 +278,14 @@ class SliceResult:
         return d
 
 
+def _requested_names(config: Any) -> dict[str, str]:
+    """``{name the user wrote: result key}`` of ``config["metric_names"]`` (display names, which
+    are result keys themselves, map to their canonical strings and are left out by the callers'
+    ``key in metrics`` checks)."""
+    names = (config or {}).get("metric_names") if isinstance(config, dict) else None
+    return {k: v for k, v in (names or {}).items() if isinstance(k, str) and isinstance(v, str) and k != v}
+
+
 def _window_order(s: SliceResult) -> tuple:
     """Sort key of a result's window: results outside windows first, then by (start, end)."""
     if s.window_start is None:
@@ -523,14 +531,25 @@ class Results:
     def to_dict(self) -> dict[str, Any]:
         """``{"slices": [{"slice": {col: value}, "n", "weight", "skipped", "metrics",
         ["bounds"], ["ci"], ["undefined"]}], "config", "skipped"}``; NaN becomes None (``null``);
-        ``undefined`` lists the slice's undefined metrics and classes when there are any."""
+        ``undefined`` lists the slice's undefined metrics and classes when there are any.
+
+        A metric the user asked for under another string than its key (``"f1"`` of a multiclass
+        task is ``"f1@macro"``; ``config["metric_names"]``) is in ``"metrics"`` under both, so the
+        name asked for is a key of ``metrics.json`` too; :meth:`from_dict` reads it once."""
         ignored = ignored_class_of(self.config)
+        requested = _requested_names(self.config)
         if self.windows:  # windowed: each window's invalid rows (a row of sliding windows in each of them)
             overall = [s for s in self.slices if s.slice == ()]
             skipped = None if any(s.suppressed for s in overall) else sum(int(s.skipped) for s in overall)
         else:
             skipped = (None if self.overall.suppressed else int(self.overall.skipped)) if self.slices else 0
-        return {"slices": [s.to_dict(ignored) for s in self.slices], "skipped": skipped, "config": self.config}
+        slices = [s.to_dict(ignored) for s in self.slices]
+        for d in slices if requested else ():
+            m = d["metrics"]
+            for name, key in requested.items():
+                if key in m and name not in m:
+                    m[name] = m[key]
+        return {"slices": slices, "skipped": skipped, "config": self.config}
 
     def to_json(self, indent: int | None = 2) -> str:
         return json.dumps(self.to_dict(), indent=indent, allow_nan=False)
@@ -613,9 +632,12 @@ class Results:
         Reads ``metrics.json`` of older releases too: their certified bounds were named
         ``"intervals"``."""
         slices = []
+        requested = _requested_names(data.get("config"))
         for s in data["slices"]:
             metrics = {}
             for k, v in s["metrics"].items():
+                if k in requested and requested[k] in s["metrics"]:
+                    continue  # the name asked for beside its key (to_dict): read once, under the key
                 if isinstance(v, list):
                     metrics[k] = np.array(v, dtype=np.float64)
                 else:

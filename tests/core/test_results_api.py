@@ -121,6 +121,10 @@ def test_evaluation_results_answer_requested_and_display_names_after_json_and_ro
         assert got.overall.metrics["f1"] == want and got.overall.metrics["accuracy"] == 0.8
         assert got["c=b"].metrics["f1"] == got["c=b"].metrics["f1@macro"]
     assert json.loads(r.to_json())["config"]["metric_names"] == {"f1": "f1@macro", "val_acc": "accuracy"}
+    # the name asked for is a key of metrics.json as well (beside the canonical one), read back once
+    for s_ in json.loads(r.to_json())["slices"]:
+        assert s_["metrics"]["f1"] == s_["metrics"]["f1@macro"] and set(s_["metrics"]) == {"f1@macro", "val_acc", "f1"}
+    assert Results.from_dict(json.loads(r.to_json())).to_json() == r.to_json()
     again = Evaluation(**ev.to_config()).evaluate(d)  # to_config keeps the display names
     assert list(again.overall.metrics) == ["f1@macro", "val_acc"]
     mapping = Evaluation(label_col="y", prediction_col="p", num_classes=3, metrics={"F1": "f1@macro"}).evaluate(d)
