@@ -561,15 +561,15 @@ def flights_runs(tmp_path_factory):
         argv = ["--input", str(d / f"{name}.parquet"), "--label", "delayed", "--score", "score", "--slice", "origin", "--slice", "carrier",
                 "--metrics", FLIGHTS_METRICS, "--engine", "local", "--output", str(d / name), "--quiet", "--no-report"]  # fmt: skip
         assert evaluate(argv) == 0
-    for name in ("good", "worse"):  # with the flights example's cross too (the README's thresholds example)
-        argv = ["--input", str(d / f"{name}.parquet"), "--label", "delayed", "--score", "score", "--slice", "origin", "--slice", "carrier",
-                "--slice", "carrier,origin", "--metrics", FLIGHTS_METRICS, "--engine", "local", "--output", str(d / f"{name}_cross"),
-                "--quiet", "--no-report"]  # fmt: skip
-        assert evaluate(argv) == 0
     argv[argv.index("--metrics") + 1] = "accuracy,f1,log_loss"  # the good model with other metrics
     argv[argv.index("--input") + 1] = str(d / "good.parquet")
     argv[argv.index("--output") + 1] = str(d / "other_metrics")
     assert evaluate(argv) == 0
+    for name in ("good", "worse"):  # with the flights example's cross too (the README's thresholds example)
+        argx = ["--input", str(d / f"{name}.parquet"), "--label", "delayed", "--score", "score", "--slice", "origin", "--slice", "carrier",
+                "--slice", "carrier,origin", "--metrics", FLIGHTS_METRICS, "--engine", "local", "--output", str(d / f"{name}_cross"),
+                "--quiet", "--no-report"]  # fmt: skip
+        assert evaluate(argx) == 0
     thr = d / "thresholds.yaml"
     thr.write_text(
         "metrics:\n"
