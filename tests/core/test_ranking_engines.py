@@ -149,25 +149,12 @@ def _evaluation(metrics=METRICS) -> Evaluation:
 def test_beam_compute_metrics(tmp_path):
     beam = pytest.importorskip("apache_beam")
     from beam_metrics import ComputeMetrics, slice_result_from_json, slice_result_to_json
+    from tests._helpers.beam_run import beam_parquet_results
 
     t = _table()
-    pq.write_table(t, tmp_path / "part.parquet", row_group_size=500)
     exact, compressed = _evaluation(), _evaluation(COMPRESSED)
-    with beam.Pipeline(runner="DirectRunner") as p:
-        batches = p | beam.io.ReadFromParquetBatched(str(tmp_path / "part.parquet"))
-        for name, ev in (("exact", exact), ("compressed", compressed)):
-            (
-                batches
-                | f"Metrics {name}" >> ComputeMetrics(ev)
-                | f"Json {name}" >> beam.Map(slice_result_to_json)
-                | f"Write {name}" >> beam.io.WriteToText(str(tmp_path / name), file_name_suffix=".jsonl")
-            )
-
-    def collect(name, ev):
-        lines = [ln for f in sorted(tmp_path.glob(f"{name}*.jsonl")) for ln in f.read_text().splitlines() if ln.strip()]
-        return ev.collect(slices=[slice_result_from_json(ln) for ln in lines])
-
-    _check(collect("exact", exact), t)
+    got = beam_parquet_results(tmp_path, t, {"exact": exact, "compressed": compressed}, row_group_size=500)
+    _check(got["exact"], t)
     cases = _case_evaluation()
     with beam.Pipeline(runner="DirectRunner") as p:
         (
@@ -177,11 +164,12 @@ def test_beam_compute_metrics(tmp_path):
             | beam.Map(slice_result_to_json)
             | beam.io.WriteToText(str(tmp_path / "cases"), file_name_suffix=".jsonl")
         )
-    _check_cases(collect("cases", cases))
+    lines = [ln for f in sorted(tmp_path.glob("cases*.jsonl")) for ln in f.read_text().splitlines() if ln.strip()]
+    _check_cases(cases.collect(slices=[slice_result_from_json(ln) for ln in lines]))
     with pytest.raises(Exception, match="(?i)nan"):
         with beam.Pipeline(runner="DirectRunner") as p:
             _ = p | beam.Create([{"y": y, "p": v} for y, v in zip(*HO16)]) | ComputeMetrics(label_col="y", score_col="p", metrics=["roc_auc"])
-    results = collect("compressed", compressed)
+    results = got["compressed"]
     _check_compressed(results, t)
     local = compressed.evaluate([t])
     assert results.overall.bounds == local.overall.bounds and results.overall.metrics == local.overall.metrics

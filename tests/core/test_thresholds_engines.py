@@ -105,29 +105,14 @@ def test_cli_local_engine(tmp_path):
 
 
 def test_beam_compute_metrics(tmp_path):
-    beam = pytest.importorskip("apache_beam")
-    from beam_metrics import ComputeMetrics, slice_result_from_json, slice_result_to_json
+    pytest.importorskip("apache_beam")
+    from tests._helpers.beam_run import beam_parquet_results
 
     t = _table()
-    pq.write_table(t, tmp_path / "part.parquet", row_group_size=300)
     exact, compressed = _evaluation(), _evaluation(COMPRESSED)
-    with beam.Pipeline(runner="DirectRunner") as p:
-        batches = p | beam.io.ReadFromParquetBatched(str(tmp_path / "part.parquet"))
-        for name, ev in (("exact", exact), ("compressed", compressed)):
-            (
-                batches
-                | f"Metrics {name}" >> ComputeMetrics(ev)
-                | f"Json {name}" >> beam.Map(slice_result_to_json)
-                | f"Write {name}" >> beam.io.WriteToText(str(tmp_path / name), file_name_suffix=".jsonl")
-            )
-
-    def collect(name, ev):
-        lines = [ln for f in sorted(tmp_path.glob(f"{name}*.jsonl")) for ln in f.read_text().splitlines() if ln.strip()]
-        return ev.collect(slices=[slice_result_from_json(ln) for ln in lines])
-
-    results = collect("exact", exact)
-    _check(lambda key: results[key].metrics, t)
-    _check_compressed(collect("compressed", compressed), compressed.evaluate([t]), t)
+    got = beam_parquet_results(tmp_path, t, {"exact": exact, "compressed": compressed}, row_group_size=300)
+    _check(lambda key: got["exact"][key].metrics, t)
+    _check_compressed(got["compressed"], compressed.evaluate([t]), t)
 
 
 @pytest.mark.skipif(shutil.which("java") is None, reason="Spark needs Java 17+")
