@@ -38,7 +38,7 @@ EVALUATIONS = {
                        metrics=["top_k_accuracy@k=2", "log_loss", "brier_score", "miou", "classification_report", "mcc", "confusion_matrix@normalize=pred"]),
     "multilabel": dict(label_col="yl", score_col="sl", task="multilabel", num_classes=3,
                        metrics=["f1@samples", "hamming_loss", "roc_auc", "roc_auc@micro", "roc_auc@weighted", "roc_auc@none", "roc_auc@samples",
-                                "average_precision", "average_precision@micro", "average_precision@none", "average_precision@samples", "log_loss", "brier_score"]),
+                                "average_precision", "average_precision@micro", "average_precision@none", "average_precision@samples", "log_loss", "brier_score", "iou@samples"]),
     "regression": dict(label_col="t", prediction_col="q", measure_col="loss", task="regression",
                        metrics=["r2", "explained_variance", "mae", "max_error", "mean_error", "mean_measure", "msle", "mean_pinball_loss@alpha=0.9", "mean_poisson_deviance", "d2_tweedie_score@power=1.5"]),
 }  # fmt: skip
