@@ -32,6 +32,15 @@ from core.states import State
 from core.task import THRESHOLD_RULES
 
 
+def _indicator_inputs(batch: Batch) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """``(Y, score, w)``: (N, L) float64 indicators, (N, L) float64 scores (or the 0/1
+    predictions), the weights or None."""
+    score = batch.y_score if batch.y_score is not None else batch.y_pred
+    if score is None:
+        raise ValueError("multilabel metrics need scores or predictions")
+    return batch.y_true.astype(np.float64), np.asarray(score, dtype=np.float64), batch.sample_weight
+
+
 @dataclass(frozen=True)
 class MultilabelLayout:
     """Number of labels L, sorted distinct thresholds, the threshold rule, and the sorted
@@ -106,12 +115,7 @@ class MultilabelState(State):
 
     @classmethod
     def from_batch(cls, layout: MultilabelLayout, batch: Batch) -> "MultilabelState":
-        Y = batch.y_true.astype(np.float64)
-        score = batch.y_score if batch.y_score is not None else batch.y_pred
-        if score is None:
-            raise ValueError("multilabel metrics need scores or predictions")
-        score = np.asarray(score, dtype=np.float64)
-        w = batch.sample_weight
+        Y, score, w = _indicator_inputs(batch)
         n = Y.shape[0]
         wv = np.ones(n) if w is None else w
 
@@ -191,12 +195,7 @@ class MultilabelJaccardSamplesState(State):
 
     @classmethod
     def from_batch(cls, layout: MultilabelLayout, batch: Batch) -> "MultilabelJaccardSamplesState":
-        Y = batch.y_true.astype(np.float64)
-        score = batch.y_score if batch.y_score is not None else batch.y_pred
-        if score is None:
-            raise ValueError("multilabel metrics need scores or predictions")
-        score = np.asarray(score, dtype=np.float64)
-        w = batch.sample_weight
+        Y, score, w = _indicator_inputs(batch)
         out: dict[str, list] = {f: [] for f in ("j_sum_w", "j_def_w", "j_sum_n", "j_def_n")}
         for t in layout.thresholds:
             P = (score >= t if layout.threshold_rule == ">=" else score > t).astype(np.float64)

@@ -20,7 +20,7 @@ from sklearn import metrics as skm
 from core import MetricCollection
 from core._inputs import Batch
 from core.multilabel import MultilabelLayout, MultilabelState
-from tests._helpers import close, merge_tree, random_shards
+from tests._helpers import close, fold_plan_sharded, merge_tree, random_shards
 
 L = 4
 CASES = ("balanced", "imbalanced", "all_on", "all_off", "ties", "weighted_zeros", "single_row", "empty")
@@ -225,13 +225,8 @@ def test_jaccard_samples_state_merges_bit_for_bit(rows, seed):
     S = np.array([[((r[1] >> b) & 1) * 0.8 + 0.1 for b in range(3)] for r in rows], dtype=float).reshape(-1, 3)
     w = np.array([r[2] for r in rows])
     plan = Plan(["iou@samples", "iou@samples@threshold=0.2"], Task(num_classes=3, kind="multilabel"))
-    whole = plan.fold(plan.zero(), Batch(y_true=Y, y_score=S, sample_weight=w))
-    states = []
-    for shard in random_shards(rng, len(rows)):
-        s = plan.zero()
-        for idx in shard:
-            s = plan.fold(s, Batch(y_true=Y[idx], y_score=S[idx], sample_weight=w[idx]))
-        states.append(s)
-    assert merge_tree(states, plan.merge, rng, plan.zero) == whole
+    batch = Batch(y_true=Y, y_score=S, sample_weight=w)
+    whole = plan.fold(plan.zero(), batch)
+    assert fold_plan_sharded(plan, batch, rng) == whole
     for s in whole:
         assert State.decode(s.encode()) == s

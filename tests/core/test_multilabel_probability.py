@@ -16,7 +16,7 @@ from sklearn.metrics import brier_score_loss, log_loss
 from core import Evaluation, MetricCollection, Plan, Task
 from core._inputs import Batch
 from core.states import State
-from tests._helpers import merge_tree, random_shards
+from tests._helpers import fold_plan_sharded
 
 pytestmark = [pytest.mark.filterwarnings("ignore::core.metrics.UndefinedMetricWarning"), pytest.mark.filterwarnings("ignore::UserWarning")]
 
@@ -94,14 +94,9 @@ def test_merge_order_and_split_never_change_the_state(rows, seed):
     P = np.array([[r[2] / 10, r[3] / 10] for r in rows], dtype=float).reshape(-1, 2)
     w = np.array([r[4] for r in rows], dtype=float)
     plan = Plan(["log_loss", "log_loss@eps=0.001", "brier_score"], Task(num_classes=2, kind="multilabel"))
-    whole = plan.fold(plan.zero(), Batch(y_true=Y, y_score=P, sample_weight=w))
-    states = []
-    for shard in random_shards(rng, len(rows)):
-        s = plan.zero()
-        for idx in shard:
-            s = plan.fold(s, Batch(y_true=Y[idx], y_score=P[idx], sample_weight=w[idx]))
-        states.append(s)
-    assert merge_tree(states, plan.merge, rng, plan.zero) == whole
+    batch = Batch(y_true=Y, y_score=P, sample_weight=w)
+    whole = plan.fold(plan.zero(), batch)
+    assert fold_plan_sharded(plan, batch, rng) == whole
     for s in whole:
         assert State.decode(s.encode()) == s
 

@@ -26,7 +26,7 @@ from core.score_distribution import (
     row_ranking_values,
 )
 from core.states import State
-from tests._helpers import merge_tree, random_shards
+from tests._helpers import fold_plan_sharded
 
 pytestmark = [pytest.mark.filterwarnings("ignore::core.metrics.UndefinedMetricWarning"), pytest.mark.filterwarnings("ignore::UserWarning")]
 
@@ -157,15 +157,9 @@ def test_merge_order_and_split_never_change_the_state(rows, capacity, seed):
     w = np.array([r[4] for r in rows], dtype=float)
     plan = Plan([f"roc_auc@capacity={capacity}", f"average_precision@micro@capacity={capacity}", "roc_auc@samples", "average_precision@samples"],
                 Task(num_classes=2, kind="multilabel"))  # fmt: skip
-    whole = plan.fold(plan.zero(), Batch(y_true=Y, y_score=S, sample_weight=w))
-    states = []
-    for shard in random_shards(rng, len(rows)):
-        s = plan.zero()
-        for idx in shard:  # each piece folded at the running state's levels
-            s = plan.fold(s, Batch(y_true=Y[idx], y_score=S[idx], sample_weight=w[idx]))
-        states.append(s)
-    merged = merge_tree(states, plan.merge, rng, plan.zero)
-    assert merged == whole
+    batch = Batch(y_true=Y, y_score=S, sample_weight=w)
+    whole = plan.fold(plan.zero(), batch)
+    assert fold_plan_sharded(plan, batch, rng) == whole  # each piece folded at the running state's levels
     for s in whole:
         assert State.decode(s.encode()) == s
     assert plan.merge(plan.zero(), whole) == whole == plan.merge(whole, plan.zero())
