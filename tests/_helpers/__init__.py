@@ -29,6 +29,7 @@ from tests._helpers.cases import (
     multiclass_case,
 )
 from tests._helpers.compare import (
+    assert_bounds_contain,
     assert_all_close,
     assert_states_equal,
     close,
@@ -59,6 +60,7 @@ __all__ = [
     "PlanFolder",
     "StateFolder",
     "assert_all_close",
+    "assert_bounds_contain",
     "assert_states_equal",
     "binary_case",
     "close",
