@@ -35,12 +35,14 @@ DEFAULT_EPS = float(np.finfo(np.float64).eps)
 
 @dataclass(frozen=True)
 class ProbabilitySumsLayout:
-    """``binary``: (N,) positive-class scores, else (N, K) probability rows; ``num_classes`` K;
-    ``eps``: sorted distinct log-loss clipping values."""
+    """``binary``: (N,) positive-class scores, else (N, K) probability rows; ``num_classes`` K
+    (the number of labels L when ``multilabel``); ``eps``: sorted distinct log-loss clipping
+    values; ``multilabel``: (N, L) 0/1 indicator targets with (N, L) per-label probabilities."""
 
     binary: bool = True
     num_classes: int = 2
     eps: tuple[float, ...] = (DEFAULT_EPS,)
+    multilabel: bool = False
 
     def __post_init__(self) -> None:
         e = tuple(float(x) for x in self.eps)
@@ -49,6 +51,9 @@ class ProbabilitySumsLayout:
         object.__setattr__(self, "eps", e)
         object.__setattr__(self, "num_classes", int(self.num_classes))
         object.__setattr__(self, "binary", bool(self.binary))
+        object.__setattr__(self, "multilabel", bool(self.multilabel))
+        if self.multilabel and self.binary:
+            raise ValueError("a multilabel probability-sums layout is not binary")
 
 
 def _group_sum(x: np.ndarray, w: np.ndarray | None, index: np.ndarray | None, size: int) -> ExactSums:
@@ -95,7 +100,7 @@ class ProbabilitySumsState(State):
     @classmethod
     def layout_for(cls, requirements: list[Any], task: Any) -> ProbabilitySumsLayout:
         eps = sorted({float(r) for r in requirements if r is not None} or {DEFAULT_EPS})
-        return ProbabilitySumsLayout(task.kind == "binary", task.num_classes, tuple(eps))
+        return ProbabilitySumsLayout(task.kind == "binary", task.num_classes, tuple(eps), task.kind == "multilabel")
 
     @classmethod
     def from_batch(cls, layout: ProbabilitySumsLayout, batch: Batch) -> "ProbabilitySumsState":
@@ -110,6 +115,8 @@ class ProbabilitySumsState(State):
         y = batch.y_true
         n = y.shape[0]
         eps = np.asarray(layout.eps)
+        if layout.multilabel:
+            return cls._from_indicators(layout, batch)
         if layout.binary:
             p = batch.y_score if batch.y_score is not None else batch.y_pred
             p = np.zeros(n) if p is None else np.asarray(p, dtype=np.float64)
@@ -144,6 +151,39 @@ class ProbabilitySumsState(State):
             arrays["weight"] = _group_sum(w, None, index, size)
         arrays["log_loss"] = _group_sum(ll, w, index, size)
         return arrays
+
+    @classmethod
+    def _from_indicators(cls, layout: ProbabilitySumsLayout, batch: Batch) -> "ProbabilitySumsState":
+        """Multilabel rows as scikit-learn's ``log_loss`` / ``brier_score_loss`` read an (N, L)
+        indicator matrix: per row ``-sum_j y_j ln(clip(p_j, eps, 1 - eps))`` (only the positive
+        labels' terms: scikit-learn one-hot-encodes the indicator columns as classes) and
+        ``sum_j (y_j - p_j)^2``. With L = 1 scikit-learn reads the column as binary, and so does
+        this: ``-ln`` of the clipped probability of the true value, and ``(p - y)^2``."""
+        w = batch.sample_weight
+        Y = batch.y_true
+        n, L = Y.shape
+        P = batch.y_score if batch.y_score is not None else batch.y_pred
+        if P is None or np.ndim(P) != 2 or P.shape[1] != L:
+            raise ValueError(f"multilabel log loss and Brier score need (N, {L}) probabilities")
+        P = np.asarray(P, dtype=np.float64)
+        eps = np.asarray(layout.eps)
+        Yf = Y.astype(np.float64)
+        clipped = np.clip(P.reshape(-1)[:, None], eps[None, :], 1 - eps[None, :])  # (N L, E)
+        if L == 1:
+            q = np.where(Yf.reshape(-1)[:, None] == 1, clipped, 1.0 - clipped)
+            ll = -np.log(q)
+        else:
+            ll = -Yf.reshape(-1)[:, None] * np.log(clipped)  # 0 where y = 0 (scikit-learn's xlogy)
+        ww = None if w is None else np.repeat(w, L)
+        # every (row, label) term summed exactly (no per-row float sum whose order could vary)
+        arrays: dict[str, Any] = {
+            "sum_label": np.float64(0.0),
+            "sum_score": np.float64(0.0),
+            "brier": _weighted_sum(((P - Yf) ** 2).reshape(-1), ww),
+            "weight": np.float64(n) if w is None else _weighted_sum(w, None),
+            "log_loss": exact_column_sums(ll, ww),
+        }
+        return cls(layout, arrays)
 
 
 @dataclass(frozen=True)
@@ -244,14 +284,19 @@ class LogLoss(Metric):
 
     Binary: (N,) probabilities of class 1 (hard 0/1 predictions also work); multiclass: (N, K)
     probability rows. Scores must be probabilities (in [0, 1]; rows summing to 1), else ValueError
-    at fold. NaN with no examples. Source: ``sklearn.metrics.log_loss`` (``eps`` = float64
-    machine epsilon, as scikit-learn >= 1.5 for float64 input).
+    at fold. Multilabel ((N, L) 0/1 indicators, (N, L) per-label probabilities, no row-sum
+    check): scikit-learn's reading of an indicator matrix, ``-sum_j y_j ln(clip(p_j))`` per row
+    (the negative labels' ``ln(1 - p_j)`` terms do not count: it is not the mean per-label binary
+    cross-entropy), averaged over rows; with L = 1 the binary log loss. NaN with no examples.
+    Source: ``sklearn.metrics.log_loss`` (``eps`` = float64 machine epsilon, as scikit-learn
+    >= 1.5 for float64 input).
     """
 
     name = "log_loss"
     full_name = "Log loss"
     aliases = ("logloss", "cross_entropy", "binary_crossentropy", "categorical_crossentropy")
     params = {"eps": None}
+    tasks = ("binary", "multiclass", "multilabel")
     higher_is_better = False
     bounds = (0.0, math.inf)
     sklearn = "sklearn.metrics.log_loss"
@@ -277,18 +322,24 @@ class BrierScore(Metric):
     """Brier score: mean squared difference between probabilities and outcomes.
 
     Binary: ``sum w (p - y)^2 / sum w``; multiclass: ``sum w ||p - onehot(y)||^2 / sum w``
-    (halved for K = 2, as scikit-learn's ``scale_by_half="auto"``). The positive class is 1 from
-    the task, never inferred from the labels seen. NaN with no examples. Source:
+    (halved for K = 2, as scikit-learn's ``scale_by_half="auto"``); multilabel: ``sum w ||p -
+    y||^2 / sum w`` over the (N, L) indicators (halved for L = 2 too, as scikit-learn). The
+    positive class is 1 from the task, never inferred from the labels seen. NaN with no examples. Source:
     ``sklearn.metrics.brier_score_loss``.
     """
 
     name = "brier_score"
     full_name = "Brier score"
     aliases = ("brier_score_loss", "brier")
+    tasks = ("binary", "multiclass", "multilabel")
     higher_is_better = False
     bounds = (0.0, 2.0)
     sklearn = "sklearn.metrics.brier_score_loss"
     undefined = "no examples (total weight 0)"
+
+    def configure(self) -> None:
+        if self.task.kind == "multilabel":  # L squared differences per row
+            self.bounds = (0.0, float(max(2, self.task.num_classes)))  # type: ignore[misc]
 
     def requires(self) -> list[tuple[type[State], Any]]:
         return [(ProbabilitySumsState, None)]

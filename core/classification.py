@@ -351,8 +351,10 @@ class IoU(_PRF):
     Binary: of the positive class. Multiclass / segmentation: per class (``@none``: the (K,)
     array) pooled over every pixel of every image; ``macro`` (the default) is mIoU. A class absent
     from both prediction and target is undefined: NaN by default, and left out of the mean.
-    Multilabel: per label (no ``samples`` average). Source: ``sklearn.metrics.jaccard_score``
-    (with ``zero_division=np.nan`` for the NaN policy).
+    Multilabel: per label, or ``samples``: each row's ``|y & pred| / |y | pred|`` (a row with
+    neither true nor predicted labels takes ``zero_division``; with the default NaN it is left out),
+    averaged with the sample weights. Source: ``sklearn.metrics.jaccard_score`` (with
+    ``zero_division=np.nan`` for the NaN policy).
     """
 
     name = "iou"
@@ -361,12 +363,6 @@ class IoU(_PRF):
     which = "jaccard"
     sklearn = "sklearn.metrics.jaccard_score"
     undefined = "a class absent from both prediction and target (NaN, left out of the mean)"
-
-    def configure(self) -> None:
-        super().configure()
-        if self.p["average"] == "samples":
-            raise ValueError(f"metric {self.name!r}: average='samples' is not supported")
-
 
 class MeanIoU(IoU):
     """Mean IoU (mIoU): the unweighted mean of per-class IoU over the classes whose IoU is

@@ -32,6 +32,15 @@ from core.states import State
 from core.task import THRESHOLD_RULES
 
 
+def _indicator_inputs(batch: Batch) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """``(Y, score, w)``: (N, L) float64 indicators, (N, L) float64 scores (or the 0/1
+    predictions), the weights or None."""
+    score = batch.y_score if batch.y_score is not None else batch.y_pred
+    if score is None:
+        raise ValueError("multilabel metrics need scores or predictions")
+    return batch.y_true.astype(np.float64), np.asarray(score, dtype=np.float64), batch.sample_weight
+
+
 @dataclass(frozen=True)
 class MultilabelLayout:
     """Number of labels L, sorted distinct thresholds, the threshold rule, and the sorted
@@ -106,12 +115,7 @@ class MultilabelState(State):
 
     @classmethod
     def from_batch(cls, layout: MultilabelLayout, batch: Batch) -> "MultilabelState":
-        Y = batch.y_true.astype(np.float64)
-        score = batch.y_score if batch.y_score is not None else batch.y_pred
-        if score is None:
-            raise ValueError("multilabel metrics need scores or predictions")
-        score = np.asarray(score, dtype=np.float64)
-        w = batch.sample_weight
+        Y, score, w = _indicator_inputs(batch)
         n = Y.shape[0]
         wv = np.ones(n) if w is None else w
 
@@ -164,7 +168,52 @@ class MultilabelState(State):
         return a["tp"][j].copy(), a["fp"][j].copy(), a["tn"][j].copy(), a["fn"][j].copy()
 
 
-def _samples_average(st: MultilabelState, j: int, prefix: str, zd: Any, beta_i: int | None = None) -> float:
+class MultilabelJaccardSamplesState(State):
+    """Per threshold (T): sums of per-row Jaccard indices ``|y & pred| / |y | pred|`` for the
+    ``samples`` average of ``iou`` (``jaccard_score(average="samples")``): ``j_sum_w`` weighted
+    sum of the defined values (rows with a true or predicted label), ``j_def_w`` their weight,
+    ``j_sum_n`` / ``j_def_n`` the same unweighted; ``weight`` () and ``count`` () (int64). A row
+    carries its whole label vector, so its value is known at fold time; the sums are exact
+    (:mod:`core.exact`), equal bit for bit for any split and merge order. Layout: a
+    :class:`MultilabelLayout` (its ``betas`` are not used)."""
+
+    kind = "multilabel_jaccard_samples"
+    Layout = MultilabelLayout
+    FIELDS = (("j_sum_w", "float64"), ("j_def_w", "float64"), ("j_sum_n", "float64"), ("j_def_n", "float64"),
+              ("weight", "float64"), ("count", "int64"))  # fmt: skip
+    COUNTS = ("j_def_w", "j_def_n", "weight", "count")
+    NONNEGATIVE = ("j_sum_w", "j_sum_n")
+    EXACT = ("j_sum_w", "j_def_w", "j_sum_n", "j_def_n", "weight")
+
+    @classmethod
+    def shape(cls, layout: MultilabelLayout, field: str) -> tuple[int, ...]:
+        return () if field in ("weight", "count") else (len(layout.thresholds),)
+
+    @classmethod
+    def layout_for(cls, requirements: list[Any], task: Any) -> MultilabelLayout:
+        return MultilabelLayout(task.num_classes, tuple(sorted({float(t) for t in requirements})), task.threshold_rule)
+
+    @classmethod
+    def from_batch(cls, layout: MultilabelLayout, batch: Batch) -> "MultilabelJaccardSamplesState":
+        Y, score, w = _indicator_inputs(batch)
+        out: dict[str, list] = {f: [] for f in ("j_sum_w", "j_def_w", "j_sum_n", "j_def_n")}
+        for t in layout.thresholds:
+            P = (score >= t if layout.threshold_rule == ">=" else score > t).astype(np.float64)
+            inter = (Y * P).sum(axis=1)
+            union = np.maximum(Y, P).sum(axis=1)
+            d = union > 0
+            v = np.where(d, inter / np.where(d, union, 1.0), 0.0)
+            out["j_sum_w"].append(exact_sum(v, w))
+            out["j_def_w"].append(np.float64(d.sum()) if w is None else exact_sum(w[d]))
+            out["j_sum_n"].append(exact_sum(v))
+            out["j_def_n"].append(np.float64(d.sum()))
+        arrays: dict[str, Any] = {k: ExactSums.stack(v, (len(layout.thresholds),)) for k, v in out.items()}
+        arrays["weight"] = np.float64(Y.shape[0]) if w is None else exact_sum(w)
+        arrays["count"] = np.int64(Y.shape[0])
+        return cls(layout, arrays)
+
+
+def _samples_average(st: State, j: int, prefix: str, zd: Any, beta_i: int | None = None) -> float:
     a = st.arrays
     pick = (lambda f: a[f][j]) if beta_i is None else (lambda f: a[f][j, beta_i])  # noqa: E731
     s_w, d_w, s_n, d_n = (float(pick(f"{prefix}_{x}")) for x in ("sum_w", "def_w", "sum_n", "def_n"))
@@ -183,12 +232,15 @@ def _samples_average(st: MultilabelState, j: int, prefix: str, zd: Any, beta_i: 
 
 def prf_multilabel(metric: _Classification, states: dict[str, State]) -> Any:
     """Precision, recall, F-beta or IoU of a multilabel task (called by those metrics)."""
-    st = states["multilabel"]
     t = metric.p["threshold"]
     avg, zd = metric.p["average"], metric.p["zero_division"]
+    which = metric.which
+    if avg == "samples" and which == "jaccard":
+        js = states["multilabel_jaccard_samples"]
+        return _samples_average(js, js.layout.t_index(t), "j", zd)  # type: ignore[arg-type]
+    st = states["multilabel"]
     tp, fp, tn, fn = st.label_counts(t)
     pred, true = tp + fp, tp + fn
-    which = metric.which
     if avg == "samples":
         j = st.layout.t_index(t)
         if which == "precision":
@@ -220,6 +272,8 @@ def subset_accuracy(metric: Metric, states: dict[str, State]) -> float:
 
 
 def _requires_multilabel(metric: _Classification) -> list[tuple[type[State], Any]]:
+    if getattr(metric, "which", None) == "jaccard" and metric.p.get("average") == "samples":
+        return [(MultilabelJaccardSamplesState, metric.p["threshold"])]
     return [(MultilabelState, (metric.p["threshold"], metric.p.get("beta", 1.0)))]
 
 
@@ -295,7 +349,8 @@ class HammingLoss(_MultilabelMetric):
 
 class MultilabelConfusionMatrix(_MultilabelMetric):
     """Per-label 2 x 2 confusion matrices, an (L, 2, 2) array ``[[tn, fp], [fn, tp]]`` (weighted).
-    Source: ``sklearn.metrics.multilabel_confusion_matrix``."""
+    ``samplewise=true`` (one matrix per row) raises ValueError: it is a per-row output, not a
+    mergeable state. Source: ``sklearn.metrics.multilabel_confusion_matrix``."""
 
     name = "multilabel_confusion_matrix"
     full_name = "Multilabel confusion matrix"
@@ -303,6 +358,22 @@ class MultilabelConfusionMatrix(_MultilabelMetric):
     higher_is_better = None
     bounds = (0.0, math.inf)
     sklearn = "sklearn.metrics.multilabel_confusion_matrix"
+    params = {"threshold": None, "samplewise": False}
+
+    def configure(self) -> None:
+        sw = self.p["samplewise"]
+        if isinstance(sw, str):
+            sw = {"true": True, "false": False, "1": True, "0": False}.get(sw.lower(), sw)
+        if sw not in (True, False, 0, 1) or isinstance(sw, float):
+            raise ValueError(f"metric {self.name!r}: samplewise must be true or false, got {self.p['samplewise']!r}")
+        if sw:
+            raise ValueError(
+                f"metric {self.name!r}: samplewise=true (scikit-learn's per-row (N, 2, 2) matrices) is one "
+                "value per input row, not a bounded state that merges; per-row averages that do merge are "
+                "iou@samples, precision@samples, recall@samples and f1@samples"
+            )
+        super().configure()
+        self.p["samplewise"] = False
 
     def compute(self, states: dict[str, State]) -> np.ndarray:
         tp, fp, tn, fn = states["multilabel"].label_counts(self.p["threshold"])
@@ -312,6 +383,7 @@ class MultilabelConfusionMatrix(_MultilabelMetric):
 __all__ = [
     "HammingLoss",
     "MultilabelConfusionMatrix",
+    "MultilabelJaccardSamplesState",
     "MultilabelLayout",
     "MultilabelState",
     "SubsetAccuracy",

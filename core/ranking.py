@@ -45,6 +45,8 @@ from core.metrics import AVERAGES, AVERAGINGS, Interval, Metric, get_averaging, 
 from core.score_distribution import (
     Class0ScoreDistributionState,
     ClassScoreDistributionState,
+    LabelRankingSamplesState,
+    LabelScoreDistributionState,
     ScoreDistributionLayout,
     ScoreDistributionState,
     bin_lower_scores,
@@ -479,6 +481,56 @@ def multiclass_value(state: ClassScoreDistributionState, fn, multi_class: str, a
 
 
 # ---------------------------------------------------------------------------------------------
+# Multilabel indicator targets: one binary distribution per label from a LabelScoreDistributionState
+ML_AVERAGES = ("macro", "weighted", "micro", "samples", None)
+
+
+def label_dist(state: LabelScoreDistributionState, j: int) -> _Dist:
+    """Label ``j``: the binary distribution of ``(y_true[:, j], y_score[:, j])``."""
+    keys, w, level = state.column(j)
+    return _Dist(keys, w[:, 1], w[:, 0], level)
+
+
+def label_micro_dist(state: LabelScoreDistributionState) -> _Dist:
+    """Every (row, label) pair as one binary problem (scikit-learn's ``average="micro"`` ravels
+    the indicator and score matrices): the canonical merge of every label column's bins."""
+    acc = (np.zeros(0, np.int64), np.zeros((0, 2)), 0)
+    for j in range(state.layout.num_labels):
+        acc = merge_bins(acc, state.column(j), state.layout.capacity)
+    keys, w, level = acc
+    return _Dist(keys, w[:, 1], w[:, 0], level)
+
+
+def multilabel_value(state: LabelScoreDistributionState, fn, average: str | None) -> Any:
+    """A binary ranking metric ``fn(_Dist)`` per label of multilabel-indicator data, averaged as
+    scikit-learn's ``_average_binary_score``: ``macro`` (mean over labels), ``weighted`` (by each
+    label's positive weight), ``micro`` (one binary problem over all (row, label) pairs), None
+    (the (L,) per-label values). Labels whose value is NaN are left out of averages."""
+    L = state.layout.num_labels
+    if state.arrays["keys"].size == 0:
+        return np.full(L, np.nan) if average is None else _NAN
+    if average == "micro":
+        return fn(label_micro_dist(state))
+    values = [fn(label_dist(state, j)) for j in range(L)]
+    if average is None:
+        return np.array([x.value if isinstance(x, Interval) else x for x in values], dtype=np.float64)
+    return _combine(values, state.label_totals() if average == "weighted" else None)
+
+
+def _configure_multilabel(metric: "RankingMetric") -> None:
+    """``average`` for multilabel-indicator tasks (``macro`` default)."""
+    for name in ("multi_class", "max_fpr", "pos_label"):
+        if name in metric.given:
+            raise ValueError(f"metric {metric.name!r}: {name} does not apply to multilabel tasks")
+    avg = metric.p["average"] if "average" in metric.given else "macro"
+    if avg not in ML_AVERAGES:
+        raise ValueError(f"metric {metric.name!r}: average must be one of {ML_AVERAGES} for multilabel tasks, got {avg!r}")
+    if avg == "samples" and metric.p["capacity"] is not None:
+        raise ValueError(f"metric {metric.name!r}: capacity does not apply to average='samples' (per-row values are exact)")
+    metric.p["average"] = avg
+
+
+# ---------------------------------------------------------------------------------------------
 class RankingMetric(Metric):
     """Base of the metrics read from a :class:`~core.score_distribution.ScoreDistributionState`.
 
@@ -512,6 +564,10 @@ class RankingMetric(Metric):
     def requires(self) -> list[tuple[type[State], Any]]:
         if self.task.kind == "multiclass":
             return [(ClassScoreDistributionState, self.p["capacity"])]
+        if self.task.kind == "multilabel":
+            if self.p["average"] == "samples":
+                return [(LabelRankingSamplesState, None)]
+            return [(LabelScoreDistributionState, self.p["capacity"])]
         return [(self._state_type(), self.p["capacity"])]
 
     def _state_type(self) -> type[ScoreDistributionState]:
@@ -519,19 +575,25 @@ class RankingMetric(Metric):
 
     def needs(self) -> frozenset[str]:
         """Labels and scores: binary (N,) scores (hard 0/1 predictions also do: they are used as
-        scores); multiclass an (N, K) score matrix."""
-        return frozenset({"target", "score_matrix" if self.task.kind == "multiclass" else "score"})
+        scores); multiclass an (N, K) score matrix; multilabel an (N, L) score matrix."""
+        return frozenset({"target", "score_matrix" if self.task.kind in ("multiclass", "multilabel") else "score"})
 
     def dist(self, states: dict[str, State]) -> _Dist:
         return _Dist.of(states[self._state_type().kind], self.p["pos_label"])  # type: ignore[arg-type]
 
     def is_exact(self, states: dict[str, State]) -> bool:
         """True when the value computed from ``states`` is exact (no interval)."""
+        if self.task.kind == "multilabel":
+            if self.p["average"] == "samples":
+                return True
+            return states["label_score_distribution"].is_exact  # type: ignore[attr-defined]
         kind = "class_score_distribution" if self.task.kind == "multiclass" else self._state_type().kind
         return states[kind].is_exact  # type: ignore[attr-defined]
 
     def compute(self, states: dict[str, State]) -> Any:
-        if self.task.kind == "multiclass":
+        if self.task.kind == "multilabel":
+            v = self.multilabel(states)
+        elif self.task.kind == "multiclass":
             v = multiclass_value(
                 states["class_score_distribution"], self.value, self.p["multi_class"], self.p["average"]  # type: ignore[arg-type]
             )
@@ -544,10 +606,26 @@ class RankingMetric(Metric):
     def value(self, d: _Dist) -> Any:
         raise NotImplementedError
 
+    #: the per-row value of :class:`~core.score_distribution.LabelRankingSamplesState` that is
+    #: this metric's ``average="samples"`` (multilabel), or None
+    row_metric: ClassVar[str | None] = None
+
+    def multilabel(self, states: dict[str, State]) -> Any:
+        """The value on multilabel-indicator targets (see :func:`multilabel_value`; ``samples``:
+        the weighted mean of the per-row values, rows whose value is undefined left out)."""
+        if self.p["average"] == "samples":
+            st = states["label_ranking_samples"]
+            if st.undefined(self.row_metric):  # type: ignore[attr-defined]
+                _record_undefined()
+            return st.mean(self.row_metric)  # type: ignore[attr-defined]
+        return multilabel_value(states["label_score_distribution"], self.value, self.p["average"])  # type: ignore[arg-type]
+
 
 def _configure_multiclass(metric: "RankingMetric", allow_ovo: bool) -> None:
     """``multi_class`` / ``average`` for multiclass tasks (binary tasks take neither)."""
     p, given = metric.p, metric.given
+    if metric.task.kind == "multilabel":
+        return _configure_multilabel(metric)
     if metric.task.kind != "multiclass":
         for name in ("multi_class", "average"):
             if name in given:
@@ -588,6 +666,12 @@ class RocAuc(RankingMetric):
     ``multi_class`` (``"ovr"``: each class against the rest, default; ``"ovo"``: Hand & Till's
     average over pairs of present classes) and ``average`` (``macro`` default, ``weighted``,
     ``micro`` and ``none`` for per-class values with ovr), e.g. ``roc_auc@weighted@multi_class=ovo``.
+    Multilabel-indicator tasks ((N, L) 0/1 targets and (N, L) scores) take ``average``: ``macro``
+    (default: mean of the per-label AUCs of ``y[:, j]`` vs ``score[:, j]``), ``weighted`` (by each
+    label's positive weight), ``micro`` (all (row, label) pairs as one binary problem), ``none``
+    (the (L,) per-label values) and ``samples`` (each row's AUC over its labels, averaged with the
+    sample weights; rows without a positive or a negative label are left out, where
+    scikit-learn's mean would be NaN), as ``roc_auc_score`` with indicator targets.
     Value in [0, 1]; NaN when a class is absent or has zero weight; classes (pairs) whose value is
     NaN are left out of averages (scikit-learn would return NaN). One-vs-one accepts weights
     (scikit-learn refuses them): each pair's weight share replaces its prevalence. Compressed
@@ -607,13 +691,14 @@ class RocAuc(RankingMetric):
     aliases = ("auc", "auroc", "roc_auc_score")
     params = {**RankingMetric.params, "max_fpr": None, "multi_class": None, "average": None}
     positional = "average"
-    tasks = ("binary", "multiclass")
+    tasks = ("binary", "multiclass", "multilabel")
+    row_metric = "roc_auc"
     sklearn = "sklearn.metrics.roc_auc_score"
 
     def configure_metric(self) -> None:
         if self.p["max_fpr"] is not None:
-            if self.task.kind == "multiclass":
-                raise ValueError("metric 'roc_auc': max_fpr (partial AUC) is not available for multiclass tasks")
+            if self.task.kind in ("multiclass", "multilabel"):
+                raise ValueError(f"metric 'roc_auc': max_fpr (partial AUC) is not available for {self.task.kind} tasks")
             self.p["max_fpr"] = _unit(self, "max_fpr", closed_lo=False)
         _configure_multiclass(self, allow_ovo=True)
 
@@ -676,15 +761,18 @@ class AveragePrecision(RankingMetric):
     """Average precision ``sum_n (R_n - R_{n-1}) P_n`` (step formula, no interpolation).
     Source: ``sklearn.metrics.average_precision_score``. 0.0 with no positives, NaN when empty.
     Multiclass tasks: one-vs-rest per class with ``average`` ``macro`` (default), ``weighted``,
-    ``micro`` or ``none``, as scikit-learn with an (N, K) score matrix.
-    Compressed states: :class:`~core.metrics.Interval` (see :func:`_ap_bin_terms`)."""
+    ``micro`` or ``none``, as scikit-learn with an (N, K) score matrix. Multilabel-indicator tasks:
+    per label with ``average`` ``macro`` (default), ``weighted``, ``micro``, ``none`` or
+    ``samples`` (each row's AP over its labels, 0.0 for a row without positive labels), as
+    ``average_precision_score`` with indicator targets. Compressed states: :class:`~core.metrics.Interval` (see :func:`_ap_bin_terms`)."""
 
     name = "average_precision"
     full_name = "Average precision"
     aliases = ("ap", "average_precision_score")
     params = {**RankingMetric.params, "multi_class": None, "average": None}
     positional = "average"
-    tasks = ("binary", "multiclass")
+    tasks = ("binary", "multiclass", "multilabel")
+    row_metric = "average_precision"
     sklearn = "sklearn.metrics.average_precision_score"
 
     def configure_metric(self) -> None:

@@ -466,6 +466,16 @@ class ClassScoreDistributionLayout:
         cap = default_class_capacity(int(k)) if self.capacity is None else self.capacity
         object.__setattr__(self, "capacity", ScoreDistributionLayout(cap).capacity)
 
+    @property
+    def columns(self) -> int:
+        """Score columns (one canonical distribution each): K."""
+        return self.num_classes
+
+    @property
+    def width(self) -> int:
+        """Weights per bin: one per true class, K."""
+        return self.num_classes
+
 
 class ClassScoreDistributionState(State):
     """Per class column k of an (N, K) score matrix: a canonical score distribution of
@@ -488,6 +498,7 @@ class ClassScoreDistributionState(State):
 
     kind = "class_score_distribution"
     Layout = ClassScoreDistributionLayout
+    _WHAT = "one-vs-rest / one-vs-one metrics"
     FIELDS = (("levels", "int64"), ("offsets", "int64"), ("keys", "int64"), ("weights", "float64"))
     COUNTS = ("weights",)
     NONNEGATIVE = ("levels", "offsets")
@@ -497,7 +508,7 @@ class ClassScoreDistributionState(State):
         super().__init__(layout, arrays)
         if _trusted:
             return
-        k, cap = layout.num_classes, layout.capacity
+        k, width, cap = layout.columns, layout.width, layout.capacity
         a = self.arrays
         levels, offsets, keys, weights = a["levels"], a["offsets"], a["keys"], a["weights"]
         problems = []
@@ -505,10 +516,10 @@ class ClassScoreDistributionState(State):
             problems.append(f"levels/offsets must have {k}/{k + 1} entries")
         elif offsets[0] != 0 or offsets[-1] != keys.shape[0] or np.any(np.diff(offsets) < 0):
             problems.append("offsets do not partition the keys")
-        elif weights.shape[0] != keys.shape[0] * k:
-            problems.append(f"weights must have {k} entries per key")
+        elif weights.shape[0] != keys.shape[0] * width:
+            problems.append(f"weights must have {width} entries per key")
         else:
-            w = weights.reshape(-1, k)
+            w = weights.reshape(-1, width)
             if not (np.all(np.isfinite(w)) and np.all(w >= 0) and np.all(w.sum(axis=1) > 0)):
                 problems.append("weights must be finite, >= 0, and positive per bin")
             for c in range(k):
@@ -525,9 +536,9 @@ class ClassScoreDistributionState(State):
     @classmethod
     def shape(cls, layout: ClassScoreDistributionLayout, field: str) -> tuple[int, ...] | None:
         if field == "levels":
-            return (layout.num_classes,)
+            return (layout.columns,)
         if field == "offsets":
-            return (layout.num_classes + 1,)
+            return (layout.columns + 1,)
         return None
 
     @classmethod
@@ -549,18 +560,19 @@ class ClassScoreDistributionState(State):
         if exact is None:
             weights: Any = np.concatenate([np.asarray(c[1], dtype=np.float64).reshape(-1) for c in columns])
         else:
-            weights = cls._exact_weights(layout.num_classes, keys, levels, offsets, exact)
+            weights = cls._exact_weights(layout, keys, levels, offsets, exact)
         return cls(
             layout,
             {"levels": levels, "offsets": offsets, "keys": np.concatenate(keys).astype(np.int64, copy=False), "weights": weights},
             _trusted=True,
         )
 
-    @staticmethod
-    def _exact_weights(k: int, keys: list, levels: np.ndarray, offsets: np.ndarray, sources: list) -> ExactSums:
-        """Exact (M * K,) weights of the new bins from ``sources``: states (their exact weights
+    @classmethod
+    def _exact_weights(cls, layout: Any, keys: list, levels: np.ndarray, offsets: np.ndarray, sources: list) -> ExactSums:
+        """Exact (M * width,) weights of the new bins from ``sources``: states (their exact weights
         regrouped into the new bins) and ``(score, y, w)`` example tuples."""
-        size = int(offsets[-1]) * k
+        k, width = layout.columns, layout.width
+        size = int(offsets[-1]) * width
         total = ExactSums.zeros((size,))
         for src in sources:
             if isinstance(src, ClassScoreDistributionState):
@@ -574,15 +586,21 @@ class ClassScoreDistributionState(State):
                         for c in range(k)
                     ]
                 )
-                total = total + src.exact["weights"].regroup((to[:, None] * k + np.arange(k)[None, :]).ravel(), size)
+                total = total + src.exact["weights"].regroup((to[:, None] * width + np.arange(width)[None, :]).ravel(), size)
             else:
                 score, y, w = src
                 at = np.concatenate(
                     [offsets[c] + np.searchsorted(keys[c], score_keys(np.ascontiguousarray(score[:, c])) >> np.int64(levels[c])) for c in range(k)]
                 )
                 ww = np.ones(score.shape[0] * k) if w is None else np.tile(w, k)
-                total = total + exact_sum(ww, index=at * k + np.tile(y, k), size=size)
+                labels = np.concatenate([cls._column_labels(y, c) for c in range(k)])
+                total = total + exact_sum(ww, index=at * width + labels, size=size)
         return total
+
+    @staticmethod
+    def _column_labels(y: np.ndarray, c: int) -> np.ndarray:
+        """The (N,) labels that column ``c``'s bins count: the true class of every example."""
+        return y
 
     def _counts_only(self) -> bool:
         """Integer weights with a total below 2**52: the float binning is exact."""
@@ -590,9 +608,8 @@ class ClassScoreDistributionState(State):
 
     @classmethod
     def zero(cls, layout: ClassScoreDistributionLayout) -> "ClassScoreDistributionState":
-        k = layout.num_classes
-        empty = (np.zeros(0, np.int64), np.zeros((0, k)), 0)
-        return cls._from_columns(layout, [empty] * k)
+        empty = (np.zeros(0, np.int64), np.zeros((0, layout.width)), 0)
+        return cls._from_columns(layout, [empty] * layout.columns)
 
     @classmethod
     def from_batch(cls, layout: ClassScoreDistributionLayout, batch: Batch) -> "ClassScoreDistributionState":
@@ -601,15 +618,18 @@ class ClassScoreDistributionState(State):
         Raises:
             ValueError: the batch has no (N, K) score matrix.
         """
-        k = layout.num_classes
+        k, width = layout.columns, layout.width
         score = batch.y_score
         if score is None or score.ndim != 2 or score.shape[1] != k:
             got = "none" if score is None else f"shape {score.shape}"
-            raise ValueError(f"one-vs-rest / one-vs-one metrics need an (N, {k}) score matrix, got {got}")
+            raise ValueError(f"{cls._WHAT} need an (N, {k}) score matrix, got {got}")
         score, y, w = _drop_zero_weight(score, batch.y_true.astype(np.int64, copy=False), batch.sample_weight)
         if score.shape[0] == 0:
             return cls.zero(layout)
-        cols = [bin_scores(np.ascontiguousarray(score[:, c], dtype=np.float64), y, w, layout.capacity, k) for c in range(k)]
+        cols = [
+            bin_scores(np.ascontiguousarray(score[:, c], dtype=np.float64), cls._column_labels(y, c), w, layout.capacity, width)
+            for c in range(k)
+        ]
         return cls._from_columns(layout, cols, None if w is None else [(score, y, w)])
 
     def fold(self, batch: Batch) -> "ClassScoreDistributionState":
@@ -619,7 +639,7 @@ class ClassScoreDistributionState(State):
         Raises:
             ValueError: as :meth:`from_batch`.
         """
-        k = self.layout.num_classes
+        k, width = self.layout.columns, self.layout.width
         score = batch.y_score
         if score is None or score.ndim != 2 or score.shape[1] != k:
             return self.merge(type(self).from_batch(self.layout, batch))  # raises the error
@@ -627,14 +647,18 @@ class ClassScoreDistributionState(State):
         if score.shape[0] == 0:
             return self
         cap = self.layout.capacity
-        cols = [fold_bins(self.column(c), np.ascontiguousarray(score[:, c], dtype=np.float64), y, w, cap, k) for c in range(k)]
+        cols = [
+            fold_bins(self.column(c), np.ascontiguousarray(score[:, c], dtype=np.float64), self._column_labels(y, c), w, cap, width)
+            for c in range(k)
+        ]
         if w is None and self._counts_only() and _small_counts(*(c[1] for c in cols)):
             return self._from_columns(self.layout, cols)  # integer counts: already exact
         return self._from_columns(self.layout, cols, [self, (score, y, w)])
 
     def column(self, c: int) -> tuple[np.ndarray, np.ndarray, int]:
-        """``(keys, weights, level)`` of class column ``c``: (m,) keys ascending, (m, K) weights."""
-        a, k = self.arrays, self.layout.num_classes
+        """``(keys, weights, level)`` of class column ``c``: (m,) keys ascending, (m, K) weights
+        ((m, 2) weights of labels 0 and 1 for a :class:`LabelScoreDistributionState`)."""
+        a, k = self.arrays, self.layout.width
         lo, hi = int(a["offsets"][c]), int(a["offsets"][c + 1])
         return a["keys"][lo:hi], a["weights"][lo * k : hi * k].reshape(-1, k), int(a["levels"][c])
 
@@ -653,7 +677,7 @@ class ClassScoreDistributionState(State):
         if self.arrays["keys"].size == 0:
             return other  # type: ignore[return-value]
         cap = self.layout.capacity
-        cols = [merge_bins(self.column(c), other.column(c), cap) for c in range(self.layout.num_classes)]  # type: ignore[attr-defined]
+        cols = [merge_bins(self.column(c), other.column(c), cap) for c in range(self.layout.columns)]  # type: ignore[attr-defined]
         if self._counts_only() and other._counts_only() and _small_counts(*(c[1] for c in cols)):  # type: ignore[attr-defined]
             return self._from_columns(self.layout, cols)  # integer counts: already exact
         return self._from_columns(self.layout, cols, [self, other])
@@ -675,3 +699,222 @@ class ClassScoreDistributionState(State):
             f"ClassScoreDistributionState(num_classes={self.layout.num_classes}, capacity={self.layout.capacity}, "
             f"levels={a['levels'].tolist()}, bins={np.diff(a['offsets']).tolist()})"
         )
+
+
+# ---------------------------------------------------------------------------------------------
+def default_label_capacity(num_labels: int) -> int:
+    """Default bins per label column of a :class:`LabelScoreDistributionState`: each bin stores a
+    key and two weights (8 B each), so ``24 L capacity`` stays near 1 MiB; clipped to
+    [16, 40,000] (L = 5: 8,738 bins per column; L = 100: 436)."""
+    return int(min(DEFAULT_CAPACITY, max(16, (1 << 20) // (24 * num_labels))))
+
+
+@dataclass(frozen=True)
+class LabelScoreDistributionLayout:
+    """Configuration of a per-label score distribution (multilabel-indicator targets).
+
+    Attributes:
+        num_labels: L >= 1 (the (N, L) indicator targets and score matrix have L columns).
+        capacity: bins per label column (int in [2, 2**26]); None picks
+            :func:`default_label_capacity` (about 1 MiB per state).
+    """
+
+    num_labels: int
+    capacity: int | None = None
+
+    def __post_init__(self) -> None:
+        n = self.num_labels
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+            raise ValueError(f"num_labels must be an integer >= 1, got {n!r}")
+        object.__setattr__(self, "num_labels", int(n))
+        cap = default_label_capacity(int(n)) if self.capacity is None else self.capacity
+        object.__setattr__(self, "capacity", ScoreDistributionLayout(cap).capacity)
+
+    @property
+    def columns(self) -> int:
+        """Score columns (one canonical distribution each): L."""
+        return self.num_labels
+
+    @property
+    def width(self) -> int:
+        """Weights per bin: of label value 0 and of label value 1."""
+        return 2
+
+
+class LabelScoreDistributionState(ClassScoreDistributionState):
+    """Per label column j of multilabel-indicator data: the canonical score distribution of
+    ``y_score[:, j]`` with the summed weight of ``y_true[:, j] == 0`` and ``== 1`` per bin.
+
+    Column j is exactly the binary :class:`ScoreDistributionState` of ``(y_true[:, j],
+    y_score[:, j])`` (same keys, levels and canonical merge), which is what scikit-learn's
+    per-label ``roc_auc_score`` / ``average_precision_score`` on indicator targets read.
+
+    Fields: as :class:`ClassScoreDistributionState` with K = L columns and ``weights`` (M * 2,),
+    row-major (M, 2): weight of label value 0, then of label value 1, per bin.
+
+    Raises:
+        ValueError: arrays that break the invariants (corrupted bytes); merging states of another
+            ``num_labels`` or ``capacity``; a batch without an (N, L) score matrix.
+    """
+
+    kind = "label_score_distribution"
+    Layout = LabelScoreDistributionLayout
+    _WHAT = "multilabel ranking metrics"
+
+    @classmethod
+    def layout_for(cls, requirements: list[Any], task: Any) -> LabelScoreDistributionLayout:
+        """The task's L and the largest requested capacity (None = the default for L)."""
+        default = default_label_capacity(task.num_classes)
+        caps = [default if r is None else int(r) for r in requirements]
+        return LabelScoreDistributionLayout(task.num_classes, max(caps) if caps else default)
+
+    @staticmethod
+    def _column_labels(y: np.ndarray, c: int) -> np.ndarray:
+        """Column ``c`` of the (N, L) 0/1 indicators."""
+        return np.ascontiguousarray(y[:, c])
+
+    def label_totals(self) -> np.ndarray:
+        """(L,) summed weight of the positive examples (``y_true[:, j] == 1``) of each label."""
+        return np.array([self.column(c)[1][:, 1].sum() for c in range(self.layout.num_labels)])
+
+    def class_totals(self) -> np.ndarray:  # pragma: no cover - the multiclass accessor
+        raise TypeError("a label score distribution has per-label totals: use label_totals()")
+
+    def __repr__(self) -> str:
+        a = self.arrays
+        return (
+            f"LabelScoreDistributionState(num_labels={self.layout.num_labels}, capacity={self.layout.capacity}, "
+            f"levels={a['levels'].tolist()}, bins={np.diff(a['offsets']).tolist()})"
+        )
+
+
+# ---------------------------------------------------------------------------------------------
+def row_ranking_values(y: np.ndarray, score: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per row of (N, L) 0/1 indicators and scores: ROC AUC and average precision of the row's
+    labels ranked by the row's scores (every label counts once), vectorised over rows.
+
+    ROC AUC ``= sum_g pos_g (neg_below_g + neg_g / 2) / (P N)`` over the row's groups of tied
+    scores (NaN when the row has no positive or no negative label); average precision ``= sum_g
+    (pos_g / P) (A_g + pos_g) / (A_g + B_g + pos_g + neg_g)`` with ``A_g``/``B_g`` the positives/
+    negatives scored above group g (scikit-learn's step formula; 0.0 without positive labels).
+    Both are exact rationals rounded once (scikit-learn's curves round differently: the values
+    agree to about 1e-16 relative).
+
+    Returns:
+        ``(roc_auc, average_precision)``: two (N,) float64 arrays.
+    """
+    n, L = score.shape
+    if n == 0:
+        return np.zeros(0), np.zeros(0)
+    order = np.argsort(-score, axis=1, kind="stable")
+    s = np.take_along_axis(score, order, axis=1)
+    yy = np.take_along_axis(y, order, axis=1).astype(np.float64)
+    start = np.ones((n, L), dtype=bool)
+    start[:, 1:] = s[:, 1:] != s[:, :-1]
+    flat = start.ravel()
+    gid = np.cumsum(flat) - 1
+    g = int(gid[-1]) + 1
+    pos = np.bincount(gid, yy.ravel(), g)
+    neg = np.bincount(gid, None, g) - pos
+    row = np.repeat(np.arange(n), L)[flat]
+    first = gid[:: L]  # first group of each row
+    cp, cn = np.cumsum(pos), np.cumsum(neg)
+    A = cp - pos - (cp - pos)[first][row]
+    B = cn - neg - (cn - neg)[first][row]
+    P = yy.sum(axis=1)
+    N = L - P
+    auc_num = np.bincount(row, pos * (N[row] - B - neg / 2.0), n)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        auc = np.where((P > 0) & (N > 0), auc_num / (P * N), np.nan)
+        ap_terms = pos * (A + pos) / (A + B + pos + neg)
+        ap = np.where(P > 0, np.bincount(row, ap_terms, n) / np.where(P > 0, P, 1.0), 0.0)
+    return auc, ap
+
+
+@dataclass(frozen=True)
+class LabelRankingSamplesLayout:
+    """Configuration of :class:`LabelRankingSamplesState`: the number of labels L >= 1."""
+
+    num_labels: int
+
+    def __post_init__(self) -> None:
+        n = self.num_labels
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+            raise ValueError(f"num_labels must be an integer >= 1, got {n!r}")
+        object.__setattr__(self, "num_labels", int(n))
+
+
+#: the per-row values a :class:`LabelRankingSamplesState` sums, in field order
+ROW_RANKING_METRICS = ("roc_auc", "average_precision")
+
+
+class LabelRankingSamplesState(State):
+    """Sums of per-row ranking values for scikit-learn's ``average="samples"`` on multilabel
+    indicator targets: each row's own ROC AUC and average precision over its L labels
+    (:func:`row_ranking_values`), then their sample-weighted mean. A row carries its whole label
+    vector, so the per-row value is known at fold time and the mean is a ratio of sums.
+
+    Fields, each (2,) float64 indexed by :data:`ROW_RANKING_METRICS`: ``sum_w`` weighted sum of the
+    defined row values, ``def_w`` those rows' weight, ``sum_n`` / ``def_n`` the same unweighted
+    (for scikit-learn's fallback to the plain mean when the weights sum to 0); ``count`` () int64
+    the rows. The float fields are exact sums
+    (:mod:`core.exact`), so every split and merge order gives the same state bit for bit.
+    """
+
+    kind = "label_ranking_samples"
+    Layout = LabelRankingSamplesLayout
+    FIELDS = (("sum_w", "float64"), ("def_w", "float64"), ("sum_n", "float64"), ("def_n", "float64"), ("count", "int64"))
+    COUNTS = ("def_w", "def_n", "count")
+    NONNEGATIVE = ("sum_w", "sum_n")
+    EXACT = ("sum_w", "def_w", "sum_n", "def_n")
+
+    @classmethod
+    def shape(cls, layout: LabelRankingSamplesLayout, field: str) -> tuple[int, ...]:
+        return () if field == "count" else (len(ROW_RANKING_METRICS),)
+
+    @classmethod
+    def layout_for(cls, requirements: list[Any], task: Any) -> LabelRankingSamplesLayout:
+        return LabelRankingSamplesLayout(task.num_classes)
+
+    @classmethod
+    def from_batch(cls, layout: LabelRankingSamplesLayout, batch: Batch) -> "LabelRankingSamplesState":
+        """Per-row values of ``batch.y_true`` ((N, L) 0/1) ranked by ``batch.y_score`` ((N, L)).
+
+        Raises:
+            ValueError: the batch has no (N, L) score matrix.
+        """
+        L = layout.num_labels
+        score = batch.y_score
+        if score is None or score.ndim != 2 or score.shape[1] != L:
+            got = "none" if score is None else f"shape {score.shape}"
+            raise ValueError(f"multilabel ranking metrics need an (N, {L}) score matrix, got {got}")
+        w = batch.sample_weight
+        values = row_ranking_values(batch.y_true, np.asarray(score, dtype=np.float64))
+        out: dict[str, list] = {f: [] for f, _ in cls.FIELDS if f != "count"}
+        for v in values:
+            d = ~np.isnan(v)
+            v0 = np.where(d, v, 0.0)
+            out["sum_w"].append(exact_sum(v0, w))
+            out["def_w"].append(np.float64(d.sum()) if w is None else exact_sum(w[d]))
+            out["sum_n"].append(exact_sum(v0))
+            out["def_n"].append(np.float64(d.sum()))
+        arrays: dict[str, Any] = {f: ExactSums.stack(v, (len(ROW_RANKING_METRICS),)) for f, v in out.items()}
+        arrays["count"] = np.int64(batch.y_true.shape[0])
+        return cls(layout, arrays)
+
+    def mean(self, metric: str) -> float:
+        """The samples average of ``metric`` (one of :data:`ROW_RANKING_METRICS`): the weighted
+        mean of the defined row values, the unweighted mean if their weights sum to 0, NaN
+        without a defined row (scikit-learn's ``np.average`` with the sample weights; rows whose
+        value is undefined are left out, where scikit-learn raises)."""
+        i = ROW_RANKING_METRICS.index(metric)
+        a = self.arrays
+        if a["def_w"][i] > 0:
+            return float(a["sum_w"][i] / a["def_w"][i])
+        if a["def_n"][i] > 0:
+            return float(a["sum_n"][i] / a["def_n"][i])
+        return float("nan")
+
+    def undefined(self, metric: str) -> bool:
+        """Whether some rows' ``metric`` is undefined (left out of :meth:`mean`)."""
+        return bool(self.arrays["def_n"][ROW_RANKING_METRICS.index(metric)] < self.arrays["count"])

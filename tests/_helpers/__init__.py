@@ -29,6 +29,7 @@ from tests._helpers.cases import (
     multiclass_case,
 )
 from tests._helpers.compare import (
+    assert_bounds_contain,
     assert_all_close,
     assert_states_equal,
     close,
@@ -40,6 +41,7 @@ from tests._helpers.sharding import (
     PlanFolder,
     StateFolder,
     fold_all,
+    fold_plan_sharded,
     fold_sharded,
     merge_tree,
     random_shards,
@@ -58,10 +60,12 @@ __all__ = [
     "PlanFolder",
     "StateFolder",
     "assert_all_close",
+    "assert_bounds_contain",
     "assert_states_equal",
     "binary_case",
     "close",
     "fold_all",
+    "fold_plan_sharded",
     "fold_sharded",
     "merge_tree",
     "multiclass_case",

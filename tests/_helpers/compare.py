@@ -132,3 +132,19 @@ def assert_states_equal(a: Any, b: Any, rel: float = 0.0, context: str = "") -> 
     if rel == 0:
         a, b = _states_of(a), _states_of(b)
         assert a == b, f"{context}: states_diff found no difference but == is False"
+
+
+def assert_bounds_contain(metrics: Any, kind: str, exact: Any, small: Any, where: Any = None) -> None:
+    """Every metric of ``metrics`` computed from the exact state ``exact`` and the compressed
+    state ``small`` (both of state kind ``kind``): the exact value is a float, and lies within the
+    compressed value's certified bounds (or equals it when the compressed value is a float)."""
+    from core.metrics import Interval
+
+    for m in metrics:
+        e = m.compute({kind: exact})
+        c = m.compute({kind: small})
+        assert not isinstance(e, Interval)
+        if isinstance(c, Interval):
+            assert c.lower <= e <= c.upper, (where, m.key, e, c)
+        else:
+            assert (math.isnan(c) and math.isnan(e)) or np.isclose(c, e, rtol=1e-12), (where, m.key, e, c)

@@ -198,3 +198,16 @@ class EvaluationFolder:
 
     def merge(self, a: dict, b: dict) -> dict:
         return self.ev.merge(dict(a), b)
+
+
+def fold_plan_sharded(plan: Any, batch: Any, rng: np.random.Generator) -> Any:
+    """A :class:`core.plan.Plan`'s states of ``batch`` (a :class:`core._inputs.Batch`) folded in
+    random shards of ordered batches (incl. empty ones), each folded into the running state,
+    merged along a random tree."""
+    states = []
+    for shard in random_shards(rng, batch.n):
+        s = plan.zero()
+        for idx in shard:
+            s = plan.fold(s, batch.take(idx))
+        states.append(s)
+    return merge_tree(states, plan.merge, rng, plan.zero)

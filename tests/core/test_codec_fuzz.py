@@ -50,6 +50,9 @@ NON_NEGATIVE = {
     "score_distribution": ("pos", "neg"),
     "score_distribution_class0": ("pos", "neg"),
     "class_score_distribution": ("weights",),
+    "label_score_distribution": ("weights",),
+    "label_ranking_samples": ("sum_w", "def_w", "sum_n", "def_n", "count"),
+    "multilabel_jaccard_samples": ("j_sum_w", "j_def_w", "j_sum_n", "j_def_n", "weight", "count"),
     "continual": ("correct", "total", "anytime_correct", "anytime_total", "class_cm"),
     "retrieval": ("relevance",),
     "bucket_cells": ("counts", "weights"),
@@ -69,8 +72,8 @@ def sample_states() -> dict[str, State]:
         scores = np.array([[0.7, 0.2, 0.1], [0.1, 0.6, 0.3], [0.2, 0.2, 0.6], [0.5, 0.4, 0.1]])
         mcs = [mc, MetricCollection("accuracy", "top_k_accuracy", "roc_auc@macro", num_classes=3)]
         mcs[1].update([0, 1, 2, 1], y_score=scores)
-        mcs.append(MetricCollection("f1@macro", task="multilabel", num_classes=3))
-        mcs[2].update(np.array([[1, 0, 1], [0, 1, 0]]), y_score=np.array([[0.9, 0.2, 0.6], [0.3, 0.8, 0.1]]))
+        mcs.append(MetricCollection("f1@macro", "roc_auc", "average_precision@samples", "iou@samples", task="multilabel", num_classes=3))
+        mcs[2].update(np.array([[1, 0, 1], [0, 1, 0]]), y_score=np.array([[0.9, 0.2, 0.6], [0.3, 0.8, 0.1]]), sample_weight=[1.5, 0.25])
         mcs.append(MetricCollection("r2", "mae", "msle", "mean_pinball_loss@alpha=0.9", task="regression"))
         mcs[3].update([1.0, 2.0, -3.0], y_pred=[1.5, 1.0, -2.0])
         mcs.append(MetricCollection("ndcg", "mrr", task="regression"))

@@ -20,7 +20,7 @@ from sklearn import metrics as skm
 from core import MetricCollection
 from core._inputs import Batch
 from core.multilabel import MultilabelLayout, MultilabelState
-from tests._helpers import close, merge_tree, random_shards
+from tests._helpers import close, fold_plan_sharded, merge_tree, random_shards
 
 L = 4
 CASES = ("balanced", "imbalanced", "all_on", "all_off", "ties", "weighted_zeros", "single_row", "empty")
@@ -175,3 +175,58 @@ def test_multilabel_state_merge_laws(rows, seed):
             assert np.array_equal(x, y), name
     assert merged.merge(zero) == merged
     assert MultilabelState.decode(merged.encode()) == merged
+
+
+# -- jaccard@samples (issue 17) ---------------------------------------------------------------
+@pytest.mark.parametrize("name,weighted", [("balanced", False), ("imbalanced", True), ("all_off", True), ("ties", False), ("weighted_zeros", True), ("single_row", False)])
+@pytest.mark.parametrize("zd", [0, 1, "nan"])
+def test_jaccard_samples_matches_sklearn(name, weighted, zd):
+    Y, S, w = multilabel_case(name, weighted)
+    mc = MetricCollection("iou@samples", "jaccard@samples@threshold=0.7", "f1@samples", task="multilabel", num_classes=L, zero_division=zd)
+    for part in np.array_split(np.arange(len(Y)), 3):
+        mc.update(Y[part], y_score=S[part], sample_weight=None if w is None else w[part])
+    got = mc.compute()
+    for key, t in (("iou@samples", 0.5), ("iou@samples@threshold=0.7", 0.7)):
+        P = (S >= t).astype(int)
+        if zd == "nan":  # scikit-learn has no NaN zero_division for jaccard: the rows where it is defined
+            keep = (Y | P).any(axis=1)
+            if not keep.any():
+                assert np.isnan(got[key]), key
+                continue
+            Yk, Pk, wk = Y[keep], P[keep], None if w is None else w[keep]
+            if wk is not None and wk.sum() == 0:
+                wk = None  # our fallback: the plain mean of the defined rows
+            want = skm.jaccard_score(Yk, Pk, average="samples", sample_weight=wk, zero_division=0)
+        else:
+            ww = None if w is None or w.sum() == 0 else w
+            want = skm.jaccard_score(Y, P, average="samples", sample_weight=ww, zero_division=zd)
+        assert got[key] == pytest.approx(want, rel=1e-13, abs=1e-15), key
+
+
+def test_jaccard_samples_by_hand_and_shares_no_state_with_the_counts():
+    # rows: y (1, 0, 1) pred (1, 1, 0): 1/3; y (0, 1, 0) pred (0, 1, 0): 1; y (0, 0, 0) pred (0, 0, 0): undefined
+    Y = np.array([[1, 0, 1], [0, 1, 0], [0, 0, 0]])
+    P = np.array([[1, 1, 0], [0, 1, 0], [0, 0, 0]])
+    mc = MetricCollection("iou@samples", "iou@micro", task="multilabel", num_classes=3)
+    mc.update(Y, y_pred=P, sample_weight=[3.0, 1.0, 5.0])
+    got = mc.compute()
+    assert got["iou@samples"] == pytest.approx((3 * (1 / 3) + 1) / 4, rel=1e-15)
+    assert sorted(s.kind for s in mc.states) == ["example_count", "multilabel", "multilabel_jaccard_samples"]
+
+
+@settings(max_examples=30, deadline=None)
+@given(rows=st.lists(st.tuples(st.integers(0, 7), st.integers(0, 7), st.sampled_from([0.0, 1.0, 0.1, 3.0])), max_size=30), seed=st.integers(0, 2**32 - 1))
+def test_jaccard_samples_state_merges_bit_for_bit(rows, seed):
+    from core import Plan, Task
+    from core.states import State
+
+    rng = np.random.default_rng(seed)
+    Y = np.array([[(r[0] >> b) & 1 for b in range(3)] for r in rows], dtype=np.int64).reshape(-1, 3)
+    S = np.array([[((r[1] >> b) & 1) * 0.8 + 0.1 for b in range(3)] for r in rows], dtype=float).reshape(-1, 3)
+    w = np.array([r[2] for r in rows])
+    plan = Plan(["iou@samples", "iou@samples@threshold=0.2"], Task(num_classes=3, kind="multilabel"))
+    batch = Batch(y_true=Y, y_score=S, sample_weight=w)
+    whole = plan.fold(plan.zero(), batch)
+    assert fold_plan_sharded(plan, batch, rng) == whole
+    for s in whole:
+        assert State.decode(s.encode()) == s

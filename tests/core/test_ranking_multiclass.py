@@ -14,9 +14,10 @@ from sklearn.metrics import average_precision_score, roc_auc_score
 
 from core import MetricCollection, Plan, Task
 from core._inputs import Batch
-from core.metrics import Interval, resolve
+from core.metrics import resolve
 from core.score_distribution import ClassScoreDistributionLayout, ClassScoreDistributionState, default_class_capacity
 from core.states import State
+from tests._helpers import assert_bounds_contain
 
 pytestmark = pytest.mark.filterwarnings("ignore::core.metrics.UndefinedMetricWarning")
 
@@ -149,14 +150,7 @@ def test_compressed_bounds_contain_the_exact_value():
         w = None if t % 2 else rng.choice([0.0, 1.0, 2.5], n)
         exact = CS.from_batch(CL(3, 100_000), Batch(y_true=y, y_score=p, sample_weight=w))
         small = CS.from_batch(CL(3, int(rng.choice([2, 4, 9]))), Batch(y_true=y, y_score=p, sample_weight=w))
-        for m in metrics:
-            e = m.compute({"class_score_distribution": exact})
-            c = m.compute({"class_score_distribution": small})
-            assert not isinstance(e, Interval)
-            if isinstance(c, Interval):
-                assert c.lower <= e <= c.upper, (t, m.key, e, c)
-            else:
-                assert (math.isnan(c) and math.isnan(e)) or np.isclose(c, e, rtol=1e-12), (t, m.key, e, c)
+        assert_bounds_contain(metrics, "class_score_distribution", exact, small, t)
 
 
 def test_layout_and_errors():

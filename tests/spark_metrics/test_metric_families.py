@@ -1,6 +1,7 @@
 """New metric families by name through ``spark_metrics.compute_metrics`` (issue 3).
 
-Binary extras, multiclass class scores as K numeric columns, regression with a measure column:
+Binary extras, multiclass class scores as K numeric columns, multilabel indicator and score lists
+(ranking metrics per label, micro and per row), regression with a measure column:
 Spark's per-slice results equal ``core.Evaluation`` in process.
 """
 
@@ -27,6 +28,7 @@ def _frame(n: int = 120) -> pd.DataFrame:
         "y3": y, "p0": p[:, 0], "p1": p[:, 1], "p2": p[:, 2], "yb": (y == 1).astype(int), "s": p[:, 1],
         "t": t, "q": t + rng.normal(0, 0.5, n), "loss": rng.random(n), "w": rng.integers(0, 3, n).astype(float),
         "g": rng.choice(["a", "b", "c"], n),
+        "yl": list(rng.integers(0, 2, (n, 3))), "sl": list(np.round(rng.random((n, 3)), 2)),
     })  # fmt: skip
 
 
@@ -34,6 +36,9 @@ EVALUATIONS = {
     "binary": dict(label_col="yb", score_col="s", metrics=["npv", "fpr", "mcc", "log_loss", "ece@n_bins=5", "mean_prediction", "dice", "confusion_matrix@normalize=true", "hamming_loss"]),
     "multiclass": dict(label_col="y3", score_col=["p0", "p1", "p2"], num_classes=3,
                        metrics=["top_k_accuracy@k=2", "log_loss", "brier_score", "miou", "classification_report", "mcc", "confusion_matrix@normalize=pred"]),
+    "multilabel": dict(label_col="yl", score_col="sl", task="multilabel", num_classes=3,
+                       metrics=["f1@samples", "hamming_loss", "roc_auc", "roc_auc@micro", "roc_auc@weighted", "roc_auc@none", "roc_auc@samples",
+                                "average_precision", "average_precision@micro", "average_precision@none", "average_precision@samples", "log_loss", "brier_score", "iou@samples"]),
     "regression": dict(label_col="t", prediction_col="q", measure_col="loss", task="regression",
                        metrics=["r2", "explained_variance", "mae", "max_error", "mean_error", "mean_measure", "msle", "mean_pinball_loss@alpha=0.9", "mean_poisson_deviance", "d2_tweedie_score@power=1.5"]),
     # several named measures in one evaluation (issue 18), weighted by w
