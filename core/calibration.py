@@ -116,7 +116,7 @@ class ProbabilitySumsState(State):
         n = y.shape[0]
         eps = np.asarray(layout.eps)
         if layout.multilabel:
-            return cls._from_indicators(layout, batch)
+            return cls._from_indicators(layout, batch, index, size)
         if layout.binary:
             p = batch.y_score if batch.y_score is not None else batch.y_pred
             p = np.zeros(n) if p is None else np.asarray(p, dtype=np.float64)
@@ -153,7 +153,7 @@ class ProbabilitySumsState(State):
         return arrays
 
     @classmethod
-    def _from_indicators(cls, layout: ProbabilitySumsLayout, batch: Batch) -> "ProbabilitySumsState":
+    def _from_indicators(cls, layout: ProbabilitySumsLayout, batch: Batch, index: np.ndarray | None = None, size: int = 1) -> dict[str, Any]:
         """Multilabel rows as scikit-learn's ``log_loss`` / ``brier_score_loss`` read an (N, L)
         indicator matrix: per row ``-sum_j y_j ln(clip(p_j, eps, 1 - eps))`` (only the positive
         labels' terms: scikit-learn one-hot-encodes the indicator columns as classes) and
@@ -175,15 +175,17 @@ class ProbabilitySumsState(State):
         else:
             ll = -Yf.reshape(-1)[:, None] * np.log(clipped)  # 0 where y = 0 (scikit-learn's xlogy)
         ww = None if w is None else np.repeat(w, L)
+        at = None if index is None else np.repeat(np.asarray(index), L)  # each (row, label) term in its row's group
+        zero = np.float64(0.0) if index is None else np.zeros(size)
         # every (row, label) term summed exactly (no per-row float sum whose order could vary)
-        arrays: dict[str, Any] = {
-            "sum_label": np.float64(0.0),
-            "sum_score": np.float64(0.0),
-            "brier": _weighted_sum(((P - Yf) ** 2).reshape(-1), ww),
-            "weight": np.float64(n) if w is None else _weighted_sum(w, None),
-            "log_loss": exact_column_sums(ll, ww),
+        weight = (np.float64(n) if index is None else np.bincount(index, minlength=size).astype(np.float64)) if w is None else _group_sum(w, None, index, size)
+        return {
+            "sum_label": zero,
+            "sum_score": zero.copy(),
+            "brier": _group_sum(((P - Yf) ** 2).reshape(-1), ww, at, size),
+            "weight": weight,
+            "log_loss": _group_sum(ll, ww, at, size),
         }
-        return cls(layout, arrays)
 
 
 @dataclass(frozen=True)
