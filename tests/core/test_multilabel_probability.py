@@ -114,3 +114,20 @@ def test_validation_and_empty():
 
     with pytest.raises(ValueError, match="multilabel"):  # a multiclass K = 2 state is not this one
         sums(Task(num_classes=2, kind="multilabel")).merge(sums(Task(num_classes=2, multiclass=True)))
+
+
+def test_bootstrap_interval_of_multilabel_log_loss_and_brier_is_batching_independent():
+    """ci="bootstrap" folds the multilabel probability sums per bucket (the stacked form): the
+    interval holds the point value and is the same for any batching."""
+    from core import Evaluation
+
+    rng = np.random.default_rng(0)
+    Y, P, g = rng.integers(0, 2, (300, 3)), rng.random((300, 3)), rng.choice(["a", "b"], 300)
+    ev = Evaluation(label_col="y", score_col="p", task="multilabel", num_classes=3, slices=["g"], metrics=["log_loss", "brier_score"],
+                    ci="bootstrap", ci_replicates=50)  # fmt: skip
+    one = ev.evaluate({"y": list(Y), "p": list(P), "g": g})
+    split = ev.evaluate([{"y": list(Y[a:b]), "p": list(P[a:b]), "g": g[a:b]} for a, b in [(0, 0), (0, 97), (97, 300)]])
+    for key in ("log_loss", "brier_score"):
+        lo, hi = one.overall.ci[key]
+        assert lo < one.overall.metrics[key] < hi
+        assert split.overall.ci[key] == one.overall.ci[key] and split[(("g", "a"),)].ci[key] == one[(("g", "a"),)].ci[key]
