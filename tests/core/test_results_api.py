@@ -131,6 +131,23 @@ def test_evaluation_results_answer_requested_and_display_names_after_json_and_ro
     assert list(mapping.overall.metrics) == ["F1"] and mapping.overall.metrics["F1"] == want
 
 
+def test_a_display_name_beside_its_canonical_metric_survives_json():
+    import json
+
+    from sklearn.metrics import f1_score
+
+    from core import Results
+
+    # ("val_f1", "f1@weighted") and "f1@weighted" are two result keys: neither is a copy of the other
+    d = {"y": [0, 1, 2, 2, 1], "p": [0, 1, 1, 2, 1]}
+    r = Evaluation(label_col="y", prediction_col="p", num_classes=3, metrics=[("val_f1", "f1@weighted"), "f1@weighted", "f1"]).evaluate(d)
+    want = f1_score(d["y"], d["p"], average="weighted")
+    back = Results.from_dict(json.loads(r.to_json()))
+    assert list(back.overall.metrics) == list(r.overall.metrics) == ["val_f1", "f1@weighted", "f1@macro"]
+    assert back.overall.metrics["val_f1"] == back.overall.metrics["f1@weighted"] == want
+    assert back.to_json() == r.to_json()
+
+
 def test_a_crossed_slice_is_found_by_a_dict_in_any_column_order():
     d = {"y": [1, 0, 1, 0], "p": [0.9, 0.2, 0.4, 0.8], "a": ["x", "x", "y", "y"], "b": ["u", "v", "u", "v"]}
     r = Evaluation(label_col="y", score_col="p", slices=["a,b"], metrics=["accuracy"]).evaluate(d)
