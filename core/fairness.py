@@ -216,13 +216,15 @@ def parse_reference(text: str | None) -> tuple | None:
 
 
 def _find(slices: list[Any], key: tuple) -> Any:
-    """The slice of ``key``, values compared as given or as their display text."""
+    """The slice of ``key``, values compared as given or as their display text, its columns in
+    any order (``{"h": "u", "g": "a"}`` finds the crossed slice ``g=a, h=u``)."""
     for s in slices:
         if s.slice == key:
             return s
-    cols = tuple(c for c, _ in key)
+    want = dict(key)
     for s in slices:
-        if tuple(c for c, _ in s.slice) == cols and slice_name(s.slice) == slice_name(key):
+        got = dict(s.slice)
+        if len(got) == len(s.slice) and got.keys() == want.keys() and all(slice_name(((c, got[c]),)) == slice_name(((c, want[c]),)) for c in want):
             return s
     return None
 

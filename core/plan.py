@@ -11,6 +11,7 @@ wrappers (torchmetrics-style ``update`` / ``merge`` / ``compute``). ``merge`` is
 from __future__ import annotations
 
 import copy
+import difflib
 import threading
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -497,6 +498,12 @@ def _fmt_value(v: Any) -> str:
     return str(v)
 
 
+_COLLECTION_OPTIONS = (
+    "num_classes", "threshold", "threshold_rule", "zero_division", "multiclass", "task", "ignore_index",
+    "formats", "measures", "classes", "pos_label",
+)  # fmt: skip
+
+
 class MetricCollection:
     """A set of metrics updated together, sharing their states.
 
@@ -570,6 +577,14 @@ class MetricCollection:
         pos_label: Any = None,
         **named: str | Metric,
     ):
+        for k, v in named.items():  # a keyword whose value is no metric: a misspelt option, not a display name
+            if not isinstance(v, (str, Metric)) and not hasattr(v, "for_task"):  # (core.metrics.resolve)
+                close = difflib.get_close_matches(k, _COLLECTION_OPTIONS, n=1)
+                hint = f" (did you mean {close[0]!r}?)" if close else ""
+                raise TypeError(
+                    f"MetricCollection got an unexpected keyword argument {k}={v!r}{hint}; other keywords are display "
+                    f"names of metrics (acc=\"accuracy\"); its options are {', '.join(_COLLECTION_OPTIONS)}"
+                )
         self.classes, num_classes = resolve_classes(classes, pos_label, num_classes, multiclass, task)
         task = make_task(task, num_classes, threshold, threshold_rule, zero_division, multiclass, ignore_index)
         self.plan = Plan([*metrics, *named.items(), *_measure_specs(measures)] or None, task)

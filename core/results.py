@@ -283,7 +283,9 @@ def _requested_names(config: Any) -> dict[str, str]:
     are result keys themselves, map to their canonical strings and are left out by the callers'
     ``key in metrics`` checks)."""
     names = (config or {}).get("metric_names") if isinstance(config, dict) else None
-    return {k: v for k, v in (names or {}).items() if isinstance(k, str) and isinstance(v, str) and k != v}
+    keys = {k for k in ((config or {}).get("metrics") or ()) if isinstance(k, str)} if isinstance(config, dict) else set()
+    # a display name is a result key (config["metrics"]) beside its canonical string: never a copy
+    return {k: v for k, v in (names or {}).items() if isinstance(k, str) and isinstance(v, str) and k != v and k not in keys}
 
 
 def _window_order(s: SliceResult) -> tuple:

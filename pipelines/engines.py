@@ -25,6 +25,16 @@ log = logging.getLogger("pipelines")
 ENGINES = ("local", "beam", "spark")
 
 
+def _number_columns(evaluation: Evaluation) -> list[str]:
+    """The value columns that hold numbers: with text class values (``classes=["cat", ...]``) the
+    label and prediction columns hold text, mapped by :func:`core.labels.encode_labels`."""
+    cols = list(evaluation.value_columns)
+    if evaluation.classes is not None and any(isinstance(v, str) for v in evaluation.classes):
+        text = {evaluation.label_col, evaluation.prediction_col, evaluation.inputs.baseline_prediction_col}
+        cols = [c for c in cols if c not in text]
+    return cols
+
+
 def input_schema(evaluation: Evaluation, path: str, fmt: str | None = None) -> io.InputSchema:
     """The input's schema for ``evaluation`` (:func:`pipelines.io.input_schema`), the same for
     every engine; with ``on_invalid="raise"``, text that is not a number in a value column is an
@@ -34,7 +44,7 @@ def input_schema(evaluation: Evaluation, path: str, fmt: str | None = None) -> i
         ValueError: a column is missing from a file, or files give a column incompatible types.
         TypeError: a value column holds text that is not a number (``on_invalid="raise"``).
     """
-    schema = io.input_schema(path, fmt, list(evaluation.columns), list(evaluation.value_columns))
+    schema = io.input_schema(path, fmt, list(evaluation.columns), _number_columns(evaluation))
     if evaluation.on_invalid == "raise":
         schema.check_text_values()
     return schema
@@ -49,7 +59,7 @@ def _window_columns(evaluation: Evaluation, window: Any) -> list[str]:
 def _schema(evaluation: Evaluation, path: str, fmt: str | None, window: Any) -> io.InputSchema:
     if window is None:
         return input_schema(evaluation, path, fmt)
-    schema = io.input_schema(path, fmt, _window_columns(evaluation, window), list(evaluation.value_columns))
+    schema = io.input_schema(path, fmt, _window_columns(evaluation, window), _number_columns(evaluation))
     if evaluation.on_invalid == "raise":
         schema.check_text_values()
     return schema

@@ -309,10 +309,12 @@ def read_results(path: str | Path, side: str) -> tuple[Path, dict[str, Any]]:
         for k, v in (s.get("metrics") or {}).items():
             if not _numeric(v):
                 raise ValueError(f"{where}: slices[{i}] ({_slice_name(s['slice'])}): metric {k!r} = {v!r}: expected a number, null or a list of them")
-    names = doc.get("config", {}).get("metric_names") or {}
+    from core.results import _requested_names
+
+    names = _requested_names(doc.get("config"))
     for s in doc["slices"]:  # a metric asked for under another string is also under it (Results.to_dict): once
         m = s.get("metrics") or {}
-        for k in [k for k, key in names.items() if isinstance(key, str) and k != key and k in m and key in m]:
+        for k in [k for k, key in names.items() if k in m and key in m]:
             del m[k]
     return f, doc
 

@@ -80,6 +80,17 @@ def test_named_reference_slice_and_any_metric():
     assert r2.fairness("precision_at_recall@recall=0.5").metrics == ("precision_at_recall@0.5",)
 
 
+def test_a_crossed_reference_slice_in_any_column_order():
+    # slices g x d: g=a, d=x holds rows 0 and 2 (y 1 0, predictions 1 1): recall 1/1
+    r = _results(slices=[["g", "d"]])
+    for ref in ("d=x, g=a", "g=a, d=x", {"d": "x", "g": "a"}, (("d", "x"), ("g", "a"))):
+        f = r.fairness("equal_opportunity", reference=ref)
+        assert f.reference == (("g", "a"), ("d", "x")) and f.reference_values == {"recall": 1.0}
+        assert "g=a, d=x" not in [s.name for s in f.slices] and len(f.slices) == 5
+    with pytest.raises(ValueError, match="no reference slice 'd=x'"):
+        r.fairness("equal_opportunity", reference={"d": "x"})
+
+
 def test_confidence_intervals_are_carried():
     r = _results(ci="posterior")
     f = r.fairness("equalized_odds")

@@ -84,7 +84,7 @@ def test_the_requested_metric_name_is_a_key_of_the_result():
 def test_display_names_are_the_result_keys():
     from sklearn.metrics import accuracy_score, f1_score
 
-    from core import MetricCollection
+    from core import MetricCollection, SingleMetric
 
     y, p = [0, 1, 2, 2, 1, 0], [0, 1, 1, 2, 1, 2]
     mc = MetricCollection(("val_f1", "f1@macro"), acc="accuracy", num_classes=3)
@@ -102,6 +102,11 @@ def test_display_names_are_the_result_keys():
         MetricCollection(("x", "accuracy"), ("x", "f1"))
     with pytest.raises(TypeError, match="a metric is a metric string, a Metric or a"):
         MetricCollection(3)
+    # a misspelt option is not taken for a display name (its value is no metric): named, with the closest option
+    with pytest.raises(TypeError, match=r"unexpected keyword argument treshold=0.3 \(did you mean 'threshold'\?\)"):
+        MetricCollection("f1", treshold=0.3)
+    with pytest.raises(TypeError, match=r"pos_labels=1 \(did you mean 'pos_label'\?\)"):
+        SingleMetric("f1", classes=[-1, 1], pos_labels=1)
 
 
 def test_evaluation_results_answer_requested_and_display_names_after_json_and_rows():
@@ -129,6 +134,23 @@ def test_evaluation_results_answer_requested_and_display_names_after_json_and_ro
     assert list(again.overall.metrics) == ["f1@macro", "val_acc"]
     mapping = Evaluation(label_col="y", prediction_col="p", num_classes=3, metrics={"F1": "f1@macro"}).evaluate(d)
     assert list(mapping.overall.metrics) == ["F1"] and mapping.overall.metrics["F1"] == want
+
+
+def test_a_display_name_beside_its_canonical_metric_survives_json():
+    import json
+
+    from sklearn.metrics import f1_score
+
+    from core import Results
+
+    # ("val_f1", "f1@weighted") and "f1@weighted" are two result keys: neither is a copy of the other
+    d = {"y": [0, 1, 2, 2, 1], "p": [0, 1, 1, 2, 1]}
+    r = Evaluation(label_col="y", prediction_col="p", num_classes=3, metrics=[("val_f1", "f1@weighted"), "f1@weighted", "f1"]).evaluate(d)
+    want = f1_score(d["y"], d["p"], average="weighted")
+    back = Results.from_dict(json.loads(r.to_json()))
+    assert list(back.overall.metrics) == list(r.overall.metrics) == ["val_f1", "f1@weighted", "f1@macro"]
+    assert back.overall.metrics["val_f1"] == back.overall.metrics["f1@weighted"] == want
+    assert back.to_json() == r.to_json()
 
 
 def test_a_crossed_slice_is_found_by_a_dict_in_any_column_order():

@@ -210,6 +210,27 @@ def test_undefined_metric_warning_is_one_plain_line_and_silent_under_quiet(tmp_p
     assert capsys.readouterr().err == ""
 
 
+def test_classes_of_text_values_read_a_csv_input(tmp_path):
+    # CSV label and prediction columns of class names are text, not numbers that failed to parse
+    rng = np.random.default_rng(12)
+    animals = np.array(["cat", "dog", "bird"])
+    y, p = animals[rng.integers(0, 3, 200)], animals[rng.integers(0, 3, 200)]
+    pacsv.write_csv(pa.table({"y": y, "p": p}), tmp_path / "mc.csv")
+    code = main(["--input", str(tmp_path / "mc.csv"), "--label", "y", "--prediction", "p", "--classes", "cat,dog,bird",
+                 "--metrics", "f1", "--output", str(tmp_path / "o"), "--quiet"])  # fmt: skip
+    assert code == 0
+    m = json.loads((tmp_path / "o" / "metrics.json").read_text())["slices"][0]["metrics"]
+    assert _close(m["f1@macro"], f1_score(y, p, labels=list(animals), average="macro"))
+    # --skip-invalid skips the rows outside the classes (not every row as a text value)
+    code = main(["--input", str(tmp_path / "mc.csv"), "--label", "y", "--prediction", "p", "--classes", "cat,dog",
+                 "--metrics", "accuracy", "--skip-invalid", "--output", str(tmp_path / "s"), "--quiet"])  # fmt: skip
+    assert code == 0
+    doc = json.loads((tmp_path / "s" / "metrics.json").read_text())["slices"][0]
+    keep = (y != "bird") & (p != "bird")
+    assert doc["n"] == keep.sum() and doc["skipped"] == 200 - keep.sum()
+    assert _close(doc["metrics"]["accuracy"], accuracy_score(y[keep], p[keep]))
+
+
 def test_classes_and_pos_label_flags_map_label_values(tmp_path, capsys):
     from sklearn.metrics import confusion_matrix
 

@@ -216,6 +216,16 @@ def test_bare_names_and_aliases_match_the_results_keys(tmp_path):
     assert "roc_auc@capacity=1000" not in rep["metrics_without_thresholds"] and "accuracy" not in rep["metrics_without_thresholds"]
 
 
+def test_a_display_name_beside_its_canonical_metric_is_checked(tmp_path):
+    # "acc" is a display name of accuracy and a key of its own beside "accuracy": validate keeps it
+    config = {**CONFIG, "metrics": ["acc", *CONFIG["metrics"]], "metric_names": {"acc": "accuracy"}}
+    current, baseline = make_doc(config=config), make_doc(config=config)
+    for s in current["slices"] + baseline["slices"]:
+        s["metrics"]["acc"] = s["metrics"]["accuracy"]
+    code, rep = run(tmp_path, current, baseline, {"metrics": {"acc": {"minimum": 0.95}}})
+    assert code == 1 and [(c["slice_name"], c["metric"]) for c in rep["failures"]] == [("Overall", "acc"), ("country=DE", "acc"), ("country=FR", "acc")]
+
+
 def test_min_slice_size_skips_small_slices_and_says_so(tmp_path):
     current = make_doc(fr=(0.5, 0.9))
     code, rep = run(tmp_path, current, make_doc(), {"metrics": {"accuracy": {"minimum": 0.8}}, "min_slice_size": 500})
