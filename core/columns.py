@@ -18,7 +18,7 @@ from core._inputs import Batch
 from core.batches import extract_columns
 from core.formats import build_batch, make_batch
 from core.retrieval import with_query_keys
-from core.labels import encode_labels
+from core.labels import encode_labels, swap_score_columns
 
 if TYPE_CHECKING:
     from core.plan import Plan
@@ -71,6 +71,8 @@ class ColumnMap:
                     raise ValueError(f"classes= maps label values; the {role} format {formats[role]!r} holds no label values (use the labels format)")
         #: the class values in index order (labels and predictions are mapped to their index), or None
         self.classes = None if classes is None else tuple(classes)
+        #: swap two-column binary scores (set by Evaluation: core.labels.columns_reversed)
+        self.swap_scores = False
         if baseline_score_col is not None and baseline_prediction_col is not None:
             raise ValueError("give at most one of baseline_score_col or baseline_prediction_col")
         if baseline_score_col is not None and score_col is None:
@@ -214,6 +216,12 @@ class ColumnMap:
             cols = dict(cols)
             for c in dict.fromkeys(c for c in (self.label_col, self.prediction_col, self.baseline_prediction_col) if c):
                 cols[c] = encode_labels(cols[c], self.classes, c, row_offset, skip=on_invalid == "skip")
+            if self.swap_scores:  # pos_label put the first class last: two-column scores follow it
+                for sc in (self.score_col, self.baseline_score_col):
+                    if isinstance(sc, list) and len(sc) == 2:
+                        cols[sc[0]], cols[sc[1]] = cols[sc[1]], cols[sc[0]]
+                    elif isinstance(sc, str) and sc in cols and np.ndim(cols[sc]) == 2:
+                        cols[sc] = swap_score_columns(cols[sc])
         batch, invalid = self._model_batch(cols, row_offset, on_invalid, self.score_col, self.prediction_col)
         if self.query_col is not None:
             return self._with_query(batch, invalid, cols, row_offset, on_invalid)

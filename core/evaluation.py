@@ -34,7 +34,7 @@ from core.columns import ColumnMap
 from core.bootstrap import BucketedPlan
 from core.comparison import PairedPlan, comparison_method, paired_bootstrap, slice_comparison
 from core.intervals import CI_OPTIONS, CISettings, slice_ci
-from core.labels import resolve_classes
+from core.labels import columns_reversed, resolve_classes
 from core.measure import MeanMeasure
 from core.metrics import DEFAULT_METRICS, Task, UndefinedMetricWarning
 from core.options import config_of, fingerprint_of, options_doc, read_options, signature
@@ -176,6 +176,7 @@ class Evaluation(AccumulatorOps):
             query_col=o["query_col"],
             classes=classes,
         )  # fmt: skip
+        self.inputs.swap_scores = columns_reversed(o["classes"], classes)
         if self.inputs.paired:  # both models folded over the same rows (core.comparison)
             self.plan = self._base_plan = PairedPlan(self.plan)
             self.inputs.plan = self.plan

@@ -184,3 +184,19 @@ def resolve_classes(classes: Sequence[Any] | None, pos_label: Any, num_classes: 
     if task_k is not None and task_k != len(checked):
         raise ValueError(f"the task has num_classes={task_k} but classes has {len(checked)} values {list(checked)!r}")
     return checked, len(checked)
+
+
+def columns_reversed(given: Sequence[Any] | None, checked: tuple[Any, ...] | None) -> bool:
+    """True when ``pos_label`` put the user's first class last (:func:`check_classes`): a binary
+    score given as two columns (``predict_proba``, in the user's class order) is then read with
+    its columns swapped, so that column 1 stays the positive class's."""
+    return given is not None and checked is not None and len(checked) == 2 and tuple(given)[0] == checked[1]
+
+
+def swap_score_columns(v: Any) -> Any:
+    """``v`` ((N, 2) scores, a list of two columns' names or rows of two values) with its two
+    columns swapped (see :func:`columns_reversed`)."""
+    a = np.asarray(v, dtype=np.float64) if not isinstance(v, np.ndarray) else v
+    if a.ndim != 2 or a.shape[1] != 2:
+        raise ValueError(f"pos_label: two-column binary scores expected, got shape {a.shape}")
+    return a[:, ::-1]

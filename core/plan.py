@@ -23,7 +23,7 @@ from core import codec
 from core._inputs import Batch, as_array
 from core.formats import get_format, make_batch
 from core.measure import MeanMeasure, MeanMeasureMetric, MeanMeasureState, measure_values
-from core.labels import encode_labels, resolve_classes
+from core.labels import columns_reversed, encode_labels, resolve_classes, swap_score_columns
 from core.metrics import DEFAULT_METRICS, Metric, Task, UndefinedMetricWarning, resolve
 from core.retrieval import with_query_keys
 from core.stacked import ManyValues, compute_cells, compute_many, compute_shared
@@ -586,6 +586,7 @@ class MetricCollection:
                     f"names of metrics (acc=\"accuracy\"); its options are {', '.join(_COLLECTION_OPTIONS)}"
                 )
         self.classes, num_classes = resolve_classes(classes, pos_label, num_classes, multiclass, task)
+        self._swap_scores = columns_reversed(classes, self.classes)
         task = make_task(task, num_classes, threshold, threshold_rule, zero_division, multiclass, ignore_index)
         self.plan = Plan([*metrics, *named.items(), *_measure_specs(measures)] or None, task)
         self.formats = {**self.plan.data_formats, **_collection_formats(formats)}  # the caller's win
@@ -670,6 +671,8 @@ class MetricCollection:
         if self.classes is not None:  # class values -> indices (see core.labels)
             y_true = None if y_true is None else encode_labels(y_true, self.classes, "y_true", self._rows)
             y_pred = None if y_pred is None else encode_labels(y_pred, self.classes, "y_pred", self._rows)
+            if self._swap_scores and y_score is not None and np.ndim(y_score) == 2:  # see core.labels.columns_reversed
+                y_score = swap_score_columns(y_score)
         measure_name: Any = "measure"
         if self.plan.measure_names:
             measure, measure_name = self._measures(measure, y_true, y_pred, y_score), list(self.plan.measure_names)

@@ -134,3 +134,25 @@ def test_any_batching_with_empty_and_sorted_batches_gives_the_same_states():
     assert split.overall.metrics["f1@macro"] == one.overall.metrics["f1@macro"]
     empty = ev.evaluate([{"y": np.array([], dtype=object), "p": np.array([], dtype=object)}])
     assert empty.overall.n == 0
+
+
+@pytest.mark.parametrize("how", ["two_columns", "list_column", "collection"])
+def test_pos_label_first_class_reads_two_column_scores_in_the_users_order(how):
+    """predict_proba columns follow classes=[-1, 1]; with pos_label=-1 (the first class) the
+    positive class's scores are column 0 (the breaker's case: roc_auc was 1 - the right value)."""
+    from sklearn.metrics import log_loss, roc_auc_score
+
+    from core import MetricCollection
+
+    y = np.array([-1, -1, 1, 1, -1, 1, -1])
+    P = np.array([[0.9, 0.1], [0.6, 0.4], [0.3, 0.7], [0.2, 0.8], [0.7, 0.3], [0.5, 0.5], [0.35, 0.65]])
+    want = {"roc_auc": roc_auc_score(y == -1, P[:, 0]), "log_loss": log_loss(y == -1, P[:, 0])}
+    if how == "collection":
+        mc = MetricCollection("roc_auc", "log_loss", classes=[-1, 1], pos_label=-1)
+        mc.update(y, y_score=P)
+        got = mc.compute()
+    else:
+        cols = {"y": y, "a": P[:, 0], "b": P[:, 1]} if how == "two_columns" else {"y": y, "s": list(P)}
+        ev = Evaluation(label_col="y", score_col=["a", "b"] if how == "two_columns" else "s", classes=[-1, 1], pos_label=-1, metrics=["roc_auc", "log_loss"])
+        got = ev.evaluate(cols).overall.metrics
+    assert got["roc_auc"] == pytest.approx(want["roc_auc"], rel=1e-12) and got["log_loss"] == pytest.approx(want["log_loss"], rel=1e-12)
