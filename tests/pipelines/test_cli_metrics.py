@@ -79,7 +79,9 @@ def test_every_metric_of_the_task_by_name_through_the_cli(tmp_path, task):
         want = ev.evaluate(table.to_batches(max_chunksize=100))
     doc = json.loads((out / "metrics.json").read_text())
     assert len(doc["slices"]) == 4 and doc["slices"][0]["slice"] == {}
-    assert list(doc["slices"][0]["metrics"]) == list(ev.plan.keys)
+    names = {k: v for k, v in doc["config"].get("metric_names", {}).items() if k != v and v in ev.plan.keys}  # requested names
+    assert list(doc["slices"][0]["metrics"]) == list(ev.plan.keys) + [k for k in names if k not in ev.plan.keys]
+    assert all(doc["slices"][0]["metrics"][k] == doc["slices"][0]["metrics"][v] for k, v in names.items() if k not in ev.plan.keys)
     for got, exp in zip(doc["slices"], want.slices):
         for key, value in exp.metrics.items():
             v = got["metrics"][key]
