@@ -44,7 +44,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 # isort: off  (this order registers the metric families in the registry's order: the README's table)
-from core.ids import _combine, _digest, _hash_numeric, _hash_scalar, hash_column, mix64  # noqa: F401  (hash_column, mix64 re-exported)
+from core.ids import _combine, _digest, _hash_numeric, hash_column, mix64  # noqa: F401  (hash_column, mix64 re-exported)
 from core.plan import Plan
 from core.ranking import AveragePrecision, PrecisionRecallCurve, RocAuc, RocCurve, _g
 from core.calibration import BrierScore, CalibrationBinsState, ExpectedCalibrationError, LogLoss, ProbabilitySumsState
