@@ -43,22 +43,19 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-# isort: off  (this order registers the metric families in the registry's order: the README's table)
-from core.ids import _combine, _digest, _hash_numeric, hash_column, mix64  # noqa: F401  (hash_column, mix64 re-exported)
-from core.plan import Plan
-from core.ranking import AveragePrecision, PrecisionRecallCurve, RocAuc, RocCurve, _g
+from core._inputs import Batch
 from core.calibration import BrierScore, CalibrationBinsState, ExpectedCalibrationError, LogLoss, ProbabilitySumsState
 from core.codec import STATE_KINDS, layout_from_json, layout_to_json, slice_key_to_json
 from core.exact import ExactSums, exact_sum, raw_regroup
 from core.grouped import Stack
+from core.ids import _combine, _digest, _hash_numeric, hash_column, mix64  # noqa: F401  (hash_column, mix64 re-exported)
 from core.metrics import Interval, recording_undefined
+from core.plan import Plan
+from core.ranking import AveragePrecision, PrecisionRecallCurve, RocAuc, RocCurve, _g
 from core.score_bins import bin_scores, merge_bins, score_keys
 from core.score_distribution import ScoreDistributionState, _small_counts
 from core.stacked import CELL_KINDS, is_cell_metric
 from core.states import ExampleCountState, State, _layout_diff
-from core._inputs import Batch
-
-# isort: on
 
 __all__ = [
     "BucketCellsState",
