@@ -268,11 +268,12 @@ def combine_outputs(metric: Metric, states: list[Any], value_of: Any, weight_of:
             record_undefined((j,) if raw else None, e.fill)
     if raw:
         return vals
-    if how == "variance_weighted":
-        w = np.array([float(weight_of(st)) for st in states])
-        if w.any():
-            return float(np.average(vals, weights=w))
-    return float(np.average(vals))
+    with np.errstate(invalid="ignore"):  # -inf (force_finite=false) times a zero weight: NaN, as scikit-learn
+        if how == "variance_weighted":
+            w = np.array([float(weight_of(st)) for st in states])
+            if w.any():
+                return float(np.average(vals, weights=w))
+        return float(np.average(vals))
 
 
 class _Regression(Metric):
