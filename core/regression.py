@@ -89,6 +89,15 @@ def batch_outputs(batch: Batch, num_outputs: int | None) -> tuple[np.ndarray, np
     return y, p
 
 
+def upgrade_single_output(cls: type[State], version: int, layout: Any, arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """:meth:`State.upgrade` of the regression kinds: kind version 1 (the releases before
+    multioutput) holds single-output states, whose fields are those of a layout without
+    ``num_outputs``, unchanged; any other older version raises as :meth:`State.upgrade`."""
+    if version == 1 and layout.num_outputs is None:
+        return arrays
+    return State.upgrade.__func__(cls, version, layout, arrays)  # type: ignore[attr-defined]
+
+
 def per_output_sum(x: np.ndarray, w: np.ndarray | None, *more: np.ndarray):
     """Exact ``sum w x (more...)`` over rows: a scalar sum for (n,) arrays, (D,) sums for (n, D)."""
     factors = [x, *more]
@@ -117,14 +126,7 @@ class RegressionMomentsState(State):
     COUNTS = ("count", "weight")
     NONNEGATIVE = ("sum_yy", "sum_pp", "sum_abs_e", "sum_ape", "max_abs_e")
     VERSION = 2  # 2: the layout's num_outputs (multioutput regression); version 1 bytes are single-output
-
-    @classmethod
-    def upgrade(cls, version: int, layout: RegressionLayout, arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        """Kind version 1 (before multioutput): single-output states, whose fields are those of a
-        layout without ``num_outputs``, unchanged."""
-        if version == 1 and layout.num_outputs is None:
-            return arrays
-        return super().upgrade(version, layout, arrays)
+    upgrade = classmethod(upgrade_single_output)
 
     @classmethod
     def shape(cls, layout: RegressionLayout, field: str) -> tuple[int, ...]:

@@ -34,7 +34,7 @@ from core._inputs import Batch
 from core.exact import ExactSums, exact_column_sums, exact_sum, fraction_to_float
 from core.limits import MAX_NUM_OUTPUTS, check_count
 from core.metrics import Metric, record_undefined
-from core.regression import RegressionMomentsState, batch_outputs, combine_outputs, configure_multioutput, output_shape
+from core.regression import RegressionMomentsState, batch_outputs, combine_outputs, configure_multioutput, output_shape, upgrade_single_output
 from core.states import State
 
 __all__ = [
@@ -146,6 +146,7 @@ class RegressionTermsState(State):
     kind = "regression_terms"
     Layout = RegressionTermsLayout
     VERSION = 2  # 2: the layout's num_outputs (multioutput regression); version 1 bytes are single-output
+    upgrade = classmethod(upgrade_single_output)
     FIELDS = (("count", "int64"), ("weight", "float64"), ("sums", "float64"), ("outside", "int64"))
     EXACT = ("weight", "sums")
     COUNTS = ("count", "weight", "outside")
@@ -157,14 +158,6 @@ class RegressionTermsState(State):
     @classmethod
     def layout_for(cls, requirements: list[Any], task: Any) -> RegressionTermsLayout:
         return RegressionTermsLayout(tuple(t for r in requirements for t in r), getattr(task, "num_outputs", None))
-
-    @classmethod
-    def upgrade(cls, version: int, layout: RegressionTermsLayout, arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        """Kind version 1 (before multioutput): single-output states, whose fields are those of a
-        layout without ``num_outputs``, unchanged."""
-        if version == 1 and layout.num_outputs is None:
-            return arrays
-        return super().upgrade(version, layout, arrays)
 
     @classmethod
     def from_batch(cls, layout: RegressionTermsLayout, batch: Batch) -> "RegressionTermsState":
