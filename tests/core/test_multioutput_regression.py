@@ -283,3 +283,21 @@ def test_config_round_trip_and_task_object():
     via_task = Evaluation(label_col="y", prediction_col="p", task=Task(kind="regression", num_outputs=4), metrics=["r2@multioutput=raw_values"])
     assert via_task.plan.task == ev.plan.task
     assert "num_outputs" not in Evaluation(label_col="y", prediction_col="p", task="regression").to_config()
+
+
+def test_corrupted_multioutput_bytes_are_rejected_with_a_clear_error():
+    y, p, w, _ = _data(12)
+    for s in (RegressionMomentsState.from_batch(RegressionLayout(3), Batch(y, None, p, w)),
+              RegressionTermsState.from_batch(RegressionTermsLayout(("sle",), 3), Batch(y, None, p, w))):  # fmt: skip
+        blob = s.encode()
+        for n in range(0, len(blob), 7):  # truncations
+            with pytest.raises(ValueError):
+                State.decode(blob[:n])
+        # bytes whose layout says 2 outputs but whose fields hold 3 (checksum recomputed)
+        import struct
+        import zlib
+
+        body = blob[:-4].replace(b'"num_outputs":3', b'"num_outputs":2')
+        assert body != blob[:-4]
+        with pytest.raises(ValueError, match="expected float64"):
+            State.decode(body + struct.pack("<I", zlib.crc32(body)))
