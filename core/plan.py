@@ -652,13 +652,13 @@ class MetricCollection:
 
         Args:
             y_true: labels: (N,) 0/1 (binary) or [0, K) ints, (N, K) one-hot, (N, H, W) label maps
-                (segmentation), (N, L) 0/1 (multilabel) or (N,) float targets (regression); lists,
-                numpy, pandas or Arrow.
+                (segmentation), (N, L) 0/1 (multilabel), (N,) float targets (regression) or (N, D)
+                (``num_outputs=D``); lists, numpy, pandas or Arrow.
             y_score: scores: (N,) binary scores (thresholded), (N, K) class scores or probabilities
                 (argmax predicts; top-k and log loss read them), (N, K, H, W) score maps, (N, L)
                 multilabel scores (thresholded).
             y_pred: predictions: (N,) labels, (N, K) one-hot, (N, H, W) label maps, (N, L) 0/1
-                (multilabel) or (N,) floats (regression).
+                (multilabel), (N,) floats (regression) or (N, D) (``num_outputs=D``).
             sample_weight: (N,) finite non-negative weights per row; None for 1.
             measure: (N,) finite per-example (or per-batch) values for mean-of-measure metrics;
                 with named measures ``{name: (N,) values}`` (a measure given as a function is
