@@ -204,12 +204,13 @@ class Batch:
 
     Attributes:
         y_true: (n,) int64 labels (binary, multiclass), (n, L) int64 0/1 indicators (multilabel),
-            (n,) float64 targets (regression), or None when only a measure is folded.
+            (n,) float64 targets (regression; (n, D) with ``num_outputs=D``), or None when only a
+            measure is folded.
         y_score: (n,) float64 binary scores, (n, K) float64 class scores (multiclass; rows are
             probabilities for the "probabilities"/"logits" formats), (n, L) label scores
             (multilabel), or None.
         y_pred: (n,) int64 predicted labels, (n, L) int64 0/1 (multilabel), (n,) float64
-            predictions (regression), or None.
+            predictions (regression; (n, D) with ``num_outputs=D``), or None.
         sample_weight: (n,) float64 non-negative weights, or None (all weights 1).
         values: (n,) float64 per-example measure (mean-of-measure metrics), or None.
         row_of: (n,) int64 input row of each element when elements are not the input rows

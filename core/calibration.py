@@ -469,6 +469,8 @@ class MeanLabel(Metric):
     def compute(self, states: dict[str, State]) -> float:
         if self.task.kind == "regression":
             st = states["regression_moments"]
+            if st.num_outputs is not None:  # (D,): the mean of each output
+                return np.array([_mean_or_nan(float(st["weight"]), lambda s=s: s.mean("sum_y")) for s in st.outputs()])
             return _mean_or_nan(float(st["weight"]), lambda: st.mean("sum_y"))
         st = states["probability_sums"]
         return _mean_or_nan(float(st["weight"]), lambda: float(st["sum_label"]) / float(st["weight"]))
@@ -496,6 +498,8 @@ class MeanPrediction(Metric):
     def compute(self, states: dict[str, State]) -> float:
         if self.task.kind == "regression":
             st = states["regression_moments"]
+            if st.num_outputs is not None:  # (D,): the mean of each output
+                return np.array([_mean_or_nan(float(st["weight"]), lambda s=s: s.mean("sum_p")) for s in st.outputs()])
             return _mean_or_nan(float(st["weight"]), lambda: st.mean("sum_p"))
         st = states["probability_sums"]
         return _mean_or_nan(float(st["weight"]), lambda: float(st["sum_score"]) / float(st["weight"]))

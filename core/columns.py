@@ -160,9 +160,9 @@ class ColumnMap:
     @property
     def list_columns(self) -> list[str]:
         """Value columns whose rows may be lists (matrices or maps): multiclass/multilabel scores,
-        multilabel labels and predictions, one-hot and map formats, and a binary score column (one
-        score, or two class probabilities per row). Engines pass them through as list /
-        fixed-size-list columns."""
+        multilabel labels and predictions, multioutput regression targets and predictions, one-hot
+        and map formats, and a binary score column (one score, or two class probabilities per
+        row). Engines pass them through as list / fixed-size-list columns."""
         out = self._list_columns()
         if not self.paired:
             return out
@@ -183,6 +183,8 @@ class ColumnMap:
                 out.append(col)
             elif fmt is None and (kind == "multilabel" or (kind == "multiclass" and role in ("target", "prediction", "score"))):
                 out.append(col)
+            elif fmt in (None, "multioutput") and kind == "regression" and self.plan.task.num_outputs is not None:
+                out.append(col)  # multioutput regression: a list of D floats per row
         return out
 
     @property

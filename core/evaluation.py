@@ -147,7 +147,7 @@ class Evaluation(AccumulatorOps):
         classes, num_classes = resolve_classes(o["classes"], o["pos_label"], o["num_classes"], o["multiclass"], o["task"])
         #: the class values in index order (``classes=``; see :mod:`core.labels`), or None
         self.classes = classes
-        task_obj = make_task(o["task"] if o["task"] is not None or o["query_col"] is None else "regression", num_classes, o["threshold"], o["threshold_rule"], o["zero_division"], o["multiclass"], o["ignore_index"])
+        task_obj = make_task(o["task"] if o["task"] is not None or o["query_col"] is None else "regression", num_classes, o["threshold"], o["threshold_rule"], o["zero_division"], o["multiclass"], o["ignore_index"], o["num_outputs"])
         self.slices = parse_slices(o["slices"])
         self.min_slice_size = o["min_slice_size"]
         self.show_suppressed_names = o["show_suppressed_names"]
@@ -194,7 +194,7 @@ class Evaluation(AccumulatorOps):
         }
         if isinstance(o["task"], Task):  # keep to_config() JSON-ready and equivalent
             t = o["task"]
-            resolved.update(num_classes=t.num_classes, threshold=t.threshold, threshold_rule=t.threshold_rule, multiclass=t.multiclass)
+            resolved.update(num_classes=t.num_classes, threshold=t.threshold, threshold_rule=t.threshold_rule, multiclass=t.multiclass, num_outputs=t.num_outputs)
         self._resolved = resolved
         self._init_args = config_of(resolved)
         self._fingerprint = self._make_fingerprint()

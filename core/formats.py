@@ -22,6 +22,8 @@ logits         score                (N,) or (N, K) / (N, L)        sigmoid / sof
 label_map      target, prediction   (N, H, W) ints                 (N*H*W,) labels, one per pixel
 score_map      score                (N, K, H, W)                   (N*H*W, K) scores per pixel
 values         all (regression)     (N,) finite floats             (N,) float64
+multioutput    target, prediction,  (N, D) finite floats           (N, D) float64 (regression
+               score (regression)                                  with ``num_outputs=D``)
 ============== ==================== ============================== ===============================
 
 Defaults (when no format is named) follow the task and the array's number of dimensions, e.g. a
@@ -132,9 +134,9 @@ DEFAULTS: dict[tuple[str, str], dict[int, str]] = {
     ("multilabel", "target"): {2: "indicator"},
     ("multilabel", "prediction"): {2: "indicator"},
     ("multilabel", "score"): {2: "scores"},
-    ("regression", "target"): {1: "values"},
-    ("regression", "prediction"): {1: "values"},
-    ("regression", "score"): {1: "values"},
+    ("regression", "target"): {1: "values", 2: "multioutput"},
+    ("regression", "prediction"): {1: "values", 2: "multioutput"},
+    ("regression", "score"): {1: "values", 2: "multioutput"},
 }
 
 
@@ -501,12 +503,31 @@ def _score_map_convert(arr: np.ndarray, ctx: FormatContext) -> Converted:
 
 
 def _values_validate(arr: np.ndarray, ctx: FormatContext) -> None:
+    d = getattr(ctx.task, "num_outputs", None)
+    if d is not None and ctx.role != "measure" and arr.shape[0]:
+        raise ValueError(
+            f"column {column_name(ctx.column)!r}: a multioutput regression task (num_outputs={d}) reads (N, {d}) "
+            f"{ctx.role} values (a list or fixed-size list per row), got shape {arr.shape}"
+        )
     what = "values must be finite (no NaN or inf)" if ctx.role != "target" else "targets must be finite (no NaN or inf)"
     _finite(arr, ctx, what)
 
 
 def _values_convert(arr: np.ndarray, ctx: FormatContext) -> Converted:
     return Converted(np.ascontiguousarray(to_float(arr, ctx.column), dtype=np.float64))
+
+
+def _multioutput_validate(arr: np.ndarray, ctx: FormatContext) -> None:
+    d = getattr(ctx.task, "num_outputs", None)
+    if arr.shape[0] and d is None:
+        raise ValueError(
+            f"column {column_name(ctx.column)!r}: {ctx.role} values of shape {arr.shape} are multioutput; "
+            f"set num_outputs={arr.shape[1]} for multioutput regression (or give (N,) values)"
+        )
+    if arr.shape[0] and arr.shape[1] != d:
+        raise ValueError(f"column {column_name(ctx.column)!r}: multioutput {ctx.role} rows need {d} entries (num_outputs), got shape {arr.shape}")
+    what = "targets must be finite (no NaN or inf)" if ctx.role == "target" else "values must be finite (no NaN or inf)"
+    _finite(arr, ctx, what)
 
 
 _CLS = ("binary", "multiclass")
@@ -530,6 +551,8 @@ for _f in (
                 "(N, K, H, W) score maps (segmentation); argmax over K predicts each pixel"),
     InputFormat("values", ("target", "prediction", "score", "measure"), _ALL, (0,), _values_validate, _values_convert,
                 "(N,) finite floats: regression targets and predictions, or a measure"),
+    InputFormat("multioutput", ("target", "prediction", "score"), ("regression",), (1,), _multioutput_validate, _values_convert,
+                "(N, D) finite floats: multioutput regression targets and predictions (num_outputs=D)"),
 ):  # fmt: skip
     register_format(_f)
 
@@ -734,7 +757,8 @@ def _measure_columns(values: Any, names: Any) -> np.ndarray:
 
 def _empty_batch(task: Any, arrs: dict[str, np.ndarray]) -> Batch:
     label_dtype = np.float64 if task.kind == "regression" else np.int64
-    empty = lambda: np.zeros(0, dtype=label_dtype)  # noqa: E731
+    d = getattr(task, "num_outputs", None)
+    empty = lambda: np.zeros((0,) if d is None else (0, d), dtype=label_dtype)  # noqa: E731
     return Batch(
         empty() if "target" in arrs else None,
         np.zeros(0) if "score" in arrs else None,

@@ -258,7 +258,7 @@ def _analytic_kind(m: Metric) -> Callable | None:
         return lambda st, level: wilson(*_proportion(m, st), level)
     if isinstance(m, RocAuc) and m.task.kind == "binary" and m.p["max_fpr"] is None:
         return lambda st, level: _auc_ci(m, st, level)
-    if isinstance(m, (MeanAbsoluteError, MeanError)):
+    if isinstance(m, (MeanAbsoluteError, MeanError)) and m.task.kind == "regression" and m.task.num_outputs is None:
         return lambda st, level: _mean_ci(m, st, level)
     return None
 

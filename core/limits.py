@@ -9,6 +9,7 @@ parameter           where                                         maximum
 ``n_bins``          ``ece``, ``mce``, ``reliability_diagram`` ...  :data:`MAX_N_BINS` (100,000)
 ``k``, ``max_k``    ``top_k_accuracy``                             :data:`MAX_TOP_K` (10,000)
 ``num_classes``     :class:`~core.metrics.Task` (classes/labels)   :data:`MAX_NUM_CLASSES` (10,000)
+``num_outputs``     :class:`~core.metrics.Task` (regression)       :data:`MAX_NUM_OUTPUTS` (10,000)
 thresholds          distinct thresholds of one plan                :data:`MAX_THRESHOLDS` (10,000)
 ``capacity``        ranking metrics' score distribution           :data:`MAX_CAPACITY` (2**26)
 ``quantiles``       slice spec ``COL:quantiles=N``                 :data:`MAX_QUANTILES` (10,000)
@@ -26,6 +27,8 @@ import numpy as np
 MAX_N_BINS = 100_000
 MAX_TOP_K = 10_000
 MAX_NUM_CLASSES = 10_000
+#: most outputs of a multioutput regression task (``Task.num_outputs``)
+MAX_NUM_OUTPUTS = 10_000
 MAX_THRESHOLDS = 10_000
 MAX_CAPACITY = 1 << 26
 MAX_QUANTILES = 10_000

@@ -198,6 +198,11 @@ OPTIONS: tuple[Option, ...] = (
            "otherwise results are keyed by the canonical string and also answer the requested one "
            "(``results.overall.metrics[\"f1\"]`` for ``\"f1@macro\"``; ``Results.resolved_names``)."),
     Option("num_classes", None, "int | None", "None/2 for binary, K > 2 for multiclass (needs ``prediction_col`` or class scores)."),
+    Option("num_outputs", None, "int | None",
+           "multioutput regression: D >= 1 outputs, each row's label and prediction a list of D floats (Arrow list "
+           "or fixed-size list, pandas lists, (N, D) numpy arrays); implies ``task=\"regression\"``; regression metrics "
+           "take scikit-learn's ``multioutput`` (``\"r2@multioutput=raw_values\"``). None: one float per row.",
+           config="if_set"),
     Option("classes", None, "Sequence[str | int | float] | None",
            "the class values when labels are not ``0..K-1`` (``[\"cat\", \"dog\", \"bird\"]``, ``[-1, 1]``, ``[1, 2]``): "
            "labels and predictions are mapped to their index in the list, a value outside it is an invalid row "

@@ -50,14 +50,20 @@ def make_task(
     zero_division: Any = "nan",
     multiclass: bool = False,
     ignore_index: int | None = None,
+    num_outputs: int | None = None,
 ) -> Task:
     """The :class:`~core.metrics.Task` of a collection or evaluation: ``task`` itself if it is a
-    Task, else one of kind ``task`` (None: binary or multiclass from ``num_classes``)."""
+    Task, else one of kind ``task`` (None: binary or multiclass from ``num_classes``; regression
+    when only ``num_outputs`` is given)."""
     if isinstance(task, Task):
+        if num_outputs is not None and num_outputs != task.num_outputs:
+            raise ValueError(f"num_outputs={num_outputs!r} differs from the Task's num_outputs={task.num_outputs!r}; give one")
         return task
     if task is not None and not isinstance(task, str):
         raise TypeError(f"task must be a kind name or a Task, got {type(task).__name__}")
-    return Task(num_classes or 2, threshold, threshold_rule, zero_division, multiclass, task, ignore_index)
+    if task is None and num_outputs is not None:
+        task = "regression"
+    return Task(num_classes or 2, threshold, threshold_rule, zero_division, multiclass, task, ignore_index, num_outputs)
 
 
 def undefined_warning(key: str, where: list[tuple[str, tuple[int, ...] | None]], fill: Any) -> str:
@@ -185,7 +191,10 @@ class Plan:
         setting. Settings read only when computing (the chosen metrics, ``zero_division``) are
         not part of it: they belong to whoever computes."""
         t = self.task
-        return {"task": t.kind, "num_classes": t.num_classes, "ignore_index": t.ignore_index}
+        fp = {"task": t.kind, "num_classes": t.num_classes, "ignore_index": t.ignore_index}
+        if t.num_outputs is not None:  # only when set: fingerprints of single-output tasks stay as they were
+            fp["num_outputs"] = t.num_outputs
+        return fp
 
     def zero(self) -> tuple[State, ...]:
         """The identity tuple of states."""
@@ -360,6 +369,7 @@ class Plan:
             **({"metric_names": dict(self.metric_names)} if self.metric_names else {}),
             "states": [f"{cls.kind} {layout}" for cls, layout in self.state_types],
             **({"ignore_index": t.ignore_index} if t.ignore_index is not None else {}),
+            **({"num_outputs": t.num_outputs} if t.num_outputs is not None else {}),
         }
 
 
@@ -500,7 +510,7 @@ def _fmt_value(v: Any) -> str:
 
 _COLLECTION_OPTIONS = (
     "num_classes", "threshold", "threshold_rule", "zero_division", "multiclass", "task", "ignore_index",
-    "formats", "measures", "classes", "pos_label",
+    "formats", "measures", "classes", "pos_label", "num_outputs",
 )  # fmt: skip
 
 
@@ -534,6 +544,9 @@ class MetricCollection:
             (a value outside it raises, naming it and its row); ``num_classes`` defaults to its
             length; per-class values are in its order. See :mod:`core.labels`.
         pos_label: with two ``classes``, the positive class's value (default: the second).
+        num_outputs: multioutput regression: D >= 1 outputs, (N, D) targets and predictions
+            (implies ``task="regression"``); regression metrics take scikit-learn's
+            ``multioutput`` (``"r2@multioutput=raw_values"``). None: (N,) targets.
 
         **named: metrics under display names, ``acc="accuracy"``: the result key is the
             name (as are ``("val_f1", "f1@macro")`` pairs among ``metrics``).
@@ -575,6 +588,7 @@ class MetricCollection:
         measures: "dict[str, Any] | Sequence[str] | None" = None,
         classes: Sequence[Any] | None = None,
         pos_label: Any = None,
+        num_outputs: int | None = None,
         **named: str | Metric,
     ):
         for k, v in named.items():  # a keyword whose value is no metric: a misspelt option, not a display name
@@ -587,7 +601,7 @@ class MetricCollection:
                 )
         self.classes, num_classes = resolve_classes(classes, pos_label, num_classes, multiclass, task)
         self._swap_scores = columns_reversed(classes, self.classes)
-        task = make_task(task, num_classes, threshold, threshold_rule, zero_division, multiclass, ignore_index)
+        task = make_task(task, num_classes, threshold, threshold_rule, zero_division, multiclass, ignore_index, num_outputs)
         self.plan = Plan([*metrics, *named.items(), *_measure_specs(measures)] or None, task)
         self.formats = {**self.plan.data_formats, **_collection_formats(formats)}  # the caller's win
         if self.classes is not None and any(self.formats.get(r) not in (None, "labels", "label_map") for r in ("target", "prediction")):
@@ -638,13 +652,13 @@ class MetricCollection:
 
         Args:
             y_true: labels: (N,) 0/1 (binary) or [0, K) ints, (N, K) one-hot, (N, H, W) label maps
-                (segmentation), (N, L) 0/1 (multilabel) or (N,) float targets (regression); lists,
-                numpy, pandas or Arrow.
+                (segmentation), (N, L) 0/1 (multilabel), (N,) float targets (regression) or (N, D)
+                (``num_outputs=D``); lists, numpy, pandas or Arrow.
             y_score: scores: (N,) binary scores (thresholded), (N, K) class scores or probabilities
                 (argmax predicts; top-k and log loss read them), (N, K, H, W) score maps, (N, L)
                 multilabel scores (thresholded).
             y_pred: predictions: (N,) labels, (N, K) one-hot, (N, H, W) label maps, (N, L) 0/1
-                (multilabel) or (N,) floats (regression).
+                (multilabel), (N,) floats (regression) or (N, D) (``num_outputs=D``).
             sample_weight: (N,) finite non-negative weights per row; None for 1.
             measure: (N,) finite per-example (or per-batch) values for mean-of-measure metrics;
                 with named measures ``{name: (N,) values}`` (a measure given as a function is

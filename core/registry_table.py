@@ -63,8 +63,9 @@ def _states(info: dict[str, Any]) -> str:
     return "; ".join(f"{task}: " + ", ".join(f"`{s}`" for s in v) for task, v in states.items())
 
 
-def _tasks(info: dict[str, Any]) -> str:
-    tasks = [t for t in TASK_ORDER if t in info["tasks"]]
+def _tasks(info: dict[str, Any], multioutput: bool = False) -> str:
+    """The task cell; ``multioutput``: the metric takes ``multioutput`` (multioutput regression)."""
+    tasks = [t + (" (multioutput)" if multioutput and t == "regression" else "") for t in TASK_ORDER if t in info["tasks"]]
     return "any" if len(tasks) == len(TASK_ORDER) else ", ".join(tasks)
 
 
@@ -86,7 +87,7 @@ def markdown_table() -> str:
         info = cls.info()
         aliases = f" ({', '.join(f'`{a}`' for a in info['aliases'])})" if info["aliases"] else ""
         exact = "exact" if info["exact"] else "approximate (certified bounds)"
-        lines.append(f"| `{info['name']}`{aliases} | {info['full_name']} | {_tasks(info)} | {_states(info)} | {exact} | {_sklearn(info)} |")
+        lines.append(f"| `{info['name']}`{aliases} | {info['full_name']} | {_tasks(info, 'multioutput' in cls.params)} | {_states(info)} | {exact} | {_sklearn(info)} |")
     return "\n".join(lines)
 
 

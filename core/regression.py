@@ -16,6 +16,16 @@ digit (targets around 1e8 with unit spread give R² to 1e-15).
 Metrics (all weighted; NaN when the total weight is 0): ``mse``, ``rmse``, ``mae``, ``mape``,
 ``r2``, ``explained_variance``, ``mean_error`` (mean of ``p - y``), ``max_error``, ``pearson``,
 ``mean_label``, ``mean_prediction``.
+
+Multioutput regression (``Task(kind="regression", num_outputs=D)``, (N, D) targets and
+predictions): the layout's ``num_outputs`` gives every sum a leading (D,) output axis (count and
+weight are per row); :meth:`RegressionMomentsState.output` is one output's single-output state,
+exactly. ``mse``, ``rmse``, ``mae``, ``mape``, ``r2`` and ``explained_variance`` take
+scikit-learn's ``multioutput``: ``uniform_average`` (default: the mean of the per-output values),
+``raw_values`` (the (D,) per-output values, as the per-class values of ``@none``) and, for ``r2``
+and ``explained_variance``, ``variance_weighted`` (weighted by each output's target variance);
+e.g. ``"r2@multioutput=raw_values"``. The others (``max_error``, ``mean_error``, ``pearson``; no
+``multioutput`` in scikit-learn either) refuse a multioutput task.
 """
 
 from __future__ import annotations
@@ -29,7 +39,8 @@ import numpy as np
 
 from core._inputs import Batch
 from core.exact import exact_sum, exact_sum_products, fraction_to_float
-from core.metrics import Metric, record_undefined
+from core.limits import MAX_NUM_OUTPUTS, check_count
+from core.metrics import Metric, record_undefined, recording_undefined
 from core.states import State
 
 _EPS = float(np.finfo(np.float64).eps)
@@ -38,7 +49,63 @@ _SUMS = ("sum_y", "sum_p", "sum_yy", "sum_pp", "sum_yp", "sum_abs_e", "sum_ape")
 
 @dataclass(frozen=True)
 class RegressionLayout:
-    """No configuration: one moments state serves every regression metric."""
+    """One moments state serves every regression metric of a task.
+
+    Attributes:
+        num_outputs: None for (N,) targets (scalar sums); D for multioutput regression: every
+            sum and ``max_abs_e`` has a leading (D,) output axis (``count`` and ``weight`` stay
+            scalars: a row holds all D outputs). Bytes of the releases before multioutput lack
+            the setting and read as None, unchanged.
+    """
+
+    num_outputs: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.num_outputs is not None:
+            object.__setattr__(self, "num_outputs", check_count(self.num_outputs, "num_outputs", 1, MAX_NUM_OUTPUTS, "regression layout"))
+
+
+def output_shape(num_outputs: int | None) -> tuple[int, ...]:
+    """``()`` for a single output, ``(D,)`` for D outputs: the shape of a per-output field."""
+    return () if num_outputs is None else (int(num_outputs),)
+
+
+def batch_outputs(batch: Batch, num_outputs: int | None) -> tuple[np.ndarray, np.ndarray]:
+    """``(y, p)`` of a batch as float64 arrays of shape (n,) or (n, D), checked against the layout.
+
+    Raises:
+        ValueError: no targets or predictions, or their shape does not fit ``num_outputs``.
+    """
+    if batch.y_true is None or batch.y_pred is None:
+        raise ValueError("regression metrics need targets and predictions")
+    y = np.asarray(batch.y_true, dtype=np.float64)
+    p = np.asarray(batch.y_pred, dtype=np.float64)
+    want = (y.shape[0],) + output_shape(num_outputs)
+    if y.size == 0 and num_outputs is not None:
+        y, p = y.reshape(0, num_outputs), p.reshape(0, num_outputs)
+    for what, a in (("targets", y), ("predictions", p)):
+        if a.shape != want:
+            raise ValueError(f"regression state with num_outputs={num_outputs!r}: {what} of shape {a.shape}, expected {want}")
+    return y, p
+
+
+def upgrade_single_output(cls: type[State], version: int, layout: Any, arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """:meth:`State.upgrade` of the regression kinds: kind version 1 (the releases before
+    multioutput) holds single-output states, whose fields are those of a layout without
+    ``num_outputs``, unchanged; any other older version raises as :meth:`State.upgrade`."""
+    if version == 1 and layout.num_outputs is None:
+        return arrays
+    return State.upgrade.__func__(cls, version, layout, arrays)  # type: ignore[attr-defined]
+
+
+def per_output_sum(x: np.ndarray, w: np.ndarray | None, *more: np.ndarray):
+    """Exact ``sum w x (more...)`` over rows: a scalar sum for (n,) arrays, (D,) sums for (n, D)."""
+    factors = [x, *more]
+    if x.ndim == 1:
+        return exact_sum_products(factors + ([] if w is None else [w]))
+    n, d = x.shape
+    ws = [] if w is None else [np.repeat(np.asarray(w, dtype=np.float64), d)]
+    return exact_sum_products([f.ravel() for f in factors] + ws, index=np.tile(np.arange(d), n), size=d)
 
 
 class RegressionMomentsState(State):
@@ -58,38 +125,41 @@ class RegressionMomentsState(State):
     CODEC_V1 = False  # version 1 held Chan's centred moments, which do not give the exact sums
     COUNTS = ("count", "weight")
     NONNEGATIVE = ("sum_yy", "sum_pp", "sum_abs_e", "sum_ape", "max_abs_e")
+    VERSION = 2  # 2: the layout's num_outputs (multioutput regression); version 1 bytes are single-output
+    upgrade = classmethod(upgrade_single_output)
+
+    @classmethod
+    def shape(cls, layout: RegressionLayout, field: str) -> tuple[int, ...]:
+        return () if field in ("count", "weight") else output_shape(layout.num_outputs)
 
     @classmethod
     def layout_for(cls, requirements: list[Any], task: Any) -> RegressionLayout:
-        return RegressionLayout()
+        return RegressionLayout(getattr(task, "num_outputs", None))
 
     @classmethod
     def from_batch(cls, layout: RegressionLayout, batch: Batch) -> "RegressionMomentsState":
-        """The exact sums of one validated batch.
+        """The exact sums of one validated batch ((n,) or, with ``num_outputs``, (n, D) values).
 
         Raises:
-            ValueError: the batch lacks targets or predictions.
+            ValueError: the batch lacks targets or predictions, or their shape does not fit.
         """
-        if batch.y_true is None or batch.y_pred is None:
-            raise ValueError("regression metrics need targets and predictions")
-        y = np.asarray(batch.y_true, dtype=np.float64)
-        p = np.asarray(batch.y_pred, dtype=np.float64)
+        y, p = batch_outputs(batch, layout.num_outputs)
         w = batch.sample_weight
-        ws = [] if w is None else [w]
         abs_e = np.abs(p - y)
         ape = abs_e / np.maximum(np.abs(y), _EPS)
         positive = abs_e if w is None else abs_e[w > 0]
+        shape = output_shape(layout.num_outputs)
         a = {
             "count": np.int64(y.shape[0]),
             "weight": np.float64(y.shape[0]) if w is None else exact_sum(w),
-            "sum_y": exact_sum(y, w),
-            "sum_p": exact_sum(p, w),
-            "sum_yy": exact_sum_products([y, y] + ws),
-            "sum_pp": exact_sum_products([p, p] + ws),
-            "sum_yp": exact_sum_products([y, p] + ws),
-            "sum_abs_e": exact_sum(abs_e, w),
-            "sum_ape": exact_sum(ape, w),
-            "max_abs_e": np.float64(positive.max()) if positive.size else np.float64(0.0),
+            "sum_y": per_output_sum(y, w),
+            "sum_p": per_output_sum(p, w),
+            "sum_yy": per_output_sum(y, w, y),
+            "sum_pp": per_output_sum(p, w, p),
+            "sum_yp": per_output_sum(y, w, p),
+            "sum_abs_e": per_output_sum(abs_e, w),
+            "sum_ape": per_output_sum(ape, w),
+            "max_abs_e": positive.max(axis=0).astype(np.float64) if positive.shape[0] else np.zeros(shape),
         }
         return cls(layout, a)
 
@@ -104,12 +174,34 @@ class RegressionMomentsState(State):
         a = self.arrays
         if float(a["weight"]) == 0 or int(a["count"]) == 0:
             names = [n for n, _ in self.FIELDS if n not in ("count", "weight")] if int(a["count"]) == 0 else list(_SUMS)
-            bad = next((n for n in names if float(a[n]) != 0), None)
+            bad = next((n for n in names if np.any(a[n] != 0)), None)
             if bad is None and int(a["count"]) == 0 and float(a["weight"]) != 0:
                 bad = "weight"
             if bad is not None:
-                raise ValueError(f"invalid {self.kind} state: {bad} = {float(a[bad])!r} with count {int(a['count'])} and weight {float(a['weight'])!r} (must be 0)")
+                v = a[bad].tolist()
+                raise ValueError(f"invalid {self.kind} state: {bad} = {v!r} with count {int(a['count'])} and weight {float(a['weight'])!r} (must be 0)")
         return self
+
+    @property
+    def num_outputs(self) -> int | None:
+        """The layout's ``num_outputs`` (None: a single output, scalar sums)."""
+        return self.layout.num_outputs
+
+    def output(self, j: int) -> "RegressionMomentsState":
+        """The single-output state of output ``j`` (exact: its sums are taken, not recomputed);
+        a single-output state is its own output 0."""
+        if self.layout.num_outputs is None:
+            if j != 0:
+                raise IndexError(f"output {j} of a single-output regression state")
+            return self
+        a: dict[str, Any] = {"count": self.arrays["count"], "weight": self.exact["weight"], "max_abs_e": self.arrays["max_abs_e"][j]}
+        for n in _SUMS:
+            a[n] = self.exact[n].take(slice(j, j + 1), ())
+        return type(self)(RegressionLayout(), a)
+
+    def outputs(self) -> list["RegressionMomentsState"]:
+        """The single-output states of every output (one for a single-output state)."""
+        return [self.output(j) for j in range(self.layout.num_outputs or 1)]
 
     # -- exact derived quantities ------------------------------------------------------------
     def mean(self, field: str) -> float:
@@ -137,14 +229,68 @@ class RegressionMomentsState(State):
         return fraction_to_float(self.fr("sum_ee"))
 
 
+#: scikit-learn's ``multioutput`` strings: one value per output, their mean, or their mean
+#: weighted by each output's target variance (R² and explained variance only)
+MULTIOUTPUT = ("raw_values", "uniform_average", "variance_weighted")
+
+
+def configure_multioutput(metric: Metric, options: tuple[str, ...]) -> None:
+    """Check a regression metric's ``multioutput`` against ``options``; a metric without the
+    parameter (scikit-learn's has none) refuses a multioutput task.
+
+    Raises:
+        ValueError: naming the metric, the setting and the accepted values.
+    """
+    d = getattr(metric.task, "num_outputs", None)
+    if "multioutput" not in metric.params:
+        if d is not None:
+            raise ValueError(
+                f"metric {metric.name!r} has no multioutput form (no multioutput parameter, as in scikit-learn): "
+                f"it cannot be computed for a multioutput regression task (num_outputs={d})"
+            )
+        return
+    m = metric.p["multioutput"]
+    if m not in options:
+        raise ValueError(f"metric {metric.name!r}: multioutput must be one of {', '.join(options)}; got {m!r}")
+
+
+def combine_outputs(metric: Metric, states: list[Any], value_of: Any, weight_of: Any = None) -> Any:
+    """A metric's value over outputs, as scikit-learn's ``multioutput``: ``value_of(state)`` of
+    each output's single-output state, then ``raw_values`` (a (D,) array), ``uniform_average``
+    (their ``np.average``; the value itself for one output) or ``variance_weighted``
+    (``np.average`` weighted by ``weight_of(state)``, uniform when every weight is 0). An
+    output's undefined value is recorded for that output (``raw_values``) or for the value."""
+    how = metric.p.get("multioutput", "uniform_average")
+    raw = how == "raw_values"
+    vals = np.empty(len(states))
+    for j, st in enumerate(states):
+        with recording_undefined() as events:
+            vals[j] = value_of(st)
+        for e in events:
+            record_undefined((j,) if raw else None, e.fill)
+    if raw:
+        return vals
+    with np.errstate(invalid="ignore"):  # -inf (force_finite=false) times a zero weight: NaN, as scikit-learn
+        if how == "variance_weighted":
+            w = np.array([float(weight_of(st)) for st in states])
+            if w.any():
+                return float(np.average(vals, weights=w))
+        return float(np.average(vals))
+
+
 class _Regression(Metric):
-    """A metric of the regression moments state (regression tasks)."""
+    """A metric of the regression moments state (regression tasks). Metrics with a
+    ``multioutput`` parameter list the values they accept in ``multioutput_options``."""
 
     tasks = ("regression",)
     params: ClassVar[dict[str, Any]] = {}
+    multioutput_options: ClassVar[tuple[str, ...]] = ("raw_values", "uniform_average")
     higher_is_better = False
     bounds = (0.0, math.inf)
     undefined = "no examples (total weight 0)"
+
+    def configure(self) -> None:
+        configure_multioutput(self, self.multioutput_options)
 
     def requires(self) -> list[tuple[type[State], Any]]:
         return [(RegressionMomentsState, None)]
@@ -152,12 +298,22 @@ class _Regression(Metric):
     def needs(self) -> frozenset[str]:
         return frozenset({"target", "prediction"})
 
-    def compute(self, states: dict[str, State]) -> float:
+    def compute(self, states: dict[str, State]) -> Any:
         st = states["regression_moments"]
+        if "multioutput" not in self.params:
+            return self.one(st)
+        return combine_outputs(self, st.outputs(), self.one, self.output_weight)
+
+    def one(self, st: RegressionMomentsState) -> float:
+        """The value of one output (a single-output state)."""
         if float(st["weight"]) == 0:
             record_undefined()
             return float("nan")
         return float(self.value(st))
+
+    def output_weight(self, st: RegressionMomentsState) -> float:
+        """An output's weight in ``variance_weighted``: its weighted target sum of squares."""
+        return fraction_to_float(st.centred("y", "y"))
 
     def value(self, st: RegressionMomentsState) -> float:
         raise NotImplementedError
@@ -171,6 +327,8 @@ class MeanSquaredError(_Regression):
     aliases = ("mean_squared_error",)
     sklearn = "sklearn.metrics.mean_squared_error"
 
+    params = {"multioutput": "uniform_average"}
+
     def value(self, st: RegressionMomentsState) -> float:
         return fraction_to_float(st.fr("sum_ee") / st.fr("weight"))
 
@@ -183,6 +341,8 @@ class RootMeanSquaredError(_Regression):
     aliases = ("root_mean_squared_error",)
     sklearn = "sklearn.metrics.root_mean_squared_error"
 
+    params = {"multioutput": "uniform_average"}
+
     def value(self, st: RegressionMomentsState) -> float:
         return math.sqrt(fraction_to_float(st.fr("sum_ee") / st.fr("weight")))
 
@@ -194,6 +354,8 @@ class MeanAbsoluteError(_Regression):
     full_name = "Mean absolute error"
     aliases = ("mean_absolute_error",)
     sklearn = "sklearn.metrics.mean_absolute_error"
+
+    params = {"multioutput": "uniform_average"}
 
     def value(self, st: RegressionMomentsState) -> float:
         return st.mean("sum_abs_e")
@@ -209,6 +371,8 @@ class MeanAbsolutePercentageError(_Regression):
     aliases = ("mean_absolute_percentage_error",)
     sklearn = "sklearn.metrics.mean_absolute_percentage_error"
 
+    params = {"multioutput": "uniform_average"}
+
     def value(self, st: RegressionMomentsState) -> float:
         return st.mean("sum_ape")
 
@@ -218,11 +382,13 @@ class _Explained(_Regression):
     or x/0; ``force_finite=true`` (default) gives 1.0 for perfect predictions and 0.0 otherwise,
     ``false`` gives NaN or -inf."""
 
-    params = {"force_finite": True}
+    params = {"force_finite": True, "multioutput": "uniform_average"}
+    multioutput_options = MULTIOUTPUT
     higher_is_better = True
     bounds = (-math.inf, 1.0)
 
     def configure(self) -> None:
+        super().configure()
         f = self.p["force_finite"]
         if f not in (True, False, 0, 1):
             raise ValueError(f"metric {self.name!r}: force_finite must be true or false, got {f!r}")
@@ -326,6 +492,7 @@ class Pearson(_Regression):
 
 
 __all__ = [
+    "MULTIOUTPUT",
     "ExplainedVariance",
     "MaxError",
     "MeanAbsoluteError",

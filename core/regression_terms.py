@@ -31,9 +31,10 @@ from typing import Any, ClassVar
 import numpy as np
 
 from core._inputs import Batch
-from core.exact import exact_column_sums, exact_sum, fraction_to_float
+from core.exact import ExactSums, exact_column_sums, exact_sum, fraction_to_float
+from core.limits import MAX_NUM_OUTPUTS, check_count
 from core.metrics import Metric, record_undefined
-from core.regression import RegressionMomentsState
+from core.regression import RegressionMomentsState, batch_outputs, combine_outputs, configure_multioutput, output_shape, upgrade_single_output
 from core.states import State
 
 __all__ = [
@@ -118,11 +119,16 @@ def term_values(term: str, y: np.ndarray, p: np.ndarray) -> tuple[np.ndarray, np
 
 @dataclass(frozen=True)
 class RegressionTermsLayout:
-    """The terms summed, sorted (e.g. ``("pinball:0.9", "sle")``)."""
+    """The terms summed, sorted (e.g. ``("pinball:0.9", "sle")``), and ``num_outputs`` (None:
+    (N,) targets; D: multioutput, ``sums`` and ``outside`` are (D, T)). Bytes of the releases
+    before multioutput lack ``num_outputs`` and read as None."""
 
     terms: tuple[str, ...] = ()
+    num_outputs: int | None = None
 
     def __post_init__(self) -> None:
+        if self.num_outputs is not None:
+            object.__setattr__(self, "num_outputs", check_count(self.num_outputs, "num_outputs", 1, MAX_NUM_OUTPUTS, "regression terms layout"))
         terms = tuple(sorted(set(str(t) for t in self.terms)))
         for t in terms:
             if t.partition(":")[0] not in ("sle", "pinball", "tweedie", "null"):
@@ -139,39 +145,65 @@ class RegressionTermsState(State):
 
     kind = "regression_terms"
     Layout = RegressionTermsLayout
+    VERSION = 2  # 2: the layout's num_outputs (multioutput regression); version 1 bytes are single-output
+    upgrade = classmethod(upgrade_single_output)
     FIELDS = (("count", "int64"), ("weight", "float64"), ("sums", "float64"), ("outside", "int64"))
     EXACT = ("weight", "sums")
     COUNTS = ("count", "weight", "outside")
 
     @classmethod
     def shape(cls, layout: RegressionTermsLayout, field: str) -> tuple[int, ...]:
-        return (len(layout.terms),) if field in ("sums", "outside") else ()
+        return output_shape(layout.num_outputs) + (len(layout.terms),) if field in ("sums", "outside") else ()
 
     @classmethod
     def layout_for(cls, requirements: list[Any], task: Any) -> RegressionTermsLayout:
-        return RegressionTermsLayout(tuple(t for r in requirements for t in r))
+        return RegressionTermsLayout(tuple(t for r in requirements for t in r), getattr(task, "num_outputs", None))
 
     @classmethod
     def from_batch(cls, layout: RegressionTermsLayout, batch: Batch) -> "RegressionTermsState":
-        if batch.y_true is None or batch.y_pred is None:
-            raise ValueError("regression metrics need targets and predictions")
-        y = np.asarray(batch.y_true, dtype=np.float64)
-        p = np.asarray(batch.y_pred, dtype=np.float64)
+        y, p = batch_outputs(batch, layout.num_outputs)
         w = batch.sample_weight
-        vals = np.zeros((y.shape[0], len(layout.terms)))
-        outside = np.zeros(len(layout.terms), dtype=np.int64)
+        t_count = len(layout.terms)
+        d = layout.num_outputs or 1
+        n = y.shape[0]
+        vals = np.zeros((n, d, t_count))
+        outside = np.zeros((d, t_count), dtype=np.int64)
         for j, t in enumerate(layout.terms):
-            vals[:, j], valid = term_values(t, y, p)
-            outside[j] = int(y.shape[0] - np.count_nonzero(valid))
+            v, valid = term_values(t, y, p)
+            vals[:, :, j] = v.reshape(n, d)
+            outside[:, j] = n - np.count_nonzero(valid.reshape(n, d), axis=0)
+        shape = cls.shape(layout, "sums")
         return cls(
             layout,
             {
-                "count": np.int64(y.shape[0]),
-                "weight": np.float64(y.shape[0]) if w is None else exact_sum(w),
-                "sums": exact_column_sums(vals, w),
-                "outside": outside,
+                "count": np.int64(n),
+                "weight": np.float64(n) if w is None else exact_sum(w),
+                "sums": ExactSums.stack([exact_column_sums(vals.reshape(n, d * t_count), w)], shape),
+                "outside": outside.reshape(shape),
             },
         )
+
+    def output(self, j: int) -> "RegressionTermsState":
+        """The single-output state of output ``j`` (exact); a single-output state is its own
+        output 0."""
+        if self.layout.num_outputs is None:
+            if j != 0:
+                raise IndexError(f"output {j} of a single-output regression terms state")
+            return self
+        t = len(self.layout.terms)
+        return type(self)(
+            RegressionTermsLayout(self.layout.terms),
+            {
+                "count": self.arrays["count"],
+                "weight": self.exact["weight"],
+                "sums": self.exact["sums"].take(slice(j * t, (j + 1) * t), (t,)),
+                "outside": self.arrays["outside"][j],
+            },
+        )
+
+    def outputs(self) -> list["RegressionTermsState"]:
+        """The single-output states of every output (one for a single-output state)."""
+        return [self.output(j) for j in range(self.layout.num_outputs or 1)]
 
     def mean(self, term: str) -> float:
         """``sum w term / sum w``, correctly rounded (weight nonzero)."""
@@ -194,6 +226,10 @@ class _TermMetric(Metric):
     bounds = (0.0, math.inf)
     undefined = "no examples (total weight 0), or rows outside the metric's domain"
     domain: ClassVar[str] = ""
+    multioutput_options: ClassVar[tuple[str, ...]] = ("raw_values", "uniform_average")
+
+    def configure(self) -> None:
+        configure_multioutput(self, self.multioutput_options)
 
     def term(self) -> str:
         raise NotImplementedError
@@ -218,8 +254,14 @@ class _TermMetric(Metric):
             return False
         return True
 
-    def compute(self, states: dict[str, State]) -> float:
+    def compute(self, states: dict[str, State]) -> Any:
         st = states["regression_terms"]
+        if "multioutput" not in self.params:
+            return self.one(st)
+        return combine_outputs(self, st.outputs(), self.one)
+
+    def one(self, st: RegressionTermsState) -> float:
+        """The value of one output (a single-output state)."""
         return st.mean(self.term()) if self.defined(st) else float("nan")
 
 
@@ -231,6 +273,7 @@ class MeanSquaredLogError(_TermMetric):
     full_name = "Mean squared log error"
     aliases = ("mean_squared_log_error",)
     sklearn = "sklearn.metrics.mean_squared_log_error"
+    params = {"multioutput": "uniform_average"}
     domain = "targets and predictions > -1"
     undefined = "no examples (total weight 0), or rows outside its domain (targets and predictions > -1)"
 
@@ -246,8 +289,8 @@ class RootMeanSquaredLogError(MeanSquaredLogError):
     aliases = ("root_mean_squared_log_error",)
     sklearn = "sklearn.metrics.root_mean_squared_log_error"
 
-    def compute(self, states: dict[str, State]) -> float:
-        v = super().compute(states)
+    def one(self, st: RegressionTermsState) -> float:
+        v = super().one(st)
         return math.sqrt(v) if math.isfinite(v) else v
 
 
@@ -259,11 +302,12 @@ class MeanPinballLoss(_TermMetric):
     name = "mean_pinball_loss"
     full_name = "Mean pinball loss"
     aliases = ("pinball_loss", "quantile_loss")
-    params = {"alpha": 0.5}
+    params = {"alpha": 0.5, "multioutput": "uniform_average"}
     positional = "alpha"
     sklearn = "sklearn.metrics.mean_pinball_loss"
 
     def configure(self) -> None:
+        super().configure()
         a = self.p["alpha"]
         if isinstance(a, bool) or not isinstance(a, (int, float)) or not 0.0 <= float(a) <= 1.0:
             raise ValueError(f"metric {self.name!r}: alpha must be a number in [0, 1], got {a!r}")
@@ -301,6 +345,7 @@ class MeanTweedieDeviance(_TermMetric):
     fixed_power: ClassVar[float | None] = None
 
     def configure(self) -> None:
+        super().configure()
         if self.fixed_power is not None:
             self.p["power"] = self.fixed_power
         self.p["power"] = _check_power(self, self.p["power"])

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from core.limits import MAX_NUM_CLASSES, MAX_THRESHOLDS, as_floats, check_at_most, check_count
+from core.limits import MAX_NUM_CLASSES, MAX_NUM_OUTPUTS, MAX_THRESHOLDS, as_floats, check_at_most, check_count
 
 #: how a score meets a threshold: ``">="`` (a score equal to it is positive) or ``">"``
 THRESHOLD_RULES = (">=", ">")
@@ -95,6 +95,7 @@ class Task:
     multiclass: bool = False
     kind: str | None = None
     ignore_index: int | None = None
+    num_outputs: int | None = None
 
     def __post_init__(self) -> None:
         kind = self.kind
@@ -126,6 +127,10 @@ class Task:
             if kind not in ("binary", "multiclass"):
                 raise ValueError(f"ignore_index applies to binary and multiclass tasks, not {kind}")
             object.__setattr__(self, "ignore_index", int(ii))
+        if self.num_outputs is not None:
+            if kind != "regression":
+                raise ValueError(f"num_outputs applies to regression tasks, not {kind} (num_outputs={self.num_outputs!r})")
+            object.__setattr__(self, "num_outputs", check_count(self.num_outputs, "num_outputs", 1, MAX_NUM_OUTPUTS))
 
     @property
     def ignored_class(self) -> int | None:

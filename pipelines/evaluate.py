@@ -103,6 +103,9 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--threshold", type=float, default=0.5, help="decision threshold for --score (default 0.5)")
     m.add_argument("--threshold-rule", choices=[">=", ">"], default=">=", help="score >= threshold (default) or > is positive")
     m.add_argument("--num-classes", type=int, help="K classes (multiclass) or L labels (multilabel)")
+    m.add_argument("--num-outputs", type=int,
+                   help="multioutput regression: D outputs, --label and --prediction hold a list of D floats per row "
+                        "(Parquet list / fixed-size list columns, JSON Lines arrays); implies --task regression")  # fmt: skip
     m.add_argument("--task", choices=["binary", "multiclass", "multilabel", "regression", "continual"],
                    help="task kind (default: binary, or multiclass with --num-classes > 2); continual: event rows of a continual learner (see --num-tasks)")  # fmt: skip
     m.add_argument("--num-tasks", type=int, help="--task continual: T tasks (ids 0..T-1 in columns trained_task, evaluated_task)")

@@ -25,6 +25,7 @@ SCORES = dict(
     classes=["no", "yes"], pos_label="no",
 )  # fmt: skip
 RETRIEVAL = dict(label_col="rel", score_col="s", query_col="q", metrics=["ndcg@k=5", "mrr"])
+MULTIOUTPUT = dict(label_col="y", prediction_col="p", num_outputs=2, metrics=["r2@multioutput=raw_values"])
 
 
 def test_the_signature_is_the_option_table():
@@ -37,8 +38,8 @@ def test_the_signature_is_the_option_table():
 
 
 def test_every_option_appears_in_to_config_and_round_trips():
-    configs = [Evaluation(**MULTICLASS).to_config(), Evaluation(**SCORES).to_config(), Evaluation(**RETRIEVAL).to_config()]
-    assert set(configs[0]) | set(configs[1]) | set(configs[2]) == set(OPTION_NAMES)
+    configs = [Evaluation(**c).to_config() for c in (MULTICLASS, SCORES, RETRIEVAL, MULTIOUTPUT)]
+    assert set().union(*configs) == set(OPTION_NAMES)
     assert configs[0]["min_slice_size"] == 2.0 and configs[0]["zero_division"] == 0 and configs[1]["score_format"] == "probabilities"
     for cfg in configs:
         ev = Evaluation(**cfg)
