@@ -458,6 +458,9 @@ class _Calibration(Metric):
         if self.task.kind == "multiclass":
             check_calibration_size(self.task.num_classes, b, f"metric {self.name!r}")
 
+    def _show_positional(self) -> bool:
+        return self.p["average"] != "top_label"  # "ece@top_label" is "ece"
+
     def requires(self) -> list[tuple[type[State], Any]]:
         return [(CalibrationBinsState, self.p["n_bins"])]
 
