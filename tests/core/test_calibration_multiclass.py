@@ -24,7 +24,7 @@ from sklearn.calibration import calibration_curve
 from core import Evaluation, MetricCollection, State
 from core._inputs import Batch
 from core.calibration import CalibrationBinsLayout, CalibrationBinsState
-from tests._helpers import merge_tree, random_shards
+from tests._helpers.sharding import StateFolder, fold_sharded
 from tests._helpers.calibration_ref import tm_calibration_error
 
 pytestmark = pytest.mark.filterwarnings("ignore::core.UndefinedMetricWarning")
@@ -201,19 +201,16 @@ def test_multiclass_bins_merge_laws_and_grouped_fold(data, seed, weighted):
     S = np.array([d[1] for d in data], dtype=np.float64).reshape(-1, K)
     w = np.array([d[2] for d in data])
     zero = CalibrationBinsState.zero(layout)
-    whole = zero.fold(_batch(y, S, w, np.arange(len(data)), weighted))
+    full = _batch(y, S, w, np.arange(len(data)), weighted)
+    whole = zero.fold(full)
     rng = np.random.default_rng(seed)
-    states = []
-    for shard in random_shards(rng, len(data)):
-        s = zero
-        for idx in shard:
-            s = s.fold(_batch(y, S, w, idx, weighted))
-        states.append(s)
-    merged = merge_tree(states, lambda a, b: a.merge(b), rng, lambda: zero)
+    columns = {"y_true": full.y_true, "y_score": full.y_score, "sample_weight": full.sample_weight}
+    merged = fold_sharded(StateFolder(CalibrationBinsState, layout, num_classes=K), columns, rng)
     assert merged == whole and merged.encode() == whole.encode()
     assert merged.merge(zero) == merged == zero.merge(merged)
-    if len(states) > 1:
-        assert states[0].merge(states[1]) == states[1].merge(states[0])
+    half = len(data) // 2
+    a, b = zero.fold(_batch(y, S, w, np.arange(half), weighted)), zero.fold(_batch(y, S, w, np.arange(half, len(data)), weighted))
+    assert a.merge(b) == b.merge(a) == whole
     assert State.decode(merged.encode()) == merged
     groups = rng.integers(0, 3, len(data))
     fields = CalibrationBinsState.grouped_fields(layout, _batch(y, S, w, np.arange(len(data)), weighted), groups, 3)
