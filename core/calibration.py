@@ -7,12 +7,15 @@ commutative monoids: bit for bit the same for any batching and merge order):
   sum at each clipping ``eps``. Binary tasks read (N,) positive-class scores ``p``; multiclass
   tasks read (N, K) probability rows.
 * :class:`CalibrationBinsState`: per equal-width bin of the positive-class probability, the
-  weight, ``sum w p`` and ``sum w y`` (reliability-diagram data), for one or more bin counts.
+  weight, ``sum w p`` and ``sum w y`` (reliability-diagram data), for one or more bin counts;
+  multiclass tasks: the same per class one-vs-rest and for the top label (a class axis).
 
 Log loss clips probabilities to ``[eps, 1 - eps]`` (``eps`` = float64 machine epsilon by
 default, as scikit-learn >= 1.5 does for float64) and uses the natural log. Calibration bins are
 ``[i/B, (i+1)/B)``, the last one closed at 1.0 (scikit-learn's ``calibration_curve`` puts a
-probability exactly on an inner edge in the lower bin; elsewhere they agree).
+probability exactly on an inner edge in the lower bin; elsewhere they agree). Multiclass
+calibration errors keep the probabilities exactly 1.0 in a bin of their own, as torchmetrics'
+``MulticlassCalibrationError``; multiclass reliability diagrams close the last bin again.
 """
 
 from __future__ import annotations
