@@ -300,6 +300,8 @@ class CalibrationBinsState(State):
         w = batch.sample_weight
         if layout.multiclass:
             k = layout.num_classes
+            if batch.y_score is None:
+                raise ValueError(f"multiclass calibration bins need (N, {k}) probability rows, got predicted labels only")
             if p.size == 0:  # an empty batch (its scores may come as (0,))
                 p = p.reshape(0, k)
             if p.ndim != 2 or p.shape[1] != k:
