@@ -43,6 +43,8 @@ def _workloads():
         ("confusion_matrix (10 classes)", ConfusionMatrixState, ConfusionMatrixLayout(10), "multiclass"),
         ("probability_sums (log loss, brier)", ProbabilitySumsState, ProbabilitySumsLayout(), "binary"),
         ("calibration_bins (ece, 10 bins)", CalibrationBinsState, CalibrationBinsLayout((10,)), "binary"),
+        ("calibration_bins (multiclass ece, 10 classes, 10 bins)", CalibrationBinsState, CalibrationBinsLayout((10,), 10), "multiclass_proba"),
+        ("probability_sums (multiclass log loss, 10 classes)", ProbabilitySumsState, ProbabilitySumsLayout(False, 10), "multiclass_proba"),
         ("mean_measure", MeanMeasureState, MeanMeasureLayout(), "measure"),
         ("regression_moments", RegressionMomentsState, RegressionLayout(), "regression"),
         ("score_distribution (roc_auc)", ScoreDistributionState, ScoreDistributionLayout(), "binary"),
@@ -58,6 +60,7 @@ def _batches(kind: str, n: int, weighted: bool, seed: int = 0):
     w = rng.random(n) if weighted else None
     yc, pc = rng.integers(0, 10, n), rng.integers(0, 10, n)
     yr = rng.normal(100.0, 10.0, n)
+    P = rng.dirichlet(np.ones(10), n) if kind == "multiclass_proba" else None
     out = []
     for i in range(0, n, BATCH):
         sl = slice(i, i + BATCH)
@@ -66,6 +69,8 @@ def _batches(kind: str, n: int, weighted: bool, seed: int = 0):
             out.append(Batch(y[sl], s[sl], None, ww))
         elif kind == "multiclass":
             out.append(Batch(yc[sl], None, pc[sl], ww))
+        elif kind == "multiclass_proba":
+            out.append(Batch(yc[sl], P[sl], None, ww))
         elif kind == "measure":
             out.append(Batch(None, None, None, ww, values=s[sl]))
         else:

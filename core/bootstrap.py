@@ -922,8 +922,10 @@ def _v_brier(m: Any, reps: _Replicates) -> np.ndarray | None:
 
 
 def _v_ece(m: Any, reps: _Replicates) -> np.ndarray | None:
-    f = reps.fields(CalibrationBinsState.kind)
     layout = reps.types[CalibrationBinsState.kind][1]
+    if layout.multiclass:  # (R, K + 1, cells): one replicate at a time (the fallback)
+        return None
+    f = reps.fields(CalibrationBinsState.kind)
     o, nb = layout.offset(m.p["n_bins"]), m.p["n_bins"]
     count, ss, sl = f["count"][:, o : o + nb], f["sum_score"][:, o : o + nb], f["sum_label"][:, o : o + nb]
     total = count.sum(axis=1)

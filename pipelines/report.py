@@ -377,11 +377,18 @@ def plot_pr(results: Results, slices: Iterable[Any] | None = None, metric: str |
 def plot_reliability(results: Results, slice: Any = (), metric: str | None = None, *, ax: Any = None) -> Any:
     """Reliability diagram of one slice from a ``reliability_diagram`` metric (``(B, 3)``: bin
     weight, mean score, fraction of positives): fraction of positives against mean score per
-    bin, the diagonal of perfect calibration, and the bin weights as a histogram below."""
+    bin, the diagonal of perfect calibration, and the bin weights as a histogram below.
+
+    A multiclass diagram (``(K + 1, B, 3)``: each class one-vs-rest, then the top label) draws
+    one line per class ("class c vs rest") and the top-label line (confidence against accuracy,
+    legend with the top-label ``ece`` if present); the histogram shows the top-label bins."""
     key = _pick(results, "reliability", metric)
     s = _slice(results, slice)
-    d = np.asarray(s.metrics[key], dtype=np.float64).reshape(-1, 3)
+    raw = np.asarray(s.metrics[key], dtype=np.float64)
     ece = next(iter(metric_keys(results, canonical="ece")), None)
+    if raw.ndim == 3:
+        return _plot_reliability_classes(results, s, raw, ece, ax)
+    d = raw.reshape(-1, 3)
     if ax is None:
         from matplotlib.figure import Figure
 
@@ -403,6 +410,36 @@ def plot_reliability(results: Results, slice: Any = (), metric: str | None = Non
         hist.grid(alpha=0.3)
     else:
         ax.set_xlabel("mean predicted score (bin)")
+    return fig
+
+
+def _plot_reliability_classes(results: Results, s: SliceResult, d: np.ndarray, ece: str | None, ax: Any) -> Any:
+    """The multiclass reliability diagram of :func:`plot_reliability` (``d``: (K + 1, B, 3))."""
+    if ax is None:
+        from matplotlib.figure import Figure
+
+        fig = Figure(figsize=(6.0, 6.0), layout="constrained")
+        ax, hist = fig.subplots(2, 1, sharex=True, height_ratios=[3, 1])
+    else:
+        fig, hist = ax.figure, None
+    k, nb = d.shape[0] - 1, d.shape[1]
+    ax.plot([0, 1], [0, 1], ls=":", color="grey", label="perfectly calibrated")
+    for c, name in enumerate(class_labels(results, k)):
+        ok = d[c, :, 0] > 0
+        ax.plot(d[c, ok, 1], d[c, ok, 2], marker=".", lw=1.2, color=f"C{c % 10}", label=f"class {name} vs rest")
+    top = d[k]
+    ok = top[:, 0] > 0
+    value = "" if ece is None or np.ndim(s.metrics.get(ece)) != 0 else f", {short_name(ece)} {_fmt(s.metrics[ece], 3)}"
+    ax.plot(top[ok, 1], top[ok, 2], marker="o", lw=2.2, color="black", label=f"top label ({s.name}, {n_text(s)}{value})")
+    ax.set(xlim=(0, 1), ylim=(0, 1), ylabel="fraction of positives / accuracy", title=f"Reliability diagram per class ({nb} bins)")
+    ax.legend(loc="upper left", fontsize="small")
+    ax.grid(alpha=0.3)
+    if hist is not None:
+        hist.bar(np.arange(nb) / nb, top[:, 0], width=1.0 / nb, align="edge", color="grey", alpha=0.5, edgecolor="white")
+        hist.set(xlim=(0, 1), xlabel="mean predicted probability / confidence (bin)", ylabel="weight (top label)")
+        hist.grid(alpha=0.3)
+    else:
+        ax.set_xlabel("mean predicted probability / confidence (bin)")
     return fig
 
 
@@ -772,7 +809,7 @@ def build_figures(
     for key in metric_keys(results, "reliability"):
         ece = next(iter(metric_keys(results, canonical="ece")), None)
         ece_text = f"; {ece} = {_value_text(ece, overall.metrics[ece])}" if ece is not None and np.ndim(overall.metrics[ece]) == 0 else ""
-        add("reliability", f"fig-reliability-{_slug(key)}", "Reliability diagram", f"From {key!r}, slice {overall.name} ({n_text(overall)}){ece_text}: equal-width score bins; the histogram shows each bin's weight.", plot_reliability(results, overall, metric=key), key)
+        add("reliability", f"fig-reliability-{_slug(key)}", "Reliability diagram", f"From {key!r}, slice {overall.name} ({n_text(overall)}){ece_text}: equal-width score bins; " + ("one line per class (that class against the rest) and the top label (confidence against accuracy); the histogram shows the top-label bins' weight." if np.ndim(overall.metrics[key]) == 3 else "the histogram shows each bin's weight."), plot_reliability(results, overall, metric=key), key)
     for key in metric_keys(results, "confusion_matrix"):
         if np.ndim(overall.metrics[key]) == 2:
             what = "weight" if is_weighted(results) else "count"

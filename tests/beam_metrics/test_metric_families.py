@@ -41,7 +41,8 @@ def _rows(kind: str, n: int = 90) -> list[dict]:
 
 EVALUATIONS = {
     "binary": dict(label_col="y", score_col="s", metrics=["specificity", "mcc", "cohen_kappa", "log_loss", "brier_score", "ece", "reliability_diagram@n_bins=5", "confusion_matrix@normalize=all"]),
-    "multiclass": dict(label_col="y", score_col="p", num_classes=3, metrics=["top_k_accuracy@k=2", "log_loss", "miou", "iou@none", "cohen_kappa@quadratic", "balanced_accuracy", "confusion_matrix@normalize=true", "hamming_loss"]),
+    "multiclass": dict(label_col="y", score_col="p", num_classes=3, metrics=["top_k_accuracy@k=2", "log_loss", "miou", "iou@none", "cohen_kappa@quadratic", "balanced_accuracy", "confusion_matrix@normalize=true", "hamming_loss",
+                       "ece", "mce@none", "ece@macro", "reliability_diagram@n_bins=4"]),
     "multilabel": dict(label_col="y", score_col="s", task="multilabel", num_classes=3, metrics=["f1@samples", "hamming_loss", "subset_accuracy", "precision@micro",
                        "roc_auc", "roc_auc@micro", "roc_auc@weighted", "roc_auc@none", "roc_auc@samples",
                        "average_precision", "average_precision@micro", "average_precision@none", "average_precision@samples", "log_loss", "brier_score", "iou@samples"]),

@@ -161,7 +161,7 @@ def test_binary_ignore_index_and_multiclass_binary(data, weighted):
         parts = data.draw(binary_parts(weighted))
         if task.kind == "multiclass":
             parts = [{"y_true": p["y_true"], "y_pred": (p["y_score"] >= 0.5).astype(int), "sample_weight": p["sample_weight"]} for p in parts]
-            plan = Plan([m for m in names if not m.startswith(("roc_auc", "average_precision", "roc_curve", "precision_recall_curve", "log_loss", "brier", "top_k"))], task)
+            plan = Plan([m for m in names if not m.startswith(("roc_auc", "average_precision", "roc_curve", "precision_recall_curve", "log_loss", "brier", "top_k", "ece", "mce", "reliability_diagram"))], task)
         check(plan, _states(plan, task, parts))
 
 

@@ -159,6 +159,7 @@ STATES = [
     ("probability_sums_binary", ProbabilitySumsState, ProbabilitySumsLayout(True, 2, (2.220446049250313e-16, 1e-7)), "binary"),
     ("probability_sums_multiclass", ProbabilitySumsState, ProbabilitySumsLayout(False, K), "multiclass"),
     ("calibration_bins", CalibrationBinsState, CalibrationBinsLayout((4, 10)), "binary"),
+    ("calibration_bins_multiclass", CalibrationBinsState, CalibrationBinsLayout((4, 10), K), "multiclass"),
     ("top_k", TopKState, TopKLayout(K, 2), "multiclass"),
     ("mean_measure", MeanMeasureState, MeanMeasureLayout(), "measure"),
     ("score_distribution", ScoreDistributionState, ScoreDistributionLayout(4), "binary"),  # capacity 4: coarsens

@@ -36,6 +36,7 @@ STATES = [
     ("top_k", TopKState, TopKLayout(K, 2), "multiclass"),
     ("probability_sums_binary", ProbabilitySumsState, ProbabilitySumsLayout(True, 2, (2.220446049250313e-16, 1e-7)), "binary"),
     ("calibration_bins", CalibrationBinsState, CalibrationBinsLayout((4, 10)), "binary"),
+    ("calibration_bins_multiclass", CalibrationBinsState, CalibrationBinsLayout((4, 10), K), "multiclass"),
 ]
 
 

@@ -158,3 +158,47 @@ def test_cli_several_named_measures(tmp_path, engine):
     keep = g == "a"
     assert close(a["loss"], np.average(loss[keep], weights=w[keep])) and close(a["accuracy"], np.average(y[keep] == (s[keep] >= 0.5), weights=w[keep]))
     assert doc["config"]["measure_cols"] == {"loss": "l", "mae": "e"}
+
+
+def test_cli_multiclass_metrics_json_holds_per_class_curves_and_calibration(tmp_path):
+    """metrics.json of a 3-class run: ``roc_curve`` / ``precision_recall_curve`` are (K, n, 3)
+    one-vs-rest curves (padding rows all null), each class's rows scikit-learn's curve of
+    ``y == c`` and ``P[:, c]``; ``reliability_diagram`` is (K + 1, B, 3), each class row
+    scikit-learn's ``calibration_curve``; ``ece@none`` the (K,) one-vs-rest errors."""
+    from sklearn.calibration import calibration_curve
+    from sklearn.metrics import precision_recall_curve, roc_curve
+
+    from tests._helpers.calibration_ref import tm_calibration_error
+
+    rng = np.random.default_rng(3)
+    n, k = 400, 3
+    y = rng.integers(0, k, n)
+    P = rng.dirichlet(np.ones(k), n) * 0.7 + np.eye(k)[y] * 0.3  # no probability on a bin edge (scikit-learn's edge bin differs)
+    w = rng.integers(1, 4, n).astype(float)
+    pq.write_table(pa.table({"y": y, "p": [list(r) for r in P], "w": w}), tmp_path / "in.parquet")
+    metrics = "roc_curve,precision_recall_curve,reliability_diagram@n_bins=4,ece@none,ece"
+    assert main(["--input", str(tmp_path / "in.parquet"), "--label", "y", "--score", "p", "--num-classes", "3", "--weight", "w",
+                 "--metrics", metrics, "--engine", "local", "--output", str(tmp_path / "out"), "--quiet", "--no-report"]) == 0  # fmt: skip
+    m = json.loads((tmp_path / "out" / "metrics.json").read_text())["slices"][0]["metrics"]
+
+    def rows(curve, c):
+        a = np.array([[np.nan if v is None else v for v in r] for r in curve[c]], dtype=float)
+        return a[~np.isnan(a).all(axis=1)]
+
+    for c in range(k):
+        fpr, tpr, _ = roc_curve(y == c, P[:, c], sample_weight=w)
+        roc = rows(m["roc_curve"], c)
+        assert roc[:, 0] == pytest.approx(fpr, rel=1e-12) and roc[:, 1] == pytest.approx(tpr, rel=1e-12)
+        precision, recall, thr = precision_recall_curve(y == c, P[:, c], sample_weight=w)
+        pr = rows(m["precision_recall_curve"], c)
+        assert pr[:, 0] == pytest.approx(precision, rel=1e-12) and pr[:, 1] == pytest.approx(recall, rel=1e-12)
+        assert pr[:-1, 2] == pytest.approx(thr)
+        reps = w.astype(int)  # integer weights: scikit-learn's (unweighted) curve of the repeated rows
+        prob_true, prob_pred = calibration_curve(np.repeat(y == c, reps), np.repeat(P[:, c], reps), n_bins=4)
+        d = np.array([[np.nan if v is None else v for v in r] for r in m["reliability_diagram@n_bins=4"][c]], dtype=float)
+        ok = d[:, 0] > 0
+        assert d[ok, 1] == pytest.approx(prob_pred, rel=1e-12) and d[ok, 2] == pytest.approx(prob_true, rel=1e-12)
+        assert d[:, 0].sum() == pytest.approx(w.sum())
+        assert m["ece@none"][c] == pytest.approx(tm_calibration_error(P[:, c], y == c, 10, "l1", w), rel=1e-12)
+    assert np.array(m["reliability_diagram@n_bins=4"]).shape == (k + 1, 4, 3)
+    assert m["ece"] == pytest.approx(tm_calibration_error(P.max(axis=1), P.argmax(axis=1) == y, 10, "l1", w), rel=1e-12)

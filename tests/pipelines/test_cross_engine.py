@@ -205,3 +205,41 @@ def test_confidence_intervals_identical_on_core_beam_spark(tmp_path, ci):
     for a, b in zip(got, want):  # the floats themselves, not only their JSON text
         for k in b.ci:
             np.testing.assert_array_equal(np.asarray(a.ci[k], dtype=float), np.asarray(b.ci[k], dtype=float))
+
+
+MULTICLASS_CALIBRATION_METRICS = "ece,mce,ece@none,ece@macro,mce@n_bins=5@none,reliability_diagram@n_bins=5,roc_curve,precision_recall_curve"
+
+
+@needs_java
+def test_multiclass_calibration_and_per_class_curves_are_byte_identical_on_local_beam_and_spark(tmp_path):
+    """Top-label / per-class calibration and one-vs-rest curves of a 3-class run (K score
+    columns, fractional weights, a slice, several files, Beam bundles and Spark partitions):
+    every engine writes the same metrics.json bytes, and the overall top-label ECE is the
+    torchmetrics-style binning computed directly."""
+    from pipelines.evaluate import main
+    from tests._helpers.calibration_ref import tm_calibration_error
+
+    rng = np.random.default_rng(17)
+    n, k = 3000, 3
+    y = rng.integers(0, k, n)
+    P = rng.dirichlet(np.ones(k), n) * 0.6 + np.eye(k)[y] * 0.4
+    P[::150] = np.eye(k)[y[::150]]  # confidence exactly 1.0
+    weight = rng.random(n) * 10.0 ** rng.integers(-2, 3, n)
+    table = pa.table({"y": y, "p0": P[:, 0], "p1": P[:, 1], "p2": P[:, 2], "w": weight, "g": rng.choice(np.array(["a", "b"]), n)})
+    src = tmp_path / "input"
+    src.mkdir()
+    for i, start in enumerate(range(0, n, 1000)):
+        pq.write_table(table.slice(start, 1000), src / f"part-{i}.parquet", row_group_size=300)
+    docs = {}
+    for engine, batch in (("local", 333), ("beam", 700), ("spark", 500)):
+        out = tmp_path / engine
+        args = ["--input", str(src), "--label", "y", "--score", "p0,p1,p2", "--num-classes", "3", "--weight", "w", "--slice", "g",
+                "--metrics", MULTICLASS_CALIBRATION_METRICS, "--engine", engine, "--batch-size", str(batch), "--output", str(out),
+                "--quiet", "--no-report"]  # fmt: skip
+        assert main(args) == 0
+        docs[engine] = (out / "metrics.json").read_bytes()
+    assert docs["local"] == docs["beam"] == docs["spark"]
+    overall = next(s for s in json.loads(docs["local"])["slices"] if not s["slice"])["metrics"]
+    assert overall["ece"] == pytest.approx(tm_calibration_error(P.max(axis=1), P.argmax(axis=1) == y, 10, "l1", weight), rel=1e-12)
+    assert np.array(overall["reliability_diagram@n_bins=5"]).shape == (k + 1, 5, 3)
+    assert np.array(overall["ece@none"]).shape == (k,)

@@ -514,3 +514,26 @@ def test_display_named_and_class_valued_metrics_get_their_figures():
     ax = fig.axes[0]
     assert [t.get_text() for t in ax.get_xticklabels()] == ["cat", "dog", "bird"]
     assert [t.get_text() for t in ax.get_yticklabels()] == ["cat", "dog", "bird"]
+
+
+def test_multiclass_reliability_diagram_draws_each_class_and_the_top_label():
+    from sklearn.calibration import calibration_curve
+
+    rng = np.random.default_rng(17)
+    y = rng.integers(0, 3, 500)
+    s = rng.dirichlet([1, 1, 1], 500) * 0.6 + np.eye(3)[y] * 0.4
+    ev = Evaluation(label_col="y", score_col="s", task="multiclass", num_classes=3,
+                    metrics=["accuracy", "reliability_diagram@n_bins=5", "ece@n_bins=5", "ece@none"])  # fmt: skip
+    r = ev.evaluate([{"y": y, "s": s}])
+    page = report.render_report(r)
+    assert "reliability" in _figures(page)
+    assert "one line per class (that class against the rest) and the top label" in page
+    lines = {ln.get_label(): ln for ln in report.plot_reliability(r).axes[0].get_lines()}
+    for c in range(3):  # each class line is scikit-learn's calibration_curve of that class against the rest
+        prob_true, prob_pred = calibration_curve(y == c, s[:, c], n_bins=5)
+        ln = lines[f"class {c} vs rest"]
+        assert ln.get_xdata() == pytest.approx(prob_pred) and ln.get_ydata() == pytest.approx(prob_true)
+    top = next(ln for name, ln in lines.items() if name.startswith("top label"))
+    prob_true, prob_pred = calibration_curve(s.argmax(axis=1) == y, s.max(axis=1), n_bins=5)
+    assert top.get_xdata() == pytest.approx(prob_pred) and top.get_ydata() == pytest.approx(prob_true)
+    assert f"ece@n_bins=5 {r.overall.metrics['ece@n_bins=5']:.3f}" in top.get_label()

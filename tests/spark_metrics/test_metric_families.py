@@ -35,7 +35,8 @@ def _frame(n: int = 120) -> pd.DataFrame:
 EVALUATIONS = {
     "binary": dict(label_col="yb", score_col="s", metrics=["npv", "fpr", "mcc", "log_loss", "ece@n_bins=5", "mean_prediction", "dice", "confusion_matrix@normalize=true", "hamming_loss"]),
     "multiclass": dict(label_col="y3", score_col=["p0", "p1", "p2"], num_classes=3,
-                       metrics=["top_k_accuracy@k=2", "log_loss", "brier_score", "miou", "classification_report", "mcc", "confusion_matrix@normalize=pred"]),
+                       metrics=["top_k_accuracy@k=2", "log_loss", "brier_score", "miou", "classification_report", "mcc", "confusion_matrix@normalize=pred",
+                                "ece", "mce@none", "ece@macro", "reliability_diagram@n_bins=4"]),
     "multilabel": dict(label_col="yl", score_col="sl", task="multilabel", num_classes=3,
                        metrics=["f1@samples", "hamming_loss", "roc_auc", "roc_auc@micro", "roc_auc@weighted", "roc_auc@none", "roc_auc@samples",
                                 "average_precision", "average_precision@micro", "average_precision@none", "average_precision@samples", "log_loss", "brier_score", "iou@samples"]),
