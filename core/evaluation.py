@@ -170,7 +170,8 @@ class Evaluation(AccumulatorOps):
         self._buckets, self._id_col = (o["ci_buckets"], o["id_col"]) if bootstrap else (None, None)
         self.inputs = ColumnMap(
             label_col=o["label_col"], score_col=o["score_col"], prediction_col=o["prediction_col"], weight_col=o["weight_col"],
-            measure_col=o["measure_col"], measure_cols=measures, slices=self.slices, plan=self.plan, id_col=self._id_col,
+            measure_col=o["measure_col"], measure_cols=measures, slices=self.slices, plan=self.plan,
+            id_col=o["id_col"] if bootstrap or "id" in self.plan.needs else None,
             formats={role: o[opt] or self.plan.data_formats.get(role) for role, opt in (("target", "label_format"), ("score", "score_format"), ("prediction", "prediction_format"))},
             baseline_score_col=o["baseline_score_col"], baseline_prediction_col=o["baseline_prediction_col"],
             query_col=o["query_col"],
