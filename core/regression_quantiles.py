@@ -42,9 +42,8 @@ import numpy as np
 
 from core._inputs import Batch
 from core.exact import ExactSums
-from core.limits import MAX_CAPACITY, check_at_most
 from core.metrics import Interval, Metric, record_undefined
-from core.score_distribution import KEY_MAX_FINITE, ScoreDistributionLayout, ScoreDistributionState, bin_lower_scores, bin_upper_scores
+from core.score_distribution import KEY_MAX_FINITE, ScoreDistributionLayout, ScoreDistributionState, bin_lower_scores, bin_upper_scores, check_capacity
 from core.states import State
 
 __all__ = ["AbsoluteErrorDistributionState", "MedianAbsoluteError", "QuantileAbsoluteError", "error_quantile"]
@@ -190,13 +189,7 @@ class QuantileAbsoluteError(Metric):
         if isinstance(q, bool) or not isinstance(q, (int, float, np.integer, np.floating)) or not 0.0 <= float(q) <= 1.0:
             raise ValueError(f"metric {self.name!r}: q must be a number in [0, 1], got {q!r}")
         self.p["q"] = float(q)
-        cap = self.p["capacity"]
-        if cap is not None:
-            if isinstance(cap, bool) or not isinstance(cap, (int, np.integer)):
-                raise ValueError(f"metric {self.name!r}: capacity must be an integer, got {cap!r}")
-            check_at_most(cap, MAX_CAPACITY, "capacity", f"metric {self.name!r}")
-            ScoreDistributionLayout(int(cap))  # validates the range
-            self.p["capacity"] = int(cap)
+        self.p["capacity"] = check_capacity(self.p["capacity"], self.name)
 
     def level(self) -> Fraction:
         return _decimal(self.p["q"])

@@ -17,7 +17,7 @@ from sklearn.metrics import multilabel_confusion_matrix
 from core import Evaluation, State
 from core._inputs import Batch
 from core.multilabel import MultilabelLayout, MultilabelSamplewiseState
-from tests._helpers import merge_tree, random_shards
+from tests._helpers import fold_state_shards
 
 L = 4
 
@@ -126,13 +126,7 @@ def test_sharded_merge_equals_one_fold(data, seed):
     ids = rng.permutation(1000)[:n].astype(np.int64)
     zero = MultilabelSamplewiseState.zero(LAYOUT)
     whole = zero.fold(Batch(Y, S, None, w, ids=ids))
-    states = []
-    for shard in random_shards(rng, n):
-        s = zero
-        for idx in shard:
-            s = s.fold(Batch(Y[idx], S[idx], None, w[idx], ids=ids[idx]))
-        states.append(s)
-    merged = merge_tree(states, lambda a, b: a.merge(b), rng, lambda: zero)
+    merged = fold_state_shards(zero, lambda idx: Batch(Y[idx], S[idx], None, w[idx], ids=ids[idx]), n, rng)
     assert merged.encode() == whole.encode()
     assert merged.merge(zero) == merged == zero.merge(merged)
     assert State.decode(merged.encode()) == merged

@@ -19,7 +19,7 @@ from core import Evaluation, MetricCollection, Plan, State, Task
 from core._inputs import Batch
 from core.regression_quantiles import AbsoluteErrorDistributionState
 from core.score_distribution import ScoreDistributionLayout
-from tests._helpers import merge_tree, random_shards
+from tests._helpers import fold_state_shards
 
 
 def _evaluate(y, p, w=None, metrics=("median_absolute_error",), batches=None, slices=None, g=None):
@@ -150,14 +150,7 @@ def test_sharded_merge_equals_one_fold(data, seed, capacity):
     zero = AbsoluteErrorDistributionState.zero(layout)
     whole = zero.fold(Batch(y, None, p, w))
     assert whole == AbsoluteErrorDistributionState.from_batch(layout, Batch(y, None, p, w))
-    rng = np.random.default_rng(seed)
-    states = []
-    for shard in random_shards(rng, len(data)):
-        s = zero
-        for idx in shard:
-            s = s.fold(Batch(y[idx], None, p[idx], w[idx]))
-        states.append(s)
-    merged = merge_tree(states, lambda a, b: a.merge(b), rng, lambda: zero)
+    merged = fold_state_shards(zero, lambda idx: Batch(y[idx], None, p[idx], w[idx]), len(data), np.random.default_rng(seed))
     assert merged.encode() == whole.encode()
     assert merged.merge(zero) == merged == zero.merge(merged)
     assert State.decode(merged.encode()) == merged

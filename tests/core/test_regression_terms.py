@@ -16,7 +16,7 @@ from core import Evaluation
 from core._inputs import Batch
 from core.regression_terms import RegressionTermsLayout, RegressionTermsState
 from core.states import State
-from tests._helpers import merge_tree, random_shards
+from tests._helpers import fold_state_shards
 
 POWERS = [-1.0, -0.5, 0.0, 1.0, 1.5, 2.0, 3.0]
 METRICS = {
@@ -113,14 +113,7 @@ def test_sharded_merge_equals_one_fold(data, seed):
     w = np.array([d[2] for d in data], dtype=np.float64)
     zero = RegressionTermsState.zero(LAYOUT)
     whole = zero.fold(Batch(y, None, p, w)) if data else zero
-    rng = np.random.default_rng(seed)
-    states = []
-    for shard in random_shards(rng, len(data)):
-        s = zero
-        for idx in shard:
-            s = s.fold(Batch(y[idx], None, p[idx], w[idx]))
-        states.append(s)
-    merged = merge_tree(states, lambda a, b: a.merge(b), rng, lambda: zero)
+    merged = fold_state_shards(zero, lambda idx: Batch(y[idx], None, p[idx], w[idx]), len(data), np.random.default_rng(seed))
     assert merged.encode() == whole.encode()
     assert merged.merge(zero) == merged == zero.merge(merged)
     assert State.decode(merged.encode()) == merged

@@ -23,10 +23,8 @@ pytest.importorskip("apache_beam")
 pytest.importorskip("pyspark")
 needs_java = pytest.mark.skipif(shutil.which("java") is None, reason="Spark needs Java 17+: apt-get install -y openjdk-17-jre-headless")
 
-# the first two share one exact state (40,000 bins); the third alone asks for 32 bins, but the
-# plan keeps the largest capacity, so a second run with only capped metrics compresses
-EXACT = "median_absolute_error,quantile_absolute_error@q=0.9,mean_poisson_deviance"
-CAPPED = "median_absolute_error@capacity=32,quantile_absolute_error@q=0.25@capacity=32"
+# capped at 64 bins: the large slices are compressed (bounds), the small slice "d" (40 rows) exact
+METRICS = "median_absolute_error@capacity=64,quantile_absolute_error@q=0.9@capacity=64,mean_poisson_deviance"
 
 
 @needs_java
@@ -40,33 +38,37 @@ def test_local_beam_and_spark_write_the_same_metrics(tmp_path):
     p[::50] = np.round(p[::50])  # some ties
     w = rng.random(n) * 10.0 ** rng.integers(-2, 3, n)
     g = rng.choice(np.array(["a", "b", "c"]), n)
+    g[rng.choice(n, 40, replace=False)] = "d"
     table = pa.table({"y": y, "p": p, "w": w, "g": g})
     src = tmp_path / "input"
     src.mkdir()
     for i, start in enumerate(range(0, n, 1000)):
         pq.write_table(table.slice(start, 1000), src / f"part-{i}.parquet", row_group_size=300)
-    for metrics in (EXACT, CAPPED):
-        docs = {}
-        for engine, batch in (("local", 257), ("beam", 700), ("spark", 400)):
-            out = tmp_path / f"{engine}-{len(metrics)}"
-            args = ["--input", str(src), "--label", "y", "--prediction", "p", "--task", "regression", "--weight", "w",
-                    "--slice", "g", "--metrics", metrics, "--engine", engine, "--batch-size", str(batch), "--output", str(out),
-                    "--quiet", "--no-report"]  # fmt: skip
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                assert main(args) == 0
-            docs[engine] = (out / "metrics.json").read_bytes()
-        assert docs["local"] == docs["beam"] == docs["spark"]
-        doc = json.loads(docs["local"])
-        for s in doc["slices"]:
-            mask = np.ones(n, bool) if not s["slice"] else g == s["slice"]["g"]
-            want = median_absolute_error(y[mask], p[mask], sample_weight=w[mask])
-            key = metrics.split(",")[0]
-            if metrics == EXACT:
-                assert s["metrics"][key] == want and not s.get("bounds")
-            else:
-                lo, hi = s["bounds"][key]
-                assert lo <= want <= hi and lo < hi
+    docs = {}
+    for engine, batch in (("local", 257), ("beam", 700), ("spark", 400)):
+        out = tmp_path / engine
+        args = ["--input", str(src), "--label", "y", "--prediction", "p", "--task", "regression", "--weight", "w",
+                "--slice", "g", "--metrics", METRICS, "--engine", engine, "--batch-size", str(batch), "--output", str(out),
+                "--quiet", "--no-report"]  # fmt: skip
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            assert main(args) == 0
+        docs[engine] = (out / "metrics.json").read_bytes()
+    assert docs["local"] == docs["beam"] == docs["spark"]
+    doc = json.loads(docs["local"])
+    key = "median_absolute_error@capacity=64"
+    regimes = set()
+    for s in doc["slices"]:
+        mask = np.ones(n, bool) if not s["slice"] else g == s["slice"]["g"]
+        want = median_absolute_error(y[mask], p[mask], sample_weight=w[mask])
+        if key in s.get("bounds", {}):
+            lo, hi = s["bounds"][key]
+            assert lo <= want <= hi and lo < hi
+            regimes.add("bounds")
+        else:
+            assert s["metrics"][key] == want
+            regimes.add("exact")
+    assert regimes == {"bounds", "exact"}
 
 
 @needs_java
