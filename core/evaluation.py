@@ -167,6 +167,9 @@ class Evaluation(AccumulatorOps):
         self.plan = self._base_plan = Plan(metrics, task_obj)
         task_obj = self.plan.task
         bootstrap = o["ci"] == "bootstrap"
+        keyed = [m.key for m in self.plan.metrics if "id" in m.needs()]
+        if bootstrap and keyed:  # a per-example output has no resampled value (its states hold each id once)
+            raise ValueError(f"ci='bootstrap' does not apply to {keyed[0]!r}: it is one value per example (id_col), not a statistic to resample; evaluate it without ci")
         self._buckets, self._id_col = (o["ci_buckets"], o["id_col"]) if bootstrap else (None, None)
         self.inputs = ColumnMap(
             label_col=o["label_col"], score_col=o["score_col"], prediction_col=o["prediction_col"], weight_col=o["weight_col"],

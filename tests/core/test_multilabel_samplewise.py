@@ -163,3 +163,11 @@ def test_weighted_states_round_trip_through_the_codec():
     states = [s for key in acc for s in acc[key] if s.kind == "multilabel_samplewise"]
     assert any((s["counts"] < 0).any() for s in states)  # the case this guards
     assert ev.decode_accumulator(ev.encode_accumulator(acc)) == acc
+
+
+def test_the_bootstrap_is_refused_and_other_intervals_leave_it_alone():
+    with pytest.raises(ValueError, match="ci='bootstrap' does not apply to 'multilabel_confusion_matrix@samplewise=true'"):
+        _evaluation(["multilabel_confusion_matrix@samplewise=true", "f1@samples"], False, ci="bootstrap")
+    Y, S, _, ids, _ = _data(30, 6)
+    r = _evaluation(["multilabel_confusion_matrix@samplewise=true"], False, ci="posterior").evaluate([{"y": list(Y), "s": list(S), "id": ids}])
+    assert r.overall.metrics["multilabel_confusion_matrix@samplewise=true"].shape == (30, 2, 2)

@@ -228,3 +228,17 @@ def test_parameters_are_checked(bad, msg):
 def test_not_for_classification():
     with pytest.raises(ValueError, match="not defined for binary tasks"):
         MetricCollection("median_absolute_error")
+
+
+def test_bootstrap_intervals_of_the_median_are_reproducible_and_hold_the_value():
+    rng = np.random.default_rng(9)
+    y, p = rng.normal(0, 1, 400), rng.normal(0, 1, 400)
+    ev, r = _evaluate(y, p, metrics=["median_absolute_error"])
+    kw = dict(label_col="y", prediction_col="p", task="regression", metrics=["median_absolute_error"], ci="bootstrap", ci_buckets=16, ci_replicates=50)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        a = Evaluation(**kw).evaluate([{"y": y, "p": p}])
+        b = Evaluation(**kw).evaluate([{"y": y[:150], "p": p[:150]}, {"y": y[150:], "p": p[150:]}])
+    lo, hi = a.overall.ci["median_absolute_error"]
+    assert lo < r.overall.metrics["median_absolute_error"] == a.overall.metrics["median_absolute_error"] < hi
+    assert b.overall.ci == a.overall.ci
