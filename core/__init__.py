@@ -33,7 +33,7 @@ from core.states import (
 )
 
 # metric families (importing them registers their metrics and state kinds)
-from core import calibration, classification, formats, measure, multilabel, regression, regression_terms, retrieval, thresholds, topk  # noqa: E402,F401
+from core import calibration, classification, formats, measure, multilabel, regression, regression_quantiles, regression_terms, retrieval, thresholds, topk  # noqa: E402,F401
 from core.calibration import CalibrationBinsState, ProbabilitySumsState  # noqa: E402
 from core.formats import FORMATS, InputFormat, register_format  # noqa: E402
 from core.measure import MeanMeasure, MeanMeasureState  # noqa: E402

@@ -237,6 +237,9 @@ class Batch:
     #: (n,) int64 bootstrap hash bucket of each element (``ci="bootstrap"``; see
     #: :mod:`core.bootstrap`), or None
     bucket: np.ndarray | None = None
+    #: (n,) int64 example ids (``Evaluation(id_col=...)`` for metrics keyed by example, e.g.
+    #: ``multilabel_confusion_matrix@samplewise=true``), or None
+    ids: np.ndarray | None = None
 
     @property
     def n(self) -> int:
@@ -251,6 +254,7 @@ class Batch:
         return Batch(
             pick(self.y_true), pick(self.y_score), pick(self.y_pred), pick(self.sample_weight), pick(self.values), pick(self.row_of),
             pick(self.y_score_class0), None if self.baseline is None else self.baseline.take(index), pick(self.query), pick(self.bucket),
+            pick(self.ids),
         )
 
     def weight_sum(self) -> float:

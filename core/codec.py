@@ -198,7 +198,7 @@ def _read_state(r: _Reader, version: int = VERSION, expect: type | None = None) 
         )
     layout = layout_from_json(cls.Layout, r.str32())
     (nf,) = r.unpack("<H")
-    want = dict(cls.FIELDS if version == 1 else cls.STORED_FIELDS)
+    want = dict(cls.fields_of_version(kind_version, stored=version != 1))
     if nf != len(want):
         raise ValueError(f"corrupted state {kind}: {nf} fields, expected {len(want)}")
     arrays = {}

@@ -17,6 +17,7 @@ import numpy as np
 from core._inputs import Batch
 from core.batches import extract_columns
 from core.formats import build_batch, make_batch
+from core.ids import integer_ids
 from core.retrieval import with_query_keys
 from core.labels import encode_labels, swap_score_columns
 
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
 __all__ = ["ColumnMap"]
 
 #: the option naming each input role's column (for messages)
-ROLE_OPTIONS = {"target": "label_col", "score": "score_col", "prediction": "prediction_col", "measure": "measure_col", "query": "query_col"}
+ROLE_OPTIONS = {"target": "label_col", "score": "score_col", "prediction": "prediction_col", "measure": "measure_col", "query": "query_col", "id": "id_col"}
 
 
 class ColumnMap:
@@ -101,7 +102,7 @@ class ColumnMap:
         self.id_col = id_col
         self.query_col = query_col
         task = plan.task
-        roles = {r for r, c in (("target", label_col), ("score", score_col), ("prediction", prediction_col), ("measure", measure_col or self.measure_cols), ("query", query_col)) if c}
+        roles = {r for r, c in (("target", label_col), ("score", score_col), ("prediction", prediction_col), ("measure", measure_col or self.measure_cols), ("query", query_col), ("id", id_col)) if c}
         if "prediction" in plan.needs and not roles & {"score", "prediction"}:
             raise ValueError("give exactly one of score_col or prediction_col")
         plan.check_inputs(roles, ROLE_OPTIONS)
@@ -227,6 +228,8 @@ class ColumnMap:
         batch, invalid = self._model_batch(cols, row_offset, on_invalid, self.score_col, self.prediction_col)
         if self.query_col is not None:
             return self._with_query(batch, invalid, cols, row_offset, on_invalid)
+        if "id" in self.plan.needs:
+            batch, invalid = self._with_ids(batch, invalid, cols, row_offset, on_invalid)
         if not self.paired:
             return batch, invalid
         base, base_invalid = self._model_batch(cols, row_offset, on_invalid, self.baseline_score_col, self.baseline_prediction_col)
@@ -252,6 +255,28 @@ class ColumnMap:
             invalid = np.zeros(q.shape[0], dtype=bool) if invalid is None else invalid.copy()
             invalid[rows[bad]] = True
         return batch, invalid
+
+    def _with_ids(
+        self, batch: Batch, invalid: np.ndarray | None, cols: dict[str, Any], row_offset: int, on_invalid: str
+    ) -> tuple[Batch, np.ndarray | None]:
+        """``batch`` with its example ids (:attr:`core._inputs.Batch.ids`, integers of ``id_col``)
+        for the metrics keyed by example. A missing id is an invalid row: raised (naming the
+        column, the value and the row), or with ``on_invalid="skip"`` skipped."""
+        v = np.asarray(cols[self.id_col])
+        rows = np.arange(v.shape[0]) if invalid is None else np.flatnonzero(~invalid)
+        ids, bad = integer_ids(v[rows], self.id_col, rows + row_offset, skip=on_invalid == "skip")
+        at = rows if bad is None else rows[~bad]
+        order = np.argsort(ids, kind="stable")
+        dup = np.flatnonzero(ids[order][1:] == ids[order][:-1])
+        if dup.size:  # a second row of an example in this batch (across batches: the state's merge raises)
+            i = int(order[dup[0] + 1])
+            raise ValueError(f"column {self.id_col!r}: invalid value {int(ids[i])} at row {int(at[i]) + row_offset}: "
+                             "ids must be unique (an example id appears twice; metrics keyed by example keep one value per id)")
+        if bad is not None:
+            batch = batch.take(~bad)
+            invalid = np.zeros(v.shape[0], dtype=bool) if invalid is None else invalid.copy()
+            invalid[rows[bad]] = True
+        return dataclasses.replace(batch, ids=ids), invalid
 
     def _model_batch(
         self, cols: dict[str, Any], row_offset: int, on_invalid: str, score_col: Any, prediction_col: str | None

@@ -167,10 +167,14 @@ class Evaluation(AccumulatorOps):
         self.plan = self._base_plan = Plan(metrics, task_obj)
         task_obj = self.plan.task
         bootstrap = o["ci"] == "bootstrap"
+        keyed = [m.key for m in self.plan.metrics if "id" in m.needs()]
+        if bootstrap and keyed:  # a per-example output has no resampled value (its states hold each id once)
+            raise ValueError(f"ci='bootstrap' does not apply to {keyed[0]!r}: it is one value per example (id_col), not a statistic to resample; evaluate it without ci")
         self._buckets, self._id_col = (o["ci_buckets"], o["id_col"]) if bootstrap else (None, None)
         self.inputs = ColumnMap(
             label_col=o["label_col"], score_col=o["score_col"], prediction_col=o["prediction_col"], weight_col=o["weight_col"],
-            measure_col=o["measure_col"], measure_cols=measures, slices=self.slices, plan=self.plan, id_col=self._id_col,
+            measure_col=o["measure_col"], measure_cols=measures, slices=self.slices, plan=self.plan,
+            id_col=o["id_col"] if bootstrap or "id" in self.plan.needs else None,
             formats={role: o[opt] or self.plan.data_formats.get(role) for role, opt in (("target", "label_format"), ("score", "score_format"), ("prediction", "prediction_format"))},
             baseline_score_col=o["baseline_score_col"], baseline_prediction_col=o["baseline_prediction_col"],
             query_col=o["query_col"],

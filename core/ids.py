@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["hash_column", "mix64"]
+__all__ = ["hash_column", "integer_ids", "mix64"]
 
 _U = np.uint64
 _M1, _M2, _GOLD = _U(0xBF58476D1CE4E5B9), _U(0x94D049BB133111EB), _U(0x9E3779B97F4A7C15)
@@ -104,3 +104,70 @@ def hash_column(values: Any, column: str, rows: np.ndarray | None = None) -> np.
                 seen[v] = h
         out[i] = h
     return out
+
+
+def integer_ids(values: Any, column: str, rows: np.ndarray, skip: bool = False) -> tuple[np.ndarray, np.ndarray | None]:
+    """(n,) int64 example ids of an id column holding integers (or whole floats), for states keyed
+    by example and ordered by id (e.g. ``multilabel_confusion_matrix@samplewise=true``).
+
+    Args:
+        values: (n,) ids.
+        column: the column's name (messages).
+        rows: (n,) input row position of each value (messages).
+        skip: drop missing ids (None, NaN) instead of raising.
+
+    Returns:
+        ``(ids, missing)``: the int64 ids of the values kept, and the (n,) mask of the missing
+        ones dropped (``skip``), or None.
+
+    Raises:
+        ValueError: a missing id (unless ``skip``) or a value that is not an integer in the int64
+            range (text, a fraction, a bool), naming the column, the value and the row.
+    """
+    a = np.asarray(values)
+    n = a.shape[0] if a.ndim else 0
+
+    def fail(i: int, what: str) -> ValueError:
+        v = a[i].item() if hasattr(a[i], "item") else a[i]
+        return ValueError(f"column {column!r}: invalid value {v!r} at row {int(rows[i])}: {what}")
+
+    if a.ndim != 1:
+        raise ValueError(f"column {column!r}: ids must be one value per row, got shape {a.shape}")
+    if a.dtype.kind in "iu":
+        if a.dtype.kind == "u" and n and int(a.max()) >= 1 << 63:
+            raise fail(int(np.argmax(a)), "ids must be integers in the int64 range")
+        return a.astype(np.int64), None
+    if a.dtype.kind == "f" or a.dtype.kind == "O":
+        f = np.empty(n, dtype=np.float64)
+        exact = np.zeros(n, dtype=np.int64)
+        missing = np.zeros(n, dtype=bool)
+        is_int = np.zeros(n, dtype=bool)
+        if a.dtype.kind == "f":
+            f[:] = a
+            missing = np.isnan(f)
+        else:
+            for i, v in enumerate(a.tolist()):
+                if v is None or (isinstance(v, float) and v != v):
+                    missing[i], f[i] = True, 0.0
+                elif isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
+                    raise fail(i, "ids must be integers")
+                elif isinstance(v, (int, np.integer)):
+                    if not -(1 << 63) <= int(v) < 1 << 63:
+                        raise fail(i, "ids must be integers in the int64 range")
+                    exact[i], is_int[i], f[i] = int(v), True, 0.0
+                else:
+                    f[i] = float(v)
+        with np.errstate(invalid="ignore"):
+            bad = ~missing & ~is_int & ~(np.isfinite(f) & (f == np.floor(f)) & (np.abs(f) < 2.0**63))
+        if bad.any():
+            raise fail(int(np.flatnonzero(bad)[0]), "ids must be integers")
+        fl = ~missing & ~is_int
+        exact[fl] = f[fl].astype(np.int64)
+        if missing.any():
+            if not skip:
+                raise fail(int(np.flatnonzero(missing)[0]), "ids must not be missing")
+            return exact[~missing], missing
+        return exact, None
+    if n:
+        raise fail(0, "ids must be integers")
+    return np.zeros(0, dtype=np.int64), None

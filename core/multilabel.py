@@ -28,7 +28,7 @@ from core._inputs import Batch
 from core.limits import MAX_BETA, MAX_NUM_CLASSES, MAX_THRESHOLDS, as_floats, check_at_most, check_count
 from core.exact import ExactSums, exact_column_sums, exact_sum
 from core.metrics import Accuracy, Metric, TaskKindSupport, _Classification, check_zero_division, get_averaging, prf_values, record_undefined, register_task_kind
-from core.states import State
+from core.states import State, _layout_diff
 from core.task import THRESHOLD_RULES
 
 
@@ -213,6 +213,113 @@ class MultilabelJaccardSamplesState(State):
         return cls(layout, arrays)
 
 
+class MultilabelSamplewiseState(State):
+    """Per example id, at each threshold (T): the weighted ``tn, fp, fn, tp`` of its labels, as
+    ``multilabel_confusion_matrix(samplewise=True)`` gives them for its row: ``ids`` (n,) int64
+    strictly increasing, ``counts`` (n * T * 4,) float64, row-major (n, T, 4). A row's counts are
+    ``w`` times its label counts, computed as scikit-learn computes them (the weight summed over
+    the counted labels; ``tn = w L - tp - fp - fn``, which can round to a tiny negative number
+    with fractional weights, as scikit-learn's does), so they equal its values bit for bit.
+
+    Merge: the union of the ids, kept sorted; an id in both states (or twice in one batch) raises
+    ``ValueError`` naming it: a samplewise matrix belongs to one example. So any batching,
+    partitioning and merge order gives the same state. Size: 8 (1 + 4 T) bytes per example of the
+    slice (the state is exact, never compressed). Layout: a :class:`MultilabelLayout` (its
+    ``betas`` are not used).
+
+    Raises:
+        ValueError: a batch without example ids (:attr:`core._inputs.Batch.ids`, from
+            ``Evaluation(id_col=...)``), a duplicate id, bytes that break the invariants, or
+            merging another layout.
+    """
+
+    kind = "multilabel_samplewise"
+    Layout = MultilabelLayout
+    FIELDS = (("ids", "int64"), ("counts", "float64"))
+    # not COUNTS: scikit-learn's weighted ``tn = w L - tp - fp - fn`` can round to -4e-16
+
+    def __init__(self, layout: MultilabelLayout, arrays: dict[str, Any], _trusted: bool = False):
+        super().__init__(layout, arrays)
+        if _trusted:
+            return
+        ids, counts = self.arrays["ids"], self.arrays["counts"]
+        if counts.shape[0] != ids.shape[0] * 4 * len(layout.thresholds):
+            raise ValueError(f"invalid {self.kind} state: {counts.shape[0]} counts for {ids.shape[0]} ids and {len(layout.thresholds)} thresholds (4 per id and threshold)")
+        if ids.shape[0] > 1 and not bool(np.all(ids[1:] > ids[:-1])):
+            raise ValueError(f"invalid {self.kind} state: ids are not strictly increasing")
+
+    @classmethod
+    def shape(cls, layout: MultilabelLayout, field: str) -> None:
+        return None  # 1-D fields of any length
+
+    @classmethod
+    def layout_for(cls, requirements: list[Any], task: Any) -> MultilabelLayout:
+        return MultilabelLayout(task.num_classes, tuple(sorted({float(t) for t in requirements})), task.threshold_rule)
+
+    @classmethod
+    def zero(cls, layout: MultilabelLayout) -> "MultilabelSamplewiseState":
+        return cls(layout, {"ids": np.zeros(0, dtype=np.int64), "counts": np.zeros(0)}, _trusted=True)
+
+    @classmethod
+    def from_batch(cls, layout: MultilabelLayout, batch: Batch) -> "MultilabelSamplewiseState":
+        if batch.ids is None:
+            raise ValueError("multilabel_confusion_matrix@samplewise=true needs example ids: set id_col (Evaluation(id_col=...), --id COL)")
+        Y, score, w = _indicator_inputs(batch)
+        n, L = Y.shape
+        ones = np.ones((n, L)) if w is None else np.ones((n, L)) * w[:, None]  # scikit-learn's _count_nonzero weights
+
+        def count(x: np.ndarray) -> np.ndarray:
+            return np.where(x != 0, ones, 0.0).sum(axis=1)
+
+        per_t = []
+        for t in layout.thresholds:
+            P = (score >= t if layout.threshold_rule == ">=" else score > t).astype(np.float64)
+            tp, pred, true = count(Y * P), count(P), count(Y)
+            fp, fn = pred - tp, true - tp
+            tn = (L if w is None else w * L) - tp - fp - fn
+            per_t.append(np.stack([tn, fp, fn, tp], axis=1))
+        counts = np.stack(per_t, axis=1) if per_t else np.zeros((n, 0, 4))  # (n, T, 4)
+        order = np.argsort(batch.ids, kind="stable")
+        ids = np.ascontiguousarray(batch.ids[order], dtype=np.int64)
+        dup = np.flatnonzero(ids[1:] == ids[:-1])
+        if dup.size:
+            raise ValueError(f"example id {int(ids[dup[0]])} appears twice: multilabel_confusion_matrix@samplewise=true keeps one matrix per example (id_col must be unique)")
+        return cls(layout, {"ids": ids, "counts": np.ascontiguousarray(counts[order]).reshape(-1) + 0.0}, _trusted=True)
+
+    def merge(self, other: "State") -> "MultilabelSamplewiseState":
+        """The union of both states' examples, sorted by id.
+
+        Raises:
+            ValueError: another kind or layout (naming the setting), or an id in both states.
+        """
+        if type(other) is not type(self):
+            raise ValueError(f"cannot merge state {getattr(other, 'kind', type(other).__name__)!r} into {self.kind!r}")
+        if other.layout != self.layout:
+            raise ValueError(f"cannot merge {self.kind} states: {_layout_diff(self.layout, other.layout)}")
+        a, b = self.arrays, other.arrays
+        if b["ids"].size == 0:
+            return self
+        if a["ids"].size == 0:
+            return other  # type: ignore[return-value]
+        ids = np.concatenate([a["ids"], b["ids"]])
+        order = np.argsort(ids, kind="stable")
+        ids = ids[order]
+        dup = np.flatnonzero(ids[1:] == ids[:-1])
+        if dup.size:
+            raise ValueError(f"example id {int(ids[dup[0]])} appears in both merged states: multilabel_confusion_matrix@samplewise=true keeps one matrix per example (id_col must be unique)")
+        w = 4 * len(self.layout.thresholds)
+        counts = np.concatenate([a["counts"].reshape(-1, w), b["counts"].reshape(-1, w)])[order].reshape(-1)
+        return type(self)(self.layout, {"ids": ids, "counts": counts}, _trusted=True)
+
+    __add__ = merge
+
+    def matrices(self, threshold: float) -> np.ndarray:
+        """(n, 2, 2) ``[[tn, fp], [fn, tp]]`` per example, ordered by id, at one threshold."""
+        j = self.layout.t_index(threshold)
+        c = self.arrays["counts"].reshape(self.arrays["ids"].shape[0], len(self.layout.thresholds), 4)[:, j, :]
+        return c.reshape(-1, 2, 2).copy()
+
+
 def _samples_average(st: State, j: int, prefix: str, zd: Any, beta_i: int | None = None) -> float:
     a = st.arrays
     pick = (lambda f: a[f][j]) if beta_i is None else (lambda f: a[f][j, beta_i])  # noqa: E731
@@ -349,8 +456,10 @@ class HammingLoss(_MultilabelMetric):
 
 class MultilabelConfusionMatrix(_MultilabelMetric):
     """Per-label 2 x 2 confusion matrices, an (L, 2, 2) array ``[[tn, fp], [fn, tp]]`` (weighted).
-    ``samplewise=true`` (one matrix per row) raises ValueError: it is a per-row output, not a
-    mergeable state. Source: ``sklearn.metrics.multilabel_confusion_matrix``."""
+    ``samplewise=true``: one matrix per example, an (n, 2, 2) array ordered by example id, from
+    rows keyed by ``id_col`` (integer ids, each once; :class:`MultilabelSamplewiseState`): what
+    scikit-learn's ``samplewise=True`` gives for the rows sorted by id. Without ``id_col`` it
+    raises ValueError saying to set it. Source: ``sklearn.metrics.multilabel_confusion_matrix``."""
 
     name = "multilabel_confusion_matrix"
     full_name = "Multilabel confusion matrix"
@@ -366,16 +475,21 @@ class MultilabelConfusionMatrix(_MultilabelMetric):
             sw = {"true": True, "false": False, "1": True, "0": False}.get(sw.lower(), sw)
         if sw not in (True, False, 0, 1) or isinstance(sw, float):
             raise ValueError(f"metric {self.name!r}: samplewise must be true or false, got {self.p['samplewise']!r}")
-        if sw:
-            raise ValueError(
-                f"metric {self.name!r}: samplewise=true (scikit-learn's per-row (N, 2, 2) matrices) is one "
-                "value per input row, not a bounded state that merges; per-row averages that do merge are "
-                "iou@samples, precision@samples, recall@samples and f1@samples"
-            )
         super().configure()
-        self.p["samplewise"] = False
+        self.p["samplewise"] = bool(sw)
+
+    def requires(self) -> list[tuple[type[State], Any]]:
+        if self.p["samplewise"]:
+            return [(MultilabelSamplewiseState, self.p["threshold"])]
+        return super().requires()
+
+    def needs(self) -> frozenset[str]:
+        """Labels and predictions; with ``samplewise`` also example ids (``id_col``)."""
+        return super().needs() | ({"id"} if self.p["samplewise"] else set())
 
     def compute(self, states: dict[str, State]) -> np.ndarray:
+        if self.p["samplewise"]:
+            return states["multilabel_samplewise"].matrices(self.p["threshold"])  # type: ignore[attr-defined]
         tp, fp, tn, fn = states["multilabel"].label_counts(self.p["threshold"])
         return np.stack([np.stack([tn, fp], axis=1), np.stack([fn, tp], axis=1)], axis=1)
 
@@ -385,6 +499,7 @@ __all__ = [
     "MultilabelConfusionMatrix",
     "MultilabelJaccardSamplesState",
     "MultilabelLayout",
+    "MultilabelSamplewiseState",
     "MultilabelState",
     "SubsetAccuracy",
     "prf_multilabel",

@@ -38,8 +38,10 @@ _NEED_ROLES = {
     "probability": ("score", "prediction"),
     "measure": ("measure",),
     "query": ("query",),
+    "id": ("id",),
 }
-_ROLE_WORDS = {"target": "labels/targets", "prediction": "predictions", "score": "scores", "measure": "a measure", "query": "query ids"}
+_ROLE_WORDS = {"target": "labels/targets", "prediction": "predictions", "score": "scores", "measure": "a measure", "query": "query ids",
+               "id": "example ids (set id_col: Evaluation(id_col=...), --id COL)"}  # fmt: skip
 
 
 def make_task(

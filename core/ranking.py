@@ -40,16 +40,15 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from core.limits import MAX_CAPACITY, check_at_most
 from core.metrics import AVERAGES, AVERAGINGS, Interval, Metric, get_averaging, nanaverage, record_undefined
 from core.score_distribution import (
     Class0ScoreDistributionState,
     ClassScoreDistributionState,
     LabelRankingSamplesState,
     LabelScoreDistributionState,
-    ScoreDistributionLayout,
     ScoreDistributionState,
     bin_lower_scores,
+    check_capacity,
     merge_bins,
 )
 from core.states import State
@@ -545,13 +544,7 @@ class RankingMetric(Metric):
     exact_when: ClassVar[str] = "the slice's distinct scores fit in the state's capacity (level 0)"
 
     def configure(self) -> None:
-        cap = self.p["capacity"]
-        if cap is not None:
-            if isinstance(cap, bool) or not isinstance(cap, (int, np.integer)):
-                raise ValueError(f"metric {self.name!r}: capacity must be an integer, got {cap!r}")
-            check_at_most(cap, MAX_CAPACITY, "capacity", f"metric {self.name!r}")
-            ScoreDistributionLayout(int(cap))  # validates the range
-            self.p["capacity"] = int(cap)
+        self.p["capacity"] = check_capacity(self.p["capacity"], self.name)
         pl = self.p["pos_label"]
         if isinstance(pl, bool) or pl not in (0, 1):
             raise ValueError(f"metric {self.name!r}: pos_label must be 0 or 1, got {pl!r}")

@@ -11,7 +11,10 @@ same in any batching, partitioning and merge order.
 
 A row outside a term's domain is counted, not summed: the metric is then undefined (NaN, listed
 with the count), where scikit-learn raises on the whole array; every other metric of the same
-evaluation is unaffected (the squared error of a target of -3 is well defined).
+evaluation is unaffected (the squared error of a target of -3 is well defined). A row inside the
+domain whose term overflows (a Poisson deviance of ``y = 1e300``, ``p = 1e-300``) is counted by
+the sign of its infinity, so the metric is what scikit-learn's float arithmetic gives: ``inf``
+(NaN for ``inf - inf`` terms, or infinities of both signs).
 
 Metrics (weighted; NaN when the total weight is 0): ``msle``, ``rmsle``,
 ``mean_pinball_loss@alpha=A``, ``mean_tweedie_deviance@power=P``, ``mean_poisson_deviance``,
@@ -97,7 +100,16 @@ def _null_term(q: float, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def term_values(term: str, y: np.ndarray, p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(values, valid)``: one term's per-row float64 values (0 where not ``valid``) and the rows
-    inside its domain (finite values only)."""
+    inside its domain with a finite value (see :func:`term_rows` for the others)."""
+    v, inside = term_rows(term, y, p)
+    valid = inside & np.isfinite(v)
+    return np.where(valid, v, 0.0), valid
+
+
+def term_rows(term: str, y: np.ndarray, p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(values, inside)``: one term's per-row float64 values as scikit-learn's formula gives
+    them (``+-inf`` where it overflows, NaN for ``inf - inf``; 0 outside the domain) and the rows
+    inside its domain."""
     name, _, arg = term.partition(":")
     with np.errstate(all="ignore"):
         if name == "sle":
@@ -113,7 +125,6 @@ def term_values(term: str, y: np.ndarray, p: np.ndarray) -> tuple[np.ndarray, np
             v, valid = _null_term(float(arg), y)
         else:
             raise ValueError(f"unknown regression term {term!r}")
-    valid = valid & np.isfinite(v)
     return np.where(valid, v, 0.0), valid
 
 
@@ -139,21 +150,42 @@ class RegressionTermsLayout:
         return self.terms.index(term)
 
 
+_NONFINITE = ("posinf", "neginf", "nan")
+
+
 class RegressionTermsState(State):
     """``count`` (int64 rows), ``weight``, ``sums`` (T,) exact ``sum w term`` over the rows inside
-    each term's domain, ``outside`` (T,) int64 rows outside it. See the module docstring."""
+    each term's domain with a finite term, ``outside`` (T,) int64 rows outside it, and (T,) int64
+    rows inside it whose term is not finite: ``posinf`` / ``neginf`` (the term overflowed, e.g. a
+    Poisson deviance of ``y = 1e300``, ``p = 1e-300``; weight > 0), ``nan`` (``inf - inf``, or an
+    infinite term of weight 0: scikit-learn's ``np.average`` gives NaN for both). See the module
+    docstring.
+
+    Kind version 2 added ``posinf``, ``neginf`` and ``nan``; version-1 bytes (where such rows
+    were counted in ``outside``) are read with zeros there."""
 
     kind = "regression_terms"
     Layout = RegressionTermsLayout
-    VERSION = 2  # 2: the layout's num_outputs (multioutput regression); version 1 bytes are single-output
-    upgrade = classmethod(upgrade_single_output)
-    FIELDS = (("count", "int64"), ("weight", "float64"), ("sums", "float64"), ("outside", "int64"))
+    FIELDS = (("count", "int64"), ("weight", "float64"), ("sums", "float64"), ("outside", "int64")) + tuple((n, "int64") for n in _NONFINITE)
+    OLD_FIELDS = {1: (("count", "int64"), ("weight", "float64"), ("sums", "float64"), ("outside", "int64"))}
+    # 2: the layout's num_outputs (multioutput regression) and the posinf / neginf / nan counts;
+    # version 1 bytes are single-output, without those counts
+    VERSION = 2
     EXACT = ("weight", "sums")
-    COUNTS = ("count", "weight", "outside")
+    COUNTS = ("count", "weight", "outside") + _NONFINITE
+
+    @classmethod
+    def upgrade(cls, version: int, layout: RegressionTermsLayout, arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Version 1 had no ``posinf`` / ``neginf`` / ``nan`` counts: zeros (its ``outside``
+        counted those rows, so its metrics stay undefined, as they were)."""
+        if version != 1 or layout.num_outputs is not None:
+            return super().upgrade(version, layout, arrays)
+        t = len(layout.terms)
+        return {**arrays, **{n: np.zeros(t, dtype=np.int64) for n in _NONFINITE}}
 
     @classmethod
     def shape(cls, layout: RegressionTermsLayout, field: str) -> tuple[int, ...]:
-        return output_shape(layout.num_outputs) + (len(layout.terms),) if field in ("sums", "outside") else ()
+        return () if field in ("count", "weight") else output_shape(layout.num_outputs) + (len(layout.terms),)
 
     @classmethod
     def layout_for(cls, requirements: list[Any], task: Any) -> RegressionTermsLayout:
@@ -163,23 +195,30 @@ class RegressionTermsState(State):
     def from_batch(cls, layout: RegressionTermsLayout, batch: Batch) -> "RegressionTermsState":
         y, p = batch_outputs(batch, layout.num_outputs)
         w = batch.sample_weight
-        t_count = len(layout.terms)
+        T = len(layout.terms)
         d = layout.num_outputs or 1
         n = y.shape[0]
-        vals = np.zeros((n, d, t_count))
-        outside = np.zeros((d, t_count), dtype=np.int64)
+        vals = np.zeros((n, d, T))
+        counts = {k: np.zeros((d, T), dtype=np.int64) for k in ("outside",) + _NONFINITE}
+        positive = np.ones(n, dtype=bool) if w is None else np.asarray(w) > 0
+        positive = np.repeat(positive, d).reshape(n, d)
         for j, t in enumerate(layout.terms):
-            v, valid = term_values(t, y, p)
-            vals[:, :, j] = v.reshape(n, d)
-            outside[:, j] = n - np.count_nonzero(valid.reshape(n, d), axis=0)
+            v, inside = term_rows(t, y, p)
+            v, inside = v.reshape(n, d), inside.reshape(n, d)
+            vals[:, :, j] = np.where(np.isfinite(v), v, 0.0)
+            infinite = inside & np.isinf(v)
+            counts["outside"][:, j] = n - np.count_nonzero(inside, axis=0)
+            counts["posinf"][:, j] = np.count_nonzero(infinite & (v > 0) & positive, axis=0)
+            counts["neginf"][:, j] = np.count_nonzero(infinite & (v < 0) & positive, axis=0)
+            counts["nan"][:, j] = np.count_nonzero(inside & np.isnan(v), axis=0) + np.count_nonzero(infinite & ~positive, axis=0)
         shape = cls.shape(layout, "sums")
         return cls(
             layout,
             {
                 "count": np.int64(n),
                 "weight": np.float64(n) if w is None else exact_sum(w),
-                "sums": ExactSums.stack([exact_column_sums(vals.reshape(n, d * t_count), w)], shape),
-                "outside": outside.reshape(shape),
+                "sums": ExactSums.stack([exact_column_sums(vals.reshape(n, d * T), w)], shape),
+                **{k: c.reshape(shape) for k, c in counts.items()},
             },
         )
 
@@ -197,7 +236,7 @@ class RegressionTermsState(State):
                 "count": self.arrays["count"],
                 "weight": self.exact["weight"],
                 "sums": self.exact["sums"].take(slice(j * t, (j + 1) * t), (t,)),
-                "outside": self.arrays["outside"][j],
+                **{k: self.arrays[k][j] for k in ("outside",) + _NONFINITE},
             },
         )
 
@@ -205,13 +244,29 @@ class RegressionTermsState(State):
         """The single-output states of every output (one for a single-output state)."""
         return [self.output(j) for j in range(self.layout.num_outputs or 1)]
 
+    def nonfinite(self, term: str) -> float | None:
+        """What rows of a non-finite term make ``sum w term`` (and its mean), as scikit-learn's
+        float arithmetic gives it: NaN (a NaN row, or both signs of infinity), ``+-inf``, or
+        None when every row's term is finite (a single-output state)."""
+        j = self.layout.index(term)
+        a = self.arrays
+        pos, neg, nan = int(a["posinf"][j]), int(a["neginf"][j]), int(a["nan"][j])
+        if nan or (pos and neg):
+            return math.nan
+        if pos or neg:
+            return math.inf if pos else -math.inf
+        return None
+
     def mean(self, term: str) -> float:
-        """``sum w term / sum w``, correctly rounded (weight nonzero)."""
-        return fraction_to_float(self._sum(term) / self.exact["weight"].fraction())
+        """``sum w term / sum w``, correctly rounded (weight nonzero); ``+-inf`` or NaN with
+        non-finite rows (:meth:`nonfinite`)."""
+        bad = self.nonfinite(term)
+        return fraction_to_float(self._sum(term) / self.exact["weight"].fraction()) if bad is None else bad
 
     def total(self, term: str) -> float:
-        """``sum w term``, correctly rounded."""
-        return fraction_to_float(self._sum(term))
+        """``sum w term``, correctly rounded; ``+-inf`` or NaN with non-finite rows."""
+        bad = self.nonfinite(term)
+        return fraction_to_float(self._sum(term)) if bad is None else bad
 
     def _sum(self, term: str) -> Any:
         return self.exact["sums"].fractions()[self.layout.index(term)]
@@ -262,7 +317,12 @@ class _TermMetric(Metric):
 
     def one(self, st: RegressionTermsState) -> float:
         """The value of one output (a single-output state)."""
-        return st.mean(self.term()) if self.defined(st) else float("nan")
+        if not self.defined(st):
+            return float("nan")
+        v = st.mean(self.term())
+        if math.isnan(v):  # a NaN term (inf - inf) of a row in the domain, as scikit-learn's
+            record_undefined()
+        return v
 
 
 class MeanSquaredLogError(_TermMetric):
@@ -424,9 +484,8 @@ class D2TweedieScore(MeanTweedieDeviance):
                 den = 2 * (w * math.log(ybar) - s)
             else:
                 den = 2 * (s / ((1 - q) * (2 - q)) - sy * ybar ** (1 - q) / (1 - q) + w * ybar ** (2 - q) / (2 - q))
-        if den == 0 or not math.isfinite(den):
-            if num == 0 or not math.isfinite(den):
-                record_undefined()
-                return float("nan")
-            return -math.inf
-        return 1.0 - num / den
+        with np.errstate(all="ignore"):  # scikit-learn's float arithmetic: 1 - inf / x = -inf, 1 - x / inf = 1, ...
+            v = float(1.0 - np.float64(num) / np.float64(den))
+        if math.isnan(v):
+            record_undefined()
+        return v

@@ -55,7 +55,7 @@ from typing import Any
 import numpy as np
 
 from core._inputs import Batch
-from core.limits import MAX_CAPACITY  # re-exported: documented with the other maxima
+from core.limits import MAX_CAPACITY, check_at_most  # MAX_CAPACITY re-exported: documented with the other maxima
 from core.exact import ExactSums, add_raw, exact_sum, raw_regroup, raw_sum
 from core.score_bins import (  # re-exported: the binning of these states (core.score_bins)
     KEY_MAX_FINITE,
@@ -92,6 +92,20 @@ class ScoreDistributionLayout:
         if isinstance(c, bool) or not isinstance(c, (int, np.integer)) or not 2 <= c <= MAX_CAPACITY:
             raise ValueError(f"capacity must be an integer in [2, {MAX_CAPACITY}], got {c!r}")
         object.__setattr__(self, "capacity", int(c))
+
+
+def check_capacity(cap: Any, metric: str) -> int | None:
+    """A metric's ``capacity`` parameter checked (None: the default): an integer in [2, 2**26].
+
+    Raises:
+        ValueError: naming the metric and the bad value.
+    """
+    if cap is None:
+        return None
+    if isinstance(cap, bool) or not isinstance(cap, (int, np.integer)):
+        raise ValueError(f"metric {metric!r}: capacity must be an integer, got {cap!r}")
+    check_at_most(cap, MAX_CAPACITY, "capacity", f"metric {metric!r}")
+    return ScoreDistributionLayout(int(cap)).capacity  # validates the range
 
 
 class ScoreDistributionState(State):

@@ -60,6 +60,9 @@ class State:
     #: the kind's own version, written in every state frame (:mod:`core.codec`): raise it when
     #: the kind's fields or their meaning change, and read older bytes in :meth:`upgrade`
     VERSION: ClassVar[int] = 1
+    #: the ``FIELDS`` of an older kind version that had other fields (``{version: FIELDS}``): the
+    #: codec reads such bytes with these fields and passes them to :meth:`upgrade`
+    OLD_FIELDS: ClassVar[dict[int, tuple[tuple[str, str], ...]]] = {}
 
     __slots__ = ("layout", "arrays", "exact")
 
@@ -131,6 +134,18 @@ class State:
 
     def __reduce__(self) -> tuple:
         return (_rebuild_state, (self.kind, self.layout, dict(self.arrays)))
+
+    @classmethod
+    def fields_of_version(cls, version: int, stored: bool = True) -> tuple[tuple[str, str], ...]:
+        """The fields bytes of kind ``version`` hold: its ``FIELDS`` (:attr:`OLD_FIELDS` for an
+        older version that differs) and, with ``stored``, the limb fields of its exact sums."""
+        fields = cls.OLD_FIELDS.get(version, cls.FIELDS)
+        if not stored:
+            return tuple(fields)
+        if fields is cls.FIELDS:
+            return cls.STORED_FIELDS
+        names = {n for n, _ in fields}
+        return tuple(fields) + tuple((f"{n}.{part}", "int64") for n in cls.EXACT if n in names for part in ("exp", "limbs"))
 
     @classmethod
     def upgrade(cls, version: int, layout: Any, arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:

@@ -129,7 +129,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--ci-buckets", type=int, help="hash buckets of --ci bootstrap: rows are resampled by bucket (default 128)")
     c.add_argument("--ci-prior", type=float, choices=[0, 0.5, 1], help="prior count per confusion cell of --ci posterior (default 0.5)")
     c.add_argument("--ci-interval", choices=["equal_tailed", "hdi"], help="interval of --ci posterior samples: equal_tailed (default) or hdi (highest density)")
-    c.add_argument("--id", help="example id column: the bootstrap's draws derive from it (default: from the row's content); with --labels also the join key")
+    c.add_argument("--id", help="example id column: the bootstrap's draws derive from it (default: from the row's content); the example ids of multilabel_confusion_matrix@samplewise=true; with --labels also the join key")
     c.add_argument("--baseline-score", help="score column of a baseline model on the same rows: reports delta, its interval and a verdict per slice")
     c.add_argument("--baseline-prediction", help="predicted-label column of a baseline model (as --baseline-score)")
     c.add_argument("--tolerance", type=float, help="a delta within +-T of 0 is 'indistinguishable' (default 0)")

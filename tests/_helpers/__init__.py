@@ -43,6 +43,7 @@ from tests._helpers.sharding import (
     fold_all,
     fold_plan_sharded,
     fold_sharded,
+    fold_state_shards,
     merge_tree,
     random_shards,
 )
@@ -67,6 +68,7 @@ __all__ = [
     "fold_all",
     "fold_plan_sharded",
     "fold_sharded",
+    "fold_state_shards",
     "merge_tree",
     "multiclass_case",
     "random_shards",

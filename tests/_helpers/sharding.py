@@ -76,6 +76,19 @@ def merge_tree(items: list[Any], merge: Callable[[Any, Any], Any], rng: np.rando
     return items[0]
 
 
+def fold_state_shards(zero: Any, batch_of: Callable[[np.ndarray], Any], n: int, rng: np.random.Generator) -> Any:
+    """Fold random shards of rows ``0 .. n-1`` (empty ones included) into states of their own,
+    from ``zero`` (``batch_of(idx)`` gives the batch of the rows ``idx``), and merge them along a
+    random tree (:func:`random_shards`, :func:`merge_tree`)."""
+    states = []
+    for shard in random_shards(rng, n):
+        s = zero
+        for idx in shard:
+            s = s.fold(batch_of(idx))
+        states.append(s)
+    return merge_tree(states, lambda a, b: a.merge(b), rng, lambda: zero)
+
+
 def fold_all(folder: Any, columns: dict) -> Any:
     """One fold of all rows into a fresh state."""
     return folder.fold(folder.zero(), columns)

@@ -49,6 +49,7 @@ NON_NEGATIVE = {
     "multilabel": ("tp", "fp", "fn", "tn", "weight", "count"),
     "score_distribution": ("pos", "neg"),
     "score_distribution_class0": ("pos", "neg"),
+    "absolute_error_distribution": ("pos", "neg"),
     "class_score_distribution": ("weights",),
     "label_score_distribution": ("weights",),
     "label_ranking_samples": ("sum_w", "def_w", "sum_n", "def_n", "count"),
@@ -74,7 +75,7 @@ def sample_states() -> dict[str, State]:
         mcs[1].update([0, 1, 2, 1], y_score=scores)
         mcs.append(MetricCollection("f1@macro", "roc_auc", "average_precision@samples", "iou@samples", task="multilabel", num_classes=3))
         mcs[2].update(np.array([[1, 0, 1], [0, 1, 0]]), y_score=np.array([[0.9, 0.2, 0.6], [0.3, 0.8, 0.1]]), sample_weight=[1.5, 0.25])
-        mcs.append(MetricCollection("r2", "mae", "msle", "mean_pinball_loss@alpha=0.9", task="regression"))
+        mcs.append(MetricCollection("r2", "mae", "msle", "mean_pinball_loss@alpha=0.9", "median_absolute_error", task="regression"))
         mcs[3].update([1.0, 2.0, -3.0], y_pred=[1.5, 1.0, -2.0])
         mcs.append(MetricCollection("ndcg", "mrr", task="regression"))
         mcs[4].update([2.0, 0.0, 1.0, 0.0], y_score=[0.3, 0.9, 0.3, 0.1], query=["a", "a", "b", "b"])
@@ -88,6 +89,12 @@ def sample_states() -> dict[str, State]:
     ev = ContinualEvaluation(num_tasks=2, num_classes=3, evaluations_per_task=1)
     ev.update([0, 0, 1, 1], [0, 1, 0, 1], [0, 2, 1, 1], [0, 1, 1, 1], step=[None, 0, None, 0])
     got["continual"] = ev.state
+    from core._inputs import Batch
+    from core.multilabel import MultilabelLayout, MultilabelSamplewiseState
+
+    got["multilabel_samplewise"] = MultilabelSamplewiseState.zero(MultilabelLayout(3, (0.5,))).fold(
+        Batch(np.array([[1, 0, 1], [0, 1, 0]]), np.array([[0.9, 0.2, 0.6], [0.3, 0.8, 0.1]]), None, np.array([1.5, 0.25]), ids=np.array([7, -2]))
+    )
     return got
 
 

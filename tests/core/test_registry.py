@@ -86,7 +86,6 @@ def test_metric_strings(text, task, key):
         ("log_loss@eps=0.7", Task(), r"eps must be in \(0, 0.5\)"),
         ("specificity", Task(num_classes=3), "not defined for multiclass tasks"),
         ("dice@samples", Task(kind="multilabel", num_classes=3), "average='samples' is not supported"),
-        ("multilabel_confusion_matrix@samplewise=true", Task(kind="multilabel", num_classes=3), "not a bounded state that merges"),
         ("multilabel_confusion_matrix@samplewise=maybe", Task(kind="multilabel", num_classes=3), "samplewise must be true or false"),
         ("mse@foo=1", Task(kind="regression"), r"unknown parameter\(s\) \['foo'\]"),
     ],

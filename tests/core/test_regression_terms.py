@@ -16,7 +16,7 @@ from core import Evaluation
 from core._inputs import Batch
 from core.regression_terms import RegressionTermsLayout, RegressionTermsState
 from core.states import State
-from tests._helpers import merge_tree, random_shards
+from tests._helpers import fold_state_shards
 
 POWERS = [-1.0, -0.5, 0.0, 1.0, 1.5, 2.0, 3.0]
 METRICS = {
@@ -113,14 +113,7 @@ def test_sharded_merge_equals_one_fold(data, seed):
     w = np.array([d[2] for d in data], dtype=np.float64)
     zero = RegressionTermsState.zero(LAYOUT)
     whole = zero.fold(Batch(y, None, p, w)) if data else zero
-    rng = np.random.default_rng(seed)
-    states = []
-    for shard in random_shards(rng, len(data)):
-        s = zero
-        for idx in shard:
-            s = s.fold(Batch(y[idx], None, p[idx], w[idx]))
-        states.append(s)
-    merged = merge_tree(states, lambda a, b: a.merge(b), rng, lambda: zero)
+    merged = fold_state_shards(zero, lambda idx: Batch(y[idx], None, p[idx], w[idx]), len(data), np.random.default_rng(seed))
     assert merged.encode() == whole.encode()
     assert merged.merge(zero) == merged == zero.merge(merged)
     assert State.decode(merged.encode()) == merged
@@ -140,3 +133,75 @@ def test_merging_other_terms_names_the_setting():
         a.merge(b)
     with pytest.raises(ValueError, match="unknown regression term 'cubic'"):
         RegressionTermsLayout(("cubic",))
+
+
+# -- overflow: a term that is +-inf (or inf - inf) inside the domain gives what scikit-learn gives
+OVERFLOW = [
+    # (y, p, w): y = 1e300 against p = 1e-300 overflows the Poisson / Tweedie terms (+inf)
+    (np.array([1e300, 1.0, 2.0]), np.array([1e-300, 1.0, 3.0]), None),
+    (np.array([1e300, 1.0, 2.0]), np.array([1e-300, 1.0, 3.0]), np.array([1.0, 1.0, 2.0])),
+    (np.array([1e300, 1.0, 2.0]), np.array([1e-300, 1.0, 3.0]), np.array([0.0, 1.0, 2.0])),  # 0 * inf: NaN
+    (np.array([1e200, 1.0, 2.0]), np.array([1e200, 1.0, 3.0]), None),  # power -1: inf - inf, NaN
+    (np.array([1e200, 1.0, 2.0]), np.array([-1e200, 1.0, 3.0]), None),  # (y - p)^2: +inf
+]
+OVERFLOW_METRICS = {
+    "mean_poisson_deviance": lambda y, p, w: M.mean_poisson_deviance(y, p, sample_weight=w),
+    "mean_tweedie_deviance@power=-1": lambda y, p, w: M.mean_tweedie_deviance(y, p, power=-1, sample_weight=w),
+    "mean_tweedie_deviance@power=0": lambda y, p, w: M.mean_tweedie_deviance(y, p, power=0, sample_weight=w),
+    "mean_tweedie_deviance@power=1.5": lambda y, p, w: M.mean_tweedie_deviance(y, p, power=1.5, sample_weight=w),
+    "mean_tweedie_deviance@power=3": lambda y, p, w: M.mean_tweedie_deviance(y, p, power=3, sample_weight=w),
+    "mean_pinball_loss@alpha=0.3": lambda y, p, w: M.mean_pinball_loss(y, p, alpha=0.3, sample_weight=w),
+    "d2_tweedie_score@power=1": lambda y, p, w: M.d2_tweedie_score(y, p, power=1, sample_weight=w),
+    "d2_tweedie_score@power=1.5": lambda y, p, w: M.d2_tweedie_score(y, p, power=1.5, sample_weight=w),
+}
+
+
+@pytest.mark.parametrize("case", range(len(OVERFLOW)))
+def test_overflowing_terms_give_what_sklearn_gives(case):
+    y, p, w = OVERFLOW[case]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for name, ref in OVERFLOW_METRICS.items():
+            try:
+                want = ref(y, p, w)
+            except ValueError:  # outside scikit-learn's domain (p < 0): ours is undefined
+                want = np.nan
+            cols = {"y": y, "p": p} | ({"w": w} if w is not None else {})
+            for batches in ([cols], [{k: v[:1] for k, v in cols.items()}, {k: v[1:] for k, v in cols.items()}]):
+                ev = Evaluation(label_col="y", prediction_col="p", task="regression", metrics=[name], weight_col=None if w is None else "w")
+                r = ev.evaluate(batches)
+                (got,) = r.overall.metrics.values()
+                assert got == want or (np.isnan(got) and np.isnan(want)), (case, name, got, want)
+                assert np.isnan(got) == any(u["metric"] == ev.plan.metrics[0].key for u in r.overall.undefined), (case, name)
+
+
+def test_the_poisson_deviance_of_1e300_against_1e_minus_300_is_inf_not_undefined():
+    y, p = np.array([1e300, 1.0]), np.array([1e-300, 1.0])
+    s = RegressionTermsState.zero(RegressionTermsLayout(("tweedie:1.0",))).fold(Batch(y, None, p, None))
+    assert (int(s["outside"][0]), int(s["posinf"][0]), int(s["neginf"][0]), int(s["nan"][0])) == (0, 1, 0, 0)
+    assert float(s["sums"][0]) == 0.0  # the finite row's deviance is 0; the infinite one is counted
+    assert s.mean("tweedie:1.0") == np.inf == M.mean_poisson_deviance(y, p)
+    assert State.decode(s.encode()) == s
+
+
+def test_version_1_bytes_decode_with_zero_overflow_counts():
+    import struct
+    import zlib
+
+    from core import codec
+
+    s = RegressionTermsState.zero(RegressionTermsLayout(("sle", "tweedie:1.0"))).fold(Batch(np.array([1.0, 2.5]), None, np.array([2.0, 0.5]), np.array([0.5, 0.25])))
+    old_fields = [("count", "int64"), ("weight", "float64"), ("sums", "float64"), ("outside", "int64")]
+    stored = old_fields + [(f"{n}.{part}", "int64") for n in ("weight", "sums") for part in ("exp", "limbs")]
+    parts = [codec._STATE_MAGIC, bytes([codec.VERSION]), codec._str16(s.kind), bytes([1]), codec._str32(codec.layout_to_json(s.layout)), struct.pack("<H", len(stored))]
+    for name, dtype in stored:
+        a = np.asarray(s.arrays[name]).astype(np.dtype(dtype).newbyteorder("<"))
+        parts += [codec._str16(name), struct.pack("<BB", codec._DTYPE_CODES[np.dtype(dtype)], a.ndim), struct.pack(f"<{a.ndim}Q", *a.shape), a.tobytes()]
+    body = b"".join(parts)
+    back = State.decode(body + struct.pack("<I", zlib.crc32(body)))
+    assert back == s and back.encode()[6 + len(s.kind)] == RegressionTermsState.VERSION == 2
+    # a version-1 frame with today's fields (or today's with version 1's) is refused
+    with pytest.raises(ValueError, match="fields"):
+        parts[3] = bytes([2])
+        body = b"".join(parts)
+        State.decode(body + struct.pack("<I", zlib.crc32(body)))

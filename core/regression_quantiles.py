@@ -1,0 +1,231 @@
+"""Median absolute error and quantiles of the absolute error, from a bounded quantile state.
+
+:class:`AbsoluteErrorDistributionState` is the score distribution of :mod:`core.score_distribution`
+with the absolute error ``|y_pred - y_true|`` of each row as its score: the same canonical bins
+(:mod:`core.score_bins`: order-preserving float keys, a level chosen from the configuration and
+the data only), the same exact weight sums, the same merge, codec and slice-vectorised fold. So it
+is **exact** (one bin per distinct absolute error, with its summed weight) while a slice's distinct
+errors fit the ``capacity``, and beyond it holds coarser bins whose edges depend on the capacity
+only; any batching, partitioning and merge order gives the same state bit for bit.
+
+An error that overflows float64 (``|1e308 - (-1e308)|``) is ``inf`` for scikit-learn. It is kept,
+not dropped: its weight is held as the state's ``pos`` weight of the bin of the largest finite
+float (``neg`` holds the finite errors), so it sorts above every finite error.
+
+Quantile rule: scikit-learn's weighted median (``sklearn.utils.stats._weighted_percentile`` with
+``average=True``, the "averaged inverted CDF"; ``np.median`` without weights). With the distinct
+errors ``x_1 < x_2 < ...`` of positive weight and their cumulative weights ``C_i`` (total ``W``),
+the ``q`` quantile is ``x_i`` for the first ``i`` with ``C_i >= q W``, or ``(x_i + x_{i+1}) / 2``
+when ``C_i == q W`` exactly (``x_i`` when there is no ``x_{i+1}``). The comparisons are exact
+(rational arithmetic on the exact weight sums; ``q`` is read as the decimal it is written as, so
+``q = 0.9`` is ``9/10``); scikit-learn compares float cumulative sums with a tolerance of one
+``eps``, so with fractional weights a cumulative weight within about 1e-16 of ``q W`` can differ.
+
+A compressed state knows each bin's total weight but not where its errors lie inside the bin: the
+rank ``q W`` falls in one bin (or on the boundary between two), and the value is certified to lie
+in the bin's ``[lowest, highest]`` float (on a boundary, half the sum of the two bins' lowest and
+highest floats: float rounding of ``(a + b) / 2`` is monotone, so the bounds hold for the rounded
+value too). Such values are :class:`core.metrics.Interval` ``(value, lower, upper)`` (``bounds``
+in results); ``value`` is the middle of the bounds.
+
+Metrics (regression tasks; NaN when the total weight is 0): ``median_absolute_error``
+(scikit-learn's, 1-D targets) and ``quantile_absolute_error@q=Q``.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from typing import Any, ClassVar
+
+import numpy as np
+
+from core._inputs import Batch
+from core.exact import ExactSums
+from core.metrics import Interval, Metric, record_undefined
+from core.score_distribution import KEY_MAX_FINITE, ScoreDistributionLayout, ScoreDistributionState, bin_lower_scores, bin_upper_scores, check_capacity
+from core.states import State
+
+__all__ = ["AbsoluteErrorDistributionState", "MedianAbsoluteError", "QuantileAbsoluteError", "error_quantile"]
+
+_MAX = float(np.finfo(np.float64).max)
+
+
+class AbsoluteErrorDistributionState(ScoreDistributionState):
+    """Summed weight per bin of absolute errors ``|y_pred - y_true|``: exact per distinct error up
+    to the layout's ``capacity`` (a :class:`~core.score_distribution.ScoreDistributionLayout`).
+
+    Fields (those of :class:`~core.score_distribution.ScoreDistributionState`): ``level``, ``keys``
+    (m,) ascending bin keys of the errors (>= 0), ``neg`` (m,) the summed weight of the finite
+    errors per bin, ``pos`` (m,) the weight of errors that overflowed to ``inf`` (nonzero only
+    in the bin of the largest finite float). Zero-weight rows leave no trace (as in
+    scikit-learn's weighted median, which skips them).
+
+    Raises:
+        ValueError: a batch without targets and predictions; on construction (decoded bytes),
+            negative error keys or overflow weight outside the top bin; on merge, another
+            ``capacity``.
+    """
+
+    kind = "absolute_error_distribution"
+
+    def __init__(self, layout: ScoreDistributionLayout, arrays: dict[str, np.ndarray], _trusted: bool = False):
+        super().__init__(layout, arrays, _trusted)
+        if _trusted:
+            return
+        a = self.arrays
+        keys, level = a["keys"], int(a["level"])
+        problems = []
+        if keys.size and int(keys[0]) < 0:
+            problems.append("keys of negative absolute errors")
+        if keys.size and np.any(a["pos"][keys != (KEY_MAX_FINITE >> level)] != 0):
+            problems.append("overflowed (inf) errors outside the bin of the largest finite float")
+        if problems:
+            raise ValueError(f"invalid {self.kind} state: " + "; ".join(problems))
+
+    @classmethod
+    def _inputs(cls, batch: Batch) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """``(|y_pred - y_true|, overflowed, w)``: an error that overflows to ``inf`` is placed at
+        the largest finite float with label 1 (see the class docstring)."""
+        if batch.y_true is None or batch.y_pred is None:
+            raise ValueError("median_absolute_error needs targets and predictions")
+        with np.errstate(over="ignore"):
+            e = np.abs(np.asarray(batch.y_pred, dtype=np.float64) - np.asarray(batch.y_true, dtype=np.float64))
+        inf = np.isinf(e)
+        if inf.any():
+            e = np.where(inf, _MAX, e)
+        return e, inf.astype(np.int64), batch.sample_weight
+
+    def total_weight(self) -> float:
+        """The summed weight of the rows (finite and overflowed errors)."""
+        return sum(self.totals())
+
+
+def _entries(state: AbsoluteErrorDistributionState) -> tuple[np.ndarray, np.ndarray, ExactSums]:
+    """``(lower, upper, cumulative)``: per ascending entry (a bin of finite errors, then the
+    overflowed errors), the lowest and highest error it can hold and the exact cumulative weight."""
+    a = state.arrays
+    keys, level = a["keys"], state.level
+    finite = a["neg"] > 0
+    lo, hi = bin_lower_scores(keys[finite], level), bin_upper_scores(keys[finite], level)
+    parts: list[Any] = [state.exact["neg"].take(np.flatnonzero(finite))]
+    if a["pos"].any():
+        lo, hi = np.append(lo, np.inf), np.append(hi, np.inf)
+        parts.append(state.exact["pos"].regroup(np.zeros(keys.shape[0], dtype=np.int64), 1))
+    w = ExactSums.stack(parts, (lo.shape[0],)) if len(parts) > 1 else parts[0]
+    return lo, hi, w.cumsum()
+
+
+def _at(cum: ExactSums, i: int) -> Fraction:
+    return cum.take(np.array([i])).fraction()
+
+
+def error_quantile(state: AbsoluteErrorDistributionState, q: Fraction) -> float | Interval:
+    """The ``q`` quantile of the absolute errors (see the module docstring for the rule).
+
+    Args:
+        state: the merged state.
+        q: the quantile level in [0, 1], exact.
+
+    Returns:
+        A float (exact state), an :class:`~core.metrics.Interval` with certified bounds
+        (compressed state, unless the bounds meet), or NaN with no weight.
+    """
+    lo, hi, cum = _entries(state)
+    m = lo.shape[0]
+    if m == 0:
+        return math.nan
+    total = _at(cum, m - 1)
+    if total == 0:  # pragma: no cover - every entry has positive weight
+        return math.nan
+    t = q * total
+    a, b = 0, m - 1  # the first entry with C >= t (C at m - 1 is the total, >= t)
+    while a < b:
+        mid = (a + b) // 2
+        if _at(cum, mid) >= t:
+            b = mid
+        else:
+            a = mid + 1
+    i = a
+    if _at(cum, i) == t and i + 1 < m:  # on the boundary: the mean of this error and the next
+        with np.errstate(over="ignore"):
+            lower = float((np.float64(lo[i]) + np.float64(lo[i + 1])) / 2)
+            upper = float((np.float64(hi[i]) + np.float64(hi[i + 1])) / 2)
+    else:
+        lower, upper = float(lo[i]), float(hi[i])
+    if lower == upper:
+        return lower
+    return Interval(lower / 2 + upper / 2, lower, upper)
+
+
+def _decimal(x: float) -> Fraction:
+    """A float read as the shortest decimal that rounds to it (``0.9`` is ``9/10``)."""
+    return Fraction(repr(float(x)))
+
+
+class QuantileAbsoluteError(Metric):
+    """The ``q`` quantile of the absolute errors ``|y_pred - y_true|`` (weighted; ``q`` in [0, 1],
+    default 0.5), by scikit-learn's weighted-median rule (averaged inverted CDF; ``q = 0.5`` is
+    :class:`MedianAbsoluteError`). Exact while a slice's distinct errors fit ``capacity``
+    (default 40,000 bins); beyond, certified bounds. NaN with no examples (total weight 0).
+    Reference: ``numpy.quantile(|e|, q, method="averaged_inverted_cdf")`` (unweighted),
+    ``sklearn.utils.stats._weighted_percentile(|e|, w, 100 q, average=True)`` (weighted)."""
+
+    name = "quantile_absolute_error"
+    full_name = "Quantile absolute error"
+    aliases = ("absolute_error_quantile",)
+    params: ClassVar[dict[str, Any]] = {"q": 0.5, "capacity": None}
+    positional = "q"
+    tasks = ("regression",)
+    higher_is_better = False
+    bounds = (0.0, math.inf)
+    exact = False
+    exact_when: ClassVar[str] = "the slice's distinct absolute errors fit in the state's capacity (level 0)"
+    reference = "numpy.quantile(abs(y_pred - y_true), q, method='averaged_inverted_cdf')"
+    undefined = "no examples (total weight 0)"
+
+    def configure(self) -> None:
+        q = self.p["q"]
+        if isinstance(q, bool) or not isinstance(q, (int, float, np.integer, np.floating)) or not 0.0 <= float(q) <= 1.0:
+            raise ValueError(f"metric {self.name!r}: q must be a number in [0, 1], got {q!r}")
+        self.p["q"] = float(q)
+        self.p["capacity"] = check_capacity(self.p["capacity"], self.name)
+
+    def level(self) -> Fraction:
+        return _decimal(self.p["q"])
+
+    def requires(self) -> list[tuple[type[State], Any]]:
+        return [(AbsoluteErrorDistributionState, self.p["capacity"])]
+
+    def needs(self) -> frozenset[str]:
+        return frozenset({"target", "prediction"})
+
+    def is_exact(self, states: dict[str, State]) -> bool:
+        """True when the value computed from ``states`` is exact (no interval)."""
+        return states[AbsoluteErrorDistributionState.kind].is_exact  # type: ignore[attr-defined]
+
+    def compute(self, states: dict[str, State]) -> float | Interval:
+        v = error_quantile(states[AbsoluteErrorDistributionState.kind], self.level())  # type: ignore[arg-type]
+        if isinstance(v, float) and math.isnan(v):
+            record_undefined()
+        return v
+
+
+class MedianAbsoluteError(QuantileAbsoluteError):
+    """Median absolute error (weighted): the median of ``|y_pred - y_true|``, scikit-learn's rule
+    (``np.median`` without weights; with weights its weighted percentile with ``average=True``).
+    Exact while a slice's distinct errors fit ``capacity`` (default 40,000 bins); beyond,
+    certified bounds. NaN with no examples (total weight 0). 1-D targets. Source:
+    ``sklearn.metrics.median_absolute_error``."""
+
+    name = "median_absolute_error"
+    full_name = "Median absolute error"
+    aliases = ("medae", "median_ae")
+    params: ClassVar[dict[str, Any]] = {"capacity": None}
+    positional = None
+    reference = None
+    sklearn = "sklearn.metrics.median_absolute_error"
+
+    def configure(self) -> None:
+        self.p["q"] = 0.5
+        super().configure()
