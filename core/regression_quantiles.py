@@ -40,6 +40,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from core.regression import configure_multioutput
 from core._inputs import Batch
 from core.exact import ExactSums
 from core.metrics import Interval, Metric, record_undefined
@@ -190,6 +191,7 @@ class QuantileAbsoluteError(Metric):
             raise ValueError(f"metric {self.name!r}: q must be a number in [0, 1], got {q!r}")
         self.p["q"] = float(q)
         self.p["capacity"] = check_capacity(self.p["capacity"], self.name)
+        configure_multioutput(self, ())  # 1-D targets only: a multioutput task is refused here
 
     def level(self) -> Fraction:
         return _decimal(self.p["q"])
