@@ -3,9 +3,9 @@
 :class:`Accumulator` is an opaque, read-only value: every slice's states (the slices of a spec
 folded together, with a leading slice axis) plus the evaluation's fingerprint; it always holds the
 overall slice ``()``. Its read methods are :meth:`~Accumulator.slices`,
-:meth:`~Accumulator.states` (``acc[key]``) and :meth:`~Accumulator.items`; only the operations
-below change it. :class:`AccumulatorOps` (a base of ``Evaluation``) holds
-the engine-facing operations: ``zero``, ``fold`` (per batch, in place), ``merge`` (a new
+:meth:`~Accumulator.states` (``acc[key]``), :meth:`~Accumulator.items` and
+:meth:`~Accumulator.stacked` (the arrays with the leading slice axis); only the operations below
+change it. :class:`AccumulatorOps` (a base of ``Evaluation``) holds the engine-facing operations: ``zero``, ``fold`` (per batch, in place), ``merge`` (a new
 accumulator) and ``merge_into`` (in place), ``merge_all``, ``encode_accumulator`` /
 ``decode_accumulator`` and ``encode_states`` / ``decode_states`` to ship partial states, and
 the fingerprint checks that keep accumulators of differently configured evaluations apart.
@@ -59,8 +59,10 @@ class Accumulator:
     merged with a tuple already held for the slice).
 
     Read methods: :meth:`slices` (every slice key), :meth:`states` (one slice's tuple of states;
-    also ``acc[key]``), :meth:`items`, ``key in acc``, ``len(acc)``, equality (the same slices with
-    equal states), :meth:`copy`.
+    also ``acc[key]``), :meth:`items`, :meth:`stacked` (every slice's cell states as arrays with a
+    leading slice axis, read from the blocks), ``key in acc``, ``len(acc)``, equality (the same
+    slices with equal states, also against a plain mapping), :meth:`copy`. It is not a mapping:
+    ``iter(acc)`` raises ``TypeError`` (iterate :meth:`slices`), and it has no writing methods.
 
     Args:
         states: ``{slice_key: tuple_of_states}`` to start from (copied; e.g. a per-slice fold's
