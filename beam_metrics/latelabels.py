@@ -10,12 +10,12 @@ fires when the watermark passes the id's **deadline**::
     deadline = (earliest prediction time of the id, else its earliest label time)
                + max_label_delay + late_label_horizon
 
-The id's rows are classified by :func:`pipelines.latelabels.join_batches` (the one place of the
+The id's rows are classified by :func:`core.latelabels.join_batches` (the one place of the
 join's math, the batch engines' too): the matched examples go to the ``matched`` output (every
 prediction column, the label column and, with ``window``, the ``window_start`` / ``window_end``
 slice values of the prediction time), and the outcome counts of the id (per slice of every slice
-spec and overall: :data:`pipelines.latelabels.COUNT_NAMES`, the batch join's names) to the
-``counts`` output, as :meth:`pipelines.latelabels.JoinCounts.to_lines` JSON lines;
+spec and overall: :data:`core.latelabels.COUNT_NAMES`, the batch join's names) to the
+``counts`` output, as :meth:`core.latelabels.JoinCounts.to_lines` JSON lines;
 :class:`JoinCountsCombineFn` sums them into a ``JoinCounts``. When both a prediction and a label
 of the id have come, the outcome is **decided early**, as soon as the watermark passes both
 earliest times (a second timer): a matched example is emitted then, not at the deadline; rows of
@@ -49,7 +49,7 @@ from apache_beam.utils.timestamp import Timestamp
 
 from core.slice_values import canonical_value
 from core.windows import parse_duration
-from pipelines.latelabels import COUNT_NAMES, INVALID_LABEL, INVALID_PRED, JoinCounts, LabelJoin, join_batches
+from core.latelabels import COUNT_NAMES, INVALID_LABEL, INVALID_PRED, JoinCounts, LabelJoin, join_batches
 
 __all__ = ["JoinCountsCombineFn", "JoinLateLabels", "MATCHED_TAG", "COUNTS_TAG"]
 
@@ -204,7 +204,7 @@ def _table(rows: list[dict]) -> pa.Table:
 
 class JoinCountsCombineFn(beam.CombineFn):
     """Sums :class:`JoinLateLabels`' ``counts`` lines into one
-    :class:`pipelines.latelabels.JoinCounts` (accumulator: ``{slice key JSON: counts list}``,
+    :class:`core.latelabels.JoinCounts` (accumulator: ``{slice key JSON: counts list}``,
     plain values, no pickle)."""
 
     def create_accumulator(self) -> dict[str, list[int]]:
@@ -240,7 +240,7 @@ class JoinLateLabels(beam.PTransform):
     ``0 <= label_time - prediction_time <= max_label_delay``), emitted once the watermark passes
     its prediction and label times; feed it to :class:`~beam_metrics.ComputeMetrics` (slices may
     name ``window_start`` / ``window_end`` with ``window``). ``counts``: JSON lines of the outcome counts per id group and
-    slice (:meth:`pipelines.latelabels.JoinCounts.to_lines`), summed by
+    slice (:meth:`core.latelabels.JoinCounts.to_lines`), summed by
     :class:`JoinCountsCombineFn` (``beam.CombineGlobally(JoinCountsCombineFn())``, under the
     windowing and trigger you choose for the counts). Both outputs are in the global window.
 
@@ -255,7 +255,7 @@ class JoinLateLabels(beam.PTransform):
         window: tumbling windows of the prediction time (a duration) for the ``window_start`` /
             ``window_end`` slice values, as the batch join's ``--join-window``; or None.
         slices: the count slice specs (column names, ``"a,b"`` or ``("a", "b")``), e.g.
-            :func:`pipelines.latelabels.count_specs` of the evaluation of the matched examples.
+            :func:`core.latelabels.count_specs` of the evaluation of the matched examples.
         on_invalid: ``"raise"`` or ``"skip"`` (a missing id or time counted as ``invalid_*``).
 
     Raises:

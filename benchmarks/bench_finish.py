@@ -9,8 +9,12 @@ Data: the flights predictions of :mod:`benchmarks.bench_onepass` (``--replicate`
 once per workload into an accumulator over ``tailnum`` (~3,800 slices). Timed (CPU time, median
 of ``--repeats`` interleaved rounds, :mod:`benchmarks._harness`):
 
-* ``finish``: ``Evaluation.finish(acc)``, which computes every slice's metrics with one
-  :meth:`core.plan.Plan.compute_many` (vectorised over the slices for the confusion metrics);
+* ``finish``: ``Evaluation.finish(acc)`` of the folded accumulator: for the confusion metrics of
+  unweighted rows, one :func:`core.stacked.compute_fields` over the arrays the accumulator's
+  blocks hold (:meth:`core.accumulator.Accumulator.stacked`: no per-slice state objects);
+  otherwise one :meth:`core.plan.Plan.compute_many` of the per-slice states;
+* ``finish (states)``: ``Evaluation.finish`` of the same slices given as per-slice tuples of
+  states (a ``{slice_key: states}`` mapping: the path of ``compute_many``);
 * ``per-slice``: the previous finish's metric step, ``plan.compute_detailed`` slice by slice
   (the rest of ``finish``, the result assembly, is not in this figure);
 * ``compute_many``: the one ``plan.compute_many`` call alone.
@@ -42,7 +46,7 @@ def main(argv: list[str] | None = None) -> None:
     args, batches = flights_args(__doc__, argv)
     print(f"flights predictions x {args.replicate}: {sum(b.num_rows for b in batches):,} rows; CPU time, median of {args.repeats}")
     print(machine_line())
-    head = f"{'workload':<72} {'slices':>6} {'finish s':>9} {'per-slice s':>11} {'compute_many s':>14} {'speed-up':>8}"
+    head = f"{'workload':<72} {'slices':>6} {'finish s':>9} {'finish (states) s':>17} {'per-slice s':>11} {'compute_many s':>14} {'speed-up':>8}"
     print(head)
     print("-" * len(head))
     for name, metrics in WORKLOADS:
@@ -52,21 +56,22 @@ def main(argv: list[str] | None = None) -> None:
         for b in batches:
             ev.fold(acc, b, row_offset=offset)
             offset += b.num_rows
-        acc.materialize()
-        states = list(acc.values())
+        held = dict(acc.copy().items())  # per-slice states, built once before timing (acc keeps its blocks)
+        states = list(held.values())
         plan = ev.plan
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # undefined metrics of small slices
             t = measure(
                 {
                     "finish": lambda: ev.finish(acc),
+                    "finish (states)": lambda: ev.finish(held),
                     "per-slice": lambda: [plan.compute_detailed(s) for s in states],
                     "many": lambda: plan.compute_many(states),
                 },
                 args.repeats,
             )
-        print(f"{name:<72} {len(states):>6,} {t['finish']:>9.3f} {t['per-slice']:>11.3f} {t['many']:>14.3f} {t['per-slice'] / t['many']:>8.1f}", flush=True)
-    print("speed-up = per-slice compute_detailed / one compute_many (the metric step of finish)")
+        print(f"{name:<72} {len(states):>6,} {t['finish']:>9.3f} {t['finish (states)']:>17.3f} {t['per-slice']:>11.3f} {t['many']:>14.3f} {t['per-slice'] / t['many']:>8.1f}", flush=True)
+    print("speed-up = per-slice compute_detailed / one compute_many (the metric step of finish from states)")
 
 
 if __name__ == "__main__":

@@ -97,7 +97,7 @@ def child(args: argparse.Namespace) -> None:
         acc = ev.zero()
         for b in batches(args.rows, args.distinct):
             ev.fold(acc, b)
-        one = next(k for k in acc if k)
+        one = next(k for k in acc.slices() if k)
         out.update(
             slices=len(acc),
             acc_kib=len(ev.encode_accumulator(acc)) / 1024,

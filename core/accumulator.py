@@ -1,8 +1,11 @@
 """The accumulator of an :class:`core.Evaluation`, and the operations every engine runs on it.
 
-:class:`Accumulator` is ``{slice_key: tuple_of_states}`` plus the evaluation's fingerprint; it
-always holds the overall slice ``()``. :class:`AccumulatorOps` (a base of ``Evaluation``) holds
-the engine-facing operations: ``zero``, ``fold`` (per batch, in place), ``merge`` (a new
+:class:`Accumulator` is an opaque, read-only value: every slice's states (the slices of a spec
+folded together, with a leading slice axis) plus the evaluation's fingerprint; it always holds the
+overall slice ``()``. Its read methods are :meth:`~Accumulator.slices`,
+:meth:`~Accumulator.states` (``acc[key]``), :meth:`~Accumulator.items` and
+:meth:`~Accumulator.stacked` (the arrays with the leading slice axis); only the operations below
+change it. :class:`AccumulatorOps` (a base of ``Evaluation``) holds the engine-facing operations: ``zero``, ``fold`` (per batch, in place), ``merge`` (a new
 accumulator) and ``merge_into`` (in place), ``merge_all``, ``encode_accumulator`` /
 ``decode_accumulator`` and ``encode_states`` / ``decode_states`` to ship partial states, and
 the fingerprint checks that keep accumulators of differently configured evaluations apart.
@@ -16,7 +19,7 @@ many partial accumulators into one. ``fold`` of an accumulator mutates and retur
 from __future__ import annotations
 
 import dataclasses
-
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Iterable
 
 import numpy as np
@@ -24,9 +27,10 @@ import numpy as np
 from core import codec
 from core._inputs import Batch
 from core.bootstrap import element_buckets
-from core.grouped import SliceBlock, bucket_keys
+from core.grouped import CellStack, CountsOfCells, SliceBlock, bucket_keys
 from core.slicing import OVERALL, assign_slices, slice_name
-from core.states import ExampleCountState
+from core.stacked import CELL_KINDS, stack_fields
+from core.states import BinaryConfusionState, ExampleCountState
 
 if TYPE_CHECKING:
     from core.columns import ColumnMap
@@ -35,124 +39,207 @@ if TYPE_CHECKING:
 __all__ = ["Accumulator", "AccumulatorOps"]
 
 
-class Accumulator(dict):
-    """``{slice_key: tuple_of_states}`` plus ``fingerprint``: the settings of the evaluation that
-    filled it (see :attr:`Evaluation.fingerprint`; None when unknown, e.g. a plain dict's copy).
-    :meth:`Evaluation.merge`, :meth:`~Evaluation.fold`, :meth:`~Evaluation.finish` and the codec
-    check it, so accumulators of differently configured evaluations never mix.
+class Accumulator:
+    """The partial result of an :class:`~core.evaluation.Evaluation`: every slice's states, plus
+    ``fingerprint``, the settings of the evaluation that filled it (see
+    :attr:`Evaluation.fingerprint <core.evaluation.Evaluation.fingerprint>`; None when unknown).
 
-    :meth:`Evaluation.fold` keeps each slice spec's slices in a :class:`core.grouped.SliceBlock`
-    (every slice of the spec folded in one vectorised pass, states with a leading slice axis);
-    they become per-slice tuples of states (merged with any tuple already held for the slice)
-    the first time the accumulator is read as a mapping.
+    An opaque, read-only value for its users: it is made by :meth:`Evaluation.zero`,
+    :meth:`~core.evaluation.Evaluation.fold`, :meth:`~core.evaluation.Evaluation.merge` /
+    :meth:`~core.evaluation.Evaluation.merge_into` and
+    :meth:`~core.evaluation.Evaluation.decode_accumulator`, which check the fingerprint, so
+    accumulators of differently configured evaluations never mix; nothing writes to it through
+    its read methods.
+
+    Inside, :meth:`Evaluation.fold <core.evaluation.Evaluation.fold>` keeps each slice spec's
+    slices in a :class:`core.grouped.SliceBlock` (the spec's slice keys, and states with a leading
+    slice axis: every slice of the spec folded in one vectorised pass); the overall slice, and
+    slices decoded or built from a mapping, are tuples of states. The read methods give each
+    slice's tuple of states (a block's slots become tuples of states the first time they are read,
+    merged with a tuple already held for the slice).
+
+    Read methods: :meth:`slices` (every slice key), :meth:`states` (one slice's tuple of states;
+    also ``acc[key]``), :meth:`items`, :meth:`stacked` (every slice's cell states as arrays with a
+    leading slice axis, read from the blocks), ``key in acc``, ``len(acc)``, equality (the same
+    slices with equal states, also against a plain mapping), :meth:`copy`. It is not a mapping:
+    ``iter(acc)`` raises ``TypeError`` (iterate :meth:`slices`), and it has no writing methods.
+
+    Args:
+        states: ``{slice_key: tuple_of_states}`` to start from (copied; e.g. a per-slice fold's
+            result, or an engine's per-slice partial states).
+        fingerprint: the evaluation's fingerprint.
     """
 
-    def __init__(self, items: Any = (), fingerprint: dict[str, Any] | None = None):
-        super().__init__(items)
+    __slots__ = ("fingerprint", "_states", "_blocks")
+
+    def __init__(self, states: Mapping[tuple, tuple] | Iterable[tuple[tuple, tuple]] = (), fingerprint: dict[str, Any] | None = None):
         self.fingerprint = fingerprint
-        self.blocks: dict[tuple[str, ...], SliceBlock] = {}
+        self._states: dict[tuple, tuple] = dict(states.items() if isinstance(states, (Accumulator, Mapping)) else states)
+        self._blocks: dict[tuple[str, ...], SliceBlock] = {}
 
-    def block(self, spec: tuple[str, ...], state_types: tuple, weighted: bool, buckets: int | None = None, roles: tuple[str, ...] | None = None) -> SliceBlock:
-        """The block of a spec's slices (created empty); ``buckets``: the bootstrap's (see
-        :class:`core.bootstrap.BucketedPlan`); ``roles``: see :attr:`core.grouped.SliceBlock.roles`."""
-        b = self.blocks.get(spec)
-        if b is None:
-            b = self.blocks[spec] = SliceBlock(state_types, weighted, buckets, roles)
-        return b
+    # -- read ------------------------------------------------------------------------------
+    def slices(self) -> list[tuple]:
+        """Every slice key held, in the order the slices were first held (the overall slice
+        ``()`` first in what ``zero``, ``fold``, ``merge`` and ``decode_accumulator`` give)."""
+        return list(self._materialized())
 
-    def materialize(self) -> "Accumulator":
-        """Turn the blocks into per-slice tuples of states (returns ``self``)."""
-        if self.blocks:
-            blocks, self.blocks = self.blocks, {}
-            for block in blocks.values():
-                for key, states in block.items() if block.buckets is None else block.bucketed_items():
-                    old = dict.get(self, key)
-                    dict.__setitem__(self, key, states if old is None else tuple(x.merge(y) for x, y in zip(old, states)))
-        return self
+    def states(self, key: tuple) -> tuple:
+        """The tuple of states of slice ``key`` (the plan's kinds, in its order).
 
-    def copy(self) -> "Accumulator":
-        out = Accumulator(dict.items(self), self.fingerprint)
-        out.blocks = {k: b.copy() for k, b in self.blocks.items()}
-        return out
+        Raises:
+            KeyError: the accumulator holds no such slice.
+        """
+        try:
+            return self._materialized()[key]
+        except KeyError:
+            raise KeyError(f"the accumulator holds no slice {slice_name(key)!r} ({key!r})") from None
+        except TypeError:
+            raise KeyError(f"a slice key is a tuple of (column, value) pairs, got {key!r}") from None
 
-    def __getitem__(self, key: Any) -> Any:
-        return dict.__getitem__(self.materialize(), key)
+    __getitem__ = states
 
-    def get(self, key: Any, default: Any = None) -> Any:
-        return dict.get(self.materialize(), key, default)
+    def stacked(self) -> tuple[list[tuple], dict[str, dict[str, np.ndarray]]] | None:
+        """Every slice's states as arrays with a leading slice axis, read from the blocks' tables
+        without building per-slice state objects: ``(keys, {kind: {field: (R, ...) array}})``,
+        row ``i`` holding slice ``keys[i]``'s fields, equal bit for bit to
+        :func:`core.stacked.stack_fields` of :meth:`items`' states (the input of
+        :func:`core.stacked.compute_fields`).
+
+        Only the cell state kinds stack this way (example counts, binary confusion counts,
+        confusion matrices): None when a slice holds another kind, weighted rows (exact weight
+        sums), bootstrap buckets or a baseline model's states (read :meth:`items` then).
+        """
+        held = self._states
+        parts: list[tuple[list[tuple], dict[str, dict[str, np.ndarray]]]] = []
+        for block in self._blocks.values():
+            if block.buckets is not None or block.roles is not None or block.weighted or any(k in held for k in block.keys):
+                return None  # (a slice both held and in a block: its tuple is their merge)
+            fields = _block_fields(block)
+            if fields is None:
+                return None
+            parts.append((list(block.keys), fields))
+        if held:
+            first = next(iter(held.values()))
+            types = tuple((type(s), s.layout) for s in first)
+            if any(cls.kind not in CELL_KINDS for cls, _ in types):
+                return None
+            parts.insert(0, (list(held), stack_fields(types, list(held.values()))))
+        if not parts:
+            return [], {}
+        kinds = parts[0][1]
+        if any(p[1].keys() != kinds.keys() for p in parts):
+            return None
+        keys = [k for p in parts for k in p[0]]
+        if len(parts) == 1:
+            return keys, parts[0][1]
+        return keys, {kind: {name: np.concatenate([p[1][kind][name] for p in parts]) for name in kinds[kind]} for kind in kinds}
+
+    def items(self) -> list[tuple[tuple, tuple]]:
+        """``[(slice_key, tuple_of_states)]`` of every slice (the order of :meth:`slices`)."""
+        return list(self._materialized().items())
 
     def __contains__(self, key: object) -> bool:
-        return dict.__contains__(self.materialize(), key)
-
-    def __iter__(self) -> Any:
-        return dict.__iter__(self.materialize())
+        try:
+            return key in self._materialized()
+        except TypeError:  # an unhashable key is no slice key
+            return False
 
     def __len__(self) -> int:
-        return dict.__len__(self.materialize())
+        return len(self._materialized())
 
-    def keys(self) -> Any:
-        return dict.keys(self.materialize())
-
-    def values(self) -> Any:
-        return dict.values(self.materialize())
-
-    def items(self) -> Any:
-        return dict.items(self.materialize())
-
-    def pop(self, key: Any, *default: Any) -> Any:
-        return dict.pop(self.materialize(), key, *default)
+    def __iter__(self) -> Any:
+        raise TypeError("an Accumulator is not a mapping: iterate acc.slices() (the slice keys) or acc.items()")
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Accumulator):
-            other.materialize()
-        return dict.__eq__(self.materialize(), other)
-
-    def __ne__(self, other: object) -> bool:
-        eq = self.__eq__(other)
-        return eq if eq is NotImplemented else not eq
-
-    # mutators: the blocks first become per-slice states, so a write replaces what was folded
-    def __setitem__(self, key: Any, value: Any) -> None:
-        if any(b.holds(key) for b in self.blocks.values()):  # a slice a block holds (not e.g. the overall one)
-            self.materialize()
-        dict.__setitem__(self, key, value)
-
-    def __delitem__(self, key: Any) -> None:
-        dict.__delitem__(self.materialize(), key)
-
-    def setdefault(self, key: Any, default: Any = None) -> Any:
-        return dict.setdefault(self.materialize(), key, default)
-
-    def update(self, *args: Any, **kwargs: Any) -> None:
-        dict.update(self.materialize(), *args, **kwargs)
-
-    def popitem(self) -> tuple:
-        return dict.popitem(self.materialize())
-
-    def clear(self) -> None:
-        self.blocks = {}
-        dict.clear(self)
-
-    def __reversed__(self) -> Any:
-        return dict.__reversed__(self.materialize())
-
-    def __or__(self, other: Any) -> Any:
-        return dict(self.items()) | other
-
-    def __ror__(self, other: Any) -> Any:
-        return other | dict(self.items())
-
-    def __ior__(self, other: Any) -> "Accumulator":
-        self.update(other)
-        return self
+            return self._materialized() == other._materialized()
+        if isinstance(other, Mapping):
+            return self._materialized() == dict(other.items())
+        return NotImplemented
 
     __hash__ = None  # type: ignore[assignment]
 
+    def copy(self) -> "Accumulator":
+        """An independent copy (same fingerprint): folding or merging into either leaves the
+        other unchanged."""
+        out = Accumulator(self._states, self.fingerprint)
+        out._blocks = {k: b.copy() for k, b in self._blocks.items()}
+        return out
+
     def __reduce__(self) -> tuple:
-        return (Accumulator, (dict(self.items()), self.fingerprint))
+        return (Accumulator, (self.items(), self.fingerprint))
 
     def __repr__(self) -> str:
-        return f"Accumulator({dict.__repr__(self.materialize())})"
+        return f"Accumulator(slices={len(self)}, fingerprint={'set' if self.fingerprint else None})"
+
+    # -- internals of AccumulatorOps (the fold and the merges) -----------------------------
+    def _materialized(self) -> dict[tuple, tuple]:
+        """The per-slice tuples of states, the blocks turned into them first."""
+        if self._blocks:
+            blocks, self._blocks = self._blocks, {}
+            held = self._states
+            for block in blocks.values():
+                for key, states in block.items() if block.buckets is None else block.bucketed_items():
+                    old = held.get(key)
+                    held[key] = states if old is None else tuple(x.merge(y) for x, y in zip(old, states))
+        return self._states
+
+    def _block(self, spec: tuple[str, ...], state_types: tuple, weighted: bool, buckets: int | None = None, roles: tuple[str, ...] | None = None) -> SliceBlock:
+        """The block of a spec's slices (created empty); ``buckets``: the bootstrap's (see
+        :class:`core.bootstrap.BucketedPlan`); ``roles``: see :attr:`core.grouped.SliceBlock.roles`."""
+        b = self._blocks.get(spec)
+        if b is None:
+            b = self._blocks[spec] = SliceBlock(state_types, weighted, buckets, roles)
+        return b
+
+    def _held(self, key: tuple) -> tuple | None:
+        """The tuple of states held for ``key`` outside the blocks (None: none)."""
+        return self._states.get(key)
+
+    def _put(self, key: tuple, states: tuple) -> None:
+        """Replace the tuple of states held for ``key`` outside the blocks (what the blocks hold
+        of the slice is merged into it when read)."""
+        self._states[key] = states
+
+
+def _block_fields(block: SliceBlock) -> dict[str, dict[str, np.ndarray]] | None:
+    """``{kind: {field: (slots, ...) array}}`` of an unweighted block of cell states, from its
+    (slots, cells) row counts as :meth:`core.states.State.from_cells` builds one slot's state
+    (the skipped rows in the example counts, as :meth:`core.grouped.SliceBlock.items` adds
+    them); None when a stack is not a table of cells."""
+    n = len(block.keys)
+    out: dict[str, dict[str, np.ndarray]] = {}
+    for i, (cls, layout) in enumerate(block.state_types):
+        stack = None if block.stacks is None else block.stacks[i]
+        if cls.kind not in CELL_KINDS or not (stack is None or isinstance(stack, (CellStack, CountsOfCells))):
+            return None
+        source = stack.source if isinstance(stack, CountsOfCells) else stack
+        width = cls.num_cells(layout) if source is None else source.ncells
+        counts = np.zeros((n, width), dtype=np.int64)
+        if source is not None:
+            m = min(n, source.counts.shape[0])
+            counts[:m] = source.counts[:m]
+        if cls is ExampleCountState:
+            skipped = np.zeros(n, dtype=np.int64)
+            m = min(n, block.skipped.shape[0])
+            skipped[:m] = block.skipped[:m]
+            count = counts.sum(axis=1)
+            out[cls.kind] = {"count": count, "weight": count.astype(np.float64), "skipped": skipped}
+        elif cls is BinaryConfusionState:
+            t1 = len(layout.thresholds) + 1
+            neg, pos = counts[:, :t1], counts[:, t1:]
+            out[cls.kind] = {
+                "tp": np.ascontiguousarray(np.cumsum(pos[:, ::-1], axis=1)[:, ::-1][:, 1:], dtype=np.float64),
+                "fp": np.ascontiguousarray(np.cumsum(neg[:, ::-1], axis=1)[:, ::-1][:, 1:], dtype=np.float64),
+                "tn": np.ascontiguousarray(np.cumsum(neg, axis=1)[:, :-1], dtype=np.float64),
+                "fn": np.ascontiguousarray(np.cumsum(pos, axis=1)[:, :-1], dtype=np.float64),
+            }
+        else:  # the confusion matrix
+            k = layout.num_classes
+            out[cls.kind] = {"matrix": counts.astype(np.float64).reshape(n, k, k)}
+    if block.skipped.any() and ExampleCountState.kind not in out:
+        return None
+    return out
 
 
 class AccumulatorOps:
@@ -247,7 +334,7 @@ class AccumulatorOps:
             # (batch element, slice) pairs: pixels of maps, or rows left after ignore_index, via row_of
             pos, codes, skipped = assigned.pairs(n, invalid if n_skipped else None, batch.row_of)
             if isinstance(acc, Accumulator):  # every slice of the spec in one vectorised pass
-                acc.block(spec.columns, types, weighted, roles=roles).fold(batch if batch.n else None, pos, codes, assigned.keys, skipped, cache)
+                acc._block(spec.columns, types, weighted, roles=roles).fold(batch if batch.n else None, pos, codes, assigned.keys, skipped, cache)
                 continue
             for g, idx in enumerate(assigned.groups(n, invalid if n_skipped else None, batch.row_of)[0]):  # a plain dict
                 if idx.size or skipped[g]:
@@ -275,13 +362,13 @@ class AccumulatorOps:
         cache: dict = {}
         skipped = np.zeros(B, dtype=np.int64)
         skipped[0] = n_skipped
-        acc.block((), types, weighted, B, roles).fold(data, None, eb, bucket_keys([OVERALL], B), skipped, cache)
+        acc._block((), types, weighted, B, roles).fold(data, None, eb, bucket_keys([OVERALL], B), skipped, cache)
         for spec, a in assigned:
             pos, codes, sk = a.pairs(n, invalid, batch.row_of)
             bucketed_sk = np.zeros(len(a.keys) * B, dtype=np.int64)
             bucketed_sk[::B] = sk
             codes = codes * B + (eb if pos is None else eb[pos])
-            acc.block(spec.columns, types, weighted, B, roles).fold(data, pos, codes, bucket_keys(a.keys, B), bucketed_sk, cache)
+            acc._block(spec.columns, types, weighted, B, roles).fold(data, pos, codes, bucket_keys(a.keys, B), bucketed_sk, cache)
         return acc
 
     def _block_types(self) -> tuple[tuple, tuple[str, ...] | None]:
@@ -304,14 +391,17 @@ class AccumulatorOps:
 
     def _fold_into(self, acc: Accumulator, key: tuple, batch: Batch | None, skipped: int) -> None:
         """Fold ``batch`` (None: no elements) and ``skipped`` invalid rows into slice ``key``."""
-        states = dict.get(acc, key)  # not Accumulator.get: its blocks stay as they are
+        states = acc._held(key) if isinstance(acc, Accumulator) else acc.get(key)  # the blocks stay as they are
         if states is None:
             states = self.plan.zero()
         if batch is not None:
             states = self.plan.fold(states, batch)
         if skipped:
             states = (states[0].merge(ExampleCountState.skipped_rows(skipped)),) + states[1:]
-        acc[key] = states
+        if isinstance(acc, Accumulator):
+            acc._put(key, states)
+        else:  # a plain dict (the per-slice reference fold)
+            acc[key] = states
 
     def merge(self, a: Accumulator, b: Accumulator) -> Accumulator:
         """The merge of ``a`` and ``b``: a new accumulator (both are left unchanged).
@@ -332,15 +422,16 @@ class AccumulatorOps:
         fp = self._joint_fingerprint(getattr(a, "fingerprint", None), getattr(b, "fingerprint", None))
         if isinstance(a, Accumulator):
             a.fingerprint = fp
-        if isinstance(a, Accumulator) and isinstance(b, Accumulator):
-            for spec, block in b.blocks.items():  # slice by slice, vectorised; b is left unchanged
-                types, roles = self._block_types()
-                a.block(spec, types, self.weight_col is not None, None if self._buckets is None or self.plan.stacked else self._buckets, roles).merge(block)
-            for key, states in dict.items(b):
-                old = dict.get(a, key)
-                dict.__setitem__(a, key, states if old is None else self.plan.merge(old, states))
+        if isinstance(a, Accumulator):
+            if isinstance(b, Accumulator):
+                for spec, block in b._blocks.items():  # slice by slice, vectorised; b is left unchanged
+                    types, roles = self._block_types()
+                    a._block(spec, types, self.weight_col is not None, None if self._buckets is None or self.plan.stacked else self._buckets, roles).merge(block)
+            for key, states in b._states.items() if isinstance(b, Accumulator) else b.items():
+                old = a._held(key)
+                a._put(key, states if old is None else self.plan.merge(old, states))
             return a
-        for key, states in b.items():
+        for key, states in b.items():  # a plain dict (the per-slice reference fold)
             old = a.get(key)
             a[key] = states if old is None else self.plan.merge(old, states)
         return a
@@ -398,7 +489,7 @@ class AccumulatorOps:
                 self.plan.check(states, integral)
             except ValueError as e:
                 raise ValueError(f"{what}: slice {slice_name(key)!r}: {e}") from None
-        return Accumulator(acc, fp)
+        return Accumulator({OVERALL: acc[OVERALL], **{k: v for k, v in acc.items() if k != OVERALL}}, fp)
 
     def encode_states(self, states: tuple) -> bytes:
         """Versioned bytes of one slice's tuple of states with the :attr:`fingerprint` (the

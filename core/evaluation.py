@@ -6,9 +6,9 @@ the :class:`~core.plan.Plan`. The pieces it is built from, bottom-up:
 * :mod:`core.options`: its options (one table: defaults, docs, checks, ``to_config``, fingerprint);
 * :mod:`core.batches`: reading one batch's columns (:func:`extract_columns`);
 * :mod:`core.columns`: the column mapping and the routing of a batch to a validated ``Batch``;
-* :mod:`core.accumulator`: the accumulator (:class:`Accumulator`, a dict ``{slice_key:
-  tuple_of_states}`` carrying the :attr:`~Evaluation.fingerprint`, always with the overall slice
-  ``()``) and the engine-facing operations ``zero``, ``fold`` (per batch), ``merge`` (pure) /
+* :mod:`core.accumulator`: the accumulator (:class:`Accumulator`, an opaque read-only value:
+  every slice's states, read by ``slices()`` / ``states(key)`` / ``items()``, carrying the
+  :attr:`~Evaluation.fingerprint`, always with the overall slice ``()``) and the engine-facing operations ``zero``, ``fold`` (per batch), ``merge`` (pure) /
   ``merge_into`` (in place), ``encode_accumulator`` / ``decode_accumulator``;
 * :mod:`core.suppression`: small-slice suppression of the results.
 
@@ -42,6 +42,8 @@ from core.plan import Plan, make_task, undefined_warning
 from core.results import Results, SliceResult
 from core.slice_profile import ProfileSummary, SliceProfile, SliceProfiler
 from core.slicing import OTHER, OVERALL, parse_slices, slice_name, sort_key
+from core.stacked import VECTORISE_FROM, compute_fields, is_cell_metric
+from core.states import ExampleCountState
 from core.suppression import is_suppressed, protect, spec_of
 
 __all__ = ["Accumulator", "Evaluation", "extract_columns", "fold_all", "is_single_batch", "num_rows", "resolve_evaluation"]
@@ -331,34 +333,43 @@ class Evaluation(AccumulatorOps):
         per-slice :meth:`~core.plan.Plan.compute_detailed`.
 
         Args:
-            acc: a merged accumulator.
+            acc: a merged :class:`~core.accumulator.Accumulator`, or a mapping ``{slice_key:
+                tuple_of_states}`` (an engine's merged states of some slices).
             add_overall: add the overall slice (zero states) when ``acc`` lacks it; engines that
                 finish one slice at a time pass False.
         """
         self._joint_fingerprint(getattr(acc, "fingerprint", None))
         spec_order = [s.columns for s in self.slices]
-        if add_overall and OVERALL not in acc:
-            acc = {OVERALL: self.plan.zero(), **acc}
-        keys = sorted(acc, key=lambda k: sort_key(k, spec_order))
-        held = {key: acc[key] for key in keys}  # bucketed with ci="bootstrap": the point states are their merge
-        states_of = {key: self.plan.point(s) for key, s in held.items()} if self._buckets is not None else held
-        computed = [key for key in keys if not self._suppressed(key, states_of[key][0])]
-        # every computed slice's metrics at once, stacked on a leading slice axis
-        many = self._base_plan.compute_many([states_of[key] for key in computed])
+        fast = self._finish_stacked(acc, add_overall, spec_order)
+        if fast is not None:  # the metrics read the stacked arrays: no per-slice state objects
+            keys, counts_of, many, position = fast
+            held: dict = {}
+            states_of: dict = {}
+        else:
+            held = dict(acc.items())  # bucketed with ci="bootstrap": the point states are their merge
+            if add_overall and OVERALL not in held:
+                held[OVERALL] = self.plan.zero()
+            keys = sorted(held, key=lambda k: sort_key(k, spec_order))
+            held = {key: held[key] for key in keys}
+            states_of = {key: self.plan.point(s) for key, s in held.items()} if self._buckets is not None else held
+            counts_of = {key: states_of[key][0] for key in keys}
+            computed = [key for key in keys if not self._suppressed(key, counts_of[key])]
+            # every computed slice's metrics at once, stacked on a leading slice axis
+            many = self._base_plan.compute_many([states_of[key] for key in computed])
+            position = {key: i for i, key in enumerate(computed)}
         if self.paired:  # the baseline's metrics of every slice at once too
-            base_many = self._base_plan.candidate.compute_many([self._base_plan.split(states_of[key])[1] for key in computed])
-        position = {key: i for i, key in enumerate(computed)}
+            base_many = self._base_plan.candidate.compute_many([self._base_plan.split(states_of[key])[1] for key in position])
         out = []
         undefined: dict[str, list[tuple[str, Any]]] = {}
         fills: dict[str, Any] = {}
         for key in keys:
-            counts = states_of[key][0]
+            counts = counts_of[key]
             if key not in position:  # suppressed (pruned): no metrics computed, no counts reported
                 out.append(SliceResult(slice=key, n=None, weight=None, skipped=None, metrics={}, suppressed=True))
                 continue
-            states = states_of[key]
+            states = states_of.get(key)
             values, bounds, undef = many.element(position[key])
-            ci_plan, ci_states, paired, ci = self.plan, held[key], {}, None
+            ci_plan, ci_states, paired, ci = self.plan, held.get(key), {}, None
             if self.paired:  # the candidate's own intervals; the comparison of both models
                 ci_plan, ci_states = self._base_plan.candidate, self._base_plan.split(states)[0]
                 replicates = None
@@ -386,6 +397,35 @@ class Evaluation(AccumulatorOps):
         for metric, where in undefined.items():  # one warning per metric per finish
             warnings.warn(undefined_warning(metric, where, fills[metric]), UndefinedMetricWarning, stacklevel=2)
         return self._protect(Results(out, self.describe())) if add_overall else Results(out, self.describe())
+
+    def _finish_stacked(self, acc: Any, add_overall: bool, spec_order: list) -> tuple | None:
+        """``(sorted keys, {key: example counts}, metrics, {key: row of the metrics})`` of
+        :meth:`finish` computed from :meth:`Accumulator.stacked <core.accumulator.Accumulator.stacked>`'s
+        arrays (one :func:`core.stacked.compute_fields` over the leading slice axis); None where
+        that does not apply: intervals, a baseline, bootstrap buckets, weights, a metric of other
+        states than the cell kinds, a missing overall slice, or fewer slices than the vectorised
+        path starts at (the result is then :meth:`core.plan.Plan.compute_many`'s, bit for bit)."""
+        if not isinstance(acc, Accumulator) or self._buckets is not None or self.paired or self.ci.method is not None or self.weight_col is not None:
+            return None
+        if not all(is_cell_metric(m) for m in self.plan.metrics):
+            return None
+        got = acc.stacked()
+        if got is None:
+            return None
+        keys, fields = got
+        counts = fields.get(ExampleCountState.kind)
+        if counts is None or (add_overall and OVERALL not in keys):
+            return None
+        order = sorted(range(len(keys)), key=lambda i: sort_key(keys[i], spec_order))
+        n, w, sk = counts["count"].tolist(), counts["weight"].tolist(), counts["skipped"].tolist()
+        counts_of = {keys[i]: {"count": n[i], "weight": w[i], "skipped": sk[i]} for i in order}
+        computed = [i for i in order if not self._suppressed(keys[i], counts_of[keys[i]])]
+        if len(computed) < VECTORISE_FROM:
+            return None
+        rows = np.asarray(computed, dtype=np.int64)
+        sub = {kind: {name: a[rows] for name, a in f.items()} for kind, f in fields.items()}
+        many = compute_fields(self.plan, sub, len(computed))
+        return list(counts_of), counts_of, many, {keys[i]: j for j, i in enumerate(computed)}
 
     def _compare(
         self, key: tuple, states: tuple, values: dict[str, Any], base_values: dict[str, Any], replicates: dict[str, Any] | None = None

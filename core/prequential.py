@@ -182,7 +182,7 @@ class PrequentialEvaluation:
 
     def finish(self, acc: Accumulator) -> PrequentialResults:
         """Windowed and cumulative metrics of every window that holds examples."""
-        acc = acc.materialize() if isinstance(acc, Accumulator) else acc
+        acc = dict(acc.items())
         windows = sorted(int(k[0][1]) for k in acc if k != OVERALL)
         plan = self.evaluation.plan
         keys = list(plan.keys)

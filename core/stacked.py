@@ -79,7 +79,7 @@ from core.metrics import (
 )
 from core.states import BinaryConfusionState, ConfusionMatrixState, ExampleCountState, State
 
-__all__ = ["CELL_KINDS", "ManyValues", "compute_cells", "compute_many", "compute_one", "compute_shared", "is_cell_metric", "stack_fields", "undefined_entry"]
+__all__ = ["CELL_KINDS", "VECTORISE_FROM", "ManyValues", "compute_cells", "compute_fields", "compute_many", "compute_one", "compute_shared", "is_cell_metric", "stack_fields", "undefined_entry"]
 
 #: The state kinds whose metrics compute over a leading axis (see the module docstring).
 CELL_KINDS = (ExampleCountState.kind, BinaryConfusionState.kind, ConfusionMatrixState.kind)
@@ -657,6 +657,18 @@ def compute_many(plan: Any, states_list: Sequence[Sequence[State]], vectorise_fr
         return _compute(plan, _Stacked({}, plan.state_types, len(states_list)), states_list, vectorise=False)
     fields = stack_fields(plan.state_types, states_list)
     return _compute(plan, _Stacked(fields, plan.state_types, len(states_list)), states_list)
+
+
+def compute_fields(plan: Any, fields: dict[str, dict[str, np.ndarray]], r: int) -> ManyValues:
+    """The metrics of ``plan`` for R elements given as their stacked cell-state fields
+    (``{kind: {field: (R, ...) array}}``, as :func:`stack_fields` stacks them: e.g.
+    :meth:`core.accumulator.Accumulator.stacked`), bit for bit :func:`compute_many` of the states
+    they stack, from ``VECTORISE_FROM`` elements on; every metric must be a cell metric
+    (:func:`is_cell_metric`).
+
+    Raises:
+        ValueError: a metric that is not computed from cell states."""
+    return _compute(plan, _Stacked(fields, plan.state_types, r), None)
 
 
 def compute_cells(plan: Any, cells: dict[str, np.ndarray]) -> ManyValues:

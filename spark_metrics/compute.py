@@ -224,8 +224,9 @@ def _fold_partition_fn(evaluation: Evaluation) -> Callable[[Iterator["pa.RecordB
         import pyarrow as pa
 
         acc = fold_partition_batches(batches, aggregator.zero(), aggregator.reduce, evaluation.columns)
-        keys = [codec.slice_key_to_json(k) for k in acc]
-        states = [evaluation.encode_states(s) for s in acc.values()]
+        items = acc.items()
+        keys = [codec.slice_key_to_json(k) for k, _ in items]
+        states = [evaluation.encode_states(s) for _, s in items]
         yield pa.RecordBatch.from_arrays(
             [pa.array(keys, pa.string()), pa.array(states, pa.binary())], names=["slice_key", "states"]
         )

@@ -30,6 +30,8 @@ def prequential_metrics(df: Any, window_size: int, position_col: str, **options:
     from pyspark.sql import functions as F
 
     from core import codec
+    from core.accumulator import Accumulator
+    from core.slicing import OVERALL
     from spark_metrics.compute import _fold_partition_fn, _prepare_columns, arrow_input
 
     pe = PrequentialEvaluation(window_size, position_col=position_col, **options)
@@ -44,9 +46,9 @@ def prequential_metrics(df: Any, window_size: int, position_col: str, **options:
     ev = pe.evaluation
     df = df.withColumn(WINDOW_COLUMN, F.floor(F.col(position_col) / F.lit(pe.window_size)).cast("long"))
     parts = arrow_input(df, _prepare_columns(df, ev)).mapInArrow(_fold_partition_fn(ev), "slice_key string, states binary").toArrow()
-    acc = ev.zero()
+    merged = {OVERALL: ev.plan.zero()}
     for key_json, data in zip(parts.column("slice_key").to_pylist(), parts.column("states").to_pylist()):
         key = codec.slice_key_from_json(key_json)
         states = ev.decode_states(data)
-        acc[key] = ev.plan.merge(acc[key], states) if key in acc else states
-    return pe.finish(acc)
+        merged[key] = ev.plan.merge(merged[key], states) if key in merged else states
+    return pe.finish(Accumulator(merged, ev.fingerprint))

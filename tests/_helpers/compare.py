@@ -19,6 +19,8 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from core.accumulator import Accumulator
+
 TOL = 1e-9
 
 
@@ -71,6 +73,8 @@ def _show(v: Any) -> str:
 
 
 def _states_of(x: Any) -> Any:
+    if isinstance(x, Accumulator):  # read as the mapping of its slices' states
+        return dict(x.items())
     return x.states if hasattr(x, "states") and hasattr(x, "plan") else x
 
 
@@ -97,7 +101,8 @@ def _state_diff(a: Any, b: Any, rel: float) -> str | None:
 def states_diff(a: Any, b: Any, rel: float = 0.0) -> str | None:
     """None if equal (exactly when ``rel == 0``), else a description of the first difference.
 
-    Accepts a State, a tuple of states, a MetricCollection, or an accumulator dict.
+    Accepts a State, a tuple of states, a MetricCollection, an :class:`core.accumulator.Accumulator`
+    or an accumulator dict.
     """
     a, b = _states_of(a), _states_of(b)
     if isinstance(a, Mapping) or isinstance(b, Mapping):

@@ -203,14 +203,14 @@ class EvaluationFolder:
     def __init__(self, evaluation: Any):
         self.ev = evaluation
 
-    def zero(self) -> dict:
+    def zero(self) -> Any:
         return self.ev.zero()
 
-    def fold(self, acc: dict, columns: dict) -> dict:
-        return self.ev.fold(dict(acc), columns)
+    def fold(self, acc: Any, columns: dict) -> Any:
+        return self.ev.fold(acc.copy(), columns)
 
-    def merge(self, a: dict, b: dict) -> dict:
-        return self.ev.merge(dict(a), b)
+    def merge(self, a: Any, b: Any) -> Any:
+        return self.ev.merge(a, b)
 
 
 def fold_plan_sharded(plan: Any, batch: Any, rng: np.random.Generator) -> Any:

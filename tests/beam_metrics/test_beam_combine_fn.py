@@ -106,7 +106,7 @@ def test_merge_folds_buffers_and_leaves_others_unchanged(make_rows):
     accs = []
     for part in (rows[:130], rows[130:131], [], rows[131:400], rows[400:]):
         accs.append(fn.add_inputs(fn.create_accumulator(), part))
-    others_before = [(dict(a.acc), list(a.buffer)) for a in accs[1:]]
+    others_before = [(dict(a.acc.items()), list(a.buffer)) for a in accs[1:]]
     merged = fn.merge_accumulators(accs)
     assert merged is accs[0] and merged.buffer == [] and merged.rows == 500
     for a, (acc_before, buf_before) in zip(accs[1:], others_before):
@@ -155,9 +155,9 @@ def test_accumulator_coder_round_trip_keeps_buffered_rows(make_rows):
     assert len(acc.buffer) == 50  # 200 folded, 50 buffered
     coder = fn.get_accumulator_coder()
     assert isinstance(coder, MetricsAccumulatorCoder) and coder.is_deterministic()
-    before = (dict(acc.acc), list(acc.buffer))
+    before = (dict(acc.acc.items()), list(acc.buffer))
     data = coder.encode(acc)
-    assert (dict(acc.acc), list(acc.buffer)) == before  # encoding does not flush in place
+    assert (dict(acc.acc.items()), list(acc.buffer)) == before  # encoding does not flush in place
     # Same bytes as core's encoding of one direct fold over all rows (integer weights: exact).
     assert data == ev.encode_accumulator(ev.fold(ev.zero(), rows))
     decoded = coder.decode(data)

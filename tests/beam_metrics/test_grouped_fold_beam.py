@@ -53,7 +53,7 @@ def test_beam_slices_of_every_arrow_flavour_with_skipped_only_slices_equal_the_p
     )  # fmt: skip
     parts = _parts()
     got = run_compute(parts, ev, tmp_path, batch_size=16)
-    acc = dict(ev.zero())
+    acc = dict(ev.zero().items())
     offset = 0
     for part in parts:
         for b in part:

@@ -19,7 +19,7 @@ from apache_beam.transforms import trigger, window  # noqa: E402
 
 from beam_metrics import ComputeMetrics, JoinCountsCombineFn, JoinLateLabels  # noqa: E402
 from core import Evaluation  # noqa: E402
-from pipelines.latelabels import COUNT_NAMES, JoinCounts, LabelJoin, count_specs, join_batches  # noqa: E402
+from core.latelabels import COUNT_NAMES, JoinCounts, LabelJoin, count_specs, join_batches  # noqa: E402
 from tests._helpers.latelabels import H, every_outcome_case  # noqa: E402
 
 EV = Evaluation(label_col="y", score_col="s", slices=["c", "window_start", "window_start,c"], metrics=["accuracy", "f1", "example_count"])

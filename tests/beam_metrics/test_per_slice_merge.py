@@ -145,7 +145,7 @@ def test_merging_states_of_two_slices_raises_value_error(make_rows):
     fn = MergeSliceStatesFn(ev)
     a = fn.create_accumulator()
     fn.add_input(a, ("[]", ev.encode_states(acc[()])))
-    other = next(k for k in acc if k)
+    other = next(k for k in acc.slices() if k)
     with pytest.raises(ValueError, match="cannot merge the states of slice"):
         fn.add_input(a, (codec.slice_key_to_json(other), ev.encode_states(acc[other])))
 

@@ -109,7 +109,7 @@ def test_accumulator_round_trip_with_slices():
     back = ev.decode_accumulator(blob)
     assert back == acc
     assert ev.encode_accumulator(back) == blob
-    assert {type(v).__name__ for k in back for _, v in k} >= {"str", "int", "bool", "NoneType"}
+    assert {type(v).__name__ for k in back.slices() for _, v in k} >= {"str", "int", "bool", "NoneType"}
     assert ev.finish(back).to_json() == ev.finish(acc).to_json()
 
 

@@ -121,10 +121,10 @@ def test_vectorised_fold_equals_the_per_slice_fold_for_every_state_kind(case):
     batches = _batches(cols, cuts, n, arrow, ev.columns)
     if ev.needs_profile:
         ev = ev.with_profile(ev.profiler().profile(batches))
-    per_slice = _fold(ev, batches, dict(ev.zero()))  # a plain dict: slice by slice
+    per_slice = _fold(ev, batches, dict(ev.zero().items()))  # a plain dict: slice by slice
     vectorised = _fold(ev, batches, ev.zero())
     assert isinstance(vectorised, Accumulator) and not isinstance(per_slice, Accumulator)
-    assert set(vectorised) == set(per_slice)
+    assert set(vectorised.slices()) == set(per_slice)
     for key, states in per_slice.items():
         assert vectorised[key] == states, key
     # shards folded apart and merged (blocks merge slot by slot) give the same states
@@ -203,10 +203,10 @@ def test_heavy_slots_fold_into_their_own_state_equal_to_the_per_slice_fold(heavy
             ev.fold(got, b)
             ev.fold(parts[i % 2], b)
         merged = ev.merge(ev.merge(ev.zero(), parts[1]), parts[0])
-    want = dict(ev.zero())
+    want = dict(ev.zero().items())
     for b in batches:
         ev.fold(want, b)
-    assert set(got) == set(want) == set(merged)
+    assert set(got.slices()) == set(want) == set(merged.slices())
     for k in want:
         assert got[k] == want[k] and merged[k] == want[k], k
 
@@ -221,11 +221,11 @@ def test_weighted_score_distributions_of_every_slice_equal_the_per_slice_fold(we
     w = {"fractional": rng.random(n), "integer": rng.integers(1, 4, n).astype(float), "with zeros": rng.integers(0, 3, n) * 0.1}[weights]
     cols = {"y": rng.integers(0, 2, n), "s": rng.random(n).round(2), "w": w, "a": list(rng.choice(["x", "y", "z"], n))}
     ev = Evaluation(label_col="y", score_col="s", weight_col="w", slices=["a"], metrics=[f"roc_auc@capacity={capacity}", "average_precision@pos_label=0"])
-    got, want = ev.zero(), dict(ev.zero())
+    got, want = ev.zero(), dict(ev.zero().items())
     for lo in range(0, n, 70):
         part = {k: v[lo : lo + 70] for k, v in cols.items()}
         ev.fold(got, part)
         ev.fold(want, part)
-    assert set(got) == set(want)
+    assert set(got.slices()) == set(want)
     for k in want:
         assert got[k] == want[k], k

@@ -13,7 +13,7 @@ from core.accumulator import Accumulator
 
 
 def _per_slice(ev: Evaluation, batches: list) -> dict:
-    acc = dict(ev.zero())
+    acc = dict(ev.zero().items())
     offset = 0
     for b in batches:
         ev.fold(acc, b, row_offset=offset)
@@ -60,16 +60,27 @@ def test_accumulator_not_equal_is_the_negation_of_equal():
     assert (c != plain) is False and c == plain
 
 
-def test_writing_a_slice_of_an_unread_accumulator_replaces_its_folded_states():
+def test_the_accumulator_is_read_only_for_its_users():
+    """Issue 12: an opaque core type, not a dict that adapters index and write; only the
+    evaluation's operations (fold, merge_into, ...) change it."""
     ev = Evaluation(label_col="y", score_col="s", slices=["a"], metrics=["precision"])
     acc = ev.zero()
     ev.fold(acc, {"y": [1, 0], "s": [0.9, 0.1], "a": ["x", "y"]})
-    acc[(("a", "x"),)] = ev.plan.zero()  # as on a plain dict: the write wins
-    assert acc[(("a", "x"),)][0]["count"] == 0 and acc[(("a", "y"),)][0]["count"] == 1
-    del acc[(("a", "y"),)]
-    assert set(acc) == {(), (("a", "x"),)} and len(acc) == 2
-    acc.clear()
-    assert len(acc) == 0 and dict(acc) == {}
+    assert not isinstance(acc, dict)
+    with pytest.raises(TypeError):
+        acc[(("a", "x"),)] = ev.plan.zero()
+    with pytest.raises(TypeError):
+        del acc[(("a", "y"),)]
+    for name in ("clear", "update", "pop", "setdefault", "popitem", "keys", "values", "get"):
+        assert not hasattr(acc, name), name
+    with pytest.raises(TypeError, match=r"slices\(\)"):
+        iter(acc)
+    with pytest.raises(KeyError, match="no slice 'a=z'"):
+        acc.states((("a", "z"),))
+    # the reads: slice keys in fold order, the overall slice first; hand counts
+    assert acc.slices() == [(), (("a", "x"),), (("a", "y"),)] and len(acc) == 3 and (("a", "y"),) in acc
+    assert [int(s[0]["count"]) for _, s in acc.items()] == [2, 1, 1]
+    assert acc[(("a", "x"),)] == acc.states((("a", "x"),)) and int(acc[(("a", "x"),)][1]["tp"][0]) == 1
 
 
 @pytest.mark.parametrize("values", [["x", None, "y", None], [None, None, None, None], [1, None, 2, None], [1.5, None, 1.5, None]])
@@ -98,8 +109,8 @@ def test_folding_keeps_the_slices_in_blocks_until_the_accumulator_is_read():
     acc = ev.zero()
     for _ in range(2):
         ev.fold(acc, {"y": [1, 0], "s": [0.9, 0.1], "a": ["x", "y"], "w": [0.5, 0.25]})
-    assert acc.blocks and dict.__len__(acc) == 1
-    assert float(acc[(("a", "x"),)][0]["weight"]) == 1.0 and not acc.blocks
+    assert acc._blocks and list(acc._states) == [()]  # the overall slice only, outside the blocks
+    assert float(acc[(("a", "x"),)][0]["weight"]) == 1.0 and not acc._blocks
 
 
 @pytest.mark.parametrize(

@@ -32,7 +32,7 @@ def _folded(ev, rows):
 def test_evaluation_merge_returns_a_new_accumulator_and_leaves_both_vectorised_inputs_unchanged():
     ev = _ev()
     a, b = _folded(ev, A), _folded(ev, B)
-    assert a.blocks and b.blocks  # the vectorised slice blocks of fold, not yet materialised
+    assert a._blocks and b._blocks  # the vectorised slice blocks of fold, not yet materialised
     a_bytes, b_bytes = ev.encode_accumulator(a.copy()), ev.encode_accumulator(b.copy())
     merged = ev.merge(a, b)
     assert merged is not a and merged is not b
@@ -63,11 +63,11 @@ def test_evaluation_merge_into_mutates_the_first_and_leaves_the_second_unchanged
 
 def test_evaluation_merge_of_plain_dicts_is_pure_too():
     ev = _ev()
-    a, b = dict(_folded(ev, A)), dict(_folded(ev, B))
+    a, b = dict(_folded(ev, A).items()), dict(_folded(ev, B).items())
     a_before, b_before = dict(a), dict(b)
     merged = ev.merge(a, b)
     assert a == a_before and b == b_before and merged is not a
-    assert merged == dict(_folded(ev, BOTH))
+    assert merged == dict(_folded(ev, BOTH).items())
     assert ev.merge_into(a, b) is a and a == merged
 
 

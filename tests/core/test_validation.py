@@ -342,7 +342,7 @@ def test_slice_keys_do_not_depend_on_the_container(values, container, request):
     base = {"y": [i % 2 for i in range(n)], "s": [0.1 * i for i in range(n)]}
     want = ev.fold(ev.zero(), {**base, "g": list(v)})
     got = ev.fold(ev.zero(), {**base, "g": SLICE_CONTAINERS[container](v)})
-    typed = lambda acc: sorted((tuple((c, type(x).__name__, x) for c, x in k) for k in acc), key=repr)  # noqa: E731
+    typed = lambda acc: sorted((tuple((c, type(x).__name__, x) for c, x in k) for k in acc.slices()), key=repr)  # noqa: E731
     assert typed(got) == typed(want)
     assert ev.encode_accumulator(got) == ev.encode_accumulator(want)
 
