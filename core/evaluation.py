@@ -164,7 +164,7 @@ class Evaluation(AccumulatorOps):
             elif metrics is None:
                 metrics = list(DEFAULT_METRICS[task_obj.kind])
             metrics = ([metrics] if isinstance(metrics, str) else list(metrics)) + [MeanMeasure(None, name=n) for n in measures]
-        self.plan = self._base_plan = Plan(metrics, task_obj)
+        self.plan = self._base_plan = Plan(metrics, task_obj, classes)
         task_obj = self.plan.task
         bootstrap = o["ci"] == "bootstrap"
         self._buckets, self._id_col = (o["ci_buckets"], o["id_col"]) if bootstrap else (None, None)

@@ -27,7 +27,7 @@ import numpy as np
 from core._inputs import Batch
 from core.limits import MAX_BETA, MAX_NUM_CLASSES, MAX_THRESHOLDS, as_floats, check_at_most, check_count
 from core.exact import ExactSums, exact_column_sums, exact_sum
-from core.metrics import Accuracy, Metric, TaskKindSupport, _Classification, check_zero_division, get_averaging, prf_values, record_undefined, register_task_kind
+from core.metrics import Accuracy, Metric, TaskKindSupport, _Classification, _take_labels, check_zero_division, labels_param, get_averaging, prf_values, record_undefined, register_task_kind
 from core.states import State
 from core.task import THRESHOLD_RULES
 
@@ -250,6 +250,8 @@ def prf_multilabel(metric: _Classification, states: dict[str, State]) -> Any:
         beta = metric.beta()
         return _samples_average(st, j, "f", zd, st.layout.betas.index(float(beta)))
     classes: np.ndarray | None = np.arange(tp.shape[0])
+    if metric.p.get("labels") is not None:  # the label columns given, in their order
+        tp, pred, true, classes = (_take_labels(metric, a) for a in (tp, pred, true, classes))
     if avg == "micro":
         tp, pred, true = tp.sum(keepdims=True), pred.sum(keepdims=True), true.sum(keepdims=True)
         classes = None
@@ -358,7 +360,7 @@ class MultilabelConfusionMatrix(_MultilabelMetric):
     higher_is_better = None
     bounds = (0.0, math.inf)
     sklearn = "sklearn.metrics.multilabel_confusion_matrix"
-    params = {"threshold": None, "samplewise": False}
+    params = {"threshold": None, "samplewise": False, "labels": None}
 
     def configure(self) -> None:
         sw = self.p["samplewise"]
@@ -374,9 +376,12 @@ class MultilabelConfusionMatrix(_MultilabelMetric):
             )
         super().configure()
         self.p["samplewise"] = False
+        checked = labels_param(self, self.p["labels"])
+        if checked is not None:
+            self.p["labels"], self.given["labels"] = checked
 
     def compute(self, states: dict[str, State]) -> np.ndarray:
-        tp, fp, tn, fn = states["multilabel"].label_counts(self.p["threshold"])
+        tp, fp, tn, fn = (_take_labels(self, a) for a in states["multilabel"].label_counts(self.p["threshold"]))
         return np.stack([np.stack([tn, fp], axis=1), np.stack([fn, tp], axis=1)], axis=1)
 
 

@@ -15,7 +15,7 @@ import numpy as np
 
 from core.codec import slice_key_from_json, slice_key_to_json
 from core.fairness import Fairness, compute_fairness
-from core.metrics import REGISTRY, Task, resolve
+from core.metrics import REGISTRY, Task, key_labels, resolve
 from core.plan import MetricValues, metric_aliases
 from core.slicing import slice_name, sort_key
 
@@ -363,7 +363,19 @@ class Results:
             raise ValueError(f"metric {metric!r} is a scalar ({float(v)!r}), not a per-class value")
         c = self.classes
         labels = c if c is not None and len(c) == v.shape[0] else list(range(v.shape[0]))
+        given = self.metric_labels(metric)
+        if given is not None and len(given) == v.shape[0]:
+            labels = given
         return {lab: (float(x) if np.ndim(x) == 0 else x) for lab, x in zip(labels, v)}
+
+    def metric_labels(self, metric: str) -> list[Any] | None:
+        """The classes of a metric's per-class entries when it was given ``labels=``
+        (``"f1@none@labels=cat|bird"`` -> ``["cat", "bird"]``, class values with ``classes=``,
+        else class ids), or None (entry i is class i)."""
+        if "labels=" in metric:
+            return key_labels(metric)
+        canonical = self.resolved_names.get(metric)
+        return None if canonical is None else key_labels(canonical)
 
     def __getitem__(self, key: Any) -> SliceResult:
         """One slice's result, named any way a slice is named.

@@ -220,9 +220,11 @@ class _Stacked:
         return np.ascontiguousarray(self.fields[ConfusionMatrixState.kind]["matrix"], dtype=np.float64)
 
 
-def undefined_entry(events: list, value: Any, ignored: int | None) -> tuple[tuple[int, ...] | None, Any] | None:
+def undefined_entry(events: list, value: Any, ignored: int | None, labels: Sequence[int] | None = None) -> tuple[tuple[int, ...] | None, Any] | None:
     """Summarise one metric's recorded undefined events (plus NaN values nobody recorded): the
-    ``(classes, fill)`` entry of :meth:`core.plan.Plan.compute_detailed`, or None."""
+    ``(classes, fill)`` entry of :meth:`core.plan.Plan.compute_detailed`, or None. ``labels``:
+    the class of each entry of the value's first axis (a metric's ``labels=``; None: entry i is
+    class i)."""
     classes: set[int] = set()
     scalar = False
     fills = []
@@ -239,7 +241,7 @@ def undefined_entry(events: list, value: Any, ignored: int | None) -> tuple[tupl
             scalar = True
             fills.append("nan")
         else:
-            first_axis = {int(i) for i in np.flatnonzero(nan.reshape(nan.shape[0], -1).any(axis=1))} - {ignored}
+            first_axis = {int(i) if labels is None else int(labels[i]) for i in np.flatnonzero(nan.reshape(nan.shape[0], -1).any(axis=1))} - {ignored}
             if first_axis - classes:
                 fills.append("nan")
             classes |= first_axis
@@ -492,9 +494,17 @@ def _vectorised(m: Metric) -> Callable | None:
         return None
     if "average" in m.p and m.p["average"] not in AVERAGES:  # a user Averaging: its own reduce
         return None
+    if m.p.get("labels") is not None:  # labels= (a subset or reordering of the classes): its own compute
+        return None
     if any(cls.kind not in CELL_KINDS for cls, _ in m.requires()):
         return None
     return entry[1]
+
+
+def _labels_of(m: Metric) -> Sequence[int] | None:
+    """The classes of a metric's per-class entries when it has ``labels=`` (else None)."""
+    p = getattr(m, "p", None)
+    return p.get("labels") if isinstance(p, dict) else None
 
 
 def compute_one(m: Metric, by_kind: dict[str, State], ignored: int | None) -> tuple[Any, tuple[float, float] | None, Any]:
@@ -511,7 +521,7 @@ def _detailed(m: Metric, compute: Callable[[], Any], ignored: int | None) -> tup
     if isinstance(v, Interval):
         bound = (float(v.lower), float(v.upper))
         v = v.value
-    return v, bound, undefined_entry(events, v if m.nan_entries_undefined or np.ndim(v) == 0 else 0.0, ignored)
+    return v, bound, undefined_entry(events, v if m.nan_entries_undefined or np.ndim(v) == 0 else 0.0, ignored, _labels_of(m))
 
 
 def compute_shared(m: Metric, by_kind: dict[str, State], ignored: int | None, done: dict[str, tuple]) -> tuple[Any, tuple[float, float] | None, Any]:
@@ -540,7 +550,7 @@ def _entries(m: Metric, values: np.ndarray, events: dict[int, list], ignored: in
     for i in sorted(set(np.flatnonzero(nan).tolist()) | set(events)):
         v = values[i]
         evs = [_Undefined(c, f) for c, f in events.get(i, ())]
-        entry = undefined_entry(evs, v if m.nan_entries_undefined or v.ndim == 0 else 0.0, ignored)
+        entry = undefined_entry(evs, v if m.nan_entries_undefined or v.ndim == 0 else 0.0, ignored, _labels_of(m))
         if entry is not None:
             undefined[i][m.key] = entry
 
@@ -628,7 +638,7 @@ def _compute(plan: Any, st: _Stacked, states_list: Sequence[Sequence[State]] | N
             if isinstance(x, Interval):
                 bound = (float(x.lower), float(x.upper))
                 x = x.value
-            entry = undefined_entry(evs, x if m.nan_entries_undefined or np.ndim(x) == 0 else 0.0, ignored)
+            entry = undefined_entry(evs, x if m.nan_entries_undefined or np.ndim(x) == 0 else 0.0, ignored, _labels_of(m))
             objs.append(x)
             if bound is not None:
                 bounds[i][m.key] = bound
