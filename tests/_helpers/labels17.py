@@ -29,3 +29,22 @@ def frame(n: int = 120, seed: int = 17) -> pd.DataFrame:
         "y": np.array(CLASSES)[y], "p": np.array(CLASSES)[p], "w": rng.integers(0, 3, n).astype(float), "g": g,
         "yb": rng.integers(0, 2, n), "s": s,
     })  # fmt: skip
+
+
+def assert_same_as_in_process(got, ev, pdf: pd.DataFrame, what: str = "") -> None:
+    """``got`` (an engine's collected Results) equals ``ev.evaluate([pdf])``: the slices in order
+    (the overall one and three groups), their counts, every metric value and the JSON entries
+    (``undefined`` included)."""
+    import warnings
+
+    from tests._helpers import close
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        want = ev.evaluate([pdf])
+    assert [s.slice for s in got.slices] == [s.slice for s in want.slices] and len(got.slices) == 4
+    for g, w in zip(got.slices, want.slices):
+        assert g.n == w.n
+        for key, value in w.metrics.items():
+            assert close(g.metrics[key], value), (what, g.slice, key)
+    assert got.to_dict()["slices"] == want.to_dict()["slices"]

@@ -290,3 +290,19 @@ def test_binary_top_k_state_merge_law(data, seed, weighted):
         mc = MetricCollection("top_k_accuracy@k=1")
         mc.update(y, y_score=s, sample_weight=w)
         assert close(mc.compute()["top_k_accuracy@k=1"], top_k_accuracy_score(y, s, k=1, sample_weight=w, labels=[0, 1]), 1e-12)
+
+
+@pytest.mark.parametrize("metric", ["recall", "precision"])
+def test_analytic_ci_with_labels_are_those_classes_intervals(metric):
+    y, p, _ = _data(seed=6)
+    ev = Evaluation(label_col="y", prediction_col="p", num_classes=K, ci="analytic",
+                    metrics=[f"{metric}@none", f"{metric}@none@labels=2|0", f"{metric}@micro@labels=1|3"])  # fmt: skip
+    r = ev.evaluate([{"y": y, "p": p}]).overall
+    lo, hi = r.ci[f"{metric}@none"]
+    lo2, hi2 = r.ci[f"{metric}@none@labels=2|0"]
+    assert np.array_equal(lo2, lo[[2, 0]]) and np.array_equal(hi2, hi[[2, 0]])
+    from core.intervals import wilson  # the Wilson interval of the pooled counts of classes 1 and 3
+
+    tp = sum(np.sum((y == c) & (p == c)) for c in (1, 3))
+    den = sum(np.sum((p if metric == "precision" else y) == c) for c in (1, 3))
+    assert close(r.ci[f"{metric}@micro@labels=1|3"], wilson(tp, den, 0.95), 1e-12)
