@@ -319,7 +319,7 @@ class ClassificationReport(_FromMatrix):
     weighted count of true labels.
 
     Undefined entries -> ``zero_division``. An ignored class (``ignore_index``) has NaN
-    precision/recall/F1. Source: ``sklearn.metrics.classification_report(output_dict=True,
+    precision/recall/F1. ``labels=a|b|...``: one row per label given, in that order. Source: ``sklearn.metrics.classification_report(output_dict=True,
     labels=range(K))`` (its per-class entries; averages are ``precision@macro`` etc.).
     """
 

@@ -1021,8 +1021,10 @@ class ConfusionMatrix(_Classification):
     ``"true"`` divides each row by its sum (rows sum to 1), ``"pred"`` each column, ``"all"`` the
     whole matrix; a row or column without examples is 0, as in scikit-learn. ``rows="predicted"``
     (``confusion_matrix@rows=predicted``) gives the transpose, rows = prediction and columns = true
-    label (OnlineMetrics' orientation; normalised before it is turned). Source:
-    ``sklearn.metrics.confusion_matrix(normalize=...)`` (``.T`` for ``rows="predicted"``)."""
+    label (OnlineMetrics' orientation; normalised before it is turned). ``labels=a|b|...`` keeps
+    the rows and columns of those classes in that order, as scikit-learn's ``labels`` (rows of
+    other classes leave the matrix), before it is normalised. Source:
+    ``sklearn.metrics.confusion_matrix(normalize=..., labels=...)`` (``.T`` for ``rows="predicted"``)."""
 
     name = "confusion_matrix"
     full_name = "Confusion matrix"

@@ -352,7 +352,8 @@ class HammingLoss(_MultilabelMetric):
 class MultilabelConfusionMatrix(_MultilabelMetric):
     """Per-label 2 x 2 confusion matrices, an (L, 2, 2) array ``[[tn, fp], [fn, tp]]`` (weighted).
     ``samplewise=true`` (one matrix per row) raises ValueError: it is a per-row output, not a
-    mergeable state. Source: ``sklearn.metrics.multilabel_confusion_matrix``."""
+    mergeable state. ``labels=a|b|...``: the matrices of those label columns, in that order.
+    Source: ``sklearn.metrics.multilabel_confusion_matrix``."""
 
     name = "multilabel_confusion_matrix"
     full_name = "Multilabel confusion matrix"
