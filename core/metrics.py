@@ -673,6 +673,8 @@ def labels_param(metric: "Metric", value: Any) -> tuple[tuple[int, ...], str] | 
                 items[n] = v
             if idx is None:
                 raise ValueError(f"{where}: {v!r} is not one of classes={list(classes)!r}")
+            if isinstance(v, str) and "|" in v:
+                raise ValueError(f"{where}: the class {v!r} contains '|', which separates labels in the metric's key")
         else:
             if isinstance(v, float) and v.is_integer():
                 v = int(v)

@@ -193,6 +193,7 @@ def test_labels_reports_the_right_class_names_without_classes():
         ("confusion_matrix@labels=0|7", dict(num_classes=3), r"7 is not one of the task's classes"),
         ("multilabel_confusion_matrix@labels=3", dict(task="multilabel", num_classes=3), r"3 is not one of the task's labels 0..2"),
         ("accuracy@labels=1", dict(num_classes=3), r"unknown parameter"),
+        ("f1@macro@labels=", dict(num_classes=3), r"labels is empty"),
     ],
 )
 def test_bad_labels_name_the_label(metric, kw, message):
@@ -306,3 +307,17 @@ def test_analytic_ci_with_labels_are_those_classes_intervals(metric):
     tp = sum(np.sum((y == c) & (p == c)) for c in (1, 3))
     den = sum(np.sum((p if metric == "precision" else y) == c) for c in (1, 3))
     assert close(r.ci[f"{metric}@micro@labels=1|3"], wilson(tp, den, 0.95), 1e-12)
+
+
+def test_labels_as_a_python_list_and_a_class_with_a_bar():
+    from core.metrics import F1, Task
+
+    m = F1(Task(num_classes=4), average="macro", labels=[2, 0])
+    assert m.key == "f1@macro@labels=2|0" and m.p["labels"] == (2, 0)
+    with pytest.raises(ValueError, match=r"labels is empty"):
+        F1(Task(num_classes=4), average="macro", labels=[])
+    assert MetricCollection("f1@none@labels=dog", classes=["a|b", "dog"]).plan.metrics[0].p["labels"] == (1,)
+    from core.metrics import class_values
+
+    with class_values(["a|b", "dog"]), pytest.raises(ValueError, match=r"contains '[|]'"):
+        F1(Task(num_classes=2, multiclass=True), average="macro", labels=["a|b"])
