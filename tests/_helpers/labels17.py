@@ -14,6 +14,10 @@ MULTICLASS = dict(
              "iou@macro@labels=cat|bird", "confusion_matrix@labels=bird|cat", "classification_report@labels=dog|fish"],
 )  # fmt: skip
 
+#: labels by class id, unweighted: Spark's native SQL path (cells of the confusion matrix)
+NATIVE = dict(label_col="yi", prediction_col="pi", num_classes=4, slices=["g"],
+              metrics=["f1@none@labels=3|0", "precision@micro@labels=2|1", "confusion_matrix@labels=2|0@normalize=true"])  # fmt: skip
+
 #: binary top-k accuracy: slice "b" holds scores outside [0, 1] (threshold 0 there and overall)
 BINARY = dict(label_col="yb", score_col="s", weight_col="w", slices=["g"], metrics=["top_k_accuracy@k=1", "top_k_accuracy@k=2", "accuracy"])
 
@@ -27,7 +31,7 @@ def frame(n: int = 120, seed: int = 17) -> pd.DataFrame:
     s[g == "b"] = s[g == "b"] * 3 - 1  # some below 0 and above 1
     return pd.DataFrame({
         "y": np.array(CLASSES)[y], "p": np.array(CLASSES)[p], "w": rng.integers(0, 3, n).astype(float), "g": g,
-        "yb": rng.integers(0, 2, n), "s": s,
+        "yb": rng.integers(0, 2, n), "s": s, "yi": y, "pi": p,
     })  # fmt: skip
 
 
