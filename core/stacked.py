@@ -11,7 +11,7 @@ certified bounds and undefined entries).
 
 Vectorised here (binary and multiclass tasks): precision, recall, F1, F-beta, IoU (Jaccard),
 mIoU and Dice with every average (``binary``, ``micro``, ``macro``, ``weighted``, ``none``),
-``zero_division`` and ``ignore_index``; accuracy, specificity, NPV, FPR, FNR, prevalence, MCC,
+``zero_division``, ``ignore_index`` and ``labels``; accuracy, specificity, NPV, FPR, FNR, prevalence, MCC,
 Cohen's kappa (all weights), the classification report, the confusion matrix, tp/fp/tn/fn, and
 the example counts. Each is the same sequence of numpy operations as the scalar path on arrays
 with one more (leading) axis, so every element rounds exactly as the scalar path does; where the
@@ -341,7 +341,11 @@ def _prf(m: Any, st: _Stacked, events: dict[int, list]) -> np.ndarray:
     tp, pred, true = np.diagonal(mat, axis1=1, axis2=2).copy(), mat.sum(axis=1), mat.sum(axis=2)
     classes: np.ndarray | None = np.arange(tp.shape[1])
     keep = m.kept_classes()
-    if keep is not None and avg != "binary":
+    lab = m.p.get("labels")
+    if lab is not None:  # labels=: those classes, in their order (none is ignored)
+        lab = list(lab)
+        tp, pred, true, classes, keep = _rows(tp[:, lab]), _rows(pred[:, lab]), _rows(true[:, lab]), classes[lab], None
+    elif keep is not None and avg != "binary":
         # (boolean indexing may give F-ordered arrays: row sums must run over contiguous rows,
         # as the scalar path's 1-D sums do)
         tp, pred, true, classes = _rows(tp[:, keep]), _rows(pred[:, keep]), _rows(true[:, keep]), classes[keep]
@@ -437,6 +441,10 @@ def _report(m: Any, st: _Stacked, events: dict[int, list]) -> np.ndarray:
     mat = st.matrix(m)
     tp, pred, true = np.diagonal(mat, axis1=1, axis2=2).copy(), mat.sum(axis=1), mat.sum(axis=2)
     classes = np.arange(tp.shape[1])
+    lab = m.p.get("labels")
+    if lab is not None:  # labels=: one row per label, in their order
+        lab = list(lab)
+        tp, pred, true, classes = _rows(tp[:, lab]), _rows(pred[:, lab]), _rows(true[:, lab]), classes[lab]
     zd = m.p["zero_division"]
     cols = []
     for which in ("precision", "recall", "f1"):
@@ -445,13 +453,17 @@ def _report(m: Any, st: _Stacked, events: dict[int, list]) -> np.ndarray:
         cols.append(v)
     rows = np.stack(cols + [true], axis=-1)
     keep = m.kept_classes()
-    if keep is not None:
+    if keep is not None and lab is None:
         rows[:, ~keep, :3] = np.nan
     return rows
 
 
 def _confusion_matrix(m: Any, st: _Stacked, events: dict[int, list]) -> np.ndarray:
-    out = normalize_matrix(st.matrix(m).copy(), m.p["normalize"])
+    mat = st.matrix(m)
+    if m.p.get("labels") is not None:  # labels=: those rows and columns, in their order
+        lab = list(m.p["labels"])
+        mat = np.ascontiguousarray(mat[:, lab][:, :, lab])
+    out = normalize_matrix(mat.copy(), m.p["normalize"])
     return np.ascontiguousarray(np.swapaxes(out, -1, -2)) if m.p["rows"] == "predicted" else out
 
 
@@ -493,8 +505,6 @@ def _vectorised(m: Metric) -> Callable | None:
     if entry is None or m.task.kind not in entry[0]:
         return None
     if "average" in m.p and m.p["average"] not in AVERAGES:  # a user Averaging: its own reduce
-        return None
-    if m.p.get("labels") is not None:  # labels= (a subset or reordering of the classes): its own compute
         return None
     if any(cls.kind not in CELL_KINDS for cls, _ in m.requires()):
         return None
