@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from core.metrics import _PRF, _Classification, _divide, _take_labels, check_zero_division, configure_labels, labels_param, prf_values, record_undefined
+from core.metrics import _PRF, _Classification, _divide, _take_labels, check_zero_division, configure_labels, set_labels, prf_values, record_undefined
 from core.states import State
 
 
@@ -334,9 +334,7 @@ class ClassificationReport(_FromMatrix):
 
     def configure(self) -> None:
         super().configure()
-        checked = labels_param(self, self.p["labels"])
-        if checked is not None:
-            self.p["labels"], self.given["labels"] = checked
+        set_labels(self)
 
     def compute(self, states: dict[str, State]) -> np.ndarray:
         m = self.matrix(states)

@@ -769,19 +769,24 @@ class _Classification(Metric):
         return np.asarray(states["confusion_matrix"]["matrix"], dtype=np.float64)
 
 
-def configure_labels(metric: "Metric") -> None:
+def set_labels(metric: "Metric") -> None:
     """Check and normalise a metric's ``labels`` (:func:`labels_param`): ``p["labels"]`` becomes
-    the class indices and the key names them canonically. Not with ``average="binary"`` (the
-    positive class only) or ``"samples"`` (per-row sums over every label)."""
+    the class indices and the key names them canonically."""
     checked = labels_param(metric, metric.p.get("labels"))
-    if checked is None:
-        return
-    if metric.p.get("average") in ("binary", "samples"):
+    if checked is not None:
+        metric.p["labels"], metric.given["labels"] = checked
+
+
+def configure_labels(metric: "Metric") -> None:
+    """:func:`set_labels` of an averaged metric: not with ``average="binary"`` (the positive
+    class only) or ``"samples"`` (per-row sums over every label)."""
+    avg = metric.p.get("average")
+    if metric.p.get("labels") is not None and avg in ("binary", "samples"):
         raise ValueError(
             f"metric {metric.name!r}: labels= needs average micro, macro, weighted or none, not "
-            f"{metric.p['average']!r}" + (" (binary: the positive class only)" if metric.p["average"] == "binary" else "")
+            f"{avg!r}" + (" (binary: the positive class only)" if avg == "binary" else "")
         )
-    metric.p["labels"], metric.given["labels"] = checked
+    set_labels(metric)
 
 
 class _PRF(_Classification):
@@ -1050,9 +1055,7 @@ class ConfusionMatrix(_Classification):
             raise ValueError(f"metric {self.name!r}: normalize must be true, pred or all, got {n!r}")
         if n is not None:
             self.bounds = (0.0, 1.0)
-        checked = labels_param(self, self.p["labels"])
-        if checked is not None:
-            self.p["labels"], self.given["labels"] = checked
+        set_labels(self)
 
     def _show_positional(self) -> bool:
         return False

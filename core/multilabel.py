@@ -27,7 +27,7 @@ import numpy as np
 from core._inputs import Batch
 from core.limits import MAX_BETA, MAX_NUM_CLASSES, MAX_THRESHOLDS, as_floats, check_at_most, check_count
 from core.exact import ExactSums, exact_column_sums, exact_sum
-from core.metrics import Accuracy, Metric, TaskKindSupport, _Classification, _take_labels, check_zero_division, labels_param, get_averaging, prf_values, record_undefined, register_task_kind
+from core.metrics import Accuracy, Metric, TaskKindSupport, _Classification, _take_labels, check_zero_division, set_labels, get_averaging, prf_values, record_undefined, register_task_kind
 from core.states import State
 from core.task import THRESHOLD_RULES
 
@@ -377,9 +377,7 @@ class MultilabelConfusionMatrix(_MultilabelMetric):
             )
         super().configure()
         self.p["samplewise"] = False
-        checked = labels_param(self, self.p["labels"])
-        if checked is not None:
-            self.p["labels"], self.given["labels"] = checked
+        set_labels(self)
 
     def compute(self, states: dict[str, State]) -> np.ndarray:
         tp, fp, tn, fn = (_take_labels(self, a) for a in states["multilabel"].label_counts(self.p["threshold"]))
