@@ -321,3 +321,38 @@ def test_labels_as_a_python_list_and_a_class_with_a_bar():
 
     with class_values(["a|b", "dog"]), pytest.raises(ValueError, match=r"contains '[|]'"):
         F1(Task(num_classes=2, multiclass=True), average="macro", labels=["a|b"])
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    data=st.lists(st.tuples(st.integers(0, 3), st.integers(0, 3), st.sampled_from([0.0, 0.5, 1.0, 3.0])), max_size=40),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_labels_metrics_of_any_sharding_equal_sklearn_on_all_rows(data, seed):
+    """Shards (empty ones included) merged along a random tree give the collection of one pass,
+    bit for bit, and scikit-learn's values over all rows."""
+    y = np.array([d[0] for d in data], dtype=np.int64)
+    p = np.array([d[1] for d in data], dtype=np.int64)
+    w = np.array([d[2] for d in data])
+    names = ["f1@macro@labels=3|1", "precision@micro@labels=0|2", "recall@none@labels=2|3|0", "confusion_matrix@labels=1|0"]
+
+    def collection(idx):
+        mc = MetricCollection(*names, num_classes=4, zero_division=0)
+        if len(idx):
+            mc.update(y[idx], y_pred=p[idx], sample_weight=w[idx])
+        return mc
+
+    rng = np.random.default_rng(seed)
+    parts = [collection(idx) for shard in random_shards(rng, len(data)) for idx in shard]
+    merged = merge_tree(parts, lambda a, b: a.merge(b), rng, lambda: collection([]))
+    whole = collection(np.arange(len(data)))
+    assert all(a == b for a, b in zip(merged.states, whole.states))
+    got = merged.compute()
+    if w.sum() == 0:
+        return
+    kw = dict(sample_weight=w, zero_division=0)
+    assert close(got[names[0]], f1_score(y, p, labels=[3, 1], average="macro", **kw), 1e-12)
+    assert close(got[names[1]], precision_score(y, p, labels=[0, 2], average="micro", **kw), 1e-12)
+    assert close(got[names[2]], recall_score(y, p, labels=[2, 3, 0], average=None, **kw), 1e-12)
+    if np.isin(y, [1, 0]).any():  # scikit-learn raises when no label given is in y_true (we count zeros)
+        assert close(got[names[3]], confusion_matrix(y, p, labels=[1, 0], sample_weight=w), 1e-12)
