@@ -37,28 +37,26 @@ Without ``id_col``, rows of identical content share a bucket and are resampled t
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
-# isort: off  (this order registers the metric families in the registry's order: the README's table)
-from core.ids import _combine, _digest, _hash_numeric, hash_column, mix64  # noqa: F401  (hash_column, mix64 re-exported)
-from core.plan import Plan
-from core.ranking import AveragePrecision, PrecisionRecallCurve, RocAuc, RocCurve, _g
+from core._inputs import Batch
 from core.calibration import BrierScore, CalibrationBinsState, ExpectedCalibrationError, LogLoss, ProbabilitySumsState
 from core.codec import STATE_KINDS, layout_from_json, layout_to_json, slice_key_to_json
 from core.exact import ExactSums, exact_sum, raw_regroup
 from core.grouped import Stack
+from core.ids import _combine, _digest, _hash_numeric, hash_column, mix64  # noqa: F401  (hash_column, mix64 re-exported)
 from core.metrics import Interval, recording_undefined
+from core.plan import Plan
+from core.ranking import AveragePrecision, PrecisionRecallCurve, RocAuc, RocCurve, _g
 from core.score_bins import bin_scores, merge_bins, score_keys
 from core.score_distribution import ScoreDistributionState, _small_counts
 from core.stacked import CELL_KINDS, is_cell_metric
 from core.states import ExampleCountState, State, _layout_diff
-from core._inputs import Batch
-
-# isort: on
 
 __all__ = [
     "BucketCellsState",
@@ -1043,6 +1041,43 @@ def bootstrap_ci(
         raise ValueError('ci="bootstrap" needs the bucketed states of an evaluation folded with ci="bootstrap"')
     reps = replicate_values(plan, states, replicate_weights(seed, replicates, plan.buckets), fixed_shape_keys(values))
     return replicate_intervals(reps, level)
+
+
+#: a slice's largest bootstrap bucket holding more than this many times its even share of the
+#: rows (with at least ``_REPEAT_MIN_ROWS`` rows per bucket on average) means rows repeat
+_REPEAT_SHARE = 4.0
+_REPEAT_MIN_ROWS = 8
+REPEATED_ROWS_WARNING = (
+    'ci="bootstrap" without id_col: rows repeat (one bootstrap bucket holds several times its share of a '
+    "slice's rows), and identical rows share a bucket and are resampled together, so the intervals come out "
+    "too wide; give id_col (a unique id per row)"
+)
+
+
+def bucket_rows(plan: BucketedPlan, states: tuple[State, ...]) -> np.ndarray | None:
+    """(B,) input rows per bootstrap bucket of one slice, read from its first bucket-stacked
+    count state; None when the plan keeps no such state (slot form, or no count kind)."""
+    if not plan.stacked:
+        return None
+    for st in states[len(plan.base.state_types) :]:
+        if isinstance(st, BucketCellsState):
+            return np.asarray(st.arrays["counts"]).sum(axis=1)
+    return None
+
+
+def warn_repeated_rows(plan: Any, states: tuple[State, ...]) -> None:
+    """Warn (:data:`REPEATED_ROWS_WARNING`) when a slice's rows were hashed into very uneven
+    buckets: without ``id_col`` the bucket of a row is a hash of its content, so repeated rows
+    (hard 0/1 predictions, few distinct scores) land together. Distinct rows spread evenly: with
+    ``n >= 8 B`` rows, the largest bucket holds about ``2 n / B``."""
+    if not isinstance(plan, BucketedPlan):
+        return
+    rows = bucket_rows(plan, states)
+    if rows is None:
+        return
+    n = int(rows.sum())
+    if n >= _REPEAT_MIN_ROWS * rows.size and int(rows.max()) * rows.size > _REPEAT_SHARE * n:
+        warnings.warn(REPEATED_ROWS_WARNING, UserWarning, stacklevel=3)
 
 
 def fixed_shape_keys(values: dict[str, Any] | None) -> list[str] | None:

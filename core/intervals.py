@@ -55,7 +55,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from core.bootstrap import bootstrap_ci
+from core.bootstrap import bootstrap_ci, warn_repeated_rows
 from core.classification import _BinaryRate, Prevalence
 from core.codec import slice_key_to_json
 from core.metrics import Accuracy, Metric, _PRF, recording_undefined
@@ -80,10 +80,12 @@ class CISettings:
     seed: int = 0
     prior: float = 0.5
     interval: str = "equal_tailed"
+    #: the evaluation's ``id_col`` (``ci="bootstrap"``: None hashes each row's content)
+    id_col: str | None = None
 
     @classmethod
     def from_options(cls, o: dict[str, Any]) -> "CISettings":
-        return cls(o["ci"], o["ci_level"], o["ci_replicates"], o["ci_seed"], o["ci_prior"], o.get("ci_interval", "equal_tailed"))
+        return cls(o["ci"], o["ci_level"], o["ci_replicates"], o["ci_seed"], o["ci_prior"], o.get("ci_interval", "equal_tailed"), o.get("id_col"))
 
     def to_config(self, plan: Any = None) -> dict[str, Any]:
         """``Results.config["ci"]``: ``{"method", "level", "replicates", "seed"}``, with
@@ -464,6 +466,8 @@ def slice_ci(settings: CISettings, plan: Any, key: tuple, states: tuple, values:
     if settings.method is None:
         return {}
     if settings.method == "bootstrap":
+        if settings.id_col is None:
+            warn_repeated_rows(plan, states)
         return bootstrap_ci(plan, states, settings.level, settings.replicates, settings.seed, values)
     if settings.method == "analytic":
         return analytic_ci(settings, plan, states)

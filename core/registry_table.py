@@ -23,16 +23,36 @@ from core.metrics import REGISTRY
 START = "<!-- metrics-table:start -->"
 END = "<!-- metrics-table:end -->"
 TASK_ORDER = ("binary", "multiclass", "multilabel", "regression")
+#: the families' order in the table (a module not listed follows, by name); within a module,
+#: registration order (the order of its class definitions), so the table does not depend on
+#: the order in which modules happen to be imported
+FAMILY_ORDER = (
+    "core.metrics",
+    "core.measure",
+    "core.retrieval",
+    "core.classification",
+    "core.ranking",
+    "core.regression",
+    "core.calibration",
+    "core.multilabel",
+    "core.regression_terms",
+    "core.thresholds",
+    "core.topk",
+)
+
+
+def _family(module: str) -> tuple[int, str]:
+    return (FAMILY_ORDER.index(module), "") if module in FAMILY_ORDER else (len(FAMILY_ORDER), module)
 
 
 def metric_classes() -> list[type]:
     """Registered metric classes defined in ``core`` (not in user code or doctests), each once,
-    in registration order."""
+    by family (:data:`FAMILY_ORDER`), then in registration order."""
     seen: list[type] = []
     for cls in REGISTRY.values():
         if cls not in seen and cls.__module__.startswith("core."):
             seen.append(cls)
-    return seen
+    return sorted(seen, key=lambda c: (_family(c.__module__), seen.index(c)))
 
 
 def _states(info: dict[str, Any]) -> str:

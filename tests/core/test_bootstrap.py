@@ -275,3 +275,29 @@ def test_label_maps_without_an_id_column_raise():
     batch = Batch(y_true=np.array([0, 1, 1, 0]), y_pred=np.array([0, 1, 0, 0]), row_of=np.array([0, 0, 1, 1]))
     with pytest.raises(ValueError, match="needs id_col"):
         element_buckets(8, batch, 2, None)
+
+
+def test_repeated_rows_without_an_id_column_warn_and_distinct_rows_do_not():
+    """Hard 0/1 predictions without ``id_col``: the four (label, prediction) rows hash into at most
+    four of the 32 buckets (each holds ~25% of the rows where an even spread gives 1/32), so the
+    intervals would be too wide: a warning says to give ``id_col``. Continuous scores (distinct
+    rows) and the same hard predictions with ``id_col`` do not warn."""
+    import warnings
+
+    rng = np.random.default_rng(3)
+    n = 4000
+    y = rng.integers(0, 2, n)
+    hard = {"y": y, "p": np.where(rng.random(n) < 0.8, y, 1 - y), "id": np.arange(n)}
+
+    def run(data: dict, **kw) -> list[str]:
+        ev = Evaluation(label_col="y", metrics=["accuracy", "f1"], ci="bootstrap", ci_buckets=32, ci_replicates=20, **kw)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            ev.evaluate([data])
+        return [str(w.message) for w in caught if "id_col" in str(w.message)]
+
+    msgs = run(hard, prediction_col="p")
+    assert msgs and "rows repeat" in msgs[0] and "give id_col" in msgs[0]
+    assert run(hard, prediction_col="p", id_col="id") == []
+    assert run(_data(n), score_col="s") == []
+    assert run(_take(hard, np.arange(100)), prediction_col="p") == []  # 100 rows < 8 per bucket: too few to tell
