@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from core.metrics import _PRF, _Classification, _divide, check_zero_division, prf_values, record_undefined
+from core.metrics import _PRF, _Classification, _divide, _take_labels, check_zero_division, configure_labels, set_labels, prf_values, record_undefined
 from core.states import State
 
 
@@ -319,22 +319,33 @@ class ClassificationReport(_FromMatrix):
     weighted count of true labels.
 
     Undefined entries -> ``zero_division``. An ignored class (``ignore_index``) has NaN
-    precision/recall/F1. Source: ``sklearn.metrics.classification_report(output_dict=True,
+    precision/recall/F1. ``labels=a|b|...``: one row per label given, in that order. Source: ``sklearn.metrics.classification_report(output_dict=True,
     labels=range(K))`` (its per-class entries; averages are ``precision@macro`` etc.).
     """
 
     name = "classification_report"
     full_name = "Classification report"
     aliases = ("per_class_report",)
+    params = {**_FromMatrix.params, "labels": None}
     higher_is_better = None
     bounds = (0.0, math.inf)
     sklearn = "sklearn.metrics.classification_report"
     undefined = "per class, as precision, recall and F1"
 
+    def configure(self) -> None:
+        super().configure()
+        set_labels(self)
+
     def compute(self, states: dict[str, State]) -> np.ndarray:
         m = self.matrix(states)
         tp, pred, true = np.diag(m).copy(), m.sum(axis=0), m.sum(axis=1)
         classes = np.arange(tp.shape[0])
+        if self.p["labels"] is not None:  # the rows of the labels given, in their order
+            tp, pred, true, classes = (_take_labels(self, a) for a in (tp, pred, true, classes))
+            zd = self.p["zero_division"]
+            return np.column_stack(
+                [prf_values(w, tp, pred, true, 1.0, zd, self.key, classes) for w in ("precision", "recall", "f1")] + [true]
+            )
         zd = self.p["zero_division"]
         rows = np.column_stack(
             [prf_values(w, tp, pred, true, 1.0, zd, self.key, classes) for w in ("precision", "recall", "f1")] + [true]
@@ -374,14 +385,15 @@ class MeanIoU(IoU):
     name = "miou"
     full_name = "Mean IoU"
     aliases = ("mean_iou", "mean_jaccard")
-    params = {"threshold": None, "zero_division": None}
+    params = {"threshold": None, "zero_division": None, "labels": None}
     positional = None
     tasks = ("binary", "multiclass")
     sklearn = "sklearn.metrics.jaccard_score(average='macro')"
 
     def configure(self) -> None:
-        super().configure()
+        _Classification.configure(self)
         self.p["average"] = "macro"
+        configure_labels(self)
 
     def _show_positional(self) -> bool:
         return False

@@ -166,7 +166,7 @@ class Evaluation(AccumulatorOps):
             elif metrics is None:
                 metrics = list(DEFAULT_METRICS[task_obj.kind])
             metrics = ([metrics] if isinstance(metrics, str) else list(metrics)) + [MeanMeasure(None, name=n) for n in measures]
-        self.plan = self._base_plan = Plan(metrics, task_obj)
+        self.plan = self._base_plan = Plan(metrics, task_obj, classes)
         task_obj = self.plan.task
         bootstrap = o["ci"] == "bootstrap"
         keyed = [m.key for m in self.plan.metrics if "id" in m.needs()]

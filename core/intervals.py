@@ -176,6 +176,9 @@ def _proportion(m: Metric, states: dict[str, State]) -> tuple[Any, Any] | None:
         tp, den = np.diag(mat), mat.sum(axis=0 if m.which == "precision" else 1)
         keep = m.kept_classes()
         avg = m.p["average"]
+        lab = m.p.get("labels")
+        if lab is not None:  # labels=: those classes' counts, in their order (none is ignored)
+            tp, den, keep = tp[list(lab)], den[list(lab)], None
         if avg == "binary":
             return tp[1], den[1]
         if avg == "micro":

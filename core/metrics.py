@@ -620,6 +620,94 @@ def _task_kind_support(metric: Metric) -> TaskKindSupport:
     return support
 
 
+_CLASS_VALUES: ContextVar[tuple | None] = ContextVar("mm_class_values", default=None)
+
+
+@contextmanager
+def class_values(classes: "tuple | list | None") -> Iterator[None]:
+    """Metrics configured inside read ``labels=`` as these class values (``classes=`` of a
+    collection or evaluation; :class:`core.plan.Plan` sets it while it resolves its metrics)."""
+    token = _CLASS_VALUES.set(None if classes is None else tuple(classes))
+    try:
+        yield
+    finally:
+        _CLASS_VALUES.reset(token)
+
+
+def labels_param(metric: "Metric", value: Any) -> tuple[tuple[int, ...], str] | None:
+    """``labels=`` of a metric: ``(class indices in the order given, canonical text)``, or None.
+
+    ``value`` is the text ``"a|b|c"`` (metric strings), one label, or a sequence. With
+    ``classes=`` (:func:`class_values`) labels are class values (``"cat|bird"``); otherwise class
+    ids in ``[0, K)`` (labels of a multilabel task: columns in ``[0, L)``). The canonical text
+    (``"cat|bird"``, ``"2|0"``) names the labels in the metric's key.
+
+    Raises:
+        ValueError: an empty list, a label given twice, a label that is not one of the task's
+            classes or the class left out by ``ignore_index`` (each naming the label).
+    """
+    if value is None:
+        return None
+    where = f"metric {metric.name!r}: labels"
+    raw: list[Any] = []
+    if isinstance(value, str):
+        raw = [x.strip() for x in value.split("|")] if value.strip() else []
+        items = [_parse_value(x) for x in raw]
+    elif isinstance(value, (list, tuple, np.ndarray)):
+        items = [v.item() if isinstance(v, np.generic) else v for v in value]
+    else:
+        items = [value.item() if isinstance(value, np.generic) else value]
+    if not items:
+        raise ValueError(f"{where} is empty; give class labels separated by '|' (labels=0|2)")
+    classes = _CLASS_VALUES.get()
+    k = metric.task.num_classes
+    out: list[int] = []
+    for n, v in enumerate(items):
+        if classes is not None:
+            # numbers match by value (1 and 1.0), strings by equality, as core.labels maps them;
+            # in a metric string "1" also names the class "1"
+            idx = next((i for i, c in enumerate(classes) if not isinstance(v, bool) and isinstance(c, str) == isinstance(v, str) and c == v), None)
+            if idx is None and raw:
+                idx = next((i for i, c in enumerate(classes) if isinstance(c, str) and c == raw[n]), None)
+                v = raw[n] if idx is not None else v
+                items[n] = v
+            if idx is None:
+                raise ValueError(f"{where}: {v!r} is not one of classes={list(classes)!r}")
+            if isinstance(v, str) and "|" in v:
+                raise ValueError(f"{where}: the class {v!r} contains '|', which separates labels in the metric's key")
+        else:
+            if isinstance(v, float) and v.is_integer():
+                v = int(v)
+            if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < k:
+                what = "labels" if metric.task.kind == "multilabel" else "classes"
+                raise ValueError(f"{where}: {v!r} is not one of the task's {what} 0..{k - 1} (class values need classes=)")
+            idx = v
+        if idx in out:
+            raise ValueError(f"{where}: {v!r} is given twice")
+        if idx == metric.task.ignored_class:
+            raise ValueError(f"{where}: {v!r} is the class left out by ignore_index={metric.task.ignore_index}")
+        out.append(idx)
+    shown = items if classes is not None else out
+    return tuple(out), "|".join(_fmt(v) for v in shown)
+
+
+def key_labels(key: str) -> list[Any] | None:
+    """The ``labels=`` of a canonical metric string (``"f1@none@labels=cat|bird"`` ->
+    ``["cat", "bird"]``: class values with ``classes=``, else class ids), or None without them."""
+    try:
+        _, _, keyword = parse_metric_string(key)
+    except (TypeError, ValueError):
+        return None
+    text = keyword.get("labels")
+    return None if text is None else [_parse_value(x) for x in str(text).split("|")]
+
+
+def _take_labels(metric: "Metric", values: Any) -> Any:
+    """``values`` restricted to the metric's ``labels`` (their first axis), in that order."""
+    lab = metric.p.get("labels")
+    return values if lab is None else np.asarray(values)[list(lab)]
+
+
 class _Classification(Metric):
     """Shared parameter handling: ``threshold`` (binary), ``average``, ``zero_division``."""
 
@@ -681,11 +769,38 @@ class _Classification(Metric):
         return np.asarray(states["confusion_matrix"]["matrix"], dtype=np.float64)
 
 
+def set_labels(metric: "Metric") -> None:
+    """Check and normalise a metric's ``labels`` (:func:`labels_param`): ``p["labels"]`` becomes
+    the class indices and the key names them canonically."""
+    checked = labels_param(metric, metric.p.get("labels"))
+    if checked is not None:
+        metric.p["labels"], metric.given["labels"] = checked
+
+
+def configure_labels(metric: "Metric") -> None:
+    """:func:`set_labels` of an averaged metric: not with ``average="binary"`` (the positive
+    class only) or ``"samples"`` (per-row sums over every label)."""
+    avg = metric.p.get("average")
+    if metric.p.get("labels") is not None and avg in ("binary", "samples"):
+        raise ValueError(
+            f"metric {metric.name!r}: labels= needs average micro, macro, weighted or none, not "
+            f"{avg!r}" + (" (binary: the positive class only)" if avg == "binary" else "")
+        )
+    set_labels(metric)
+
+
 class _PRF(_Classification):
     """Precision, recall and F-beta from a confusion matrix, as ``precision_recall_fscore_support``
-    with ``labels=range(K)``."""
+    with ``labels=range(K)``, or the ``labels`` given: a subset or reordering of the classes
+    (``@none`` in that order; ``micro`` sums their counts only; ``macro`` / ``weighted`` average
+    them), classes absent from the data included (their values are undefined: ``zero_division``)."""
 
+    params = {**_Classification.params, "labels": None}
     which: ClassVar[str] = ""
+
+    def configure(self) -> None:
+        super().configure()
+        configure_labels(self)
 
     def beta(self) -> float:
         return 1.0
@@ -698,7 +813,10 @@ class _PRF(_Classification):
         tp, pred, true = np.diag(m).copy(), m.sum(axis=0), m.sum(axis=1)
         classes: np.ndarray | None = np.arange(tp.shape[0])
         keep = self.kept_classes()
-        if keep is not None and avg != "binary":  # the ignored class leaves every average
+        if self.p.get("labels") is not None:  # the labels given, in their order (none is ignored)
+            tp, pred, true, classes = (_take_labels(self, a) for a in (tp, pred, true, classes))
+            keep = None
+        elif keep is not None and avg != "binary":  # the ignored class leaves every average
             tp, pred, true, classes = tp[keep], pred[keep], true[keep], classes[keep]
         if avg == "binary":
             tp, pred, true, classes = tp[1:], pred[1:], true[1:], None
@@ -725,6 +843,7 @@ class _PRF(_Classification):
         m = self.matrix(states)
         tp = np.diag(m).copy()
         fp, fn = m.sum(axis=0) - tp, m.sum(axis=1) - tp
+        tp, fp, fn = (_take_labels(self, a) for a in (tp, fp, fn))
         if self.p["average"] == "binary":
             tp, fp, fn = tp[1:], fp[1:], fn[1:]
         out = {"precision": {"tp": tp, "fp": fp}, "recall": {"tp": tp, "fn": fn}, "jaccard": {"intersection": tp, "union": tp + fp + fn}}
@@ -791,7 +910,7 @@ class FBeta(_PRF):
     full_name = "F-beta score"
     aliases = ("fbeta_score",)
     which = "fbeta"
-    params = {**_Classification.params, "beta": 1.0}
+    params = {**_PRF.params, "beta": 1.0}
     sklearn = "sklearn.metrics.fbeta_score"
 
     def configure(self) -> None:
@@ -909,12 +1028,14 @@ class ConfusionMatrix(_Classification):
     ``"true"`` divides each row by its sum (rows sum to 1), ``"pred"`` each column, ``"all"`` the
     whole matrix; a row or column without examples is 0, as in scikit-learn. ``rows="predicted"``
     (``confusion_matrix@rows=predicted``) gives the transpose, rows = prediction and columns = true
-    label (OnlineMetrics' orientation; normalised before it is turned). Source:
-    ``sklearn.metrics.confusion_matrix(normalize=...)`` (``.T`` for ``rows="predicted"``)."""
+    label (OnlineMetrics' orientation; normalised before it is turned). ``labels=a|b|...`` keeps
+    the rows and columns of those classes in that order, as scikit-learn's ``labels`` (rows of
+    other classes leave the matrix), before it is normalised. Source:
+    ``sklearn.metrics.confusion_matrix(normalize=..., labels=...)`` (``.T`` for ``rows="predicted"``)."""
 
     name = "confusion_matrix"
     full_name = "Confusion matrix"
-    params = {"threshold": None, "normalize": None, "rows": "true"}
+    params = {"threshold": None, "normalize": None, "rows": "true", "labels": None}
     positional = None
     tasks = ("binary", "multiclass")
     higher_is_better = None
@@ -934,12 +1055,17 @@ class ConfusionMatrix(_Classification):
             raise ValueError(f"metric {self.name!r}: normalize must be true, pred or all, got {n!r}")
         if n is not None:
             self.bounds = (0.0, 1.0)
+        set_labels(self)
 
     def _show_positional(self) -> bool:
         return False
 
     def compute(self, states: dict[str, State]) -> np.ndarray:
-        m = normalize_matrix(self.matrix(states), self.p["normalize"])
+        m = self.matrix(states)
+        if self.p["labels"] is not None:  # the rows and columns of the labels, in their order
+            lab = list(self.p["labels"])
+            m = m[np.ix_(lab, lab)]
+        m = normalize_matrix(m, self.p["normalize"])
         return np.ascontiguousarray(m.T) if self.p["rows"] == "predicted" else m
 
 

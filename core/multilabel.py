@@ -27,7 +27,7 @@ import numpy as np
 from core._inputs import Batch
 from core.limits import MAX_BETA, MAX_NUM_CLASSES, MAX_THRESHOLDS, as_floats, check_at_most, check_count
 from core.exact import ExactSums, exact_column_sums, exact_sum
-from core.metrics import Accuracy, Metric, TaskKindSupport, _Classification, check_zero_division, get_averaging, prf_values, record_undefined, register_task_kind
+from core.metrics import Accuracy, Metric, TaskKindSupport, _Classification, _take_labels, check_zero_division, get_averaging, prf_values, record_undefined, register_task_kind, set_labels
 from core.states import State, _layout_diff
 from core.task import THRESHOLD_RULES
 
@@ -357,6 +357,8 @@ def prf_multilabel(metric: _Classification, states: dict[str, State]) -> Any:
         beta = metric.beta()
         return _samples_average(st, j, "f", zd, st.layout.betas.index(float(beta)))
     classes: np.ndarray | None = np.arange(tp.shape[0])
+    if metric.p.get("labels") is not None:  # the label columns given, in their order
+        tp, pred, true, classes = (_take_labels(metric, a) for a in (tp, pred, true, classes))
     if avg == "micro":
         tp, pred, true = tp.sum(keepdims=True), pred.sum(keepdims=True), true.sum(keepdims=True)
         classes = None
@@ -459,7 +461,8 @@ class MultilabelConfusionMatrix(_MultilabelMetric):
     ``samplewise=true``: one matrix per example, an (n, 2, 2) array ordered by example id, from
     rows keyed by ``id_col`` (integer ids, each once; :class:`MultilabelSamplewiseState`): what
     scikit-learn's ``samplewise=True`` gives for the rows sorted by id. Without ``id_col`` it
-    raises ValueError saying to set it. Source: ``sklearn.metrics.multilabel_confusion_matrix``."""
+    raises ValueError saying to set it. ``labels=a|b|...``: the matrices of those label columns,
+    in that order (not with ``samplewise``). Source: ``sklearn.metrics.multilabel_confusion_matrix``."""
 
     name = "multilabel_confusion_matrix"
     full_name = "Multilabel confusion matrix"
@@ -467,7 +470,7 @@ class MultilabelConfusionMatrix(_MultilabelMetric):
     higher_is_better = None
     bounds = (0.0, math.inf)
     sklearn = "sklearn.metrics.multilabel_confusion_matrix"
-    params = {"threshold": None, "samplewise": False}
+    params = {"threshold": None, "samplewise": False, "labels": None}
 
     def configure(self) -> None:
         sw = self.p["samplewise"]
@@ -477,6 +480,9 @@ class MultilabelConfusionMatrix(_MultilabelMetric):
             raise ValueError(f"metric {self.name!r}: samplewise must be true or false, got {self.p['samplewise']!r}")
         super().configure()
         self.p["samplewise"] = bool(sw)
+        set_labels(self)
+        if self.p["samplewise"] and self.p.get("labels") is not None:
+            raise ValueError(f"metric {self.name!r}: labels= is not supported with samplewise=true (each row's matrix counts every label)")
 
     def requires(self) -> list[tuple[type[State], Any]]:
         if self.p["samplewise"]:
@@ -490,7 +496,7 @@ class MultilabelConfusionMatrix(_MultilabelMetric):
     def compute(self, states: dict[str, State]) -> np.ndarray:
         if self.p["samplewise"]:
             return states["multilabel_samplewise"].matrices(self.p["threshold"])  # type: ignore[attr-defined]
-        tp, fp, tn, fn = states["multilabel"].label_counts(self.p["threshold"])
+        tp, fp, tn, fn = (_take_labels(self, a) for a in states["multilabel"].label_counts(self.p["threshold"]))
         return np.stack([np.stack([tn, fp], axis=1), np.stack([fn, tp], axis=1)], axis=1)
 
 

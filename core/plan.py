@@ -24,7 +24,7 @@ from core._inputs import Batch, as_array
 from core.formats import get_format, make_batch
 from core.measure import MeanMeasure, MeanMeasureMetric, MeanMeasureState, measure_values
 from core.labels import columns_reversed, encode_labels, resolve_classes, swap_score_columns
-from core.metrics import DEFAULT_METRICS, Metric, Task, UndefinedMetricWarning, resolve
+from core.metrics import DEFAULT_METRICS, Metric, Task, UndefinedMetricWarning, class_values, resolve
 from core.retrieval import with_query_keys
 from core.stacked import ManyValues, compute_cells, compute_many, compute_shared
 from core.states import ExampleCountState, State
@@ -104,6 +104,8 @@ class Plan:
             for the task's defaults (binary: accuracy, precision, recall, f1; multiclass: accuracy,
             macro precision/recall/F1 and weighted F1). Duplicate keys are computed once.
         task: the :class:`~core.metrics.Task`.
+        classes: the class values in index order (``classes=``), or None: metric strings name
+            ``labels=`` by these values (``"f1@macro@labels=cat|bird"``).
 
     Raises:
         ValueError: an unknown metric, bad metric parameters, or a metric not defined for the task.
@@ -111,14 +113,15 @@ class Plan:
     The first state is always the :class:`~core.states.ExampleCountState` (``n``, weight, skipped).
     """
 
-    def __init__(self, metrics: Sequence[str | Metric] | None, task: Task):
+    def __init__(self, metrics: Sequence[str | Metric] | None, task: Task, classes: Sequence[Any] | None = None):
         self.task = task
         if metrics is None:
             metrics = DEFAULT_METRICS[task.kind]
         resolved: dict[str, Metric] = {}
         requested: dict[str, str] = {}
         for name, m in metric_entries(metrics):
-            r = resolve(m, task)
+            with class_values(classes):
+                r = resolve(m, task)
             if name is not None:
                 r = r.named(name)
             elif isinstance(m, str) and m.strip() != r.key:
@@ -604,7 +607,7 @@ class MetricCollection:
         self.classes, num_classes = resolve_classes(classes, pos_label, num_classes, multiclass, task)
         self._swap_scores = columns_reversed(classes, self.classes)
         task = make_task(task, num_classes, threshold, threshold_rule, zero_division, multiclass, ignore_index, num_outputs)
-        self.plan = Plan([*metrics, *named.items(), *_measure_specs(measures)] or None, task)
+        self.plan = Plan([*metrics, *named.items(), *_measure_specs(measures)] or None, task, self.classes)
         self.formats = {**self.plan.data_formats, **_collection_formats(formats)}  # the caller's win
         if self.classes is not None and any(self.formats.get(r) not in (None, "labels", "label_map") for r in ("target", "prediction")):
             raise ValueError(f"classes= maps label values; formats {self.formats} hold no label values for y_true / y_pred")

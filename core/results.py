@@ -15,7 +15,7 @@ import numpy as np
 
 from core.codec import slice_key_from_json, slice_key_to_json
 from core.fairness import Fairness, compute_fairness
-from core.metrics import REGISTRY, Task, resolve
+from core.metrics import REGISTRY, Task, key_labels, resolve
 from core.plan import MetricValues, metric_aliases
 from core.slicing import slice_name, sort_key
 
@@ -84,12 +84,16 @@ def _reports_nan_entries(key: str) -> bool:
     return True if cls is None else bool(getattr(cls, "nan_entries_undefined", True))
 
 
-def undefined_entries(metrics: dict[str, Any], ignored_class: int | None = None) -> list[dict[str, Any]]:
+def undefined_entries(
+    metrics: dict[str, Any], ignored_class: int | None = None, labels: dict[str, list[int]] | None = None
+) -> list[dict[str, Any]]:
     """Which metric values (and which classes of per-class values) are undefined (NaN).
 
     Args:
         metrics: ``{metric key: value}`` of one slice.
         ignored_class: a class left out on purpose (``ignore_index``); not listed.
+        labels: ``{metric key: class id of each first-axis entry}`` for metrics given
+            ``labels=`` (:meth:`Results.label_ids`); other arrays' entry i is class i.
 
     Returns:
         ``[{"metric": key}, {"metric": key, "classes": [i, ...]}, ...]`` in metric order: a scalar
@@ -105,7 +109,9 @@ def undefined_entries(metrics: dict[str, Any], ignored_class: int | None = None)
         if arr.ndim == 0:
             out.append({"metric": k})
         elif _reports_nan_entries(k):
-            classes = [int(i) for i in np.flatnonzero(nan.reshape(nan.shape[0], -1).any(axis=1)) if i != ignored_class]
+            ids = (labels or {}).get(k)
+            at = [int(i) if ids is None or len(ids) != arr.shape[0] else int(ids[i]) for i in np.flatnonzero(nan.reshape(nan.shape[0], -1).any(axis=1))]
+            classes = [i for i in at if i != ignored_class]
             if classes:
                 out.append({"metric": k, "classes": classes})
     return out
@@ -248,7 +254,7 @@ class SliceResult:
         ``[{"metric": "precision"}, {"metric": "f1@none", "classes": [2]}]``."""
         return undefined_entries(self.metrics)
 
-    def to_dict(self, ignored_class: int | None = None) -> dict[str, Any]:
+    def to_dict(self, ignored_class: int | None = None, labels: dict[str, list[int]] | None = None) -> dict[str, Any]:
         if self.suppressed:
             d = {"slice": {c: v for c, v in self.slice}, **self._window_dict(), "n": None, "weight": None, "skipped": None, "metrics": {}, "suppressed": True}
             if self.suppressed_slices is not None:
@@ -270,7 +276,7 @@ class SliceResult:
             d["baseline_metrics"] = {k: jsonable(v) for k, v in self.baseline_metrics.items()}
         if self.comparison:
             d["comparison"] = {k: c.to_dict() for k, c in self.comparison.items()}
-        undefined = undefined_entries(self.metrics, ignored_class)
+        undefined = undefined_entries(self.metrics, ignored_class, labels)
         if undefined:
             d["undefined"] = undefined
         if self.folded_values is not None:
@@ -363,7 +369,37 @@ class Results:
             raise ValueError(f"metric {metric!r} is a scalar ({float(v)!r}), not a per-class value")
         c = self.classes
         labels = c if c is not None and len(c) == v.shape[0] else list(range(v.shape[0]))
+        given = self.metric_labels(metric)
+        if given is not None and len(given) == v.shape[0]:
+            labels = given
         return {lab: (float(x) if np.ndim(x) == 0 else x) for lab, x in zip(labels, v)}
+
+    def label_ids(self) -> dict[str, list[int]]:
+        """``{metric key: class id of each per-class entry}`` of the metrics given ``labels=``
+        (class values mapped to their index in ``classes``)."""
+        out: dict[str, list[int]] = {}
+        keys = {k for s in self.slices for k in s.metrics}
+        c = self.classes
+        for k in keys:
+            given = self.metric_labels(k)
+            if given is None:
+                continue
+            if c is None:
+                out[k] = [int(v) for v in given]
+            else:  # the key names class values as text: numbers match by value, "1" the class "1" too
+                found = [next((i for i, cv in enumerate(c) if (isinstance(cv, str) == isinstance(v, str) and cv == v) or str(cv) == str(v)), None) for v in given]
+                if None not in found:
+                    out[k] = found
+        return out
+
+    def metric_labels(self, metric: str) -> list[Any] | None:
+        """The classes of a metric's per-class entries when it was given ``labels=``
+        (``"f1@none@labels=cat|bird"`` -> ``["cat", "bird"]``, class values with ``classes=``,
+        else class ids), or None (entry i is class i)."""
+        if "labels=" in metric:
+            return key_labels(metric)
+        canonical = self.resolved_names.get(metric)
+        return None if canonical is None else key_labels(canonical)
 
     def __getitem__(self, key: Any) -> SliceResult:
         """One slice's result, named any way a slice is named.
@@ -545,7 +581,8 @@ class Results:
             skipped = None if any(s.suppressed for s in overall) else sum(int(s.skipped) for s in overall)
         else:
             skipped = (None if self.overall.suppressed else int(self.overall.skipped)) if self.slices else 0
-        slices = [s.to_dict(ignored) for s in self.slices]
+        ids = self.label_ids()
+        slices = [s.to_dict(ignored, ids) for s in self.slices]
         for d in slices if requested else ():
             m = d["metrics"]
             for name, key in requested.items():

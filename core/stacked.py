@@ -11,7 +11,7 @@ certified bounds and undefined entries).
 
 Vectorised here (binary and multiclass tasks): precision, recall, F1, F-beta, IoU (Jaccard),
 mIoU and Dice with every average (``binary``, ``micro``, ``macro``, ``weighted``, ``none``),
-``zero_division`` and ``ignore_index``; accuracy, specificity, NPV, FPR, FNR, prevalence, MCC,
+``zero_division``, ``ignore_index`` and ``labels``; accuracy, specificity, NPV, FPR, FNR, prevalence, MCC,
 Cohen's kappa (all weights), the classification report, the confusion matrix, tp/fp/tn/fn, and
 the example counts. Each is the same sequence of numpy operations as the scalar path on arrays
 with one more (leading) axis, so every element rounds exactly as the scalar path does; where the
@@ -220,9 +220,11 @@ class _Stacked:
         return np.ascontiguousarray(self.fields[ConfusionMatrixState.kind]["matrix"], dtype=np.float64)
 
 
-def undefined_entry(events: list, value: Any, ignored: int | None) -> tuple[tuple[int, ...] | None, Any] | None:
+def undefined_entry(events: list, value: Any, ignored: int | None, labels: Sequence[int] | None = None) -> tuple[tuple[int, ...] | None, Any] | None:
     """Summarise one metric's recorded undefined events (plus NaN values nobody recorded): the
-    ``(classes, fill)`` entry of :meth:`core.plan.Plan.compute_detailed`, or None."""
+    ``(classes, fill)`` entry of :meth:`core.plan.Plan.compute_detailed`, or None. ``labels``:
+    the class of each entry of the value's first axis (a metric's ``labels=``; None: entry i is
+    class i)."""
     classes: set[int] = set()
     scalar = False
     fills = []
@@ -239,7 +241,7 @@ def undefined_entry(events: list, value: Any, ignored: int | None) -> tuple[tupl
             scalar = True
             fills.append("nan")
         else:
-            first_axis = {int(i) for i in np.flatnonzero(nan.reshape(nan.shape[0], -1).any(axis=1))} - {ignored}
+            first_axis = {int(i) if labels is None else int(labels[i]) for i in np.flatnonzero(nan.reshape(nan.shape[0], -1).any(axis=1))} - {ignored}
             if first_axis - classes:
                 fills.append("nan")
             classes |= first_axis
@@ -339,7 +341,11 @@ def _prf(m: Any, st: _Stacked, events: dict[int, list]) -> np.ndarray:
     tp, pred, true = np.diagonal(mat, axis1=1, axis2=2).copy(), mat.sum(axis=1), mat.sum(axis=2)
     classes: np.ndarray | None = np.arange(tp.shape[1])
     keep = m.kept_classes()
-    if keep is not None and avg != "binary":
+    lab = m.p.get("labels")
+    if lab is not None:  # labels=: those classes, in their order (none is ignored)
+        lab = list(lab)
+        tp, pred, true, classes, keep = _rows(tp[:, lab]), _rows(pred[:, lab]), _rows(true[:, lab]), classes[lab], None
+    elif keep is not None and avg != "binary":
         # (boolean indexing may give F-ordered arrays: row sums must run over contiguous rows,
         # as the scalar path's 1-D sums do)
         tp, pred, true, classes = _rows(tp[:, keep]), _rows(pred[:, keep]), _rows(true[:, keep]), classes[keep]
@@ -435,6 +441,10 @@ def _report(m: Any, st: _Stacked, events: dict[int, list]) -> np.ndarray:
     mat = st.matrix(m)
     tp, pred, true = np.diagonal(mat, axis1=1, axis2=2).copy(), mat.sum(axis=1), mat.sum(axis=2)
     classes = np.arange(tp.shape[1])
+    lab = m.p.get("labels")
+    if lab is not None:  # labels=: one row per label, in their order
+        lab = list(lab)
+        tp, pred, true, classes = _rows(tp[:, lab]), _rows(pred[:, lab]), _rows(true[:, lab]), classes[lab]
     zd = m.p["zero_division"]
     cols = []
     for which in ("precision", "recall", "f1"):
@@ -443,13 +453,17 @@ def _report(m: Any, st: _Stacked, events: dict[int, list]) -> np.ndarray:
         cols.append(v)
     rows = np.stack(cols + [true], axis=-1)
     keep = m.kept_classes()
-    if keep is not None:
+    if keep is not None and lab is None:
         rows[:, ~keep, :3] = np.nan
     return rows
 
 
 def _confusion_matrix(m: Any, st: _Stacked, events: dict[int, list]) -> np.ndarray:
-    out = normalize_matrix(st.matrix(m).copy(), m.p["normalize"])
+    mat = st.matrix(m)
+    if m.p.get("labels") is not None:  # labels=: those rows and columns, in their order
+        lab = list(m.p["labels"])
+        mat = np.ascontiguousarray(mat[:, lab][:, :, lab])
+    out = normalize_matrix(mat.copy(), m.p["normalize"])
     return np.ascontiguousarray(np.swapaxes(out, -1, -2)) if m.p["rows"] == "predicted" else out
 
 
@@ -497,6 +511,12 @@ def _vectorised(m: Metric) -> Callable | None:
     return entry[1]
 
 
+def _labels_of(m: Metric) -> Sequence[int] | None:
+    """The classes of a metric's per-class entries when it has ``labels=`` (else None)."""
+    p = getattr(m, "p", None)
+    return p.get("labels") if isinstance(p, dict) else None
+
+
 def compute_one(m: Metric, by_kind: dict[str, State], ignored: int | None) -> tuple[Any, tuple[float, float] | None, Any]:
     """One metric of one element, the scalar path: ``(value, bounds or None, undefined entry or
     None)`` (an :class:`~core.metrics.Interval` gives its value and its certified bounds)."""
@@ -511,7 +531,7 @@ def _detailed(m: Metric, compute: Callable[[], Any], ignored: int | None) -> tup
     if isinstance(v, Interval):
         bound = (float(v.lower), float(v.upper))
         v = v.value
-    return v, bound, undefined_entry(events, v if m.nan_entries_undefined or np.ndim(v) == 0 else 0.0, ignored)
+    return v, bound, undefined_entry(events, v if m.nan_entries_undefined or np.ndim(v) == 0 else 0.0, ignored, _labels_of(m))
 
 
 def compute_shared(m: Metric, by_kind: dict[str, State], ignored: int | None, done: dict[str, tuple]) -> tuple[Any, tuple[float, float] | None, Any]:
@@ -540,7 +560,7 @@ def _entries(m: Metric, values: np.ndarray, events: dict[int, list], ignored: in
     for i in sorted(set(np.flatnonzero(nan).tolist()) | set(events)):
         v = values[i]
         evs = [_Undefined(c, f) for c, f in events.get(i, ())]
-        entry = undefined_entry(evs, v if m.nan_entries_undefined or v.ndim == 0 else 0.0, ignored)
+        entry = undefined_entry(evs, v if m.nan_entries_undefined or v.ndim == 0 else 0.0, ignored, _labels_of(m))
         if entry is not None:
             undefined[i][m.key] = entry
 
@@ -628,7 +648,7 @@ def _compute(plan: Any, st: _Stacked, states_list: Sequence[Sequence[State]] | N
             if isinstance(x, Interval):
                 bound = (float(x.lower), float(x.upper))
                 x = x.value
-            entry = undefined_entry(evs, x if m.nan_entries_undefined or np.ndim(x) == 0 else 0.0, ignored)
+            entry = undefined_entry(evs, x if m.nan_entries_undefined or np.ndim(x) == 0 else 0.0, ignored, _labels_of(m))
             objs.append(x)
             if bound is not None:
                 bounds[i][m.key] = bound

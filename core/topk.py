@@ -75,11 +75,63 @@ class TopKState(State):
         return cls(layout, {"hits": hits, "weight": exact_sum(w)})
 
 
+@dataclass(frozen=True)
+class BinaryTopKLayout:
+    """No configuration: binary top-k accuracy reads the rule of scikit-learn for 1-D scores."""
+
+
+class BinaryTopKState(State):
+    """Top-1 accuracy of binary 1-D scores under both of scikit-learn's thresholds.
+
+    ``top_k_accuracy_score`` on binary 1-D scores predicts ``score > 0.5`` when every score of
+    the input lies in [0, 1], else ``score > 0``: the threshold depends on all rows. The state
+    keeps ``hits`` (2,): the weight of rows whose prediction at 0.5 (entry 0) and at 0 (entry
+    1) equals the label; ``weight`` (): the weight of every row; ``outside`` () int64: the rows
+    (counted without weights, as the rule reads the scores) whose score is outside [0, 1].
+    Merging adds every field, so the choice of threshold is made once, on the merged state.
+    """
+
+    kind = "binary_top_k"
+    Layout = BinaryTopKLayout
+    FIELDS = (("hits", "float64"), ("weight", "float64"), ("outside", "int64"))
+    COUNTS = ("hits", "weight", "outside")
+    EXACT = ("hits", "weight")
+
+    @classmethod
+    def shape(cls, layout: BinaryTopKLayout, field: str) -> tuple[int, ...]:
+        return (2,) if field == "hits" else ()
+
+    @classmethod
+    def layout_for(cls, requirements: list[Any], task: Any) -> BinaryTopKLayout:
+        return BinaryTopKLayout()
+
+    @classmethod
+    def from_batch(cls, layout: BinaryTopKLayout, batch: Batch) -> "BinaryTopKState":
+        score = batch.y_score if batch.y_score is not None else batch.y_pred
+        if score is None or np.ndim(score) != 1:
+            raise ValueError("binary top-k accuracy needs (N,) scores or predictions")
+        score = np.asarray(score, dtype=np.float64)
+        y = batch.y_true != 0
+        outside = int(np.count_nonzero((score < 0) | (score > 1)))
+        hit05, hit0 = (score > 0.5) == y, (score > 0) == y
+        w = batch.sample_weight
+        if w is None:
+            hits = np.array([np.count_nonzero(hit05), np.count_nonzero(hit0)], dtype=np.float64)
+            return cls(layout, {"hits": hits, "weight": np.float64(batch.n), "outside": np.int64(outside)})
+        # one exact sum over the rows twice: entry 0 the hits at 0.5, entry 1 those at 0, 2 the misses
+        index = np.concatenate([np.where(hit05, 0, 2), np.where(hit0, 1, 2)])
+        hits = exact_sum(np.concatenate([w, w]), index=index, size=3).take(slice(0, 2))
+        return cls(layout, {"hits": hits, "weight": exact_sum(w), "outside": np.int64(outside)})
+
+
 class TopKAccuracy(Metric):
     """Top-k accuracy: the weighted fraction of rows whose true class is among the k highest
     scores (ties as scikit-learn). ``k`` defaults to 2 (scikit-learn's default); ``max_k`` widens
     the state so that any k up to it can be computed from merged states. ``k >= K`` gives 1.0.
-    NaN with no examples. Needs an (N, K) score matrix. Source:
+    NaN with no examples. Multiclass: needs an (N, K) score matrix. Binary: 1-D scores of the
+    positive class, as scikit-learn: ``k=1`` is the accuracy of ``score > 0.5`` when every score
+    of the slice is in [0, 1], else of ``score > 0`` (:class:`BinaryTopKState` keeps both, so the
+    choice is made on the merged state); ``k >= 2`` gives 1.0. Source:
     ``sklearn.metrics.top_k_accuracy_score(labels=range(K))``.
     """
 
@@ -87,7 +139,7 @@ class TopKAccuracy(Metric):
     full_name = "Top-k accuracy"
     aliases = ("top_k_accuracy_score", "topk_accuracy", "top_k")
     params = {"k": 2, "max_k": None}
-    tasks = ("multiclass",)
+    tasks = ("binary", "multiclass")
     sklearn = "sklearn.metrics.top_k_accuracy_score"
     undefined = "no examples (total weight 0)"
 
@@ -103,12 +155,23 @@ class TopKAccuracy(Metric):
             raise ValueError(f"metric {self.name!r}: max_k ({self.p['max_k']}) must be >= k ({self.p['k']})")
 
     def requires(self) -> list[tuple[type[State], Any]]:
+        if self.task.kind == "binary":
+            return [(BinaryTopKState, None)]
         return [(TopKState, max(self.p["k"], self.p["max_k"] or 1))]
 
     def needs(self) -> frozenset[str]:
-        return frozenset({"target", "score_matrix"})
+        return frozenset({"target", "score" if self.task.kind == "binary" else "score_matrix"})
 
     def compute(self, states: dict[str, State]) -> float:
+        if self.task.kind == "binary":
+            st = states["binary_top_k"]
+            w = float(st["weight"])
+            if w == 0:
+                record_undefined()
+                return float("nan")
+            if self.p["k"] >= 2:  # both classes are in the top 2
+                return 1.0
+            return float(st["hits"][0 if int(st["outside"]) == 0 else 1] / w)
         st = states["top_k"]
         w = float(st["weight"])
         if w == 0:
@@ -117,4 +180,4 @@ class TopKAccuracy(Metric):
         return float(st["hits"][: self.p["k"]].sum() / w)
 
 
-__all__ = ["TopKAccuracy", "TopKLayout", "TopKState", "true_class_rank"]
+__all__ = ["BinaryTopKLayout", "BinaryTopKState", "TopKAccuracy", "TopKLayout", "TopKState", "true_class_rank"]

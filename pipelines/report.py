@@ -136,8 +136,12 @@ def is_weighted(results: Results) -> bool:
     return any(s.n is not None and s.weight is not None and float(s.weight) != float(s.n) for s in results.slices)
 
 
-def class_labels(results: Results, k: int) -> list[str]:
-    """Names of ``k`` classes: ``results.config["classes"]`` when it has ``k`` of them, else 0..k-1."""
+def class_labels(results: Results, k: int, metric: str | None = None) -> list[str]:
+    """Names of ``k`` classes: the ``labels=`` of ``metric`` when it has ``k`` of them, else
+    ``results.config["classes"]`` when it has ``k`` of them, else 0..k-1."""
+    given = None if metric is None else results.metric_labels(metric)
+    if given is not None and len(given) == k:
+        return [str(c) for c in given]
     classes = (results.config or {}).get("classes")
     if isinstance(classes, (list, tuple)) and len(classes) == k:
         return [str(c) for c in classes]
@@ -476,7 +480,7 @@ def plot_confusion_matrix(results: Results, slice: Any = (), metric: str | None 
     fig, ax = _new_axes(ax, (max(4.5, 0.55 * k + 3), max(4.0, 0.5 * k + 2.5)))
     rows = m.sum(axis=1, keepdims=True)
     share = np.divide(m, rows, out=np.full_like(m, np.nan), where=rows > 0)
-    labels = class_labels(results, k)
+    labels = class_labels(results, k, key)
     whole = bool(np.all(m[np.isfinite(m)] == np.round(m[np.isfinite(m)])))
     im = _heatmap(ax, m, labels, labels, "Blues", _count_text if whole else (lambda v: _fmt(v, 2)), share)
     fig.colorbar(im, ax=ax, shrink=0.8, label="weight" if is_weighted(results) else "count")
@@ -986,7 +990,7 @@ def render_report(
                 what = {"confusion_matrix": "heatmap", "accuracy_matrix": "heatmap", "roc": "curve", "pr": "curve"}.get(figure_kind(k) or "", "diagram")
                 cell = {"text": f"shown as the {what} below", "sort": "", "title": "all values in metrics.json / metrics.parquet", "null": False, "href": "#" + figure_of[k]}
             else:
-                cell = {"text": _array_summary(v, results.classes), "sort": "", "title": "", "null": False}
+                cell = {"text": _array_summary(v, results.metric_labels(k) or results.classes), "sort": "", "title": "", "null": False}
             cls = metric_class(k)
             hib = getattr(cls, "higher_is_better", None)
             ci_cell = {"text": "", "title": ""} if k in figure_of and np.ndim(v) != 0 else _ci_text(overall, k, k in unsupported, ci_name)

@@ -41,6 +41,7 @@ NON_NEGATIVE = {
     "binary_confusion": ("tp", "fp", "tn", "fn"),
     "confusion_matrix": ("matrix",),
     "top_k": ("hits", "weight"),
+    "binary_top_k": ("hits", "weight", "outside"),
     "probability_sums": ("weight", "brier", "log_loss"),
     "calibration_bins": ("count",),
     "mean_measure": ("count", "weight"),
@@ -68,7 +69,7 @@ def sample_states() -> dict[str, State]:
     got: dict[str, State] = {}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        mc = MetricCollection("f1", "roc_auc", "roc_auc@pos_label=0", "log_loss", "ece", "mean_measure")
+        mc = MetricCollection("f1", "roc_auc", "roc_auc@pos_label=0", "log_loss", "ece", "mean_measure", "top_k_accuracy@k=1")
         mc.update([1, 0, 1, 0, 1], y_score=[0.9, 0.3, 0.6, 0.6, 0.2], sample_weight=[1, 2, 0.5, 1, 1], measure=[0.1, 0.2, 0.3, 0.4, -0.5])
         scores = np.array([[0.7, 0.2, 0.1], [0.1, 0.6, 0.3], [0.2, 0.2, 0.6], [0.5, 0.4, 0.1]])
         mcs = [mc, MetricCollection("accuracy", "top_k_accuracy", "roc_auc@macro", num_classes=3)]

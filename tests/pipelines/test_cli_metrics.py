@@ -202,3 +202,26 @@ def test_cli_multiclass_metrics_json_holds_per_class_curves_and_calibration(tmp_
         assert m["ece@none"][c] == pytest.approx(tm_calibration_error(P[:, c], y == c, 10, "l1", w), rel=1e-12)
     assert np.array(m["reliability_diagram@n_bins=4"]).shape == (k + 1, 4, 3)
     assert m["ece"] == pytest.approx(tm_calibration_error(P.max(axis=1), P.argmax(axis=1) == y, 10, "l1", w), rel=1e-12)
+def test_cli_labels_by_class_value_and_binary_top_k(tmp_path):
+    """``labels=`` by class value and binary ``top_k_accuracy`` by name through the CLI (issue 17)."""
+    from sklearn.metrics import f1_score, top_k_accuracy_score
+
+    rng = np.random.default_rng(17)
+    names = np.array(["cat", "dog", "bird"])
+    y, p = names[rng.integers(0, 3, 60)], names[rng.integers(0, 3, 60)]
+    src = tmp_path / "mc.parquet"
+    pq.write_table(pa.table({"y": y, "p": p}), src)
+    out = tmp_path / "out"
+    argv = ["--input", str(src), "--label", "y", "--prediction", "p", "--classes", "cat,dog,bird",
+            "--metrics", "f1@none@labels=bird|cat,f1@micro@labels=dog", "--output", str(out), "--quiet"]  # fmt: skip
+    assert main(argv) == 0
+    m = json.loads((out / "metrics.json").read_text())["slices"][0]["metrics"]
+    assert close(m["f1@none@labels=bird|cat"], f1_score(y, p, labels=["bird", "cat"], average=None))
+    assert close(m["f1@micro@labels=dog"], f1_score(y, p, labels=["dog"], average="micro"))
+    yb, s = rng.integers(0, 2, 60), rng.normal(0, 1, 60)
+    src = tmp_path / "bin.parquet"
+    pq.write_table(pa.table({"y": yb, "s": s}), src)
+    out = tmp_path / "out_bin"
+    assert main(["--input", str(src), "--label", "y", "--score", "s", "--metrics", "top_k_accuracy@k=1", "--output", str(out), "--quiet"]) == 0
+    m = json.loads((out / "metrics.json").read_text())["slices"][0]["metrics"]
+    assert close(m["top_k_accuracy@k=1"], top_k_accuracy_score(yb, s, k=1))  # scores outside [0, 1]: threshold 0

@@ -537,3 +537,16 @@ def test_multiclass_reliability_diagram_draws_each_class_and_the_top_label():
     prob_true, prob_pred = calibration_curve(s.argmax(axis=1) == y, s.max(axis=1), n_bins=5)
     assert top.get_xdata() == pytest.approx(prob_pred) and top.get_ydata() == pytest.approx(prob_true)
     assert f"ece@n_bins=5 {r.overall.metrics['ece@n_bins=5']:.3f}" in top.get_label()
+def test_report_names_the_classes_of_labels():
+    """``labels=`` (issue 17): per-class values and the confusion matrix heatmap are named by the
+    labels given, in their order, not by position."""
+    ev = Evaluation(label_col="y", prediction_col="p", classes=["cat", "dog", "bird"],
+                    metrics=["recall@none@labels=bird|cat", "confusion_matrix@labels=bird|dog"])  # fmt: skip
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = ev.evaluate([{"y": ["cat", "dog", "bird", "bird"], "p": ["cat", "bird", "bird", "dog"]}])
+    assert report.class_labels(res, 2, "confusion_matrix@labels=bird|dog") == ["bird", "dog"]
+    fig = report.plot_confusion_matrix(res, metric="confusion_matrix@labels=bird|dog")
+    assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == ["bird", "dog"]
+    page = report.render_report(res)
+    assert "bird: 0.5000, cat: 1" in page, re.findall(r"bird: [^<]*", page)  # recall of bird 1/2, of cat 1/1
