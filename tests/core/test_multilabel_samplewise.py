@@ -160,7 +160,7 @@ def test_weighted_states_round_trip_through_the_codec():
     Y, S, w, ids, g = _data(400, 5)
     ev = _evaluation(["multilabel_confusion_matrix@samplewise=true"], True, slices=["g"])
     acc = ev.fold(ev.zero(), {"y": list(Y), "s": list(S), "id": ids, "w": w, "g": g})
-    states = [s for key in acc for s in acc[key] if s.kind == "multilabel_samplewise"]
+    states = [s for key in acc.slices() for s in acc[key] if s.kind == "multilabel_samplewise"]
     assert any((s["counts"] < 0).any() for s in states)  # the case this guards
     assert ev.decode_accumulator(ev.encode_accumulator(acc)) == acc
 
