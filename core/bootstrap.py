@@ -408,6 +408,9 @@ class BucketDistributionState(State):
         super().__init__(layout, arrays)
         if _trusted:
             return
+        base = _base(layout)[0]
+        if not issubclass(base, ScoreDistributionState):
+            raise ValueError(f"invalid {self.kind} state: its layout's kind {layout.kind!r} is not a score distribution")
         a = self.arrays
         keys, cell, pos, neg = a["keys"], a["cell"], a["pos"], a["neg"]
         m, k = keys.shape[0], cell.shape[0]
