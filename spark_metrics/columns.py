@@ -9,7 +9,9 @@ sums: it builds core's states from the cells (:func:`core.states.states_from_cel
 the metric with core, so the values are those of :func:`spark_metrics.compute_metrics` and
 ``core.Evaluation`` (bit for bit unweighted or with integer weights; fractional weights are
 summed by Spark in float64, equal up to rounding). Spark deduplicates the identical sums of
-several metric columns, so a list of metrics aggregates each cell once.
+several metric columns, so a list of metrics aggregates each cell once. The columns are plain
+``pyspark.sql.functions`` expressions and a Python UDF, so they work over Spark Connect as well
+(``pyspark.sql.functions`` builds Connect columns in a Connect application).
 
 Metrics whose states are not sums of per-row cells (ROC AUC and the other score-distribution
 metrics, calibration, regression, ...) cannot lower: :func:`metric_columns` raises

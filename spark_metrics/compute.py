@@ -11,13 +11,15 @@ Plan of the Spark job (DataFrame API only, so it also runs over Spark Connect)::
 
 Raw rows never leave their executor and are never collected to the driver: only the small,
 fixed-size partial states cross the shuffle (at most one row per slice and partition), and only
-the small long-format result table is collected by :func:`collect_results`.
+the small long-format result table is collected by :func:`collect_results`. When the partial
+states are small (``driver_merge_bytes``), :func:`collect_results` persists them, collects them
+and runs the per-slice merge on the driver instead (no shuffle, no second stage of Python tasks).
 """
 
 from __future__ import annotations
 
 import warnings
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
 from core import codec
 from core.evaluation import Evaluation, resolve_evaluation
@@ -234,22 +236,26 @@ def _fold_partition_fn(evaluation: Evaluation) -> Callable[[Iterator["pa.RecordB
     return fold_partition
 
 
+def _slice_rows(evaluation: Evaluation, key_json: str, blobs: Iterable[bytes]) -> list[dict[str, Any]]:
+    """One slice's long-format result rows from its encoded partial states (merged, finished):
+    the executors' per-slice merge and :func:`collect_results`' merge on the driver both run it."""
+    key = codec.slice_key_from_json(key_json)
+    merged = evaluation.plan.merge_all(evaluation.decode_states(b) for b in blobs)
+    # Warnings raised on an executor never reach the user: undefined values are NaN in the rows
+    # (collect_results warns once, from the rows).
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        result = evaluation.finish({key: merged}, add_overall=False)[key]
+    return Results([result]).to_rows()
+
+
 def _merge_slice_fn(evaluation: Evaluation) -> Callable[["pa.Table"], "pa.Table"]:
     """The grouped ``applyInArrow`` function: merge one slice's partial states, compute its rows."""
-    plan = evaluation.plan
 
     def merge_slice(table: "pa.Table") -> "pa.Table":
         import pyarrow as pa
 
-        key_json = table.column("slice_key")[0].as_py()
-        key = codec.slice_key_from_json(key_json)
-        merged = plan.merge_all(evaluation.decode_states(b) for b in table.column("states").to_pylist())
-        # Warnings raised on an executor never reach the user: undefined values are NaN in the
-        # rows.
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UndefinedMetricWarning)
-            result = evaluation.finish({key: merged}, add_overall=False)[key]
-        rows = Results([result]).to_rows()
+        rows = _slice_rows(evaluation, table.column("slice_key")[0].as_py(), table.column("states").to_pylist())
         return pa.Table.from_pylist(rows, schema=_arrow_result_schema())
 
     return merge_slice
@@ -400,10 +406,43 @@ def compute_metrics(
     out = partial.unionByName(zero).groupBy("slice_key").applyInArrow(_merge_slice_fn(evaluation), result_schema())
     if evaluation.profile is not None:
         out._mm_profiled_evaluation = evaluation  # lets collect_results report folded_values
+    out._mm_partial = (partial, evaluation)  # lets collect_results merge small partial states on the driver
     return out
 
 
-def collect_results(result_df: "DataFrame", evaluation: Any) -> Results:
+#: Largest total size (bytes) of the encoded partial states that :func:`collect_results` merges
+#: on the driver; above it, the per-slice merge runs on the executors (after the shuffle).
+DRIVER_MERGE_BYTES = 64 * 2**20
+
+
+def _merge_on_driver(result_df: "DataFrame", partial: "DataFrame", evaluation: Evaluation, limit: int) -> list[dict[str, Any]]:
+    """The result rows of ``result_df`` (compute_metrics' Arrow path), with the per-slice merge on
+    the driver when the partial states are small.
+
+    The partial states (one row per partition and slice) are persisted by one job that also sums
+    their sizes; at most ``limit`` bytes are collected and merged here by :func:`_slice_rows` (the
+    executors' function; merges are exact in any order, so the rows are the same), which saves the
+    shuffle and the merge stage. Otherwise ``result_df`` runs over the persisted states.
+    """
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+
+    partial.persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        size = partial.select(F.sum(F.length("states")).alias("bytes")).first()["bytes"] or 0
+        if size > limit:
+            return [r.asDict() for r in result_df.collect()]
+        table = partial.toArrow()
+    finally:
+        partial.unpersist()
+    blobs: dict[str, list[bytes]] = {}
+    for key_json, states in zip(table.column("slice_key").to_pylist(), table.column("states").to_pylist()):
+        blobs.setdefault(key_json, []).append(states)
+    blobs.setdefault(codec.slice_key_to_json(OVERALL), []).append(evaluation.encode_states(evaluation.plan.zero()))
+    return [row for key_json, parts in blobs.items() for row in _slice_rows(evaluation, key_json, parts)]
+
+
+def collect_results(result_df: "DataFrame", evaluation: Any, *, driver_merge_bytes: int = DRIVER_MERGE_BYTES) -> Results:
     """Collect the (small) result table of :func:`compute_metrics` into :class:`core.Results`.
 
     Args:
@@ -411,11 +450,20 @@ def collect_results(result_df: "DataFrame", evaluation: Any) -> Results:
         evaluation: the same evaluation (gives the canonical slice and metric order); for
             windowed results the :class:`core.WindowedEvaluation`, or the evaluation when
             ``result_df`` is the very DataFrame ``compute_metrics(..., window=...)`` returned.
+        driver_merge_bytes: merge the partial states on the driver when they total at most this
+            many bytes (see below); 0: always on the executors.
 
     Returns:
         ``evaluation.collect(rows=...)``: slices overall first, then in spec and value order;
         array metrics (``f1@none``, ``confusion_matrix``) rebuilt as numpy arrays from their
         ``index`` cells.
+
+    For the very DataFrame that ``compute_metrics`` returned on its Arrow path, the per-slice
+    merge runs on the driver when the encoded partial states (one row per partition and slice)
+    total at most ``driver_merge_bytes`` (default 64 MiB; 0 turns it off): one job folds the
+    partitions and persists their states, the driver merges them (the same results, without a
+    shuffle and a second stage of Python tasks); larger states are merged per slice on the
+    executors, from the persisted states.
 
     Slices of specs with ``max_slices`` report ``folded_values`` on their ``__other__`` slice
     when ``evaluation`` carries the profile (:func:`spark_metrics.profile_evaluation`), or when
@@ -436,4 +484,7 @@ def collect_results(result_df: "DataFrame", evaluation: Any) -> Results:
     profiled = getattr(result_df, "_mm_profiled_evaluation", None)
     if profiled is not None and evaluation.needs_profile and profiled.to_config() == evaluation.to_config():
         evaluation = profiled
+    partial, folded = getattr(result_df, "_mm_partial", (None, None))
+    if partial is not None and driver_merge_bytes > 0 and folded.to_config() == evaluation.to_config():
+        return evaluation.collect(rows=_merge_on_driver(result_df, partial, folded, driver_merge_bytes))
     return evaluation.collect(rows=[r.asDict() for r in result_df.collect()])

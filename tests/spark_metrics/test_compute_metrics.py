@@ -202,6 +202,24 @@ def test_equals_core_direct_fold_exactly(binary_runs, binary_eval, pdf):
     assert len(keys) == 1 + 5 + 3 + 15
 
 
+@pytest.mark.parametrize("limit", [None, 1, 0], ids=["driver-merge", "over-the-limit", "off"])
+def test_collect_results_merges_small_partial_states_on_the_driver(sdf, pdf, monkeypatch, limit):
+    """collect_results of the Arrow path merges the partial states on the driver (default), or on
+    the executors over ``driver_merge_bytes`` (1 byte here) or with 0: core's direct fold either way."""
+    import spark_metrics.compute as compute
+
+    ev = core.Evaluation(label_col="y", score_col="score", weight_col="w", slices=["carrier", "carrier,origin"],
+                         metrics=["accuracy", "f1", "roc_auc", "average_precision"])  # fmt: skip
+    direct = ev.finish(ev.fold(ev.zero(), pdf))
+    on_driver = []
+    real = compute._slice_rows
+    monkeypatch.setattr(compute, "_slice_rows", lambda *a: on_driver.append(a[1]) or real(*a))  # this process's calls only
+    kw = {} if limit is None else {"driver_merge_bytes": limit}
+    got = collect_results(compute_metrics(sdf.repartition(3), evaluation=ev, native=False), ev, **kw)
+    assert got.to_json() == direct.to_json()
+    assert len(on_driver) == (len(direct.slices) if limit is None else 0)
+
+
 def _sk_binary(y, score, w):
     pred = (score >= 0.5).astype(int)
     return {

@@ -1,0 +1,66 @@
+"""spark_metrics.metric_columns over Spark Connect: a Connect DataFrame's own
+``groupBy(...).agg(*metric_columns(...))`` gives, per group, the values of compute_metrics run over
+the same Connect session (and of scikit-learn); invalid values raise through the Connect client.
+
+One Connect server (a ``local[2]`` subprocess on 127.0.0.1) serves the whole test session: the
+``spark_connect`` fixture of tests/spark_metrics/conftest.py, which skips saying why when the
+Connect client's packages are missing or the server does not start.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.metrics import f1_score, precision_score
+
+from core import Evaluation
+from spark_metrics import collect_results, compute_metrics, metric_columns
+from tests.spark_metrics.test_metric_columns import METRICS, _frame, _rows, _same
+
+pytestmark = pytest.mark.filterwarnings("ignore::core.metrics.UndefinedMetricWarning")
+
+
+@pytest.fixture
+def connect(spark_connect, monkeypatch):
+    """The Connect session, with ``pyspark.sql.functions`` building Connect columns for this test
+    (what ``SparkSession.builder.remote(...)`` sets for a Connect application's whole process)."""
+    monkeypatch.setenv("SPARK_CONNECT_MODE_ENABLED", "1")
+    return spark_connect
+
+
+def test_group_by_agg_over_connect_equals_compute_metrics(connect):
+    pdf = _frame()
+    df = connect.createDataFrame(pdf).repartition(3)
+    assert type(df).__module__.startswith("pyspark.sql.connect")  # a Connect DataFrame, not a classic one
+    cols = metric_columns(METRICS, label_col="y", score_col="p", weight_col="w")
+    assert all(type(c).__module__.startswith("pyspark.sql.connect") for c in cols)
+    got = _rows(df, cols, ["country", "day"])
+    ev = Evaluation(label_col="y", score_col="p", weight_col="w", slices=["country,day"], metrics=METRICS)
+    want = collect_results(compute_metrics(df, evaluation=ev), ev)  # the same Connect session
+    assert len(got) == 9
+    for (country, day), row in got.items():
+        ref = want[(("country", country), ("day", int(day)))].metrics
+        for k in (m.key for m in ev.plan.metrics):
+            assert _same(row[k], ref[k]), (country, day, k, row[k], ref[k])  # integer weights: bit for bit
+        part = pdf[(pdf.country == country) & (pdf.day == day)]
+        pred = (part.p >= 0.5).astype(int)
+        assert row["precision"] == pytest.approx(precision_score(part.y, pred, sample_weight=part.w), rel=1e-12)
+        assert row["example_count"] == len(part) and isinstance(row["example_count"], int)
+
+
+def test_multiclass_and_invalid_values_over_connect(connect):
+    from pyspark.sql import functions as F
+
+    pdf = _frame(300)
+    df = connect.createDataFrame(pdf)
+    cols = metric_columns(["accuracy", "f1@macro"], label_col="k", prediction_col="kp", num_classes=3)
+    got = {r["country"]: r.asDict() for r in df.groupBy("country").agg(F.count("*").alias("rows"), *cols).collect()}
+    assert sorted(got) == ["DE", "FR", "IT"]
+    for country, row in got.items():
+        part = pdf[pdf.country == country]
+        assert row["rows"] == len(part)
+        assert row["accuracy"] == pytest.approx(float(np.mean(part.k == part.kp)), rel=1e-12)
+        assert row["f1@macro"] == pytest.approx(f1_score(part.k, part.kp, average="macro"), rel=1e-12)
+    pdf.loc[7, "p"] = float("nan")
+    with pytest.raises(Exception, match=r"column 'p': invalid value nan in 1 row"):
+        connect.createDataFrame(pdf).groupBy("day").agg(*metric_columns(["precision"], label_col="y", score_col="p")).collect()
