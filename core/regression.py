@@ -141,12 +141,21 @@ class RegressionMomentsState(State):
         """The exact sums of one validated batch ((n,) or, with ``num_outputs``, (n, D) values).
 
         Raises:
-            ValueError: the batch lacks targets or predictions, or their shape does not fit.
+            ValueError: the batch lacks targets or predictions, or their shape does not fit, or
+                an error ``|p - y|`` or a percentage error overflows float64 (named by its row).
         """
         y, p = batch_outputs(batch, layout.num_outputs)
         w = batch.sample_weight
-        abs_e = np.abs(p - y)
-        ape = abs_e / np.maximum(np.abs(y), _EPS)
+        with np.errstate(over="ignore"):
+            abs_e = np.abs(p - y)
+            ape = abs_e / np.maximum(np.abs(y), _EPS)
+        if not (np.isfinite(abs_e).all() and np.isfinite(ape).all()):
+            bad = np.flatnonzero(~(np.isfinite(abs_e) & np.isfinite(ape)).reshape(abs_e.shape[0], -1).all(axis=1))[0]
+            raise ValueError(
+                f"regression: the error of row {int(bad)} of the batch overflows float64 (target {np.asarray(y[bad]).tolist()!r}, "
+                f"prediction {np.asarray(p[bad]).tolist()!r}: |prediction - target| or |prediction - target| / |target| is inf); "
+                "the exact sums of mse, mae and r2 need finite errors"
+            )
         positive = abs_e if w is None else abs_e[w > 0]
         shape = output_shape(layout.num_outputs)
         a = {

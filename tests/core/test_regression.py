@@ -219,3 +219,13 @@ def test_r2_single_row_is_nan_like_sklearn_and_constant_target_is_force_finite()
     with pytest.warns(Warning):
         r = mc.compute()
     assert math.isnan(r["r2"]) and r["explained_variance"] == 1.0  # sklearn: nan and 1.0
+
+
+def test_an_error_that_overflows_float64_raises_naming_the_row_and_values():
+    """``y = 1e308``, ``p = -1e308``: ``p - y`` is -inf in float64 (scikit-learn's mse is inf); the
+    exact sums cannot hold it, so the fold says which row and values, not an exact-sum internal."""
+    from core import MetricCollection
+
+    mc = MetricCollection("mse", "mae", "r2", task="regression")
+    with pytest.raises(ValueError, match=r"row 1 of the batch overflows float64 \(target 1e\+308, prediction -1e\+308"):
+        mc.update([1.0, 1e308], y_pred=[2.0, -1e308])
