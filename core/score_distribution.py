@@ -65,6 +65,7 @@ from core.score_bins import (  # re-exported: the binning of these states (core.
     bin_upper_scores,
     canonical_bins,
     fold_bins,
+    fold_bins_by_lookup,
     keys_to_scores,
     merge_bins,
     score_keys,
@@ -251,6 +252,10 @@ class ScoreDistributionState(State):
         a = self.arrays
         bins = (a["keys"], self._weights(), int(a["level"]))
         score = np.ascontiguousarray(score, dtype=np.float64)
+        if w is None and a["keys"].size and self._counts_only():
+            got = fold_bins_by_lookup(bins, score_keys(score), y, self.layout.capacity)
+            if got is not None and _small_counts(got[1][:, 0], got[1][:, 1]):
+                return self._from_weights(self.layout, *got)  # integer counts: already exact
         k, wts, level = fold_bins(bins, score, y, w, self.layout.capacity)
         if w is None and self._counts_only() and _small_counts(wts[:, 0], wts[:, 1]):
             return self._from_weights(self.layout, k, wts, level)  # integer counts: already exact
