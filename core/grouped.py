@@ -35,7 +35,7 @@ import numpy as np
 
 from core._inputs import Batch
 from core.exact import ExactSums, exact_sum, raw_regroup
-from core.score_bins import LOOKUP_CELLS, BinLookup, count_cells, fold_found, lookup_cells
+from core.score_bins import LOOKUP_CELLS, LOOKUP_CELLS_PER_ROW, BinLookup, count_cells, fold_found, lookup_cells
 from core.score_distribution import ScoreDistributionState, canonical_bins, score_keys
 from core.slicing import ValueKeys, _stable_order, split_by_code
 from core.states import ExampleCountState, State, checked_add
@@ -337,10 +337,11 @@ class DistributionStack(Stack):
         """(size,) bool: the heavy slots of an unweighted stack whose state already has bins at
         a level where a :class:`~core.score_bins.BinLookup` is small, with integer counts that
         stay below 2**52 with this batch's rows (the state's own fold keeps them as counts
-        then); None when there is none."""
+        then); None when there is none, or when their tables would have more than
+        :data:`~core.score_bins.LOOKUP_CELLS_PER_ROW` cells per row of theirs."""
         if self.weighted:
             return None
-        known = None
+        known, cells_total, rows = None, 0, 0
         for slot in np.flatnonzero(heavy).tolist():
             st = self.big.get(slot)
             if st is None:
@@ -354,6 +355,10 @@ class DistributionStack(Stack):
             if known is None:
                 known = np.zeros(heavy.shape[0], dtype=bool)
             known[slot] = True
+            cells_total += cells
+            rows += int(counts[slot])
+        if known is not None and cells_total > LOOKUP_CELLS_PER_ROW * rows:
+            return None  # building the table would cost more than sorting the rows slot by slot
         return known
 
     def _fold_known(self, batch: Batch, pos: np.ndarray | None, slots: np.ndarray, known: np.ndarray, cache: dict, every: bool) -> None:

@@ -484,7 +484,10 @@ def _bins_by_histogram(score: np.ndarray, y: np.ndarray, w: np.ndarray | None, c
 # ---------------------------------------------------------------------------------------------
 # Folding into bins already known: a dense lookup table instead of a sort and a union
 #: most cells of one part of a :class:`BinLookup` (its binades times the bins per binade)
-LOOKUP_CELLS = 1 << 18
+LOOKUP_CELLS = 1 << 20
+#: a lookup is used when its table has at most this many cells per row looked up (building the
+#: table costs about what a row's lookup does; below that, sorting the rows is cheaper)
+LOOKUP_CELLS_PER_ROW = 2
 
 
 def lookup_cells(keys: np.ndarray, level: int) -> int | None:
@@ -593,7 +596,7 @@ def fold_bins_by_lookup(bins: tuple, keys: np.ndarray, y: np.ndarray, capacity: 
     too large (:data:`LOOKUP_CELLS`)."""
     k, wts, level = bins
     cells = lookup_cells(k, level)
-    if cells is None or cells > LOOKUP_CELLS:
+    if cells is None or cells > min(LOOKUP_CELLS, LOOKUP_CELLS_PER_ROW * keys.size) or keys.size > _SORT_MAX:
         return None
     lookup = BinLookup([(k, level)])
     found, new_keys, y_new = count_cells(lookup, keys, y)
