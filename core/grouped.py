@@ -341,8 +341,12 @@ class DistributionStack(Stack):
         :data:`~core.score_bins.LOOKUP_CELLS_PER_ROW` cells per row of theirs."""
         if self.weighted:
             return None
+        ids = np.flatnonzero(heavy).tolist()
+        bins = sum(self.big[s_].arrays["keys"].size for s_ in ids if s_ in self.big)
+        if bins > LOOKUP_CELLS_PER_ROW * int(counts[heavy].sum()):  # a table has a cell per bin at least
+            return None
         known, cells_total, rows = None, 0, 0
-        for slot in np.flatnonzero(heavy).tolist():
+        for slot in ids:
             st = self.big.get(slot)
             if st is None:
                 continue

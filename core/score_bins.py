@@ -595,8 +595,11 @@ def fold_bins_by_lookup(bins: tuple, keys: np.ndarray, y: np.ndarray, capacity: 
     :data:`LOOKUP_CHUNK` rows; only the others are sorted); None when the bins' table would be
     too large (:data:`LOOKUP_CELLS`)."""
     k, wts, level = bins
+    most = min(LOOKUP_CELLS, LOOKUP_CELLS_PER_ROW * keys.size)
+    if k.size > most or keys.size > _SORT_MAX:  # a table has a cell per bin at least
+        return None
     cells = lookup_cells(k, level)
-    if cells is None or cells > min(LOOKUP_CELLS, LOOKUP_CELLS_PER_ROW * keys.size) or keys.size > _SORT_MAX:
+    if cells is None or cells > most:
         return None
     lookup = BinLookup([(k, level)])
     found, new_keys, y_new = count_cells(lookup, keys, y)
