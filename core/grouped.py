@@ -368,8 +368,8 @@ class DistributionStack(Stack):
     def _fold_known(self, batch: Batch, pos: np.ndarray | None, slots: np.ndarray, known: np.ndarray, cache: dict, every: bool) -> None:
         """Fold the rows of the ``known`` slots (see :meth:`_known`) into their states at once,
         without splitting the rows by slot: one :class:`~core.score_bins.BinLookup` of every
-        such state's bins gives each row its bin, counted by ``np.bincount`` in chunks; only
-        rows in no existing bin are sorted, slot by slot. Each state is the one its own
+        such state's bins gives each row its bin (in chunks), counted by one ``np.bincount``;
+        only rows in no existing bin are sorted, slot by slot. Each state is the one its own
         :meth:`~core.score_distribution.ScoreDistributionState.fold` of those rows gives
         (:func:`~core.score_bins.fold_found`, bit for bit: counts are integers)."""
         key, y, _ = self._keys(batch, cache)

@@ -10,7 +10,10 @@ summed weight per bin and label. See :mod:`core.score_distribution` for the stat
 (and the full account of levels and certified bounds).
 
 Folding speed: batches of more than ``_SORT_MAX`` rows are binned without sorting, by chunked
-dense histograms (see :func:`_bins_by_histogram`); see ``benchmarks/bench_auc.py``.
+dense histograms (see :func:`_bins_by_histogram`); see ``benchmarks/bench_auc.py``. Rows folded
+into bins already known (a compressed state's, level <= 52) are looked up in a dense table of
+those bins (:class:`BinLookup`, :func:`fold_bins_by_lookup`) where the table costs less than
+sorting the rows; only rows in no known bin are sorted.
 
 This module imports numpy only; it knows nothing of states, batches or metrics.
 """
