@@ -396,7 +396,7 @@ class DistributionStack(Stack):
             a0, a1 = int(lookup.starts[p]), int(lookup.starts[p + 1])
             nk, ny = new.get(p, empty)
             k, wts, level = fold_found(a["keys"], st._weights(), int(a["level"]), found[2 * a0 : 2 * a1].reshape(a1 - a0, 2), nk, ny, cap)
-            self.big[slot] = self.cls._from_weights(self.layout, k, wts, level)
+            self.big[slot] = self.cls._counts_state(self.layout, k, wts, level)  # counts: checked by _known
 
     def _add(self, runs: tuple) -> None:
         if runs[0].size == 0:
