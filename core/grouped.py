@@ -35,6 +35,7 @@ import numpy as np
 
 from core._inputs import Batch
 from core.exact import ExactSums, exact_sum, raw_regroup
+from core.score_bins import LOOKUP_CELLS, LOOKUP_CELLS_PER_ROW, BinLookup, count_cells, fold_found, lookup_cells
 from core.score_distribution import ScoreDistributionState, canonical_bins, score_keys
 from core.slicing import ValueKeys, _stable_order, split_by_code
 from core.states import ExampleCountState, State, checked_add
@@ -292,12 +293,18 @@ class DistributionStack(Stack):
             heavy = counts >= self.HEAVY
             if heavy.any():
                 every = bool(heavy[counts > 0].all())  # every row on a heavy slot: no selection to copy
-                if every:
+                on_heavy = None if every else heavy[slots]
+                known = self._known(heavy, counts)
+                rest = heavy if known is None else heavy & ~known
+                if known is not None:
+                    self._fold_known(batch, pos, slots, known, cache, every and not rest.any())
+                if rest is heavy and every:
                     parts = split_by_code(slots, size, pos)
-                else:
-                    on_heavy = heavy[slots]
-                    sel = np.flatnonzero(on_heavy)
+                elif rest.any():
+                    sel = np.flatnonzero(rest[slots])
                     parts = split_by_code(slots[sel], size, sel if pos is None else pos[sel])
+                else:
+                    parts = []
                 for slot, idx in parts:
                     old = self.big.get(slot)
                     self.big[slot] = (self.cls.zero(self.layout) if old is None else old).fold(batch.take(idx))
@@ -306,11 +313,7 @@ class DistributionStack(Stack):
                     return
                 light = np.flatnonzero(~on_heavy)
                 pos, slots = (light if pos is None else pos[light]), slots[light]
-        got = cache.get(self.cls)
-        if got is None:
-            score, y, w = self.cls._inputs(batch)
-            got = cache[self.cls] = (score_keys(score), y.astype(np.int64, copy=False), w)
-        key, y, w = got
+        key, y, w = self._keys(batch, cache)
         if pos is not None:
             key, y, w = key[pos], y[pos], (None if w is None else w[pos])
         if w is not None:  # zero-weight rows leave no trace (as in the state's own fold)
@@ -320,6 +323,80 @@ class DistributionStack(Stack):
         if slots.size == 0:
             return
         self._add(_runs(self.values, slots, key, self.values.of_rows(y, w)))
+
+    def _keys(self, batch: Batch, cache: dict) -> tuple:
+        """``(score keys, int64 labels, weights or None)`` of every batch element (cached per
+        batch, shared by the blocks of every spec)."""
+        got = cache.get(self.cls)
+        if got is None:
+            score, y, w = self.cls._inputs(batch)
+            got = cache[self.cls] = (score_keys(score), y.astype(np.int64, copy=False), w)
+        return got
+
+    def _known(self, heavy: np.ndarray, counts: np.ndarray) -> np.ndarray | None:
+        """(size,) bool: the heavy slots of an unweighted stack whose state already has bins at
+        a level where a :class:`~core.score_bins.BinLookup` is small, with integer counts that
+        stay below 2**52 with this batch's rows (the state's own fold keeps them as counts
+        then); None when there is none, or when their tables would have more than
+        :data:`~core.score_bins.LOOKUP_CELLS_PER_ROW` cells per row of theirs."""
+        if self.weighted:
+            return None
+        ids = np.flatnonzero(heavy).tolist()
+        bins = sum(self.big[s_].arrays["keys"].size for s_ in ids if s_ in self.big)
+        if bins > LOOKUP_CELLS_PER_ROW * int(counts[heavy].sum()):  # a table has a cell per bin at least
+            return None
+        known, cells_total, rows = None, 0, 0
+        for slot in ids:
+            st = self.big.get(slot)
+            if st is None:
+                continue
+            a = st.arrays
+            cells = lookup_cells(a["keys"], int(a["level"]))
+            if cells is None or cells > LOOKUP_CELLS or not st._counts_only():
+                continue
+            if float(a["pos"].sum()) + float(a["neg"].sum()) + float(counts[slot]) >= 2.0**52:
+                continue
+            if known is None:
+                known = np.zeros(heavy.shape[0], dtype=bool)
+            known[slot] = True
+            cells_total += cells
+            rows += int(counts[slot])
+        if known is not None and cells_total > LOOKUP_CELLS_PER_ROW * rows:
+            return None  # building the table would cost more than sorting the rows slot by slot
+        return known
+
+    def _fold_known(self, batch: Batch, pos: np.ndarray | None, slots: np.ndarray, known: np.ndarray, cache: dict, every: bool) -> None:
+        """Fold the rows of the ``known`` slots (see :meth:`_known`) into their states at once,
+        without splitting the rows by slot: one :class:`~core.score_bins.BinLookup` of every
+        such state's bins gives each row its bin (in chunks), counted by one ``np.bincount``;
+        only rows in no existing bin are sorted, slot by slot. Each state is the one its own
+        :meth:`~core.score_distribution.ScoreDistributionState.fold` of those rows gives
+        (:func:`~core.score_bins.fold_found`, bit for bit: counts are integers)."""
+        key, y, _ = self._keys(batch, cache)
+        if pos is not None:
+            key, y = key[pos], y[pos]
+        ids = np.flatnonzero(known)
+        if every and ids.size == known.shape[0]:  # every slot is known: parts are slots
+            part = slots
+        else:
+            part_of = np.full(known.shape[0], -1, dtype=np.int64)
+            part_of[ids] = np.arange(ids.size, dtype=np.int64)
+            part = part_of[slots]
+            if not every:
+                sel = part >= 0
+                key, y, part = key[sel], y[sel], part[sel]
+        states = [self.big[int(s_)] for s_ in ids]
+        lookup = BinLookup([(st.arrays["keys"], int(st.arrays["level"])) for st in states])
+        found, mk, my, mp = count_cells(lookup, key, y, part)
+        new = {p: (mk[idx], my[idx]) for p, idx in split_by_code(mp, ids.size)} if mk.size else {}
+        empty = key[:0], y[:0]
+        cap = self.layout.capacity
+        for p, (slot, st) in enumerate(zip(ids.tolist(), states)):
+            a = st.arrays
+            a0, a1 = int(lookup.starts[p]), int(lookup.starts[p + 1])
+            nk, ny = new.get(p, empty)
+            k, wts, level = fold_found(a["keys"], st._weights(), int(a["level"]), found[2 * a0 : 2 * a1].reshape(a1 - a0, 2), nk, ny, cap)
+            self.big[slot] = self.cls._counts_state(self.layout, k, wts, level)  # counts: checked by _known
 
     def _add(self, runs: tuple) -> None:
         if runs[0].size == 0:

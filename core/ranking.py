@@ -122,6 +122,13 @@ def _trapezoid(y: np.ndarray, x: np.ndarray) -> float:
     return float(np.sum(d * (y[1:] + y[:-1]) / 2.0))
 
 
+def _dot(a: np.ndarray, b: np.ndarray) -> float:
+    """``sum(a * b)`` of two (m,) float64 arrays by ``np.einsum`` (numpy's own loop): ``np.dot``
+    goes to BLAS, whose thread start-up cost ~20 ms per call for a 30,000-bin state on the
+    shared 2-core box (about 1,000x the product itself)."""
+    return float(np.einsum("i,i->", a, b))
+
+
 def _sk_auc(x: np.ndarray, y: np.ndarray) -> float:
     """``sklearn.metrics.auc``: trapezoidal area, x monotonic in either direction."""
     direction = 1
@@ -183,8 +190,8 @@ def roc_auc_value(d: _Dist) -> float | Interval:
     if d.exact:
         return value
     below = d.N - d.fps
-    lower = float(np.dot(d.pos, below))
-    ties = float(np.dot(d.pos, d.neg))
+    lower = _dot(d.pos, below)
+    ties = _dot(d.pos, d.neg)
     pn = d.P * d.N
     return _interval(value, lower / pn, (lower + ties) / pn)
 
@@ -224,7 +231,7 @@ def partial_roc_auc_value(d: _Dist, max_fpr: float, standardize: bool = True) ->
     t_after = d.tps / d.P
     t_before = np.r_[0.0, t_after[:-1]]
     width = np.clip(np.minimum(f_after, max_fpr) - f_before, 0.0, None)
-    lo, hi = float(np.dot(t_before, width)), float(np.dot(t_after, width))
+    lo, hi = _dot(t_before, width), _dot(t_after, width)
     lo, hi = lo - _SLACK, hi + _SLACK
     bounds = (0.0, 1.0) if standardize else (0.0, max_fpr)
     return _interval(mc(raw), mc(lo), mc(hi), bounds)

@@ -10,7 +10,10 @@ summed weight per bin and label. See :mod:`core.score_distribution` for the stat
 (and the full account of levels and certified bounds).
 
 Folding speed: batches of more than ``_SORT_MAX`` rows are binned without sorting, by chunked
-dense histograms (see :func:`_bins_by_histogram`); see ``benchmarks/bench_auc.py``.
+dense histograms (see :func:`_bins_by_histogram`); see ``benchmarks/bench_auc.py``. Rows folded
+into bins already known (a compressed state's, level <= 52) are looked up in a dense table of
+those bins (:class:`BinLookup`, :func:`fold_bins_by_lookup`) where the table costs less than
+sorting the rows; only rows in no known bin are sorted.
 
 This module imports numpy only; it knows nothing of states, batches or metrics.
 """
@@ -479,3 +482,150 @@ def _bins_by_histogram(score: np.ndarray, y: np.ndarray, w: np.ndarray | None, c
         return k1, c1, 0
     k2, c2 = _bins_by_sort(keys[multi], y[multi], None if w is None else w[multi], nl)
     return _union(k1, c1, k2, c2) + (0,)
+
+
+# ---------------------------------------------------------------------------------------------
+# Folding into bins already known: a dense lookup table instead of a sort and a union
+#: most cells of one part of a :class:`BinLookup` (its binades times the bins per binade)
+LOOKUP_CELLS = 1 << 20
+#: a lookup is used when its table has at most this many cells per row looked up (building the
+#: table costs about what a row's lookup does; below that, sorting the rows is cheaper)
+LOOKUP_CELLS_PER_ROW = 2
+
+
+def lookup_cells(keys: np.ndarray, level: int) -> int | None:
+    """Cells of the :class:`BinLookup` table of the bins ``keys`` (ascending, distinct) at
+    ``level``: the binades (sign and exponent, ``key >> 52``) they occupy times ``2**(52 -
+    level)``; None when there are no keys or the level is above 52 (then a bin spans binades)."""
+    if keys.size == 0 or not 0 <= level <= 52:
+        return None
+    codes = keys >> np.int64(52 - level)
+    return int(np.count_nonzero(codes[1:] != codes[:-1]) + 1) << (52 - level)
+
+
+class BinLookup:
+    """Where rows fall among the bins of one or several canonical states (*parts*).
+
+    Each part is ``(keys, level)``: ascending distinct bin keys (``score key >> level``) at a
+    level <= 52. A bin of level ``L`` lies inside one binade (``key >> 52``, sign and exponent
+    of its scores), which holds ``2**(52 - L)`` bins; the table has one cell per bin of every
+    binade a part occupies, holding ``2 * position`` of that bin (positions count the bins of
+    all parts in order), or :attr:`miss` (``2 * all bins``: one more bin, that collects the rows
+    in no bin of their part). Binades a part does not occupy lead to a block of such cells. A
+    row's cell is then two gathers and a few shifts: no sort, no search.
+
+    Attributes:
+        starts: (parts + 1,) int64, first position of each part (positions of part ``i`` are
+            ``starts[i] .. starts[i + 1] - 1``).
+        miss: the table value of a row in no bin of its part.
+    """
+
+    __slots__ = ("offsets", "table", "levels", "masks", "starts", "miss")
+
+    def __init__(self, parts: list[tuple[np.ndarray, int]]):
+        widest = max(1 << (52 - level) for _, level in parts)
+        cells, positions = [], []
+        offsets = np.zeros(len(parts) * 4096, dtype=np.int64)  # absent binades: the block at 0
+        total, pos, starts = widest, 0, [0]
+        for i, (keys, level) in enumerate(parts):
+            s = np.int64(52 - level)
+            per = 1 << int(s)
+            codes = keys >> s  # the binade of each bin
+            first = np.flatnonzero(np.concatenate(([True], codes[1:] != codes[:-1])))
+            rank = np.zeros(keys.size, dtype=np.int64)
+            rank[first[1:]] = 1
+            np.cumsum(rank, out=rank)
+            offsets[i * 4096 + (codes[first] & 4095)] = total + np.arange(first.size, dtype=np.int64) * per
+            cells.append(total + rank * per + (keys & np.int64(per - 1)))
+            positions.append(np.arange(pos, pos + keys.size, dtype=np.int64))
+            total += first.size * per
+            pos += keys.size
+            starts.append(pos)
+        self.miss = 2 * pos
+        self.table = np.full(total, self.miss, dtype=np.int32 if self.miss < 1 << 30 else np.int64)
+        self.table[np.concatenate(cells)] = 2 * np.concatenate(positions)
+        self.offsets = offsets
+        levels = np.array([lv for _, lv in parts], dtype=np.int64)
+        masks = (np.int64(1) << (52 - levels)) - 1
+        same = bool((levels == levels[0]).all())
+        self.levels = levels[0] if same else levels
+        self.masks = masks[0] if same else masks
+        self.starts = np.array(starts, dtype=np.int64)
+
+    def cells(self, keys: np.ndarray, part: np.ndarray | None = None) -> np.ndarray:
+        """(n,) int64 table value of each row: ``2 * position`` of its bin, or :attr:`miss`.
+
+        Args:
+            keys: (n,) int64 score keys (:func:`score_keys`) of the rows.
+            part: (n,) int64 part of each row; None: every row is of part 0.
+        """
+        e = keys >> np.int64(52)
+        e &= np.int64(4095)
+        if part is not None:
+            e |= part << np.int64(12)
+        o = self.offsets[e]
+        if part is None or self.levels.ndim == 0:
+            low = keys >> self.levels
+            low &= self.masks
+        else:
+            low = keys >> self.levels[part]
+            low &= self.masks[part]
+        low += o
+        return self.table[low]
+
+
+def fold_found(keys: np.ndarray, weights: np.ndarray, level: int, found: np.ndarray, new_keys: np.ndarray, y_new: np.ndarray, capacity: int):
+    """Canonical ``(keys, weights, level)`` of unweighted binary bins with rows added: ``found``
+    (m, 2) int64 counts of the rows in the existing bins ``keys``, and the rows in no existing
+    bin (``new_keys``: their score keys, ``y_new``: labels). Equal, bit for bit, to
+    :func:`fold_bins` of the same rows (counts are integers)."""
+    w = weights + found
+    if new_keys.size:
+        kb, wb = _bins_by_sort(new_keys >> np.int64(level), y_new, None)
+        k, w = _union(keys, w, kb, wb)
+        return _canonical(k, w, level, capacity)
+    return keys, w, level
+
+
+#: rows per chunk of :func:`fold_bins_by_lookup` (temporaries stay in cache)
+LOOKUP_CHUNK = 1 << 16
+
+
+def fold_bins_by_lookup(bins: tuple, keys: np.ndarray, y: np.ndarray, capacity: int):
+    """:func:`fold_bins` of unweighted binary rows (``keys``: their :func:`score_keys`, ``y``:
+    int64 labels 0/1) into canonical ``bins`` with integer counts, through a :class:`BinLookup`
+    of the bins (rows in existing bins are counted by ``np.bincount``, in chunks of
+    :data:`LOOKUP_CHUNK` rows; only the others are sorted); None when the bins' table would be
+    too large (:data:`LOOKUP_CELLS`)."""
+    k, wts, level = bins
+    most = min(LOOKUP_CELLS, LOOKUP_CELLS_PER_ROW * keys.size)
+    if k.size > most or keys.size > _SORT_MAX:  # a table has a cell per bin at least
+        return None
+    cells = lookup_cells(k, level)
+    if cells is None or cells > most:
+        return None
+    lookup = BinLookup([(k, level)])
+    found, new_keys, y_new = count_cells(lookup, keys, y)
+    found = found[: 2 * k.size]
+    return fold_found(k, wts, level, found.reshape(k.size, 2), new_keys, y_new, capacity)
+
+
+def count_cells(lookup: BinLookup, keys: np.ndarray, y: np.ndarray, part: np.ndarray | None = None) -> tuple:
+    """``(found, keys, y[, part])``: (2 * bins + 2,) int64 rows per (bin, label) of ``lookup``
+    (entry ``2 * position + label``; the last two: rows in no bin) by one ``np.bincount`` (the
+    rows' cells computed in chunks of :data:`LOOKUP_CHUNK` rows, so temporaries stay in
+    cache); then the keys, labels (and parts, when given) of the rows in no bin of their part."""
+    size = lookup.miss + 2
+    at = np.empty(keys.size, dtype=np.int64)
+    for i in range(0, keys.size, LOOKUP_CHUNK):
+        j = i + LOOKUP_CHUNK
+        o = at[i:j]
+        o[:] = lookup.cells(keys[i:j], None if part is None else part[i:j])
+        o += y[i:j]
+    found = np.bincount(at, minlength=size)
+    if found[-2] or found[-1]:
+        miss = at >= lookup.miss
+        rest = (keys[miss], y[miss]) + (() if part is None else (part[miss],))
+    else:
+        rest = (keys[:0], y[:0]) + (() if part is None else (part[:0],))
+    return (found,) + rest

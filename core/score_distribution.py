@@ -65,6 +65,7 @@ from core.score_bins import (  # re-exported: the binning of these states (core.
     bin_upper_scores,
     canonical_bins,
     fold_bins,
+    fold_bins_by_lookup,
     keys_to_scores,
     merge_bins,
     score_keys,
@@ -192,11 +193,22 @@ class ScoreDistributionState(State):
     # -- exact weights --------------------------------------------------------------------------
     def _counts_only(self) -> bool:
         """True when ``pos`` and ``neg`` are integers whose total is below 2**52: then the float64
-        additions of the binning are exact and the exact-sum bookkeeping can be skipped."""
-        a = self.arrays
-        if a["pos.limbs"].size or a["neg.limbs"].size:
-            return False
-        return _small_counts(a["pos"], a["neg"])
+        additions of the binning are exact and the exact-sum bookkeeping can be skipped (a pure
+        function of the arrays: remembered per state, see :meth:`_counts_state`)."""
+        got = self.__dict__.get("_counts")
+        if got is None:
+            a = self.arrays
+            got = not (a["pos.limbs"].size or a["neg.limbs"].size) and _small_counts(a["pos"], a["neg"])
+            self.__dict__["_counts"] = got
+        return got
+
+    @classmethod
+    def _counts_state(cls, layout, keys, weights, level) -> "ScoreDistributionState":
+        """:meth:`_from_weights` of (m, 2) weights already checked to be integer counts of total
+        below 2**52 (its :meth:`_counts_only` is then known: True)."""
+        out = cls._from_weights(layout, keys, weights, level)
+        out.__dict__["_counts"] = True
+        return out
 
     def _exact_in(self, keys: np.ndarray, level: int) -> tuple[np.ndarray, int]:
         """This state's exact weights regrouped into the bins ``keys`` at ``level`` (>= this
@@ -265,9 +277,13 @@ class ScoreDistributionState(State):
         a = self.arrays
         bins = (a["keys"], self._weights(), int(a["level"]))
         score = np.ascontiguousarray(score, dtype=np.float64)
+        if w is None and a["keys"].size and self._counts_only():
+            got = fold_bins_by_lookup(bins, score_keys(score), y, self.layout.capacity)
+            if got is not None and _small_counts(got[1][:, 0], got[1][:, 1]):
+                return self._counts_state(self.layout, *got)  # integer counts: already exact
         k, wts, level = fold_bins(bins, score, y, w, self.layout.capacity)
         if w is None and self._counts_only() and _small_counts(wts[:, 0], wts[:, 1]):
-            return self._from_weights(self.layout, k, wts, level)  # integer counts: already exact
+            return self._counts_state(self.layout, k, wts, level)  # integer counts: already exact
         sums = add_raw(self._exact_in(k, level), _exact_rows(k, level, score, y, w))
         return self._exact_state(self.layout, k, level, sums)
 
@@ -348,7 +364,7 @@ class ScoreDistributionState(State):
             self.layout.capacity,
         )
         if self._counts_only() and other._counts_only() and _small_counts(wts[:, 0], wts[:, 1]):
-            return self._from_weights(self.layout, k, wts, level)  # integer counts: already exact
+            return self._counts_state(self.layout, k, wts, level)  # integer counts: already exact
         sums = add_raw(self._exact_in(k, level), other._exact_in(k, level))  # type: ignore[attr-defined]
         return self._exact_state(self.layout, k, level, sums)
 
