@@ -334,6 +334,9 @@ class QuantileAbsoluteError(Metric):
     default 0.5), by scikit-learn's weighted-median rule (averaged inverted CDF; ``q = 0.5`` is
     :class:`MedianAbsoluteError`). Exact while a slice's distinct errors fit ``capacity``
     (default 40,000 bins); beyond, certified bounds. NaN with no examples (total weight 0).
+    Multioutput regression (``num_outputs=D``): ``multioutput="uniform_average"`` (default, the
+    mean of the per-output values) or ``"raw_values"`` (the (D,) values), per output column of an
+    :class:`OutputAbsoluteErrorDistributionState`.
     Reference: ``numpy.quantile(|e|, q, method="averaged_inverted_cdf")`` (unweighted),
     ``sklearn.utils.stats._weighted_percentile(|e|, w, 100 q, average=True)`` (weighted)."""
 

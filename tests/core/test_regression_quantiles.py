@@ -188,12 +188,14 @@ def test_decoded_bytes_are_checked():
         s.merge(AbsoluteErrorDistributionState.zero(ScoreDistributionLayout(10)))
 
 
-def test_compute_many_equals_compute_per_element():
-    plan = Plan(["median_absolute_error@capacity=4", "quantile_absolute_error@q=0.9@capacity=4", "mae"], Task(kind="regression"))
+@pytest.mark.parametrize("d", [None, 2])  # single output; multioutput (raw_values and the mean)
+def test_compute_many_equals_compute_per_element(d):
+    q90 = "quantile_absolute_error@q=0.9@capacity=4" + ("" if d is None else "@multioutput=raw_values")
+    plan = Plan(["median_absolute_error@capacity=4", q90, "mae"], Task(kind="regression", num_outputs=d))
     rng = np.random.default_rng(5)
     tuples = []
     for n in (0, 3, 50, 400):
-        y, p = rng.normal(0, 1, n), rng.normal(0, 1, n)
+        y, p = rng.normal(0, 1, (n,) if d is None else (n, d)), rng.normal(0, 1, (n,) if d is None else (n, d))
         tuples.append(plan.fold(plan.zero(), Batch(y, None, p, None)))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

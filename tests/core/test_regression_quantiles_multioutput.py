@@ -3,7 +3,7 @@
 median_absolute_error(..., multioutput=...)`` and numpy (weighted and unweighted, per slice, sorted
 input, empty batches), each output's column against the single-output state bit for bit, certified
 bounds of compressed states, the merge laws (hypothesis), the codec, ``num_outputs`` mismatches,
-the stacked finish and the bootstrap."""
+the bootstrap (the stacked finish: test_regression_quantiles.py)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn import metrics as M
 
-from core import Evaluation, MetricCollection, Plan, State, Task
+from core import Evaluation, MetricCollection, State
 from core._inputs import Batch
 from core.regression_quantiles import (
     AbsoluteErrorDistributionState,
@@ -209,24 +209,6 @@ def test_decoded_bytes_are_checked():
     keys[0] = -5
     with pytest.raises(ValueError, match="negative absolute errors"):
         State.decode(state_with(s, keys=keys))
-
-
-def test_compute_many_equals_compute_per_element():
-    names = ["median_absolute_error@capacity=4", "quantile_absolute_error@q=0.9@multioutput=raw_values@capacity=4", "mae"]
-    plan = Plan(names, Task(kind="regression", num_outputs=2))
-    rng = np.random.default_rng(5)
-    tuples = []
-    for n in (0, 3, 50, 400):
-        y, p = rng.normal(0, 1, (n, 2)), rng.normal(0, 1, (n, 2))
-        tuples.append(plan.fold(plan.zero(), Batch(y, None, p, None)))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        values, bounds, undefined = plan.compute_many(tuples)
-        for i, states in enumerate(tuples):
-            v, b, u = plan.compute_detailed(states)
-            for key in v:
-                assert np.array_equal(values[key][i], v[key], equal_nan=True)
-            assert bounds[i] == b and undefined[i] == u
 
 
 def test_bootstrap_intervals_are_reproducible_and_hold_the_value():
