@@ -214,9 +214,13 @@ def test_decoded_bytes_are_checked():
 def test_bootstrap_intervals_are_reproducible_and_hold_the_value():
     y, p, *_ = _data(300, d=2, seed=9)
     kw = dict(ci="bootstrap", ci_buckets=8, ci_replicates=30)
-    names = ["median_absolute_error"]
+    names = ["median_absolute_error", "median_absolute_error@multioutput=raw_values"]
     _, a = _evaluate(y, p, None, names, [(0, 300)], **kw)
     _, b = _evaluate(y, p, None, names, [(0, 120), (120, 120), (120, 300)], **kw)
     lo, hi = a.overall.ci["median_absolute_error"]
     assert lo < a.overall.metrics["median_absolute_error"] == M.median_absolute_error(y, p) < hi
-    assert b.overall.ci == a.overall.ci
+    lo, hi = a.overall.ci["median_absolute_error@multioutput=raw_values"]  # (D,) intervals
+    raw = a.overall.metrics["median_absolute_error@multioutput=raw_values"]
+    assert np.shape(lo) == (2,) and np.all(lo < raw) and np.all(raw < hi)
+    assert np.array_equal(raw, M.median_absolute_error(y, p, multioutput="raw_values"))
+    assert b.to_json() == a.to_json()
