@@ -1,5 +1,6 @@
 """Median absolute error (issue 17): fold and finish of ``core.Evaluation`` (the bounded quantile
-state, exact and compressed) against ``sklearn.metrics.median_absolute_error`` on the whole array.
+state, exact and compressed; and multioutput, 3 outputs) against ``sklearn.metrics.median_absolute_error``
+on the whole array.
 
     PYTHONPATH=. .venv/bin/python -m benchmarks.bench_median_ae [--rows N] [--repeats R]
 
@@ -30,8 +31,12 @@ def main(argv: list[str] | None = None) -> None:
     w = rng.random(a.rows)
     from sklearn.metrics import median_absolute_error
 
+    y3 = rng.normal(0, 1, (a.rows, 3))
+    p3 = y3 + rng.normal(0, 1, (a.rows, 3))
+
     def run(metric, cols, bs=100_000):
-        ev = Evaluation(label_col="y", prediction_col="p", task="regression", metrics=[metric], weight_col="w" if "w" in cols else None)
+        task = dict(num_outputs=cols["y"].shape[1]) if cols["y"].ndim == 2 else dict(task="regression")
+        ev = Evaluation(label_col="y", prediction_col="p", metrics=[metric], weight_col="w" if "w" in cols else None, **task)
         batches = [{k: v[i : i + bs] for k, v in cols.items()} for i in range(0, a.rows, bs)]
 
         def go():
@@ -50,15 +55,17 @@ def main(argv: list[str] | None = None) -> None:
         "core, continuous, weighted (compressed)": run("median_absolute_error", {"y": y, "p": p, "w": w}),
         "sklearn median_absolute_error, discrete": lambda: median_absolute_error(yd, pd_),
         "core, discrete errors (exact)": run("median_absolute_error", {"y": yd, "p": pd_}),
+        "sklearn median_absolute_error, 3 outputs raw_values": lambda: median_absolute_error(y3, p3, multioutput="raw_values"),
+        "core, 3 outputs raw_values, capacity 40,000 (compressed)": run("median_absolute_error@multioutput=raw_values@capacity=40000", {"y": y3, "p": p3}),
     }
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         got = measure(fns, a.repeats)
     print(f"rows: {a.rows:,}; CPU seconds, median of {a.repeats}; load: {load_average()}")
     ref = {"continuous": got["sklearn median_absolute_error, continuous"], "weighted": got["sklearn median_absolute_error, weighted"],
-           "discrete": got["sklearn median_absolute_error, discrete"]}  # fmt: skip
+           "discrete": got["sklearn median_absolute_error, discrete"], "outputs": got["sklearn median_absolute_error, 3 outputs raw_values"]}  # fmt: skip
     for name, t in got.items():
-        base = ref["weighted"] if "weighted" in name else ref["discrete"] if "discrete" in name else ref["continuous"]
+        base = ref["weighted"] if "weighted" in name else ref["discrete"] if "discrete" in name else ref["outputs"] if "outputs" in name else ref["continuous"]
         print(f"| {name} | {t:.3f} s | {t / base:.1f}x sklearn |")
 
 

@@ -28,6 +28,8 @@ CONFIGS = {
     "multiclass": (dict(prediction_col="p", num_classes=3), ["accuracy", "f1@macro", "confusion_matrix"]),
     "multiclass_scores": (dict(score_col="sm", num_classes=3), ["top_k_accuracy@k=2", "roc_auc"]),
     "regression": (dict(prediction_col="r", task="regression"), ["mean_absolute_error", "r2"]),
+    "regression_quantiles": (dict(prediction_col="r", task="regression"), ["median_absolute_error@capacity=3", "quantile_absolute_error@q=0.9@capacity=3"]),
+    "multioutput": (dict(prediction_col="rm", num_outputs=3), ["median_absolute_error@multioutput=raw_values@capacity=3", "quantile_absolute_error@q=0.25@capacity=3", "mae"]),
     "measure": (dict(score_col="s", measure_col="m"), ["mean_measure", "precision"]),
     "multilabel": (dict(prediction_col="pl", task="multilabel", num_classes=3), ["f1@micro"]),
 }
@@ -39,7 +41,7 @@ def _columns(spec: str) -> tuple[str, ...]:
 
 
 def _label_col(config: str) -> str:
-    return {"multiclass": "yk", "multiclass_scores": "yk", "regression": "t", "multilabel": "yl"}.get(config, "y")
+    return {"multiclass": "yk", "multiclass_scores": "yk", "regression": "t", "regression_quantiles": "t", "multioutput": "tm", "multilabel": "yl"}.get(config, "y")
 
 
 @st.composite
@@ -63,6 +65,8 @@ def cases(draw):
         "p": rng.integers(0, 3, n),
         "sm": [list(map(float, r)) for r in sm],
         "r": rng.normal(size=n),
+        "tm": [list(map(float, r)) for r in np.round(rng.normal(size=(n, 3)), 1)],  # ties: rounded
+        "rm": [list(map(float, r)) for r in np.round(rng.normal(size=(n, 3)), 1)],
         "m": rng.normal(size=n),
         "pl": [list(map(int, rng.integers(0, 2, 3))) for _ in range(n)],
         "w": rng.integers(0, 4, n).astype(float) * draw(st.sampled_from([1.0, 0.1])),
@@ -90,7 +94,7 @@ def _batches(cols: dict, cuts: list[int], n: int, arrow: bool, names: list[str])
         if arrow:
             arrays = {}
             for c, v in part.items():
-                if c in ("a", "tags", "yl", "pl", "sm"):
+                if c in ("a", "tags", "yl", "pl", "sm", "tm", "rm"):
                     arrays[c] = pa.array(list(v))
                 else:
                     arrays[c] = pa.array(np.asarray(v))

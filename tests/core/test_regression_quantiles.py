@@ -1,5 +1,5 @@
 """Median absolute error and quantiles of the absolute error from a bounded quantile state (issue
-17, "regression"): values against scikit-learn and numpy (weighted, per slice, sorted input, empty
+17, "regression"; multioutput: test_regression_quantiles_multioutput.py): values against scikit-learn and numpy (weighted, per slice, sorted input, empty
 batches, ties, zero weights), certified bounds of compressed states against the exact value, the
 merge laws (hypothesis: any sharding and merge tree gives the same bytes), the codec, overflowed
 errors, the stacked finish and configuration checks."""
@@ -188,12 +188,14 @@ def test_decoded_bytes_are_checked():
         s.merge(AbsoluteErrorDistributionState.zero(ScoreDistributionLayout(10)))
 
 
-def test_compute_many_equals_compute_per_element():
-    plan = Plan(["median_absolute_error@capacity=4", "quantile_absolute_error@q=0.9@capacity=4", "mae"], Task(kind="regression"))
+@pytest.mark.parametrize("d", [None, 2])  # single output; multioutput (raw_values and the mean)
+def test_compute_many_equals_compute_per_element(d):
+    q90 = "quantile_absolute_error@q=0.9@capacity=4" + ("" if d is None else "@multioutput=raw_values")
+    plan = Plan(["median_absolute_error@capacity=4", q90, "mae"], Task(kind="regression", num_outputs=d))
     rng = np.random.default_rng(5)
     tuples = []
     for n in (0, 3, 50, 400):
-        y, p = rng.normal(0, 1, n), rng.normal(0, 1, n)
+        y, p = rng.normal(0, 1, (n,) if d is None else (n, d)), rng.normal(0, 1, (n,) if d is None else (n, d))
         tuples.append(plan.fold(plan.zero(), Batch(y, None, p, None)))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -242,13 +244,3 @@ def test_bootstrap_intervals_of_the_median_are_reproducible_and_hold_the_value()
     lo, hi = a.overall.ci["median_absolute_error"]
     assert lo < r.overall.metrics["median_absolute_error"] == a.overall.metrics["median_absolute_error"] < hi
     assert b.overall.ci == a.overall.ci
-
-
-def test_a_multioutput_task_is_refused_at_construction_naming_num_outputs():
-    """Multioutput median absolute error is not built (1-D targets only): a multioutput task is
-    refused by name before any row is read, as the metrics without ``multioutput`` are."""
-    from core import MetricCollection
-
-    for name in ("median_absolute_error", "quantile_absolute_error@q=0.9"):
-        with pytest.raises(ValueError, match="num_outputs=2"):
-            MetricCollection(name, task="regression", num_outputs=2)

@@ -1,4 +1,4 @@
-"""Multioutput regression (``num_outputs=D``, issue 17) on every engine: core in process, Beam
+"""Multioutput regression (``num_outputs=D``, issue 17; median / quantile absolute error too) on every engine: core in process, Beam
 (DirectRunner, Parquet list columns read in row groups) and Spark (local, array columns over
 partitions) give identical results, equal to scikit-learn's; the CLI reads Parquet list /
 fixed-size-list columns and JSON Lines arrays with ``--num-outputs``."""
@@ -14,6 +14,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from sklearn import metrics as M
+from sklearn.utils.stats import _weighted_percentile
 
 from core import Evaluation
 from pipelines.evaluate import main
@@ -21,7 +22,8 @@ from pipelines.evaluate import main
 pytestmark = pytest.mark.filterwarnings("ignore::core.metrics.UndefinedMetricWarning")
 
 METRICS = ["r2@multioutput=raw_values", "r2@multioutput=variance_weighted", "mse", "rmse@multioutput=raw_values", "mae",
-           "explained_variance@multioutput=raw_values", "mape", "msle@multioutput=raw_values", "mean_pinball_loss@alpha=0.8"]  # fmt: skip
+           "explained_variance@multioutput=raw_values", "mape", "msle@multioutput=raw_values", "mean_pinball_loss@alpha=0.8",
+           "median_absolute_error@multioutput=raw_values", "median_absolute_error", "quantile_absolute_error@q=0.9"]  # fmt: skip
 
 
 def _table(n: int = 300, d: int = 3, seed: int = 5, fixed: bool = True) -> pa.Table:
@@ -48,6 +50,11 @@ def _sklearn_checks(results, table: pa.Table) -> None:
     np.testing.assert_allclose(m["mse"], M.mean_squared_error(y, p, sample_weight=w), rtol=1e-12)
     np.testing.assert_allclose(m["msle@multioutput=raw_values"], M.mean_squared_log_error(y, p, sample_weight=w, multioutput="raw_values"), rtol=1e-12)
     np.testing.assert_allclose(m["mean_pinball_loss@0.8"], M.mean_pinball_loss(y, p, alpha=0.8, sample_weight=w), rtol=1e-12)
+    medae = M.median_absolute_error(y, p, sample_weight=w, multioutput="raw_values")
+    assert np.array_equal(m["median_absolute_error@multioutput=raw_values"], medae)  # exact state: bit for bit
+    assert m["median_absolute_error"] == M.median_absolute_error(y, p, sample_weight=w)
+    q90 = [_weighted_percentile(np.abs(p - y)[:, j], w, 90, average=True) for j in range(y.shape[1])]  # integer weights: exact
+    assert m["quantile_absolute_error@0.9"] == float(np.average(q90))
 
 
 def test_core_beam_spark_identical(tmp_path):
