@@ -132,7 +132,7 @@ def test_known_slots_of_a_block_are_the_canonical_states_of_their_rows(capacity,
     if capacity > 5:  # (capacity 5: levels above 52, no lookup: the sorted path)
         assert calls and max(calls) >= 3  # the lookup path ran, for several slots at once
     layout = ScoreDistributionLayout(capacity)
-    per_slice = dict(ev.zero())
+    per_slice = dict(ev.zero().items())  # a plain dict: the per-slice fold path
     for b in batches:
         ev.fold(per_slice, b)
     for v, (s, y) in rows.items():
