@@ -43,7 +43,7 @@ from core.results import Results, SliceResult
 from core.slice_profile import ProfileSummary, SliceProfile, SliceProfiler
 from core.slicing import OTHER, OVERALL, parse_slices, slice_name, sort_key
 from core.stacked import VECTORISE_FROM, compute_fields, is_cell_metric
-from core.states import ExampleCountState
+from core.states import ExampleCountState, _layout_diff
 from core.suppression import is_suppressed, protect, spec_of
 
 __all__ = ["Accumulator", "Evaluation", "extract_columns", "fold_all", "is_single_batch", "num_rows", "resolve_evaluation"]
@@ -325,6 +325,23 @@ class Evaluation(AccumulatorOps):
         one evaluation's complete results (:func:`core.suppression.protect`)."""
         return protect(results, self.show_suppressed_names)
 
+    def _check_layouts(self, acc: Any) -> None:
+        """Each slice's states of a plain ``{slice_key: tuple_of_states}`` mapping are this
+        plan's kinds with its layouts (a mapping has no fingerprint; values are not re-checked).
+
+        Raises:
+            ValueError: naming the slice and the differing setting.
+        """
+        want = self.plan.state_types
+        for key, states in acc.items():
+            states = tuple(states)
+            if len(states) != len(want) or any(type(st) is not cls for st, (cls, _) in zip(states, want)):
+                got = [getattr(st, "kind", type(st).__name__) for st in states]
+                raise ValueError(f"finish: slice {slice_name(key)!r}: states of kinds {got} do not belong to this evaluation's plan {[c.kind for c, _ in want]}")
+            for st, (cls, layout) in zip(states, want):
+                if st.layout != layout:
+                    raise ValueError(f"finish: slice {slice_name(key)!r}: {cls.kind} states of another configuration: {_layout_diff(layout, st.layout)}")
+
     def finish(self, acc: Accumulator, *, add_overall: bool = True) -> Results:
         """Compute every slice's metrics; overall first, then slices in spec and value order.
 
@@ -339,6 +356,8 @@ class Evaluation(AccumulatorOps):
                 finish one slice at a time pass False.
         """
         self._joint_fingerprint(getattr(acc, "fingerprint", None))
+        if not isinstance(acc, Accumulator):  # a plain mapping carries no fingerprint: check its states' layouts
+            self._check_layouts(acc)
         spec_order = [s.columns for s in self.slices]
         fast = self._finish_stacked(acc, add_overall, spec_order)
         if fast is not None:  # the metrics read the stacked arrays: no per-slice state objects

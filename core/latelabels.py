@@ -137,6 +137,13 @@ def time_micros(col: pa.ChunkedArray | pa.Array, name: str) -> np.ndarray:
     import pyarrow.compute as pc
 
     t = col.type
+    if pa.types.is_timestamp(t) and t.unit == "ns":
+        # nanoseconds (pandas' datetime64[ns]): floored to the microsecond (a safe cast to "us" raises on
+        # any sub-microsecond part); int64 floor division keeps the instants exact
+        valid = np.asarray(pc.is_valid(col).to_numpy(zero_copy_only=False), dtype=bool)
+        out = np.full(len(col), np.nan)
+        out[valid] = np.floor_divide(np.asarray(pc.cast(pc.drop_null(col), pa.int64()).to_numpy(zero_copy_only=False), dtype=np.int64), 1000).astype(np.float64)
+        return out
     if pa.types.is_timestamp(t):
         arr = pc.cast(col, pa.timestamp("us", t.tz)).cast(pa.int64())
     elif pa.types.is_date(t):
@@ -151,11 +158,15 @@ def time_micros(col: pa.ChunkedArray | pa.Array, name: str) -> np.ndarray:
 
 
 def invalid_rows(table: pa.Table, id_col: str, time_col: str, what: str, on_invalid: str, row_offset: int, times: np.ndarray) -> np.ndarray:
-    bad = np.asarray(table.column(id_col).is_null().to_numpy(zero_copy_only=False), dtype=bool) | np.isnan(times)
+    # a time that is not finite (NaN, inf: numbers of seconds) is as invalid as a null one: inf - inf
+    # would otherwise give a NaN delay, which no comparison sorts into late or before its prediction
+    bad = np.asarray(table.column(id_col).is_null().to_numpy(zero_copy_only=False), dtype=bool) | ~np.isfinite(times)
     if on_invalid == "raise" and bad.any():
         i = int(np.flatnonzero(bad)[0])
         col = id_col if table.column(id_col)[i].as_py() is None else time_col
-        raise ValueError(f"{what} column {col!r}: missing value None at row {row_offset + i} (a {what} needs an id and a time; --skip-invalid counts such rows as invalid_{what}s)")
+        value = table.column(col)[i].as_py()
+        kind = "missing value None" if value is None else f"invalid value {value!r} (a time must be finite)"
+        raise ValueError(f"{what} column {col!r}: {kind} at row {row_offset + i} (a {what} needs an id and a time; --skip-invalid counts such rows as invalid_{what}s)")
     return bad
 
 

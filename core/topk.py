@@ -105,6 +105,21 @@ class BinaryTopKState(State):
     def layout_for(cls, requirements: list[Any], task: Any) -> BinaryTopKLayout:
         return BinaryTopKLayout()
 
+    def validate(self, integral: bool = False) -> "BinaryTopKState":
+        """:meth:`State.validate`, and: the weight of the correct rows at either threshold is at
+        most the weight of all rows (each an exact sum over a subset of them, so their rounded
+        values keep the order; a decoded state with more would give an accuracy above 1).
+
+        Raises:
+            ValueError: naming the field, its value and the weight.
+        """
+        super().validate(integral)
+        hits, weight = self.arrays["hits"], float(self.arrays["weight"])
+        if (hits > weight).any():
+            i = int(np.flatnonzero(hits > weight)[0])
+            raise ValueError(f"invalid {self.kind} state: hits[{i}] = {float(hits[i])!r} exceeds the weight {weight!r} of all rows")
+        return self
+
     @classmethod
     def from_batch(cls, layout: BinaryTopKLayout, batch: Batch) -> "BinaryTopKState":
         score = batch.y_score if batch.y_score is not None else batch.y_pred

@@ -470,9 +470,12 @@ def collect_results(result_df: "DataFrame", evaluation: Any, *, driver_merge_byt
     ``result_df`` is the very DataFrame ``compute_metrics`` returned for it.
 
     Raises:
+        ValueError: ``driver_merge_bytes`` is not an integer >= 0.
         pyspark.errors.PythonException: an executor failed (e.g. an invalid value, see
             :func:`compute_metrics`).
     """
+    if isinstance(driver_merge_bytes, bool) or not isinstance(driver_merge_bytes, int) or driver_merge_bytes < 0:
+        raise ValueError(f"driver_merge_bytes must be an integer >= 0 (0: merge on the executors), got {driver_merge_bytes!r}")
     if "window_start" in result_df.columns:  # compute_metrics(..., window=...)
         from core.windows import WindowedEvaluation
         from spark_metrics.windows import collect_window_results

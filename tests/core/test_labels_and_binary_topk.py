@@ -356,3 +356,16 @@ def test_labels_metrics_of_any_sharding_equal_sklearn_on_all_rows(data, seed):
     assert close(got[names[2]], recall_score(y, p, labels=[2, 3, 0], average=None, **kw), 1e-12)
     if np.isin(y, [1, 0]).any():  # scikit-learn raises when no label given is in y_true (we count zeros)
         assert close(got[names[3]], confusion_matrix(y, p, labels=[1, 0], sample_weight=w), 1e-12)
+
+
+def test_decoded_binary_top_k_state_with_more_hits_than_weight_is_refused():
+    # encode() does not check what it writes: bytes claiming 5 correct rows out of 1 gave an accuracy of 5.0
+    from core.topk import BinaryTopKLayout, BinaryTopKState
+
+    bad = BinaryTopKState(BinaryTopKLayout(), {"hits": np.array([0.5, 5.0]), "weight": np.float64(1.0), "outside": np.int64(1)})
+    with pytest.raises(ValueError, match=r"binary_top_k state: hits\[1\] = 5.0 exceeds the weight 1.0"):
+        State.decode(bad.encode())
+    # a real weighted state whose hits equal its weight (every row correct) still decodes
+    y, s, w = np.array([1, 0, 1]), np.array([0.9, 0.1, 0.7]), np.array([0.1, 0.2, 0.3])
+    good = BinaryTopKState.from_batch(BinaryTopKLayout(), Batch(y, s, None, w))
+    assert float(good["hits"][0]) == float(good["weight"]) and State.decode(good.encode()) == good

@@ -270,3 +270,17 @@ def test_slice_profile_with_overflowing_or_negative_counts_is_rejected():
     kc.counts = np.array([-1, 1])
     with pytest.raises(ValueError, match="counts must be > 0"):
         p.decode_accumulator(prof.encode())
+
+
+def test_finish_of_a_plain_mapping_of_states_of_another_configuration_raises_naming_the_setting():
+    # a mapping has no fingerprint: 4-class states were computed as if they were the 3-class plan's
+    ev3 = Evaluation(label_col="y", prediction_col="p", num_classes=3, metrics=["accuracy", "f1@none"])
+    ev4 = Evaluation(label_col="y", prediction_col="p", num_classes=4, metrics=["accuracy", "f1@none"])
+    other = dict(ev4.fold(ev4.zero(), {"y": [0, 1, 3], "p": [0, 1, 1]}).items())
+    with pytest.raises(ValueError, match=r"finish: slice 'Overall': confusion_matrix states of another configuration: different num_classes 3 != 4"):
+        ev3.finish(other)
+    reg = Evaluation(label_col="y", prediction_col="p", task="regression", metrics=["mse"])
+    with pytest.raises(ValueError, match=r"finish: slice 'Overall': states of kinds \['example_count', 'regression_moments'\]"):
+        ev3.finish(dict(reg.fold(reg.zero(), {"y": [0.0, 1.0], "p": [0.0, 1.0]}).items()))
+    own = dict(ev3.fold(ev3.zero(), {"y": [0, 1, 2], "p": [0, 1, 1]}).items())
+    assert ev3.finish(own).overall.metrics["accuracy"] == 2 / 3

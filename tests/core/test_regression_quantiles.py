@@ -74,6 +74,35 @@ def test_hand_computed_cases(y, p, w, want):
     assert r.overall.metrics["median_absolute_error"] == want == M.median_absolute_error(y, p, sample_weight=w)
 
 
+def _exact_weighted_quantile(e, w, q):
+    """The documented rule in exact rational arithmetic (fractions): the first error whose
+    cumulative weight reaches q * W, or its mean with the next positive-weight one on equality."""
+    from fractions import Fraction
+
+    order = np.argsort(e, kind="stable")
+    e, w = np.asarray(e, float)[order], [Fraction(float(x)) for x in np.asarray(w, float)[order]]
+    target = Fraction(str(q)) * sum(w)
+    cum = Fraction(0)
+    for i, wi in enumerate(w):
+        cum += wi
+        if wi and cum >= target:
+            if cum == target and q < 1:
+                nxt = next(e[j] for j in range(i + 1, len(e)) if w[j])
+                return (e[i] + nxt) / 2
+            return e[i]
+
+
+def test_fractional_weights_whose_float_sums_round_onto_the_rank_follow_the_exact_rule():
+    # 0.1 + 0.2 is 0.30000000000000004 in float64 and so is (0.1 + 0.2 + 0.3) / 2: scikit-learn's
+    # float cumsum lands on W / 2 and averages (2.5); the exact sums do not (2.0), in any merge order
+    y, p, w = [0.0, 0.0, 0.0], [1.0, 2.0, 3.0], [0.1, 0.2, 0.3]
+    want = _exact_weighted_quantile(np.abs(np.subtract(p, y)), w, 0.5)
+    assert want == 2.0 and M.median_absolute_error(y, p, sample_weight=w) == 2.5
+    for cuts in ([(0, 3)], [(0, 1), (1, 3)], [(0, 2), (2, 2), (2, 3)]):
+        _, r = _evaluate(y, p, w, batches=cuts)
+        assert r.overall.metrics["median_absolute_error"] == want
+
+
 def test_no_weight_is_undefined():
     _, r = _evaluate([1.0, 2.0], [2.0, 4.0], [0.0, 0.0])
     assert np.isnan(r.overall.metrics["median_absolute_error"])

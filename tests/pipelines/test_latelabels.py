@@ -113,6 +113,30 @@ def test_timestamps_of_any_unit_and_time_zone():
         classify(pa.table({"id": [1], "pt": ["noon"]}), pa.table({"id": [1], "lt": [1], "y": [1]}), JOIN)
 
 
+def test_nanosecond_timestamps_with_sub_microsecond_parts_are_floored_to_the_microsecond():
+    # pandas' datetime64[ns] columns: a safe cast to microseconds raised ArrowInvalid before
+    t0 = np.datetime64("2024-01-01T00:00:00", "ns")
+    pt = pa.array(np.array([t0 + np.timedelta64(1, "ns"), t0 + np.timedelta64(999, "ns")]), pa.timestamp("ns"))
+    # row 0: label 1 h + 999 ns after t0 -> floored delay exactly 1 h (matched); row 1: 1 h + 1.5 us -> 1 h + 1 us (late)
+    lt = pa.array(np.array([t0 + np.timedelta64(3600 * 10**9 + 999, "ns"), t0 + np.timedelta64(3600 * 10**9 + 1500, "ns")]), pa.timestamp("ns", "UTC"))
+    p, lab = _outcomes({"id": [1, 2], "pt": pt, "s": [0.1, 0.2]}, {"id": [1, 2], "lt": lt, "y": [1, 0]}, JOIN)
+    assert p == ["matched", "late"] and lab == ["matched", "late"]
+    with_null = pa.array([t0 + np.timedelta64(1, "ns"), None], pa.timestamp("ns"))
+    p, _ = _outcomes({"id": [1, 2], "pt": with_null, "s": [0.1, 0.2]}, {"id": [1, 2], "lt": lt, "y": [1, 0]}, LabelJoin("id", "y", "pt", "lt", "1h", on_invalid="skip"))
+    assert p == ["matched", "invalid_predictions"]
+
+
+@pytest.mark.parametrize("bad", [np.inf, -np.inf, np.nan])
+def test_a_time_that_is_not_finite_is_invalid_not_matched(bad):
+    # inf - inf is a NaN delay: both rows at inf were counted as matched before
+    preds, labels = {"id": [1, 2], "pt": [0.0, bad], "s": [0.1, 0.2]}, {"id": [1, 2], "lt": [1.0, np.inf], "y": [1, 0]}
+    with pytest.raises(ValueError, match=rf"prediction column 'pt': invalid value {bad!r} .*at row 101"):
+        classify(pa.table(preds), pa.table(labels), JOIN, pred_offset=100)
+    skip = LabelJoin("id", "y", "pt", "lt", "1h", on_invalid="skip")
+    p, lab = _outcomes(preds, labels, skip)
+    assert p == ["matched", "invalid_predictions"] and lab == ["matched", "invalid_labels"]
+
+
 def test_join_durations_use_the_one_duration_grammar():
     def delay(d):
         return LabelJoin("id", "y", "pt", "lt", d).max_delay

@@ -3,6 +3,8 @@ empty input, invalid values, missing columns."""
 
 from __future__ import annotations
 
+import re
+
 import datetime
 import decimal
 import math
@@ -218,6 +220,13 @@ def test_collect_results_merges_small_partial_states_on_the_driver(sdf, pdf, mon
     got = collect_results(compute_metrics(sdf.repartition(3), evaluation=ev, native=False), ev, **kw)
     assert got.to_json() == direct.to_json()
     assert len(on_driver) == (len(direct.slices) if limit is None else 0)
+
+
+@pytest.mark.parametrize("bad", [-1, 1.5, "64MiB", True, None])
+def test_collect_results_refuses_a_driver_merge_bytes_that_is_not_a_size(sdf, bad):
+    ev = core.Evaluation(label_col="y", score_col="score", metrics=["accuracy"])
+    with pytest.raises(ValueError, match=rf"driver_merge_bytes must be an integer >= 0 .*got {re.escape(repr(bad))}"):
+        collect_results(compute_metrics(sdf, evaluation=ev, native=False), ev, driver_merge_bytes=bad)
 
 
 def _sk_binary(y, score, w):
