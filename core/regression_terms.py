@@ -98,14 +98,6 @@ def _null_term(q: float, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.power(yy, 2 - q), valid
 
 
-def term_values(term: str, y: np.ndarray, p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(values, valid)``: one term's per-row float64 values (0 where not ``valid``) and the rows
-    inside its domain with a finite value (see :func:`term_rows` for the others)."""
-    v, inside = term_rows(term, y, p)
-    valid = inside & np.isfinite(v)
-    return np.where(valid, v, 0.0), valid
-
-
 def term_rows(term: str, y: np.ndarray, p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(values, inside)``: one term's per-row float64 values as scikit-learn's formula gives
     them (``+-inf`` where it overflows, NaN for ``inf - inf``; 0 outside the domain) and the rows
