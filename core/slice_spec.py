@@ -173,7 +173,7 @@ class SliceSpec:
       mixing kinds of values (strings and numbers, booleans and numbers) raises ``TypeError``.
     * Filter values are text, compared with the column's values by type: ``7`` matches the int 7
       and the float 7.0, integer text is compared exactly (``9007199254740993`` is not
-      ``2**53``), ``true``/``false`` match booleans, ``null`` matches missing values. Rows
+      ``2**53``), ``true``/``false`` (or ``1``/``0``) match booleans, ``null`` matches missing values. Rows
       whose value is not listed are in no slice of the spec (they still count in the overall slice).
     * Escape ``, ; : = | \\`` inside names and values with a backslash (``a\\,b``).
     * Bucket values are readable, sortable interval labels: ``"(-inf, 0)"``, ``"[0, 500)"``,

@@ -221,9 +221,11 @@ def slice_values(values: list, spec: tuple) -> list:
     """Each row's slice value under ``spec`` (computed here, independently of core):
 
     * ``("plain",)``: the value (None for missing);
-    * ``("filter", allowed)``: the value if allowed (None allowed for ``null``), else EXCLUDED;
-    * ``("max_slices", N)``: the N most frequent present values (ties: value ascending) stay,
-      every other present value becomes ``"__other__"``; missing stays None;
+    * ``("filter", allowed)``: the value if allowed (None allowed for ``null``; the ints 1 / 0,
+      written ``1`` / ``0``, allow the booleans True / False too), else EXCLUDED;
+    * ``("max_slices", N)``: the N most frequent present values stay,
+      every other present value becomes ``"__other__"``; missing stays None (ties: numbers, then
+      the text values, canonical ``"inf"`` / ``"-inf"`` among them, each ascending);
     * ``("edges", edges)`` / ``("quantiles", q)``: the interval label of the value's bucket
       (quantile edges: numpy's linear interior quantiles of the finite present values, equal
       edges collapsed; none without a finite value); missing stays None.
@@ -231,15 +233,17 @@ def slice_values(values: list, spec: tuple) -> list:
     kind = spec[0]
     if kind == "plain":
         return list(values)
-    if kind == "filter":  # numbers match numerically (7 and 7.0), booleans only booleans
+    if kind == "filter":  # numbers match numerically (7 and 7.0), booleans booleans and the text 1 / 0
         allowed = [(isinstance(a, bool), a) for a in spec[1]]
+        allowed += [(True, bool(a)) for a in spec[1] if not isinstance(a, bool) and isinstance(a, int) and a in (0, 1)]
         return [v if (isinstance(v, bool), v) in allowed else EXCLUDED for v in values]
     if kind == "max_slices":
         counts: dict = {}
         for v in values:
             if v is not None:
                 counts[v] = counts.get(v, 0) + 1
-        kept = {v for v, _ in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[: spec[1]]}
+        # ties: numbers before text (canonical "inf" / "-inf" are text), each ascending
+        kept = {v for v, _ in sorted(counts.items(), key=lambda kv: (-kv[1], isinstance(kv[0], str), kv[0]))[: spec[1]]}
         return [v if v is None or v in kept else "__other__" for v in values]
     if kind == "edges":
         edges = spec[1]

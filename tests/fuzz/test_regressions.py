@@ -191,3 +191,27 @@ def test_max_slices_ties_between_int_and_float_values_break_numerically(values: 
     ev = Evaluation(label_col="y", score_col="s", slices=["g;max_slices=1"], metrics=["accuracy"])
     res = ev.evaluate([{"y": [0] * len(values), "s": [0.0] * len(values), "g": values}])
     assert {s.slice for s in res.slices} == {(), (("g", kept),), (("g", "__other__"),)}
+
+
+# -- CI of stop 23 (fuzz oracle, not core): infinite values rank as text at the max_slices cut ------
+# The core fuzz test's oracle compared an int with the canonical text "inf" while ranking tied
+# values (a float16 container turns 2**31 into inf). Core ranks numbers first, then text values
+# ("-inf" and "inf" are text in canonical form), each ascending; the oracle now does the same.
+def test_max_slices_ties_rank_numbers_before_infinite_values() -> None:
+    ev = Evaluation(label_col="y", score_col="s", slices=["g;max_slices=1"], metrics=["accuracy"])
+    batches = [{"y": [0] * 4, "s": [0.0] * 4, "g": [9, 9, 5, 5]}, {"y": [0] * 4, "s": [0.0] * 4, "g": [-math.inf, -math.inf, math.inf, math.inf]}]
+    res = ev.evaluate(batches)
+    assert {s.slice: s.n for s in res.slices} == {(): 8, (("g", 5),): 2, (("g", "__other__"),): 6}
+
+
+# -- CI of stop 23 (fuzz oracle, not core): a filter 0 / 1 on a boolean column --------------------
+# An int column that a numpy bool container holds is a boolean column; the filter text ``0`` /
+# ``1`` selects False / True there (as ``false`` / ``true`` do), never an int.
+@pytest.mark.parametrize("text, value, n", [("0", False, 2), ("1", True, 1), ("false", False, 2), ("7", None, 0)])
+def test_filter_zero_or_one_on_a_boolean_column_selects_false_or_true(text: str, value: bool | None, n: int) -> None:
+    import numpy as np
+
+    ev = Evaluation(label_col="y", score_col="s", slices=[f"g={text}"], metrics=["accuracy"])
+    res = ev.evaluate([{"y": [0, 0, 0], "s": [0.0] * 3, "g": np.array([False, True, False])}])
+    got = {s.slice: s.n for s in res.slices}
+    assert got == ({(): 3} if value is None else {(): 3, (("g", value),): n})
