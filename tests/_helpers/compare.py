@@ -153,3 +153,21 @@ def assert_bounds_contain(metrics: Any, kind: str, exact: Any, small: Any, where
             assert c.lower <= e <= c.upper, (where, m.key, e, c)
         else:
             assert (math.isnan(c) and math.isnan(e)) or np.isclose(c, e, rtol=1e-12), (where, m.key, e, c)
+
+
+def assert_same_as_in_process(got: Any, ev: Any, data: Any, what: Any = "", n_slices: int | None = None) -> Any:
+    """``got`` (an engine's collected :class:`core.Results`) equals ``ev.evaluate([data])`` in
+    process: the slices in order (``n_slices`` of them, when given), their counts and every metric
+    value (:func:`close`). Returns the in-process results, for the caller's JSON checks."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        want = ev.evaluate([data])
+    assert [s.slice for s in got.slices] == [s.slice for s in want.slices], what
+    assert n_slices is None or len(got.slices) == n_slices, (what, len(got.slices))
+    for g, w in zip(got.slices, want.slices):
+        assert g.n == w.n, (what, g.slice)
+        for key, value in w.metrics.items():
+            assert close(g.metrics[key], value), (what, g.slice, key)
+    return want

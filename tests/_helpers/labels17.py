@@ -39,16 +39,7 @@ def assert_same_as_in_process(got, ev, pdf: pd.DataFrame, what: str = "") -> Non
     """``got`` (an engine's collected Results) equals ``ev.evaluate([pdf])``: the slices in order
     (the overall one and three groups), their counts, every metric value and the JSON entries
     (``undefined`` included)."""
-    import warnings
+    from tests._helpers.compare import assert_same_as_in_process as same
 
-    from tests._helpers import close
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        want = ev.evaluate([pdf])
-    assert [s.slice for s in got.slices] == [s.slice for s in want.slices] and len(got.slices) == 4
-    for g, w in zip(got.slices, want.slices):
-        assert g.n == w.n
-        for key, value in w.metrics.items():
-            assert close(g.metrics[key], value), (what, g.slice, key)
+    want = same(got, ev, pdf, what, n_slices=4)
     assert got.to_dict()["slices"] == want.to_dict()["slices"]

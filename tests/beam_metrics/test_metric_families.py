@@ -6,7 +6,6 @@ measure column: the DirectRunner's per-slice results equal ``core.Evaluation`` i
 
 from __future__ import annotations
 
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +16,7 @@ beam = pytest.importorskip("apache_beam")
 import core  # noqa: E402
 from beam_metrics import ComputeMetrics, slice_result_from_json, slice_result_to_json  # noqa: E402
 from tests._helpers import close  # noqa: E402
+from tests._helpers.compare import assert_same_as_in_process  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore::core.metrics.UndefinedMetricWarning")
 
@@ -69,14 +69,7 @@ def test_metric_families_by_name_on_the_direct_runner(tmp_path: Path, kind: str)
         )
     lines = [ln for f in sorted(tmp_path.glob("slices*")) for ln in f.read_text().splitlines() if ln]
     got = ev.collect(slices=[slice_result_from_json(ln) for ln in lines])
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        want = ev.evaluate([rows])
-    assert [s.slice for s in got.slices] == [s.slice for s in want.slices] and len(got.slices) == 3
-    for g, w in zip(got.slices, want.slices):
-        assert g.n == w.n
-        for key, value in w.metrics.items():
-            assert close(g.metrics[key], value), (kind, g.slice, key)
+    want = assert_same_as_in_process(got, ev, rows, kind, n_slices=3)
     assert got.to_dict()["slices"][0].get("undefined") == want.to_dict()["slices"][0].get("undefined")
     if kind == "named_measures":  # against a direct numpy computation
         assert close(got.overall.metrics["loss"], np.mean([r["loss"] for r in rows]))

@@ -7,7 +7,6 @@ Spark's per-slice results equal ``core.Evaluation`` in process.
 
 from __future__ import annotations
 
-import warnings
 
 import numpy as np
 import pandas as pd
@@ -15,6 +14,7 @@ import pytest
 
 import core
 from tests._helpers import close
+from tests._helpers.compare import assert_same_as_in_process
 
 pytestmark = pytest.mark.filterwarnings("ignore::core.metrics.UndefinedMetricWarning")
 
@@ -55,14 +55,7 @@ def test_metric_families_by_name_on_spark(spark, kind):
     ev = core.Evaluation(slices=["g"], weight_col="w", **EVALUATIONS[kind])
     df = spark.createDataFrame(pdf).repartition(3)
     got = collect_results(compute_metrics(df, evaluation=ev), ev)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        want = ev.evaluate([pdf])
-    assert [s.slice for s in got.slices] == [s.slice for s in want.slices] and len(got.slices) == 4
-    for g, w in zip(got.slices, want.slices):
-        assert g.n == w.n
-        for key, value in w.metrics.items():
-            assert close(g.metrics[key], value), (kind, g.slice, key)
+    want = assert_same_as_in_process(got, ev, pdf, kind, n_slices=4)
     # the undefined lists are rebuilt from Spark's long-format rows and agree with core's
     assert [s.get("undefined") for s in got.to_dict()["slices"]] == [s.get("undefined") for s in want.to_dict()["slices"]]
     if kind == "named_measures":  # against a direct numpy computation
