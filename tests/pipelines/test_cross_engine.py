@@ -17,6 +17,7 @@ import pytest
 from sklearn.metrics import accuracy_score, f1_score, precision_score, recall_score
 
 from core import Evaluation
+from tests._helpers.cli_engines import metrics_json_per_engine
 
 beam = pytest.importorskip("apache_beam")
 pytest.importorskip("pyspark")
@@ -157,8 +158,6 @@ def test_float_sum_metrics_json_is_byte_identical_on_local_beam_and_spark(tmp_pa
     several files, small read batches and Spark partitions: exact sums make every engine write the
     same metrics.json bytes (float64 running sums differed in the last bits, e.g. log loss by 1 ulp
     on Spark)."""
-    from pipelines.evaluate import main
-
     rng = np.random.default_rng(5)
     n = 6000
     y = rng.integers(0, 2, n)
@@ -167,18 +166,9 @@ def test_float_sum_metrics_json_is_byte_identical_on_local_beam_and_spark(tmp_pa
     weight = rng.random(n) * 10.0 ** rng.integers(-3, 4, n)  # fractional weights over 7 decades
     group = rng.choice(np.array(["a", "b", "c"]), n)
     table = pa.table({"y": y, "score": score, "w": weight, "g": group})
-    src = tmp_path / "input"
-    src.mkdir()
-    for i, start in enumerate(range(0, n, 1500)):  # four files: several Beam bundles / Spark partitions
-        pq.write_table(table.slice(start, 1500), src / f"part-{i}.parquet", row_group_size=400)
-    docs = {}
-    for engine, batch in (("local", 333), ("beam", 1000), ("spark", 700)):
-        out = tmp_path / engine
-        args = ["--input", str(src), "--label", "y", "--score", "score", "--weight", "w", "--slice", "g",
-                "--metrics", FLOAT_SUM_METRICS, "--engine", engine, "--batch-size", str(batch), "--output", str(out),
-                "--quiet", "--no-report"]  # fmt: skip
-        assert main(args) == 0
-        docs[engine] = (out / "metrics.json").read_bytes()
+    args = ["--label", "y", "--score", "score", "--weight", "w", "--slice", "g", "--metrics", FLOAT_SUM_METRICS]
+    # four files: several Beam bundles / Spark partitions
+    docs = metrics_json_per_engine(tmp_path, table, args, (("local", 333), ("beam", 1000), ("spark", 700)), rows_per_file=1500, row_group_size=400)
     assert docs["local"] == docs["beam"] == docs["spark"]
     doc = json.loads(docs["local"])
     overall = next(s for s in doc["slices"] if not s["slice"])["metrics"]
@@ -216,7 +206,6 @@ def test_multiclass_calibration_and_per_class_curves_are_byte_identical_on_local
     columns, fractional weights, a slice, several files, Beam bundles and Spark partitions):
     every engine writes the same metrics.json bytes, and the overall top-label ECE is the
     torchmetrics-style binning computed directly."""
-    from pipelines.evaluate import main
     from tests._helpers.calibration_ref import tm_calibration_error
 
     rng = np.random.default_rng(17)
@@ -226,18 +215,8 @@ def test_multiclass_calibration_and_per_class_curves_are_byte_identical_on_local
     P[::150] = np.eye(k)[y[::150]]  # confidence exactly 1.0
     weight = rng.random(n) * 10.0 ** rng.integers(-2, 3, n)
     table = pa.table({"y": y, "p0": P[:, 0], "p1": P[:, 1], "p2": P[:, 2], "w": weight, "g": rng.choice(np.array(["a", "b"]), n)})
-    src = tmp_path / "input"
-    src.mkdir()
-    for i, start in enumerate(range(0, n, 1000)):
-        pq.write_table(table.slice(start, 1000), src / f"part-{i}.parquet", row_group_size=300)
-    docs = {}
-    for engine, batch in (("local", 333), ("beam", 700), ("spark", 500)):
-        out = tmp_path / engine
-        args = ["--input", str(src), "--label", "y", "--score", "p0,p1,p2", "--num-classes", "3", "--weight", "w", "--slice", "g",
-                "--metrics", MULTICLASS_CALIBRATION_METRICS, "--engine", engine, "--batch-size", str(batch), "--output", str(out),
-                "--quiet", "--no-report"]  # fmt: skip
-        assert main(args) == 0
-        docs[engine] = (out / "metrics.json").read_bytes()
+    args = ["--label", "y", "--score", "p0,p1,p2", "--num-classes", "3", "--weight", "w", "--slice", "g", "--metrics", MULTICLASS_CALIBRATION_METRICS]
+    docs = metrics_json_per_engine(tmp_path, table, args, (("local", 333), ("beam", 700), ("spark", 500)))
     assert docs["local"] == docs["beam"] == docs["spark"]
     overall = next(s for s in json.loads(docs["local"])["slices"] if not s["slice"])["metrics"]
     assert overall["ece"] == pytest.approx(tm_calibration_error(P.max(axis=1), P.argmax(axis=1) == y, 10, "l1", weight), rel=1e-12)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import warnings
 
 import numpy as np
 import pyarrow as pa
@@ -18,6 +17,7 @@ import pytest
 from sklearn.metrics import median_absolute_error, multilabel_confusion_matrix
 
 from core import Evaluation
+from tests._helpers.cli_engines import metrics_json_per_engine
 
 pytest.importorskip("apache_beam")
 pytest.importorskip("pyspark")
@@ -29,8 +29,6 @@ METRICS = "median_absolute_error@capacity=64,quantile_absolute_error@q=0.9@capac
 
 @needs_java
 def test_local_beam_and_spark_write_the_same_metrics(tmp_path):
-    from pipelines.evaluate import main
-
     rng = np.random.default_rng(17)
     n = 3000
     y = rng.gamma(2.0, 2.0, n)
@@ -40,20 +38,8 @@ def test_local_beam_and_spark_write_the_same_metrics(tmp_path):
     g = rng.choice(np.array(["a", "b", "c"]), n)
     g[rng.choice(n, 40, replace=False)] = "d"
     table = pa.table({"y": y, "p": p, "w": w, "g": g})
-    src = tmp_path / "input"
-    src.mkdir()
-    for i, start in enumerate(range(0, n, 1000)):
-        pq.write_table(table.slice(start, 1000), src / f"part-{i}.parquet", row_group_size=300)
-    docs = {}
-    for engine, batch in (("local", 257), ("beam", 700), ("spark", 400)):
-        out = tmp_path / engine
-        args = ["--input", str(src), "--label", "y", "--prediction", "p", "--task", "regression", "--weight", "w",
-                "--slice", "g", "--metrics", METRICS, "--engine", engine, "--batch-size", str(batch), "--output", str(out),
-                "--quiet", "--no-report"]  # fmt: skip
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            assert main(args) == 0
-        docs[engine] = (out / "metrics.json").read_bytes()
+    args = ["--label", "y", "--prediction", "p", "--task", "regression", "--weight", "w", "--slice", "g", "--metrics", METRICS]
+    docs = metrics_json_per_engine(tmp_path, table, args, (("local", 257), ("beam", 700), ("spark", 400)))
     assert docs["local"] == docs["beam"] == docs["spark"]
     doc = json.loads(docs["local"])
     key = "median_absolute_error@capacity=64"
