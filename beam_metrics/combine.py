@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Mapping
+from operator import itemgetter
 from typing import Any, Iterable
 
 import apache_beam as beam
@@ -400,11 +401,15 @@ class MetricsCombineFn(beam.CombineFn):
 
     def add_elements(self, a: MetricsAccumulator, elements: list) -> None:
         """:meth:`add_inputs` of a list: when every element is a plain row (exactly a ``dict``
-        whose first value is a scalar: checked for the whole list at once), the rows join the
+        holding a scalar under the first key of the first element: checked for the whole list at
+        once; a dict with a scalar value is a row, see :func:`is_column_batch`), the rows join the
         buffer in one step; otherwise element by element. The same accumulator either way."""
-        if elements and set(map(type, elements)) == {dict} and 0 not in set(map(len, elements)):
-            firsts = set(map(type, map(next, map(iter, map(dict.values, elements)))))
-            if firsts <= _ROW_SCALARS:
+        if elements and set(map(type, elements)) == {dict} and elements[0]:
+            try:  # one C-level pass (a missing key: element by element below)
+                scalars = set(map(type, map(itemgetter(next(iter(elements[0]))), elements))) <= _ROW_SCALARS
+            except KeyError:
+                scalars = False
+            if scalars:
                 buffer = a.buffer
                 if not buffer:
                     a.buffer_start = a.rows
