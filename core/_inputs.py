@@ -313,6 +313,16 @@ class _Checker:
         else:
             raise ValueError(_first_bad(bad, values, column, what, self.row_offset))
 
+    def flag(self, bad: np.ndarray, message: Any) -> None:
+        """Flag the rows where the (n,) ``bad`` is True (skip mode), or raise
+        ``ValueError(message(first bad row, count))``."""
+        if not bad.any():
+            return
+        if self.skip:
+            self.invalid |= bad
+        else:
+            raise ValueError(message(int(np.flatnonzero(bad)[0]), int(bad.sum())))
+
 
 def _valid_labels(arr: np.ndarray, num_classes: int) -> np.ndarray | None:
     """Fast path of :func:`_labels`: the (n,) int64 labels when every value of a bool, integer or
