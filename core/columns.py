@@ -171,6 +171,13 @@ class ColumnMap:
         return out + [b for c, b in twins if isinstance(c, str) and c in out and isinstance(b, str) and b not in out]
 
     @property
+    def keep_nulls(self) -> list[str]:
+        """Value, id and query columns not also sliced: their missing values are kept as given,
+        so that a message names an Arrow null ``null`` and a None ``None`` (not NaN)."""
+        sliced = {c for s in self.slices for c in s.columns}
+        return [c for c in (*self.value_columns, self.id_col, self.query_col) if isinstance(c, str) and c not in sliced]
+
+    @property
     def row_lengths(self) -> dict[str, int]:
         """``{list column: its row length}``: the target, prediction and score columns of a
         multioutput regression task hold ``num_outputs`` values per row (see
@@ -212,7 +219,7 @@ class ColumnMap:
     def read(self, data: Any, row_offset: int = 0) -> tuple[dict[str, np.ndarray], int]:
         """``({column: array}, n)``: every column of one batch (see :func:`core.batches.extract_columns`)."""
         return extract_columns(data, self.columns, nd=self.list_columns, slice_columns=self.slice_columns, row_offset=row_offset,
-                               row_lengths=self.row_lengths)
+                               row_lengths=self.row_lengths, keep_nulls=self.keep_nulls)
 
     def batch(self, cols: dict[str, Any], row_offset: int, on_invalid: str) -> tuple[Batch, np.ndarray | None]:
         """The validated :class:`Batch` of one batch's columns and its invalid rows (a mask, or

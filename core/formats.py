@@ -60,6 +60,7 @@ from core._inputs import (
     plain_batch,
     to_float,
 )
+from core.nulls import is_null
 
 ROLES = ("target", "prediction", "score", "measure")
 
@@ -169,7 +170,7 @@ def get_format(name: str) -> InputFormat:
 # -- reading arrays of any rank ---------------------------------------------------------------
 def _is_missing(v: Any) -> bool:
     """A missing cell: None, a float NaN, or pandas' NA / NaT."""
-    return v is None or (isinstance(v, float) and v != v) or type(v).__name__ in ("NAType", "NaTType")
+    return is_null(v) or (isinstance(v, float) and v != v) or type(v).__name__ in ("NAType", "NaTType")
 
 
 def _first_present(values: Any) -> Any:
@@ -380,7 +381,7 @@ def _stack_objects(
     return np.stack(rows)
 
 
-def as_nd_array(values: Any, column: str, row_offset: int = 0, row_length: int | None = None) -> np.ndarray:
+def as_nd_array(values: Any, column: str, row_offset: int = 0, row_length: int | None = None, keep_nulls: bool = False) -> np.ndarray:
     """Read one column whose rows may be vectors or maps.
 
     A missing row (None, NaN, an Arrow null) of a list column becomes a row of NaN entries: a
@@ -397,6 +398,8 @@ def as_nd_array(values: Any, column: str, row_offset: int = 0, row_length: int |
             then not an error here but an :class:`OtherRow` mark, which the format's check
             reports per row (so ``on_invalid="skip"`` skips it). A dense (N, K) array (or a
             fixed-size list type) of another width is left to the format's shape check.
+        keep_nulls: a missing value of a (N,) column is kept as given for messages (see
+            :func:`core._inputs.as_array`).
 
     Returns:
         An (N, ...) numpy array.
@@ -415,7 +418,7 @@ def as_nd_array(values: Any, column: str, row_offset: int = 0, row_length: int |
         first = _first_present(values)
         if isinstance(first, (list, tuple, np.ndarray)) or (row_length is not None and values and first is None):
             return _stack_objects(values, column, row_offset=row_offset, row_length=row_length)
-        arr = as_array(values, column)
+        arr = as_array(values, column, keep_nulls)
         if arr.dtype == object:
             i = next((i for i, v in enumerate(values) if isinstance(v, (list, tuple, np.ndarray))), None)
             if i is not None:
@@ -429,9 +432,9 @@ def as_nd_array(values: Any, column: str, row_offset: int = 0, row_length: int |
         first = _first_present(values) if str(getattr(values, "dtype", "")) == "object" else 0.0
         if isinstance(first, (list, tuple, np.ndarray)) or (row_length is not None and len(values) and first is None):
             return _stack_objects(values.to_numpy(dtype=object), column, row_offset=row_offset, row_length=row_length)
-        return as_array(values, column)
+        return as_array(values, column, keep_nulls)
     elif hasattr(values, "null_count"):  # pyarrow non-list
-        return as_array(values, column)
+        return as_array(values, column, keep_nulls)
     elif np.isscalar(values) or values is None:
         raise TypeError(f"column {column!r}: expected an array-like, got scalar {values!r}")
     else:
@@ -730,12 +733,12 @@ def row_length(task: Any, role: str) -> int | None:
 def _as_column(values: Any, column: Any, row_offset: int = 0, row_length: int | None = None) -> np.ndarray:
     """A column, or several 1-D columns given as a list of names stacked into (N, K)."""
     if isinstance(values, (list, tuple)) and isinstance(column, (list, tuple)) and len(values) == len(column) and len(column) > 0 and not isinstance(values[0], (int, float)):
-        cols = [as_array(v, c) for v, c in zip(values, column)]
+        cols = [as_array(v, c, keep_nulls=True) for v, c in zip(values, column)]
         lengths = {c.shape[0] for c in cols}
         if len(lengths) > 1:
             raise ValueError(f"columns {list(column)} have different lengths")
         return _stack_columns(cols)
-    return as_nd_array(values, column_name(column), row_offset, row_length)
+    return as_nd_array(values, column_name(column), row_offset, row_length, keep_nulls=True)
 
 
 def _stack_columns(cols: list[np.ndarray]) -> np.ndarray:
@@ -799,7 +802,7 @@ def build_batch(
         if v is None:
             continue
         arrs[role] = _measure_columns(v, names[role]) if role == "measure" else _as_column(v, names[role], row_offset, row_length(task, role))
-    w = as_array(sample_weight, weight_name) if sample_weight is not None else None
+    w = as_array(sample_weight, weight_name, keep_nulls=True) if sample_weight is not None else None
     if not arrs:
         raise ValueError("no input columns: give labels, predictions, scores or a measure")
     first = next(iter(arrs))

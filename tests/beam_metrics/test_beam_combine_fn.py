@@ -407,3 +407,21 @@ def test_multioutput_dict_rows_of_another_length_or_null_are_invalid_per_row_lik
     want = mean_squared_error(np.array(y)[keep], np.array([p[i] for i in keep]), multioutput="raw_values")
     np.testing.assert_allclose(got.overall.metrics["mse@multioutput=raw_values"], want, rtol=1e-12)
     assert_results_equal(got, direct(ev, rows))
+
+
+@pytest.mark.parametrize("element", ["rows", "arrow"])
+def test_a_missing_value_is_named_as_given_like_core(element):
+    rows = [{"label": 1, "score": 0.9, "weight": 1.0}, {"label": 0, "score": None, "weight": 1.0}, {"label": 1, "score": float("nan"), "weight": 1.0}]
+    ev = core.Evaluation(label_col="label", score_col="score", weight_col="weight", metrics=["roc_auc"])
+    fn = MetricsCombineFn(ev)
+    data = rows if element == "rows" else pa.Table.from_pylist(rows)
+    shown = "None" if element == "rows" else "null"  # a Python None, an Arrow null; the NaN at row 2 is nan
+    with pytest.raises(ValueError, match=rf"^column 'score': invalid value {shown} at row 1: scores must be finite \(no NaN or inf\) \(2 invalid rows"):
+        acc = fn.create_accumulator()
+        acc = fn.add_inputs(acc, rows) if element == "rows" else fn.add_input(acc, data)
+        fn.extract_output(acc)
+    with pytest.raises(ValueError) as want:
+        direct(ev, data)
+    assert str(want.value).startswith(f"column 'score': invalid value {shown} at row 1")
+    with pytest.raises(ValueError, match=r"^column 'score': invalid value nan at row 1: scores must be finite"):
+        fn.extract_output(fn.add_inputs(fn.create_accumulator(), [rows[0], rows[2]]))

@@ -180,8 +180,15 @@ def test_native_path_edge_cases_match_the_arrow_path(spark):
             compute_metrics(bad, evaluation=ev, native=native).collect()
     nulls = spark.createDataFrame([(0, 0.1), (None, 0.2), (1, 0.3)], "y long, s double").coalesce(1)
     for native in (True, False):
-        with pytest.raises(Exception, match=r"column 'y': invalid value None at row 1: labels must be 0 or 1"):
+        with pytest.raises(Exception, match=r"column 'y': invalid value null at row 1: labels must be 0 or 1"):  # a SQL null is named null
             compute_metrics(nulls, evaluation=core.Evaluation(label_col="y", score_col="s"), native=native).collect()
+    nulls = spark.createDataFrame([(0, 0.1), (1, None), (1, 0.3)], "y long, s double").coalesce(1)
+    nans = spark.createDataFrame([(0, 0.1), (1, 0.2), (1, float("nan"))], "y long, s double").coalesce(1)
+    for native in (True, False):  # a null score is null, a NaN score nan, on both paths
+        with pytest.raises(Exception, match=r"column 's': invalid value null at row 1: scores must be finite"):
+            compute_metrics(nulls, evaluation=core.Evaluation(label_col="y", score_col="s"), native=native).collect()
+        with pytest.raises(Exception, match=r"column 's': invalid value nan at row 2: scores must be finite"):
+            compute_metrics(nans, evaluation=core.Evaluation(label_col="y", score_col="s"), native=native).collect()
 
 
 def test_partitioning_does_not_change_results(binary_runs):
@@ -343,7 +350,7 @@ def test_on_invalid_raise_reports_column_value_row_and_partition(spark, pdf):
             compute_metrics(sdf, evaluation=ev, native=native).collect()
         text = str(info.value)
         assert "'score'" in text
-        assert "invalid value nan at row 123" in text
+        assert "invalid value null at row 123" in text  # pandas' NaN is a null in Spark (createDataFrame), named as Spark holds it
         assert "scores must be finite" in text
         assert "Spark partition 0" in text
 
