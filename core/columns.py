@@ -183,7 +183,8 @@ class ColumnMap:
         multioutput regression task hold ``num_outputs`` values per row (see
         :func:`core.formats.row_length`)."""
         out: dict[str, int] = {}
-        for role, col in (("target", self.label_col), ("score", self.score_col), ("prediction", self.prediction_col)):
+        twins = (("score", self.baseline_score_col), ("prediction", self.baseline_prediction_col)) if self.paired else ()
+        for role, col in (("target", self.label_col), ("score", self.score_col), ("prediction", self.prediction_col), *twins):
             d = row_length(self.plan.task, role) if self.plan.task.kind == "regression" else None
             if d is not None and isinstance(col, str) and col in self.list_columns:
                 out[col] = d

@@ -363,6 +363,20 @@ def test_null_and_short_rows_in_arrow_fixed_size_lists_and_multioutput_collectio
         MetricCollection("mse", num_outputs=2).update(_Y, y_pred=_P)
 
 
+def test_a_baseline_row_of_another_length_is_skipped_with_its_row():
+    b = [[1.0, 2.5], [3.0, 4.0], [5.0, 6.0], [0.0], [2.0, 1.0], [4.0, 0.5]]  # row 3 of the baseline: one entry
+    p = [v if v is not None and len(v) == 2 else [0.0, 0.0] for v in _P]
+    ev = Evaluation(label_col="y", prediction_col="p", baseline_prediction_col="b", num_outputs=2, on_invalid="skip",
+                    metrics=["mse@multioutput=raw_values"])
+    r = ev.evaluate({"y": _Y, "p": p, "b": b})
+    keep = [0, 1, 2, 4, 5]
+    assert (r.overall.n, r.overall.skipped) == (5, 1)
+    want = M.mean_squared_error(np.array(_Y)[keep], np.array(p)[keep], multioutput="raw_values")
+    np.testing.assert_allclose(r.overall.metrics["mse@multioutput=raw_values"], want, rtol=1e-12)
+    with pytest.raises(ValueError, match=r"^column 'b': row 3 holds 1 entries \[0.0\]: multioutput prediction rows are lists of 2 values"):
+        Evaluation(label_col="y", prediction_col="p", baseline_prediction_col="b", num_outputs=2, metrics=["mse"]).evaluate({"y": _Y, "p": p, "b": b})
+
+
 def test_a_batch_of_only_null_or_short_rows_is_skipped_like_any_batch():
     import pyarrow as pa
 
