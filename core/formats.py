@@ -882,10 +882,10 @@ def _measure_columns(values: Any, names: Any) -> np.ndarray:
         ValueError: measure columns of different lengths, or a list of values without one name each.
     """
     if not isinstance(names, (list, tuple)):
-        return as_array(values, names)
+        return as_array(values, names, keep_nulls=True)
     if not isinstance(values, (list, tuple)) or len(values) != len(names):
         raise ValueError(f"named measures {list(names)}: expected one column of values per name")
-    cols = [as_array(v, nm) for v, nm in zip(values, names)]
+    cols = [as_array(v, nm, keep_nulls=True) for v, nm in zip(values, names)]
     for c, nm in zip(cols, names):
         if c.ndim != 1 or c.shape[0] != cols[0].shape[0]:
             raise ValueError(f"column {nm!r} has shape {c.shape} but column {names[0]!r} has {cols[0].shape[0]} rows: measures are (N,) columns")
