@@ -60,7 +60,7 @@ from core._inputs import (
     plain_batch,
     to_float,
 )
-from core.nulls import is_null
+from core.nulls import NULL, is_null
 
 ROLES = ("target", "prediction", "score", "measure")
 
@@ -262,8 +262,9 @@ def _arrow_nd(arr: Any, column: str, row_offset: int = 0, row_length: int | None
         arr = arr.combine_chunks() if arr.num_chunks != 1 else arr.chunk(0)
     inner = arr.flatten()
     if row_length is not None and not _is_list_type(inner.type):
-        if inner.null_count:  # a null value inside a row: the rows one by one
-            return _stack_objects(arr.to_pylist(), column, row_offset=row_offset, row_length=row_length, missing="null")
+        if inner.null_count:  # a null value inside a row: the rows one by one, each null named null
+            rows = [r if r is None else [NULL if x is None else x for x in r] for r in arr.to_pylist()]
+            return _stack_objects(rows, column, row_offset=row_offset, row_length=row_length, missing="null")
         marked = _arrow_rows(arr, column, row_offset, row_length)
         if marked is not None:
             return marked

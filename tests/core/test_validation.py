@@ -622,6 +622,8 @@ def test_missing_values_are_named_as_given_on_every_path():
         MetricCollection("mean_measure").update(measure=pa.array([1.0, None]))
     with pytest.raises(ValueError, match=r"^column 'm': invalid value null at row 1: values must be finite"):
         Evaluation(measure_col="m", metrics=["mean_measure"]).evaluate(pa.table({"m": pa.array([1.0, None])}))
+    with pytest.raises(ValueError, match=r"^column 'p': invalid value null at row 1, entry 0: values must be finite"):
+        mo.evaluate(pa.table({"y": [[1.0, 2.0], [1.0, 2.0]], "p": pa.array([[1.0, 2.0], [None, 2.0]])}))
     # class values: a missing label is not one of the classes
     with pytest.raises(ValueError, match=r"^column 'y': invalid value null at row 1: not one of classes=\[-1, 1\]"):
         Evaluation(label_col="y", score_col="s", classes=[-1, 1]).evaluate(pa.table({"y": pa.array([1, None]), "s": [0.3, 0.4]}))
