@@ -18,21 +18,25 @@ from typing import Any
 
 import numpy as np
 
+from core.nulls import NULL
 from core.task import Task
 
 ON_INVALID = ("raise", "skip")
 
 
-def as_array(values: Any, column: str) -> np.ndarray:
+def as_array(values: Any, column: str, keep_nulls: bool = False) -> np.ndarray:
     """Convert one column to a 1-D numpy array without copying when possible.
 
     Args:
         values: a list/tuple, numpy array, pandas Series, or pyarrow Array/ChunkedArray.
         column: the column's name, used in error messages.
+        keep_nulls: keep each missing value of a numeric column as given, for messages: an
+            Arrow null is :data:`NULL` (shown ``null``) and a pandas NA is None, in an object
+            array (value columns; only columns holding one). A real NaN stays NaN.
 
     Returns:
         A 1-D ``np.ndarray``. Missing values (pyarrow nulls, pandas NA, None) become NaN for
-        numeric columns and ``None`` in object columns.
+        numeric columns and ``None`` in object columns (with ``keep_nulls``: see above).
 
     Raises:
         TypeError: the input is not array-like or not one-dimensional.
@@ -40,7 +44,12 @@ def as_array(values: Any, column: str) -> np.ndarray:
     if isinstance(values, np.ndarray):
         arr = values
     elif hasattr(values, "to_numpy") and hasattr(values, "null_count"):  # pyarrow Array/ChunkedArray
-        if values.null_count and str(values.type).startswith(("int", "uint")):
+        if keep_nulls and values.null_count and str(values.type).startswith(("int", "uint", "float", "double", "halffloat", "bool", "decimal")):
+            arr = values.to_numpy(zero_copy_only=False).astype(object)
+            arr[values.is_null().to_numpy(zero_copy_only=False)] = NULL
+        elif keep_nulls and values.null_count and str(values.type) == "null":  # only nulls: nothing tells the type
+            arr = np.full(len(values), NULL, dtype=object)
+        elif values.null_count and str(values.type).startswith(("int", "uint")):
             # exact ints and None (not floats with NaN): a slice value must not depend on
             # whether its batch happens to hold a null
             arr = values.fill_null(0).to_numpy(zero_copy_only=False).astype(object)
@@ -59,6 +68,8 @@ def as_array(values: Any, column: str) -> np.ndarray:
                 arr = _missing_to_none(values, values.to_numpy(dtype=object))
             else:
                 arr = values.to_numpy(dtype=np.int64)
+        elif getattr(dtype, "kind", "O") == "f" and keep_nulls and values.isna().any():  # nullable Float64: None for NA
+            arr = _missing_to_none(values, values.to_numpy(dtype=object))
         elif getattr(dtype, "kind", "O") == "f":  # nullable Float64: NaN for NA
             arr = values.to_numpy(dtype=np.float64, na_value=np.nan)
         elif getattr(dtype, "kind", "O") == "b" and not values.isna().any():  # boolean without NA
@@ -119,7 +130,7 @@ def parse_numbers(flat: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]
     nan_mask = np.zeros(n, dtype=bool)
     big_mask = np.zeros(n, dtype=bool)
     for i, v in enumerate(flat):
-        if v is None:
+        if v is None or v is NULL:
             out[i] = np.nan
             continue
         try:
@@ -313,6 +324,16 @@ class _Checker:
         else:
             raise ValueError(_first_bad(bad, values, column, what, self.row_offset))
 
+    def flag(self, bad: np.ndarray, message: Any) -> None:
+        """Flag the rows where the (n,) ``bad`` is True (skip mode), or raise
+        ``ValueError(message(first bad row, count))``."""
+        if not bad.any():
+            return
+        if self.skip:
+            self.invalid |= bad
+        else:
+            raise ValueError(message(int(np.flatnonzero(bad)[0]), int(bad.sum())))
+
 
 def _valid_labels(arr: np.ndarray, num_classes: int) -> np.ndarray | None:
     """Fast path of :func:`_labels`: the (n,) int64 labels when every value of a bool, integer or
@@ -390,7 +411,7 @@ def check_finite(arr: np.ndarray, column: Any, chk: "_Checker", what: str = SCOR
     """Check floats of any rank are finite (no NaN, inf or missing value); the float64 values."""
     vals = to_float(arr, column, chk.row_offset, chk)
     if not _all_finite(vals):
-        chk.check(~np.isfinite(vals), vals, column, what)
+        chk.check(~np.isfinite(vals), arr if arr.dtype == object else vals, column, what)  # a missing value named as given
     return vals
 
 
@@ -400,7 +421,7 @@ def check_weights(arr: np.ndarray, column: Any, chk: "_Checker") -> np.ndarray:
     if not (w.shape[0] == 0 or (w.min() >= 0 and _all_finite(w))):  # min() is NaN if any is
         with np.errstate(invalid="ignore"):
             bad = ~np.isfinite(w) | (w < 0)
-        chk.check(bad, w, column, WEIGHTS_RULE)
+        chk.check(bad, arr if arr.dtype == object else w, column, WEIGHTS_RULE)
     return w
 
 
@@ -452,17 +473,17 @@ def plain_batch(
         TypeError: a non-numeric value (e.g. a string) in any of these columns.
     """
     n_true, n_score, n_pred, n_weight = names
-    yt = as_array(y_true, n_true)
+    yt = as_array(y_true, n_true, keep_nulls=True)
     cols = [(n_true, yt)]
     ys = yp = w = None
     if y_score is not None:
-        ys = as_array(y_score, n_score)
+        ys = as_array(y_score, n_score, keep_nulls=True)
         cols.append((n_score, ys))
     if y_pred is not None:
-        yp = as_array(y_pred, n_pred)
+        yp = as_array(y_pred, n_pred, keep_nulls=True)
         cols.append((n_pred, yp))
     if sample_weight is not None:
-        w = as_array(sample_weight, n_weight)
+        w = as_array(sample_weight, n_weight, keep_nulls=True)
         cols.append((n_weight, w))
     n = yt.shape[0]
     for name, col in cols[1:]:

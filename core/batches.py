@@ -32,7 +32,8 @@ def _available(data: Any) -> list[str]:
 
 
 def extract_columns(
-    data: Any, names: Sequence[str], nd: Iterable[str] = (), slice_columns: Iterable[str] = (), row_offset: int = 0
+    data: Any, names: Sequence[str], nd: Iterable[str] = (), slice_columns: Iterable[str] = (), row_offset: int = 0,
+    row_lengths: Mapping[str, int] | None = None, keep_nulls: Iterable[str] = (),
 ) -> tuple[dict[str, np.ndarray], int]:
     """Pull named columns out of one batch as numpy arrays.
 
@@ -46,6 +47,12 @@ def extract_columns(
         slice_columns: columns read only for slicing; rows holding lists make them a
             :class:`core.slicing.ListColumn` (see :func:`core.slicing.read_slice_column`).
         row_offset: position of the batch's first row in the input (for messages).
+        row_lengths: ``{column of nd: the length of each of its rows}`` (``num_outputs`` of
+            multioutput regression): a missing row or a list of another length is then marked
+            for the format's per-row check (see :class:`core.formats.OtherRow`), not an error.
+        keep_nulls: value columns whose missing values are kept as given for messages (an
+            Arrow null as :data:`core._inputs.NULL`, see :func:`core._inputs.as_array`); not
+            for columns that are also sliced (a missing slice value is None).
 
     Returns:
         ``({name: (n,) or (n, ...) array, or ListColumn}, n)``.
@@ -56,12 +63,16 @@ def extract_columns(
         TypeError: ``data`` is none of the supported kinds.
     """
     nd = set(nd)
+    row_lengths = row_lengths or {}
+    keep = set(keep_nulls)
     sliced = set(slice_columns) - nd
 
     def read(values: Any, name: str) -> np.ndarray:
         if name in sliced:
             return read_slice_column(values, name, row_offset)
-        return as_nd_array(values, name, row_offset) if name in nd else as_array(values, name)
+        if name in nd:
+            return as_nd_array(values, name, row_offset, row_lengths.get(name), keep_nulls=name in keep)
+        return as_array(values, name, keep_nulls=name in keep)
 
     if isinstance(data, list):
         if data and not isinstance(data[0], Mapping):

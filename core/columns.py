@@ -16,7 +16,7 @@ import numpy as np
 
 from core._inputs import Batch
 from core.batches import extract_columns
-from core.formats import build_batch, make_batch
+from core.formats import build_batch, make_batch, row_length
 from core.ids import integer_ids
 from core.retrieval import with_query_keys
 from core.labels import encode_labels, swap_score_columns
@@ -170,6 +170,26 @@ class ColumnMap:
         twins = [(self.score_col, self.baseline_score_col), (self.prediction_col, self.baseline_prediction_col)]
         return out + [b for c, b in twins if isinstance(c, str) and c in out and isinstance(b, str) and b not in out]
 
+    @property
+    def keep_nulls(self) -> list[str]:
+        """Value, id and query columns not also sliced: their missing values are kept as given,
+        so that a message names an Arrow null ``null`` and a None ``None`` (not NaN)."""
+        sliced = {c for s in self.slices for c in s.columns}
+        return [c for c in (*self.value_columns, self.id_col, self.query_col) if isinstance(c, str) and c not in sliced]
+
+    @property
+    def row_lengths(self) -> dict[str, int]:
+        """``{list column: its row length}``: the target, prediction and score columns of a
+        multioutput regression task hold ``num_outputs`` values per row (see
+        :func:`core.formats.row_length`)."""
+        out: dict[str, int] = {}
+        twins = (("score", self.baseline_score_col), ("prediction", self.baseline_prediction_col)) if self.paired else ()
+        for role, col in (("target", self.label_col), ("score", self.score_col), ("prediction", self.prediction_col), *twins):
+            d = row_length(self.plan.task, role) if self.plan.task.kind == "regression" else None
+            if d is not None and isinstance(col, str) and col in self.list_columns:
+                out[col] = d
+        return out
+
     def _list_columns(self) -> list[str]:
         binary_score = self.plan.task.kind == "binary" and isinstance(self.score_col, str)
         if self.plain:
@@ -199,7 +219,8 @@ class ColumnMap:
 
     def read(self, data: Any, row_offset: int = 0) -> tuple[dict[str, np.ndarray], int]:
         """``({column: array}, n)``: every column of one batch (see :func:`core.batches.extract_columns`)."""
-        return extract_columns(data, self.columns, nd=self.list_columns, slice_columns=self.slice_columns, row_offset=row_offset)
+        return extract_columns(data, self.columns, nd=self.list_columns, slice_columns=self.slice_columns, row_offset=row_offset,
+                               row_lengths=self.row_lengths, keep_nulls=self.keep_nulls)
 
     def batch(self, cols: dict[str, Any], row_offset: int, on_invalid: str) -> tuple[Batch, np.ndarray | None]:
         """The validated :class:`Batch` of one batch's columns and its invalid rows (a mask, or

@@ -202,7 +202,7 @@ def _ints(values: Any, column: str, size: int, row_offset: int, n: int | None = 
     """(n,) intp values in ``[0, size)`` of a column or one int broadcast to ``n`` rows."""
     if n is not None and isinstance(values, (int, np.integer)) and not isinstance(values, (bool, np.bool_)):
         values = np.full(n, int(values), dtype=np.int64)
-    arr = as_array(values, column)
+    arr = as_array(values, column, keep_nulls=True)
     if n is not None and arr.shape[0] != n:
         raise ValueError(f"column {column!r}: {arr.shape[0]} rows, but the labels have {n}")
     rule = f"{(what or column).replace('_', ' ')}s must be integers in [0, {size})"

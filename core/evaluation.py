@@ -140,6 +140,7 @@ class Evaluation(AccumulatorOps):
     value_columns = _column("value_columns", "The label, score/prediction, weight and measure columns (not slices).")
     list_columns = _column("list_columns", "Value columns whose rows may be lists (see :attr:`core.columns.ColumnMap.list_columns`).")
     slice_columns = _column("slice_columns", "Columns read only for slicing (they may hold lists).")
+    keep_nulls = _column("keep_nulls", "Value, id and query columns whose nulls messages name as given (see :attr:`core.columns.ColumnMap.keep_nulls`).")
     _plain = _column("plain", "True: batches take the plain (N,) path of the first release.")
 
     def __init__(self, **options: Any):

@@ -60,6 +60,7 @@ from core._inputs import (
     plain_batch,
     to_float,
 )
+from core.nulls import NULL, is_null
 
 ROLES = ("target", "prediction", "score", "measure")
 
@@ -169,7 +170,7 @@ def get_format(name: str) -> InputFormat:
 # -- reading arrays of any rank ---------------------------------------------------------------
 def _is_missing(v: Any) -> bool:
     """A missing cell: None, a float NaN, or pandas' NA / NaT."""
-    return v is None or (isinstance(v, float) and v != v) or type(v).__name__ in ("NAType", "NaTType")
+    return is_null(v) or (isinstance(v, float) and v != v) or type(v).__name__ in ("NAType", "NaTType")
 
 
 def _first_present(values: Any) -> Any:
@@ -187,17 +188,86 @@ def _is_list_type(t: Any) -> bool:
     return pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)
 
 
-def _arrow_nd(arr: Any, column: str, row_offset: int = 0) -> np.ndarray:
+class OtherRow:
+    """The entries of a list-column row that is not a list of the expected length
+    (``row_length`` of :func:`as_nd_array`): a missing row (None, an Arrow null) or a list of
+    another length. The format's check reports such a row per row (:func:`check_row_lengths`:
+    raise naming the row, the value and the length, or skip it with ``on_invalid="skip"``).
+
+    Attributes:
+        length: the row's length, or None for a missing row.
+        shown: the row as messages name it (``None``, ``null``, ``[5.0]``).
+    """
+
+    __slots__ = ("length", "shown")
+
+    def __init__(self, length: int | None, shown: str):
+        self.length = length
+        self.shown = shown
+
+    def __repr__(self) -> str:
+        return self.shown
+
+
+def _shown_row(v: Any) -> str:
+    text = repr(v.tolist() if isinstance(v, np.ndarray) else list(v) if isinstance(v, tuple) else v)
+    return text if len(text) <= 60 else text[:40] + f"... ({len(text)} characters)"
+
+
+def _with_other_rows(n: int, row_length: int, good: np.ndarray, dense: np.ndarray, marks: dict[int, OtherRow]) -> np.ndarray:
+    """(n, row_length) object array: the rows of ``dense`` at ``good``, the :class:`OtherRow`
+    marks elsewhere."""
+    out = np.empty((n, row_length), dtype=object)
+    if good.size:
+        out[good] = dense
+    for i, m in marks.items():
+        out[i, :] = m
+    return out
+
+
+def _arrow_rows(arr: Any, column: str, row_offset: int, row_length: int) -> np.ndarray | None:
+    """A one-level Arrow list column read with an expected row length: null rows and rows of
+    another length become :class:`OtherRow` marks (an object array); None when every row fits
+    or the list type's fixed size differs (read as usual, and checked by the format)."""
+    import pyarrow as pa
+
+    if pa.types.is_fixed_size_list(arr.type):
+        if arr.type.list_size != row_length or not arr.null_count:
+            return None
+        lengths = np.full(len(arr), row_length)
+    else:
+        lengths = arr.value_lengths().fill_null(-1).to_numpy(zero_copy_only=False)
+    valid = ~arr.is_null().to_numpy(zero_copy_only=False)
+    ok = valid & (lengths == row_length)
+    if ok.all():
+        return None
+    good = np.flatnonzero(ok)
+    dense = _arrow_dense(arr.take(pa.array(good)), column, row_offset, good) if good.size else np.zeros((0, row_length))
+    marks = {int(i): OtherRow(None, "null") if not valid[i] else OtherRow(int(lengths[i]), _shown_row(arr[int(i)].as_py()))
+             for i in np.flatnonzero(~ok)}
+    return _with_other_rows(len(arr), row_length, good, dense, marks)
+
+
+def _arrow_nd(arr: Any, column: str, row_offset: int = 0, row_length: int | None = None) -> np.ndarray:
     """A pyarrow (fixed-size) list array, possibly nested, as an N-D numpy array.
 
     A null row (or a null value inside a row) is a missing value: its entries are NaN, so the
-    format's checks find it like any missing value (raise naming its row, or skip it).
+    format's checks find it like any missing value (raise naming its row, or skip it). With
+    ``row_length`` (a one-level list column), null rows and rows of another length are
+    :class:`OtherRow` marks instead.
     """
     import pyarrow as pa
 
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks() if arr.num_chunks != 1 else arr.chunk(0)
     inner = arr.flatten()
+    if row_length is not None and not _is_list_type(inner.type):
+        if inner.null_count:  # a null value inside a row: the rows one by one, each null named null
+            rows = [r if r is None else [NULL if x is None else x for x in r] for r in arr.to_pylist()]
+            return _stack_objects(rows, column, row_offset=row_offset, row_length=row_length, missing="null")
+        marked = _arrow_rows(arr, column, row_offset, row_length)
+        if marked is not None:
+            return marked
     while _is_list_type(inner.type):
         if inner.null_count:  # a null list inside a row: read the rows one by one
             return _stack_objects(arr.to_pylist(), column, row_offset=row_offset)
@@ -245,14 +315,23 @@ def _arrow_dense(arr: Any, column: str, row_offset: int, rows: np.ndarray | None
 MAX_ROW_DEPTH = 3
 
 
-def _stack_objects(arr: Any, column: str, depth: int = 1, row_offset: int = 0) -> np.ndarray:
+def _stack_objects(
+    arr: Any, column: str, depth: int = 1, row_offset: int = 0, row_length: int | None = None, missing: str = "None"
+) -> np.ndarray:
     """Stack a sequence (or object array) of per-row lists/arrays into an N-D array (equal
     lengths required; at most :data:`MAX_ROW_DEPTH` levels of lists inside a row). A missing
-    row (None, NaN, NA) is a missing value: its entries are NaN."""
+    row (None, NaN, NA) is a missing value: its entries are NaN.
+
+    With ``row_length``, a missing row and a flat list of another length are :class:`OtherRow`
+    marks (shown as ``missing`` and as the list) in an (N, row_length) object array, checked
+    per row by the format."""
     rows: list = []
     first_shape = None
+    marks: dict[int, OtherRow] = {}
     for i, v in enumerate(arr):
         if _is_missing(v):
+            if row_length is not None:
+                marks[i] = OtherRow(None, missing)
             rows.append(None)
             continue
         row = row_offset + i if depth == 1 else i
@@ -267,6 +346,10 @@ def _stack_objects(arr: Any, column: str, depth: int = 1, row_offset: int = 0) -
             a = np.asarray(v)
             if a.dtype.kind in "US" or (a.dtype == object and a.ndim > 0):
                 a = np.asarray(v, dtype=object)  # keep each value as given: a string is named, not the row's dtype
+            if row_length is not None and a.ndim == 1 and a.shape[0] != row_length:
+                marks[i] = OtherRow(a.shape[0], _shown_row(v))
+                rows.append(None)
+                continue
         if a.ndim == 0:
             raise ValueError(f"column {column!r}: row {row} holds a scalar {v!r} where a list is expected")
         if first_shape is None:
@@ -277,6 +360,20 @@ def _stack_objects(arr: Any, column: str, depth: int = 1, row_offset: int = 0) -
                 "a matrix column needs equal lengths"
             )
         rows.append(a)
+    if marks:
+        good = np.array([i for i, a in enumerate(rows) if a is not None], dtype=np.int64)
+        dense = np.stack([rows[i] for i in good]) if good.size else np.zeros((0, row_length))
+        if dense.ndim == 2 and dense.shape[1] == row_length:
+            return _with_other_rows(len(rows), int(row_length), good, dense, marks)
+        # rows of another rank (nested lists): the format names the shape; missing rows are NaN
+        first_shape = dense.shape[1:]
+        rows = [None if i in marks and marks[i].length is None else a for i, a in enumerate(rows)]
+        if any(i in marks and marks[i].length is not None for i in range(len(rows))):
+            i = next(i for i in marks if marks[i].length is not None)
+            raise ValueError(
+                f"column {column!r}: rows have different shapes ({first_shape} at the first, ({marks[i].length},) at row {row_offset + i}); "
+                "a matrix column needs equal lengths"
+            )
     if first_shape is None:  # no rows, or only missing ones: nothing tells the row shape
         return np.full(len(rows), np.nan) if rows else np.zeros((0,), dtype=np.float64)
     if len(rows) > 0 and any(a is None for a in rows):
@@ -285,7 +382,7 @@ def _stack_objects(arr: Any, column: str, depth: int = 1, row_offset: int = 0) -
     return np.stack(rows)
 
 
-def as_nd_array(values: Any, column: str, row_offset: int = 0) -> np.ndarray:
+def as_nd_array(values: Any, column: str, row_offset: int = 0, row_length: int | None = None, keep_nulls: bool = False) -> np.ndarray:
     """Read one column whose rows may be vectors or maps.
 
     A missing row (None, NaN, an Arrow null) of a list column becomes a row of NaN entries: a
@@ -297,6 +394,13 @@ def as_nd_array(values: Any, column: str, row_offset: int = 0) -> np.ndarray:
             :func:`core._inputs.as_array` reads.
         column: the column name, used in messages.
         row_offset: position of the batch's first row in the input, for messages.
+        row_length: the length every row of a list column should have (``num_outputs`` of a
+            multioutput regression task), or None. A missing row or a list of another length is
+            then not an error here but an :class:`OtherRow` mark, which the format's check
+            reports per row (so ``on_invalid="skip"`` skips it). A dense (N, K) array (or a
+            fixed-size list type) of another width is left to the format's shape check.
+        keep_nulls: a missing value of a (N,) column is kept as given for messages (see
+            :func:`core._inputs.as_array`).
 
     Returns:
         An (N, ...) numpy array.
@@ -307,15 +411,15 @@ def as_nd_array(values: Any, column: str, row_offset: int = 0) -> np.ndarray:
     """
     t = getattr(values, "type", None)
     if t is not None and hasattr(values, "null_count") and "list" in str(t):
-        return _arrow_nd(values, column, row_offset)
+        return _arrow_nd(values, column, row_offset, row_length)
     if isinstance(values, np.ndarray):
         arr = values
     elif isinstance(values, (list, tuple)):
         # the first present row decides (a later list among scalars fails in as_array with the column named)
         first = _first_present(values)
-        if isinstance(first, (list, tuple, np.ndarray)):
-            return _stack_objects(values, column, row_offset=row_offset)
-        arr = as_array(values, column)
+        if isinstance(first, (list, tuple, np.ndarray)) or (row_length is not None and values and first is None):
+            return _stack_objects(values, column, row_offset=row_offset, row_length=row_length)
+        arr = as_array(values, column, keep_nulls)
         if arr.dtype == object:
             i = next((i for i, v in enumerate(values) if isinstance(v, (list, tuple, np.ndarray))), None)
             if i is not None:
@@ -326,17 +430,20 @@ def as_nd_array(values: Any, column: str, row_offset: int = 0) -> np.ndarray:
                 )
         return arr
     elif hasattr(values, "to_numpy") and not hasattr(values, "null_count"):  # pandas
-        if str(getattr(values, "dtype", "")) == "object" and isinstance(_first_present(values), (list, tuple, np.ndarray)):
-            return _stack_objects(values.to_numpy(dtype=object), column, row_offset=row_offset)
-        return as_array(values, column)
+        first = _first_present(values) if str(getattr(values, "dtype", "")) == "object" else 0.0
+        if isinstance(first, (list, tuple, np.ndarray)) or (row_length is not None and len(values) and first is None):
+            return _stack_objects(values.to_numpy(dtype=object), column, row_offset=row_offset, row_length=row_length)
+        return as_array(values, column, keep_nulls)
     elif hasattr(values, "null_count"):  # pyarrow non-list
-        return as_array(values, column)
+        return as_array(values, column, keep_nulls)
     elif np.isscalar(values) or values is None:
         raise TypeError(f"column {column!r}: expected an array-like, got scalar {values!r}")
     else:
         arr = np.asarray(values)
-    if arr.dtype == object and arr.ndim == 1 and isinstance(_first_present(arr), (list, tuple, np.ndarray)):
-        return _stack_objects(arr, column, row_offset=row_offset)
+    if arr.dtype == object and arr.ndim == 1 and (
+        isinstance(_first_present(arr), (list, tuple, np.ndarray)) or (row_length is not None and arr.size and _first_present(arr) is None)
+    ):
+        return _stack_objects(arr, column, row_offset=row_offset, row_length=row_length)
     return arr
 
 
@@ -517,6 +624,30 @@ def _values_convert(arr: np.ndarray, ctx: FormatContext) -> Converted:
     return Converted(np.ascontiguousarray(to_float(arr, ctx.column), dtype=np.float64))
 
 
+def check_row_lengths(arr: np.ndarray, ctx: FormatContext, what: str) -> np.ndarray:
+    """Report the :class:`OtherRow` marks of a list column read with a row length (a missing
+    row, a list of another length): raise naming the column, the value, the row and the length
+    found, or flag the rows in skip mode. Returns ``arr`` with NaN in the marked rows (the value
+    checks then look at the other rows)."""
+    if arr.dtype != object or arr.ndim != 2 or not arr.shape[0] or not arr.shape[1]:
+        return arr
+    marked = np.fromiter((isinstance(v, OtherRow) for v in arr[:, 0]), dtype=bool, count=arr.shape[0])
+    if not marked.any():
+        return arr
+
+    def message(i: int, count: int) -> str:
+        m, row = arr[i, 0], ctx.checker.row_offset + i
+        more = f" ({count} such rows in this batch)" if count > 1 else ""
+        if m.length is None:
+            return f"column {column_name(ctx.column)!r}: invalid value {m!r} at row {row}: {what}{more}"
+        return f"column {column_name(ctx.column)!r}: row {row} holds {m.length} entries {m!r}: {what}{more}"
+
+    ctx.checker.flag(marked, message)
+    out = arr.copy()
+    out[marked] = np.nan
+    return out
+
+
 def _multioutput_validate(arr: np.ndarray, ctx: FormatContext) -> None:
     d = getattr(ctx.task, "num_outputs", None)
     if arr.shape[0] and d is None:
@@ -526,6 +657,7 @@ def _multioutput_validate(arr: np.ndarray, ctx: FormatContext) -> None:
         )
     if arr.shape[0] and arr.shape[1] != d:
         raise ValueError(f"column {column_name(ctx.column)!r}: multioutput {ctx.role} rows need {d} entries (num_outputs), got shape {arr.shape}")
+    arr = check_row_lengths(arr, ctx, f"multioutput {ctx.role} rows are lists of {d} values (num_outputs={d})")
     what = "targets must be finite (no NaN or inf)" if ctx.role == "target" else "values must be finite (no NaN or inf)"
     _finite(arr, ctx, what)
 
@@ -593,15 +725,21 @@ def _shape_text(fmt: InputFormat, ndim: int) -> str:
     return {1: "(N,)", 2: "(N, K)", 3: "(N, H, W)", 4: "(N, K, H, W)"}.get(ndim, f"{ndim}-D")
 
 
-def _as_column(values: Any, column: Any, row_offset: int = 0) -> np.ndarray:
+def row_length(task: Any, role: str) -> int | None:
+    """The length every row of a ``role`` list column has (``num_outputs`` for the targets,
+    predictions and scores of a multioutput regression task), or None."""
+    return getattr(task, "num_outputs", None) if role in ("target", "prediction", "score") else None
+
+
+def _as_column(values: Any, column: Any, row_offset: int = 0, row_length: int | None = None) -> np.ndarray:
     """A column, or several 1-D columns given as a list of names stacked into (N, K)."""
     if isinstance(values, (list, tuple)) and isinstance(column, (list, tuple)) and len(values) == len(column) and len(column) > 0 and not isinstance(values[0], (int, float)):
-        cols = [as_array(v, c) for v, c in zip(values, column)]
+        cols = [as_array(v, c, keep_nulls=True) for v, c in zip(values, column)]
         lengths = {c.shape[0] for c in cols}
         if len(lengths) > 1:
             raise ValueError(f"columns {list(column)} have different lengths")
         return _stack_columns(cols)
-    return as_nd_array(values, column_name(column), row_offset)
+    return as_nd_array(values, column_name(column), row_offset, row_length, keep_nulls=True)
 
 
 def _stack_columns(cols: list[np.ndarray]) -> np.ndarray:
@@ -664,8 +802,8 @@ def build_batch(
         v = columns.get(role)
         if v is None:
             continue
-        arrs[role] = _measure_columns(v, names[role]) if role == "measure" else _as_column(v, names[role], row_offset)
-    w = as_array(sample_weight, weight_name) if sample_weight is not None else None
+        arrs[role] = _measure_columns(v, names[role]) if role == "measure" else _as_column(v, names[role], row_offset, row_length(task, role))
+    w = as_array(sample_weight, weight_name, keep_nulls=True) if sample_weight is not None else None
     if not arrs:
         raise ValueError("no input columns: give labels, predictions, scores or a measure")
     first = next(iter(arrs))
@@ -745,10 +883,10 @@ def _measure_columns(values: Any, names: Any) -> np.ndarray:
         ValueError: measure columns of different lengths, or a list of values without one name each.
     """
     if not isinstance(names, (list, tuple)):
-        return as_array(values, names)
+        return as_array(values, names, keep_nulls=True)
     if not isinstance(values, (list, tuple)) or len(values) != len(names):
         raise ValueError(f"named measures {list(names)}: expected one column of values per name")
-    cols = [as_array(v, nm) for v, nm in zip(values, names)]
+    cols = [as_array(v, nm, keep_nulls=True) for v, nm in zip(values, names)]
     for c, nm in zip(cols, names):
         if c.ndim != 1 or c.shape[0] != cols[0].shape[0]:
             raise ValueError(f"column {nm!r} has shape {c.shape} but column {names[0]!r} has {cols[0].shape[0]} rows: measures are (N,) columns")

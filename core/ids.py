@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from core.nulls import is_null
+
 __all__ = ["hash_column", "integer_ids", "mix64"]
 
 _U = np.uint64
@@ -40,8 +42,8 @@ def _digest(b: bytes) -> int:
 
 def _hash_scalar(v: Any) -> int | None:
     """The 64-bit hash of one id value (ints and whole floats alike); None for a missing value."""
-    if v is None or isinstance(v, bool):
-        return None if v is None else int(mix64(np.array([int(v)], dtype=np.int64).view(np.uint64))[0])
+    if is_null(v) or isinstance(v, bool):
+        return None if is_null(v) else int(mix64(np.array([int(v)], dtype=np.int64).view(np.uint64))[0])
     if isinstance(v, (int, np.integer)):
         return int(mix64(np.array([int(v)], dtype=np.int64).view(np.uint64))[0])
     if isinstance(v, (float, np.floating)):
@@ -147,7 +149,7 @@ def integer_ids(values: Any, column: str, rows: np.ndarray, skip: bool = False) 
             missing = np.isnan(f)
         else:
             for i, v in enumerate(a.tolist()):
-                if v is None or (isinstance(v, float) and v != v):
+                if is_null(v) or (isinstance(v, float) and v != v):
                     missing[i], f[i] = True, 0.0
                 elif isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
                     raise fail(i, "ids must be integers")

@@ -115,6 +115,7 @@ class Plan:
 
     def __init__(self, metrics: Sequence[str | Metric] | None, task: Task, classes: Sequence[Any] | None = None):
         self.task = task
+        self.classes = None if classes is None else tuple(classes)
         if metrics is None:
             metrics = DEFAULT_METRICS[task.kind]
         resolved: dict[str, Metric] = {}
@@ -236,7 +237,7 @@ class Plan:
     def compute(self, states: tuple[State, ...]) -> dict[str, Any]:
         """Metric values from merged states: ``{metric key: float | np.ndarray}`` (a
         :class:`MetricValues`: the requested names find their values too)."""
-        return MetricValues(self.compute_with_bounds(states)[0], self.aliases)
+        return MetricValues(self.compute_with_bounds(states)[0], self.aliases, MetricKeys(self.task, self.classes))
 
     def compute_with_bounds(
         self, states: tuple[State, ...], warn: bool = True, slice_name: str = "Overall"
@@ -450,12 +451,43 @@ def metric_aliases(metric_names: Mapping[str, str], keys: Iterable[str]) -> dict
     return {k: v for k, v in out.items() if k not in shared}
 
 
+class MetricKeys:
+    """The canonical key of any metric string the parser accepts, for one task (and classes).
+
+    ``MetricKeys(task)("quantile_absolute_error@q=0.90")`` is ``"quantile_absolute_error@0.9"``,
+    the key results use (:attr:`~core.metrics.Metric.resolved_key`); None for a string that is
+    not a metric of the task. Picklable (results cross process boundaries); resolved strings are
+    remembered.
+    """
+
+    def __init__(self, task: Task, classes: Sequence[Any] | None = None):
+        self.task = task
+        self.classes = None if classes is None else tuple(classes)
+        self._seen: dict[str, str | None] = {}
+
+    def __call__(self, text: str) -> str | None:
+        if text not in self._seen:
+            try:
+                with class_values(self.classes), warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    self._seen[text] = resolve(text, self.task).resolved_key
+            except (ValueError, TypeError):
+                self._seen[text] = None
+        return self._seen[text]
+
+    def __reduce__(self) -> Any:
+        return (MetricKeys, (self.task, self.classes))
+
+
 class MetricValues(dict):
-    """``{metric key: value}`` that also answers the names a user asked for.
+    """``{metric key: value}`` that also answers the names a user asked for, in any spelling.
 
     A plain ``dict`` of the result keys (iteration, ``len``, ``==`` and JSON are a dict's), whose
     ``[...]``, ``get`` and ``in`` also take the requested strings and display names' canonical
-    strings of :func:`metric_aliases` (``values["f1"]`` for ``"f1@macro"``).
+    strings of :func:`metric_aliases` (``values["f1"]`` for ``"f1@macro"``), and, given
+    ``canonical`` (a :class:`MetricKeys`), every spelling of a key the metric-name parser accepts
+    (``"quantile_absolute_error@q=0.90"`` finds ``"quantile_absolute_error@0.9"``; aliases of
+    metric names and parameters in another order too). Iteration shows each key once.
 
     Example:
         >>> v = MetricValues({"f1@macro": 0.5}, {"f1": "f1@macro"})
@@ -463,24 +495,40 @@ class MetricValues(dict):
         (0.5, True, 0.5, ['f1@macro'], True)
     """
 
-    def __init__(self, values: Any = (), aliases: Mapping[str, str] | None = None):
+    def __init__(self, values: Any = (), aliases: Mapping[str, str] | None = None, canonical: "MetricKeys | None" = None):
         super().__init__(values)
         self.aliases = dict(aliases or {})
+        self.canonical = canonical
+
+    def _key(self, key: Any) -> Any:
+        """The result key ``key`` names, or None."""
+        if not isinstance(key, str):
+            return None
+        target = self.aliases.get(key)
+        if target is not None and dict.__contains__(self, target):
+            return target
+        c = self.canonical(key) if self.canonical is not None else None
+        if c is None:
+            return None
+        if dict.__contains__(self, c):
+            return c
+        target = self.aliases.get(c)  # a display name's canonical string
+        return target if target is not None and dict.__contains__(self, target) else None
 
     def __missing__(self, key: Any) -> Any:
-        target = self.aliases.get(key) if isinstance(key, str) else None
-        if target is None or not dict.__contains__(self, target):
+        target = self._key(key)
+        if target is None:
             raise KeyError(key)
         return dict.__getitem__(self, target)
 
     def __contains__(self, key: Any) -> bool:
-        return dict.__contains__(self, key) or (isinstance(key, str) and dict.__contains__(self, self.aliases.get(key)))
+        return dict.__contains__(self, key) or self._key(key) is not None
 
     def get(self, key: Any, default: Any = None) -> Any:
         return self[key] if key in self else default
 
     def __reduce__(self) -> Any:
-        return (MetricValues, (dict(self), self.aliases))
+        return (MetricValues, (dict(self), self.aliases, self.canonical))
 
 
 def _dependencies(m: Metric) -> list[Metric]:

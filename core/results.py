@@ -16,7 +16,7 @@ import numpy as np
 from core.codec import slice_key_from_json, slice_key_to_json
 from core.fairness import Fairness, compute_fairness
 from core.metrics import REGISTRY, Task, key_labels, resolve
-from core.plan import MetricValues, metric_aliases
+from core.plan import MetricKeys, MetricValues, make_task, metric_aliases
 from core.slicing import slice_name, sort_key
 
 
@@ -305,6 +305,23 @@ class _AmbiguousSlice(KeyError):
     """A slice named by key, name or dict that is in several windows."""
 
 
+
+def _metric_keys(config: Mapping[str, Any]) -> MetricKeys | None:
+    """The :class:`~core.plan.MetricKeys` of an evaluation's ``config`` (its task and classes),
+    or None when the config does not describe a task."""
+    if not isinstance(config.get("task"), str):
+        return None
+    try:
+        task = make_task(
+            config["task"], config.get("num_classes"), config.get("threshold", 0.5), config.get("threshold_rule", ">="),
+            config.get("zero_division", "nan"), bool(config.get("multiclass", False)), config.get("ignore_index"),
+            config.get("num_outputs"),
+        )
+    except (TypeError, ValueError):
+        return None
+    return MetricKeys(task, config.get("classes"))
+
+
 @dataclass(frozen=True)
 class Results:
     """All slices' results, overall first, in a deterministic order.
@@ -323,11 +340,13 @@ class Results:
     config: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        names = (self.config or {}).get("metric_names")
-        if names:  # every slice's values also answer the names the user wrote (see MetricValues)
-            for s in self.slices:
-                if not isinstance(s.metrics, MetricValues) or not s.metrics.aliases:
-                    object.__setattr__(s, "metrics", MetricValues(s.metrics, metric_aliases(names, s.metrics)))
+        names = (self.config or {}).get("metric_names") or {}
+        canonical = _metric_keys(self.config or {})
+        # every slice's values also answer the names the user wrote, in any spelling (see MetricValues)
+        for s in self.slices:
+            if not isinstance(s.metrics, MetricValues) or (names and not s.metrics.aliases) or s.metrics.canonical is None:
+                aliases = metric_aliases(names, s.metrics) if names else getattr(s.metrics, "aliases", {})
+                object.__setattr__(s, "metrics", MetricValues(s.metrics, aliases, canonical))
 
     @property
     def resolved_names(self) -> dict[str, str]:

@@ -29,6 +29,7 @@ import numpy as np
 from core._inputs import SCORES_FINITE, WEIGHTS_RULE, label_rule
 from core.evaluation import Evaluation
 from core.metrics import UndefinedMetricWarning
+from core.nulls import NULL
 from core.results import INTEGER_METRICS
 from core.slicing import OVERALL
 from core.states import CELL_STATES, states_from_cells
@@ -183,7 +184,7 @@ def _raise_invalid(ev: Evaluation, columns: dict[str, str | None], code: int, va
         _BAD_PREDICTION: (columns["prediction"], label_rule("predictions", k)),
         _BAD_WEIGHT: (columns["weight"], WEIGHTS_RULE),
     }[code]
-    value = float("nan") if value is None else value
+    value = NULL if value is None else value  # a SQL null, named as Spark shows it (a NaN is nan)
     raise ValueError(
         f"column {column!r}: invalid value {value!r} in {count} row(s) of this group: {what} (inside groupBy().agg() the row "
         "position is not known: spark_metrics.compute_metrics names the row and its partition)"

@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import numpy as np
 
 from core._inputs import SCORES_FINITE, WEIGHTS_RULE, invalid_value_message, label_rule
+from core.nulls import NULL
 from core.evaluation import Evaluation, extract_columns
 from core.metrics import UndefinedMetricWarning
 from core.results import Results
@@ -313,8 +314,8 @@ def _raise_invalid(table: "pa.Table", invalid: np.ndarray, ev: Evaluation, null_
         _BAD_PREDICTION: (ev.score_col or ev.prediction_col, label_rule("predictions", k)),
         _BAD_WEIGHT: (ev.weight_col, WEIGHTS_RULE),
     }[code]
-    if value is None:  # a null: numpy reads it as NaN from a float column, None from an int/bool one
-        value = None if column in null_is_none else float("nan")
+    if value is None:  # a null: named null where the Arrow path keeps it (value columns not sliced), else as numpy reads it
+        value = NULL if column in ev.keep_nulls else None if column in null_is_none else float("nan")
     partition, row = row_id >> 33, row_id & ((1 << 33) - 1)  # monotonically_increasing_id's layout
     more = f" ({count} invalid rows)" if count > 1 else ""
     raise ValueError(

@@ -380,3 +380,48 @@ def test_column_absent_from_every_row_raises_cores_missing_column_error(make_row
     fn, _ = _staged_fn(evaluation())
     with pytest.raises(ValueError, match=r"column 'weight' not found in the rows; available: \['carrier', 'label', 'origin', 'score', 'unused'\]"):
         fn.extract_output(fn.add_inputs(fn.create_accumulator(), rows))
+
+
+@pytest.mark.parametrize("on_invalid", ["skip", "raise"])
+def test_multioutput_dict_rows_of_another_length_or_null_are_invalid_per_row_like_core(on_invalid):
+    from sklearn.metrics import mean_squared_error
+
+    y = [[1.0, 2.0], [3.0, 4.0], [5.0, 7.0], [0.0, 1.0], [2.0, 2.0], [4.0, 0.5]]
+    p = [[1.5, 2.0], [3.0, 4.5], [5.0], [0.5, 1.0], None, [4.0, 0.0]]
+    rows = [{"y": a, "p": b, "g": "ab"[i % 2]} for i, (a, b) in enumerate(zip(y, p))]
+    ev = core.Evaluation(label_col="y", prediction_col="p", num_outputs=2, slices=["g"], on_invalid=on_invalid,
+                         metrics=["mse@multioutput=raw_values"])
+    fn = MetricsCombineFn(ev, batch_size=4)
+    acc = fn.create_accumulator()
+    if on_invalid == "raise":
+        with pytest.raises(ValueError, match=r"^column 'p': row 2 holds 1 entries \[5.0\]: multioutput prediction rows are lists of 2 values \(num_outputs=2\)$"):
+            for r in rows:
+                acc = fn.add_input(acc, r)
+            fn.extract_output(acc)
+        return
+    for r in rows:
+        acc = fn.add_input(acc, r)
+    got = fn.extract_output(acc)
+    assert (got.overall.n, got.overall.skipped) == (4, 2) and got[{"g": "a"}].skipped == 2 and got[{"g": "b"}].skipped == 0
+    keep = [0, 1, 3, 5]
+    want = mean_squared_error(np.array(y)[keep], np.array([p[i] for i in keep]), multioutput="raw_values")
+    np.testing.assert_allclose(got.overall.metrics["mse@multioutput=raw_values"], want, rtol=1e-12)
+    assert_results_equal(got, direct(ev, rows))
+
+
+@pytest.mark.parametrize("element", ["rows", "arrow"])
+def test_a_missing_value_is_named_as_given_like_core(element):
+    rows = [{"label": 1, "score": 0.9, "weight": 1.0}, {"label": 0, "score": None, "weight": 1.0}, {"label": 1, "score": float("nan"), "weight": 1.0}]
+    ev = core.Evaluation(label_col="label", score_col="score", weight_col="weight", metrics=["roc_auc"])
+    fn = MetricsCombineFn(ev)
+    data = rows if element == "rows" else pa.Table.from_pylist(rows)
+    shown = "None" if element == "rows" else "null"  # a Python None, an Arrow null; the NaN at row 2 is nan
+    with pytest.raises(ValueError, match=rf"^column 'score': invalid value {shown} at row 1: scores must be finite \(no NaN or inf\) \(2 invalid rows"):
+        acc = fn.create_accumulator()
+        acc = fn.add_inputs(acc, rows) if element == "rows" else fn.add_input(acc, data)
+        fn.extract_output(acc)
+    with pytest.raises(ValueError) as want:
+        direct(ev, data)
+    assert str(want.value).startswith(f"column 'score': invalid value {shown} at row 1")
+    with pytest.raises(ValueError, match=r"^column 'score': invalid value nan at row 1: scores must be finite"):
+        fn.extract_output(fn.add_inputs(fn.create_accumulator(), [rows[0], rows[2]]))

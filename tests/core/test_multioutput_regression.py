@@ -232,8 +232,11 @@ def test_bytes_of_the_release_before_multioutput_decode_to_the_single_output_sta
 @pytest.mark.parametrize(
     "cols, match",
     [
-        ({"y": [[1.0, 2.0, 3.0]] * 3, "p": [[1.0, 2.0]] * 3}, r"column 'p': multioutput prediction rows need 3 entries \(num_outputs\), got shape \(3, 2\)"),
-        ({"y": [[1.0, 2.0, 3.0], [1.0, 2.0], [1.0, 2.0, 3.0]], "p": [[1.0, 2.0, 3.0]] * 3}, r"column 'y': rows have different shapes .* at row 1"),
+        ({"y": [[1.0, 2.0, 3.0]] * 3, "p": [[1.0, 2.0]] * 3},
+         r"column 'p': row 0 holds 2 entries \[1.0, 2.0\]: multioutput prediction rows are lists of 3 values \(num_outputs=3\) \(3 such rows"),
+        ({"y": np.ones((3, 3)), "p": np.ones((3, 2))}, r"column 'p': multioutput prediction rows need 3 entries \(num_outputs\), got shape \(3, 2\)"),
+        ({"y": [[1.0, 2.0, 3.0], [1.0, 2.0], [1.0, 2.0, 3.0]], "p": [[1.0, 2.0, 3.0]] * 3},
+         r"column 'y': row 1 holds 2 entries \[1.0, 2.0\]: multioutput target rows are lists of 3 values \(num_outputs=3\)$"),
         ({"y": [[1.0, 2.0, 3.0], [1.0, 2.0, float("nan")], [0.0, 0.0, 0.0]], "p": [[1.0, 2.0, 3.0]] * 3}, r"column 'y': invalid value nan at row 1, entry 2: targets must be finite"),
         ({"y": [[1.0, 2.0, 3.0]] * 2, "p": [[1.0, "x", 3.0]] * 2}, r"column 'p': value 'x' at row 0, entry 1 is not a number"),
         ({"y": [1.0, 2.0], "p": [[1.0, 2.0, 3.0]] * 2}, r"column 'y': a multioutput regression task \(num_outputs=3\) reads \(N, 3\) target values"),
@@ -254,15 +257,136 @@ def test_bad_rows_are_skipped_and_counted_with_on_invalid_skip():
     np.testing.assert_allclose(r.overall.metrics["mse@multioutput=raw_values"], [0.25, 0.0])
 
 
-@pytest.mark.xfail(strict=True, reason="a ragged row raises in core.formats.as_nd_array before on_invalid is known "
-                   "(the README says --skip-invalid skips and counts a row of another length); needs on_invalid "
-                   "plumbed into extract_columns / _stack_objects / _arrow_dense")
 @pytest.mark.parametrize("bad", [[5.0], [], [5.0, 6.0, 7.0]], ids=["short", "empty", "long"])
 def test_a_row_of_another_length_is_skipped_and_counted_with_on_invalid_skip(bad):
     ev = Evaluation(label_col="y", prediction_col="p", num_outputs=2, metrics=["mse@multioutput=raw_values"], on_invalid="skip")
     r = ev.evaluate([{"y": [[1.0, 2.0], [3.0, 4.0], [5.0, 7.0]], "p": [[1.5, 2.0], [3.0, 4.5], bad]}])
     assert r.overall.skipped == 1 and r.overall.n == 2
     np.testing.assert_allclose(r.overall.metrics["mse@multioutput=raw_values"], [0.125, 0.125])
+
+
+# rows of another length and null rows, on every input path: invalid per row (raise naming column, row, length and
+# num_outputs; skip counts them, per slice too, and the other rows give scikit-learn's values)
+_Y = [[1.0, 2.0], [3.0, 4.0], [5.0, 7.0], [0.0, 1.0], [2.0, 2.0], [4.0, 0.5]]
+_P = [[1.5, 2.0], [3.0, 4.5], [5.0], [0.5, 1.0], None, [4.0, 0.0]]  # row 2: one entry; row 4: missing
+_G = ["a", "a", "b", "b", "b", "a"]
+_BAD = {2, 4}
+
+
+def _skip_reference():
+    keep = [i for i in range(len(_Y)) if i not in _BAD]
+    y, p = np.array([_Y[i] for i in keep]), np.array([_P[i] for i in keep])
+    g = np.array([_G[i] for i in keep])
+    return y, p, g
+
+
+def _inputs(kind, p_rows=None):
+    _P = p_rows if p_rows is not None else globals()["_P"]  # noqa: N806
+    import pandas as pd
+    import pyarrow as pa
+
+    if kind == "lists":
+        return [{"y": _Y, "p": _P, "g": _G}]
+    if kind == "object_array":
+        p = np.empty(len(_P), dtype=object)
+        for i, v in enumerate(_P):
+            p[i] = None if v is None else np.array(v)
+        return [{"y": np.array(_Y), "p": p, "g": np.array(_G)}]
+    if kind == "pandas":
+        return [pd.DataFrame({"y": _Y, "p": _P, "g": _G})]
+    if kind == "arrow_list":
+        return [pa.table({"y": pa.array(_Y, pa.list_(pa.float64())), "p": pa.array(_P, pa.list_(pa.float64())), "g": _G})]
+    if kind == "arrow_batches":  # rows 0-1, 2-3, 4-5 in three record batches: row positions count across batches
+        t = pa.table({"y": pa.array(_Y, pa.list_(pa.float64())), "p": pa.array(_P, pa.list_(pa.float64())), "g": _G})
+        return t.to_batches(max_chunksize=2)
+    if kind == "row_dicts":  # Beam's dict rows, batched
+        return [[{"y": y, "p": p, "g": g} for y, p, g in zip(_Y, _P, _G)]]
+    if kind == "lists_in_batches":
+        return [{"y": _Y[i:i + 2], "p": _P[i:i + 2], "g": _G[i:i + 2]} for i in range(0, 6, 2)]
+    raise AssertionError(kind)
+
+
+_KINDS = ["lists", "object_array", "pandas", "arrow_list", "arrow_batches", "row_dicts", "lists_in_batches"]
+
+
+@pytest.mark.parametrize("kind", _KINDS)
+def test_rows_of_another_length_and_null_rows_are_skipped_per_row(kind):
+    ev = Evaluation(label_col="y", prediction_col="p", num_outputs=2, slices=["g"], on_invalid="skip",
+                    metrics=["mse@multioutput=raw_values", "r2@multioutput=raw_values"])
+    r = ev.evaluate(_inputs(kind))
+    y, p, g = _skip_reference()
+    assert r.overall.skipped == 2 and r.overall.n == 4
+    np.testing.assert_allclose(r.overall.metrics["mse@multioutput=raw_values"], M.mean_squared_error(y, p, multioutput="raw_values"), rtol=1e-12)
+    np.testing.assert_allclose(r.overall.metrics["r2@multioutput=raw_values"], M.r2_score(y, p, multioutput="raw_values"), rtol=1e-12)
+    for v in ("a", "b"):
+        s = r[{"g": v}]
+        assert (s.n, s.skipped) == ((3, 0) if v == "a" else (1, 2))
+        np.testing.assert_allclose(s.metrics["mse@multioutput=raw_values"], M.mean_squared_error(y[g == v], p[g == v], multioutput="raw_values"), rtol=1e-12)
+
+
+@pytest.mark.parametrize("kind", _KINDS)
+def test_a_row_of_another_length_raises_naming_column_row_length_and_num_outputs(kind):
+    ev = Evaluation(label_col="y", prediction_col="p", num_outputs=2, metrics=["mse"])
+    with pytest.raises(ValueError, match=r"^column 'p': row 2 holds 1 entries \[5.0\]: multioutput prediction rows are lists of 2 values "
+                                         r"\(num_outputs=2\)"):
+        ev.evaluate(_inputs(kind))
+
+
+@pytest.mark.parametrize("kind", _KINDS)
+def test_a_null_row_raises_naming_the_missing_value_and_its_row(kind):
+    shown = "null" if kind.startswith("arrow") else "None"
+    ev = Evaluation(label_col="y", prediction_col="p", num_outputs=2, metrics=["mse"])
+    data = _inputs(kind, [v if i != 2 else [5.0, 6.0] for i, v in enumerate(_P)])  # the null row at 4 is the only bad one
+    with pytest.raises(ValueError, match=rf"^column 'p': invalid value {shown} at row 4: multioutput prediction rows are lists of 2 values "
+                                         r"\(num_outputs=2\)$"):
+        ev.evaluate(data)
+
+
+def test_null_and_short_rows_in_arrow_fixed_size_lists_and_multioutput_collection():
+    import pyarrow as pa
+
+    y = pa.array(_Y, pa.list_(pa.float64(), 2))
+    p = pa.array([v if i != 2 else [5.0, 6.0] for i, v in enumerate(_P)], pa.list_(pa.float64(), 2))  # row 4: null
+    ev = Evaluation(label_col="y", prediction_col="p", num_outputs=2, on_invalid="skip", metrics=["mae@multioutput=raw_values"])
+    r = ev.evaluate(pa.table({"y": y, "p": p}))
+    keep = [0, 1, 2, 3, 5]
+    pp = np.array([[5.0, 6.0] if i == 2 else _P[i] for i in keep])
+    assert (r.overall.n, r.overall.skipped) == (5, 1)
+    np.testing.assert_allclose(r.overall.metrics["mae@multioutput=raw_values"], M.mean_absolute_error(np.array(_Y)[keep], pp, multioutput="raw_values"))
+    with pytest.raises(ValueError, match=r"column 'p': invalid value null at row 4: multioutput prediction rows"):
+        Evaluation(label_col="y", prediction_col="p", num_outputs=2, metrics=["mse"]).evaluate(pa.table({"y": y, "p": p}))
+    # a fixed-size list type of another width is the column's type, not a row: it raises in either mode
+    with pytest.raises(ValueError, match=r"column 'p': multioutput prediction rows need 2 entries \(num_outputs\), got shape \(6, 3\)"):
+        ev.evaluate(pa.table({"y": y, "p": pa.array([[1.0, 2.0, 3.0]] * 6, pa.list_(pa.float64(), 3))}))
+    # MetricCollection.update (no skip mode) reads lists the same way
+    with pytest.raises(ValueError, match=r"column 'y_pred': row 2 holds 1 entries \[5.0\]: multioutput prediction rows are lists of 2 values"):
+        MetricCollection("mse", num_outputs=2).update(_Y, y_pred=_P)
+
+
+def test_a_baseline_row_of_another_length_is_skipped_with_its_row():
+    b = [[1.0, 2.5], [3.0, 4.0], [5.0, 6.0], [0.0], [2.0, 1.0], [4.0, 0.5]]  # row 3 of the baseline: one entry
+    p = [v if v is not None and len(v) == 2 else [0.0, 0.0] for v in _P]
+    ev = Evaluation(label_col="y", prediction_col="p", baseline_prediction_col="b", num_outputs=2, on_invalid="skip",
+                    metrics=["mse@multioutput=raw_values"])
+    r = ev.evaluate({"y": _Y, "p": p, "b": b})
+    keep = [0, 1, 2, 4, 5]
+    assert (r.overall.n, r.overall.skipped) == (5, 1)
+    want = M.mean_squared_error(np.array(_Y)[keep], np.array(p)[keep], multioutput="raw_values")
+    np.testing.assert_allclose(r.overall.metrics["mse@multioutput=raw_values"], want, rtol=1e-12)
+    with pytest.raises(ValueError, match=r"^column 'b': row 3 holds 1 entries \[0.0\]: multioutput prediction rows are lists of 2 values"):
+        Evaluation(label_col="y", prediction_col="p", baseline_prediction_col="b", num_outputs=2, metrics=["mse"]).evaluate({"y": _Y, "p": p, "b": b})
+
+
+def test_a_batch_of_only_null_or_short_rows_is_skipped_like_any_batch():
+    import pyarrow as pa
+
+    ev = Evaluation(label_col="y", prediction_col="p", num_outputs=2, on_invalid="skip", metrics=["mse@multioutput=raw_values"])
+    batches = [{"y": [[1.0, 2.0]], "p": [None]}, {"y": [[1.0, 2.0], [3.0, 3.0]], "p": [[1.0], []]},
+               pa.table({"y": pa.array([[0.0, 1.0]]), "p": pa.array([None], pa.list_(pa.float64()))}),
+               {"y": [[3.0, 4.0]], "p": [[2.0, 4.0]]}]
+    r = ev.evaluate(batches)
+    assert (r.overall.n, r.overall.skipped) == (1, 4)
+    np.testing.assert_allclose(r.overall.metrics["mse@multioutput=raw_values"], [1.0, 0.0])
 
 
 def test_configuration_errors_name_the_setting():

@@ -153,6 +153,52 @@ def test_a_display_name_beside_its_canonical_metric_survives_json():
     assert back.to_json() == r.to_json()
 
 
+def test_a_metric_is_found_by_any_spelling_the_parser_accepts():
+    import json
+    import pickle
+
+    from sklearn.metrics import f1_score, mean_squared_error
+
+    from core import MetricCollection, Results
+
+    y, p = np.array([1.0, 2.0, 3.0, 4.0, 10.0]), np.array([1.5, 2.0, 2.0, 4.25, 7.0])
+    ev = Evaluation(label_col="y", prediction_col="p", task="regression", metrics=["quantile_absolute_error@q=0.9", "mse"])
+    r = ev.evaluate({"y": y, "p": p})
+    want_q = float(np.quantile(np.abs(p - y), 0.9, method="averaged_inverted_cdf"))
+    for got in (r, Results.from_dict(json.loads(r.to_json())), pickle.loads(pickle.dumps(r))):
+        m = got.overall.metrics
+        assert list(m) == ["quantile_absolute_error@0.9", "mse"] and len(m) == 2  # each entry once
+        for name in ("quantile_absolute_error@q=0.9", "quantile_absolute_error@0.9", "quantile_absolute_error@q=0.90",
+                     "quantile_absolute_error@0.900", "absolute_error_quantile@q=0.9", " quantile_absolute_error @ q = 0.9 "):
+            assert name in m and m[name] == m.get(name) == want_q, name
+        for name in ("mse", "mean_squared_error"):
+            assert name in m and m[name] == mean_squared_error(y, p)
+        for name in ("quantile_absolute_error@q=0.5", "mae", "no_such_metric", "f1@macro", 3):
+            assert name not in m and m.get(name) is None
+            with pytest.raises(KeyError):
+                m[name]
+
+    yc, pc = [0, 1, 2, 2, 1, 0, 1], [0, 1, 1, 2, 1, 2, 2]
+    want_f1 = f1_score(yc, pc, average="macro", labels=[1, 2])
+    r = Evaluation(label_col="y", prediction_col="p", num_classes=3, metrics=["f1@macro@labels=1.0|2"]).evaluate({"y": yc, "p": pc})
+    mc = MetricCollection("f1@macro@labels=1.0|2", num_classes=3)
+    mc.update(yc, y_pred=pc)
+    for m in (r.overall.metrics, mc.compute()):
+        assert list(m) == ["f1@macro@labels=1|2"]
+        for name in ("f1@macro@labels=1.0|2", "f1@macro@labels=1|2", "f1@labels=1|2@macro", "f1@average=macro@labels=1|2.0",
+                     "f1_score@macro@labels=1|2"):
+            assert name in m and m[name] == want_f1, name
+        assert "f1@macro@labels=2|1" not in m and "f1@macro" not in m  # other labels (order) are another metric
+    # a display name is found by any spelling of its metric too
+    r = Evaluation(label_col="y", prediction_col="p", num_classes=3, metrics={"val_f1": "f1@macro"}).evaluate({"y": yc, "p": pc})
+    m = r.overall.metrics
+    assert list(m) == ["val_f1"] and m["f1@average=macro"] == m["f1_score@macro"] == f1_score(yc, pc, average="macro")
+    # class values: labels= is read as the classes
+    r = Evaluation(label_col="y", prediction_col="p", classes=["a", "b", "c"], metrics=["f1@macro@labels=b|c"]).evaluate(
+        {"y": ["a", "b", "c", "c"], "p": ["b", "b", "c", "a"]})
+    assert r.overall.metrics["f1@labels=b|c@average=macro"] == f1_score(["a", "b", "c", "c"], ["b", "b", "c", "a"], average="macro", labels=["b", "c"])
+
+
 def test_a_crossed_slice_is_found_by_a_dict_in_any_column_order():
     d = {"y": [1, 0, 1, 0], "p": [0.9, 0.2, 0.4, 0.8], "a": ["x", "x", "y", "y"], "b": ["u", "v", "u", "v"]}
     r = Evaluation(label_col="y", score_col="p", slices=["a,b"], metrics=["accuracy"]).evaluate(d)

@@ -300,10 +300,10 @@ def test_missing_labels_are_errors_naming_the_row(labels):
 def test_missing_scores_and_weights_are_errors():
     with pytest.raises(ValueError) as err:
         make_batch(num_classes=2, y_true=[0, 1], y_score=pa.array([0.5, None]))
-    check_message(err, "y_score", "nan", 1)
+    check_message(err, "y_score", "null", 1)  # a missing value is named as given: an Arrow null
     with pytest.raises(ValueError) as err:
         make_batch(num_classes=2, y_true=[0, 1], y_score=[0.1, 0.2], sample_weight=pd.Series([pd.NA, 1.0], dtype="Float64"))
-    check_message(err, "sample_weight", "nan", 0)
+    check_message(err, "sample_weight", "None", 0)  # pandas NA, read as None like NA in any pandas column
 
 
 def test_scalar_columns_are_type_errors():
@@ -549,3 +549,89 @@ def test_pandas_extension_arrays_read_like_series(dtype):
     ev = ContinualEvaluation(2, 2)
     with pytest.raises(ValueError, match=r"column 'label': invalid value (None|nan) at row 2"):
         ev.update(0, 0, pd.array([1, 0, None], dtype="Int64" if dtype == "boolean" else dtype), [1, 0, 1])
+
+
+# ---------------------------------------------------------------------------------------------
+# a missing value is named as given: None (a Python None, a pandas NA) or null (an Arrow null),
+# and nan only for a real NaN
+def _obj(*values):
+    out = np.empty(len(values), dtype=object)
+    out[:] = values
+    return out
+
+
+_Y, _S, _W = [1, 0, 1, 0], [0.9, 0.2, 0.7, 0.4], [1.0, 2.0, 1.0, 1.0]
+
+
+def _with(column, index, value, kind):
+    cols = {"y": list(_Y), "s": list(_S), "w": list(_W)}
+    cols[column][index] = value
+    if kind == "list":
+        return cols
+    if kind == "numpy":
+        return {k: _obj(*v) if any(x is None for x in v) else np.array(v) for k, v in cols.items()}
+    if kind == "arrow":
+        return pa.table({k: pa.array(v, pa.int64() if k == "y" else pa.float64()) for k, v in cols.items()})
+    if kind == "pandas":  # nullable dtypes: NA for None
+        return pd.DataFrame({"y": pd.array(cols["y"], dtype="Int64"), "s": pd.array(cols["s"], dtype="Float64"), "w": pd.array(cols["w"], dtype="Float64")})
+    if kind == "rows":
+        return [{k: cols[k][i] for k in cols if not (cols[k][i] is None and k == column)} for i in range(4)]  # a missing key
+    raise AssertionError(kind)
+
+
+@pytest.mark.parametrize("kind, shown", [("list", "None"), ("numpy", "None"), ("arrow", "null"), ("pandas", "None"), ("rows", "None")])
+@pytest.mark.parametrize("column, rule", [("y", "labels must be 0 or 1"), ("s", "scores must be finite"), ("w", "weights must be finite")])
+def test_a_missing_value_is_named_as_given(kind, shown, column, rule):
+    ev = Evaluation(label_col="y", score_col="s", weight_col="w", metrics=["roc_auc", "precision"])
+    with pytest.raises(ValueError, match=rf"^column '{column}': invalid value {shown} at row 12: {rule}"):
+        ev.fold(ev.zero(), _with(column, 2, None, kind), row_offset=10)
+    skip = Evaluation(label_col="y", score_col="s", weight_col="w", metrics=["precision"], on_invalid="skip")
+    r = skip.finish(skip.fold(skip.zero(), _with(column, 2, None, kind)))
+    assert (r.overall.n, r.overall.skipped) == (3, 1)
+
+
+@pytest.mark.parametrize("kind", ["list", "numpy", "arrow", "pandas_float64"])
+def test_a_real_nan_is_named_nan(kind):
+    s = [0.9, float("nan"), 0.7, 0.4]
+    data = {"list": {"y": _Y, "s": s}, "numpy": {"y": np.array(_Y), "s": np.array(s)},
+            "arrow": pa.table({"y": _Y, "s": pa.array(s)}), "pandas_float64": pd.DataFrame({"y": _Y, "s": s})}[kind]
+    assert kind != "arrow" or data["s"].null_count == 0  # Arrow keeps a NaN apart from a null
+    with pytest.raises(ValueError, match=r"^column 's': invalid value nan at row 1: scores must be finite"):
+        Evaluation(label_col="y", score_col="s", metrics=["roc_auc"]).evaluate(data)
+
+
+def test_missing_values_are_named_as_given_on_every_path():
+    # MetricCollection.update (the plain (N,) path and the formats' path)
+    with pytest.raises(ValueError, match=r"^column 'y_score': invalid value null at row 1: scores must be finite"):
+        MetricCollection("roc_auc").update([1, 0, 1], pa.array([0.9, None, 0.3]))
+    with pytest.raises(ValueError, match=r"^column 'y_true': invalid value null at row 2: labels must be integers in \[0, 3\)"):
+        MetricCollection("accuracy", num_classes=3).update(pa.array([0, 1, None]), y_pred=[0, 1, 2])
+    with pytest.raises(ValueError, match=r"^column 'y_score': invalid value None at row 0, entry 1: scores must be finite"):
+        MetricCollection("roc_auc@macro", num_classes=3).update([0, 1], y_score=[[0.2, None, 0.3], [0.1, 0.8, 0.1]])
+    # regression targets and predictions, a multioutput entry
+    reg = Evaluation(label_col="y", prediction_col="p", task="regression", metrics=["mse"])
+    with pytest.raises(ValueError, match=r"^column 'p': invalid value null at row 1: values must be finite"):
+        reg.evaluate(pa.table({"y": [1.0, 2.0], "p": pa.array([1.0, None])}))
+    with pytest.raises(ValueError, match=r"^column 'y': invalid value None at row 0: targets must be finite"):
+        reg.evaluate({"y": [None, 2.0], "p": [1.0, 2.0]})
+    mo = Evaluation(label_col="y", prediction_col="p", num_outputs=2, metrics=["mse"])
+    with pytest.raises(ValueError, match=r"^column 'p': invalid value None at row 1, entry 0: values must be finite"):
+        mo.evaluate({"y": [[1.0, 2.0], [1.0, 2.0]], "p": [[1.0, 2.0], [None, 2.0]]})
+    # measures (mean_measure): an Arrow null measure
+    with pytest.raises(ValueError, match=r"^column 'measure': invalid value null at row 1: values must be finite"):
+        MetricCollection("mean_measure").update(measure=pa.array([1.0, None]))
+    with pytest.raises(ValueError, match=r"^column 'm': invalid value null at row 1: values must be finite"):
+        Evaluation(measure_col="m", metrics=["mean_measure"]).evaluate(pa.table({"m": pa.array([1.0, None])}))
+    with pytest.raises(ValueError, match=r"^column 'p': invalid value null at row 1, entry 0: values must be finite"):
+        mo.evaluate(pa.table({"y": [[1.0, 2.0], [1.0, 2.0]], "p": pa.array([[1.0, 2.0], [None, 2.0]])}))
+    # class values: a missing label is not one of the classes
+    with pytest.raises(ValueError, match=r"^column 'y': invalid value null at row 1: not one of classes=\[-1, 1\]"):
+        Evaluation(label_col="y", score_col="s", classes=[-1, 1]).evaluate(pa.table({"y": pa.array([1, None]), "s": [0.3, 0.4]}))
+    # ids: an Arrow null id is a missing id named null (a NaN id stays nan, see test_bootstrap)
+    ev = Evaluation(label_col="y", score_col="s", metrics=["roc_auc"], ci="bootstrap", id_col="id")
+    with pytest.raises(ValueError, match=r"^column 'id': invalid value null at row 2: ids must not be missing"):
+        ev.evaluate(pa.table({"y": [1, 0, 1], "s": [0.2, 0.4, 0.9], "id": pa.array([1, 2, None])}))
+    # a value column that is also sliced keeps its slice value None (the message names it as numpy reads it)
+    sl = Evaluation(label_col="y", score_col="s", slices=["y"], metrics=["roc_auc"], on_invalid="skip")
+    r = sl.evaluate(pa.table({"y": pa.array([1, None, 0]), "s": [0.2, 0.4, 0.9]}))
+    assert r.overall.skipped == 1 and r[{"y": None}].skipped == 1

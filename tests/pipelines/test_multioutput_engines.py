@@ -107,7 +107,41 @@ def test_cli_multioutput_errors_name_column_and_row(tmp_path, capsys):
     pq.write_table(table, src)
     argv = ["--input", str(src), "--label", "y", "--prediction", "p", "--num-outputs", "2", "--metrics", "mse", "--output", str(tmp_path / "o"), "--quiet"]
     assert main(argv) == 1
-    assert "column 'y': rows have different lengths (2 at the first, 3 at row 1)" in capsys.readouterr().err
+    assert "column 'y': row 1 holds 3 entries [1.0, 2.0, 3.0]: multioutput target rows are lists of 2 values (num_outputs=2)" in capsys.readouterr().err
     pq.write_table(pa.table({"y": pa.array([[1.0, 2.0]] * 2), "p": pa.array([[1.0, 2.0, 3.0]] * 2)}), src)
     assert main(argv) == 1
-    assert "column 'p': multioutput prediction rows need 2 entries (num_outputs), got shape (2, 3)" in capsys.readouterr().err
+    assert "column 'p': row 0 holds 3 entries [1.0, 2.0, 3.0]: multioutput prediction rows are lists of 2 values (num_outputs=2) (2 such rows" in capsys.readouterr().err
+    fixed = pa.list_(pa.float64(), 3)  # a fixed-size list type of another width: the column's type is wrong, in either mode
+    pq.write_table(pa.table({"y": pa.array([[1.0, 2.0, 3.0]] * 2, fixed), "p": pa.array([[1.0, 2.0, 3.0]] * 2, fixed)}), src)
+    assert main(argv + ["--skip-invalid"]) == 1
+    assert "column 'y': multioutput target rows need 2 entries (num_outputs), got shape (2, 3)" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "parquet"])
+def test_cli_skip_invalid_skips_rows_of_another_length_and_null_rows(tmp_path, capsys, fmt):
+    y = [[1.0, 2.0], [3.0, 4.0], [5.0, 7.0], [0.0, 1.0], [2.0, 2.0], [4.0, 0.5]]
+    p = [[1.5, 2.0], [3.0, 4.5], [5.0], [0.5, 1.0], None, [4.0, 0.0]]
+    rows = [{"y": a, "p": b} for a, b in zip(y, p)]
+    src = tmp_path / f"in.{fmt}"
+    if fmt == "jsonl":
+        src.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    else:
+        pq.write_table(pa.table({"y": pa.array(y), "p": pa.array(p, pa.list_(pa.float64()))}), src, row_group_size=2)
+    argv = ["--input", str(src), "--label", "y", "--prediction", "p", "--num-outputs", "2", "--metrics", "mse@multioutput=raw_values",
+            "--output", str(tmp_path / "o"), "--quiet", "--batch-size", "2"]  # fmt: skip
+    assert main(argv) == 1
+    assert "column 'p': row 2 holds 1 entries [5.0]: multioutput prediction rows are lists of 2 values (num_outputs=2)" in capsys.readouterr().err
+    assert main(argv + ["--skip-invalid"]) == 0
+    doc = json.loads((tmp_path / "o" / "metrics.json").read_text())
+    keep = [0, 1, 3, 5]
+    want = M.mean_squared_error(np.array(y)[keep], np.array([p[i] for i in keep]), multioutput="raw_values")
+    assert doc["slices"][0]["skipped"] == 2 and doc["slices"][0]["n"] == 4
+    np.testing.assert_allclose(doc["slices"][0]["metrics"]["mse@multioutput=raw_values"], want, rtol=1e-12)
+    p[2] = [5.0, 6.0]  # the null row alone: named as the file gives it
+    rows = [{"y": a, "p": b} for a, b in zip(y, p)]
+    if fmt == "jsonl":
+        src.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    else:
+        pq.write_table(pa.table({"y": pa.array(y), "p": pa.array(p, pa.list_(pa.float64()))}), src, row_group_size=2)
+    assert main(argv) == 1
+    assert "column 'p': invalid value null at row 4: multioutput prediction rows are lists of 2 values (num_outputs=2)" in capsys.readouterr().err

@@ -180,8 +180,15 @@ def test_native_path_edge_cases_match_the_arrow_path(spark):
             compute_metrics(bad, evaluation=ev, native=native).collect()
     nulls = spark.createDataFrame([(0, 0.1), (None, 0.2), (1, 0.3)], "y long, s double").coalesce(1)
     for native in (True, False):
-        with pytest.raises(Exception, match=r"column 'y': invalid value None at row 1: labels must be 0 or 1"):
+        with pytest.raises(Exception, match=r"column 'y': invalid value null at row 1: labels must be 0 or 1"):  # a SQL null is named null
             compute_metrics(nulls, evaluation=core.Evaluation(label_col="y", score_col="s"), native=native).collect()
+    nulls = spark.createDataFrame([(0, 0.1), (1, None), (1, 0.3)], "y long, s double").coalesce(1)
+    nans = spark.createDataFrame([(0, 0.1), (1, 0.2), (1, float("nan"))], "y long, s double").coalesce(1)
+    for native in (True, False):  # a null score is null, a NaN score nan, on both paths
+        with pytest.raises(Exception, match=r"column 's': invalid value null at row 1: scores must be finite"):
+            compute_metrics(nulls, evaluation=core.Evaluation(label_col="y", score_col="s"), native=native).collect()
+        with pytest.raises(Exception, match=r"column 's': invalid value nan at row 2: scores must be finite"):
+            compute_metrics(nans, evaluation=core.Evaluation(label_col="y", score_col="s"), native=native).collect()
 
 
 def test_partitioning_does_not_change_results(binary_runs):
@@ -343,7 +350,7 @@ def test_on_invalid_raise_reports_column_value_row_and_partition(spark, pdf):
             compute_metrics(sdf, evaluation=ev, native=native).collect()
         text = str(info.value)
         assert "'score'" in text
-        assert "invalid value nan at row 123" in text
+        assert "invalid value null at row 123" in text  # pandas' NaN is a null in Spark (createDataFrame), named as Spark holds it
         assert "scores must be finite" in text
         assert "Spark partition 0" in text
 
@@ -453,3 +460,24 @@ def test_decimal_weights_give_the_local_result(spark):
         got = collect_results(compute_metrics(sdf, evaluation=ev, native=native), ev)
         assert got.overall.metrics == local.overall.metrics
         assert got.overall.weight == local.overall.weight == 5.5
+
+
+def test_multioutput_array_rows_of_another_length_or_null_are_invalid_per_row(spark):
+    from pyspark.sql import types as T
+    from sklearn.metrics import mean_squared_error
+
+    y = [[1.0, 2.0], [3.0, 4.0], [5.0, 7.0], [0.0, 1.0], [2.0, 2.0], [4.0, 0.5]]
+    p = [[1.5, 2.0], [3.0, 4.5], [5.0], [0.5, 1.0], None, [4.0, 0.0]]
+    schema = T.StructType([T.StructField("y", T.ArrayType(T.DoubleType())), T.StructField("p", T.ArrayType(T.DoubleType())),
+                           T.StructField("g", T.StringType())])
+    rows = [(a, b, "ab"[i % 2]) for i, (a, b) in enumerate(zip(y, p))]
+    sdf = spark.createDataFrame(rows, schema).repartition(3)
+    ev = core.Evaluation(label_col="y", prediction_col="p", num_outputs=2, slices=["g"], on_invalid="skip", metrics=["mse@multioutput=raw_values"])
+    got = collect_results(compute_metrics(sdf, evaluation=ev), ev)
+    assert (got.overall.n, got.overall.skipped) == (4, 2) and got[{"g": "a"}].skipped == 2 and got[{"g": "b"}].skipped == 0
+    keep = [0, 1, 3, 5]
+    want = mean_squared_error(np.array(y)[keep], np.array([p[i] for i in keep]), multioutput="raw_values")
+    np.testing.assert_allclose(got.overall.metrics["mse@multioutput=raw_values"], want, rtol=1e-12)
+    strict = core.Evaluation(label_col="y", prediction_col="p", num_outputs=2, metrics=["mse"])
+    with pytest.raises(Exception, match=r"column 'p': row 2 holds 1 entries \[5.0\]: multioutput prediction rows are lists of 2 values \(num_outputs=2\)"):
+        collect_results(compute_metrics(spark.createDataFrame(rows, schema).coalesce(1), evaluation=strict), strict)

@@ -62,5 +62,5 @@ def test_multiclass_and_invalid_values_over_connect(connect):
         assert row["accuracy"] == pytest.approx(float(np.mean(part.k == part.kp)), rel=1e-12)
         assert row["f1@macro"] == pytest.approx(f1_score(part.k, part.kp, average="macro"), rel=1e-12)
     pdf.loc[7, "p"] = float("nan")
-    with pytest.raises(Exception, match=r"column 'p': invalid value nan in 1 row"):
+    with pytest.raises(Exception, match=r"column 'p': invalid value null in 1 row"):  # pandas' NaN is a null in Spark
         connect.createDataFrame(pdf).groupBy("day").agg(*metric_columns(["precision"], label_col="y", score_col="p")).collect()
