@@ -136,10 +136,12 @@ def expectations(batches: Sequence[Batch], k: int) -> list[Expected]:
 
 
 def value_spellings(v: Any) -> set[str]:
-    """How a message may spell a bad value: its repr, or its float's (None also as nan)."""
+    """How a message may spell a bad value: its repr, or its float's (a missing value as None,
+    null or nan: messages name an Arrow / JSON / SQL null ``null``, a Python None ``None``, and
+    a NaN the file format turned into a null, e.g. in JSON Lines, ``null`` too)."""
     out = {repr(v), str(v)}
-    if v is None or (isinstance(v, (float, decimal.Decimal)) and v != v):  # a missing value: either spelling
-        out |= {"nan", "None"}
+    if v is None or (isinstance(v, (float, decimal.Decimal)) and v != v):  # a missing value: any spelling
+        out |= {"nan", "None", "null"}
     try:
         out.add(repr(float(v)))
     except (TypeError, ValueError, OverflowError):
