@@ -117,15 +117,22 @@ def test_sharded_merge_equals_one_fold(data, seed):
     assert merged.encode() == whole.encode()
     assert merged.merge(zero) == merged == zero.merge(merged)
     assert State.decode(merged.encode()) == merged
-    # the sums against a direct computation: the sum of w * term over the rows in the domain
+    # the sums against a direct computation: the sum of w * term over the rows in the domain,
+    # with exact products and an exact sum (the module docstring: each row's term is rounded once
+    # to float64, then "summed exactly"). A float64 np.sum is no reference: the Gamma null term
+    # log(y) has both signs, so w=(1, 1, 1, 3) at y=(0.5, 0.5, 0.5, 2) sums to 0.0 in float64
+    # while the exact sum of the rounded products is -2**-53.
     if data:
+        from fractions import Fraction
+
         from core.regression_terms import term_rows
 
         for j, t in enumerate(LAYOUT.terms):
             v, inside = term_rows(t, y, p)
             assert int(merged["outside"][j]) == int((~inside).sum())
             finite = inside & np.isfinite(v)
-            assert float(merged["sums"][j]) == pytest.approx(float(np.sum(np.where(finite, w * v, 0.0))), rel=1e-12, abs=1e-300)
+            want = sum((Fraction(float(a)) * Fraction(float(b)) for a, b in zip(w[finite], v[finite])), Fraction(0))
+            assert float(merged["sums"][j]) == float(want), t  # correctly rounded exact sum
 
 
 def test_merging_other_terms_names_the_setting():
