@@ -7,8 +7,10 @@
 # Select another profile with HYPOTHESIS_PROFILE=<name>.
 #
 # Profile "fuzz" is the full-strength run of the fuzz and fault suites: the settings of "ci" with
-# 1,000 examples per property test (the codec fuzz, tests/core/test_codec_fuzz.py, runs 100 under
-# "ci"), and tests/fuzz/budget.py raises each fuzz test's example count to its full budget
+# 1,000 examples per property test that sets no max_examples of its own (the codec fuzz,
+# tests/core/test_codec_fuzz.py, runs 100 under "ci"; a test's own @settings(max_examples=N)
+# wins over any profile, so most core and pipelines property tests run their N under both), and
+# tests/fuzz/budget.py raises each fuzz test's example count to its full budget
 # (thousands of core cases, ~100 engine and CLI cases). Under "ci" the fuzz tests run a few
 # examples each, so they add about a minute to CI. The one command (README, "Tests and the fuzz
 # suite"):

@@ -15,6 +15,8 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sklearn.metrics import accuracy_score, precision_score, recall_score
 
 from core import Evaluation, Results, SliceSpec
@@ -502,29 +504,19 @@ def test_size_equal_to_k_is_kept_and_overall_needs_k_too():
 
 
 # -- key encoding -------------------------------------------------------------------------------------
-def test_encode_key_is_injective_and_order_preserving():
-    from hypothesis import given, settings
-    from hypothesis import strategies as st
+_SCALAR = st.one_of(st.integers(-(2**70), 2**70), st.floats(allow_nan=False, allow_infinity=True), st.text(max_size=6), st.booleans())
 
-    scalar = st.one_of(
-        st.integers(-(2**70), 2**70),
-        st.floats(allow_nan=False, allow_infinity=True),
-        st.text(max_size=6),
-        st.booleans(),
-    )
 
-    @settings(max_examples=200)
-    @given(st.lists(st.tuples(scalar, st.sampled_from(["x", "", "\x00"])), min_size=1, max_size=20), st.data())
-    def check(pairs, data):
-        kind = data.draw(st.sampled_from(["int", "float", "str", "bool"]))
-        keep = [p for p in pairs if type(p[0]).__name__ == kind]
-        if kind == "float":
-            keep = [(v + 0.0, s) for v, s in keep]  # -0.0 and 0.0 are one slice value
-        encs = {k: encode_key(k) for k in keep}
-        assert len(set(encs.values())) == len(set(encs))
-        assert sorted(set(keep)) == sorted(set(keep), key=lambda k: encs[k])
-
-    check()
+@settings(max_examples=200)
+@given(st.lists(st.tuples(_SCALAR, st.sampled_from(["x", "", "\x00"])), min_size=1, max_size=20), st.data())
+def test_encode_key_is_injective_and_order_preserving(pairs, data):
+    kind = data.draw(st.sampled_from(["int", "float", "str", "bool"]))
+    keep = [p for p in pairs if type(p[0]).__name__ == kind]
+    if kind == "float":
+        keep = [(v + 0.0, s) for v, s in keep]  # -0.0 and 0.0 are one slice value
+    encs = {k: encode_key(k) for k in keep}
+    assert len(set(encs.values())) == len(set(encs))
+    assert sorted(set(keep)) == sorted(set(keep), key=lambda k: encs[k])
 
 
 def test_assign_slices_pairs_rows_only_when_needed():
@@ -548,34 +540,33 @@ def test_quantiles_and_max_slices_above_their_maximum_raise_naming_them():
     assert SliceSpec.parse("x:quantiles=10000").quantiles == (("x", 10000),)
 
 
-def test_encode_key_orders_ints_and_floats_as_one_numeric_kind():
+_NUMBER = st.one_of(
+    st.integers(-(2**71), 2**71 - 1),
+    st.integers(-(2**60), 2**60),
+    st.floats(allow_nan=False, allow_infinity=True).map(lambda v: v + 0.0),
+    st.integers(-(2**62), 2**62).map(float),
+    st.sampled_from([2**53, 2**53 + 1, float(2**53), 2**63, float(2**63), -(2**71), float(-(2**71)), 0.5, 1, 0]),
+)
+
+
+@settings(max_examples=300)
+@given(st.lists(st.tuples(_NUMBER, st.sampled_from(["x", ""])), min_size=1, max_size=20))
+def test_encode_key_orders_ints_and_floats_as_one_numeric_kind(pairs):
     """Numbers are one kind: bytewise order is numeric order across ints and floats (an int
     before an equal float, which stays a distinct key), also beyond 2**53 and at the int range's
     ends, so max_slices ties between int and float values break numerically."""
-    from hypothesis import given, settings
-    from hypothesis import strategies as st
 
-    number = st.one_of(
-        st.integers(-(2**71), 2**71 - 1),
-        st.integers(-(2**60), 2**60),
-        st.floats(allow_nan=False, allow_infinity=True).map(lambda v: v + 0.0),
-        st.integers(-(2**62), 2**62).map(float),
-        st.sampled_from([2**53, 2**53 + 1, float(2**53), 2**63, float(2**63), -(2**71), float(-(2**71)), 0.5, 1, 0]),
-    )
+    def order(k):  # numeric, then int before float; then the second column
+        return (k[0], isinstance(k[0], float), k[1])
 
-    @settings(max_examples=300)
-    @given(st.lists(st.tuples(number, st.sampled_from(["x", ""])), min_size=1, max_size=20))
-    def check(pairs):
-        def order(k):  # numeric, then int before float; then the second column
-            return (k[0], isinstance(k[0], float), k[1])
+    keys = {(v, type(v), s) for v, s in pairs}  # 1 and 1.0 are distinct keys here
+    keys = [(v, s) for v, _, s in keys]
+    encs = {(v, type(v), s): encode_key((v, s)) for v, s in keys}
+    assert len(set(encs.values())) == len(encs)
+    assert sorted(keys, key=order) == sorted(keys, key=lambda k: encs[(k[0], type(k[0]), k[1])])
 
-        keys = {(v, type(v), s) for v, s in pairs}  # 1 and 1.0 are distinct keys here
-        keys = [(v, s) for v, _, s in keys]
-        encs = {(v, type(v), s): encode_key((v, s)) for v, s in keys}
-        assert len(set(encs.values())) == len(encs)
-        assert sorted(keys, key=order) == sorted(keys, key=lambda k: encs[(k[0], type(k[0]), k[1])])
 
-    check()
+def test_encode_key_orders_numbers_across_kinds_at_known_points():
     assert encode_key([0.5]) < encode_key([1]) and encode_key([-1e300]) < encode_key([0])
     assert encode_key([2**53]) < encode_key([2**53 + 1]) and encode_key([float(2**53)]) < encode_key([2**53 + 1])
 
