@@ -342,11 +342,16 @@ class Results:
     def __post_init__(self) -> None:
         names = (self.config or {}).get("metric_names") or {}
         canonical = _metric_keys(self.config or {})
-        # every slice's values also answer the names the user wrote, in any spelling (see MetricValues)
+        # every slice's values (and its bounds, intervals, comparisons and baseline values) also
+        # answer the names the user wrote, in any spelling (see MetricValues)
         for s in self.slices:
             if not isinstance(s.metrics, MetricValues) or (names and not s.metrics.aliases) or s.metrics.canonical is None:
                 aliases = metric_aliases(names, s.metrics) if names else getattr(s.metrics, "aliases", {})
                 object.__setattr__(s, "metrics", MetricValues(s.metrics, aliases, canonical))
+            for attr in ("bounds", "ci", "comparison", "baseline_metrics"):
+                values = getattr(s, attr)
+                if values and not (isinstance(values, MetricValues) and values.canonical is not None):
+                    object.__setattr__(s, attr, MetricValues(values, metric_aliases(names, values) if names else {}, canonical))
 
     @property
     def resolved_names(self) -> dict[str, str]:

@@ -205,3 +205,33 @@ def test_a_crossed_slice_is_found_by_a_dict_in_any_column_order():
     s = r["a=y, b=v"]
     assert r[{"b": "v", "a": "y"}] is s and r[{"a": "y", "b": "v"}] is s and r[(("a", "y"), ("b", "v"))] is s
     assert s.metrics["accuracy"] == accuracy_score([0], [1])
+
+
+def test_bounds_and_intervals_are_found_by_any_spelling_too():
+    """``SliceResult.bounds`` / ``.ci`` answer every spelling of a metric, like ``.metrics``: the
+    compressed quantile's bounds contain numpy's exact quantile, the posterior interval of the
+    recall contains the recall computed directly."""
+    import json
+
+    from core import Results
+
+    rng = np.random.default_rng(3)
+    y, p = rng.random(2000), rng.random(2000)
+    ev = Evaluation(label_col="y", prediction_col="p", task="regression", metrics=["quantile_absolute_error@q=0.9@capacity=16"])
+    r = ev.evaluate({"y": y, "p": p})
+    exact = float(np.quantile(np.abs(p - y), 0.9, method="averaged_inverted_cdf"))
+    for got in (r, Results.from_dict(json.loads(r.to_json()))):
+        b = got.overall.bounds
+        assert list(b) == ["quantile_absolute_error@0.9@capacity=16"]
+        for name in ("quantile_absolute_error@q=0.9@capacity=16", "quantile_absolute_error@capacity=16@q=0.90"):
+            lo, hi = b[name]
+            assert name in b and lo <= exact <= hi and lo < hi, name
+        assert "quantile_absolute_error@q=0.9" not in b  # another capacity is another metric
+
+    yb = rng.integers(0, 2, 400)
+    s = np.clip(yb * 0.3 + rng.random(400) * 0.7, 0, 1)
+    r = Evaluation(label_col="y", score_col="s", metrics=["recall"], ci="posterior").evaluate({"y": yb, "s": s})
+    recall = float(((s >= 0.5) & (yb == 1)).sum() / (yb == 1).sum())
+    for name in ("recall", "tpr", "sensitivity", "true_positive_rate"):
+        lo, hi = r.overall.ci[name]
+        assert lo < recall < hi, name
