@@ -51,7 +51,7 @@ def extract_columns(
             multioutput regression): a missing row or a list of another length is then marked
             for the format's per-row check (see :class:`core.formats.OtherRow`), not an error.
         keep_nulls: value columns whose missing values are kept as given for messages (an
-            Arrow null as :data:`core._inputs.NULL`, see :func:`core._inputs.as_array`); not
+            Arrow null as :data:`core.nulls.NULL`, see :func:`core._inputs.as_array`); not
             for columns that are also sliced (a missing slice value is None).
 
     Returns:
