@@ -254,8 +254,10 @@ class MatthewsCorrCoef(_FromMatrix):
         t, p = m.sum(axis=1), m.sum(axis=0)
         c, s = np.trace(m), p.sum()
         cov_ytyp = c * s - np.dot(t, p)
-        cov_ypyp = s**2 - np.dot(p, p)
-        cov_ytyt = s**2 - np.dot(t, t)
+        # s^2 - p.p as sum_i p_i (s - p_i): nonnegative terms, so a constant prediction (or a single
+        # label class) gives exactly 0 whatever the summation order (the stacked path agrees)
+        cov_ypyp = float((p * (s - p)).sum())
+        cov_ytyt = float((t * (s - t)).sum())
         prod = cov_ypyp * cov_ytyt
         return float(_divide(cov_ytyp, np.sqrt(prod) if prod > 0 else 0.0, self.p["zero_division"], self.key))
 

@@ -405,8 +405,8 @@ def _mcc(m: Any, st: _Stacked, events: dict[int, list]) -> np.ndarray:
     t, p = mat.sum(axis=2), mat.sum(axis=1)
     c, s = np.trace(mat, axis1=1, axis2=2), p.sum(axis=1)
     cov_ytyp = c * s - _rowdot(t, p)
-    cov_ypyp = s**2 - _rowdot(p, p)
-    cov_ytyt = s**2 - _rowdot(t, t)
+    cov_ypyp = (p * (s[:, None] - p)).sum(axis=1)  # as MatthewsCorrCoef.compute: s^2 - p.p, terms >= 0
+    cov_ytyt = (t * (s[:, None] - t)).sum(axis=1)
     prod = cov_ypyp * cov_ytyt
     den = np.where(prod > 0, np.sqrt(np.where(prod > 0, prod, 0.0)), 0.0)
     v, mask = _divide(cov_ytyp, den, m.p["zero_division"])
