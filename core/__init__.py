@@ -2,14 +2,17 @@
 
 Imports numpy only (never apache_beam or pyspark).
 
-Merging, one convention for every mergeable object: ``merge`` is pure, it returns a new object
-and leaves both inputs unchanged (``state.merge(other)``, ``plan.merge(a, b)``,
-``evaluation.merge(a, b)``, ``profiler.merge(a, b)``, ``profile.merge(other)``,
-``collection.merge(other)``); ``merge_into`` merges into its first argument (or ``self``) in
-place and returns it, where engines merge many partial results into one
-(``evaluation.merge_into(a, b)``, ``profiler.merge_into(a, b)``, ``profile.merge_into(other)``,
-``collection.merge_into(other)``; states are immutable and have no ``merge_into``). ``fold`` of
-an accumulator (``evaluation.fold(acc, batch)``, ``profiler.fold``) mutates and returns it.
+Merging, one convention: an object you ``update`` (``MetricCollection``, ``BinaryMetrics``,
+``SingleMetric``, ``ContinualEvaluation``) merges ``other`` into itself in place and returns
+itself (``for w in workers: total.merge(w)``; ``c = a.merge(b)`` is ``a``); values passed around
+are immutable to ``merge``, which returns a new value and leaves both inputs unchanged
+(``state.merge(other)``, ``plan.merge(a, b)``, ``evaluation.merge(a, b)``,
+``profiler.merge(a, b)``, ``profile.merge(other)``); ``merge_into`` merges into its first
+argument (or ``self``) in place and returns it, where engines merge many partial results into one
+(``evaluation.merge_into(a, b)``, ``profiler.merge_into(a, b)``, ``profile.merge_into(other)``;
+states have none). The module-level :func:`merge` ``(a, b, ...)`` returns a new object of any of
+these and leaves its inputs unchanged. ``fold`` of an accumulator (``evaluation.fold(acc, batch)``,
+``profiler.fold``) mutates and returns it.
 
 :class:`Evaluation`'s options are one table, :data:`core.options.OPTIONS`.
 """
@@ -37,7 +40,7 @@ from core import calibration, classification, formats, measure, multilabel, regr
 from core.calibration import CalibrationBinsState, ProbabilitySumsState  # noqa: E402
 from core.formats import FORMATS, InputFormat, register_format  # noqa: E402
 from core.measure import MeanMeasure, MeanMeasureState  # noqa: E402
-from core.tracker import SingleMetric  # noqa: E402
+from core.tracker import SingleMetric, merge  # noqa: E402
 from core.multilabel import MultilabelState  # noqa: E402
 from core.regression import RegressionMomentsState  # noqa: E402
 from core.topk import TopKState  # noqa: E402
@@ -90,5 +93,6 @@ __all__ = [
     "Task",
     "UndefinedMetricWarning",
     "extract_columns",
+    "merge",
     "resolve",
 ]

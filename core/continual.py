@@ -376,8 +376,9 @@ class ContinualEvaluation:
         evaluations_per_task: H >= 0 anytime evaluations during each task's training
             (``step=0..H-1``); 0: only the evaluations after each task.
 
-    ``update`` folds events in place (torchmetrics style, thread-safe); :meth:`merge` returns a
-    new evaluation, :meth:`merge_into` merges in place; :meth:`encode` / :meth:`decode` give
+    ``update`` folds events in place (torchmetrics style, thread-safe); :meth:`merge` (or
+    :meth:`merge_into`) merges another in place and returns ``self``, :func:`core.merge` returns a
+    new evaluation; :meth:`encode` / :meth:`decode` give
     versioned, checksummed bytes; :meth:`compute` the :class:`OCLMetrics`.
 
     Example:
@@ -444,19 +445,27 @@ class ContinualEvaluation:
                     if getattr(self.layout, f.name) != getattr(other.layout, f.name)]  # fmt: skip
             raise ValueError(f"cannot merge continual evaluations of different configuration: {'; '.join(diff)}")
 
+    #: ``merge`` merges in place (an object you ``update``); :func:`core.merge` copies first
+    MERGES_IN_PLACE = True
+
     def merge(self, other: "ContinualEvaluation") -> "ContinualEvaluation":
-        """A new evaluation holding both (inputs unchanged)."""
+        """Merge ``other`` into this evaluation in place and return ``self`` (``other`` is left
+        unchanged): ``for w in workers: total.merge(w)``; :func:`core.merge` returns a new one.
+
+        Raises:
+            TypeError / ValueError: ``other`` is no evaluation, or one of another configuration
+                (naming the setting); this one is left unchanged.
+        """
         self._check(other)
-        out = ContinualEvaluation(self.num_tasks, self.num_classes, self.evaluations_per_task)
-        out.state = self.state.merge(other.state)
-        return out
+        part, rows = other.state, other._rows
+        with self._lock:
+            self.state = self.state.merge(part)
+            self._rows += rows
+        return self
 
     def merge_into(self, other: "ContinualEvaluation") -> "ContinualEvaluation":
-        """Merge ``other`` into this evaluation in place; returns ``self``."""
-        self._check(other)
-        with self._lock:
-            self.state = self.state.merge(other.state)
-        return self
+        """:meth:`merge` (in place, returns ``self``), under the name the engines use."""
+        return self.merge(other)
 
     def encode(self) -> bytes:
         """Versioned, checksummed bytes of the state (:mod:`core.codec`)."""

@@ -4,13 +4,12 @@
 over a tuple of states. Precision, recall, F1 and accuracy at one threshold share one
 :class:`~core.states.BinaryConfusionState`; metrics at several thresholds share one state holding
 all of them. :class:`MetricCollection` and :class:`BinaryMetrics` are the user-facing, stateful
-wrappers (torchmetrics-style ``update`` / ``merge`` / ``compute``). ``merge`` is pure everywhere
-(a new object, both inputs unchanged); ``MetricCollection.merge_into`` merges in place.
+wrappers (torchmetrics-style ``update`` / ``merge`` / ``compute``). ``Plan.merge`` of state tuples
+is pure (a new tuple); ``MetricCollection.merge`` merges into the collection in place and returns it.
 """
 
 from __future__ import annotations
 
-import copy
 import difflib
 import threading
 from typing import Any, Iterable, Mapping, Sequence
@@ -612,8 +611,9 @@ class MetricCollection:
     Undefined values are NaN with one :class:`~core.metrics.UndefinedMetricWarning` per metric
     naming it and its classes (none with ``zero_division`` 0 or 1).
 
-    Merging: ``a.merge(b)`` returns a new collection (``a`` and ``b`` unchanged);
-    ``a.merge_into(b)`` merges ``b`` into ``a`` in place and returns ``a``.
+    Merging: ``a.merge(b)`` merges ``b`` into ``a`` in place and returns ``a`` (``b`` unchanged;
+    ``merge_into`` is the same); :func:`core.merge` ``(a, b, ...)`` returns a new collection and
+    leaves its inputs unchanged.
 
     Thread safety: ``update``, ``merge``, ``merge_into``, ``reset``, ``load`` and ``compute`` may be called from
     several threads at once: a batch is validated and folded outside a lock, and only the swap of
@@ -807,25 +807,21 @@ class MetricCollection:
             out.append(measure_values(fns[m], m, t, p, len(t)) if len(t) else np.zeros(0))
         return out
 
+    #: ``merge`` merges ``other`` into this object in place (an object you ``update``); the
+    #: module-level :func:`core.merge` copies it first (see :func:`core.tracker.merge`)
+    MERGES_IN_PLACE = True
+
     def merge(self, other: "MetricCollection") -> "MetricCollection":
-        """The merge of this collection and ``other``: a new collection (both are left
-        unchanged; thread-safe). :meth:`merge_into` merges in place.
-
-        Raises:
-            TypeError / ValueError: as :meth:`merge_into`.
-        """
-        out = copy.copy(self)  # its own lock (__getstate__ / __setstate__); states are immutable
-        return out.merge_into(other)
-
-    def merge_into(self, other: "MetricCollection") -> "MetricCollection":
-        """Merge another collection's states into this one in place (returns self; ``other`` is
-        left unchanged; thread-safe).
+        """Merge another collection's states into this one in place and return this one
+        (``other`` is left unchanged; thread-safe): ``for w in workers: total.merge(w)`` then
+        ``total.compute()``, or ``c = a.merge(b)`` (``c`` is ``a``). :func:`core.merge`
+        returns a new collection and leaves its inputs unchanged.
 
         Raises:
             TypeError: ``other`` is not a :class:`MetricCollection`.
             ValueError: the other collection has a different configuration (names the setting:
                 a state layout such as the thresholds, or a :attr:`fingerprint` setting such as
-                ``ignore_index`` or the input formats).
+                ``ignore_index`` or the input formats); this one is left unchanged.
         """
         if not isinstance(other, MetricCollection):
             raise TypeError(f"cannot merge {type(other).__name__} into a {type(self).__name__}")
@@ -836,6 +832,10 @@ class MetricCollection:
             self.states = self.plan.merge(self.states, states)
             self._rows += rows
         return self
+
+    def merge_into(self, other: "MetricCollection") -> "MetricCollection":
+        """:meth:`merge` (in place, returns self), under the name the engines use."""
+        return self.merge(other)
 
     def reset(self) -> None:
         with self._lock:
@@ -924,8 +924,9 @@ class BinaryMetrics(MetricCollection):
 
     Undefined values: precision with no predicted positives, recall with no positives, F1 with
     neither, and accuracy with no examples are NaN unless ``zero_division`` says otherwise
-    (accuracy over no examples is always NaN). Merging collections of different thresholds raises
-    ``ValueError``. Source: ``sklearn.metrics.precision_recall_fscore_support(average="binary")``.
+    (accuracy over no examples is always NaN). ``merge(other)`` merges ``other`` into this one
+    in place and returns it; merging collections of different thresholds raises ``ValueError``.
+    Source: ``sklearn.metrics.precision_recall_fscore_support(average="binary")``.
 
     Example:
         >>> bm = BinaryMetrics(threshold=0.5)

@@ -1,4 +1,5 @@
-"""One metric tracked over batches: :class:`SingleMetric` (OnlineMetrics' ``Metric``).
+"""One metric tracked over batches: :class:`SingleMetric` (OnlineMetrics' ``Metric``), and
+:func:`merge` (OnlineMetrics' ``merge(metrics...)``): a new object merging any number of them.
 
 A :class:`~core.plan.MetricCollection` of one metric whose :meth:`~SingleMetric.compute` is the
 metric's value itself (a float, or an array for per-class metrics), not a one-key dict, with a
@@ -15,7 +16,7 @@ import numpy as np
 from core.metrics import Metric
 from core.plan import MetricCollection
 
-__all__ = ["SingleMetric"]
+__all__ = ["SingleMetric", "merge"]
 
 
 def _show(v: Any) -> str:
@@ -45,9 +46,10 @@ class SingleMetric(MetricCollection):
         **options: the task options of :class:`~core.plan.MetricCollection` (``num_classes``,
             ``threshold``, ``task``, ``formats``, ...).
 
-    ``update``, ``merge`` (a new tracker), ``merge_into``, ``reset``, ``encode`` and ``load`` are
-    the collection's (merging trackers of another configuration raises ``ValueError`` naming the
-    setting); :meth:`decode` returns a new tracker of decoded bytes.
+    ``update``, ``merge`` (in place, returns this tracker; :func:`merge` gives a new one),
+    ``merge_into``, ``reset``, ``encode`` and ``load`` are the collection's (merging trackers of
+    another configuration raises ``ValueError`` naming the setting); :meth:`decode` returns a new
+    tracker of decoded bytes.
 
     Example:
         >>> m = SingleMetric("accuracy", name="My Accuracy Metric")
@@ -91,3 +93,39 @@ class SingleMetric(MetricCollection):
         value = self.plan.compute_with_bounds(self.states, warn=False)[0][self.metric.key]
         parts = [f"{self.name}: value={_show(value)}"] + [f"{k}={_show_count(v)}" for k, v in self.counts().items()]
         return " | ".join(parts)
+
+
+def merge(*objects: Any) -> Any:
+    """A new object holding every one of ``objects`` merged; the inputs are left unchanged
+    (OnlineMetrics' ``merge(metrics...)``): ``merge(m1, m2)``, ``merge(*workers)``.
+
+    Objects you ``update`` (:class:`~core.plan.MetricCollection`, :class:`~core.plan.BinaryMetrics`,
+    :class:`SingleMetric`, :class:`~core.continual.ContinualEvaluation`: their ``merge`` works in
+    place) are copied first and the others merged into the copy; values (states,
+    :class:`~core.slice_profile.SliceProfile`, ...: their ``merge`` returns a new value) are merged
+    pairwise. One object: a copy of it.
+
+    Raises:
+        TypeError: no object, an object without ``merge`` (an :class:`~core.accumulator.Accumulator`
+            merges with its evaluation: ``evaluation.merge(a, b)``), or objects of different types.
+        ValueError: objects of different configurations (naming the setting).
+    """
+    if not objects:
+        raise TypeError("merge() needs at least one object to merge")
+    first = objects[0]
+    if not callable(getattr(first, "merge", None)):
+        raise TypeError(
+            f"merge() merges objects with a merge method (collections, trackers, states, profiles), got {type(first).__name__}"
+            "; accumulators merge with the evaluation that made them: evaluation.merge(a, b)"
+        )
+    if getattr(type(first), "MERGES_IN_PLACE", False):
+        out = copy.copy(first)  # its own lock and reference to the immutable states
+        for other in objects[1:]:
+            out.merge(other)
+        return out
+    if len(objects) == 1:
+        return copy.deepcopy(first)
+    out = first
+    for other in objects[1:]:
+        out = out.merge(other)  # pure: a new value each time
+    return out

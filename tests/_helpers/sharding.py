@@ -8,9 +8,10 @@ state of one fold over all the data (exactly for integer-valued weights).
 A *folder* adapts one accumulator API to ``zero() / fold(state, columns) / merge(a, b)``:
     * :class:`StateFolder`: one state kind (``zero(layout)``, ``fold(batch)``, ``merge``);
     * :class:`PlanFolder`: ``core.Plan`` over tuples of states (columns validated by ``make_batch``);
-    * :class:`CollectionFolder`: ``core.MetricCollection`` objects (``update`` / ``merge``);
+    * :class:`CollectionFolder`: ``core.MetricCollection`` objects (``update`` / ``merge``, which
+      merges in place: both are merged into a fresh collection);
     * :class:`EvaluationFolder`: ``core.Evaluation`` accumulators ``{slice_key: states}``
-      (``merge`` works on a shallow copy, because ``Evaluation.merge`` mutates its first argument).
+      (``Evaluation.merge`` is pure).
 
 Columns are a dict of equal-length lists/arrays; ``None`` values in the dict mean "no column".
 

@@ -9,7 +9,7 @@ import pyarrow as pa
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from core import ContinualEvaluation, ContinualState, OCLMetrics
+from core import ContinualEvaluation, ContinualState, OCLMetrics, merge
 
 # A small event list, T=2 tasks, K=2 classes, H=1 anytime evaluation per task, computed by hand:
 #   (trained_task, step, evaluated_task, labels, predictions)
@@ -166,8 +166,9 @@ def test_bad_configuration(kw, name):
 def test_merge_codec_pickle_and_configuration_mismatch():
     a, b = _fold(EVENTS[:3]), _fold(EVENTS[3:])
     whole = _fold(EVENTS)
-    assert a.merge(b) == whole and b.merge(a) == whole and a != whole  # merge is pure
+    assert merge(a, b) == whole and merge(b, a) == whole and a != whole  # core.merge: a new one
     assert ContinualEvaluation(2, 2, 1).merge(whole) == whole  # zero is the identity
+    assert a.merge(b) is a and a == whole and b == _fold(EVENTS[3:])  # .merge: in place
     c = _fold(EVENTS[:3])
     assert c.merge_into(b) is c and c == whole
     assert ContinualEvaluation.decode(whole.encode()) == whole

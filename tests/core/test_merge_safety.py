@@ -221,8 +221,8 @@ def test_concurrent_updates_and_merges_lose_no_rows(make):
     def work(i: int) -> None:
         start.wait()
         for j in range(200):
-            if i == 0 and j % 50 == 0:
-                mc.merge_into(other)
+            if i == 0 and j % 50 == 0:  # merge and merge_into: both in place
+                mc.merge(other) if j % 100 else mc.merge_into(other)
             elif isinstance(mc, BinaryMetrics):
                 mc.update(y, s)
             else:

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from sklearn.metrics import f1_score, jaccard_score, precision_score
 
-from core import MeanMeasure, MetricCollection, SingleMetric
+from core import MeanMeasure, MetricCollection, SingleMetric, merge
 
 
 def test_scalar_value_counts_and_repr():
@@ -44,11 +44,12 @@ def test_merge_codec_and_configuration_checks():
     a, b = SingleMetric("recall"), SingleMetric("recall")
     a.update([1, 1, 0], y_score=[0.9, 0.2, 0.7])
     b.update([1, 0], y_score=[0.6, 0.1])
-    merged = a.merge(b)
+    merged = merge(a, b)  # a new tracker; a.merge(b) merges into a
     assert isinstance(merged, SingleMetric) and merged.compute() == pytest.approx(2 / 3) and a.compute() == 0.5
     assert merged.counts() == {"tp": 2.0, "fn": 1.0}
     back = a.decode(merged.encode())
     assert back.compute() == merged.compute() and a.compute() == 0.5
+    assert a.merge(b) is a and a.counts() == {"tp": 2.0, "fn": 1.0} and b.compute() == 1.0
     with pytest.raises(ValueError, match="threshold"):
         a.merge(SingleMetric("recall", threshold=0.7))
     with pytest.raises(TypeError, match="one metric"):
