@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import copy
 import difflib
+import functools
+import inspect
 import math
 import warnings
 from contextlib import contextmanager
@@ -305,6 +307,8 @@ class Metric:
         bad = set(cls.data_format) - {"target", "prediction", "score"}
         if bad:
             raise ValueError(f"metric {cls.__name__}: data_format roles must be target, prediction or score, got {sorted(bad)}")
+        if "__init__" in cls.__dict__:  # parameters it takes itself belong in its key too
+            cls.__init__ = _keeping_init_parameters(cls.__dict__["__init__"])  # type: ignore[method-assign]
         register_named(REGISTRY, cls, "metric")
 
     def __init__(self, task: Task, **params: Any):
@@ -463,6 +467,66 @@ class Metric:
 
     def __repr__(self) -> str:
         return f"<metric {self.key}>"
+
+
+def _keeping_init_parameters(init: Callable[..., None]) -> Callable[..., None]:
+    """A subclass's ``__init__`` that records in ``given`` (so in :attr:`Metric.resolved_key`)
+    every parameter it took itself rather than passing on to :meth:`Metric.__init__`: a named
+    parameter given a value other than its default, and every ``**kwargs`` entry it consumed
+    (``mymetric@bar=2`` and ``mymetric@bar=3`` are two keys, never one)."""
+    if getattr(init, "_keeps_init_parameters", False):
+        return init
+    sig = inspect.signature(init)
+
+    @functools.wraps(init)
+    def __init__(self: "Metric", *args: Any, **kwargs: Any) -> None:
+        init(self, *args, **kwargs)
+        try:
+            arguments = list(sig.bind(self, *args, **kwargs).arguments.items())[2:]  # past self, task
+        except TypeError:
+            return
+        for name, value in arguments:
+            param = sig.parameters[name]
+            if param.kind is param.VAR_POSITIONAL:
+                items = [(f"{name}{i}", v) for i, v in enumerate(value)]
+            elif param.kind is param.VAR_KEYWORD:
+                items = list(value.items())  # given by the caller: what reached Metric.__init__ is in given
+            elif param.default is not param.empty and _same_value(value, param.default):
+                continue
+            else:
+                items = [(name, value)]
+            for k, v in items:
+                if k not in self.given:
+                    self.given[k] = v
+
+    __init__._keeps_init_parameters = True  # type: ignore[attr-defined]
+    return __init__
+
+
+def _same_value(a: Any, b: Any) -> bool:
+    """``a == b`` as one bool (False when they cannot be compared, e.g. arrays of other shapes)."""
+    if a is b:
+        return True
+    try:
+        return bool(np.array_equal(a, b)) if isinstance(a, np.ndarray) or isinstance(b, np.ndarray) else bool(a == b)
+    except (TypeError, ValueError):
+        return False
+
+
+def same_configuration(a: "Metric", b: "Metric") -> bool:
+    """Whether two metrics of one key compute the same thing: one class, the same normalised
+    parameters and the same attributes (a metric's own attributes included)."""
+    if type(a) is not type(b) or a.resolved_key != b.resolved_key or a.task != b.task:
+        return False
+    skip = {"display_name", "_dependency_metrics", "task", "given"}
+    for k in (a.__dict__.keys() | b.__dict__.keys()) - skip:  # an attribute set on one: the class's on the other
+        v, w = getattr(a, k, None), getattr(b, k, None)
+        if isinstance(v, dict) and isinstance(w, dict):
+            if v.keys() != w.keys() or not all(_same_value(v[i], w[i]) for i in v):
+                return False
+        elif not _same_value(v, w):
+            return False
+    return True
 
 
 def _fmt(v: Any) -> str:

@@ -23,7 +23,7 @@ from core._inputs import Batch, as_array
 from core.formats import get_format, make_batch
 from core.measure import MeanMeasure, MeanMeasureMetric, MeanMeasureState, measure_values
 from core.labels import columns_reversed, encode_labels, resolve_classes, swap_score_columns
-from core.metrics import DEFAULT_METRICS, Metric, Task, UndefinedMetricWarning, class_values, resolve
+from core.metrics import DEFAULT_METRICS, Metric, Task, UndefinedMetricWarning, class_values, resolve, same_configuration
 from core.retrieval import with_query_keys
 from core.stacked import ManyValues, compute_cells, compute_many, compute_shared
 from core.states import ExampleCountState, State
@@ -119,6 +119,7 @@ class Plan:
             metrics = DEFAULT_METRICS[task.kind]
         resolved: dict[str, Metric] = {}
         requested: dict[str, str] = {}
+        asked: dict[str, str] = {}  # result key -> the metric as first requested
         for name, m in metric_entries(metrics):
             with class_values(classes):
                 r = resolve(m, task)
@@ -131,6 +132,12 @@ class Plan:
             other = resolved.setdefault(r.key, r)
             if type(other) is not type(r):  # e.g. a measure named like a metric
                 raise ValueError(f"two metrics have the key {r.key!r} ({other.name!r} and {r.name!r}): rename one")
+            if other is not r and not same_configuration(other, r):  # never one key for two metrics
+                raise ValueError(
+                    f"metrics {asked[r.key]!r} and {_asked(m, r)!r} would share the result key {r.key!r} but are "
+                    "configured differently: give one a display name, e.g. (\"name\", metric)"
+                )
+            asked.setdefault(r.key, _asked(m, r))
         self.metrics: tuple[Metric, ...] = tuple(resolved.values())
         #: ``{name the user wrote: canonical metric string}`` where they differ: requested
         #: strings (``"f1"`` -> ``"f1@macro"`` for multiclass, aliases such as ``"auc"``) and
@@ -393,6 +400,11 @@ def _declared_formats(metrics: Sequence[Metric]) -> dict[str, str]:
                 raise ValueError(f"metrics {by[role]!r} and {m.key!r} declare different {role} formats ({out[role]!r} vs {name!r}): give formats= explicitly")
             out[role], by[role] = name, m.key
     return out
+
+
+def _asked(m: "str | Metric", r: Metric) -> str:
+    """A requested metric as the user wrote it (a string), else its canonical string."""
+    return m.strip() if isinstance(m, str) else r.resolved_key
 
 
 def metric_entries(metrics: Any) -> list[tuple[str | None, "str | Metric"]]:

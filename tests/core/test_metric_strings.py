@@ -351,3 +351,76 @@ def test_crafted_layouts_raise_value_error_not_overflow_error(build, message):
 
     with pytest.raises(ValueError, match=re.escape(message)):
         eval(build)
+
+
+# -- issue 28 item 7: a key carries every non-default parameter, also ones __init__ takes -------
+Y = [1, 0, 1, 1, 0, 0, 1, 0]
+S = [0.9, 0.8, 0.3, 0.7, 0.6, 0.1, 0.55, 0.4]
+# at threshold 0.5: predicted 1 for .9 .8 .7 .6 .55 -> tp 3 (.9 .7 .55), fp 2 (.8 .6), fn 1 (.3)
+
+
+def _cost_metric(style):
+    """A user metric ``cost_<style>``: ``fp_cost * fp + fn`` (binary, at the task's threshold),
+    its ``fp_cost`` taken in ``__init__`` (a keyword, or out of ``**kw``) and not in ``params``."""
+
+    class Cost(Metric):
+        name = f"cost_{style}_for_test"
+        tasks = ("binary",)
+        bounds = (0.0, float("inf"))
+        higher_is_better = False
+
+        if style == "keyword":
+
+            def __init__(self, task, fp_cost=1, **params):
+                super().__init__(task, **params)
+                self.fp_cost = float(fp_cost)
+
+        else:
+
+            def __init__(self, task, **params):
+                self.fp_cost = float(params.pop("fp_cost", 1))
+                super().__init__(task, **params)
+
+        def requires(self):
+            return [(BinaryConfusionState, self.task.threshold)]
+
+        def compute(self, states):
+            c = states["binary_confusion"].confusion_matrix(self.task.threshold)
+            return self.fp_cost * float(c[0, 1]) + float(c[1, 0])
+
+    return Cost
+
+
+@pytest.mark.parametrize("style", ["keyword", "kwargs"])
+def test_parameters_a_metric_takes_in_init_are_in_its_key(registry_snapshot, style):
+    cls = _cost_metric(style)
+    name = cls.name
+    mc = MetricCollection(f"{name}@fp_cost=2", f"{name}@fp_cost=3", name)
+    mc.update(Y, y_score=S)
+    got = mc.compute()
+    # hand counts: fp 2, fn 1 -> 2*2+1, 3*2+1, 1*2+1; three keys, none collapsed
+    assert dict(got) == {f"{name}@fp_cost=2": 5.0, f"{name}@fp_cost=3": 7.0, name: 3.0}
+    assert [m.key for m in mc.plan.metrics] == [f"{name}@fp_cost=2", f"{name}@fp_cost=3", name]
+    # the key resolves back to the same metric (results, codec and comparisons re-read keys)
+    again = resolve(f"{name}@fp_cost=3", Task())
+    assert again.resolved_key == f"{name}@fp_cost=3" and again.fp_cost == 3.0
+    # the default is no parameter: `@fp_cost=1` with the keyword default is the bare key
+    if style == "keyword":
+        assert resolve(f"{name}@fp_cost=1", Task()).resolved_key == name
+
+
+def test_two_requested_metrics_never_share_a_key_silently(registry_snapshot):
+    class Quiet(_cost_metric("keyword")):
+        """A metric whose own key leaves its parameter out (test only)."""
+
+        name = "quiet_cost_for_test"
+
+        @property
+        def resolved_key(self):
+            return self.name
+
+    with pytest.raises(ValueError, match=r"'quiet_cost_for_test@fp_cost=2'.*'quiet_cost_for_test@fp_cost=3'.*share the result key 'quiet_cost_for_test'"):
+        MetricCollection("quiet_cost_for_test@fp_cost=2", "quiet_cost_for_test@fp_cost=3")
+    # the same metric twice is one metric, as before
+    mc = MetricCollection("quiet_cost_for_test@fp_cost=2", "quiet_cost_for_test@fp_cost=2", "accuracy", "accuracy")
+    assert [m.key for m in mc.plan.metrics] == ["quiet_cost_for_test", "accuracy"]
