@@ -11,7 +11,9 @@ Operating points: "predict nothing" (threshold ``inf``) and, for every distinct 
 bin of a compressed state, at its lowest score), "predict positive every score >= s", in
 descending threshold order. Ties between operating points of equal value go to the **highest**
 threshold (the fewest positive predictions), as ``np.argmax`` over scikit-learn's descending
-``roc_curve`` order.
+``roc_curve`` order. ``best_threshold`` compares its criteria exactly (rationals of the counts, as
+exact prefix sums of the bins' weights, and the parameters), so a tie is decided by the counts,
+never by float rounding (Youden's J of 1/3 at 1.0, 0.6 and 0.2 picks 1.0).
 
 * **exact state**: the values are exact (the brute force over every distinct score, tested
   against scikit-learn).
@@ -54,6 +56,7 @@ without one of the classes; ``threshold_at_*`` without positives.
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from functools import partial
 from typing import Any, ClassVar
 
@@ -120,32 +123,93 @@ def _argbest(values: np.ndarray) -> int:
     return int(np.nanargmax(values))
 
 
+def _exact_prefix(w: np.ndarray) -> np.ndarray | None:
+    """The exact prefix sums ``[0, w0, w0 + w1, ...]`` of float weights as Fractions (an object
+    array), or None when the float ``cumsum`` already is exact (integer weights below 2**53)."""
+    if np.all(w == np.floor(w)) and float(np.sum(w)) < 2.0**53:
+        return None
+    pairs = [float(x).as_integer_ratio() for x in w]  # denominators are powers of two
+    den = max((d for _, d in pairs), default=1)
+    acc, out = 0, [Fraction(0)]
+    for n, d in pairs:
+        acc += n * (den // d)
+        out.append(Fraction(acc, den))
+    return np.array(out, dtype=object)
+
+
+def exact_criterion(criterion: str, tp: Any, fp: Any, P: Any, N: Any, beta: float = 1.0, cost_fp: float = 1.0,
+                    cost_fn: float = 1.0) -> Fraction | None:  # fmt: skip
+    """:func:`criterion_values` at one operating point as an exact rational (the counts and the
+    parameters are read as the exact numbers they are); None where undefined."""
+    tp, fp, P, N = (Fraction(x) for x in (tp, fp, P, N))
+    if criterion in ("f1", "fbeta"):
+        b = 1.0 if criterion == "f1" else beta
+        if P <= 0:
+            return None
+        if math.isinf(b):
+            return tp / P
+        b2 = Fraction(b) ** 2
+        den = b2 * P + tp + fp
+        return None if den == 0 else (1 + b2) * tp / den
+    if criterion == "youden":
+        return None if P <= 0 or N <= 0 else tp / P - fp / N
+    return -(Fraction(cost_fp) * fp + Fraction(cost_fn) * (P - tp))
+
+
+def _argbest_exact(d: _Dist, criterion: str, v: np.ndarray, kw: dict[str, float]) -> tuple[int, Fraction | None, Fraction]:
+    """``(index, exact value, exact total weight)`` of the best operating point, comparing the criterion exactly on
+    the counts (``tp``, ``fp`` as exact prefix sums of the bins' weights), the highest threshold
+    among exact ties; index -1 and value None when every point is undefined. The float values ``v`` only
+    pick the candidates: the points within their rounding error of the float maximum."""
+    i = _argbest(v)
+    if i < 0:
+        return -1, None, Fraction(0)
+    top = float(v[i])
+    scale = 1.0 + abs(top) + (kw.get("cost_fp", 1.0) * d.N + kw.get("cost_fn", 1.0) * d.P if criterion == "cost" else 1.0)
+    tol = (d.m + 16) * 2.0**-48 * scale  # far above the float error of the sums and the formula
+    cand = np.flatnonzero(v >= top - tol)
+    tps, fps = _exact_prefix(d.pos), _exact_prefix(d.neg)
+    P = tps[-1] if tps is not None else d.P
+    N = fps[-1] if fps is not None else d.N
+    tp, fp, _ = _points(d)
+    best_i, best = -1, None
+    for j in cand:  # ascending index: descending thresholds, so a tie keeps the highest
+        x = exact_criterion(criterion, tp[j] if tps is None else tps[j], fp[j] if fps is None else fps[j], P, N, **kw)
+        if x is not None and (best is None or x > best):
+            best_i, best = int(j), x
+    return best_i, best, Fraction(P) + Fraction(N)
+
+
 def _threshold_interval(value: float, lows: np.ndarray, highs: np.ndarray) -> Interval:
     """``value`` with the range ``[min(lows), max(highs)]`` of the candidate bins' scores."""
     return Interval(value, float(np.min(np.r_[value, lows])), float(np.max(np.r_[value, highs])))
 
 
-def best_threshold_values(d: _Dist, criterion: str, **kw: float) -> tuple[float | Interval, float | Interval]:
+def best_threshold_values(d: _Dist, criterion: str, per_weight: bool = False, **kw: float) -> tuple[float | Interval, float | Interval]:
     """``(threshold, criterion value)`` of the best operating point (value oriented as
-    :func:`criterion_values`, i.e. the negated total cost for ``cost``); intervals for a
-    compressed state (see the module docstring). NaN when undefined."""
+    :func:`criterion_values`, i.e. the negated total cost for ``cost``; ``per_weight``: divided by
+    the total weight ``P + N``); intervals for a compressed state (see the module docstring). NaN
+    when undefined. The criterion is compared exactly on the counts, so exact ties go to the
+    highest threshold whatever the float rounding, and the value is its correctly rounded float."""
     if d.m == 0:
         return _NAN, _NAN
     tp, fp, thr = _points(d)
     v = criterion_values(criterion, tp, fp, d.P, d.N, **kw)
-    i = _argbest(v)
-    if i < 0:
+    i, exact, weight = _argbest_exact(d, criterion, v, kw)
+    if i < 0 or exact is None or per_weight and weight <= 0:
         return _NAN, _NAN
-    best, t = float(v[i]), float(thr[i])
+    best, t, total = float(exact), float(thr[i]), d.P + d.N
     if d.exact:
-        return t, best
+        return t, float(exact / weight) if per_weight else best
     A, B = d.before()
     ub = criterion_values(criterion, A + d.pos, B, d.P, d.N, **kw)  # (m,) per bin, descending
     cand = ub >= best - _SLACK * max(1.0, abs(best))
     lows, highs = d.thresholds[cand], _uppers(d)[cand]
-    if v[0] >= best:  # predicting nothing is among the best
+    if i == 0:  # predicting nothing is among the best (the highest threshold wins a tie)
         highs = np.r_[highs, np.inf]
     top = max(best, float(np.nanmax(ub))) if np.any(~np.isnan(ub)) else best
+    if per_weight:
+        return _threshold_interval(t, lows, highs), Interval(best / total, best / total, top / total)
     return _threshold_interval(t, lows, highs), Interval(best, best, top)
 
 
@@ -258,13 +322,13 @@ class BestThresholdScore(_Criterion):
     reference = "max over sklearn.metrics.metric_at_thresholds"
 
     def value(self, d: _Dist) -> Any:
-        v = best_threshold_values(d, self.p["criterion"], **self._kw())[1]
-        if self.p["criterion"] != "cost":
+        cost = self.p["criterion"] == "cost"
+        v = best_threshold_values(d, self.p["criterion"], per_weight=cost, **self._kw())[1]
+        if not cost:
             return v
-        total = d.P + d.N
         if isinstance(v, Interval):
-            return Interval(-v.value / total, -v.upper / total, -v.lower / total)
-        return -v / total if total > 0 and not math.isnan(v) else _NAN
+            return Interval(-v.value, -v.upper, -v.lower)
+        return -v if not math.isnan(v) else _NAN
 
 
 class ThresholdAtRecall(_AtConstraint):

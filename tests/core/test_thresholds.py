@@ -346,3 +346,94 @@ def test_results_carry_bounds():
     assert lo <= exact["best_threshold"] <= hi
     lo, hi = res.overall.bounds["best_threshold_score@f1@capacity=8"]
     assert lo <= exact["best_threshold_score"] <= hi
+
+
+# -- issue 28 item 16: criteria compared exactly on the counts, ties to the highest threshold ----
+def _best(criterion_params, y, s, w=None):
+    mc = MetricCollection(f"best_threshold@{criterion_params}", f"best_threshold_score@{criterion_params}")
+    mc.update(y, y_score=s, sample_weight=w)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return tuple(mc.compute().values())
+
+
+@pytest.mark.parametrize(
+    "params, y, s, threshold, score",
+    [
+        # youden (the issue's case): P = N = 3; J = tp/3 - fp/3 is 1/3 at 1.0 (1, 0), 0.6 (2, 1)
+        # and 0.2 (3, 2), 0 at inf and 0; the highest of the three ties (floats: 0.333..37 at 0.2)
+        ("criterion=youden", [1, 1, 0, 0, 1, 0], [1, 0.6, 0.6, 0.2, 0.2, 0], 1.0, 1 / 3),
+        # f1: P = 2; F1 = 2 tp / (2 + tp + fp) is 2/3 at 0.9 (1, 0) and at 0.5 (2, 2)
+        ("criterion=f1", [1, 0, 0, 1], [0.9, 0.5, 0.5, 0.5], 0.9, 2 / 3),
+        # fbeta, beta 0.5: P = 4; 1.25 tp / (1 + tp + fp) is 0.625 at 0.9 (1, 0) and 0.6 (2, 1),
+        # 5/9 at 0.1 (4, 4)
+        ("criterion=fbeta@beta=0.5", [1, 1, 0, 1, 1, 0, 0, 0], [0.9, 0.6, 0.6, 0.1, 0.1, 0.1, 0.1, 0.1], 0.9, 0.625),
+        # cost 1/1: errors fp + fn are 2 at inf (0, 2 fn), 2 at 0.8 (1 fp, 1 fn), 2 at 0.3 (2 fp, 0)
+        ("criterion=cost", [1, 0, 0, 1], [0.8, 0.8, 0.3, 0.3], math.inf, 2 / 4),
+        # cost 0.1/0.1: 0.1 (fp + fn) with 6 errors at inf (6 fn), 0.9 (1 fp, 5 fn) and 0.1 (6 fp);
+        # the floats 0.1*6 = 0.6000000000000001 but 0.1 + 0.5 = 0.6 made 0.9 win; mean cost 0.6/12
+        ("criterion=cost@cost_fp=0.1@cost_fn=0.1", [1, 0, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0], [0.9, 0.9] + [0.1] * 10, math.inf, 0.05),
+    ],
+    ids=["youden", "f1", "fbeta", "cost", "cost_fractional"],
+)
+def test_best_threshold_exact_ties_go_to_the_highest_threshold(params, y, s, threshold, score):
+    t, v = _best(params, y, s)
+    assert t == threshold
+    assert v == score  # the exact value, correctly rounded
+
+
+def test_best_threshold_tie_values_against_scikit_learn():
+    """The hand-computed tie values above, by scikit-learn at each tied threshold."""
+    y, s = np.array([1, 0, 0, 1]), np.array([0.9, 0.5, 0.5, 0.5])
+    assert f1_score(y, s >= 0.9) == pytest.approx(2 / 3) and f1_score(y, s >= 0.5) == pytest.approx(2 / 3)
+    y, s = np.array([1, 1, 0, 1, 1, 0, 0, 0]), np.array([0.9, 0.6, 0.6, 0.1, 0.1, 0.1, 0.1, 0.1])
+    assert fbeta_score(y, s >= 0.9, beta=0.5) == pytest.approx(0.625) == fbeta_score(y, s >= 0.6, beta=0.5)
+    fpr, tpr, thr = roc_curve([1, 1, 0, 0, 1, 0], [1, 0.6, 0.6, 0.2, 0.2, 0])
+    assert np.allclose((tpr - fpr)[np.isin(thr, [1.0, 0.6, 0.2])], 1 / 3)
+
+
+def _exact_best(y, s, w, criterion, beta=1.0, cost_fp=1.0, cost_fn=1.0):
+    """Brute force in rationals: each score's positive and negative weights as the state holds
+    them (their exact sum, correctly rounded), every operating point, the first (highest) best."""
+    from fractions import Fraction as F
+
+    def held(ws):
+        return F(float(sum((F(x) for x in ws), F(0))))
+
+    ths = sorted(set(s), reverse=True)
+    pos = [held(x for x, a, b in zip(w, y, s) if a == 1 and b == t) for t in ths]
+    neg = [held(x for x, a, b in zip(w, y, s) if a == 0 and b == t) for t in ths]
+    P, N = sum(pos, F(0)), sum(neg, F(0))
+    best = None
+    for k, t in enumerate([math.inf, *ths]):
+        tp, fp = sum(pos[:k], F(0)), sum(neg[:k], F(0))
+        if criterion in ("f1", "fbeta"):
+            b2 = F(beta) ** 2
+            if b2 * P + tp + fp == 0:
+                continue
+            v = (1 + b2) * tp / (b2 * P + tp + fp)
+        elif criterion == "youden":
+            v = tp / P - fp / N
+        else:
+            v = -(F(cost_fp) * fp + F(cost_fn) * (P - tp))
+        if best is None or v > best[0]:
+            best = (v, t)
+    return best[1], (-best[0] / (P + N) if criterion == "cost" else best[0])
+
+
+@pytest.mark.parametrize(
+    "criterion, kw",
+    [("f1", {}), ("fbeta", {"beta": 0.5}), ("fbeta", {"beta": 0.1}), ("youden", {}), ("cost", {}), ("cost", {"cost_fp": 0.1, "cost_fn": 0.3})],
+)
+def test_best_threshold_equals_an_exact_rational_brute_force(criterion, kw):
+    rng = np.random.default_rng(28)
+    params = f"criterion={criterion}" + "".join(f"@{k}={v}" for k, v in kw.items())
+    for trial in range(80):
+        n = int(rng.integers(3, 12))
+        y = rng.integers(0, 2, n)
+        y[:2] = [0, 1]
+        s = rng.integers(0, 5, n) / 4  # few distinct scores: many exact ties
+        w = rng.choice([0.1, 0.2, 0.3, 0.7, 1.0], n) if trial % 2 else np.ones(n)
+        t, v = _best(params, y.tolist(), s.tolist(), w.tolist())
+        want_t, want_v = _exact_best(y.tolist(), s.tolist(), w.tolist(), criterion, **kw)
+        assert (t, v) == (want_t, float(want_v)), (y.tolist(), s.tolist(), w.tolist())
