@@ -123,18 +123,32 @@ def _argbest(values: np.ndarray) -> int:
     return int(np.nanargmax(values))
 
 
-def _exact_prefix(w: np.ndarray) -> np.ndarray | None:
-    """The exact prefix sums ``[0, w0, w0 + w1, ...]`` of float weights as Fractions (an object
-    array), or None when the float ``cumsum`` already is exact (integer weights below 2**53)."""
+def _exact_prefix(w: np.ndarray) -> Any:
+    """The exact prefix sums ``[0, w0, w0 + w1, ...]`` of float weights (``>= 0``), indexable
+    (``prefix[j]``: a Fraction), or None when the float ``cumsum`` already is exact (integer
+    weights below 2**53)."""
     if np.all(w == np.floor(w)) and float(np.sum(w)) < 2.0**53:
         return None
-    pairs = [float(x).as_integer_ratio() for x in w]  # denominators are powers of two
-    den = max((d for _, d in pairs), default=1)
-    acc, out = 0, [Fraction(0)]
-    for n, d in pairs:
-        acc += n * (den // d)
-        out.append(Fraction(acc, den))
-    return np.array(out, dtype=object)
+    mant, exp = np.frexp(w)  # w = mant * 2**exp: integers n * 2**k with n < 2**53
+    n, k = (mant * 2.0**53).astype(np.int64), exp.astype(np.int64) - 53
+    k_min = int(k[n != 0].min()) if np.any(n != 0) else 0
+    shift = np.where(n != 0, k - k_min, 0)
+    if 53 + int(shift.max(initial=0)) + int(w.shape[0]).bit_length() < 63:  # int64 sums cannot overflow
+        ints = np.r_[0, np.cumsum(n << shift)]
+        unit = Fraction(2) ** k_min
+        return _Scaled(ints, unit)
+    big = n.astype(object) << shift.astype(object)  # wide exponents: Python integers
+    return _Scaled(np.r_[np.array([0], dtype=object), np.cumsum(big)], Fraction(2) ** k_min)
+
+
+class _Scaled:
+    """Exact prefix sums held as integer multiples (int64 or Python ints) of one power of two."""
+
+    def __init__(self, ints: np.ndarray, unit: Fraction):
+        self.ints, self.unit = ints, unit
+
+    def __getitem__(self, j: int) -> Fraction:
+        return int(self.ints[j]) * self.unit
 
 
 def exact_criterion(criterion: str, tp: Any, fp: Any, P: Any, N: Any, beta: float = 1.0, cost_fp: float = 1.0,
