@@ -327,7 +327,7 @@ def test_every_registered_metric_gets_an_interval_or_is_listed_unsupported(kind,
     assert len(names) >= 8, names
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        r = Evaluation(**kw, metrics=names, ci=ci, ci_replicates=20, ci_buckets=16).evaluate([d])
+        r = Evaluation(**kw, metrics=names, ci=ci, ci_replicates=40, ci_buckets=16).evaluate([d])
     unsupported = set(r.config["ci"]["unsupported"])
     for k in r.overall.metrics:
         assert (k in r.overall.ci) != (k in unsupported), (ci, k)
@@ -352,8 +352,8 @@ def test_a_weightless_slice_or_empty_input_gets_nan_intervals_and_never_aborts(k
     empty = {k: v[:0] for k, v in d.items()}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        sliced = Evaluation(**kw, metrics=names, slices=["g"], weight_col="w", ci=ci, ci_replicates=20, ci_buckets=16).evaluate([weighted])
-        nothing = Evaluation(**kw, metrics=names, ci=ci, ci_replicates=20, ci_buckets=16).evaluate([empty])
+        sliced = Evaluation(**kw, metrics=names, slices=["g"], weight_col="w", ci=ci, ci_replicates=40, ci_buckets=16).evaluate([weighted])
+        nothing = Evaluation(**kw, metrics=names, ci=ci, ci_replicates=40, ci_buckets=16).evaluate([empty])
     for res in (sliced[(("g", "weightless"),)], nothing.overall):
         for k, v in res.metrics.items():
             if np.ndim(v) == 0 and isinstance(v, float) and math.isnan(v) and k in res.ci:
@@ -370,7 +370,7 @@ def test_bootstrap_of_a_threshold_free_metric_alone_on_a_weightless_slice_or_emp
     """Issue 28, item 17, on the bucket-stacked path (the metric alone): (nan, nan), no IndexError."""
     d = _binary(200)
     w = np.where(d["g"] == "c", 0.0, 1.0)
-    kw = {"label_col": "y", "score_col": "s", "metrics": [metric], "ci": "bootstrap", "ci_replicates": 30, "ci_buckets": 16}
+    kw = {"label_col": "y", "score_col": "s", "metrics": [metric], "ci": "bootstrap", "ci_replicates": 40, "ci_buckets": 16}
     ev = Evaluation(**kw, slices=["g"], weight_col="w")
     assert ev.plan.stacked
     r = ev.evaluate([{**d, "w": w}])
