@@ -27,6 +27,8 @@ Users add aggregators by subclassing :class:`Aggregator` with a ``name`` (as met
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import math
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Iterable, Sequence
@@ -37,7 +39,7 @@ from core.metrics import REGISTRY, register_named
 from core.plan import MetricCollection, Plan
 from core.intervals import normal_quantile
 from core.quantiles import t_ppf
-from core.results import Results, SliceResult, jsonable
+from core.results import Results, SliceResult, jsonable, window_bound, window_label
 from core.slicing import slice_name
 
 AGGREGATORS: dict[str, type["Aggregator"]] = {}
@@ -325,6 +327,8 @@ class AggregateSlice:
         metrics: ``{metric key: aggregate value}`` (NaN where no run has a finite value).
         ci: ``{metric key: (lower, upper)}`` at the results' ``level``.
         details: ``{metric key: method details}`` (see :class:`Aggregate`).
+        window_start, window_end: the event-time window of windowed runs (each window's slices
+            are aggregated over the runs on their own), None outside windows.
     """
 
     slice: tuple
@@ -333,14 +337,27 @@ class AggregateSlice:
     metrics: dict[str, float]
     ci: dict[str, tuple[float, float]] = field(default_factory=dict)
     details: dict[str, dict[str, Any]] = field(default_factory=dict)
+    window_start: Any = None
+    window_end: Any = None
 
     @property
     def name(self) -> str:
         return slice_name(self.slice)
 
+    @property
+    def window(self) -> tuple[Any, Any] | None:
+        """``(window_start, window_end)``, or None outside windows."""
+        return None if self.window_start is None else (self.window_start, self.window_end)
+
+    def _window_dict(self) -> dict[str, Any]:
+        if self.window_start is None:
+            return {}
+        return {"window_start": self.window_start.isoformat(), "window_end": None if self.window_end is None else self.window_end.isoformat()}
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "slice": {c: v for c, v in self.slice},
+            **self._window_dict(),
             "runs": int(self.runs),
             "n": int(self.n),
             "metrics": {k: jsonable(v) for k, v in self.metrics.items()},
@@ -373,6 +390,20 @@ class AggregateResults:
     not_aggregated: dict[str, str] = field(default_factory=dict)
 
     __getitem__ = Results.__getitem__  # by key tuple, display name, dict or position
+    windows = Results.windows  # the (window_start, window_end) pairs of windowed runs, in order
+
+    def window(self, start: Any, end: Any = None) -> "AggregateResults":
+        """The aggregates of one window (its slices, overall first).
+
+        Raises:
+            KeyError: no such window, or ``end`` is needed (several windows start at ``start``).
+        """
+        start, end = window_bound(start), window_bound(end)
+        chosen = [w for w in self.windows if w[0] == start and (end is None or w[1] == end)]
+        if len(chosen) != 1:
+            what = "no window" if not chosen else f"{len(chosen)} windows"
+            raise KeyError(f"{what} starting at {start.isoformat()}; windows: {[window_label(*w) for w in self.windows[:5]]}")
+        return dataclasses.replace(self, slices=[s for s in self.slices if s.window == chosen[0]])
 
     def __iter__(self):
         return iter(self.slices)
@@ -397,12 +428,13 @@ class AggregateResults:
 
     def to_rows(self) -> list[dict[str, Any]]:
         """Long format: one row per (slice, metric) with ``slice``, ``runs``, ``n``, ``metric``,
-        ``value``, ``ci_lower``, ``ci_upper`` and ``method``."""
+        ``value``, ``ci_lower``, ``ci_upper`` and ``method`` (and ``window_start`` / ``window_end``
+        after ``slice`` for windowed runs)."""
         rows = []
         for s in self.slices:
             for k, v in s.metrics.items():
                 lo, hi = s.ci.get(k, _NAN_CI)
-                rows.append({"slice": s.name, "runs": s.runs, "n": s.n, "metric": k, "value": v, "ci_lower": lo, "ci_upper": hi, "method": self.method})
+                rows.append({"slice": s.name, **s._window_dict(), "runs": s.runs, "n": s.n, "metric": k, "value": v, "ci_lower": lo, "ci_upper": hi, "method": self.method})
         return rows
 
 
@@ -419,8 +451,8 @@ def _pooled_results(runs: Sequence[Any], evaluation: Any, plan: Plan | None) -> 
             merged = merged.merge(r)
         plan = merged.plan
         states = merged.states
-    elif evaluation is not None:
-        acc = evaluation.merge_all(runs)
+    elif evaluation is not None:  # an Evaluation, or a WindowedEvaluation (merged window by window)
+        acc = evaluation.merge_all(runs) if hasattr(evaluation, "merge_all") else functools.reduce(evaluation.merge, runs)
         return evaluation.finish(acc)
     elif plan is not None:
         states = plan.merge_all([tuple(r) for r in runs])
@@ -463,12 +495,15 @@ def aggregate(
     Returns:
         :class:`AggregateResults`. Slices are the union over the runs (suppressed slices do not
         take part); each metric aggregates the runs where its value is finite, and
-        ``details["runs"]`` says how many. ``pooled``: the merged result's values, with an
+        ``details["runs"]`` says how many. Windowed runs (:mod:`core.windows`) are aggregated per
+        window: a slice of a window aggregates that window's slice over the runs (its
+        ``window_start`` / ``window_end`` say which), never the windows of one run as runs. ``pooled``: the merged result's values, with an
         interval from its ``ci`` when the evaluation computes one, else from its analytic
         variance (normal), else NaN.
 
     Raises:
-        ValueError: no runs, an unknown method, a bad level, or (``fixed_effect``,
+        ValueError: no runs, an unknown method, a bad level, windowed runs mixed with runs
+            outside windows (naming both), or (``fixed_effect``,
             ``random_effects``) a metric whose run has neither a ``ci`` nor an analytic
             variance (naming the metric, the slice and the run).
         TypeError: runs of the wrong kind for the method.
@@ -492,14 +527,21 @@ def aggregate(
             if not isinstance(r, Results):
                 raise TypeError(f"aggregate(method={agg.name!r}): run {i} is a {type(r).__name__}, not a core.Results")
         results = runs
+    windowed = [i for i, r in enumerate(results) if any(getattr(s, "window_start", None) is not None for s in r.slices)]
+    if windowed and len(windowed) != len(results):
+        plain = next(i for i in range(len(results)) if i not in windowed)
+        raise ValueError(
+            f"aggregate: run {windowed[0]} has event-time windows and run {plain} has none; windowed runs are "
+            "aggregated window by window, so give runs of the same windowing"
+        )
     keys: list[str] = []
     not_aggregated: dict[str, str] = {}
-    by_slice: dict[tuple, list[tuple[int, SliceResult]]] = {}
+    by_slice: dict[tuple, list[tuple[int, SliceResult]]] = {}  # (window or None, slice key) -> runs' slices
     for i, r in enumerate(results):
         for s in r.slices:
             if s.suppressed:
                 continue
-            by_slice.setdefault(s.slice, []).append((i, s))
+            by_slice.setdefault((s.window, s.slice), []).append((i, s))
             for k, v in s.metrics.items():
                 if metrics is not None and k not in metrics:
                     continue
@@ -512,8 +554,10 @@ def aggregate(
         if missing:
             raise ValueError(f"aggregate: metric(s) {missing} are in no run (the runs have {keys})")
     out = []
-    for key_tuple in sorted(by_slice, key=lambda k: k != ()):  # overall first, then first-seen order
-        members = by_slice[key_tuple]
+    # by window (outside windows first), then overall first, then first-seen order
+    for window, key_tuple in sorted(by_slice, key=lambda k: ((0,) if k[0] is None else (1, *k[0]), k[1] != ())):
+        members = by_slice[(window, key_tuple)]
+        where = slice_name(key_tuple) + ("" if window is None else f" of window {window_label(*window)}")
         values: dict[str, float] = {}
         cis: dict[str, tuple[float, float]] = {}
         details: dict[str, dict[str, Any]] = {}
@@ -545,13 +589,13 @@ def aggregate(
                     var = run_variance(k, v, s, _ci_level(results[i]))
                     if var is None:
                         raise ValueError(
-                            f"aggregate(method={agg.name!r}): metric {k!r} in slice {s.name!r} of run {i} has no ci "
+                            f"aggregate(method={agg.name!r}): metric {k!r} in slice {where!r} of run {i} has no ci "
                             "and no analytic variance (proportions need their counts, e.g. tp/fp/fn metrics; ROC AUC "
                             "needs tp/fn/tn/fp or prevalence): evaluate the runs with ci=..., or use method='mean'"
                         )
                     if not (var[0] > 0 and math.isfinite(var[0])):
                         raise ValueError(
-                            f"aggregate(method={agg.name!r}): metric {k!r} in slice {s.name!r} of run {i} (value {v!r}) has "
+                            f"aggregate(method={agg.name!r}): metric {k!r} in slice {where!r} of run {i} (value {v!r}) has "
                             f"variance {float(var[0])!r} ({var[1]}); inverse-variance weights need finite variances > 0 "
                             "(a proportion of 0 or 1 has analytic variance 0: give the runs a ci or use method='mean' or 'pooled')"
                         )
@@ -561,11 +605,12 @@ def aggregate(
             try:
                 a = agg.aggregate(vals, variances, level)
             except ValueError as e:
-                raise ValueError(f"aggregate: metric {k!r} in slice {slice_name(key_tuple)!r}: {e}") from None
+                raise ValueError(f"aggregate: metric {k!r} in slice {where!r}: {e}") from None
             values[k], cis[k] = float(a.value), (float(a.ci[0]), float(a.ci[1]))
             details[k] = {**a.details, **({"variance_source": sources} if sources else {})}
         n = sum(int(s.n) for _, s in members)
-        out.append(AggregateSlice(key_tuple, len(members) if not agg.needs_states else len(runs), n, values, cis, details))
+        bounds = (None, None) if window is None else window
+        out.append(AggregateSlice(key_tuple, len(members) if not agg.needs_states else len(runs), n, values, cis, details, *bounds))
     return AggregateResults(out, agg.name, level, len(runs), not_aggregated)
 
 

@@ -56,6 +56,7 @@ from core.ranking import AveragePrecision, PrecisionRecallCurve, RocAuc, RocCurv
 from core.score_bins import bin_scores, merge_bins, score_keys
 from core.score_distribution import ScoreDistributionState, _small_counts
 from core.stacked import CELL_KINDS, is_cell_metric
+from core.thresholds import MetricAtThresholds
 from core.states import ExampleCountState, State, _layout_diff
 
 __all__ = [
@@ -748,7 +749,8 @@ def replicate_values(
     plan: BucketedPlan, states: tuple[State, ...], weights: np.ndarray, keys: Sequence[str] | None = None
 ) -> dict[str, np.ndarray]:
     """``{metric key: (R, ...) float64 array}``: each metric of ``plan`` (or of ``keys`` only)
-    over the R replicates of one slice (an object array (R,) when the shapes differ, e.g. curves).
+    over the R replicates of one slice; metrics without a fixed shape (:func:`resampled`:
+    curves) are left out.
 
     The comparison of two models folded over the same rows uses it with the same ``weights`` for
     both (:func:`core.comparison.paired_bootstrap`): ``delta_r = candidate_r - baseline_r`` is
@@ -757,13 +759,16 @@ def replicate_values(
     if plan.stacked:
         return _stacked_replicate_values(plan, states, weights, keys)
     base = plan.base
-    sub = _subplan(base, tuple(base.keys if keys is None else keys))
+    keys = [m.key for m in base.metrics if (keys is None or m.key in keys) and resampled(m)]
+    if not keys:
+        return {}
+    sub = _subplan(base, tuple(keys))
     if sub is not None:  # the metrics asked for, vectorised over the replicates where they can be
         reps = replicate_states(plan, states, weights, [cls.kind for cls, _ in sub.state_types])
         many = sub.compute_many(reps)
         return {k: np.asarray(v) for k, v in many.values.items()}
     reps = replicate_states(plan, states, weights)
-    metrics = [m for m in base.metrics if keys is None or m.key in keys]
+    metrics = [m for m in base.metrics if m.key in keys]
     out = {}
     for m in metrics:
         vals = []
@@ -880,7 +885,9 @@ def _roc_auc_rows(pos: np.ndarray, neg: np.ndarray) -> np.ndarray:
 def _average_precision_rows(pos: np.ndarray, neg: np.ndarray, exact: bool) -> np.ndarray:
     """(R,) average precision of (R, m) ascending bin weights (:func:`core.ranking.average_precision_value`:
     the step formula when ``exact``, else the estimate of :func:`core.ranking._ap_bin_terms`);
-    0.0 without positives, NaN without weight."""
+    0.0 without positives, NaN without weight (also with no bins: an empty or weightless slice)."""
+    if pos.shape[1] == 0:
+        return np.full(pos.shape[0], np.nan)
     p, q = pos[:, ::-1], neg[:, ::-1]
     tps, fps = np.cumsum(p, axis=1), np.cumsum(q, axis=1)
     P, total = tps[:, -1], tps[:, -1] + fps[:, -1]
@@ -946,6 +953,13 @@ _REPLICATE_AXIS: dict[type, Callable[[Any, _Replicates], np.ndarray | None]] = {
 _RAGGED = (RocCurve, PrecisionRecallCurve)
 
 
+def resampled(m: Any) -> bool:
+    """Whether ``ci="bootstrap"`` gives metric ``m`` an interval: every metric but those whose
+    value has one entry per distinct score (curves, ``metric_at_thresholds`` at the data's own
+    thresholds), which no two replicates share."""
+    return not (isinstance(m, _RAGGED) or (isinstance(m, MetricAtThresholds) and m.p["thresholds"] is None))
+
+
 def _cell_subplan(base: Plan, keys: tuple[str, ...]) -> Plan | None:
     """The plan of the cell metrics ``keys`` when its cell states are the base plan's."""
     cache = base.__dict__.setdefault("_bootstrap_cell_subplans", {})
@@ -960,7 +974,7 @@ def _stacked_replicate_values(plan: BucketedPlan, states: tuple[State, ...], wei
     base = plan.base
     s = len(base.state_types)
     reps = _Replicates(base, states[s:], weights)
-    metrics = [m for m in base.metrics if (keys is None or m.key in keys) and not isinstance(m, _RAGGED)]
+    metrics = [m for m in base.metrics if (keys is None or m.key in keys) and resampled(m)]
     out: dict[str, np.ndarray] = {}
     cells = tuple(m.key for m in metrics if is_cell_metric(m) and all(c.kind in CELL_KINDS for c, _ in m.requires()))
     sub = _cell_subplan(base, cells) if cells else None

@@ -55,11 +55,11 @@ from typing import Any, Callable
 
 import numpy as np
 
-from core.bootstrap import bootstrap_ci, warn_repeated_rows
+from core.bootstrap import bootstrap_ci, resampled, warn_repeated_rows
 from core.classification import _BinaryRate, Prevalence
 from core.codec import slice_key_to_json
 from core.metrics import Accuracy, Metric, _PRF, recording_undefined
-from core.ranking import PrecisionRecallCurve, RocAuc, RocCurve
+from core.ranking import RocAuc
 from core.regression import MeanAbsoluteError, MeanError
 from core.stacked import is_cell_metric
 from core.states import BinaryConfusionState, ConfusionMatrixState, ExampleCountState, State
@@ -442,7 +442,7 @@ def posterior_ci(settings: CISettings, plan: Any, key: tuple, states: tuple, val
 _METHODS = {
     "analytic": lambda m: _analytic_kind(m) is not None,
     "posterior": _is_confusion_derived,
-    "bootstrap": lambda m: not isinstance(m, (RocCurve, PrecisionRecallCurve)),  # every metric but curves
+    "bootstrap": resampled,  # every metric but curves
 }
 
 

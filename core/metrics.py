@@ -335,8 +335,14 @@ class Metric:
         """Validate and normalise ``self.p`` (subclasses)."""
 
     def requires(self) -> list[tuple[type[State], Any]]:
-        """The ``(state class, requirement)`` pairs this metric reads."""
-        return [(ExampleCountState, None)]
+        """The ``(state class, requirement)`` pairs this metric reads. A metric with
+        :attr:`dependencies` reads what they read (its :meth:`compute` computes them), so every
+        reader of ``requires()`` (interval methods, replicate states, engines) hands it their
+        states."""
+        out = [(ExampleCountState, None)]
+        for dep in self.dependency_metrics().values() if self.dependencies else ():
+            out += dep.requires()
+        return out
 
     def needs(self) -> frozenset[str]:
         """The inputs this metric reads, a subset of ``{"target", "prediction", "score",

@@ -17,15 +17,19 @@ from __future__ import annotations
 
 import difflib
 import inspect
+import math
+import statistics
 import textwrap
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Callable, Mapping
 
 from core._inputs import ON_INVALID
 from core.formats import get_format
 from core.labels import check_classes
+from core.quantiles import t_cdf
 
-__all__ = ["OPTIONS", "OPTION_NAMES", "Option", "config_of", "fingerprint_of", "options_doc", "read_options", "signature"]
+__all__ = ["OPTIONS", "OPTION_NAMES", "Option", "ci_minimums", "config_of", "fingerprint_of", "options_doc", "read_options", "signature"]
 
 
 @dataclass(frozen=True)
@@ -137,9 +141,13 @@ def _ci_seed(v: Any) -> int:
     return int(v)
 
 
+#: largest ``ci_buckets`` (:data:`core.bootstrap.MAX_BUCKETS`)
+_MAX_BUCKETS = 1024
+
+
 def _ci_buckets(v: Any) -> int:
-    if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= 1024:
-        raise ValueError(f"ci_buckets must be an int in [1, 1024], got {v!r}")
+    if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= _MAX_BUCKETS:
+        raise ValueError(f"ci_buckets must be an int in [1, {_MAX_BUCKETS}], got {v!r}")
     return int(v)
 
 
@@ -147,6 +155,55 @@ def _ci_prior(v: Any) -> float:
     if isinstance(v, bool) or v not in (0, 0.5, 1):
         raise ValueError(f"ci_prior must be 0, 0.5 or 1 (the Dirichlet prior count per cell), got {v!r}")
     return float(v)
+
+
+@lru_cache(maxsize=64)
+def ci_minimums(level: float) -> tuple[int, int | None]:
+    """``(replicates, buckets)``: the fewest ``ci_replicates`` and ``ci_buckets`` that can give a
+    ``level`` interval (None: no ``ci_buckets`` up to 1024 can).
+
+    * replicates (``ci="bootstrap"`` and ``"posterior"``, whose intervals are quantiles of the
+      replicates / samples): each tail of the interval expects ``(1 - level) / 2 * R`` of them,
+      at least one: ``R >= ceil(2 / (1 - level))`` (40 at 95%, 200 at 99%). With fewer, one
+      replicate makes the "95%" interval, and it can exclude the value.
+    * buckets (``ci="bootstrap"``: rows are resampled by hash bucket, so ``B`` buckets are ``B``
+      resampled groups): the smallest ``B`` at which the percentile interval of a normal mean over
+      ``B`` equal groups, ``mean +- z sqrt((B - 1) / B) s / sqrt(B)`` (the bootstrap variance of
+      ``B`` groups), still covers ``1 - 2 (1 - level)``, i.e. misses at most twice as often as
+      stated even on ideal data: ``P(|t_{B-1}| <= z sqrt((B - 1) / B)) >= 1 - 2 (1 - level)``
+      (10 at 95%, 23 at 99%; ``B = 1`` is a zero-width interval). A slice whose rows fill fewer
+      buckets than that is the caveat of :mod:`core.bootstrap`.
+    """
+    replicates = math.ceil(round(2.0 / (1.0 - level), 9))
+    z = statistics.NormalDist().inv_cdf((1.0 + level) / 2.0)
+    goal = 1.0 - 2.0 * (1.0 - level)
+    buckets = next((b for b in range(2, _MAX_BUCKETS + 1) if 2.0 * t_cdf(z * math.sqrt((b - 1) / b), b - 1) - 1.0 >= goal), None)
+    return replicates, buckets
+
+
+def _check_ci_sizes(o: Mapping[str, Any]) -> None:
+    """Refuse ``ci_replicates`` / ``ci_buckets`` below :func:`ci_minimums` of ``ci_level`` for the
+    methods that use them (the one check of every entry point: ``Evaluation``, the engines' keyword
+    arguments, the CLI flags and config files)."""
+    method, level = o["ci"], o["ci_level"]
+    if method not in ("posterior", "bootstrap"):
+        return
+    replicates, buckets = ci_minimums(level)
+    what = "samples" if method == "posterior" else "replicates"
+    if o["ci_replicates"] < replicates:
+        raise ValueError(
+            f"ci_replicates={o['ci_replicates']} is too few for a {level:g} interval (ci={method!r}): give at least {replicates} "
+            f"(ceil(2 / (1 - ci_level)), so that each tail of the interval holds one of the {what}; default 200)"
+        )
+    if method != "bootstrap":
+        return
+    if buckets is None:
+        raise ValueError(f"ci_level={level:g} needs more than {_MAX_BUCKETS} ci_buckets (ci='bootstrap'); lower ci_level")
+    if o["ci_buckets"] < buckets:
+        raise ValueError(
+            f"ci_buckets={o['ci_buckets']} is too few for a {level:g} interval (ci='bootstrap'): give at least {buckets} "
+            f"(rows are resampled by bucket; with fewer, even ideal data miss more than twice as often as stated; default 128)"
+        )
 
 
 CI_INTERVALS = ("equal_tailed", "hdi")
@@ -301,7 +358,8 @@ def read_options(given: Mapping[str, Any], owner: str = "Evaluation") -> dict[st
 
     Raises:
         TypeError: an unknown keyword (naming the closest option), or a value of a wrong type.
-        ValueError: a bad value, naming the option; both ``score_col`` and ``prediction_col``.
+        ValueError: a bad value, naming the option; both ``score_col`` and ``prediction_col``;
+            ``ci_replicates`` or ``ci_buckets`` below :func:`ci_minimums` (naming the minimum).
     """
     unknown = [k for k in given if k not in _BY_NAME]
     if unknown:
@@ -315,6 +373,7 @@ def read_options(given: Mapping[str, Any], owner: str = "Evaluation") -> dict[st
     for o in OPTIONS:
         v = given.get(o.name, o.default)
         out[o.name] = v if o.check is None else o.check(v)
+    _check_ci_sizes(out)
     return out
 
 

@@ -305,3 +305,69 @@ def test_fixed_effect_reads_the_variances_of_evaluations_with_ci():
         assert o.metrics[key] == pytest.approx((w * ys).sum() / w.sum(), rel=1e-9)
         half = stats.norm.ppf(0.9) / math.sqrt(w.sum())
         assert o.ci[key] == pytest.approx((o.metrics[key] - half, o.metrics[key] + half), rel=1e-9)
+
+
+# -- windowed runs (issue 28, item 11) -----------------------------------------------------------
+def _windowed_runs():
+    """Two runs over the same four 1-hour windows (rows at 0..4h), sliced by g."""
+    from core.windows import WindowedEvaluation
+
+    we = WindowedEvaluation(("ts", "1h"), label_col="y", score_col="s", slices=["g"], metrics=["accuracy"])
+    data = []
+    for seed in (1, 2):
+        rng = np.random.default_rng(seed)
+        n = 400
+        y = rng.integers(0, 2, n)
+        data.append({"ts": rng.integers(0, 4 * 3600, n), "y": y, "s": np.clip(0.3 * y + 0.7 * rng.random(n), 0, 1), "g": rng.choice(["a", "b"], n)})
+    return we, data
+
+
+def test_mean_over_windowed_runs_aggregates_each_window_and_slice_over_the_runs():
+    """2 runs x 4 windows: 8 aggregates per slice of 2 runs each (df 1), not one of 8 "runs"."""
+    we, data = _windowed_runs()
+    runs = [we.evaluate(d) for d in data]
+    agg = aggregate(runs, "mean")
+    assert len(agg.windows) == 4 and len(agg.slices) == 4 * 3
+    t = stats.t.ppf(0.975, 1)
+    for s in agg.slices:
+        hour = s.window_start.hour
+        assert s.window_end.hour == hour + 1
+        vals = []
+        for d in data:
+            rows = (d["ts"] // 3600 == hour) & (np.ones(len(d["y"]), bool) if s.slice == () else d["g"] == dict(s.slice)["g"])
+            vals.append(accuracy_score(d["y"][rows], d["s"][rows] >= 0.5))
+        mean, sd = np.mean(vals), np.std(vals, ddof=1)
+        assert s.runs == 2 and s.details["accuracy"]["runs"] == 2 and s.details["accuracy"]["df"] == 1
+        assert s.metrics["accuracy"] == pytest.approx(mean, rel=1e-12)
+        assert s.ci["accuracy"] == pytest.approx((mean - t * sd / math.sqrt(2), mean + t * sd / math.sqrt(2)), rel=1e-9)
+        assert s.n == sum(int(((d["ts"] // 3600 == hour) & (np.ones(len(d["y"]), bool) if s.slice == () else d["g"] == dict(s.slice)["g"])).sum()) for d in data)
+    first = agg.window(agg.windows[0][0])
+    assert first.overall.window_start == agg.windows[0][0] and len(first) == 3
+    with pytest.raises(KeyError, match="windows"):
+        agg[()]  # the overall slice is in four windows: name the window
+    rows = agg.to_rows()
+    assert {r["window_start"] for r in rows} == {w[0].isoformat() for w in agg.windows}
+    assert agg.to_dict()["slices"][0]["window_start"] == agg.windows[0][0].isoformat()
+
+
+def test_pooled_over_windowed_accumulators_merges_each_window():
+    """The pooled value of a window is the metric over both runs' rows in that window."""
+    we, data = _windowed_runs()
+    accs = [we.fold(we.zero(), d) for d in data]
+    agg = aggregate(accs, "pooled", evaluation=we)
+    assert len(agg.windows) == 4
+    ys = np.concatenate([d["y"] for d in data])
+    ss = np.concatenate([d["s"] for d in data])
+    hours = np.concatenate([d["ts"] for d in data]) // 3600
+    for s in agg.slices:
+        if s.slice == ():
+            rows = hours == s.window_start.hour
+            assert s.metrics["accuracy"] == pytest.approx(accuracy_score(ys[rows], ss[rows] >= 0.5), rel=1e-12)
+            assert s.n == rows.sum()
+
+
+def test_windowed_and_unwindowed_runs_do_not_mix():
+    we, data = _windowed_runs()
+    plain = Evaluation(label_col="y", score_col="s", slices=["g"], metrics=["accuracy"]).evaluate(data[0])
+    with pytest.raises(ValueError, match="window"):
+        aggregate([we.evaluate(data[0]), plain], "mean")

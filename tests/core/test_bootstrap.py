@@ -114,11 +114,11 @@ def test_percentile_interval_matches_numpy_quantile():
 
 
 # -- point values and the bucketed states -----------------------------------------------------
-@pytest.mark.parametrize("kw", [dict(), dict(id_col="id"), dict(ci_buckets=7)])
+@pytest.mark.parametrize("kw", [dict(), dict(id_col="id"), dict(ci_buckets=11)])
 def test_point_values_equal_those_without_ci(kw):
     d = _data(800, 3)
     plain = _finish(_eval(), _eval().fold(_eval().zero(), d))
-    ev = _eval(ci="bootstrap", ci_replicates=20, **kw)
+    ev = _eval(ci="bootstrap", ci_replicates=40, **kw)
     boot = _finish(ev, ev.fold(ev.zero(), d))
     assert [s.slice for s in plain.slices] == [s.slice for s in boot.slices]
     for a, b in zip(plain.slices, boot.slices):
@@ -196,7 +196,7 @@ def test_grouped_replicate_auc_is_close_to_the_row_weighted_reference():
 @pytest.mark.parametrize("sort", [False, True])
 def test_intervals_are_identical_for_any_sharding(sort):
     d = _data(500, 6, sort=sort)
-    ev = _eval(ci="bootstrap", ci_replicates=20, ci_buckets=16)
+    ev = _eval(ci="bootstrap", ci_replicates=40, ci_buckets=16)
     want = _finish(ev, ev.fold(ev.zero(), d))
     rng = np.random.default_rng(0)
     for _ in range(2):
@@ -208,7 +208,7 @@ def test_intervals_are_identical_for_any_sharding(sort):
 
 def test_plain_dict_accumulators_fold_buckets_too():
     d = _data(300, 8)
-    ev = _eval(ci="bootstrap", ci_buckets=8, ci_replicates=10)
+    ev = _eval(ci="bootstrap", ci_buckets=10, ci_replicates=40)
     acc = ev.fold(ev.zero(), d)
     plain: dict = {(): ev.plan.zero()}
     ev.fold(plain, _take(d, np.arange(150)))
@@ -217,7 +217,7 @@ def test_plain_dict_accumulators_fold_buckets_too():
 
 
 @settings(max_examples=25)
-@given(st.integers(0, 2**31 - 1), st.integers(0, 60), st.integers(1, 9))
+@given(st.integers(0, 2**31 - 1), st.integers(0, 60), st.integers(10, 19))
 def test_property_bucketed_fold_merges_to_the_per_slice_fold(seed, n, buckets):
     d = _data(n, seed)
     plain, ev = _eval(), _eval(ci="bootstrap", ci_buckets=buckets)
@@ -233,7 +233,7 @@ def test_property_bucketed_fold_merges_to_the_per_slice_fold(seed, n, buckets):
 
 
 @settings(max_examples=12)
-@given(st.integers(0, 2**31 - 1), st.integers(0, 80), st.integers(1, 6))
+@given(st.integers(0, 2**31 - 1), st.integers(0, 80), st.integers(10, 16))
 def test_property_stacked_states_weighted_and_compressed_obey_the_merge_laws(seed, n, buckets):
     """Fractional weights (exact sums with limbs) and a capacity of 8 bins (merges that raise
     the level): any sharding and merge tree gives the same bucket-stacked states, and the point
@@ -258,14 +258,14 @@ def test_property_stacked_states_weighted_and_compressed_obey_the_merge_laws(see
 # -- settings that change the states never mix -------------------------------------------------
 def test_other_buckets_or_id_columns_or_no_bootstrap_never_merge():
     d = _data(50, 9)
-    ev = _eval(ci="bootstrap", ci_buckets=8)
+    ev = _eval(ci="bootstrap", ci_buckets=10)
     acc = ev.fold(ev.zero(), d)
-    for other in (_eval(), _eval(ci="bootstrap", ci_buckets=16), _eval(ci="bootstrap", ci_buckets=8, id_col="id"), _eval(ci="analytic")):
+    for other in (_eval(), _eval(ci="bootstrap", ci_buckets=16), _eval(ci="bootstrap", ci_buckets=10, id_col="id"), _eval(ci="analytic")):
         with pytest.raises(ValueError, match="bootstrap"):
             other.merge(other.fold(other.zero(), d), acc)
         with pytest.raises(ValueError, match="bootstrap"):
             other.decode_accumulator(ev.encode_accumulator(acc))
-    same_states = _eval(ci="bootstrap", ci_buckets=8, ci_seed=5, ci_replicates=17, ci_level=0.8)  # seed, R, level: only at finish
+    same_states = _eval(ci="bootstrap", ci_buckets=10, ci_seed=5, ci_replicates=17, ci_level=0.8)  # seed, R, level: only at finish
     same_states.merge(same_states.fold(same_states.zero(), d), acc)
 
 
@@ -290,7 +290,7 @@ def test_repeated_rows_without_an_id_column_warn_and_distinct_rows_do_not():
     hard = {"y": y, "p": np.where(rng.random(n) < 0.8, y, 1 - y), "id": np.arange(n)}
 
     def run(data: dict, **kw) -> list[str]:
-        ev = Evaluation(label_col="y", metrics=["accuracy", "f1"], ci="bootstrap", ci_buckets=32, ci_replicates=20, **kw)
+        ev = Evaluation(label_col="y", metrics=["accuracy", "f1"], ci="bootstrap", ci_buckets=32, ci_replicates=40, **kw)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             ev.evaluate([data])

@@ -283,3 +283,99 @@ def test_intervals_are_the_same_for_any_sharding_and_merge_tree(seed, ci):
     want = ev.finish(fold_all(folder, d))
     got = ev.finish(fold_sharded(folder, d, rng))
     assert got.to_json() == want.to_json()
+
+
+# -- every registered metric, every method (issue 28, item 6) -----------------------------------
+def _every_metric_inputs(kind: str):
+    """(Evaluation keywords, one batch) of a task kind, and its registered metrics that run on
+    that batch with their default parameters."""
+    import core
+    from core import Plan, Task
+
+    rng = np.random.default_rng(4)
+    n = 90
+    if kind == "binary":
+        kw, task, d = {"label_col": "y", "score_col": "s"}, Task(), {"y": rng.integers(0, 2, n), "s": rng.random(n)}
+    elif kind == "multiclass":
+        p = rng.dirichlet(np.ones(3), n)
+        kw, task, d = {"label_col": "y", "score_col": "s", "num_classes": 3}, Task(num_classes=3), {"y": rng.integers(0, 3, n), "s": list(p)}
+    else:
+        y = rng.normal(size=n)
+        kw, task, d = {"label_col": "y", "prediction_col": "p", "task": "regression"}, Task(kind="regression"), {"y": y, "p": y + rng.normal(size=n)}
+    have = {"binary": {"target", "score", "prediction", "probability"}, "multiclass": {"target", "score", "score_matrix", "prediction", "probability"}, "regression": {"target", "prediction"}}[kind]
+    names = []
+    for name, cls in sorted(core.REGISTRY.items()):
+        if name != cls.name or kind not in cls.tasks:
+            continue
+        try:
+            plan = Plan([name], task)
+        except ValueError:  # needs a parameter (e.g. partial_roc_auc@max_fpr=0.1)
+            continue
+        if plan.needs <= have:
+            names.append(name)
+    return kw, d, names
+
+
+@pytest.mark.parametrize("kind", ["binary", "multiclass", "regression"])
+@pytest.mark.parametrize("ci", ["analytic", "posterior", "bootstrap"])
+def test_every_registered_metric_gets_an_interval_or_is_listed_unsupported(kind, ci):
+    """No metric is silently without an interval: each either has one in every slice or is
+    named in ``config["ci"]["unsupported"]`` (and the table's last line); none raises."""
+    import warnings
+
+    kw, d, names = _every_metric_inputs(kind)
+    assert len(names) >= 8, names
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r = Evaluation(**kw, metrics=names, ci=ci, ci_replicates=40, ci_buckets=16).evaluate([d])
+    unsupported = set(r.config["ci"]["unsupported"])
+    for k in r.overall.metrics:
+        assert (k in r.overall.ci) != (k in unsupported), (ci, k)
+    # the bootstrap covers every metric whose value has a fixed shape
+    if ci == "bootstrap":
+        assert unsupported <= {"roc_curve", "precision_recall_curve", "metric_at_thresholds", "multiclass_roc_curve", "multiclass_precision_recall_curve"}, unsupported
+
+
+@pytest.mark.parametrize("kind", ["binary", "multiclass", "regression"])
+@pytest.mark.parametrize("ci", ["analytic", "posterior", "bootstrap"])
+def test_a_weightless_slice_or_empty_input_gets_nan_intervals_and_never_aborts(kind, ci):
+    """Issue 28, item 17: ci="bootstrap" with average_precision raised IndexError on a slice
+    whose weights are all 0 and on empty input. Every metric of every task, every method: the
+    evaluation finishes, the other slice keeps its intervals, and a metric undefined on the
+    weightless slice (NaN) gets (nan, nan)."""
+    import warnings
+
+    kw, d, names = _every_metric_inputs(kind)
+    n = len(d["y"])
+    g = np.where(np.arange(n) < n // 2, "kept", "weightless")
+    weighted = {**d, "g": g, "w": np.where(g == "kept", 1.0, 0.0)}
+    empty = {k: v[:0] for k, v in d.items()}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        sliced = Evaluation(**kw, metrics=names, slices=["g"], weight_col="w", ci=ci, ci_replicates=40, ci_buckets=16).evaluate([weighted])
+        nothing = Evaluation(**kw, metrics=names, ci=ci, ci_replicates=40, ci_buckets=16).evaluate([empty])
+    for res in (sliced[(("g", "weightless"),)], nothing.overall):
+        for k, v in res.metrics.items():
+            if np.ndim(v) == 0 and isinstance(v, float) and math.isnan(v) and k in res.ci:
+                assert all(math.isnan(x) for x in res.ci[k]), (k, res.ci[k])
+    if kind == "binary" and ci == "bootstrap":
+        for res in (sliced[(("g", "weightless"),)], nothing.overall):
+            assert all(math.isnan(x) for x in res.ci["average_precision"]) and all(math.isnan(x) for x in res.ci["roc_auc"])
+        kept = sliced[(("g", "kept"),)].ci["average_precision"]
+        assert 0.0 <= kept[0] <= sliced[(("g", "kept"),)].metrics["average_precision"] <= kept[1] <= 1.0
+
+
+@pytest.mark.parametrize("metric", ["average_precision", "roc_auc", "log_loss", "brier_score", "ece"])
+def test_bootstrap_of_a_threshold_free_metric_alone_on_a_weightless_slice_or_empty_input(metric):
+    """Issue 28, item 17, on the bucket-stacked path (the metric alone): (nan, nan), no IndexError."""
+    d = _binary(200)
+    w = np.where(d["g"] == "c", 0.0, 1.0)
+    kw = {"label_col": "y", "score_col": "s", "metrics": [metric], "ci": "bootstrap", "ci_replicates": 40, "ci_buckets": 16}
+    ev = Evaluation(**kw, slices=["g"], weight_col="w")
+    assert ev.plan.stacked
+    r = ev.evaluate([{**d, "w": w}])
+    assert all(math.isnan(x) for x in r[(("g", "c"),)].ci[metric])
+    lo, hi = r[(("g", "a"),)].ci[metric]
+    assert lo <= r[(("g", "a"),)].metrics[metric] <= hi
+    empty = Evaluation(**kw).evaluate([{"y": d["y"][:0], "s": d["s"][:0]}])
+    assert all(math.isnan(x) for x in empty.overall.ci[metric])

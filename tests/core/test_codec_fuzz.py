@@ -85,7 +85,7 @@ def sample_states() -> dict[str, State]:
         mcs[5].update(np.array([[1.0, 0.0], [2.0, 5.0], [-3.0, 1e308]]), y_pred=np.array([[1.5, 0.0], [1.0, 4.0], [-2.0, -1e308]]), sample_weight=[1.0, 0.5, 2.0])
         paired = Evaluation(label_col="y", score_col="s", baseline_score_col="b", weight_col="w", metrics=["f1"])  # + paired_confusion
         acc = paired.fold(paired.zero(), {"y": [1, 0, 1, 0], "s": [0.9, 0.3, 0.6, 0.2], "b": [0.4, 0.7, 0.6, 0.1], "w": [1, 2, 0.5, 1]})
-        boot = Evaluation(label_col="y", score_col="s", weight_col="w", metrics=["f1", "roc_auc", "log_loss", "ece"], ci="bootstrap", ci_buckets=4)
+        boot = Evaluation(label_col="y", score_col="s", weight_col="w", metrics=["f1", "roc_auc", "log_loss", "ece"], ci="bootstrap", ci_buckets=10)
         bacc = boot.fold(boot.zero(), {"y": [1, 0, 1, 0, 1], "s": [0.9, 0.3, 0.6, 0.6, 0.2], "w": [1, 2, 0.5, 1, 0.25]})  # + the bucket-stacked kinds
     for states in [m.states for m in mcs] + [acc[()], bacc[()]]:
         for s in states:

@@ -161,3 +161,106 @@ def test_compute_many_and_cells_give_compute_detailed_values_for_dependencies():
     out = plan2.compute_cells({"example_count": cm.sum(axis=1, keepdims=True), "binary_confusion": cm})
     tp, fp, fn = cm[:, 3], cm[:, 1], cm[:, 2]
     np.testing.assert_allclose(out.values["fowlkes_mallows"].astype(float), np.sqrt(tp / (tp + fp) * tp / (tp + fn)), rtol=1e-12)
+
+
+# -- intervals of a metric with dependencies (issue 28, item 6) ---------------------------------
+def _define_gmean():
+    """The ``GMean`` of docs/add_a_metric.md, section 5, as written there."""
+    from core import REGISTRY
+
+    REGISTRY.pop("g_mean", None)  # the docs' doctest may have registered it in this process
+
+    class GMean(Metric):
+        """Geometric mean of recall (sensitivity) and specificity, ``sqrt(tpr * tnr)``; NaN when
+        either is undefined. Reference: ``imblearn.metrics.geometric_mean_score`` (binary)."""
+
+        name = "g_mean"
+        full_name = "Geometric mean of recall and specificity"
+        params = {"threshold": None}
+        tasks = ("binary",)
+        reference = "imblearn.metrics.geometric_mean_score"
+        dependencies = ("recall", "specificity")  # metric strings, resolved for the task
+
+        def compute_from(self, values):  # {"recall": ..., "specificity": ...}
+            r, s = values["recall"], values["specificity"]
+            return math.sqrt(r * s) if r == r and s == s else float("nan")
+
+    return GMean
+
+
+def _gmean_data(n: int = 400, seed: int = 11) -> dict:
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, n)
+    s = np.clip(0.35 * y + 0.65 * rng.random(n), 0.0, 1.0)
+    return {"y": y, "s": s, "g": rng.choice(["a", "b"], n), "id": rng.permutation(5 * n)[:n]}
+
+
+def _gmean_of_counts(tp, fp, tn, fn):
+    """g-mean of (R,) weighted counts, numpy only: sqrt(tp / (tp + fn) * tn / (tn + fp))."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.sqrt(tp / (tp + fn) * (tn / (tn + fp)))
+
+
+@pytest.mark.parametrize("slot_form", [False, True])
+def test_gmean_of_the_docs_gets_a_bootstrap_interval_equal_to_a_numpy_row_weighted_bootstrap(registry_snapshot, slot_form):
+    """ci="bootstrap" crashed with KeyError 'binary_confusion' (the metric's own requires() did
+    not name its dependencies' states). Reference: the same Poisson weights per hash bucket of
+    each row's id, applied to the rows with numpy, g-mean of each replicate, numpy's quantiles.
+    ``slot_form``: with ``mean_measure`` (no bucket-stacked state) every bucket is a slot."""
+    from core._inputs import Batch
+    from core.bootstrap import element_buckets, replicate_weights
+
+    _define_gmean()
+    d, R, B = _gmean_data(), 300, 32
+    extra = {"measure_col": "m", "metrics": ["g_mean", "mean_measure"]} if slot_form else {"metrics": ["g_mean"]}
+    ev = Evaluation(label_col="y", score_col="s", id_col="id", slices=["g"], ci="bootstrap", ci_replicates=R, ci_buckets=B, **extra)
+    assert ev.plan.stacked is not slot_form
+    res = ev.evaluate({**d, "m": d["s"] * 2})
+    buckets = element_buckets(B, Batch(y_true=d["y"], y_score=d["s"]), len(d["y"]), None, ids=d["id"], id_col="id")
+    w = replicate_weights(0, R, B)[:, buckets].astype(float)  # (R, n) each row's weight per replicate
+    pred = d["s"] >= 0.5
+    for key, rows in [((), np.ones(len(d["y"]), bool)), ((("g", "a"),), d["g"] == "a"), ((("g", "b"),), d["g"] == "b")]:
+        y, p = d["y"][rows] == 1, pred[rows]
+        wr = w[:, rows]
+        reps = _gmean_of_counts(wr @ (y & p), wr @ (~y & p), wr @ (~y & ~p), wr @ (y & ~p))
+        want = np.nanquantile(reps, [0.025, 0.975])
+        got = res[key].ci["g_mean"]
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-15)
+        assert got[0] <= res[key].metrics["g_mean"] <= got[1]
+    assert res.config["ci"]["unsupported"] == []
+    if slot_form:
+        reps = (w @ (d["s"] * 2)) / w.sum(axis=1)
+        np.testing.assert_allclose(res.overall.ci["mean_measure"], np.nanquantile(reps, [0.025, 0.975]), rtol=1e-12)
+
+
+def test_gmean_of_the_docs_gets_a_posterior_interval_from_the_same_draws_as_its_dependencies(registry_snapshot):
+    """ci="posterior" listed the GMean as unsupported (no interval, silently). Reference: the
+    Dirichlet draws of the slice's cells [tn, fp, fn, tp] (counted with numpy), g-mean of each
+    draw, numpy's median-unbiased quantiles; recall's interval from the same draws."""
+    from core.intervals import draw_seed
+
+    _define_gmean()
+    d, R = _gmean_data(), 400
+    ev = Evaluation(label_col="y", score_col="s", slices=["g"], metrics=["g_mean", "recall"], ci="posterior", ci_replicates=R)
+    res = ev.evaluate(d)
+    assert res.config["ci"]["unsupported"] == []
+    pred = d["s"] >= 0.5
+    for key, rows in [((), np.ones(len(d["y"]), bool)), ((("g", "b"),), d["g"] == "b")]:
+        y, p = d["y"][rows] == 1, pred[rows]
+        cells = np.array([(~y & ~p).sum(), (~y & p).sum(), (y & ~p).sum(), (y & p).sum()], float)
+        g = draw_seed(0, key, "binary_confusion").standard_gamma(np.broadcast_to(cells + 0.5, (R, 4)))
+        draws = g / g.sum(axis=1, keepdims=True) * cells.sum()
+        tn, fp, fn, tp = draws.T
+        want = np.quantile(_gmean_of_counts(tp, fp, tn, fn), [0.025, 0.975], method="median_unbiased")
+        np.testing.assert_allclose(res[key].ci["g_mean"], want, rtol=1e-12)
+        np.testing.assert_allclose(res[key].ci["recall"], np.quantile(tp / (tp + fn), [0.025, 0.975], method="median_unbiased"), rtol=1e-12)
+
+
+def test_gmean_of_the_docs_under_analytic_is_refused_by_name(registry_snapshot):
+    """No closed form: no interval, listed as unsupported and named in the table's last line."""
+    _define_gmean()
+    ev = Evaluation(label_col="y", score_col="s", metrics=["g_mean", "recall"], ci="analytic")
+    res = ev.evaluate(_gmean_data())
+    assert "g_mean" not in res.overall.ci and "recall" in res.overall.ci
+    assert res.config["ci"]["method"] == "analytic" and res.config["ci"]["unsupported"] == ["g_mean"]
+    assert "no interval for g_mean" in res.format_table()

@@ -5,6 +5,7 @@ the CLI all follow the table."""
 from __future__ import annotations
 
 import inspect
+import math
 
 import pytest
 
@@ -118,3 +119,73 @@ def test_the_cli_sets_every_option_that_has_a_flag():
         "--classes", "no,yes", "--pos-label", "no",
     ]  # fmt: skip
     assert evaluation_from_args(build_parser().parse_args(argv)).to_config() == Evaluation(**SCORES).to_config()
+
+
+# -- ci settings that cannot give the stated coverage (issue 28, item 18) -----------------------
+def _replicates_reference(level: float) -> int:
+    """Each tail of the percentile interval expects (1 - level) / 2 * R replicates: at least one."""
+    return math.ceil(round(2 / (1 - level), 9))
+
+
+def _buckets_reference(level: float) -> int:
+    """The smallest B at which the percentile interval of a normal mean over B equal groups,
+    ``mean +- z sqrt((B - 1) / B) s / sqrt(B)``, covers at least 1 - 2 (1 - level) (it misses at
+    most twice as often as stated): P(|t_{B-1}| <= z sqrt((B - 1) / B)), scipy's t."""
+    stats = pytest.importorskip("scipy.stats")
+    z = stats.norm.ppf((1 + level) / 2)
+    return next(b for b in range(2, 2000) if 2 * stats.t.cdf(z * math.sqrt((b - 1) / b), b - 1) - 1 >= 1 - 2 * (1 - level))
+
+
+@pytest.mark.parametrize("level, replicates, buckets", [(0.8, 10, 4), (0.9, 20, 6), (0.95, 40, 10), (0.99, 200, 23)])
+def test_ci_minimums_follow_from_the_level(level, replicates, buckets):
+    from core.options import ci_minimums
+
+    assert (_replicates_reference(level), _buckets_reference(level)) == (replicates, buckets)  # the hand table agrees
+    assert ci_minimums(level) == (replicates, buckets)
+
+
+@pytest.mark.parametrize("ci", ["posterior", "bootstrap"])
+@pytest.mark.parametrize("level", [0.9, 0.95])
+def test_too_few_replicates_or_buckets_are_refused_naming_the_option_and_the_minimum(ci, level):
+    kw = {"label_col": "y", "score_col": "s", "ci": ci, "ci_level": level}
+    need_r, need_b = _replicates_reference(level), _buckets_reference(level)
+    for r in (1, need_r - 1):
+        with pytest.raises(ValueError, match=rf"ci_replicates={r} .*at least {need_r}\b"):
+            Evaluation(**kw, ci_replicates=r)
+    Evaluation(**kw, ci_replicates=need_r)  # the minimum itself is fine
+    if ci == "bootstrap":
+        for b in (1, need_b - 1):
+            with pytest.raises(ValueError, match=rf"ci_buckets={b} .*at least {need_b}\b"):
+                Evaluation(**kw, ci_buckets=b)
+        Evaluation(**kw, ci_buckets=need_b)
+    else:
+        Evaluation(**kw, ci_buckets=1)  # buckets are the bootstrap's only
+
+
+def test_replicates_and_buckets_are_free_without_resampling():
+    Evaluation(label_col="y", score_col="s", ci="analytic", ci_replicates=1, ci_buckets=1)
+    Evaluation(label_col="y", score_col="s", ci_replicates=1, ci_buckets=1)
+
+
+def test_every_entry_point_goes_through_the_one_check(tmp_path):
+    """Engines (resolve_evaluation: ComputeMetrics, compute_metrics), Beam's ComputeMetrics,
+    the CLI flags and a config file: the same refusal, before any data is read."""
+    from pipelines.evaluate import main
+
+    bad = {"label_col": "y", "score_col": "s", "ci": "bootstrap", "ci_replicates": 1}
+    with pytest.raises(ValueError, match=r"ci_replicates=1 .*at least 40\b"):
+        resolve_evaluation(None, dict(bad))
+    beam_transforms = pytest.importorskip("beam_metrics.transforms")
+    with pytest.raises(ValueError, match=r"ci_buckets=1 .*at least 10\b"):
+        beam_transforms.ComputeMetrics(**{**bad, "ci_replicates": 200, "ci_buckets": 1})
+    import pandas as pd
+
+    data = tmp_path / "x.csv"
+    pd.DataFrame({"y": [0, 1, 1, 0], "s": [0.2, 0.7, 0.4, 0.1]}).to_csv(data, index=False)
+    base = ["--input", str(data), "--output", str(tmp_path / "out"), "--label", "y", "--score", "s", "--ci", "bootstrap", "--quiet"]
+    assert main(base + ["--ci-replicates", "1"]) == 2
+    assert main(base + ["--ci-buckets", "1"]) == 2
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("ci: posterior\nci_level: 0.9\nci_replicates: 19\n")
+    assert main(["--config", str(cfg)] + base[:8] + ["--quiet"]) == 2
+    assert main(base + ["--ci-replicates", "40", "--ci-buckets", "10"]) == 0

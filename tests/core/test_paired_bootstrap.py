@@ -58,7 +58,7 @@ def test_replicates_of_both_models_equal_a_row_weighted_reference(monkeypatch):
 
     monkeypatch.setattr(core.bootstrap, "REPLICATE_BINS", 10_000)  # every bin resampled on its own (see test_bootstrap)
     d = _data(400, 5)
-    B, R, seed = 32, 25, 11
+    B, R, seed = 32, 40, 11
     ev = _eval(ci_buckets=B, ci_replicates=R, ci_seed=seed)
     acc = ev.fold(ev.zero(), d)
     buckets = element_buckets(B, Batch(y_true=d["y"], y_score=d["new"]), 400, None, ids=d["id"], id_col="id")
@@ -108,7 +108,7 @@ def test_auc_delta_gets_a_paired_interval_and_a_verdict():
 @pytest.mark.parametrize("sort", [False, True])
 def test_comparison_is_identical_for_any_sharding_and_merge_order(sort):
     d = _data(500, 6, sort=sort)
-    ev = _eval(ci_replicates=20, ci_buckets=16, tolerance=0.005)
+    ev = _eval(ci_replicates=40, ci_buckets=16, tolerance=0.005)
     want = _finish(ev, ev.fold(ev.zero(), d)).to_dict()
     assert want["slices"][0]["comparison"]["roc_auc"]["ci"] is not None
     rng = np.random.default_rng(0)
@@ -125,14 +125,14 @@ def test_comparison_is_identical_for_any_sharding_and_merge_order(sort):
 
 def test_accumulators_of_the_unpaired_bootstrap_do_not_merge():
     d = _data(50, 1)
-    ev = _eval(ci_buckets=8)
-    alone = Evaluation(label_col="y", score_col="new", slices=["g"], metrics=METRICS, ci="bootstrap", id_col="id", ci_buckets=8)
+    ev = _eval(ci_buckets=10)
+    alone = Evaluation(label_col="y", score_col="new", slices=["g"], metrics=METRICS, ci="bootstrap", id_col="id", ci_buckets=10)
     with pytest.raises(ValueError, match="paired|baseline"):
         ev.merge(ev.fold(ev.zero(), d), alone.fold(alone.zero(), d))
 
 
 def test_empty_input_gives_no_interval():
-    ev = _eval(ci_buckets=8, ci_replicates=10)
+    ev = _eval(ci_buckets=10, ci_replicates=40)
     o = _finish(ev, ev.zero()).overall
     assert o.n == 0 and all(not (c.ci[0] == c.ci[0]) for c in o.comparison.values() if c.ci is not None)
     assert all(c.verdict == "indistinguishable" for c in o.comparison.values())

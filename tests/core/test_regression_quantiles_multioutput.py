@@ -213,7 +213,7 @@ def test_decoded_bytes_are_checked():
 
 def test_bootstrap_intervals_are_reproducible_and_hold_the_value():
     y, p, *_ = _data(300, d=2, seed=9)
-    kw = dict(ci="bootstrap", ci_buckets=8, ci_replicates=30)
+    kw = dict(ci="bootstrap", ci_buckets=10, ci_replicates=40)
     names = ["median_absolute_error", "median_absolute_error@multioutput=raw_values"]
     _, a = _evaluate(y, p, None, names, [(0, 300)], **kw)
     _, b = _evaluate(y, p, None, names, [(0, 120), (120, 120), (120, 300)], **kw)

@@ -31,7 +31,7 @@ def _table(n: int = 2500, seed: int = 11) -> pa.Table:
 
 
 #: ``ci="bootstrap"``: the paired bootstrap (both models' replicates from the same buckets of rows)
-BOOTSTRAP = {"ci": "bootstrap", "ci_buckets": 16, "ci_replicates": 30, "ci_seed": 4}
+BOOTSTRAP = {"ci": "bootstrap", "ci_buckets": 16, "ci_replicates": 40, "ci_seed": 4}
 
 
 def _evaluation(**kw) -> Evaluation:
@@ -139,7 +139,7 @@ def test_cli_paired_bootstrap(tmp_path):
     pq.write_table(_table(), tmp_path / "preds.parquet")
     code = main(["--input", str(tmp_path / "preds.parquet"), "--label", "y", "--score", "p_new", "--baseline-score", "p_old",
                  "--weight", "w", "--slice", "region", "--metrics", ",".join(METRICS), "--tolerance", "0.005",
-                 "--ci", "bootstrap", "--ci-buckets", "16", "--ci-replicates", "30", "--ci-seed", "4",
+                 "--ci", "bootstrap", "--ci-buckets", "16", "--ci-replicates", "40", "--ci-seed", "4",
                  "--output", str(tmp_path / "out"), "--quiet"])  # fmt: skip
     assert code == 0
     doc = json.loads((tmp_path / "out" / "metrics.json").read_text())
