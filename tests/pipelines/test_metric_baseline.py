@@ -971,3 +971,15 @@ def test_a_violated_minimum_does_not_hide_the_baseline_regression(pytester, monk
         "*accuracy regressed from 1 to 0.95: drop +0.05 (95% CI*n=4000, paired); allowed drop 0.01",
         "baseline: checkpoint None*",
     ])
+
+
+def test_a_function_metric_recorded_before_fn_output_batch_is_a_mismatch_not_compared():
+    """A baseline recorded when functions were called ``fn(y_true, y_pred)`` (config None) measured
+    something else: a mismatch naming the signature, never a comparison of the two."""
+    y = np.array([0, 1, 1, 0])
+    run = baselines.evaluate_detailed(lambda x: x, [(y, y)], {"hit": lambda out, b: out == b[1]})
+    old = json.loads(json.dumps(run.entry()))
+    old["metrics"]["hit"]["config"] = None
+    result = baselines.compare(run, old, {"hit": run.per_sample["hit"]})
+    assert result.mismatches == ["metric 'hit' config: baseline None, now {\"signature\": \"fn(output, batch)\"}"]
+    assert result.regressions == [] and result.checked == []
