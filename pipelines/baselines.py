@@ -276,7 +276,7 @@ def _call_model(model: Callable, batch: Any, inputs: Any, targets: Any, position
         skip = _target_key(batch, targets, position)
         if skip is None or skip not in _names(batch):
             return model(batch)
-        return model(batch.drop(columns=[skip]) if _is_frame(batch) else batch.drop_columns([skip]))
+        return model(batch.drop(columns=[skip]) if _is_frame(batch) else batch.select([c for c in batch.column_names if c != skip]))
     if isinstance(batch, (tuple, list)):
         if not batch:
             raise ValueError(f"batch {position} is an empty tuple")
