@@ -49,7 +49,7 @@ def main(argv: list[str] | None = None) -> None:
     y = (X[:, 0] + rng.normal(size=100_000) > 0).astype(int)
     clf = LogisticRegression().fit(X[:5000], y[:5000])
     batches = [(X[i:i + 10_000], y[i:i + 10_000]) for i in range(0, 100_000, 10_000)]
-    metrics = {"hit": lambda t, p: p.argmax(1) == t, "auc": "roc_auc", "loss": "log_loss"}
+    metrics = {"hit": lambda out, batch: out.argmax(1) == batch[1], "auc": "roc_auc", "loss": "log_loss"}
     t = measure(
         {
             "bare": lambda: [clf.predict_proba(x) for x, _ in batches],

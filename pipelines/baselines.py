@@ -13,10 +13,17 @@ The functions here work without pytest; :mod:`pipelines.pytest_plugin` wraps the
 
 Metrics are a dict ``name -> metric``; a metric is one of:
 
-- a function ``fn(y_true, y_pred)`` returning one value per sample (shape ``(n,)``): averaged
-  over the samples, compared **paired** (kind ``"per_sample"``);
-- a function ``fn(y_true, y_pred)`` returning a scalar per batch: averaged over the batches
-  weighted by batch size (kind ``"per_batch"``); e.g. ``sklearn.metrics.accuracy_score``;
+- a function ``fn(output, batch)`` (``output``: the model's output for the batch, as the model
+  gave it; ``batch``: the batch as the loader gave it, e.g. ``batch[1]`` the labels of a tuple)
+  returning one value per sample (shape ``(n,)``): averaged over the samples, compared **paired**
+  (kind ``"per_sample"``); a result of another length raises naming the metric and both lengths;
+- such a function returning a scalar per batch: averaged over the batches weighted by batch size
+  (kind ``"per_batch"``); its value depends on the batching, so the batch sizes are recorded and
+  compared (a different batching is a mismatch, not a regression);
+- ``from_sklearn(fn, **kwargs)``: a scikit-learn-style ``fn(y_true, y_pred)`` (e.g.
+  ``sklearn.metrics.accuracy_score``) called with the batch's labels (``targets=``) and the model's
+  output as numpy arrays; per sample or per batch by its result as above. A plain function whose
+  first parameters are named ``y_true, y_pred`` is refused (``TypeError``), never guessed;
 - an object with ``update(output, batch)`` and ``compute()`` (kind ``"stateful"``; its
   ``config`` attribute is recorded; it is deep-copied and reset first, never mutated);
 - one of this library's metric strings (``"accuracy"``, ``"f1@threshold=0.3"``, ``"roc_auc"``)
@@ -24,8 +31,7 @@ Metrics are a dict ``name -> metric``; a metric is one of:
   input settings are recorded automatically, ``higher_is_better`` comes from the registry). A
   collection of several metrics gives one value per metric, named ``"name.key"``.
 
-Here ``y_pred`` is the model's output for the batch (through ``__array__``: numpy, pandas, Arrow,
-tensors) and ``y_true`` the batch's target (see :func:`evaluate`).
+Labels (for metric strings and ``from_sklearn``) are the batch's target (see :func:`evaluate_detailed`).
 """
 
 from __future__ import annotations
@@ -167,7 +173,7 @@ def _as_array(value: Any, what: str) -> np.ndarray:
             return np.asarray(value.to_numpy(zero_copy_only=False))  # pyarrow arrays
         except TypeError:
             return np.asarray(value.to_numpy())  # pandas
-    if hasattr(value, "column_names") and hasattr(value, "columns"):  # pyarrow tables / record batches
+    if _is_table(value):  # pyarrow tables / record batches
         return np.column_stack([_as_array(c, what) for c in value.columns]) if value.num_columns else np.empty((value.num_rows, 0))
     try:
         return np.asarray(value)
@@ -184,7 +190,46 @@ def _components(batch: Any) -> list[tuple[str, Any]]:
     return [("0", batch)]
 
 
+def _is_frame(batch: Any) -> bool:
+    """A pandas DataFrame (columns, dtypes, to_numpy)."""
+    return hasattr(batch, "columns") and hasattr(batch, "dtypes") and hasattr(batch, "to_numpy") and not isinstance(batch, np.ndarray)
+
+
+def _is_table(batch: Any) -> bool:
+    """An Arrow table or record batch (column_names, columns)."""
+    return hasattr(batch, "column_names") and hasattr(batch, "columns")
+
+
+def _names(batch: Any) -> list[Any] | None:
+    """The keys of a dict batch, the columns of a DataFrame or Arrow batch; None for others."""
+    if isinstance(batch, Mapping):
+        return list(batch)
+    if _is_frame(batch):
+        return list(batch.columns)
+    if _is_table(batch):
+        return list(batch.column_names)
+    return None
+
+
+def _target_key(batch: Any, targets: Any, position: int) -> Any:
+    """The label key (dict) or column (DataFrame, Arrow) of a batch: ``targets`` when it is a
+    key, else the one of :data:`TARGET_KEYS` it holds (None for none; several raise)."""
+    if targets is not None:
+        return None if callable(targets) else targets
+    names = _names(batch)
+    if names is None:
+        return None
+    found = [k for k in TARGET_KEYS if k in names]
+    if len(found) > 1:
+        raise ValueError(
+            f"batch {position} has several label {'keys' if isinstance(batch, Mapping) else 'columns'} {found}: "
+            f"pass targets= to say which one holds the labels"
+        )
+    return found[0] if found else None
+
+
 def _target(batch: Any, targets: Any, position: int) -> Any:
+    """The labels of a batch (None when it has none; see :func:`evaluate_detailed`)."""
     if targets is not None:
         if callable(targets):
             return targets(batch)
@@ -192,22 +237,25 @@ def _target(batch: Any, targets: Any, position: int) -> Any:
             return batch[targets]
         except (KeyError, IndexError, TypeError):
             raise ValueError(f"batch {position}: no target {targets!r} (targets=)") from None
-    if isinstance(batch, Mapping):
-        for k in TARGET_KEYS:
-            if k in batch:
-                return batch[k]
-        return None
+    if _names(batch) is not None:
+        key = _target_key(batch, None, position)
+        return None if key is None else batch[key]
     if isinstance(batch, (tuple, list)):
         return batch[1] if len(batch) > 1 else None
     return None
 
 
-def _target_key(batch: Any, targets: Any) -> Any:
-    if targets is not None and not callable(targets):
-        return targets
-    if isinstance(batch, Mapping):
-        return next((k for k in TARGET_KEYS if k in batch), None)
-    return None
+def _no_labels(batch: Any, position: int) -> str:
+    """Why batch ``position`` has no labels, and what to pass."""
+    names = _names(batch)
+    if names is not None:
+        what = "dict with keys" if isinstance(batch, Mapping) else f"{type(batch).__name__} with columns"
+        return (
+            f"batch {position} (a {what} {[str(n) for n in names]}) has no label "
+            f"{'key' if isinstance(batch, Mapping) else 'column'}: none of {list(TARGET_KEYS)}; "
+            f"pass targets= (a key or column name, or a function of the batch)"
+        )
+    return f"batch {position} (a {type(batch).__name__}) has no labels; pass targets= (a position, key or a function of the batch)"
 
 
 def _call_model(model: Callable, batch: Any, inputs: Any, targets: Any, position: int) -> Any:
@@ -222,8 +270,13 @@ def _call_model(model: Callable, batch: Any, inputs: Any, targets: Any, position
         except (KeyError, IndexError) as e:
             raise ValueError(f"batch {position}: no input {inputs!r} (inputs=): {e}") from None
     if isinstance(batch, Mapping):
-        skip = _target_key(batch, targets)
+        skip = _target_key(batch, targets, position)
         return model(**{k: v for k, v in batch.items() if k != skip})
+    if _is_frame(batch) or _is_table(batch):  # the frame without its label column
+        skip = _target_key(batch, targets, position)
+        if skip is None or skip not in _names(batch):
+            return model(batch)
+        return model(batch.drop(columns=[skip]) if _is_frame(batch) else batch.select([c for c in batch.column_names if c != skip]))
     if isinstance(batch, (tuple, list)):
         if not batch:
             raise ValueError(f"batch {position} is an empty tuple")
@@ -248,10 +301,10 @@ class _Fingerprint:
             raise ValueError(f"batch {position} has parts {names}, the first batch had {self.order}")
         self.order = names
         for name, value in _components(batch):
-            if hasattr(value, "columns") and hasattr(value, "dtypes") and hasattr(value, "to_numpy"):  # pandas DataFrame
+            if _is_frame(value):
                 for col in value.columns:
                     self._add(f"{name}[{col}]", _as_array(value[col], f"batch {position} part {name}"), position)
-            elif hasattr(value, "column_names") and hasattr(value, "columns"):  # Arrow table / record batch
+            elif _is_table(value):
                 for col, arr in zip(value.column_names, value.columns):
                     self._add(f"{name}[{col}]", _as_array(arr, f"batch {position} part {name}"), position)
             else:
@@ -359,6 +412,78 @@ class _EvalMode:
 
 
 # --------------------------------------------------------------------------- metrics
+#: ``config["signature"]`` of a plain metric function and of a :func:`from_sklearn` one.
+FUNCTION_SIGNATURE = "fn(output, batch)"
+SKLEARN_SIGNATURE = "fn(y_true, y_pred)"
+#: First two parameter names that mark a scikit-learn-style function passed without
+#: :func:`from_sklearn`: refused, never guessed.
+_SKLEARN_NAMES = ("y_true", "y_pred", "y_score", "y_prob", "y_proba", "labels_true", "labels_pred")
+
+
+@dataclass(frozen=True)
+class SklearnMetric:
+    """A scikit-learn-style metric ``fn(y_true, y_pred, **kwargs)`` (see :func:`from_sklearn`)."""
+
+    fn: Callable[..., Any]
+    kwargs: Mapping[str, Any]
+
+    @property
+    def higher_is_better(self) -> bool | None:
+        return getattr(self.fn, "higher_is_better", None)
+
+
+def from_sklearn(fn: Callable[..., Any], **kwargs: Any) -> SklearnMetric:
+    """Use a scikit-learn-style function ``fn(y_true, y_pred, **kwargs)`` as a metric.
+
+    A plain metric function is called ``fn(output, batch)``; this wrapper is the explicit form
+    for functions of the labels and the model's output (``sklearn.metrics.accuracy_score``,
+    ``roc_auc_score`` ...): ``y_true`` is the batch's labels (``targets=``, see
+    :func:`evaluate_detailed`) and ``y_pred`` the model's output, both as numpy arrays. ``kwargs``
+    are passed to ``fn`` and recorded in the metric's configuration. A scalar result is a
+    per-batch metric, one value per sample a per-sample metric.
+
+    Example:
+        >>> import numpy as np
+        >>> from sklearn.metrics import accuracy_score
+        >>> evaluate(lambda x: x, [(np.array([0, 1, 1]), np.array([0, 1, 0]))], {"acc": from_sklearn(accuracy_score)})
+        {'acc': 0.6666666666666666}
+    """
+    if not callable(fn):
+        raise TypeError(f"from_sklearn: expected a function fn(y_true, y_pred), got {type(fn).__name__}")
+    return SklearnMetric(fn, dict(kwargs))
+
+
+def _sklearn_style(fn: Callable[..., Any]) -> str | None:
+    """The first two parameter names of ``fn`` when they are those of a (y_true, y_pred) function."""
+    import inspect  # noqa: PLC0415
+
+    try:
+        params = [p.name for p in inspect.signature(fn).parameters.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):  # builtins without a signature
+        return None
+    if len(params) >= 2 and params[0] in _SKLEARN_NAMES and params[1] in _SKLEARN_NAMES:
+        return f"({params[0]}, {params[1]})"
+    return None
+
+
+def _run_lengths(sizes: list[int]) -> list[list[int]]:
+    """``[[size, count], ...]`` of consecutive equal batch sizes: ``[250, 250, 100]`` -> ``[[250, 2], [100, 1]]``."""
+    out: list[list[int]] = []
+    for size in sizes:
+        if out and out[-1][0] == size:
+            out[-1][1] += 1
+        else:
+            out.append([int(size), 1])
+    return out
+
+
+def _describe_sizes(runs: Any) -> str:
+    """``[[250, 2], [100, 1]]`` as ``2 x 250 + 1 x 100`` (3 batches)."""
+    if not isinstance(runs, list) or not all(isinstance(r, list) and len(r) == 2 for r in runs):
+        return _show(runs)
+    return " + ".join(f"{count} x {size}" for size, count in runs) + f" ({sum(c for _, c in runs)} batches)"
+
+
 class _MetricRunner:
     """Folds one named metric over the batches; ``finish()`` gives its values."""
 
@@ -373,8 +498,13 @@ class _MetricRunner:
         self.collection: Any = None
         self.obj: Any = None
         self.function: str | None = None
+        self.sklearn = isinstance(metric, SklearnMetric)
         if isinstance(metric, str) or _is_collection(metric):
             self.kind = "library"
+        elif self.sklearn:
+            self.function = _qualname(metric.fn)
+            self.config = {"signature": SKLEARN_SIGNATURE, "kwargs": _jsonable(dict(metric.kwargs))}
+            self.higher_is_better[name] = metric.higher_is_better
         elif callable(getattr(metric, "update", None)) and callable(getattr(metric, "compute", None)):
             self.kind = "stateful"
             self.obj = copy.deepcopy(metric)
@@ -383,28 +513,53 @@ class _MetricRunner:
             self.config = _jsonable(getattr(metric, "config", None))
             self.higher_is_better[name] = getattr(metric, "higher_is_better", None)
         elif callable(metric):
+            style = _sklearn_style(metric)
+            if style is not None:
+                raise TypeError(
+                    f"metric {name!r}: {_qualname(metric)} takes {style}, but a metric function is called "
+                    f"fn(output, batch) (the model's output and the batch as the loader gave it); wrap it: "
+                    f"from_sklearn({metric.__name__ if getattr(metric, '__name__', '<lambda>') != '<lambda>' else 'fn'}) (from pipelines.baselines)"
+                )
             # a function has no configuration we can read: its name is recorded (provenance), not compared
-            self.function = f"{getattr(metric, '__module__', '?')}.{getattr(metric, '__qualname__', type(metric).__name__)}"
+            self.function = _qualname(metric)
+            self.config = {"signature": FUNCTION_SIGNATURE}
             self.higher_is_better[name] = getattr(metric, "higher_is_better", None)
         else:
             raise TypeError(
-                f"metric {name!r}: expected a function, an object with update()/compute(), a metric string or a "
-                f"core.MetricCollection, got {type(metric).__name__}"
+                f"metric {name!r}: expected a function fn(output, batch), from_sklearn(fn), an object with "
+                f"update(output, batch)/compute(), a metric string or a core.MetricCollection, got {type(metric).__name__}"
             )
 
-    def fold(self, y_true: Any, output: Any, batch: Any, n: int, position: int) -> None:
+    @property
+    def needs_labels(self) -> bool:
+        return self.sklearn or self.kind == "library"
+
+    def fold(self, y_true: np.ndarray | None, output: Any, out_arr: np.ndarray, batch: Any, n: int, position: int) -> None:
+        """Fold one batch: ``output`` is the model's output as it gave it (``out_arr`` as an
+        array), ``batch`` the batch as the loader gave it, ``y_true`` its labels as an array (None
+        without labels)."""
         if self.kind == "stateful":
             self.obj.update(output, batch)
             return
+        if self.needs_labels and y_true is None:
+            raise ValueError(f"metric {self.name!r} needs labels: {_no_labels(batch, position)}")
         if self.kind == "library":
-            self._fold_library(y_true, output, position)
+            self._fold_library(y_true, out_arr, position)
             return
-        value = self.metric(y_true, output)
+        if self.sklearn:
+            value = self.metric.fn(y_true, out_arr, **self.metric.kwargs)
+        else:
+            value = self.metric(output, batch)
         arr = _as_array(value, f"metric {self.name!r}")
         if arr.ndim == 0:
             kind = "per_batch"
         elif arr.ndim == 1 and arr.shape[0] == n:
             kind = "per_sample"
+        elif arr.ndim == 1:
+            raise ValueError(
+                f"metric {self.name!r} returned {arr.shape[0]} values for batch {position} of {n} samples: "
+                f"a per-sample metric returns one value per sample ({n}), a per-batch metric one scalar"
+            )
         else:
             raise ValueError(
                 f"metric {self.name!r} returned shape {arr.shape} for batch {position} of {n} samples: "
@@ -422,8 +577,12 @@ class _MetricRunner:
         else:
             self.batch_values.append((float(arr), n))
 
-    def _fold_library(self, y_true: Any, output: Any, position: int) -> None:
-        out = _as_array(output, f"model output of batch {position}")
+    def batch_sizes(self) -> list[list[int]] | None:
+        """The sizes of the batches a per-batch metric averaged (run-length ``[[size, count], ...]``):
+        its value depends on them, so a baseline records and compares them."""
+        return _run_lengths([m for _, m in self.batch_values]) if self.kind in (None, "per_batch") else None
+
+    def _fold_library(self, y_true: Any, out: np.ndarray, position: int) -> None:
         if self.collection is None:
             from core import MetricCollection  # noqa: PLC0415 - core only when library metrics are asked
 
@@ -438,8 +597,6 @@ class _MetricRunner:
             keys = mc.plan.keys
             self.keys = {key: (self.name if len(keys) == 1 else f"{self.name}.{key}") for key in keys}
             self.higher_is_better = {self.keys[m.key]: m.higher_is_better for m in mc.plan.metrics}
-        if y_true is None:
-            raise ValueError(f"metric {self.name!r}: batch {position} has no target (targets=)")
         y = _as_array(y_true, f"target of batch {position}")
         if self.collection.task.kind == "regression" or out.dtype.kind in "iub":
             self.collection.update(y, y_pred=out)
@@ -462,6 +619,10 @@ class _MetricRunner:
         v = np.array([x for x, _ in self.batch_values])
         w = np.array([m for _, m in self.batch_values], dtype=np.float64)
         return {self.name: float((v * w).sum() / w.sum()) if w.sum() > 0 else float("nan")}, {}
+
+
+def _qualname(fn: Any) -> str:
+    return f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', type(fn).__name__)}"
 
 
 def _is_collection(metric: Any) -> bool:
@@ -535,7 +696,7 @@ def evaluate(model: Callable, batches: Iterable[Any], metrics: Mapping[str, Any]
         >>> import numpy as np
         >>> X = np.array([[0.0], [1.0], [2.0], [3.0]]); y = np.array([0, 0, 1, 1])
         >>> model = lambda x: (x[:, 0] > 0.5).astype(int)
-        >>> evaluate(model, [(X[:2], y[:2]), (X[2:], y[2:])], {"correct": lambda y, p: y == p})
+        >>> evaluate(model, [(X[:2], y[:2]), (X[2:], y[2:])], {"correct": lambda output, batch: output == batch[1]})
         {'correct': 0.75}
     """
     return evaluate_detailed(model, batches, metrics, **kwargs).values
@@ -568,17 +729,24 @@ def evaluate_detailed(
         inputs: the model input of a batch: None (the first element of a tuple, or the dict as
             keyword arguments, without its target key), a position or key (``model(batch[k])``),
             a list of keys (``model(**{k: batch[k]})``) or a function of the batch.
-        targets: the target (``y_true``) of a batch: None (the second element of a tuple, or the
-            first of the keys :data:`TARGET_KEYS` of a dict), a position or key, or a function.
+        targets: the labels (``y_true``) of a batch, for metric strings and :func:`from_sklearn`
+            metrics: None (the second element of a tuple; the one key of :data:`TARGET_KEYS` a
+            dict holds, or the one such column of a pandas DataFrame or Arrow batch, which is then
+            left out of the model's input), a position, key or column, or a function of the batch.
+            A metric that needs labels raises ``ValueError`` naming ``targets=`` when a batch has
+            none (or several of those names).
 
     Returns:
         An :class:`Evaluated`.
 
     Raises:
-        ValueError: a metric's value of the wrong shape, non-finite per-sample values, batches of
-            changing parts, dtypes or row shapes (naming the metric or part and the batch), an
-            empty ``metrics``, a bad ``max_batches``.
-        TypeError: a metric of an unknown kind, a value that is not an array.
+        ValueError: a metric's value of the wrong shape (a per-sample value's length differs
+            from the batch's: naming the metric and both lengths), non-finite per-sample values,
+            batches of changing parts, dtypes or row shapes (naming the metric or part and the
+            batch), no labels for a metric that needs them, an empty ``metrics``, a bad
+            ``max_batches``.
+        TypeError: a metric of an unknown kind, a function whose first parameters are
+            ``y_true, y_pred`` (wrap it with :func:`from_sklearn`), a value that is not an array.
     """
     if not metrics:
         raise ValueError("metrics: give at least one metric ({name: metric})")
@@ -600,7 +768,7 @@ def evaluate_detailed(
             y_arr = None if y_true is None else _as_array(y_true, f"target of batch {position}")
             out_arr = _as_array(output, f"model output of batch {position}")
             for r in runners:
-                r.fold(y_arr, out_arr if r.kind != "stateful" else output, batch, n, position)
+                r.fold(y_arr, output, out_arr, batch, n, position)
             n_total += n
             n_batches += 1
     values: dict[str, float] = {}
@@ -616,6 +784,7 @@ def evaluate_detailed(
                 "config": r.config,
                 "higher_is_better": r.higher_is_better.get(key),
                 **({"function": r.function} if r.function else {}),
+                **({"batch_sizes": r.batch_sizes()} if (r.kind or "per_batch") == "per_batch" else {}),
                 **({"group": r.name} if key != r.name else {}),
             }
     ctx = _jsonable(dict(context or {}))
@@ -803,6 +972,10 @@ def compare(
             if baseline_per_sample is None or name not in baseline_per_sample:
                 out.mismatches.append(f"metric {name!r}: the baseline's per-sample values are missing")
                 continue
+            problem = _per_sample_problem(name, base, baseline_per_sample[name], baseline)
+            if problem:
+                out.mismatches.append(problem)
+                continue
             pd = paired_difference(current.per_sample[name], baseline_per_sample[name], confidence=confidence, resamples=resamples, seed=seed)
             out.paired[name] = pd
             lo, hi = sorted((-sign * pd.upper, -sign * pd.lower))  # the interval of the drop
@@ -818,6 +991,28 @@ def compare(
             text = f"{name} {'regressed' if drop > 0 else 'changed'} from {base:.6g} to {value:.6g}: drop {drop:+.3g}; allowed drop {tol:g}"
             (out.regressions if drop > tol else out.checked).append(text)
     return out
+
+
+def _per_sample_problem(name: str, value: float, samples: Any, baseline: Mapping[str, Any]) -> str | None:
+    """Why a per-sample file does not belong to its entry's value (None when it does): its length
+    must be the entry's sample count and its mean the recorded value (a value edited, or a JSON
+    merged from another branch with an older ``.npz``, is a mismatch, never compared)."""
+    where = f"its per-sample file {baseline.get('per_sample')!r}" if baseline.get("per_sample") else "its per-sample values"
+    arr = np.asarray(samples)
+    if arr.ndim != 1 or arr.dtype.kind not in "fiub":
+        return f"metric {name!r}: {where} holds a {arr.dtype} array of shape {arr.shape}, expected one number per sample (re-record it)"
+    n = (baseline.get("data") or {}).get("n")
+    if arr.shape[0] != n:
+        return f"metric {name!r}: {where} has {arr.shape[0]} samples, the entry {n!r} (the .json and the per-sample file are from different recordings; re-record it)"
+    arr = arr.astype(np.float64)
+    mean = float(arr.mean()) if arr.size else float("nan")
+    if not (math.isclose(mean, value, rel_tol=1e-9, abs_tol=1e-12) or (math.isnan(mean) and math.isnan(value))):
+        return (
+            f"metric {name!r}: the recorded value {value:.6g} is not the mean of {where} ({mean:.6g} over {arr.shape[0]} "
+            f"samples): the .json and the per-sample file are from different recordings (edited, or merged from another "
+            f"branch?); re-record it"
+        )
+    return None
 
 
 def _entry_problems(baseline: Any) -> list[str]:
@@ -866,7 +1061,13 @@ def _mismatches(current: Evaluated, baseline: Mapping[str, Any]) -> list[str]:
         b, c = bmetrics[name], current.metrics[name]
         if b.get("kind") != c.get("kind"):
             out.append(f"metric {name!r} kind: baseline {_show(b.get('kind'))}, now {_show(c.get('kind'))}")
-        elif _normal(b.get("config")) != _normal(c.get("config")):
+        elif c.get("kind") == "per_batch" and _normal(b.get("batch_sizes", _MISSING)) != _normal(c.get("batch_sizes")):
+            out.append(
+                f"metric {name!r} is per batch (one value per batch, averaged), so its value depends on the batching: "
+                f"batch sizes baseline {_describe_sizes(b.get('batch_sizes', _MISSING))}, now {_describe_sizes(c.get('batch_sizes'))} "
+                f"(batch as recorded, or use a per-sample or library metric, which do not depend on it)"
+            )
+        if b.get("kind") == c.get("kind") and _normal(b.get("config")) != _normal(c.get("config")):
             bc, cc = b.get("config"), c.get("config")
             if isinstance(bc, Mapping) and isinstance(cc, Mapping):
                 for key in sorted(set(bc) | set(cc)):

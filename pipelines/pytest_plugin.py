@@ -106,8 +106,19 @@ class _BaselineStore:
                 raise pytest.UsageError(f"metric baselines file {str(self.path)!r}: entry {key!r}: per_sample {name!r} is not a file name in {str(self.sample_dir)!r}")
             file = self.sample_dir / name
             if file.exists():
-                with np.load(file, allow_pickle=False) as z:
-                    samples = {k: z[k] for k in z.files}
+                import zipfile  # noqa: PLC0415
+
+                try:
+                    if not zipfile.is_zipfile(file):  # np.load would read it as a .npy or a pickle
+                        raise zipfile.BadZipFile("not a .npz (zip) file")
+                    with np.load(file, allow_pickle=False) as z:
+                        samples = {k: z[k] for k in z.files}
+                except Exception as e:  # noqa: BLE001 - zipfile.BadZipFile, zlib.error, EOFError, ValueError (pickles), OSError ...
+                    node = key.split("#")[0]
+                    raise pytest.UsageError(
+                        f"metric baselines: the per-sample file {str(file)!r} of entry {key!r} cannot be read "
+                        f"({type(e).__name__}: {e}); re-record it with: pytest --update-metric-baselines {node!r}"
+                    ) from None
         return entry, samples
 
     def record(self, key: str, entry: dict[str, Any], per_sample: dict[str, Any]) -> None:
@@ -224,14 +235,17 @@ def metric_baseline(request: pytest.FixtureRequest) -> Callable[..., Any]:
         run = baselines.evaluate_detailed(model, batches, metrics, context=context, max_batches=max_batches, inputs=inputs, targets=targets)
         baselines.check_options(run, tolerance=tolerance, higher_is_better=higher_is_better, confidence=confidence, resamples=resamples)
         limits = baselines.check_limits(run, minimum, maximum)
-        if limits:
-            pytest.fail(f"metric limits of {key}:\n  " + "\n  ".join(limits), pytrace=False)
+        limits_text = f"metric limits of {key}:\n  " + "\n  ".join(limits) if limits else ""
         if store.update:
+            if limits:  # a failing run is not recorded
+                pytest.fail(limits_text, pytrace=False)
             store.record(key, run.entry(), run.per_sample)
             return run
         entry, samples = store.get(key)
         how = f"record it with: pytest --update-metric-baselines {request.node.nodeid!r}"
         if entry is None:
+            if limits:
+                pytest.fail(limits_text, pytrace=False)
             message = f"no metric baseline for {key} in {store.path}; {how}"
             if store.strict:
                 pytest.fail(message + " (--metric-baselines-strict)", pytrace=False)
@@ -245,20 +259,21 @@ def metric_baseline(request: pytest.FixtureRequest) -> Callable[..., Any]:
             f"baseline: {baselines.describe_provenance(entry)}\n"
             f"now:      {baselines.describe_provenance(run.entry())}"
         )
+        # every failure in one message: a violated limit never hides the baseline's verdict
+        parts = [limits_text] if limits else []
         if result.mismatches:
-            pytest.fail(
+            parts.append(
                 f"the metric baseline of {key} measured something else ({len(result.mismatches)} difference"
                 f"{'s' if len(result.mismatches) != 1 else ''}):\n  " + "\n  ".join(result.mismatches)
-                + f"\n{provenance}\nif the change is intended, re-{how[0].lower()}{how[1:]}",
-                pytrace=False,
             )
-        if result.regressions:
-            pytest.fail(
+        elif result.regressions:
+            parts.append(
                 f"metric regression in {key}:\n  " + "\n  ".join(result.regressions)
                 + ("\nwithin tolerance:\n  " + "\n  ".join(result.checked) if result.checked else "")
-                + f"\n{provenance}\nif the change is intended, re-{how[0].lower()}{how[1:]}",
-                pytrace=False,
             )
+        if parts:
+            rerecord = f"\n{provenance}\nif the change is intended, re-{how[0].lower()}{how[1:]}" if len(parts) > 1 or not limits else ""
+            pytest.fail("\n".join(parts) + rerecord, pytrace=False)
         return run
 
     return check

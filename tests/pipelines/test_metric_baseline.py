@@ -22,6 +22,7 @@ import sklearn.metrics  # noqa: F401
 from hypothesis import given, strategies as st
 
 from pipelines import baselines
+from pipelines.baselines import from_sklearn
 
 pytest_plugins = ["pytester"]
 
@@ -57,10 +58,15 @@ ids = np.arange(N)
 batches = [(ids[i:i + 500], y[i:i + 500]) for i in range(0, N, 500)]
 
 def model(x):
-    return pred[x]
+    return np.eye(2)[pred[x]]  # one-hot "probabilities" of the stored predictions
+
+def accuracy(output, batch):  # the plugin specification's example, as written
+    return (output.argmax(-1) == batch[1])
+
+MINIMUM = float(os.environ["MINIMUM"]) if "MINIMUM" in os.environ else None
 
 def test_flips(metric_baseline):
-    metric_baseline(model, batches, {"accuracy": lambda y, p: (y == p).astype(float)})
+    metric_baseline(model, batches, {"accuracy": accuracy}, minimum=MINIMUM)
 """
 
 
@@ -211,8 +217,8 @@ class Mean:
         return self.hits / self.n
 
 def test_variants(metric_baseline):
-    correct = lambda y, p: (p > 0) == y
-    batch_acc = lambda y, p: float(((p > 0) == y).mean())
+    correct = lambda out, batch: (out > 0) == batch[1]
+    batch_acc = lambda out, batch: float(((out > 0) == batch[1]).mean())
     metrics = {"correct": batch_acc if V == "kind" else correct, "mean": Mean(0.1 if V == "config" else 0.0)}
     if V == "extra":
         metrics["more"] = correct
@@ -269,7 +275,7 @@ y = np.array([0, 1, 1, 0, 1, 1, 0, 0])
 p = np.array([0, 1, 1, 1, 1, 0, 0, 0])  # 6 of 8 right
 
 def test_limits(metric_baseline):
-    metric_baseline(lambda x: p[x], [(np.arange(8), y)], {"acc": lambda y, q: y == q}, {KW})
+    metric_baseline(lambda x: p[x], [(np.arange(8), y)], {"acc": lambda q, batch: batch[1] == q}, {KW})
 """
 
 
@@ -331,7 +337,7 @@ batches = [(X.iloc[i:i + 200], y.iloc[i:i + 200]) for i in range(0, 800, 200)]
 
 def test_sklearn(metric_baseline):
     run = metric_baseline(clf.predict_proba, batches,
-                          {"accuracy": "accuracy", "hit": lambda t, p: p.argmax(1) == t, "auc": "roc_auc"},
+                          {"accuracy": "accuracy", "hit": lambda out, batch: out.argmax(1) == batch[1], "auc": "roc_auc"},
                           context={"checkpoint": "c" + str(clf.C)})
     print("VALUES", run.values, run.provenance["weights"])
 """
@@ -403,17 +409,17 @@ def test_a_torch_like_model_runs_in_eval_mode_and_its_flag_is_restored():
     X = np.array([[2.0, 1.0], [0.0, 1.0], [1.0, 0.0]], dtype=np.float32)
     y = np.array([1, 0, 1])
     batches = [{"x": X[:2], "y": y[:2]}, {"x": X[2:], "y": y[2:]}]  # dicts: the model gets x=
-    run = baselines.evaluate_detailed(lambda x: m(x), batches, {"hit": lambda t, p: (p > 0) == t})
+    run = baselines.evaluate_detailed(lambda x: m(x), batches, {"hit": lambda out, batch: (out > 0) == batch["y"]})
     assert run.values == {"hit": 1.0}
     m2 = TorchLike([1.0, -1.0])
-    baselines.evaluate(m2, [(X, y)], {"hit": lambda t, p: (p > 0) == t})
+    baselines.evaluate(m2, [(X, y)], {"hit": lambda out, batch: (out > 0) == batch[1]})
     assert m2.modes == [False] and m2.training is True
     m2.train(False)
-    baselines.evaluate(m2, [(X, y)], {"hit": lambda t, p: (p > 0) == t})
+    baselines.evaluate(m2, [(X, y)], {"hit": lambda out, batch: (out > 0) == batch[1]})
     assert m2.training is False  # restored to what it was, not forced to train
     m3 = TorchLike([1.0, -1.0])
     with pytest.raises(RuntimeError, match="empty batch"):
-        baselines.evaluate(m3, [(X[:0], y[:1])], {"hit": lambda t, p: (p > 0) == t})
+        baselines.evaluate(m3, [(X[:0], y[:1])], {"hit": lambda out, batch: (out > 0) == batch[1]})
     assert m3.training is True
     fp = baselines.weights_fingerprint(m2)
     assert fp == baselines.weights_fingerprint(TorchLike([1.0, -1.0])) != baselines.weights_fingerprint(TorchLike([1.0, 1.0]))
@@ -428,10 +434,10 @@ def test_dict_batches_with_the_inputs_and_targets_options():
         seen["keys"] = True
         return (features[:, 0] > other).astype(int)
 
-    assert baselines.evaluate(kw_model, [batch], {"hit": lambda t, p: t == p}) == {"hit": 1.0}  # label not passed
-    assert baselines.evaluate(lambda f: (f[:, 0] > 0.5).astype(int), [batch], {"hit": lambda t, p: t == p}, inputs="features") == {"hit": 0.75}
-    assert baselines.evaluate(lambda f: f, [batch], {"hit": lambda t, p: t == (p > 1.5)}, inputs="other", targets="label") == {"hit": 0.0}
-    assert baselines.evaluate(kw_model, [batch], {"hit": lambda t, p: t == p}, inputs=["features", "other"]) == {"hit": 1.0}
+    assert baselines.evaluate(kw_model, [batch], {"hit": lambda out, b: b["label"] == out}) == {"hit": 1.0}  # label not passed
+    assert baselines.evaluate(lambda f: (f[:, 0] > 0.5).astype(int), [batch], {"hit": lambda out, b: b["label"] == out}, inputs="features") == {"hit": 0.75}
+    assert baselines.evaluate(lambda f: f, [batch], {"hit": from_sklearn(lambda t, p: t == (p > 1.5))}, inputs="other", targets="label") == {"hit": 0.0}
+    assert baselines.evaluate(kw_model, [batch], {"hit": lambda out, b: b["label"] == out}, inputs=["features", "other"]) == {"hit": 1.0}
 
 
 def test_the_fingerprint_does_not_depend_on_the_batch_size_but_on_the_samples_and_their_order():
@@ -442,7 +448,7 @@ def test_the_fingerprint_does_not_depend_on_the_batch_size_but_on_the_samples_an
 
     def fp(size, X=X, y=y):
         batches = [(X[i:i + size], y[i:i + size], words[i:i + size]) for i in range(0, 103, size)]
-        return baselines.evaluate_detailed(lambda x: x[:, 0], batches, {"m": lambda t, p: p}).data["fingerprint"]
+        return baselines.evaluate_detailed(lambda x: x[:, 0], batches, {"m": lambda out, batch: out}).data["fingerprint"]
 
     assert fp(1) == fp(7) == fp(103)
     order = rng.permutation(103)
@@ -473,7 +479,7 @@ def test_per_batch_metrics_are_weighted_by_batch_size_and_stateful_ones_are_not_
             return self.hits / self.n
 
     user = Hits()
-    run = baselines.evaluate_detailed(lambda i: p[i], batches, {"sk": accuracy_score, "obj": user})
+    run = baselines.evaluate_detailed(lambda i: p[i], batches, {"sk": from_sklearn(accuracy_score), "obj": user})
     assert run.values["sk"] == pytest.approx(accuracy_score(y, p), abs=1e-15)
     assert run.values["obj"] == accuracy_score(y, p)
     assert run.metrics["sk"]["kind"] == "per_batch" and run.metrics["obj"] == {"kind": "stateful", "config": {"note": "counts"}, "higher_is_better": None}
@@ -506,10 +512,10 @@ def test_paired_difference_against_the_normal_interval_and_its_edge_cases():
 
 def test_bad_metrics_name_the_metric_and_the_batch():
     batches = [(np.arange(4), np.arange(4))]
-    with pytest.raises(ValueError, match=r"metric 'bad' returned shape \(3,\) for batch 0 of 4 samples"):
-        baselines.evaluate(lambda x: x, batches, {"bad": lambda t, p: p[:3]})
+    with pytest.raises(ValueError, match=r"metric 'bad' returned 3 values for batch 0 of 4 samples: a per-sample metric returns one value per sample \(4\)"):
+        baselines.evaluate(lambda x: x, batches, {"bad": lambda out, batch: out[:3]})
     with pytest.raises(ValueError, match=r"metric 'inf': value inf of sample 2 in batch 0"):
-        baselines.evaluate(lambda x: x, batches, {"inf": lambda t, p: np.where(p == 2, np.inf, p)})
+        baselines.evaluate(lambda x: x, batches, {"inf": lambda out, batch: np.where(out == 2, np.inf, out)})
     with pytest.raises(TypeError, match=r"metric 'x': expected a function"):
         baselines.evaluate(lambda x: x, batches, {"x": 3})
 
@@ -581,8 +587,8 @@ def test_the_fingerprint_is_the_same_for_any_split_into_batches_empty_ones_inclu
     y = rng.integers(0, 2, 60)
     edges = [0, *sorted(cuts), 60]
     split = [(X[a:b], y[a:b]) for a, b in zip(edges, edges[1:])]
-    run = baselines.evaluate_detailed(lambda x: x[:, 0] > 0, split, {"hit": lambda t, p: t == p, "sk": sklearn.metrics.accuracy_score})
-    whole = baselines.evaluate_detailed(lambda x: x[:, 0] > 0, [(X, y)], {"hit": lambda t, p: t == p, "sk": sklearn.metrics.accuracy_score})
+    run = baselines.evaluate_detailed(lambda x: x[:, 0] > 0, split, {"hit": lambda out, b: b[1] == out, "sk": from_sklearn(sklearn.metrics.accuracy_score)})
+    whole = baselines.evaluate_detailed(lambda x: x[:, 0] > 0, [(X, y)], {"hit": lambda out, b: b[1] == out, "sk": from_sklearn(sklearn.metrics.accuracy_score)})
     assert run.data["fingerprint"] == whole.data["fingerprint"] and run.data["n"] == 60
     assert run.values["hit"] == whole.values["hit"] == float(np.mean((X[:, 0] > 0) == y))
     assert run.values["sk"] == pytest.approx(whole.values["sk"], abs=1e-15)
@@ -594,7 +600,7 @@ def test_pandas_and_arrow_batches_give_the_numpy_values_and_fingerprint_per_colu
     a, b = rng.normal(size=50), rng.normal(size=50)
     y = (a > 0).astype(np.int64)
     model = lambda t: (np.asarray(t["a"]) > 0).astype(np.int64)  # noqa: E731 - reads a column of either
-    metrics = {"hit": lambda t, p: t == p}
+    metrics = {"hit": lambda out, batch: np.asarray(batch[1]) == out}
     frame = [(pd.DataFrame({"a": a[i:i + 20], "b": b[i:i + 20]}), pd.Series(y[i:i + 20])) for i in range(0, 50, 20)]
     table = [(pa.table({"a": a[i:i + 25], "b": b[i:i + 25]}), pa.array(y[i:i + 25])) for i in range(0, 50, 25)]
     runs = [baselines.evaluate_detailed(model, batches, metrics) for batches in (frame, table)]
@@ -693,12 +699,12 @@ def test_max_batches_stops_reading_the_batches():
             taken.append(i)
             yield np.array([i, i]), np.array([i % 2, i % 2])
 
-    run = baselines.evaluate_detailed(lambda x: x % 2, batches(), {"hit": lambda t, p: t == p, "v": lambda t, p: p.astype(float)}, max_batches=3)
+    run = baselines.evaluate_detailed(lambda x: x % 2, batches(), {"hit": lambda out, b: b[1] == out, "v": lambda out, b: out.astype(float)}, max_batches=3)
     assert taken == [0, 1, 2]  # the 4th batch is never asked for
     assert run.data == {"fingerprint": run.data["fingerprint"], "n": 6, "batches": 3, "max_batches": 3}
     assert run.values == {"hit": 1.0, "v": 1 / 3} and run.per_sample["v"].tolist() == [0, 0, 1, 1, 0, 0]
     with pytest.raises(ValueError, match="max_batches must be a positive integer or None, got 0"):
-        baselines.evaluate(lambda x: x, [], {"v": lambda t, p: p}, max_batches=0)
+        baselines.evaluate(lambda x: x, [], {"v": lambda out, b: out}, max_batches=0)
 
 
 @pytest.mark.parametrize(
@@ -721,7 +727,7 @@ def test_a_hand_edited_baseline_entry_is_a_mismatch_naming_the_key_and_value(edi
     # before: AttributeError / ValueError from inside compare, or a string "0.1" silently read as 0.1,
     # True as 1.0, and a deleted value reported as a regression from NaN
     y = np.array([0, 1, 1, 0, 1])
-    run = baselines.evaluate_detailed(lambda x: x, [(y, y)], {"hit": lambda t, p: (t == p).astype(float), "sk": lambda t, p: float(np.mean(t == p))})
+    run = baselines.evaluate_detailed(lambda x: x, [(y, y)], {"hit": lambda out, b: (b[1] == out).astype(float), "sk": lambda out, b: float(np.mean(b[1] == out))})
     entry = json.loads(json.dumps(run.entry()))
     assert baselines.compare(run, entry, {"hit": run.per_sample["hit"]}).mismatches == []
     result = baselines.compare(run, edit(entry), {"hit": run.per_sample["hit"]})
@@ -747,3 +753,233 @@ def test_a_hand_edited_baselines_file_fails_naming_the_entry(pytester, monkeypat
     result = run(pytester)
     assert result.ret != 0 and "AttributeError" not in result.stdout.str() + result.stderr.str()
     result.stdout.fnmatch_lines([line])
+
+
+# ---------------------------------------------------------------- issue 28, items 2-5
+def test_metric_functions_get_the_output_as_the_model_gave_it_and_the_batch_as_the_loader_gave_it():
+    """Issue 28 item 2: ``fn(output, batch)``, as the plugin specification says (before:
+    ``fn(y_true, y_pred)``, so the specification's ``output.argmax(-1) == batch[1]`` compared the
+    labels' argmax with one row of the output)."""
+    seen = []
+    X = np.array([[0.0], [1.0], [2.0], [3.0]])
+    y = np.array([0, 0, 1, 1])
+    frame = lambda x: pd.DataFrame({"p0": 1 - x[:, 0] / 3, "p1": x[:, 0] / 3})  # noqa: E731 - a model giving a DataFrame
+
+    def accuracy(output, batch):
+        seen.append((type(output), type(batch), sorted(batch) if isinstance(batch, dict) else len(batch)))
+        return np.asarray(output).argmax(-1) == batch[1] if not isinstance(batch, dict) else np.asarray(output).argmax(-1) == batch["y"]
+
+    tuples = [(X[:3], y[:3], "extra"), (X[3:], y[3:], "extra")]
+    assert baselines.evaluate(frame, tuples, {"accuracy": accuracy}) == {"accuracy": 1.0}
+    assert seen == [(pd.DataFrame, tuple, 3)] * 2  # the extra part too: the batch as given
+    seen.clear()
+    run = baselines.evaluate_detailed(lambda x: frame(x), [{"x": X, "y": y}], {"accuracy": accuracy})
+    assert seen == [(pd.DataFrame, dict, ["x", "y"])] and run.values == {"accuracy": 1.0}
+    assert run.metrics["accuracy"]["config"] == {"signature": "fn(output, batch)"}
+
+
+def test_a_scikit_learn_style_function_needs_from_sklearn_and_is_never_guessed():
+    from sklearn.metrics import accuracy_score, fbeta_score, roc_auc_score
+
+    y = np.array([0, 1, 1, 0, 1, 0, 1, 1])
+    s = np.array([0.2, 0.9, 0.4, 0.1, 0.8, 0.7, 0.6, 0.3])
+    batches = [(s[:4], y[:4]), (s[4:], y[4:])]
+    for fn in (accuracy_score, roc_auc_score, lambda y_true, y_pred: y_true == y_pred):
+        with pytest.raises(TypeError, match=r"metric 'm': .* takes \(y_true, y_(pred|score)\), but a metric function is called fn\(output, batch\).*from_sklearn\("):
+            baselines.evaluate(lambda x: x, batches, {"m": fn})
+    run = baselines.evaluate_detailed(
+        lambda x: (x > 0.5).astype(int), batches,
+        {"acc": from_sklearn(accuracy_score), "f2": from_sklearn(fbeta_score, beta=2.0), "hit": from_sklearn(lambda t, p: t == p)},
+    )
+    per_batch = [accuracy_score(y[:4], s[:4] > 0.5), accuracy_score(y[4:], s[4:] > 0.5)]
+    assert run.values["acc"] == pytest.approx(np.mean(per_batch), abs=1e-15)
+    f2 = [fbeta_score(y[:4], s[:4] > 0.5, beta=2.0), fbeta_score(y[4:], s[4:] > 0.5, beta=2.0)]
+    assert run.values["f2"] == pytest.approx(np.mean(f2), abs=1e-15)
+    assert run.values["hit"] == accuracy_score(y, s > 0.5) and run.metrics["hit"]["kind"] == "per_sample"
+    assert run.metrics["f2"]["config"] == {"signature": "fn(y_true, y_pred)", "kwargs": {"beta": 2.0}}
+    assert run.metrics["acc"]["kind"] == "per_batch" and run.metrics["acc"]["batch_sizes"] == [[4, 2]]
+    with pytest.raises(TypeError, match="from_sklearn: expected a function"):
+        from_sklearn("accuracy")
+
+
+def test_a_per_sample_result_of_another_length_names_the_metric_and_both_lengths():
+    y = np.array([0, 1, 1, 0, 1])
+    proba = np.eye(2)[y]
+    # a typical slip: comparing with the first label only broadcasts (5 values: fine), but
+    # comparing a batch's outputs with the labels of a sub-batch is not
+    with pytest.raises(ValueError, match=r"metric 'accuracy' returned 2 values for batch 0 of 5 samples: a per-sample metric returns one value per sample \(5\)"):
+        baselines.evaluate(lambda x: x, [(proba, y)], {"accuracy": lambda out, b: out.argmax(-1)[:2] == b[1][:2]})
+
+
+def test_dataframe_and_arrow_batches_find_the_label_column_or_raise_naming_targets():
+    """Issue 28 item 3: before, a DataFrame or Arrow batch had no labels (None) without targets=:
+    a label-needing metric raised without naming the columns, and ``y == p`` read None and gave
+    accuracy 0.0; its label column was also passed to the model."""
+    from sklearn.metrics import accuracy_score
+
+    rng = np.random.default_rng(9)
+    a = rng.uniform(size=60)
+    y = (a + rng.normal(scale=0.2, size=60) > 0.5).astype(np.int64)
+    seen = []
+
+    def model(t):
+        seen.append(list(t.columns) if hasattr(t, "dtypes") else list(t.column_names))
+        return np.asarray(t["a"])
+
+    want = accuracy_score(y, a >= 0.5)
+    metrics = {"acc": "accuracy", "sk": from_sklearn(lambda t, p: t == (p >= 0.5))}
+    for label in ("label", "y", "target"):
+        frames = [pd.DataFrame({"a": a[i:i + 25], label: y[i:i + 25]}) for i in range(0, 60, 25)]
+        tables = [pa.table({"a": a[i:i + 30], label: y[i:i + 30]}) for i in range(0, 60, 30)]
+        batches = [tables[0].to_batches()[0], tables[1]]  # a record batch and a table
+        for bs in (frames, batches):
+            seen.clear()
+            assert baselines.evaluate(model, bs, metrics) == {"acc": want, "sk": want}
+            assert all(cols == ["a"] for cols in seen)  # the model never sees the labels
+    nolabel = [pd.DataFrame({"a": a, "truth": y})]
+    with pytest.raises(ValueError, match=r"metric 'acc' needs labels: batch 0 \(a DataFrame with columns \['a', 'truth'\]\) has no label column: none of \['y', 'y_true', 'label', 'labels', 'target', 'targets'\]; pass targets="):
+        baselines.evaluate(model, nolabel, {"acc": "accuracy"})
+    with pytest.raises(ValueError, match=r"metric 'acc' needs labels: batch 0 \(a Table with columns \['a', 'truth'\]\).*pass targets="):
+        baselines.evaluate(model, [pa.table({"a": a, "truth": y})], {"acc": "accuracy"})
+    assert baselines.evaluate(lambda t: np.asarray(t["a"]), nolabel, {"acc": "accuracy"}, targets="truth") == {"acc": want}
+    with pytest.raises(ValueError, match=r"batch 0 has several label columns \['y', 'label'\]: pass targets="):
+        baselines.evaluate(model, [pd.DataFrame({"a": a, "y": y, "label": y})], {"acc": "accuracy"})
+    with pytest.raises(ValueError, match=r"batch 0 has several label keys \['y', 'label'\]: pass targets="):
+        baselines.evaluate(lambda a: a, [{"a": a, "y": y, "label": y}], {"acc": "accuracy"})
+    with pytest.raises(ValueError, match=r"metric 'acc' needs labels: batch 0 \(a ndarray\) has no labels; pass targets="):
+        baselines.evaluate(lambda a: a, [a], {"acc": "accuracy"})
+
+
+REBATCH = """
+import os
+import numpy as np
+from sklearn.metrics import roc_auc_score
+from pipelines.baselines import from_sklearn
+
+rng = np.random.default_rng(11)
+N = 2000
+y = rng.integers(0, 2, N)
+score = np.clip(0.35 * y + rng.normal(0.3, 0.25, N), 0, 1)
+SIZE = int(os.environ.get("SIZE", "500"))
+batches = [(score[i:i + SIZE], y[i:i + SIZE]) for i in range(0, N, SIZE)]
+METRICS = os.environ.get("METRICS", "all")
+
+def test_rebatch(metric_baseline):
+    metrics = {"hit": lambda out, b: (out >= 0.5) == b[1], "auc": "roc_auc"}
+    if METRICS == "all":
+        metrics["batch_auc"] = from_sklearn(roc_auc_score)
+    metric_baseline(lambda s: s, batches, metrics, tolerance=0.001)
+"""
+
+
+def test_a_per_batch_metric_compares_its_batch_sizes_and_a_rebatching_is_a_mismatch_not_a_regression(pytester, monkeypatch):
+    """Issue 28 item 4: a per-batch value depends on the batching: before, re-batching the same
+    samples failed as a regression (or hid one)."""
+    from sklearn.metrics import roc_auc_score
+
+    pytester.makepyfile(test_rebatch=REBATCH)
+    run(pytester, "--update-metric-baselines").assert_outcomes(passed=1)
+    entry = json.loads((pytester.path / ".metric-baselines.json").read_text())["entries"]["test_rebatch.py::test_rebatch"]
+    assert entry["metrics"]["batch_auc"]["batch_sizes"] == [[500, 4]]
+    assert "batch_sizes" not in entry["metrics"]["hit"] and "batch_sizes" not in entry["metrics"]["auc"]
+    ns: dict = {}
+    exec(REBATCH.split("def test_rebatch")[0], ns)
+    y, score = ns["y"], ns["score"]
+    by = lambda size: np.mean([roc_auc_score(y[i:i + size], score[i:i + size]) for i in range(0, 2000, size)])  # noqa: E731
+    assert entry["values"]["batch_auc"] == pytest.approx(by(500), abs=1e-12)
+    assert abs(by(500) - by(125)) > 0.001  # the same samples and model, another per-batch value
+    monkeypatch.setenv("SIZE", "125")
+    result = run(pytester)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([
+        "*measured something else (1 difference)*",
+        "*metric 'batch_auc' is per batch (one value per batch, averaged), so its value depends on the batching: "
+        "batch sizes baseline 4 x 500 (4 batches), now 16 x 125 (16 batches)*",
+    ])
+    assert "regressed" not in result.stdout.str()
+    # per-sample and library metrics do not depend on the batching: the same samples re-batched pass
+    monkeypatch.setenv("METRICS", "batch-free")
+    monkeypatch.setenv("SIZE", "500")
+    run(pytester, "--update-metric-baselines").assert_outcomes(passed=1)
+    for size in ("125", "2000", "300"):
+        monkeypatch.setenv("SIZE", size)
+        run(pytester).assert_outcomes(passed=1)
+
+
+def test_a_recorded_value_that_is_not_the_mean_of_its_per_sample_file_is_a_mismatch(pytester, monkeypatch):
+    """Issue 28 item 5: before, a value edited or merged from another branch (0.95) with an
+    older .npz let a drop to 0.815 pass (the paired test compared with the .npz only)."""
+    monkeypatch.setenv("FLIPS", "740")  # 1 - 740/4000 = 0.815
+    pytester.makepyfile(test_flips=FLIPS)
+    run(pytester, "--update-metric-baselines").assert_outcomes(passed=1)
+    path = pytester.path / ".metric-baselines.json"
+    data = json.loads(path.read_text())
+    entry = data["entries"]["test_flips.py::test_flips"]
+    assert entry["values"]["accuracy"] == 0.815
+    entry["values"]["accuracy"] = 0.95
+    path.write_text(json.dumps(data))
+    result = run(pytester)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([
+        "*measured something else*",
+        f"*metric 'accuracy': the recorded value 0.95 is not the mean of its per-sample file '{entry['per_sample']}' "
+        "(0.815 over 4000 samples): the .json and the per-sample file are from different recordings*",
+    ])
+    # a per-sample file of another length than the entry's sample count
+    y = np.ones(4000)
+    run_now = baselines.evaluate_detailed(lambda x: x, [(y, y)], {"hit": lambda out, b: out == b[1]})
+    e = json.loads(json.dumps(run_now.entry()))
+    assert baselines.compare(run_now, e, {"hit": np.ones(4000)}).mismatches == []
+    assert baselines.compare(run_now, e, {"hit": np.ones(3999)}).mismatches == [
+        "metric 'hit': its per-sample values has 3999 samples, the entry 4000 (the .json and the per-sample file are from different recordings; re-record it)"
+    ]
+    assert "holds a <U1 array of shape (4000,)" in baselines.compare(run_now, e, {"hit": np.full(4000, "x")}).mismatches[0]
+
+
+def test_a_damaged_per_sample_file_is_a_usage_error_naming_the_file_and_the_re_record_command(pytester, monkeypatch):
+    monkeypatch.setenv("FLIPS", "0")
+    pytester.makepyfile(test_flips=FLIPS)
+    run(pytester, "--update-metric-baselines").assert_outcomes(passed=1)
+    (npz,) = (pytester.path / ".metric-baselines").iterdir()
+    good = npz.read_bytes()
+    npz.write_bytes(b"not a zip file")
+    result = run(pytester)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([
+        f"*metric baselines: the per-sample file '{npz}' of entry 'test_flips.py::test_flips' cannot be read (BadZipFile: *); "
+        "re-record it with: pytest --update-metric-baselines 'test_flips.py::test_flips'*"
+    ])
+    for damaged in (good[: len(good) // 2], good[:40] + bytes(len(good) - 40)):  # truncated; zeroed after its header
+        npz.write_bytes(damaged)
+        result = run(pytester)
+        result.assert_outcomes(failed=1)
+        result.stdout.fnmatch_lines(["*metric baselines: the per-sample file*cannot be read (*re-record it with: pytest --update-metric-baselines*"])
+
+
+def test_a_violated_minimum_does_not_hide_the_baseline_regression(pytester, monkeypatch):
+    monkeypatch.setenv("FLIPS", "0")
+    pytester.makepyfile(test_flips=FLIPS)
+    run(pytester, "--update-metric-baselines").assert_outcomes(passed=1)
+    monkeypatch.setenv("FLIPS", "200")
+    monkeypatch.setenv("MINIMUM", "0.97")
+    result = run(pytester)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([
+        "*metric limits of test_flips.py::test_flips:",
+        "*accuracy = 0.95 is below the minimum 0.97",
+        "*metric regression in test_flips.py::test_flips:",
+        "*accuracy regressed from 1 to 0.95: drop +0.05 (95% CI*n=4000, paired); allowed drop 0.01",
+        "baseline: checkpoint None*",
+    ])
+
+
+def test_a_function_metric_recorded_before_fn_output_batch_is_a_mismatch_not_compared():
+    """A baseline recorded when functions were called ``fn(y_true, y_pred)`` (config None) measured
+    something else: a mismatch naming the signature, never a comparison of the two."""
+    y = np.array([0, 1, 1, 0])
+    run = baselines.evaluate_detailed(lambda x: x, [(y, y)], {"hit": lambda out, b: out == b[1]})
+    old = json.loads(json.dumps(run.entry()))
+    old["metrics"]["hit"]["config"] = None
+    result = baselines.compare(run, old, {"hit": run.per_sample["hit"]})
+    assert result.mismatches == ["metric 'hit' config: baseline None, now {\"signature\": \"fn(output, batch)\"}"]
+    assert result.regressions == [] and result.checked == []
