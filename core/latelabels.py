@@ -56,7 +56,8 @@ from typing import TYPE_CHECKING, Any, Iterable, Sequence
 import numpy as np
 
 from core.slice_values import canonical_value
-from core.windows import TimeWindows, parse_duration, window_slice_values
+from core._inputs import invalid_value_message
+from core.windows import MAX_US, MIN_US, TIME_RANGE_RULE, TimeWindows, parse_duration, window_slice_values
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -127,12 +128,29 @@ class LabelJoin:
         }  # fmt: skip
 
 
-def time_micros(col: pa.ChunkedArray | pa.Array, name: str) -> np.ndarray:
+def time_micros(col: pa.ChunkedArray | pa.Array, name: str, what: str = "", row_offset: int = 0) -> np.ndarray:
     """Event times as float64 microseconds since the epoch (NaN where null).
+
+    Args:
+        col: the time column. name: its name. what: ``"prediction"`` or ``"label"`` (messages).
+        row_offset: the position of the first row (messages).
 
     Raises:
         TypeError: a column that is neither a timestamp, a date nor a number.
+        ValueError: a time outside 0001-01-01 .. 9999-12-31T23:59:59.999999 UTC
+            (:data:`core.windows.TIME_RANGE_RULE`), naming the column, the value and the row.
     """
+    out = _time_micros(col, name)
+    with np.errstate(invalid="ignore"):
+        oor = np.isfinite(out) & ((out < MIN_US) | (out > MAX_US))
+    if oor.any():
+        i = int(np.flatnonzero(oor)[0])
+        more = f" ({int(oor.sum())} such rows)" if oor.sum() > 1 else ""
+        raise ValueError(f"{what + ' ' if what else ''}{invalid_value_message(name, col[i].as_py(), row_offset + i, TIME_RANGE_RULE, more)}")
+    return out
+
+
+def _time_micros(col: pa.ChunkedArray | pa.Array, name: str) -> np.ndarray:
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -149,7 +167,7 @@ def time_micros(col: pa.ChunkedArray | pa.Array, name: str) -> np.ndarray:
     elif pa.types.is_date(t):
         arr = pc.cast(pc.cast(col, pa.timestamp("us")), pa.int64())
     elif pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t):
-        arr = pc.multiply(pc.cast(col, pa.float64()), 1e6)
+        arr = pc.multiply(pc.cast(col, pa.float64(), safe=False), 1e6)  # int64 seconds beyond 2**53: out of range anyway
     elif pa.types.is_null(t):
         arr = pa.nulls(len(col), pa.float64())
     else:
@@ -336,8 +354,8 @@ def classify(predictions: pa.Table, labels: pa.Table, join: LabelJoin, pred_offs
     import pyarrow.compute as pc
 
     predictions, labels = canonical_ids(predictions, labels, join.id_col, pred_offset, label_offset)
-    pt = time_micros(predictions.column(join.prediction_time_col), join.prediction_time_col)
-    lt = time_micros(labels.column(join.label_time_col), join.label_time_col)
+    pt = time_micros(predictions.column(join.prediction_time_col), join.prediction_time_col, "prediction", pred_offset)
+    lt = time_micros(labels.column(join.label_time_col), join.label_time_col, "label", label_offset)
     pbad = invalid_rows(predictions, join.id_col, join.prediction_time_col, "prediction", join.on_invalid, pred_offset, pt)
     lbad = invalid_rows(labels, join.id_col, join.label_time_col, "label", join.on_invalid, label_offset, lt)
     pchosen, pdup = _first_per_id(predictions, join.id_col, pt, ~pbad)

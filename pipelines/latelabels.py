@@ -96,9 +96,11 @@ def check_inputs(pred_path: str, labels_path: str, evaluation: Any, join: LabelJ
     classify(preds.slice(0, 0), labels.slice(0, 0), join)  # types of ids and times
     canonical_ids(preds, labels, join.id_col)  # the id rule, with the rows of the whole inputs
     slice_types(preds.schema, labels.schema, count_specs(evaluation))
+    pt = time_micros(preds.column(join.prediction_time_col), join.prediction_time_col, "prediction")  # times out of range raise here
+    lt = time_micros(labels.column(join.label_time_col), join.label_time_col, "label")
     if join.on_invalid == "raise":
-        invalid_rows(preds, join.id_col, join.prediction_time_col, "prediction", "raise", 0, time_micros(preds.column(join.prediction_time_col), join.prediction_time_col))
-        invalid_rows(labels, join.id_col, join.label_time_col, "label", "raise", 0, time_micros(labels.column(join.label_time_col), join.label_time_col))
+        invalid_rows(preds, join.id_col, join.prediction_time_col, "prediction", "raise", 0, pt)
+        invalid_rows(labels, join.id_col, join.label_time_col, "label", "raise", 0, lt)
     return preds, labels
 
 
