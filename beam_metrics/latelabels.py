@@ -48,7 +48,7 @@ from apache_beam.transforms.window import GlobalWindows
 from apache_beam.utils.timestamp import Timestamp
 
 from core.slice_values import canonical_value
-from core.windows import parse_duration
+from core.windows import MAX_US, MIN_US, TIME_RANGE_RULE, parse_duration
 from core.latelabels import COUNT_NAMES, INVALID_LABEL, INVALID_PRED, JoinCounts, LabelJoin, join_batches
 
 __all__ = ["JoinCountsCombineFn", "JoinLateLabels", "MATCHED_TAG", "COUNTS_TAG"]
@@ -73,14 +73,20 @@ def _event_micros(value: Any, column: str, what: str) -> int | None:
     if value is None or isinstance(value, bool):
         return None
     if isinstance(value, np.datetime64):
-        return None if np.isnat(value) else int(value.astype("datetime64[us]").astype(np.int64))
-    if isinstance(value, dt.datetime):
+        us = None if np.isnat(value) else int(value.astype("datetime64[s]").astype(np.int64)) * 1_000_000  # range first: no wrap
+        if us is not None and MIN_US <= us <= MAX_US:
+            us = int(value.astype("datetime64[us]").astype(np.int64))
+    elif isinstance(value, dt.datetime):
         if value.tzinfo is None:
             value = value.replace(tzinfo=dt.timezone.utc)
-        return (value - dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)) // dt.timedelta(microseconds=1)
-    if isinstance(value, (int, float, np.integer, np.floating)):
-        return int(np.floor(float(value) * 1e6)) if np.isfinite(value) else None
-    raise TypeError(f"{what} time column {column!r} must hold numbers of seconds or datetimes, got {value!r} ({type(value).__name__})")
+        us = (value - dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)) // dt.timedelta(microseconds=1)
+    elif isinstance(value, (int, float, np.integer, np.floating)):
+        us = int(np.floor(float(value) * 1e6)) if np.isfinite(value) else None
+    else:
+        raise TypeError(f"{what} time column {column!r} must hold numbers of seconds or datetimes, got {value!r} ({type(value).__name__})")
+    if us is not None and not MIN_US <= us <= MAX_US:
+        raise ValueError(f"{what} column {column!r}: invalid value {value!r} in a {what} row: {TIME_RANGE_RULE}")
+    return us
 
 
 class _KeyById(beam.DoFn):

@@ -36,6 +36,7 @@ import numpy as np
 from core import codec
 from core._inputs import as_array, invalid_value_message
 from core.limits import MAX_NUM_CLASSES, check_count
+from core.nulls import is_null
 from core.states import State
 
 __all__ = ["ContinualEvaluation", "ContinualLayout", "ContinualState", "OCLMetrics", "EVENT_COLUMNS"]
@@ -231,8 +232,8 @@ def _steps(step: Any, hh: int, row_offset: int, n: int) -> tuple[np.ndarray, np.
         raise ValueError(f"column 'step': {arr.shape[0]} rows, but the labels have {n}")
     if arr.dtype.kind == "f":
         final = np.isnan(arr)
-    elif arr.dtype.kind == "O":
-        final = np.array([v is None for v in arr], dtype=bool)
+    elif arr.dtype.kind == "O":  # None, an Arrow null or a float NaN (a list, an object array, row dicts)
+        final = np.array([is_null(v) or (isinstance(v, (float, np.floating)) and np.isnan(v)) for v in arr], dtype=bool)
     else:
         final = np.zeros(n, dtype=bool)
     if (~final).any() and hh == 0:

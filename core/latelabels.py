@@ -56,14 +56,15 @@ from typing import TYPE_CHECKING, Any, Iterable, Sequence
 import numpy as np
 
 from core.slice_values import canonical_value
-from core.windows import TimeWindows, parse_duration, window_slice_values
+from core._inputs import invalid_value_message
+from core.windows import MAX_US, MIN_US, TIME_RANGE_RULE, TimeWindows, parse_duration, window_slice_values
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
 __all__ = [
-    "COUNT_NAMES", "Classified", "JoinCounts", "LabelJoin", "bucket_of", "classify", "count_outcomes", "count_specs", "invalid_rows",
-    "join_batches", "matched_table", "time_micros",
+    "COUNT_NAMES", "Classified", "JoinCounts", "LabelJoin", "bucket_of", "canonical_ids", "classify", "count_outcomes", "count_specs",
+    "invalid_rows", "join_batches", "matched_table", "slice_types", "time_micros",
 ]  # fmt: skip
 
 WINDOW_START, WINDOW_END = "window_start", "window_end"
@@ -127,12 +128,29 @@ class LabelJoin:
         }  # fmt: skip
 
 
-def time_micros(col: pa.ChunkedArray | pa.Array, name: str) -> np.ndarray:
+def time_micros(col: pa.ChunkedArray | pa.Array, name: str, what: str = "", row_offset: int = 0) -> np.ndarray:
     """Event times as float64 microseconds since the epoch (NaN where null).
+
+    Args:
+        col: the time column. name: its name. what: ``"prediction"`` or ``"label"`` (messages).
+        row_offset: the position of the first row (messages).
 
     Raises:
         TypeError: a column that is neither a timestamp, a date nor a number.
+        ValueError: a time outside 0001-01-01 .. 9999-12-31T23:59:59.999999 UTC
+            (:data:`core.windows.TIME_RANGE_RULE`), naming the column, the value and the row.
     """
+    out = _time_micros(col, name)
+    with np.errstate(invalid="ignore"):
+        oor = np.isfinite(out) & ((out < MIN_US) | (out > MAX_US))
+    if oor.any():
+        i = int(np.flatnonzero(oor)[0])
+        more = f" ({int(oor.sum())} such rows)" if oor.sum() > 1 else ""
+        raise ValueError(f"{what + ' ' if what else ''}{invalid_value_message(name, col[i].as_py(), row_offset + i, TIME_RANGE_RULE, more)}")
+    return out
+
+
+def _time_micros(col: pa.ChunkedArray | pa.Array, name: str) -> np.ndarray:
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -149,12 +167,123 @@ def time_micros(col: pa.ChunkedArray | pa.Array, name: str) -> np.ndarray:
     elif pa.types.is_date(t):
         arr = pc.cast(pc.cast(col, pa.timestamp("us")), pa.int64())
     elif pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t):
-        arr = pc.multiply(pc.cast(col, pa.float64()), 1e6)
+        arr = pc.multiply(pc.cast(col, pa.float64(), safe=False), 1e6)  # int64 seconds beyond 2**53: out of range anyway
     elif pa.types.is_null(t):
         arr = pa.nulls(len(col), pa.float64())
     else:
         raise TypeError(f"time column {name!r} must hold timestamps, dates or numbers of seconds, got {t}")
     return np.asarray(pc.cast(arr, pa.float64()).to_numpy(zero_copy_only=False), dtype=np.float64)
+
+
+def _kind(t: pa.DataType) -> str:
+    """The kind of a column's type: ``"number"`` (integers, floats, decimals), ``"text"``, ``"null"``
+    or the type itself (its values are compared as they are)."""
+    import pyarrow as pa
+
+    if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t):
+        return "number"
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return "text"
+    return "null" if pa.types.is_null(t) else str(t)
+
+
+def _kinds_differ(column: str, what: str, pt: pa.DataType, lt: pa.DataType, rule: str) -> ValueError:
+    return ValueError(f"{what} column {column!r} is {pt} in the predictions and {lt} in the labels: {rule}")
+
+
+def _whole_int64(col: pa.ChunkedArray, column: str, what: str, row_offset: int) -> pa.Array:
+    """A number column as int64 (whole floats as their int; NaN as a missing id)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if pa.types.is_integer(col.type) and not (pa.types.is_uint64(col.type) and len(col) and (pc.max(col).as_py() or 0) >= 1 << 63):
+        return pc.cast(col, pa.int64())
+    f = np.asarray(pc.cast(col, pa.float64()).to_numpy(zero_copy_only=False), dtype=np.float64)
+    valid = np.asarray(pc.is_valid(col).to_numpy(zero_copy_only=False), dtype=bool) & ~np.isnan(f)
+    with np.errstate(invalid="ignore"):
+        bad = valid & ~((f == np.floor(f)) & (np.abs(f) < 2.0**63))
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise ValueError(f"{what} column {column!r}: invalid value {col[i].as_py()!r} at row {row_offset + i}: ids compared with the other input's "
+                         "integer ids must be whole numbers in the int64 range (an integer and a whole float are one id)")  # fmt: skip
+    if pa.types.is_integer(col.type):
+        return pc.cast(col, pa.int64())
+    out = np.zeros(len(f), dtype=np.int64)
+    out[valid] = f[valid].astype(np.int64)
+    return pa.array(out, pa.int64(), mask=~valid)
+
+
+def canonical_ids(predictions: pa.Table, labels: pa.Table, id_col: str, pred_offset: int = 0, label_offset: int = 0) -> tuple[pa.Table, pa.Table]:
+    """Both inputs with their id columns in one type, by **the id rule** (every engine):
+
+    * ids of one type are compared as they are;
+    * numbers of two types (integers, floats, decimals): an integer and a whole float are one id,
+      compared as their int64 value (``1 == 1.0``; NaN is a missing id); a fraction or a number
+      outside the int64 range is refused, naming the value and the row;
+    * text is text, never cast to a number (``"01"`` is not ``1``): an id column of numbers in one
+      input and text in the other (or any other two kinds) is refused, naming the column, both
+      inputs and both types; an all-null column takes the other input's type.
+
+    Raises:
+        ValueError: as above.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    pid, lid = predictions.column(id_col), labels.column(id_col)
+    if pid.type == lid.type:
+        return predictions, labels
+    kp, kl = _kind(pid.type), _kind(lid.type)
+
+    def put(table: pa.Table, col: Any) -> pa.Table:
+        return table.set_column(table.column_names.index(id_col), id_col, col)
+
+    if kl == "null":
+        return predictions, put(labels, pc.cast(lid, pid.type))
+    if kp == "null":
+        return put(predictions, pc.cast(pid, lid.type)), labels
+    if kp == kl == "number":
+        return put(predictions, _whole_int64(pid, id_col, "prediction", pred_offset)), put(labels, _whole_int64(lid, id_col, "label", label_offset))
+    if kp == kl == "text":
+        return put(predictions, pc.cast(pid, pa.large_string())), put(labels, pc.cast(lid, pa.large_string()))
+    rule = "ids of two kinds never meet (text is never cast to a number: '01' is not 1); cast one input's ids to the other's type"
+    if kp != kl:
+        raise _kinds_differ(id_col, "id", pid.type, lid.type, rule)
+    try:
+        return predictions, put(labels, pc.cast(lid, pid.type))
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+        raise _kinds_differ(id_col, "id", pid.type, lid.type, str(e)) from None
+
+
+def slice_types(pschema: pa.Schema, lschema: pa.Schema, specs: Sequence[tuple[str, ...]]) -> dict[str, pa.DataType]:
+    """The one type of each slice column that both inputs hold (numbers of two types: float64,
+    whose whole values are the integers' slice values; text: large_string).
+
+    Raises:
+        ValueError: a slice column of two kinds (e.g. int64 in the predictions, text in the labels),
+            naming the column, both inputs and both types.
+    """
+    import pyarrow as pa
+
+    out = {}
+    for col in dict.fromkeys(c for spec in specs for c in spec):
+        if col not in pschema.names or col not in lschema.names:
+            continue
+        pt, lt = pschema.field(col).type, lschema.field(col).type
+        kp, kl = _kind(pt), _kind(lt)
+        if pt == lt or kl == "null":
+            out[col] = pt
+        elif kp == "null":
+            out[col] = lt
+        elif kp != kl:
+            raise _kinds_differ(col, "slice", pt, lt, "a slice value must be of one kind in both inputs (text is never cast to a number); cast one of them")
+        elif kp == "number":
+            out[col] = pa.int64() if pa.types.is_integer(pt) and pa.types.is_integer(lt) else pa.float64()
+        elif kp == "text":
+            out[col] = pa.large_string()
+        else:
+            out[col] = pt
+    return out
 
 
 def invalid_rows(table: pa.Table, id_col: str, time_col: str, what: str, on_invalid: str, row_offset: int, times: np.ndarray) -> np.ndarray:
@@ -224,14 +353,9 @@ def classify(predictions: pa.Table, labels: pa.Table, join: LabelJoin, pred_offs
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    pid, lid = predictions.column(join.id_col), labels.column(join.id_col)
-    if pid.type != lid.type:
-        try:
-            labels = labels.set_column(labels.column_names.index(join.id_col), join.id_col, pc.cast(lid, pid.type))
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
-            raise ValueError(f"id column {join.id_col!r} is {pid.type} in the predictions and {lid.type} in the labels: {e}") from None
-    pt = time_micros(predictions.column(join.prediction_time_col), join.prediction_time_col)
-    lt = time_micros(labels.column(join.label_time_col), join.label_time_col)
+    predictions, labels = canonical_ids(predictions, labels, join.id_col, pred_offset, label_offset)
+    pt = time_micros(predictions.column(join.prediction_time_col), join.prediction_time_col, "prediction", pred_offset)
+    lt = time_micros(labels.column(join.label_time_col), join.label_time_col, "label", label_offset)
     pbad = invalid_rows(predictions, join.id_col, join.prediction_time_col, "prediction", join.on_invalid, pred_offset, pt)
     lbad = invalid_rows(labels, join.id_col, join.label_time_col, "label", join.on_invalid, label_offset, lt)
     pchosen, pdup = _first_per_id(predictions, join.id_col, pt, ~pbad)
@@ -344,6 +468,7 @@ def count_outcomes(predictions: pa.Table, labels: pa.Table, join: LabelJoin, c: 
         return counts
     ptable = _with_windows(predictions, c.pred_times, join)
     ltable = _with_windows(labels, c.label_times, join)
+    types = slice_types(ptable.schema, ltable.schema, specs)
     attributed = c.label_pred_row[lab_extra]
     on_pred = attributed >= 0
     invalid = np.concatenate([c.pred_outcome == INVALID_PRED, c.label_outcome[lab_extra] == INVALID_LABEL])
@@ -352,6 +477,9 @@ def count_outcomes(predictions: pa.Table, labels: pa.Table, join: LabelJoin, c: 
             continue
         src_rows = np.concatenate([pred_rows, attributed[on_pred]])
         parts = [ptable.select(list(spec)).take(pa.array(src_rows, pa.int64()))]
+        if all(col in ltable.column_names for col in spec):
+            common = pa.schema([(col, types.get(col, parts[0].schema.field(col).type)) for col in spec])
+            parts[0] = parts[0].cast(common)
         sel = np.concatenate([~invalid[: len(pred_rows)], ~invalid[len(pred_rows):][on_pred]])
         sel_codes = [np.concatenate([codes[: len(pred_rows)], codes[len(pred_rows):][on_pred]])]
         own = lab_extra[~on_pred]

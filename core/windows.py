@@ -44,7 +44,10 @@ from core.evaluation import Evaluation, resolve_evaluation
 from core.results import Results, SliceResult, window_bound
 from core.slice_values import canonical_value
 
-__all__ = ["TimeWindows", "WindowedEvaluation", "format_duration", "parse_duration", "to_micros", "window_from_micros", "window_slice_values"]
+__all__ = [
+    "MAX_US", "MIN_US", "TIME_RANGE_RULE", "TimeWindows", "WindowedEvaluation", "format_duration", "parse_duration", "to_micros", "window_from_micros",
+    "window_slice_values",
+]
 
 _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
 _UNITS = {
@@ -120,11 +123,36 @@ def window_from_micros(us: int) -> _dt.datetime:
     return _EPOCH + _dt.timedelta(microseconds=int(us))
 
 
+#: the event-time range (microseconds since the epoch): Python's ``datetime`` and Spark's
+#: timestamps, 0001-01-01T00:00:00 .. 9999-12-31T23:59:59.999999 UTC
+MIN_US, MAX_US = -62_135_596_800_000_000, 253_402_300_799_999_999
+TIME_RANGE_RULE = "event times must lie within 0001-01-01T00:00:00 .. 9999-12-31T23:59:59.999999 UTC"
+_UNIT_US = {"W": 604_800_000_000, "D": 86_400_000_000, "h": 3_600_000_000, "m": 60_000_000, "s": 1_000_000, "ms": 1_000, "us": 1}
+
+
+def _datetime64_micros(a: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(micros, nat, out_of_range)`` of a datetime64 array of any unit (no int64 wrap-around:
+    a coarse unit is checked against the range before it is scaled)."""
+    unit, count = np.datetime_data(a.dtype)
+    if unit in ("Y", "M"):
+        a, unit, count = a.astype("datetime64[D]"), "D", 1
+    nat = np.isnat(a)
+    if unit not in _UNIT_US:  # finer than microseconds: always in range (ns: 1677 .. 2262)
+        out = a.astype("datetime64[us]").astype(np.int64)  # floor: the same window as the finer time
+        return np.where(nat, 0, out), nat, np.zeros(len(a), dtype=bool)
+    f = _UNIT_US[unit] * count
+    iv = a.astype(np.int64)
+    oor = ~nat & ((iv < -(-MIN_US // f)) | (iv > MAX_US // f))
+    return np.where(nat | oor, 0, iv) * f, nat, oor
+
+
 def _one_micros(v: Any) -> int | None:
+    """Microseconds of one value (a Python int, maybe outside int64); None: missing or unreadable."""
     if v is None or isinstance(v, bool):
         return None
     if isinstance(v, np.datetime64):
-        return None if np.isnat(v) else int(v.astype("datetime64[us]").astype(np.int64))
+        us, nat, oor = _datetime64_micros(np.array([v]))
+        return None if nat[0] else MAX_US + 1 if oor[0] else int(us[0])
     if isinstance(v, (_dt.datetime, str)):
         try:
             b = window_bound(v)
@@ -138,22 +166,42 @@ def _one_micros(v: Any) -> int | None:
     return None
 
 
-def to_micros(values: Any, column: str, row_offset: int = 0) -> np.ndarray:
+def _outside(us: np.ndarray, window: "TimeWindows | None") -> np.ndarray:
+    """Which times (int64 microseconds, within ``[MIN_US, MAX_US]``) have a window outside the range."""
+    if window is None:
+        return np.zeros(len(us), dtype=bool)
+    last_end = (us // window.slide_us) * window.slide_us + window.size_us
+    first_start = ((us - window.size_us) // window.slide_us + 1) * window.slide_us
+    return (last_end > MAX_US) | (first_start < MIN_US)
+
+
+def to_micros(values: Any, column: str, row_offset: int = 0, window: "TimeWindows | None" = None) -> np.ndarray:
     """A time column as int64 microseconds since the epoch (see the module docstring).
 
+    Args:
+        values: (n,) times.
+        column: the column's name (messages).
+        row_offset: the position of the first row (messages).
+        window: the windows the times go into: each window holding a time must lie in the range too.
+
     Raises:
-        ValueError: a missing or unreadable time (column, value and row in the message).
+        ValueError: a missing or unreadable time, or a time (with ``window``: a window of it)
+            outside 0001-01-01 .. 9999-12-31T23:59:59.999999 UTC (:data:`TIME_RANGE_RULE`; integer
+            seconds never wrap around int64), naming the column, the value and the row.
     """
     arr = as_array(values, column)
+    oor = np.zeros(len(arr), dtype=bool)
     if arr.dtype.kind == "M":
-        out = arr.astype("datetime64[us]")  # floor: the same window as the finer time
-        bad = np.isnat(out)
-        out = out.astype(np.int64)
+        out, bad, oor = _datetime64_micros(arr)
     elif arr.dtype.kind in "iu":
-        out, bad = arr.astype(np.int64) * 1_000_000, np.zeros(len(arr), dtype=bool)
+        bad = np.zeros(len(arr), dtype=bool)
+        oor = (arr < MIN_US // 1_000_000) | (arr > MAX_US // 1_000_000)
+        out = np.where(oor, 0, arr).astype(np.int64) * 1_000_000
     elif arr.dtype.kind == "f":
         bad = ~np.isfinite(arr)
-        out = np.round(np.where(bad, 0.0, arr) * 1_000_000).astype(np.int64)
+        scaled = np.where(bad, 0.0, arr) * 1_000_000
+        oor = (scaled < MIN_US) | (scaled > MAX_US)
+        out = np.round(np.where(oor, 0.0, scaled)).astype(np.int64)
     else:
         cache: dict[Any, int | None] = {}
         out = np.zeros(len(arr), dtype=np.int64)
@@ -165,14 +213,21 @@ def to_micros(values: Any, column: str, row_offset: int = 0) -> np.ndarray:
                 us = None
             if us is None:
                 bad[i] = True
+            elif not MIN_US <= us <= MAX_US:
+                oor[i] = True
             else:
                 out[i] = us
-    if bad.any():
-        i = int(np.flatnonzero(bad)[0])
+    oor |= ~bad & ~oor & _outside(out, window)
+    if bad.any() or oor.any():
+        i = int(np.flatnonzero(bad | oor)[0])
         v = arr[i]
+        shown = _Shown(str(v)) if isinstance(v, np.datetime64) else v.item() if hasattr(v, "item") else v
+        if oor[i]:
+            more = f" (with their whole {format_duration(window.size_us)} window{'s' if window.sliding else ''})" if window is not None else ""
+            raise ValueError(invalid_value_message(column, shown, row_offset + i, TIME_RANGE_RULE + more, f" ({int(oor.sum())} such rows)" if oor.sum() > 1 else ""))
         raise ValueError(
             invalid_value_message(
-                column, _Shown(str(v)) if isinstance(v, np.datetime64) else v.item() if hasattr(v, "item") else v, row_offset + i,
+                column, shown, row_offset + i,
                 "event times must be datetimes, ISO-8601 strings or seconds since the epoch (microsecond precision)",
                 f" ({int(bad.sum())} such rows)" if bad.sum() > 1 else "",
             )
@@ -367,7 +422,7 @@ class WindowedEvaluation:
         n = num_rows(data)
         if n == 0:
             return acc
-        times = to_micros(_time_column(data, self.window.time_col), self.window.time_col, row_offset)
+        times = to_micros(_time_column(data, self.window.time_col), self.window.time_col, row_offset, self.window)
         rows, starts = self.window.assign(times)
         order = np.lexsort((rows, starts))
         rows, starts = rows[order], starts[order]

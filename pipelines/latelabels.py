@@ -29,12 +29,14 @@ from core.latelabels import (  # noqa: F401  (re-exported: the join's names)
     JoinCounts,
     LabelJoin,
     bucket_of,
+    canonical_ids,
     classify,
     count_outcomes,
     count_specs,
     invalid_rows,
     join_batches,
     matched_table,
+    slice_types,
     time_micros,
 )
 from core.windows import parse_duration
@@ -92,9 +94,13 @@ def check_inputs(pred_path: str, labels_path: str, evaluation: Any, join: LabelJ
     pcols, lcols = _input_columns(evaluation, join, io.dataset(labels_path, labels_fmt).schema.names)
     preds, labels = _read_all(pred_path, pcols, fmt), _read_all(labels_path, lcols, labels_fmt)
     classify(preds.slice(0, 0), labels.slice(0, 0), join)  # types of ids and times
+    canonical_ids(preds, labels, join.id_col)  # the id rule, with the rows of the whole inputs
+    slice_types(preds.schema, labels.schema, count_specs(evaluation))
+    pt = time_micros(preds.column(join.prediction_time_col), join.prediction_time_col, "prediction")  # times out of range raise here
+    lt = time_micros(labels.column(join.label_time_col), join.label_time_col, "label")
     if join.on_invalid == "raise":
-        invalid_rows(preds, join.id_col, join.prediction_time_col, "prediction", "raise", 0, time_micros(preds.column(join.prediction_time_col), join.prediction_time_col))
-        invalid_rows(labels, join.id_col, join.label_time_col, "label", "raise", 0, time_micros(labels.column(join.label_time_col), join.label_time_col))
+        invalid_rows(preds, join.id_col, join.prediction_time_col, "prediction", "raise", 0, pt)
+        invalid_rows(labels, join.id_col, join.label_time_col, "label", "raise", 0, lt)
     return preds, labels
 
 
@@ -198,7 +204,8 @@ def run_spark(evaluation: Any, join: LabelJoin, pred_path: str, labels_path: str
         f = io.detect_format(path, f)
         schema = io.input_schema(path, f, table.column_names)
         df = engines.read_spark(spark, __import__("os").path.abspath(path), schema, table.column_names).select(*table.column_names)
-        frames.append(df.toDF(*[f"{side}_{i}" for i in range(len(table.column_names))]).withColumn("__side", F.lit(side)).withColumn("__id", F.col(f"{side}_0").cast("string")))
+        df = df.toDF(*[f"{side}_{i}" for i in range(len(table.column_names))])
+        frames.append(df.withColumn("__side", F.lit(side)).withColumn("__id", _spark_id_key(F.col(f"{side}_0"), table.schema.field(0).type)))
     union = frames[0].unionByName(frames[1], allowMissingColumns=True).repartition(partitions, "__id")
     pnames, lnames = preds.column_names, labels.column_names
     pschema, lschema = preds.schema, labels.schema
@@ -236,6 +243,18 @@ def run_spark(evaluation: Any, join: LabelJoin, pred_path: str, labels_path: str
     if not counts.counts:
         counts = join_batches(preds.slice(0, 0), labels.slice(0, 0), join, specs)[1]
     return results, counts
+
+
+def _spark_id_key(col: Any, arrow_type: pa.DataType) -> Any:
+    """The partition key of an id on Spark: its canonical text (the id rule of
+    :func:`core.latelabels.canonical_ids`: a whole float as its integer, ``1.0 -> "1"``, as
+    :func:`core.latelabels.bucket_of`), so equal ids of two number types meet in one partition."""
+    from pyspark.sql import functions as F
+
+    if pa.types.is_floating(arrow_type) or pa.types.is_decimal(arrow_type):
+        whole = (col == F.floor(col)) & (F.abs(col) < F.lit(2.0**63))
+        return F.when(whole, F.floor(col).cast("long").cast("string")).otherwise(col.cast("string"))
+    return col.cast("string")
 
 
 def run_join(engine: str, evaluation: Any, join: LabelJoin, pred_path: str, labels_path: str, fmt: str | None = None, labels_fmt: str | None = None, **options: Any) -> tuple[Any, JoinCounts]:

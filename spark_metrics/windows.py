@@ -2,8 +2,8 @@
 
 Batch plan (DataFrame API only)::
 
-    df.select(evaluation.columns, unix_micros(ts))
-      .mapInArrow(assign each row its windows (core.TimeWindows; sliding: several),
+    df.select(evaluation.columns, ts)
+      .mapInArrow(read the times (core.to_micros), assign each row its windows (core.TimeWindows; sliding: several),
                   fold each partition's rows into one accumulator per window,
                   emit (window_start_us, window_end_us, slice_key, states))
       .groupBy(window_start_us, window_end_us, slice_key)
@@ -36,7 +36,7 @@ from core._inputs import invalid_value_message
 from core.evaluation import Evaluation
 from core.metrics import UndefinedMetricWarning
 from core.results import WINDOW_COLUMNS, Results
-from core.windows import TimeWindows, WindowedEvaluation, take_rows, window_from_micros
+from core.windows import TimeWindows, WindowedEvaluation, take_rows, to_micros, window_from_micros
 from spark_metrics.compute import _column_types, _prepare_columns, _quote, arrow_input, fold_partition_batches
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -77,7 +77,8 @@ def _spark_duration(us: int) -> str:
 
 def _windowed_input(df: "DataFrame", evaluation: Evaluation, window: TimeWindows, stream: bool) -> tuple["DataFrame", list[str]]:
     """The input columns under positional names (``_mm0, ...``, see :func:`arrow_input`) and the
-    event time in microseconds (``_mm_t``); on a stream also the window bounds (Spark's
+    event time (``_mm_t``: numbers of seconds and timestamps as given, read on the executors by
+    :func:`core.windows.to_micros` as on the local engine; other types cast to timestamp); on a stream also the window bounds (Spark's
     ``window``: a sliding window puts a row in each of its windows) and the time itself (the
     watermark's column)."""
     from pyspark.sql import functions as F
@@ -96,7 +97,10 @@ def _windowed_input(df: "DataFrame", evaluation: Evaluation, window: TimeWindows
     names = list(evaluation.columns)
     cols = [e.alias(f"_mm{i}") for i, e in enumerate(_prepare_columns(df, evaluation))]
     if not stream:
-        return df.select(*cols, F.unix_micros(t).alias("_mm_t")), names
+        # numbers and timestamps as they are: core's to_micros reads them on the executors, as the
+        # local engine does (seconds never wrap around int64; a time out of range names its value)
+        raw = F.col(_quote(window.time_col)) if isinstance(dtype, (T.IntegralType, T.FloatType, T.DoubleType, T.TimestampType)) else t
+        return df.select(*cols, raw.alias("_mm_t")), names
     size = _spark_duration(window.size_us)
     w = F.window(t, size, _spark_duration(window.slide_us)) if window.sliding else F.window(t, size)
     out = df.select(*cols, w.alias("_mm_w"), F.col(_quote(window.time_col)))
@@ -117,7 +121,7 @@ def _fold_windows_fn(we: WindowedEvaluation, names: list[str]) -> Callable[[Iter
         t = batch.column("_mm_t")
         if t.null_count:
             raise _null_time_error(we.window, row_offset + int(np.flatnonzero(t.is_null().to_numpy(zero_copy_only=False))[0]))
-        rows, starts = we.window.assign(t.to_numpy())
+        rows, starts = we.window.assign(to_micros(t, we.window.time_col, row_offset, we.window))
         values = batch.select(names)
         for start in np.unique(starts):
             idx = rows[starts == start]

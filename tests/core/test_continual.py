@@ -278,3 +278,25 @@ def test_fold_events_reads_and_names_the_users_label_and_prediction_columns():
         ev.fold_events({"trained_task": [0], "evaluated_task": [0], "y": [0], "yhat": [7]}, "y", "yhat")
     with pytest.raises(ValueError, match=r"missing \['yhat'\]"):
         ev.fold_events({"trained_task": [0], "evaluated_task": [0], "y": [0], "prediction": [0]}, "y", "yhat")
+
+
+def test_nan_steps_in_object_containers_mean_after_the_task():
+    # None, NaN and an Arrow null all mark the evaluation after the task (R), in a list, an object
+    # array and row dicts (Beam's elements); the hand-computed EVENTS fold is the reference
+    from beam_metrics.continual import ContinualCombineFn
+
+    rows = [(tr, step, e, y, p) for tr, step, e, ys, ps in EVENTS for y, p in zip(ys, ps)]
+    for null in (float("nan"), np.float64("nan"), None):
+        steps = [null if s is None else s for _, s, _, _, _ in rows]
+        cols = {c: [r[i] for r in rows] for i, c in enumerate(("trained_task", "step", "evaluated_task", "label", "prediction"))}
+        for container in (list, lambda v: np.asarray(v, dtype=object)):
+            ev = ContinualEvaluation(2, 2, 1)
+            ev.fold_events({**cols, "step": container(steps)})
+            assert ev == _fold(EVENTS), (null, container)
+        fn = ContinualCombineFn(2, 2, 1)
+        acc = fn.create_accumulator()
+        for r, s in zip(rows, steps):
+            acc = fn.add_input(acc, {"trained_task": r[0], "step": s, "evaluated_task": r[2], "label": r[3], "prediction": r[4]})
+        assert fn.extract_output(acc) == _fold(EVENTS)
+    with pytest.raises(ValueError, match=r"column 'step': invalid value 'x' at row 0"):
+        ContinualEvaluation(2, 2, 1).update(0, 0, [1], [1], step=np.array(["x"], dtype=object))
