@@ -5,6 +5,7 @@ core Evaluation on that window's rows."""
 from __future__ import annotations
 
 import datetime as dt
+import os
 
 import numpy as np
 import pytest
@@ -57,22 +58,28 @@ def test_batch_null_time_raises_and_streams_need_windows(spark):
         compute_metrics(stream, label_col="value", prediction_col="value")
 
 
-def _stream_run(spark, tmp_path, cols, mode):
-    """Files written into a directory, read with readStream one file per micro-batch; in
-    append mode two more files hold one late-in-time row each, to move the watermark past every
-    window (a micro-batch's watermark is the previous one's latest time)."""
+def _stream_run(spark, tmp_path, cols, mode, late=False):
+    """Files written into a directory, read with readStream one file per micro-batch (in the
+    order written: their modification times 10 s apart); in append mode two more files hold one
+    late-in-time row each, to move the watermark past every window (a micro-batch's watermark is
+    the previous one's latest time). ``late``: the first row at 20 h is in the first file, so the
+    second file's rows all arrive after the watermark has passed their windows' ends."""
     src = tmp_path / f"in-{mode}"
     src.mkdir()
     pdf = _frame(cols, as_timestamp=True)
     schema = spark.createDataFrame(pdf.head(1)).schema
     advance = pdf.head(1).copy()
     parts = [pdf.iloc[:150], pdf.iloc[150:]]
-    for h in (20, 40) if mode == "append" else ():
+    for h in (20, 40) if mode == "append" or late else ():
         a = advance.copy()
         a["ts"] = pd.Timestamp(T0 + h * 3600, unit="s", tz="UTC")
         parts.append(a)
+    if late:
+        parts = [pd.concat([parts[0], parts[2]]), parts[1], parts[3]]
     for i, part in enumerate(parts):
-        part.to_parquet(src / f"part-{i}.parquet", index=False, coerce_timestamps="us", allow_truncated_timestamps=False)
+        f = src / f"part-{i}.parquet"
+        part.to_parquet(f, index=False, coerce_timestamps="us", allow_truncated_timestamps=False)
+        os.utime(f, (1_700_000_000 + 10 * i, 1_700_000_000 + 10 * i))
     stream = spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).parquet(str(src)).withWatermark("ts", "0 seconds")
     we = WindowedEvaluation(("ts", "1h"), **OPTIONS)
     out = compute_metrics(stream, evaluation=we.evaluation, window=("ts", "1h"), output_mode=mode)
@@ -115,3 +122,24 @@ def test_structured_streaming_windows(spark, tmp_path, mode):
         assert sorted(emitted) == sorted(set(emitted)) and set(emitted) == data_windows | {dt.datetime.fromtimestamp(T0 + 20 * 3600, dt.timezone.utc)}
     else:  # the window cut by the first two files is emitted twice: after each micro-batch that touched it
         assert len(emitted) > len(set(emitted))
+
+
+@pytest.mark.parametrize("mode", ["update", "append"])
+def test_a_micro_batch_behind_the_watermark_is_decided_at_once(spark, tmp_path, mode):
+    """Issue 28 item 15: the first micro-batch moves the watermark to 20 h; the second holds the
+    rows of hours 2-4, whose windows ended before it. Those windows are decided at once (before:
+    INVALID_TIMEOUT_TIMESTAMP, a timeout earlier than the watermark): every window equals core's
+    Evaluation on its rows and, in append mode, is emitted once."""
+    cols = timed_rows(n=300, hours=4, seed=13)
+    we, batches = _stream_run(spark, tmp_path, cols, mode, late=True)
+    want = reference(cols, 3600)
+    latest = _latest_per_window(batches)
+    data_windows = {w for w, _ in want.windows}
+    assert data_windows <= set(latest)
+    got = we.collect(rows=[r for w, rows in latest.items() if w in data_windows for r in rows])
+    assert_same_windows(got, want)
+    emitted = [r["window_start"] for _, rows in batches for r in rows if r["slice_key"] == "[]" and r["metric"] == "example_count"]
+    late_windows = {w for w, _ in reference({k: v[150:] for k, v in cols.items()}, 3600).windows}
+    assert late_windows and min(late_windows) < dt.datetime.fromtimestamp(T0 + 19 * 3600, dt.timezone.utc)
+    if mode == "append":  # once per window
+        assert sorted(emitted) == sorted(set(emitted)) and set(emitted) == data_windows | {dt.datetime.fromtimestamp(T0 + 20 * 3600, dt.timezone.utc)}
