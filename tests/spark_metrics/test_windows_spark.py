@@ -107,10 +107,15 @@ def _latest_per_window(batches):
     return latest
 
 
+@pytest.mark.parametrize("late", [False, True], ids=["in_order", "behind_watermark"])
 @pytest.mark.parametrize("mode", ["update", "append"])
-def test_structured_streaming_windows(spark, tmp_path, mode):
+def test_structured_streaming_windows(spark, tmp_path, mode, late):
+    """Every window equals core's Evaluation on its rows. ``behind_watermark`` (issue 28 item 15):
+    the first micro-batch moves the watermark to 20 h; the second holds the rows of hours 2-4,
+    whose windows ended before it; those windows are decided at once (before:
+    INVALID_TIMEOUT_TIMESTAMP, a timeout earlier than the watermark)."""
     cols = timed_rows(n=300, hours=4, seed=13)
-    we, batches = _stream_run(spark, tmp_path, cols, mode)
+    we, batches = _stream_run(spark, tmp_path, cols, mode, late=late)
     want = reference(cols, 3600)
     latest = _latest_per_window(batches)
     data_windows = {w for w, _ in want.windows}
@@ -118,28 +123,9 @@ def test_structured_streaming_windows(spark, tmp_path, mode):
     got = we.collect(rows=[r for w, rows in latest.items() if w in data_windows for r in rows])
     assert_same_windows(got, want)
     emitted = [r["window_start"] for _, rows in batches for r in rows if r["slice_key"] == "[]" and r["metric"] == "example_count"]
+    if late:  # the second file's rows are all of windows that end before 20 h
+        assert max(cols["ts"][150:]) < T0 + 19 * 3600
     if mode == "append":  # once per window, and only windows the watermark passed
         assert sorted(emitted) == sorted(set(emitted)) and set(emitted) == data_windows | {dt.datetime.fromtimestamp(T0 + 20 * 3600, dt.timezone.utc)}
     else:  # the window cut by the first two files is emitted twice: after each micro-batch that touched it
         assert len(emitted) > len(set(emitted))
-
-
-@pytest.mark.parametrize("mode", ["update", "append"])
-def test_a_micro_batch_behind_the_watermark_is_decided_at_once(spark, tmp_path, mode):
-    """Issue 28 item 15: the first micro-batch moves the watermark to 20 h; the second holds the
-    rows of hours 2-4, whose windows ended before it. Those windows are decided at once (before:
-    INVALID_TIMEOUT_TIMESTAMP, a timeout earlier than the watermark): every window equals core's
-    Evaluation on its rows and, in append mode, is emitted once."""
-    cols = timed_rows(n=300, hours=4, seed=13)
-    we, batches = _stream_run(spark, tmp_path, cols, mode, late=True)
-    want = reference(cols, 3600)
-    latest = _latest_per_window(batches)
-    data_windows = {w for w, _ in want.windows}
-    assert data_windows <= set(latest)
-    got = we.collect(rows=[r for w, rows in latest.items() if w in data_windows for r in rows])
-    assert_same_windows(got, want)
-    emitted = [r["window_start"] for _, rows in batches for r in rows if r["slice_key"] == "[]" and r["metric"] == "example_count"]
-    late_windows = {w for w, _ in reference({k: v[150:] for k, v in cols.items()}, 3600).windows}
-    assert late_windows and min(late_windows) < dt.datetime.fromtimestamp(T0 + 19 * 3600, dt.timezone.utc)
-    if mode == "append":  # once per window
-        assert sorted(emitted) == sorted(set(emitted)) and set(emitted) == data_windows | {dt.datetime.fromtimestamp(T0 + 20 * 3600, dt.timezone.utc)}
