@@ -16,16 +16,17 @@ prediction column, the label column and, with ``window``, the ``window_start`` /
 slice values of the prediction time), and the outcome counts of the id (per slice of every slice
 spec and overall: :data:`core.latelabels.COUNT_NAMES`, the batch join's names) to the
 ``counts`` output, as :meth:`core.latelabels.JoinCounts.to_lines` JSON lines;
-:class:`JoinCountsCombineFn` sums them into a ``JoinCounts``. When both a prediction and a label
-of the id have come, the outcome is **decided early**, as soon as the watermark passes both
-earliest times (a second timer): a matched example is emitted then, not at the deadline; rows of
-the id that come later (duplicates) are counted at the deadline (the difference of the final
-counts and the early ones), when the state is cleared. A row with a missing id or time raises
+:class:`JoinCountsCombineFn` sums them into a ``JoinCounts``. The id is decided only at its
+deadline, when its outcome is final and the state is cleared: until then a row that comes later
+with an earlier event time (behind the watermark, as late data does: a label before the
+prediction, an earlier prediction with another score) may still become the id's prediction or
+label, and the matched example must be the batch join's (an example emitted earlier could not be
+taken back out of the metrics). A row with a missing id or time raises
 (``on_invalid="raise"``) or is counted as ``invalid_predictions`` / ``invalid_labels`` in the
 overall slice (``"skip"``): nothing is dropped silently.
 
-The counts equal the batch join's on the same rows whenever every row of an id arrives before
-its deadline passes (the watermark): a label up to ``max_label_delay + late_label_horizon`` after
+The counts and the matched examples equal the batch join's on the same rows, in any arrival
+order, whenever every row of an id arrives before its deadline passes (the watermark): a label up to ``max_label_delay + late_label_horizon`` after
 its prediction is recognised as ``late``; a row of an id that comes after the id's deadline
 starts a new group (a prediction then counts as ``never``, a label as ``orphan_labels``, never
 dropped). The state per id is the id's few rows, held until the deadline.
@@ -119,20 +120,18 @@ class _KeyById(beam.DoFn):
 
 
 class _JoinPerId(beam.DoFn):
-    """The stateful join of one id: rows buffered; decided early when both sides came, final at
-    the deadline (see the module docstring)."""
+    """The stateful join of one id: rows buffered, decided at the deadline (see the module
+    docstring)."""
 
     ROWS = BagStateSpec("rows", FastPrimitivesCoder())
     FIRST = ReadModifyWriteStateSpec("first", FastPrimitivesCoder())  # (earliest prediction us, earliest label us)
-    SENT = ReadModifyWriteStateSpec("sent", FastPrimitivesCoder())  # the counts lines emitted by the early decision
-    DECIDE = TimerSpec("decide", TimeDomain.WATERMARK)
     DEADLINE = TimerSpec("deadline", TimeDomain.WATERMARK)
 
     def __init__(self, join: LabelJoin, specs: Sequence[tuple[str, ...]], hold_us: int):
         self.join, self.specs, self.hold_us = join, list(specs), hold_us
 
-    def process(self, element: Any, rows: Any = beam.DoFn.StateParam(ROWS), first: Any = beam.DoFn.StateParam(FIRST), sent: Any = beam.DoFn.StateParam(SENT),
-                decide: Any = beam.DoFn.TimerParam(DECIDE), deadline: Any = beam.DoFn.TimerParam(DEADLINE)) -> None:  # fmt: skip
+    def process(self, element: Any, rows: Any = beam.DoFn.StateParam(ROWS), first: Any = beam.DoFn.StateParam(FIRST),
+                deadline: Any = beam.DoFn.TimerParam(DEADLINE)) -> None:  # fmt: skip
         _, (side, us, row) = element
         rows.add((side, row))
         p, lab = first.read() or (None, None)
@@ -141,39 +140,19 @@ class _JoinPerId(beam.DoFn):
         else:
             lab = us if lab is None else min(lab, us)
         first.write((p, lab))
+        # no decision before the deadline: until then a row with an earlier time (behind the
+        # watermark, as late data is) may still become the id's prediction or label
         deadline.set(Timestamp(micros=(p if p is not None else lab) + self.hold_us))
-        if p is not None and lab is not None and sent.read() is None:
-            # once the watermark passes both earliest times, later rows can only be duplicates
-            decide.set(Timestamp(micros=max(p, lab) + 1))
-
-    @on_timer(DECIDE)
-    def on_decide(self, rows: Any = beam.DoFn.StateParam(ROWS), sent: Any = beam.DoFn.StateParam(SENT)) -> Iterable[Any]:
-        got = list(rows.read())
-        if not got or sent.read() is not None:  # pragma: no cover - decided, or cleared at the deadline
-            return
-        matched, counts = self._join(got)
-        lines = counts.to_lines()
-        sent.write(lines)
-        yield from matched.to_pylist()
-        for line in lines:
-            yield beam.pvalue.TaggedOutput(COUNTS_TAG, line)
 
     @on_timer(DEADLINE)
-    def on_deadline(self, rows: Any = beam.DoFn.StateParam(ROWS), first: Any = beam.DoFn.StateParam(FIRST), sent: Any = beam.DoFn.StateParam(SENT),
-                    decide: Any = beam.DoFn.TimerParam(DECIDE)) -> Iterable[Any]:  # fmt: skip
+    def on_deadline(self, rows: Any = beam.DoFn.StateParam(ROWS), first: Any = beam.DoFn.StateParam(FIRST)) -> Iterable[Any]:
         got = list(rows.read())
-        early = sent.read()
         rows.clear()
         first.clear()
-        sent.clear()
-        decide.clear()
         if not got:  # pragma: no cover - a timer is set only with a row
             return
         matched, counts = self._join(got)
-        if early is None:
-            yield from matched.to_pylist()
-        else:  # decided early: only what changed since (the rows that came later, duplicates)
-            counts = _difference(counts, JoinCounts.from_lines(early))
+        yield from matched.to_pylist()
         for line in counts.to_lines():
             yield beam.pvalue.TaggedOutput(COUNTS_TAG, line)
 
@@ -191,16 +170,6 @@ class _JoinPerId(beam.DoFn):
         if lt is None:
             lt = pa.table({j.id_col: pa.array([], p.schema.field(j.id_col).type), j.label_time_col: pa.array([], pa.float64()), j.label_col: pa.array([], pa.null())})
         return p, lt
-
-
-def _difference(a: JoinCounts, b: JoinCounts) -> JoinCounts:
-    """``a - b`` per slice key (the non-zero entries): what an id's final counts add to its early ones."""
-    out = {}
-    for key in a.counts.keys() | b.counts.keys():
-        d = a.counts.get(key, 0) - b.counts.get(key, 0)
-        if np.any(d):
-            out[key] = np.asarray(d, dtype=np.int64)
-    return JoinCounts(out)
 
 
 def _table(rows: list[dict]) -> pa.Table:
@@ -243,8 +212,8 @@ class JoinLateLabels(beam.PTransform):
     (or the tuple ``(p, l)``) gives ``{"matched": ..., "counts": ...}``.
 
     ``matched``: one row dict per matched example (a prediction and its earliest label with
-    ``0 <= label_time - prediction_time <= max_label_delay``), emitted once the watermark passes
-    its prediction and label times; feed it to :class:`~beam_metrics.ComputeMetrics` (slices may
+    ``0 <= label_time - prediction_time <= max_label_delay``), emitted at its id's deadline
+    (prediction time + ``max_label_delay`` + ``late_label_horizon``); feed it to :class:`~beam_metrics.ComputeMetrics` (slices may
     name ``window_start`` / ``window_end`` with ``window``). ``counts``: JSON lines of the outcome counts per id group and
     slice (:meth:`core.latelabels.JoinCounts.to_lines`), summed by
     :class:`JoinCountsCombineFn` (``beam.CombineGlobally(JoinCountsCombineFn())``, under the

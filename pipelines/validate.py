@@ -300,15 +300,18 @@ def read_results(path: str | Path, side: str) -> tuple[Path, dict[str, Any]]:
         bad = [c for c, v in s["slice"].items() if isinstance(v, dict)]
         if bad:
             raise ValueError(f"{where}: slices[{i}]: slice value of column {bad[0]!r} is a mapping {s['slice'][bad[0]]!r}; slice values are scalars")
-        sid = _slice_id(s["slice"])
+        bad = [k for k in ("window_start", "window_end") if not isinstance(s.get(k), (str, type(None)))]
+        if bad:
+            raise ValueError(f"{where}: slices[{i}]: {bad[0]} is {s[bad[0]]!r}; a window bound is an ISO 8601 text or null")
+        sid = _entry_id(s)  # a slice is its window and its key (--window writes every key once per window)
         if sid in seen:
-            raise ValueError(f"{where}: slices[{i}] ({_slice_name(s['slice'])}) appears twice (also slices[{seen[sid]}])")
+            raise ValueError(f"{where}: slices[{i}] ({_entry_name(s)}) appears twice (also slices[{seen[sid]}])")
         seen[sid] = i
         if not s.get("suppressed") and not isinstance(s.get("metrics"), dict):
-            raise ValueError(f"{where}: slices[{i}] ({_slice_name(s['slice'])}): \"metrics\" must be a mapping")
+            raise ValueError(f"{where}: slices[{i}] ({_entry_name(s)}): \"metrics\" must be a mapping")
         for k, v in (s.get("metrics") or {}).items():
             if not _numeric(v):
-                raise ValueError(f"{where}: slices[{i}] ({_slice_name(s['slice'])}): metric {k!r} = {v!r}: expected a number, null or a list of them")
+                raise ValueError(f"{where}: slices[{i}] ({_entry_name(s)}): metric {k!r} = {v!r}: expected a number, null or a list of them")
     from core.results import _requested_names
 
     names = _requested_names(doc.get("config"))
@@ -349,6 +352,27 @@ def _slice_name(s: dict[str, Any]) -> str:
     from core.slicing import slice_name
 
     return slice_name(tuple(s.items()))
+
+
+def _entry_id(entry: dict[str, Any]) -> tuple:
+    """A metrics.json slice entry's identity: its window (None outside windows) and its key."""
+    return (entry.get("window_start"), entry.get("window_end"), _slice_id(entry["slice"]))
+
+
+def _entry_window(entry: dict[str, Any]) -> dict[str, Any]:
+    """``{"window_start", "window_end"}`` of a windowed entry (``{}`` outside windows)."""
+    return {} if entry.get("window_start") is None else {"window_start": entry["window_start"], "window_end": entry.get("window_end")}
+
+
+def _entry_name(entry: dict[str, Any]) -> str:
+    """``country=FR``, or with a window ``country=FR, window 2013-01-01T05:00:00+00:00/2013-01-01T06:00:00+00:00``."""
+    name = _slice_name(entry["slice"])
+    return name if entry.get("window_start") is None else f"{name}, window {entry['window_start']}/{entry.get('window_end')}"
+
+
+def _entry_ref(entry: dict[str, Any]) -> dict[str, Any]:
+    """How a report lists a slice entry: its key; with a window ``{"slice", "window_start", "window_end"}``."""
+    return entry["slice"] if entry.get("window_start") is None else {"slice": entry["slice"], **_entry_window(entry)}
 
 
 # ----------------------------------------------------------------------------------------------
@@ -634,28 +658,30 @@ def compare(current: dict[str, Any], baseline: dict[str, Any], thresholds: Thres
         (allowed_differences if d["key"] in allow else mismatches).append(d)
     allowed_differences += [{"kind": "interval", **d} for d in interval_differences]
 
-    cur_slices = {_slice_id(s["slice"]): s for s in current["slices"]}
-    base_slices = {_slice_id(s["slice"]): s for s in baseline["slices"]}
-    co, bo = cur_slices.get(()), base_slices.get(())
-    if co is not None and bo is not None and co.get("n") != bo.get("n"):
-        d = {"kind": "data", "key": "n", "current": co.get("n"), "baseline": bo.get("n")}
-        (allowed_differences if DATA in allow else mismatches).append(d)
-    only_c = [cur_slices[k]["slice"] for k in cur_slices if k not in base_slices]
-    only_b = [base_slices[k]["slice"] for k in base_slices if k not in cur_slices]
+    cur_slices = {_entry_id(s): s for s in current["slices"]}
+    base_slices = {_entry_id(s): s for s in baseline["slices"]}
+    for k, co in cur_slices.items():  # the overall slice (of each window)
+        bo = base_slices.get(k)
+        if k[2] == () and bo is not None and co.get("n") != bo.get("n"):
+            d = {"kind": "data", "key": "n", "current": co.get("n"), "baseline": bo.get("n"), **_entry_window(co)}
+            (allowed_differences if DATA in allow else mismatches).append(d)
+            break
+    only_c = [cur_slices[k] for k in cur_slices if k not in base_slices]
+    only_b = [base_slices[k] for k in base_slices if k not in cur_slices]
     one_sided_suppressed = [
-        {"slice": s["slice"], "slice_name": _slice_name(s["slice"]), "suppressed_in": "current" if s.get("suppressed") else "baseline"}
+        {"slice": s["slice"], **_entry_window(s), "slice_name": _entry_name(s), "suppressed_in": "current" if s.get("suppressed") else "baseline"}
         for k, s in cur_slices.items()
         if k in base_slices and bool(s.get("suppressed")) != bool(base_slices[k].get("suppressed"))
     ]  # fmt: skip
     if (only_c or only_b or one_sided_suppressed) and DATA not in allow:
-        mismatches.append({"kind": "slices", "key": "slices", "only_current": [_slice_name(s) for s in only_c], "only_baseline": [_slice_name(s) for s in only_b],
+        mismatches.append({"kind": "slices", "key": "slices", "only_current": [_entry_name(s) for s in only_c], "only_baseline": [_entry_name(s) for s in only_b],
                            "suppressed_on_one_side": [x["slice_name"] for x in one_sided_suppressed]})  # fmt: skip
 
     both = [k for k in cur_slices if k in base_slices]
     computed = [cur_slices[k] for k in both if not cur_slices[k].get("suppressed") and not base_slices[k].get("suppressed")]
     available, either = [], []  # metric keys of both sides (checked), of either side (may be named)
     for s in computed:
-        b = base_slices[_slice_id(s["slice"])]["metrics"]
+        b = base_slices[_entry_id(s)]["metrics"]
         for m in [*s["metrics"], *b]:
             if m in s["metrics"] and m in b and m not in available:
                 available.append(m)
@@ -664,18 +690,18 @@ def compare(current: dict[str, Any], baseline: dict[str, Any], thresholds: Thres
     for m in [*(cconf.get("metrics") or []), *(bconf.get("metrics") or [])]:
         if isinstance(m, str) and m not in either:
             either.append(m)
-    every = [s["slice"] for s in current["slices"]] + [s["slice"] for k, s in base_slices.items() if k not in cur_slices]
+    every = [s["slice"] for s in current["slices"]] + [s["slice"] for k, s in base_slices.items() if k not in cur_slices]  # slice keys (of any window)
     # a metric of one side only is a mismatch (reported above); thresholds may name it
-    sides = computed + [base_slices[_slice_id(s["slice"])] for s in computed]
+    sides = computed + [base_slices[_entry_id(s)] for s in computed]
     resolver = _Resolver(thresholds, either, cconf, sides, every)
 
     checks, unchecked = [], []
     for s in computed:
-        b = base_slices[_slice_id(s["slice"])]
-        name = _slice_name(s["slice"])
+        b = base_slices[_entry_id(s)]
+        name = _entry_name(s)
         mss = thresholds.min_slice_size
         if mss is not None and min(s.get("n") or 0, b.get("n") or 0) < mss:
-            unchecked.append({"slice": s["slice"], "slice_name": name, "reason": f"fewer than min_slice_size={_fmt(mss)} rows (current n={s.get('n')}, baseline n={b.get('n')})"})
+            unchecked.append({"slice": s["slice"], **_entry_window(s), "slice_name": name, "reason": f"fewer than min_slice_size={_fmt(mss)} rows (current n={s.get('n')}, baseline n={b.get('n')})"})
             continue
         for m in available:
             if m not in s["metrics"] or m not in b["metrics"]:
@@ -690,7 +716,7 @@ def compare(current: dict[str, Any], baseline: dict[str, Any], thresholds: Thres
                     continue
                 row = _check(m, kind, t, hib, cur, base, s, b)
                 row["message"] = f"{name}: {row['message']}"
-                checks.append({"slice": s["slice"], "slice_name": name, "n": s.get("n"), "baseline_n": b.get("n"), **row})
+                checks.append({"slice": s["slice"], **_entry_window(s), "slice_name": name, "n": s.get("n"), "baseline_n": b.get("n"), **row})
     failures = [c for c in checks if c["status"] in FAILING]
     without = [m for m in available if m not in resolver.mentioned]
     if mismatches:
@@ -707,8 +733,8 @@ def compare(current: dict[str, Any], baseline: dict[str, Any], thresholds: Thres
         "exit_code": code,
         "mismatches": mismatches,
         "allowed_differences": allowed_differences,
-        "slices_only_in_current": only_c,
-        "slices_only_in_baseline": only_b,
+        "slices_only_in_current": [_entry_ref(s) for s in only_c],
+        "slices_only_in_baseline": [_entry_ref(s) for s in only_b],
         "slices_suppressed_on_one_side": one_sided_suppressed,
         "failures": failures,
         "metrics_without_thresholds": without,
@@ -759,7 +785,8 @@ def _mismatch_line(d: dict[str, Any]) -> str:
     if d["kind"] == "interval":
         return f"interval setting {d['key']!r} differs (changes no metric value): current {json.dumps(d['current'])}, baseline {json.dumps(d['baseline'])}"
     if d["kind"] == "data":
-        return f"data differ: overall n is {d['current']} in current, {d['baseline']} in baseline"
+        where = f" (window {d['window_start']}/{d['window_end']})" if d.get("window_start") is not None else ""
+        return f"data differ: overall n{where} is {d['current']} in current, {d['baseline']} in baseline"
     extra = ""
     if "only_current" in d:
         extra = f" (only in current: {d['only_current']}; only in baseline: {d['only_baseline']})"

@@ -13,7 +13,10 @@ Structured Streaming (``df.isStreaming``; the time column needs ``withWatermark`
 grouped by window and ``applyInPandasWithState`` folds each micro-batch's rows of a window into
 that window's accumulator, kept (core-codec bytes) as the group's state; ``output_mode="update"``
 emits the window's complete results after every micro-batch that touched it, ``"append"`` once,
-when the watermark passes the window's end (an event-time timeout), and drops the state. Neither
+when the watermark passes the window's end (an event-time timeout), and drops the state. A
+micro-batch whose rows of a window come after the watermark passed the window's end (late files)
+decides that window at once (its results emitted in both modes, the state dropped); rows of the
+window that come in a later micro-batch still give another result row for it (counted, not dropped). Neither
 path uses ``monotonically_increasing_id`` or unions the stream with a batch DataFrame (both are
 rejected on streams). Windows are aligned to the epoch, as :mod:`core.windows` and Beam's, so the
 three engines give the same windows and results.
@@ -195,6 +198,12 @@ def _stream_fn(we: WindowedEvaluation, names: list[str], output_mode: str) -> Ca
             if pdf[_WS].isna().any():  # pragma: no cover - null times have no window group
                 raise _null_time_error(we.window, int(pdf[_WS].isna().to_numpy().nonzero()[0][0]))
             we.fold_window({(start, end): acc}, (start, end), pd.DataFrame({c: pdf[f"_mm{i}"] for i, c in enumerate(names)}))
+        if end // 1000 < state.getCurrentWatermarkMs():
+            # a micro-batch that came after the watermark passed the window's end (late files, a
+            # slow source): no timeout can be set in the past; the window is decided at once
+            state.remove()
+            yield _frame(ev, acc, start, end)
+            return
         state.update((ev.encode_accumulator(acc),))
         state.setTimeoutTimestamp(end // 1000)  # ms; fires once the watermark is past the window's end
         if output_mode == "update":

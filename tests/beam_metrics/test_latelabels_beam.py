@@ -157,10 +157,11 @@ class _CollectStamped(beam.DoFn):
         _SEEN.setdefault(self.name, []).append((float(ts), x))
 
 
-def test_a_match_is_emitted_when_the_watermark_passes_the_label_and_later_duplicates_are_counted():
-    """Id 1 is matched (label 100 s after the prediction): the example is emitted as soon as the
-    watermark passes the label's time, not at the deadline (prediction time + 2h); a duplicate
-    label and a duplicate prediction that come after that are counted at the deadline."""
+def test_a_match_is_emitted_at_the_deadline_with_the_duplicates_that_came_after_the_label():
+    """Id 1 is matched (label 100 s after the prediction): the example is emitted at the id's
+    deadline (prediction time + 1h delay + 1h horizon), when its outcome is final, not when the
+    watermark passes the label (a row with an earlier time could still come); a duplicate label and
+    a duplicate prediction that came after the label are counted with it, once."""
     p0 = {"id": 1, "pt": 0.0, "s": 0.8, "c": "a"}
     l0 = {"id": 1, "lt": 100.0, "y": 1}
     l1, p1 = {"id": 1, "lt": 300.0, "y": 0}, {"id": 1, "pt": 400.0, "s": 0.1, "c": "b"}
@@ -183,14 +184,14 @@ def test_a_match_is_emitted_when_the_watermark_passes_the_label_and_later_duplic
         } | JoinLateLabels(**SETTINGS, slices=["c"])
         _ = out["matched"] | "M" >> beam.ParDo(_CollectStamped("tm"))
         _ = out["counts"] | "C" >> beam.ParDo(_CollectStamped("tc"))
-    assert [(ts, r["id"], r["y"], r["s"]) for ts, r in _SEEN["tm"]] == [(100.000001, 1, 1, 0.8)]
+    assert [(ts, r["id"], r["y"], r["s"]) for ts, r in _SEEN["tm"]] == [(2 * H, 1, 1, 0.8)]
     total = JoinCounts.from_lines([line for _, line in _SEEN["tc"]])
     preds, labels = pa.Table.from_pylist([p0, p1]), pa.Table.from_pylist([l0, l1])
     assert total == join_batches(preds, labels, LabelJoin("id", "y", "pt", "lt", "1h", window="1h"), [("c",)])[1]
     c = total.get()
     assert (c["matched"], c["duplicate_labels"], c["duplicate_predictions"]) == (1, 1, 1)
     assert total.get((("c", "b"),))["duplicate_predictions"] == 1 and total.get((("c", "a"),))["duplicate_labels"] == 1
-    assert {ts for ts, _ in _SEEN["tc"]} == {100.000001, 2 * H}  # early counts, then what the duplicates added
+    assert {ts for ts, _ in _SEEN["tc"]} == {2 * H}  # one decision, at the deadline
 
 
 @pytest.mark.parametrize("streaming, until", [(True, dt.datetime(2013, 7, 1, 6, 40)), (False, dt.datetime(2013, 7, 1, 9))])
@@ -252,3 +253,55 @@ def test_flights_stream_example_equals_the_local_batch_join(tmp_path, streaming,
     for a, b in zip(got, want):
         for k in a.metrics:
             np.testing.assert_array_equal(a.metrics[k], b.metrics[k], err_msg=f"{a.slice} {k}")
+
+
+def _arrivals(arrivals) -> TestStream:
+    """The rows in the given arrival order, each with its event time as timestamp; after each the
+    watermark advances to 1 s after the latest time seen (so a row that comes later with an earlier
+    time arrives behind the watermark, as late data does), then past every deadline."""
+    s, mark = TestStream().advance_watermark_to(min(t for t, _, _ in arrivals) - 1), None
+    for t, side, row in arrivals:
+        s = s.add_elements([window.TimestampedValue((side, row), t)])
+        if mark is None or t > mark:
+            mark = t
+            s = s.advance_watermark_to(mark + 1).advance_processing_time(10)
+    return s.advance_watermark_to(mark + 4 * H).advance_processing_time(10).advance_watermark_to_infinity()
+
+
+# (predictions, labels, the batch join's outcome): a label at 90 s for a prediction at 100 s (the
+# earliest label is before the prediction: no example); a second prediction at 50 s (score 0.1)
+# for a prediction at 100 s (0.8): the earliest prediction (0.1) is the example
+_REVISED = {
+    "label_before": (
+        [{"id": 1, "pt": 100.0, "s": 0.8, "c": "a"}],
+        [{"id": 1, "lt": 120.0, "y": 1}, {"id": 1, "lt": 90.0, "y": 0}],
+        {"label_before_prediction": 1, "duplicate_labels": 1},
+    ),
+    "earlier_prediction": (
+        [{"id": 1, "pt": 100.0, "s": 0.8, "c": "a"}, {"id": 1, "pt": 50.0, "s": 0.1, "c": "b"}],
+        [{"id": 1, "lt": 150.0, "y": 0}],
+        {"matched": 1, "duplicate_predictions": 1},
+    ),
+}
+
+
+@pytest.mark.parametrize("order", ["time_order", "earlier_row_last"])
+@pytest.mark.parametrize("case", sorted(_REVISED))
+def test_a_row_with_an_earlier_time_that_comes_last_revises_the_example(case, order):
+    """Issue 28 item 9: the matched examples (the metrics' input) equal the batch join's on every
+    arrival order, also when a row of the id with an earlier event time comes after the others
+    (behind the watermark): the id's outcome is emitted when it is final (at the id's deadline)."""
+    p_rows, l_rows, outcome = _REVISED[case]
+    events = [(r["pt"], "p", r) for r in p_rows] + [(r["lt"], "l", r) for r in l_rows]
+    # time order; or the earliest row last, after the watermark has passed the others
+    arrivals = sorted(events, key=lambda e: e[0])
+    if order == "earlier_row_last":
+        arrivals = arrivals[1:] + arrivals[:1]
+    got_m, got_c, got_r = _run(_arrivals(arrivals), f"revise_{case}_{order}", streaming=True)
+    preds, labels = pa.Table.from_pylist(p_rows), pa.Table.from_pylist(l_rows)
+    join = LabelJoin("id", "y", "pt", "lt", "1h", window="1h")
+    _assert_same_as_batch(got_m, got_c, got_r, preds, labels, join)
+    c = got_c[0].get()
+    assert {n: c[n] for n in COUNT_NAMES if c[n]} == outcome  # hand-computed
+    want_scores = [0.1] if case == "earlier_prediction" else []
+    assert [r["s"] for r in got_m] == want_scores

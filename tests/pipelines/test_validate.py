@@ -760,3 +760,43 @@ def test_a_metric_value_that_is_not_a_number_exits_2_naming_slice_metric_and_val
     code, _ = run(tmp_path, doc, make_doc(), {"metrics": {"accuracy": {"minimum": 0.5}}})
     err = capsys.readouterr().err
     assert code == 2 and f"slices[2] (country=FR): metric 'accuracy' = {value!r}: expected a number, null or a list of them" in err
+
+
+def test_windowed_cli_output_validates_a_slice_per_window_and_key(tmp_path, capsys):
+    """Issue 28 item 12: the CLI's own --window output (the overall slice and every key once per
+    window) validates, each (window, key) checked against the same window and key of the baseline;
+    a real duplicate (the same window and key twice) still exits 2."""
+    import pandas as pd
+
+    from pipelines.evaluate import main as evaluate
+    from tests._helpers.windows import reference, timed_rows
+
+    cols = timed_rows(n=120, hours=3, seed=2)
+    path = tmp_path / "rows.parquet"
+    pd.DataFrame({k: list(v) if v.dtype == object else v for k, v in cols.items()}).to_parquet(path, index=False)
+    out = tmp_path / "win"
+    assert evaluate(["--input", str(path), "--label", "y", "--score", "s", "--slice", "g", "--metrics", "accuracy", "--window", "ts:1h", "--output", str(out), "--quiet"]) == 0
+    doc = json.loads((out / "metrics.json").read_text())
+    want = reference(cols, 3600, metrics=["accuracy"])  # core.Evaluation on each hour's rows
+    assert len(want.windows) == 3 and len(doc["slices"]) == len(want.slices)
+    thr = {"metrics": {"accuracy": {"change": {"absolute": 0.0}}}}
+    code, rep = run(tmp_path, doc, doc, thr)
+    assert code == 0 and rep["status"] == "ok", capsys.readouterr().err
+    assert rep["summary"]["slices_compared"] == len(want.slices) and rep["summary"]["pass"] == len(want.slices)
+    # the second window's overall slice 0.25 better in the baseline: that (window, key) alone regresses
+    second = want.windows[1][0].isoformat()
+    base = copy.deepcopy(doc)
+    i = next(i for i, s in enumerate(base["slices"]) if s["slice"] == {} and s["window_start"] == second)
+    cur_acc = base["slices"][i]["metrics"]["accuracy"]
+    assert cur_acc == pytest.approx(want.window(want.windows[1][0])[()].metrics["accuracy"])
+    base["slices"][i]["metrics"]["accuracy"] = cur_acc + 0.25
+    code, rep = run(tmp_path, doc, base, thr)
+    assert code == 1 and len(rep["failures"]) == 1
+    fail = rep["failures"][0]
+    assert fail["window_start"] == second and fail["slice"] == {} and fail["baseline"] == cur_acc + 0.25 and second in fail["slice_name"]
+    # the same window and key twice: which one would be checked?
+    dup = copy.deepcopy(doc)
+    dup["slices"].append(copy.deepcopy(dup["slices"][i]))
+    code, _ = run(tmp_path, doc, dup, thr)
+    err = capsys.readouterr().err
+    assert code == 2 and f"slices[{len(doc['slices'])}] (Overall, window {second}" in err and f"appears twice (also slices[{i}])" in err

@@ -5,6 +5,8 @@ same rows."""
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -50,7 +52,9 @@ def _write(frame, col, d, far_id):
     far = frame.head(1).copy()
     far["id"], far[col] = far_id, pd.Timestamp(T0 + 100 * 3600, unit="s", tz="UTC")
     for i, part in enumerate([frame[frame[col] < cut], frame[frame[col] >= cut], far]):
-        part.to_parquet(d / f"part-{i}.parquet", index=False, coerce_timestamps="us", allow_truncated_timestamps=False)
+        f = d / f"part-{i}.parquet"
+        part.to_parquet(f, index=False, coerce_timestamps="us", allow_truncated_timestamps=False)
+        os.utime(f, (1_700_000_000 + 10 * i, 1_700_000_000 + 10 * i))  # read in this order (one file per micro-batch)
 
 
 def _run(query_df, mode, ck):

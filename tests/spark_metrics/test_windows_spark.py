@@ -5,6 +5,7 @@ core Evaluation on that window's rows."""
 from __future__ import annotations
 
 import datetime as dt
+import os
 
 import numpy as np
 import pytest
@@ -57,22 +58,28 @@ def test_batch_null_time_raises_and_streams_need_windows(spark):
         compute_metrics(stream, label_col="value", prediction_col="value")
 
 
-def _stream_run(spark, tmp_path, cols, mode):
-    """Files written into a directory, read with readStream one file per micro-batch; in
-    append mode two more files hold one late-in-time row each, to move the watermark past every
-    window (a micro-batch's watermark is the previous one's latest time)."""
+def _stream_run(spark, tmp_path, cols, mode, late=False):
+    """Files written into a directory, read with readStream one file per micro-batch (in the
+    order written: their modification times 10 s apart); in append mode two more files hold one
+    late-in-time row each, to move the watermark past every window (a micro-batch's watermark is
+    the previous one's latest time). ``late``: the first row at 20 h is in the first file, so the
+    second file's rows all arrive after the watermark has passed their windows' ends."""
     src = tmp_path / f"in-{mode}"
     src.mkdir()
     pdf = _frame(cols, as_timestamp=True)
     schema = spark.createDataFrame(pdf.head(1)).schema
     advance = pdf.head(1).copy()
     parts = [pdf.iloc[:150], pdf.iloc[150:]]
-    for h in (20, 40) if mode == "append" else ():
+    for h in (20, 40) if mode == "append" or late else ():
         a = advance.copy()
         a["ts"] = pd.Timestamp(T0 + h * 3600, unit="s", tz="UTC")
         parts.append(a)
+    if late:
+        parts = [pd.concat([parts[0], parts[2]]), parts[1], parts[3]]
     for i, part in enumerate(parts):
-        part.to_parquet(src / f"part-{i}.parquet", index=False, coerce_timestamps="us", allow_truncated_timestamps=False)
+        f = src / f"part-{i}.parquet"
+        part.to_parquet(f, index=False, coerce_timestamps="us", allow_truncated_timestamps=False)
+        os.utime(f, (1_700_000_000 + 10 * i, 1_700_000_000 + 10 * i))
     stream = spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).parquet(str(src)).withWatermark("ts", "0 seconds")
     we = WindowedEvaluation(("ts", "1h"), **OPTIONS)
     out = compute_metrics(stream, evaluation=we.evaluation, window=("ts", "1h"), output_mode=mode)
@@ -100,10 +107,15 @@ def _latest_per_window(batches):
     return latest
 
 
+@pytest.mark.parametrize("late", [False, True], ids=["in_order", "behind_watermark"])
 @pytest.mark.parametrize("mode", ["update", "append"])
-def test_structured_streaming_windows(spark, tmp_path, mode):
+def test_structured_streaming_windows(spark, tmp_path, mode, late):
+    """Every window equals core's Evaluation on its rows. ``behind_watermark`` (issue 28 item 15):
+    the first micro-batch moves the watermark to 20 h; the second holds the rows of hours 2-4,
+    whose windows ended before it; those windows are decided at once (before:
+    INVALID_TIMEOUT_TIMESTAMP, a timeout earlier than the watermark)."""
     cols = timed_rows(n=300, hours=4, seed=13)
-    we, batches = _stream_run(spark, tmp_path, cols, mode)
+    we, batches = _stream_run(spark, tmp_path, cols, mode, late=late)
     want = reference(cols, 3600)
     latest = _latest_per_window(batches)
     data_windows = {w for w, _ in want.windows}
@@ -111,6 +123,8 @@ def test_structured_streaming_windows(spark, tmp_path, mode):
     got = we.collect(rows=[r for w, rows in latest.items() if w in data_windows for r in rows])
     assert_same_windows(got, want)
     emitted = [r["window_start"] for _, rows in batches for r in rows if r["slice_key"] == "[]" and r["metric"] == "example_count"]
+    if late:  # the second file's rows are all of windows that end before 20 h
+        assert max(cols["ts"][150:]) < T0 + 19 * 3600
     if mode == "append":  # once per window, and only windows the watermark passed
         assert sorted(emitted) == sorted(set(emitted)) and set(emitted) == data_windows | {dt.datetime.fromtimestamp(T0 + 20 * 3600, dt.timezone.utc)}
     else:  # the window cut by the first two files is emitted twice: after each micro-batch that touched it
