@@ -484,11 +484,15 @@ def _main(parser: argparse.ArgumentParser, args: argparse.Namespace, out: Path, 
     overall = [s for s in results.slices if s.slice == ()]  # one per window with --window
     suppressed = any(s.suppressed for s in overall)
     skipped = None if suppressed else sum(s.skipped for s in overall)
+    from pipelines.report import slice_counts
+
+    published, withheld = slice_counts(results)
     run_info = {
         "engine": args.engine,
         "input": str(args.input),
         "rows": None if suppressed else sum(s.n + s.skipped for s in overall),
-        "slices": len(results.slices),
+        "slices": published,  # the slices with values; the report's header gives the same two numbers
+        **({"suppressed_slices": withheld} if withheld else {}),
         "evaluate_seconds": round(seconds, 3),
         "prepare_seconds": round(t1 - t0, 3),
     }
@@ -500,7 +504,7 @@ def _main(parser: argparse.ArgumentParser, args: argparse.Namespace, out: Path, 
         say("\n" + f.format_table())
     say(
         f"\nengine={args.engine}: {'(suppressed)' if run_info['rows'] is None else format(run_info['rows'], ',')} rows, "
-        f"{len(results.slices)} slices in {seconds:.1f} s"
+        f"{published} slices{f' (+{withheld} suppressed)' if withheld else ''} in {seconds:.1f} s"
         + (f" (+{t1 - t0:.1f} s preparing the example)" if args.example else "")
     )
     if join is not None:
