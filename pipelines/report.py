@@ -655,7 +655,8 @@ def plot_slices(
         raise ValueError(f"metric {metric!r} is not scalar; plot_slices draws scalar metrics")
     shown, hidden = _bar_slices(results, metric, max_slices)
     shown = _bar_order(shown, metric, small_slice_size)
-    fig, ax = _new_axes(ax, (6.4, 1.5 + 0.2 * max(len(shown), 1)))
+    own = ax is None
+    fig, ax = _new_axes(ax, (6.4, 2.0 + 0.2 * max(len(shown), 1)))
     specs = list(dict.fromkeys(tuple(c for c, _ in s.slice) for s in shown))
     y = np.arange(len(shown))[::-1]
     vals = np.array([float(s.metrics[metric]) for s in shown], dtype=np.float64)
@@ -703,7 +704,11 @@ def plot_slices(
         from matplotlib.patches import Patch
 
         handles = [Patch(color=f"C{i % 10}", label=" x ".join(spec)) for i, spec in enumerate(specs)]
-        ax.legend(handles=handles, title="bar colour: slices by", fontsize=7, title_fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.06), ncols=min(len(specs), 4), frameon=False)
+        style = {"handles": handles, "title": "bar colour: slices by", "fontsize": 7, "title_fontsize": 7, "ncols": min(len(specs), 4)}
+        if own:  # below the axes, in the layout
+            fig.legend(loc="outside lower center", frameon=False, **style)
+        else:
+            ax.legend(loc="best", **style)
     return fig
 
 
@@ -717,7 +722,7 @@ def overall_value(results: Results, metric: str) -> float | None:
 
 
 def _axis_text(v: float) -> str:
-    return f"{v:.3g}" if v != 0 else "0"
+    return f"{v:.4g}" if v != 0 else "0"
 
 
 def bar_axis(metric: str, vals: np.ndarray, cis: Sequence[tuple[float, float] | None], bounds: Sequence[Any], overall: float | None) -> tuple[float, float, bool]:
@@ -1109,7 +1114,7 @@ def render_report(
         suppressed_slices=n_suppressed,
         suppressed_note=(
             f"{n_suppressed:,} more slice{'s are' if n_suppressed != 1 else ' is'} suppressed (fewer rows than min_slice_size"
-            + (f" = {(results.config or {}).get('min_slice_size')}" if (results.config or {}).get("min_slice_size") else "")
+            + (f" = {(results.config or {}).get('min_slice_size'):g}" if (results.config or {}).get("min_slice_size") else "")
             + ", or withheld with such a slice): not shown, no values published."
         ),
         ci_name=ci_name,

@@ -128,3 +128,23 @@ def test_bar_axis_is_scaled_to_the_values():
     # accuracies 0.85 to 0.95: not from 0, within [0, 1]
     lo, hi, zero = report.bar_axis("accuracy", np.array([0.85, 0.9, 0.95]), [(0.84, 0.86), None, (0.94, 0.99)], [], 0.9)
     assert 0.8 < lo < 0.84 and 0.99 < hi <= 1.0 and not zero
+
+
+def test_bar_chart_has_a_colour_legend_and_an_axis_scaled_to_the_data(run):
+    t, r = run
+    fig = report.plot_slices(r, "log_loss")
+    ax = fig.axes[0]
+    (legend,) = fig.legends
+    assert [x.get_text() for x in legend.get_texts()] == ["g"] and legend.get_title().get_text() == "bar colour: slices by"
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    assert not legend.get_window_extent(renderer).overlaps(ax.xaxis.label.get_window_extent(renderer))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        want = {g: sklearn_metrics.log_loss(t["y"][t["g"] == g], t["new"][t["g"] == g]) for g in ("a", "b")}
+    lo, hi = ax.get_xlim()
+    assert lo <= min(want.values()) and max(want.values()) <= hi and (hi - lo) < 0.5 * max(want.values())  # not a fixed 0 to 1
+    ends = sorted(b.get_x() + b.get_width() for b in ax.patches)
+    assert ends == pytest.approx(sorted(want.values()), rel=1e-6)
+    assert f"axis {lo:.4g} to {hi:.4g}" in ax.get_title()
