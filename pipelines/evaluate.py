@@ -351,18 +351,24 @@ def first_invalid_reasons(args: argparse.Namespace, limit: int = 3, rows: int = 
         batch = next(io.iter_batches(args.input, list(evaluation.columns), args.format, rows, engines.input_schema(evaluation, args.input, args.format)))
     except (ValueError, TypeError, StopIteration) as e:  # e.g. text in a number column, found while reading
         return "" if isinstance(e, StopIteration) else f"The reason: {e}"
-    found: dict[str, list] = {}  # the check (message without values and rows) -> [first message, rows]
-    for i in range(batch.num_rows):
+    def kind(e: BaseException) -> str:  # the check: the message without values, rows, counts and hints
+        return " ".join(re.sub(r"\([^)]*\)|'[^']*'|-?\d[\d.e+-]*|nan|inf", "", str(e).split(";")[0]).split())
+
+    found: dict[str, list] = {}  # the check -> [first message, rows]
+    try:  # the whole batch first: its message counts the rows failing the first check (and lists their values)
+        evaluation.fold(evaluation.zero(), batch, row_offset=0)
+        return ""
+    except (ValueError, TypeError) as e:
+        found[kind(e)] = [str(e), 0]
+    for i in range(batch.num_rows):  # then row by row: the other checks' first rows
         try:
             evaluation.fold(evaluation.zero(), batch.slice(i, 1), row_offset=i)
         except (ValueError, TypeError) as e:
-            kind = re.sub(r"'[^']*'|-?\d[\d.e+-]*|nan|inf", "", str(e))
-            if kind not in found and len(found) == limit:
-                continue
-            found.setdefault(kind, [str(e), 0])[1] += 1
-    if not found:
-        return ""
-    lines = [msg + (f" (and {k - 1} more of the first {batch.num_rows} rows like it)" if k > 1 else "") for msg, k in found.values()]
+            k = kind(e)
+            if k in found or len(found) < limit:
+                found.setdefault(k, [str(e), 0])[1] += 1
+    first = next(iter(found))
+    lines = [msg + (f" (and {k - 1} more of the first {batch.num_rows} rows like it)" if k > 1 and c != first else "") for c, (msg, k) in found.items()]
     return f"The first {len(lines)} reasons:\n" + "\n".join(f"  {x}" for x in lines) if len(lines) > 1 else f"The reason: {lines[0]}"
 
 

@@ -158,7 +158,8 @@ def test_skip_invalid_that_skips_every_row_is_an_error_with_the_count_and_the_fi
     assert code == 1, err
     assert f"all {n} rows were skipped as invalid (--skip-invalid)" in err
     # the first reason, with the column, the value and the row; the same check on the other rows is counted, not repeated
-    assert f"column 'y': value {str(labels[0])!r} at row 0" in err and f"(and {n - 1} more of the first {n} rows like it)" in err and err.count("column 'y'") == 1
+    assert f"column 'y': value {str(labels[0])!r} at row 0" in err and f"({n} such values in this batch)" in err and err.count("column 'y'") == 1
+    assert "classes=['no', 'yes']" in err and "--classes no,yes" in err  # item 21's hint, with both values
     # two different reasons: both given
     s = rng.random(n)
     s[1] = np.nan
