@@ -189,9 +189,9 @@ def comparison_mark(c: Comparison, candidate: Any = None, baseline: Any = None) 
     if not math.isfinite(delta):
         undefined = [who for who, v in (("candidate", candidate), ("baseline", baseline)) if v is not None and np.ndim(v) == 0 and not math.isfinite(float(v))]
         if len(undefined) == 2:
-            why = "undefined for both models (null)"
+            why = "both models' values are null"
         elif undefined:
-            why = f"the {undefined[0]} model's value is undefined (null)"
+            why = f"the {undefined[0]}'s value is null"
         else:
             why = "undefined for the candidate or the baseline model (delta is null)"
         return "undefined", why

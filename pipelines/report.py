@@ -645,8 +645,9 @@ def plot_slices(
     ``small``: their values are noisy. Confidence intervals
     (``ci=``) are drawn as grey error bars; certified bounds of approximate metrics as black
     error bars with caps (``bounds=True``). With more than ``max_slices`` slices, the largest
-    (by weight) are shown. The title shows the short metric name (:func:`short_name`), the
-    x-axis label the full key.
+    (by weight) are shown. The title shows the short metric name (:func:`short_name`) and the
+    axis range, the x-axis label the full key. The axis is scaled to the values
+    (:func:`bar_axis`), and a legend says which slice spec each bar colour is.
     """
     first = _first(results)
     if first is None or metric not in first.metrics:

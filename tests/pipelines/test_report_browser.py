@@ -279,7 +279,7 @@ def test_comparison_report_in_the_browser(chromium, tmp_path):
     rows = {row[0]: row for row in dom.tables["comparison-table"]}
     assert set(rows) == {"Overall", "g=a", "g=b"}
     a = rows["g=a"]  # slice, n, accuracy, precision, recall, f1, roc_auc, ...
-    assert a[3].startswith("null") and a[3].endswith("undefined: the baseline model's value is undefined (null)")
+    assert a[3].startswith("null") and a[3].endswith("undefined: the baseline's value is null")
     assert a[6].endswith("not tested") and "indistinguishable" not in a[6]
     assert not any(c.endswith("indistinguishable") and "[" not in c for row in rows.values() for c in row[2:])
     assert "2 more slices are suppressed" in proc.stdout and 'id="slice-count">3 slices with values, 2 suppressed<' in proc.stdout

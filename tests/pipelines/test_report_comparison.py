@@ -89,9 +89,9 @@ def test_comparison_mark_names_the_undefined_model():
     from core.results import Comparison, comparison_mark
 
     c = Comparison(float("nan"), None, "indistinguishable", "undefined for the candidate or the baseline model (delta is null)")
-    assert comparison_mark(c, 0.5, float("nan"))[1] == "the baseline model's value is undefined (null)"
-    assert comparison_mark(c, float("nan"), 0.5)[1] == "the candidate model's value is undefined (null)"
-    assert comparison_mark(c, float("nan"), float("nan"))[1] == "undefined for both models (null)"
+    assert comparison_mark(c, 0.5, float("nan"))[1] == "the baseline's value is null"
+    assert comparison_mark(c, float("nan"), 0.5)[1] == "the candidate's value is null"
+    assert comparison_mark(c, float("nan"), float("nan"))[1] == "both models' values are null"
     assert comparison_mark(Comparison(0.25, None, "indistinguishable", "no interval"), 0.9, 0.65) == ("not tested", "no interval")
     assert comparison_mark(Comparison(0.01, (-0.02, 0.04), "indistinguishable"), 0.9, 0.89)[0] == "indistinguishable"
 
@@ -103,7 +103,7 @@ def test_page_and_text_table_show_the_marks_and_counts(run):
     marks = re.findall(r'data-mark="([a-z ]+)"', section)
     assert marks == [c["mark"] for row in report._comparison_table(r, 100)["rows"] for c in row["cells"]]
     assert marks.count("not tested") == 6 and marks.count("undefined") == 1  # 3 published slices x (roc_auc, log_loss)
-    assert "undefined: the baseline model&#39;s value is undefined (null)" in section
+    assert "undefined: the baseline&#39;s value is null" in section
     legend = section[section.index('id="comparison-legend"') :]
     for word in ("better", "worse", "indistinguishable", "not tested", "undefined"):
         assert f">{word}</span>" in legend
