@@ -398,13 +398,28 @@ def check_labels(
         ``(values, bad)``: the float64 values (NaN where not a number) and the mask of invalid
         entries.
     """
-    vals = to_float(arr, column, chk.row_offset, chk)
+    try:
+        vals = to_float(arr, column, chk.row_offset, chk)
+    except TypeError as e:  # text labels: they need the class list
+        raise TypeError(f"{e}; {classes_hint(arr, kind)}") from None
     with np.errstate(invalid="ignore"):
         bad = ~np.isfinite(vals) | (vals != np.floor(vals)) | (vals < 0) | (vals >= num_classes)
         if ignore_index is not None:
             bad &= vals != ignore_index
     chk.check(bad, arr if arr.dtype == object else vals, column, label_rule(kind, num_classes, ignore_index))
     return vals, bad
+
+
+def classes_hint(arr: np.ndarray, kind: str = "labels", most: int = 6) -> str:
+    """How to read text class values: the ``classes=`` / ``--classes`` setting, listing the
+    (first ``most``, sorted) distinct text values of ``arr``."""
+    seen = sorted({str(v) for v in np.asarray(arr, dtype=object).reshape(-1)[:10_000] if isinstance(v, (str, np.str_))})
+    shown = seen[:most]
+    more = ", ..." if len(seen) > most else ""
+    return (
+        f"{kind} that are class names need the classes in class order: classes={shown!r}{more} "
+        f"(--classes {','.join(shown)}{',...' if more else ''}); for two classes the second is the positive one, or the one pos_label= / --pos-label names"
+    )
 
 
 def check_finite(arr: np.ndarray, column: Any, chk: "_Checker", what: str = SCORES_FINITE) -> np.ndarray:

@@ -965,6 +965,7 @@ def make_batch(
             naming column, value and row.
         TypeError: a non-numeric value (e.g. a string).
     """
+    _check_binary_score_width(task, num_classes, y_score, names[1], formats)
     if not _needs_formats(task, num_classes, y_true, y_score, y_pred, formats, values, needs):
         return plain_batch(
             num_classes=num_classes, y_true=y_true, y_score=y_score, y_pred=y_pred, sample_weight=sample_weight,
@@ -983,6 +984,28 @@ def make_batch(
         row_offset=row_offset,
         on_invalid=on_invalid,
     )
+
+
+def _check_binary_score_width(task: Any, num_classes: int, y_score: Any, name: str, formats: dict[str, str | None] | None) -> None:
+    """A binary task (the default) given K > 2 scores per row: a multiclass score column. Raises
+    ValueError naming the column, K and the settings that read it (in skip mode too: it is the
+    column's shape, not a row's value), before the labels fail as "must be 0 or 1"."""
+    binary = getattr(task, "kind", None) == "binary" if task is not None else num_classes == 2
+    if not binary or y_score is None or (formats or {}).get("score"):
+        return
+    if isinstance(y_score, np.ndarray) and y_score.ndim == 2:
+        width = y_score.shape[1]
+    elif isinstance(y_score, np.ndarray) and y_score.ndim == 1 and y_score.dtype == object:
+        first = _first_present(y_score)
+        width = len(first) if isinstance(first, (list, tuple, np.ndarray)) else None
+    else:
+        width = None
+    if width is not None and width > 2:
+        raise ValueError(
+            f"column {name!r} holds {width} scores per row, but the task is binary (2 classes, the default): a score column "
+            f"of width {width} is a multiclass one; pass task='multiclass', num_classes={width} (--task multiclass --num-classes "
+            f"{width}), or give one score per row (the positive class's) for a binary task"
+        )
 
 
 def _is_plain_1d(values: Any) -> bool:

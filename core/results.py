@@ -175,6 +175,31 @@ class Comparison:
     __hash__ = None  # type: ignore[assignment]
 
 
+#: how a scalar comparison reads (:func:`comparison_mark`): the mark's word -> its short text mark
+COMPARISON_MARKS = {"better": "+", "worse": "-", "indistinguishable": "=", "not tested": "?", "undefined": "u"}
+
+
+def comparison_mark(c: Comparison, candidate: Any = None, baseline: Any = None) -> tuple[str, str]:
+    """``(mark, reason)`` of a scalar comparison as a reader should see it: ``"undefined"`` when the
+    delta is null (the reason names the model whose value is undefined: pass both models' values),
+    ``"not tested"`` when no paired interval was computed (the reason says why), else the verdict
+    (``"indistinguishable"`` then means that the paired interval holds 0 or the change is within the
+    tolerance). The stored ``verdict`` stays as :func:`core.comparison.verdict` gives it."""
+    delta = float(c.delta)
+    if not math.isfinite(delta):
+        undefined = [who for who, v in (("candidate", candidate), ("baseline", baseline)) if v is not None and np.ndim(v) == 0 and not math.isfinite(float(v))]
+        if len(undefined) == 2:
+            why = "both models' values are null"
+        elif undefined:
+            why = f"the {undefined[0]}'s value is null"
+        else:
+            why = "undefined for the candidate or the baseline model (delta is null)"
+        return "undefined", why
+    if c.ci is None or not (math.isfinite(float(c.ci[0])) and math.isfinite(float(c.ci[1]))):
+        return "not tested", c.reason or "no paired interval was computed for this metric"
+    return str(c.verdict), c.reason or ""
+
+
 def _from_json(v: Any) -> Any:
     """A metric value read back from JSON: None -> NaN, lists -> float arrays."""
     if isinstance(v, list):
@@ -853,7 +878,8 @@ class Results:
 
     def format_comparison(self, max_rows: int = 60) -> str:
         """The comparison with the baseline model as a fixed-width table: one row per slice, one
-        column per scalar metric, ``delta [lower, upper] verdict`` (``=`` indistinguishable)."""
+        column per scalar metric, ``delta [lower, upper] mark`` (:func:`comparison_mark`: ``+`` better,
+        ``-`` worse, ``=`` indistinguishable, ``?`` not tested: no paired interval, ``u`` undefined)."""
         shown = [s for s in self.slices if not s.suppressed and s.comparison]
         if not shown:
             return "(no comparison)"
@@ -861,9 +887,9 @@ class Results:
         comp = self.config.get("comparison", {})
         head = (
             f"comparison: delta = candidate - baseline, {comp.get('method', 'analytic')} {comp.get('level', 0.95):.0%} paired interval, "
-            f"verdict +/-/= (better, worse, indistinguishable), tolerance {comp.get('tolerance', 0.0):g}"
+            f"mark + better, - worse, = indistinguishable (the interval holds 0), ? not tested (no paired interval), "
+            f"u undefined (a model's value is null), tolerance {comp.get('tolerance', 0.0):g}"
         )
-        mark = {"better": "+", "worse": "-", "indistinguishable": "="}
         rows = []
         for s in shown[:max_rows]:
             r = [s.name]
@@ -876,7 +902,7 @@ class Results:
                 text = f"{d:+.4f}" if math.isfinite(d) else "null"
                 if c.ci is not None and math.isfinite(float(c.ci[0])):
                     text += f" [{float(c.ci[0]):+.4f}, {float(c.ci[1]):+.4f}]"
-                r.append(f"{text} {mark.get(c.verdict, '?')}")
+                r.append(f"{text} {COMPARISON_MARKS[comparison_mark(c, s.metrics.get(k), s.baseline_metrics.get(k))[0]]}")
             rows.append(r)
         header = ["slice"] + names
         widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]

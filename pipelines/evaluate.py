@@ -330,6 +330,48 @@ def label_join_from_args(args: argparse.Namespace) -> Any:
     )  # fmt: skip
 
 
+def all_rows_skipped(results: Any) -> int:
+    """How many rows were skipped when every row was (``--skip-invalid`` left no row to evaluate),
+    else 0."""
+    overall = [s for s in results.slices if s.slice == () and not s.suppressed]  # one per window with --window
+    if not overall or any(s.n for s in overall):
+        return 0
+    return sum(s.skipped or 0 for s in overall)
+
+
+def first_invalid_reasons(args: argparse.Namespace, limit: int = 3, rows: int = 200) -> str:
+    """Why the first invalid rows are invalid: the first ``rows`` rows folded again one by one
+    without ``--skip-invalid``; the first ``limit`` different reasons, each naming its column, value
+    and row, with how many of those rows fail the same way."""
+    import re
+
+    strict = argparse.Namespace(**{**vars(args), "skip_invalid": False})
+    try:
+        evaluation = evaluation_from_args(strict)
+        batch = next(io.iter_batches(args.input, list(evaluation.columns), args.format, rows, engines.input_schema(evaluation, args.input, args.format)))
+    except (ValueError, TypeError, StopIteration) as e:  # e.g. text in a number column, found while reading
+        return "" if isinstance(e, StopIteration) else f"The reason: {e}"
+    def kind(e: BaseException) -> str:  # the check: the message without values, rows, counts and hints
+        return " ".join(re.sub(r"\([^)]*\)|'[^']*'|-?\d[\d.e+-]*|nan|inf", "", str(e).split(";")[0]).split())
+
+    found: dict[str, list] = {}  # the check -> [first message, rows]
+    try:  # the whole batch first: its message counts the rows failing the first check (and lists their values)
+        evaluation.fold(evaluation.zero(), batch, row_offset=0)
+        return ""
+    except (ValueError, TypeError) as e:
+        found[kind(e)] = [str(e), 0]
+    for i in range(batch.num_rows):  # then row by row: the other checks' first rows
+        try:
+            evaluation.fold(evaluation.zero(), batch.slice(i, 1), row_offset=i)
+        except (ValueError, TypeError) as e:
+            k = kind(e)
+            if k in found or len(found) < limit:
+                found.setdefault(k, [str(e), 0])[1] += 1
+    first = next(iter(found))
+    lines = [msg + (f" (and {k - 1} more of the first {batch.num_rows} rows like it)" if k > 1 and c != first else "") for c, (msg, k) in found.items()]
+    return f"The first {len(lines)} reasons:\n" + "\n".join(f"  {x}" for x in lines) if len(lines) > 1 else f"The reason: {lines[0]}"
+
+
 def _prepare_example(args: argparse.Namespace, out: Path) -> dict[str, Any]:
     if args.input or args.label or args.score or args.prediction or args.labels:
         raise ValueError("--example cannot be combined with --input/--labels/--label/--score/--prediction")
@@ -462,6 +504,11 @@ def _main(parser: argparse.ArgumentParser, args: argparse.Namespace, out: Path, 
                 )
     except Exception as e:  # one clean line; the trace in the log (pipelines.errors)
         return errors.report_error(e, log, args.verbose)
+    everything = all_rows_skipped(results)
+    if everything and join is None:
+        print(f"error: all {everything:,} rows were skipped as invalid (--skip-invalid): no metric has a value. "
+              f"{first_invalid_reasons(args)}", file=sys.stderr)  # fmt: skip
+        return 1
     for w in caught:
         if not issubclass(w.category, UndefinedMetricWarning):
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
@@ -484,11 +531,15 @@ def _main(parser: argparse.ArgumentParser, args: argparse.Namespace, out: Path, 
     overall = [s for s in results.slices if s.slice == ()]  # one per window with --window
     suppressed = any(s.suppressed for s in overall)
     skipped = None if suppressed else sum(s.skipped for s in overall)
+    from pipelines.report import slice_counts
+
+    published, withheld = slice_counts(results)
     run_info = {
         "engine": args.engine,
         "input": str(args.input),
         "rows": None if suppressed else sum(s.n + s.skipped for s in overall),
-        "slices": len(results.slices),
+        "slices": published,  # the slices with values; the report's header gives the same two numbers
+        **({"suppressed_slices": withheld} if withheld else {}),
         "evaluate_seconds": round(seconds, 3),
         "prepare_seconds": round(t1 - t0, 3),
     }
@@ -500,7 +551,7 @@ def _main(parser: argparse.ArgumentParser, args: argparse.Namespace, out: Path, 
         say("\n" + f.format_table())
     say(
         f"\nengine={args.engine}: {'(suppressed)' if run_info['rows'] is None else format(run_info['rows'], ',')} rows, "
-        f"{len(results.slices)} slices in {seconds:.1f} s"
+        f"{published} slices{f' (+{withheld} suppressed)' if withheld else ''} in {seconds:.1f} s"
         + (f" (+{t1 - t0:.1f} s preparing the example)" if args.example else "")
     )
     if join is not None:

@@ -59,7 +59,7 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 
 from core.metrics import metric_full_name
-from core.results import Results, SliceResult, ci_label, jsonable
+from core.results import COMPARISON_MARKS, Results, SliceResult, ci_label, comparison_mark, jsonable
 from core.slicing import slice_name
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -165,6 +165,14 @@ def figure_kind(key: str) -> str | None:
     cls = metric_class(key)
     kind = getattr(cls, "report_figure", None) if cls is not None else None
     return kind or FIGURE_KINDS.get(canonical_name(key))
+
+
+def slice_counts(results: Results) -> tuple[int, int]:
+    """``(published, suppressed)``: the slices with values, and the slices withheld below their
+    ``min_slice_size`` (an entry standing for several withheld slices counts them all). The run
+    box, the header and the notes beside the tables all give these two numbers."""
+    published = sum(1 for s in results.slices if not getattr(s, "suppressed", False))
+    return published, sum(s.suppressed_slices or 1 for s in results.slices if getattr(s, "suppressed", False))
 
 
 def computed(results: Results) -> list[SliceResult]:
@@ -637,8 +645,9 @@ def plot_slices(
     ``small``: their values are noisy. Confidence intervals
     (``ci=``) are drawn as grey error bars; certified bounds of approximate metrics as black
     error bars with caps (``bounds=True``). With more than ``max_slices`` slices, the largest
-    (by weight) are shown. The title shows the short metric name (:func:`short_name`), the
-    x-axis label the full key.
+    (by weight) are shown. The title shows the short metric name (:func:`short_name`) and the
+    axis range, the x-axis label the full key. The axis is scaled to the values
+    (:func:`bar_axis`), and a legend says which slice spec each bar colour is.
     """
     first = _first(results)
     if first is None or metric not in first.metrics:
@@ -647,18 +656,20 @@ def plot_slices(
         raise ValueError(f"metric {metric!r} is not scalar; plot_slices draws scalar metrics")
     shown, hidden = _bar_slices(results, metric, max_slices)
     shown = _bar_order(shown, metric, small_slice_size)
-    fig, ax = _new_axes(ax, (6.4, 1.5 + 0.2 * max(len(shown), 1)))
+    own = ax is None
+    fig, ax = _new_axes(ax, (6.4, 2.0 + 0.2 * max(len(shown), 1)))
     specs = list(dict.fromkeys(tuple(c for c, _ in s.slice) for s in shown))
     y = np.arange(len(shown))[::-1]
     vals = np.array([float(s.metrics[metric]) for s in shown], dtype=np.float64)
     small = np.array([s.n is not None and int(s.n) < small_slice_size for s in shown], dtype=bool)
     colors = [f"C{specs.index(tuple(c for c, _ in s.slice)) % 10}" for s in shown]
-    bars = ax.barh(y, np.nan_to_num(vals), color=colors, height=0.7)
+    cis = [_ci_pair(s, metric) for s in shown]
+    lo_x, hi_x, from_zero = bar_axis(metric, vals, cis, [s.bounds.get(metric) for s in shown] if bounds else [], overall_value(results, metric))
+    bars = ax.barh(y, np.where(np.isfinite(vals), vals - lo_x, 0.0), left=lo_x, color=colors, height=0.7)
     for bar, is_small in zip(bars, small):
         if is_small:
             bar.set_alpha(0.35)
             bar.set_hatch("///")
-    cis = [_ci_pair(s, metric) for s in shown]
     if any(c is not None for c in cis):
         lo = np.array([vals[i] - c[0] if c is not None else 0.0 for i, c in enumerate(cis)])
         hi = np.array([c[1] - vals[i] if c is not None else 0.0 for i, c in enumerate(cis)])
@@ -670,7 +681,7 @@ def plot_slices(
         ax.errorbar(np.nan_to_num(vals), y, xerr=np.vstack([np.maximum(lo, 0), np.maximum(hi, 0)]), fmt="none", ecolor="black", capsize=3, lw=1)
     for yi, v in zip(y, vals):
         if not math.isfinite(v):
-            ax.text(0, yi, " null", va="center", fontsize=8, color="crimson")
+            ax.text(lo_x, yi, " null", va="center", fontsize=8, color="crimson")
     ax.set_yticks(y, [f"{s.name} ({n_text(s)}{', small' if sm else ''})" for s, sm in zip(shown, small)], fontsize=8)
     for tick, sm in zip(ax.get_yticklabels(), small):
         if sm:
@@ -685,13 +696,61 @@ def plot_slices(
         notes.append(f"hatched, at the bottom: small slices, n < {small_slice_size:,}")
     if hidden:
         notes.append(f"the {len(shown)} largest of {len(shown) + hidden} slices")
+    notes.append(f"axis {_axis_text(lo_x)} to {_axis_text(hi_x)}" + ("" if from_zero else " (scaled to the values, not from 0: compare bar ends, not lengths)"))
     ax.set_title("\n".join([f"{name} per slice", *(textwrap.fill(x, 60) for x in notes)]), fontsize=9)
     ax.set_xlabel(metric)
-    cls = metric_class(metric)
-    if cls is not None and tuple(getattr(cls, "bounds", ())) == (0.0, 1.0):
-        ax.set_xlim(0, 1.0)
+    ax.set_xlim(lo_x, hi_x)
     ax.grid(axis="x", alpha=0.3)
+    if specs:  # bar colour = slice spec
+        from matplotlib.patches import Patch
+
+        handles = [Patch(color=f"C{i % 10}", label=" x ".join(spec)) for i, spec in enumerate(specs)]
+        style = {"handles": handles, "title": "bar colour: slices by", "fontsize": 7, "title_fontsize": 7, "ncols": min(len(specs), 4)}
+        if own:  # below the axes, in the layout
+            fig.legend(loc="outside lower center", frameon=False, **style)
+        else:
+            ax.legend(loc="best", **style)
     return fig
+
+
+def overall_value(results: Results, metric: str) -> float | None:
+    """The overall slice's finite scalar value of ``metric`` (None when absent or undefined)."""
+    overall = next((s for s in computed(results) if s.slice == ()), None)
+    if overall is None or np.ndim(overall.metrics.get(metric)) != 0:
+        return None
+    v = float(overall.metrics[metric])
+    return v if math.isfinite(v) else None
+
+
+def _axis_text(v: float) -> str:
+    return f"{v:.4g}" if v != 0 else "0"
+
+
+def bar_axis(metric: str, vals: np.ndarray, cis: Sequence[tuple[float, float] | None], bounds: Sequence[Any], overall: float | None) -> tuple[float, float, bool]:
+    """``(lower, upper, from_zero)``: the x-axis of a per-slice bar chart, scaled to the values
+    (with their intervals, bounds and the overall value) and padded by 5% of their range, within
+    the metric's own range (``bounds`` of its class, e.g. 0 to 1 for a rate). The axis starts at 0
+    when 0 is in the metric's range and the values' lowest is within half their highest of 0
+    (a fixed 0 to 1 axis draws an ECE of 0.005 as no bar and accuracies of 0.88 to 0.94 as equal)."""
+    pts = [float(v) for v in vals if math.isfinite(float(v))]
+    for pair in [*cis, *bounds]:
+        if pair is not None:
+            pts += [float(x) for x in pair if math.isfinite(float(x))]
+    if overall is not None:
+        pts.append(overall)
+    cls = metric_class(metric)
+    lo_b, hi_b = (tuple(float(b) for b in getattr(cls, "bounds", (-math.inf, math.inf))) if cls is not None else (-math.inf, math.inf))
+    if not pts:
+        return (lo_b if math.isfinite(lo_b) else 0.0), (hi_b if math.isfinite(hi_b) else 1.0), True
+    lo, hi = min(pts), max(pts)
+    if lo >= 0 and lo <= 0.5 * hi:  # near 0: bars from 0 read as lengths
+        lo = 0.0
+    elif hi <= 0 and hi >= 0.5 * lo:
+        hi = 0.0
+    pad = 0.05 * (hi - lo) if hi > lo else max(abs(hi) * 0.05, 1e-3)
+    lo_x = lo if lo == 0.0 else max(lo - pad, lo_b)
+    hi_x = hi if hi == 0.0 and lo < 0 else min(hi + pad, hi_b)
+    return lo_x, hi_x, lo_x <= 0.0 <= hi_x
 
 
 # -- windows (hook) ------------------------------------------------------------------------
@@ -851,17 +910,17 @@ def _cell(
 ) -> dict[str, Any]:
     f = float(value)
     text = _fmt(f) if count or not math.isfinite(f) else f"{f:.4f}"
-    titles = []
+    titles, sub = [], []  # sub: bounds and interval, on a second line so that wide tables fit
     if bounds is not None and show_bounds:
-        text += f" [{_fmt(bounds[0])}, {_fmt(bounds[1])}]"
+        sub.append(f"[{_fmt(bounds[0])}, {_fmt(bounds[1])}]")
         titles.append("brackets: certified bounds of an approximate state (compression error, not a confidence interval)")
     if ci is not None:
-        text += f" ({_fmt(ci[0], 3)} to {_fmt(ci[1], 3)})"
+        sub.append(f"({_fmt(ci[0], 3)} to {_fmt(ci[1], 3)})")
         titles.append(f"parentheses: {ci_name}: {_fmt(ci[0])} to {_fmt(ci[1])}")
     title = "; ".join(titles)
     if math.isnan(f):
         title = "undefined (NaN; null in metrics.json)"
-    return {"text": text, "sort": "" if not math.isfinite(f) else repr(f), "title": title, "null": math.isnan(f)}
+    return {"text": text, "sub": " ".join(sub), "sort": "" if not math.isfinite(f) else repr(f), "title": title, "null": math.isnan(f)}
 
 
 def _ci_text(s: SliceResult, key: str, unsupported: bool, ci_name: str | None) -> dict[str, str]:
@@ -909,15 +968,23 @@ def _comparison_table(results: Results, max_rows: int) -> dict[str, Any] | None:
                 continue
             d = float(c.delta)
             text = "null" if not math.isfinite(d) else f"{d:+.4f}"
+            interval = ""
             if c.ci is not None and math.isfinite(float(c.ci[0])):
-                text += f" [{float(c.ci[0]):+.4f}, {float(c.ci[1]):+.4f}]"
-            base = s.baseline_metrics.get(k)
-            title = f"baseline {float(base):.4f}" if base is not None and np.ndim(base) == 0 else ""
-            if c.reason:
-                title += ("; " if title else "") + c.reason
-            cells.append({"text": text, "sort": "" if not math.isfinite(d) else repr(d), "title": title, "verdict": c.verdict})
+                interval = f"[{float(c.ci[0]):+.4f}, {float(c.ci[1]):+.4f}]"
+            base, cand = s.baseline_metrics.get(k), s.metrics.get(k)
+            mark, reason = comparison_mark(c, cand, base)
+            values = [f"{who} {_fmt(v)}" for who, v in (("candidate", cand), ("baseline", base)) if v is not None and np.ndim(v) == 0]
+            title = "; ".join([*values, *([reason] if reason else [])])
+            cells.append({"text": text, "interval": interval, "sort": "" if not math.isfinite(d) else repr(d), "title": title, "mark": mark, "reason": reason, "verdict": mark.replace(" ", "-")})
         rows.append({"name": s.name, "n": s.n, "cells": cells})
-    return {"label": label, "metrics": metrics, "short_names": display_names(metrics), "rows": rows, "hidden": max(0, len(shown) - max_rows)}
+    counts = {m: sum(1 for r in rows for c in r["cells"] if c.get("mark") == m) for m in COMPARISON_MARKS}
+    not_tested: dict[str, list[str]] = {}  # reason -> the metrics not tested for it (shown once, above the table)
+    short = display_names(metrics)
+    for r in rows:
+        for k, c in zip(metrics, r["cells"]):
+            if c.get("mark") == "not tested" and short[k] not in not_tested.setdefault(c["reason"], []):
+                not_tested[c["reason"]].append(short[k])
+    return {"not_tested": not_tested, "label": label, "metrics": metrics, "short_names": display_names(metrics), "rows": rows, "hidden": max(0, len(shown) - max_rows), "mark_counts": counts}
 
 
 def _array_summary(v: Any, classes: Sequence[Any] | None = None) -> str:
@@ -966,8 +1033,8 @@ def render_report(
         last = results.windows[-1]
         extra = {**(extra or {}), "windows": len(windows), "window shown in the tables": f"{last[0].isoformat()} / {last[1].isoformat()}"}
         results = results.window(*last)
-    if any(getattr(s, "suppressed", False) for s in results.slices):  # min_slice_size: nothing to show for them
-        n_suppressed = sum(s.suppressed_slices or 1 for s in results.slices if s.suppressed)
+    n_suppressed = slice_counts(results)[1]
+    if n_suppressed:  # min_slice_size: nothing to show for them; counted beside the tables
         extra = {**(extra or {}), "suppressed_slices": n_suppressed}
         results = Results([s for s in results.slices if not s.suppressed], results.config)
     figures = build_figures(results, windows=windows, bounds=bounds, max_slices=max_slices, small_slice_size=small_slice_size, dpi=dpi)
@@ -1044,6 +1111,13 @@ def render_report(
         figures=figures,
         sections=_sections(figures),
         n_slices=len(results.slices),
+        windowed=bool(windows),
+        suppressed_slices=n_suppressed,
+        suppressed_note=(
+            f"{n_suppressed:,} more slice{'s are' if n_suppressed != 1 else ' is'} suppressed (fewer rows than min_slice_size"
+            + (f" = {(results.config or {}).get('min_slice_size'):g}" if (results.config or {}).get("min_slice_size") else "")
+            + ", or withheld with such a slice): not shown, no values published."
+        ),
         ci_name=ci_name,
         ci_unsupported=[short_name(k) for k in (overall.metrics if overall is not None else ()) if k in unsupported and not (k in figure_of and np.ndim(overall.metrics[k]) != 0)],
     )

@@ -118,7 +118,8 @@ def metric_columns(
     if arrays:
         raise ValueError(f"metric_columns: metrics {arrays} are arrays (per-class or matrix values); use spark_metrics.compute_metrics, or name one class's metric")
 
-    cell, weight, bad, per_label = _cell_columns(ev)
+    text: list = []
+    cell, weight, bad, per_label = _cell_columns(ev, text)
     k = ev.plan.task.num_classes
     n_cells = k * per_label
     weighted = weight_col is not None
@@ -130,16 +131,18 @@ def metric_columns(
     # column, a value of the first failing check and the group's invalid rows, not a row position
     parts += [F.sum((cell < 0).cast("long")).cast("double"), F.max(bad_code).cast("double"), F.max_by(bad, bad_code)]
     packed = F.array(*parts)
+    # the text of a value that did not cast (a string column), preferred within the first failing check
+    bad_text = F.max_by(text[0], bad_code * 2 + text[0].isNotNull().cast("long"))
     columns = {"label": label_col, "score": score_col, "prediction": prediction_col or score_col, "weight": weight_col}
 
     def finisher(key: str) -> Any:
-        def finish(values):  # no annotations: pyspark would read them as a pandas UDF type hint
+        def finish(values, bad_text):  # no annotations: pyspark would read them as a pandas UDF type hint
             v = np.asarray([math.nan if x is None else x for x in values], dtype=np.float64)
             counts = v[:n_cells].astype(np.int64)
             wsums = v[n_cells : 2 * n_cells] if weighted else None
             tail = v[(2 if weighted else 1) * n_cells :]
             if tail[0] > 0:
-                _raise_invalid(ev, columns, int(tail[1]), values[-1], int(tail[0]))
+                _raise_invalid(ev, columns, int(tail[1]), values[-1], int(tail[0]), bad_text)
             cells = np.flatnonzero(counts)
             out = _finish(ev, cells, counts[cells], None if wsums is None else wsums[cells], per_label)[key]
             return int(out) if key in INTEGER_METRICS else float(out)
@@ -149,7 +152,7 @@ def metric_columns(
     out = []
     for key in keys:
         rtype = T.LongType() if key in INTEGER_METRICS else T.DoubleType()
-        out.append(F.udf(finisher(key), rtype)(packed).alias(key))
+        out.append(F.udf(finisher(key), rtype)(packed, bad_text).alias(key))
     return out
 
 
@@ -174,9 +177,10 @@ def _per_label(ev: Evaluation) -> int:
     return len(layout.thresholds) + 1 if layout is not None else 1
 
 
-def _raise_invalid(ev: Evaluation, columns: dict[str, str | None], code: int, value: Any, count: int) -> None:
+def _raise_invalid(ev: Evaluation, columns: dict[str, str | None], code: int, value: Any, count: int, text: str | None = None) -> None:
     """The error of a group with invalid values: the first failing check's column (labels, scores,
-    predictions, weights), one of its values, and how many rows of the group are invalid."""
+    predictions, weights), one of its values (``text``: one that is not a number), and how many
+    rows of the group are invalid."""
     k = ev.plan.task.num_classes
     column, what = {
         _BAD_LABEL: (columns["label"], label_rule("labels", k)),
@@ -184,6 +188,9 @@ def _raise_invalid(ev: Evaluation, columns: dict[str, str | None], code: int, va
         _BAD_PREDICTION: (columns["prediction"], label_rule("predictions", k)),
         _BAD_WEIGHT: (columns["weight"], WEIGHTS_RULE),
     }[code]
+    where = "(inside groupBy().agg() the row position is not known: spark_metrics.compute_metrics names the row and its partition)"
+    if text is not None:
+        raise ValueError(f"column {column!r}: value {text!r} in {count} row(s) of this group is not a number ({what}) {where}")
     value = NULL if value is None else value  # a SQL null, named as Spark shows it (a NaN is nan)
     raise ValueError(
         f"column {column!r}: invalid value {value!r} in {count} row(s) of this group: {what} (inside groupBy().agg() the row "

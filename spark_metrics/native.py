@@ -139,24 +139,38 @@ def _not_finite(col: Any) -> Any:
     return col.isNull() | F.isnan(col) | (F.abs(col) == float("inf"))
 
 
-def _cell_columns(evaluation: Evaluation) -> tuple[Any, Any, Any, int]:
-    """``(cell, weight, bad value, cells per label)`` column expressions for the selected input."""
+def _cell_columns(evaluation: Evaluation, text: list | None = None) -> tuple[Any, Any, Any, int]:
+    """``(cell, weight, bad value, cells per label)`` column expressions for the selected input.
+
+    With a list ``text`` (metric_columns: the input's types are not known), the value columns are
+    read with ``try_cast``: a value that does not cast is a null there, so its check fails, and
+    ``text`` gets one string column, the first failing check's value as text where it did not
+    cast (else null), for the message (Spark's own cast error names no column of the user's)."""
     from pyspark.sql import functions as F
 
     plan, ev = evaluation.plan, evaluation
     k = plan.task.num_classes
-    label = F.col(_quote(ev.label_col)).cast("double")
+    raws: dict[int, Any] = {}
+
+    def num(name: str) -> Any:
+        if text is None:
+            return F.col(_quote(name)).cast("double")
+        value = F.col(_quote(name)).try_cast("double")
+        raws[id(value)] = F.when(F.col(_quote(name)).isNotNull() & value.isNull(), F.col(_quote(name)).cast("string"))
+        return value
+
+    label = num(ev.label_col)
     score_name = ev.score_col or ev.prediction_col
     checks = [(_invalid_label(label, k), _BAD_LABEL, label)]
     if plan.task.kind == "multiclass":
-        pred = F.col(_quote(ev.prediction_col)).cast("double")
+        pred = num(ev.prediction_col)
         checks.append((_invalid_label(pred, k), _BAD_PREDICTION, pred))
         per_label, predicted = k, _safe(pred, k).cast("long")
     elif score_name is None:  # labels only (e.g. example_count): one cell per label
         per_label, predicted = 1, F.lit(0).cast("long")
     else:
         layout = next((lay for cls, lay in plan.state_types if cls is BinaryConfusionState), None)
-        score = F.col(_quote(score_name)).cast("double")
+        score = num(score_name)
         if ev.score_col is not None:
             checks.append((_not_finite(score), _BAD_SCORE, score))
         else:
@@ -165,14 +179,18 @@ def _cell_columns(evaluation: Evaluation) -> tuple[Any, Any, Any, int]:
         passed = [(score >= t) if layout.threshold_rule == ">=" else (score > t) for t in thresholds]
         predicted = sum((p.cast("long") for p in passed), F.lit(0).cast("long")) if passed else F.lit(0).cast("long")
         per_label = len(thresholds) + 1
-    weight = F.col(_quote(ev.weight_col)).cast("double") if ev.weight_col else None
+    weight = num(ev.weight_col) if ev.weight_col else None
     if weight is not None:
         checks.append((_not_finite(weight) | (weight < 0), _BAD_WEIGHT, weight))
     cell = _safe(label, k).cast("long") * per_label + predicted
     bad = F.lit(None).cast("double")
+    bad_text = F.lit(None).cast("string")
     for cond, code, value in reversed(checks):  # the first failing check wins
         cell = F.when(cond, F.lit(code).cast("long")).otherwise(cell)
         bad = F.when(cond, value).otherwise(bad)
+        bad_text = F.when(cond, raws.get(id(value), F.lit(None).cast("string"))).otherwise(bad_text)
+    if text is not None:
+        text.append(bad_text)
     return cell, (weight if weight is not None else F.lit(1.0)), bad, per_label
 
 

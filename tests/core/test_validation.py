@@ -635,3 +635,36 @@ def test_missing_values_are_named_as_given_on_every_path():
     sl = Evaluation(label_col="y", score_col="s", slices=["y"], metrics=["roc_auc"], on_invalid="skip")
     r = sl.evaluate(pa.table({"y": pa.array([1, None, 0]), "s": [0.2, 0.4, 0.9]}))
     assert r.overall.skipped == 1 and r[{"y": None}].skipped == 1
+
+
+def test_a_score_column_of_width_k_with_the_binary_default_names_the_multiclass_settings():
+    # issue 28 item 21: a 3-wide probability column used to fail on the labels ("labels must be 0 or 1")
+    import pyarrow as pa
+
+    from core import Evaluation
+
+    rng = np.random.default_rng(0)
+    y, s = rng.integers(0, 3, 30), rng.dirichlet([1, 1, 1], 30)
+    for batch in ({"y": y, "s": s}, pa.table({"y": y, "s": pa.array(s.tolist())})):
+        for on_invalid in ("raise", "skip"):  # a column's shape, not a row's value: refused in either mode
+            with pytest.raises(ValueError) as e:
+                Evaluation(label_col="y", score_col="s", metrics=["accuracy"], on_invalid=on_invalid).evaluate([batch])
+            msg = str(e.value)
+            assert "column 's' holds 3 scores per row" in msg and "task='multiclass', num_classes=3" in msg and "--task multiclass --num-classes 3" in msg
+            assert "must be 0 or 1" not in msg
+    # and with the settings it names, the run works (accuracy as sklearn computes it)
+    from sklearn.metrics import accuracy_score
+
+    got = Evaluation(label_col="y", score_col="s", metrics=["accuracy"], task="multiclass", num_classes=3).evaluate([{"y": y, "s": s}])
+    assert got.overall.metrics["accuracy"] == pytest.approx(accuracy_score(y, s.argmax(axis=1)))
+
+
+def test_text_labels_without_classes_name_the_classes_setting():
+    from core import Evaluation
+
+    y = np.array(["yes", "no", "no", "yes"])
+    with pytest.raises(TypeError) as e:
+        Evaluation(label_col="y", score_col="s", metrics=["accuracy"]).evaluate([{"y": y, "s": np.array([0.9, 0.2, 0.4, 0.7])}])
+    msg = str(e.value)
+    assert "column 'y': value 'yes' at row 0 is not a number" in msg
+    assert "classes=['no', 'yes']" in msg and "--classes no,yes" in msg

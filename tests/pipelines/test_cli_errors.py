@@ -144,3 +144,32 @@ def test_the_readme_shows_the_console_script_it_installs(tmp_path):
     proc = subprocess.run([exe, "--input", str(tmp_path / "missing.parquet"), "--label", "y", "--score", "p", "--output", str(tmp_path / "o")],
                           capture_output=True, text=True, timeout=120)  # fmt: skip
     assert proc.returncode == 2 and proc.stderr.startswith("error: input ") and "does not exist" in proc.stderr
+
+
+def test_skip_invalid_that_skips_every_row_is_an_error_with_the_count_and_the_first_reasons(tmp_path, capsys):
+    # labels 'yes'/'no' with the binary default: every row is invalid; --skip-invalid used to exit 0
+    # with every metric null
+    n = 50
+    rng = np.random.default_rng(7)
+    labels = np.where(rng.random(n) < 0.5, "yes", "no")
+    pq.write_table(pa.table({"y": labels, "p": rng.random(n)}), tmp_path / "all_bad.parquet")
+    code = _run(tmp_path, "--input", str(tmp_path / "all_bad.parquet"), "--label", "y", "--score", "p", "--skip-invalid", "--quiet")
+    err = capsys.readouterr().err
+    assert code == 1, err
+    assert f"all {n} rows were skipped as invalid (--skip-invalid)" in err
+    # the first reason, with the column, the value and the row; the same check on the other rows is counted, not repeated
+    assert f"column 'y': value {str(labels[0])!r} at row 0" in err and f"({n} such values in this batch)" in err and err.count("column 'y'") == 1
+    assert "classes=['no', 'yes']" in err and "--classes no,yes" in err  # item 21's hint, with both values
+    # two different reasons: both given
+    s = rng.random(n)
+    s[1] = np.nan
+    pq.write_table(pa.table({"y": np.r_[[7, 0], np.full(n - 2, 9)], "p": s}), tmp_path / "two.parquet")  # row 1: a valid label, a NaN score
+    assert _run(tmp_path, "--input", str(tmp_path / "two.parquet"), "--label", "y", "--score", "p", "--skip-invalid", "--quiet") == 1
+    err = capsys.readouterr().err
+    assert f"all {n} rows were skipped" in err and "at row 0" in err and "at row 1" in err and "nan" in err.lower(), err
+    assert not (tmp_path / "o" / "metrics.json").exists()
+    # some rows valid: still exit 0 and counted
+    ok = labels.copy()
+    ok[:10] = "1"
+    pq.write_table(pa.table({"y": np.where(ok == "1", 1, 0)[:10].tolist() + [None] * (n - 10), "p": rng.random(n)}), tmp_path / "some.parquet")
+    assert _run(tmp_path, "--input", str(tmp_path / "some.parquet"), "--label", "y", "--score", "p", "--skip-invalid", "--quiet") == 0

@@ -128,7 +128,7 @@ def test_report_and_table_show_the_comparison():
     html = render_report(r)
     assert 'id="comparison"' in html and "delta = candidate (p_new) - baseline (p_old)" in html and "tolerance 0.005" in html
     acc = r.overall.comparison["accuracy"]
-    assert f"{acc.delta:+.4f} [{acc.ci[0]:+.4f}, {acc.ci[1]:+.4f}]" in html
+    assert f'{acc.delta:+.4f} <span class="sub">[{acc.ci[0]:+.4f}, {acc.ci[1]:+.4f}]</span>' in html  # the interval below the delta
     table = r.format_table()
     assert "comparison: delta = candidate - baseline, analytic 95% paired interval" in table
     assert f"{acc.delta:+.4f} [{acc.ci[0]:+.4f}, {acc.ci[1]:+.4f}] +" in table

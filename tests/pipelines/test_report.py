@@ -359,7 +359,7 @@ def test_bar_charts_are_ordered_by_the_metric_with_small_slices_last():
     big_mid = sorted(("big", "mid"), key=lambda g: -acc[g])
     assert order == [f"g={g}" for g in big_mid] + ["g=tiny"]  # by accuracy; the small slice last
     bars = sorted(ax.patches, key=lambda b: -b.get_y())
-    assert [b.get_width() for b in bars] == pytest.approx([acc[g] for g in big_mid] + [acc["tiny"]])
+    assert [b.get_x() + b.get_width() for b in bars] == pytest.approx([acc[g] for g in big_mid] + [acc["tiny"]])
     assert [b.get_hatch() for b in bars] == [None, None, "///"]
     assert "hatched, at the bottom: small slices, n < 100" in ax.get_title()
     # lower is better: ascending; small_slice_size moves the threshold

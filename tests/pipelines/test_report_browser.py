@@ -250,3 +250,42 @@ def test_screenshot_artifact(chromium, report, tmp_path):
     shutil.copyfile(path, ARTIFACTS / "report.html")
     print(f"\nreport screenshot: {target} (also {shot})")
     (ARTIFACTS / "report_screenshot.json").write_text(json.dumps({"screenshot": str(target), "report": str(ARTIFACTS / "report.html")}) + "\n")
+
+
+def _comparison_report(tmp_path):
+    """A two-model run as the flights example's: 9 metrics with posterior intervals (ROC AUC, AP,
+    log loss, Brier and ECE get none: "not tested"), a slice where the baseline's precision is
+    undefined, and suppressed slices."""
+    from tests.pipelines.test_report_comparison import _table
+
+    t = _table()
+    metrics = ["accuracy", "precision", "recall", "f1", "roc_auc@capacity=1000", "average_precision@capacity=1000", "log_loss", "brier_score", "ece"]
+    ev = Evaluation(label_col="y", score_col="new", baseline_score_col="old", ci="posterior", slices=["g"], min_slice_size=100, metrics=metrics)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r = ev.evaluate([t])
+    return r, write_report(r, tmp_path / "comparison.html", title="Comparison", run_info={"engine": "local", "slices": 3, "suppressed_slices": 2})
+
+
+def test_comparison_report_in_the_browser(chromium, tmp_path):
+    r, path = _comparison_report(tmp_path)
+    proc = _run_chromium(chromium, path.as_uri(), "--dump-dom", "--window-size=1400,2400")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    dom = _Dom()
+    dom.feed(proc.stdout)
+    assert dom.root.get("data-report-ready") == "1" and "data-js-errors" not in dom.root, dom.root.get("data-js-errors")
+    # at 1,400 px every table fits its box (intervals on a second line), none is cut off
+    assert dom.root.get("data-wide-tables") == "", dom.root.get("data-wide-tables")
+    rows = {row[0]: row for row in dom.tables["comparison-table"]}
+    assert set(rows) == {"Overall", "g=a", "g=b"}
+    a = rows["g=a"]  # slice, n, accuracy, precision, recall, f1, roc_auc, ...
+    assert a[3].startswith("null") and a[3].endswith("undefined: the baseline's value is null")
+    assert a[6].endswith("not tested") and "indistinguishable" not in a[6]
+    assert not any(c.endswith("indistinguishable") and "[" not in c for row in rows.values() for c in row[2:])
+    assert "2 more slices are suppressed" in proc.stdout and 'id="slice-count">3 slices with values, 2 suppressed<' in proc.stdout
+    shot = tmp_path / "comparison.png"
+    proc = _run_chromium(chromium, path.as_uri(), f"--screenshot={shot}", "--window-size=1400,4000")
+    assert proc.returncode == 0 and shot.exists() and len(shot.read_bytes()) > 20_000, proc.stderr[-3000:]
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(shot, ARTIFACTS / "report_comparison_screenshot.png")
+    print(f"\ncomparison report screenshot: {ARTIFACTS / 'report_comparison_screenshot.png'}")

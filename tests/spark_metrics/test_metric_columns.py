@@ -108,3 +108,23 @@ def test_invalid_values_name_the_column_and_value(spark):
     pdf.loc[3, "y"] = 2.0
     with pytest.raises(Exception, match=r"column 'y': invalid value 2.0"):
         spark.createDataFrame(pdf).groupBy("day").agg(*metric_columns(["f1"], label_col="y", score_col="p")).collect()
+
+
+@pytest.mark.parametrize("column", ["y", "p", "w"])
+def test_a_value_that_does_not_cast_names_the_column_and_the_value(spark, column):
+    # issue 28 item 22: text that is not a number used to raise Spark's raw CAST_INVALID_INPUT
+    pdf = _frame(60)
+    pdf[column] = pdf[column].astype(str)
+    pdf.loc[5, column] = "abc"
+    df = spark.createDataFrame(pdf)
+    with pytest.raises(Exception) as e:
+        df.groupBy("country").agg(*metric_columns(["precision"], label_col="y", score_col="p", weight_col="w")).collect()
+    msg = str(e.value)
+    assert f"column {column!r}: value 'abc' in 1 row(s) of this group is not a number" in msg, msg[-2000:]
+    assert "CAST_INVALID_INPUT" not in msg
+    # the numbers written as text still cast and give the numeric result (scikit-learn's precision)
+    pdf.loc[5, column] = str(_frame(60)[column][5])
+    got = {r["country"]: r["precision"] for r in spark.createDataFrame(pdf).groupBy("country").agg(*metric_columns(["precision"], label_col="y", score_col="p", weight_col="w")).collect()}
+    ref = _frame(60)
+    for c, g in ref.groupby("country"):
+        assert got[c] == pytest.approx(precision_score(g["y"], g["p"] >= 0.5, sample_weight=g["w"], zero_division=np.nan), nan_ok=True)
