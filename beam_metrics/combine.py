@@ -1,4 +1,4 @@
-"""``MetricsCombineFn``: a Beam ``CombineFn`` over :class:`core.Evaluation` accumulators.
+"""``MetricsCombineFn``: a Beam ``CombineFn`` over :class:`mergeable_metrics.Evaluation` accumulators.
 
 The combine function maps Beam's vocabulary one-to-one onto core:
 
@@ -8,7 +8,7 @@ Beam                   core
 ``create_accumulator`` ``evaluation.zero()``
 ``add_input(s)``       buffer rows, then ``evaluation.fold(acc, rows)``
 ``merge_accumulators`` ``evaluation.merge_into(a, b)``
-``extract_output``     ``evaluation.finish(acc)`` -> :class:`core.Results`
+``extract_output``     ``evaluation.finish(acc)`` -> :class:`mergeable_metrics.Results`
 accumulator coder      ``evaluation.encode_accumulator`` / ``decode_accumulator``
 =====================  =====================================================
 
@@ -26,8 +26,8 @@ from typing import Any, Iterable
 import apache_beam as beam
 import numpy as np
 
-from core.evaluation import Evaluation, missing_row_column, num_rows, rows_to_columns
-from core.results import Results
+from mergeable_metrics.evaluation.evaluation import Evaluation, missing_row_column, num_rows, rows_to_columns
+from mergeable_metrics.results.results import Results
 
 __all__ = ["MetricsAccumulator", "MetricsAccumulatorCoder", "MetricsCombineFn", "StagedColumns", "is_column_batch"]
 
@@ -104,7 +104,7 @@ def _is_column_of_lists(value: Any) -> bool:
 
 def row_list_columns(evaluation: Any) -> frozenset:
     """The value columns of ``evaluation`` whose value in a single row is always a list: its
-    :attr:`~core.Evaluation.list_columns` except those where a row may hold a scalar (a binary
+    :attr:`~mergeable_metrics.Evaluation.list_columns` except those where a row may hold a scalar (a binary
     score, which may also be two class probabilities, and multiclass labels or predictions
     without an explicit format, read as one label per row; give ``label_format="onehot"`` for
     one-hot row dicts)."""
@@ -230,16 +230,16 @@ class MetricsAccumulator:
 
 
 class EvaluationCoder(beam.coders.Coder):
-    """Base of the coders of one :class:`core.Evaluation`'s values (core's codec, never pickle):
+    """Base of the coders of one :class:`mergeable_metrics.Evaluation`'s values (core's codec, never pickle):
     deterministic, and equal when their evaluations' configurations are.
 
     Raises:
-        TypeError: ``evaluation`` is not a :class:`core.Evaluation`.
+        TypeError: ``evaluation`` is not a :class:`mergeable_metrics.Evaluation`.
     """
 
     def __init__(self, evaluation: Evaluation):
         if not isinstance(evaluation, Evaluation):
-            raise TypeError(f"evaluation must be a core.Evaluation, got {type(evaluation).__name__}")
+            raise TypeError(f"evaluation must be a mergeable_metrics.Evaluation, got {type(evaluation).__name__}")
         self.evaluation = evaluation
 
     def is_deterministic(self) -> bool:
@@ -260,13 +260,13 @@ class MetricsAccumulatorCoder(EvaluationCoder):
     not encoded. Equal accumulators give equal bytes, so the coder is deterministic.
 
     Args:
-        evaluation: the :class:`core.Evaluation` the accumulators belong to.
+        evaluation: the :class:`mergeable_metrics.Evaluation` the accumulators belong to.
 
     Raises:
         ValueError: ``decode`` of corrupted or foreign bytes, or of states belonging to another
-            evaluation configuration (from :meth:`core.Evaluation.decode_accumulator`);
+            evaluation configuration (from :meth:`mergeable_metrics.Evaluation.decode_accumulator`);
             ``encode`` of buffered rows holding invalid values (from ``Evaluation.fold``).
-        TypeError: ``evaluation`` is not a :class:`core.Evaluation`.
+        TypeError: ``evaluation`` is not a :class:`mergeable_metrics.Evaluation`.
     """
 
     def encode(self, value: MetricsAccumulator) -> bytes:
@@ -300,13 +300,13 @@ class MetricsCombineFn(beam.CombineFn):
     whose states are small and fixed-size whatever the data size, plus the row buffer. It crosses
     shuffles through :class:`MetricsAccumulatorCoder` (core's versioned codec, never pickle).
 
-    Output: a :class:`core.Results` (overall slice first, then slices in spec and value order).
+    Output: a :class:`mergeable_metrics.Results` (overall slice first, then slices in spec and value order).
     Empty input (e.g. ``CombineGlobally`` over nothing) gives ``evaluation.finish(evaluation.zero())``:
     just the overall slice with ``n == 0``, weight 0 and NaN metrics (zero counts for count-like
     metrics such as ``tp`` or ``confusion_matrix``).
 
     Args:
-        evaluation: the :class:`core.Evaluation` (columns, slices, metrics). All math is core's.
+        evaluation: the :class:`mergeable_metrics.Evaluation` (columns, slices, metrics). All math is core's.
         batch_size: number of buffered rows that triggers a fold (> 0; default
             :data:`DEFAULT_BATCH_SIZE`). Larger batches amortise numpy overhead and the per-slice
             state updates. Waiting rows are kept as columns (:data:`ROW_CHUNK` row dicts at a
@@ -314,7 +314,7 @@ class MetricsCombineFn(beam.CombineFn):
             encoding, ``extract_output`` and before a batch element.
 
     Raises:
-        TypeError: at construction, ``evaluation`` is not a :class:`core.Evaluation` or
+        TypeError: at construction, ``evaluation`` is not a :class:`mergeable_metrics.Evaluation` or
             ``batch_size`` is not an int; at ``add_input``, an element of an unsupported type
             (or non-numeric values, from core).
         ValueError: at construction, ``batch_size <= 0``; when rows are folded, missing columns or
@@ -326,8 +326,8 @@ class MetricsCombineFn(beam.CombineFn):
 
     Example:
         >>> import apache_beam as beam
-        >>> import core
-        >>> ev = core.Evaluation(label_col="y", score_col="s", metrics=["precision", "recall"])
+        >>> import mergeable_metrics
+        >>> ev = mergeable_metrics.Evaluation(label_col="y", score_col="s", metrics=["precision", "recall"])
         >>> with beam.Pipeline(runner="DirectRunner") as p:  # doctest: +SKIP
         ...     res = (p | beam.Create([{"y": 1, "s": 0.9}, {"y": 0, "s": 0.7}])
         ...              | beam.CombineGlobally(MetricsCombineFn(ev)))
@@ -336,7 +336,7 @@ class MetricsCombineFn(beam.CombineFn):
     def __init__(self, evaluation: Evaluation, batch_size: int = DEFAULT_BATCH_SIZE):
         super().__init__()
         if not isinstance(evaluation, Evaluation):
-            raise TypeError(f"evaluation must be a core.Evaluation, got {type(evaluation).__name__}")
+            raise TypeError(f"evaluation must be a mergeable_metrics.Evaluation, got {type(evaluation).__name__}")
         if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)):
             raise TypeError(f"batch_size must be an int, got {type(batch_size).__name__}")
         if batch_size <= 0:
@@ -493,7 +493,7 @@ class MetricsCombineFn(beam.CombineFn):
         return self._flush(accumulator)
 
     def extract_output(self, accumulator: MetricsAccumulator) -> Results:
-        """Flush, then ``evaluation.finish``: a :class:`core.Results` with every slice's
+        """Flush, then ``evaluation.finish``: a :class:`mergeable_metrics.Results` with every slice's
         metrics (the overall slice always present; ``n == 0`` and NaN metrics for empty input)."""
         self._flush(accumulator)
         return self.evaluation.finish(accumulator.acc)

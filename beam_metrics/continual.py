@@ -3,7 +3,7 @@
 Elements are evaluation events, as row dicts ``{"trained_task", "step", "evaluated_task", label,
 prediction}`` (``step`` None or absent: the evaluation after the task) or batches of them
 (``pyarrow.RecordBatch`` / ``Table``, dicts of column arrays). All math is core's
-(:class:`core.ContinualEvaluation`); the accumulator is its exact state, encoded with core's codec.
+(:class:`mergeable_metrics.ContinualEvaluation`); the accumulator is its exact state, encoded with core's codec.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 
 import apache_beam as beam
 
-from core.continual import EVENT_COLUMNS, ContinualEvaluation, OCLMetrics
+from mergeable_metrics.time.continual import EVENT_COLUMNS, ContinualEvaluation, OCLMetrics
 
 __all__ = ["ComputeContinualMetrics", "ContinualCombineFn"]
 
@@ -28,12 +28,12 @@ class _Accumulator:
 
 
 class ContinualCombineFn(beam.CombineFn):
-    """Folds evaluation events into a :class:`core.ContinualEvaluation` (usable in
+    """Folds evaluation events into a :class:`mergeable_metrics.ContinualEvaluation` (usable in
     ``CombineGlobally`` and ``CombinePerKey``); ``extract_output`` returns the evaluation
-    (``.compute()`` gives :class:`core.OCLMetrics`).
+    (``.compute()`` gives :class:`mergeable_metrics.OCLMetrics`).
 
     Args:
-        num_tasks, num_classes, evaluations_per_task: as :class:`core.ContinualEvaluation`.
+        num_tasks, num_classes, evaluations_per_task: as :class:`mergeable_metrics.ContinualEvaluation`.
         label_col, prediction_col: the event columns holding the true and predicted classes.
     """
 
@@ -92,7 +92,7 @@ class ContinualCombineFn(beam.CombineFn):
 
 
 class ComputeContinualMetrics(beam.PTransform):
-    """Events -> one :class:`core.OCLMetrics` (``CombineGlobally(ContinualCombineFn)`` then ``compute``)."""
+    """Events -> one :class:`mergeable_metrics.OCLMetrics` (``CombineGlobally(ContinualCombineFn)`` then ``compute``)."""
 
     def __init__(self, num_tasks: int, num_classes: int, evaluations_per_task: int = 0, label_col: str = "label", prediction_col: str = "prediction"):
         super().__init__()

@@ -10,12 +10,12 @@ fires when the watermark passes the id's **deadline**::
     deadline = (earliest prediction time of the id, else its earliest label time)
                + max_label_delay + late_label_horizon
 
-The id's rows are classified by :func:`core.latelabels.join_batches` (the one place of the
+The id's rows are classified by :func:`mergeable_metrics.time.latelabels.join_batches` (the one place of the
 join's math, the batch engines' too): the matched examples go to the ``matched`` output (every
 prediction column, the label column and, with ``window``, the ``window_start`` / ``window_end``
 slice values of the prediction time), and the outcome counts of the id (per slice of every slice
-spec and overall: :data:`core.latelabels.COUNT_NAMES`, the batch join's names) to the
-``counts`` output, as :meth:`core.latelabels.JoinCounts.to_lines` JSON lines;
+spec and overall: :data:`mergeable_metrics.time.latelabels.COUNT_NAMES`, the batch join's names) to the
+``counts`` output, as :meth:`mergeable_metrics.time.latelabels.JoinCounts.to_lines` JSON lines;
 :class:`JoinCountsCombineFn` sums them into a ``JoinCounts``. The id is decided only at its
 deadline, when its outcome is final and the state is cleared: until then a row that comes later
 with an earlier event time (behind the watermark, as late data does: a label before the
@@ -48,9 +48,9 @@ from apache_beam.transforms.userstate import BagStateSpec, ReadModifyWriteStateS
 from apache_beam.transforms.window import GlobalWindows
 from apache_beam.utils.timestamp import Timestamp
 
-from core.slice_values import canonical_value
-from core.windows import MAX_US, MIN_US, TIME_RANGE_RULE, parse_duration
-from core.latelabels import COUNT_NAMES, INVALID_LABEL, INVALID_PRED, JoinCounts, LabelJoin, join_batches
+from mergeable_metrics.slicing.values import canonical_value
+from mergeable_metrics.time.windows import MAX_US, MIN_US, TIME_RANGE_RULE, parse_duration
+from mergeable_metrics.time.latelabels import COUNT_NAMES, INVALID_LABEL, INVALID_PRED, JoinCounts, LabelJoin, join_batches
 
 __all__ = ["JoinCountsCombineFn", "JoinLateLabels", "MATCHED_TAG", "COUNTS_TAG"]
 
@@ -179,7 +179,7 @@ def _table(rows: list[dict]) -> pa.Table:
 
 class JoinCountsCombineFn(beam.CombineFn):
     """Sums :class:`JoinLateLabels`' ``counts`` lines into one
-    :class:`core.latelabels.JoinCounts` (accumulator: ``{slice key JSON: counts list}``,
+    :class:`mergeable_metrics.time.latelabels.JoinCounts` (accumulator: ``{slice key JSON: counts list}``,
     plain values, no pickle)."""
 
     def create_accumulator(self) -> dict[str, list[int]]:
@@ -213,14 +213,14 @@ class JoinLateLabels(beam.PTransform):
 
     ``matched``: one row dict per matched example (a prediction and its earliest label with
     ``0 <= label_time - prediction_time <= max_label_delay``), emitted at its id's deadline
-    (prediction time + ``max_label_delay`` + ``late_label_horizon``); feed it to :class:`~beam_metrics.ComputeMetrics` (slices may
+    (prediction time + ``max_label_delay`` + ``late_label_horizon``); feed it to :class:`~mergeable_metrics.beam.ComputeMetrics` (slices may
     name ``window_start`` / ``window_end`` with ``window``). ``counts``: JSON lines of the outcome counts per id group and
-    slice (:meth:`core.latelabels.JoinCounts.to_lines`), summed by
+    slice (:meth:`mergeable_metrics.time.latelabels.JoinCounts.to_lines`), summed by
     :class:`JoinCountsCombineFn` (``beam.CombineGlobally(JoinCountsCombineFn())``, under the
     windowing and trigger you choose for the counts). Both outputs are in the global window.
 
     Args:
-        max_label_delay: the maximum label delay (:func:`core.windows.parse_duration`: ``"6h"``,
+        max_label_delay: the maximum label delay (:func:`mergeable_metrics.time.windows.parse_duration`: ``"6h"``,
             ``"90 minutes"``, seconds; 0 allowed).
         id_col: the example id column of both inputs.
         label_col: the label column of the labels.
@@ -230,7 +230,7 @@ class JoinLateLabels(beam.PTransform):
         window: tumbling windows of the prediction time (a duration) for the ``window_start`` /
             ``window_end`` slice values, as the batch join's ``--join-window``; or None.
         slices: the count slice specs (column names, ``"a,b"`` or ``("a", "b")``), e.g.
-            :func:`core.latelabels.count_specs` of the evaluation of the matched examples.
+            :func:`mergeable_metrics.time.latelabels.count_specs` of the evaluation of the matched examples.
         on_invalid: ``"raise"`` or ``"skip"`` (a missing id or time counted as ``invalid_*``).
 
     Raises:

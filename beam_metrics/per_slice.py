@@ -1,4 +1,4 @@
-"""The steps of :class:`~beam_metrics.ComputeMetrics`: fold per bundle, merge per slice key.
+"""The steps of :class:`~mergeable_metrics.beam.ComputeMetrics`: fold per bundle, merge per slice key.
 
 ::
 
@@ -44,7 +44,7 @@ more in the gather. The gather is a ``GroupByKey`` on one key, not a ``CombineGl
 holds only finished per-slice results (a few hundred bytes each) and the overall shards'
 states, and costs one stage instead of ``CombineGlobally``'s several (its default value for
 empty input, a side input, is replaced by the ``Impulse`` marker); suppression of complements
-(:mod:`core.suppression`) needs every slice of an evaluation at once. No pickle crosses a
+(:mod:`mergeable_metrics.evaluation.suppression`) needs every slice of an evaluation at once. No pickle crosses a
 shuffle: states use core's versioned codec, results JSON.
 """
 
@@ -61,14 +61,14 @@ from apache_beam.metrics import Metrics
 from apache_beam.transforms.window import GlobalWindow, GlobalWindows
 from apache_beam.utils.windowed_value import WindowedValue
 
-from beam_metrics.combine import EvaluationCoder, MetricsAccumulator, MetricsCombineFn
-from beam_metrics.results_io import slice_result_from_json, slice_result_to_json
-from core import codec
-from core.windows import window_from_micros
-from core.evaluation import Evaluation
-from core.metrics import UndefinedMetricWarning
-from core.results import Results, SliceResult
-from core.slicing import OVERALL
+from mergeable_metrics.beam.combine import EvaluationCoder, MetricsAccumulator, MetricsCombineFn
+from mergeable_metrics.beam.results_io import slice_result_from_json, slice_result_to_json
+from mergeable_metrics.states import codec
+from mergeable_metrics.time.windows import window_from_micros
+from mergeable_metrics.evaluation.evaluation import Evaluation
+from mergeable_metrics.metrics.base import UndefinedMetricWarning
+from mergeable_metrics.results.results import Results, SliceResult
+from mergeable_metrics.slicing.assign import OVERALL
 
 __all__ = [
     "FoldPerSlice",
@@ -89,14 +89,14 @@ __all__ = [
     "needs_one_grouping",
 ]
 
-#: The slice key (JSON, :func:`core.codec.slice_key_to_json`) of the overall slice.
+#: The slice key (JSON, :func:`mergeable_metrics.states.codec.slice_key_to_json`) of the overall slice.
 OVERALL_KEY = codec.slice_key_to_json(OVERALL)
 
 #: Beam metrics namespace of the adapter's counters and distributions.
-METRICS_NAMESPACE = "beam_metrics"
+METRICS_NAMESPACE = "mergeable_metrics.beam"
 
 #: Kinds of :class:`MergeSliceStatesFn`'s outputs ``(kind, payload)``: a finished slice's
-#: :class:`core.SliceResult` as UTF-8 JSON, or an overall shard's merged states (core's codec).
+#: :class:`mergeable_metrics.SliceResult` as UTF-8 JSON, or an overall shard's merged states (core's codec).
 RESULT, PARTIAL = "result", "partial"
 _NO_SLICES = ("none", b"")  # the gather's marker element (global window): never a slice
 
@@ -113,14 +113,14 @@ def overall_shard_key(shard: int) -> str:
 # -- per-bundle fold ----------------------------------------------------------------------------
 class FoldPerSlice(beam.DoFn):
     """Fold a bundle's elements into one accumulator (rows buffered and folded ``batch_size`` at
-    a time, batches folded as they come: :class:`~beam_metrics.MetricsCombineFn`'s ``add_input``);
+    a time, batches folded as they come: :class:`~mergeable_metrics.beam.MetricsCombineFn`'s ``add_input``);
     at the end of the bundle emit one ``(slice key JSON, (slice key JSON, encoded states))``
     element per slice (``evaluation.encode_states``), in the global window (see
     :class:`WindowedFoldPerSlice` and :class:`ProfiledFoldPerSlice` for other windows and the
     counting pass' side input).
 
     Args:
-        evaluation: the :class:`core.Evaluation`.
+        evaluation: the :class:`mergeable_metrics.Evaluation`.
         batch_size: rows buffered before a vectorised fold.
         hot_key_fanout: with more than 1, the overall slice's element of a bundle is keyed by
             one of ``hot_key_fanout`` shard keys (:func:`overall_shard_key`, one shard per
@@ -243,7 +243,7 @@ class SliceStatesCoder(EvaluationCoder):
     ``evaluation.decode_states`` does.
 
     Args:
-        evaluation: the :class:`core.Evaluation` the states belong to.
+        evaluation: the :class:`mergeable_metrics.Evaluation` the states belong to.
     """
 
     def encode(self, value: SliceStates) -> bytes:
@@ -288,7 +288,7 @@ class MergeSliceStatesFn(beam.CombineFn):
     """Merges one slice's encoded partial states (values ``(slice key JSON, state bytes)`` of
     :class:`FoldPerSlice`, under ``CombinePerKey`` by slice key) with ``evaluation.plan.merge``,
     then finishes the slice: the output is ``(RESULT, its SliceResult as UTF-8 JSON)``
-    (:func:`~beam_metrics.slice_result_to_json`). With ``finish_overall=False`` (the overall
+    (:func:`~mergeable_metrics.beam.slice_result_to_json`). With ``finish_overall=False`` (the overall
     slice spread over shard keys) the overall slice's output is ``(PARTIAL, its merged states)``
     (``evaluation.encode_states``), finished by :func:`assemble_results`.
 
@@ -345,7 +345,7 @@ class MergeSliceStatesFn(beam.CombineFn):
 
 # -- results ------------------------------------------------------------------------------------
 def _finish(evaluation: Evaluation, key_json: str, states: tuple) -> str:
-    """One slice's :class:`core.SliceResult` as JSON (undefined metrics NaN, no warning)."""
+    """One slice's :class:`mergeable_metrics.SliceResult` as JSON (undefined metrics NaN, no warning)."""
     key = codec.slice_key_from_json(key_json)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UndefinedMetricWarning)
@@ -362,7 +362,7 @@ def _no_slices(_: Any) -> tuple[str, bytes]:
 
 
 def assemble_results(parts: Iterable[tuple[str, bytes]], evaluation: Evaluation, summary: Any = None) -> list[SliceResult]:
-    """Every slice's :class:`core.SliceResult` from the gathered outputs of
+    """Every slice's :class:`mergeable_metrics.SliceResult` from the gathered outputs of
     :class:`MergeSliceStatesFn` (``(RESULT, JSON)`` of finished slices, ``(PARTIAL, states)`` of
     the overall slice's shards, merged here with ``evaluation.plan.merge`` and finished; other
     kinds, the gather's marker, are ignored): ``evaluation.collect`` (canonical order,
@@ -391,7 +391,7 @@ def assemble_results(parts: Iterable[tuple[str, bytes]], evaluation: Evaluation,
 
 
 class WindowMetricsCombineFn(MetricsCombineFn):
-    """:class:`~beam_metrics.MetricsCombineFn` whose finish raises no ``UndefinedMetricWarning``
+    """:class:`~mergeable_metrics.beam.MetricsCombineFn` whose finish raises no ``UndefinedMetricWarning``
     (on a worker it could not reach the caller; undefined values are NaN and listed per slice)."""
 
     def extract_output(self, accumulator: MetricsAccumulator) -> Results:
@@ -408,7 +408,7 @@ def _with_bounds(results: Iterable[SliceResult], window: Any) -> Iterable[SliceR
 
 
 class SessionResults(beam.DoFn):
-    """The :class:`core.Results` of one merged window (a session) as its slices, each carrying
+    """The :class:`mergeable_metrics.Results` of one merged window (a session) as its slices, each carrying
     the window's bounds."""
 
     def __init__(self, evaluation: Evaluation):
@@ -423,7 +423,7 @@ class AssembleResults(beam.DoFn):
     windowing every result carries its window's bounds.
 
     Args:
-        evaluation: the :class:`core.Evaluation`.
+        evaluation: the :class:`mergeable_metrics.Evaluation`.
         windowed: set ``window_start`` / ``window_end`` from the element's window.
     """
 

@@ -2,10 +2,10 @@
 
 Elements are rows or batches of a stream that carry each example's 0-based stream position
 (``position_col``: on a distributed runner there is no other order). Each element gets its window
-(``position // window_size``, core's :meth:`core.PrequentialEvaluation.with_window`) and is
-folded by core's sliced fold (:class:`~beam_metrics.MetricsCombineFn` of the prequential
-evaluation's inner :class:`core.Evaluation`); the merged window states give the windowed and
-cumulative metrics (:class:`core.PrequentialResults`), equal to the local engine's.
+(``position // window_size``, core's :meth:`mergeable_metrics.PrequentialEvaluation.with_window`) and is
+folded by core's sliced fold (:class:`~mergeable_metrics.beam.MetricsCombineFn` of the prequential
+evaluation's inner :class:`mergeable_metrics.Evaluation`); the merged window states give the windowed and
+cumulative metrics (:class:`mergeable_metrics.PrequentialResults`), equal to the local engine's.
 """
 
 from __future__ import annotations
@@ -14,15 +14,15 @@ from typing import Any
 
 import apache_beam as beam
 
-from beam_metrics.combine import MetricsCombineFn
-from core.prequential import WINDOW_COLUMN, PrequentialEvaluation, PrequentialResults
+from mergeable_metrics.beam.combine import MetricsCombineFn
+from mergeable_metrics.time.prequential import WINDOW_COLUMN, PrequentialEvaluation, PrequentialResults
 
 __all__ = ["ComputePrequentialMetrics", "PrequentialCombineFn"]
 
 
 class PrequentialCombineFn(MetricsCombineFn):
-    """``MetricsCombineFn`` of a :class:`core.PrequentialEvaluation` whose elements already carry
-    the window column; ``extract_output`` gives :class:`core.PrequentialResults`."""
+    """``MetricsCombineFn`` of a :class:`mergeable_metrics.PrequentialEvaluation` whose elements already carry
+    the window column; ``extract_output`` gives :class:`mergeable_metrics.PrequentialResults`."""
 
     def __init__(self, prequential: PrequentialEvaluation, **kw: Any):
         super().__init__(prequential.evaluation, **kw)
@@ -34,12 +34,12 @@ class PrequentialCombineFn(MetricsCombineFn):
 
 
 class ComputePrequentialMetrics(beam.PTransform):
-    """Stream elements -> one :class:`core.PrequentialResults`.
+    """Stream elements -> one :class:`mergeable_metrics.PrequentialResults`.
 
     Args:
         window_size: examples per tumbling window.
         position_col: the column of 0-based stream positions (required on Beam).
-        **options: :class:`core.Evaluation` options (``label_col``, ``prediction_col``, ``metrics``, ...).
+        **options: :class:`mergeable_metrics.Evaluation` options (``label_col``, ``prediction_col``, ``metrics``, ...).
     """
 
     def __init__(self, window_size: int, position_col: str, **options: Any):

@@ -1,17 +1,17 @@
 """The counting pass on Beam: slices with ``max_slices`` or quantile buckets.
 
-When an evaluation :attr:`~core.Evaluation.needs_profile`, :class:`~beam_metrics.ComputeMetrics`
+When an evaluation :attr:`~mergeable_metrics.Evaluation.needs_profile`, :class:`~mergeable_metrics.beam.ComputeMetrics`
 expands to::
 
     summary  = pcoll | CombineGlobally(SliceProfileCombineFn(evaluation))     # exact counts, merged
-    results  = pcoll | the steps of beam_metrics.per_slice, folding each bundle with
+    results  = pcoll | the steps of mergeable_metrics.beam.per_slice, folding each bundle with
                        evaluation.with_profile(summary) (an AsSingleton side input) and
                        reporting folded_values of the __other__ slices
 
 The counting combine is lifted (partial combining before the shuffle); only small, bounded states cross
 the shuffles: per spec at most ``2 * max_slices + 1`` slices, whatever the number of distinct values.
 The profile accumulator itself grows with the number of distinct values (about 25 bytes each, see
-:mod:`core.slice_profile`) and is resolved into a small :class:`~core.slice_profile.ProfileSummary`
+:mod:`mergeable_metrics.evaluation.profile`) and is resolved into a small :class:`~mergeable_metrics.evaluation.profile.ProfileSummary`
 (the kept keys and quantile edges) before it is broadcast. All math is core's; no pickle crosses a
 shuffle (profiles and accumulators use core's versioned codecs, summaries JSON).
 """
@@ -23,9 +23,9 @@ from typing import Any
 import apache_beam as beam
 from apache_beam.transforms.window import GlobalWindows
 
-from beam_metrics.combine import DEFAULT_BATCH_SIZE, MetricsAccumulator, MetricsAccumulatorCoder, MetricsCombineFn
-from core.evaluation import Evaluation
-from core.slice_profile import ProfileSummary, SliceProfiler
+from mergeable_metrics.beam.combine import DEFAULT_BATCH_SIZE, MetricsAccumulator, MetricsAccumulatorCoder, MetricsCombineFn
+from mergeable_metrics.evaluation.evaluation import Evaluation
+from mergeable_metrics.evaluation.profile import ProfileSummary, SliceProfiler
 
 __all__ = ["ProfileSummaryCoder", "SliceProfileCoder", "SliceProfileCombineFn", "profile_summary"]
 
@@ -36,7 +36,7 @@ class SliceProfileCoder(MetricsAccumulatorCoder):
 
     def __init__(self, profiler: SliceProfiler):  # noqa: D107 - no super().__init__: no Evaluation here
         if not isinstance(profiler, SliceProfiler):
-            raise TypeError(f"profiler must be a core.slice_profile.SliceProfiler, got {type(profiler).__name__}")
+            raise TypeError(f"profiler must be a mergeable_metrics.evaluation.profile.SliceProfiler, got {type(profiler).__name__}")
         self.evaluation = profiler
 
     def encode(self, value: MetricsAccumulator) -> bytes:
@@ -57,16 +57,16 @@ class SliceProfileCoder(MetricsAccumulatorCoder):
 
 class SliceProfileCombineFn(MetricsCombineFn):
     """The counting pass as a ``CombineFn``: rows and batches are folded into a
-    :class:`core.slice_profile.SliceProfile` (same element kinds and row buffering as
+    :class:`mergeable_metrics.evaluation.profile.SliceProfile` (same element kinds and row buffering as
     :class:`MetricsCombineFn`); the output is the resolved
-    :class:`core.slice_profile.ProfileSummary`.
+    :class:`mergeable_metrics.evaluation.profile.ProfileSummary`.
 
     Args:
-        evaluation: the :class:`core.Evaluation` whose specs need a profile.
+        evaluation: the :class:`mergeable_metrics.Evaluation` whose specs need a profile.
         batch_size: rows buffered before a vectorised fold.
 
     Raises:
-        TypeError: ``evaluation`` is not a :class:`core.Evaluation`.
+        TypeError: ``evaluation`` is not a :class:`mergeable_metrics.Evaluation`.
     """
 
     def __init__(self, evaluation: Evaluation, batch_size: int = DEFAULT_BATCH_SIZE):
@@ -86,7 +86,7 @@ class SliceProfileCombineFn(MetricsCombineFn):
 
 
 class ProfileSummaryCoder(beam.coders.Coder):
-    """:class:`core.slice_profile.ProfileSummary` as canonical JSON (deterministic, no pickle)."""
+    """:class:`mergeable_metrics.evaluation.profile.ProfileSummary` as canonical JSON (deterministic, no pickle)."""
 
     def encode(self, value: ProfileSummary) -> bytes:
         return value.to_json().encode("utf-8")
@@ -114,7 +114,7 @@ beam.coders.registry.register_coder(ProfileSummary, ProfileSummaryCoder)
 
 
 def profile_summary(pcoll: beam.PCollection, evaluation: Evaluation, batch_size: int) -> beam.PCollection:
-    """The counting pass of ``ComputeMetrics``: the resolved :class:`~core.slice_profile.ProfileSummary`
+    """The counting pass of ``ComputeMetrics``: the resolved :class:`~mergeable_metrics.evaluation.profile.ProfileSummary`
     of ``pcoll`` (one per window), for an ``AsSingleton`` side input (see the module docstring)."""
     profile = beam.CombineGlobally(SliceProfileCombineFn(evaluation, batch_size))
     if not isinstance(pcoll.windowing.windowfn, GlobalWindows):

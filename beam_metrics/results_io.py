@@ -1,7 +1,7 @@
-"""Per-slice results as JSON lines, and a Beam coder for :class:`core.SliceResult`.
+"""Per-slice results as JSON lines, and a Beam coder for :class:`mergeable_metrics.SliceResult`.
 
 ``slice_result_to_json`` / ``slice_result_from_json`` let a pipeline ``WriteToText`` its results
-and read them back. The format is core's :meth:`core.SliceResult.to_dict` (NaN -> ``null``).
+and read them back. The format is core's :meth:`mergeable_metrics.SliceResult.to_dict` (NaN -> ``null``).
 :class:`SliceResultCoder` is registered for ``SliceResult`` so a PCollection of results is encoded
 without pickle; it keeps NaN and infinities exactly.
 """
@@ -14,7 +14,7 @@ from typing import Any
 import apache_beam as beam
 import numpy as np
 
-from core.results import Comparison, Results, SliceResult, window_bound
+from mergeable_metrics.results.results import Comparison, Results, SliceResult, window_bound
 
 __all__ = ["SliceResultCoder", "slice_result_from_json", "slice_result_to_json"]
 
@@ -23,7 +23,7 @@ def slice_result_to_json(sr: SliceResult) -> str:
     """One line of JSON for one slice's results.
 
     Args:
-        sr: a :class:`core.SliceResult`.
+        sr: a :class:`mergeable_metrics.SliceResult`.
 
     Returns:
         ``{"slice": {col: value, ...}, "n": int, "weight": float, "skipped": int,
@@ -35,7 +35,7 @@ def slice_result_to_json(sr: SliceResult) -> str:
         TypeError: ``sr`` is not a SliceResult, or a slice value is not JSON-serialisable.
     """
     if not isinstance(sr, SliceResult):
-        raise TypeError(f"expected a core.SliceResult, got {type(sr).__name__}")
+        raise TypeError(f"expected a mergeable_metrics.SliceResult, got {type(sr).__name__}")
     return json.dumps(sr.to_dict(), separators=(",", ":"), allow_nan=False)
 
 
@@ -83,11 +83,11 @@ def _inexact(value: Any) -> Any:
 
 
 class SliceResultCoder(beam.coders.Coder):
-    """Encodes a :class:`core.SliceResult` as versioned UTF-8 JSON (no pickle), exactly.
+    """Encodes a :class:`mergeable_metrics.SliceResult` as versioned UTF-8 JSON (no pickle), exactly.
 
     Unlike :func:`slice_result_to_json` it keeps NaN and +-inf (as JSON ``NaN`` / ``Infinity``
     tokens) and array shapes, so ``decode(encode(sr))`` has the same values. Registered for
-    ``SliceResult`` in Beam's coder registry when :mod:`beam_metrics` is imported.
+    ``SliceResult`` in Beam's coder registry when :mod:`mergeable_metrics.beam` is imported.
 
     Raises:
         ValueError: ``decode`` of bytes that are not an encoded SliceResult.

@@ -17,7 +17,7 @@ import argparse
 import numpy as np
 
 from benchmarks._harness import machine_line, measure
-from pipelines import baselines
+from mergeable_metrics.pipelines import baselines
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -91,7 +91,7 @@ def write_parquet(path: str, n: int, row_group: int = 1_000_000, seed: int = 0) 
 
 
 def evaluation(score_col: str = "score"):
-    from core import Evaluation
+    from mergeable_metrics import Evaluation
 
     return Evaluation(label_col="label", score_col=score_col, slices=["slice"], metrics=METRICS)
 
@@ -140,7 +140,7 @@ def dict_rows(n: int, repeats: int, shards: int = 4, batch_size: int | None = No
     dict rows."""
     import apache_beam as beam
 
-    from beam_metrics import ComputeMetrics
+    from mergeable_metrics.beam import ComputeMetrics
 
     ev = evaluation()
     per = -(-n // shards)
@@ -178,7 +178,7 @@ def dataframe_rows(n: int, repeats: int) -> float:
     import apache_beam as beam
     import pandas as pd
 
-    from beam_metrics import ComputeMetrics
+    from mergeable_metrics.beam import ComputeMetrics
 
     y, s, g = columns(n, 0)
     df = pd.DataFrame({"label": y.astype(np.float64), "prediction": s, "slice": np.array(SLICE_VALUES, dtype=object)[g]})
@@ -211,7 +211,7 @@ def _batches_against_floor(source, repeats: int, floor_name: str) -> dict[str, f
     Map(num_rows) | CombineGlobally(sum)`` (``floor_name``), interleaved."""
     import apache_beam as beam
 
-    from beam_metrics import ComputeMetrics
+    from mergeable_metrics.beam import ComputeMetrics
 
     ev = evaluation()
 

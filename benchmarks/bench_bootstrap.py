@@ -7,9 +7,9 @@ Usage::
     python -m benchmarks.bench_bootstrap --parquet flights.parquet --repeats 3
 
 Data: the flights example's scored July-December 2013 flights (166,668 rows,
-``pipelines.examples.flights``; built if ``--parquet`` is absent), 65,536-row Arrow batches, the
+``mergeable_metrics.pipelines.examples.flights``; built if ``--parquet`` is absent), 65,536-row Arrow batches, the
 example's slices (``carrier``, ``origin``, ``carrier,origin``: 55 slices) and metrics
-(``pipelines.evaluate.FLIGHTS_METRICS``). Local engine (``Evaluation.evaluate``), CPU time of this
+(``mergeable_metrics.pipelines.evaluate.FLIGHTS_METRICS``). Local engine (``Evaluation.evaluate``), CPU time of this
 process, interleaved medians (:func:`benchmarks._harness.measure`). The reference is TFMA's
 bootstrap, which re-runs the whole computation per replicate: about 12x its evaluation without
 intervals (issue 13's measurement).
@@ -31,14 +31,14 @@ def run(parquet: str | None = None, replicates: int = 200, buckets: int | None =
     """The two timings and their ratio as :class:`~benchmarks._harness.Result` rows."""
     import pyarrow.parquet as pq
 
-    from core import Evaluation
-    from pipelines.evaluate import FLIGHTS_METRICS
+    from mergeable_metrics import Evaluation
+    from mergeable_metrics.pipelines.evaluate import FLIGHTS_METRICS
 
     if parquet is None:
         import os
         import tempfile
 
-        from pipelines.examples.flights import build_flights_predictions
+        from mergeable_metrics.pipelines.examples.flights import build_flights_predictions
 
         parquet = os.path.join(tempfile.mkdtemp(), "flights.parquet")
         build_flights_predictions(parquet)

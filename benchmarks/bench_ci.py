@@ -25,7 +25,7 @@ SLICES = ["carrier", "origin", "carrier,origin"]
 
 
 def main(argv: list[str] | None = None) -> None:
-    from core import Evaluation
+    from mergeable_metrics import Evaluation
 
     args, batches = flights_args(__doc__, argv)
     print(f"flights predictions x {args.replicate}: {sum(b.num_rows for b in batches):,} rows; metrics {','.join(METRICS)}; slices {SLICES}")

@@ -16,7 +16,7 @@ Workloads (labels int64 0/1 or 0..9, scores float64 in [0, 1), weights float64 i
 * regression moments (``RegressionMomentsState.from_batch``) against ``sklearn.metrics.r2_score``;
 * the score distribution behind ROC AUC (``ScoreDistributionState.from_batch``) against
   ``sklearn.metrics.roc_auc_score`` (exact);
-* "+ validation" rows: the same with ``core.formats.make_batch`` (the checks every engine runs:
+* "+ validation" rows: the same with ``mergeable_metrics.inputs.formats.make_batch`` (the checks every engine runs:
   labels in range, finite scores, finite non-negative weights) before the fold.
 
 Rates are rows per CPU-second of this process by default (``--clock cpu``; see
@@ -56,11 +56,11 @@ def make_data(n: int, seed: int = 0) -> dict[str, np.ndarray]:
 def run(n: int = 10_000_000, repeats: int = 5, clock: str = "cpu", sk_rows: int = 2_000_000, seed: int = 0) -> list[Result]:
     from sklearn.metrics import confusion_matrix, r2_score, roc_auc_score
 
-    from core._inputs import Batch
-    from core.formats import make_batch
-    from core.regression import RegressionLayout, RegressionMomentsState
-    from core.score_distribution import ScoreDistributionLayout, ScoreDistributionState
-    from core.states import BinaryConfusionLayout, BinaryConfusionState, ConfusionMatrixLayout, ConfusionMatrixState
+    from mergeable_metrics.inputs.validation import Batch
+    from mergeable_metrics.inputs.formats import make_batch
+    from mergeable_metrics.metrics.regression import RegressionLayout, RegressionMomentsState
+    from mergeable_metrics.states.score_distribution import ScoreDistributionLayout, ScoreDistributionState
+    from mergeable_metrics.states.base import BinaryConfusionLayout, BinaryConfusionState, ConfusionMatrixLayout, ConfusionMatrixState
 
     d = make_data(n, seed)
     y, yb, s, w, yc, pc = d["y"], d["yb"], d["s"], d["w"], d["yc"], d["pc"]

@@ -23,11 +23,11 @@ BATCH = 1 << 16
 
 
 def _workloads():
-    from core.calibration import CalibrationBinsLayout, CalibrationBinsState, ProbabilitySumsLayout, ProbabilitySumsState
-    from core.measure import MeanMeasureLayout, MeanMeasureState
-    from core.regression import RegressionLayout, RegressionMomentsState
-    from core.score_distribution import ScoreDistributionLayout, ScoreDistributionState
-    from core.states import (
+    from mergeable_metrics.metrics.calibration import CalibrationBinsLayout, CalibrationBinsState, ProbabilitySumsLayout, ProbabilitySumsState
+    from mergeable_metrics.metrics.measure import MeanMeasureLayout, MeanMeasureState
+    from mergeable_metrics.metrics.regression import RegressionLayout, RegressionMomentsState
+    from mergeable_metrics.states.score_distribution import ScoreDistributionLayout, ScoreDistributionState
+    from mergeable_metrics.states.base import (
         BinaryConfusionLayout,
         BinaryConfusionState,
         ConfusionMatrixLayout,
@@ -52,7 +52,7 @@ def _workloads():
 
 
 def _batches(kind: str, n: int, weighted: bool, seed: int = 0):
-    from core._inputs import Batch
+    from mergeable_metrics.inputs.validation import Batch
 
     rng = np.random.default_rng(seed)
     y = rng.integers(0, 2, n)

@@ -10,9 +10,9 @@ once per workload into an accumulator over ``tailnum`` (~3,800 slices). Timed (C
 of ``--repeats`` interleaved rounds, :mod:`benchmarks._harness`):
 
 * ``finish``: ``Evaluation.finish(acc)`` of the folded accumulator: for the confusion metrics of
-  unweighted rows, one :func:`core.stacked.compute_fields` over the arrays the accumulator's
-  blocks hold (:meth:`core.accumulator.Accumulator.stacked`: no per-slice state objects);
-  otherwise one :meth:`core.plan.Plan.compute_many` of the per-slice states;
+  unweighted rows, one :func:`mergeable_metrics.collection.stacked.compute_fields` over the arrays the accumulator's
+  blocks hold (:meth:`mergeable_metrics.evaluation.accumulator.Accumulator.stacked`: no per-slice state objects);
+  otherwise one :meth:`mergeable_metrics.collection.plan.Plan.compute_many` of the per-slice states;
 * ``finish (states)``: ``Evaluation.finish`` of the same slices given as per-slice tuples of
   states (a ``{slice_key: states}`` mapping: the path of ``compute_many``);
 * ``per-slice``: the previous finish's metric step, ``plan.compute_detailed`` slice by slice
@@ -41,7 +41,7 @@ WORKLOADS = (
 
 
 def main(argv: list[str] | None = None) -> None:
-    from core import Evaluation
+    from mergeable_metrics import Evaluation
 
     args, batches = flights_args(__doc__, argv)
     print(f"flights predictions x {args.replicate}: {sum(b.num_rows for b in batches):,} rows; CPU time, median of {args.repeats}")

@@ -5,7 +5,7 @@ Usage::
     python -m benchmarks.bench_labels            # 1M rows, 5 repeats
     python -m benchmarks.bench_labels --quick    # 200k rows, 3 repeats
 
-Workloads: :func:`core.labels.encode_labels` of 1M labels drawn from three strings (an object
+Workloads: :func:`mergeable_metrics.inputs.labels.encode_labels` of 1M labels drawn from three strings (an object
 array, as pandas and Arrow give them; a fixed-width ``<U4`` array) and from ``{-1, 1}`` (int64),
 against ``pandas.Categorical(values, categories=classes).codes`` (the usual pandas way; -1 for a
 value outside the categories, as ours), and the plain fold of the 3-class confusion matrix the
@@ -26,9 +26,9 @@ from benchmarks._harness import Result, format_table, machine_line, measure, rat
 def run(n: int = 1_000_000, repeats: int = 5, clock: str = "cpu", seed: int = 0) -> list[Result]:
     import pandas as pd
 
-    from core._inputs import Batch
-    from core.labels import encode_labels
-    from core.states import ConfusionMatrixLayout, ConfusionMatrixState
+    from mergeable_metrics.inputs.validation import Batch
+    from mergeable_metrics.inputs.labels import encode_labels
+    from mergeable_metrics.states.base import ConfusionMatrixLayout, ConfusionMatrixState
 
     rng = np.random.default_rng(seed)
     animals = ["cat", "dog", "bird"]

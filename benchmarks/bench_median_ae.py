@@ -1,4 +1,4 @@
-"""Median absolute error (issue 17): fold and finish of ``core.Evaluation`` (the bounded quantile
+"""Median absolute error (issue 17): fold and finish of ``mergeable_metrics.Evaluation`` (the bounded quantile
 state, exact and compressed; and multioutput, 3 outputs) against ``sklearn.metrics.median_absolute_error``
 on the whole array.
 
@@ -16,7 +16,7 @@ import warnings
 import numpy as np
 
 from benchmarks._harness import load_average, measure
-from core import Evaluation
+from mergeable_metrics import Evaluation
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -6,7 +6,7 @@ Usage::
     python -m benchmarks.bench_slices --replicate 4   # smaller: 0.67 M rows
 
 Data: the flights example's scored July-December 2013 flights (166,668 rows, built with
-``pipelines.examples.flights``; needs the ``examples`` extra) repeated ``--replicate`` times, read
+``mergeable_metrics.pipelines.examples.flights``; needs the ``examples`` extra) repeated ``--replicate`` times, read
 as 65,536-row Arrow record batches (``carrier``, ``origin``, ``tailnum`` as Arrow strings,
 ``delayed`` int8, ``score`` float64). Every figure is CPU time of this process (median of
 ``--repeats`` interleaved rounds, see :mod:`benchmarks._harness`).
@@ -67,7 +67,7 @@ def flights_batches(replicate: int, path: str | None = None) -> list:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from pipelines.examples.flights import build_flights_predictions
+    from mergeable_metrics.pipelines.examples.flights import build_flights_predictions
 
     with tempfile.TemporaryDirectory() as tmp:
         p = path or os.path.join(tmp, "flights.parquet")
@@ -141,7 +141,7 @@ def floor_distribution(batches: list, spec: str = "tailnum") -> tuple:
     """Workload 3: per batch one lexsort by (slice id, score key) reduced to runs, merged with the
     earlier runs once they outnumber them (or pass 2**20); the overall slice at the end, from the
     slices' runs (every row is in exactly one ``tailnum`` slice, the missing value included)."""
-    from core.score_distribution import score_keys
+    from mergeable_metrics.states.score_distribution import score_keys
 
     ids = _Ids()
     merged = None
@@ -163,7 +163,7 @@ def floor_distribution(batches: list, spec: str = "tailnum") -> tuple:
 def floor_sorts_only(batches: list, spec: str = "tailnum") -> list:
     """Workload 3's per-batch part alone: one lexsort per batch reduced to runs, never merged
     (not a fold of the whole data: a lower bound of the floor)."""
-    from core.score_distribution import score_keys
+    from mergeable_metrics.states.score_distribution import score_keys
 
     ids = _Ids()
     out = []
@@ -181,7 +181,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--per-slice", action="store_true", help="also time the per-slice fold (a plain dict accumulator: the first release's fold), once")
     args = p.parse_args(argv)
 
-    from core import Evaluation
+    from mergeable_metrics import Evaluation
 
     batches = flights_batches(args.replicate, args.parquet)
     rows = sum(b.num_rows for b in batches)

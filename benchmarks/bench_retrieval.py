@@ -1,4 +1,4 @@
-"""Ranking and retrieval metrics (``query_col``): fold and finish of ``core.Evaluation`` against
+"""Ranking and retrieval metrics (``query_col``): fold and finish of ``mergeable_metrics.Evaluation`` against
 scikit-learn's ``ndcg_score`` called per query (its 2-D form needs equal-length queries).
 
     PYTHONPATH=. .venv/bin/python -m benchmarks.bench_retrieval [--rows N] [--queries Q] [--repeats R]
@@ -15,7 +15,7 @@ import warnings
 
 import numpy as np
 
-from core import Evaluation
+from mergeable_metrics import Evaluation
 
 METRICS = ["ndcg@k=10", "map@k=10", "mrr", "retrieval_precision@k=10", "retrieval_recall@k=10", "hit_rate@k=10", "r_precision", "dcg@k=10"]
 

@@ -8,7 +8,7 @@ Usage::
 
 Each size is one Parquet file (1M-row row groups; columns ``label`` int64, ``score`` float64,
 ``slice`` string with 10 values; written once and reused) evaluated by
-``pipelines.engines.run_local`` (the CLI's local engine: 65,536-row record batches folded one at a
+``mergeable_metrics.pipelines.engines.run_local`` (the CLI's local engine: 65,536-row record batches folded one at a
 time) with ``slices=["slice"]`` and ``metrics=[example_count, roc_auc, precision, recall]``, in a
 fresh subprocess per size. The child reports wall and CPU seconds, its peak RSS (``VmHWM``)
 and its RSS after imports, and the encoded size of every slice's states.
@@ -56,9 +56,9 @@ def child(path: str) -> dict:
     encoded size of each slice's states (captured from the accumulator ``run_local`` finishes)."""
     import logging
 
-    from core import Evaluation
-    from core.slicing import slice_name
-    from pipelines.engines import run_local
+    from mergeable_metrics import Evaluation
+    from mergeable_metrics.slicing.assign import slice_name
+    from mergeable_metrics.pipelines.engines import run_local
 
     logging.getLogger("pipelines").setLevel(logging.WARNING)
     ev = Evaluation(label_col="label", score_col="score", slices=["slice"], metrics=METRICS)

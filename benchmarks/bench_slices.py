@@ -17,7 +17,7 @@ generated batch by batch (65,536 rows, never all in memory) and evaluated with
 ``Evaluation(slices=["user;max_slices=50"], metrics=[accuracy, precision, recall, f1])`` in two
 fresh subprocesses, one per pass, like the local engine does:
 
-* ``profile`` pass (the exact counting pass, ``core.slice_profile``): ``peak RSS`` of the process
+* ``profile`` pass (the exact counting pass, ``mergeable_metrics.evaluation.profile``): ``peak RSS`` of the process
   (``ru_maxrss``), ``traced peak`` (tracemalloc: Python + numpy allocations), the merged profile's
   size (``profile KiB``) and its time;
 * ``fold`` pass with the resolved profile: the same peaks, the number of slices in the accumulator
@@ -63,7 +63,7 @@ def batches(rows: int, distinct: int, seed: int = 0):
 
 
 def _evaluation(bounded: bool):
-    from core import Evaluation
+    from mergeable_metrics import Evaluation
 
     return Evaluation(label_col="y", score_col="s", slices=["user;max_slices=50" if bounded else "user"], metrics=METRICS)
 
@@ -90,7 +90,7 @@ def child(args: argparse.Namespace) -> None:
         out.update(profile_kib=acc.nbytes / 1024, distinct_seen=summary.parts["keys user;max_slices=50"]["distinct"])
     else:
         if args.child == "fold":
-            from core.slice_profile import ProfileSummary
+            from mergeable_metrics.evaluation.profile import ProfileSummary
 
             with open(args.summary) as f:
                 ev = ev.with_profile(ProfileSummary.from_json(f.read()))

@@ -11,11 +11,11 @@ The DataFrame (``spark.range`` with columns ``label`` 0/1 int, ``score`` double 
 is generated in Spark, cached and counted before any timing. Timed, with wall-clock medians of
 interleaved repeats:
 
-* ours: ``spark_metrics.compute_metrics(df, slices=["slice"], metrics=[example_count, roc_auc,
+* ours: ``mergeable_metrics.spark.compute_metrics(df, slices=["slice"], metrics=[example_count, roc_auc,
   precision, recall])`` collected with ``collect_results`` (11 slices with the overall one);
 * the same, as before the driver-side merge and the larger Arrow batches (100,000 rows,
   ``collect_results(..., driver_merge_bytes=0)``), for the ratio of the change in one session;
-* ours, native (``spark_metrics.native``: Spark SQL aggregates, no Python on the row path) for
+* ours, native (``mergeable_metrics.spark.native``: Spark SQL aggregates, no Python on the row path) for
   plans without AUC: ``metrics=[example_count, precision, recall, f1]`` with the same 11 slices
   (also timed on the Arrow path, ``native=False``), and one global ``f1`` (what MLlib's
   evaluator computes);
@@ -31,7 +31,7 @@ accumulator (core's fold), one that also encodes the per-slice states (what cros
 shuffle), and the whole job (shuffle of the encoded states, per-slice merge and finish).
 
 Targets: ours at least 2x faster than the multiclass evaluator and 50x faster than the binary one
-(as rows/s). The session is ``spark_metrics.get_spark()`` (local[2], Arrow enabled).
+(as rows/s). The session is ``mergeable_metrics.spark.get_spark()`` (local[2], Arrow enabled).
 """
 
 from __future__ import annotations
@@ -73,13 +73,13 @@ def _timed(fn) -> float:
 
 
 def stage_jobs(df, evaluation) -> dict[str, object]:
-    """Prefixes of the Arrow-path job of :func:`spark_metrics.compute_metrics` (see ``--profile``):
+    """Prefixes of the Arrow-path job of :func:`mergeable_metrics.spark.compute_metrics` (see ``--profile``):
     name -> a function running it (an action)."""
     import pyarrow as pa
 
-    from spark_metrics import collect_results, compute_metrics
-    from spark_metrics.aggregator import MetricsAggregator
-    from spark_metrics.compute import _prepare_columns, arrow_input, fold_partition_batches
+    from mergeable_metrics.spark import collect_results, compute_metrics
+    from mergeable_metrics.spark.aggregator import MetricsAggregator
+    from mergeable_metrics.spark.compute import _prepare_columns, arrow_input, fold_partition_batches
 
     inp = arrow_input(df, _prepare_columns(df, evaluation))
     agg = MetricsAggregator(evaluation)
@@ -127,8 +127,8 @@ def profile(df, evaluation, n: int, repeats: int) -> list[Result]:
 def run(n: int = 10_000_000, binary_rows: int = 2_000_000, repeats: int = 3, partitions: int = 4, with_profile: bool = False) -> list[Result]:
     from pyspark.ml.evaluation import BinaryClassificationEvaluator, MulticlassClassificationEvaluator
 
-    from core import Evaluation
-    from spark_metrics import collect_results, compute_metrics, get_spark
+    from mergeable_metrics import Evaluation
+    from mergeable_metrics.spark import collect_results, compute_metrics, get_spark
 
     spark = get_spark()
     spark.sparkContext.setLogLevel("ERROR")
@@ -206,7 +206,7 @@ def run(n: int = 10_000_000, binary_rows: int = 2_000_000, repeats: int = 3, par
         out.append(
             Result(part, f"compute_metrics native, {n:,} cached rows, {what}", r, reference="MLlib MulticlassClassificationEvaluator (global F1)",
                    ref_value=f1_rate, ratio=r / f1_rate, target=">= 2x", met=r / f1_rate >= 2,
-                   note=f"medians of {repeats}: ours {t[key]:.2f} s, MLlib F1 {t['f1']:.2f} s; Spark SQL aggregates (spark_metrics.native)")  # fmt: skip
+                   note=f"medians of {repeats}: ours {t[key]:.2f} s, MLlib F1 {t['f1']:.2f} s; Spark SQL aggregates (mergeable_metrics.spark.native)")  # fmt: skip
         )
     return out + stages
 

@@ -23,7 +23,7 @@ def _cpu(fn, repeats: int = 3) -> float:
 
 
 def main(argv=None) -> None:
-    from core import MetricCollection
+    from mergeable_metrics import MetricCollection
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--rows", type=int, default=200_000)

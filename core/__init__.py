@@ -14,85 +14,99 @@ states have none). The module-level :func:`merge` ``(a, b, ...)`` returns a new 
 these and leaves its inputs unchanged. ``fold`` of an accumulator (``evaluation.fold(acc, batch)``,
 ``profiler.fold``) mutates and returns it.
 
-:class:`Evaluation`'s options are one table, :data:`core.options.OPTIONS`.
+:class:`Evaluation`'s options are one table, :data:`mergeable_metrics.evaluation.options.OPTIONS`.
 """
 
-from core.aggregation import Aggregator, aggregate
-from core.evaluation import Evaluation, extract_columns
-from core.metrics import REGISTRY, Averaging, Metric, Task, UndefinedMetricWarning, resolve
-from core.plan import BinaryMetrics, MetricCollection, Plan
-from core.ranking import RankingMetric  # registers roc_auc, average_precision, curves, ...
-from core.results import Results, SliceResult
-from core.score_distribution import Class0ScoreDistributionState, ScoreDistributionLayout, ScoreDistributionState
-from core.slicing import SliceSpec
-from core.states import (
-    BinaryConfusionLayout,
-    BinaryConfusionState,
-    ConfusionMatrixLayout,
-    ConfusionMatrixState,
-    ExampleCountLayout,
-    ExampleCountState,
-    State,
-)
+from __future__ import annotations
 
-# metric families (importing them registers their metrics and state kinds)
-from core import calibration, classification, formats, measure, multilabel, regression, regression_quantiles, regression_terms, retrieval, thresholds, topk  # noqa: E402,F401
-from core.calibration import CalibrationBinsState, ProbabilitySumsState  # noqa: E402
-from core.formats import FORMATS, InputFormat, register_format  # noqa: E402
-from core.measure import MeanMeasure, MeanMeasureState  # noqa: E402
-from core.tracker import SingleMetric, merge  # noqa: E402
-from core.multilabel import MultilabelState  # noqa: E402
-from core.regression import RegressionMomentsState  # noqa: E402
-from core.topk import TopKState  # noqa: E402
-from core.continual import ContinualEvaluation, ContinualState, OCLMetrics  # noqa: E402
-from core.prequential import PrequentialEvaluation, PrequentialResults  # noqa: E402
-from core.windows import TimeWindows, WindowedEvaluation  # noqa: E402
+import importlib
+from typing import TYPE_CHECKING, Any
 
-__all__ = [
-    "Aggregator",
-    "Averaging",
-    "aggregate",
-    "FORMATS",
-    "BinaryConfusionLayout",
-    "BinaryConfusionState",
-    "CalibrationBinsState",
-    "InputFormat",
-    "MeanMeasure",
-    "MeanMeasureState",
-    "SingleMetric",
-    "MultilabelState",
-    "ProbabilitySumsState",
-    "RegressionMomentsState",
-    "TopKState",
-    "register_format",
-    "BinaryMetrics",
-    "ContinualEvaluation",
-    "ContinualState",
-    "OCLMetrics",
-    "PrequentialEvaluation",
-    "PrequentialResults",
-    "TimeWindows",
-    "WindowedEvaluation",
-    "ConfusionMatrixLayout",
-    "ConfusionMatrixState",
-    "Evaluation",
-    "ExampleCountLayout",
-    "ExampleCountState",
-    "Metric",
-    "MetricCollection",
-    "Plan",
-    "REGISTRY",
-    "RankingMetric",
-    "Results",
-    "Class0ScoreDistributionState",
-    "ScoreDistributionLayout",
-    "ScoreDistributionState",
-    "SliceResult",
-    "SliceSpec",
-    "State",
-    "Task",
-    "UndefinedMetricWarning",
-    "extract_columns",
-    "merge",
-    "resolve",
-]
+#: every public name and the module that defines it; imported on first use (PEP 562), so that
+#: ``import mergeable_metrics.pipelines.pytest_plugin`` (loaded by pytest at start-up) and the
+#: adapters' light modules import no numpy until a name is used
+_EXPORTS: dict[str, str] = {
+    "Aggregator": "mergeable_metrics.aggregation",
+    "Averaging": "mergeable_metrics.metrics.base",
+    "aggregate": "mergeable_metrics.aggregation",
+    "FORMATS": "mergeable_metrics.inputs.formats",
+    "BinaryConfusionLayout": "mergeable_metrics.states.base",
+    "BinaryConfusionState": "mergeable_metrics.states.base",
+    "CalibrationBinsState": "mergeable_metrics.metrics.calibration",
+    "InputFormat": "mergeable_metrics.inputs.formats",
+    "MeanMeasure": "mergeable_metrics.metrics.measure",
+    "MeanMeasureState": "mergeable_metrics.metrics.measure",
+    "SingleMetric": "mergeable_metrics.collection.tracker",
+    "MultilabelState": "mergeable_metrics.metrics.multilabel",
+    "ProbabilitySumsState": "mergeable_metrics.metrics.calibration",
+    "RegressionMomentsState": "mergeable_metrics.metrics.regression",
+    "TopKState": "mergeable_metrics.metrics.topk",
+    "register_format": "mergeable_metrics.inputs.formats",
+    "BinaryMetrics": "mergeable_metrics.collection.plan",
+    "ContinualEvaluation": "mergeable_metrics.time.continual",
+    "ContinualState": "mergeable_metrics.time.continual",
+    "OCLMetrics": "mergeable_metrics.time.continual",
+    "PrequentialEvaluation": "mergeable_metrics.time.prequential",
+    "PrequentialResults": "mergeable_metrics.time.prequential",
+    "TimeWindows": "mergeable_metrics.time.windows",
+    "WindowedEvaluation": "mergeable_metrics.time.windows",
+    "ConfusionMatrixLayout": "mergeable_metrics.states.base",
+    "ConfusionMatrixState": "mergeable_metrics.states.base",
+    "Evaluation": "mergeable_metrics.evaluation.evaluation",
+    "ExampleCountLayout": "mergeable_metrics.states.base",
+    "ExampleCountState": "mergeable_metrics.states.base",
+    "Metric": "mergeable_metrics.metrics.base",
+    "MetricCollection": "mergeable_metrics.collection.plan",
+    "Plan": "mergeable_metrics.collection.plan",
+    "REGISTRY": "mergeable_metrics.metrics.base",
+    "RankingMetric": "mergeable_metrics.metrics.ranking",
+    "Results": "mergeable_metrics.results.results",
+    "Class0ScoreDistributionState": "mergeable_metrics.states.score_distribution",
+    "ScoreDistributionLayout": "mergeable_metrics.states.score_distribution",
+    "ScoreDistributionState": "mergeable_metrics.states.score_distribution",
+    "SliceResult": "mergeable_metrics.results.results",
+    "SliceSpec": "mergeable_metrics.slicing.assign",
+    "State": "mergeable_metrics.states.base",
+    "Task": "mergeable_metrics.metrics.base",
+    "UndefinedMetricWarning": "mergeable_metrics.metrics.base",
+    "extract_columns": "mergeable_metrics.evaluation.evaluation",
+    "merge": "mergeable_metrics.collection.tracker",
+    "resolve": "mergeable_metrics.metrics.base",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'mergeable_metrics' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))
+
+
+if TYPE_CHECKING:  # static type checkers and IDEs see the eager imports
+    from mergeable_metrics.aggregation import Aggregator, aggregate  # noqa: F401
+    from mergeable_metrics.collection.plan import BinaryMetrics, MetricCollection, Plan  # noqa: F401
+    from mergeable_metrics.collection.tracker import SingleMetric, merge  # noqa: F401
+    from mergeable_metrics.evaluation.evaluation import Evaluation, extract_columns  # noqa: F401
+    from mergeable_metrics.inputs.formats import FORMATS, InputFormat, register_format  # noqa: F401
+    from mergeable_metrics.metrics.base import Averaging, Metric, REGISTRY, Task, UndefinedMetricWarning, resolve  # noqa: F401
+    from mergeable_metrics.metrics.calibration import CalibrationBinsState, ProbabilitySumsState  # noqa: F401
+    from mergeable_metrics.metrics.measure import MeanMeasure, MeanMeasureState  # noqa: F401
+    from mergeable_metrics.metrics.multilabel import MultilabelState  # noqa: F401
+    from mergeable_metrics.metrics.ranking import RankingMetric  # noqa: F401
+    from mergeable_metrics.metrics.regression import RegressionMomentsState  # noqa: F401
+    from mergeable_metrics.metrics.topk import TopKState  # noqa: F401
+    from mergeable_metrics.results.results import Results, SliceResult  # noqa: F401
+    from mergeable_metrics.slicing.assign import SliceSpec  # noqa: F401
+    from mergeable_metrics.states.base import BinaryConfusionLayout, BinaryConfusionState, ConfusionMatrixLayout, ConfusionMatrixState, ExampleCountLayout, ExampleCountState, State  # noqa: F401
+    from mergeable_metrics.states.score_distribution import Class0ScoreDistributionState, ScoreDistributionLayout, ScoreDistributionState  # noqa: F401
+    from mergeable_metrics.time.continual import ContinualEvaluation, ContinualState, OCLMetrics  # noqa: F401
+    from mergeable_metrics.time.prequential import PrequentialEvaluation, PrequentialResults  # noqa: F401
+    from mergeable_metrics.time.windows import TimeWindows, WindowedEvaluation  # noqa: F401

@@ -1,10 +1,10 @@
 """Aggregating the results of several runs, cross-validation folds or seeds: :func:`aggregate`.
 
-Four registered aggregators (``core.aggregation.AGGREGATORS``), per slice and metric:
+Four registered aggregators (``mergeable_metrics.aggregation.AGGREGATORS``), per slice and metric:
 
 * ``pooled``: merge the runs' *states* and compute each metric once over all examples (the only
   method that gives the metric of the union; it needs states: accumulators with their
-  ``evaluation=``, :class:`~core.plan.MetricCollection` objects, or state tuples with ``plan=``).
+  ``evaluation=``, :class:`~mergeable_metrics.collection.plan.MetricCollection` objects, or state tuples with ``plan=``).
 * ``mean``: the unweighted mean of the runs' values, their sample standard deviation
   (``ddof=1``) and a **Student-t** interval ``mean +- t_{k-1} * std / sqrt(k)`` over ``k`` runs.
 * ``fixed_effect``: the inverse-variance weighted mean ``sum(w y) / sum(w)``, ``w = 1 / v``, with
@@ -22,7 +22,7 @@ Hanley and McNeil (1982) for binary ROC AUC (positives and negatives from the sa
 ``prevalence``). Otherwise :func:`aggregate` raises ``ValueError`` naming the metric.
 
 Users add aggregators by subclassing :class:`Aggregator` with a ``name`` (as metrics subclass
-:class:`~core.metrics.Metric`), modelled on prob_conf_mat's ``ExperimentAggregator``.
+:class:`~mergeable_metrics.metrics.base.Metric`), modelled on prob_conf_mat's ``ExperimentAggregator``.
 """
 
 from __future__ import annotations
@@ -35,12 +35,12 @@ from typing import Any, ClassVar, Iterable, Sequence
 
 import numpy as np
 
-from core.metrics import REGISTRY, register_named
-from core.plan import MetricCollection, Plan
-from core.intervals import normal_quantile
-from core.quantiles import t_ppf
-from core.results import Results, SliceResult, jsonable, window_bound, window_label
-from core.slicing import slice_name
+from mergeable_metrics.metrics.base import REGISTRY, register_named
+from mergeable_metrics.collection.plan import MetricCollection, Plan
+from mergeable_metrics.uncertainty.intervals import normal_quantile
+from mergeable_metrics._util.quantiles import t_ppf
+from mergeable_metrics.results.results import Results, SliceResult, jsonable, window_bound, window_label
+from mergeable_metrics.slicing.assign import slice_name
 
 AGGREGATORS: dict[str, type["Aggregator"]] = {}
 
@@ -483,19 +483,19 @@ def aggregate(
 
     Args:
         runs: for ``mean``, ``fixed_effect`` and ``random_effects``: the runs'
-            :class:`~core.results.Results`; for ``pooled``: their accumulators (with
-            ``evaluation=``), :class:`~core.plan.MetricCollection` objects, or state tuples (with
+            :class:`~mergeable_metrics.results.results.Results`; for ``pooled``: their accumulators (with
+            ``evaluation=``), :class:`~mergeable_metrics.collection.plan.MetricCollection` objects, or state tuples (with
             ``plan=``).
         method: an aggregator name or alias (see :data:`AGGREGATORS`) or an :class:`Aggregator`.
         level: the interval level in (0, 1).
         metrics: the metric keys to aggregate (default: every scalar metric of the runs).
-        evaluation: the :class:`~core.evaluation.Evaluation` whose accumulators ``runs`` are.
-        plan: the :class:`~core.plan.Plan` whose state tuples ``runs`` are.
+        evaluation: the :class:`~mergeable_metrics.evaluation.evaluation.Evaluation` whose accumulators ``runs`` are.
+        plan: the :class:`~mergeable_metrics.collection.plan.Plan` whose state tuples ``runs`` are.
 
     Returns:
         :class:`AggregateResults`. Slices are the union over the runs (suppressed slices do not
         take part); each metric aggregates the runs where its value is finite, and
-        ``details["runs"]`` says how many. Windowed runs (:mod:`core.windows`) are aggregated per
+        ``details["runs"]`` says how many. Windowed runs (:mod:`mergeable_metrics.time.windows`) are aggregated per
         window: a slice of a window aggregates that window's slice over the runs (its
         ``window_start`` / ``window_end`` say which), never the windows of one run as runs. ``pooled``: the merged result's values, with an
         interval from its ``ci`` when the evaluation computes one, else from its analytic
@@ -509,7 +509,7 @@ def aggregate(
         TypeError: runs of the wrong kind for the method.
 
     Example:
-        >>> from core import Results, SliceResult, aggregate
+        >>> from mergeable_metrics import Results, SliceResult, aggregate
         >>> runs = [Results([SliceResult((), 100, 100.0, 0, {"accuracy": a})]) for a in (0.8, 0.9)]
         >>> agg = aggregate(runs, "fixed_effect")
         >>> round(agg.overall.metrics["accuracy"], 4)  # weights 100/0.16 and 100/0.09
@@ -525,7 +525,7 @@ def aggregate(
     else:
         for i, r in enumerate(runs):
             if not isinstance(r, Results):
-                raise TypeError(f"aggregate(method={agg.name!r}): run {i} is a {type(r).__name__}, not a core.Results")
+                raise TypeError(f"aggregate(method={agg.name!r}): run {i} is a {type(r).__name__}, not a mergeable_metrics.Results")
         results = runs
     windowed = [i for i, r in enumerate(results) if any(getattr(s, "window_start", None) is not None for s in r.slices)]
     if windowed and len(windowed) != len(results):

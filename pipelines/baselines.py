@@ -1,6 +1,6 @@
 """Metric regression tests: run a model over batches, record a baseline, compare a later run.
 
-The functions here work without pytest; :mod:`pipelines.pytest_plugin` wraps them as the
+The functions here work without pytest; :mod:`mergeable_metrics.pipelines.pytest_plugin` wraps them as the
 ``metric_baseline`` fixture (``--update-metric-baselines`` records, later runs compare).
 
 - :func:`evaluate` runs a model over batches and returns ``{metric name: value}``.
@@ -27,7 +27,7 @@ Metrics are a dict ``name -> metric``; a metric is one of:
 - an object with ``update(output, batch)`` and ``compute()`` (kind ``"stateful"``; its
   ``config`` attribute is recorded; it is deep-copied and reset first, never mutated);
 - one of this library's metric strings (``"accuracy"``, ``"f1@threshold=0.3"``, ``"roc_auc"``)
-  or a :class:`core.MetricCollection` (kind ``"library"``; its task, thresholds, metrics and
+  or a :class:`mergeable_metrics.MetricCollection` (kind ``"library"``; its task, thresholds, metrics and
   input settings are recorded automatically, ``higher_is_better`` comes from the registry). A
   collection of several metrics gives one value per metric, named ``"name.key"``.
 
@@ -518,7 +518,7 @@ class _MetricRunner:
                 raise TypeError(
                     f"metric {name!r}: {_qualname(metric)} takes {style}, but a metric function is called "
                     f"fn(output, batch) (the model's output and the batch as the loader gave it); wrap it: "
-                    f"from_sklearn({metric.__name__ if getattr(metric, '__name__', '<lambda>') != '<lambda>' else 'fn'}) (from pipelines.baselines)"
+                    f"from_sklearn({metric.__name__ if getattr(metric, '__name__', '<lambda>') != '<lambda>' else 'fn'}) (from mergeable_metrics.pipelines.baselines)"
                 )
             # a function has no configuration we can read: its name is recorded (provenance), not compared
             self.function = _qualname(metric)
@@ -527,7 +527,7 @@ class _MetricRunner:
         else:
             raise TypeError(
                 f"metric {name!r}: expected a function fn(output, batch), from_sklearn(fn), an object with "
-                f"update(output, batch)/compute(), a metric string or a core.MetricCollection, got {type(metric).__name__}"
+                f"update(output, batch)/compute(), a metric string or a mergeable_metrics.MetricCollection, got {type(metric).__name__}"
             )
 
     @property
@@ -584,7 +584,7 @@ class _MetricRunner:
 
     def _fold_library(self, y_true: Any, out: np.ndarray, position: int) -> None:
         if self.collection is None:
-            from core import MetricCollection  # noqa: PLC0415 - core only when library metrics are asked
+            from mergeable_metrics import MetricCollection  # noqa: PLC0415 - core only when library metrics are asked
 
             if _is_collection(self.metric):
                 mc = copy.deepcopy(self.metric)
@@ -722,7 +722,7 @@ def evaluate_detailed(
         batches: an iterable of tuples ``(inputs, targets, ...)`` or dicts of numpy arrays,
             pandas or Arrow data (tensors through ``__array__``). A batch whose target has no
             rows is counted but neither predicted nor measured.
-        metrics: ``{name: metric}`` (see :mod:`pipelines.baselines`).
+        metrics: ``{name: metric}`` (see :mod:`mergeable_metrics.pipelines.baselines`).
         context: what the data is (dataset, split, preprocessing version, ...): JSON-ready
             values. ``context["checkpoint"]`` is recorded only.
         max_batches: stop after this many batches (None: all); recorded.

@@ -51,7 +51,7 @@ def read_config_file(path: str | Path, what: str = "config") -> dict[str, Any]:
 
     Args:
         path: the file.
-        what: the word that starts every message (``config 'eval.yaml': ...``); ``pipelines.validate``
+        what: the word that starts every message (``config 'eval.yaml': ...``); ``mergeable_metrics.pipelines.validate``
             reads its ``--thresholds`` file with ``what="thresholds"``.
 
     Raises:
@@ -132,7 +132,7 @@ def _string_list(key: str, v: Any, what: str = "string") -> list[str]:
 
 
 def _check_metric(text: str) -> None:
-    from core.metrics import REGISTRY, parse_metric_string
+    from mergeable_metrics.metrics.base import REGISTRY, parse_metric_string
 
     name, _, _ = parse_metric_string(text)
     if name not in REGISTRY and name.lower() not in REGISTRY:

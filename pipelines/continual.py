@@ -3,9 +3,9 @@
 The input holds one row per evaluation event: ``trained_task``, ``step`` (null, or absent: the
 evaluation after the task), ``evaluated_task``, the true class (``--label``, default ``label``) and
 the predicted class (``--prediction``, default ``prediction``). Every engine folds the events into
-one :class:`core.ContinualEvaluation` (local: streamed record batches; Beam:
+one :class:`mergeable_metrics.ContinualEvaluation` (local: streamed record batches; Beam:
 ``CombineGlobally(ContinualCombineFn)``; Spark: one native ``groupBy().count()``) and the same
-:class:`core.OCLMetrics` is written: ``metrics.json`` / ``metrics.parquet`` (one overall slice whose
+:class:`mergeable_metrics.OCLMetrics` is written: ``metrics.json`` / ``metrics.parquet`` (one overall slice whose
 metrics are the OCLMetrics fields), ``run.json`` and the HTML report (R, A and the accuracy curves).
 """
 
@@ -18,10 +18,10 @@ import shutil
 import tempfile
 from typing import Any, Sequence
 
-from core import ContinualEvaluation, OCLMetrics, Results, SliceResult
-from core.continual import EVENT_COLUMNS
-from pipelines import io
-from pipelines.progress import stage
+from mergeable_metrics import ContinualEvaluation, OCLMetrics, Results, SliceResult
+from mergeable_metrics.time.continual import EVENT_COLUMNS
+from mergeable_metrics.pipelines import io
+from mergeable_metrics.pipelines.progress import stage
 
 __all__ = ["ocl_results", "run_continual"]
 
@@ -30,7 +30,7 @@ _AXES = ("task_index", "anytime_task_index", "n_tasks", "n_classes", "n_continua
 
 
 def ocl_results(metrics: OCLMetrics, events: int, config: dict[str, Any] | None = None) -> Results:
-    """:class:`core.Results` with one overall slice holding every :class:`core.OCLMetrics` value
+    """:class:`mergeable_metrics.Results` with one overall slice holding every :class:`mergeable_metrics.OCLMetrics` value
     (``accuracy_matrix``, ``forward_transfer``, ...; ``n`` = events folded), so the JSON, Parquet
     and report writers serve continual results as any other."""
     values = {k: v for k, v in vars(metrics).items() if k not in _AXES}
@@ -89,7 +89,7 @@ def run_continual(
         import apache_beam as beam
         from apache_beam.options.pipeline_options import PipelineOptions
 
-        from beam_metrics.continual import ContinualCombineFn
+        from mergeable_metrics.beam.continual import ContinualCombineFn
 
         args = list(beam_args)
         if not any(a.startswith("--runner") for a in args):
@@ -117,12 +117,12 @@ def run_continual(
             shutil.rmtree(tmp, ignore_errors=True)
         return ev
     if engine == "spark":
-        from pipelines.engines import read_spark
-        from spark_metrics import get_spark
-        from spark_metrics.continual import continual_evaluation
+        from mergeable_metrics.pipelines.engines import read_spark
+        from mergeable_metrics.spark import get_spark
+        from mergeable_metrics.spark.continual import continual_evaluation
 
         stage("spark", "starting Spark (master %s)", spark_master)
-        from pipelines.errors import engine_stderr
+        from mergeable_metrics.pipelines.errors import engine_stderr
 
         with engine_stderr():  # a JVM started here logs to the CLI's log file
             spark = get_spark(master=spark_master)

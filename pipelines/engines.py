@@ -1,8 +1,8 @@
-"""Run one :class:`core.Evaluation` over a file or directory on an engine: local, beam or spark.
+"""Run one :class:`mergeable_metrics.Evaluation` over a file or directory on an engine: local, beam or spark.
 
 No metric math here: the local engine streams Arrow record batches into ``Evaluation.fold``; the
-Beam engine reads record batches and applies ``beam_metrics.ComputeMetrics``; the Spark engine
-reads a DataFrame and applies ``spark_metrics.compute_metrics``. All return a ``core.Results``.
+Beam engine reads record batches and applies ``mergeable_metrics.beam.ComputeMetrics``; the Spark engine
+reads a DataFrame and applies ``mergeable_metrics.spark.compute_metrics``. All return a ``mergeable_metrics.Results``.
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from typing import Any, Sequence
 
 import pyarrow as pa
 
-from core import Evaluation, Results, TimeWindows, WindowedEvaluation
-from pipelines import io
-from pipelines.progress import Progress, stage
+from mergeable_metrics import Evaluation, Results, TimeWindows, WindowedEvaluation
+from mergeable_metrics.pipelines import io
+from mergeable_metrics.pipelines.progress import Progress, stage
 
 log = logging.getLogger("pipelines")
 
@@ -27,7 +27,7 @@ ENGINES = ("local", "beam", "spark")
 
 def _number_columns(evaluation: Evaluation) -> list[str]:
     """The value columns that hold numbers: with text class values (``classes=["cat", ...]``) the
-    label and prediction columns hold text, mapped by :func:`core.labels.encode_labels`."""
+    label and prediction columns hold text, mapped by :func:`mergeable_metrics.inputs.labels.encode_labels`."""
     cols = list(evaluation.value_columns)
     if evaluation.classes is not None and any(isinstance(v, str) for v in evaluation.classes):
         text = {evaluation.label_col, evaluation.prediction_col, evaluation.inputs.baseline_prediction_col}
@@ -36,7 +36,7 @@ def _number_columns(evaluation: Evaluation) -> list[str]:
 
 
 def input_schema(evaluation: Evaluation, path: str, fmt: str | None = None) -> io.InputSchema:
-    """The input's schema for ``evaluation`` (:func:`pipelines.io.input_schema`), the same for
+    """The input's schema for ``evaluation`` (:func:`mergeable_metrics.pipelines.io.input_schema`), the same for
     every engine; with ``on_invalid="raise"``, text that is not a number in a value column is an
     error here, naming the value and its row, before any engine starts.
 
@@ -71,8 +71,8 @@ def run_local(
     """Fold the input's record batches one at a time (memory stays flat); no engine needed.
 
     With ``progress=True`` a bar on stderr shows rows and files processed and the rate
-    (:class:`pipelines.progress.Progress`). With ``window`` (a :class:`core.TimeWindows`) the
-    batches fold into a :class:`core.WindowedEvaluation`: per-window results.
+    (:class:`mergeable_metrics.pipelines.progress.Progress`). With ``window`` (a :class:`mergeable_metrics.TimeWindows`) the
+    batches fold into a :class:`mergeable_metrics.WindowedEvaluation`: per-window results.
     """
     data = io.dataset(path, fmt)
     columns = _window_columns(evaluation, window)
@@ -123,7 +123,7 @@ def run_beam(
         from apache_beam.options.pipeline_options import PipelineOptions
     except ImportError as e:  # pragma: no cover - depends on the install
         raise ImportError("the beam engine needs apache-beam: pip install 'mergeable-metrics[beam]'") from e
-    from beam_metrics import ComputeMetrics, slice_result_from_json, slice_result_to_json
+    from mergeable_metrics.beam import ComputeMetrics, slice_result_from_json, slice_result_to_json
 
     fmt = io.detect_format(path, fmt)
     files = io.list_files(path, fmt)
@@ -141,7 +141,7 @@ def run_beam(
             names = p | "Files" >> beam.Create(files)
             if fmt == "parquet":
                 batches = names | "Read" >> beam.io.ReadAllFromParquetBatched(columns=list(columns))
-                if schema.file_types:  # files of different types: the common type (pipelines.io)
+                if schema.file_types:  # files of different types: the common type (mergeable_metrics.pipelines.io)
                     batches = batches | "Conform" >> beam.Map(io.conform, schema)
             else:
                 batches = names | "Read" >> beam.FlatMap(_read_file_batches, fmt, list(columns), batch_size, schema)
@@ -175,14 +175,14 @@ def timestamped_pieces(batch: Any, window: Any) -> Any:
     ``TimestampedValue``, seconds) at its piece's start: rows with times in one bucket of
     ``gcd(size, slide)`` (window starts are multiples of the slide, ends of the slide plus the
     size) are in the same windows, so Beam's ``FixedWindows`` / ``SlidingWindows`` put every row
-    exactly where :meth:`core.TimeWindows.assign` does."""
+    exactly where :meth:`mergeable_metrics.TimeWindows.assign` does."""
     import math
 
     import numpy as np
     from apache_beam.transforms.window import TimestampedValue
     from apache_beam.utils.timestamp import Timestamp
 
-    from core.windows import take_rows, to_micros
+    from mergeable_metrics.time.windows import take_rows, to_micros
 
     t = to_micros(batch.column(window.time_col), window.time_col)
     step = math.gcd(window.size_us, window.slide_us)
@@ -204,14 +204,14 @@ def run_spark(evaluation: Evaluation, path: str, fmt: str | None = None, master:
         import pyspark  # noqa: F401
     except ImportError as e:  # pragma: no cover
         raise ImportError("the spark engine needs pyspark: pip install 'mergeable-metrics[spark]'") from e
-    from spark_metrics import collect_results, compute_metrics, get_spark
+    from mergeable_metrics.spark import collect_results, compute_metrics, get_spark
 
     fmt = io.detect_format(path, fmt)
     columns = _window_columns(evaluation, window)
     io.check_columns(io.dataset(path, fmt), columns, path)
     schema = _schema(evaluation, path, fmt, window)
     stage("spark", "starting Spark (master %s)", master)
-    from pipelines.errors import engine_stderr
+    from mergeable_metrics.pipelines.errors import engine_stderr
 
     with engine_stderr():  # a JVM started here logs to the CLI's log file
         spark = get_spark(master=master)
@@ -223,7 +223,7 @@ def run_spark(evaluation: Evaluation, path: str, fmt: str | None = None, master:
         stage("spark", "computing per-window metrics (%s)", window)
         return collect_results(compute_metrics(df, evaluation=evaluation, window=window), we)
     if evaluation.needs_profile:
-        from spark_metrics import profile_evaluation
+        from mergeable_metrics.spark import profile_evaluation
 
         stage("spark", "counting slice values (max_slices / quantile buckets)")
         evaluation = profile_evaluation(df, evaluation)
@@ -237,7 +237,7 @@ def read_spark(spark: Any, path: str, schema: io.InputSchema, columns: Sequence[
     """The input as a Spark DataFrame with the types the other engines read (``schema``).
 
     CSV is read as text (no ``inferSchema``) and each column cast by the rules of
-    :mod:`pipelines.io`, files with different headers separately (Spark would otherwise apply the
+    :mod:`mergeable_metrics.pipelines.io`, files with different headers separately (Spark would otherwise apply the
     first file's header to all). Parquet files of different types are read group by group and
     cast to the common type. JSON Lines is read as Spark infers it.
     """
@@ -248,7 +248,7 @@ def read_spark(spark: Any, path: str, schema: io.InputSchema, columns: Sequence[
         return F.col("`" + c.replace("`", "``") + "`")
 
     if schema.fmt == "json":
-        if not schema.files:  # no records (pipelines.io.dataset): no rows, the columns typed as for CSV
+        if not schema.files:  # no records (mergeable_metrics.pipelines.io.dataset): no rows, the columns typed as for CSV
             from pyspark.sql import types as T
 
             return spark.createDataFrame([], T.StructType([T.StructField(c, from_arrow_type(schema.types[c]), True) for c in columns]))

@@ -1,10 +1,10 @@
 """The command lines' errors: one exit-code scheme, one clean ``error:`` line, the trace in a log.
 
-Exit codes of ``python -m pipelines.evaluate`` (and ``mergeable-evaluate``):
+Exit codes of ``python -m mergeable_metrics.pipelines.evaluate`` (and ``mergeable-evaluate``):
 
 - **2**, a usage or configuration error: a bad flag or config file, an unknown metric or a bad
   metric parameter, a missing file or column, a file that cannot be read
-  (:class:`pipelines.io.InputError`), an engine that is not installed or cannot start (no Java,
+  (:class:`mergeable_metrics.pipelines.io.InputError`), an engine that is not installed or cannot start (no Java,
   Spark workers that cannot import the package).
 - **1**, a data error: an invalid value in the input (a NaN score, a label outside the classes,
   a negative weight, text in a number column: ``ValueError`` / ``TypeError`` from ``core``, also

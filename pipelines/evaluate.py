@@ -2,21 +2,21 @@
 
 Usage::
 
-    python -m pipelines.evaluate --input preds.parquet --label y --score p \\
+    python -m mergeable_metrics.pipelines.evaluate --input preds.parquet --label y --score p \\
         --slice carrier --slice carrier,origin --metrics accuracy,precision,recall,f1 \\
         --engine local --output out/
 
-    python -m pipelines.evaluate --example flights --engine beam --output out/flights
+    python -m mergeable_metrics.pipelines.evaluate --example flights --engine beam --output out/flights
 
 Writes ``OUTPUT/metrics.json`` (``{"slices": [{"slice": {...}, "n", "weight", "skipped",
 "metrics": {name: number|null}}], "skipped", "config"}``; the same for every engine),
 ``OUTPUT/metrics.parquet`` (long format) and ``OUTPUT/run.json`` (engine, rows, seconds), and
 prints a per-slice table. ``--report [PATH]`` also writes a self-contained HTML report
-(``pipelines.report``; by default ``OUTPUT/report.html``, always for ``--example``), and
-``--config eval.yaml`` reads the options from a YAML/JSON file (``pipelines.config``; flags
+(``mergeable_metrics.pipelines.report``; by default ``OUTPUT/report.html``, always for ``--example``), and
+``--config eval.yaml`` reads the options from a YAML/JSON file (``mergeable_metrics.pipelines.config``; flags
 override it). A failed run prints one ``error:`` line and exits with 2 (usage or configuration)
 or 1 (invalid data); the full trace and the engines' own log lines go to ``OUTPUT/evaluate.log``
-(``--verbose``: to stderr), see :mod:`pipelines.errors`.
+(``--verbose``: to stderr), see :mod:`mergeable_metrics.pipelines.errors`.
 """
 
 from __future__ import annotations
@@ -29,15 +29,15 @@ import warnings
 from pathlib import Path
 from typing import Any, Sequence
 
-from core import Evaluation, TimeWindows
-from core.options import OPTION_NAMES
-from core.metrics import UndefinedMetricWarning
-from pipelines import config, engines, errors, io
-from pipelines.progress import progress_enabled
+from mergeable_metrics import Evaluation, TimeWindows
+from mergeable_metrics.evaluation.options import OPTION_NAMES
+from mergeable_metrics.metrics.base import UndefinedMetricWarning
+from mergeable_metrics.pipelines import config, engines, errors, io
+from mergeable_metrics.pipelines.progress import progress_enabled
 
 EXAMPLES = ("flights", "flights-stream", "split-digits")
 # Every flights metric is computed from exact sums (integer counts, and float sums kept exactly by
-# core.exact), so local, Beam and Spark write byte-identical metrics.json whatever the
+# mergeable_metrics._util.exact), so local, Beam and Spark write byte-identical metrics.json whatever the
 # partitioning, the probabilistic metrics (log_loss, brier_score, ece) included. Ranking
 # metrics share one score distribution; capacity 1000 keeps each slice's curves to at most ~1000
 # points (metrics.json stays a few MB), with certified bounds for AUC and AP.
@@ -53,7 +53,7 @@ FLIGHTS_MIN_SLICE_SIZE = 100
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="python -m pipelines.evaluate",
+        prog="python -m mergeable_metrics.pipelines.evaluate",
         description="Exact, mergeable, sliced evaluation of model predictions.",
     )
     src = p.add_argument_group("input")
@@ -156,7 +156,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _format_names() -> list[str]:
-    from core.formats import FORMATS
+    from mergeable_metrics.inputs.formats import FORMATS
 
     return list(FORMATS)
 
@@ -195,7 +195,7 @@ def class_values(text: str) -> list[Any]:
     return values
 
 
-#: the argparse destination of each :class:`core.Evaluation` option whose flag has another name
+#: the argparse destination of each :class:`mergeable_metrics.Evaluation` option whose flag has another name
 #: (``--label`` sets ``label_col``); every other option is read from the destination of its own
 #: name (``--threshold-rule`` -> ``threshold_rule``), so a new option needs only its flag here
 CLI_DESTS = {
@@ -215,8 +215,8 @@ CLI_DESTS = {
 
 
 def evaluation_from_args(args: argparse.Namespace) -> Evaluation:
-    """Build the :class:`core.Evaluation` the flags describe (ValueError on bad configuration):
-    every option of :data:`core.options.OPTIONS` whose flag (:data:`CLI_DESTS`) was given."""
+    """Build the :class:`mergeable_metrics.Evaluation` the flags describe (ValueError on bad configuration):
+    every option of :data:`mergeable_metrics.evaluation.options.OPTIONS` whose flag (:data:`CLI_DESTS`) was given."""
     given = {name: getattr(args, CLI_DESTS.get(name, name), None) for name in OPTION_NAMES}
     options = {k: v for k, v in given.items() if v is not None}
     # the flags' text forms
@@ -272,8 +272,8 @@ def fairness_from_args(args: argparse.Namespace) -> list[tuple[str, str | None]]
 def with_fairness_metrics(args: argparse.Namespace, evaluation: Evaluation, fairness: list[tuple[str, str | None]]) -> Evaluation:
     """The evaluation with the metrics ``fairness`` compares added when missing (the criteria's
     metrics, or the metric named)."""
-    from core.fairness import criterion_metrics
-    from core.metrics import resolve
+    from mergeable_metrics.results.fairness import criterion_metrics
+    from mergeable_metrics.metrics.base import resolve
 
     keys = [m.key for m in evaluation.plan.metrics]
     missing = []
@@ -289,7 +289,7 @@ def with_fairness_metrics(args: argparse.Namespace, evaluation: Evaluation, fair
 
 
 def fairness_results(results: Any, fairness: list[tuple[str, str | None]]) -> list[Any]:
-    """The :class:`core.fairness.Fairness` of each flag: against the named reference slice's
+    """The :class:`mergeable_metrics.results.fairness.Fairness` of each flag: against the named reference slice's
     spec, or (against the overall slice) one per slice spec of the results."""
     out = []
     for crit, ref in fairness:
@@ -302,12 +302,12 @@ def fairness_results(results: Any, fairness: list[tuple[str, str | None]]) -> li
 
 
 #: the flights-stream example's metrics: confusion counts only (33,659 slices: the calibration sums of log_loss /
-#: brier_score are folded slice by slice in core.grouped, ~10x slower here; add them with --metrics)
+#: brier_score are folded slice by slice in mergeable_metrics.slicing.grouped, ~10x slower here; add them with --metrics)
 FLIGHTS_STREAM_METRICS = ["accuracy", "precision", "recall", "f1"]
 
 
 def label_join_from_args(args: argparse.Namespace) -> Any:
-    """The :class:`pipelines.latelabels.LabelJoin` of ``--labels`` (None without it).
+    """The :class:`mergeable_metrics.pipelines.latelabels.LabelJoin` of ``--labels`` (None without it).
 
     Raises:
         ValueError: ``--labels`` without ``--id``, ``--label`` or ``--max-label-delay``, or a join
@@ -318,7 +318,7 @@ def label_join_from_args(args: argparse.Namespace) -> Any:
         if given:
             raise ValueError(f"--{given[0].replace('_', '-')} needs --labels PATH (the labels input to join)")
         return None
-    from pipelines.latelabels import LabelJoin
+    from mergeable_metrics.pipelines.latelabels import LabelJoin
 
     missing = [flag for flag, v in (("--id", args.id), ("--label", args.label), ("--max-label-delay", args.max_label_delay)) if not v]
     if missing:
@@ -376,7 +376,7 @@ def _prepare_example(args: argparse.Namespace, out: Path) -> dict[str, Any]:
     if args.input or args.label or args.score or args.prediction or args.labels:
         raise ValueError("--example cannot be combined with --input/--labels/--label/--score/--prediction")
     if args.example == "flights-stream":
-        from pipelines.examples.flights import build_flights_stream
+        from mergeable_metrics.pipelines.examples.flights import build_flights_stream
 
         pred_path, labels_path = out / "flights_stream_predictions.parquet", out / "flights_stream_labels.parquet"
         info = build_flights_stream(pred_path, labels_path, days=getattr(args, "example_days", None))
@@ -387,7 +387,7 @@ def _prepare_example(args: argparse.Namespace, out: Path) -> dict[str, Any]:
         args.slice = args.slice or ["carrier", "window_start", "window_start,carrier"]
         args.metrics = args.metrics or ",".join(FLIGHTS_STREAM_METRICS)
         return {"example": {**info, "predictions_file": pred_path.name, "labels_file": labels_path.name}}
-    from pipelines.examples.flights import build_flights_predictions
+    from mergeable_metrics.pipelines.examples.flights import build_flights_predictions
 
     pred_path = out / "flights_predictions.parquet"
     info = build_flights_predictions(pred_path)
@@ -420,7 +420,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """CLI entry point; returns the process exit code: 0 ok, 2 a usage or configuration error (a bad
     flag or config file, an unknown metric, a missing file or column, an unreadable file, an engine
     that cannot start), 1 a data error (an invalid value) or another failure while the job runs
-    (:mod:`pipelines.errors`)."""
+    (:mod:`mergeable_metrics.pipelines.errors`)."""
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.config:
@@ -485,7 +485,7 @@ def _main(parser: argparse.ArgumentParser, args: argparse.Namespace, out: Path, 
         with warnings.catch_warnings(record=True) as caught:  # printed below as plain lines
             warnings.simplefilter("always", UndefinedMetricWarning)
             if join is not None:
-                from pipelines import latelabels
+                from mergeable_metrics.pipelines import latelabels
 
                 results, join_counts = latelabels.run_join(
                     args.engine, evaluation, join, args.input, args.labels, args.format, beam_args=args.beam_arg, spark_master=args.spark_master
@@ -502,7 +502,7 @@ def _main(parser: argparse.ArgumentParser, args: argparse.Namespace, out: Path, 
                     progress=progress_enabled(args.progress, args.quiet),
                     window=window,
                 )
-    except Exception as e:  # one clean line; the trace in the log (pipelines.errors)
+    except Exception as e:  # one clean line; the trace in the log (mergeable_metrics.pipelines.errors)
         return errors.report_error(e, log, args.verbose)
     everything = all_rows_skipped(results)
     if everything and join is None:
@@ -517,7 +517,7 @@ def _main(parser: argparse.ArgumentParser, args: argparse.Namespace, out: Path, 
     seconds = time.perf_counter() - t1
     hook = None
     if join is not None:
-        from pipelines import latelabels
+        from mergeable_metrics.pipelines import latelabels
 
         hook = lambda doc: latelabels.attach_counts(doc, join_counts, join)  # noqa: E731
     try:
@@ -531,7 +531,7 @@ def _main(parser: argparse.ArgumentParser, args: argparse.Namespace, out: Path, 
     overall = [s for s in results.slices if s.slice == ()]  # one per window with --window
     suppressed = any(s.suppressed for s in overall)
     skipped = None if suppressed else sum(s.skipped for s in overall)
-    from pipelines.report import slice_counts
+    from mergeable_metrics.pipelines.report import slice_counts
 
     published, withheld = slice_counts(results)
     run_info = {
@@ -567,7 +567,7 @@ def _main(parser: argparse.ArgumentParser, args: argparse.Namespace, out: Path, 
         say(f"skipped {skipped:,} invalid rows (counts per slice in metrics.json)")
     report_path = _report_path(args, out)
     if report_path is not None:
-        from pipelines.report import write_report
+        from mergeable_metrics.pipelines.report import write_report
 
         title = {"flights": "Flights example: delay predictions, Jul-Dec 2013", "flights-stream": "Flights as a stream: predictions at departure, late labels at arrival"}.get(args.example or "", f"Evaluation of {Path(args.input).name}")
         write_report(results, report_path, title=title, run_info=run_info, extra=extra.get("example"), bounds=args.bounds, fairness=fair)
@@ -576,8 +576,8 @@ def _main(parser: argparse.ArgumentParser, args: argparse.Namespace, out: Path, 
 
 
 def _main_continual(args: argparse.Namespace, out: Path, say: Any, log: Path) -> int:
-    """``--task continual`` / ``--example split-digits``: event rows -> :class:`core.OCLMetrics`."""
-    from pipelines import continual
+    """``--task continual`` / ``--example split-digits``: event rows -> :class:`mergeable_metrics.OCLMetrics`."""
+    from mergeable_metrics.pipelines import continual
 
     extra: dict[str, Any] = {}
     t0 = time.perf_counter()
@@ -585,7 +585,7 @@ def _main_continual(args: argparse.Namespace, out: Path, say: Any, log: Path) ->
         if args.example:
             if args.input or args.label or args.prediction or args.score:
                 raise ValueError("--example cannot be combined with --input/--label/--score/--prediction")
-            from pipelines.examples.split_digits import build_split_digits_events
+            from mergeable_metrics.pipelines.examples.split_digits import build_split_digits_events
 
             path = out / "split_digits_events.parquet"
             info = build_split_digits_events(path, args.num_tasks or 5, 4 if args.evaluations_per_task is None else args.evaluations_per_task)
@@ -626,7 +626,7 @@ def _main_continual(args: argparse.Namespace, out: Path, say: Any, log: Path) ->
     say(f"\nengine={args.engine}: {events:,} events in {seconds:.1f} s" + (f" (+{t1 - t0:.1f} s preparing the example)" if args.example else ""))
     report_path = _report_path(args, out)
     if report_path is not None:
-        from pipelines.report import write_report
+        from mergeable_metrics.pipelines.report import write_report
 
         title = "Split-digits example: continual learning" if args.example else f"Continual-learning evaluation of {Path(args.input).name}"
         write_report(results, report_path, title=title, run_info=run_info, extra=extra.get("example"))

@@ -60,7 +60,7 @@ RESULT_SCHEMA = pa.schema(
         ("ci_upper", pa.float64()),
     ]
 )
-#: the columns :data:`RESULT_SCHEMA` gets with a baseline model (``core.results.COMPARISON_COLUMNS``)
+#: the columns :data:`RESULT_SCHEMA` gets with a baseline model (``mergeable_metrics.results.results.COMPARISON_COLUMNS``)
 COMPARISON_SCHEMA = pa.schema(
     [
         ("baseline_value", pa.float64()),

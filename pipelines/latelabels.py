@@ -2,8 +2,8 @@
 example id, then evaluate the matched examples.
 
 The join's math (each row's outcome, the matched examples, the outcome counts per slice) is
-:mod:`core.latelabels` (:func:`~core.latelabels.join_batches`, :class:`~core.latelabels.JoinCounts`,
-:data:`~core.latelabels.COUNT_NAMES`; re-exported here); this module runs it on an engine and puts
+:mod:`mergeable_metrics.time.latelabels` (:func:`~mergeable_metrics.time.latelabels.join_batches`, :class:`~mergeable_metrics.time.latelabels.JoinCounts`,
+:data:`~mergeable_metrics.time.latelabels.COUNT_NAMES`; re-exported here); this module runs it on an engine and puts
 the counts into ``metrics.json`` (:func:`attach_counts`).
 
 Times: Arrow timestamps (any unit; time-zone-aware ones as UTC instants) or dates, or numbers
@@ -23,7 +23,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from core.latelabels import (  # noqa: F401  (re-exported: the join's names)
+from mergeable_metrics.time.latelabels import (  # noqa: F401  (re-exported: the join's names)
     COUNT_NAMES,
     Classified,
     JoinCounts,
@@ -39,7 +39,7 @@ from core.latelabels import (  # noqa: F401  (re-exported: the join's names)
     slice_types,
     time_micros,
 )
-from core.windows import parse_duration
+from mergeable_metrics.time.windows import parse_duration
 
 __all__ = [
     "COUNT_NAMES", "LabelJoin", "JoinCounts", "classify", "count_specs", "count_outcomes", "attach_counts", "join_batches", "matched_table",
@@ -72,7 +72,7 @@ def _input_columns(evaluation: Any, join: LabelJoin, labels_names: Sequence[str]
 
 
 def _read_all(path: str, columns: Sequence[str], fmt: str | None) -> pa.Table:
-    from pipelines import io
+    from mergeable_metrics.pipelines import io
 
     fmt = io.detect_format(path, fmt)
     data = io.dataset(path, fmt)
@@ -87,7 +87,7 @@ def _read_all(path: str, columns: Sequence[str], fmt: str | None) -> pa.Table:
 def check_inputs(pred_path: str, labels_path: str, evaluation: Any, join: LabelJoin, fmt: str | None = None, labels_fmt: str | None = None) -> tuple[pa.Table, pa.Table]:
     """Read both inputs' used columns (local engine, and the checks before Beam and Spark start:
     a null id or time raises here naming its row, with ``on_invalid="raise"``)."""
-    from pipelines import io
+    from mergeable_metrics.pipelines import io
 
     if join.label_col in io.dataset(pred_path, fmt).schema.names:
         raise ValueError(f"the label column {join.label_col!r} is in the predictions input too: labels come from --labels")
@@ -141,7 +141,7 @@ def run_beam(evaluation: Any, join: LabelJoin, preds: pa.Table, labels: pa.Table
     import apache_beam as beam
     from apache_beam.options.pipeline_options import PipelineOptions
 
-    from beam_metrics import ComputeMetrics, slice_result_from_json, slice_result_to_json
+    from mergeable_metrics.beam import ComputeMetrics, slice_result_from_json, slice_result_to_json
 
     specs = count_specs(evaluation)
     args = list(beam_args)
@@ -191,11 +191,11 @@ def run_spark(evaluation: Any, join: LabelJoin, pred_path: str, labels_path: str
     from pyspark.sql import functions as F
     from pyspark.sql.pandas.types import from_arrow_schema
 
-    from pipelines import engines, io
-    from spark_metrics import collect_results, compute_metrics, get_spark
+    from mergeable_metrics.pipelines import engines, io
+    from mergeable_metrics.spark import collect_results, compute_metrics, get_spark
 
     specs = count_specs(evaluation)
-    from pipelines.errors import engine_stderr
+    from mergeable_metrics.pipelines.errors import engine_stderr
 
     with engine_stderr():  # a JVM started here logs to the CLI's log file
         spark = get_spark(master=master)
@@ -247,8 +247,8 @@ def run_spark(evaluation: Any, join: LabelJoin, pred_path: str, labels_path: str
 
 def _spark_id_key(col: Any, arrow_type: pa.DataType) -> Any:
     """The partition key of an id on Spark: its canonical text (the id rule of
-    :func:`core.latelabels.canonical_ids`: a whole float as its integer, ``1.0 -> "1"``, as
-    :func:`core.latelabels.bucket_of`), so equal ids of two number types meet in one partition."""
+    :func:`mergeable_metrics.time.latelabels.canonical_ids`: a whole float as its integer, ``1.0 -> "1"``, as
+    :func:`mergeable_metrics.time.latelabels.bucket_of`), so equal ids of two number types meet in one partition."""
     from pyspark.sql import functions as F
 
     if pa.types.is_floating(arrow_type) or pa.types.is_decimal(arrow_type):
@@ -258,7 +258,7 @@ def _spark_id_key(col: Any, arrow_type: pa.DataType) -> Any:
 
 
 def run_join(engine: str, evaluation: Any, join: LabelJoin, pred_path: str, labels_path: str, fmt: str | None = None, labels_fmt: str | None = None, **options: Any) -> tuple[Any, JoinCounts]:
-    """Join and evaluate on ``engine`` (local, beam or spark): ``(core.Results, JoinCounts)``.
+    """Join and evaluate on ``engine`` (local, beam or spark): ``(mergeable_metrics.Results, JoinCounts)``.
 
     Raises:
         ValueError: a missing column, a null id or time (``on_invalid="raise"``), bad settings.
@@ -296,7 +296,7 @@ def stream_join(predictions: Any, labels: Any, id_col: str, prediction_time_col:
       labels of ``late`` / ``label_before_prediction`` predictions), emitted once the watermark
       passes it; prediction columns null except ``id_col``.
 
-    Feed ``out.where("outcome = 'matched'")`` to ``spark_metrics.compute_metrics(...,
+    Feed ``out.where("outcome = 'matched'")`` to ``mergeable_metrics.spark.compute_metrics(...,
     window=(prediction_time_col, ...), output_mode="append")`` for windowed metrics on the matched
     examples (the prediction time keeps its watermark through the join; the join makes it
     nullable, hence ``compute_metrics``' warning, moot here: matched rows have a time). Ids must be unique within
@@ -306,7 +306,7 @@ def stream_join(predictions: Any, labels: Any, id_col: str, prediction_time_col:
     Args:
         predictions: a streaming DataFrame with ``id_col`` and ``prediction_time_col`` (a timestamp).
         labels: a streaming DataFrame with ``id_col``, ``label_time_col`` (a timestamp) and ``label_col``.
-        max_label_delay: the maximum delay (:func:`core.windows.parse_duration`: ``6h``, ``90 minutes``, seconds; 0 allowed).
+        max_label_delay: the maximum delay (:func:`mergeable_metrics.time.windows.parse_duration`: ``6h``, ``90 minutes``, seconds; 0 allowed).
         watermark_delay: how late (in event time) a row may arrive and still be joined; applied
             with ``withWatermark`` to both time columns.
 

@@ -2,7 +2,7 @@
 
 Installed with the package (entry point ``mergeable_metrics`` in the ``pytest11`` group); disable
 it with ``-p no:mergeable_metrics``. Loading it imports only pytest and the standard library: the
-evaluation (:mod:`pipelines.baselines`, numpy) is imported the first time a test calls the fixture.
+evaluation (:mod:`mergeable_metrics.pipelines.baselines`, numpy) is imported the first time a test calls the fixture.
 
 Options:
     ``--update-metric-baselines``: record the baselines of the tests that run (replacing theirs).
@@ -197,8 +197,8 @@ def metric_baseline(request: pytest.FixtureRequest) -> Callable[..., Any]:
     Call it as ``metric_baseline(model, batches, metrics, *, context=None, minimum=None,
     maximum=None, tolerance=0.01, higher_is_better=None, max_batches=None, inputs=None,
     targets=None, confidence=0.95, resamples=2000, seed=0)``; it returns the run
-    (:class:`pipelines.baselines.Evaluated`: ``.values``, ``.per_sample``, ...). Arguments are
-    those of :func:`pipelines.baselines.evaluate_detailed` and :func:`pipelines.baselines.compare`;
+    (:class:`mergeable_metrics.pipelines.baselines.Evaluated`: ``.values``, ``.per_sample``, ...). Arguments are
+    those of :func:`mergeable_metrics.pipelines.baselines.evaluate_detailed` and :func:`mergeable_metrics.pipelines.baselines.compare`;
     ``minimum`` / ``maximum`` (a number, or a dict per metric) always apply.
 
     With ``--update-metric-baselines`` the run is recorded under the test's node id (a second
@@ -228,7 +228,7 @@ def metric_baseline(request: pytest.FixtureRequest) -> Callable[..., Any]:
         seed: int = 0,
     ) -> Any:
         __tracebackhide__ = True
-        from pipelines import baselines  # noqa: PLC0415 - numpy and the evaluation only when used
+        from mergeable_metrics.pipelines import baselines  # noqa: PLC0415 - numpy and the evaluation only when used
 
         calls[0] += 1
         key = request.node.nodeid if calls[0] == 1 else f"{request.node.nodeid}#{calls[0]}"

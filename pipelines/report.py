@@ -1,4 +1,4 @@
-"""A self-contained HTML report of :class:`core.Results`, and the plots behind it.
+"""A self-contained HTML report of :class:`mergeable_metrics.Results`, and the plots behind it.
 
 :func:`write_report` renders one HTML file (Jinja2 template ``pipelines/templates/report.html.j2``)
 with the overall and per-slice tables (sortable: click a column header, or open the file with
@@ -58,9 +58,9 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from core.metrics import metric_full_name
-from core.results import COMPARISON_MARKS, Results, SliceResult, ci_label, comparison_mark, jsonable
-from core.slicing import slice_name
+from mergeable_metrics.metrics.base import metric_full_name
+from mergeable_metrics.results.results import COMPARISON_MARKS, Results, SliceResult, ci_label, comparison_mark, jsonable
+from mergeable_metrics.slicing.assign import slice_name
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 TEMPLATE = "report.html.j2"
@@ -88,7 +88,7 @@ def base_name(key: str) -> str:
 
 def metric_class(key: str) -> Any:
     """The registered metric class of a metric key (aliases resolve), or None."""
-    from core.metrics import REGISTRY
+    from mergeable_metrics.metrics.base import REGISTRY
 
     name = base_name(key)
     return REGISTRY.get(name) or REGISTRY.get(name.lower())
@@ -308,7 +308,7 @@ def _legend_value(s: SliceResult, key: str | None) -> str:
 
 def class_curves(curve: Any) -> list[np.ndarray]:
     """The per-class curves of a multiclass curve metric (``(K, n, 3)``, NaN-padded: see
-    ``core.ranking._Curve``), each ``(n_c, 3)`` without its padding rows."""
+    ``mergeable_metrics.metrics.ranking._Curve``), each ``(n_c, 3)`` without its padding rows."""
     a = np.asarray(curve, dtype=np.float64)
     return [c[~np.isnan(c).all(axis=1)] for c in a] if a.ndim == 3 else []
 
@@ -1023,7 +1023,7 @@ def render_report(
         max_table_rows: rows of the per-slice table (the rest is counted, not shown).
         small_slice_size: slices with fewer rows are marked small (hatched) in the bar charts.
         dpi: resolution of the embedded figures.
-        fairness: :class:`core.fairness.Fairness` results (``results.fairness(...)``) shown in
+        fairness: :class:`mergeable_metrics.results.fairness.Fairness` results (``results.fairness(...)``) shown in
             a "Fairness across slices" section.
     """
     import jinja2
@@ -1124,7 +1124,7 @@ def render_report(
 
 
 def _fairness_table(f: Any, max_rows: int) -> dict[str, Any]:
-    """One :class:`core.fairness.Fairness` as a table: the reference row, then a row per slice."""
+    """One :class:`mergeable_metrics.results.fairness.Fairness` as a table: the reference row, then a row per slice."""
 
     def num(v: float, signed: bool = False) -> dict[str, Any]:
         ok = v is not None and math.isfinite(float(v))

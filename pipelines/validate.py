@@ -2,10 +2,10 @@
 
 Usage::
 
-    python -m pipelines.validate --current out/candidate --baseline out/production \\
+    python -m mergeable_metrics.pipelines.validate --current out/candidate --baseline out/production \\
         --thresholds thresholds.yaml [--output DIR] [--show-all] [--quiet]
 
-``--current`` and ``--baseline`` are directories written by ``python -m pipelines.evaluate``
+``--current`` and ``--baseline`` are directories written by ``python -m mergeable_metrics.pipelines.evaluate``
 (or their ``metrics.json`` files). Slices are matched by their key (``{"carrier": "UA"}``; the
 overall slice is ``{}``) and every scalar metric of a slice is checked against the thresholds
 that apply to it. The thresholds file (YAML or JSON)::
@@ -30,7 +30,7 @@ that apply to it. The thresholds file (YAML or JSON)::
 Rules (also in the README, "Validating pipeline outputs"):
 
 * The direction of a change comes from the metric's ``higher_is_better`` in
-  ``core.metrics.REGISTRY`` (``higher_is_better:`` in the file overrides it; metrics without a
+  ``mergeable_metrics.metrics.base.REGISTRY`` (``higher_is_better:`` in the file overrides it; metrics without a
   direction, e.g. counts, need it for a change threshold). "Worse by" is ``baseline - current``
   when higher is better, else ``current - baseline``; ``relative`` allows ``relative *
   |baseline|``. Improvements never fail. A change exactly at the allowed amount passes.
@@ -57,7 +57,7 @@ Writes ``validation.json`` into ``--output DIR`` (default: the ``--current`` dir
 table of the failing (and, with ``--show-all``, every) check, and exits 0 when every check
 passes, 1 on a regression, 2 on a mismatch or bad input (an unreadable or malformed
 ``metrics.json``, a thresholds file with an unknown key or a bad value: the message names the
-file, the key and the problem, like ``--config`` of ``pipelines.evaluate``).
+file, the key and the problem, like ``--config`` of ``mergeable_metrics.pipelines.evaluate``).
 """
 
 from __future__ import annotations
@@ -70,7 +70,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from pipelines.config import ConfigError, _check_metric, _closest, _string, _tname, read_config_file
+from mergeable_metrics.pipelines.config import ConfigError, _check_metric, _closest, _string, _tname, read_config_file
 
 EXIT_OK, EXIT_REGRESSION, EXIT_MISMATCH = 0, 1, 2
 
@@ -275,14 +275,14 @@ def read_results(path: str | Path, side: str) -> tuple[Path, dict[str, Any]]:
     """The ``metrics.json`` of an evaluation output directory (or the file itself), checked for shape.
 
     Raises:
-        ValueError: missing, not JSON, or not shaped like ``pipelines.evaluate``'s metrics.json;
+        ValueError: missing, not JSON, or not shaped like ``mergeable_metrics.pipelines.evaluate``'s metrics.json;
             the message names the side (``--current``/``--baseline``) and the file.
     """
     p = Path(path)
     f = p / "metrics.json" if p.is_dir() else p
     where = f"--{side} {str(f)!r}"
     if not f.is_file():
-        raise ValueError(f"{where}: not found (give the --output directory of python -m pipelines.evaluate, or its metrics.json)")
+        raise ValueError(f"{where}: not found (give the --output directory of python -m mergeable_metrics.pipelines.evaluate, or its metrics.json)")
     try:
         doc = json.loads(f.read_text(encoding="utf-8"), parse_constant=_not_json_number, parse_float=_finite_float)
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
@@ -312,7 +312,7 @@ def read_results(path: str | Path, side: str) -> tuple[Path, dict[str, Any]]:
         for k, v in (s.get("metrics") or {}).items():
             if not _numeric(v):
                 raise ValueError(f"{where}: slices[{i}] ({_entry_name(s)}): metric {k!r} = {v!r}: expected a number, null or a list of them")
-    from core.results import _requested_names
+    from mergeable_metrics.results.results import _requested_names
 
     names = _requested_names(doc.get("config"))
     for s in doc["slices"]:  # a metric asked for under another string is also under it (Results.to_dict): once
@@ -349,7 +349,7 @@ def _slice_id(s: dict[str, Any]) -> tuple:
 
 
 def _slice_name(s: dict[str, Any]) -> str:
-    from core.slicing import slice_name
+    from mergeable_metrics.slicing.assign import slice_name
 
     return slice_name(tuple(s.items()))
 
@@ -381,7 +381,7 @@ def _entry_ref(entry: dict[str, Any]) -> dict[str, Any]:
 
 
 def _direction(key: str) -> bool | None:
-    from core.metrics import REGISTRY, parse_metric_string
+    from mergeable_metrics.metrics.base import REGISTRY, parse_metric_string
 
     name = parse_metric_string(key)[0]
     cls = REGISTRY.get(name) or REGISTRY.get(name.lower())
@@ -390,8 +390,8 @@ def _direction(key: str) -> bool | None:
 
 def _canonical(key: str, config: dict[str, Any]) -> str | None:
     """The results key ``core`` gives metric string ``key`` under the results' task, else None."""
-    from core.metrics import resolve
-    from core.task import Task
+    from mergeable_metrics.metrics.base import resolve
+    from mergeable_metrics.inputs.task import Task
 
     try:
         kind = config.get("task")
@@ -410,7 +410,7 @@ def match_metric(key: str, available: Sequence[str], config: dict[str, Any]) -> 
     Raises:
         ValueError: not in the results, or a bare name matching several keys (``f1@macro``, ``f1@micro``).
     """
-    from core.metrics import REGISTRY, parse_metric_string
+    from mergeable_metrics.metrics.base import REGISTRY, parse_metric_string
 
     if key in available:
         return key
@@ -440,10 +440,10 @@ def _scalar(v: Any) -> bool:
 
 def _default_ci_level() -> float:
     try:
-        from core.options import OPTIONS
+        from mergeable_metrics.evaluation.options import OPTIONS
 
         return next(o.default for o in OPTIONS if o.name == "ci_level")
-    except (ImportError, StopIteration):  # before core.options has ci_level
+    except (ImportError, StopIteration):  # before mergeable_metrics.evaluation.options has ci_level
         return 0.95
 
 
@@ -795,11 +795,11 @@ def _mismatch_line(d: dict[str, Any]) -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="python -m pipelines.validate",
+        prog="python -m mergeable_metrics.pipelines.validate",
         description="Compare two evaluation outputs (metrics.json) slice by slice against value and change thresholds.",
         epilog="exit codes: 0 every check passes, 1 a regression, 2 a configuration mismatch or bad input",
     )
-    p.add_argument("--current", required=True, metavar="DIR", help="output directory of python -m pipelines.evaluate (or its metrics.json) to check")
+    p.add_argument("--current", required=True, metavar="DIR", help="output directory of python -m mergeable_metrics.pipelines.evaluate (or its metrics.json) to check")
     p.add_argument("--baseline", required=True, metavar="DIR", help="the output to compare against (or its metrics.json)")
     p.add_argument("--thresholds", required=True, metavar="FILE", help="YAML or JSON thresholds file (see the README, 'Validating pipeline outputs')")
     p.add_argument("--output", metavar="DIR", help="where validation.json goes (default: the --current directory)")

@@ -1,10 +1,10 @@
 """Spark adapter: sliced, exactly mergeable metrics of Spark DataFrames.
 
 * :class:`MetricsAggregator`: Spark's Aggregator vocabulary (``zero``, ``reduce``, ``merge``,
-  ``finish``, ``encode``/``decode``) mapped one-to-one onto :class:`core.Evaluation`.
+  ``finish``, ``encode``/``decode``) mapped one-to-one onto :class:`mergeable_metrics.Evaluation`.
 * :func:`compute_metrics`: ``DataFrame -> DataFrame`` of per-slice results in long format, with
   partial aggregation per partition before the shuffle (DataFrame API only).
-* :func:`collect_results`: the result DataFrame as :class:`core.Results`.
+* :func:`collect_results`: the result DataFrame as :class:`mergeable_metrics.Results`.
 * :func:`profile_evaluation`: the counting pass behind ``max_slices`` and quantile buckets.
 * :func:`get_spark`: a configured SparkSession (checks for Java 17+ first); :func:`check_workers`:
   whether a session's Python workers can import this package (``compute_metrics`` checks it).
@@ -16,21 +16,21 @@
 Importing this package neither imports pyspark nor starts Spark.
 """
 
-from spark_metrics.aggregator import MetricsAggregator
-from spark_metrics.columns import metric_columns
-from spark_metrics.compute import RESULT_COLUMNS, collect_results, compute_metrics, result_schema
-from spark_metrics.profile import profile_evaluation
-from spark_metrics.session import SparkSetupError, check_java, check_workers, get_spark
+from mergeable_metrics.spark.aggregator import MetricsAggregator
+from mergeable_metrics.spark.columns import metric_columns
+from mergeable_metrics.spark.compute import RESULT_COLUMNS, collect_results, compute_metrics, result_schema
+from mergeable_metrics.spark.profile import profile_evaluation
+from mergeable_metrics.spark.session import SparkSetupError, check_java, check_workers, get_spark
 
 
 
 def __getattr__(name: str):
     # MetricsEvaluator subclasses pyspark.ml's Evaluator, so it is imported (with pyspark) on first use
     if name == "MetricsEvaluator":
-        from spark_metrics.evaluator import MetricsEvaluator
+        from mergeable_metrics.spark.evaluator import MetricsEvaluator
 
         return MetricsEvaluator
-    raise AttributeError(f"module 'spark_metrics' has no attribute {name!r}")
+    raise AttributeError(f"module 'mergeable_metrics.spark' has no attribute {name!r}")
 
 
 __all__ = [

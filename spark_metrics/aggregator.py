@@ -1,7 +1,7 @@
 """Spark's Aggregator vocabulary (``zero``, ``reduce``, ``merge``, ``finish``) over core states.
 
 PySpark has no Python ``Aggregator``/UDAF class, so :class:`MetricsAggregator` is not registered
-with Spark directly: :func:`spark_metrics.compute_metrics` calls it inside ``mapInArrow`` (one
+with Spark directly: :func:`mergeable_metrics.spark.compute_metrics` calls it inside ``mapInArrow`` (one
 ``reduce`` per Arrow record batch of a partition) and inside the grouped ``applyInArrow`` (``merge``
 of the partial states of one slice, then ``finish``). It is plain Python and needs neither pyspark
 nor a JVM, so it can also be used (and tested) on pandas chunks.
@@ -11,25 +11,25 @@ from __future__ import annotations
 
 from typing import Any
 
-from core.evaluation import Accumulator, Evaluation
-from core.results import Results
+from mergeable_metrics.evaluation.evaluation import Accumulator, Evaluation
+from mergeable_metrics.results.results import Results
 
 
 class MetricsAggregator:
-    """Spark ``Aggregator`` semantics mapped one-to-one onto a :class:`core.Evaluation`.
+    """Spark ``Aggregator`` semantics mapped one-to-one onto a :class:`mergeable_metrics.Evaluation`.
 
     The buffer (accumulator) is core's ``{slice_key: tuple_of_states}`` dict, which always holds
     the overall slice ``()``. There is no metric math here: every method delegates to ``core``.
 
     Args:
-        evaluation: the :class:`core.Evaluation` (columns, slices, metrics) to run.
+        evaluation: the :class:`mergeable_metrics.Evaluation` (columns, slices, metrics) to run.
 
     Raises:
-        TypeError: ``evaluation`` is not a :class:`core.Evaluation`.
+        TypeError: ``evaluation`` is not a :class:`mergeable_metrics.Evaluation`.
 
     Example:
-        >>> import core
-        >>> ev = core.Evaluation(label_col="y", score_col="s", metrics=["precision", "recall"])
+        >>> import mergeable_metrics
+        >>> ev = mergeable_metrics.Evaluation(label_col="y", score_col="s", metrics=["precision", "recall"])
         >>> agg = MetricsAggregator(ev)
         >>> a = agg.reduce(agg.zero(), {"y": [1, 0], "s": [0.9, 0.8]})
         >>> b = agg.reduce(agg.zero(), {"y": [1, 1], "s": [0.1, 0.7]}, row_offset=2)
@@ -39,7 +39,7 @@ class MetricsAggregator:
 
     def __init__(self, evaluation: Evaluation):
         if not isinstance(evaluation, Evaluation):
-            raise TypeError(f"evaluation must be a core.Evaluation, got {type(evaluation).__name__}")
+            raise TypeError(f"evaluation must be a mergeable_metrics.Evaluation, got {type(evaluation).__name__}")
         self.evaluation = evaluation
 
     def zero(self) -> Accumulator:

@@ -2,12 +2,12 @@
 
 :func:`metric_columns` lowers the states of count and confusion metrics to Spark SQL aggregates:
 each row maps to one *cell* (its true label and how it is predicted: the cell of
-:mod:`spark_metrics.native`), and each cell's row count (and weight sum) is a native ``sum`` of
+:mod:`mergeable_metrics.spark.native`), and each cell's row count (and weight sum) is a native ``sum`` of
 an indicator column, so Spark's partial aggregation runs before the shuffle and no Python sees
 the rows. Each metric column then finishes its group with one small Python UDF over those few
-sums: it builds core's states from the cells (:func:`core.states.states_from_cells`) and computes
-the metric with core, so the values are those of :func:`spark_metrics.compute_metrics` and
-``core.Evaluation`` (bit for bit unweighted or with integer weights; fractional weights are
+sums: it builds core's states from the cells (:func:`mergeable_metrics.states.base.states_from_cells`) and computes
+the metric with core, so the values are those of :func:`mergeable_metrics.spark.compute_metrics` and
+``mergeable_metrics.Evaluation`` (bit for bit unweighted or with integer weights; fractional weights are
 summed by Spark in float64, equal up to rounding). Spark deduplicates the identical sums of
 several metric columns, so a list of metrics aggregates each cell once. The columns are plain
 ``pyspark.sql.functions`` expressions and a Python UDF, so they work over Spark Connect as well
@@ -15,7 +15,7 @@ several metric columns, so a list of metrics aggregates each cell once. The colu
 
 Metrics whose states are not sums of per-row cells (ROC AUC and the other score-distribution
 metrics, calibration, regression, ...) cannot lower: :func:`metric_columns` raises
-``ValueError`` naming them and pointing to :func:`spark_metrics.compute_metrics`.
+``ValueError`` naming them and pointing to :func:`mergeable_metrics.spark.compute_metrics`.
 """
 
 from __future__ import annotations
@@ -26,14 +26,14 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
-from core._inputs import SCORES_FINITE, WEIGHTS_RULE, label_rule
-from core.evaluation import Evaluation
-from core.metrics import UndefinedMetricWarning
-from core.nulls import NULL
-from core.results import INTEGER_METRICS
-from core.slicing import OVERALL
-from core.states import CELL_STATES, states_from_cells
-from spark_metrics.native import _BAD_LABEL, _BAD_PREDICTION, _BAD_SCORE, _BAD_WEIGHT, MAX_NATIVE_CLASSES, _cell_columns
+from mergeable_metrics.inputs.validation import SCORES_FINITE, WEIGHTS_RULE, label_rule
+from mergeable_metrics.evaluation.evaluation import Evaluation
+from mergeable_metrics.metrics.base import UndefinedMetricWarning
+from mergeable_metrics._util.nulls import NULL
+from mergeable_metrics.results.results import INTEGER_METRICS
+from mergeable_metrics.slicing.assign import OVERALL
+from mergeable_metrics.states.base import CELL_STATES, states_from_cells
+from mergeable_metrics.spark.native import _BAD_LABEL, _BAD_PREDICTION, _BAD_SCORE, _BAD_WEIGHT, MAX_NATIVE_CLASSES, _cell_columns
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import Column
@@ -79,7 +79,7 @@ def metric_columns(
         score_col: binary score column (``score >= threshold`` is positive).
         prediction_col: predicted-label column (binary 0/1, multiclass ``[0, K)``).
         weight_col: sample weights (finite, >= 0).
-        **options: other :class:`core.Evaluation` options of the task: ``threshold``,
+        **options: other :class:`mergeable_metrics.Evaluation` options of the task: ``threshold``,
             ``threshold_rule``, ``num_classes``, ``task``, ``zero_division``, ``multiclass``.
 
     Returns:
@@ -88,10 +88,10 @@ def metric_columns(
 
     Raises:
         ValueError: a metric that cannot lower (the message names it and points to
-            :func:`spark_metrics.compute_metrics`), or bad options. Invalid input values (a NaN
+            :func:`mergeable_metrics.spark.compute_metrics`), or bad options. Invalid input values (a NaN
             score, a label outside the task's classes, a negative weight) raise when the
             aggregation runs, naming the column, a value and the group's invalid rows (Spark
-            refuses row ids inside aggregates: :func:`spark_metrics.compute_metrics` names the row).
+            refuses row ids inside aggregates: :func:`mergeable_metrics.spark.compute_metrics` names the row).
 
     Example::
 
@@ -102,7 +102,7 @@ def metric_columns(
 
     unknown = set(options) - {"threshold", "threshold_rule", "num_classes", "task", "zero_division", "multiclass"}
     if unknown:
-        raise ValueError(f"metric_columns: options {sorted(unknown)} are not available for aggregate columns (slices are the groupBy's keys); use spark_metrics.compute_metrics")
+        raise ValueError(f"metric_columns: options {sorted(unknown)} are not available for aggregate columns (slices are the groupBy's keys); use mergeable_metrics.spark.compute_metrics")
     if isinstance(metrics, str):
         metrics = [metrics]
     ev = Evaluation(label_col=label_col, score_col=score_col, prediction_col=prediction_col, weight_col=weight_col, metrics=list(metrics), **options)
@@ -110,13 +110,13 @@ def metric_columns(
     if reason is not None:
         raise ValueError(
             f"metric_columns: cannot lower to Spark SQL aggregates: {reason}; "
-            "use spark_metrics.compute_metrics(df, evaluation=Evaluation(..., slices=[...])) for these metrics"
+            "use mergeable_metrics.spark.compute_metrics(df, evaluation=Evaluation(..., slices=[...])) for these metrics"
         )
     keys = [m.key for m in ev.plan.metrics]
     zero = _finish(ev, np.zeros(0, np.int64), np.zeros(0, np.int64), None, _per_label(ev))
     arrays = [k for k in keys if np.ndim(zero[k]) != 0]
     if arrays:
-        raise ValueError(f"metric_columns: metrics {arrays} are arrays (per-class or matrix values); use spark_metrics.compute_metrics, or name one class's metric")
+        raise ValueError(f"metric_columns: metrics {arrays} are arrays (per-class or matrix values); use mergeable_metrics.spark.compute_metrics, or name one class's metric")
 
     text: list = []
     cell, weight, bad, per_label = _cell_columns(ev, text)
@@ -165,8 +165,8 @@ def _finish(ev: Evaluation, cells: np.ndarray, counts: np.ndarray, wsums: np.nda
 
 
 def _per_label(ev: Evaluation) -> int:
-    """Joint cells per label (:func:`spark_metrics.native._cell_columns`), without Spark."""
-    from core.states import BinaryConfusionState
+    """Joint cells per label (:func:`mergeable_metrics.spark.native._cell_columns`), without Spark."""
+    from mergeable_metrics.states.base import BinaryConfusionState
 
     plan = ev.plan
     if plan.task.kind == "multiclass":
@@ -188,11 +188,11 @@ def _raise_invalid(ev: Evaluation, columns: dict[str, str | None], code: int, va
         _BAD_PREDICTION: (columns["prediction"], label_rule("predictions", k)),
         _BAD_WEIGHT: (columns["weight"], WEIGHTS_RULE),
     }[code]
-    where = "(inside groupBy().agg() the row position is not known: spark_metrics.compute_metrics names the row and its partition)"
+    where = "(inside groupBy().agg() the row position is not known: mergeable_metrics.spark.compute_metrics names the row and its partition)"
     if text is not None:
         raise ValueError(f"column {column!r}: value {text!r} in {count} row(s) of this group is not a number ({what}) {where}")
     value = NULL if value is None else value  # a SQL null, named as Spark shows it (a NaN is nan)
     raise ValueError(
         f"column {column!r}: invalid value {value!r} in {count} row(s) of this group: {what} (inside groupBy().agg() the row "
-        "position is not known: spark_metrics.compute_metrics names the row and its partition)"
+        "position is not known: mergeable_metrics.spark.compute_metrics names the row and its partition)"
     )

@@ -21,19 +21,19 @@ from __future__ import annotations
 import warnings
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
-from core import codec
-from core.evaluation import Evaluation, resolve_evaluation
-from core.metrics import UndefinedMetricWarning
-from core.results import ROW_COLUMNS, Results
-from core.slicing import OVERALL
-from spark_metrics.aggregator import MetricsAggregator
-from spark_metrics.session import check_workers
+from mergeable_metrics.states import codec
+from mergeable_metrics.evaluation.evaluation import Evaluation, resolve_evaluation
+from mergeable_metrics.metrics.base import UndefinedMetricWarning
+from mergeable_metrics.results.results import ROW_COLUMNS, Results
+from mergeable_metrics.slicing.assign import OVERALL
+from mergeable_metrics.spark.aggregator import MetricsAggregator
+from mergeable_metrics.spark.session import check_workers
 
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
     from pyspark.sql import DataFrame
 
-#: Columns of the result DataFrame, in order: exactly the keys of :meth:`core.Results.to_rows`.
+#: Columns of the result DataFrame, in order: exactly the keys of :meth:`mergeable_metrics.Results.to_rows`.
 RESULT_COLUMNS = tuple(ROW_COLUMNS)
 
 # Spark SQL / Arrow type of every long-format column core may emit
@@ -62,7 +62,7 @@ _COLUMN_TYPES = {
 def _column_types() -> list[tuple[str, str]]:
     unknown = [c for c in RESULT_COLUMNS if c not in _COLUMN_TYPES]
     if unknown:  # core added a long-format column this adapter does not know yet
-        raise RuntimeError(f"spark_metrics has no Spark type for core result column(s) {unknown}; update _COLUMN_TYPES")
+        raise RuntimeError(f"mergeable_metrics.spark has no Spark type for core result column(s) {unknown}; update _COLUMN_TYPES")
     return [(c, _COLUMN_TYPES[c]) for c in RESULT_COLUMNS]
 
 
@@ -121,7 +121,7 @@ def _prepare_columns(df: "DataFrame", evaluation: Evaluation) -> list:
     Value columns (label, score(s), prediction, weight, measure ...) must be numeric or boolean,
     or arrays of them; decimals are cast to double. Columns used only for slicing may have any
     atomic type; dates, timestamps and decimals reach core as Arrow values and are sliced by
-    core's text of them (:func:`core.slicing.canonical_value`, the same in every engine);
+    core's text of them (:func:`mergeable_metrics.slicing.assign.canonical_value`, the same in every engine);
     intervals by Spark's string form.
 
     Raises:
@@ -283,10 +283,10 @@ def compute_metrics(
     states. Raw rows are never collected to the driver. Because states merge exactly, the result
     does not depend on the partitioning (bit-for-bit for integer-valued weights). The DataFrame is
     lazy: nothing runs until an action (e.g. :func:`collect_results`). DataFrame API only, so it
-    works over Spark Connect too (workers must be able to import ``core`` and ``spark_metrics``).
+    works over Spark Connect too (workers must be able to import ``core`` and ``mergeable_metrics.spark``).
 
     Slice specs with ``max_slices`` or ``quantiles`` (``evaluation.needs_profile``) first run an
-    exact counting job, eagerly, here (:func:`spark_metrics.profile_evaluation`: partial profiles
+    exact counting job, eagerly, here (:func:`mergeable_metrics.spark.profile_evaluation`: partial profiles
     per partition, merged per spec with ``groupBy``; only the resolved top-N keys and quantile
     edges reach the driver); the metric job then folds with the profiled evaluation. List-valued
     (array) slice columns put a row in the slice of each of its values.
@@ -299,41 +299,41 @@ def compute_metrics(
             * weight (optional): numeric, finite, >= 0.
             * slice columns: string, integer, floating, boolean, binary (UTF-8 text), decimal,
               date or timestamp, sliced by core's canonical values
-              (:func:`core.slicing.canonical_value`: ``-0.0`` is ``0``, decimals and timestamps
+              (:func:`mergeable_metrics.slicing.assign.canonical_value`: ``-0.0`` is ``0``, decimals and timestamps
               their text as in every engine); null/NaN is its own slice value (``null`` in
               ``slice_key``).
 
             Value columns may also be arrays of numbers where the evaluation expects vectors
             (e.g. per-class scores); decimal value columns are cast to double. Any other type
             raises ``TypeError`` before a job runs.
-        evaluation: a :class:`core.Evaluation`; or give its constructor arguments as keywords
+        evaluation: a :class:`mergeable_metrics.Evaluation`; or give its constructor arguments as keywords
             (``label_col=..., score_col=..., slices=[...], metrics=[...]``), not both.
         native: None (default): run as native Spark SQL aggregates when the plan allows it
-            (:mod:`spark_metrics.native`: count and confusion states of plain columns sliced by
+            (:mod:`mergeable_metrics.spark.native`: count and confusion states of plain columns sliced by
             plain string/integer/boolean columns; no Python on the row path, one job for every
             spec), else fold Arrow batches in Python. With a weight column the default is the
-            Arrow path, whose exact sums (:mod:`core.exact`) make every result bit-identical for
+            Arrow path, whose exact sums (:mod:`mergeable_metrics._util.exact`) make every result bit-identical for
             any partitioning; the native job sums weights in Spark SQL's float64 order (exact for
             integer weights, last bits vary with fractional ones). True: require the native job
             (raises ``ValueError`` saying why not). False: always the Arrow path.
         window: event-time windows: ``("ts", "1 hour")`` (tumbling), ``("ts", "1 hour", "15
             minutes")`` (sliding: a row is in each of its windows), ``"ts:1h:15m"`` or a
-            :class:`core.TimeWindows`; the result rows then carry ``window_start`` /
+            :class:`mergeable_metrics.TimeWindows`; the result rows then carry ``window_start`` /
             ``window_end`` (timestamp, after ``slice_key``), one set of slices per window (see
-            :mod:`spark_metrics.windows`). Works on batch DataFrames and on Structured
+            :mod:`mergeable_metrics.spark.windows`). Works on batch DataFrames and on Structured
             Streaming DataFrames with a watermark (``withWatermark``); ``native`` is ignored.
         output_mode: streaming windows only: ``"update"`` (default: a window's complete results
             after each micro-batch that touched it) or ``"append"`` (once, when the watermark
             passes the window's end); use the same ``writeStream.outputMode``.
-        **evaluation_kwargs: :class:`core.Evaluation` options when ``evaluation`` is None (any of
-            :data:`core.options.OPTIONS`).
+        **evaluation_kwargs: :class:`mergeable_metrics.Evaluation` options when ``evaluation`` is None (any of
+            :data:`mergeable_metrics.evaluation.options.OPTIONS`).
 
     Returns:
         A DataFrame with one row per (slice, metric, array cell), in no particular order
         (:func:`collect_results` gives the canonical order), schema::
 
             slice      string  display name, "Overall" for the overall slice
-            slice_key  string  JSON list of [column, value] pairs (core.codec.slice_key_to_json);
+            slice_key  string  JSON list of [column, value] pairs (mergeable_metrics.states.codec.slice_key_to_json);
                                "[]" for the overall slice
             n          long    valid rows folded into the slice
             weight     double  sum of their weights (= n unweighted)
@@ -348,7 +348,7 @@ def compute_metrics(
                                per-class values); null without one, NaN where undefined
             ci_upper   double  upper end, likewise
 
-        These are exactly the keys of :meth:`core.Results.to_rows` (``RESULT_COLUMNS``).
+        These are exactly the keys of :meth:`mergeable_metrics.Results.to_rows` (``RESULT_COLUMNS``).
         Undefined values are NaN rows; no ``UndefinedMetricWarning`` is raised on the executors
         (it could not reach the caller). An empty input gives the
         overall slice only, with ``n == 0`` and NaN metrics.
@@ -358,9 +358,9 @@ def compute_metrics(
             it and lists the available columns), or the configuration is invalid.
         TypeError: on the driver, before any job runs: a label/score/prediction/weight column is
             not numeric/boolean, or a slice column is not atomic; ``evaluation`` is not a
-            :class:`core.Evaluation` or is given together with keyword arguments.
-        spark_metrics.session.SparkSetupError: the session's Python workers cannot import this
-            package (checked once per session, :func:`spark_metrics.session.check_workers`).
+            :class:`mergeable_metrics.Evaluation` or is given together with keyword arguments.
+        mergeable_metrics.spark.session.SparkSetupError: the session's Python workers cannot import this
+            package (checked once per session, :func:`mergeable_metrics.spark.session.check_workers`).
         pyspark.errors.PythonException: raised when an action runs, if an executor finds an
             invalid value (with ``on_invalid="raise"``, the default); its text carries core's
             message naming the column, the value and the row position within the partition,
@@ -369,8 +369,8 @@ def compute_metrics(
     evaluation = resolve_evaluation(evaluation, evaluation_kwargs)
     check_workers(df.sparkSession)
     if window is not None:
-        from core.windows import WindowedEvaluation
-        from spark_metrics.windows import compute_window_metrics
+        from mergeable_metrics.time.windows import WindowedEvaluation
+        from mergeable_metrics.spark.windows import compute_window_metrics
 
         we = WindowedEvaluation(window, evaluation)
         out = compute_window_metrics(df, we, output_mode)
@@ -386,7 +386,7 @@ def compute_metrics(
 
     exprs = _prepare_columns(df, evaluation)
     if native is not False:
-        from spark_metrics.native import compute_native, lowering_blocker
+        from mergeable_metrics.spark.native import compute_native, lowering_blocker
 
         blocker = lowering_blocker(df, evaluation)
         if blocker is None and native is None and evaluation.weight_col is not None:
@@ -396,7 +396,7 @@ def compute_metrics(
         if native:
             raise ValueError(f"native=True, but this evaluation cannot run as native Spark aggregates: {blocker}")
     if evaluation.needs_profile:  # max_slices / quantile buckets: an (eager) counting job first
-        from spark_metrics.profile import profile_evaluation
+        from mergeable_metrics.spark.profile import profile_evaluation
 
         evaluation = profile_evaluation(df, evaluation)
     partial = arrow_input(df, exprs).mapInArrow(_fold_partition_fn(evaluation), _states_schema())
@@ -443,12 +443,12 @@ def _merge_on_driver(result_df: "DataFrame", partial: "DataFrame", evaluation: E
 
 
 def collect_results(result_df: "DataFrame", evaluation: Any, *, driver_merge_bytes: int = DRIVER_MERGE_BYTES) -> Results:
-    """Collect the (small) result table of :func:`compute_metrics` into :class:`core.Results`.
+    """Collect the (small) result table of :func:`compute_metrics` into :class:`mergeable_metrics.Results`.
 
     Args:
         result_df: the DataFrame returned by :func:`compute_metrics` (columns as documented there).
         evaluation: the same evaluation (gives the canonical slice and metric order); for
-            windowed results the :class:`core.WindowedEvaluation`, or the evaluation when
+            windowed results the :class:`mergeable_metrics.WindowedEvaluation`, or the evaluation when
             ``result_df`` is the very DataFrame ``compute_metrics(..., window=...)`` returned.
         driver_merge_bytes: merge the partial states on the driver when they total at most this
             many bytes (see below); 0: always on the executors.
@@ -466,7 +466,7 @@ def collect_results(result_df: "DataFrame", evaluation: Any, *, driver_merge_byt
     executors, from the persisted states.
 
     Slices of specs with ``max_slices`` report ``folded_values`` on their ``__other__`` slice
-    when ``evaluation`` carries the profile (:func:`spark_metrics.profile_evaluation`), or when
+    when ``evaluation`` carries the profile (:func:`mergeable_metrics.spark.profile_evaluation`), or when
     ``result_df`` is the very DataFrame ``compute_metrics`` returned for it.
 
     Raises:
@@ -477,12 +477,12 @@ def collect_results(result_df: "DataFrame", evaluation: Any, *, driver_merge_byt
     if isinstance(driver_merge_bytes, bool) or not isinstance(driver_merge_bytes, int) or driver_merge_bytes < 0:
         raise ValueError(f"driver_merge_bytes must be an integer >= 0 (0: merge on the executors), got {driver_merge_bytes!r}")
     if "window_start" in result_df.columns:  # compute_metrics(..., window=...)
-        from core.windows import WindowedEvaluation
-        from spark_metrics.windows import collect_window_results
+        from mergeable_metrics.time.windows import WindowedEvaluation
+        from mergeable_metrics.spark.windows import collect_window_results
 
         we = evaluation if isinstance(evaluation, WindowedEvaluation) else getattr(result_df, "_mm_windowed_evaluation", None)
         if we is None:
-            raise ValueError("windowed results: pass the core.WindowedEvaluation (WindowedEvaluation(window, evaluation)) to collect them")
+            raise ValueError("windowed results: pass the mergeable_metrics.WindowedEvaluation (WindowedEvaluation(window, evaluation)) to collect them")
         return collect_window_results(result_df, we)
     profiled = getattr(result_df, "_mm_profiled_evaluation", None)
     if profiled is not None and evaluation.needs_profile and profiled.to_config() == evaluation.to_config():

@@ -2,7 +2,7 @@
 
 ``continual_evaluation(df, ...)`` counts the events per ``(trained_task, step, evaluated_task,
 label, prediction)`` with a Spark SQL ``groupBy().count()`` (partial aggregation in every
-partition, no Python workers) and builds the exact :class:`core.ContinualEvaluation` from the few
+partition, no Python workers) and builds the exact :class:`mergeable_metrics.ContinualEvaluation` from the few
 grouped rows on the driver (core validates every value there).
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from core.continual import ContinualEvaluation
+from mergeable_metrics.time.continual import ContinualEvaluation
 
 __all__ = ["continual_evaluation"]
 
@@ -18,12 +18,12 @@ __all__ = ["continual_evaluation"]
 def continual_evaluation(
     df: Any, num_tasks: int, num_classes: int, evaluations_per_task: int = 0, label_col: str = "label", prediction_col: str = "prediction"
 ) -> ContinualEvaluation:
-    """The :class:`core.ContinualEvaluation` of a DataFrame of evaluation events.
+    """The :class:`mergeable_metrics.ContinualEvaluation` of a DataFrame of evaluation events.
 
     Args:
         df: columns ``trained_task``, ``evaluated_task``, ``label_col``, ``prediction_col`` and
             optionally ``step`` (null or absent: the evaluation after the task).
-        num_tasks, num_classes, evaluations_per_task: as :class:`core.ContinualEvaluation`.
+        num_tasks, num_classes, evaluations_per_task: as :class:`mergeable_metrics.ContinualEvaluation`.
 
     Raises:
         ValueError: a missing column, or an invalid value (naming the column and the value; the

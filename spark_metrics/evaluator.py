@@ -1,7 +1,7 @@
 """``MetricsEvaluator``: any registered metric as a ``pyspark.ml`` Evaluator (``CrossValidator``,
 ``TrainValidationSplit``, or ``evaluator.evaluate(predictions)``).
 
-The value is computed exactly by :func:`spark_metrics.compute_metrics` on the overall slice (partial
+The value is computed exactly by :func:`mergeable_metrics.spark.compute_metrics` on the overall slice (partial
 states per partition, merged after the shuffle; DataFrame API only), so it equals scikit-learn's on
 the same predictions. ``isLargerBetter()`` comes from the metric's ``higher_is_better`` metadata.
 
@@ -35,7 +35,7 @@ _SCORE_NEEDS = {"score", "score_matrix", "probability"}
 
 
 def _metric_class(metric: str) -> Any:
-    from core.metrics import REGISTRY, parse_metric_string
+    from mergeable_metrics.metrics.base import REGISTRY, parse_metric_string
 
     name, _, _ = parse_metric_string(metric)
     cls = REGISTRY.get(name) or REGISTRY.get(name.lower())
@@ -151,15 +151,15 @@ class MetricsEvaluator(Evaluator, HasLabelCol, HasPredictionCol, HasRawPredictio
         return {"num_classes": k if k > 2 else None}
 
     def evaluation(self, dataset: Any) -> tuple[Any, Any]:
-        """The :class:`core.Evaluation` and the prepared DataFrame (label, score or prediction,
+        """The :class:`mergeable_metrics.Evaluation` and the prepared DataFrame (label, score or prediction,
         weight) for ``dataset`` (exposed for tests and debugging)."""
         from pyspark.ml.functions import vector_to_array
         from pyspark.ml.linalg import VectorUDT
         from pyspark.sql import functions as F
 
-        from core import Evaluation
-        from core.metrics import resolve
-        from core.plan import make_task
+        from mergeable_metrics import Evaluation
+        from mergeable_metrics.metrics.base import resolve
+        from mergeable_metrics.collection.plan import make_task
 
         metric = self.getMetricName()
         kw = self._task_kwargs()
@@ -199,8 +199,8 @@ class MetricsEvaluator(Evaluator, HasLabelCol, HasPredictionCol, HasRawPredictio
 
         import numpy as np
 
-        from core.metrics import UndefinedMetricWarning
-        from spark_metrics.compute import collect_results, compute_metrics
+        from mergeable_metrics.metrics.base import UndefinedMetricWarning
+        from mergeable_metrics.spark.compute import collect_results, compute_metrics
 
         ev, df = self.evaluation(dataset)
         with warnings.catch_warnings():

@@ -20,13 +20,13 @@ Every row lies in exactly one slice of a plain spec (no filters; missing values 
 re-aggregating the finest groups gives each spec's sums.
 
 The Python step sees a handful of rows per slice (at most ``2 (T + 1)`` binary cells or ``K^2``
-multiclass cells) and core builds the states from them (:func:`core.states.states_from_cells`:
+multiclass cells) and core builds the states from them (:func:`mergeable_metrics.states.base.states_from_cells`:
 each state kind's cells summed from the joint cells and built by the kind's own
 ``State.from_cells``, the definition core's slice-vectorised fold uses), so unweighted (and
 integer-weighted) results equal the Arrow path's bit for bit; the rules and texts of the
-invalid-value errors are core's too (``core._inputs.label_rule``, ``SCORES_FINITE``, ...).
+invalid-value errors are core's too (``mergeable_metrics.inputs.validation.label_rule``, ``SCORES_FINITE``, ...).
 Fractional weights are summed by Spark in float64 in its own order (equal up to float64 rounding), so a weighted evaluation takes the Arrow path (exact
-sums, :mod:`core.exact`) unless ``native=True`` asks for this one.
+sums, :mod:`mergeable_metrics._util.exact`) unless ``native=True`` asks for this one.
 Invalid values raise the same ``ValueError`` text as the Arrow path (column, value, row within
 the partition, partition id) when the results are computed.
 
@@ -41,14 +41,14 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
-from core._inputs import SCORES_FINITE, WEIGHTS_RULE, invalid_value_message, label_rule
-from core.nulls import NULL
-from core.evaluation import Evaluation, extract_columns
-from core.metrics import UndefinedMetricWarning
-from core.results import Results
-from core.slicing import OVERALL, assign_slices
-from core.states import CELL_STATES, BinaryConfusionState, states_from_cells
-from spark_metrics.compute import _quote, partition_note
+from mergeable_metrics.inputs.validation import SCORES_FINITE, WEIGHTS_RULE, invalid_value_message, label_rule
+from mergeable_metrics._util.nulls import NULL
+from mergeable_metrics.evaluation.evaluation import Evaluation, extract_columns
+from mergeable_metrics.metrics.base import UndefinedMetricWarning
+from mergeable_metrics.results.results import Results
+from mergeable_metrics.slicing.assign import OVERALL, assign_slices
+from mergeable_metrics.states.base import CELL_STATES, BinaryConfusionState, states_from_cells
+from mergeable_metrics.spark.compute import _quote, partition_note
 
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
@@ -195,7 +195,7 @@ def _cell_columns(evaluation: Evaluation, text: list | None = None) -> tuple[Any
 
 
 def compute_native(df: "DataFrame", exprs: list, evaluation: Evaluation, result_schema: Any, arrow_result_schema: Callable[[], Any]) -> "DataFrame":
-    """The native-aggregation job of :func:`spark_metrics.compute_metrics` (lazy, like it).
+    """The native-aggregation job of :func:`mergeable_metrics.spark.compute_metrics` (lazy, like it).
 
     Args:
         df: the input DataFrame.

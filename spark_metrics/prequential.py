@@ -3,14 +3,14 @@
 The window (``floor(position / window_size)``) is a Spark SQL column; each partition's Arrow
 batches are folded by core's sliced fold (``mapInArrow``, one row of encoded states per window
 and partition), and the driver merges the small per-window states and computes the windowed and
-cumulative metrics (:class:`core.PrequentialResults`), equal to the local engine's.
+cumulative metrics (:class:`mergeable_metrics.PrequentialResults`), equal to the local engine's.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from core.prequential import WINDOW_COLUMN, PrequentialEvaluation, PrequentialResults
+from mergeable_metrics.time.prequential import WINDOW_COLUMN, PrequentialEvaluation, PrequentialResults
 
 __all__ = ["prequential_metrics"]
 
@@ -22,17 +22,17 @@ def prequential_metrics(df: Any, window_size: int, position_col: str, **options:
         df: the rows, with ``position_col`` (0-based stream positions, integers >= 0) and the
             evaluation's columns.
         window_size: examples per tumbling window.
-        **options: :class:`core.Evaluation` options.
+        **options: :class:`mergeable_metrics.Evaluation` options.
 
     Raises:
         ValueError: a missing column, a position column that is not of an integer type, a negative or null position, or invalid values (core's messages).
     """
     from pyspark.sql import functions as F
 
-    from core import codec
-    from core.accumulator import Accumulator
-    from core.slicing import OVERALL
-    from spark_metrics.compute import _fold_partition_fn, _prepare_columns, arrow_input
+    from mergeable_metrics.states import codec
+    from mergeable_metrics.evaluation.accumulator import Accumulator
+    from mergeable_metrics.slicing.assign import OVERALL
+    from mergeable_metrics.spark.compute import _fold_partition_fn, _prepare_columns, arrow_input
 
     pe = PrequentialEvaluation(window_size, position_col=position_col, **options)
     if position_col not in df.columns:

@@ -20,8 +20,8 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Callable, Iterator
 
-from core.evaluation import Evaluation
-from core.slice_profile import KeyCounts, ProfileSummary, SliceProfile, summarize_part
+from mergeable_metrics.evaluation.evaluation import Evaluation
+from mergeable_metrics.evaluation.profile import KeyCounts, ProfileSummary, SliceProfile, summarize_part
 
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
@@ -38,7 +38,7 @@ def _schema(value_type: str):
 
 
 def _profile_partition_fn(evaluation: Evaluation) -> Callable[[Iterator["pa.RecordBatch"]], Iterator["pa.RecordBatch"]]:
-    from spark_metrics.compute import fold_partition_batches
+    from mergeable_metrics.spark.compute import fold_partition_batches
 
     profiler = evaluation.profiler()
 
@@ -78,13 +78,13 @@ def profile_evaluation(df: "DataFrame", evaluation: Evaluation) -> Evaluation:
 
     Runs one Spark job now (eagerly). Returns ``evaluation`` itself when it needs no profile
     (no ``max_slices`` or ``quantiles``, or a profile is already attached). Pass the returned
-    evaluation to :func:`~spark_metrics.compute_metrics` and
-    :func:`~spark_metrics.collect_results` (``compute_metrics`` calls this itself when given an
+    evaluation to :func:`~mergeable_metrics.spark.compute_metrics` and
+    :func:`~mergeable_metrics.spark.collect_results` (``compute_metrics`` calls this itself when given an
     evaluation that needs a profile).
 
     Args:
         df: the input DataFrame (the same one the metrics are computed on).
-        evaluation: a :class:`core.Evaluation`.
+        evaluation: a :class:`mergeable_metrics.Evaluation`.
 
     Returns:
         ``evaluation.with_profile(summary)``: its folds map values outside each spec's top
@@ -96,8 +96,8 @@ def profile_evaluation(df: "DataFrame", evaluation: Evaluation) -> Evaluation:
         pyspark.errors.PythonException: a slice column holds values core rejects (e.g. a
             non-number in a bucketed column), with the partition id.
     """
-    from spark_metrics.compute import _prepare_columns, arrow_input
-    from spark_metrics.session import check_workers
+    from mergeable_metrics.spark.compute import _prepare_columns, arrow_input
+    from mergeable_metrics.spark.session import check_workers
 
     if not evaluation.needs_profile:
         return evaluation

@@ -20,13 +20,13 @@ _INSTALL_HINT = (
     "and put `java` on PATH or set JAVA_HOME."
 )
 
-# the directory holding the `core` and `spark_metrics` packages (workers must import them)
+# the directory holding the `core` and `mergeable_metrics.spark` packages (workers must import them)
 _PROJECT_ROOT = str(Path(__file__).resolve().parent.parent)
 
 
 class SparkSetupError(RuntimeError):
     """Spark cannot run this library: no usable Java runtime, or Python workers that cannot import
-    ``spark_metrics`` (the message says how to fix it)."""
+    ``mergeable_metrics.spark`` (the message says how to fix it)."""
 
 
 def find_java() -> str | None:
@@ -111,7 +111,7 @@ def get_spark(
     try:
         from pyspark.sql import SparkSession
     except ImportError as e:  # pragma: no cover - depends on the environment
-        raise ImportError("spark_metrics needs pyspark: pip install 'mergeable-metrics[spark]'") from e
+        raise ImportError("mergeable_metrics.spark needs pyspark: pip install 'mergeable-metrics[spark]'") from e
 
     builder = (
         SparkSession.builder.appName(app_name)
@@ -153,7 +153,7 @@ def _last_error_line(e: BaseException) -> str:
 
 
 def check_workers(spark: Any) -> None:
-    """Make sure Spark's Python workers can import ``core`` and ``spark_metrics`` (and numpy and
+    """Make sure Spark's Python workers can import ``core`` and ``mergeable_metrics.spark`` (and numpy and
     pyarrow, which their jobs need), once per
     session and worker Python (one one-task job; later calls return at once).
 
@@ -182,8 +182,8 @@ def check_workers(spark: Any) -> None:
             import numpy  # noqa: F401
             import pyarrow  # noqa: F401
 
-            import core  # noqa: F401
-            import spark_metrics  # noqa: F401
+            import mergeable_metrics  # noqa: F401
+            import mergeable_metrics.spark  # noqa: F401
         except Exception as e:  # noqa: BLE001 - any failure to import is the answer
             return [(worker_sys.executable, worker_sys.prefix, f"{type(e).__name__}: {e}")]
         return [(worker_sys.executable, worker_sys.prefix, "")]
@@ -196,7 +196,7 @@ def check_workers(spark: Any) -> None:
         fix = (  # the driver's environment (a venv is its prefix): the package is missing from the workers' path
             "add the project to the workers' PYTHONPATH (spark.executorEnv.PYTHONPATH) or install it there"
             if prefix == sys.prefix
-            else f"start the session with spark_metrics.get_spark(), or set PYSPARK_PYTHON={sys.executable} (or spark.pyspark.python) before the SparkSession starts"
+            else f"start the session with mergeable_metrics.spark.get_spark(), or set PYSPARK_PYTHON={sys.executable} (or spark.pyspark.python) before the SparkSession starts"
         )
-        raise SparkSetupError(f"Spark's Python workers ({exe}) cannot run spark_metrics ({problem}): {fix}")
+        raise SparkSetupError(f"Spark's Python workers ({exe}) cannot run mergeable_metrics.spark ({problem}): {fix}")
     _WORKERS_OK.add(key)

@@ -3,7 +3,7 @@
 Batch plan (DataFrame API only)::
 
     df.select(evaluation.columns, ts)
-      .mapInArrow(read the times (core.to_micros), assign each row its windows (core.TimeWindows; sliding: several),
+      .mapInArrow(read the times (mergeable_metrics.to_micros), assign each row its windows (mergeable_metrics.TimeWindows; sliding: several),
                   fold each partition's rows into one accumulator per window,
                   emit (window_start_us, window_end_us, slice_key, states))
       .groupBy(window_start_us, window_end_us, slice_key)
@@ -18,12 +18,12 @@ micro-batch whose rows of a window come after the watermark passed the window's 
 decides that window at once (its results emitted in both modes, the state dropped); rows of the
 window that come in a later micro-batch still give another result row for it (counted, not dropped). Neither
 path uses ``monotonically_increasing_id`` or unions the stream with a batch DataFrame (both are
-rejected on streams). Windows are aligned to the epoch, as :mod:`core.windows` and Beam's, so the
+rejected on streams). Windows are aligned to the epoch, as :mod:`mergeable_metrics.time.windows` and Beam's, so the
 three engines give the same windows and results.
 
 Times: Spark timestamps, or numbers (seconds since the epoch, microsecond precision); other
 types are cast to timestamp by Spark (strings without an offset in the session time zone). In
-batch, the windows of each row are assigned by core (:meth:`core.TimeWindows.assign`, the same
+batch, the windows of each row are assigned by core (:meth:`mergeable_metrics.TimeWindows.assign`, the same
 code as the local engine) and a null time raises, naming the column and row; on a stream Spark's
 ``window`` assigns them and drops rows with a null time, so a nullable time column warns.
 """
@@ -34,13 +34,13 @@ import datetime as _dt
 import warnings
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
-from core import codec
-from core._inputs import invalid_value_message
-from core.evaluation import Evaluation
-from core.metrics import UndefinedMetricWarning
-from core.results import WINDOW_COLUMNS, Results
-from core.windows import TimeWindows, WindowedEvaluation, take_rows, to_micros, window_from_micros
-from spark_metrics.compute import _column_types, _prepare_columns, _quote, arrow_input, fold_partition_batches
+from mergeable_metrics.states import codec
+from mergeable_metrics.inputs.validation import invalid_value_message
+from mergeable_metrics.evaluation.evaluation import Evaluation
+from mergeable_metrics.metrics.base import UndefinedMetricWarning
+from mergeable_metrics.results.results import WINDOW_COLUMNS, Results
+from mergeable_metrics.time.windows import TimeWindows, WindowedEvaluation, take_rows, to_micros, window_from_micros
+from mergeable_metrics.spark.compute import _column_types, _prepare_columns, _quote, arrow_input, fold_partition_batches
 
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
@@ -81,7 +81,7 @@ def _spark_duration(us: int) -> str:
 def _windowed_input(df: "DataFrame", evaluation: Evaluation, window: TimeWindows, stream: bool) -> tuple["DataFrame", list[str]]:
     """The input columns under positional names (``_mm0, ...``, see :func:`arrow_input`) and the
     event time (``_mm_t``: numbers of seconds and timestamps as given, read on the executors by
-    :func:`core.windows.to_micros` as on the local engine; other types cast to timestamp); on a stream also the window bounds (Spark's
+    :func:`mergeable_metrics.time.windows.to_micros` as on the local engine; other types cast to timestamp); on a stream also the window bounds (Spark's
     ``window``: a sliding window puts a row in each of its windows) and the time itself (the
     watermark's column)."""
     from pyspark.sql import functions as F
@@ -227,12 +227,12 @@ def _frame(ev: Evaluation, acc: Any, start: int, end: int) -> Any:
 
 def compute_window_metrics(df: "DataFrame", we: WindowedEvaluation, output_mode: str | None = None) -> "DataFrame":
     """Per-window, per-slice metric rows of a batch or streaming DataFrame (see the module
-    docstring; :func:`spark_metrics.compute_metrics` with ``window=`` calls it).
+    docstring; :func:`mergeable_metrics.spark.compute_metrics` with ``window=`` calls it).
 
     Args:
         df: the input; a streaming DataFrame needs a watermark on the time column
             (``df.withWatermark(time_col, "10 minutes")``).
-        we: the :class:`core.WindowedEvaluation`.
+        we: the :class:`mergeable_metrics.WindowedEvaluation`.
         output_mode: streaming only: ``"update"`` (default) or ``"append"``; the query's
             ``writeStream.outputMode`` must be the same.
 
@@ -272,7 +272,7 @@ def _null_time_check(df: "DataFrame", window: TimeWindows) -> None:
 
 
 def collect_window_results(result_df: "DataFrame", we: WindowedEvaluation) -> Results:
-    """Collect a windowed result table (batch) into :class:`core.Results` (windows in time
+    """Collect a windowed result table (batch) into :class:`mergeable_metrics.Results` (windows in time
     order, each through ``evaluation.collect``). Window bounds come back as UTC ``datetime``."""
     return we.collect(rows=[window_row(r.asDict()) for r in result_df.collect()])
 

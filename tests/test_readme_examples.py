@@ -2,7 +2,7 @@
 
 Every fenced ``python`` block of README.md runs in its own subprocess with this interpreter, in a
 fresh temporary directory, without ``PYSPARK_PYTHON`` (so the Spark snippets work the documented
-way, through ``spark_metrics.get_spark()``). An HTML comment on the line before a block marks it:
+way, through ``mergeable_metrics.spark.get_spark()``). An HTML comment on the line before a block marks it:
 
 * ``<!-- readme-test: setup -->``: a setup block (it makes up the data the snippets use); it runs
   before every later block, setups accumulating in README order;
@@ -69,13 +69,13 @@ def test_readme_blocks_are_found():
 
 
 def _needs(code: str) -> None:
-    if re.search(r"\b(spark_metrics|pyspark)\b", code):
+    if re.search(r"\b(mergeable_metrics.spark|pyspark)\b", code):
         pytest.importorskip("pyspark")
-        from spark_metrics.session import find_java
+        from mergeable_metrics.spark.session import find_java
 
         if find_java() is None:
             pytest.skip("a Spark example: needs Java 17+")
-    if re.search(r"\b(beam_metrics|apache_beam)\b", code):
+    if re.search(r"\b(mergeable_metrics.beam|apache_beam)\b", code):
         pytest.importorskip("apache_beam")
 
 

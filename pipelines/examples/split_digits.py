@@ -10,7 +10,7 @@ evaluations, ``step = 0..H-1``), and once more when task ``i`` ended (``step`` n
 matrix ``R``; the same predictions as the last anytime step, as CapyMOA takes them).
 
 Every prediction is one *event row* ``(trained_task, step, evaluated_task, label, prediction)``,
-the input of ``core.ContinualEvaluation`` and of ``python -m pipelines.evaluate --task continual``
+the input of ``mergeable_metrics.ContinualEvaluation`` and of ``python -m mergeable_metrics.pipelines.evaluate --task continual``
 on every engine.
 """
 

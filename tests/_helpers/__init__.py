@@ -1,4 +1,4 @@
-"""Shared test helpers for every test package (core, beam_metrics, spark_metrics, pipelines).
+"""Shared test helpers for every test package (core, mergeable_metrics.beam, mergeable_metrics.spark, pipelines).
 
 Modules:
     cases: the named case grid (balanced, imbalanced, one class only, ties at the threshold,

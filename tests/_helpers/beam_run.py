@@ -7,13 +7,13 @@ from typing import Any
 
 
 def beam_parquet_results(tmp_path: Path, table: Any, evaluations: dict[str, Any], row_group_size: int) -> dict[str, Any]:
-    """``{name: Results}`` of each ``core.Evaluation`` run by ``beam_metrics.ComputeMetrics`` over
+    """``{name: Results}`` of each ``mergeable_metrics.Evaluation`` run by ``mergeable_metrics.beam.ComputeMetrics`` over
     ``table`` written as one Parquet file of ``row_group_size``-row groups (one read, one branch
     per evaluation), its slice results written as JSON lines and collected by the evaluation."""
     import apache_beam as beam
     import pyarrow.parquet as pq
 
-    from beam_metrics import ComputeMetrics, slice_result_from_json, slice_result_to_json
+    from mergeable_metrics.beam import ComputeMetrics, slice_result_from_json, slice_result_to_json
 
     pq.write_table(table, tmp_path / "part.parquet", row_group_size=row_group_size)
     with beam.Pipeline(runner="DirectRunner") as p:

@@ -1,4 +1,4 @@
-"""Run the ``pipelines.evaluate`` CLI on every engine over one table split into Parquet files."""
+"""Run the ``mergeable_metrics.pipelines.evaluate`` CLI on every engine over one table split into Parquet files."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ def metrics_json_per_engine(
     ``rows_per_file`` rows (several Beam bundles / Spark partitions) under ``tmp_path / "input"``."""
     import pyarrow.parquet as pq
 
-    from pipelines.evaluate import main
+    from mergeable_metrics.pipelines.evaluate import main
 
     src = tmp_path / "input"
     src.mkdir()

@@ -19,7 +19,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from core.accumulator import Accumulator
+from mergeable_metrics.evaluation.accumulator import Accumulator
 
 TOL = 1e-9
 
@@ -101,7 +101,7 @@ def _state_diff(a: Any, b: Any, rel: float) -> str | None:
 def states_diff(a: Any, b: Any, rel: float = 0.0) -> str | None:
     """None if equal (exactly when ``rel == 0``), else a description of the first difference.
 
-    Accepts a State, a tuple of states, a MetricCollection, an :class:`core.accumulator.Accumulator`
+    Accepts a State, a tuple of states, a MetricCollection, an :class:`mergeable_metrics.evaluation.accumulator.Accumulator`
     or an accumulator dict.
     """
     a, b = _states_of(a), _states_of(b)
@@ -143,7 +143,7 @@ def assert_bounds_contain(metrics: Any, kind: str, exact: Any, small: Any, where
     """Every metric of ``metrics`` computed from the exact state ``exact`` and the compressed
     state ``small`` (both of state kind ``kind``): the exact value is a float, and lies within the
     compressed value's certified bounds (or equals it when the compressed value is a float)."""
-    from core.metrics import Interval
+    from mergeable_metrics.metrics.base import Interval
 
     for m in metrics:
         e = m.compute({kind: exact})
@@ -156,7 +156,7 @@ def assert_bounds_contain(metrics: Any, kind: str, exact: Any, small: Any, where
 
 
 def assert_same_as_in_process(got: Any, ev: Any, data: Any, what: Any = "", n_slices: int | None = None) -> Any:
-    """``got`` (an engine's collected :class:`core.Results`) equals ``ev.evaluate([data])`` in
+    """``got`` (an engine's collected :class:`mergeable_metrics.Results`) equals ``ev.evaluate([data])`` in
     process: the slices in order (``n_slices`` of them, when given), their counts and every metric
     value (:func:`close`). Returns the in-process results, for the caller's JSON checks."""
     import warnings

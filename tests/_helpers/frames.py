@@ -1,10 +1,10 @@
-"""Hand-built codec frames with a valid checksum (see :mod:`core.codec` for the layout), for tests
+"""Hand-built codec frames with a valid checksum (see :mod:`mergeable_metrics.states.codec` for the layout), for tests
 that must reach the decoder's value checks past the CRC: crafted kinds, layouts, fields, values,
 fingerprints and slice keys. State frames are built in codec version 1 (the fields of
 ``FIELDS``, no exact-sum limbs), which the decoder still reads and upgrades.
 
 Example:
-    >>> from core import ExampleCountState, ExampleCountLayout, State
+    >>> from mergeable_metrics import ExampleCountState, ExampleCountLayout, State
     >>> s = ExampleCountState.zero(ExampleCountLayout())
     >>> State.decode(state_frame(s.kind, "{}", fields_of(s))) == s
     True
@@ -62,7 +62,7 @@ def state_frame(kind: str, layout_json: str, fields: list[bytes], version: int =
 
 def state_with(state: Any, **replace: Any) -> bytes:
     """The frame of ``state`` with some fields' values replaced (valid checksum)."""
-    from core.codec import layout_to_json
+    from mergeable_metrics.states.codec import layout_to_json
 
     return state_frame(state.kind, layout_to_json(state.layout), fields_of(state, **replace))
 

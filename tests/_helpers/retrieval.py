@@ -1,5 +1,5 @@
 """Rows of ranking and retrieval cases ``(query id, relevance, score)`` and their per-query
-scikit-learn references, shared by the core, Beam, Spark and CLI tests of :mod:`core.retrieval`."""
+scikit-learn references, shared by the core, Beam, Spark and CLI tests of :mod:`mergeable_metrics.metrics.retrieval`."""
 
 from __future__ import annotations
 

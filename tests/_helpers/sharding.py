@@ -7,17 +7,17 @@ state of one fold over all the data (exactly for integer-valued weights).
 
 A *folder* adapts one accumulator API to ``zero() / fold(state, columns) / merge(a, b)``:
     * :class:`StateFolder`: one state kind (``zero(layout)``, ``fold(batch)``, ``merge``);
-    * :class:`PlanFolder`: ``core.Plan`` over tuples of states (columns validated by ``make_batch``);
-    * :class:`CollectionFolder`: ``core.MetricCollection`` objects (``update`` / ``merge``, which
+    * :class:`PlanFolder`: ``mergeable_metrics.Plan`` over tuples of states (columns validated by ``make_batch``);
+    * :class:`CollectionFolder`: ``mergeable_metrics.MetricCollection`` objects (``update`` / ``merge``, which
       merges in place: both are merged into a fresh collection);
-    * :class:`EvaluationFolder`: ``core.Evaluation`` accumulators ``{slice_key: states}``
+    * :class:`EvaluationFolder`: ``mergeable_metrics.Evaluation`` accumulators ``{slice_key: states}``
       (``Evaluation.merge`` is pure).
 
 Columns are a dict of equal-length lists/arrays; ``None`` values in the dict mean "no column".
 
 Example:
     >>> import numpy as np
-    >>> from core import Plan, Task
+    >>> from mergeable_metrics import Plan, Task
     >>> folder = PlanFolder(Plan(["f1", "accuracy"], Task()))
     >>> data = {"y_true": np.array([1, 0, 1]), "y_score": np.array([0.9, 0.2, 0.4]), "sample_weight": None}
     >>> rng = np.random.default_rng(0)
@@ -132,7 +132,7 @@ class StateFolder:
         return self.cls.zero(self.layout)
 
     def fold(self, state: Any, columns: dict) -> Any:
-        from core.formats import make_batch
+        from mergeable_metrics.inputs.formats import make_batch
 
         batch, _ = make_batch(
             num_classes=self.num_classes,
@@ -150,8 +150,8 @@ class StateFolder:
 
 
 class PlanFolder:
-    """``core.Plan`` over tuples of states; columns ``y_true``, ``y_score``/``y_pred``,
-    ``sample_weight`` are validated with ``core.formats.make_batch``."""
+    """``mergeable_metrics.Plan`` over tuples of states; columns ``y_true``, ``y_score``/``y_pred``,
+    ``sample_weight`` are validated with ``mergeable_metrics.inputs.formats.make_batch``."""
 
     def __init__(self, plan: Any):
         self.plan = plan
@@ -160,7 +160,7 @@ class PlanFolder:
         return self.plan.zero()
 
     def fold(self, states: tuple, columns: dict) -> tuple:
-        from core.formats import make_batch
+        from mergeable_metrics.inputs.formats import make_batch
 
         batch, _ = make_batch(
             num_classes=self.plan.task.num_classes,
@@ -176,7 +176,7 @@ class PlanFolder:
 
 
 class CollectionFolder:
-    """``core.MetricCollection`` objects made by ``factory()``; ``merge(a, b)`` merges both into a
+    """``mergeable_metrics.MetricCollection`` objects made by ``factory()``; ``merge(a, b)`` merges both into a
     fresh collection (public API only; neither argument is changed)."""
 
     def __init__(self, factory: Callable[[], Any]):
@@ -199,7 +199,7 @@ class CollectionFolder:
 
 
 class EvaluationFolder:
-    """``core.Evaluation`` accumulators; ``fold`` and ``merge`` never mutate their inputs."""
+    """``mergeable_metrics.Evaluation`` accumulators; ``fold`` and ``merge`` never mutate their inputs."""
 
     def __init__(self, evaluation: Any):
         self.ev = evaluation
@@ -215,7 +215,7 @@ class EvaluationFolder:
 
 
 def fold_plan_sharded(plan: Any, batch: Any, rng: np.random.Generator) -> Any:
-    """A :class:`core.plan.Plan`'s states of ``batch`` (a :class:`core._inputs.Batch`) folded in
+    """A :class:`mergeable_metrics.collection.plan.Plan`'s states of ``batch`` (a :class:`mergeable_metrics.inputs.validation.Batch`) folded in
     random shards of ordered batches (incl. empty ones), each folded into the running state,
     merged along a random tree."""
     states = []

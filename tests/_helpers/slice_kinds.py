@@ -88,5 +88,5 @@ def reference(df: pd.DataFrame, threshold: float = 0.5) -> dict[tuple, tuple[int
 
 
 def observed(results: Any) -> dict[tuple, tuple[int, int]]:
-    """``{slice key: (n, tp)}`` of a :class:`core.Results`."""
+    """``{slice key: (n, tp)}`` of a :class:`mergeable_metrics.Results`."""
     return {s.slice: (s.n, int(s.metrics["tp"])) for s in results.slices}

@@ -85,7 +85,7 @@ def sliced_rows(
     weight_kind: str | None = None,
     with_invalid: bool = False,
 ) -> dict:
-    """Columns (as Python lists) for a :class:`core.Evaluation` with slices ``"g"`` (strings with
+    """Columns (as Python lists) for a :class:`mergeable_metrics.Evaluation` with slices ``"g"`` (strings with
     None) and ``"h"`` (ints), crossable as ``"g,h"``:
     ``{"y_true", "y_score" | "y_pred", "sample_weight" (None for weight kind "none"), "g", "h"}``.
 

@@ -1,6 +1,6 @@
 """A seeded timestamped dataset with slices, and the reference per-window answer: a core
 ``Evaluation`` on each window's rows, the rows chosen by a direct numpy test
-``start <= t < start + size`` (not through ``core.windows``)."""
+``start <= t < start + size`` (not through ``mergeable_metrics.time.windows``)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import warnings
 
 import numpy as np
 
-from core import Evaluation, Results
+from mergeable_metrics import Evaluation, Results
 
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 T0 = 1_356_998_400  # 2013-01-01T00:00:00Z, seconds
@@ -28,7 +28,7 @@ def timed_rows(n: int = 300, hours: float = 5.0, seed: int = 0) -> dict[str, np.
 
 def reference(cols: dict, size_s: int, slide_s: int | None = None, **options) -> Results:
     """Per-window results: every window start aligned to the epoch that holds a row, the rows
-    with ``start <= ts < start + size`` evaluated by ``core.Evaluation`` alone."""
+    with ``start <= ts < start + size`` evaluated by ``mergeable_metrics.Evaluation`` alone."""
     slide_s = slide_s or size_s
     opts = {**OPTIONS, **options}
     ts = np.asarray(cols["ts"], dtype=np.int64)

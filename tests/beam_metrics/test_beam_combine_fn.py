@@ -14,8 +14,8 @@ import pytest
 pa = pytest.importorskip("pyarrow")
 pd = pytest.importorskip("pandas")
 
-import core  # noqa: E402
-from beam_metrics import (  # noqa: E402
+import mergeable_metrics  # noqa: E402
+from mergeable_metrics.beam import (  # noqa: E402
     ComputeMetrics,
     MetricsAccumulatorCoder,
     MetricsCombineFn,
@@ -31,14 +31,14 @@ SLICES = ["carrier", "origin", "carrier,origin"]
 def evaluation(**kw):
     args = dict(label_col="label", score_col="score", weight_col="weight", slices=SLICES)
     args.update(kw)
-    return core.Evaluation(**args)
+    return mergeable_metrics.Evaluation(**args)
 
 
 def direct(ev, rows):
     return ev.finish(ev.fold(ev.zero(), rows))
 
 
-def assert_results_equal(got: core.Results, want: core.Results) -> None:
+def assert_results_equal(got: mergeable_metrics.Results, want: mergeable_metrics.Results) -> None:
     assert [s.slice for s in got.slices] == [s.slice for s in want.slices]
     for g, w in zip(got.slices, want.slices):
         assert (g.n, g.weight, g.skipped) == (w.n, w.weight, w.skipped)
@@ -50,7 +50,7 @@ def assert_results_equal(got: core.Results, want: core.Results) -> None:
 # -- construction -------------------------------------------------------------------------------
 def test_construction_errors():
     ev = evaluation()
-    with pytest.raises(TypeError, match="core.Evaluation"):
+    with pytest.raises(TypeError, match="mergeable_metrics.Evaluation"):
         MetricsCombineFn({"label_col": "label"})
     with pytest.raises(ValueError, match="batch_size"):
         MetricsCombineFn(ev, batch_size=0)
@@ -192,7 +192,7 @@ def test_accumulator_coder_equality():
 
 # -- result helpers ------------------------------------------------------------------------------
 def _multiclass_result():
-    ev = core.Evaluation(
+    ev = mergeable_metrics.Evaluation(
         label_col="y", prediction_col="p", num_classes=3, slices=["g"], metrics=["f1@macro", "f1@none", "confusion_matrix"]
     )
     data = {"y": [0, 1, 2, 0, 1], "p": [0, 2, 2, 0, 1], "g": ["a", "a", None, "b", "b"]}
@@ -221,7 +221,7 @@ def test_slice_result_json_round_trip():
 
 def test_slice_result_coder_exact():
     coder = SliceResultCoder()
-    sr = core.SliceResult(
+    sr = mergeable_metrics.SliceResult(
         slice=(("carrier", None), ("origin", "JFK"), ("hour", 7)),
         n=5,
         weight=7.0,
@@ -242,14 +242,14 @@ def test_slice_result_coder_exact():
 def test_slice_result_coder_is_registered():
     import apache_beam as beam
 
-    assert isinstance(beam.coders.registry.get_coder(core.SliceResult), SliceResultCoder)
+    assert isinstance(beam.coders.registry.get_coder(mergeable_metrics.SliceResult), SliceResultCoder)
 
 
 def test_multilabel_rows_whose_values_are_all_lists_are_rows():
     """A multilabel row holds only list values; it is one row, not a column batch."""
     from sklearn.metrics import f1_score, hamming_loss
 
-    ev = core.Evaluation(label_col="y", prediction_col="p", task="multilabel", num_classes=3, metrics=["f1@micro", "hamming_loss"])
+    ev = mergeable_metrics.Evaluation(label_col="y", prediction_col="p", task="multilabel", num_classes=3, metrics=["f1@micro", "hamming_loss"])
     fn = MetricsCombineFn(ev)
     y = [[1, 0, 1], [0, 0, 1], [1, 1, 0]]
     p = [[1, 1, 0], [0, 0, 1], [1, 0, 0]]
@@ -263,13 +263,13 @@ def test_multilabel_rows_whose_values_are_all_lists_are_rows():
 
 
 def test_slice_result_coder_keeps_bounds_and_ci():
-    from beam_metrics.results_io import SliceResultCoder
+    from mergeable_metrics.beam.results_io import SliceResultCoder
 
-    sr = core.SliceResult((("a", 1),), 5, 5.0, 0, {"roc_auc": 0.7}, {"roc_auc": (0.69, 0.71)})
+    sr = mergeable_metrics.SliceResult((("a", 1),), 5, 5.0, 0, {"roc_auc": 0.7}, {"roc_auc": (0.69, 0.71)})
     coder = SliceResultCoder()
     assert coder.decode(coder.encode(sr)).bounds == {"roc_auc": (0.69, 0.71)}
     ci = {"accuracy": (0.25, 0.75), "recall@none": (np.array([0.1, np.nan]), np.array([0.3, np.nan]))}
-    sr = core.SliceResult((("a", 1),), 5, 5.0, 0, {"accuracy": 0.5, "recall@none": np.array([0.2, np.nan])}, ci=ci)
+    sr = mergeable_metrics.SliceResult((("a", 1),), 5, 5.0, 0, {"accuracy": 0.5, "recall@none": np.array([0.2, np.nan])}, ci=ci)
     back = coder.decode(coder.encode(sr)).ci
     assert back["accuracy"] == (0.25, 0.75)
     np.testing.assert_array_equal(back["recall@none"][0], ci["recall@none"][0])
@@ -283,7 +283,7 @@ def _combine_once(ev, element):
 
 
 def test_column_dict_batch_with_ignore_index_is_folded_as_columns():
-    ev = core.Evaluation(label_col="y", prediction_col="p", num_classes=3, ignore_index=2, metrics=["accuracy"])
+    ev = mergeable_metrics.Evaluation(label_col="y", prediction_col="p", num_classes=3, ignore_index=2, metrics=["accuracy"])
     y, p = [0, 1, 2, 1, 0], [0, 1, 1, 0, 2]
     got = _combine_once(ev, {"y": y, "p": p})
     keep = [i for i in range(5) if y[i] != 2]  # hand: rows 0, 1, 3, 4; right on rows 0 and 1
@@ -293,7 +293,7 @@ def test_column_dict_batch_with_ignore_index_is_folded_as_columns():
 
 
 def test_column_dict_batch_with_score_matrix_is_folded_as_columns():
-    ev = core.Evaluation(label_col="y", score_col="s", num_classes=3, metrics=["accuracy"])
+    ev = mergeable_metrics.Evaluation(label_col="y", score_col="s", num_classes=3, metrics=["accuracy"])
     batch = {"y": [0, 1, 2], "s": [[0.8, 0.1, 0.1], [0.1, 0.8, 0.1], [0.5, 0.3, 0.2]]}
     got = _combine_once(ev, batch)
     assert (got.overall.n, got.overall.metrics["accuracy"]) == (3, 2 / 3)  # argmax 0, 1, 0
@@ -307,14 +307,14 @@ def test_is_column_batch_with_list_columns_needs_columns_of_lists():
     assert is_column_batch({"labels": [[0, 1, 1]], "scores": np.array([[0.2, 0.9, 0.7]])}, list_columns=lists)
     assert is_column_batch({"labels": pa.array([[0, 1]]), "scores": pd.Series([[0.1, 0.2]])}, list_columns=lists)
     assert is_column_batch({"labels": [], "scores": []}, list_columns=lists)
-    ev = core.Evaluation(label_col="labels", score_col="scores", task="multilabel", num_classes=3, metrics=["f1@micro"])
+    ev = mergeable_metrics.Evaluation(label_col="labels", score_col="scores", task="multilabel", num_classes=3, metrics=["f1@micro"])
     one_row = _combine_once(ev, {"labels": [0, 1, 1], "scores": [0.2, 0.9, 0.7]})
     assert (one_row.overall.n, one_row.overall.metrics["f1@micro"]) == (1, 1.0)
 
 
 # -- rows waiting as columns (batch_size > ROW_CHUNK) ---------------------------------------------
 def _staged_fn(ev, chunks=3):
-    from beam_metrics.combine import ROW_CHUNK
+    from mergeable_metrics.beam.combine import ROW_CHUNK
 
     return MetricsCombineFn(ev, batch_size=chunks * ROW_CHUNK), ROW_CHUNK
 
@@ -389,7 +389,7 @@ def test_multioutput_dict_rows_of_another_length_or_null_are_invalid_per_row_lik
     y = [[1.0, 2.0], [3.0, 4.0], [5.0, 7.0], [0.0, 1.0], [2.0, 2.0], [4.0, 0.5]]
     p = [[1.5, 2.0], [3.0, 4.5], [5.0], [0.5, 1.0], None, [4.0, 0.0]]
     rows = [{"y": a, "p": b, "g": "ab"[i % 2]} for i, (a, b) in enumerate(zip(y, p))]
-    ev = core.Evaluation(label_col="y", prediction_col="p", num_outputs=2, slices=["g"], on_invalid=on_invalid,
+    ev = mergeable_metrics.Evaluation(label_col="y", prediction_col="p", num_outputs=2, slices=["g"], on_invalid=on_invalid,
                          metrics=["mse@multioutput=raw_values"])
     fn = MetricsCombineFn(ev, batch_size=4)
     acc = fn.create_accumulator()
@@ -412,7 +412,7 @@ def test_multioutput_dict_rows_of_another_length_or_null_are_invalid_per_row_lik
 @pytest.mark.parametrize("element", ["rows", "arrow"])
 def test_a_missing_value_is_named_as_given_like_core(element):
     rows = [{"label": 1, "score": 0.9, "weight": 1.0}, {"label": 0, "score": None, "weight": 1.0}, {"label": 1, "score": float("nan"), "weight": 1.0}]
-    ev = core.Evaluation(label_col="label", score_col="score", weight_col="weight", metrics=["roc_auc"])
+    ev = mergeable_metrics.Evaluation(label_col="label", score_col="score", weight_col="weight", metrics=["roc_auc"])
     fn = MetricsCombineFn(ev)
     data = rows if element == "rows" else pa.Table.from_pylist(rows)
     shown = "None" if element == "rows" else "null"  # a Python None, an Arrow null; the NaN at row 2 is nan

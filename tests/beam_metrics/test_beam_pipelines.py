@@ -24,21 +24,21 @@ from apache_beam.options.pipeline_options import PipelineOptions  # noqa: E402
 from apache_beam.testing.util import BeamAssertException, assert_that  # noqa: E402
 from apache_beam.transforms import window  # noqa: E402
 
-import core  # noqa: E402
-from beam_metrics import ComputeMetrics, MetricsCombineFn, slice_result_from_json, slice_result_to_json  # noqa: E402
+import mergeable_metrics  # noqa: E402
+from mergeable_metrics.beam import ComputeMetrics, MetricsCombineFn, slice_result_from_json, slice_result_to_json  # noqa: E402
 
 SLICES = ["carrier", "origin", "carrier,origin"]
 REPO_ROOT = str(Path(__file__).resolve().parents[2])
 
 
 # -- helpers ----------------------------------------------------------------------------------------
-def binary_evaluation(**kw: Any) -> core.Evaluation:
+def binary_evaluation(**kw: Any) -> mergeable_metrics.Evaluation:
     args = dict(label_col="label", score_col="score", weight_col="weight", slices=SLICES)
     args.update(kw)
-    return core.Evaluation(**args)
+    return mergeable_metrics.Evaluation(**args)
 
 
-def direct(ev: core.Evaluation, rows: list) -> core.Results:
+def direct(ev: mergeable_metrics.Evaluation, rows: list) -> mergeable_metrics.Results:
     return ev.finish(ev.fold(ev.zero(), rows))
 
 
@@ -73,7 +73,7 @@ def read_lines(prefix: str) -> list[str]:
     return lines
 
 
-def run_compute(parts: list[list], ev: core.Evaluation, tmp_path: Path, batch_size: int = 4096, **options: Any) -> core.Results:
+def run_compute(parts: list[list], ev: mergeable_metrics.Evaluation, tmp_path: Path, batch_size: int = 4096, **options: Any) -> mergeable_metrics.Results:
     """Run ComputeMetrics over Flattened Creates and return the collected, sorted Results."""
     prefix = str(tmp_path / "slices")
     with pipeline(**options) as p:
@@ -83,7 +83,7 @@ def run_compute(parts: list[list], ev: core.Evaluation, tmp_path: Path, batch_si
     return ev.collect(slices=got)
 
 
-def assert_results_equal(got: core.Results, want: core.Results) -> None:
+def assert_results_equal(got: mergeable_metrics.Results, want: mergeable_metrics.Results) -> None:
     """Every slice's key, n, weight, skipped and metric values equal exactly (NaN == NaN)."""
     assert [s.slice for s in got.slices] == [s.slice for s in want.slices]
     for g, w in zip(got.slices, want.slices):
@@ -93,7 +93,7 @@ def assert_results_equal(got: core.Results, want: core.Results) -> None:
             np.testing.assert_array_equal(np.asarray(g.metrics[k]), np.asarray(w.metrics[k]), err_msg=f"{g.slice} {k}")
 
 
-def assert_binary_matches_sklearn(results: core.Results, rows: list, threshold: float = 0.5) -> None:
+def assert_binary_matches_sklearn(results: mergeable_metrics.Results, rows: list, threshold: float = 0.5) -> None:
     """Every slice (overall and each slice value) against scikit-learn with sample weights."""
     checked = 0
     for s in results.slices:
@@ -170,7 +170,7 @@ def test_multiclass_matches_sklearn(tmp_path):
     w = rng.integers(1, 5, n)
     g = rng.choice(np.array(["x", "y"], dtype=object), n)
     rows = [{"y": int(y[i]), "p": int(p[i]), "w": int(w[i]), "g": g[i]} for i in range(n)]
-    ev = core.Evaluation(
+    ev = mergeable_metrics.Evaluation(
         label_col="y", prediction_col="p", weight_col="w", num_classes=k, slices=["g"],
         metrics=["f1@macro", "f1@none", "confusion_matrix", "accuracy"],
     )  # fmt: skip
@@ -235,7 +235,7 @@ def test_combine_per_key_gives_each_key_its_own_results(make_rows, tmp_path):
     got = {}
     for line in read_lines(prefix):
         d = json.loads(line)
-        got[d["key"]] = core.Results.from_dict(d["results"])
+        got[d["key"]] = mergeable_metrics.Results.from_dict(d["results"])
     assert sorted(got) == ["model_a", "model_b"]
     assert_results_equal(got["model_a"], direct(ev, rows_a))
     assert_results_equal(got["model_b"], direct(ev, rows_b))
@@ -285,7 +285,7 @@ def test_on_invalid_skip_reports_skipped_per_slice(make_rows, tmp_path):
 
 
 # -- windowing ------------------------------------------------------------------------------------
-def _with_window_start(sr: core.SliceResult, w=beam.DoFn.WindowParam) -> str:
+def _with_window_start(sr: mergeable_metrics.SliceResult, w=beam.DoFn.WindowParam) -> str:
     return json.dumps({"window_start": float(w.start), "slice": json.loads(slice_result_to_json(sr))})
 
 

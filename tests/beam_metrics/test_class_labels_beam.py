@@ -13,8 +13,8 @@ sklearn_metrics = pytest.importorskip("sklearn.metrics")
 import apache_beam as beam  # noqa: E402
 from apache_beam.options.pipeline_options import PipelineOptions  # noqa: E402
 
-import core  # noqa: E402
-from beam_metrics import ComputeMetrics, slice_result_from_json, slice_result_to_json  # noqa: E402
+import mergeable_metrics  # noqa: E402
+from mergeable_metrics.beam import ComputeMetrics, slice_result_from_json, slice_result_to_json  # noqa: E402
 
 ANIMALS = ["cat", "dog", "bird"]
 
@@ -34,7 +34,7 @@ def test_beam_maps_string_classes_and_answers_requested_names(tmp_path):
     p = np.where(rng.random(100) < 0.6, y, rng.choice(ANIMALS, 100))
     g = rng.choice(["a", "b"], 100)
     rows = [{"y": str(y[i]), "p": str(p[i]), "g": str(g[i])} for i in range(100)]
-    ev = core.Evaluation(label_col="y", prediction_col="p", classes=ANIMALS, slices=["g"], metrics=["f1", "f1@none", ("acc", "accuracy")])
+    ev = mergeable_metrics.Evaluation(label_col="y", prediction_col="p", classes=ANIMALS, slices=["g"], metrics=["f1", "f1@none", ("acc", "accuracy")])
     got = _run(rows, ev, tmp_path)
     want = ev.finish(ev.fold(ev.zero(), rows))
     assert [s.slice for s in got] == [s.slice for s in want]
@@ -52,7 +52,7 @@ def test_beam_binary_pos_label_and_an_outside_value(tmp_path):
     y = rng.choice([1, 2], 80)
     s = rng.random(80)
     rows = [{"y": int(y[i]), "s": float(s[i])} for i in range(80)]
-    ev = core.Evaluation(label_col="y", score_col="s", classes=[1, 2], pos_label=1, metrics=["precision", "recall"])
+    ev = mergeable_metrics.Evaluation(label_col="y", score_col="s", classes=[1, 2], pos_label=1, metrics=["precision", "recall"])
     got = _run(rows, ev, tmp_path)
     pred = np.where(s >= 0.5, 1, 2)
     assert got.overall.metrics["precision"] == pytest.approx(sklearn_metrics.precision_score(y, pred, pos_label=1), abs=1e-12)

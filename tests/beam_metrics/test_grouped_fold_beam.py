@@ -10,8 +10,8 @@ import pytest
 
 pa = pytest.importorskip("pyarrow")
 
-import core  # noqa: E402
-from core.evaluation import Accumulator  # noqa: E402
+import mergeable_metrics  # noqa: E402
+from mergeable_metrics.evaluation.evaluation import Accumulator  # noqa: E402
 from tests.beam_metrics.test_beam_pipelines import assert_results_equal, run_compute  # noqa: E402
 
 
@@ -47,7 +47,7 @@ def _parts():
 
 
 def test_beam_slices_of_every_arrow_flavour_with_skipped_only_slices_equal_the_per_slice_fold(tmp_path):
-    ev = core.Evaluation(
+    ev = mergeable_metrics.Evaluation(
         label_col="label", score_col="score", weight_col="weight", slices=["a"],
         metrics=["accuracy", "precision", "roc_auc", "tp"], on_invalid="skip",
     )  # fmt: skip
@@ -68,9 +68,9 @@ def test_beam_merge_accumulators_of_bundles_whose_last_slices_saw_only_skipped_r
     """MetricsCombineFn.merge_accumulators merges the bundles' blocks as they are (no coder in
     between): a slice that only had skipped rows in a bundle must not receive another slice's
     counts."""
-    from beam_metrics import MetricsCombineFn
+    from mergeable_metrics.beam import MetricsCombineFn
 
-    ev = core.Evaluation(label_col="label", score_col="score", slices=["a"], metrics=["tp", "fp"], on_invalid="skip")
+    ev = mergeable_metrics.Evaluation(label_col="label", score_col="score", slices=["a"], metrics=["tp", "fp"], on_invalid="skip")
     fn = MetricsCombineFn(ev)
     one, two = fn.create_accumulator(), fn.create_accumulator()
     one = fn.add_input(one, pa.RecordBatch.from_pydict({"label": [1, 0], "score": [0.9, 0.8], "a": ["x", "x"]}))

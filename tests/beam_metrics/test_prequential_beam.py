@@ -1,4 +1,4 @@
-"""beam_metrics.ComputePrequentialMetrics: windowed and cumulative metrics equal the local engine's."""
+"""mergeable_metrics.beam.ComputePrequentialMetrics: windowed and cumulative metrics equal the local engine's."""
 
 from __future__ import annotations
 
@@ -6,12 +6,12 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from core import PrequentialEvaluation
+from mergeable_metrics import PrequentialEvaluation
 
 beam = pytest.importorskip("apache_beam")
 from apache_beam.testing.util import assert_that  # noqa: E402
 
-from beam_metrics.prequential import ComputePrequentialMetrics  # noqa: E402
+from mergeable_metrics.beam.prequential import ComputePrequentialMetrics  # noqa: E402
 
 
 def test_rows_and_batches_in_any_order_equal_the_local_stream():

@@ -1,5 +1,5 @@
 """Ranking and retrieval metrics (``query_col``) on Beam's DirectRunner: each query's rows are
-spread over bundles and batches of 3 rows, and the per-slice results equal ``core.Evaluation`` in
+spread over bundles and batches of 3 rows, and the per-slice results equal ``mergeable_metrics.Evaluation`` in
 process and scikit-learn's ``ndcg_score`` per query."""
 
 from __future__ import annotations
@@ -11,11 +11,11 @@ import pytest
 
 beam = pytest.importorskip("apache_beam")
 
-import core  # noqa: E402
-from beam_metrics import ComputeMetrics, slice_result_from_json, slice_result_to_json  # noqa: E402
+import mergeable_metrics  # noqa: E402
+from mergeable_metrics.beam import ComputeMetrics, slice_result_from_json, slice_result_to_json  # noqa: E402
 from tests._helpers.retrieval import retrieval_data, sk_ndcg_mean  # noqa: E402
 
-pytestmark = pytest.mark.filterwarnings("ignore::core.metrics.UndefinedMetricWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::mergeable_metrics.metrics.base.UndefinedMetricWarning")
 
 METRICS = ["ndcg@k=10", "map@k=10", "mrr", "retrieval_precision@k=10", "retrieval_recall@k=10", "hit_rate@k=10", "r_precision", "dcg@k=10"]
 
@@ -23,7 +23,7 @@ METRICS = ["ndcg@k=10", "map@k=10", "mrr", "retrieval_precision@k=10", "retrieva
 def test_queries_split_across_bundles_give_the_local_results(tmp_path: Path):
     data = retrieval_data(11, n_queries=15)
     rows = [{"q": data["q"][i], "rel": float(data["rel"][i]), "s": float(data["s"][i]), "g": data["g"][i]} for i in range(len(data["q"]))]
-    ev = core.Evaluation(label_col="rel", score_col="s", query_col="q", slices=["g"], metrics=METRICS)
+    ev = mergeable_metrics.Evaluation(label_col="rel", score_col="s", query_col="q", slices=["g"], metrics=METRICS)
     prefix = str(tmp_path / "slices")
     with beam.Pipeline(runner="DirectRunner") as p:
         _ = (

@@ -12,7 +12,7 @@ import pytest
 pa = pytest.importorskip("pyarrow")
 pytest.importorskip("apache_beam")
 
-from core import Evaluation  # noqa: E402
+from mergeable_metrics import Evaluation  # noqa: E402
 from tests._helpers.slice_kinds import METRICS, SPECS, observed, reference, sorted_rows  # noqa: E402
 from tests.beam_metrics.test_beam_pipelines import run_compute  # noqa: E402
 

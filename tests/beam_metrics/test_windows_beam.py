@@ -16,8 +16,8 @@ from apache_beam.testing.test_stream import TestStream  # noqa: E402
 from apache_beam.transforms import trigger, window  # noqa: E402
 from apache_beam.utils.windowed_value import PaneInfoTiming  # noqa: E402
 
-from beam_metrics import ComputeMetrics  # noqa: E402
-from core import Evaluation, Results, WindowedEvaluation  # noqa: E402
+from mergeable_metrics.beam import ComputeMetrics  # noqa: E402
+from mergeable_metrics import Evaluation, Results, WindowedEvaluation  # noqa: E402
 from tests._helpers.windows import EPOCH, OPTIONS, assert_same_windows, reference, timed_rows  # noqa: E402
 
 _SEEN: dict[str, list] = {}
@@ -159,7 +159,7 @@ def test_early_and_late_panes_accumulating_final_pane_equals_the_batch_answer():
 
 
 def test_result_coder_keeps_the_window():
-    from beam_metrics.results_io import SliceResultCoder
+    from mergeable_metrics.beam.results_io import SliceResultCoder
 
     r = WindowedEvaluation(("ts", "1h", "30m"), **OPTIONS, min_slice_size=20).evaluate(timed_rows(n=50, hours=2))
     coder = SliceResultCoder()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from core import REGISTRY
+from mergeable_metrics import REGISTRY
 
 
 @pytest.fixture

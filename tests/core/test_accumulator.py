@@ -2,7 +2,7 @@
 spec with a leading slice axis; :meth:`Accumulator.stacked` reads those arrays without per-slice
 state objects, and :meth:`Evaluation.finish` computes the metrics of every slice from them in one
 pass over the leading axis. References: the per-slice fold into a plain dict (slice by slice, the
-states of :meth:`core.plan.Plan.fold`), :func:`core.stacked.stack_fields` of its states, and
+states of :meth:`mergeable_metrics.collection.plan.Plan.fold`), :func:`mergeable_metrics.collection.stacked.stack_fields` of its states, and
 hand counts."""
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ from unittest import mock
 import numpy as np
 import pytest
 
-from core import Evaluation
-from core.accumulator import Accumulator
-from core.plan import Plan
-from core.stacked import stack_fields
+from mergeable_metrics import Evaluation
+from mergeable_metrics.evaluation.accumulator import Accumulator
+from mergeable_metrics.collection.plan import Plan
+from mergeable_metrics.collection.stacked import stack_fields
 
 CASES = {
     "binary": dict(score_col="s", metrics=["precision", "recall", "f1", "accuracy", "tp", "fn", "example_count"]),

@@ -1,4 +1,4 @@
-"""core.aggregate over runs / folds / seeds (issue 13, "Aggregating runs and folds").
+"""mergeable_metrics.aggregate over runs / folds / seeds (issue 13, "Aggregating runs and folds").
 
 References: plain formulas on small numbers computed here, scipy's t and normal quantiles, the
 DerSimonian-Laird analysis of the BCG vaccine trials (Colditz et al. 1994) as published in
@@ -19,10 +19,10 @@ import pytest
 from scipy import stats
 from sklearn.metrics import accuracy_score, roc_auc_score
 
-import core
-from core import Evaluation, MetricCollection, Results, SliceResult, aggregate
-from core.aggregation import AGGREGATORS, Aggregate, Aggregator, FixedEffect, RandomEffects, analytic_variance
-from core.quantiles import t_ppf
+import mergeable_metrics
+from mergeable_metrics import Evaluation, MetricCollection, Results, SliceResult, aggregate
+from mergeable_metrics.aggregation import AGGREGATORS, Aggregate, Aggregator, FixedEffect, RandomEffects, analytic_variance
+from mergeable_metrics._util.quantiles import t_ppf
 
 
 def _run(metrics, n=100, sl=(), ci=None, level=None):
@@ -234,7 +234,7 @@ def test_user_aggregators_register_by_name_and_clash_raises():
     try:
         o = aggregate([_run({"accuracy": x}) for x in (0.1, 0.5, 0.6)], "med_for_test").overall
         assert o.metrics["accuracy"] == 0.5 and o.ci["accuracy"] == (0.1, 0.6)
-        with pytest.raises(ValueError, match="aggregator name or alias 'mean' of .*Clash is already used by core.aggregation.Mean"):
+        with pytest.raises(ValueError, match="aggregator name or alias 'mean' of .*Clash is already used by mergeable_metrics.aggregation.Mean"):
 
             class Clash(Aggregator):
                 name = "mean"
@@ -242,7 +242,7 @@ def test_user_aggregators_register_by_name_and_clash_raises():
         AGGREGATORS.pop("median_for_test", None)
         AGGREGATORS.pop("med_for_test", None)
     assert {"pooled", "mean", "fixed_effect", "random_effects"} <= set(AGGREGATORS)
-    assert core.aggregate is aggregate
+    assert mergeable_metrics.aggregate is aggregate
 
 
 def test_aggregate_slices_are_frozen():
@@ -310,7 +310,7 @@ def test_fixed_effect_reads_the_variances_of_evaluations_with_ci():
 # -- windowed runs (issue 28, item 11) -----------------------------------------------------------
 def _windowed_runs():
     """Two runs over the same four 1-hour windows (rows at 0..4h), sliced by g."""
-    from core.windows import WindowedEvaluation
+    from mergeable_metrics.time.windows import WindowedEvaluation
 
     we = WindowedEvaluation(("ts", "1h"), label_col="y", score_col="s", slices=["g"], metrics=["accuracy"])
     data = []

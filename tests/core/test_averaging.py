@@ -1,5 +1,5 @@
 """Registered averaging methods (issue 13, "Registry features"): the built-in averages are
-:class:`core.metrics.Averaging` instances and user subclasses work in metric strings.
+:class:`mergeable_metrics.metrics.base.Averaging` instances and user subclasses work in metric strings.
 
 References: scikit-learn's per-class values (``average=None``) reduced here with scipy's
 harmonic mean or by hand."""
@@ -11,8 +11,8 @@ import pytest
 from scipy.stats import hmean
 from sklearn.metrics import f1_score, precision_score, recall_score, roc_auc_score
 
-from core import MetricCollection, Task, resolve
-from core.metrics import AVERAGES, AVERAGINGS, Averaging, get_averaging
+from mergeable_metrics import MetricCollection, Task, resolve
+from mergeable_metrics.metrics.base import AVERAGES, AVERAGINGS, Averaging, get_averaging
 
 
 @pytest.fixture
@@ -92,7 +92,7 @@ def test_user_averaging_multilabel_and_task_checks(user_averagings):
 
 
 def test_averaging_name_clash_raises_at_definition(user_averagings):
-    with pytest.raises(ValueError, match=r"averaging name or alias 'macro' of .*Clash is already used by core.metrics.MacroAveraging"):
+    with pytest.raises(ValueError, match=r"averaging name or alias 'macro' of .*Clash is already used by mergeable_metrics.metrics.base.MacroAveraging"):
 
         class Clash(Averaging):
             name = "macro"
@@ -103,7 +103,7 @@ def test_averaging_name_clash_raises_at_definition(user_averagings):
 def test_user_averaging_through_an_evaluation_per_slice(user_averagings):
     """Evaluation.finish computes every slice at once (Plan.compute_many): user averagings there
     give the same value as one collection per slice."""
-    from core import Evaluation
+    from mergeable_metrics import Evaluation
 
     y, s = _data(seed=2)
     g = np.where(np.arange(y.size) % 3 == 0, "a", "b")

@@ -1,4 +1,4 @@
-"""Folding rows into bins already known (core.score_bins.BinLookup, fold_bins_by_lookup and the
+"""Folding rows into bins already known (mergeable_metrics.states.score_bins.BinLookup, fold_bins_by_lookup and the
 score-distribution stack's known slots): the states must be exactly the canonical states of the
 data, i.e. those built from all the rows at once by ``bin_scores`` (no lookup involved)."""
 
@@ -12,11 +12,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core import Evaluation
-from core import score_bins
-from core.grouped import DistributionStack
-from core.score_bins import BinLookup, bin_scores, fold_bins_by_lookup, lookup_cells, merge_bins, score_keys
-from core.score_distribution import ScoreDistributionLayout, ScoreDistributionState
+from mergeable_metrics import Evaluation
+from mergeable_metrics.states import score_bins
+from mergeable_metrics.slicing.grouped import DistributionStack
+from mergeable_metrics.states.score_bins import BinLookup, bin_scores, fold_bins_by_lookup, lookup_cells, merge_bins, score_keys
+from mergeable_metrics.states.score_distribution import ScoreDistributionLayout, ScoreDistributionState
 
 SPECIAL = [0.0, -0.0, 1.0, 0.5, -0.5, 1e-300, -1e300, 5e-324, 2.0**-1074, 1.7976931348623157e308, 0.25, 0.75]
 
@@ -122,7 +122,7 @@ def test_known_slots_of_a_block_are_the_canonical_states_of_their_rows(capacity,
     with (
         mock.patch.object(DistributionStack, "HEAVY", 500),
         mock.patch.object(DistributionStack, "_fold_known", spy),
-        mock.patch("core.grouped.LOOKUP_CELLS_PER_ROW", 1 << 40),  # the lookup whatever its table's cost
+        mock.patch("mergeable_metrics.slicing.grouped.LOOKUP_CELLS_PER_ROW", 1 << 40),  # the lookup whatever its table's cost
     ):
         acc, parts = ev.zero(), [ev.zero(), ev.zero()]
         for i, b in enumerate(batches):

@@ -1,4 +1,4 @@
-"""``ci="bootstrap"``: the one-pass Poisson bootstrap over hash buckets (:mod:`core.bootstrap`).
+"""``ci="bootstrap"``: the one-pass Poisson bootstrap over hash buckets (:mod:`mergeable_metrics.uncertainty.bootstrap`).
 
 References are independent of the bucketed states: replicate values are recomputed from the rows
 with per-row weights ``w[r, bucket(row)]`` (numpy, scikit-learn), Poisson(1) frequencies are
@@ -16,8 +16,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core import Evaluation
-from core.bootstrap import (
+from mergeable_metrics import Evaluation
+from mergeable_metrics.uncertainty.bootstrap import (
     BucketedPlan,
     element_buckets,
     hash_column,
@@ -157,7 +157,7 @@ def _replicates_and_reference(n: int = 400, replicates: int = 25) -> list:
     d = _data(n, 5)
     ev = Evaluation(label_col="y", score_col="s", slices=["g"], metrics=["accuracy", "f1", "roc_auc"], ci="bootstrap", ci_buckets=32, id_col="id")
     acc = ev.fold(ev.zero(), d)
-    from core._inputs import Batch
+    from mergeable_metrics.inputs.validation import Batch
 
     batch = Batch(y_true=d["y"], y_score=d["s"])
     buckets = element_buckets(32, batch, n, None, ids=d["id"], id_col="id")
@@ -169,9 +169,9 @@ def _replicates_and_reference(n: int = 400, replicates: int = 25) -> list:
 
 
 def test_replicate_values_equal_a_row_weighted_reference(monkeypatch):
-    import core.bootstrap
+    import mergeable_metrics.uncertainty.bootstrap
 
-    monkeypatch.setattr(core.bootstrap, "REPLICATE_BINS", 10_000)  # every bin resampled on its own
+    monkeypatch.setattr(mergeable_metrics.uncertainty.bootstrap, "REPLICATE_BINS", 10_000)  # every bin resampled on its own
     for key, got, want in _replicates_and_reference():
         for k in want:
             assert np.allclose(got[k], want[k], rtol=1e-12, atol=1e-12), (key, k)
@@ -181,7 +181,7 @@ def test_grouped_replicate_auc_is_close_to_the_row_weighted_reference():
     """Slices with more than REPLICATE_BINS bins resample groups of bins (shifted by the full
     data's grouping error): each replicate AUC within 0.005 of the row-weighted one, and the
     percentile interval within 0.003 of the reference's."""
-    from core.bootstrap import REPLICATE_BINS
+    from mergeable_metrics.uncertainty.bootstrap import REPLICATE_BINS
 
     for key, got, want in _replicates_and_reference(2_000, 200):
         if key == ():
@@ -270,7 +270,7 @@ def test_other_buckets_or_id_columns_or_no_bootstrap_never_merge():
 
 
 def test_label_maps_without_an_id_column_raise():
-    from core._inputs import Batch
+    from mergeable_metrics.inputs.validation import Batch
 
     batch = Batch(y_true=np.array([0, 1, 1, 0]), y_pred=np.array([0, 1, 0, 0]), row_of=np.array([0, 0, 1, 1]))
     with pytest.raises(ValueError, match="needs id_col"):

@@ -19,7 +19,7 @@ import warnings
 
 import numpy as np
 
-from core import Evaluation
+from mergeable_metrics import Evaluation
 
 PI, D, N = 0.4, 1.5, 1000
 

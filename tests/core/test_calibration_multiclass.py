@@ -21,13 +21,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.calibration import calibration_curve
 
-from core import Evaluation, MetricCollection, State
-from core._inputs import Batch
-from core.calibration import CalibrationBinsLayout, CalibrationBinsState
+from mergeable_metrics import Evaluation, MetricCollection, State
+from mergeable_metrics.inputs.validation import Batch
+from mergeable_metrics.metrics.calibration import CalibrationBinsLayout, CalibrationBinsState
 from tests._helpers.sharding import StateFolder, fold_sharded
 from tests._helpers.calibration_ref import tm_calibration_error
 
-pytestmark = pytest.mark.filterwarnings("ignore::core.UndefinedMetricWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::mergeable_metrics.UndefinedMetricWarning")
 
 
 def _data(n=400, k=4, seed=0, weighted=False):

@@ -8,7 +8,7 @@ Simulated datasets of 1,000 rows from a binormal model with known population val
 * precision = ``pi Phi(MU/2) / (pi Phi(MU/2) + (1 - pi) (1 - Phi(MU/2)))``, F1 from both,
 * ROC AUC = ``Phi(MU / sqrt 2)``.
 
-Each dataset is evaluated through :class:`core.Evaluation` (the public path, states and all) and
+Each dataset is evaluated through :class:`mergeable_metrics.Evaluation` (the public path, states and all) and
 each interval checked for covering the population value. The CI run uses 200 datasets and accepts
 the coverage inside the central 99.9% range of Binomial(200, 0.95) (about 90.5%-98.5%), so a
 correct method fails with probability < 0.1%. The issue's full run (1,000 datasets, coverage must be
@@ -28,7 +28,7 @@ import os
 import numpy as np
 import pytest
 
-from core import Evaluation
+from mergeable_metrics import Evaluation
 
 FULL = os.environ.get("MM_CI_COVERAGE_FULL") == "1"
 DATASETS = 1000 if FULL else 200

@@ -12,8 +12,8 @@ import math
 import numpy as np
 import pytest
 
-from core import Evaluation
-from core.intervals import delong_variance, normal_quantile, sample_interval
+from mergeable_metrics import Evaluation
+from mergeable_metrics.uncertainty.intervals import delong_variance, normal_quantile, sample_interval
 
 stats = pytest.importorskip("scipy.stats")
 
@@ -213,7 +213,7 @@ def test_posterior_draws_depend_on_seed_and_slice_only():
 @pytest.mark.parametrize("k, n", [(0, 7 * 10**15), (7 * 10**15, 7 * 10**15), (0, 3), (3, 3), (0, 1), (1, 1), (0, 10**300)])
 def test_wilson_ends_are_exact_and_contain_the_proportion(k, n):
     # before: 0 successes of 7e15 gave a lower limit 4.9e-32 > 0 (the interval excluded the value 0)
-    from core.intervals import wilson
+    from mergeable_metrics.uncertainty.intervals import wilson
 
     lo, hi = wilson(k, n, 0.95)
     if n > 2**60:  # beyond scipy's machine ints: no successes, Wilson's closed form [0, z^2 / (n + z^2)]
@@ -252,7 +252,7 @@ def test_one_row_and_empty_slices_under_analytic_and_posterior():
 def test_posterior_vectorised_cells_equal_the_loop_over_replicate_states(monkeypatch):
     """compute_cells sends the metrics Plan.compute_cells vectorises through it; the same
     metrics computed by their own compute on each replicate's rebuilt states agree."""
-    import core.intervals as intervals
+    import mergeable_metrics.uncertainty.intervals as intervals
 
     d = _binary(500)
     kw = dict(label_col="y", score_col="s", slices=["g"], metrics=["accuracy", "f1", "f1@macro", "mcc", "cohen_kappa", "confusion_matrix", "fpr"], ci="posterior")
@@ -289,8 +289,8 @@ def test_intervals_are_the_same_for_any_sharding_and_merge_tree(seed, ci):
 def _every_metric_inputs(kind: str):
     """(Evaluation keywords, one batch) of a task kind, and its registered metrics that run on
     that batch with their default parameters."""
-    import core
-    from core import Plan, Task
+    import mergeable_metrics
+    from mergeable_metrics import Plan, Task
 
     rng = np.random.default_rng(4)
     n = 90
@@ -304,7 +304,7 @@ def _every_metric_inputs(kind: str):
         kw, task, d = {"label_col": "y", "prediction_col": "p", "task": "regression"}, Task(kind="regression"), {"y": y, "p": y + rng.normal(size=n)}
     have = {"binary": {"target", "score", "prediction", "probability"}, "multiclass": {"target", "score", "score_matrix", "prediction", "probability"}, "regression": {"target", "prediction"}}[kind]
     names = []
-    for name, cls in sorted(core.REGISTRY.items()):
+    for name, cls in sorted(mergeable_metrics.REGISTRY.items()):
         if name != cls.name or kind not in cls.tasks:
             continue
         try:

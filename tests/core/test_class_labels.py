@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 from sklearn.metrics import accuracy_score, confusion_matrix, f1_score, precision_score, recall_score, roc_auc_score
 
-from core import Evaluation, MetricCollection
+from mergeable_metrics import Evaluation, MetricCollection
 
 ANIMALS = ["cat", "dog", "bird"]
 Y = ["cat", "dog", "bird", "dog", "cat", "bird", "bird", "dog"]
@@ -111,7 +111,7 @@ def test_collections_of_other_classes_do_not_merge_and_to_config_round_trips():
 
 
 def test_undefined_warnings_name_the_classes_by_value():
-    from core.metrics import UndefinedMetricWarning
+    from mergeable_metrics.metrics.base import UndefinedMetricWarning
 
     ev = Evaluation(label_col="y", prediction_col="p", classes=ANIMALS, metrics=["precision@none"])
     with pytest.warns(UndefinedMetricWarning, match=r"'precision@none' is undefined .* in slice 'Overall' \[class bird\]"):
@@ -142,7 +142,7 @@ def test_pos_label_first_class_reads_two_column_scores_in_the_users_order(how):
     positive class's scores are column 0 (the breaker's case: roc_auc was 1 - the right value)."""
     from sklearn.metrics import log_loss, roc_auc_score
 
-    from core import MetricCollection
+    from mergeable_metrics import MetricCollection
 
     y = np.array([-1, -1, 1, 1, -1, 1, -1])
     P = np.array([[0.9, 0.1], [0.6, 0.4], [0.3, 0.7], [0.2, 0.8], [0.7, 0.3], [0.5, 0.5], [0.35, 0.65]])

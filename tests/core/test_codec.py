@@ -16,7 +16,7 @@ import zlib
 import numpy as np
 import pytest
 
-from core import (
+from mergeable_metrics import (
     BinaryConfusionLayout,
     BinaryConfusionState,
     ConfusionMatrixLayout,
@@ -29,12 +29,12 @@ from core import (
     State,
     Task,
 )
-from core import codec
-from core._inputs import Batch
-from core.formats import make_batch
+from mergeable_metrics.states import codec
+from mergeable_metrics.inputs.validation import Batch
+from mergeable_metrics.inputs.formats import make_batch
 
 # NaN results (an undefined metric) are expected in these tests; their warnings are noise here.
-pytestmark = pytest.mark.filterwarnings("ignore::core.UndefinedMetricWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::mergeable_metrics.UndefinedMetricWarning")
 
 
 CLEAR = re.compile(r"corrupt|truncat|magic|version|checksum|trailing|unknown|expected|belong|layout", re.I)

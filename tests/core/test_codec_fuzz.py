@@ -19,13 +19,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from core import ContinualEvaluation, Evaluation, MetricCollection, State
-from core.codec import layout_to_json, slice_key_to_json
-from core.evaluation import OVERALL
-from core.states import STATE_KINDS
+from mergeable_metrics import ContinualEvaluation, Evaluation, MetricCollection, State
+from mergeable_metrics.states.codec import layout_to_json, slice_key_to_json
+from mergeable_metrics.evaluation.evaluation import OVERALL
+from mergeable_metrics.states.base import STATE_KINDS
 from tests._helpers.frames import accumulator_frame, field, fields_of, state_frame, with_crc
 
-pytestmark = pytest.mark.filterwarnings("ignore::core.UndefinedMetricWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::mergeable_metrics.UndefinedMetricWarning")
 
 CLEAR = re.compile(
     r"corrupt|truncat|magic|version|checksum|trailing|unknown|expected|belong|layout|invalid|missing|twice"
@@ -93,8 +93,8 @@ def sample_states() -> dict[str, State]:
     ev = ContinualEvaluation(num_tasks=2, num_classes=3, evaluations_per_task=1)
     ev.update([0, 0, 1, 1], [0, 1, 0, 1], [0, 2, 1, 1], [0, 1, 1, 1], step=[None, 0, None, 0])
     got["continual"] = ev.state
-    from core._inputs import Batch
-    from core.multilabel import MultilabelLayout, MultilabelSamplewiseState
+    from mergeable_metrics.inputs.validation import Batch
+    from mergeable_metrics.metrics.multilabel import MultilabelLayout, MultilabelSamplewiseState
 
     got["multilabel_samplewise"] = MultilabelSamplewiseState.zero(MultilabelLayout(3, (0.5,))).fold(
         Batch(np.array([[1, 0, 1], [0, 1, 0]]), np.array([[0.9, 0.2, 0.6], [0.3, 0.8, 0.1]]), None, np.array([1.5, 0.25]), ids=np.array([7, -2]))
@@ -367,7 +367,7 @@ def test_invalid_utf8_in_frames_is_a_value_error():
 
 # -- the counting-pass profile (max_slices / quantiles) ----------------------------------------------
 def _profile():
-    from core.slice_profile import SliceProfiler
+    from mergeable_metrics.evaluation.profile import SliceProfiler
 
     p = SliceProfiler(["g;max_slices=1", "g,h;max_slices=2;by=weight", "x:quantiles=3"], weight_col="w")
     rows = {"g": ["a", "b", "a", None, "c"], "h": [1, 1, 2, 2, 1], "x": [0.5, 1.5, -2.0, 3.0, 0.5], "w": [1.0, 2.0, 0.5, 1.0, 1.0]}
@@ -391,7 +391,7 @@ def test_every_truncation_and_bit_flip_of_a_slice_profile_is_rejected():
 def test_crafted_slice_profiles_never_decode_to_a_bad_profile(data):
     """Profiles with a valid checksum (``SliceProfile.encode`` does not check what it writes)
     holding bad counts, weights, key orders, flags, sketch levels or duplicate parts."""
-    from core.slice_profile import KeyCounts, SliceProfile, ValueSketch
+    from mergeable_metrics.evaluation.profile import KeyCounts, SliceProfile, ValueSketch
 
     profiler, prof = _profile()
     draw = data.draw
@@ -427,7 +427,7 @@ def test_crafted_slice_profiles_never_decode_to_a_bad_profile(data):
         parts[name] = sketch
     blob = SliceProfile(parts).encode()
     if draw(st.booleans()):  # a part written twice
-        from core.slice_profile import _encode_part
+        from mergeable_metrics.evaluation.profile import _encode_part
 
         body = blob[:-4]
         n = int.from_bytes(body[4:6], "little")

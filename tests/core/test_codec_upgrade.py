@@ -16,12 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from core import Evaluation, MetricCollection, State
-from core import codec
+from mergeable_metrics import Evaluation, MetricCollection, State
+from mergeable_metrics.states import codec
 from tests._helpers.compare import assert_states_equal
 from tests._helpers.frames import accumulator_frame
 
-pytestmark = pytest.mark.filterwarnings("ignore::core.UndefinedMetricWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::mergeable_metrics.UndefinedMetricWarning")
 
 FIXTURES = json.loads((Path(__file__).parent / "data" / "codec_v1_fixtures.json").read_text())
 ROWS = FIXTURES["rows"]

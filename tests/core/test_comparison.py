@@ -15,13 +15,13 @@ from hypothesis import strategies as st
 from scipy.stats import binomtest
 from sklearn.metrics import accuracy_score, f1_score, precision_score, recall_score
 
-from core import Evaluation
-from core.comparison import newcombe_interval, paired_proportion, verdict
-from core.intervals import wilson
-from core.paired_state import PairedConfusionLayout, PairedConfusionState
-from core.results import Comparison, Results
+from mergeable_metrics import Evaluation
+from mergeable_metrics.uncertainty.comparison import newcombe_interval, paired_proportion, verdict
+from mergeable_metrics.uncertainty.intervals import wilson
+from mergeable_metrics.uncertainty.paired_state import PairedConfusionLayout, PairedConfusionState
+from mergeable_metrics.results.results import Comparison, Results
 
-pytestmark = pytest.mark.filterwarnings("ignore::core.metrics.UndefinedMetricWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::mergeable_metrics.metrics.base.UndefinedMetricWarning")
 
 
 def _data(n=3000, seed=0, k=2):
@@ -204,7 +204,7 @@ def test_empty_batches_and_sorted_input_and_merge_order():
 @given(st.lists(st.tuples(st.integers(0, 1), st.integers(0, 1), st.integers(0, 1), st.integers(1, 3)), max_size=40), st.randoms())
 def test_joint_state_merge_laws(rows, rnd):
     lay = PairedConfusionLayout(2, 0.5)
-    from core._inputs import Batch
+    from mergeable_metrics.inputs.validation import Batch
 
     def state(part):
         if not part:
@@ -326,7 +326,7 @@ def test_an_undefined_delta_has_no_interval_and_says_why():
     # newcomer report: a baseline without predicted positives printed "null [-0.12, +0.85]"
     import warnings
 
-    from core import Evaluation
+    from mergeable_metrics import Evaluation
 
     y = [0, 1, 1, 0, 1, 0, 1, 1]
     with warnings.catch_warnings():

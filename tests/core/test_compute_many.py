@@ -1,7 +1,7 @@
 """Plan.compute_many (metrics over a leading axis) equals compute_detailed per element, bit for bit.
 
-The reference is :meth:`core.plan.Plan.compute_detailed` of each element on its own (the scalar
-path, itself tested against scikit-learn); the vectorised path (core.stacked) must give the same
+The reference is :meth:`mergeable_metrics.collection.plan.Plan.compute_detailed` of each element on its own (the scalar
+path, itself tested against scikit-learn); the vectorised path (mergeable_metrics.collection.stacked) must give the same
 floats (compared by their bits), the same Python types, the same NaN entries, certified bounds and
 undefined entries, for random states of every metric in the registry and its variants (averages,
 zero_division, weights, several thresholds, ignore_index, kappa weights, ...). The cell entry
@@ -18,12 +18,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from core import Plan, Task
-from core.metrics import REGISTRY
-from core.plan import make_task
-from core.stacked import CELL_KINDS, _vectorised, compute_many
-from core.states import BinaryConfusionState, ConfusionMatrixState
-from core.formats import make_batch
+from mergeable_metrics import Plan, Task
+from mergeable_metrics.metrics.base import REGISTRY
+from mergeable_metrics.collection.plan import make_task
+from mergeable_metrics.collection.stacked import CELL_KINDS, _vectorised, compute_many
+from mergeable_metrics.states.base import BinaryConfusionState, ConfusionMatrixState
+from mergeable_metrics.inputs.formats import make_batch
 
 pytestmark = pytest.mark.filterwarnings("ignore")
 
@@ -33,7 +33,7 @@ AVERAGES = ("micro", "macro", "weighted", "none")
 
 def _names(kind: str) -> list[str]:
     # mean_measure needs a measure column; the retrieval metrics query ids (tests/core/test_retrieval.py)
-    return sorted({c.name for c in REGISTRY.values() if kind in c.tasks and c.__module__ != "core.retrieval"} - {"mean_measure"})
+    return sorted({c.name for c in REGISTRY.values() if kind in c.tasks and c.__module__ != "mergeable_metrics.metrics.retrieval"} - {"mean_measure"})
 
 
 def binary_metrics(zd: str) -> list[str]:

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from sklearn.metrics import confusion_matrix
 
-from core import Evaluation, MetricCollection
+from mergeable_metrics import Evaluation, MetricCollection
 
 
 def test_rows_predicted_is_sklearns_transpose():

@@ -1,4 +1,4 @@
-"""core.ContinualEvaluation / OCLMetrics: hand-computed values, CapyMOA's formulas, merge laws, codec."""
+"""mergeable_metrics.ContinualEvaluation / OCLMetrics: hand-computed values, CapyMOA's formulas, merge laws, codec."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pyarrow as pa
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from core import ContinualEvaluation, ContinualState, OCLMetrics, merge
+from mergeable_metrics import ContinualEvaluation, ContinualState, OCLMetrics, merge
 
 # A small event list, T=2 tasks, K=2 classes, H=1 anytime evaluation per task, computed by hand:
 #   (trained_task, step, evaluated_task, labels, predictions)
@@ -166,7 +166,7 @@ def test_bad_configuration(kw, name):
 def test_merge_codec_pickle_and_configuration_mismatch():
     a, b = _fold(EVENTS[:3]), _fold(EVENTS[3:])
     whole = _fold(EVENTS)
-    assert merge(a, b) == whole and merge(b, a) == whole and a != whole  # core.merge: a new one
+    assert merge(a, b) == whole and merge(b, a) == whole and a != whole  # mergeable_metrics.merge: a new one
     assert ContinualEvaluation(2, 2, 1).merge(whole) == whole  # zero is the identity
     assert a.merge(b) is a and a == whole and b == _fold(EVENTS[3:])  # .merge: in place
     c = _fold(EVENTS[:3])
@@ -232,7 +232,7 @@ def _crafted(layout_json: str, arrays: dict) -> bytes:
     import struct
     import zlib
 
-    from core import codec
+    from mergeable_metrics.states import codec
 
     parts = [codec._STATE_MAGIC, bytes([codec.VERSION]), codec._str16("continual"), bytes([ContinualState.VERSION]), codec._str32(layout_json)]
     parts.append(struct.pack("<H", len(ContinualState.STORED_FIELDS)))
@@ -283,7 +283,7 @@ def test_fold_events_reads_and_names_the_users_label_and_prediction_columns():
 def test_nan_steps_in_object_containers_mean_after_the_task():
     # None, NaN and an Arrow null all mark the evaluation after the task (R), in a list, an object
     # array and row dicts (Beam's elements); the hand-computed EVENTS fold is the reference
-    from beam_metrics.continual import ContinualCombineFn
+    from mergeable_metrics.beam.continual import ContinualCombineFn
 
     rows = [(tr, step, e, y, p) for tr, step, e, ys, ps in EVENTS for y, p in zip(ys, ps)]
     for null in (float("nan"), np.float64("nan"), None):

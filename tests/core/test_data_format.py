@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from core import Evaluation, MetricCollection
-from core.metrics import Accuracy, Recall, Task
+from mergeable_metrics import Evaluation, MetricCollection
+from mergeable_metrics.metrics.base import Accuracy, Recall, Task
 
 
 class OneHotAccuracy(Accuracy):  # no name of its own: not registered

@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 from sklearn.metrics import fowlkes_mallows_score, precision_score, recall_score, roc_auc_score
 
-from core import Evaluation, Metric, MetricCollection, Plan, Task, resolve
+from mergeable_metrics import Evaluation, Metric, MetricCollection, Plan, Task, resolve
 
-pytestmark = pytest.mark.filterwarnings("ignore::core.UndefinedMetricWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::mergeable_metrics.UndefinedMetricWarning")
 
 
 def test_fowlkes_mallows_equals_sklearn_on_the_pairs_of_two_clusterings():
@@ -166,7 +166,7 @@ def test_compute_many_and_cells_give_compute_detailed_values_for_dependencies():
 # -- intervals of a metric with dependencies (issue 28, item 6) ---------------------------------
 def _define_gmean():
     """The ``GMean`` of docs/add_a_metric.md, section 5, as written there."""
-    from core import REGISTRY
+    from mergeable_metrics import REGISTRY
 
     REGISTRY.pop("g_mean", None)  # the docs' doctest may have registered it in this process
 
@@ -207,8 +207,8 @@ def test_gmean_of_the_docs_gets_a_bootstrap_interval_equal_to_a_numpy_row_weight
     not name its dependencies' states). Reference: the same Poisson weights per hash bucket of
     each row's id, applied to the rows with numpy, g-mean of each replicate, numpy's quantiles.
     ``slot_form``: with ``mean_measure`` (no bucket-stacked state) every bucket is a slot."""
-    from core._inputs import Batch
-    from core.bootstrap import element_buckets, replicate_weights
+    from mergeable_metrics.inputs.validation import Batch
+    from mergeable_metrics.uncertainty.bootstrap import element_buckets, replicate_weights
 
     _define_gmean()
     d, R, B = _gmean_data(), 300, 32
@@ -237,7 +237,7 @@ def test_gmean_of_the_docs_gets_a_posterior_interval_from_the_same_draws_as_its_
     """ci="posterior" listed the GMean as unsupported (no interval, silently). Reference: the
     Dirichlet draws of the slice's cells [tn, fp, fn, tp] (counted with numpy), g-mean of each
     draw, numpy's median-unbiased quantiles; recall's interval from the same draws."""
-    from core.intervals import draw_seed
+    from mergeable_metrics.uncertainty.intervals import draw_seed
 
     _define_gmean()
     d, R = _gmean_data(), 400

@@ -1,6 +1,6 @@
 """Exact, order-independent sums (issue 11, item 7).
 
-* :mod:`core.exact`: the exact sum of any finite floats is ``math.fsum`` (correctly rounded) and,
+* :mod:`mergeable_metrics._util.exact`: the exact sum of any finite floats is ``math.fsum`` (correctly rounded) and,
   as a rational, the true sum; products are exact too; any merge order gives the same bits.
 * Every state kind with float weights or values is bit-identical (``==`` on every field and limb,
   byte-identical encodings) for any batching, sharding and merge order, also with adversarial
@@ -22,14 +22,14 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from core import codec
-from core._inputs import Batch
-from core.calibration import CalibrationBinsLayout, CalibrationBinsState, ProbabilitySumsLayout, ProbabilitySumsState
-from core.exact import ExactSums, exact_sum, exact_sum_products
-from core.measure import MeanMeasureLayout, MeanMeasureState
-from core.multilabel import MultilabelLayout, MultilabelState
-from core.regression import RegressionLayout, RegressionMomentsState
-from core.states import (
+from mergeable_metrics.states import codec
+from mergeable_metrics.inputs.validation import Batch
+from mergeable_metrics.metrics.calibration import CalibrationBinsLayout, CalibrationBinsState, ProbabilitySumsLayout, ProbabilitySumsState
+from mergeable_metrics._util.exact import ExactSums, exact_sum, exact_sum_products
+from mergeable_metrics.metrics.measure import MeanMeasureLayout, MeanMeasureState
+from mergeable_metrics.metrics.multilabel import MultilabelLayout, MultilabelState
+from mergeable_metrics.metrics.regression import RegressionLayout, RegressionMomentsState
+from mergeable_metrics.states.base import (
     BinaryConfusionLayout,
     BinaryConfusionState,
     ConfusionMatrixLayout,
@@ -38,13 +38,13 @@ from core.states import (
     ExampleCountState,
     State,
 )
-from core.score_distribution import (
+from mergeable_metrics.states.score_distribution import (
     ClassScoreDistributionLayout,
     ClassScoreDistributionState,
     ScoreDistributionLayout,
     ScoreDistributionState,
 )
-from core.topk import TopKLayout, TopKState
+from mergeable_metrics.metrics.topk import TopKLayout, TopKState
 from tests._helpers import merge_tree, random_shards
 
 FINITE = st.floats(allow_nan=False, allow_infinity=False)  # subnormals and +-1.8e308 included

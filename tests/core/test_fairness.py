@@ -1,4 +1,4 @@
-"""Fairness across slices (core.fairness, Results.fairness) on hand-computed cases, and the
+"""Fairness across slices (mergeable_metrics.results.fairness, Results.fairness) on hand-computed cases, and the
 selection_rate metric it reads (parity with a numpy computation, merge laws)."""
 
 from __future__ import annotations
@@ -11,11 +11,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core import Evaluation, MetricCollection
-from core.fairness import compute_fairness, parse_reference
+from mergeable_metrics import Evaluation, MetricCollection
+from mergeable_metrics.results.fairness import compute_fairness, parse_reference
 from tests._helpers import BINARY_GRID, binary_case
 
-pytestmark = pytest.mark.filterwarnings("ignore::core.metrics.UndefinedMetricWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::mergeable_metrics.metrics.base.UndefinedMetricWarning")
 
 # group a: y 1 1 0 0, predictions (p >= 0.5) 1 0 1 0 -> tp 1 fn 1 fp 1 tn 1
 # group b: y 1 1 0 0, predictions 1 1 0 0         -> tp 2 fn 0 fp 0 tn 2
@@ -135,7 +135,7 @@ def test_several_specs_and_errors():
 
 
 def test_suppressed_slices_are_listed_not_compared():
-    from core.results import SliceResult
+    from mergeable_metrics.results.results import SliceResult
 
     r = _results(min_slice_size=3)  # g=c (2 rows) is suppressed, and g=a with it (its names are withheld)
     f = r.fairness("recall")

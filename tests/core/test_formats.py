@@ -7,8 +7,8 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from core import Evaluation, MetricCollection, Task
-from core.formats import FORMATS, Converted, InputFormat, as_nd_array, build_batch, register_format, resolve_format
+from mergeable_metrics import Evaluation, MetricCollection, Task
+from mergeable_metrics.inputs.formats import FORMATS, Converted, InputFormat, as_nd_array, build_batch, register_format, resolve_format
 from tests._helpers import close
 
 P = [[0.2, 0.5, 0.3], [0.1, 0.1, 0.8], [0.6, 0.3, 0.1], [0.3, 0.3, 0.4]]
@@ -195,7 +195,7 @@ def test_task_kinds_and_validation():
 def test_example_count_is_an_int_again_after_long_format_rows():
     """Spark's result rows hold every value as a double: example_count must come back as the int
     core and Beam report, or metrics.json differs between engines ("12000.0" vs "12000")."""
-    from core.results import Results
+    from mergeable_metrics.results.results import Results
 
     ev = Evaluation(label_col="y", score_col="s", slices=["g"], metrics=["example_count", "f1"])
     res = ev.evaluate([{"y": [1, 0, 1], "s": [0.9, 0.2, 0.4], "g": ["a", "b", "a"]}])

@@ -1,6 +1,6 @@
-"""The slice-vectorised fold (core.grouped) against the per-slice fold, for every state kind.
+"""The slice-vectorised fold (mergeable_metrics.slicing.grouped) against the per-slice fold, for every state kind.
 
-``Evaluation.fold`` into its :class:`core.evaluation.Accumulator` folds every slice of a spec in
+``Evaluation.fold`` into its :class:`mergeable_metrics.evaluation.evaluation.Accumulator` folds every slice of a spec in
 one pass (cell tables, sorted score runs); folding into a plain dict takes each slice's rows out
 of the batch and folds them on their own (the first release's fold). On random data with random
 slice specs (crosses, filters, missing values, list-valued columns, ``max_slices``), random
@@ -16,8 +16,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core import Evaluation
-from core.evaluation import Accumulator
+from mergeable_metrics import Evaluation
+from mergeable_metrics.evaluation.evaluation import Accumulator
 
 #: (task kwargs, metrics): together every state kind of the library
 CONFIGS = {
@@ -172,7 +172,7 @@ def test_fold_after_reading_the_accumulator_keeps_adding():
 @pytest.mark.parametrize("capacity", [2, 3, 5])
 def test_score_distribution_slices_past_capacity_are_the_compressed_states(capacity):
     """A slice with more distinct scores than the capacity is compressed exactly as its own fold."""
-    from core.score_distribution import ScoreDistributionLayout, ScoreDistributionState
+    from mergeable_metrics.states.score_distribution import ScoreDistributionLayout, ScoreDistributionState
 
     rng = np.random.default_rng(capacity)
     y, s = rng.integers(0, 2, 40), rng.random(40)
@@ -193,7 +193,7 @@ def test_heavy_slots_fold_into_their_own_state_equal_to_the_per_slice_fold(heavy
     together: both give the per-slice fold's states, in any mix across batches and merges."""
     from unittest import mock
 
-    from core.grouped import DistributionStack
+    from mergeable_metrics.slicing.grouped import DistributionStack
 
     rng = np.random.default_rng(heavy + capacity)
     n = 9_000

@@ -1,4 +1,4 @@
-"""Regressions of the slice-vectorised fold (core.grouped, the Accumulator's blocks) found by
+"""Regressions of the slice-vectorised fold (mergeable_metrics.slicing.grouped, the Accumulator's blocks) found by
 attacking it: each test names what it guards; references are hand counts, numpy, scikit-learn or
 the per-slice fold (folding into a plain dict)."""
 
@@ -8,8 +8,8 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from core import Evaluation, UndefinedMetricWarning
-from core.accumulator import Accumulator
+from mergeable_metrics import Evaluation, UndefinedMetricWarning
+from mergeable_metrics.evaluation.accumulator import Accumulator
 
 
 def _per_slice(ev: Evaluation, batches: list) -> dict:

@@ -2,7 +2,7 @@
 on binary 1-D scores (issue 17), against scikit-learn.
 
 ``labels=`` is a compute-time option over the existing confusion (and multilabel) states; binary
-top-k accuracy has its own small state (:class:`core.topk.BinaryTopKState`), whose merge law is
+top-k accuracy has its own small state (:class:`mergeable_metrics.metrics.topk.BinaryTopKState`), whose merge law is
 tested with random shards (empty ones included) and random merge trees.
 """
 
@@ -26,13 +26,13 @@ from sklearn.metrics import (
     top_k_accuracy_score,
 )
 
-from core import Evaluation, MetricCollection, State
-from core._inputs import Batch
-from core.topk import BinaryTopKLayout, BinaryTopKState
+from mergeable_metrics import Evaluation, MetricCollection, State
+from mergeable_metrics.inputs.validation import Batch
+from mergeable_metrics.metrics.topk import BinaryTopKLayout, BinaryTopKState
 from tests._helpers import close, merge_tree, random_shards
 
 pytestmark = pytest.mark.filterwarnings(
-    "ignore::core.metrics.UndefinedMetricWarning", "ignore::sklearn.exceptions.UndefinedMetricWarning", "ignore:A single label was found:UserWarning"
+    "ignore::mergeable_metrics.metrics.base.UndefinedMetricWarning", "ignore::sklearn.exceptions.UndefinedMetricWarning", "ignore:A single label was found:UserWarning"
 )
 
 SKLEARN = {"precision": precision_score, "recall": recall_score, "f1": f1_score, "iou": jaccard_score}
@@ -166,7 +166,7 @@ def test_labels_by_class_value_with_classes():
 
 def test_labels_in_python_lists_and_numeric_class_values():
     mc = MetricCollection("f1@macro@labels=3|1", num_classes=4)
-    from core.metrics import resolve
+    from mergeable_metrics.metrics.base import resolve
     assert resolve("f1@none@labels=2|0", mc.task).key == "f1@none@labels=2|0"
     mc2 = MetricCollection("precision@none@labels=1|-1", classes=[-1, 0, 1])
     mc2.update([-1, 0, 1, 1], y_pred=[-1, 1, 1, 0])
@@ -302,7 +302,7 @@ def test_analytic_ci_with_labels_are_those_classes_intervals(metric):
     lo, hi = r.ci[f"{metric}@none"]
     lo2, hi2 = r.ci[f"{metric}@none@labels=2|0"]
     assert np.array_equal(lo2, lo[[2, 0]]) and np.array_equal(hi2, hi[[2, 0]])
-    from core.intervals import wilson  # the Wilson interval of the pooled counts of classes 1 and 3
+    from mergeable_metrics.uncertainty.intervals import wilson  # the Wilson interval of the pooled counts of classes 1 and 3
 
     tp = sum(np.sum((y == c) & (p == c)) for c in (1, 3))
     den = sum(np.sum((p if metric == "precision" else y) == c) for c in (1, 3))
@@ -310,14 +310,14 @@ def test_analytic_ci_with_labels_are_those_classes_intervals(metric):
 
 
 def test_labels_as_a_python_list_and_a_class_with_a_bar():
-    from core.metrics import F1, Task
+    from mergeable_metrics.metrics.base import F1, Task
 
     m = F1(Task(num_classes=4), average="macro", labels=[2, 0])
     assert m.key == "f1@macro@labels=2|0" and m.p["labels"] == (2, 0)
     with pytest.raises(ValueError, match=r"labels is empty"):
         F1(Task(num_classes=4), average="macro", labels=[])
     assert MetricCollection("f1@none@labels=dog", classes=["a|b", "dog"]).plan.metrics[0].p["labels"] == (1,)
-    from core.metrics import class_values
+    from mergeable_metrics.metrics.base import class_values
 
     with class_values(["a|b", "dog"]), pytest.raises(ValueError, match=r"contains '[|]'"):
         F1(Task(num_classes=2, multiclass=True), average="macro", labels=["a|b"])
@@ -360,7 +360,7 @@ def test_labels_metrics_of_any_sharding_equal_sklearn_on_all_rows(data, seed):
 
 def test_decoded_binary_top_k_state_with_more_hits_than_weight_is_refused():
     # encode() does not check what it writes: bytes claiming 5 correct rows out of 1 gave an accuracy of 5.0
-    from core.topk import BinaryTopKLayout, BinaryTopKState
+    from mergeable_metrics.metrics.topk import BinaryTopKLayout, BinaryTopKState
 
     bad = BinaryTopKState(BinaryTopKLayout(), {"hits": np.array([0.5, 5.0]), "weight": np.float64(1.0), "outside": np.int64(1)})
     with pytest.raises(ValueError, match=r"binary_top_k state: hits\[1\] = 5.0 exceeds the weight 1.0"):

@@ -1,10 +1,11 @@
-"""The import contracts of ``core`` (``[tool.importlinter]`` in pyproject.toml) hold.
+"""The import contracts of ``mergeable_metrics`` (``[tool.importlinter]`` in pyproject.toml) hold.
 
-``core`` reads bottom-up (input checks, states, metrics, plans and slicing, results, evaluation:
-the ``core-layers`` contract), has no import cycle between its modules, function-level imports
-included (``core-acyclic``), and never imports the pipelines, the engines or their libraries
-(``core-engine-free``); the engine adapters (``beam_metrics``, ``spark_metrics``) never import
-the pipelines built on them (``adapters-below-pipelines``). The contracts are run by import-linter's ``lint-imports`` in a fresh
+The package reads bottom-up (``_util``, ``inputs``, ``states``, ``metrics``, ``collection | slicing``,
+``results``, ``uncertainty``, ``evaluation``, ``time | aggregation``, then the adapters ``beam | spark``
+and ``pipelines`` on top: the ``layers`` contract; the metric families above their base:
+``metric-families``), has no import cycle between sibling modules anywhere, function-level imports
+included (``acyclic``), and the engine-free layer never imports the pipelines, the engines or their
+libraries (``engine-free``). The contracts are run by import-linter's ``lint-imports`` in a fresh
 interpreter; a failure shows its report (which import breaks which contract).
 """
 
@@ -19,12 +20,14 @@ import importlinter  # noqa: F401  (the test extra installs it: fail here rather
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("core", "pipelines", "beam_metrics", "spark_metrics")
+#: the package's folders in the repository and where they sit in the package (pyproject's package-dir)
+FOLDERS = {"core": "mergeable_metrics", "beam_metrics": "mergeable_metrics/beam", "spark_metrics": "mergeable_metrics/spark", "pipelines": "mergeable_metrics/pipelines"}
+CONTRACTS = 4
 
 
 def lint_imports(root: Path) -> subprocess.CompletedProcess:
     """``lint-imports`` of ``root``'s pyproject.toml, with ``root`` first on the import path."""
-    code = "import sys; from importlinter.cli import lint_imports_command; sys.exit(lint_imports_command())"
+    code = "import sys; sys.path.insert(0, '.'); from importlinter.cli import lint_imports_command; sys.exit(lint_imports_command())"
     return subprocess.run(
         [sys.executable, "-c", code, "--no-cache", "--no-logo", "pyproject.toml"],
         cwd=root,
@@ -35,29 +38,37 @@ def lint_imports(root: Path) -> subprocess.CompletedProcess:
     )
 
 
-def test_core_import_contracts_hold():
-    proc = lint_imports(REPO_ROOT)
+def assemble(root: Path) -> Path:
+    """The package laid out under ``root`` as it is installed (``mergeable_metrics/`` with its
+    subpackages), with the pyproject: import-linter walks folders, and in an editable install
+    the adapters' folders are not below ``core/``."""
+    for folder, target in FOLDERS.items():
+        shutil.copytree(REPO_ROOT / folder, root / target, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(REPO_ROOT / "pyproject.toml", root / "pyproject.toml")
+    return root
+
+
+def test_import_contracts_hold(tmp_path):
+    proc = lint_imports(assemble(tmp_path))
     report = proc.stdout + proc.stderr
     assert proc.returncode == 0, report
-    assert "4 kept, 0 broken" in report, report  # all four ran
+    assert f"{CONTRACTS} kept, 0 broken" in report, report  # all of them ran
 
 
 @pytest.fixture(scope="module")
 def broken_copy(tmp_path_factory) -> Path:
-    """A copy of the packages with one upward import that also closes a cycle (the states
-    reading the metrics, inside a function as cycles used to be hidden), one import of the
-    pipelines from ``core`` and one from an engine adapter (as ``beam_metrics.latelabels`` once
-    read ``pipelines.latelabels``)."""
-    root = tmp_path_factory.mktemp("layers")
-    for pkg in PACKAGES:
-        shutil.copytree(REPO_ROOT / pkg, root / pkg, ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copy(REPO_ROOT / "pyproject.toml", root / "pyproject.toml")
-    with open(root / "core" / "states.py", "a", encoding="utf-8") as f:
-        f.write("\n\ndef _metrics():\n    from core.metrics import REGISTRY\n\n    return REGISTRY\n")
-    with open(root / "core" / "results.py", "a", encoding="utf-8") as f:
-        f.write("\n\ndef _report():\n    from pipelines import report\n\n    return report\n")
-    with open(root / "beam_metrics" / "latelabels.py", "a", encoding="utf-8") as f:
-        f.write("\n\ndef _join():\n    from pipelines import latelabels\n\n    return latelabels\n")
+    """The package assembled as installed (``mergeable_metrics/`` with its subpackages) with one
+    upward import that also closes a cycle (the states reading the metrics, inside a function as
+    cycles used to be hidden), one import of the pipelines from the engine-free layer and one
+    from an engine adapter (as ``beam.latelabels`` once read ``pipelines.latelabels``)."""
+    root = assemble(tmp_path_factory.mktemp("layers"))
+    pkg = root / "mergeable_metrics"
+    with open(pkg / "states" / "base.py", "a", encoding="utf-8") as f:
+        f.write("\n\ndef _metrics():\n    from mergeable_metrics.metrics.base import REGISTRY\n\n    return REGISTRY\n")
+    with open(pkg / "results" / "results.py", "a", encoding="utf-8") as f:
+        f.write("\n\ndef _report():\n    from mergeable_metrics.pipelines import report\n\n    return report\n")
+    with open(pkg / "beam" / "latelabels.py", "a", encoding="utf-8") as f:
+        f.write("\n\ndef _join():\n    from mergeable_metrics.pipelines import latelabels\n\n    return latelabels\n")
     return root
 
 
@@ -65,8 +76,9 @@ def test_import_contracts_report_an_upward_import_a_cycle_and_a_pipelines_import
     proc = lint_imports(broken_copy)
     report = proc.stdout + proc.stderr
     assert proc.returncode != 0, report
-    assert "0 kept, 4 broken" in report, report
-    assert "beam_metrics is not allowed to import pipelines" in report and "beam_metrics.latelabels -> pipelines.latelabels" in report, report
-    assert "core.states is not allowed to import core.metrics" in report, report
-    assert "core is not allowed to import pipelines" in report and "core.results -> pipelines.report" in report, report
-    assert ".states -> .metrics" in report or ".metrics -> .states" in report, report
+    assert "broken" in report and f"{CONTRACTS} kept" not in report, report
+    assert "mergeable_metrics.beam is not allowed to import mergeable_metrics.pipelines" in report, report
+    assert "mergeable_metrics.beam.latelabels -> mergeable_metrics.pipelines.latelabels" in report, report
+    assert "mergeable_metrics.states is not allowed to import mergeable_metrics.metrics" in report, report
+    assert "mergeable_metrics.results.results -> mergeable_metrics.pipelines.report" in report, report
+    assert "mergeable_metrics.states.base -> mergeable_metrics.metrics.base" in report, report

@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core import Evaluation, MetricCollection
-from core._inputs import Batch
-from core.measure import MeanMeasureLayout, MeanMeasureState
+from mergeable_metrics import Evaluation, MetricCollection
+from mergeable_metrics.inputs.validation import Batch
+from mergeable_metrics.metrics.measure import MeanMeasureLayout, MeanMeasureState
 from tests._helpers import close, merge_tree, random_shards
 
 

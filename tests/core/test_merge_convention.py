@@ -7,7 +7,7 @@
 * Values passed around (states, ``Evaluation`` / ``PrequentialEvaluation`` /
   ``WindowedEvaluation`` accumulators, ``SliceProfile``) are immutable to ``merge``: it returns a
   new object and leaves both inputs unchanged (``merge_into`` merges in place where it exists).
-* The module-level ``core.merge(a, b, ...)`` (variadic, OnlineMetrics' ``merge(metrics...)``)
+* The module-level ``mergeable_metrics.merge(a, b, ...)`` (variadic, OnlineMetrics' ``merge(metrics...)``)
   returns a new object and leaves every input unchanged, for every mergeable type.
 
 The merged values are checked against hand counts, scikit-learn and folding all rows at once.
@@ -20,9 +20,9 @@ import pickle
 import numpy as np
 import pytest
 
-from core import BinaryMetrics, ContinualEvaluation, Evaluation, MetricCollection, SingleMetric
-import core
-from core.slice_profile import SliceProfile
+from mergeable_metrics import BinaryMetrics, ContinualEvaluation, Evaluation, MetricCollection, SingleMetric
+import mergeable_metrics
+from mergeable_metrics.evaluation.profile import SliceProfile
 
 A = {"y": [1, 0, 1], "s": [0.9, 0.2, 0.4], "g": ["x", "y", "x"]}
 B = {"y": [1, 1, 0, 0], "s": [0.8, 0.1, 0.7, 0.3], "g": ["x", "z", "z", "y"]}
@@ -164,7 +164,7 @@ def test_binary_metrics_as_the_design_writes_it_workers_merged_into_total():
 
 
 def core_merge(*objs):
-    return core.merge(*objs)  # looked up when called: a missing core.merge fails these tests only
+    return mergeable_metrics.merge(*objs)  # looked up when called: a missing mergeable_metrics.merge fails these tests only
 
 
 def _updated(kind, rows):
@@ -252,7 +252,7 @@ def test_module_level_merge_returns_a_new_object_and_leaves_every_input_unchange
 
 
 def test_module_level_merge_of_states_and_profiles_returns_a_merged_value():
-    from core.states import BinaryConfusionState
+    from mergeable_metrics.states.base import BinaryConfusionState
 
     mc = [_updated("MetricCollection", r) for r in (RA, RB, RC)]
     states = [m.states[1] for m in mc]  # the binary confusion states
@@ -280,7 +280,7 @@ def test_module_level_merge_refuses_what_it_cannot_merge():
 
 
 def test_prequential_and_windowed_accumulators_are_values_merge_is_pure():
-    from core import PrequentialEvaluation
+    from mergeable_metrics import PrequentialEvaluation
 
     pe = PrequentialEvaluation(2, label_col="y", score_col="s", metrics=["tp", "fp"])
     a = pe.fold(pe.zero(), {"y": A["y"], "s": A["s"]})

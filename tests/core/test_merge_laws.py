@@ -3,7 +3,7 @@
 Laws (hypothesis):
     * identity: ``merge(zero, s) == s == merge(s, zero)`` (also byte-identical encodings);
     * commutativity: ``merge(a, b) == merge(b, a)`` exactly (float addition commutes);
-    * associativity: exact, also with float weights (float sums are exact, core.exact);
+    * associativity: exact, also with float weights (float sums are exact, mergeable_metrics._util.exact);
     * split invariance: any sharding (including empty shards and empty batches) merged along any
       binary tree gives the state of one fold bit for bit (``==`` and byte-identical encodings),
       with integer-valued and with arbitrary float weights;
@@ -24,7 +24,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from core import (
+from mergeable_metrics import (
     BinaryConfusionLayout,
     BinaryConfusionState,
     BinaryMetrics,
@@ -38,8 +38,8 @@ from core import (
     State,
     Task,
 )
-from core._inputs import Batch
-from core.formats import make_batch
+from mergeable_metrics.inputs.validation import Batch
+from mergeable_metrics.inputs.formats import make_batch
 from tests._helpers import (
     CollectionFolder,
     EvaluationFolder,
@@ -53,7 +53,7 @@ from tests._helpers import (
 from tests._helpers.strategies import binary_batches, multiclass_batches, sliced_rows
 
 # NaN results (an undefined metric) are expected in these tests; their warnings are noise here.
-pytestmark = pytest.mark.filterwarnings("ignore::core.UndefinedMetricWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::mergeable_metrics.UndefinedMetricWarning")
 
 
 REL = 1e-12
@@ -461,8 +461,8 @@ def test_evaluation_merge_different_num_classes_raises():
 )
 def test_states_from_cells_equal_folding_the_rows(data, rule, weighted):
     """Engines that count rows per cell themselves (Spark SQL) rebuild the states with
-    core.states.states_from_cells: the cells are computed here independently with numpy."""
-    from core.states import states_from_cells
+    mergeable_metrics.states.base.states_from_cells: the cells are computed here independently with numpy."""
+    from mergeable_metrics.states.base import states_from_cells
 
     y = np.array([d[0] for d in data], dtype=np.int64)
     s = np.array([d[1] for d in data], dtype=np.float64)
@@ -488,7 +488,7 @@ def test_states_from_cells_equal_folding_the_rows(data, rule, weighted):
 def test_states_from_cells_rejects_per_label_not_matching_the_thresholds():
     """A joint cell ``label * per_label + j`` is a binary confusion state's own cell only when
     ``per_label`` is its number of thresholds + 1; anything else must not build a wrong state."""
-    from core.states import states_from_cells
+    from mergeable_metrics.states.base import states_from_cells
 
     plan = Plan(["precision@threshold=0.3", "recall@threshold=0.7"], Task())  # 2 thresholds: 3 cells per label
     cells, counts = np.array([0, 3], dtype=np.int64), np.array([1, 1], dtype=np.int64)

@@ -16,7 +16,7 @@ import threading
 import numpy as np
 import pytest
 
-from core import (
+from mergeable_metrics import (
     BinaryConfusionLayout,
     BinaryConfusionState,
     BinaryMetrics,
@@ -28,10 +28,10 @@ from core import (
     MetricCollection,
     State,
 )
-from core.codec import layout_to_json, slice_key_to_json
+from mergeable_metrics.states.codec import layout_to_json, slice_key_to_json
 from tests._helpers.frames import accumulator_frame, field, state_frame, state_with
 
-pytestmark = pytest.mark.filterwarnings("ignore::core.UndefinedMetricWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::mergeable_metrics.UndefinedMetricWarning")
 
 ROWS = {"y": [1, 0, 1, 0, 1, 1], "s": [0.9, 0.2, 0.6, 0.7, 0.3, 0.8], "w": [1.0, 2.0, 0.5, 1.0, 3.0, 1.0], "g": list("aabbab")}
 
@@ -183,7 +183,7 @@ def test_binary_confusion_decode_rejects_other_kinds():
         BinaryConfusionState.decode(m.encode())
     assert type(ConfusionMatrixState.decode(m.encode())) is ConfusionMatrixState
     assert State.decode(m.encode()) == m
-    from core.score_distribution import Class0ScoreDistributionState, ScoreDistributionLayout, ScoreDistributionState
+    from mergeable_metrics.states.score_distribution import Class0ScoreDistributionState, ScoreDistributionLayout, ScoreDistributionState
 
     c0 = Class0ScoreDistributionState.zero(ScoreDistributionLayout(8))
     with pytest.raises(TypeError, match="score_distribution_class0"):
@@ -191,7 +191,7 @@ def test_binary_confusion_decode_rejects_other_kinds():
 
 
 def test_non_canonical_layouts_are_rejected():
-    from core.calibration import CalibrationBinsLayout, CalibrationBinsState
+    from mergeable_metrics.metrics.calibration import CalibrationBinsLayout, CalibrationBinsState
 
     s = CalibrationBinsState.zero(CalibrationBinsLayout((2,)))
     fields = [field(n, s.arrays[n]) for n, _ in s.FIELDS]
@@ -258,7 +258,7 @@ def test_field_with_dtype_code_zero_is_rejected():
 
 
 def test_slice_profile_with_overflowing_or_negative_counts_is_rejected():
-    from core.slice_profile import SliceProfile, SliceProfiler, ValueSketch
+    from mergeable_metrics.evaluation.profile import SliceProfile, SliceProfiler, ValueSketch
 
     p = SliceProfiler(["x:quantiles=2", "g;max_slices=1"])
     prof = p.fold(p.zero(), {"x": [0.5, 1.5, 2.5], "g": ["a", "b", "a"]})

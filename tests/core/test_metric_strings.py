@@ -7,12 +7,12 @@ import re
 import numpy as np
 import pytest
 
-from core import REGISTRY, Metric, MetricCollection, Plan, Task, resolve
-from core.metrics import parse_metric_string
-from core.states import BinaryConfusionState, ExampleCountState
+from mergeable_metrics import REGISTRY, Metric, MetricCollection, Plan, Task, resolve
+from mergeable_metrics.metrics.base import parse_metric_string
+from mergeable_metrics.states.base import BinaryConfusionState, ExampleCountState
 
 # NaN results (an undefined metric) are expected in these tests; their warnings are noise here.
-pytestmark = pytest.mark.filterwarnings("ignore::core.UndefinedMetricWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::mergeable_metrics.UndefinedMetricWarning")
 
 BINARY = Task()
 MULTI = Task(num_classes=3)
@@ -284,7 +284,7 @@ def test_repr_of_an_empty_collection_does_not_fail():
 
 
 # ---------------------------------------------------------------------------------------------
-# size parameters have documented maxima (core.limits): nothing allocates or loops without bound
+# size parameters have documented maxima (mergeable_metrics._util.limits): nothing allocates or loops without bound
 @pytest.mark.parametrize(
     "metric, task, parameter, maximum",
     [
@@ -302,7 +302,7 @@ def test_size_parameters_above_their_maximum_raise_naming_parameter_and_maximum(
 
 
 def test_size_parameters_at_their_maximum_are_accepted():
-    from core import limits
+    from mergeable_metrics._util import limits
 
     assert resolve(f"ece@n_bins={limits.MAX_N_BINS}", BINARY).p["n_bins"] == limits.MAX_N_BINS
     assert resolve(f"top_k_accuracy@k={limits.MAX_TOP_K}", MULTI).p["k"] == limits.MAX_TOP_K
@@ -319,7 +319,7 @@ def test_fbeta_with_huge_beta_is_a_value_error_not_an_overflow():
 
 
 def test_num_classes_and_thresholds_above_their_maximum_raise():
-    from core.states import BinaryConfusionLayout
+    from mergeable_metrics.states.base import BinaryConfusionLayout
 
     with pytest.raises(ValueError, match=r"num_classes must be at most 10000, got 1000000"):
         Task(num_classes=10**6)
@@ -344,10 +344,10 @@ def test_num_classes_and_thresholds_above_their_maximum_raise():
     ],
 )
 def test_crafted_layouts_raise_value_error_not_overflow_error(build, message):
-    from core.calibration import CalibrationBinsLayout  # noqa: F401
-    from core.multilabel import MultilabelLayout  # noqa: F401
-    from core.states import BinaryConfusionLayout, ConfusionMatrixLayout  # noqa: F401
-    from core.topk import TopKLayout  # noqa: F401
+    from mergeable_metrics.metrics.calibration import CalibrationBinsLayout  # noqa: F401
+    from mergeable_metrics.metrics.multilabel import MultilabelLayout  # noqa: F401
+    from mergeable_metrics.states.base import BinaryConfusionLayout, ConfusionMatrixLayout  # noqa: F401
+    from mergeable_metrics.metrics.topk import TopKLayout  # noqa: F401
 
     with pytest.raises(ValueError, match=re.escape(message)):
         eval(build)

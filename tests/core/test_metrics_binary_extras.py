@@ -18,7 +18,7 @@ import pytest
 from sklearn import metrics as skm
 from sklearn.calibration import calibration_curve
 
-from core import MetricCollection
+from mergeable_metrics import MetricCollection
 from tests._helpers import BINARY_GRID, binary_case, close
 
 NAN = float("nan")

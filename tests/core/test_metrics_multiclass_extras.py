@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from sklearn import metrics as skm
 
-from core import MetricCollection
+from mergeable_metrics import MetricCollection
 from tests._helpers import MULTICLASS_GRID, close, multiclass_case
 
 NAN = float("nan")

@@ -17,9 +17,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn import metrics as skm
 
-from core import MetricCollection
-from core._inputs import Batch
-from core.multilabel import MultilabelLayout, MultilabelState
+from mergeable_metrics import MetricCollection
+from mergeable_metrics.inputs.validation import Batch
+from mergeable_metrics.metrics.multilabel import MultilabelLayout, MultilabelState
 from tests._helpers import close, fold_plan_sharded, merge_tree, random_shards
 
 L = 4
@@ -217,8 +217,8 @@ def test_jaccard_samples_by_hand_and_shares_no_state_with_the_counts():
 @settings(max_examples=30, deadline=None)
 @given(rows=st.lists(st.tuples(st.integers(0, 7), st.integers(0, 7), st.sampled_from([0.0, 1.0, 0.1, 3.0])), max_size=30), seed=st.integers(0, 2**32 - 1))
 def test_jaccard_samples_state_merges_bit_for_bit(rows, seed):
-    from core import Plan, Task
-    from core.states import State
+    from mergeable_metrics import Plan, Task
+    from mergeable_metrics.states.base import State
 
     rng = np.random.default_rng(seed)
     Y = np.array([[(r[0] >> b) & 1 for b in range(3)] for r in rows], dtype=np.int64).reshape(-1, 3)

@@ -13,12 +13,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.metrics import brier_score_loss, log_loss
 
-from core import Evaluation, MetricCollection, Plan, Task
-from core._inputs import Batch
-from core.states import State
+from mergeable_metrics import Evaluation, MetricCollection, Plan, Task
+from mergeable_metrics.inputs.validation import Batch
+from mergeable_metrics.states.base import State
 from tests._helpers import fold_plan_sharded
 
-pytestmark = [pytest.mark.filterwarnings("ignore::core.metrics.UndefinedMetricWarning"), pytest.mark.filterwarnings("ignore::UserWarning")]
+pytestmark = [pytest.mark.filterwarnings("ignore::mergeable_metrics.metrics.base.UndefinedMetricWarning"), pytest.mark.filterwarnings("ignore::UserWarning")]
 
 METRICS = ["log_loss", "log_loss@eps=0.01", "brier_score"]
 
@@ -119,7 +119,7 @@ def test_validation_and_empty():
 def test_bootstrap_interval_of_multilabel_log_loss_and_brier_is_batching_independent():
     """ci="bootstrap" folds the multilabel probability sums per bucket (the stacked form): the
     interval holds the point value and is the same for any batching."""
-    from core import Evaluation
+    from mergeable_metrics import Evaluation
 
     rng = np.random.default_rng(0)
     Y, P, g = rng.integers(0, 2, (300, 3)), rng.random((300, 3)), rng.choice(["a", "b"], 300)

@@ -14,10 +14,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.metrics import average_precision_score, roc_auc_score
 
-from core import Evaluation, MetricCollection, Plan, Task
-from core._inputs import Batch
-from core.metrics import resolve
-from core.score_distribution import (
+from mergeable_metrics import Evaluation, MetricCollection, Plan, Task
+from mergeable_metrics.inputs.validation import Batch
+from mergeable_metrics.metrics.base import resolve
+from mergeable_metrics.states.score_distribution import (
     LabelRankingSamplesLayout,
     LabelRankingSamplesState,
     LabelScoreDistributionLayout,
@@ -25,10 +25,10 @@ from core.score_distribution import (
     default_label_capacity,
     row_ranking_values,
 )
-from core.states import State
+from mergeable_metrics.states.base import State
 from tests._helpers import assert_bounds_contain, fold_plan_sharded
 
-pytestmark = [pytest.mark.filterwarnings("ignore::core.metrics.UndefinedMetricWarning"), pytest.mark.filterwarnings("ignore::UserWarning")]
+pytestmark = [pytest.mark.filterwarnings("ignore::mergeable_metrics.metrics.base.UndefinedMetricWarning"), pytest.mark.filterwarnings("ignore::UserWarning")]
 
 LS, LL = LabelScoreDistributionState, LabelScoreDistributionLayout
 AVERAGES = {"": "macro", "@macro": "macro", "@micro": "micro", "@weighted": "weighted", "@none": None, "@samples": "samples"}

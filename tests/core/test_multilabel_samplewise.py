@@ -14,9 +14,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.metrics import multilabel_confusion_matrix
 
-from core import Evaluation, State
-from core._inputs import Batch
-from core.multilabel import MultilabelLayout, MultilabelSamplewiseState
+from mergeable_metrics import Evaluation, State
+from mergeable_metrics.inputs.validation import Batch
+from mergeable_metrics.metrics.multilabel import MultilabelLayout, MultilabelSamplewiseState
 from tests._helpers import fold_state_shards
 
 L = 4
@@ -66,7 +66,7 @@ def test_sorted_input_and_whole_float_ids_give_the_same_matrices():
 def test_without_id_col_it_says_to_set_id_col():
     with pytest.raises(ValueError, match="multilabel_confusion_matrix@samplewise=true.*needs id_col"):
         Evaluation(label_col="y", score_col="s", task="multilabel", num_classes=L, metrics=["multilabel_confusion_matrix@samplewise=true"])
-    from core import MetricCollection
+    from mergeable_metrics import MetricCollection
 
     mc = MetricCollection("multilabel_confusion_matrix@samplewise=true", task="multilabel", num_classes=2)
     with pytest.raises(ValueError, match="needs example ids \\(set id_col"):

@@ -16,15 +16,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn import metrics as M
 
-from core import Evaluation, MetricCollection
-from core._inputs import Batch
-from core.metrics import Task
-from core.regression import RegressionLayout, RegressionMomentsState
-from core.regression_terms import RegressionTermsLayout, RegressionTermsState
-from core.states import State
+from mergeable_metrics import Evaluation, MetricCollection
+from mergeable_metrics.inputs.validation import Batch
+from mergeable_metrics.metrics.base import Task
+from mergeable_metrics.metrics.regression import RegressionLayout, RegressionMomentsState
+from mergeable_metrics.metrics.regression_terms import RegressionTermsLayout, RegressionTermsState
+from mergeable_metrics.states.base import State
 from tests._helpers import merge_tree, random_shards
 
-pytestmark = pytest.mark.filterwarnings("ignore::core.metrics.UndefinedMetricWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::mergeable_metrics.metrics.base.UndefinedMetricWarning")
 
 #: metric string -> (scikit-learn function, extra kwargs, multioutput options)
 TWO = ("raw_values", "uniform_average")

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core import Evaluation, MetricCollection
-from core._inputs import Batch
-from core.measure import MeanMeasure, MeanMeasureLayout, MeanMeasureState
+from mergeable_metrics import Evaluation, MetricCollection
+from mergeable_metrics.inputs.validation import Batch
+from mergeable_metrics.metrics.measure import MeanMeasure, MeanMeasureLayout, MeanMeasureState
 from tests._helpers.sharding import fold_sharded
 
 

@@ -1,6 +1,6 @@
 """Monoid laws, codec and configuration checks of the additive new states (issue 3): top-k rank
 histogram, probability sums (log loss / Brier), calibration bins. Any sharding and merge tree
-equals one fold bit for bit (exact sums, core.exact). (Regression moments, multilabel and
+equals one fold bit for bit (exact sums, mergeable_metrics._util.exact). (Regression moments, multilabel and
 mean-of-measure states have their own property tests next to their metrics.)"""
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core._inputs import Batch
-from core.calibration import CalibrationBinsLayout, CalibrationBinsState, ProbabilitySumsLayout, ProbabilitySumsState
-from core.states import State
-from core.topk import TopKLayout, TopKState
+from mergeable_metrics.inputs.validation import Batch
+from mergeable_metrics.metrics.calibration import CalibrationBinsLayout, CalibrationBinsState, ProbabilitySumsLayout, ProbabilitySumsState
+from mergeable_metrics.states.base import State
+from mergeable_metrics.metrics.topk import TopKLayout, TopKState
 from tests._helpers import merge_tree, random_shards
 
 DYADIC = [0.0, 0.125, 0.25, 0.5, 0.625, 0.75, 1.0]

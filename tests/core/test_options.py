@@ -1,4 +1,4 @@
-"""``Evaluation``'s options have one source, :data:`core.options.OPTIONS`: the signature, the
+"""``Evaluation``'s options have one source, :data:`mergeable_metrics.evaluation.options.OPTIONS`: the signature, the
 docstring, ``to_config()`` / ``describe()``, the fingerprint, the engines' keyword arguments and
 the CLI all follow the table."""
 
@@ -9,9 +9,9 @@ import math
 
 import pytest
 
-from core import Evaluation
-from core.evaluation import resolve_evaluation
-from core.options import OPTION_NAMES, OPTIONS
+from mergeable_metrics import Evaluation
+from mergeable_metrics.evaluation.evaluation import resolve_evaluation
+from mergeable_metrics.evaluation.options import OPTION_NAMES, OPTIONS
 
 #: three configurations that together give every option a value other than its default
 MULTICLASS = dict(
@@ -70,7 +70,7 @@ def test_engine_entry_points_accept_every_option():
 
 
 def test_beam_compute_metrics_accepts_every_option():
-    beam_transforms = pytest.importorskip("beam_metrics.transforms")
+    beam_transforms = pytest.importorskip("mergeable_metrics.beam.transforms")
     for cfg in (MULTICLASS, SCORES):
         assert beam_transforms.ComputeMetrics(**cfg).evaluation.to_config() == Evaluation(**cfg).to_config()
 
@@ -98,7 +98,7 @@ def test_option_checks_name_the_option(kw, err, match):
 
 
 def test_the_cli_sets_every_option_that_has_a_flag():
-    from pipelines.evaluate import CLI_DESTS, build_parser, evaluation_from_args
+    from mergeable_metrics.pipelines.evaluate import CLI_DESTS, build_parser, evaluation_from_args
 
     dests = {a.dest for a in build_parser()._actions}
     assert {n for n in OPTION_NAMES if CLI_DESTS.get(n, n) not in dests} == {"multiclass"}  # no flag (yet)
@@ -138,7 +138,7 @@ def _buckets_reference(level: float) -> int:
 
 @pytest.mark.parametrize("level, replicates, buckets", [(0.8, 10, 4), (0.9, 20, 6), (0.95, 40, 10), (0.99, 200, 23)])
 def test_ci_minimums_follow_from_the_level(level, replicates, buckets):
-    from core.options import ci_minimums
+    from mergeable_metrics.evaluation.options import ci_minimums
 
     assert (_replicates_reference(level), _buckets_reference(level)) == (replicates, buckets)  # the hand table agrees
     assert ci_minimums(level) == (replicates, buckets)
@@ -170,12 +170,12 @@ def test_replicates_and_buckets_are_free_without_resampling():
 def test_every_entry_point_goes_through_the_one_check(tmp_path):
     """Engines (resolve_evaluation: ComputeMetrics, compute_metrics), Beam's ComputeMetrics,
     the CLI flags and a config file: the same refusal, before any data is read."""
-    from pipelines.evaluate import main
+    from mergeable_metrics.pipelines.evaluate import main
 
     bad = {"label_col": "y", "score_col": "s", "ci": "bootstrap", "ci_replicates": 1}
     with pytest.raises(ValueError, match=r"ci_replicates=1 .*at least 40\b"):
         resolve_evaluation(None, dict(bad))
-    beam_transforms = pytest.importorskip("beam_metrics.transforms")
+    beam_transforms = pytest.importorskip("mergeable_metrics.beam.transforms")
     with pytest.raises(ValueError, match=r"ci_buckets=1 .*at least 10\b"):
         beam_transforms.ComputeMetrics(**{**bad, "ci_replicates": 200, "ci_buckets": 1})
     import pandas as pd

@@ -1,4 +1,4 @@
-"""``ci="bootstrap"`` with a baseline model: the paired bootstrap (:func:`core.comparison.paired_bootstrap`).
+"""``ci="bootstrap"`` with a baseline model: the paired bootstrap (:func:`mergeable_metrics.uncertainty.comparison.paired_bootstrap`).
 
 References are independent of the bucketed states: each replicate's metrics of both models are
 recomputed from the rows with scikit-learn, every row weighted by its bucket's Poisson weight
@@ -14,10 +14,10 @@ import os
 import numpy as np
 import pytest
 
-from core import Evaluation
-from core._inputs import Batch
-from core.bootstrap import element_buckets, replicate_weights
-from core.comparison import paired_bootstrap
+from mergeable_metrics import Evaluation
+from mergeable_metrics.inputs.validation import Batch
+from mergeable_metrics.uncertainty.bootstrap import element_buckets, replicate_weights
+from mergeable_metrics.uncertainty.comparison import paired_bootstrap
 from tests._helpers.sharding import random_shards
 from tests.core.test_bootstrap import _finish, _take
 
@@ -54,9 +54,9 @@ def _reference(y: np.ndarray, s: np.ndarray, sw: np.ndarray) -> dict:
 
 
 def test_replicates_of_both_models_equal_a_row_weighted_reference(monkeypatch):
-    import core.bootstrap
+    import mergeable_metrics.uncertainty.bootstrap
 
-    monkeypatch.setattr(core.bootstrap, "REPLICATE_BINS", 10_000)  # every bin resampled on its own (see test_bootstrap)
+    monkeypatch.setattr(mergeable_metrics.uncertainty.bootstrap, "REPLICATE_BINS", 10_000)  # every bin resampled on its own (see test_bootstrap)
     d = _data(400, 5)
     B, R, seed = 32, 40, 11
     ev = _eval(ci_buckets=B, ci_replicates=R, ci_seed=seed)

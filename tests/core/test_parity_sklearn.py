@@ -3,7 +3,7 @@
 Metrics: accuracy, precision, recall, f1, fbeta, tp/fp/tn/fn, confusion_matrix. Binary at one
 threshold (``>=`` and ``>``), at several thresholds in one plan, and from hard predictions;
 binary and multiclass with average micro/macro/weighted/none; sample weights; zero_division in
-{0, 1, "nan", "warn"} ("warn": value 0.0 plus a ``core.UndefinedMetricWarning`` exactly where
+{0, 1, "nan", "warn"} ("warn": value 0.0 plus a ``mergeable_metrics.UndefinedMetricWarning`` exactly where
 scikit-learn warns).
 
 Tolerance: ``abs(a - b) <= 1e-9 * max(1, |a|, |b|)``, NaN == NaN.
@@ -22,8 +22,8 @@ import warnings
 import numpy as np
 import pytest
 
-import core
-from core import BinaryMetrics, MetricCollection, Plan
+import mergeable_metrics
+from mergeable_metrics import BinaryMetrics, MetricCollection, Plan
 from tests._helpers import (
     BINARY_GRID,
     MULTICLASS_GRID,
@@ -39,7 +39,7 @@ from tests._helpers.sklearn_ref import avg_name, fmt_beta
 
 # warnings are asserted explicitly (inside catch_warnings) where they matter; elsewhere NaN results
 # UndefinedMetricWarnings are noise
-pytestmark = pytest.mark.filterwarnings("ignore::core.UndefinedMetricWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::mergeable_metrics.UndefinedMetricWarning")
 
 ZERO_DIVISIONS = [0, 1, "nan", "warn"]
 RULES = [">=", ">"]
@@ -67,7 +67,7 @@ def compute_each(mc: MetricCollection) -> tuple[dict, set[str], list]:
     """Compute every metric of ``mc`` through its own single-metric Plan (on ``mc``'s states), so
     each warning is attributable to one metric whichever layer emits it.
 
-    Returns ``(values, keys that raised core.UndefinedMetricWarning, other warnings)``.
+    Returns ``(values, keys that raised mergeable_metrics.UndefinedMetricWarning, other warnings)``.
     """
     values, warned, other = {}, set(), []
     for m in mc.plan.metrics:
@@ -75,7 +75,7 @@ def compute_each(mc: MetricCollection) -> tuple[dict, set[str], list]:
             warnings.simplefilter("always")
             values[m.key] = Plan([m], mc.task).compute(mc.states)[m.key]
         for w in caught:
-            if issubclass(w.category, core.UndefinedMetricWarning):
+            if issubclass(w.category, mergeable_metrics.UndefinedMetricWarning):
                 warned.add(m.key)
             else:
                 other.append(w)
@@ -184,12 +184,12 @@ def test_binary_parity_several_thresholds_one_plan(case, rule, zero_division):
 @pytest.mark.parametrize("zero_division", ZERO_DIVISIONS, ids=str)
 @pytest.mark.parametrize("case", BINARY_GRID, ids=grid_id)
 def test_binary_metrics_class_parity(case, zero_division):
-    """The public ``core.BinaryMetrics`` surface: keys tp, fp, tn, fn, precision, recall, f1, accuracy."""
+    """The public ``mergeable_metrics.BinaryMetrics`` surface: keys tp, fp, tn, fn, precision, recall, f1, accuracy."""
     c = binary_case(*case)
     bm = BinaryMetrics(threshold=0.5, zero_division=zero_division)
     bm.update(c.y_true, c.y_score, c.sample_weight)
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", core.UndefinedMetricWarning)
+        warnings.simplefilter("ignore", mergeable_metrics.UndefinedMetricWarning)
         got = bm.compute()
     assert list(got) == ["tp", "fp", "tn", "fn", "precision", "recall", "f1", "accuracy"]
     assert all(type(v) is float for v in got.values())
@@ -280,7 +280,7 @@ def test_policy_empty_input_binary(zero_division):
     zd = {0: 0.0, 1: 1.0, "nan": math.nan, "warn": 0.0}[zero_division]
     expected = {"tp": 0.0, "fp": 0.0, "tn": 0.0, "fn": 0.0, "precision": zd, "recall": zd, "f1": zd, "accuracy": math.nan}
     assert_all_close(got, expected)
-    messages = [str(w.message) for w in caught if issubclass(w.category, core.UndefinedMetricWarning)]
+    messages = [str(w.message) for w in caught if issubclass(w.category, mergeable_metrics.UndefinedMetricWarning)]
     for key in ("precision", "recall", "f1"):
         named = any(re.search(rf"\b{key}\b", m) for m in messages)
         if zero_division == "warn":
@@ -299,7 +299,7 @@ def test_policy_all_zero_weights_binary(zero_division):
     bm = BinaryMetrics(zero_division=zero_division)
     bm.update(y, s, w)
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", core.UndefinedMetricWarning)
+        warnings.simplefilter("ignore", mergeable_metrics.UndefinedMetricWarning)
         got = bm.compute()
     zd = {0: 0.0, 1: 1.0, "nan": math.nan, "warn": 0.0}[zero_division]
     expected = {"tp": 0.0, "fp": 0.0, "tn": 0.0, "fn": 0.0, "precision": zd, "recall": zd, "f1": zd, "accuracy": math.nan}
@@ -319,7 +319,7 @@ def test_policy_empty_and_zero_weight_multiclass(zero_division):
         else:
             mc.update([0, 2], y_pred=[1, 2], sample_weight=weights)
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore", core.UndefinedMetricWarning)
+            warnings.simplefilter("ignore", mergeable_metrics.UndefinedMetricWarning)
             got = mc.compute()
         assert_all_close(
             got,
@@ -355,7 +355,7 @@ def test_confusion_matrix_normalize_matches_sklearn(normalize, weighted):
     vectorised finish over the slice axis)."""
     from sklearn.metrics import confusion_matrix as sk_cm
 
-    from core import Evaluation
+    from mergeable_metrics import Evaluation
 
     rng = np.random.default_rng(3)
     y = rng.choice([0, 1, 3], 300)  # class 2 never true
@@ -375,7 +375,7 @@ def test_confusion_matrix_normalize_matches_sklearn(normalize, weighted):
 
 
 def test_confusion_matrix_normalize_rejects_other_values():
-    from core import MetricCollection
+    from mergeable_metrics import MetricCollection
 
     with pytest.raises(ValueError, match="normalize must be true, pred or all, got 'rows'"):
         MetricCollection("confusion_matrix@normalize=rows", num_classes=3)
@@ -387,7 +387,7 @@ def test_hamming_loss_on_binary_and_multiclass_labels_matches_sklearn(weighted):
     per slice as well; NaN for an empty slice."""
     from sklearn.metrics import hamming_loss as sk_hamming
 
-    from core import Evaluation
+    from mergeable_metrics import Evaluation
 
     rng = np.random.default_rng(5)
     n = 200

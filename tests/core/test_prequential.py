@@ -1,4 +1,4 @@
-"""core.PrequentialEvaluation: windowed and cumulative test-then-train metrics against scikit-learn."""
+"""mergeable_metrics.PrequentialEvaluation: windowed and cumulative test-then-train metrics against scikit-learn."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 from sklearn.metrics import accuracy_score, f1_score, roc_auc_score
 
-from core import PrequentialEvaluation
+from mergeable_metrics import PrequentialEvaluation
 
 
 def _stream(n=2600, seed=0):
@@ -124,7 +124,7 @@ def test_positions_past_int64_raise_naming_column_value_and_row(pos):
 
 def test_undefined_window_values_warn_once_per_metric_naming_the_windows():
     # before: NaN in windows of one class (sorted labels) came with no UndefinedMetricWarning
-    from core.metrics import UndefinedMetricWarning
+    from mergeable_metrics.metrics.base import UndefinedMetricWarning
 
     y, s = np.r_[np.zeros(4, int), np.ones(4, int)], np.linspace(0, 1, 8)  # sorted: window 0 all negatives
     with pytest.warns(UndefinedMetricWarning) as record:

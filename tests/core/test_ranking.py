@@ -26,14 +26,14 @@ from sklearn.metrics import (
     roc_curve,
 )
 
-from core import Evaluation, MetricCollection, Plan, Task
-from core._inputs import Batch
-from core.metrics import Interval, resolve
-from core.ranking import RankingMetric
-from core.score_distribution import ScoreDistributionLayout, ScoreDistributionState
+from mergeable_metrics import Evaluation, MetricCollection, Plan, Task
+from mergeable_metrics.inputs.validation import Batch
+from mergeable_metrics.metrics.base import Interval, resolve
+from mergeable_metrics.metrics.ranking import RankingMetric
+from mergeable_metrics.states.score_distribution import ScoreDistributionLayout, ScoreDistributionState
 from tests._helpers import BINARY_GRID, binary_case, close
 
-pytestmark = pytest.mark.filterwarnings("ignore::core.metrics.UndefinedMetricWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::mergeable_metrics.metrics.base.UndefinedMetricWarning")
 
 SCALARS = [
     "roc_auc",

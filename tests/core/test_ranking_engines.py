@@ -13,10 +13,10 @@ import pyarrow.parquet as pq
 import pytest
 from sklearn.metrics import average_precision_score, roc_auc_score, roc_curve
 
-from core import Evaluation
-from pipelines.evaluate import main
+from mergeable_metrics import Evaluation
+from mergeable_metrics.pipelines.evaluate import main
 
-pytestmark = pytest.mark.filterwarnings("ignore::core.metrics.UndefinedMetricWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::mergeable_metrics.metrics.base.UndefinedMetricWarning")
 
 METRICS = ["roc_auc", "average_precision", "roc_curve"]
 # one score distribution serves all metrics of a plan, with the largest capacity asked for: the
@@ -148,7 +148,7 @@ def _evaluation(metrics=METRICS) -> Evaluation:
 
 def test_beam_compute_metrics(tmp_path):
     beam = pytest.importorskip("apache_beam")
-    from beam_metrics import ComputeMetrics, slice_result_from_json, slice_result_to_json
+    from mergeable_metrics.beam import ComputeMetrics, slice_result_from_json, slice_result_to_json
     from tests._helpers.beam_run import beam_parquet_results
 
     t = _table()
@@ -178,7 +178,7 @@ def test_beam_compute_metrics(tmp_path):
 @pytest.mark.skipif(shutil.which("java") is None, reason="Spark needs Java 17+")
 def test_spark_compute_metrics():
     pytest.importorskip("pyspark")
-    from spark_metrics import collect_results, compute_metrics, get_spark
+    from mergeable_metrics.spark import collect_results, compute_metrics, get_spark
 
     t = _table()
     spark = get_spark()
@@ -242,7 +242,7 @@ def test_pos_label_two_columns_local_and_cli(tmp_path):
 
 def test_pos_label_two_columns_beam(tmp_path):
     beam = pytest.importorskip("apache_beam")
-    from beam_metrics import ComputeMetrics, slice_result_from_json, slice_result_to_json
+    from mergeable_metrics.beam import ComputeMetrics, slice_result_from_json, slice_result_to_json
 
     t = _two_column_table()
     ev = _pos0_evaluation()
@@ -274,7 +274,7 @@ def test_pos_label_two_columns_beam(tmp_path):
 @pytest.mark.skipif(shutil.which("java") is None, reason="Spark needs Java 17+")
 def test_pos_label_two_columns_spark():
     pytest.importorskip("pyspark")
-    from spark_metrics import collect_results, compute_metrics, get_spark
+    from mergeable_metrics.spark import collect_results, compute_metrics, get_spark
 
     t = _two_column_table()
     df = get_spark().createDataFrame(t.to_pandas()).repartition(3)
@@ -320,7 +320,7 @@ def test_multiclass_curves_beam_and_spark_equal_local_and_sklearn(tmp_path):
         np.testing.assert_allclose(got[:, 0], fpr, rtol=1e-12)
         np.testing.assert_allclose(got[:, 1], tpr, rtol=1e-12)
     beam = pytest.importorskip("apache_beam")
-    from beam_metrics import ComputeMetrics, slice_result_from_json, slice_result_to_json
+    from mergeable_metrics.beam import ComputeMetrics, slice_result_from_json, slice_result_to_json
 
     with beam.Pipeline(runner="DirectRunner") as p:
         _ = (
@@ -332,7 +332,7 @@ def test_multiclass_curves_beam_and_spark_equal_local_and_sklearn(tmp_path):
     if shutil.which("java") is None:
         pytest.skip("Spark needs Java 17+")
     pytest.importorskip("pyspark")
-    from spark_metrics import collect_results, compute_metrics, get_spark
+    from mergeable_metrics.spark import collect_results, compute_metrics, get_spark
 
     import pandas as pd
 

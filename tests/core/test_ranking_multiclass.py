@@ -12,14 +12,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.metrics import average_precision_score, roc_auc_score
 
-from core import MetricCollection, Plan, Task
-from core._inputs import Batch
-from core.metrics import resolve
-from core.score_distribution import ClassScoreDistributionLayout, ClassScoreDistributionState, default_class_capacity
-from core.states import State
+from mergeable_metrics import MetricCollection, Plan, Task
+from mergeable_metrics.inputs.validation import Batch
+from mergeable_metrics.metrics.base import resolve
+from mergeable_metrics.states.score_distribution import ClassScoreDistributionLayout, ClassScoreDistributionState, default_class_capacity
+from mergeable_metrics.states.base import State
 from tests._helpers import assert_bounds_contain
 
-pytestmark = pytest.mark.filterwarnings("ignore::core.metrics.UndefinedMetricWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::mergeable_metrics.metrics.base.UndefinedMetricWarning")
 
 CS, CL = ClassScoreDistributionState, ClassScoreDistributionLayout
 

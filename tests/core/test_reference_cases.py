@@ -20,11 +20,11 @@ from typing import Any, Callable
 import numpy as np
 import pytest
 
-from core import Evaluation, MetricCollection
+from mergeable_metrics import Evaluation, MetricCollection
 from tests._helpers import assert_states_equal, close
 
 # NaN results (an undefined metric) are expected in these tests; their warnings are noise here.
-pytestmark = pytest.mark.filterwarnings("ignore::core.UndefinedMetricWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::mergeable_metrics.UndefinedMetricWarning")
 
 
 NAN = float("nan")

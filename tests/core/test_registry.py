@@ -8,10 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import core
-from core import Metric, MetricCollection, Plan, Task, resolve
-from core.metrics import REGISTRY
-from core.registry_table import markdown_table, metric_classes
+import mergeable_metrics
+from mergeable_metrics import Metric, MetricCollection, Plan, Task, resolve
+from mergeable_metrics.metrics.base import REGISTRY
+from mergeable_metrics.metrics.registry_table import markdown_table, metric_classes
 
 ROOT = Path(__file__).resolve().parents[2]
 TASKS = {"binary": Task(), "multiclass": Task(num_classes=3), "multilabel": Task(kind="multilabel", num_classes=3), "regression": Task(kind="regression")}
@@ -114,10 +114,10 @@ def test_readme_table_lists_every_registered_metric():
     section = readme.split("<!-- metrics-table:start -->")[1].split("<!-- metrics-table:end -->")[0]
     listed = set(re.findall(r"^\| `([a-z0-9_]+)`", section, flags=re.M))
     missing = {c.name for c in metric_classes()} - listed
-    assert not missing, f"run `python -m core.registry_table --write README.md`; missing: {sorted(missing)}"
+    assert not missing, f"run `python -m mergeable_metrics.metrics.registry_table --write README.md`; missing: {sorted(missing)}"
     assert markdown_table().splitlines()[0] == "| name (aliases) | full name | task | state | exact | scikit-learn equivalent |"
     # the whole table, not just the names: tasks, states and references go stale too
-    assert section.strip() == markdown_table().strip(), "the README's metrics table is stale: run `python -m core.registry_table --write README.md`"
+    assert section.strip() == markdown_table().strip(), "the README's metrics table is stale: run `python -m mergeable_metrics.metrics.registry_table --write README.md`"
 
 
 def test_core_exports_the_new_names():

@@ -20,12 +20,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn import metrics as skm
 
-import core.exact as core_exact
-import core.regression as regression
-from core import MetricCollection, Plan, Task
-from core._inputs import Batch
-from core.exact import fraction_to_float
-from core.regression import RegressionLayout, RegressionMomentsState
+import mergeable_metrics._util.exact as core_exact
+import mergeable_metrics.metrics.regression as regression
+from mergeable_metrics import MetricCollection, Plan, Task
+from mergeable_metrics.inputs.validation import Batch
+from mergeable_metrics._util.exact import fraction_to_float
+from mergeable_metrics.metrics.regression import RegressionLayout, RegressionMomentsState
 from tests._helpers import close, merge_tree, random_shards
 
 CASES = ("balanced", "imbalanced", "one_class", "ties", "weighted_zeros", "single_row", "empty", "offset_1e8")
@@ -224,7 +224,7 @@ def test_r2_single_row_is_nan_like_sklearn_and_constant_target_is_force_finite()
 def test_an_error_that_overflows_float64_raises_naming_the_row_and_values():
     """``y = 1e308``, ``p = -1e308``: ``p - y`` is -inf in float64 (scikit-learn's mse is inf); the
     exact sums cannot hold it, so the fold says which row and values, not an exact-sum internal."""
-    from core import MetricCollection
+    from mergeable_metrics import MetricCollection
 
     mc = MetricCollection("mse", "mae", "r2", task="regression")
     with pytest.raises(ValueError, match=r"row 1 of the batch overflows float64 \(target 1e\+308, prediction -1e\+308"):

@@ -15,10 +15,10 @@ from hypothesis import strategies as st
 from sklearn import metrics as M
 from sklearn.utils.stats import _weighted_percentile
 
-from core import Evaluation, MetricCollection, Plan, State, Task
-from core._inputs import Batch
-from core.regression_quantiles import AbsoluteErrorDistributionState
-from core.score_distribution import ScoreDistributionLayout
+from mergeable_metrics import Evaluation, MetricCollection, Plan, State, Task
+from mergeable_metrics.inputs.validation import Batch
+from mergeable_metrics.metrics.regression_quantiles import AbsoluteErrorDistributionState
+from mergeable_metrics.states.score_distribution import ScoreDistributionLayout
 from tests._helpers import fold_state_shards
 
 

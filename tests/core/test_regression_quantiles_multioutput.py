@@ -15,14 +15,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn import metrics as M
 
-from core import Evaluation, MetricCollection, State
-from core._inputs import Batch
-from core.regression_quantiles import (
+from mergeable_metrics import Evaluation, MetricCollection, State
+from mergeable_metrics.inputs.validation import Batch
+from mergeable_metrics.metrics.regression_quantiles import (
     AbsoluteErrorDistributionState,
     OutputAbsoluteErrorDistributionLayout,
     OutputAbsoluteErrorDistributionState,
 )
-from core.score_distribution import ScoreDistributionLayout
+from mergeable_metrics.states.score_distribution import ScoreDistributionLayout
 from tests._helpers import fold_state_shards
 
 OS, OL = OutputAbsoluteErrorDistributionState, OutputAbsoluteErrorDistributionLayout
@@ -168,7 +168,7 @@ def test_compressed_states_certify_bounds_around_the_exact_values(capacity):
     assert lo <= r.overall.metrics[names[0]] <= hi
     states = OS.from_batch(OL(3, capacity), Batch(y, None, p, wi))
     assert not states.is_exact
-    from core.regression_quantiles import error_quantile
+    from mergeable_metrics.metrics.regression_quantiles import error_quantile
     from fractions import Fraction
 
     for j in range(3):  # each output's middle value lies in its own certified interval around the exact value

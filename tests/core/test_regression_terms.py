@@ -12,10 +12,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn import metrics as M
 
-from core import Evaluation
-from core._inputs import Batch
-from core.regression_terms import RegressionTermsLayout, RegressionTermsState
-from core.states import State
+from mergeable_metrics import Evaluation
+from mergeable_metrics.inputs.validation import Batch
+from mergeable_metrics.metrics.regression_terms import RegressionTermsLayout, RegressionTermsState
+from mergeable_metrics.states.base import State
 from tests._helpers import fold_state_shards
 
 POWERS = [-1.0, -0.5, 0.0, 1.0, 1.5, 2.0, 3.0]
@@ -125,7 +125,7 @@ def test_sharded_merge_equals_one_fold(data, seed):
     if data:
         from fractions import Fraction
 
-        from core.regression_terms import term_rows
+        from mergeable_metrics.metrics.regression_terms import term_rows
 
         for j, t in enumerate(LAYOUT.terms):
             v, inside = term_rows(t, y, p)
@@ -196,7 +196,7 @@ def test_version_1_bytes_decode_with_zero_overflow_counts():
     import struct
     import zlib
 
-    from core import codec
+    from mergeable_metrics.states import codec
 
     s = RegressionTermsState.zero(RegressionTermsLayout(("sle", "tweedie:1.0"))).fold(Batch(np.array([1.0, 2.5]), None, np.array([2.0, 0.5]), np.array([0.5, 0.25])))
     old_fields = [("count", "int64"), ("weight", "float64"), ("sums", "float64"), ("outside", "int64")]

@@ -8,7 +8,7 @@ import pyarrow as pa
 import pytest
 from sklearn.metrics import accuracy_score
 
-from core import Evaluation
+from mergeable_metrics import Evaluation
 
 DATA = {"y": [1, 0, 1, 1, 0, 0], "p": [0.9, 0.2, 0.4, 0.8, 0.6, 0.1], "country": ["DE", "DE", "FR", "FR", "FR", None]}
 
@@ -52,7 +52,7 @@ def test_evaluate_accepts_one_table(make):
 
 
 def test_multiclass_labels_passed_as_scores_say_pass_y_pred():
-    from core import MetricCollection
+    from mergeable_metrics import MetricCollection
 
     mc = MetricCollection("f1@macro", num_classes=3)
     with pytest.raises(ValueError, match=r"for predicted labels pass y_pred= \(update\(y_true, y_pred=labels\)\)"):
@@ -66,7 +66,7 @@ def test_multiclass_labels_passed_as_scores_say_pass_y_pred():
 def test_the_requested_metric_name_is_a_key_of_the_result():
     from sklearn.metrics import f1_score, precision_score
 
-    from core import MetricCollection
+    from mergeable_metrics import MetricCollection
 
     y, p = [0, 1, 2, 2, 1, 0], [0, 1, 1, 2, 1, 2]
     mc = MetricCollection("f1", "precision", num_classes=3)
@@ -84,7 +84,7 @@ def test_the_requested_metric_name_is_a_key_of_the_result():
 def test_display_names_are_the_result_keys():
     from sklearn.metrics import accuracy_score, f1_score
 
-    from core import MetricCollection, SingleMetric
+    from mergeable_metrics import MetricCollection, SingleMetric
 
     y, p = [0, 1, 2, 2, 1, 0], [0, 1, 1, 2, 1, 2]
     mc = MetricCollection(("val_f1", "f1@macro"), acc="accuracy", num_classes=3)
@@ -114,7 +114,7 @@ def test_evaluation_results_answer_requested_and_display_names_after_json_and_ro
 
     from sklearn.metrics import f1_score
 
-    from core import Results
+    from mergeable_metrics import Results
 
     d = {"y": [0, 1, 2, 2, 1], "p": [0, 1, 1, 2, 1], "c": ["a", "a", "b", "b", "b"]}
     ev = Evaluation(label_col="y", prediction_col="p", num_classes=3, slices=["c"], metrics=["f1", ("val_acc", "accuracy")])
@@ -141,7 +141,7 @@ def test_a_display_name_beside_its_canonical_metric_survives_json():
 
     from sklearn.metrics import f1_score
 
-    from core import Results
+    from mergeable_metrics import Results
 
     # ("val_f1", "f1@weighted") and "f1@weighted" are two result keys: neither is a copy of the other
     d = {"y": [0, 1, 2, 2, 1], "p": [0, 1, 1, 2, 1]}
@@ -159,7 +159,7 @@ def test_a_metric_is_found_by_any_spelling_the_parser_accepts():
 
     from sklearn.metrics import f1_score, mean_squared_error
 
-    from core import MetricCollection, Results
+    from mergeable_metrics import MetricCollection, Results
 
     y, p = np.array([1.0, 2.0, 3.0, 4.0, 10.0]), np.array([1.5, 2.0, 2.0, 4.25, 7.0])
     ev = Evaluation(label_col="y", prediction_col="p", task="regression", metrics=["quantile_absolute_error@q=0.9", "mse"])
@@ -213,7 +213,7 @@ def test_bounds_and_intervals_are_found_by_any_spelling_too():
     recall contains the recall computed directly."""
     import json
 
-    from core import Results
+    from mergeable_metrics import Results
 
     rng = np.random.default_rng(3)
     y, p = rng.random(2000), rng.random(2000)

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from core.results import ROW_COLUMNS, Results, SliceResult
+from mergeable_metrics.results.results import ROW_COLUMNS, Results, SliceResult
 
 
 def _results() -> Results:

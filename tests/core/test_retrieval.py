@@ -1,4 +1,4 @@
-"""Ranking and retrieval metrics grouped by query (core.retrieval, Evaluation(query_col=)).
+"""Ranking and retrieval metrics grouped by query (mergeable_metrics.metrics.retrieval, Evaluation(query_col=)).
 
 References: scikit-learn's ``ndcg_score`` / ``dcg_score`` / ``average_precision_score`` per query,
 hand-computed cases, and a plain-Python per-query reference written from the definitions (rank by
@@ -15,9 +15,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.metrics import average_precision_score, dcg_score, ndcg_score
 
-from core import Evaluation
-from core.metrics import UndefinedMetricWarning
-from core.retrieval import RetrievalLayout, RetrievalState, per_query_values
+from mergeable_metrics import Evaluation
+from mergeable_metrics.metrics.base import UndefinedMetricWarning
+from mergeable_metrics.metrics.retrieval import RetrievalLayout, RetrievalState, per_query_values
 from tests._helpers.retrieval import queries as _queries
 from tests._helpers.retrieval import retrieval_data as _dataset
 from tests._helpers.retrieval import sk_ndcg_mean
@@ -204,7 +204,7 @@ def test_queries_split_over_shards_give_the_one_pass_states(seed, sort):
 
 
 def _state(q, s, r):
-    from core._inputs import Batch
+    from mergeable_metrics.inputs.validation import Batch
 
     batch = Batch(np.asarray(r, dtype=float), np.asarray(s, dtype=float), query=np.asarray(q, dtype=np.int64))
     return RetrievalState.from_batch(RetrievalLayout(), batch)
@@ -271,7 +271,7 @@ def test_configuration_errors():
 
 
 def _other_state():
-    from core.states import ExampleCountLayout, ExampleCountState
+    from mergeable_metrics.states.base import ExampleCountLayout, ExampleCountState
 
     return ExampleCountState.zero(ExampleCountLayout())
 
@@ -283,7 +283,7 @@ def test_binary_task_reads_01_relevance():
 
 
 def test_metric_collection_takes_query_ids_and_merges_split_queries():
-    from core import MetricCollection
+    from mergeable_metrics import MetricCollection
 
     data = _dataset(14, n_queries=8)
     half = len(data["q"]) // 2

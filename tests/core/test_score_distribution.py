@@ -7,10 +7,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import core.score_bins as sb
-from core import Plan, Task
-from core._inputs import Batch
-from core.score_distribution import (
+import mergeable_metrics.states.score_bins as sb
+from mergeable_metrics import Plan, Task
+from mergeable_metrics.inputs.validation import Batch
+from mergeable_metrics.states.score_distribution import (
     DEFAULT_CAPACITY,
     ScoreDistributionLayout,
     ScoreDistributionState,
@@ -19,7 +19,7 @@ from core.score_distribution import (
     keys_to_scores,
     score_keys,
 )
-from core.states import State
+from mergeable_metrics.states.base import State
 
 S, L = ScoreDistributionState, ScoreDistributionLayout
 

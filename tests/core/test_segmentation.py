@@ -14,11 +14,11 @@ import pyarrow as pa
 import pytest
 from sklearn import metrics as skm
 
-from core import Evaluation, MetricCollection
+from mergeable_metrics import Evaluation, MetricCollection
 from tests._helpers import close
 
 K = 4
-pytestmark = pytest.mark.filterwarnings("ignore::core.metrics.UndefinedMetricWarning")  # class 3 is absent on purpose
+pytestmark = pytest.mark.filterwarnings("ignore::mergeable_metrics.metrics.base.UndefinedMetricWarning")  # class 3 is absent on purpose
 
 
 def _maps(seed: int, n: int = 6, h: int = 5, w: int = 7):

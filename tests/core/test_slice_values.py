@@ -13,8 +13,8 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from core import Evaluation, Results
-from core.slicing import canonical_value
+from mergeable_metrics import Evaluation, Results
+from mergeable_metrics.slicing.assign import canonical_value
 from tests._helpers.slice_kinds import METRICS, SPECS, observed, reference, sorted_rows
 
 

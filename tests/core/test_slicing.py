@@ -19,9 +19,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.metrics import accuracy_score, precision_score, recall_score
 
-from core import Evaluation, Results, SliceSpec
-from core.metrics import UndefinedMetricWarning
-from core.slicing import (
+from mergeable_metrics import Evaluation, Results, SliceSpec
+from mergeable_metrics.metrics.base import UndefinedMetricWarning
+from mergeable_metrics.slicing.assign import (
     OTHER,
     Assignment,
     ListColumn,
@@ -491,7 +491,7 @@ def test_suppressed_slices_have_no_values_no_counts_and_are_not_computed(monkeyp
 def test_size_equal_to_k_is_kept_and_overall_needs_k_too():
     data = {"y": [1, 1, 0, 1], "s": [0.9] * 4, "g": ["a", "a", "b", "a"]}
     res = Evaluation(label_col="y", score_col="s", slices=["g;min_slice_size=3"], metrics=["tp"]).evaluate([data])
-    # g=b (1 row) is suppressed, and g=a with it: overall minus g=a would give g=b (core.suppression)
+    # g=b (1 row) is suppressed, and g=a with it: overall minus g=a would give g=b (mergeable_metrics.evaluation.suppression)
     assert [(s.slice, s.n, s.suppressed) for s in res.slices] == [((), 4, False), ((("g", "__suppressed__"),), None, True)]
     assert res.slices[1].suppressed_slices == 2
     res = Evaluation(label_col="y", score_col="s", slices=["g;min_slice_size=5"], metrics=["tp"]).evaluate([data])
@@ -531,7 +531,7 @@ def test_assign_slices_pairs_rows_only_when_needed():
 
 
 def test_quantiles_and_max_slices_above_their_maximum_raise_naming_them():
-    from core import SliceSpec
+    from mergeable_metrics import SliceSpec
 
     with pytest.raises(ValueError, match=r"quantiles of column 'x' must be at most 10000, got 100000000"):
         SliceSpec.parse("x:quantiles=100000000")

@@ -1,4 +1,4 @@
-"""The counting pass (core.slice_profile): merge order and data splits never change the profile,
+"""The counting pass (mergeable_metrics.evaluation.profile): merge order and data splits never change the profile,
 quantile edges equal numpy's, the binned sketch is canonical, the codec rejects bad bytes."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core import Evaluation
-from core.slice_profile import KeyCounts, ProfileSummary, SliceProfile, SliceProfiler, ValueSketch
+from mergeable_metrics import Evaluation
+from mergeable_metrics.evaluation.profile import KeyCounts, ProfileSummary, SliceProfile, SliceProfiler, ValueSketch
 from tests._helpers.sharding import merge_tree, random_shards
 
 SPECS = ["g;max_slices=2", "g,h;max_slices=3;by=weight", "t;max_slices=1", "x:quantiles=4", "h,x:quantiles=3"]
@@ -66,7 +66,7 @@ def test_exact_quantile_edges_equal_numpy(values, k):
 
 
 def test_binned_sketch_is_canonical_and_its_edges_are_bin_bounds():
-    from core.score_distribution import bin_lower_scores, bin_upper_scores
+    from mergeable_metrics.states.score_distribution import bin_lower_scores, bin_upper_scores
 
     rng = np.random.default_rng(1)
     x = rng.lognormal(3, 2, 50_000)
@@ -182,7 +182,7 @@ def test_profiles_of_key_encoding_1_decode_to_the_profile_and_summary_of_this_ve
     """Profile bytes (version 1) and summaries (no ``key_encoding``) of earlier releases hold
     keys whose ints sort before floats; they are read with their keys re-encoded (numbers one
     kind), so they equal what this version counts and cuts on the same rows."""
-    import core.slice_profile as sp
+    import mergeable_metrics.evaluation.profile as sp
 
     specs = ["g;max_slices=2", "h,g;max_slices=3;by=weight", "b;max_slices=1"]
     g = [1] * 6 + [0.5] * 5 + [2**70] * 4 + [None] * 3 + [-1e300] * 2 + [2**80]

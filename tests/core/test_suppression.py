@@ -9,9 +9,9 @@ import json
 
 import pytest
 
-from core import Evaluation, Results
-from core.results import SliceResult
-from core.suppression import SUPPRESSED, suppress_complements, withhold_names
+from mergeable_metrics import Evaluation, Results
+from mergeable_metrics.results.results import SliceResult
+from mergeable_metrics.evaluation.suppression import SUPPRESSED, suppress_complements, withhold_names
 
 # 3 rows in g=c (tp=2, fn=1), 6 in g=a, 5 in g=b: min_slice_size=5 suppresses only g=c
 ROWS = {

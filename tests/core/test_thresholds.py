@@ -1,4 +1,4 @@
-"""Threshold choice (core.thresholds) against a brute force over every distinct score (numpy
+"""Threshold choice (mergeable_metrics.metrics.thresholds) against a brute force over every distinct score (numpy
 masks and scikit-learn's own metric functions, ``metric_at_thresholds``, ``roc_curve``), certified
 bounds of compressed states, merge laws, parameters and degenerate cases."""
 
@@ -21,12 +21,12 @@ from sklearn.metrics import (
     roc_curve,
 )
 
-from core import MetricCollection, Plan, Task
-from core._inputs import Batch
-from core.metrics import resolve
+from mergeable_metrics import MetricCollection, Plan, Task
+from mergeable_metrics.inputs.validation import Batch
+from mergeable_metrics.metrics.base import resolve
 from tests._helpers import BINARY_GRID, PlanFolder, binary_case, fold_all, fold_sharded
 
-pytestmark = pytest.mark.filterwarnings("ignore::core.metrics.UndefinedMetricWarning", "ignore::sklearn.exceptions.UndefinedMetricWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::mergeable_metrics.metrics.base.UndefinedMetricWarning", "ignore::sklearn.exceptions.UndefinedMetricWarning")
 
 CRITERIA = ["f1", "fbeta@beta=2", "youden", "cost@cost_fp=1@cost_fn=4"]
 THRESHOLD_METRICS = (
@@ -335,7 +335,7 @@ def test_empty_one_class_and_undefined_values():
 
 
 def test_results_carry_bounds():
-    from core import Evaluation
+    from mergeable_metrics import Evaluation
 
     rng = np.random.default_rng(2)
     y, s = rng.integers(0, 2, 500), rng.random(500)

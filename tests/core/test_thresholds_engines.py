@@ -1,4 +1,4 @@
-"""Threshold metrics (core.thresholds) by name through every engine: the CLI's local engine, Beam
+"""Threshold metrics (mergeable_metrics.metrics.thresholds) by name through every engine: the CLI's local engine, Beam
 (DirectRunner) and Spark (local[2]) give the brute-force values per slice (exact states) and the
 same certified bounds as core (compressed states)."""
 
@@ -14,11 +14,11 @@ import pyarrow.parquet as pq
 import pytest
 from sklearn.metrics import metric_at_thresholds, precision_score
 
-from core import Evaluation
-from pipelines.evaluate import main
+from mergeable_metrics import Evaluation
+from mergeable_metrics.pipelines.evaluate import main
 from tests.core.test_thresholds import reference
 
-pytestmark = pytest.mark.filterwarnings("ignore::core.metrics.UndefinedMetricWarning", "ignore::sklearn.exceptions.UndefinedMetricWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::mergeable_metrics.metrics.base.UndefinedMetricWarning", "ignore::sklearn.exceptions.UndefinedMetricWarning")
 
 EXACT = ["best_threshold@criterion=f1", "best_threshold_score@criterion=youden", "best_threshold@criterion=cost@cost_fp=1@cost_fn=4",
          "threshold_at_recall@recall=0.8", "threshold_at_precision@precision=0.7", "metric_at_thresholds@metric=f1@thresholds=0.2|0.5|0.8",
@@ -118,7 +118,7 @@ def test_beam_compute_metrics(tmp_path):
 @pytest.mark.skipif(shutil.which("java") is None, reason="Spark needs Java 17+")
 def test_spark_compute_metrics():
     pytest.importorskip("pyspark")
-    from spark_metrics import collect_results, compute_metrics, get_spark
+    from mergeable_metrics.spark import collect_results, compute_metrics, get_spark
 
     t = _table()
     df = get_spark().createDataFrame(t.to_pandas()).repartition(3)

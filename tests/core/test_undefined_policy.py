@@ -11,8 +11,8 @@ import warnings
 import numpy as np
 import pytest
 
-from core import Evaluation, MetricCollection, Results, UndefinedMetricWarning
-from core.results import ROW_COLUMNS
+from mergeable_metrics import Evaluation, MetricCollection, Results, UndefinedMetricWarning
+from mergeable_metrics.results.results import ROW_COLUMNS
 
 
 def _ev(**kw) -> Evaluation:

@@ -19,12 +19,12 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from core import Evaluation, MetricCollection, Plan, Task
-from core.formats import make_batch
+from mergeable_metrics import Evaluation, MetricCollection, Plan, Task
+from mergeable_metrics.inputs.formats import make_batch
 from tests._helpers import assert_states_equal, binary_case, multiclass_case
 
 # NaN results (an undefined metric) are expected in these tests; their warnings are noise here.
-pytestmark = pytest.mark.filterwarnings("ignore::core.UndefinedMetricWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::mergeable_metrics.UndefinedMetricWarning")
 
 
 
@@ -472,7 +472,7 @@ def test_string_inside_multiclass_score_list_names_value_row_and_entry():
 
 
 def test_string_in_per_class_score_columns_names_that_column_and_the_real_row():
-    from core.formats import build_batch
+    from mergeable_metrics.inputs.formats import build_batch
 
     with pytest.raises(TypeError) as err:
         build_batch(task=Task(num_classes=3), columns={"target": [0, 1], "score": [[0.1, 0.2], [0.1, "x"], [0.8, 0.3]]},
@@ -539,8 +539,8 @@ def test_decimal_weights_and_scores_are_read_as_numbers():
 @pytest.mark.parametrize("dtype", ["Int64", "boolean", "Float64"])
 def test_pandas_extension_arrays_read_like_series(dtype):
     # before: pd.array(...) (what df[col].array gives) raised AttributeError: no attribute 'hasnans'
-    from core import ContinualEvaluation
-    from core._inputs import as_array
+    from mergeable_metrics import ContinualEvaluation
+    from mergeable_metrics.inputs.validation import as_array
 
     values = [1, 0, None] if dtype != "boolean" else [True, False, None]
     got, want = as_array(pd.array(values, dtype=dtype), "y"), as_array(pd.Series(values, dtype=dtype), "y")
@@ -641,7 +641,7 @@ def test_a_score_column_of_width_k_with_the_binary_default_names_the_multiclass_
     # issue 28 item 21: a 3-wide probability column used to fail on the labels ("labels must be 0 or 1")
     import pyarrow as pa
 
-    from core import Evaluation
+    from mergeable_metrics import Evaluation
 
     rng = np.random.default_rng(0)
     y, s = rng.integers(0, 3, 30), rng.dirichlet([1, 1, 1], 30)
@@ -660,7 +660,7 @@ def test_a_score_column_of_width_k_with_the_binary_default_names_the_multiclass_
 
 
 def test_text_labels_without_classes_name_the_classes_setting():
-    from core import Evaluation
+    from mergeable_metrics import Evaluation
 
     y = np.array(["yes", "no", "no", "yes"])
     with pytest.raises(TypeError) as e:

@@ -2,7 +2,7 @@
 
 * every value check (label range, non-finite float, negative / non-finite weight, missing value)
   gives the same message text and the same ``on_invalid="skip"`` behaviour whether a batch goes
-  through the plain binary/multiclass path or through :mod:`core.formats`;
+  through the plain binary/multiclass path or through :mod:`mergeable_metrics.inputs.formats`;
 * a null inside a list-valued column (multiclass score lists, multilabel label lists, binary
   ``[p0, p1]`` score lists, maps) is a missing value like a scalar null: the error names the
   column and the absolute row (``row_offset`` + index), and ``on_invalid="skip"`` skips and
@@ -18,10 +18,10 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from core import Evaluation, Task
-from core.formats import FORMATS, build_batch, make_batch
+from mergeable_metrics import Evaluation, Task
+from mergeable_metrics.inputs.formats import FORMATS, build_batch, make_batch
 
-pytestmark = pytest.mark.filterwarnings("ignore::core.UndefinedMetricWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::mergeable_metrics.UndefinedMetricWarning")
 
 OFFSET = 100
 
@@ -51,7 +51,7 @@ CHECKS = [
 
 
 def _through_formats(cols: dict) -> dict:
-    """The same columns, sent through core.formats by naming the default formats."""
+    """The same columns, sent through mergeable_metrics.inputs.formats by naming the default formats."""
     fmts = {"target": "labels"}
     if "y_score" in cols:
         fmts["score"] = "scores"

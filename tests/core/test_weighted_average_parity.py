@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 from sklearn import metrics as skm
 
-from core import MetricCollection
+from mergeable_metrics import MetricCollection
 from tests._helpers import MULTICLASS_GRID, multiclass_case
 from tests._helpers.cases import grid_id
 
-pytestmark = pytest.mark.filterwarnings("ignore::core.UndefinedMetricWarning", "ignore::UserWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::mergeable_metrics.UndefinedMetricWarning", "ignore::UserWarning")
 
 _SK = {
     "precision": lambda y, p, **kw: skm.precision_score(y, p, **kw),

@@ -1,4 +1,4 @@
-"""core.windows: per-window results equal a core Evaluation on each window's rows; results carry
+"""mergeable_metrics.time.windows: per-window results equal a core Evaluation on each window's rows; results carry
 window bounds through JSON, long rows and pandas; merges of windowed accumulators are exact."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 from sklearn.metrics import accuracy_score
 
-from core import Results, TimeWindows, WindowedEvaluation
-from core.windows import parse_duration, to_micros, window_slice_values
+from mergeable_metrics import Results, TimeWindows, WindowedEvaluation
+from mergeable_metrics.time.windows import parse_duration, to_micros, window_slice_values
 from tests._helpers.windows import EPOCH, OPTIONS, T0, assert_same_windows, reference, timed_rows
 
 UTC = dt.timezone.utc

@@ -21,7 +21,7 @@ FULL = PROFILE == "fuzz"
 # (ci, fuzz) examples per kind of entry point
 EXAMPLES = {
     "core": (60, 2000),  # MetricCollection / BinaryMetrics update, Evaluation.evaluate
-    "cli": (6, 100),  # python -m pipelines.evaluate's main() on files
+    "cli": (6, 100),  # python -m mergeable_metrics.pipelines.evaluate's main() on files
     "beam": (3, 100),  # ComputeMetrics on the DirectRunner (a pipeline per example)
     "spark": (3, 100),  # compute_metrics on the session's local[2] SparkSession
 }

@@ -212,7 +212,7 @@ EXCLUDED = object()  # a row in no slice of the spec (filtered out)
 
 
 def _bucket(v: float, edges: Sequence[float]) -> str:
-    from core.slicing import bucket_labels  # the labels' spelling only; the bucketing is ours
+    from mergeable_metrics.slicing.assign import bucket_labels  # the labels' spelling only; the bucketing is ours
 
     import bisect
 
@@ -259,7 +259,7 @@ def sliced_problems(
     res: Any, batches: Sequence[Batch], ex: Expected, gcells: Sequence[list], *, label: str, target: str, weight: str | None,
     k: int, multiclass: bool, keys: Sequence[str], slice_col: str = "g", threshold: float = 0.5, spec: tuple = ("plain",),
 ) -> str | None:
-    """Why ``res`` (a :class:`core.Results` of slices ``[slice_col]``) is not the oracle's (None if it is):
+    """Why ``res`` (a :class:`mergeable_metrics.Results` of slices ``[slice_col]``) is not the oracle's (None if it is):
     one slice per distinct value (None/NaN one missing slice, -0.0 == 0.0) and nothing else; per
     slice ``n`` = its valid rows, ``skipped`` = its invalid rows (so rows in == n + skipped); every
     metric equal to scikit-learn's on the slice's valid rows (tolerance 1e-9 relative)."""
@@ -309,9 +309,9 @@ def table_batches(case: dict) -> list[Batch]:
 
 
 def evaluation_of(case: dict, **extra: Any) -> Any:
-    """The :class:`core.Evaluation` of a table case (slices ``[<slice column, escaped>]``)."""
-    from core import Evaluation
-    from core.slicing import SliceSpec
+    """The :class:`mergeable_metrics.Evaluation` of a table case (slices ``[<slice column, escaped>]``)."""
+    from mergeable_metrics import Evaluation
+    from mergeable_metrics.slicing.assign import SliceSpec
 
     spec = SliceSpec((case["slice"],)) if extra.pop("spec_object", True) else escape_spec(case["slice"])
     mc = case["multiclass"]

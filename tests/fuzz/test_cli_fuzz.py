@@ -1,4 +1,4 @@
-"""Fuzz: the CLI (``python -m pipelines.evaluate``'s ``main()``, in-process) on CSV, Parquet and
+"""Fuzz: the CLI (``python -m mergeable_metrics.pipelines.evaluate``'s ``main()``, in-process) on CSV, Parquet and
 JSON Lines files written with pyarrow, from the hostile tables of ``table_cases``: empty and
 header-only files, one file or a directory of two (possibly of different schemas), odd column
 names and slice values. Each run ends with exit code 0 and a ``metrics.json`` equal to the
@@ -26,8 +26,8 @@ import pyarrow.parquet as pq
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from core import Results
-from pipelines.evaluate import main
+from mergeable_metrics import Results
+from mergeable_metrics.pipelines.evaluate import main
 from tests._helpers.strategies import arrow_table, table_cases
 from tests.fuzz.budget import budget
 from tests.fuzz.oracle import BINARY_KEYS, MULTICLASS_KEYS, canon, escape_spec, expect, table_batches, table_problems, value_spellings

@@ -17,7 +17,7 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from core import BinaryMetrics, Evaluation, MetricCollection
+from mergeable_metrics import BinaryMetrics, Evaluation, MetricCollection
 from tests._helpers.compare import close
 from tests._helpers.sklearn_ref import sk_binary, sk_multiclass
 from tests._helpers.strategies import (
@@ -61,7 +61,7 @@ def draw_batches(data: Any, columns: dict[str, tuple[str, list]], n: int) -> tup
 
 def exclude_matrix_columns(batches: list[dict]) -> None:
     """Not a defect, outside the oracle: a batch whose column holds only lists is a matrix column
-    (e.g. one or two class scores per row), read by core.formats."""
+    (e.g. one or two class scores per row), read by mergeable_metrics.inputs.formats."""
     for b in batches:
         for _, cells in b.values():
             assume(not (cells and all(isinstance(v, (list, tuple, dict)) for v in cells)))

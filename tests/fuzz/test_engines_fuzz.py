@@ -46,7 +46,7 @@ def test_beam_compute_metrics_on_hostile_tables_equals_sklearn_or_names_the_bad_
     beam = pytest.importorskip("apache_beam")
     from apache_beam.options.pipeline_options import PipelineOptions
 
-    from beam_metrics import ComputeMetrics, slice_result_from_json, slice_result_to_json
+    from mergeable_metrics.beam import ComputeMetrics, slice_result_from_json, slice_result_to_json
 
     table = arrow_table(case)
     bounds = [0, *sorted(min(c, case["n"]) for c in cuts), case["n"]]
@@ -76,7 +76,7 @@ def test_beam_compute_metrics_on_hostile_tables_equals_sklearn_or_names_the_bad_
 @given(case=table_cases(), partitions=st.integers(1, 5), native=st.sampled_from([None, False]))
 @budget("spark")
 def test_spark_compute_metrics_on_hostile_tables_equals_sklearn_or_names_the_bad_value(spark: Any, case: dict, partitions: int, native: Any) -> None:
-    from spark_metrics import collect_results, compute_metrics
+    from mergeable_metrics.spark import collect_results, compute_metrics
 
     table = arrow_table(case)
     df = spark.createDataFrame(table.to_pylist(), schema=_spark_schema(case)).repartition(partitions)

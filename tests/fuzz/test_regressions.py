@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from core import BinaryMetrics, Evaluation, MetricCollection
+from mergeable_metrics import BinaryMetrics, Evaluation, MetricCollection
 
 
 # -- NEW-A: ints beyond float range --------------------------------------------------------------
@@ -39,7 +39,7 @@ def test_int_beyond_float_range_in_a_multiclass_prediction_raises_value_error() 
 @pytest.mark.parametrize("engine", ["local", "beam", "spark"])
 @pytest.mark.parametrize("text", ["", "\n  \n"])
 def test_empty_jsonl_file_gives_n_zero_like_an_empty_parquet_file(engine: str, text: str) -> None:
-    from pipelines.evaluate import main
+    from mergeable_metrics.pipelines.evaluate import main
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "empty.jsonl"
@@ -53,7 +53,7 @@ def test_empty_jsonl_file_gives_n_zero_like_an_empty_parquet_file(engine: str, t
 
 
 def test_empty_jsonl_file_in_a_directory_adds_no_rows() -> None:
-    from pipelines.evaluate import main
+    from mergeable_metrics.pipelines.evaluate import main
 
     with tempfile.TemporaryDirectory() as tmp:
         data = Path(tmp) / "in"
@@ -96,7 +96,7 @@ def test_list_mixing_numbers_and_text_names_the_first_non_number() -> None:
 
 
 def test_infinite_label_on_spark_native_path_names_the_column(spark) -> None:
-    from spark_metrics import collect_results, compute_metrics
+    from mergeable_metrics.spark import collect_results, compute_metrics
 
     df = spark.createDataFrame([(0.0, 0.5), (math.inf, 0.2)], "y double, s double")
     ev = Evaluation(label_col="y", score_col="s", metrics=["accuracy"])
@@ -106,7 +106,7 @@ def test_infinite_label_on_spark_native_path_names_the_column(spark) -> None:
 
 
 def test_negative_zero_slice_values_keep_every_row_on_spark(spark) -> None:
-    from spark_metrics import collect_results, compute_metrics
+    from mergeable_metrics.spark import collect_results, compute_metrics
 
     rows = [(1, 0.9, -0.0)] * 3 + [(0, 0.2, 0.0)] * 5 + [(1, 0.7, 1.5)] * 2
     df = spark.createDataFrame(rows, "y long, s double, x double").repartition(3)
@@ -144,7 +144,7 @@ def test_cli_writes_infinite_slice_values() -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from pipelines.evaluate import main
+    from mergeable_metrics.pipelines.evaluate import main
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "in.parquet"
@@ -158,12 +158,12 @@ def test_cli_writes_infinite_slice_values() -> None:
 
 
 def test_infinite_slice_values_on_spark(spark) -> None:
-    from spark_metrics import collect_results, compute_metrics
+    from mergeable_metrics.spark import collect_results, compute_metrics
 
     df = spark.createDataFrame([(1, 0.9, math.inf), (0, 0.1, 1.0)], "y long, s double, g double")
     ev = Evaluation(label_col="y", score_col="s", slices=["g"], metrics=["accuracy"])
     res = collect_results(compute_metrics(df, evaluation=ev, native=False), ev)
-    # slice values are canonical (core.slicing.canonical_value): inf is the text "inf" everywhere
+    # slice values are canonical (mergeable_metrics.slicing.assign.canonical_value): inf is the text "inf" everywhere
     expected = {s.slice: s.n for s in ev.evaluate([{"y": [1, 0], "s": [0.9, 0.1], "g": [math.inf, 1.0]}]).slices}
     assert expected == {(): 2, (("g", 1),): 1, (("g", "inf"),): 1}
     assert {s.slice: s.n for s in res.slices} == expected

@@ -14,8 +14,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from core import Evaluation
-from core.results import Results
+from mergeable_metrics import Evaluation
+from mergeable_metrics.results.results import Results
 
 beam = pytest.importorskip("apache_beam")
 needs_java = pytest.mark.skipif(shutil.which("java") is None, reason="Spark needs Java 17+")
@@ -57,7 +57,7 @@ def _shards(df: pd.DataFrame, seed: int) -> list[list[dict]]:
 
 
 def _beam_combine(df: pd.DataFrame, ev: Evaluation, tmp_path) -> dict:
-    from beam_metrics import MetricsCombineFn
+    from mergeable_metrics.beam import MetricsCombineFn
 
     with beam.Pipeline(runner="DirectRunner") as p:
         parts = [p | f"C{i}" >> beam.Create(s, reshuffle=True) for i, s in enumerate(_shards(df, 1))]
@@ -74,7 +74,7 @@ def _beam_combine(df: pd.DataFrame, ev: Evaluation, tmp_path) -> dict:
 def _beam_per_slice(df: pd.DataFrame, ev: Evaluation, tmp_path, name: str, **options) -> dict:
     from apache_beam.options.pipeline_options import PipelineOptions
 
-    from beam_metrics import ComputeMetrics, slice_result_from_json, slice_result_to_json
+    from mergeable_metrics.beam import ComputeMetrics, slice_result_from_json, slice_result_to_json
 
     with beam.Pipeline(runner="DirectRunner", options=PipelineOptions(**options)) as p:
         parts = [p | f"C{i}" >> beam.Create(s, reshuffle=True) for i, s in enumerate(_shards(df, 2))]
@@ -115,7 +115,7 @@ def test_beam_compute_metrics_gives_the_local_intervals(multi, tmp_path, monkeyp
 @pytest.mark.parametrize("sort", [False, True])
 def test_spark_gives_the_local_intervals(sort):
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from spark_metrics import collect_results, compute_metrics, get_spark
+    from mergeable_metrics.spark import collect_results, compute_metrics, get_spark
 
     df, ev = _df(sort), _ev()
     want = _local(df, ev)
@@ -130,8 +130,8 @@ def test_spark_gives_the_local_intervals(sort):
 
 @needs_java
 def test_spark_native_lowering_falls_back_for_the_bootstrap():
-    from spark_metrics import get_spark
-    from spark_metrics.native import lowering_blocker
+    from mergeable_metrics.spark import get_spark
+    from mergeable_metrics.spark.native import lowering_blocker
 
     ev = Evaluation(label_col="y", score_col="s", slices=["g"], metrics=["accuracy"], ci="bootstrap")
     sdf = get_spark().createDataFrame(_df(False).head(5))

@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 from sklearn.metrics import accuracy_score, f1_score, precision_score, recall_score
 
-from pipelines.evaluate import main
+from mergeable_metrics.pipelines.evaluate import main
 
 
 def _data(n: int = 3000, seed: int = 7) -> pa.Table:
@@ -137,7 +137,7 @@ def test_skip_invalid_counts_rows_per_slice(tmp_path):
 def test_missing_column_is_a_clear_error(tmp_path, capsys):
     pq.write_table(_data(10), tmp_path / "d.parquet")
     code = main(["--input", str(tmp_path / "d.parquet"), "--label", "nope", "--score", "p", "--output", str(tmp_path / "o")])
-    assert code == 2  # a usage error (pipelines.errors), not a data error
+    assert code == 2  # a usage error (mergeable_metrics.pipelines.errors), not a data error
     err = capsys.readouterr().err
     assert "nope" in err and "available columns" in err
 

@@ -12,9 +12,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from pipelines import errors
-from pipelines.evaluate import LOG_NAME, main
-from pipelines.io import InputError
+from mergeable_metrics.pipelines import errors
+from mergeable_metrics.pipelines.evaluate import LOG_NAME, main
+from mergeable_metrics.pipelines.io import InputError
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -80,7 +80,7 @@ def test_beam_error_is_one_clean_line_and_the_trace_is_in_the_log(tmp_path, caps
         f"the full trace is in {log} (or rerun with --verbose)",
     ]
     text = log.read_text()
-    assert "Traceback (most recent call last)" in text and "core/_inputs.py" in text
+    assert "Traceback (most recent call last)" in text and "core/inputs/validation.py" in text
     # --verbose: the trace on stderr too; --quiet: no stage lines, still the error
     assert main(["--input", bad, "--label", "y", "--score", "p", "--engine", "beam", "--output", str(tmp_path / "v"), "--no-report", "--verbose"]) == 1
     assert "Traceback (most recent call last)" in capsys.readouterr().err
@@ -91,7 +91,7 @@ def test_beam_error_is_one_clean_line_and_the_trace_is_in_the_log(tmp_path, caps
 def test_spark_error_is_one_clean_line_without_the_jvm_output(tmp_path):
     # a fresh process: its JVM starts inside the CLI, which sends the JVM's stderr (log4j, the
     # executors' Java stack traces, the Python workers' tracebacks) to the log file
-    from spark_metrics.session import find_java
+    from mergeable_metrics.spark.session import find_java
 
     pytest.importorskip("pyspark")
     if find_java() is None:
@@ -99,7 +99,7 @@ def test_spark_error_is_one_clean_line_without_the_jvm_output(tmp_path):
     bad = str(_bad_scores(tmp_path / "b.parquet"))
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     proc = subprocess.run(
-        [sys.executable, "-m", "pipelines.evaluate", "--input", bad, "--label", "y", "--score", "p", "--engine", "spark",
+        [sys.executable, "-m", "mergeable_metrics.pipelines.evaluate", "--input", bad, "--label", "y", "--score", "p", "--engine", "spark",
          "--output", str(tmp_path / "o"), "--no-report", "--quiet"],
         capture_output=True, text=True, env=env, timeout=600, cwd=tmp_path,
     )  # fmt: skip
@@ -124,8 +124,8 @@ def test_error_message_and_exit_code_of_wrapped_worker_errors():
     worker = "An exception was thrown from the Python worker:\nTraceback (most recent call last):\n  File \"x.py\", line 1\n"
     e = _Wrapped(worker + "ValueError: column 'y': invalid value 7 at row 3\n")
     assert errors.error_message(e) == "column 'y': invalid value 7 at row 3" and errors.exit_code(e) == 1
-    e = _Wrapped(worker + "ModuleNotFoundError: No module named 'spark_metrics'\n")
-    assert errors.error_message(e) == "No module named 'spark_metrics'" and errors.exit_code(e) == 2
+    e = _Wrapped(worker + "ModuleNotFoundError: No module named 'mergeable_metrics.spark'\n")
+    assert errors.error_message(e) == "No module named 'mergeable_metrics.spark'" and errors.exit_code(e) == 2
     assert errors.exit_code(InputError("x")) == 2 and errors.exit_code(ValueError("x")) == 1 and errors.exit_code(TypeError("x")) == 1
     assert errors.error_message(KeyError("c")) == "KeyError: 'c'"
 
@@ -135,7 +135,7 @@ def test_the_readme_shows_the_console_script_it_installs(tmp_path):
     import tomllib
 
     scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
-    assert scripts["mergeable-evaluate"] == "pipelines.evaluate:main"
+    assert scripts["mergeable-evaluate"] == "mergeable_metrics.pipelines.evaluate:main"
     readme = (ROOT / "README.md").read_text()
     assert "\nmergeable-evaluate --input " in readme and "--verbose" in readme and "evaluate.log" in readme
     exe = shutil.which("mergeable-evaluate", path=os.path.dirname(sys.executable))

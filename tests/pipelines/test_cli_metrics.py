@@ -2,7 +2,7 @@
 
 One small Parquet file per task (binary, multiclass with a list-valued score column, multilabel,
 regression, each with a measure column for ``mean_measure``); the CLI must accept every metric of
-the task by its name and write the same values as ``core.Evaluation`` in process.
+the task by its name and write the same values as ``mergeable_metrics.Evaluation`` in process.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from core import Evaluation
-from core.registry_table import metric_classes
-from pipelines.evaluate import main
+from mergeable_metrics import Evaluation
+from mergeable_metrics.metrics.registry_table import metric_classes
+from mergeable_metrics.pipelines.evaluate import main
 from tests._helpers import close
 
 N = 240
@@ -31,7 +31,7 @@ def _metric_string(cls) -> str:
 
 def _metrics_for(task: str) -> list[str]:
     # the retrieval metrics need query ids and take no weights: tests/pipelines/test_retrieval_cli.py
-    return [_metric_string(c) for c in metric_classes() if task in c.tasks and c.__module__ != "core.retrieval"]
+    return [_metric_string(c) for c in metric_classes() if task in c.tasks and c.__module__ != "mergeable_metrics.metrics.retrieval"]
 
 
 def _table(task: str) -> tuple[pa.Table, list[str], dict]:

@@ -12,10 +12,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from core import Evaluation
-from pipelines.evaluate import main
+from mergeable_metrics import Evaluation
+from mergeable_metrics.pipelines.evaluate import main
 
-pytestmark = pytest.mark.filterwarnings("ignore::core.metrics.UndefinedMetricWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::mergeable_metrics.metrics.base.UndefinedMetricWarning")
 
 METRICS = ["accuracy", "recall", "specificity", "f1", "roc_auc"]
 
@@ -64,7 +64,7 @@ def test_local_partitionings_agree(kw):
 @pytest.mark.parametrize("kw", [{}, BOOTSTRAP], ids=["analytic", "bootstrap"])
 def test_beam_matches_local(tmp_path, kw):
     beam = pytest.importorskip("apache_beam")
-    from beam_metrics import ComputeMetrics, slice_result_from_json, slice_result_to_json
+    from mergeable_metrics.beam import ComputeMetrics, slice_result_from_json, slice_result_to_json
 
     t = _table()
     pq.write_table(t, tmp_path / "part.parquet", row_group_size=400)
@@ -80,7 +80,7 @@ def test_beam_matches_local(tmp_path, kw):
     lines = [ln for f in sorted(tmp_path.glob("out*.jsonl")) for ln in f.read_text().splitlines() if ln.strip()]
     local = _local(**kw)
     _same(ev.collect(slices=[slice_result_from_json(ln) for ln in lines]), local)
-    from beam_metrics.results_io import SliceResultCoder
+    from mergeable_metrics.beam.results_io import SliceResultCoder
 
     coder = SliceResultCoder()
     for sr in local.slices:
@@ -92,7 +92,7 @@ def test_beam_matches_local(tmp_path, kw):
 @pytest.mark.parametrize("kw", [{}, BOOTSTRAP], ids=["analytic", "bootstrap"])
 def test_spark_matches_local(kw):
     pytest.importorskip("pyspark")
-    from spark_metrics import collect_results, compute_metrics, get_spark
+    from mergeable_metrics.spark import collect_results, compute_metrics, get_spark
 
     spark = get_spark()
     df = spark.createDataFrame(_table().to_pandas()).repartition(3)
@@ -112,7 +112,7 @@ def test_cli_baseline_score(tmp_path):
         assert got["comparison"] == json.loads(json.dumps(exp["comparison"]))
         assert got["baseline_metrics"] == json.loads(json.dumps(exp["baseline_metrics"]))
     assert doc["config"]["comparison"] == {"method": "analytic", "level": 0.95, "tolerance": 0.005}
-    from core import Results
+    from mergeable_metrics import Results
 
     rows = pq.read_table(tmp_path / "out" / "metrics.parquet").to_pylist()
     back = Results.from_rows(rows, doc["config"], [("region",)], METRICS)
@@ -122,7 +122,7 @@ def test_cli_baseline_score(tmp_path):
 
 def test_report_and_table_show_the_comparison():
     pytest.importorskip("jinja2")
-    from pipelines.report import render_report
+    from mergeable_metrics.pipelines.report import render_report
 
     r = _local()
     html = render_report(r)

@@ -11,8 +11,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from pipelines.config import ConfigError, load_config, read_config_file
-from pipelines.evaluate import build_parser, main
+from mergeable_metrics.pipelines.config import ConfigError, load_config, read_config_file
+from mergeable_metrics.pipelines.evaluate import build_parser, main
 
 
 @pytest.fixture()

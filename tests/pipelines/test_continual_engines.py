@@ -13,9 +13,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from core import ContinualEvaluation
-from pipelines.evaluate import main
-from pipelines.examples.split_digits import split_digits_events
+from mergeable_metrics import ContinualEvaluation
+from mergeable_metrics.pipelines.evaluate import main
+from mergeable_metrics.pipelines.examples.split_digits import split_digits_events
 
 needs_java = pytest.mark.skipif(shutil.which("java") is None, reason="Spark needs Java 17+")
 
@@ -106,7 +106,7 @@ def test_beam_combine_fn_rows_and_batches_any_split():
     beam = pytest.importorskip("apache_beam")
     from apache_beam.testing.util import assert_that
 
-    from beam_metrics.continual import ComputeContinualMetrics, ContinualCombineFn
+    from mergeable_metrics.beam.continual import ComputeContinualMetrics, ContinualCombineFn
 
     rng = np.random.default_rng(3)
     n = 5000

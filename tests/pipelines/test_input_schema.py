@@ -1,4 +1,4 @@
-"""One schema per input, the same on every engine (pipelines.io.input_schema): CSV types inferred
+"""One schema per input, the same on every engine (mergeable_metrics.pipelines.io.input_schema): CSV types inferred
 over the whole input, text in value columns, header-only files, missing columns and Parquet files
 of different types, through local, Beam (DirectRunner) and Spark (local).
 """
@@ -11,8 +11,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from core import Evaluation
-from pipelines import engines, io
+from mergeable_metrics import Evaluation
+from mergeable_metrics.pipelines import engines, io
 
 pytest.importorskip("apache_beam")
 pytest.importorskip("pyspark")

@@ -19,10 +19,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.metrics import accuracy_score, f1_score
 
-from core import Evaluation
+from mergeable_metrics import Evaluation
 from tests._helpers.latelabels import every_outcome_case
-from pipelines.evaluate import main
-from pipelines.latelabels import COUNT_NAMES, JoinCounts, LabelJoin, classify, count_specs, join_batches
+from mergeable_metrics.pipelines.evaluate import main
+from mergeable_metrics.pipelines.latelabels import COUNT_NAMES, JoinCounts, LabelJoin, classify, count_specs, join_batches
 
 needs_java = pytest.mark.skipif(shutil.which("java") is None, reason="Spark needs Java 17+")
 

@@ -17,9 +17,9 @@ import pyarrow as pa
 import pytest
 from sklearn.metrics import accuracy_score
 
-from core import Evaluation
-from core.latelabels import COUNT_NAMES, LabelJoin, classify, count_specs, join_batches
-from pipelines.latelabels import run_join
+from mergeable_metrics import Evaluation
+from mergeable_metrics.time.latelabels import COUNT_NAMES, LabelJoin, classify, count_specs, join_batches
+from mergeable_metrics.pipelines.latelabels import run_join
 
 needs_java = pytest.mark.skipif(shutil.which("java") is None, reason="Spark needs Java 17+")
 JOIN = LabelJoin("id", "y", "pt", "lt", "1h")

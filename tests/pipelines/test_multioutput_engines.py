@@ -16,10 +16,10 @@ import pytest
 from sklearn import metrics as M
 from sklearn.utils.stats import _weighted_percentile
 
-from core import Evaluation
-from pipelines.evaluate import main
+from mergeable_metrics import Evaluation
+from mergeable_metrics.pipelines.evaluate import main
 
-pytestmark = pytest.mark.filterwarnings("ignore::core.metrics.UndefinedMetricWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::mergeable_metrics.metrics.base.UndefinedMetricWarning")
 
 METRICS = ["r2@multioutput=raw_values", "r2@multioutput=variance_weighted", "mse", "rmse@multioutput=raw_values", "mae",
            "explained_variance@multioutput=raw_values", "mape", "msle@multioutput=raw_values", "mean_pinball_loss@alpha=0.8",
@@ -71,7 +71,7 @@ def test_core_beam_spark_identical(tmp_path):
     if shutil.which("java") is None:
         pytest.skip("Spark needs Java 17+: apt-get install -y openjdk-17-jre-headless")
     pytest.importorskip("pyspark")
-    from spark_metrics import collect_results, compute_metrics, get_spark
+    from mergeable_metrics.spark import collect_results, compute_metrics, get_spark
 
     sdf = get_spark().createDataFrame(_table(fixed=False).to_pandas()).repartition(5)  # Spark: ArrayType columns
     assert collect_results(compute_metrics(sdf, evaluation=ev), ev).to_json() == want.to_json()

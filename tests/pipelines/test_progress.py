@@ -11,8 +11,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from pipelines.evaluate import main
-from pipelines.progress import Progress, progress_enabled
+from mergeable_metrics.pipelines.evaluate import main
+from mergeable_metrics.pipelines.progress import Progress, progress_enabled
 
 
 class _Tty(_io.StringIO):

@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 from sklearn.metrics import median_absolute_error, multilabel_confusion_matrix
 
-from core import Evaluation
+from mergeable_metrics import Evaluation
 from tests._helpers.cli_engines import metrics_json_per_engine
 
 pytest.importorskip("apache_beam")
@@ -62,7 +62,7 @@ def test_samplewise_matrices_are_the_same_on_core_beam_and_spark(tmp_path):
     import apache_beam as beam
     import pandas as pd
 
-    from beam_metrics import ComputeMetrics, slice_result_from_json, slice_result_to_json
+    from mergeable_metrics.beam import ComputeMetrics, slice_result_from_json, slice_result_to_json
     from tests.pipelines.test_cross_engine import _core, _spark
 
     rng = np.random.default_rng(3)

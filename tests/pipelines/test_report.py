@@ -19,9 +19,9 @@ import pytest
 pytest.importorskip("matplotlib")
 pytest.importorskip("jinja2")
 
-from core import Evaluation, Results, SliceResult  # noqa: E402
-from pipelines import report  # noqa: E402
-from pipelines.evaluate import main  # noqa: E402
+from mergeable_metrics import Evaluation, Results, SliceResult  # noqa: E402
+from mergeable_metrics.pipelines import report  # noqa: E402
+from mergeable_metrics.pipelines.evaluate import main  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 ALL = ["accuracy", "precision", "recall", "f1", "tp", "roc_auc@capacity=64", "average_precision", "roc_curve@capacity=64",
@@ -197,7 +197,7 @@ def test_flights_example_writes_the_report(tmp_path):
 
 
 def test_report_path_rules(tmp_path):
-    from pipelines.evaluate import _report_path, build_parser
+    from mergeable_metrics.pipelines.evaluate import _report_path, build_parser
 
     def where(*flags):
         return _report_path(build_parser().parse_args(["--output", "o", *flags]), Path("o"))
@@ -210,7 +210,7 @@ def test_report_path_rules(tmp_path):
 
 
 def test_core_import_does_not_load_plotting_libraries():
-    code = "import sys, core, core.results; print(sorted(m for m in ('matplotlib', 'jinja2', 'pipelines') if m in sys.modules))"
+    code = "import sys, mergeable_metrics, mergeable_metrics.results.results; print(sorted(m for m in ('matplotlib', 'jinja2', 'mergeable_metrics.pipelines') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120, check=True)
     assert out.stdout.strip() == "[]"
 
@@ -504,8 +504,8 @@ def test_bar_chart_title_prints_a_rate_of_one_as_a_rate():
 
 
 def test_display_named_and_class_valued_metrics_get_their_figures():
-    from core import Evaluation
-    from pipelines.report import metric_keys, plot_confusion_matrix
+    from mergeable_metrics import Evaluation
+    from mergeable_metrics.pipelines.report import metric_keys, plot_confusion_matrix
 
     d = {"y": ["cat", "dog", "bird", "dog"], "p": ["cat", "dog", "dog", "dog"]}
     r = Evaluation(label_col="y", prediction_col="p", classes=["cat", "dog", "bird"], metrics=[("cm", "confusion_matrix"), "accuracy"]).evaluate(d)

@@ -27,8 +27,8 @@ import pytest
 pytest.importorskip("matplotlib")
 pytest.importorskip("jinja2")
 
-from core import Evaluation  # noqa: E402
-from pipelines.report import write_report  # noqa: E402
+from mergeable_metrics import Evaluation  # noqa: E402
+from mergeable_metrics.pipelines.report import write_report  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "out" / "artifacts"

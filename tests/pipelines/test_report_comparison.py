@@ -19,8 +19,8 @@ pytest.importorskip("jinja2")
 pytest.importorskip("matplotlib")
 sklearn_metrics = pytest.importorskip("sklearn.metrics")
 
-from core import Evaluation  # noqa: E402
-from pipelines import report  # noqa: E402
+from mergeable_metrics import Evaluation  # noqa: E402
+from mergeable_metrics.pipelines import report  # noqa: E402
 
 
 def _table(n=3000, seed=3):
@@ -86,7 +86,7 @@ def test_marks_of_the_report_data_model(run):
 
 
 def test_comparison_mark_names_the_undefined_model():
-    from core.results import Comparison, comparison_mark
+    from mergeable_metrics.results.results import Comparison, comparison_mark
 
     c = Comparison(float("nan"), None, "indistinguishable", "undefined for the candidate or the baseline model (delta is null)")
     assert comparison_mark(c, 0.5, float("nan"))[1] == "the baseline's value is null"

@@ -1,5 +1,5 @@
-"""``python -m pipelines.evaluate --query COL``: ranking and retrieval metrics from a file, on the
-local and Beam engines, equal to ``core.Evaluation`` and scikit-learn's ``ndcg_score``."""
+"""``python -m mergeable_metrics.pipelines.evaluate --query COL``: ranking and retrieval metrics from a file, on the
+local and Beam engines, equal to ``mergeable_metrics.Evaluation`` and scikit-learn's ``ndcg_score``."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import core
-from pipelines.evaluate import main
+import mergeable_metrics
+from mergeable_metrics.pipelines.evaluate import main
 from tests._helpers.retrieval import retrieval_data, sk_ndcg_mean
 
 METRICS = "ndcg@k=10,map@k=10,mrr,retrieval_precision@k=10,retrieval_recall@k=10,hit_rate@k=10,r_precision,dcg@k=10,num_queries,queries_without_relevant"
@@ -29,7 +29,7 @@ def test_cli_query_flag(tmp_path, engine):
     assert main(args) == 0
     doc = json.loads((out / "metrics.json").read_text())
     assert doc["config"]["query_col"] == "q"
-    ev = core.Evaluation(label_col="rel", score_col="s", query_col="q", slices=["g"], metrics=METRICS.split(","))
+    ev = mergeable_metrics.Evaluation(label_col="rel", score_col="s", query_col="q", slices=["g"], metrics=METRICS.split(","))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         want = json.loads(ev.evaluate(data).to_json())

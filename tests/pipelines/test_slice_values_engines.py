@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from pipelines.evaluate import main
+from mergeable_metrics.pipelines.evaluate import main
 from tests._helpers.slice_kinds import reference, sorted_rows
 
 pytest.importorskip("apache_beam")

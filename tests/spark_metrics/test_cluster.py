@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from spark_metrics.session import find_java
+from mergeable_metrics.spark.session import find_java
 
 pytestmark = [
     pytest.mark.cluster,

@@ -12,7 +12,7 @@ import math
 import numpy as np
 import pytest
 
-from spark_metrics.session import find_java
+from mergeable_metrics.spark.session import find_java
 
 pytestmark = pytest.mark.skipif(
     find_java() is None,
@@ -23,9 +23,9 @@ pd = pytest.importorskip("pandas")
 pytest.importorskip("pyspark")
 skm = pytest.importorskip("sklearn.metrics")
 
-import core  # noqa: E402
-from core.results import ROW_COLUMNS  # noqa: E402
-from spark_metrics import RESULT_COLUMNS, collect_results, compute_metrics, result_schema  # noqa: E402
+import mergeable_metrics  # noqa: E402
+from mergeable_metrics.results.results import ROW_COLUMNS  # noqa: E402
+from mergeable_metrics.spark import RESULT_COLUMNS, collect_results, compute_metrics, result_schema  # noqa: E402
 
 N = 5000
 BINARY_METRICS = ["accuracy", "precision", "recall", "f1", "tp", "fp", "tn", "fn"]
@@ -68,7 +68,7 @@ def sdf(spark, pdf):
 
 @pytest.fixture(scope="module")
 def binary_eval():
-    return core.Evaluation(
+    return mergeable_metrics.Evaluation(
         label_col="y",
         score_col="score",
         weight_col="w",
@@ -80,7 +80,7 @@ def binary_eval():
 @pytest.fixture(scope="module", params=[False, True], ids=["arrow-path", "native-path"])
 def binary_runs(request, sdf, binary_eval):
     """Raw result rows and collected Results for 1, 3 and 17 partitions, through the Arrow path
-    and the native Spark SQL aggregation (spark_metrics.native)."""
+    and the native Spark SQL aggregation (mergeable_metrics.spark.native)."""
     out = {"native": request.param}
     for p in (1, 3, 17):
         result_df = compute_metrics(sdf.repartition(p), evaluation=binary_eval, native=request.param)
@@ -125,13 +125,13 @@ def test_plan_aggregates_per_partition_before_the_shuffle(binary_runs):
 def test_native_and_arrow_paths_agree_and_say_why_not(spark, sdf, binary_eval):
     from pyspark.sql import functions as F
 
-    multi = core.Evaluation(label_col="k", prediction_col="kp", num_classes=4, slices=["carrier", "origin,carrier"],
+    multi = mergeable_metrics.Evaluation(label_col="k", prediction_col="kp", num_classes=4, slices=["carrier", "origin,carrier"],
                             metrics=["accuracy", "f1@macro", "f1@none", "confusion_matrix", "cohen_kappa", "mcc"])  # fmt: skip
-    strict = core.Evaluation(label_col="y", score_col="score", slices=["origin"], threshold_rule=">",
+    strict = mergeable_metrics.Evaluation(label_col="y", score_col="score", slices=["origin"], threshold_rule=">",
                              metrics=["precision@threshold=0.4", "recall", "f1@threshold=0.9", "example_count"])  # fmt: skip
-    hard = core.Evaluation(label_col="y", prediction_col="kp", slices=["origin"], metrics=["accuracy"])
+    hard = mergeable_metrics.Evaluation(label_col="y", prediction_col="kp", slices=["origin"], metrics=["accuracy"])
     flags = sdf.withColumn("flag", sdf.y == 1).withColumn("day", F.to_date(F.when(sdf.y == 1, "2024-01-01").otherwise("2024-02-29")))
-    flagged = core.Evaluation(label_col="y", score_col="score", slices=["flag", "day"], metrics=["f1"])
+    flagged = mergeable_metrics.Evaluation(label_col="y", score_col="score", slices=["flag", "day"], metrics=["f1"])
     for frame, ev in ((sdf, multi), (sdf.repartition(5), strict), (flags, flagged)):
         a = collect_results(compute_metrics(frame, evaluation=ev, native=True), ev)
         b = collect_results(compute_metrics(frame, evaluation=ev, native=False), ev)
@@ -140,13 +140,13 @@ def test_native_and_arrow_paths_agree_and_say_why_not(spark, sdf, binary_eval):
     with pytest.raises(Exception, match=r"column 'kp': invalid value [23]\.0 at row \d+: predictions must be 0 or 1"):
         compute_metrics(bad, evaluation=hard).collect()
     with pytest.raises(ValueError, match=r"native=True, but .*score_distribution"):
-        compute_metrics(sdf, evaluation=core.Evaluation(label_col="y", score_col="score", metrics=["roc_auc"]), native=True)
+        compute_metrics(sdf, evaluation=mergeable_metrics.Evaluation(label_col="y", score_col="score", metrics=["roc_auc"]), native=True)
     with pytest.raises(ValueError, match=r"native=True, but .*on_invalid"):
-        compute_metrics(sdf, evaluation=core.Evaluation(label_col="y", score_col="score", on_invalid="skip"), native=True)
+        compute_metrics(sdf, evaluation=mergeable_metrics.Evaluation(label_col="y", score_col="score", on_invalid="skip"), native=True)
     with pytest.raises(ValueError, match=r"native=True, but .*max_slices"):
-        compute_metrics(sdf, evaluation=core.Evaluation(label_col="y", score_col="score", slices=["carrier;max_slices=2"]), native=True)
+        compute_metrics(sdf, evaluation=mergeable_metrics.Evaluation(label_col="y", score_col="score", slices=["carrier;max_slices=2"]), native=True)
     empty = spark.createDataFrame([], sdf.schema)
-    unsliced = core.Evaluation(label_col="y", score_col="score", weight_col="w", metrics=["f1", "example_count"])
+    unsliced = mergeable_metrics.Evaluation(label_col="y", score_col="score", weight_col="w", metrics=["f1", "example_count"])
     for native in (True, False):
         for ev in (binary_eval, unsliced):
             res = collect_results(compute_metrics(empty, evaluation=ev, native=native), ev)
@@ -165,30 +165,30 @@ def test_native_path_edge_cases_match_the_arrow_path(spark):
         assert a == collect_results(compute_metrics(frame, evaluation=ev, native=False), ev).to_json()
 
     d = spark.createDataFrame([(0, 0.9, "a"), (1, 0.2, "b"), (1, 0.8, "a")], "y long, __rid double, __cell string")
-    both(d, core.Evaluation(label_col="y", score_col="__rid", slices=["__cell"], metrics=["precision", "recall"]))
-    both(d, core.Evaluation(label_col="y", slices=["__cell"], metrics=["example_count"]))
+    both(d, mergeable_metrics.Evaluation(label_col="y", score_col="__rid", slices=["__cell"], metrics=["precision", "recall"]))
+    both(d, mergeable_metrics.Evaluation(label_col="y", slices=["__cell"], metrics=["example_count"]))
     ticks = d.withColumnRenamed("__cell", "g`x")  # PySpark's mapInArrow alone cannot resolve this name
-    both(ticks, core.Evaluation(label_col="y", score_col="__rid", slices=["g`x"], metrics=["f1"]))
-    ev = core.Evaluation(label_col="y", score_col="__rid", slices=["g`x;max_slices=1"], metrics=["f1"])  # + the counting job
+    both(ticks, mergeable_metrics.Evaluation(label_col="y", score_col="__rid", slices=["g`x"], metrics=["f1"]))
+    ev = mergeable_metrics.Evaluation(label_col="y", score_col="__rid", slices=["g`x;max_slices=1"], metrics=["f1"])  # + the counting job
     res = collect_results(compute_metrics(ticks, evaluation=ev), ev)
     assert {s.slice: s.n for s in res.slices} == {(): 3, (("g`x", "a"),): 2, (("g`x", "__other__"),): 1}
     rows = [(0, 0.1, "a"), (1, 0.2, "a"), (0, float("nan"), "c"), (1, 0.4, "a"), (0, 0.5, "a"), (1, 0.6, "a"), (0, float("nan"), "b")]
     bad = spark.createDataFrame(rows, "y long, s double, g string").coalesce(1)
-    ev = core.Evaluation(label_col="y", score_col="s", slices=["g"], metrics=["f1"])
+    ev = mergeable_metrics.Evaluation(label_col="y", score_col="s", slices=["g"], metrics=["f1"])
     for native in (True, False):  # the first invalid row of the input, whatever slice it is in
         with pytest.raises(Exception, match=r"column 's': invalid value nan at row 2: scores must be finite"):
             compute_metrics(bad, evaluation=ev, native=native).collect()
     nulls = spark.createDataFrame([(0, 0.1), (None, 0.2), (1, 0.3)], "y long, s double").coalesce(1)
     for native in (True, False):
         with pytest.raises(Exception, match=r"column 'y': invalid value null at row 1: labels must be 0 or 1"):  # a SQL null is named null
-            compute_metrics(nulls, evaluation=core.Evaluation(label_col="y", score_col="s"), native=native).collect()
+            compute_metrics(nulls, evaluation=mergeable_metrics.Evaluation(label_col="y", score_col="s"), native=native).collect()
     nulls = spark.createDataFrame([(0, 0.1), (1, None), (1, 0.3)], "y long, s double").coalesce(1)
     nans = spark.createDataFrame([(0, 0.1), (1, 0.2), (1, float("nan"))], "y long, s double").coalesce(1)
     for native in (True, False):  # a null score is null, a NaN score nan, on both paths
         with pytest.raises(Exception, match=r"column 's': invalid value null at row 1: scores must be finite"):
-            compute_metrics(nulls, evaluation=core.Evaluation(label_col="y", score_col="s"), native=native).collect()
+            compute_metrics(nulls, evaluation=mergeable_metrics.Evaluation(label_col="y", score_col="s"), native=native).collect()
         with pytest.raises(Exception, match=r"column 's': invalid value nan at row 2: scores must be finite"):
-            compute_metrics(nans, evaluation=core.Evaluation(label_col="y", score_col="s"), native=native).collect()
+            compute_metrics(nans, evaluation=mergeable_metrics.Evaluation(label_col="y", score_col="s"), native=native).collect()
 
 
 def test_partitioning_does_not_change_results(binary_runs):
@@ -215,9 +215,9 @@ def test_equals_core_direct_fold_exactly(binary_runs, binary_eval, pdf):
 def test_collect_results_merges_small_partial_states_on_the_driver(sdf, pdf, monkeypatch, limit):
     """collect_results of the Arrow path merges the partial states on the driver (default), or on
     the executors over ``driver_merge_bytes`` (1 byte here) or with 0: core's direct fold either way."""
-    import spark_metrics.compute as compute
+    import mergeable_metrics.spark.compute as compute
 
-    ev = core.Evaluation(label_col="y", score_col="score", weight_col="w", slices=["carrier", "carrier,origin"],
+    ev = mergeable_metrics.Evaluation(label_col="y", score_col="score", weight_col="w", slices=["carrier", "carrier,origin"],
                          metrics=["accuracy", "f1", "roc_auc", "average_precision"])  # fmt: skip
     direct = ev.finish(ev.fold(ev.zero(), pdf))
     on_driver = []
@@ -231,7 +231,7 @@ def test_collect_results_merges_small_partial_states_on_the_driver(sdf, pdf, mon
 
 @pytest.mark.parametrize("bad", [-1, 1.5, "64MiB", True, None])
 def test_collect_results_refuses_a_driver_merge_bytes_that_is_not_a_size(sdf, bad):
-    ev = core.Evaluation(label_col="y", score_col="score", metrics=["accuracy"])
+    ev = mergeable_metrics.Evaluation(label_col="y", score_col="score", metrics=["accuracy"])
     with pytest.raises(ValueError, match=rf"driver_merge_bytes must be an integer >= 0 .*got {re.escape(repr(bad))}"):
         collect_results(compute_metrics(sdf, evaluation=ev, native=False), ev, driver_merge_bytes=bad)
 
@@ -263,7 +263,7 @@ def test_matches_sklearn(binary_runs, pdf):
 
 
 def test_multiclass_matches_sklearn(sdf, pdf):
-    ev = core.Evaluation(
+    ev = mergeable_metrics.Evaluation(
         label_col="k",
         prediction_col="kp",
         weight_col="w",
@@ -318,7 +318,7 @@ def dirty_pdf(pdf):
 
 
 def test_on_invalid_skip_counts_skipped_rows_per_slice(spark, dirty_pdf):
-    ev = core.Evaluation(
+    ev = mergeable_metrics.Evaluation(
         label_col="y", score_col="score", weight_col="w", slices=["carrier", "carrier,origin"], on_invalid="skip"
     )
     sdf = spark.createDataFrame(dirty_pdf)
@@ -341,7 +341,7 @@ def test_on_invalid_skip_counts_skipped_rows_per_slice(spark, dirty_pdf):
 
 
 def test_on_invalid_raise_reports_column_value_row_and_partition(spark, pdf):
-    ev = core.Evaluation(label_col="y", score_col="score", weight_col="w")
+    ev = mergeable_metrics.Evaluation(label_col="y", score_col="score", weight_col="w")
     clean = pdf[["y", "score", "w"]].iloc[100:300].reset_index(drop=True)
     clean.loc[123, "score"] = np.nan
     sdf = spark.createDataFrame(clean).coalesce(1)  # one partition, rows in order: the NaN is row 123
@@ -379,10 +379,10 @@ def test_keyword_arguments_and_configuration_errors(sdf, binary_eval):
         compute_metrics(sdf, evaluation=binary_eval, label_col="y")
     with pytest.raises(ValueError, match="exactly one"):
         compute_metrics(sdf, label_col="y")
-    with pytest.raises(TypeError, match="core.Evaluation"):
+    with pytest.raises(TypeError, match="mergeable_metrics.Evaluation"):
         compute_metrics(sdf, evaluation={"label_col": "y"})
     result_df = compute_metrics(sdf.repartition(2), label_col="y", score_col="score", metrics=["accuracy"])
-    ev = core.Evaluation(label_col="y", score_col="score", metrics=["accuracy"])
+    ev = mergeable_metrics.Evaluation(label_col="y", score_col="score", metrics=["accuracy"])
     assert collect_results(result_df, ev).overall.n == N
 
 
@@ -393,7 +393,7 @@ def test_nullable_integer_slice_keeps_integer_values_across_partitionings(spark)
         for i in range(600)
     ]
     df = spark.createDataFrame(rows, "y long, s double, g long")
-    ev = core.Evaluation(label_col="y", score_col="s", slices=["g"], metrics=["accuracy", "f1"])
+    ev = mergeable_metrics.Evaluation(label_col="y", score_col="s", slices=["g"], metrics=["accuracy", "f1"])
     one = collect_results(compute_metrics(df.coalesce(1), evaluation=ev), ev)
     many = collect_results(compute_metrics(df.repartition(9), evaluation=ev), ev)
     assert many.to_json() == one.to_json()
@@ -408,7 +408,7 @@ def test_boolean_decimal_and_date_columns(spark):
         for i in range(60)
     ]
     df = spark.createDataFrame(rows, "y boolean, s decimal(4,2), d date")
-    ev = core.Evaluation(label_col="y", score_col="s", slices=["d"], metrics=["accuracy", "tp"])
+    ev = mergeable_metrics.Evaluation(label_col="y", score_col="s", slices=["d"], metrics=["accuracy", "tp"])
     results = collect_results(compute_metrics(df.repartition(3), evaluation=ev), ev)
     assert [s.slice for s in results.slices] == [(), (("d", "2024-01-01"),), (("d", "2024-01-02"),)]
     y = np.array([r[0] for r in rows], dtype=int)
@@ -429,7 +429,7 @@ def test_huge_labels_give_the_arrow_paths_message_on_the_native_path(spark, labe
     shown = repr(float(label))
     for pred_col in (None, "p"):
         frame = sdf if pred_col is None else sdf.selectExpr("y", "y as p", "g")
-        ev = core.Evaluation(label_col="y", score_col="s" if pred_col is None else None, prediction_col=pred_col, slices=["g"], metrics=["accuracy"])
+        ev = mergeable_metrics.Evaluation(label_col="y", score_col="s" if pred_col is None else None, prediction_col=pred_col, slices=["g"], metrics=["accuracy"])
         messages = []
         for native in (True, False):
             with pytest.raises(Exception) as info:
@@ -443,7 +443,7 @@ def test_huge_labels_give_the_arrow_paths_message_on_the_native_path(spark, labe
 
 def test_huge_multiclass_predictions_give_a_clear_message_on_the_native_path(spark):
     sdf = spark.createDataFrame([(0.0, 1.0), (2.0, 1e300), (1.0, 1.0)], "y double, p double").coalesce(1)
-    ev = core.Evaluation(label_col="y", prediction_col="p", num_classes=3, metrics=["accuracy"])
+    ev = mergeable_metrics.Evaluation(label_col="y", prediction_col="p", num_classes=3, metrics=["accuracy"])
     with pytest.raises(Exception) as info:
         compute_metrics(sdf, evaluation=ev, native=True).collect()
     assert "column 'p': invalid value 1e+300 at row 1" in str(info.value)
@@ -453,7 +453,7 @@ def test_decimal_weights_give_the_local_result(spark):
     """Decimal weights: cast to double on Spark, read as numbers by core (rejected before)."""
     rows = [(1, 0.9, decimal.Decimal("1.50")), (0, 0.6, decimal.Decimal("2.25")), (1, 0.2, decimal.Decimal("0.75")), (0, 0.1, decimal.Decimal("1"))]
     sdf = spark.createDataFrame(rows, "y long, s double, w decimal(6,2)").repartition(2)
-    ev = core.Evaluation(label_col="y", score_col="s", weight_col="w", metrics=["accuracy", "precision"])
+    ev = mergeable_metrics.Evaluation(label_col="y", score_col="s", weight_col="w", metrics=["accuracy", "precision"])
     local = ev.evaluate([{"y": [r[0] for r in rows], "s": [r[1] for r in rows], "w": [r[2] for r in rows]}])
     assert local.overall.metrics["accuracy"] == (1.5 + 1.0) / 5.5  # rows 0 and 3 are right
     for native in (True, False):
@@ -472,12 +472,12 @@ def test_multioutput_array_rows_of_another_length_or_null_are_invalid_per_row(sp
                            T.StructField("g", T.StringType())])
     rows = [(a, b, "ab"[i % 2]) for i, (a, b) in enumerate(zip(y, p))]
     sdf = spark.createDataFrame(rows, schema).repartition(3)
-    ev = core.Evaluation(label_col="y", prediction_col="p", num_outputs=2, slices=["g"], on_invalid="skip", metrics=["mse@multioutput=raw_values"])
+    ev = mergeable_metrics.Evaluation(label_col="y", prediction_col="p", num_outputs=2, slices=["g"], on_invalid="skip", metrics=["mse@multioutput=raw_values"])
     got = collect_results(compute_metrics(sdf, evaluation=ev), ev)
     assert (got.overall.n, got.overall.skipped) == (4, 2) and got[{"g": "a"}].skipped == 2 and got[{"g": "b"}].skipped == 0
     keep = [0, 1, 3, 5]
     want = mean_squared_error(np.array(y)[keep], np.array([p[i] for i in keep]), multioutput="raw_values")
     np.testing.assert_allclose(got.overall.metrics["mse@multioutput=raw_values"], want, rtol=1e-12)
-    strict = core.Evaluation(label_col="y", prediction_col="p", num_outputs=2, metrics=["mse"])
+    strict = mergeable_metrics.Evaluation(label_col="y", prediction_col="p", num_outputs=2, metrics=["mse"])
     with pytest.raises(Exception, match=r"column 'p': row 2 holds 1 entries \[5.0\]: multioutput prediction rows are lists of 2 values \(num_outputs=2\)"):
         collect_results(compute_metrics(spark.createDataFrame(rows, schema).coalesce(1), evaluation=strict), strict)

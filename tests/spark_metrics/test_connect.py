@@ -1,4 +1,4 @@
-"""spark_metrics.metric_columns over Spark Connect: a Connect DataFrame's own
+"""mergeable_metrics.spark.metric_columns over Spark Connect: a Connect DataFrame's own
 ``groupBy(...).agg(*metric_columns(...))`` gives, per group, the values of compute_metrics run over
 the same Connect session (and of scikit-learn); invalid values raise through the Connect client.
 
@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 from sklearn.metrics import f1_score, precision_score
 
-from core import Evaluation
-from spark_metrics import collect_results, compute_metrics, metric_columns
+from mergeable_metrics import Evaluation
+from mergeable_metrics.spark import collect_results, compute_metrics, metric_columns
 from tests.spark_metrics.test_metric_columns import METRICS, _frame, _rows, _same
 
-pytestmark = pytest.mark.filterwarnings("ignore::core.metrics.UndefinedMetricWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::mergeable_metrics.metrics.base.UndefinedMetricWarning")
 
 
 @pytest.fixture

@@ -1,16 +1,16 @@
-"""spark_metrics.continual: one native groupBy().count(), then core's exact ContinualEvaluation."""
+"""mergeable_metrics.spark.continual: one native groupBy().count(), then core's exact ContinualEvaluation."""
 
 from __future__ import annotations
 
 import pytest
 
-from core import ContinualEvaluation
+from mergeable_metrics import ContinualEvaluation
 
 pytest.importorskip("pyspark")
 
 
 def test_spark_native_counts_equal_core(spark):
-    from spark_metrics.continual import continual_evaluation
+    from mergeable_metrics.spark.continual import continual_evaluation
 
     rows = [(0, None, 0, 1, 1), (0, None, 1, 0, 1), (0, 0, 0, 1, 0), (1, None, 0, 1, 1), (1, None, 1, 0, 0), (1, 0, 1, 1, 1)] * 50
     df = spark.createDataFrame(rows, "trained_task long, step long, evaluated_task long, label long, prediction long").repartition(3)

@@ -11,7 +11,7 @@ import pytest
 pytest.importorskip("pyspark")
 from sklearn.metrics import accuracy_score, average_precision_score, f1_score, log_loss, roc_auc_score  # noqa: E402
 
-from spark_metrics.evaluator import MetricsEvaluator  # noqa: E402
+from mergeable_metrics.spark.evaluator import MetricsEvaluator  # noqa: E402
 
 
 def _data(n: int = 400, seed: int = 0, classes: int = 2):

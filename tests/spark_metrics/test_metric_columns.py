@@ -1,4 +1,4 @@
-"""spark_metrics.metric_columns inside a user's own ``groupBy(...).agg(...)``: the same values as
+"""mergeable_metrics.spark.metric_columns inside a user's own ``groupBy(...).agg(...)``: the same values as
 compute_metrics (and scikit-learn) per group, partial aggregation before the shuffle, clear
 errors for metrics that cannot lower and for invalid values."""
 
@@ -11,10 +11,10 @@ import pandas as pd
 import pytest
 from sklearn.metrics import f1_score, matthews_corrcoef, precision_score, recall_score
 
-from core import Evaluation
-from spark_metrics import collect_results, compute_metrics, metric_columns
+from mergeable_metrics import Evaluation
+from mergeable_metrics.spark import collect_results, compute_metrics, metric_columns
 
-pytestmark = pytest.mark.filterwarnings("ignore::core.metrics.UndefinedMetricWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::mergeable_metrics.metrics.base.UndefinedMetricWarning")
 
 METRICS = ["precision", "recall", "f1", "accuracy", "mcc", "balanced_accuracy", "example_count", "recall@threshold=0.7", "selection_rate", "fowlkes_mallows"]
 

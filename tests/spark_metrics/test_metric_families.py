@@ -1,8 +1,8 @@
-"""New metric families by name through ``spark_metrics.compute_metrics`` (issue 3).
+"""New metric families by name through ``mergeable_metrics.spark.compute_metrics`` (issue 3).
 
 Binary extras, multiclass class scores as K numeric columns, multilabel indicator and score lists
 (ranking metrics per label, micro and per row), regression with a measure column:
-Spark's per-slice results equal ``core.Evaluation`` in process.
+Spark's per-slice results equal ``mergeable_metrics.Evaluation`` in process.
 """
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import core
+import mergeable_metrics
 from tests._helpers import close
 from tests._helpers.compare import assert_same_as_in_process
 
-pytestmark = pytest.mark.filterwarnings("ignore::core.metrics.UndefinedMetricWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::mergeable_metrics.metrics.base.UndefinedMetricWarning")
 
 
 def _frame(n: int = 120) -> pd.DataFrame:
@@ -49,10 +49,10 @@ EVALUATIONS = {
 
 @pytest.mark.parametrize("kind", list(EVALUATIONS))
 def test_metric_families_by_name_on_spark(spark, kind):
-    from spark_metrics import collect_results, compute_metrics
+    from mergeable_metrics.spark import collect_results, compute_metrics
 
     pdf = _frame()
-    ev = core.Evaluation(slices=["g"], weight_col="w", **EVALUATIONS[kind])
+    ev = mergeable_metrics.Evaluation(slices=["g"], weight_col="w", **EVALUATIONS[kind])
     df = spark.createDataFrame(pdf).repartition(3)
     got = collect_results(compute_metrics(df, evaluation=ev), ev)
     want = assert_same_as_in_process(got, ev, pdf, kind, n_slices=4)

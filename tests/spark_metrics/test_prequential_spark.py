@@ -1,4 +1,4 @@
-"""spark_metrics.prequential_metrics: windowed and cumulative metrics equal the local engine's."""
+"""mergeable_metrics.spark.prequential_metrics: windowed and cumulative metrics equal the local engine's."""
 
 from __future__ import annotations
 
@@ -6,13 +6,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from core import PrequentialEvaluation
+from mergeable_metrics import PrequentialEvaluation
 
 pytest.importorskip("pyspark")
 
 
 def test_equal_to_the_local_stream_whatever_the_partitioning(spark):
-    from spark_metrics.prequential import prequential_metrics
+    from mergeable_metrics.spark.prequential import prequential_metrics
 
     rng = np.random.default_rng(9)
     n = 2500
@@ -32,7 +32,7 @@ def test_equal_to_the_local_stream_whatever_the_partitioning(spark):
 
 def test_a_position_column_that_is_not_integral_is_refused(spark):
     # before: a double position 1.5 was floored into window 0 on Spark while the local engine refuses it
-    from spark_metrics.prequential import prequential_metrics
+    from mergeable_metrics.spark.prequential import prequential_metrics
 
     opts = dict(label_col="y", score_col="s", metrics=["accuracy"])
     df = spark.createDataFrame(pd.DataFrame({"y": [0, 1], "s": [0.1, 0.9], "pos": [0.0, 1.5]}))

@@ -1,6 +1,6 @@
-"""Ranking and retrieval metrics (``query_col``) through ``spark_metrics.compute_metrics``: each
+"""Ranking and retrieval metrics (``query_col``) through ``mergeable_metrics.spark.compute_metrics``: each
 query's rows are spread over partitions (a random repartition), and the results equal
-``core.Evaluation`` in process, scikit-learn's ``ndcg_score`` per query and Spark MLlib's own
+``mergeable_metrics.Evaluation`` in process, scikit-learn's ``ndcg_score`` per query and Spark MLlib's own
 ``RankingMetrics`` (precision@k, recall@k, MAP, MAP@k)."""
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import core
+import mergeable_metrics
 from tests._helpers.retrieval import retrieval_data, sk_ndcg_mean
 
-pytestmark = pytest.mark.filterwarnings("ignore::core.metrics.UndefinedMetricWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::mergeable_metrics.metrics.base.UndefinedMetricWarning")
 
 METRICS = ["ndcg@k=10", "map@k=3", "map", "mrr", "retrieval_precision@k=3", "retrieval_recall@k=3", "hit_rate@k=2", "r_precision", "dcg@k=10"]
 
@@ -22,10 +22,10 @@ def _frame(spark, data):
 
 
 def test_queries_split_across_partitions_give_the_local_results(spark):
-    from spark_metrics import collect_results, compute_metrics
+    from mergeable_metrics.spark import collect_results, compute_metrics
 
     data = retrieval_data(12, n_queries=25)
-    ev = core.Evaluation(label_col="rel", score_col="s", query_col="q", slices=["g"], metrics=METRICS)
+    ev = mergeable_metrics.Evaluation(label_col="rel", score_col="s", query_col="q", slices=["g"], metrics=METRICS)
     df = _frame(spark, data)
     parts = df.rdd.glom().map(lambda rows: sorted({r["q"] for r in rows})).collect()
     assert sum(len(p) for p in parts) > 25  # some query's rows are in several partitions
@@ -38,10 +38,10 @@ def test_queries_split_across_partitions_give_the_local_results(spark):
 def test_binary_metrics_equal_spark_ranking_metrics(spark):
     from pyspark.mllib.evaluation import RankingMetrics
 
-    from spark_metrics import collect_results, compute_metrics
+    from mergeable_metrics.spark import collect_results, compute_metrics
 
     data = retrieval_data(13, n_queries=30, ties=False, graded=False)
-    ev = core.Evaluation(label_col="rel", score_col="s", query_col="q", metrics=["retrieval_precision@3", "retrieval_recall@3", "map", "map@3"])
+    ev = mergeable_metrics.Evaluation(label_col="rel", score_col="s", query_col="q", metrics=["retrieval_precision@3", "retrieval_recall@3", "map", "map@3"])
     got = collect_results(compute_metrics(_frame(spark, data), evaluation=ev), ev).overall.metrics
     # MLlib's input: per query, the items ranked by score and the set of relevant items (queries
     # without a relevant item are undefined here and left out; MLlib would count them as 0)

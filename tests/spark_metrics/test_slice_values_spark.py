@@ -12,14 +12,14 @@ import warnings
 import numpy as np
 import pytest
 
-from spark_metrics.session import find_java
+from mergeable_metrics.spark.session import find_java
 
 pytestmark = pytest.mark.skipif(find_java() is None, reason="java not found: the Spark tests need a JDK/JRE 17+")
 
 pytest.importorskip("pyspark")
 
-from core import Evaluation  # noqa: E402
-from spark_metrics import collect_results, compute_metrics  # noqa: E402
+from mergeable_metrics import Evaluation  # noqa: E402
+from mergeable_metrics.spark import collect_results, compute_metrics  # noqa: E402
 from tests._helpers.slice_kinds import METRICS, SPECS, observed, reference, sorted_rows  # noqa: E402
 
 
@@ -133,7 +133,7 @@ def test_quantiles_of_an_all_null_column_on_spark(spark):
 
 
 def test_collect_results_raises_on_two_rows_of_one_slice_key(spark):
-    from spark_metrics import result_schema
+    from mergeable_metrics.spark import result_schema
 
     ev = Evaluation(label_col="y", score_col="s", slices=["x"], metrics=["tp"])
     row = {"slice": "x=0", "n": 3, "weight": 3.0, "skipped": 0, "metric": "tp", "index": None, "value": 3.0, "lower": None, "upper": None}

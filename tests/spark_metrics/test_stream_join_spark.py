@@ -1,4 +1,4 @@
-"""pipelines.latelabels.stream_join: predictions and late labels as two Structured Streaming
+"""mergeable_metrics.pipelines.latelabels.stream_join: predictions and late labels as two Structured Streaming
 inputs (files read with readStream), joined by id within the maximum label delay; the matched
 rows' windowed streaming metrics and the outcome counts equal the batch join (classify) on the
 same rows."""
@@ -14,10 +14,10 @@ pd = pytest.importorskip("pandas")
 pytest.importorskip("pyspark")
 pa = pytest.importorskip("pyarrow")
 
-from core import WindowedEvaluation  # noqa: E402
-from pipelines.latelabels import LabelJoin, count_specs, join_batches, stream_join  # noqa: E402
-from spark_metrics import compute_metrics  # noqa: E402
-from spark_metrics.windows import window_row  # noqa: E402
+from mergeable_metrics import WindowedEvaluation  # noqa: E402
+from mergeable_metrics.pipelines.latelabels import LabelJoin, count_specs, join_batches, stream_join  # noqa: E402
+from mergeable_metrics.spark import compute_metrics  # noqa: E402
+from mergeable_metrics.spark.windows import window_row  # noqa: E402
 from tests._helpers.windows import OPTIONS, T0, assert_same_windows, reference  # noqa: E402
 
 DELAY = 1800  # seconds

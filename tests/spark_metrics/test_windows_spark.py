@@ -13,9 +13,9 @@ import pytest
 pd = pytest.importorskip("pandas")
 pytest.importorskip("pyspark")
 
-from core import Results, WindowedEvaluation  # noqa: E402
-from spark_metrics import collect_results, compute_metrics  # noqa: E402
-from spark_metrics.windows import window_row  # noqa: E402
+from mergeable_metrics import Results, WindowedEvaluation  # noqa: E402
+from mergeable_metrics.spark import collect_results, compute_metrics  # noqa: E402
+from mergeable_metrics.spark.windows import window_row  # noqa: E402
 from tests._helpers.windows import OPTIONS, T0, assert_same_windows, reference, timed_rows  # noqa: E402
 
 

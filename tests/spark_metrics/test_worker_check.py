@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
-from spark_metrics import SparkSetupError, check_workers, compute_metrics
-from spark_metrics import session as session_module
+from mergeable_metrics.spark import SparkSetupError, check_workers, compute_metrics
+from mergeable_metrics.spark import session as session_module
 
 
 @pytest.fixture
@@ -31,11 +31,11 @@ def _script(path, body: str) -> str:
 
 
 def test_a_worker_python_without_the_package_fails_in_one_line_before_the_job(spark, worker_python, tmp_path):
-    # the driver's own interpreter, with a PYTHONPATH entry that hides spark_metrics: the package
-    # is missing from the workers' path (as when the project is neither installed nor on PYTHONPATH)
-    shadow = tmp_path / "shadow" / "spark_metrics"
+    # the driver's own interpreter, with a PYTHONPATH entry that hides mergeable_metrics: the package
+    # is missing from the workers' path (as when the project is not installed in the workers' Python)
+    shadow = tmp_path / "shadow" / "mergeable_metrics"
     shadow.mkdir(parents=True)
-    (shadow / "__init__.py").write_text("raise ModuleNotFoundError(\"No module named 'spark_metrics'\")\n")
+    (shadow / "__init__.py").write_text("raise ModuleNotFoundError(\"No module named 'mergeable_metrics'\")\n")
     # (run in tmp_path: a worker's sys.path starts with its working directory, here the project's)
     exe = _script(tmp_path / "python", f'cd "{tmp_path}" && PYTHONPATH="{shadow.parent}:$PYTHONPATH" exec "{sys.executable}" "$@"')
     worker_python(exe)
@@ -44,7 +44,7 @@ def test_a_worker_python_without_the_package_fails_in_one_line_before_the_job(sp
         compute_metrics(df, label_col="y", score_col="p")
     msg = str(e.value)
     assert "\n" not in msg
-    assert "cannot run spark_metrics (ModuleNotFoundError: No module named 'spark_metrics')" in msg
+    assert "cannot run mergeable_metrics.spark (ModuleNotFoundError: No module named 'mergeable_metrics')" in msg
     assert "PYTHONPATH" in msg  # the same environment: the fix is the path, not the interpreter
 
 
@@ -66,13 +66,13 @@ def test_another_python_is_named_with_the_fix(spark, worker_python):
     with pytest.raises(SparkSetupError) as e:
         check_workers(spark)
     msg = str(e.value)
-    assert "\n" not in msg and "cannot run spark_metrics (ModuleNotFoundError: No module named" in msg
-    assert f"PYSPARK_PYTHON={sys.executable}" in msg and "spark_metrics.get_spark()" in msg
+    assert "\n" not in msg and "cannot run mergeable_metrics.spark (ModuleNotFoundError: No module named" in msg
+    assert f"PYSPARK_PYTHON={sys.executable}" in msg and "mergeable_metrics.spark.get_spark()" in msg
 
 
 def test_a_missing_worker_python_is_named(spark, worker_python, tmp_path):
     worker_python(str(tmp_path / "no-such-python"))
-    with pytest.raises(SparkSetupError, match=r"Spark's Python workers \(.*no-such-python\) cannot run spark_metrics"):
+    with pytest.raises(SparkSetupError, match=r"Spark's Python workers \(.*no-such-python\) cannot run mergeable_metrics.spark"):
         check_workers(spark)
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import sys
 
-from core import Evaluation, MetricCollection
+from mergeable_metrics import Evaluation, MetricCollection
 
 ROWS = {
     "y": [1, 0, 1, 1, 0, 0, 1, 0],
