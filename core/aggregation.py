@@ -37,6 +37,7 @@ import numpy as np
 
 from mergeable_metrics.metrics.base import REGISTRY, register_named
 from mergeable_metrics.collection.plan import MetricCollection, Plan
+from mergeable_metrics.collection.tracker import merge
 from mergeable_metrics.uncertainty.intervals import normal_quantile
 from mergeable_metrics._util.quantiles import t_ppf
 from mergeable_metrics.results.results import Results, SliceResult, jsonable, window_bound, window_label
@@ -446,9 +447,7 @@ def _pooled_results(runs: Sequence[Any], evaluation: Any, plan: Plan | None) -> 
         for r in runs:
             if not isinstance(r, MetricCollection):
                 raise TypeError(f"aggregate(method='pooled'): mix of MetricCollection and {type(r).__name__}")
-        merged = first
-        for r in runs[1:]:
-            merged = merged.merge(r)
+        merged = merge(*runs)  # a new collection: the runs are left as they were
         plan = merged.plan
         states = merged.states
     elif evaluation is not None:  # an Evaluation, or a WindowedEvaluation (merged window by window)
