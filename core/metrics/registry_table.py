@@ -45,11 +45,11 @@ def _family(module: str) -> tuple[int, str]:
 
 
 def metric_classes() -> list[type]:
-    """Registered metric classes defined in ``core`` (not in user code or doctests), each once,
+    """Registered metric classes defined in ``mergeable_metrics`` (not in user code or doctests), each once,
     by family (:data:`FAMILY_ORDER`), then in registration order."""
     seen: list[type] = []
     for cls in REGISTRY.values():
-        if cls not in seen and cls.__module__.startswith("core."):
+        if cls not in seen and cls.__module__.startswith("mergeable_metrics."):
             seen.append(cls)
     return sorted(seen, key=lambda c: (_family(c.__module__), seen.index(c)))
 
