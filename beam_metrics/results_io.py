@@ -26,7 +26,7 @@ def slice_result_to_json(sr: SliceResult) -> str:
         sr: a :class:`mergeable_metrics.SliceResult`.
 
     Returns:
-        ``{"slice": {col: value, ...}, "n": int, "weight": float, "skipped": int,
+        str: ``{"slice": {col: value, ...}, "n": int, "weight": float, "skipped": int,
         "metrics": {key: number | [..] | null}}`` on one line, from ``sr.to_dict()``; NaN and
         infinities become ``null``; array metrics become (nested) lists. The overall slice has
         ``"slice": {}``.

@@ -136,7 +136,7 @@ def _check_metric(text: str) -> None:
 
     name, _, _ = parse_metric_string(text)
     if name not in REGISTRY and name.lower() not in REGISTRY:
-        raise ValueError(f"unknown metric {name!r}{_closest(name, REGISTRY)}; see the metrics table in the README")
+        raise ValueError(f"unknown metric {name!r}{_closest(name, REGISTRY)}; see the metrics table (docs/metrics.md)")
 
 
 def _convert(key: str, action: argparse.Action, v: Any, base: Path) -> tuple[str, Any]:

@@ -27,7 +27,7 @@ that apply to it. The thresholds file (YAML or JSON)::
     min_slice_size: 100            # slices with fewer rows (on either side) are not checked
     allow_differences: []          # config keys (or "data") that may differ between the two runs
 
-Rules (also in the README, "Validating pipeline outputs"):
+Rules (also in the docs, docs/cli.md, "Validating pipeline outputs"):
 
 * The direction of a change comes from the metric's ``higher_is_better`` in
   ``mergeable_metrics.metrics.base.REGISTRY`` (``higher_is_better:`` in the file overrides it; metrics without a
@@ -801,7 +801,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--current", required=True, metavar="DIR", help="output directory of python -m mergeable_metrics.pipelines.evaluate (or its metrics.json) to check")
     p.add_argument("--baseline", required=True, metavar="DIR", help="the output to compare against (or its metrics.json)")
-    p.add_argument("--thresholds", required=True, metavar="FILE", help="YAML or JSON thresholds file (see the README, 'Validating pipeline outputs')")
+    p.add_argument("--thresholds", required=True, metavar="FILE", help="YAML or JSON thresholds file (see docs/cli.md, 'Validating pipeline outputs')")
     p.add_argument("--output", metavar="DIR", help="where validation.json goes (default: the --current directory)")
     p.add_argument("--show-all", action="store_true", help="print every check, not only the failing and within-interval ones")
     p.add_argument("--quiet", action="store_true", help="print only errors and the one-line verdict")

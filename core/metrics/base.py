@@ -607,7 +607,7 @@ def resolve(metric: "str | Metric", task: Task) -> Metric:
     if cls is None:
         close = difflib.get_close_matches(name.lower(), list(REGISTRY), n=1, cutoff=0.6)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
-        raise ValueError(f"unknown metric {name!r}{hint}; every name and alias is in the README's metrics table (mergeable_metrics.metrics.base.REGISTRY)")
+        raise ValueError(f"unknown metric {name!r}{hint}; every name and alias is in the metrics table (docs/metrics.md; mergeable_metrics.metrics.base.REGISTRY)")
     if positional:
         if cls.positional is None or len(positional) > 1:
             raise ValueError(f"metric {name!r} takes no positional parameter, got {positional} in {metric!r}")

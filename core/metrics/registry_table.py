@@ -1,13 +1,14 @@
-"""Print (or write into README.md) the table of every registered metric, from the registry.
+"""The table of every registered metric, from the registry.
 
 Usage::
 
     python -m mergeable_metrics.metrics.registry_table                  # print the Markdown table
-    python -m mergeable_metrics.metrics.registry_table --write README.md  # replace the table between the markers
+    python -m mergeable_metrics.metrics.registry_table --write FILE.md  # replace the table between the markers
 
-The README holds the table between ``<!-- metrics-table:start -->`` and
-``<!-- metrics-table:end -->``; a test checks that every registered metric is listed, so the
-table stays true when metrics are added.
+The docs' metrics page (``docs/metrics.md``) renders :func:`markdown_table` when the docs are built
+(the ``metrics-table`` directive of ``docs/_ext/registry_table.py``), so the table cannot go stale;
+``--write`` puts it between ``<!-- metrics-table:start -->`` and ``<!-- metrics-table:end -->`` of
+another Markdown file.
 """
 
 from __future__ import annotations
@@ -45,11 +46,11 @@ def _family(module: str) -> tuple[int, str]:
 
 
 def metric_classes() -> list[type]:
-    """Registered metric classes defined in ``core`` (not in user code or doctests), each once,
+    """Registered metric classes defined in ``mergeable_metrics`` (not in user code or doctests), each once,
     by family (:data:`FAMILY_ORDER`), then in registration order."""
     seen: list[type] = []
     for cls in REGISTRY.values():
-        if cls not in seen and cls.__module__.startswith("core."):
+        if cls not in seen and cls.__module__.startswith("mergeable_metrics."):
             seen.append(cls)
     return sorted(seen, key=lambda c: (_family(c.__module__), seen.index(c)))
 
@@ -105,7 +106,7 @@ def replace_table(text: str, table: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m mergeable_metrics.metrics.registry_table", description=__doc__.splitlines()[0])
-    p.add_argument("--write", metavar="README", help="replace the table between the markers in this file")
+    p.add_argument("--write", metavar="FILE", help="replace the table between the markers in this file")
     args = p.parse_args(argv)
     table = markdown_table()
     if args.write:

@@ -248,9 +248,10 @@ def _steps(step: Any, hh: int, row_offset: int, n: int) -> tuple[np.ndarray, np.
 
 @dataclass(frozen=True)
 class OCLMetrics:
-    """Continual-learning metrics (CapyMOA's ``OCLMetrics`` names and shapes; float64).
+    """Continual-learning metrics (CapyMOA's ``OCLMetrics`` names and shapes; float64), of T tasks,
+    H anytime evaluations per task and K classes.
 
-    Attributes (T tasks, H anytime evaluations per task, K classes):
+    Attributes:
         accuracy_matrix: (T, T) ``R``.
         anytime_accuracy_matrix: (T * H, T) ``A`` with its first two axes flattened.
         accuracy_all, accuracy_seen: (T,) mean of ``R[t]`` over all tasks / over tasks ``0..t``.

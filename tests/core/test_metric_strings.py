@@ -124,7 +124,7 @@ def test_plan_keys_keep_request_order():
 # ---------------------------------------------------------------------------------------------
 # errors
 def test_unknown_metric_suggests_the_closest_known_name():
-    with pytest.raises(ValueError, match=r"unknown metric 'f1_scor' \(did you mean 'f1_score'\?\); every name and alias is in the README's metrics table"):
+    with pytest.raises(ValueError, match=r"unknown metric 'f1_scor' \(did you mean 'f1_score'\?\); every name and alias is in the metrics table"):
         resolve("f1_scor", BINARY)
     with pytest.raises(ValueError) as err:
         resolve("zzzz", BINARY)

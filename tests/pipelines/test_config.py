@@ -160,8 +160,8 @@ def test_the_readme_config_example_runs(tmp_path):
     import re
     from pathlib import Path
 
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    block = re.search(r"```yaml\n(.*?)```", readme, re.S).group(1)
+    page = (Path(__file__).resolve().parents[2] / "docs" / "cli.md").read_text()
+    block = re.search(r"```yaml\n(.*?)```", page, re.S).group(1)
     cfg = tmp_path / "eval.yaml"
     cfg.write_text(block)
     rng = np.random.default_rng(0)

@@ -668,8 +668,8 @@ def test_the_readme_thresholds_example_runs_on_the_flights_runs(flights_runs, tm
     import re
 
     d, _, frames = flights_runs
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    block = next(b for b in re.findall(r"```yaml\n(.*?)```", readme, re.S) if b.startswith("# thresholds.yaml"))
+    page = (Path(__file__).resolve().parents[2] / "docs" / "cli.md").read_text()
+    block = next(b for b in re.findall(r"```yaml\n(.*?)```", page, re.S) if b.startswith("# thresholds.yaml"))
     (tmp_path / "thresholds.yaml").write_text(block)
     code, rep = _validate(d, tmp_path / "thresholds.yaml", "worse_cross", "good_cross")
     assert code == 1 and rep["mismatches"] == []
