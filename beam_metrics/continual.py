@@ -12,7 +12,7 @@ from typing import Any
 
 import apache_beam as beam
 
-from mergeable_metrics.time.continual import EVENT_COLUMNS, ContinualEvaluation, OCLMetrics
+from mergeable_metrics.engine import EVENT_COLUMNS, ContinualEvaluation, OCLMetrics
 
 __all__ = ["ComputeContinualMetrics", "ContinualCombineFn"]
 
@@ -76,7 +76,7 @@ class ContinualCombineFn(beam.CombineFn):
         out = self.create_accumulator()
         for a in accs:
             self._flush(a)
-            out.evaluation.merge_into(a.evaluation)
+            out.evaluation.merge(a.evaluation)
         return out
 
     def compact(self, acc: _Accumulator) -> _Accumulator:

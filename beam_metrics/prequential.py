@@ -15,7 +15,7 @@ from typing import Any
 import apache_beam as beam
 
 from mergeable_metrics.beam.combine import MetricsCombineFn
-from mergeable_metrics.time.prequential import WINDOW_COLUMN, PrequentialEvaluation, PrequentialResults
+from mergeable_metrics.engine import WINDOW_COLUMN, PrequentialEvaluation, PrequentialResults
 
 __all__ = ["ComputePrequentialMetrics", "PrequentialCombineFn"]
 

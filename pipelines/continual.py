@@ -82,7 +82,7 @@ def run_continual(
             part = ContinualEvaluation(num_tasks, num_classes, evaluations_per_task)
             part._rows = offset
             part.fold_events(cols, label_col, prediction_col)
-            ev.merge_into(part)
+            ev.merge(part)
             offset += batch.num_rows
         return ev
     if engine == "beam":
@@ -112,7 +112,7 @@ def run_continual(
             for f in sorted(glob.glob(os.path.join(tmp, "state*.txt"))):
                 with open(f) as fh:
                     for line in fh.read().split():
-                        ev.decode_into(base64.b64decode(line))
+                        ev.merge(ContinualEvaluation.decode(base64.b64decode(line)))
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
         return ev

@@ -162,7 +162,7 @@ def test_weighted_states_round_trip_through_the_codec():
     acc = ev.fold(ev.zero(), {"y": list(Y), "s": list(S), "id": ids, "w": w, "g": g})
     states = [s for key in acc.slices() for s in acc[key] if s.kind == "multilabel_samplewise"]
     assert any((s["counts"] < 0).any() for s in states)  # the case this guards
-    assert ev.decode_accumulator(ev.encode_accumulator(acc)) == acc
+    assert ev.decode(ev.encode(acc)) == acc
 
 
 def test_the_bootstrap_is_refused_and_other_intervals_leave_it_alone():

@@ -269,7 +269,7 @@ def _run_case(workers, metrics=("roc_auc", "average_precision")):
         collections.append(mc)
     out = collections[0]
     for other in collections[1:]:
-        out.merge_into(other)
+        out.merge(other)
     return out.compute()
 
 

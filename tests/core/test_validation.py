@@ -344,7 +344,7 @@ def test_slice_keys_do_not_depend_on_the_container(values, container, request):
     got = ev.fold(ev.zero(), {**base, "g": SLICE_CONTAINERS[container](v)})
     typed = lambda acc: sorted((tuple((c, type(x).__name__, x) for c, x in k) for k in acc.slices()), key=repr)  # noqa: E731
     assert typed(got) == typed(want)
-    assert ev.encode_accumulator(got) == ev.encode_accumulator(want)
+    assert ev.encode(got) == ev.encode(want)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -449,7 +449,7 @@ def test_evaluation_input_kinds_give_identical_accumulators(kind):
     ev = Evaluation(label_col="label", score_col="score", weight_col="w", slices="g")
     want = ev.fold(ev.zero(), cols)
     got = ev.fold(ev.zero(), make())
-    assert ev.encode_accumulator(got) == ev.encode_accumulator(want)
+    assert ev.encode(got) == ev.encode(want)
 
 
 def test_plan_rejects_unknown_task_settings():
