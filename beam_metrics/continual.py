@@ -30,7 +30,7 @@ class _Accumulator:
 class ContinualCombineFn(beam.CombineFn):
     """Folds evaluation events into a :class:`mergeable_metrics.ContinualEvaluation` (usable in
     ``CombineGlobally`` and ``CombinePerKey``); ``extract_output`` returns the evaluation
-    (``.compute()`` gives :class:`mergeable_metrics.OCLMetrics`).
+    (``.compute()`` gives :class:`mergeable_metrics.time.continual.OCLMetrics`).
 
     Args:
         num_tasks, num_classes, evaluations_per_task: as :class:`mergeable_metrics.ContinualEvaluation`.
@@ -92,7 +92,7 @@ class ContinualCombineFn(beam.CombineFn):
 
 
 class ComputeContinualMetrics(beam.PTransform):
-    """Events -> one :class:`mergeable_metrics.OCLMetrics` (``CombineGlobally(ContinualCombineFn)`` then ``compute``)."""
+    """Events -> one :class:`mergeable_metrics.time.continual.OCLMetrics` (``CombineGlobally(ContinualCombineFn)`` then ``compute``)."""
 
     def __init__(self, num_tasks: int, num_classes: int, evaluations_per_task: int = 0, label_col: str = "label", prediction_col: str = "prediction"):
         super().__init__()

@@ -29,8 +29,9 @@ these and leaves its inputs unchanged. ``fold`` of an accumulator (``evaluation.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from mergeable_metrics._util.public import lazy_exports
 
 #: the user tier: every public name and the module that defines it; imported on first use (PEP
 #: 562), so that ``import mergeable_metrics.pipelines.pytest_plugin`` (loaded by pytest at
@@ -64,17 +65,7 @@ _EXPORTS: dict[str, str] = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'mergeable_metrics' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_EXPORTS))
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
 
 
 if TYPE_CHECKING:  # static type checkers and IDEs see the eager imports

@@ -26,8 +26,9 @@ Names are imported on first use (PEP 562), as in :mod:`mergeable_metrics`.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from mergeable_metrics._util.public import lazy_exports
 
 #: every name of the engine tier and the module that defines it
 _EXPORTS: dict[str, str] = {
@@ -102,17 +103,7 @@ _EXPORTS: dict[str, str] = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'mergeable_metrics.engine' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_EXPORTS))
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
 
 
 if TYPE_CHECKING:  # static type checkers and IDEs see the eager imports

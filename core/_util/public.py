@@ -1,4 +1,5 @@
-"""``public(path)``: give a class or function the import path users see.
+"""``public(path)``: give a class or function the import path users see; ``lazy_exports``: a
+tier module's names imported on first use.
 
 A name of a tier (``mergeable_metrics.Evaluation``, ``mergeable_metrics.metrics.Task``) is defined
 in a layer's module; its ``__module__`` is set to the tier's path, so that reprs, tracebacks,
@@ -10,7 +11,8 @@ docstring-example test, which runs a class's examples with the module that defin
 
 from __future__ import annotations
 
-from typing import Callable, TypeVar
+import importlib
+from typing import Any, Callable, TypeVar
 
 T = TypeVar("T")
 
@@ -28,3 +30,22 @@ def public(path: str) -> Callable[[T], T]:
         return obj
 
     return mark
+
+
+def lazy_exports(module: str, exports: dict[str, str], namespace: dict[str, Any]) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
+    """``(__getattr__, __dir__)`` of a tier module (PEP 562) whose names ``exports`` maps to the
+    modules defining them: each is imported on first use and then kept in ``namespace`` (the
+    module's globals)."""
+
+    def __getattr__(name: str) -> Any:
+        source = exports.get(name)
+        if source is None:
+            raise AttributeError(f"module {module!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(source), name)
+        namespace[name] = value
+        return value
+
+    def __dir__() -> list[str]:
+        return sorted(set(namespace) | set(exports))
+
+    return __getattr__, __dir__

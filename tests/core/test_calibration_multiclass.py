@@ -21,7 +21,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.calibration import calibration_curve
 
-from mergeable_metrics import Evaluation, MetricCollection, State
+from mergeable_metrics import Evaluation, MetricCollection
+from mergeable_metrics.states import State
 from mergeable_metrics.inputs.validation import Batch
 from mergeable_metrics.metrics.calibration import CalibrationBinsLayout, CalibrationBinsState
 from tests._helpers.sharding import StateFolder, fold_sharded

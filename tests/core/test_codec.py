@@ -16,18 +16,17 @@ import zlib
 import numpy as np
 import pytest
 
-from mergeable_metrics import (
+from mergeable_metrics import Evaluation, MetricCollection
+from mergeable_metrics.engine import Plan
+from mergeable_metrics.metrics import Task
+from mergeable_metrics.states import (
     BinaryConfusionLayout,
     BinaryConfusionState,
     ConfusionMatrixLayout,
     ConfusionMatrixState,
-    Evaluation,
     ExampleCountLayout,
     ExampleCountState,
-    MetricCollection,
-    Plan,
     State,
-    Task,
 )
 from mergeable_metrics.states import codec
 from mergeable_metrics.inputs.validation import Batch

@@ -19,7 +19,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mergeable_metrics import ContinualEvaluation, Evaluation, MetricCollection, State
+from mergeable_metrics import ContinualEvaluation, Evaluation, MetricCollection
+from mergeable_metrics.states import State
 from mergeable_metrics.states.codec import layout_to_json, slice_key_to_json
 from mergeable_metrics.evaluation.evaluation import OVERALL
 from mergeable_metrics.states.base import STATE_KINDS

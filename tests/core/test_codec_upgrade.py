@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from mergeable_metrics import Evaluation, MetricCollection, State
+from mergeable_metrics import Evaluation, MetricCollection
+from mergeable_metrics.states import State
 from mergeable_metrics.states import codec
 from tests._helpers.compare import assert_states_equal
 from tests._helpers.frames import accumulator_frame

@@ -9,7 +9,8 @@ import pyarrow as pa
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from mergeable_metrics import ContinualEvaluation, ContinualState, OCLMetrics, merge
+from mergeable_metrics import ContinualEvaluation, merge
+from mergeable_metrics.time.continual import ContinualState, OCLMetrics
 
 # A small event list, T=2 tasks, K=2 classes, H=1 anytime evaluation per task, computed by hand:
 #   (trained_task, step, evaluated_task, labels, predictions)

@@ -24,19 +24,17 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from mergeable_metrics import (
+from mergeable_metrics import BinaryMetrics, Evaluation, MetricCollection
+from mergeable_metrics.engine import Plan
+from mergeable_metrics.metrics import Task
+from mergeable_metrics.states import (
     BinaryConfusionLayout,
     BinaryConfusionState,
-    BinaryMetrics,
     ConfusionMatrixLayout,
     ConfusionMatrixState,
-    Evaluation,
     ExampleCountLayout,
     ExampleCountState,
-    MetricCollection,
-    Plan,
     State,
-    Task,
 )
 from mergeable_metrics.inputs.validation import Batch
 from mergeable_metrics.inputs.formats import make_batch

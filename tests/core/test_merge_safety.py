@@ -16,16 +16,14 @@ import threading
 import numpy as np
 import pytest
 
-from mergeable_metrics import (
+from mergeable_metrics import BinaryMetrics, Evaluation, MetricCollection
+from mergeable_metrics.states import (
     BinaryConfusionLayout,
     BinaryConfusionState,
-    BinaryMetrics,
     ConfusionMatrixLayout,
     ConfusionMatrixState,
-    Evaluation,
     ExampleCountLayout,
     ExampleCountState,
-    MetricCollection,
     State,
 )
 from mergeable_metrics.states.codec import layout_to_json, slice_key_to_json

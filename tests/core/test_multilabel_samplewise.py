@@ -14,7 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.metrics import multilabel_confusion_matrix
 
-from mergeable_metrics import Evaluation, State
+from mergeable_metrics import Evaluation
+from mergeable_metrics.states import State
 from mergeable_metrics.inputs.validation import Batch
 from mergeable_metrics.metrics.multilabel import MultilabelLayout, MultilabelSamplewiseState
 from tests._helpers import fold_state_shards

@@ -9,7 +9,9 @@ import numpy as np
 import pytest
 
 import mergeable_metrics
-from mergeable_metrics import Metric, MetricCollection, Plan, Task, resolve
+from mergeable_metrics import Metric, MetricCollection
+from mergeable_metrics.engine import Plan
+from mergeable_metrics.metrics import Task, resolve
 from mergeable_metrics.metrics.base import REGISTRY
 from mergeable_metrics.metrics.registry_table import markdown_table, metric_classes
 

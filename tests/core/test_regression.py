@@ -22,7 +22,9 @@ from sklearn import metrics as skm
 
 import mergeable_metrics._util.exact as core_exact
 import mergeable_metrics.metrics.regression as regression
-from mergeable_metrics import MetricCollection, Plan, Task
+from mergeable_metrics import MetricCollection
+from mergeable_metrics.engine import Plan
+from mergeable_metrics.metrics import Task
 from mergeable_metrics.inputs.validation import Batch
 from mergeable_metrics._util.exact import fraction_to_float
 from mergeable_metrics.metrics.regression import RegressionLayout, RegressionMomentsState

@@ -15,7 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn import metrics as M
 
-from mergeable_metrics import Evaluation, MetricCollection, State
+from mergeable_metrics import Evaluation, MetricCollection
+from mergeable_metrics.states import State
 from mergeable_metrics.inputs.validation import Batch
 from mergeable_metrics.metrics.regression_quantiles import (
     AbsoluteErrorDistributionState,

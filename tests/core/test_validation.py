@@ -19,7 +19,9 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from mergeable_metrics import Evaluation, MetricCollection, Plan, Task
+from mergeable_metrics import Evaluation, MetricCollection
+from mergeable_metrics.engine import Plan
+from mergeable_metrics.metrics import Task
 from mergeable_metrics.inputs.formats import make_batch
 from tests._helpers import assert_states_equal, binary_case, multiclass_case
 
