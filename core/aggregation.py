@@ -27,6 +27,7 @@ Users add aggregators by subclassing :class:`Aggregator` with a ``name`` (as met
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import functools
 import math
@@ -447,9 +448,9 @@ def _pooled_results(runs: Sequence[Any], evaluation: Any, plan: Plan | None) -> 
         for r in runs:
             if not isinstance(r, MetricCollection):
                 raise TypeError(f"aggregate(method='pooled'): mix of MetricCollection and {type(r).__name__}")
-        merged = first
+        merged = copy.copy(first)  # merge works in place: the runs are left unchanged
         for r in runs[1:]:
-            merged = merged.merge(r)
+            merged.merge(r)
         plan = merged.plan
         states = merged.states
     elif evaluation is not None:  # an Evaluation, or a WindowedEvaluation (merged window by window)
