@@ -9,7 +9,7 @@ Beam                   core
 ``add_input(s)``       buffer rows, then ``evaluation.fold(acc, rows)``
 ``merge_accumulators`` ``evaluation.merge_into(a, b)``
 ``extract_output``     ``evaluation.finish(acc)`` -> :class:`mergeable_metrics.Results`
-accumulator coder      ``evaluation.encode_accumulator`` / ``decode_accumulator``
+accumulator coder      ``evaluation.encode`` / ``decode``
 =====================  =====================================================
 
 No metric math lives here: folding is core's vectorised numpy fold, merging is core's fieldwise
@@ -26,8 +26,7 @@ from typing import Any, Iterable
 import apache_beam as beam
 import numpy as np
 
-from mergeable_metrics.evaluation.evaluation import Evaluation, missing_row_column, num_rows, rows_to_columns
-from mergeable_metrics.results.results import Results
+from mergeable_metrics.engine import Evaluation, Results, missing_row_column, num_rows, rows_to_columns
 
 __all__ = ["MetricsAccumulator", "MetricsAccumulatorCoder", "MetricsCombineFn", "StagedColumns", "is_column_batch"]
 
@@ -264,7 +263,7 @@ class MetricsAccumulatorCoder(EvaluationCoder):
 
     Raises:
         ValueError: ``decode`` of corrupted or foreign bytes, or of states belonging to another
-            evaluation configuration (from :meth:`mergeable_metrics.Evaluation.decode_accumulator`);
+            evaluation configuration (from :meth:`mergeable_metrics.Evaluation.decode`);
             ``encode`` of buffered rows holding invalid values (from ``Evaluation.fold``).
         TypeError: ``evaluation`` is not a :class:`mergeable_metrics.Evaluation`.
     """
@@ -273,10 +272,10 @@ class MetricsAccumulatorCoder(EvaluationCoder):
         acc = value.acc
         if value.pending:
             acc = value.fold_pending(self.evaluation, acc.copy())
-        return self.evaluation.encode_accumulator(acc)
+        return self.evaluation.encode(acc)
 
     def decode(self, encoded: bytes) -> MetricsAccumulator:
-        return MetricsAccumulator(self.evaluation.decode_accumulator(encoded))
+        return MetricsAccumulator(self.evaluation.decode(encoded))
 
     def to_type_hint(self) -> type:
         return MetricsAccumulator

@@ -12,7 +12,7 @@ from typing import Any
 
 import apache_beam as beam
 
-from mergeable_metrics.time.continual import EVENT_COLUMNS, ContinualEvaluation, OCLMetrics
+from mergeable_metrics.engine import EVENT_COLUMNS, ContinualEvaluation, OCLMetrics
 
 __all__ = ["ComputeContinualMetrics", "ContinualCombineFn"]
 
@@ -30,7 +30,7 @@ class _Accumulator:
 class ContinualCombineFn(beam.CombineFn):
     """Folds evaluation events into a :class:`mergeable_metrics.ContinualEvaluation` (usable in
     ``CombineGlobally`` and ``CombinePerKey``); ``extract_output`` returns the evaluation
-    (``.compute()`` gives :class:`mergeable_metrics.OCLMetrics`).
+    (``.compute()`` gives :class:`mergeable_metrics.time.continual.OCLMetrics`).
 
     Args:
         num_tasks, num_classes, evaluations_per_task: as :class:`mergeable_metrics.ContinualEvaluation`.
@@ -76,7 +76,7 @@ class ContinualCombineFn(beam.CombineFn):
         out = self.create_accumulator()
         for a in accs:
             self._flush(a)
-            out.evaluation.merge_into(a.evaluation)
+            out.evaluation.merge(a.evaluation)
         return out
 
     def compact(self, acc: _Accumulator) -> _Accumulator:
@@ -92,7 +92,7 @@ class ContinualCombineFn(beam.CombineFn):
 
 
 class ComputeContinualMetrics(beam.PTransform):
-    """Events -> one :class:`mergeable_metrics.OCLMetrics` (``CombineGlobally(ContinualCombineFn)`` then ``compute``)."""
+    """Events -> one :class:`mergeable_metrics.time.continual.OCLMetrics` (``CombineGlobally(ContinualCombineFn)`` then ``compute``)."""
 
     def __init__(self, num_tasks: int, num_classes: int, evaluations_per_task: int = 0, label_col: str = "label", prediction_col: str = "prediction"):
         super().__init__()

@@ -48,9 +48,7 @@ from apache_beam.transforms.userstate import BagStateSpec, ReadModifyWriteStateS
 from apache_beam.transforms.window import GlobalWindows
 from apache_beam.utils.timestamp import Timestamp
 
-from mergeable_metrics.slicing.values import canonical_value
-from mergeable_metrics.time.windows import MAX_US, MIN_US, TIME_RANGE_RULE, parse_duration
-from mergeable_metrics.time.latelabels import COUNT_NAMES, INVALID_LABEL, INVALID_PRED, JoinCounts, LabelJoin, join_batches
+from mergeable_metrics.engine import COUNT_NAMES, INVALID_LABEL, INVALID_PRED, MAX_US, MIN_US, TIME_RANGE_RULE, JoinCounts, LabelJoin, canonical_value, join_batches, parse_duration
 
 __all__ = ["JoinCountsCombineFn", "JoinLateLabels", "MATCHED_TAG", "COUNTS_TAG"]
 

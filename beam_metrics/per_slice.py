@@ -63,12 +63,7 @@ from apache_beam.utils.windowed_value import WindowedValue
 
 from mergeable_metrics.beam.combine import EvaluationCoder, MetricsAccumulator, MetricsCombineFn
 from mergeable_metrics.beam.results_io import slice_result_from_json, slice_result_to_json
-from mergeable_metrics.states import codec
-from mergeable_metrics.time.windows import window_from_micros
-from mergeable_metrics.evaluation.evaluation import Evaluation
-from mergeable_metrics.metrics.base import UndefinedMetricWarning
-from mergeable_metrics.results.results import Results, SliceResult
-from mergeable_metrics.slicing.assign import OVERALL
+from mergeable_metrics.engine import OVERALL, Evaluation, Results, SliceResult, State, UndefinedMetricWarning, slice_key_from_json, slice_key_to_json, window_from_micros
 
 __all__ = [
     "FoldPerSlice",
@@ -89,8 +84,8 @@ __all__ = [
     "needs_one_grouping",
 ]
 
-#: The slice key (JSON, :func:`mergeable_metrics.states.codec.slice_key_to_json`) of the overall slice.
-OVERALL_KEY = codec.slice_key_to_json(OVERALL)
+#: The slice key (JSON, :func:`mergeable_metrics.states.slice_key_to_json`) of the overall slice.
+OVERALL_KEY = slice_key_to_json(OVERALL)
 
 #: Beam metrics namespace of the adapter's counters and distributions.
 METRICS_NAMESPACE = "mergeable_metrics.beam"
@@ -181,7 +176,7 @@ class FoldPerSlice(beam.DoFn):
             ev = fn.evaluation
             ts = window.max_timestamp()
             for key, states in acc.acc.items():
-                key_json = codec.slice_key_to_json(key)
+                key_json = slice_key_to_json(key)
                 group = overall_shard_key(self._shard) if key == OVERALL and self.hot_key_fanout > 1 else key_json
                 yield WindowedValue((group, (key_json, ev.encode_states(states))), ts, [window])
         self._open = {}
@@ -226,15 +221,14 @@ class SliceStates:
 
     def __reduce__(self) -> tuple:
         # Beam's hot-key fanout path pickles accumulators: through core's codec, never the objects.
-        return (_slice_states_from_bytes, (self.key, sorted(self.keys), codec.encode_accumulator({OVERALL: self.states}, None)))
+        return (_slice_states_from_bytes, (self.key, sorted(self.keys), [s.encode() for s in self.states]))
 
     def __repr__(self) -> str:
         return f"SliceStates(key={self.key!r}, keys={len(self.keys)})"
 
 
-def _slice_states_from_bytes(key: str | None, keys: list, data: bytes) -> SliceStates:
-    acc, _, _ = codec.read_accumulator(data)
-    return SliceStates(key, acc[OVERALL], frozenset(keys))
+def _slice_states_from_bytes(key: str | None, keys: list, blobs: list) -> SliceStates:
+    return SliceStates(key, tuple(State.decode(b) for b in blobs), frozenset(keys))
 
 
 class SliceStatesCoder(EvaluationCoder):
@@ -346,7 +340,7 @@ class MergeSliceStatesFn(beam.CombineFn):
 # -- results ------------------------------------------------------------------------------------
 def _finish(evaluation: Evaluation, key_json: str, states: tuple) -> str:
     """One slice's :class:`mergeable_metrics.SliceResult` as JSON (undefined metrics NaN, no warning)."""
-    key = codec.slice_key_from_json(key_json)
+    key = slice_key_from_json(key_json)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UndefinedMetricWarning)
         result = evaluation.finish({key: states}, add_overall=False)[key]

@@ -5,7 +5,7 @@ Elements are rows or batches of a stream that carry each example's 0-based strea
 (``position // window_size``, core's :meth:`mergeable_metrics.PrequentialEvaluation.with_window`) and is
 folded by core's sliced fold (:class:`~mergeable_metrics.beam.MetricsCombineFn` of the prequential
 evaluation's inner :class:`mergeable_metrics.Evaluation`); the merged window states give the windowed and
-cumulative metrics (:class:`mergeable_metrics.PrequentialResults`), equal to the local engine's.
+cumulative metrics (:class:`mergeable_metrics.time.prequential.PrequentialResults`), equal to the local engine's.
 """
 
 from __future__ import annotations
@@ -15,14 +15,14 @@ from typing import Any
 import apache_beam as beam
 
 from mergeable_metrics.beam.combine import MetricsCombineFn
-from mergeable_metrics.time.prequential import WINDOW_COLUMN, PrequentialEvaluation, PrequentialResults
+from mergeable_metrics.engine import WINDOW_COLUMN, PrequentialEvaluation, PrequentialResults
 
 __all__ = ["ComputePrequentialMetrics", "PrequentialCombineFn"]
 
 
 class PrequentialCombineFn(MetricsCombineFn):
     """``MetricsCombineFn`` of a :class:`mergeable_metrics.PrequentialEvaluation` whose elements already carry
-    the window column; ``extract_output`` gives :class:`mergeable_metrics.PrequentialResults`."""
+    the window column; ``extract_output`` gives :class:`mergeable_metrics.time.prequential.PrequentialResults`."""
 
     def __init__(self, prequential: PrequentialEvaluation, **kw: Any):
         super().__init__(prequential.evaluation, **kw)
@@ -34,7 +34,7 @@ class PrequentialCombineFn(MetricsCombineFn):
 
 
 class ComputePrequentialMetrics(beam.PTransform):
-    """Stream elements -> one :class:`mergeable_metrics.PrequentialResults`.
+    """Stream elements -> one :class:`mergeable_metrics.time.prequential.PrequentialResults`.
 
     Args:
         window_size: examples per tumbling window.

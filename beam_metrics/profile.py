@@ -24,8 +24,7 @@ import apache_beam as beam
 from apache_beam.transforms.window import GlobalWindows
 
 from mergeable_metrics.beam.combine import DEFAULT_BATCH_SIZE, MetricsAccumulator, MetricsAccumulatorCoder, MetricsCombineFn
-from mergeable_metrics.evaluation.evaluation import Evaluation
-from mergeable_metrics.evaluation.profile import ProfileSummary, SliceProfiler
+from mergeable_metrics.engine import Evaluation, ProfileSummary, SliceProfiler
 
 __all__ = ["ProfileSummaryCoder", "SliceProfileCoder", "SliceProfileCombineFn", "profile_summary"]
 
@@ -43,7 +42,7 @@ class SliceProfileCoder(MetricsAccumulatorCoder):
         acc = value.acc
         if value.pending:
             acc = value.fold_pending(self.evaluation, self.evaluation.zero().merge(acc))
-        return self.evaluation.encode_accumulator(acc)
+        return self.evaluation.encode(acc)
 
     def __eq__(self, other: object) -> bool:
         return type(other) is type(self) and [str(s) for s in other.evaluation.slices] == [str(s) for s in self.evaluation.slices]

@@ -14,7 +14,7 @@ from typing import Any
 import apache_beam as beam
 import numpy as np
 
-from mergeable_metrics.results.results import Comparison, Results, SliceResult, window_bound
+from mergeable_metrics.engine import Comparison, Results, SliceResult, window_bound
 
 __all__ = ["SliceResultCoder", "slice_result_from_json", "slice_result_to_json"]
 

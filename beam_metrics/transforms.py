@@ -9,7 +9,7 @@ from apache_beam.transforms.window import GlobalWindows
 
 from mergeable_metrics.beam.combine import DEFAULT_BATCH_SIZE, MetricsCombineFn
 from mergeable_metrics.beam.per_slice import expand_per_slice, needs_one_grouping
-from mergeable_metrics.evaluation.evaluation import Evaluation, resolve_evaluation
+from mergeable_metrics.engine import Evaluation, resolve_evaluation
 
 __all__ = ["ComputeMetrics", "DEFAULT_HOT_KEY_FANOUT"]
 

@@ -10,7 +10,7 @@ For each dataset (continuous probabilities, raw logits of both signs, a cluster 
 scores rounded to 3 decimals) it prints:
 
 * ``fold Mrow/s`` and ``fold Mrow/cpu-s``: millions of rows folded into a
-  :class:`mergeable_metrics.ScoreDistributionState` from one validated batch (``from_batch``) per wall-clock
+  :class:`mergeable_metrics.states.ScoreDistributionState` from one validated batch (``from_batch``) per wall-clock
   second and per CPU second of this (single-threaded) process, medians of ``--repeats`` runs. On a
   shared machine the CPU-time rate is the one-core rate; the wall rate shows the load;
 * ``1M-batch`` / ``64K-batch Mrow/cpu-s``: the same data folded as 1M-row (65,536-row, on the

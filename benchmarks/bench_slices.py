@@ -100,7 +100,7 @@ def child(args: argparse.Namespace) -> None:
         one = next(k for k in acc.slices() if k)
         out.update(
             slices=len(acc),
-            acc_kib=len(ev.encode_accumulator(acc)) / 1024,
+            acc_kib=len(ev.encode(acc)) / 1024,
             slice_state_bytes=len(ev.plan.encode(acc[one])),
             folded=ev.finish(acc)[(("user", "__other__"),)].folded_values if args.child == "fold" else None,
         )

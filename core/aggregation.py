@@ -35,6 +35,7 @@ from typing import Any, ClassVar, Iterable, Sequence
 
 import numpy as np
 
+from mergeable_metrics._util.public import public
 from mergeable_metrics.metrics.base import REGISTRY, register_named
 from mergeable_metrics.collection.plan import MetricCollection, Plan
 from mergeable_metrics.collection.tracker import merge
@@ -469,6 +470,7 @@ def _pooled_results(runs: Sequence[Any], evaluation: Any, plan: Plan | None) -> 
     return Results([slice_result], {"metrics": list(plan.keys)})
 
 
+@public("mergeable_metrics")
 def aggregate(
     runs: Iterable[Any],
     method: "str | Aggregator" = "pooled",

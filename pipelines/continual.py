@@ -5,7 +5,7 @@ evaluation after the task), ``evaluated_task``, the true class (``--label``, def
 the predicted class (``--prediction``, default ``prediction``). Every engine folds the events into
 one :class:`mergeable_metrics.ContinualEvaluation` (local: streamed record batches; Beam:
 ``CombineGlobally(ContinualCombineFn)``; Spark: one native ``groupBy().count()``) and the same
-:class:`mergeable_metrics.OCLMetrics` is written: ``metrics.json`` / ``metrics.parquet`` (one overall slice whose
+:class:`mergeable_metrics.time.continual.OCLMetrics` is written: ``metrics.json`` / ``metrics.parquet`` (one overall slice whose
 metrics are the OCLMetrics fields), ``run.json`` and the HTML report (R, A and the accuracy curves).
 """
 
@@ -18,7 +18,8 @@ import shutil
 import tempfile
 from typing import Any, Sequence
 
-from mergeable_metrics import ContinualEvaluation, OCLMetrics, Results, SliceResult
+from mergeable_metrics import ContinualEvaluation, Results, SliceResult
+from mergeable_metrics.time.continual import OCLMetrics
 from mergeable_metrics.time.continual import EVENT_COLUMNS
 from mergeable_metrics.pipelines import io
 from mergeable_metrics.pipelines.progress import stage
@@ -30,7 +31,7 @@ _AXES = ("task_index", "anytime_task_index", "n_tasks", "n_classes", "n_continua
 
 
 def ocl_results(metrics: OCLMetrics, events: int, config: dict[str, Any] | None = None) -> Results:
-    """:class:`mergeable_metrics.Results` with one overall slice holding every :class:`mergeable_metrics.OCLMetrics` value
+    """:class:`mergeable_metrics.Results` with one overall slice holding every :class:`mergeable_metrics.time.continual.OCLMetrics` value
     (``accuracy_matrix``, ``forward_transfer``, ...; ``n`` = events folded), so the JSON, Parquet
     and report writers serve continual results as any other."""
     values = {k: v for k, v in vars(metrics).items() if k not in _AXES}
@@ -82,7 +83,7 @@ def run_continual(
             part = ContinualEvaluation(num_tasks, num_classes, evaluations_per_task)
             part._rows = offset
             part.fold_events(cols, label_col, prediction_col)
-            ev.merge_into(part)
+            ev.merge(part)
             offset += batch.num_rows
         return ev
     if engine == "beam":
@@ -112,7 +113,7 @@ def run_continual(
             for f in sorted(glob.glob(os.path.join(tmp, "state*.txt"))):
                 with open(f) as fh:
                     for line in fh.read().split():
-                        ev.decode_into(base64.b64decode(line))
+                        ev.merge(ContinualEvaluation.decode(base64.b64decode(line)))
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
         return ev

@@ -576,7 +576,7 @@ def _main(parser: argparse.ArgumentParser, args: argparse.Namespace, out: Path, 
 
 
 def _main_continual(args: argparse.Namespace, out: Path, say: Any, log: Path) -> int:
-    """``--task continual`` / ``--example split-digits``: event rows -> :class:`mergeable_metrics.OCLMetrics`."""
+    """``--task continual`` / ``--example split-digits``: event rows -> :class:`mergeable_metrics.time.continual.OCLMetrics`."""
     from mergeable_metrics.pipelines import continual
 
     extra: dict[str, Any] = {}

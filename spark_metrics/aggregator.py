@@ -85,7 +85,7 @@ class MetricsAggregator:
 
     def encode(self, acc: Accumulator) -> bytes:
         """Versioned, checksummed bytes of a buffer (core codec; never pickle)."""
-        return self.evaluation.encode_accumulator(acc)
+        return self.evaluation.encode(acc)
 
     def decode(self, data: bytes) -> Accumulator:
         """Inverse of :meth:`encode`.
@@ -94,7 +94,7 @@ class MetricsAggregator:
             ValueError: corrupted or foreign bytes, or states of another configuration.
             TypeError: ``data`` is not bytes.
         """
-        return self.evaluation.decode_accumulator(data)
+        return self.evaluation.decode(data)
 
     def __repr__(self) -> str:
         return f"MetricsAggregator(metrics={list(self.evaluation.plan.keys)}, columns={self.evaluation.columns})"

@@ -3,7 +3,7 @@
 The window (``floor(position / window_size)``) is a Spark SQL column; each partition's Arrow
 batches are folded by core's sliced fold (``mapInArrow``, one row of encoded states per window
 and partition), and the driver merges the small per-window states and computes the windowed and
-cumulative metrics (:class:`mergeable_metrics.PrequentialResults`), equal to the local engine's.
+cumulative metrics (:class:`mergeable_metrics.time.prequential.PrequentialResults`), equal to the local engine's.
 """
 
 from __future__ import annotations

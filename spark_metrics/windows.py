@@ -188,7 +188,7 @@ def _stream_fn(we: WindowedEvaluation, names: list[str], output_mode: str) -> Ca
         import pandas as pd
 
         start, end = int(key[0]), int(key[1])
-        acc = ev.decode_accumulator(state.get[0]) if state.exists else ev.zero()
+        acc = ev.decode(state.get[0]) if state.exists else ev.zero()
         if state.hasTimedOut:  # the watermark passed the window's end: final results, state dropped
             state.remove()
             if output_mode == "append":
@@ -204,7 +204,7 @@ def _stream_fn(we: WindowedEvaluation, names: list[str], output_mode: str) -> Ca
             state.remove()
             yield _frame(ev, acc, start, end)
             return
-        state.update((ev.encode_accumulator(acc),))
+        state.update((ev.encode(acc),))
         state.setTimeoutTimestamp(end // 1000)  # ms; fires once the watermark is past the window's end
         if output_mode == "update":
             yield _frame(ev, acc, start, end)

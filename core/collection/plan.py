@@ -10,6 +10,7 @@ is pure (a new tuple); ``MetricCollection.merge`` merges into the collection in 
 
 from __future__ import annotations
 
+import copy
 import difflib
 import threading
 from typing import Any, Iterable, Mapping, Sequence
@@ -18,6 +19,7 @@ import numpy as np
 
 import warnings
 
+from mergeable_metrics._util.public import public
 from mergeable_metrics.states import codec
 from mergeable_metrics.inputs.validation import Batch, as_array
 from mergeable_metrics.inputs.formats import get_format, make_batch
@@ -578,6 +580,7 @@ _COLLECTION_OPTIONS = (
 )  # fmt: skip
 
 
+@public("mergeable_metrics")
 class MetricCollection:
     """A set of metrics updated together, sharing their states.
 
@@ -623,11 +626,11 @@ class MetricCollection:
     Undefined values are NaN with one :class:`~mergeable_metrics.metrics.base.UndefinedMetricWarning` per metric
     naming it and its classes (none with ``zero_division`` 0 or 1).
 
-    Merging: ``a.merge(b)`` merges ``b`` into ``a`` in place and returns ``a`` (``b`` unchanged;
-    ``merge_into`` is the same); :func:`mergeable_metrics.merge` ``(a, b, ...)`` returns a new collection and
+    Merging: ``a.merge(b)`` merges ``b`` into ``a`` in place and returns ``a`` (``b`` unchanged);
+    :func:`mergeable_metrics.merge` ``(a, b, ...)`` returns a new collection and
     leaves its inputs unchanged.
 
-    Thread safety: ``update``, ``merge``, ``merge_into``, ``reset``, ``load`` and ``compute`` may be called from
+    Thread safety: ``update``, ``merge``, ``reset``, ``decode`` and ``compute`` may be called from
     several threads at once: a batch is validated and folded outside a lock, and only the swap of
     the states is locked, so no update is lost. Collections copy, deep-copy and pickle (the lock
     is not part of the state).
@@ -703,7 +706,7 @@ class MetricCollection:
     @property
     def fingerprint(self) -> dict[str, Any]:
         """The settings that change what the states hold (see :attr:`Plan.fingerprint`), with
-        the input ``formats`` when any are given; :meth:`merge`, :meth:`merge_into` and :meth:`load` check it."""
+        the input ``formats`` when any are given; :meth:`merge` and :meth:`decode` check it."""
         fp = self.plan.fingerprint
         if self.classes is not None:
             fp = {**fp, "classes": list(self.classes)}
@@ -845,10 +848,6 @@ class MetricCollection:
             self._rows += rows
         return self
 
-    def merge_into(self, other: "MetricCollection") -> "MetricCollection":
-        """:meth:`merge` (in place, returns self), under the name the engines use."""
-        return self.merge(other)
-
     def reset(self) -> None:
         with self._lock:
             self.states = self.plan.zero()
@@ -863,17 +862,19 @@ class MetricCollection:
         """Versioned bytes of the states and the :attr:`fingerprint` (see :mod:`mergeable_metrics.states.codec`)."""
         return self.plan.encode(self.states, self.fingerprint)
 
-    def load(self, data: bytes) -> "MetricCollection":
-        """Replace the states by decoded bytes from :meth:`encode` of an equal collection.
+    def decode(self, data: bytes) -> "MetricCollection":
+        """A new collection of this configuration holding the states of ``data`` (bytes from
+        :meth:`encode` of an equal collection); this one is left unchanged:
+        ``total.merge(total.decode(blob))`` merges a worker's bytes in.
 
         Raises:
             ValueError: corrupted bytes, bytes of a collection of another configuration (naming
                 the setting), or values no data can produce.
         """
         states = self.plan.decode(data, self.fingerprint)
-        with self._lock:
-            self.states = states
-        return self
+        out = copy.copy(self)  # its own lock (``__getstate__``); the states are immutable
+        out.states, out._rows = states, 0
+        return out
 
     def __repr__(self) -> str:
         t = self.task
@@ -926,6 +927,7 @@ def _collection_formats(formats: dict[str, str] | None) -> dict[str, str]:
     return out
 
 
+@public("mergeable_metrics")
 class BinaryMetrics(MetricCollection):
     """Binary confusion metrics at one threshold: ``tp, fp, tn, fn, precision, recall, f1, accuracy``.
 

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from mergeable_metrics._util.public import public
 from mergeable_metrics.metrics.base import Metric
 from mergeable_metrics.collection.plan import MetricCollection
 
@@ -36,6 +37,7 @@ def _show_count(v: Any) -> str:
     return _show(v)
 
 
+@public("mergeable_metrics")
 class SingleMetric(MetricCollection):
     """One metric updated over batches; :meth:`compute` returns its value.
 
@@ -47,9 +49,8 @@ class SingleMetric(MetricCollection):
             ``threshold``, ``task``, ``formats``, ...).
 
     ``update``, ``merge`` (in place, returns this tracker; :func:`merge` gives a new one),
-    ``merge_into``, ``reset``, ``encode`` and ``load`` are the collection's (merging trackers of
-    another configuration raises ``ValueError`` naming the setting); :meth:`decode` returns a new
-    tracker of decoded bytes.
+    ``reset``, ``encode`` and ``decode`` (a new tracker of decoded bytes) are the collection's
+    (merging trackers of another configuration raises ``ValueError`` naming the setting).
 
     Example:
         >>> m = SingleMetric("accuracy", name="My Accuracy Metric")
@@ -80,21 +81,13 @@ class SingleMetric(MetricCollection):
         """The counts the value is computed from (see :meth:`mergeable_metrics.metrics.base.Metric.counts`)."""
         return self.metric.counts({s.kind: s for s in self.states})
 
-    def decode(self, data: bytes) -> "SingleMetric":
-        """A new tracker of this configuration holding the states of ``data`` (from
-        :meth:`encode`); this one is left unchanged.
-
-        Raises:
-            ValueError: corrupted bytes, or bytes of another configuration (naming the setting).
-        """
-        return copy.copy(self).load(data)  # type: ignore[return-value]
-
     def __repr__(self) -> str:
         value = self.plan.compute_with_bounds(self.states, warn=False)[0][self.metric.key]
         parts = [f"{self.name}: value={_show(value)}"] + [f"{k}={_show_count(v)}" for k, v in self.counts().items()]
         return " | ".join(parts)
 
 
+@public("mergeable_metrics")
 def merge(*objects: Any) -> Any:
     """A new object holding every one of ``objects`` merged; the inputs are left unchanged
     (OnlineMetrics' ``merge(metrics...)``): ``merge(m1, m2)``, ``merge(*workers)``.

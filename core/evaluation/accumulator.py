@@ -6,8 +6,8 @@ overall slice ``()``. Its read methods are :meth:`~Accumulator.slices`,
 :meth:`~Accumulator.states` (``acc[key]``), :meth:`~Accumulator.items` and
 :meth:`~Accumulator.stacked` (the arrays with the leading slice axis); only the operations below
 change it. :class:`AccumulatorOps` (a base of ``Evaluation``) holds the engine-facing operations: ``zero``, ``fold`` (per batch, in place), ``merge`` (a new
-accumulator) and ``merge_into`` (in place), ``merge_all``, ``encode_accumulator`` /
-``decode_accumulator`` and ``encode_states`` / ``decode_states`` to ship partial states, and
+accumulator) and ``merge_into`` (in place), ``merge_all``, ``encode`` /
+``decode`` and ``encode_states`` / ``decode_states`` to ship partial states, and
 the fingerprint checks that keep accumulators of differently configured evaluations apart.
 
 The merge convention (the same for states, plans, evaluations, slice profiles and metric
@@ -47,7 +47,7 @@ class Accumulator:
     An opaque, read-only value for its users: it is made by :meth:`Evaluation.zero`,
     :meth:`~mergeable_metrics.evaluation.evaluation.Evaluation.fold`, :meth:`~mergeable_metrics.evaluation.evaluation.Evaluation.merge` /
     :meth:`~mergeable_metrics.evaluation.evaluation.Evaluation.merge_into` and
-    :meth:`~mergeable_metrics.evaluation.evaluation.Evaluation.decode_accumulator`, which check the fingerprint, so
+    :meth:`~mergeable_metrics.evaluation.evaluation.Evaluation.decode`, which check the fingerprint, so
     accumulators of differently configured evaluations never mix; nothing writes to it through
     its read methods.
 
@@ -80,7 +80,7 @@ class Accumulator:
     # -- read ------------------------------------------------------------------------------
     def slices(self) -> list[tuple]:
         """Every slice key held, in the order the slices were first held (the overall slice
-        ``()`` first in what ``zero``, ``fold``, ``merge`` and ``decode_accumulator`` give)."""
+        ``()`` first in what ``zero``, ``fold``, ``merge`` and ``decode`` give)."""
         return list(self._materialized())
 
     def states(self, key: tuple) -> tuple:
@@ -443,7 +443,7 @@ class AccumulatorOps:
             self.merge_into(out, a)
         return out
 
-    def encode_accumulator(self, acc: Accumulator) -> bytes:
+    def encode(self, acc: Accumulator) -> bytes:
         """Versioned bytes with the :attr:`fingerprint` (see :mod:`mergeable_metrics.states.codec`); equal
         accumulators give equal bytes.
 
@@ -452,8 +452,8 @@ class AccumulatorOps:
         """
         return codec.encode_accumulator(acc, self._joint_fingerprint(getattr(acc, "fingerprint", None)))
 
-    def decode_accumulator(self, data: bytes) -> Accumulator:
-        """Inverse of :meth:`encode_accumulator`: a checked accumulator of this evaluation.
+    def decode(self, data: bytes) -> Accumulator:
+        """Inverse of :meth:`encode`: a checked accumulator of this evaluation.
 
         Checks the writer's fingerprint (bytes of the first codec version carry none: they are
         taken as this evaluation's unless its slices depend on a counting-pass profile, which
@@ -497,7 +497,7 @@ class AccumulatorOps:
         return self.plan.encode(states, self._fingerprint)
 
     def decode_states(self, data: bytes) -> tuple:
-        """Inverse of :meth:`encode_states`, checked as :meth:`decode_accumulator` checks a slice.
+        """Inverse of :meth:`encode_states`, checked as :meth:`decode` checks a slice.
 
         Raises:
             ValueError: corrupted bytes, another fingerprint (naming the settings), states of

@@ -9,7 +9,7 @@ the :class:`~mergeable_metrics.collection.plan.Plan`. The pieces it is built fro
 * :mod:`mergeable_metrics.evaluation.accumulator`: the accumulator (:class:`Accumulator`, an opaque read-only value:
   every slice's states, read by ``slices()`` / ``states(key)`` / ``items()``, carrying the
   :attr:`~Evaluation.fingerprint`, always with the overall slice ``()``) and the engine-facing operations ``zero``, ``fold`` (per batch), ``merge`` (pure) /
-  ``merge_into`` (in place), ``encode_accumulator`` / ``decode_accumulator``;
+  ``merge_into`` (in place), ``encode`` / ``decode``;
 * :mod:`mergeable_metrics.evaluation.suppression`: small-slice suppression of the results.
 
 This module adds the counting pass (``max_slices`` / ``quantiles``: :meth:`Evaluation.with_profile`)
@@ -28,6 +28,7 @@ from typing import Any, Iterable
 
 import numpy as np
 
+from mergeable_metrics._util.public import public
 from mergeable_metrics.evaluation.accumulator import Accumulator, AccumulatorOps
 from mergeable_metrics.evaluation.batches import extract_columns, fold_all, is_single_batch, missing_row_column, num_rows, rows_to_columns  # noqa: F401  (re-exported)
 from mergeable_metrics.evaluation.columns import ColumnMap
@@ -106,6 +107,7 @@ def _warn_undefined(results: Results) -> None:
         warnings.warn(undefined_warning(metric, places, "nan"), UndefinedMetricWarning, stacklevel=3)
 
 
+@public("mergeable_metrics")
 class Evaluation(AccumulatorOps):
     """Column mapping + slices + metrics, with accumulator operations for any engine.
 
@@ -268,7 +270,7 @@ class Evaluation(AccumulatorOps):
 
     def profiler(self) -> Any:
         """The counting pass of this evaluation: a :class:`~mergeable_metrics.evaluation.profile.SliceProfiler`
-        (``zero`` / ``fold`` / ``merge`` / ``finish`` -> ProfileSummary, ``encode_accumulator``)."""
+        (``zero`` / ``fold`` / ``merge`` / ``finish`` -> ProfileSummary, ``encode``)."""
         return SliceProfiler(self.slices, self.weight_col)
 
     def with_profile(self, profile: Any) -> "Evaluation":

@@ -571,7 +571,7 @@ def summarize_part(name: str, part: Any, specs: Iterable[SliceSpec]) -> dict[str
 class SliceProfiler:
     """The counting pass of an evaluation, in the accumulator vocabulary every engine speaks:
     ``zero`` / ``fold`` / ``merge`` (pure) / ``merge_into`` (in place) / ``finish`` /
-    ``encode_accumulator`` / ``decode_accumulator``.
+    ``encode`` / ``decode``.
 
     Args:
         slices: the evaluation's slice specs.
@@ -660,11 +660,11 @@ class SliceProfiler:
         quantile bucketing."""
         return ProfileSummary({name: summarize_part(name, part, self.slices) for name, part in profile.parts.items()})
 
-    def encode_accumulator(self, profile: SliceProfile) -> bytes:
+    def encode(self, profile: SliceProfile) -> bytes:
         return profile.encode()
 
-    def decode_accumulator(self, data: bytes) -> SliceProfile:
-        """Inverse of :meth:`encode_accumulator`.
+    def decode(self, data: bytes) -> SliceProfile:
+        """Inverse of :meth:`encode`.
 
         Raises:
             ValueError: corrupted bytes, or a profile of other slice specs.

@@ -47,6 +47,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from mergeable_metrics._util.public import public
 from mergeable_metrics.inputs.validation import (
     ON_INVALID,
     SCORES_FINITE,
@@ -97,6 +98,7 @@ class Converted:
     row_of: np.ndarray | None = None
 
 
+@public("mergeable_metrics.metrics")
 @dataclass(frozen=True)
 class InputFormat:
     """One input format.
@@ -141,6 +143,7 @@ DEFAULTS: dict[tuple[str, str], dict[int, str]] = {
 }
 
 
+@public("mergeable_metrics.metrics")
 def register_format(fmt: InputFormat, *, replace: bool = False) -> InputFormat:
     """Add a format to :data:`FORMATS`.
 

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from mergeable_metrics._util.public import public
 from mergeable_metrics._util.limits import MAX_NUM_CLASSES, MAX_NUM_OUTPUTS, MAX_THRESHOLDS, as_floats, check_at_most, check_count
 
 #: how a score meets a threshold: ``">="`` (a score equal to it is positive) or ``">"``
@@ -61,6 +62,7 @@ def check_zero_division(value: Any) -> Any:
 TASK_KINDS = ("binary", "multiclass", "multilabel", "regression")
 
 
+@public("mergeable_metrics.metrics")
 @dataclass(frozen=True)
 class Task:
     """What is being evaluated.

@@ -29,6 +29,7 @@ from typing import Any, Callable, ClassVar, Iterator, NamedTuple
 
 import numpy as np
 
+from mergeable_metrics._util.public import public
 from mergeable_metrics._util.limits import MAX_BETA, check_at_most
 from mergeable_metrics.states.base import BinaryConfusionState, ConfusionMatrixState, ExampleCountState, State
 from mergeable_metrics.inputs.task import TASK_KINDS, Task, check_zero_division  # noqa: F401  (re-exported: mergeable_metrics.metrics.base.Task)
@@ -37,6 +38,7 @@ ZERO_DIVISION = (0, 1, "nan", "warn")
 AVERAGES = ("binary", "micro", "macro", "weighted", "samples", None)
 
 
+@public("mergeable_metrics")
 class UndefinedMetricWarning(UserWarning):
     """A metric's value is undefined (zero denominator) and ``zero_division="warn"`` gave 0.0."""
 
@@ -157,6 +159,7 @@ def register_named(registry: dict[str, type], cls: type, what: str) -> None:
 AVERAGINGS: dict[str, type["Averaging"]] = {}
 
 
+@public("mergeable_metrics.metrics")
 class Averaging:
     """Base class of the ways a per-class metric becomes one value: the ``@macro`` of
     ``"f1@macro"``. Subclasses set ``name`` to register (``aliases`` unique, a clash raises at
@@ -263,6 +266,7 @@ def known_averages() -> tuple:
     return AVERAGES + extra
 
 
+@public("mergeable_metrics")
 class Metric:
     """Base class. Subclasses set ``name`` to register; ``aliases`` must be unique.
 
@@ -591,6 +595,7 @@ def parse_metric_string(text: str) -> tuple[str, list[Any], dict[str, Any]]:
     return name, positional, keyword
 
 
+@public("mergeable_metrics.metrics")
 def resolve(metric: "str | Metric", task: Task) -> Metric:
     """Resolve a metric string (or pass through a configured :class:`Metric`) for ``task``.
 

@@ -28,6 +28,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from mergeable_metrics._util.public import public
 from mergeable_metrics.inputs.validation import Batch
 from mergeable_metrics._util.exact import exact_column_sums, exact_ratio, exact_sum
 from mergeable_metrics.metrics.base import TASK_KINDS, Metric, record_undefined
@@ -165,6 +166,7 @@ class MeanMeasureMetric(Metric):
         return exact_ratio(st.exact["total"].fractions()[i], st.exact["weight"].fractions()[i])
 
 
+@public("mergeable_metrics.metrics")
 class MeanMeasure:
     """A named measure for a :class:`~mergeable_metrics.collection.plan.MetricCollection` (or :class:`SingleMetric`):
     the weighted mean of ``fn(y_true, y_pred)`` over every batch folded (OnlineMetrics'

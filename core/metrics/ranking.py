@@ -40,6 +40,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from mergeable_metrics._util.public import public
 from mergeable_metrics.metrics.base import AVERAGES, AVERAGINGS, Interval, Metric, get_averaging, nanaverage, record_undefined
 from mergeable_metrics.states.score_distribution import (
     Class0ScoreDistributionState,
@@ -537,6 +538,7 @@ def _configure_multilabel(metric: "RankingMetric") -> None:
 
 
 # ---------------------------------------------------------------------------------------------
+@public("mergeable_metrics.metrics")
 class RankingMetric(Metric):
     """Base of the metrics read from a :class:`~mergeable_metrics.states.score_distribution.ScoreDistributionState`.
 

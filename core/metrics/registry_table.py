@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from mergeable_metrics._util.public import DEFINED_IN
 from mergeable_metrics.metrics.base import REGISTRY
 
 START = "<!-- metrics-table:start -->"
@@ -46,13 +47,18 @@ def _family(module: str) -> tuple[int, str]:
 
 
 def metric_classes() -> list[type]:
-    """Registered metric classes defined in ``mergeable_metrics`` (not in user code or doctests), each once,
+    """Registered metric classes defined in the package (not in user code or doctests), each once,
     by family (:data:`FAMILY_ORDER`), then in registration order."""
     seen: list[type] = []
     for cls in REGISTRY.values():
-        if cls not in seen and cls.__module__.startswith("mergeable_metrics."):
+        if cls not in seen and _defined_in(cls).startswith("mergeable_metrics."):
             seen.append(cls)
-    return sorted(seen, key=lambda c: (_family(c.__module__), seen.index(c)))
+    return sorted(seen, key=lambda c: (_family(_defined_in(c)), seen.index(c)))
+
+
+def _defined_in(cls: type) -> str:
+    """The module that defines ``cls`` (a tier's name has the tier's ``__module__``)."""
+    return DEFINED_IN.get(f"{cls.__module__}.{cls.__qualname__}", cls.__module__)
 
 
 def _states(info: dict[str, Any]) -> str:

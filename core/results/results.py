@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from mergeable_metrics._util.public import public
 from mergeable_metrics.states.codec import slice_key_from_json, slice_key_to_json
 from mergeable_metrics.results.fairness import Fairness, compute_fairness
 from mergeable_metrics.metrics.base import REGISTRY, Task, key_labels, resolve
@@ -207,6 +208,7 @@ def _from_json(v: Any) -> Any:
     return float("nan") if v is None else v
 
 
+@public("mergeable_metrics")
 @dataclass(frozen=True)
 class SliceResult:
     """Metric values of one slice.
@@ -347,6 +349,7 @@ def _metric_keys(config: Mapping[str, Any]) -> MetricKeys | None:
     return MetricKeys(task, config.get("classes"))
 
 
+@public("mergeable_metrics")
 @dataclass(frozen=True)
 class Results:
     """All slices' results, overall first, in a deterministic order.

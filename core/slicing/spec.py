@@ -17,6 +17,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
+from mergeable_metrics._util.public import public
 from mergeable_metrics._util.limits import MAX_QUANTILES, MAX_SLICES
 
 OVERALL: tuple = ()
@@ -145,6 +146,7 @@ def _parse_edges(text: Any, value: str) -> tuple[float, ...]:
 
 
 # --------------------------------------------------------------------------------------------
+@public("mergeable_metrics")
 @dataclass(frozen=True)
 class SliceSpec:
     """Columns whose value combinations define slices, with filters, buckets and bounds.

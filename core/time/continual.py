@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from mergeable_metrics._util.public import public
 from mergeable_metrics.states import codec
 from mergeable_metrics.inputs.validation import as_array, invalid_value_message
 from mergeable_metrics._util.limits import MAX_NUM_CLASSES, check_count
@@ -369,6 +370,7 @@ def ocl_metrics(state: ContinualState) -> OCLMetrics:
     )
 
 
+@public("mergeable_metrics")
 class ContinualEvaluation:
     """Accuracy of a continual learner across ``num_tasks`` tasks, mergeable, in one state.
 
@@ -378,8 +380,8 @@ class ContinualEvaluation:
         evaluations_per_task: H >= 0 anytime evaluations during each task's training
             (``step=0..H-1``); 0: only the evaluations after each task.
 
-    ``update`` folds events in place (torchmetrics style, thread-safe); :meth:`merge` (or
-    :meth:`merge_into`) merges another in place and returns ``self``, :func:`mergeable_metrics.merge` returns a
+    ``update`` folds events in place (torchmetrics style, thread-safe); :meth:`merge`
+    merges another in place and returns ``self``, :func:`mergeable_metrics.merge` returns a
     new evaluation; :meth:`encode` / :meth:`decode` give
     versioned, checksummed bytes; :meth:`compute` the :class:`OCLMetrics`.
 
@@ -465,26 +467,19 @@ class ContinualEvaluation:
             self._rows += rows
         return self
 
-    def merge_into(self, other: "ContinualEvaluation") -> "ContinualEvaluation":
-        """:meth:`merge` (in place, returns ``self``), under the name the engines use."""
-        return self.merge(other)
-
     def encode(self) -> bytes:
         """Versioned, checksummed bytes of the state (:mod:`mergeable_metrics.states.codec`)."""
         return codec.encode_state(self.state)
 
     @classmethod
     def decode(cls, data: bytes) -> "ContinualEvaluation":
-        """An evaluation from :meth:`encode` bytes (validated; ``ValueError`` on corrupted bytes)."""
+        """A new evaluation from :meth:`encode` bytes (validated; ``ValueError`` on corrupted bytes);
+        ``total.merge(ContinualEvaluation.decode(blob))`` merges a worker's bytes in."""
         state = ContinualState.decode(data)
         lay = state.layout
         out = cls(lay.num_tasks, lay.num_classes, lay.evaluations_per_task)
         out.state = state
         return out
-
-    def decode_into(self, data: bytes) -> "ContinualEvaluation":
-        """Merge :meth:`encode` bytes of the same configuration into this one (``ValueError`` otherwise)."""
-        return self.merge_into(type(self).decode(data))
 
     def compute(self) -> OCLMetrics:
         return ocl_metrics(self.state)

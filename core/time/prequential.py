@@ -23,6 +23,7 @@ from typing import Any, Iterable
 
 import numpy as np
 
+from mergeable_metrics._util.public import public
 from mergeable_metrics.evaluation.accumulator import Accumulator
 from mergeable_metrics.evaluation.batches import is_single_batch, num_rows, rows_to_columns
 from mergeable_metrics.evaluation.evaluation import Evaluation
@@ -94,6 +95,7 @@ class PrequentialResults:
         return self._frame(self.cumulative)
 
 
+@public("mergeable_metrics")
 class PrequentialEvaluation:
     """Test-then-train metrics over a stream in tumbling windows of ``window_size`` examples.
 
@@ -174,11 +176,11 @@ class PrequentialEvaluation:
     def merge_into(self, a: Accumulator, b: Accumulator) -> Accumulator:
         return self.evaluation.merge_into(a, b)
 
-    def encode_accumulator(self, acc: Accumulator) -> bytes:
-        return self.evaluation.encode_accumulator(acc)
+    def encode(self, acc: Accumulator) -> bytes:
+        return self.evaluation.encode(acc)
 
-    def decode_accumulator(self, data: bytes) -> Accumulator:
-        return self.evaluation.decode_accumulator(data)
+    def decode(self, data: bytes) -> Accumulator:
+        return self.evaluation.decode(data)
 
     def finish(self, acc: Accumulator) -> PrequentialResults:
         """Windowed and cumulative metrics of every window that holds examples."""

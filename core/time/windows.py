@@ -37,6 +37,7 @@ from typing import Any, Iterable
 
 import numpy as np
 
+from mergeable_metrics._util.public import public
 from mergeable_metrics.inputs.validation import as_array, invalid_value_message
 from mergeable_metrics.evaluation.accumulator import Accumulator
 from mergeable_metrics.evaluation.batches import fold_all, is_single_batch, num_rows
@@ -242,6 +243,7 @@ class _Shown(str):
         return str(self)
 
 
+@public("mergeable_metrics")
 @dataclass(frozen=True, init=False)
 class TimeWindows:
     """Tumbling or sliding event-time windows over a time column (aligned to the epoch).
@@ -389,6 +391,7 @@ def _time_column(data: Any, col: str) -> Any:
     return [r.get(col) for r in data]
 
 
+@public("mergeable_metrics")
 class WindowedEvaluation:
     """An :class:`mergeable_metrics.Evaluation` per event-time window (see the module docstring).
 

@@ -4,7 +4,7 @@ fingerprints and slice keys. State frames are built in codec version 1 (the fiel
 ``FIELDS``, no exact-sum limbs), which the decoder still reads and upgrades.
 
 Example:
-    >>> from mergeable_metrics import ExampleCountState, ExampleCountLayout, State
+    >>> from mergeable_metrics.states import ExampleCountLayout, ExampleCountState, State
     >>> s = ExampleCountState.zero(ExampleCountLayout())
     >>> State.decode(state_frame(s.kind, "{}", fields_of(s))) == s
     True

@@ -7,7 +7,7 @@ state of one fold over all the data (exactly for integer-valued weights).
 
 A *folder* adapts one accumulator API to ``zero() / fold(state, columns) / merge(a, b)``:
     * :class:`StateFolder`: one state kind (``zero(layout)``, ``fold(batch)``, ``merge``);
-    * :class:`PlanFolder`: ``mergeable_metrics.Plan`` over tuples of states (columns validated by ``make_batch``);
+    * :class:`PlanFolder`: ``mergeable_metrics.engine.Plan`` over tuples of states (columns validated by ``make_batch``);
     * :class:`CollectionFolder`: ``mergeable_metrics.MetricCollection`` objects (``update`` / ``merge``, which
       merges in place: both are merged into a fresh collection);
     * :class:`EvaluationFolder`: ``mergeable_metrics.Evaluation`` accumulators ``{slice_key: states}``
@@ -17,7 +17,8 @@ Columns are a dict of equal-length lists/arrays; ``None`` values in the dict mea
 
 Example:
     >>> import numpy as np
-    >>> from mergeable_metrics import Plan, Task
+    >>> from mergeable_metrics.engine import Plan
+    >>> from mergeable_metrics.metrics import Task
     >>> folder = PlanFolder(Plan(["f1", "accuracy"], Task()))
     >>> data = {"y_true": np.array([1, 0, 1]), "y_score": np.array([0.9, 0.2, 0.4]), "sample_weight": None}
     >>> rng = np.random.default_rng(0)
@@ -150,7 +151,7 @@ class StateFolder:
 
 
 class PlanFolder:
-    """``mergeable_metrics.Plan`` over tuples of states; columns ``y_true``, ``y_score``/``y_pred``,
+    """``mergeable_metrics.engine.Plan`` over tuples of states; columns ``y_true``, ``y_score``/``y_pred``,
     ``sample_weight`` are validated with ``mergeable_metrics.inputs.formats.make_batch``."""
 
     def __init__(self, plan: Any):

@@ -159,7 +159,7 @@ def test_accumulator_coder_round_trip_keeps_buffered_rows(make_rows):
     data = coder.encode(acc)
     assert (dict(acc.acc.items()), list(acc.buffer)) == before  # encoding does not flush in place
     # Same bytes as core's encoding of one direct fold over all rows (integer weights: exact).
-    assert data == ev.encode_accumulator(ev.fold(ev.zero(), rows))
+    assert data == ev.encode(ev.fold(ev.zero(), rows))
     decoded = coder.decode(data)
     assert decoded.buffer == []
     assert_results_equal(fn.extract_output(decoded), direct(ev, rows))
@@ -333,11 +333,11 @@ def test_staged_columns_fold_like_core_with_batches_in_between(make_rows):
     fn.add_inputs(acc, rows[:0])
     data = fn.get_accumulator_coder().encode(acc)  # folds a copy of what waits
     assert len(acc.buffer) == 216
-    assert data == ev.encode_accumulator(ev.fold(ev.zero(), rows))
+    assert data == ev.encode(ev.fold(ev.zero(), rows))
     other = fn.add_inputs(fn.create_accumulator(), rows[:50])
     staged = fn.add_inputs(fn.create_accumulator(), rows[: chunk + 7])
     assert staged.staged is not None and staged.staged.n == chunk
-    assert fn.get_accumulator_coder().encode(staged) == ev.encode_accumulator(ev.fold(ev.zero(), rows[: chunk + 7]))
+    assert fn.get_accumulator_coder().encode(staged) == ev.encode(ev.fold(ev.zero(), rows[: chunk + 7]))
     merged = fn.merge_accumulators([fn.create_accumulator(), staged, fn.add_inputs(fn.create_accumulator(), rows[chunk + 7 :])])
     assert staged.staged is not None and staged.staged.n == chunk  # merge leaves the others unchanged
     assert_results_equal(fn.extract_output(merged), direct(ev, rows))

@@ -69,7 +69,7 @@ def test_stacked_reads_held_and_block_slices_and_declines_what_does_not_stack():
     assert fields["binary_confusion"]["tp"][:, 0].tolist() == [2.0, 2.0, 0.0]
     assert fields["binary_confusion"]["fp"][:, 0].tolist() == [1.0, 0.0, 1.0]
     assert fields["example_count"]["count"].tolist() == [4, 3, 1]
-    decoded = ev.decode_accumulator(ev.encode_accumulator(acc))  # held per-slice tuples only
+    decoded = ev.decode(ev.encode(acc))  # held per-slice tuples only
     assert decoded.stacked()[0] == keys and all(np.array_equal(decoded.stacked()[1][k][f], a) for k, d in fields.items() for f, a in d.items())
     auc = Evaluation(label_col="y", score_col="s", slices=["a"], metrics=["roc_auc"])
     assert auc.fold(auc.zero(), {"y": [1, 0], "s": [0.9, 0.1], "a": ["x", "y"]}).stacked() is None  # score distributions
@@ -86,4 +86,4 @@ def test_accumulators_of_mappings_compare_and_copy_as_values():
     c = acc.copy()
     ev.fold(c, {"y": [1], "s": [0.9], "a": ["x"]})
     assert c != acc and int(acc[(("a", "x"),)][0]["count"]) == 1 and int(c[(("a", "x"),)][0]["count"]) == 2
-    assert ev.encode_accumulator(again) == ev.encode_accumulator(acc)
+    assert ev.encode(again) == ev.encode(acc)

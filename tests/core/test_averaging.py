@@ -11,7 +11,8 @@ import pytest
 from scipy.stats import hmean
 from sklearn.metrics import f1_score, precision_score, recall_score, roc_auc_score
 
-from mergeable_metrics import MetricCollection, Task, resolve
+from mergeable_metrics import MetricCollection
+from mergeable_metrics.metrics import Task, resolve
 from mergeable_metrics.metrics.base import AVERAGES, AVERAGINGS, Averaging, get_averaging
 
 

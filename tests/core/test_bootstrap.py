@@ -60,7 +60,7 @@ def _fold_shards(ev: Evaluation, d: dict, rng: np.random.Generator, through_code
         acc = ev.zero()
         for idx in shard:
             ev.fold(acc, _take(d, idx))
-        parts.append(ev.decode_accumulator(ev.encode_accumulator(acc)) if through_codec else acc)
+        parts.append(ev.decode(ev.encode(acc)) if through_codec else acc)
     return parts
 
 
@@ -264,7 +264,7 @@ def test_other_buckets_or_id_columns_or_no_bootstrap_never_merge():
         with pytest.raises(ValueError, match="bootstrap"):
             other.merge(other.fold(other.zero(), d), acc)
         with pytest.raises(ValueError, match="bootstrap"):
-            other.decode_accumulator(ev.encode_accumulator(acc))
+            other.decode(ev.encode(acc))
     same_states = _eval(ci="bootstrap", ci_buckets=10, ci_seed=5, ci_replicates=17, ci_level=0.8)  # seed, R, level: only at finish
     same_states.merge(same_states.fold(same_states.zero(), d), acc)
 

@@ -21,7 +21,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.calibration import calibration_curve
 
-from mergeable_metrics import Evaluation, MetricCollection, State
+from mergeable_metrics import Evaluation, MetricCollection
+from mergeable_metrics.states import State
 from mergeable_metrics.inputs.validation import Batch
 from mergeable_metrics.metrics.calibration import CalibrationBinsLayout, CalibrationBinsState
 from tests._helpers.sharding import StateFolder, fold_sharded
@@ -157,9 +158,9 @@ def test_merging_or_decoding_another_configuration_names_the_setting():
         a.merge(CalibrationBinsState.zero(CalibrationBinsLayout((10,))))
     ev3 = Evaluation(label_col="y", score_col="p", num_classes=3, metrics=["ece"])
     ev4 = Evaluation(label_col="y", score_col="p", num_classes=4, metrics=["ece"])
-    blob = ev3.encode_accumulator(ev3.zero())
+    blob = ev3.encode(ev3.zero())
     with pytest.raises(ValueError, match="num_classes"):
-        ev4.decode_accumulator(blob)
+        ev4.decode(blob)
 
 
 def _as_kind_version_1(blob: bytes) -> bytes:

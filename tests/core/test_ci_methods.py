@@ -290,7 +290,8 @@ def _every_metric_inputs(kind: str):
     """(Evaluation keywords, one batch) of a task kind, and its registered metrics that run on
     that batch with their default parameters."""
     import mergeable_metrics
-    from mergeable_metrics import Plan, Task
+    from mergeable_metrics.engine import Plan
+    from mergeable_metrics.metrics import Task
 
     rng = np.random.default_rng(4)
     n = 90

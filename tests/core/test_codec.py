@@ -16,18 +16,17 @@ import zlib
 import numpy as np
 import pytest
 
-from mergeable_metrics import (
+from mergeable_metrics import Evaluation, MetricCollection
+from mergeable_metrics.engine import Plan
+from mergeable_metrics.metrics import Task
+from mergeable_metrics.states import (
     BinaryConfusionLayout,
     BinaryConfusionState,
     ConfusionMatrixLayout,
     ConfusionMatrixState,
-    Evaluation,
     ExampleCountLayout,
     ExampleCountState,
-    MetricCollection,
-    Plan,
     State,
-    Task,
 )
 from mergeable_metrics.states import codec
 from mergeable_metrics.inputs.validation import Batch
@@ -98,17 +97,19 @@ def test_plan_and_collection_round_trip():
     blob = mc.encode()
     assert mc.plan.decode(blob) == mc.states
     other = MetricCollection("f1", "precision@threshold=0.25", "tp@threshold=0.75", threshold_rule=">")
-    other.load(blob)
+    fresh_bytes = other.encode()
+    other = other.decode(blob)
+    assert MetricCollection("f1", "precision@threshold=0.25", "tp@threshold=0.75", threshold_rule=">").encode() == fresh_bytes != blob
     assert other.states == mc.states and other.compute() == mc.compute()
     assert other.encode() == blob
 
 
 def test_accumulator_round_trip_with_slices():
     ev, acc = sliced_accumulator()
-    blob = ev.encode_accumulator(acc)
-    back = ev.decode_accumulator(blob)
+    blob = ev.encode(acc)
+    back = ev.decode(blob)
     assert back == acc
-    assert ev.encode_accumulator(back) == blob
+    assert ev.encode(back) == blob
     assert {type(v).__name__ for k in back.slices() for _, v in k} >= {"str", "int", "bool", "NoneType"}
     assert ev.finish(back).to_json() == ev.finish(acc).to_json()
 
@@ -116,13 +117,13 @@ def test_accumulator_round_trip_with_slices():
 def test_accumulator_bytes_do_not_depend_on_insertion_order():
     ev, acc = sliced_accumulator()
     reordered = dict(reversed(list(acc.items())))
-    assert ev.encode_accumulator(reordered) == ev.encode_accumulator(acc)
+    assert ev.encode(reordered) == ev.encode(acc)
 
 
 def test_empty_accumulator_round_trip():
     ev = Evaluation(label_col="y", score_col="s", slices="g")
     z = ev.zero()
-    assert ev.decode_accumulator(ev.encode_accumulator(z)) == z
+    assert ev.decode(ev.encode(z)) == z
 
 
 # ---------------------------------------------------------------------------------------------
@@ -131,7 +132,7 @@ def test_versioned_header():
     blob = binary_state().encode()
     assert blob[:3] == b"MMS" and blob[3] == codec.VERSION == 3
     ev, acc = sliced_accumulator()
-    ablob = ev.encode_accumulator(acc)
+    ablob = ev.encode(acc)
     assert ablob[:3] == b"MMA" and ablob[3] == codec.ACC_VERSION == 2  # version 2: with a fingerprint
     # the layout is stored as readable JSON right after the kind and its version
     kind_len = struct.unpack("<H", blob[4:6])[0]
@@ -150,7 +151,7 @@ def _decoders():
     return {
         "state": (binary_state().encode(), State.decode),
         "matrix_state": (matrix_state().encode(), State.decode),
-        "accumulator": (ev.encode_accumulator(acc), ev.decode_accumulator),
+        "accumulator": (ev.encode(acc), ev.decode),
     }
 
 
@@ -311,13 +312,13 @@ def test_plan_decode_of_another_plans_states_raises():
     assert Plan(["precision", "recall"], Task()).decode(p05.encode(p05.zero())) == p05.zero()
 
 
-def test_collection_load_of_foreign_bytes_raises():
+def test_collection_decode_of_foreign_bytes_raises():
     a = MetricCollection("f1", threshold=0.5)
     b = MetricCollection("f1", threshold=0.7)
     with pytest.raises(ValueError):
-        a.load(b.encode())
+        a.decode(b.encode())
     with pytest.raises(ValueError, match="magic"):
-        a.load(binary_state().encode())  # a single state is not a state tuple
+        a.decode(binary_state().encode())  # a single state is not a state tuple
     assert a.states == a.plan.zero()
 
 
@@ -326,11 +327,11 @@ def test_evaluation_decode_of_foreign_accumulator_raises():
     ev_b = Evaluation(label_col="y", prediction_col="p", num_classes=3, slices="g")
     acc_b = ev_b.fold(ev_b.zero(), {"y": [0, 1], "p": [2, 1], "g": ["a", "b"]})
     with pytest.raises(ValueError, match="belong|expected"):
-        ev_a.decode_accumulator(ev_b.encode_accumulator(acc_b))
+        ev_a.decode(ev_b.encode(acc_b))
     with pytest.raises(ValueError, match="magic"):
-        ev_a.decode_accumulator(binary_state().encode())
+        ev_a.decode(binary_state().encode())
     with pytest.raises(ValueError, match="single slice"):
-        Plan(["f1"], Task()).decode(ev_a.encode_accumulator({(): Plan(["f1"], Task()).zero(), (("g", "a"),): Plan(["f1"], Task()).zero()}))
+        Plan(["f1"], Task()).decode(ev_a.encode({(): Plan(["f1"], Task()).zero(), (("g", "a"),): Plan(["f1"], Task()).zero()}))
 
 
 @pytest.mark.parametrize(
@@ -344,7 +345,7 @@ def test_evaluation_decode_of_foreign_accumulator_raises():
 def test_date_slice_columns_survive_the_codec(column):
     ev = Evaluation(label_col="y", score_col="s", slices="day")
     acc = ev.fold(ev.zero(), {"y": [0, 1, 1], "s": [0.2, 0.7, 0.4], "day": column})
-    back = ev.decode_accumulator(ev.encode_accumulator(acc))
+    back = ev.decode(ev.encode(acc))
     assert back == acc
     assert len(back) == 3
 

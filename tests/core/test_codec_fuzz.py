@@ -19,7 +19,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mergeable_metrics import ContinualEvaluation, Evaluation, MetricCollection, State
+from mergeable_metrics import ContinualEvaluation, Evaluation, MetricCollection
+from mergeable_metrics.states import State
 from mergeable_metrics.states.codec import layout_to_json, slice_key_to_json
 from mergeable_metrics.evaluation.evaluation import OVERALL
 from mergeable_metrics.states.base import STATE_KINDS
@@ -278,15 +279,15 @@ def assert_good_accumulator(ev: Evaluation, acc: dict) -> None:
         assert [(type(s), s.layout) for s in states] == list(ev.plan.state_types)
         for s in states:
             assert_good_state(s)
-    assert ev.decode_accumulator(ev.encode_accumulator(acc)) == acc
+    assert ev.decode(ev.encode(acc)) == acc
 
 
 @pytest.mark.parametrize("name", sorted(EVALUATIONS))
 def test_every_truncation_of_an_accumulator_is_rejected(name):
     ev, acc = EVALUATIONS[name]
-    blob = ev.encode_accumulator(acc)
+    blob = ev.encode(acc)
     for n in range(0, len(blob), 3):
-        assert decoded_or_clear_error(ev.decode_accumulator, blob[:n]) is None, n
+        assert decoded_or_clear_error(ev.decode, blob[:n]) is None, n
 
 
 @pytest.mark.parametrize("name", sorted(EVALUATIONS))
@@ -294,10 +295,10 @@ def test_every_truncation_of_an_accumulator_is_rejected(name):
 @given(data=st.data())
 def test_bit_flips_in_accumulators_are_rejected(name, data):
     ev, acc = EVALUATIONS[name]
-    blob = bytearray(ev.encode_accumulator(acc))
+    blob = bytearray(ev.encode(acc))
     for bit in data.draw(st.sets(st.integers(0, len(blob) * 8 - 1), min_size=1, max_size=3), label="bits"):
         blob[bit // 8] ^= 1 << (bit % 8)
-    assert decoded_or_clear_error(ev.decode_accumulator, bytes(blob)) is None
+    assert decoded_or_clear_error(ev.decode, bytes(blob)) is None
 
 
 @pytest.mark.parametrize("name", sorted(EVALUATIONS))
@@ -336,7 +337,7 @@ def test_crafted_accumulators_never_decode_to_a_bad_accumulator(name, data):
     elif fp_how == "text":
         fp_json = draw(st.sampled_from(["", "{", "[" * 5000, "NaN", '"x"']))
     blob = accumulator_frame(slices, fp, version=version, fingerprint_json=fp_json)
-    out = decoded_or_clear_error(ev.decode_accumulator, blob)
+    out = decoded_or_clear_error(ev.decode, blob)
     if out is not None:
         assert_good_accumulator(ev, out)
     if len(slices) == 1:
@@ -352,9 +353,9 @@ def test_deeply_nested_json_in_frames_is_a_value_error():
     with pytest.raises(ValueError, match="not valid JSON"):
         State.decode(state_frame(s.kind, deep, fields_of(s)))
     with pytest.raises(ValueError, match="not valid JSON"):
-        ev.decode_accumulator(accumulator_frame([(deep, [])], ev.fingerprint))
+        ev.decode(accumulator_frame([(deep, [])], ev.fingerprint))
     with pytest.raises(ValueError, match="not valid JSON"):
-        ev.decode_accumulator(accumulator_frame([], fingerprint_json=deep))
+        ev.decode(accumulator_frame([], fingerprint_json=deep))
 
 
 def test_invalid_utf8_in_frames_is_a_value_error():
@@ -376,14 +377,14 @@ def _profile():
 
 def test_every_truncation_and_bit_flip_of_a_slice_profile_is_rejected():
     profiler, prof = _profile()
-    blob = profiler.encode_accumulator(prof)
-    assert profiler.decode_accumulator(blob) == prof
+    blob = profiler.encode(prof)
+    assert profiler.decode(blob) == prof
     for n in range(len(blob)):
-        assert decoded_or_clear_error(profiler.decode_accumulator, blob[:n]) is None, n
+        assert decoded_or_clear_error(profiler.decode, blob[:n]) is None, n
     for i in range(0, len(blob) * 8, 7):
         bad = bytearray(blob)
         bad[i // 8] ^= 1 << (i % 8)
-        assert decoded_or_clear_error(profiler.decode_accumulator, bytes(bad)) is None, i
+        assert decoded_or_clear_error(profiler.decode, bytes(bad)) is None, i
 
 
 @FUZZ
@@ -433,7 +434,7 @@ def test_crafted_slice_profiles_never_decode_to_a_bad_profile(data):
         n = int.from_bytes(body[4:6], "little")
         body = body[:4] + (n + 1).to_bytes(2, "little") + body[6:] + _encode_part(name, parts[name])
         blob = with_crc(body)
-    out = decoded_or_clear_error(profiler.decode_accumulator, blob)
+    out = decoded_or_clear_error(profiler.decode, blob)
     if out is not None:
         for p in out.parts.values():
             assert (p.counts > 0).all() and (p.keys[1:] > p.keys[:-1]).all()

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from mergeable_metrics import Evaluation, MetricCollection, State
+from mergeable_metrics import Evaluation, MetricCollection
+from mergeable_metrics.states import State
 from mergeable_metrics.states import codec
 from tests._helpers.compare import assert_states_equal
 from tests._helpers.frames import accumulator_frame
@@ -39,11 +40,11 @@ def test_version_1_accumulators_of_the_previous_release_still_decode(name):
     blob = bytes.fromhex(FIXTURES["accumulators"][name]["hex"])
     assert blob[:4] == b"MMA\x01"
     ev, want = _evaluation(name)
-    back = ev.decode_accumulator(blob)
+    back = ev.decode(blob)
     assert_states_equal(back, want, rel=REL)
     assert back.fingerprint == ev.fingerprint  # taken as the reader's: v1 bytes carry none
-    assert ev.decode_accumulator(ev.encode_accumulator(back)) == back  # re-written as version 2
-    assert ev.encode_accumulator(back)[3] == codec.ACC_VERSION == 2
+    assert ev.decode(ev.encode(back)) == back  # re-written as version 2
+    assert ev.encode(back)[3] == codec.ACC_VERSION == 2
 
 
 @pytest.mark.parametrize("key", sorted(FIXTURES["states"]))
@@ -57,8 +58,7 @@ def test_states_of_the_previous_release_still_decode(key):
 
 def test_collection_bytes_of_the_previous_release_still_load():
     c = FIXTURES["collections"]["multiclass_3"]
-    mc = MetricCollection(*c["metrics"], num_classes=c["num_classes"])
-    mc.load(bytes.fromhex(c["hex"]))
+    mc = MetricCollection(*c["metrics"], num_classes=c["num_classes"]).decode(bytes.fromhex(c["hex"]))
     want = MetricCollection(*c["metrics"], num_classes=c["num_classes"])
     want.update(FIXTURES["collection_rows"]["y"], y_pred=FIXTURES["collection_rows"]["p"])
     assert_states_equal(mc, want, rel=REL)
@@ -68,6 +68,6 @@ def test_version_1_bytes_are_refused_where_a_slice_profile_makes_them_ambiguous(
     ev = Evaluation(label_col="y", score_col="s", slices=["g;max_slices=1"])
     v1 = accumulator_frame([("[]", [s.encode() for s in ev.plan.zero()])], version=1)
     with pytest.raises(ValueError, match="version 1 .*profile"):
-        ev.decode_accumulator(v1)
+        ev.decode(v1)
     plain = Evaluation(label_col="y", score_col="s", slices=["g"])
-    assert plain.decode_accumulator(v1) == plain.zero()
+    assert plain.decode(v1) == plain.zero()

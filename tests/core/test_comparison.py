@@ -195,7 +195,7 @@ def test_empty_batches_and_sorted_input_and_merge_order():
     merged = ev.merge(parts[3], ev.merge(parts[1], ev.merge(parts[0], parts[2])))
     one = ev.fold(ev.zero(), d)
     assert merged == one
-    assert ev.decode_accumulator(ev.encode_accumulator(merged)) == one
+    assert ev.decode(ev.encode(merged)) == one
     a, b = ev.finish(merged), ev.finish(one)
     assert a.to_dict() == b.to_dict()
 

@@ -18,7 +18,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mergeable_metrics import Plan, Task
+from mergeable_metrics.engine import Plan
+from mergeable_metrics.metrics import Task
 from mergeable_metrics.metrics.base import REGISTRY
 from mergeable_metrics.collection.plan import make_task
 from mergeable_metrics.collection.stacked import CELL_KINDS, _vectorised, compute_many

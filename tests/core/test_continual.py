@@ -9,7 +9,8 @@ import pyarrow as pa
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from mergeable_metrics import ContinualEvaluation, ContinualState, OCLMetrics, merge
+from mergeable_metrics import ContinualEvaluation, merge
+from mergeable_metrics.time.continual import ContinualState, OCLMetrics
 
 # A small event list, T=2 tasks, K=2 classes, H=1 anytime evaluation per task, computed by hand:
 #   (trained_task, step, evaluated_task, labels, predictions)
@@ -169,15 +170,13 @@ def test_merge_codec_pickle_and_configuration_mismatch():
     assert merge(a, b) == whole and merge(b, a) == whole and a != whole  # mergeable_metrics.merge: a new one
     assert ContinualEvaluation(2, 2, 1).merge(whole) == whole  # zero is the identity
     assert a.merge(b) is a and a == whole and b == _fold(EVENTS[3:])  # .merge: in place
-    c = _fold(EVENTS[:3])
-    assert c.merge_into(b) is c and c == whole
     assert ContinualEvaluation.decode(whole.encode()) == whole
     assert pickle.loads(pickle.dumps(whole)) == whole
-    assert ContinualEvaluation(2, 2, 1).decode_into(whole.encode()) == whole
+    assert ContinualEvaluation(2, 2, 1).merge(ContinualEvaluation.decode(whole.encode())) == whole
     with pytest.raises(ValueError, match="evaluations_per_task 1 != 2"):
         whole.merge(ContinualEvaluation(2, 2, 2))
     with pytest.raises(ValueError, match="num_tasks 2 != 3"):
-        whole.decode_into(ContinualEvaluation(3, 2, 1).encode())
+        whole.merge(ContinualEvaluation.decode(ContinualEvaluation(3, 2, 1).encode()))
     data = bytearray(whole.encode())
     data[-9] ^= 0xFF
     with pytest.raises(ValueError):

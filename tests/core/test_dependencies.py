@@ -14,7 +14,9 @@ import numpy as np
 import pytest
 from sklearn.metrics import fowlkes_mallows_score, precision_score, recall_score, roc_auc_score
 
-from mergeable_metrics import Evaluation, Metric, MetricCollection, Plan, Task, resolve
+from mergeable_metrics import Evaluation, Metric, MetricCollection
+from mergeable_metrics.engine import Plan
+from mergeable_metrics.metrics import Task, resolve
 
 pytestmark = pytest.mark.filterwarnings("ignore::mergeable_metrics.UndefinedMetricWarning")
 

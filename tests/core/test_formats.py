@@ -7,7 +7,8 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from mergeable_metrics import Evaluation, MetricCollection, Task
+from mergeable_metrics import Evaluation, MetricCollection
+from mergeable_metrics.metrics import Task
 from mergeable_metrics.inputs.formats import FORMATS, Converted, InputFormat, as_nd_array, build_batch, register_format, resolve_format
 from tests._helpers import close
 

@@ -139,7 +139,7 @@ def test_vectorised_fold_equals_the_per_slice_fold_for_every_state_kind(case):
     for p in reversed(parts):
         ev.merge_into(merged, p)
     assert dict(merged.items()) == per_slice or all(merged[k] == per_slice[k] for k in per_slice) and set(merged) == set(per_slice)
-    assert ev.encode_accumulator(merged) == ev.encode_accumulator(Accumulator(per_slice, ev.fingerprint))
+    assert ev.encode(merged) == ev.encode(Accumulator(per_slice, ev.fingerprint))
     # finishing gives the same values as the per-slice accumulator
     got, want = ev.finish(vectorised), ev.finish(Accumulator(per_slice, ev.fingerprint))
     assert [r.slice for r in got.slices] == [r.slice for r in want.slices]

@@ -26,7 +26,8 @@ from sklearn.metrics import (
     top_k_accuracy_score,
 )
 
-from mergeable_metrics import Evaluation, MetricCollection, State
+from mergeable_metrics import Evaluation, MetricCollection
+from mergeable_metrics.states import State
 from mergeable_metrics.inputs.validation import Batch
 from mergeable_metrics.metrics.topk import BinaryTopKLayout, BinaryTopKState
 from tests._helpers import close, merge_tree, random_shards

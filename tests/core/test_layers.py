@@ -5,7 +5,8 @@ The package reads bottom-up (``_util``, ``inputs``, ``states``, ``metrics``, ``c
 and ``pipelines`` on top: the ``layers`` contract; the metric families above their base:
 ``metric-families``), has no import cycle between sibling modules anywhere, function-level imports
 included (``acyclic``), and the engine-free layer never imports the pipelines, the engines or their
-libraries (``engine-free``). The contracts are run by import-linter's ``lint-imports`` in a fresh
+libraries (``engine-free``); the Beam adapter reads that layer only through
+``mergeable_metrics.engine`` (``beam-through-engine``). The contracts are run by import-linter's ``lint-imports`` in a fresh
 interpreter; a failure shows its report (which import breaks which contract).
 """
 
@@ -22,7 +23,7 @@ import pytest
 REPO_ROOT = Path(__file__).resolve().parents[2]
 #: the package's folders in the repository and where they sit in the package (pyproject's package-dir)
 FOLDERS = {"core": "mergeable_metrics", "beam_metrics": "mergeable_metrics/beam", "spark_metrics": "mergeable_metrics/spark", "pipelines": "mergeable_metrics/pipelines"}
-CONTRACTS = 4
+CONTRACTS = 5
 
 
 def lint_imports(root: Path) -> subprocess.CompletedProcess:
@@ -60,7 +61,8 @@ def broken_copy(tmp_path_factory) -> Path:
     """The package assembled as installed (``mergeable_metrics/`` with its subpackages) with one
     upward import that also closes a cycle (the states reading the metrics, inside a function as
     cycles used to be hidden), one import of the pipelines from the engine-free layer and one
-    from an engine adapter (as ``beam.latelabels`` once read ``pipelines.latelabels``)."""
+    from an engine adapter (as ``beam.latelabels`` once read ``pipelines.latelabels``), and one
+    of the Beam adapter reaching past ``mergeable_metrics.engine`` into the evaluation layer."""
     root = assemble(tmp_path_factory.mktemp("layers"))
     pkg = root / "mergeable_metrics"
     with open(pkg / "states" / "base.py", "a", encoding="utf-8") as f:
@@ -69,6 +71,8 @@ def broken_copy(tmp_path_factory) -> Path:
         f.write("\n\ndef _report():\n    from mergeable_metrics.pipelines import report\n\n    return report\n")
     with open(pkg / "beam" / "latelabels.py", "a", encoding="utf-8") as f:
         f.write("\n\ndef _join():\n    from mergeable_metrics.pipelines import latelabels\n\n    return latelabels\n")
+    with open(pkg / "beam" / "transforms.py", "a", encoding="utf-8") as f:
+        f.write("\n\ndef _accumulator():\n    from mergeable_metrics.evaluation.accumulator import Accumulator\n\n    return Accumulator\n")
     return root
 
 
@@ -82,3 +86,5 @@ def test_import_contracts_report_an_upward_import_a_cycle_and_a_pipelines_import
     assert "mergeable_metrics.states is not allowed to import mergeable_metrics.metrics" in report, report
     assert "mergeable_metrics.results.results -> mergeable_metrics.pipelines.report" in report, report
     assert "mergeable_metrics.states.base -> mergeable_metrics.metrics.base" in report, report
+    assert "mergeable_metrics.beam is not allowed to import mergeable_metrics.evaluation" in report, report
+    assert "mergeable_metrics.beam.transforms -> mergeable_metrics.evaluation.accumulator" in " ".join(report.split()), report

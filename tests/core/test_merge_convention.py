@@ -3,7 +3,7 @@
 * An object you ``update`` (``BinaryMetrics``, ``MetricCollection``, ``SingleMetric``,
   ``ContinualEvaluation``) merges ``other`` into itself IN PLACE and returns itself:
   ``for w in workers: total.merge(w)`` then ``total.compute()`` and ``c = a.merge(b)`` are both
-  right; ``merge_into`` is the same operation under its explicit name.
+  right (they have no ``merge_into``: one name per operation).
 * Values passed around (states, ``Evaluation`` / ``PrequentialEvaluation`` /
   ``WindowedEvaluation`` accumulators, ``SliceProfile``) are immutable to ``merge``: it returns a
   new object and leaves both inputs unchanged (``merge_into`` merges in place where it exists).
@@ -41,11 +41,11 @@ def test_evaluation_merge_returns_a_new_accumulator_and_leaves_both_vectorised_i
     ev = _ev()
     a, b = _folded(ev, A), _folded(ev, B)
     assert a._blocks and b._blocks  # the vectorised slice blocks of fold, not yet materialised
-    a_bytes, b_bytes = ev.encode_accumulator(a.copy()), ev.encode_accumulator(b.copy())
+    a_bytes, b_bytes = ev.encode(a.copy()), ev.encode(b.copy())
     merged = ev.merge(a, b)
     assert merged is not a and merged is not b
-    assert ev.encode_accumulator(a) == a_bytes and ev.encode_accumulator(b) == b_bytes
-    assert ev.encode_accumulator(merged) == ev.encode_accumulator(_folded(ev, BOTH))
+    assert ev.encode(a) == a_bytes and ev.encode(b) == b_bytes
+    assert ev.encode(merged) == ev.encode(_folded(ev, BOTH))
     # hand counts: slice x holds rows y=1,s=.9 / y=1,s=.4 / y=1,s=.8 -> tp 2 at 0.5, 3 rows
     x = merged[(("g", "x"),)]
     assert x[0]["count"] == 3
@@ -57,16 +57,16 @@ def test_evaluation_merge_returns_a_new_accumulator_and_leaves_both_vectorised_i
 def test_evaluation_merge_into_mutates_the_first_and_leaves_the_second_unchanged():
     ev = _ev()
     a, b = _folded(ev, A), _folded(ev, B)
-    b_bytes = ev.encode_accumulator(b.copy())
+    b_bytes = ev.encode(b.copy())
     out = ev.merge_into(a, b)
     assert out is a
-    assert ev.encode_accumulator(a) == ev.encode_accumulator(_folded(ev, BOTH))
-    assert ev.encode_accumulator(b) == b_bytes
+    assert ev.encode(a) == ev.encode(_folded(ev, BOTH))
+    assert ev.encode(b) == b_bytes
     # merging into an accumulator whose blocks were already read as a mapping adds to them
     c = _folded(ev, A)
     assert c[(("g", "x"),)][0]["count"] == 2  # materialised
     ev.merge_into(c, _folded(ev, B))
-    assert ev.encode_accumulator(c) == ev.encode_accumulator(_folded(ev, BOTH))
+    assert ev.encode(c) == ev.encode(_folded(ev, BOTH))
 
 
 def test_evaluation_merge_of_plain_dicts_is_pure_too():
@@ -82,21 +82,21 @@ def test_evaluation_merge_of_plain_dicts_is_pure_too():
 def test_evaluation_merge_all_leaves_its_inputs_unchanged():
     ev = _ev()
     parts = [_folded(ev, A), _folded(ev, B), ev.zero()]
-    before = [ev.encode_accumulator(p.copy()) for p in parts]
+    before = [ev.encode(p.copy()) for p in parts]
     merged = ev.merge_all(parts)
-    assert [ev.encode_accumulator(p) for p in parts] == before
-    assert ev.encode_accumulator(merged) == ev.encode_accumulator(_folded(ev, BOTH))
+    assert [ev.encode(p) for p in parts] == before
+    assert ev.encode(merged) == ev.encode(_folded(ev, BOTH))
 
 
 def test_evaluation_merge_checks_the_configuration_before_touching_anything():
     ev, other = _ev(), _ev(weight_col="w")
     a = _folded(ev, A)
-    a_bytes = ev.encode_accumulator(a.copy())
+    a_bytes = ev.encode(a.copy())
     b = other.fold(other.zero(), {**B, "w": [1.0] * 4})
     for op in (ev.merge, ev.merge_into):
         with pytest.raises(ValueError, match="weight_col"):
             op(a, b)
-    assert ev.encode_accumulator(a) == a_bytes
+    assert ev.encode(a) == a_bytes
 
 
 def _profiled():
@@ -225,9 +225,6 @@ def test_an_updatable_object_merges_other_into_itself_and_returns_itself(kind):
     for w in (_updated(kind, RA), _updated(kind, RB), _updated(kind, RC)):
         total.merge(w)
     assert _hand(kind, total) == pytest.approx(HAND_ABC[kind])
-    # merge_into is the same operation under its explicit name
-    c = _updated(kind, RA)
-    assert c.merge_into(b) is c and _snapshot(c) == _snapshot(a)
     assert pickle.loads(pickle.dumps(a)).encode() == a.encode()
 
 
@@ -285,11 +282,11 @@ def test_prequential_and_windowed_accumulators_are_values_merge_is_pure():
     pe = PrequentialEvaluation(2, label_col="y", score_col="s", metrics=["tp", "fp"])
     a = pe.fold(pe.zero(), {"y": A["y"], "s": A["s"]})
     b = pe.fold(pe.zero(), {"y": B["y"], "s": B["s"]}, row_offset=3)
-    a_bytes, b_bytes = pe.encode_accumulator(a.copy()), pe.encode_accumulator(b.copy())
+    a_bytes, b_bytes = pe.encode(a.copy()), pe.encode(b.copy())
     merged = pe.merge(a, b)
-    assert pe.encode_accumulator(a) == a_bytes and pe.encode_accumulator(b) == b_bytes
+    assert pe.encode(a) == a_bytes and pe.encode(b) == b_bytes
     whole = pe.fold(pe.zero(), {"y": BOTH["y"], "s": BOTH["s"]})
-    assert pe.encode_accumulator(merged) == pe.encode_accumulator(whole)
+    assert pe.encode(merged) == pe.encode(whole)
     # windows of 2 rows: window 1 holds rows 2 and 3 (y=1 s=.4, y=1 s=.8): tp 1, fp 0
     assert pe.finish(merged).windowed["tp"][1] == 1
 
@@ -299,8 +296,7 @@ def test_metric_collection_merge_refuses_another_configuration_without_changing_
     for mc in (a, b):
         mc.update([0, 1, 2], y_pred=[0, 1, 1])
     a_bytes = a.encode()
-    for op in (a.merge, a.merge_into):
-        with pytest.raises(ValueError, match="ignore_index"):
-            op(b)
+    with pytest.raises(ValueError, match="ignore_index"):
+        a.merge(b)
     assert a.encode() == a_bytes
     assert np.isclose(a.compute()["accuracy"], 0.5)  # rows with label 0 are ignored: 1 of 2

@@ -24,19 +24,17 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from mergeable_metrics import (
+from mergeable_metrics import BinaryMetrics, Evaluation, MetricCollection
+from mergeable_metrics.engine import Plan
+from mergeable_metrics.metrics import Task
+from mergeable_metrics.states import (
     BinaryConfusionLayout,
     BinaryConfusionState,
-    BinaryMetrics,
     ConfusionMatrixLayout,
     ConfusionMatrixState,
-    Evaluation,
     ExampleCountLayout,
     ExampleCountState,
-    MetricCollection,
-    Plan,
     State,
-    Task,
 )
 from mergeable_metrics.inputs.validation import Batch
 from mergeable_metrics.inputs.formats import make_batch
@@ -111,7 +109,7 @@ def draw_world(data: Any, kind: str, weight_kind: str | None) -> World:
         return World(PlanFolder(plan), multiclass_batches(num_classes=k, max_size=30, weight_kind=weight_kind), plan.encode, plan.decode)
     if kind == "collection":
         factory = lambda: MetricCollection("precision", "recall@threshold=0.25", "accuracy")  # noqa: E731
-        return World(CollectionFolder(factory), _binary_cols(weight_kind, False), lambda mc: mc.encode(), lambda b: factory().load(b))
+        return World(CollectionFolder(factory), _binary_cols(weight_kind, False), lambda mc: mc.encode(), lambda b: factory().decode(b))
     if kind in ("evaluation", "evaluation_multiclass"):
         on_invalid = data.draw(st.sampled_from(["raise", "skip"]), label="on_invalid")
         wk = weight_kind or data.draw(st.sampled_from(["none", "int", "float"]), label="weight kind")
@@ -127,7 +125,7 @@ def draw_world(data: Any, kind: str, weight_kind: str | None) -> World:
             on_invalid=on_invalid,
         )
         cols = sliced_rows(num_classes=k, max_size=30, weight_kind=wk, with_invalid=on_invalid == "skip")
-        return World(EvaluationFolder(ev), cols, ev.encode_accumulator, ev.decode_accumulator)
+        return World(EvaluationFolder(ev), cols, ev.encode, ev.decode)
     raise AssertionError(kind)
 
 
@@ -260,7 +258,7 @@ def _fixed_world(kind: str) -> World:
     if kind == "collection":
         return World(CollectionFolder(lambda: MetricCollection("accuracy")), st.nothing(), None, None)
     ev = Evaluation(label_col="y_true", score_col="y_score", weight_col="sample_weight", slices="g")
-    return World(EvaluationFolder(ev), st.nothing(), ev.encode_accumulator, ev.decode_accumulator)
+    return World(EvaluationFolder(ev), st.nothing(), ev.encode, ev.decode)
 
 
 def _with_slices(cols: dict) -> dict:
@@ -368,9 +366,9 @@ def test_evaluation_merge_leaves_second_argument_unchanged():
     ev = Evaluation(label_col="y", score_col="s", slices="g")
     a = ev.fold(ev.zero(), {"y": [1, 0], "s": [0.9, 0.2], "g": ["x", "y"]})
     b = ev.fold(ev.zero(), {"y": [1, 1], "s": [0.1, 0.7], "g": ["x", "z"]})
-    b_before = ev.encode_accumulator(b)
+    b_before = ev.encode(b)
     ev.merge(a, b)
-    assert ev.encode_accumulator(b) == b_before
+    assert ev.encode(b) == b_before
 
 
 # ---------------------------------------------------------------------------------------------
@@ -442,7 +440,7 @@ def test_evaluation_merge_different_layouts_raises(kw_b, setting):
     with pytest.raises(ValueError, match=setting):
         ev_a.merge(a, b)
     with pytest.raises(ValueError):
-        ev_a.decode_accumulator(ev_b.encode_accumulator(b))
+        ev_a.decode(ev_b.encode(b))
 
 
 def test_evaluation_merge_different_num_classes_raises():

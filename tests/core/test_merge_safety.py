@@ -16,16 +16,14 @@ import threading
 import numpy as np
 import pytest
 
-from mergeable_metrics import (
+from mergeable_metrics import BinaryMetrics, Evaluation, MetricCollection
+from mergeable_metrics.states import (
     BinaryConfusionLayout,
     BinaryConfusionState,
-    BinaryMetrics,
     ConfusionMatrixLayout,
     ConfusionMatrixState,
-    Evaluation,
     ExampleCountLayout,
     ExampleCountState,
-    MetricCollection,
     State,
 )
 from mergeable_metrics.states.codec import layout_to_json, slice_key_to_json
@@ -54,7 +52,7 @@ def test_ignore_index_zero_does_not_merge_with_none():
     with pytest.raises(ValueError, match="ignore_index 0 \\(here\\) != None"):
         a.merge(b)
     with pytest.raises(ValueError, match="ignore_index"):
-        a.load(b.encode())
+        a.decode(b.encode())
     ea = Evaluation(label_col="y", prediction_col="p", num_classes=3, ignore_index=0)
     eb = Evaluation(label_col="y", prediction_col="p", num_classes=3)
     rows = {"y": [0, 1, 2, 0], "p": [0, 1, 1, 2]}
@@ -62,7 +60,7 @@ def test_ignore_index_zero_does_not_merge_with_none():
     with pytest.raises(ValueError, match="ignore_index"):
         ea.merge(ea.fold(ea.zero(), rows), acc_b)
     with pytest.raises(ValueError, match="ignore_index"):
-        ea.decode_accumulator(eb.encode_accumulator(acc_b))
+        ea.decode(eb.encode(acc_b))
 
 
 def test_accumulators_of_different_slice_specs_do_not_merge():
@@ -72,12 +70,12 @@ def test_accumulators_of_different_slice_specs_do_not_merge():
     with pytest.raises(ValueError, match="slices"):
         e1.merge(a1, a2)
     with pytest.raises(ValueError, match="slices"):
-        e1.decode_accumulator(e2.encode_accumulator(a2))
+        e1.decode(e2.encode(a2))
     # a slice key outside the specs (e.g. from a v1 frame, which has no fingerprint) is rejected too
     z = e1.plan.zero()
     v1 = accumulator_frame([("[]", [s.encode() for s in z]), (slice_key_to_json((("h", "x"),)), [s.encode() for s in z])], version=1)
     with pytest.raises(ValueError, match="not a slice of this evaluation"):
-        e1.decode_accumulator(v1)
+        e1.decode(v1)
 
 
 def test_weighted_and_unweighted_accumulators_do_not_merge():
@@ -89,7 +87,7 @@ def test_weighted_and_unweighted_accumulators_do_not_merge():
     with pytest.raises(ValueError, match="weight_col"):
         unweighted.merge(unweighted.zero(), aw)
     with pytest.raises(ValueError, match="weight_col"):
-        unweighted.decode_accumulator(weighted.encode_accumulator(aw))
+        unweighted.decode(weighted.encode(aw))
     with pytest.raises(ValueError, match="weight_col"):
         weighted.decode_states(unweighted.encode_states(au[()]))
     with pytest.raises(ValueError, match="weight_col"):
@@ -104,9 +102,9 @@ def test_unweighted_decode_rejects_fractional_counts(version):
     count = ExampleCountState(ExampleCountLayout(), {"count": np.int64(2), "weight": np.float64(2.0), "skipped": np.int64(0)})
     blob = frame(ev, [("[]", [count.encode(), half.encode()])], version)
     with pytest.raises(ValueError, match="tp.*0.5.*whole number"):
-        ev.decode_accumulator(blob)
+        ev.decode(blob)
     weighted = Evaluation(label_col="y", score_col="s", weight_col="w")
-    back = weighted.decode_accumulator(frame(weighted, [("[]", [count.encode(), half.encode()])], version))
+    back = weighted.decode(frame(weighted, [("[]", [count.encode(), half.encode()])], version))
     assert back[()][1] == half  # weighted sums may be fractional
 
 
@@ -123,12 +121,12 @@ def test_max_slices_accumulators_of_different_profiles_do_not_merge():
     with pytest.raises(ValueError, match="profile"):
         pa.merge(acc_a, acc_b)
     with pytest.raises(ValueError, match="profile"):
-        pa.decode_accumulator(pb.encode_accumulator(acc_b))
+        pa.decode(pb.encode(acc_b))
     # the unprofiled evaluation (which engines merge with) takes one profile, never two
-    merged = ev.merge(ev.zero(), ev.decode_accumulator(pa.encode_accumulator(acc_a)))
+    merged = ev.merge(ev.zero(), ev.decode(pa.encode(acc_a)))
     assert merged.fingerprint == pa.fingerprint
     with pytest.raises(ValueError, match="profile"):
-        ev.merge(merged, ev.decode_accumulator(pb.encode_accumulator(acc_b)))
+        ev.merge(merged, ev.decode(pb.encode(acc_b)))
     # the same profile merges
     again = folded(pa, rows_a)
     assert pa.merge(again, acc_a)[()][0]["count"] == 12
@@ -165,7 +163,7 @@ def test_duplicate_slice_keys_are_rejected(version):
     key = slice_key_to_json((("g", "a"),))
     blob = frame(ev, [("[]", overall), (key, good), (key, other)], version)
     with pytest.raises(ValueError, match="appears twice"):
-        ev.decode_accumulator(blob)
+        ev.decode(blob)
 
 
 @pytest.mark.parametrize("version", [1, 2])
@@ -174,7 +172,7 @@ def test_accumulator_without_overall_slice_is_rejected(version):
     acc = folded(ev)
     blob = frame(ev, [(slice_key_to_json((("g", "a"),)), [s.encode() for s in acc[(("g", "a"),)]])], version)
     with pytest.raises(ValueError, match="overall slice is missing"):
-        ev.decode_accumulator(blob)
+        ev.decode(blob)
 
 
 def test_binary_confusion_decode_rejects_other_kinds():
@@ -221,8 +219,8 @@ def test_concurrent_updates_and_merges_lose_no_rows(make):
     def work(i: int) -> None:
         start.wait()
         for j in range(200):
-            if i == 0 and j % 50 == 0:  # merge and merge_into: both in place
-                mc.merge(other) if j % 100 else mc.merge_into(other)
+            if i == 0 and j % 50 == 0:  # merge: in place
+                mc.merge(other)
             elif isinstance(mc, BinaryMetrics):
                 mc.update(y, s)
             else:
@@ -265,11 +263,11 @@ def test_slice_profile_with_overflowing_or_negative_counts_is_rejected():
     sk = prof.parts["values x"]
     huge = SliceProfile({**prof.parts, "values x": ValueSketch(sk.capacity, 0, sk.keys, np.array([2**62, 1, 1]))})
     with pytest.raises(ValueError, match="overflow"):
-        p.decode_accumulator(huge.encode())
+        p.decode(huge.encode())
     kc = prof.parts["keys g;max_slices=1"]
     kc.counts = np.array([-1, 1])
     with pytest.raises(ValueError, match="counts must be > 0"):
-        p.decode_accumulator(prof.encode())
+        p.decode(prof.encode())
 
 
 def test_finish_of_a_plain_mapping_of_states_of_another_configuration_raises_naming_the_setting():

@@ -7,7 +7,9 @@ import re
 import numpy as np
 import pytest
 
-from mergeable_metrics import REGISTRY, Metric, MetricCollection, Plan, Task, resolve
+from mergeable_metrics import REGISTRY, Metric, MetricCollection
+from mergeable_metrics.engine import Plan
+from mergeable_metrics.metrics import Task, resolve
 from mergeable_metrics.metrics.base import parse_metric_string
 from mergeable_metrics.states.base import BinaryConfusionState, ExampleCountState
 

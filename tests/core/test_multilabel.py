@@ -217,7 +217,8 @@ def test_jaccard_samples_by_hand_and_shares_no_state_with_the_counts():
 @settings(max_examples=30, deadline=None)
 @given(rows=st.lists(st.tuples(st.integers(0, 7), st.integers(0, 7), st.sampled_from([0.0, 1.0, 0.1, 3.0])), max_size=30), seed=st.integers(0, 2**32 - 1))
 def test_jaccard_samples_state_merges_bit_for_bit(rows, seed):
-    from mergeable_metrics import Plan, Task
+    from mergeable_metrics.engine import Plan
+    from mergeable_metrics.metrics import Task
     from mergeable_metrics.states.base import State
 
     rng = np.random.default_rng(seed)

@@ -13,7 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.metrics import brier_score_loss, log_loss
 
-from mergeable_metrics import Evaluation, MetricCollection, Plan, Task
+from mergeable_metrics import Evaluation, MetricCollection
+from mergeable_metrics.engine import Plan
+from mergeable_metrics.metrics import Task
 from mergeable_metrics.inputs.validation import Batch
 from mergeable_metrics.states.base import State
 from tests._helpers import fold_plan_sharded

@@ -202,7 +202,7 @@ def test_merging_or_decoding_states_of_another_num_outputs_raises_naming_it():
     e2 = Evaluation(label_col="y", prediction_col="p", num_outputs=2, metrics=["mse"])
     acc = e3.fold(e3.zero(), {"y": y, "p": p})
     with pytest.raises(ValueError, match="num_outputs"):
-        e2.decode_accumulator(e3.encode_accumulator(acc))
+        e2.decode(e3.encode(acc))
     one = Evaluation(label_col="y", prediction_col="p", task="regression", metrics=["mse"])
     assert "num_outputs" not in one.fingerprint  # single-output fingerprints are those of earlier releases
 

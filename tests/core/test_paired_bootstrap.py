@@ -118,7 +118,7 @@ def test_comparison_is_identical_for_any_sharding_and_merge_order(sort):
             acc = ev.zero()
             for idx in shard:
                 ev.fold(acc, _take(d, idx))
-            parts.append(ev.decode_accumulator(ev.encode_accumulator(acc)))
+            parts.append(ev.decode(ev.encode(acc)))
         rng.shuffle(parts)
         assert _finish(ev, ev.merge_all(parts)).to_dict() == want
 

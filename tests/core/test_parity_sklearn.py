@@ -23,7 +23,8 @@ import numpy as np
 import pytest
 
 import mergeable_metrics
-from mergeable_metrics import BinaryMetrics, MetricCollection, Plan
+from mergeable_metrics import BinaryMetrics, MetricCollection
+from mergeable_metrics.engine import Plan
 from tests._helpers import (
     BINARY_GRID,
     MULTICLASS_GRID,

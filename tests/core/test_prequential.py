@@ -97,10 +97,10 @@ def test_codec_round_trip():
     y, p, _ = _stream(n=300)
     pe = PrequentialEvaluation(100, label_col="y", prediction_col="p")
     acc = pe.fold(pe.zero(), {"y": y, "p": p})
-    assert pe.finish(pe.decode_accumulator(pe.encode_accumulator(acc))).cumulative == pe.finish(acc).cumulative
+    assert pe.finish(pe.decode(pe.encode(acc))).cumulative == pe.finish(acc).cumulative
     other = PrequentialEvaluation(100, label_col="y", prediction_col="q")
     with pytest.raises(ValueError, match="prediction_col"):
-        other.decode_accumulator(pe.encode_accumulator(acc))
+        other.decode(pe.encode(acc))
 
 
 @pytest.mark.parametrize(

@@ -26,7 +26,9 @@ from sklearn.metrics import (
     roc_curve,
 )
 
-from mergeable_metrics import Evaluation, MetricCollection, Plan, Task
+from mergeable_metrics import Evaluation, MetricCollection
+from mergeable_metrics.engine import Plan
+from mergeable_metrics.metrics import Task
 from mergeable_metrics.inputs.validation import Batch
 from mergeable_metrics.metrics.base import Interval, resolve
 from mergeable_metrics.metrics.ranking import RankingMetric
@@ -269,7 +271,7 @@ def _run_case(workers, metrics=("roc_auc", "average_precision")):
         collections.append(mc)
     out = collections[0]
     for other in collections[1:]:
-        out.merge_into(other)
+        out.merge(other)
     return out.compute()
 
 

@@ -41,9 +41,9 @@ def fold_workers(make: Callable[[], MetricCollection], workers: list, feed: Call
         per_worker.append(mc)
     merged, merged_reversed = make(), make()
     for mc in per_worker:
-        merged.merge_into(mc)
+        merged.merge(mc)
     for mc in reversed(per_worker):
-        merged_reversed.merge_into(mc)
+        merged_reversed.merge(mc)
     assert_states_equal(merged_reversed, merged, rel=1e-15)
     return merged
 
@@ -658,7 +658,7 @@ def test_ho40_sliced_metrics_across_workers(feed_as):
             ev.fold(acc, b)
         accs.append(acc)
     merged = ev.merge_all(accs)
-    assert ev.encode_accumulator(ev.merge_all(reversed(accs))) == ev.encode_accumulator(merged)
+    assert ev.encode(ev.merge_all(reversed(accs))) == ev.encode(merged)
     res = ev.finish(merged)
     got: dict[str, Any] = {}
     for s in res.slices:

@@ -22,7 +22,9 @@ from sklearn import metrics as skm
 
 import mergeable_metrics._util.exact as core_exact
 import mergeable_metrics.metrics.regression as regression
-from mergeable_metrics import MetricCollection, Plan, Task
+from mergeable_metrics import MetricCollection
+from mergeable_metrics.engine import Plan
+from mergeable_metrics.metrics import Task
 from mergeable_metrics.inputs.validation import Batch
 from mergeable_metrics._util.exact import fraction_to_float
 from mergeable_metrics.metrics.regression import RegressionLayout, RegressionMomentsState
@@ -134,7 +136,7 @@ def test_r2_at_1e8_offset_to_1e9_where_a_naive_state_fails(chunk, monkeypatch):
         parts[i].update(y[idx], y_pred=p[idx])
     merged = parts[0]
     for other in parts[1:]:
-        merged.merge_into(other)
+        merged.merge(other)
     assert abs(merged.compute()["r2"] - exact) <= 1e-9
     assert merged.compute()["r2"] == exact  # exact sums: correctly rounded
     # the naive sufficient statistics (n, sum y, sum y^2, sum (y-p)^2) lose every digit here

@@ -15,7 +15,10 @@ from hypothesis import strategies as st
 from sklearn import metrics as M
 from sklearn.utils.stats import _weighted_percentile
 
-from mergeable_metrics import Evaluation, MetricCollection, Plan, State, Task
+from mergeable_metrics import Evaluation, MetricCollection
+from mergeable_metrics.engine import Plan
+from mergeable_metrics.metrics import Task
+from mergeable_metrics.states import State
 from mergeable_metrics.inputs.validation import Batch
 from mergeable_metrics.metrics.regression_quantiles import AbsoluteErrorDistributionState
 from mergeable_metrics.states.score_distribution import ScoreDistributionLayout

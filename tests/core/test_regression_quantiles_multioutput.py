@@ -15,7 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn import metrics as M
 
-from mergeable_metrics import Evaluation, MetricCollection, State
+from mergeable_metrics import Evaluation, MetricCollection
+from mergeable_metrics.states import State
 from mergeable_metrics.inputs.validation import Batch
 from mergeable_metrics.metrics.regression_quantiles import (
     AbsoluteErrorDistributionState,
@@ -191,7 +192,7 @@ def test_merging_or_decoding_another_num_outputs_raises_naming_it():
     e2 = Evaluation(label_col="y", prediction_col="p", num_outputs=2, metrics=["median_absolute_error"])
     acc = e3.fold(e3.zero(), {"y": y, "p": p})
     with pytest.raises(ValueError, match="num_outputs"):
-        e2.decode_accumulator(e3.encode_accumulator(acc))
+        e2.decode(e3.encode(acc))
     with pytest.raises(ValueError, match="multioutput must be one of raw_values, uniform_average"):
         MetricCollection("median_absolute_error@multioutput=variance_weighted", num_outputs=2)
 

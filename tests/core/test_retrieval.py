@@ -236,7 +236,7 @@ def test_accumulator_bytes_round_trip():
     data = _dataset(8, n_queries=5)
     ev = _evaluation(["ndcg", "mrr"])
     acc = ev.fold(ev.zero(), data)
-    back = ev.decode_accumulator(ev.encode_accumulator(acc))
+    back = ev.decode(ev.encode(acc))
     assert back[()] == acc[()]
     assert ev.finish(back).to_json() == ev.finish(acc).to_json()
 

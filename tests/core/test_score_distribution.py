@@ -8,7 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import mergeable_metrics.states.score_bins as sb
-from mergeable_metrics import Plan, Task
+from mergeable_metrics.engine import Plan
+from mergeable_metrics.metrics import Task
 from mergeable_metrics.inputs.validation import Batch
 from mergeable_metrics.states.score_distribution import (
     DEFAULT_CAPACITY,

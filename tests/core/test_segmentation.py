@@ -126,7 +126,7 @@ def _fold_workers(make, workers):
         parts.append(mc)
     merged = make()
     for mc in reversed(parts):
-        merged.merge_into(mc)
+        merged.merge(mc)
     return merged.compute()
 
 

@@ -48,11 +48,11 @@ def test_profile_is_independent_of_splits_and_merge_order(data, seed, capacity):
         acc = profiler.zero()
         for batch in shard:
             profiler.fold(acc, _take(data, batch))
-        states.append(profiler.decode_accumulator(profiler.encode_accumulator(acc)))  # through the codec
+        states.append(profiler.decode(profiler.encode(acc)))  # through the codec
     merged = merge_tree(states, lambda a, b: profiler.merge(SliceProfile(dict(a.parts)), b), rng, profiler.zero)
     assert merged == whole
     assert profiler.finish(merged) == profiler.finish(whole)
-    assert profiler.encode_accumulator(merged) == profiler.encode_accumulator(whole)  # canonical bytes
+    assert profiler.encode(merged) == profiler.encode(whole)  # canonical bytes
 
 
 @settings(max_examples=100, deadline=None)
@@ -121,19 +121,19 @@ def test_key_counts_cut_ranks_missing_keys_apart():
 
 def test_profile_codec_rejects_bad_bytes():
     prof = SliceProfiler(SPECS, "w")
-    good = prof.encode_accumulator(prof.fold(prof.zero(), {"g": ["a"], "h": [1], "t": [["p"]], "x": [1.0], "w": [1.0]}))
+    good = prof.encode(prof.fold(prof.zero(), {"g": ["a"], "h": [1], "t": [["p"]], "x": [1.0], "w": [1.0]}))
     with pytest.raises(ValueError, match="bad magic"):
-        prof.decode_accumulator(b"XXX" + good[3:])
+        prof.decode(b"XXX" + good[3:])
     with pytest.raises(ValueError, match="checksum"):
-        prof.decode_accumulator(good[:-5] + bytes([good[-5] ^ 1]) + good[-4:])
+        prof.decode(good[:-5] + bytes([good[-5] ^ 1]) + good[-4:])
     with pytest.raises(ValueError, match="version"):
-        prof.decode_accumulator(good[:3] + b"\x09" + good[4:])
+        prof.decode(good[:3] + b"\x09" + good[4:])
     with pytest.raises(TypeError):
-        prof.decode_accumulator("text")
+        prof.decode("text")
     other = SliceProfiler(["g;max_slices=5"])
     with pytest.raises(ValueError, match="do not match"):
-        other.decode_accumulator(good)
-    summary = prof.finish(prof.decode_accumulator(good))
+        other.decode(good)
+    summary = prof.finish(prof.decode(good))
     assert ProfileSummary.from_json(summary.to_json()) == summary
 
 
@@ -201,7 +201,7 @@ def test_profiles_of_key_encoding_1_decode_to_the_profile_and_summary_of_this_ve
         old = prof.fold(prof.zero(), data)
         old_summary = {name: {k: v for k, v in part.items() if k != "key_encoding"} for name, part in prof.finish(old).parts.items()}
     assert old != now  # the bytes of numeric keys did change
-    upgraded = prof.decode_accumulator(_as_version_1(old.encode()))
+    upgraded = prof.decode(_as_version_1(old.encode()))
     assert upgraded == now
     assert prof.finish(upgraded) == prof.finish(now)
     # counts without ties at the cut: both versions keep the same values

@@ -21,7 +21,9 @@ from sklearn.metrics import (
     roc_curve,
 )
 
-from mergeable_metrics import MetricCollection, Plan, Task
+from mergeable_metrics import MetricCollection
+from mergeable_metrics.engine import Plan
+from mergeable_metrics.metrics import Task
 from mergeable_metrics.inputs.validation import Batch
 from mergeable_metrics.metrics.base import resolve
 from tests._helpers import BINARY_GRID, PlanFolder, binary_case, fold_all, fold_sharded

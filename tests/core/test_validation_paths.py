@@ -18,7 +18,8 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from mergeable_metrics import Evaluation, Task
+from mergeable_metrics import Evaluation
+from mergeable_metrics.metrics import Task
 from mergeable_metrics.inputs.formats import FORMATS, build_batch, make_batch
 
 pytestmark = pytest.mark.filterwarnings("ignore::mergeable_metrics.UndefinedMetricWarning")

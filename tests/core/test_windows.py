@@ -69,11 +69,11 @@ def test_any_sharding_and_merge_order_gives_the_same_states(data):
         acc = we.merge(acc, shards[i]) if data.draw(st.booleans()) else we.merge(shards[i], acc)
     assert acc.keys() == whole.keys()
     for k in whole:
-        assert we.evaluation.encode_accumulator(acc[k]) == we.evaluation.encode_accumulator(whole[k])
+        assert we.evaluation.encode(acc[k]) == we.evaluation.encode(whole[k])
     # merge leaves its inputs unchanged
-    before = {k: we.evaluation.encode_accumulator(v) for k, v in shards[0].items()}
+    before = {k: we.evaluation.encode(v) for k, v in shards[0].items()}
     we.merge(shards[0], whole)
-    assert {k: we.evaluation.encode_accumulator(v) for k, v in shards[0].items()} == before
+    assert {k: we.evaluation.encode(v) for k, v in shards[0].items()} == before
 
 
 def test_round_trips_json_rows_pandas():

@@ -69,7 +69,7 @@ def test_zero_reduce_merge_finish_on_chunks_equals_one_fold(data, evaluation):
     got = agg.finish(partials[0])
     want = evaluation.finish(evaluation.fold(evaluation.zero(), data))
     assert got.to_json() == want.to_json()
-    assert agg.encode(partials[0]) == evaluation.encode_accumulator(evaluation.fold(evaluation.zero(), data))
+    assert agg.encode(partials[0]) == evaluation.encode(evaluation.fold(evaluation.zero(), data))
 
 
 def test_zero_finishes_to_overall_with_nan(evaluation):

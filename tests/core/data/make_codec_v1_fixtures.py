@@ -38,7 +38,7 @@ def main(out: str) -> None:
     for name, (kw, cols) in CASES.items():
         ev = Evaluation(**kw)
         acc = ev.fold(ev.zero(), {c: ROWS[c] for c in cols})
-        doc["accumulators"][name] = {"kwargs": kw, "hex": ev.encode_accumulator(acc).hex()}
+        doc["accumulators"][name] = {"kwargs": kw, "hex": ev.encode(acc).hex()}
         for s in acc[()]:
             doc["states"].setdefault(f"{name}/{s.kind}", s.encode().hex())
     mc = MetricCollection("accuracy", "f1@macro", num_classes=3)

@@ -1,0 +1,125 @@
+"""The engine tier: what the Beam and Spark adapters (and any other engine) build on.
+
+``mergeable_metrics.beam`` and ``mergeable_metrics.spark`` import the engine-free layer through
+this module only (an import-linter contract in ``pyproject.toml``); users of an engine import the
+adapters, users in process import :mod:`mergeable_metrics`.
+
+One vocabulary. An engine object (:class:`Evaluation`, :class:`WindowedEvaluation`,
+:class:`PrequentialEvaluation`, :class:`SliceProfiler`, :class:`Plan` over a tuple of states)
+is stateless; its accumulators are values it folds and merges:
+
+* ``zero()``: a fresh accumulator;
+* ``fold(acc, batch, row_offset=0)``: fold one batch of rows into ``acc`` (mutated and returned);
+* ``merge(a, b)``: a new accumulator, both inputs unchanged;
+* ``merge_into(a, b)``: merge ``b`` into ``a`` in place and return ``a`` (the engines' combine);
+* ``finish(acc)``: the result (:class:`Results`, :class:`PrequentialResults`, :class:`ProfileSummary`);
+* ``encode(acc)`` / ``decode(data)``: versioned, checksummed bytes (no pickle); ``decode`` checks
+  the bytes belong to this configuration (the fingerprint) and raises ``ValueError`` naming the
+  setting otherwise. A state's own pair is ``state.encode()`` / ``State.decode(data)``.
+
+An engine that ships one slice's partial states (Beam's per-slice path, Spark's) uses
+``evaluation.encode_states(states)`` / ``evaluation.decode_states(data)`` and names the slice
+with :func:`slice_key_to_json` / :func:`slice_key_from_json`.
+
+Names are imported on first use (PEP 562), as in :mod:`mergeable_metrics`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from mergeable_metrics._util.public import lazy_exports
+
+#: every name of the engine tier and the module that defines it
+_EXPORTS: dict[str, str] = {
+    # the engine objects and their values
+    "Evaluation": "mergeable_metrics.evaluation.evaluation",
+    "Accumulator": "mergeable_metrics.evaluation.accumulator",
+    "Plan": "mergeable_metrics.collection.plan",
+    "SliceProfiler": "mergeable_metrics.evaluation.profile",
+    "SliceProfile": "mergeable_metrics.evaluation.profile",
+    "ProfileSummary": "mergeable_metrics.evaluation.profile",
+    "KeyCounts": "mergeable_metrics.evaluation.profile",
+    "summarize_part": "mergeable_metrics.evaluation.profile",
+    "WindowedEvaluation": "mergeable_metrics.time.windows",
+    "TimeWindows": "mergeable_metrics.time.windows",
+    "PrequentialEvaluation": "mergeable_metrics.time.prequential",
+    "PrequentialResults": "mergeable_metrics.time.prequential",
+    "WINDOW_COLUMN": "mergeable_metrics.time.prequential",
+    "ContinualEvaluation": "mergeable_metrics.time.continual",
+    "OCLMetrics": "mergeable_metrics.time.continual",
+    "EVENT_COLUMNS": "mergeable_metrics.time.continual",
+    "State": "mergeable_metrics.states.base",
+    "BinaryConfusionState": "mergeable_metrics.states.base",
+    "CELL_STATES": "mergeable_metrics.states.base",
+    "states_from_cells": "mergeable_metrics.states.base",
+    # results
+    "Results": "mergeable_metrics.results.results",
+    "SliceResult": "mergeable_metrics.results.results",
+    "Comparison": "mergeable_metrics.results.results",
+    "ROW_COLUMNS": "mergeable_metrics.results.results",
+    "WINDOW_COLUMNS": "mergeable_metrics.results.results",
+    "INTEGER_METRICS": "mergeable_metrics.results.results",
+    "window_bound": "mergeable_metrics.results.results",
+    # metrics, options and warnings
+    "REGISTRY": "mergeable_metrics.metrics.base",
+    "UndefinedMetricWarning": "mergeable_metrics.metrics.base",
+    "parse_metric_string": "mergeable_metrics.metrics.base",
+    "resolve": "mergeable_metrics.metrics.base",
+    "make_task": "mergeable_metrics.collection.plan",
+    "resolve_evaluation": "mergeable_metrics.evaluation.evaluation",
+    # input columns and their validation
+    "extract_columns": "mergeable_metrics.evaluation.evaluation",
+    "missing_row_column": "mergeable_metrics.evaluation.evaluation",
+    "num_rows": "mergeable_metrics.evaluation.evaluation",
+    "rows_to_columns": "mergeable_metrics.evaluation.evaluation",
+    "invalid_value_message": "mergeable_metrics.inputs.validation",
+    "label_rule": "mergeable_metrics.inputs.validation",
+    "SCORES_FINITE": "mergeable_metrics.inputs.validation",
+    "WEIGHTS_RULE": "mergeable_metrics.inputs.validation",
+    "NULL": "mergeable_metrics._util.nulls",
+    # slices: keys and their one text form
+    "OVERALL": "mergeable_metrics.slicing.assign",
+    "assign_slices": "mergeable_metrics.slicing.assign",
+    "canonical_value": "mergeable_metrics.slicing.values",
+    "slice_key_to_json": "mergeable_metrics.states.codec",
+    "slice_key_from_json": "mergeable_metrics.states.codec",
+    # time: windows and late labels
+    "MAX_US": "mergeable_metrics.time.windows",
+    "MIN_US": "mergeable_metrics.time.windows",
+    "TIME_RANGE_RULE": "mergeable_metrics.time.windows",
+    "parse_duration": "mergeable_metrics.time.windows",
+    "take_rows": "mergeable_metrics.time.windows",
+    "to_micros": "mergeable_metrics.time.windows",
+    "window_from_micros": "mergeable_metrics.time.windows",
+    "COUNT_NAMES": "mergeable_metrics.time.latelabels",
+    "INVALID_LABEL": "mergeable_metrics.time.latelabels",
+    "INVALID_PRED": "mergeable_metrics.time.latelabels",
+    "JoinCounts": "mergeable_metrics.time.latelabels",
+    "LabelJoin": "mergeable_metrics.time.latelabels",
+    "join_batches": "mergeable_metrics.time.latelabels",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
+
+
+if TYPE_CHECKING:  # static type checkers and IDEs see the eager imports
+    from mergeable_metrics._util.nulls import NULL  # noqa: F401
+    from mergeable_metrics.collection.plan import Plan, make_task  # noqa: F401
+    from mergeable_metrics.evaluation.accumulator import Accumulator  # noqa: F401
+    from mergeable_metrics.evaluation.evaluation import Evaluation, extract_columns, missing_row_column, num_rows, resolve_evaluation, rows_to_columns  # noqa: F401
+    from mergeable_metrics.evaluation.profile import KeyCounts, ProfileSummary, SliceProfile, SliceProfiler, summarize_part  # noqa: F401
+    from mergeable_metrics.inputs.validation import SCORES_FINITE, WEIGHTS_RULE, invalid_value_message, label_rule  # noqa: F401
+    from mergeable_metrics.metrics.base import REGISTRY, UndefinedMetricWarning, parse_metric_string, resolve  # noqa: F401
+    from mergeable_metrics.results.results import Comparison, INTEGER_METRICS, ROW_COLUMNS, Results, SliceResult, WINDOW_COLUMNS, window_bound  # noqa: F401
+    from mergeable_metrics.slicing.assign import OVERALL, assign_slices  # noqa: F401
+    from mergeable_metrics.slicing.values import canonical_value  # noqa: F401
+    from mergeable_metrics.states.base import BinaryConfusionState, CELL_STATES, State, states_from_cells  # noqa: F401
+    from mergeable_metrics.states.codec import slice_key_from_json, slice_key_to_json  # noqa: F401
+    from mergeable_metrics.time.continual import ContinualEvaluation, EVENT_COLUMNS, OCLMetrics  # noqa: F401
+    from mergeable_metrics.time.latelabels import COUNT_NAMES, INVALID_LABEL, INVALID_PRED, JoinCounts, LabelJoin, join_batches  # noqa: F401
+    from mergeable_metrics.time.prequential import PrequentialEvaluation, PrequentialResults, WINDOW_COLUMN  # noqa: F401
+    from mergeable_metrics.time.windows import MAX_US, MIN_US, TIME_RANGE_RULE, TimeWindows, WindowedEvaluation, parse_duration, take_rows, to_micros, window_from_micros  # noqa: F401
