@@ -194,9 +194,8 @@ class KeyCounts:
         """The exact top-``max_slices`` cut.
 
         Returns:
-            ``{"kept": [hex of encoded keys], "folded_values": int, "distinct": int,
-            "key_encoding": int}``: the
-            ``max_slices`` largest keys without a missing value and the ``max_slices`` largest
+            A dict ``{"kept": [...], "folded_values": int, "distinct": int, "key_encoding": int}``
+            (``kept``: the hex of the encoded keys): the ``max_slices`` largest keys without a missing value and the ``max_slices`` largest
             with one (size = count, or weight for ``by="weight"``, descending; ties by key
             ascending), how many distinct keys fall outside (into ``__other__``), and how many
             there are.
