@@ -68,18 +68,23 @@ def test_readme_blocks_are_found():
     ]
 
 
-def _needs(code: str) -> None:
-    if re.search(r"\b(mergeable_metrics.spark|pyspark)\b", code):
-        pytest.importorskip("pyspark")
-        from mergeable_metrics.spark.session import find_java
+SPARK = re.compile(r"\b(mergeable_metrics.spark|pyspark)\b")
+BEAM = re.compile(r"\b(mergeable_metrics.beam|apache_beam)\b")
 
-        if find_java() is None:
-            pytest.skip("a Spark example: needs Java 17+")
-    if re.search(r"\b(mergeable_metrics.beam|apache_beam)\b", code):
+
+def _needs(code: str) -> None:
+    if SPARK.search(code):
+        pytest.importorskip("pyspark")  # (no Java: tests/conftest.py skips every test marked spark)
+    if BEAM.search(code):
         pytest.importorskip("apache_beam")
 
 
-@pytest.mark.parametrize("block", RUN, ids=[f"README.md:{b.line}" for b in RUN])
+def _param(b: Block):
+    marks = [m for m, rx in ((pytest.mark.spark, SPARK), (pytest.mark.beam, BEAM)) if rx.search(b.code)]
+    return pytest.param(b, marks=marks, id=f"README.md:{b.line}")
+
+
+@pytest.mark.parametrize("block", [_param(b) for b in RUN])
 def test_readme_example_runs(block, tmp_path):
     _needs(block.code)
     setups = [b.code for b in BLOCKS if b.mark == "setup" and b.line < block.line]

@@ -21,7 +21,6 @@ from hypothesis import strategies as st
 from sklearn import metrics as skm
 
 import mergeable_metrics._util.exact as core_exact
-import mergeable_metrics.metrics.regression as regression
 from mergeable_metrics import MetricCollection, Plan, Task
 from mergeable_metrics.inputs.validation import Batch
 from mergeable_metrics._util.exact import fraction_to_float

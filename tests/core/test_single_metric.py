@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from sklearn.metrics import f1_score, jaccard_score, precision_score
 
-from mergeable_metrics import MeanMeasure, MetricCollection, SingleMetric, merge
+from mergeable_metrics import MeanMeasure, SingleMetric, merge
 
 
 def test_scalar_value_counts_and_repr():
