@@ -41,6 +41,7 @@ import os
 import subprocess
 import sys
 import time
+from typing import Any
 
 import numpy as np
 

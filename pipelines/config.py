@@ -71,10 +71,12 @@ def read_config_file(path: str | Path, what: str = "config") -> dict[str, Any]:
         except json.JSONDecodeError as e:
             raise ConfigError(f"{where}: not valid JSON: {e.msg} at line {e.lineno}, column {e.colno}") from None
     else:
+        from mergeable_metrics.pipelines.errors import MissingExtraError, require
+
         try:
-            import yaml
-        except ImportError as e:  # pragma: no cover - pyyaml is a base dependency
-            raise ConfigError(f"{where}: reading YAML needs pyyaml: pip install pyyaml") from e
+            yaml = require("yaml", "cli", f"{where}: reading YAML")
+        except MissingExtraError as e:
+            raise ConfigError(str(e)) from None
         try:
             data = yaml.safe_load(text)
         except yaml.YAMLError as e:

@@ -5,7 +5,8 @@ Exit codes of ``python -m mergeable_metrics.pipelines.evaluate`` (and ``mergeabl
 - **2**, a usage or configuration error: a bad flag or config file, an unknown metric or a bad
   metric parameter, a missing file or column, a file that cannot be read
   (:class:`mergeable_metrics.pipelines.io.InputError`), an engine that is not installed or cannot start (no Java,
-  Spark workers that cannot import the package).
+  Spark workers that cannot import the package), an extra that is not installed
+  (:class:`MissingExtraError`).
 - **1**, a data error: an invalid value in the input (a NaN score, a label outside the classes,
   a negative weight, text in a number column: ``ValueError`` / ``TypeError`` from ``core``, also
   when a Beam or Spark worker raised it), or any other failure while the job runs.
@@ -26,9 +27,36 @@ import re
 import sys
 import traceback
 from pathlib import Path
+from types import ModuleType
 from typing import Iterator
 
 USAGE, DATA = 2, 1
+
+
+class MissingExtraError(ImportError):
+    """An optional dependency of the CLI or the report is not installed; the message is one line
+    naming the extra that installs it."""
+
+
+def require(module: str, extra: str, feature: str) -> ModuleType:
+    """``import module``, or :class:`MissingExtraError` naming the extra: the CLI's and the report's
+    optional dependencies (matplotlib, jinja2: extra ``report``; pyyaml, tqdm: extra ``cli``) are
+    imported only where they are used, through here.
+
+    >>> require("json", "cli", "reading JSON").__name__
+    'json'
+    >>> require("no_such_module_xyz", "report", "the HTML report")
+    Traceback (most recent call last):
+    ...
+    mergeable_metrics.pipelines.errors.MissingExtraError: the HTML report needs no_such_module_xyz: pip install 'mergeable-metrics[report]'
+    """
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        dist = {"yaml": "pyyaml"}.get(module.split(".")[0], module.split(".")[0])
+        raise MissingExtraError(f"{feature} needs {dist}: pip install 'mergeable-metrics[{extra}]'") from None
 
 #: a Python exception line of a traceback: ``ValueError: column 'p': ...``
 _EXCEPTION_LINE = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception)): (.+)$")

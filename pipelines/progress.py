@@ -61,8 +61,9 @@ class Progress:
         self.total_files = total_files
         self._bar = None
         if enabled:
-            from tqdm import tqdm
+            from mergeable_metrics.pipelines.errors import require
 
+            tqdm = require("tqdm", "cli", "the progress bar").tqdm
             self._bar = tqdm(
                 total=total_rows, desc=desc, unit=" rows", unit_scale=True, file=file if file is not None else sys.stderr,
                 mininterval=0.5, dynamic_ncols=True, leave=True,

@@ -59,6 +59,7 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 
 from mergeable_metrics.metrics.base import metric_full_name
+from mergeable_metrics.pipelines.errors import require
 from mergeable_metrics.results.results import COMPARISON_MARKS, Results, SliceResult, ci_label, comparison_mark, jsonable
 from mergeable_metrics.slicing.assign import slice_name
 
@@ -261,10 +262,15 @@ def _curve_ok(v: Any) -> bool:
 
 
 # -- matplotlib helpers --------------------------------------------------------------------
+def _mpl(module: str) -> Any:
+    """A matplotlib module, or one line naming the extra (``pip install 'mergeable-metrics[report]'``)."""
+    return require(module, "report", "the report's figures")
+
+
 def _new_axes(ax: Any, figsize: tuple[float, float]) -> tuple[Any, Any]:
     if ax is not None:
         return ax.figure, ax
-    from matplotlib.figure import Figure
+    Figure = _mpl("matplotlib.figure").Figure
 
     fig = Figure(figsize=figsize, layout="constrained")
     return fig, fig.add_subplot()
@@ -402,7 +408,7 @@ def plot_reliability(results: Results, slice: Any = (), metric: str | None = Non
         return _plot_reliability_classes(results, s, raw, ece, ax)
     d = raw.reshape(-1, 3)
     if ax is None:
-        from matplotlib.figure import Figure
+        Figure = _mpl("matplotlib.figure").Figure
 
         fig = Figure(figsize=(6.0, 6.0), layout="constrained")
         ax, hist = fig.subplots(2, 1, sharex=True, height_ratios=[3, 1])
@@ -428,7 +434,7 @@ def plot_reliability(results: Results, slice: Any = (), metric: str | None = Non
 def _plot_reliability_classes(results: Results, s: SliceResult, d: np.ndarray, ece: str | None, ax: Any) -> Any:
     """The multiclass reliability diagram of :func:`plot_reliability` (``d``: (K + 1, B, 3))."""
     if ax is None:
-        from matplotlib.figure import Figure
+        Figure = _mpl("matplotlib.figure").Figure
 
         fig = Figure(figsize=(6.0, 6.0), layout="constrained")
         ax, hist = fig.subplots(2, 1, sharex=True, height_ratios=[3, 1])
@@ -702,7 +708,7 @@ def plot_slices(
     ax.set_xlim(lo_x, hi_x)
     ax.grid(axis="x", alpha=0.3)
     if specs:  # bar colour = slice spec
-        from matplotlib.patches import Patch
+        Patch = _mpl("matplotlib.patches").Patch
 
         handles = [Patch(color=f"C{i % 10}", label=" x ".join(spec)) for i, spec in enumerate(specs)]
         style = {"handles": handles, "title": "bar colour: slices by", "fontsize": 7, "title_fontsize": 7, "ncols": min(len(specs), 4)}
@@ -1026,7 +1032,7 @@ def render_report(
         fairness: :class:`mergeable_metrics.results.fairness.Fairness` results (``results.fairness(...)``) shown in
             a "Fairness across slices" section.
     """
-    import jinja2
+    jinja2 = require("jinja2", "report", "the HTML report")
 
     if windows is None and results.windows:  # windowed results: "Over time" across windows; tables of the latest
         windows = [(_window_text(w), r) for w, r in results.by_window().items()]

@@ -40,7 +40,7 @@ from mergeable_metrics.evaluation.evaluation import Evaluation
 from mergeable_metrics.metrics.base import UndefinedMetricWarning
 from mergeable_metrics.results.results import WINDOW_COLUMNS, Results
 from mergeable_metrics.time.windows import TimeWindows, WindowedEvaluation, take_rows, to_micros, window_from_micros
-from mergeable_metrics.spark.compute import _column_types, _prepare_columns, _quote, arrow_input, fold_partition_batches
+from mergeable_metrics.spark.compute import _column_types, _prepare_columns, _quote, fold_partition_batches
 
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
@@ -239,7 +239,6 @@ def compute_window_metrics(df: "DataFrame", we: WindowedEvaluation, output_mode:
     Raises:
         ValueError: a missing column, a bad output mode, or ``output_mode`` for a batch DataFrame.
     """
-    from pyspark.sql import functions as F
 
     inp, names = _windowed_input(df, we.evaluation, we.window, df.isStreaming)
     if not df.isStreaming:

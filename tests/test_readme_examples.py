@@ -88,18 +88,23 @@ def test_readme_blocks_are_found():
     assert _is_doctest(Block(1, ">>> 1 + 1\n2\n", None)) and not _is_doctest(Block(1, "x = 1  # >>>\n", None))
 
 
-def _needs(code: str) -> None:
-    if re.search(r"\b(mergeable_metrics.spark|pyspark)\b", code):
-        pytest.importorskip("pyspark")
-        from mergeable_metrics.spark.session import find_java
+SPARK = re.compile(r"\b(mergeable_metrics.spark|pyspark)\b")
+BEAM = re.compile(r"\b(mergeable_metrics.beam|apache_beam)\b")
 
-        if find_java() is None:
-            pytest.skip("a Spark example: needs Java 17+")
-    if re.search(r"\b(mergeable_metrics.beam|apache_beam)\b", code):
+
+def _needs(code: str) -> None:
+    if SPARK.search(code):
+        pytest.importorskip("pyspark")  # (no Java: tests/conftest.py skips every test marked spark)
+    if BEAM.search(code):
         pytest.importorskip("apache_beam")
 
 
-@pytest.mark.parametrize(("page", "block"), RUN, ids=[_id(p, b) for p, b in RUN])
+def _param(page: Path, b: Block):
+    marks = [m for m, rx in ((pytest.mark.spark, SPARK), (pytest.mark.beam, BEAM)) if rx.search(b.code)]
+    return pytest.param(page, b, marks=marks, id=_id(page, b))
+
+
+@pytest.mark.parametrize(("page", "block"), [_param(p, b) for p, b in RUN])
 def test_readme_example_runs(page, block, tmp_path):
     _needs(block.code)
     setups = [] if page == README else [EXAMPLE_DATA.read_text(encoding="utf-8")]

@@ -72,7 +72,7 @@ class SingleMetric(MetricCollection):
         """The configured metric."""
         return self.plan.metrics[0]
 
-    def compute(self) -> Any:  # type: ignore[override]
+    def compute(self) -> Any:
         """The metric's value: a float, or a numpy array for per-class metrics (NaN where
         undefined, with an :class:`~mergeable_metrics.metrics.base.UndefinedMetricWarning`)."""
         return super().compute()[self.metric.key]

@@ -798,7 +798,7 @@ def build_batch(
     """
     if on_invalid not in ON_INVALID:
         raise ValueError(f"on_invalid must be one of {ON_INVALID}, got {on_invalid!r}")
-    names = {**{"target": "y_true", "prediction": "y_pred", "score": "y_score", "measure": "measure"}, **(names or {})}
+    names = {"target": "y_true", "prediction": "y_pred", "score": "y_score", "measure": "measure", **(names or {})}
     formats = formats or {}
     arrs: dict[str, np.ndarray] = {}
     for role in ROLES:

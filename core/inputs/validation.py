@@ -19,7 +19,6 @@ from typing import Any
 import numpy as np
 
 from mergeable_metrics._util.nulls import NULL
-from mergeable_metrics.inputs.task import Task
 
 ON_INVALID = ("raise", "skip")
 

@@ -302,7 +302,7 @@ def pr_auc_trapezoid_value(d: _Dist) -> float | Interval:
         precision, recall, _ = pr_curve_arrays(d)
         return _sk_auc(recall, precision)
     A, B = d.before()
-    p, q = d.pos, d.neg
+    p = d.pos
     E, D = A + B, A + B + d.neg
     with np.errstate(divide="ignore", invalid="ignore"):
         lo0 = np.where(D > 0, A / D, 1.0)

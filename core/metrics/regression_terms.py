@@ -37,7 +37,7 @@ from mergeable_metrics.inputs.validation import Batch
 from mergeable_metrics._util.exact import ExactSums, exact_column_sums, exact_sum, fraction_to_float
 from mergeable_metrics._util.limits import MAX_NUM_OUTPUTS, check_count
 from mergeable_metrics.metrics.base import Metric, record_undefined
-from mergeable_metrics.metrics.regression import RegressionMomentsState, batch_outputs, combine_outputs, configure_multioutput, output_shape, upgrade_single_output
+from mergeable_metrics.metrics.regression import RegressionMomentsState, batch_outputs, combine_outputs, configure_multioutput, output_shape
 from mergeable_metrics.states.base import State
 
 __all__ = [

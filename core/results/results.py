@@ -201,13 +201,6 @@ def comparison_mark(c: Comparison, candidate: Any = None, baseline: Any = None) 
     return str(c.verdict), c.reason or ""
 
 
-def _from_json(v: Any) -> Any:
-    """A metric value read back from JSON: None -> NaN, lists -> float arrays."""
-    if isinstance(v, list):
-        return np.array(v, dtype=np.float64)  # None -> NaN
-    return float("nan") if v is None else v
-
-
 @public("mergeable_metrics")
 @dataclass(frozen=True)
 class SliceResult:

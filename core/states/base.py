@@ -168,7 +168,7 @@ class State:
         Raises:
             ValueError: naming the kind, the field, the first bad entry and its value.
         """
-        for name, dtype in self.FIELDS:
+        for name, _dtype in self.FIELDS:
             a = self.arrays[name]
             checks = []
             if a.dtype.kind == "f":
@@ -475,7 +475,7 @@ class BinaryConfusionLayout:
         try:
             return self.thresholds.index(float(threshold))
         except ValueError:
-            raise KeyError(f"threshold {threshold} is not in this state's thresholds {self.thresholds}")
+            raise KeyError(f"threshold {threshold} is not in this state's thresholds {self.thresholds}") from None
 
 
 class BinaryConfusionState(State):

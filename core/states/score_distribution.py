@@ -63,10 +63,10 @@ from mergeable_metrics.states.score_bins import (  # re-exported: the binning of
     bin_lower_scores,
     bin_scores,
     bin_upper_scores,
-    canonical_bins,
+    canonical_bins,  # noqa: F401
     fold_bins,
     fold_bins_by_lookup,
-    keys_to_scores,
+    keys_to_scores,  # noqa: F401
     merge_bins,
     score_keys,
 )

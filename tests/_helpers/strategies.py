@@ -17,6 +17,8 @@ Example:
 
 from __future__ import annotations
 
+import decimal as _decimal
+import math as _math
 from typing import Any, Sequence
 
 import numpy as np
@@ -140,9 +142,6 @@ def take_columns(columns: dict, index: np.ndarray) -> dict:
 # array). ``wrap`` returns the container and the cells as the library will see them (numpy's and
 # pyarrow's conversions applied: float16 rounding, strings from a mixed numpy array, nulls), which
 # is what the oracle (tests/fuzz/oracle.py) classifies.
-import decimal as _decimal
-import math as _math
-
 NAN, INF = float("nan"), float("inf")
 FLOAT_MAX_INT = 2**1023 * (2 - 2**-52)  # the largest int float() converts
 

@@ -13,10 +13,6 @@ CARRIERS = ["AA", "DL", "UA", None]
 ORIGINS = ["JFK", "LGA", "EWR"]
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "multiprocess: runs Beam's DirectRunner with worker subprocesses")
-
-
 def _make_rows(n: int, seed: int, score_shift: float = 0.0) -> list[dict[str, Any]]:
     """Seeded binary-classification rows with integer weights (float sums stay exact), a string
     slice column with missing values and a second slice column."""

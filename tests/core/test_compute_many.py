@@ -212,7 +212,7 @@ def test_compute_cells_equals_compute_many_of_the_states():
     rng = np.random.default_rng(11)
     task = Task(2)
     plan = Plan(["precision", "recall@threshold=0.2", "f1@threshold=0.8@macro", "tn@threshold=0.8", "cohen_kappa"], task)
-    cls, layout = next((c, l) for c, l in plan.state_types if c is BinaryConfusionState)
+    cls, layout = next((c, lay) for c, lay in plan.state_types if c is BinaryConfusionState)
     parts = [{"y_true": rng.integers(0, 2, n), "y_score": rng.random(n), "sample_weight": None} for n in (0, 3, 20, 50)]
     states = _states(plan, task, parts)
     cells = []

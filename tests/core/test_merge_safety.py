@@ -9,7 +9,6 @@ the decoder's value checks, not just the CRC.
 from __future__ import annotations
 
 import copy
-import json
 import pickle
 import threading
 

@@ -5,7 +5,6 @@ same certified intervals everywhere, curves come back as arrays."""
 from __future__ import annotations
 
 import json
-import shutil
 
 import numpy as np
 import pyarrow as pa
@@ -175,7 +174,7 @@ def test_beam_compute_metrics(tmp_path):
     assert results.overall.bounds == local.overall.bounds and results.overall.metrics == local.overall.metrics
 
 
-@pytest.mark.skipif(shutil.which("java") is None, reason="Spark needs Java 17+")
+@pytest.mark.spark
 def test_spark_compute_metrics():
     pytest.importorskip("pyspark")
     from mergeable_metrics.spark import collect_results, compute_metrics, get_spark
@@ -271,7 +270,7 @@ def test_pos_label_two_columns_beam(tmp_path):
     _check_pos0(ev.collect(slices=[slice_result_from_json(ln) for ln in lines]), t)
 
 
-@pytest.mark.skipif(shutil.which("java") is None, reason="Spark needs Java 17+")
+@pytest.mark.spark
 def test_pos_label_two_columns_spark():
     pytest.importorskip("pyspark")
     from mergeable_metrics.spark import collect_results, compute_metrics, get_spark
@@ -329,8 +328,6 @@ def test_multiclass_curves_beam_and_spark_equal_local_and_sklearn(tmp_path):
         )  # fmt: skip
     lines = [ln for f in sorted(tmp_path.glob("mc*.jsonl")) for ln in f.read_text().splitlines() if ln.strip()]
     _same_curves(local, ev.collect(slices=[slice_result_from_json(ln) for ln in lines]))
-    if shutil.which("java") is None:
-        pytest.skip("Spark needs Java 17+")
     pytest.importorskip("pyspark")
     from mergeable_metrics.spark import collect_results, compute_metrics, get_spark
 

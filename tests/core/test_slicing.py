@@ -381,7 +381,7 @@ def test_ties_at_the_cut_are_broken_by_value_ascending_in_any_order():
     counts = {"e": 5, "b": 4, "f": 3, "a": 3, "d": 3, "c": 1, 7: 0}
     vals = [v for v, c in counts.items() for _ in range(c)]
     rng = np.random.default_rng(0)
-    for trial in range(5):
+    for _ in range(5):
         perm = rng.permutation(len(vals))
         g = np.array(vals, dtype=object)[perm]
         data = {"y": np.ones(len(g), int), "s": np.ones(len(g)), "g": g}

@@ -193,7 +193,7 @@ def test_metric_at_thresholds_matches_sklearn(weighted):
     metrics = [f"metric_at_thresholds@metric={name.split('@')[0]}" + "".join("@" + p for p in name.split("@")[1:]) for name in funcs]
     got, bounds = compute(metrics, y, s, w, batches=3)
     keep = np.ones(n, bool) if w is None else w != 0  # scikit-learn's thresholds include zero-weight rows' scores
-    for (name, (fn, kw)), m in zip(funcs.items(), metrics):
+    for (fn, kw), m in zip(funcs.values(), metrics):
         values, thr = metric_at_thresholds(y[keep], s[keep], fn, sample_weight=None if w is None else w[keep], metric_params=kw)
         arr = got[m]
         assert arr.shape == (thr.shape[0], 4), m

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import math
-import shutil
 
 import numpy as np
 import pyarrow as pa
@@ -115,7 +114,7 @@ def test_beam_compute_metrics(tmp_path):
     _check_compressed(got["compressed"], compressed.evaluate([t]), t)
 
 
-@pytest.mark.skipif(shutil.which("java") is None, reason="Spark needs Java 17+")
+@pytest.mark.spark
 def test_spark_compute_metrics():
     pytest.importorskip("pyspark")
     from mergeable_metrics.spark import collect_results, compute_metrics, get_spark

@@ -113,7 +113,7 @@ def test_lookups_in_windowed_results():
     with pytest.raises(KeyError, match="in 2 windows"):
         r["g=a"]
     with pytest.raises(KeyError, match="in 2 windows"):
-        r.overall
+        _ = r.overall
     with pytest.raises(KeyError, match="no window starting at 2013-01-01T05"):
         r.window("2013-01-01T05:00:00")
     assert "2013-01-01T00:00:00+00:00/2013-01-01T01:00:00+00:00" in r.format_table()

@@ -6,7 +6,6 @@ from __future__ import annotations
 import glob
 import json
 import os
-import shutil
 import sys
 import warnings
 
@@ -18,7 +17,6 @@ from mergeable_metrics import Evaluation
 from mergeable_metrics.results.results import Results
 
 beam = pytest.importorskip("apache_beam")
-needs_java = pytest.mark.skipif(shutil.which("java") is None, reason="Spark needs Java 17+")
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
@@ -111,7 +109,7 @@ def test_beam_compute_metrics_gives_the_local_intervals(multi, tmp_path, monkeyp
     assert got == want
 
 
-@needs_java
+@pytest.mark.spark
 @pytest.mark.parametrize("sort", [False, True])
 def test_spark_gives_the_local_intervals(sort):
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -128,7 +126,7 @@ def test_spark_gives_the_local_intervals(sort):
     assert got == want
 
 
-@needs_java
+@pytest.mark.spark
 def test_spark_native_lowering_falls_back_for_the_bootstrap():
     from mergeable_metrics.spark import get_spark
     from mergeable_metrics.spark.native import lowering_blocker

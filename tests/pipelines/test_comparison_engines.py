@@ -5,7 +5,6 @@ partitioning, and through the CLI."""
 from __future__ import annotations
 
 import json
-import shutil
 
 import numpy as np
 import pyarrow as pa
@@ -88,7 +87,7 @@ def test_beam_matches_local(tmp_path, kw):
         assert back.comparison == sr.comparison and back.baseline_metrics == sr.baseline_metrics
 
 
-@pytest.mark.skipif(shutil.which("java") is None, reason="Spark needs Java 17+")
+@pytest.mark.spark
 @pytest.mark.parametrize("kw", [{}, BOOTSTRAP], ids=["analytic", "bootstrap"])
 def test_spark_matches_local(kw):
     pytest.importorskip("pyspark")

@@ -6,7 +6,6 @@ events; local, Beam and Spark give the same OCLMetrics (and the same metrics.jso
 from __future__ import annotations
 
 import json
-import shutil
 
 import numpy as np
 import pyarrow as pa
@@ -17,7 +16,6 @@ from mergeable_metrics import ContinualEvaluation
 from mergeable_metrics.pipelines.evaluate import main
 from mergeable_metrics.pipelines.examples.split_digits import split_digits_events
 
-needs_java = pytest.mark.skipif(shutil.which("java") is None, reason="Spark needs Java 17+")
 
 
 @pytest.fixture(scope="module")
@@ -64,7 +62,7 @@ def _events_file(tmp_path, cols):
     return path
 
 
-@pytest.mark.parametrize("engine", ["local", "beam", pytest.param("spark", marks=needs_java)])
+@pytest.mark.parametrize("engine", ["local", "beam", "spark"])
 def test_cli_task_continual_on_every_engine(tmp_path, digits, engine):
     cols, _ = digits
     path = _events_file(tmp_path, cols)

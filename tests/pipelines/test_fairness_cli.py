@@ -5,7 +5,6 @@ Beam and Spark)."""
 from __future__ import annotations
 
 import json
-import shutil
 
 import numpy as np
 import pyarrow as pa
@@ -87,7 +86,7 @@ def test_beam_engine(tmp_path):
     assert code == 0 and doc["fairness"] == _expected()
 
 
-@pytest.mark.skipif(shutil.which("java") is None, reason="Spark needs Java 17+")
+@pytest.mark.spark
 def test_spark_engine(tmp_path):
     pytest.importorskip("pyspark")
     code, doc = _run(tmp_path, "spark")

@@ -5,7 +5,6 @@ of different types, through local, Beam (DirectRunner) and Spark (local).
 
 from __future__ import annotations
 
-import shutil
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -16,10 +15,9 @@ from mergeable_metrics.pipelines import engines, io
 
 pytest.importorskip("apache_beam")
 pytest.importorskip("pyspark")
-needs_java = pytest.mark.skipif(shutil.which("java") is None, reason="Spark needs Java 17+: apt-get install -y openjdk-17-jre-headless")
 
-ENGINES = ["local", "beam", pytest.param("spark", marks=needs_java)]
-ALL = ["local", "beam", "spark"] if shutil.which("java") else ["local", "beam"]
+ENGINES = ["local", "beam", "spark"]
+ALL = ENGINES
 
 
 def _write(d, name: str, text: str):
@@ -37,6 +35,8 @@ def _ev(**kw) -> Evaluation:
 
 
 # -- CSV types over the whole input ---------------------------------------------------------------
+@pytest.mark.beam
+@pytest.mark.spark
 def test_csv_slice_keys_are_inferred_over_the_whole_input_the_same_on_every_engine(tmp_path):
     d = tmp_path / "zips"
     _write(d, "a.csv", "y,s,zip\n1,0.9,02139\n0,0.2,10001\n1,0.7,02139\n")  # alone: ints
@@ -53,6 +53,8 @@ def test_csv_slice_keys_are_inferred_over_the_whole_input_the_same_on_every_engi
         assert slices == want, engine
 
 
+@pytest.mark.beam
+@pytest.mark.spark
 def test_csv_integer_columns_stay_integers_on_every_engine(tmp_path):
     d = tmp_path / "ints"
     _write(d, "a.csv", "y,s,zip\n1,0.9,02139\n0,0.2,10001\n")
@@ -90,6 +92,8 @@ def test_text_in_a_score_column_names_the_first_non_number_and_its_row(text_scor
         engines.run(engine, _ev(), str(text_score))
 
 
+@pytest.mark.beam
+@pytest.mark.spark
 def test_skip_invalid_skips_text_in_a_score_column_and_counts_it_on_every_engine(text_score):
     # by hand: rows (1,.9,a) (0,.0403,b) (1,.8,a) right, (0,abc,b) skipped, (1,.3,a) wrong
     want = {
@@ -102,6 +106,8 @@ def test_skip_invalid_skips_text_in_a_score_column_and_counts_it_on_every_engine
 
 
 # -- header-only files, missing columns -------------------------------------------------------------
+@pytest.mark.beam
+@pytest.mark.spark
 def test_header_only_csv_gives_n_0_on_every_engine(tmp_path):
     d = _write(tmp_path / "empty", "a.csv", "y,s,zip\n")
     for engine in ALL:
@@ -129,6 +135,8 @@ def test_parquet_slice_column_missing_from_one_file_is_an_error_naming_the_file(
 
 
 # -- Parquet files of different types ---------------------------------------------------------------
+@pytest.mark.beam
+@pytest.mark.spark
 def test_parquet_files_of_different_types_are_read_as_their_common_type_on_every_engine(tmp_path):
     d = tmp_path / "pq_mixed"
     d.mkdir()
@@ -156,6 +164,8 @@ def test_parquet_files_with_incompatible_types_are_an_error_naming_both_files(tm
         io.input_schema(str(d), None, ["y", "s", "zip"], ["y", "s"])
 
 
+@pytest.mark.beam
+@pytest.mark.spark
 def test_csv_quoted_values_are_the_same_slice_keys_on_every_engine(tmp_path):
     d = _write(tmp_path / "quoted", "a.csv", 'y,s,zip\n1,0.9,"a ""quoted"" b"\n0,0.2,"x,y"\n1,0.8,""\n')
     want = {

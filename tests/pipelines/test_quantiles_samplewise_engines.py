@@ -8,7 +8,6 @@ the rows sorted by id)."""
 from __future__ import annotations
 
 import json
-import shutil
 
 import numpy as np
 import pyarrow as pa
@@ -21,13 +20,12 @@ from tests._helpers.cli_engines import metrics_json_per_engine
 
 pytest.importorskip("apache_beam")
 pytest.importorskip("pyspark")
-needs_java = pytest.mark.skipif(shutil.which("java") is None, reason="Spark needs Java 17+: apt-get install -y openjdk-17-jre-headless")
 
 # capped at 64 bins: the large slices are compressed (bounds), the small slice "d" (40 rows) exact
 METRICS = "median_absolute_error@capacity=64,quantile_absolute_error@q=0.9@capacity=64,mean_poisson_deviance"
 
 
-@needs_java
+@pytest.mark.spark
 def test_local_beam_and_spark_write_the_same_metrics(tmp_path):
     rng = np.random.default_rng(17)
     n = 3000
@@ -57,7 +55,7 @@ def test_local_beam_and_spark_write_the_same_metrics(tmp_path):
     assert regimes == {"bounds", "exact"}
 
 
-@needs_java
+@pytest.mark.spark
 def test_samplewise_matrices_are_the_same_on_core_beam_and_spark(tmp_path):
     import apache_beam as beam
     import pandas as pd

@@ -1,10 +1,9 @@
 """The HTML report in a real browser: headless Chromium loads it without errors, every figure is
 there and decoded, the tables sort, and a screenshot is saved as an artifact.
 
-Chromium is the Debian package ``chromium`` (``/usr/bin/chromium``). When it is absent and the
-tests run as root, it is installed with ``apt-get install -y chromium`` (after ``apt-get update``;
-a few minutes at most, once per machine). The tests are skipped, with the reason, only when it
-cannot be installed.
+Chromium is the Debian package ``chromium`` (``/usr/bin/chromium``, or the binary named by
+``$CHROMIUM``). The tests install nothing: ``.ci/run`` installs it before the test command, and
+without it the tests are skipped saying what to install (marker ``browser``).
 
 Screenshots are written to ``out/artifacts/`` (git-ignored; the path is printed) and to pytest's
 tmp dir.
@@ -33,7 +32,6 @@ from mergeable_metrics.pipelines.report import write_report  # noqa: E402
 REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "out" / "artifacts"
 CHROMIUM_CANDIDATES = ("/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome")
-INSTALL_TIMEOUT = 900
 
 
 def _find_chromium() -> str | None:
@@ -46,35 +44,14 @@ def _find_chromium() -> str | None:
     return shutil.which("chromium")
 
 
-def ensure_chromium() -> tuple[str | None, str]:
-    """``(path, "")`` of a Chromium binary, installing the Debian package when absent; else
-    ``(None, reason)``."""
-    found = _find_chromium()
-    if found:
-        return found, ""
-    if not hasattr(os, "geteuid") or os.geteuid() != 0:
-        return None, "chromium is not installed and the tests do not run as root: install it with `apt-get install -y chromium`"
-    if shutil.which("apt-get") is None:
-        return None, "chromium is not installed and apt-get is not available to install it"
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    log = []
-    for cmd in (["apt-get", "update"], ["apt-get", "install", "-y", "--no-install-recommends", "chromium"]):
-        try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=INSTALL_TIMEOUT, env=env, stdin=subprocess.DEVNULL)
-        except (OSError, subprocess.TimeoutExpired) as e:
-            return None, f"could not install chromium ({' '.join(cmd)}): {e}"
-        log.append(proc.stdout[-2000:] + proc.stderr[-2000:])
-        if proc.returncode != 0 and cmd[1] == "install":
-            return None, f"`{' '.join(cmd)}` failed with exit code {proc.returncode}: {log[-1][-800:]}"
-    found = _find_chromium()
-    return (found, "") if found else (None, "apt-get install chromium succeeded but no chromium binary was found")
-
-
 @pytest.fixture(scope="module")
 def chromium() -> str:
-    path, reason = ensure_chromium()
+    path = _find_chromium()
     if path is None:
-        pytest.skip(f"headless Chromium unavailable: {reason}")
+        pytest.skip(
+            "headless Chromium not found (tried $CHROMIUM, " + ", ".join(CHROMIUM_CANDIDATES) + ", chromium on PATH): "
+            "install it with `apt-get install -y --no-install-recommends chromium` (.ci/run does)"
+        )
     return path
 
 

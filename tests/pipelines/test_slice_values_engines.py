@@ -6,7 +6,6 @@ from __future__ import annotations
 import datetime
 import decimal
 import json
-import shutil
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -17,7 +16,6 @@ from tests._helpers.slice_kinds import reference, sorted_rows
 
 pytest.importorskip("apache_beam")
 pytest.importorskip("pyspark")
-needs_java = pytest.mark.skipif(shutil.which("java") is None, reason="Spark needs Java 17+: apt-get install -y openjdk-17-jre-headless")
 
 ENGINES = ("local", "beam", "spark")
 
@@ -50,7 +48,7 @@ def _cli(path, out, engine, *args):
     return doc, keys
 
 
-@needs_java
+@pytest.mark.spark
 def test_slice_values_of_every_type_write_the_same_json_and_parquet_on_every_engine(tmp_path):
     path = tmp_path / "typed.parquet"
     pq.write_table(_typed_table(), path, row_group_size=5)
@@ -76,7 +74,7 @@ def test_slice_values_of_every_type_write_the_same_json_and_parquet_on_every_eng
     assert by_spec["id"] == {"9007199254740992": 3, "9007199254740993": 3, "9223372036854775807": 3, "null": 3}
 
 
-@needs_java
+@pytest.mark.spark
 def test_every_spec_kind_on_a_sorted_file_with_small_batches_on_every_engine(tmp_path):
     df = sorted_rows()
     path = tmp_path / "sorted.parquet"

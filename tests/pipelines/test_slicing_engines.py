@@ -10,7 +10,6 @@ a list-valued column, ``by=weight`` and suppression, identical on all engines.
 from __future__ import annotations
 
 import json
-import shutil
 
 import numpy as np
 import pandas as pd
@@ -25,7 +24,6 @@ from mergeable_metrics.pipelines import engines
 
 beam = pytest.importorskip("apache_beam")
 pytest.importorskip("pyspark")
-needs_java = pytest.mark.skipif(shutil.which("java") is None, reason="Spark needs Java 17+: apt-get install -y openjdk-17-jre-headless")
 
 FLIGHT_METRICS = ["accuracy", "precision", "recall", "f1", "tp", "fp", "tn", "fn"]
 
@@ -75,7 +73,7 @@ def _check_sklearn(got: dict, preds: pd.DataFrame, mask: np.ndarray) -> None:
         assert (got["metrics"][k] is None) if np.isnan(v) else got["metrics"][k] == pytest.approx(v, rel=1e-12), k
 
 
-@needs_java
+@pytest.mark.spark
 def test_flights_tailnum_max_slices_50_is_the_same_on_every_engine(flights):
     path = str(flights / "blanked.parquet")
     ev = Evaluation(label_col="delayed", score_col="score", slices=["tailnum;max_slices=50", "carrier"], metrics=FLIGHT_METRICS)
@@ -145,7 +143,7 @@ def _evaluation() -> Evaluation:
     return Evaluation(label_col="y", score_col="score", weight_col="w", slices=SPECS, metrics=["accuracy", "precision", "recall", "tp", "fn"], min_slice_size=5)
 
 
-@needs_java
+@pytest.mark.spark
 def test_every_kind_of_spec_is_identical_on_core_beam_and_spark(tmp_path):
     from mergeable_metrics.beam import ComputeMetrics, slice_result_from_json, slice_result_to_json
     from mergeable_metrics.spark import collect_results, compute_metrics, get_spark

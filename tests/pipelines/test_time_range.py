@@ -6,7 +6,6 @@ engines; integer seconds never wrap around int64 into 1970."""
 from __future__ import annotations
 
 import datetime as dt
-import shutil
 
 import numpy as np
 import pandas as pd
@@ -17,7 +16,6 @@ from mergeable_metrics import WindowedEvaluation
 from mergeable_metrics.time.latelabels import LabelJoin, classify
 from mergeable_metrics.pipelines.evaluate import main
 
-needs_java = pytest.mark.skipif(shutil.which("java") is None, reason="Spark needs Java 17+")
 RULE = "event times must lie within 0001-01-01T00:00:00 .. 9999-12-31T23:59:59.999999 UTC"
 
 
@@ -60,7 +58,7 @@ def test_late_label_times_name_column_value_and_row(bad):
         classify(pa.table({"id": [1, 2, 3], "pt": [0, 1, bad]}), pa.table({"id": [1], "lt": [1], "y": [1]}), join)
 
 
-ENGINES = ["local", "beam", pytest.param("spark", marks=needs_java)]
+ENGINES = ["local", "beam", "spark"]
 
 
 @pytest.mark.parametrize("engine", ENGINES)

@@ -95,7 +95,7 @@ def test_show_all_prints_passing_checks_and_quiet_only_the_verdict(tmp_path, cap
     out = capsys.readouterr().out
     assert "country=DE  accuracy  minimum" in out and "pass" in out
     run(tmp_path, make_doc(), make_doc(), thr, "--quiet")
-    assert capsys.readouterr().out.splitlines() == [l for l in out.splitlines() if l.startswith("REGRESSION")]
+    assert capsys.readouterr().out.splitlines() == [ln for ln in out.splitlines() if ln.startswith("REGRESSION")]
 
 
 def test_output_dir_option(tmp_path):

@@ -15,19 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from mergeable_metrics.spark.session import find_java
-
-JAVA_MISSING_REASON = (
-    "java not found: the Spark tests need a JDK/JRE 17+ (e.g. `apt-get install openjdk-17-jre-headless`)"
-)
-
 
 @pytest.fixture(scope="session")
 def spark():
     """A session-scoped ``local[2]`` SparkSession (UI off, 4 shuffle partitions), stopped at the end."""
-    if find_java() is None:
-        pytest.skip(JAVA_MISSING_REASON)
-    pytest.importorskip("pyspark")
+    pytest.importorskip("pyspark")  # (no Java: tests/conftest.py skips every test marked spark)
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     from mergeable_metrics.spark import get_spark
@@ -69,14 +61,12 @@ def spark_connect(tmp_path_factory):
     """A Spark Connect client session of a ``local[2]`` Connect server on 127.0.0.1 (a
     subprocess: tests/spark_metrics/connect_server.py; token-authenticated), one per test session.
 
-    Skips, saying why, when Java or the Connect client's packages (``pyspark[connect]``: grpcio,
+    Skips, saying why, when Java (tests/conftest.py) or the Connect client's packages (``pyspark[connect]``: grpcio,
     grpcio-status, googleapis-common-protos, zstandard) are missing, or the server does not start.
     ``pyspark.sql.functions`` build Connect columns only while ``SPARK_CONNECT_MODE_ENABLED`` is
     set (process-wide): tests set it for their own duration (``monkeypatch``), so the classic tests
     of the same process are not affected.
     """
-    if find_java() is None:
-        pytest.skip(JAVA_MISSING_REASON)
     pytest.importorskip("pyspark")
     try:
         from pyspark.sql.connect.utils import check_dependencies

@@ -22,16 +22,6 @@ from pathlib import Path
 
 import pytest
 
-from mergeable_metrics.spark.session import find_java
-
-pytestmark = [
-    pytest.mark.cluster,
-    pytest.mark.skipif(
-        find_java() is None,
-        reason="java not found: the Spark tests need a JDK/JRE 17+ (e.g. `apt-get install openjdk-17-jre-headless`)",
-    ),
-]
-
 pyspark = pytest.importorskip("pyspark")
 pytest.importorskip("pandas")
 

@@ -12,13 +12,6 @@ import math
 import numpy as np
 import pytest
 
-from mergeable_metrics.spark.session import find_java
-
-pytestmark = pytest.mark.skipif(
-    find_java() is None,
-    reason="java not found: the Spark tests need a JDK/JRE 17+ (e.g. `apt-get install openjdk-17-jre-headless`)",
-)
-
 pd = pytest.importorskip("pandas")
 pytest.importorskip("pyspark")
 skm = pytest.importorskip("sklearn.metrics")

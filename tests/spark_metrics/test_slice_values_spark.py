@@ -9,12 +9,7 @@ import datetime
 import decimal
 import warnings
 
-import numpy as np
 import pytest
-
-from mergeable_metrics.spark.session import find_java
-
-pytestmark = pytest.mark.skipif(find_java() is None, reason="java not found: the Spark tests need a JDK/JRE 17+")
 
 pytest.importorskip("pyspark")
 

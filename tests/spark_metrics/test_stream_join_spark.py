@@ -15,7 +15,7 @@ pytest.importorskip("pyspark")
 pa = pytest.importorskip("pyarrow")
 
 from mergeable_metrics import WindowedEvaluation  # noqa: E402
-from mergeable_metrics.pipelines.latelabels import LabelJoin, count_specs, join_batches, stream_join  # noqa: E402
+from mergeable_metrics.pipelines.latelabels import LabelJoin, join_batches, stream_join  # noqa: E402
 from mergeable_metrics.spark import compute_metrics  # noqa: E402
 from mergeable_metrics.spark.windows import window_row  # noqa: E402
 from tests._helpers.windows import OPTIONS, T0, assert_same_windows, reference  # noqa: E402

@@ -7,13 +7,12 @@ from __future__ import annotations
 import datetime as dt
 import os
 
-import numpy as np
 import pytest
 
 pd = pytest.importorskip("pandas")
 pytest.importorskip("pyspark")
 
-from mergeable_metrics import Results, WindowedEvaluation  # noqa: E402
+from mergeable_metrics import WindowedEvaluation  # noqa: E402
 from mergeable_metrics.spark import collect_results, compute_metrics  # noqa: E402
 from mergeable_metrics.spark.windows import window_row  # noqa: E402
 from tests._helpers.windows import OPTIONS, T0, assert_same_windows, reference, timed_rows  # noqa: E402
@@ -99,7 +98,7 @@ def _stream_run(spark, tmp_path, cols, mode, late=False):
 
 def _latest_per_window(batches):
     latest: dict = {}
-    for i, rows in sorted(batches, key=lambda b: b[0]):
+    for _, rows in sorted(batches, key=lambda b: b[0]):
         by_w: dict = {}
         for r in rows:
             by_w.setdefault(r["window_start"], []).append(r)
