@@ -10,7 +10,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 import mergeable_metrics
@@ -67,7 +66,7 @@ def test_engine_tier_names_resolve_and_objects_speak_one_vocabulary():
         missing = [op for op in (*ENGINE_VOCABULARY,) if not callable(getattr(cls, op, None))]
         assert not missing, (name, missing)
     for name in ("Evaluation", "PrequentialEvaluation", "SliceProfiler", "Plan"):
-        assert callable(getattr(getattr(engine, name), "encode")) and callable(getattr(getattr(engine, name), "decode")), name
+        assert callable(getattr(engine, name).encode) and callable(getattr(engine, name).decode), name
 
 
 @pytest.mark.parametrize("name", sorted(USER_TIER | set(engine.__all__) | set(extension.__all__)))

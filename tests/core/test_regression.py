@@ -21,7 +21,6 @@ from hypothesis import strategies as st
 from sklearn import metrics as skm
 
 import mergeable_metrics._util.exact as core_exact
-import mergeable_metrics.metrics.regression as regression
 from mergeable_metrics import MetricCollection
 from mergeable_metrics.engine import Plan
 from mergeable_metrics.metrics import Task

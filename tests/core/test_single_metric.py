@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from sklearn.metrics import f1_score, jaccard_score, precision_score
 
-from mergeable_metrics import MetricCollection, SingleMetric, merge
+from mergeable_metrics import SingleMetric, merge
 from mergeable_metrics.metrics import MeanMeasure
 
 
