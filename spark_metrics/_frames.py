@@ -148,7 +148,8 @@ class ResultLayout:
     [``window_start``, ``window_end``], ``n``, ``weight``, ``skipped``, then a column per metric
     under its key (double; ``array<double>`` / ``array<array<double>>`` for per-class values and
     matrices), then, when the evaluation computes them, ``"<key>:<field>"`` columns for the
-    intervals (``ci_lower``, ``ci_upper``), certified bounds (``lower``, ``upper``) and the
+    intervals (``ci_lower``, ``ci_upper``), certified bounds (``lower``, ``upper``: of scalar metrics
+    when a state may compress, e.g. the score distribution of ``roc_auc``) and the
     comparison with a baseline (``baseline_value``, ``delta``, ..., ``verdict``), and
     ``suppressed_slices`` when slices may be suppressed (``min_slice_size``).
     ``layout="long"``: one row per slice and metric (cell), columns ``RESULT_COLUMNS``.
@@ -175,9 +176,11 @@ class ResultLayout:
                 entry[1].update(f for f in METRIC_FIELDS[1:] if r.get(f) is not None)
             ci = getattr(getattr(evaluation, "ci", None), "method", None) is not None
             paired = bool(getattr(evaluation, "paired", False))
+            # a state that may compress (a capacity) gives certified bounds once the data exceeds it
+            bounded = any(getattr(lay, "capacity", None) is not None for _, lay in evaluation.plan.state_types)
             for key, (ndim, seen) in fields.items():
                 want = set(seen) | ({"ci_lower", "ci_upper"} if ci else set()) | (set(METRIC_FIELDS[5:]) if paired else set())
-                if ndim == 0 and "lower" in seen:
+                if ndim == 0 and bounded:
                     want |= {"lower", "upper"}
                 self.metrics.append((key, ndim, tuple(f for f in METRIC_FIELDS if f == "value" or f in want)))
 
