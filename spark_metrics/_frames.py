@@ -126,9 +126,10 @@ def slice_of_text(text: str) -> tuple:
     return tuple(obj.items())
 
 
-def _zero_rows(evaluation: Evaluation) -> list[dict[str, Any]]:
-    """The long rows of an empty overall slice: every metric's key, shape and fields (computed,
-    not suppressed: ``min_slice_size`` is off in the shallow copy that finishes it)."""
+def _zero_rows(evaluation: Evaluation) -> tuple[dict[str, int], list[dict[str, Any]]]:
+    """``({metric key: ndim}, long rows)`` of an empty overall slice: every metric's key, number
+    of dimensions and fields (an array may have no cells there, e.g. a curve); computed, not
+    suppressed: ``min_slice_size`` is off in the shallow copy that finishes it."""
     import copy
 
     from mergeable_metrics.results.results import Results
@@ -138,7 +139,7 @@ def _zero_rows(evaluation: Evaluation) -> list[dict[str, Any]]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UndefinedMetricWarning)
         result = evaluation.finish({OVERALL: evaluation.plan.zero()}, add_overall=False)[OVERALL]
-    return Results([result]).to_rows()
+    return {k: int(np.ndim(v)) for k, v in result.metrics.items()}, Results([result]).to_rows()
 
 
 class ResultLayout:
@@ -169,11 +170,10 @@ class ResultLayout:
         self.metrics: list[tuple[str, int, tuple[str, ...]]] = []
         self.suppression = self.wide and getattr(evaluation, "min_slice_size", None) is not None
         if self.wide:
-            fields: dict[str, list] = {}
-            for r in _zero_rows(evaluation):
-                ndim = 0 if r["index"] is None else len(str(r["index"]).split(","))
-                entry = fields.setdefault(r["metric"], [ndim, set()])
-                entry[1].update(f for f in METRIC_FIELDS[1:] if r.get(f) is not None)
+            ndims, rows = _zero_rows(evaluation)
+            fields: dict[str, list] = {k: [ndim, set()] for k, ndim in ndims.items()}
+            for r in rows:
+                fields[r["metric"]][1].update(f for f in METRIC_FIELDS[1:] if r.get(f) is not None)
             ci = getattr(getattr(evaluation, "ci", None), "method", None) is not None
             paired = bool(getattr(evaluation, "paired", False))
             # a state that may compress (a capacity) gives certified bounds once the data exceeds it
@@ -284,6 +284,8 @@ class ResultLayout:
                     out.append({**base, "metric": key_, "index": None, **vals})
                     continue
                 arrays = {f: np.asarray(v, dtype=object) for f, v in vals.items() if v is not None}
+                if "value" not in arrays:  # an array without cells in this slice (e.g. an empty curve)
+                    continue
                 for idx in np.ndindex(arrays["value"].shape):
                     cell = {f: (None if f not in arrays else arrays[f][idx]) for f in fields}
                     out.append({**base, "metric": key_, "index": ",".join(map(str, idx)), **cell})

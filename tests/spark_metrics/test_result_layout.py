@@ -32,6 +32,8 @@ CASES = {
     "suppressed": dict(score_col="p", metrics=["accuracy"], min_slice_size=20, weight_col="w"),
     "baseline": dict(score_col="p", metrics=["accuracy", "roc_auc"], baseline_score_col="q"),
     "bounds": dict(score_col="p", metrics=["roc_auc@capacity=8", "accuracy"]),
+    # an array whose cells an empty slice does not have (the layout's columns come from one)
+    "curve": dict(score_col="p", metrics=["metric_at_thresholds@f1@thresholds=0.2|0.5|0.8", "threshold_at_recall@0.8"]),
 }
 
 
