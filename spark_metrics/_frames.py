@@ -129,13 +129,15 @@ def slice_of_text(text: str) -> tuple:
 def _zero_rows(evaluation: Evaluation) -> tuple[dict[str, int], list[dict[str, Any]]]:
     """``({metric key: ndim}, long rows)`` of an empty overall slice: every metric's key, number
     of dimensions and fields (an array may have no cells there, e.g. a curve); computed, not
-    suppressed: ``min_slice_size`` is off in the shallow copy that finishes it."""
+    suppressed: neither ``min_slice_size`` nor slice specs (their own sizes) are in the shallow
+    copy that finishes it."""
     import copy
 
     from mergeable_metrics.results.results import Results
 
     evaluation = copy.copy(evaluation)
     evaluation.min_slice_size = None
+    evaluation.slices = []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UndefinedMetricWarning)
         result = evaluation.finish({OVERALL: evaluation.plan.zero()}, add_overall=False)[OVERALL]
