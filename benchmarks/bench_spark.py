@@ -14,8 +14,8 @@ interleaved repeats:
 * ours: ``mergeable_metrics.spark.compute_metrics(df, slices=["slice"], metrics=[example_count, roc_auc,
   precision, recall])`` collected with ``collect_results`` (11 slices with the overall one);
 * the same, as before the driver-side merge and the larger Arrow batches (100,000 rows,
-  ``collect_results(..., driver_merge_bytes=0)``), for the ratio of the change in one session;
-* ours, native (``mergeable_metrics.spark.native``: Spark SQL aggregates, no Python on the row path) for
+  ``evaluate(..., driver_merge_bytes=0)``), for the ratio of the change in one session;
+* ours, native (``mergeable_metrics.spark.sql_path``: Spark SQL aggregates, no Python on the row path) for
   plans without AUC: ``metrics=[example_count, precision, recall, f1]`` with the same 11 slices
   (also timed on the Arrow path, ``native=False``), and one global ``f1`` (what MLlib's
   evaluator computes);
@@ -77,11 +77,11 @@ def stage_jobs(df, evaluation) -> dict[str, object]:
     name -> a function running it (an action)."""
     import pyarrow as pa
 
-    from mergeable_metrics.spark import collect_results, compute_metrics
+    from mergeable_metrics.spark import evaluate
+    from mergeable_metrics.spark._frames import arrow_input, fold_partition_batches, prepare_columns
     from mergeable_metrics.spark.aggregator import MetricsAggregator
-    from mergeable_metrics.spark.compute import _prepare_columns, arrow_input, fold_partition_batches
 
-    inp = arrow_input(df, _prepare_columns(df, evaluation))
+    inp = arrow_input(df, prepare_columns(df, evaluation))
     agg = MetricsAggregator(evaluation)
     names = evaluation.columns
 
@@ -100,7 +100,7 @@ def stage_jobs(df, evaluation) -> dict[str, object]:
         "hand-over": lambda: inp.mapInArrow(count_only, "n long").collect(),
         "fold": lambda: inp.mapInArrow(fold_only, "n long").collect(),
         "fold+encode": lambda: inp.mapInArrow(fold_encode, "n long").collect(),
-        "whole job": lambda: collect_results(compute_metrics(df, evaluation=evaluation, native=False), evaluation),
+        "whole job": lambda: evaluate(df, evaluation=evaluation, native=False),
     }
 
 
@@ -128,28 +128,28 @@ def run(n: int = 10_000_000, binary_rows: int = 2_000_000, repeats: int = 3, par
     from pyspark.ml.evaluation import BinaryClassificationEvaluator, MulticlassClassificationEvaluator
 
     from mergeable_metrics import Evaluation
-    from mergeable_metrics.spark import collect_results, compute_metrics, get_spark
+    from mergeable_metrics.spark import evaluate, get_spark
 
     spark = get_spark()
     spark.sparkContext.setLogLevel("ERROR")
     df = make_df(spark, n, partitions).cache()
     t_cache = _timed(df.count)
     ev = Evaluation(label_col="label", score_col="score", slices=["slice"], metrics=METRICS)
-    ours = lambda: collect_results(compute_metrics(df, evaluation=ev), ev)  # noqa: E731
+    ours = lambda: evaluate(df, evaluation=ev)  # noqa: E731
 
     def before():  # the previous configuration: 100,000-row Arrow batches, the merge on the executors
         spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", "100000")
         try:
-            return collect_results(compute_metrics(df, evaluation=ev), ev, driver_merge_bytes=0)
+            return evaluate(df, evaluation=ev, driver_merge_bytes=0)
         finally:
             spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", batch)
 
     batch = spark.conf.get("spark.sql.execution.arrow.maxRecordsPerBatch")
     ev_counts = Evaluation(label_col="label", score_col="score", slices=["slice"], metrics=NATIVE_METRICS)
     ev_global = Evaluation(label_col="label", score_col="score", metrics=["f1"])
-    native = lambda: collect_results(compute_metrics(df, evaluation=ev_counts, native=True), ev_counts)  # noqa: E731
-    native_global = lambda: collect_results(compute_metrics(df, evaluation=ev_global, native=True), ev_global)  # noqa: E731
-    arrow_counts = lambda: collect_results(compute_metrics(df, evaluation=ev_counts, native=False), ev_counts)  # noqa: E731
+    native = lambda: evaluate(df, evaluation=ev_counts, native=True)  # noqa: E731
+    native_global = lambda: evaluate(df, evaluation=ev_global, native=True)  # noqa: E731
+    arrow_counts = lambda: evaluate(df, evaluation=ev_counts, native=False)  # noqa: E731
     f1 = MulticlassClassificationEvaluator(metricName="f1", labelCol="label_d", predictionCol="prediction")
     auc = BinaryClassificationEvaluator(metricName="areaUnderROC", labelCol="label_d", rawPredictionCol="score")
     res = ours()  # warm-up: Python workers, imports
@@ -206,7 +206,7 @@ def run(n: int = 10_000_000, binary_rows: int = 2_000_000, repeats: int = 3, par
         out.append(
             Result(part, f"compute_metrics native, {n:,} cached rows, {what}", r, reference="MLlib MulticlassClassificationEvaluator (global F1)",
                    ref_value=f1_rate, ratio=r / f1_rate, target=">= 2x", met=r / f1_rate >= 2,
-                   note=f"medians of {repeats}: ours {t[key]:.2f} s, MLlib F1 {t['f1']:.2f} s; Spark SQL aggregates (mergeable_metrics.spark.native)")  # fmt: skip
+                   note=f"medians of {repeats}: ours {t[key]:.2f} s, MLlib F1 {t['f1']:.2f} s; Spark SQL aggregates (mergeable_metrics.spark.sql_path)")  # fmt: skip
         )
     return out + stages
 

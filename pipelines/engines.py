@@ -204,7 +204,7 @@ def run_spark(evaluation: Evaluation, path: str, fmt: str | None = None, master:
         import pyspark  # noqa: F401
     except ImportError as e:  # pragma: no cover
         raise ImportError("the spark engine needs pyspark: pip install 'mergeable-metrics[spark]'") from e
-    from mergeable_metrics.spark import collect_results, compute_metrics, get_spark
+    from mergeable_metrics.spark import evaluate, get_spark
 
     fmt = io.detect_format(path, fmt)
     columns = _window_columns(evaluation, window)
@@ -221,14 +221,11 @@ def run_spark(evaluation: Evaluation, path: str, fmt: str | None = None, master:
     if window is not None:
         we = WindowedEvaluation(window, evaluation)
         stage("spark", "computing per-window metrics (%s)", window)
-        return collect_results(compute_metrics(df, evaluation=evaluation, window=window), we)
+        return evaluate(df, evaluation=evaluation, window=window)
     if evaluation.needs_profile:
-        from mergeable_metrics.spark import profile_evaluation
-
         stage("spark", "counting slice values (max_slices / quantile buckets)")
-        evaluation = profile_evaluation(df, evaluation)
-    stage("spark", "computing metrics (partial states per partition, merged per slice after the shuffle)")
-    results = collect_results(compute_metrics(df, evaluation=evaluation), evaluation)
+    stage("spark", "computing metrics (partial states per partition, merged per slice)")
+    results = evaluate(df, evaluation=evaluation)
     stage("spark", "collected %d slices", len(results.slices))
     return results
 

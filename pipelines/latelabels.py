@@ -192,7 +192,7 @@ def run_spark(evaluation: Any, join: LabelJoin, pred_path: str, labels_path: str
     from pyspark.sql.pandas.types import from_arrow_schema
 
     from mergeable_metrics.pipelines import engines, io
-    from mergeable_metrics.spark import collect_results, compute_metrics, get_spark
+    from mergeable_metrics.spark import evaluate, get_spark
 
     specs = count_specs(evaluation)
     from mergeable_metrics.pipelines.errors import engine_stderr
@@ -235,7 +235,7 @@ def run_spark(evaluation: Any, join: LabelJoin, pred_path: str, labels_path: str
     union = union.cache()
     try:
         matched = union.mapInArrow(matched_fn, from_arrow_schema(mschema))
-        results = collect_results(compute_metrics(matched, evaluation=evaluation), evaluation)
+        results = evaluate(matched, evaluation=evaluation)
         lines = [r["line"] for r in union.mapInArrow(counts_fn, "line string").collect()]
     finally:
         union.unpersist()

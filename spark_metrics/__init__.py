@@ -2,9 +2,11 @@
 
 * :class:`MetricsAggregator`: Spark's Aggregator vocabulary (``zero``, ``reduce``, ``merge``,
   ``finish``, ``encode``/``decode``) mapped one-to-one onto :class:`mergeable_metrics.Evaluation`.
-* :func:`compute_metrics`: ``DataFrame -> DataFrame`` of per-slice results in long format, with
-  partial aggregation per partition before the shuffle (DataFrame API only).
-* :func:`collect_results`: the result DataFrame as :class:`mergeable_metrics.Results`.
+* :func:`compute_metrics`: ``DataFrame -> DataFrame`` of per-slice results (one row per slice, a
+  column per metric; ``layout="long"``: one row per slice and metric), with partial aggregation
+  per partition before the shuffle (DataFrame API only).
+* :func:`collect_results`: the result DataFrame (either layout) as :class:`mergeable_metrics.Results`;
+  :func:`evaluate`: both in one call (small partial states merged on the driver).
 * :func:`profile_evaluation`: the counting pass behind ``max_slices`` and quantile buckets.
 * :func:`get_spark`: a configured SparkSession (checks for Java 17+ first); :func:`check_workers`:
   whether a session's Python workers can import this package (``compute_metrics`` checks it).
@@ -13,15 +15,21 @@
 * :class:`MetricsEvaluator`: any registered metric as a ``pyspark.ml`` Evaluator (``metricName``,
   ``isLargerBetter``), e.g. inside ``CrossValidator`` (imported lazily, with pyspark).
 
+A slice is one shape in every layout: the ``slice`` column holds it as ``metrics.json`` writes
+it, a JSON object of column to value (``{"country":"US"}``; ``{}`` for the overall slice).
+
+Layout of the package (no import cycle): :mod:`._frames` (a leaf: columns, schemas, Arrow input,
+the partition fold) <- :mod:`.arrow_path`, :mod:`.sql_path`, :mod:`.profile`, :mod:`.windows`,
+:mod:`.prequential` <- :mod:`.compute` (the dispatcher).
+
 Importing this package neither imports pyspark nor starts Spark.
 """
 
 from mergeable_metrics.spark.aggregator import MetricsAggregator
 from mergeable_metrics.spark.columns import metric_columns
-from mergeable_metrics.spark.compute import RESULT_COLUMNS, collect_results, compute_metrics, result_schema
+from mergeable_metrics.spark.compute import RESULT_COLUMNS, collect_results, compute_metrics, evaluate, result_schema
 from mergeable_metrics.spark.profile import profile_evaluation
 from mergeable_metrics.spark.session import SparkSetupError, check_java, check_workers, get_spark
-
 
 
 def __getattr__(name: str):
@@ -42,6 +50,7 @@ __all__ = [
     "check_workers",
     "collect_results",
     "compute_metrics",
+    "evaluate",
     "get_spark",
     "metric_columns",
     "profile_evaluation",

@@ -2,7 +2,7 @@
 
 :func:`metric_columns` lowers the states of count and confusion metrics to Spark SQL aggregates:
 each row maps to one *cell* (its true label and how it is predicted: the cell of
-:mod:`mergeable_metrics.spark.native`), and each cell's row count (and weight sum) is a native ``sum`` of
+:mod:`mergeable_metrics.spark.sql_path`), and each cell's row count (and weight sum) is a native ``sum`` of
 an indicator column, so Spark's partial aggregation runs before the shuffle and no Python sees
 the rows. Each metric column then finishes its group with one small Python UDF over those few
 sums: it builds core's states from the cells (:func:`mergeable_metrics.states.base.states_from_cells`) and computes
@@ -33,7 +33,7 @@ from mergeable_metrics._util.nulls import NULL
 from mergeable_metrics.results.results import INTEGER_METRICS
 from mergeable_metrics.slicing.assign import OVERALL
 from mergeable_metrics.states.base import CELL_STATES, states_from_cells
-from mergeable_metrics.spark.native import _BAD_LABEL, _BAD_PREDICTION, _BAD_SCORE, _BAD_WEIGHT, MAX_NATIVE_CLASSES, _cell_columns
+from mergeable_metrics.spark.sql_path import _BAD_LABEL, _BAD_PREDICTION, _BAD_SCORE, _BAD_WEIGHT, MAX_NATIVE_CLASSES, _cell_columns
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import Column
@@ -165,7 +165,7 @@ def _finish(ev: Evaluation, cells: np.ndarray, counts: np.ndarray, wsums: np.nda
 
 
 def _per_label(ev: Evaluation) -> int:
-    """Joint cells per label (:func:`mergeable_metrics.spark.native._cell_columns`), without Spark."""
+    """Joint cells per label (:func:`mergeable_metrics.spark.sql_path._cell_columns`), without Spark."""
     from mergeable_metrics.states.base import BinaryConfusionState
 
     plan = ev.plan

@@ -200,12 +200,12 @@ class MetricsEvaluator(Evaluator, HasLabelCol, HasPredictionCol, HasRawPredictio
         import numpy as np
 
         from mergeable_metrics.metrics.base import UndefinedMetricWarning
-        from mergeable_metrics.spark.compute import collect_results, compute_metrics
+        from mergeable_metrics.spark.compute import evaluate
 
         ev, df = self.evaluation(dataset)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UndefinedMetricWarning)
-            results = collect_results(compute_metrics(df, evaluation=ev), ev)
+            results = evaluate(df, evaluation=ev)
         key = ev.plan.keys[0]
         value = results.overall.metrics[key]
         if np.ndim(value) != 0:

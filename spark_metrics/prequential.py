@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from mergeable_metrics.spark._frames import arrow_input, fold_partition_fn, prepare_columns, states_schema
 from mergeable_metrics.time.prequential import WINDOW_COLUMN, PrequentialEvaluation, PrequentialResults
 
 __all__ = ["prequential_metrics"]
@@ -32,7 +33,6 @@ def prequential_metrics(df: Any, window_size: int, position_col: str, **options:
     from mergeable_metrics.states import codec
     from mergeable_metrics.evaluation.accumulator import Accumulator
     from mergeable_metrics.slicing.assign import OVERALL
-    from mergeable_metrics.spark.compute import _fold_partition_fn, _prepare_columns, arrow_input
 
     pe = PrequentialEvaluation(window_size, position_col=position_col, **options)
     if position_col not in df.columns:
@@ -45,7 +45,7 @@ def prequential_metrics(df: Any, window_size: int, position_col: str, **options:
         raise ValueError(f"column {position_col!r}: invalid value {bad[0][0]!r}: positions must be integers in [0, 2**63)")
     ev = pe.evaluation
     df = df.withColumn(WINDOW_COLUMN, F.floor(F.col(position_col) / F.lit(pe.window_size)).cast("long"))
-    parts = arrow_input(df, _prepare_columns(df, ev)).mapInArrow(_fold_partition_fn(ev), "slice_key string, states binary").toArrow()
+    parts = arrow_input(df, prepare_columns(df, ev)).mapInArrow(fold_partition_fn(ev), states_schema()).toArrow()
     merged = {OVERALL: ev.plan.zero()}
     for key_json, data in zip(parts.column("slice_key").to_pylist(), parts.column("states").to_pylist()):
         key = codec.slice_key_from_json(key_json)

@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING, Callable, Iterator
 
 from mergeable_metrics.evaluation.evaluation import Evaluation
 from mergeable_metrics.evaluation.profile import KeyCounts, ProfileSummary, SliceProfile, summarize_part
+from mergeable_metrics.spark._frames import arrow_input, fold_partition_batches, prepare_columns
+from mergeable_metrics.spark.session import check_workers
 
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
@@ -38,8 +40,6 @@ def _schema(value_type: str):
 
 
 def _profile_partition_fn(evaluation: Evaluation) -> Callable[[Iterator["pa.RecordBatch"]], Iterator["pa.RecordBatch"]]:
-    from mergeable_metrics.spark.compute import fold_partition_batches
-
     profiler = evaluation.profiler()
 
     def profile_partition(batches: Iterator["pa.RecordBatch"]) -> Iterator["pa.RecordBatch"]:
@@ -96,13 +96,10 @@ def profile_evaluation(df: "DataFrame", evaluation: Evaluation) -> Evaluation:
         pyspark.errors.PythonException: a slice column holds values core rejects (e.g. a
             non-number in a bucketed column), with the partition id.
     """
-    from mergeable_metrics.spark.compute import _prepare_columns, arrow_input
-    from mergeable_metrics.spark.session import check_workers
-
     if not evaluation.needs_profile:
         return evaluation
     check_workers(df.sparkSession)
-    exprs = _prepare_columns(df, evaluation)
+    exprs = prepare_columns(df, evaluation)
     partial = arrow_input(df, exprs).mapInArrow(_profile_partition_fn(evaluation), _schema("binary"))
     rows = partial.groupBy("part").applyInArrow(_resolve_part_fn(evaluation), _schema("string")).collect()
     got = {r["part"]: json.loads(r["data"]) for r in rows}

@@ -40,7 +40,7 @@ from mergeable_metrics.evaluation.evaluation import Evaluation
 from mergeable_metrics.metrics.base import UndefinedMetricWarning
 from mergeable_metrics.results.results import WINDOW_COLUMNS, Results
 from mergeable_metrics.time.windows import TimeWindows, WindowedEvaluation, take_rows, to_micros, window_from_micros
-from mergeable_metrics.spark.compute import _column_types, _prepare_columns, _quote, fold_partition_batches
+from mergeable_metrics.spark._frames import ResultLayout, fold_partition_batches, prepare_columns, quote
 
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
@@ -53,25 +53,10 @@ OUTPUT_MODES = ("update", "append")
 _WS, _WE = "_mm_window_start", "_mm_window_end"
 
 
-def _window_column_types() -> list[tuple[str, str]]:
-    cols = _column_types()
-    return cols[:2] + [(c, "timestamp") for c in WINDOW_COLUMNS] + cols[2:]
-
-
-def window_result_schema():
-    """``compute_metrics(..., window=...)``'s result schema: the long format with
-    ``window_start`` / ``window_end`` (timestamp) after ``slice_key``."""
-    from pyspark.sql import types as T
-
-    spark_types = {"string": T.StringType(), "bigint": T.LongType(), "double": T.DoubleType(), "timestamp": T.TimestampType()}
-    return T.StructType([T.StructField(c, spark_types[t]) for c, t in _window_column_types()])
-
-
-def _arrow_window_schema() -> "pa.Schema":
-    import pyarrow as pa
-
-    types = {"string": pa.string(), "bigint": pa.int64(), "double": pa.float64(), "timestamp": pa.timestamp("us", tz="UTC")}
-    return pa.schema([(c, types[t]) for c, t in _window_column_types()])
+def window_result_schema(evaluation: Evaluation | None = None, layout: str = "long"):
+    """``compute_metrics(..., window=...)``'s result schema: the layout's columns with
+    ``window_start`` / ``window_end`` (timestamp) after ``slice``."""
+    return ResultLayout(evaluation, layout=layout, windowed=True).spark_schema()
 
 
 def _spark_duration(us: int) -> str:
@@ -90,7 +75,7 @@ def _windowed_input(df: "DataFrame", evaluation: Evaluation, window: TimeWindows
     if window.time_col not in df.columns:
         raise ValueError(f"column {window.time_col!r} (window time column) not found in the DataFrame; available columns: {list(df.columns)}")
     dtype = next(f.dataType for f in df.schema.fields if f.name == window.time_col)
-    t = F.col(_quote(window.time_col))
+    t = F.col(quote(window.time_col))
     if isinstance(dtype, T.IntegralType):
         t = F.timestamp_seconds(t)
     elif isinstance(dtype, T.NumericType):
@@ -98,16 +83,16 @@ def _windowed_input(df: "DataFrame", evaluation: Evaluation, window: TimeWindows
     elif not isinstance(dtype, T.TimestampType):
         t = t.cast("timestamp")
     names = list(evaluation.columns)
-    cols = [e.alias(f"_mm{i}") for i, e in enumerate(_prepare_columns(df, evaluation))]
+    cols = [e.alias(f"_mm{i}") for i, e in enumerate(prepare_columns(df, evaluation))]
     if not stream:
         # numbers and timestamps as they are: core's to_micros reads them on the executors, as the
         # local engine does (seconds never wrap around int64; a time out of range names its value)
-        raw = F.col(_quote(window.time_col)) if isinstance(dtype, (T.IntegralType, T.FloatType, T.DoubleType, T.TimestampType)) else t
+        raw = F.col(quote(window.time_col)) if isinstance(dtype, (T.IntegralType, T.FloatType, T.DoubleType, T.TimestampType)) else t
         return df.select(*cols, raw.alias("_mm_t")), names
     size = _spark_duration(window.size_us)
     w = F.window(t, size, _spark_duration(window.slide_us)) if window.sliding else F.window(t, size)
-    out = df.select(*cols, w.alias("_mm_w"), F.col(_quote(window.time_col)))
-    return out.select(*[f"_mm{i}" for i in range(len(names))], F.unix_micros(F.col("_mm_w.start")).alias(_WS), F.unix_micros(F.col("_mm_w.end")).alias(_WE), F.col(_quote(window.time_col))), names
+    out = df.select(*cols, w.alias("_mm_w"), F.col(quote(window.time_col)))
+    return out.select(*[f"_mm{i}" for i in range(len(names))], F.unix_micros(F.col("_mm_w.start")).alias(_WS), F.unix_micros(F.col("_mm_w.end")).alias(_WE), F.col(quote(window.time_col))), names
 
 
 def _null_time_error(window: TimeWindows, row: int) -> ValueError:
@@ -163,24 +148,21 @@ def _window_rows(results: Results, start_us: int, end_us: int) -> list[dict]:
     return Results([s.with_window(start, end) for s in results]).to_rows()
 
 
-def _merge_window_slice_fn(evaluation: Evaluation) -> Callable[["pa.Table"], "pa.Table"]:
+def _merge_window_slice_fn(evaluation: Evaluation, layout: ResultLayout) -> Callable[["pa.Table"], "pa.Table"]:
     plan = evaluation.plan
 
     def merge(table: "pa.Table") -> "pa.Table":
-        import pyarrow as pa
-
         key = codec.slice_key_from_json(table.column("slice_key")[0].as_py())
         merged = plan.merge_all(evaluation.decode_states(b) for b in table.column("states").to_pylist())
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UndefinedMetricWarning)
             result = evaluation.finish({key: merged}, add_overall=False)[key]
-        rows = _window_rows(Results([result]), table.column(_WS)[0].as_py(), table.column(_WE)[0].as_py())
-        return pa.Table.from_pylist(rows, schema=_arrow_window_schema())
+        return layout.table(_window_rows(Results([result]), table.column(_WS)[0].as_py(), table.column(_WE)[0].as_py()))
 
     return merge
 
 
-def _stream_fn(we: WindowedEvaluation, names: list[str], output_mode: str) -> Callable:
+def _stream_fn(we: WindowedEvaluation, names: list[str], output_mode: str, layout: ResultLayout) -> Callable:
     """``applyInPandasWithState``: the group is one window; its state the window's accumulator."""
     ev = we.evaluation
 
@@ -192,7 +174,7 @@ def _stream_fn(we: WindowedEvaluation, names: list[str], output_mode: str) -> Ca
         if state.hasTimedOut:  # the watermark passed the window's end: final results, state dropped
             state.remove()
             if output_mode == "append":
-                yield _frame(ev, acc, start, end)
+                yield _frame(ev, acc, start, end, layout)
             return
         for pdf in pdfs:
             if pdf[_WS].isna().any():  # pragma: no cover - null times have no window group
@@ -202,30 +184,24 @@ def _stream_fn(we: WindowedEvaluation, names: list[str], output_mode: str) -> Ca
             # a micro-batch that came after the watermark passed the window's end (late files, a
             # slow source): no timeout can be set in the past; the window is decided at once
             state.remove()
-            yield _frame(ev, acc, start, end)
+            yield _frame(ev, acc, start, end, layout)
             return
         state.update((ev.encode(acc),))
         state.setTimeoutTimestamp(end // 1000)  # ms; fires once the watermark is past the window's end
         if output_mode == "update":
-            yield _frame(ev, acc, start, end)
+            yield _frame(ev, acc, start, end, layout)
 
     return step
 
 
-def _frame(ev: Evaluation, acc: Any, start: int, end: int) -> Any:
-    import pandas as pd
-
+def _frame(ev: Evaluation, acc: Any, start: int, end: int, layout: ResultLayout) -> Any:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UndefinedMetricWarning)
         rows = _window_rows(ev.finish(acc), start, end)
-    cols = [c for c, _ in _window_column_types()]
-    frame = pd.DataFrame(rows, columns=cols)
-    for c in WINDOW_COLUMNS:
-        frame[c] = pd.to_datetime(frame[c], utc=True)
-    return frame
+    return layout.table(rows).to_pandas()
 
 
-def compute_window_metrics(df: "DataFrame", we: WindowedEvaluation, output_mode: str | None = None) -> "DataFrame":
+def compute_window_metrics(df: "DataFrame", we: WindowedEvaluation, output_mode: str | None = None, layout: ResultLayout | None = None) -> "DataFrame":
     """Per-window, per-slice metric rows of a batch or streaming DataFrame (see the module
     docstring; :func:`mergeable_metrics.spark.compute_metrics` with ``window=`` calls it).
 
@@ -235,17 +211,19 @@ def compute_window_metrics(df: "DataFrame", we: WindowedEvaluation, output_mode:
         we: the :class:`mergeable_metrics.WindowedEvaluation`.
         output_mode: streaming only: ``"update"`` (default) or ``"append"``; the query's
             ``writeStream.outputMode`` must be the same.
+        layout: the result rows' layout (default: long, windowed).
 
     Raises:
         ValueError: a missing column, a bad output mode, or ``output_mode`` for a batch DataFrame.
     """
 
+    layout = layout or ResultLayout(we.evaluation, layout="long", windowed=True)
     inp, names = _windowed_input(df, we.evaluation, we.window, df.isStreaming)
     if not df.isStreaming:
         if output_mode is not None:
             raise ValueError("output_mode is for streaming DataFrames (df.isStreaming); a batch DataFrame has one answer")
         partial = inp.mapInArrow(_fold_windows_fn(we, names), _states_schema())
-        return partial.groupBy(_WS, _WE, "slice_key").applyInArrow(_merge_window_slice_fn(we.evaluation), window_result_schema())
+        return partial.groupBy(_WS, _WE, "slice_key").applyInArrow(_merge_window_slice_fn(we.evaluation, layout), layout.spark_schema())
     from pyspark.sql import types as T
     from pyspark.sql.streaming.state import GroupStateTimeout
 
@@ -254,7 +232,7 @@ def compute_window_metrics(df: "DataFrame", we: WindowedEvaluation, output_mode:
         raise ValueError(f"output_mode must be one of {OUTPUT_MODES}, got {output_mode!r}")
     _null_time_check(df, we.window)
     state = T.StructType([T.StructField("accumulator", T.BinaryType())])
-    return inp.groupBy(_WS, _WE).applyInPandasWithState(_stream_fn(we, names, mode), window_result_schema(), state, mode, GroupStateTimeout.EventTimeTimeout)
+    return inp.groupBy(_WS, _WE).applyInPandasWithState(_stream_fn(we, names, mode, layout), layout.spark_schema(), state, mode, GroupStateTimeout.EventTimeTimeout)
 
 
 def _null_time_check(df: "DataFrame", window: TimeWindows) -> None:
@@ -270,10 +248,11 @@ def _null_time_check(df: "DataFrame", window: TimeWindows) -> None:
         )
 
 
-def collect_window_results(result_df: "DataFrame", we: WindowedEvaluation) -> Results:
+def collect_window_results(result_df: "DataFrame", we: WindowedEvaluation, layout: ResultLayout | None = None) -> Results:
     """Collect a windowed result table (batch) into :class:`mergeable_metrics.Results` (windows in time
     order, each through ``evaluation.collect``). Window bounds come back as UTC ``datetime``."""
-    return we.collect(rows=[window_row(r.asDict()) for r in result_df.collect()])
+    layout = layout or ResultLayout(we.evaluation, layout="long", windowed=True)
+    return we.collect(rows=layout.core_rows(window_row(r.asDict()) for r in result_df.collect()))
 
 
 def window_row(row: dict) -> dict:

@@ -129,7 +129,7 @@ def test_spark_gives_the_local_intervals(sort):
 @pytest.mark.spark
 def test_spark_native_lowering_falls_back_for_the_bootstrap():
     from mergeable_metrics.spark import get_spark
-    from mergeable_metrics.spark.native import lowering_blocker
+    from mergeable_metrics.spark.sql_path import lowering_blocker
 
     ev = Evaluation(label_col="y", score_col="s", slices=["g"], metrics=["accuracy"], ci="bootstrap")
     sdf = get_spark().createDataFrame(_df(False).head(5))

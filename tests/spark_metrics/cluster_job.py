@@ -83,7 +83,7 @@ def evaluation(name: str) -> Any:
 def canonical_rows(rows: list[dict]) -> list[dict]:
     """Result rows with NaN -> None, sorted: unordered long-format tables compare exactly."""
     out = [{k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()} for r in rows]
-    return sorted(out, key=lambda r: (r["slice_key"], r["metric"], r["index"] or ""))
+    return sorted(out, key=lambda r: (r["slice"], r["metric"], r["index"] or ""))
 
 
 def probe_fn(marker_dir: str, fail_partition: int | None) -> Callable[[Iterator[Any]], Iterator[Any]]:
@@ -128,23 +128,24 @@ def input_frame(spark: Any) -> Any:
 def run_case(df: Any, name: str, marker_dir: str | None = None, fail: bool = False) -> dict[str, Any]:
     """Run case ``name`` on ``df`` (:func:`input_frame`); return its raw rows (canonical) and the
     ``to_json()`` of the Results they collect into (with the profiled evaluation, as
-    ``collect_results`` does).
+    ``evaluate`` does).
 
     With ``marker_dir``, the input and the result go through :func:`probe_fn` (failing partition 1
     of every input stage and partition 0 of the merge stage on their first attempt when ``fail``).
     """
-    from mergeable_metrics.spark import compute_metrics
+    from mergeable_metrics.spark import compute_metrics, profile_evaluation
+    from mergeable_metrics.spark._frames import ResultLayout
 
     native = CASES[name][1]
     ev = evaluation(name)
     if marker_dir is not None:
         df = df.mapInArrow(probe_fn(marker_dir, 1 if fail else None), df.schema)
-    out = compute_metrics(df, evaluation=ev, native=native)
-    profiled = getattr(out, "_mm_profiled_evaluation", None)
+    profiled = profile_evaluation(df, ev)  # itself unless the slices need a counting pass
+    out = compute_metrics(df, evaluation=profiled, native=native, layout="long")
     if marker_dir is not None:
         out = out.mapInArrow(probe_fn(marker_dir, 0 if fail else None), out.schema)
     rows = [r.asDict() for r in out.collect()]
-    results = (profiled or ev).collect(rows=rows)
+    results = profiled.collect(rows=ResultLayout(profiled, layout="long").core_rows(rows))
     return {"rows": canonical_rows(rows), "json": results.to_json()}
 
 

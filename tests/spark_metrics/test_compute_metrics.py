@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 import datetime
+import json
 import decimal
 import math
 
@@ -18,7 +19,8 @@ skm = pytest.importorskip("sklearn.metrics")
 
 import mergeable_metrics  # noqa: E402
 from mergeable_metrics.results.results import ROW_COLUMNS  # noqa: E402
-from mergeable_metrics.spark import RESULT_COLUMNS, collect_results, compute_metrics, result_schema  # noqa: E402
+from mergeable_metrics.spark import RESULT_COLUMNS, collect_results, compute_metrics, evaluate, result_schema  # noqa: E402
+from mergeable_metrics.spark._frames import ResultLayout  # noqa: E402
 
 N = 5000
 BINARY_METRICS = ["accuracy", "precision", "recall", "f1", "tp", "fp", "tn", "fn"]
@@ -30,7 +32,7 @@ def _canon(rows):
     for r in rows:
         r = {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()}
         out.append(r)
-    return sorted(out, key=lambda r: (r["slice_key"], r["metric"], r["index"] or ""))
+    return sorted(out, key=lambda r: (r["slice"], r["metric"], r["index"] or ""))
 
 
 def _rows_equal(a, b):
@@ -72,29 +74,44 @@ def binary_eval():
 
 @pytest.fixture(scope="module", params=[False, True], ids=["arrow-path", "native-path"])
 def binary_runs(request, sdf, binary_eval):
-    """Raw result rows and collected Results for 1, 3 and 17 partitions, through the Arrow path
-    and the native Spark SQL aggregation (mergeable_metrics.spark.native)."""
+    """Raw (long-layout) result rows and collected Results for 1, 3 and 17 partitions, through
+    the Arrow path and the native Spark SQL aggregation (mergeable_metrics.spark.sql_path)."""
     out = {"native": request.param}
+    long = ResultLayout(binary_eval, layout="long")
     for p in (1, 3, 17):
-        result_df = compute_metrics(sdf.repartition(p), evaluation=binary_eval, native=request.param)
+        result_df = compute_metrics(sdf.repartition(p), evaluation=binary_eval, native=request.param, layout="long")
         raw = [r.asDict() for r in result_df.collect()]
-        out[p] = (result_df, raw, binary_eval.collect(rows=raw))
+        out[p] = (result_df, raw, binary_eval.collect(rows=long.core_rows(raw)))
     return out
 
 
 def test_result_schema(binary_runs):
     result_df = binary_runs[3][0]
-    assert tuple(result_df.columns) == RESULT_COLUMNS == tuple(ROW_COLUMNS)
+    assert tuple(result_df.columns) == RESULT_COLUMNS == ("slice", *ROW_COLUMNS[2:])  # the slice is one column
     types = {f.name: f.dataType.simpleString() for f in result_df.schema.fields}
     assert types == {
-        "slice": "string", "slice_key": "string", "n": "bigint", "weight": "double", "skipped": "bigint",
+        "slice": "string", "n": "bigint", "weight": "double", "skipped": "bigint",
         "metric": "string", "index": "string", "value": "double", "lower": "double", "upper": "double",
         "ci_lower": "double", "ci_upper": "double",
         "baseline_value": "double", "delta": "double", "delta_lower": "double", "delta_upper": "double", "verdict": "string",
         "comparison_reason": "string",
     }  # fmt: skip
-    assert set(binary_runs[3][1][0]) == set(ROW_COLUMNS)
+    assert set(binary_runs[3][1][0]) == set(RESULT_COLUMNS)
     assert result_df.schema == result_schema()
+
+
+def test_the_default_layout_is_one_row_per_slice_with_a_column_per_metric(sdf, binary_eval, binary_runs):
+    wide = compute_metrics(sdf.repartition(3), evaluation=binary_eval, native=binary_runs["native"])
+    assert wide.columns == ["slice", "n", "weight", "skipped", *BINARY_METRICS]
+    assert wide.schema == result_schema(binary_eval, layout="wide")
+    rows = {r["slice"]: r.asDict() for r in wide.collect()}
+    results = binary_runs[3][2]
+    assert len(rows) == len(results.slices)  # one row per slice
+    for s in results.slices:
+        row = rows[json.dumps(dict(s.slice), separators=(",", ":"))]  # the slice as metrics.json writes it
+        assert (row["n"], row["weight"], row["skipped"]) == (s.n, s.weight, s.skipped)
+        assert {m: row[m] for m in BINARY_METRICS} == pytest.approx(dict(s.metrics), nan_ok=True)
+    assert collect_results(wide, binary_eval).to_json() == results.to_json()
 
 
 def test_plan_aggregates_per_partition_before_the_shuffle(binary_runs):
@@ -194,7 +211,7 @@ def test_partitioning_does_not_change_results(binary_runs):
 def test_equals_core_direct_fold_exactly(binary_runs, binary_eval, pdf):
     direct = binary_eval.finish(binary_eval.fold(binary_eval.zero(), pdf))
     for p, (_, raw, results) in ((p, binary_runs[p]) for p in (1, 3, 17)):
-        assert _rows_equal(raw, direct.to_rows()), f"{p} partitions: raw Spark rows differ from core"
+        assert _rows_equal(raw, ResultLayout(binary_eval, layout="long").rows(direct.to_rows())), f"{p} partitions: raw Spark rows differ from core"
         assert [s.slice for s in results.slices] == [s.slice for s in direct.slices]  # canonical order
         assert results.to_json() == direct.to_json()
     # every slice value appears, including the missing carrier, crossed with origin
@@ -206,27 +223,27 @@ def test_equals_core_direct_fold_exactly(binary_runs, binary_eval, pdf):
 
 @pytest.mark.parametrize("limit", [None, 1, 0], ids=["driver-merge", "over-the-limit", "off"])
 def test_collect_results_merges_small_partial_states_on_the_driver(sdf, pdf, monkeypatch, limit):
-    """collect_results of the Arrow path merges the partial states on the driver (default), or on
+    """evaluate() on the Arrow path merges the partial states on the driver (default), or on
     the executors over ``driver_merge_bytes`` (1 byte here) or with 0: core's direct fold either way."""
-    import mergeable_metrics.spark.compute as compute
+    import mergeable_metrics.spark.arrow_path as compute
 
     ev = mergeable_metrics.Evaluation(label_col="y", score_col="score", weight_col="w", slices=["carrier", "carrier,origin"],
                          metrics=["accuracy", "f1", "roc_auc", "average_precision"])  # fmt: skip
     direct = ev.finish(ev.fold(ev.zero(), pdf))
     on_driver = []
-    real = compute._slice_rows
-    monkeypatch.setattr(compute, "_slice_rows", lambda *a: on_driver.append(a[1]) or real(*a))  # this process's calls only
+    real = compute.slice_rows
+    monkeypatch.setattr(compute, "slice_rows", lambda *a: on_driver.append(a[1]) or real(*a))  # this process's calls only
     kw = {} if limit is None else {"driver_merge_bytes": limit}
-    got = collect_results(compute_metrics(sdf.repartition(3), evaluation=ev, native=False), ev, **kw)
+    got = evaluate(sdf.repartition(3), evaluation=ev, native=False, **kw)
     assert got.to_json() == direct.to_json()
     assert len(on_driver) == (len(direct.slices) if limit is None else 0)
 
 
 @pytest.mark.parametrize("bad", [-1, 1.5, "64MiB", True, None])
-def test_collect_results_refuses_a_driver_merge_bytes_that_is_not_a_size(sdf, bad):
+def test_evaluate_refuses_a_driver_merge_bytes_that_is_not_a_size(sdf, bad):
     ev = mergeable_metrics.Evaluation(label_col="y", score_col="score", metrics=["accuracy"])
     with pytest.raises(ValueError, match=rf"driver_merge_bytes must be an integer >= 0 .*got {re.escape(repr(bad))}"):
-        collect_results(compute_metrics(sdf, evaluation=ev, native=False), ev, driver_merge_bytes=bad)
+        evaluate(sdf, evaluation=ev, native=False, driver_merge_bytes=bad)
 
 
 def _sk_binary(y, score, w):
@@ -264,13 +281,16 @@ def test_multiclass_matches_sklearn(sdf, pdf):
         metrics=["f1@macro", "f1@none", "confusion_matrix"],
         slices=["origin"],
     )
-    result_df = compute_metrics(sdf.repartition(5), evaluation=ev)
+    result_df = compute_metrics(sdf.repartition(5), evaluation=ev, layout="long")
     raw = [r.asDict() for r in result_df.collect()]
-    overall_cm = [r for r in raw if r["slice"] == "Overall" and r["metric"] == "confusion_matrix"]
+    overall_cm = [r for r in raw if r["slice"] == "{}" and r["metric"] == "confusion_matrix"]
     assert sorted(r["index"] for r in overall_cm) == sorted(f"{i},{j}" for i in range(4) for j in range(4))
     assert {r["index"] for r in raw if r["metric"] == "f1@macro"} == {None}
+    wide = compute_metrics(sdf.repartition(5), evaluation=ev)  # arrays nested in one column per metric
+    assert dict(wide.dtypes)["confusion_matrix"] == "array<array<double>>" and dict(wide.dtypes)["f1@none"] == "array<double>"
 
-    results = ev.collect(rows=raw)
+    results = collect_results(result_df, ev)
+    assert collect_results(wide, ev).to_json() == results.to_json()
     direct = ev.finish(ev.fold(ev.zero(), pdf))
     assert results.to_json() == direct.to_json()
     for key, part in {(): pdf, (("origin", "EWR"),): pdf[pdf.origin == "EWR"]}.items():
@@ -288,8 +308,7 @@ def test_multiclass_matches_sklearn(sdf, pdf):
 def test_empty_dataframe_gives_overall_slice_with_nan_metrics(spark, sdf, binary_eval):
     for empty in (sdf.limit(0), spark.createDataFrame([], sdf.schema)):
         raw = [r.asDict() for r in compute_metrics(empty, evaluation=binary_eval).collect()]
-        assert {r["slice"] for r in raw} == {"Overall"}
-        assert {r["slice_key"] for r in raw} == {"[]"}
+        assert [r["slice"] for r in raw] == ["{}"]  # one row: the overall slice
         results = collect_results(compute_metrics(empty, evaluation=binary_eval), binary_eval)
         assert [s.slice for s in results.slices] == [()]
         ov = results.overall

@@ -14,7 +14,7 @@ pytestmark = pytest.mark.filterwarnings("ignore::mergeable_metrics.metrics.base.
 @pytest.mark.parametrize("config", [MULTICLASS, NATIVE, BINARY], ids=["labels", "labels_native", "binary_top_k"])
 def test_labels_and_binary_top_k_on_spark(spark, config):
     from mergeable_metrics.spark import collect_results, compute_metrics
-    from mergeable_metrics.spark.native import lowering_blocker
+    from mergeable_metrics.spark.sql_path import lowering_blocker
 
     pdf = frame()
     ev = mergeable_metrics.Evaluation(**config)

@@ -131,8 +131,8 @@ def test_collect_results_raises_on_two_rows_of_one_slice_key(spark):
     from mergeable_metrics.spark import result_schema
 
     ev = Evaluation(label_col="y", score_col="s", slices=["x"], metrics=["tp"])
-    row = {"slice": "x=0", "n": 3, "weight": 3.0, "skipped": 0, "metric": "tp", "index": None, "value": 3.0, "lower": None, "upper": None}
-    rows = [{**row, "slice": "Overall", "slice_key": "[]", "n": 9, "weight": 9.0}, {**row, "slice_key": '[["x",-0.0]]'}, {**row, "slice_key": '[["x",0.0]]'}]
+    row = {"n": 3, "weight": 3.0, "skipped": 0, "metric": "tp", "index": None, "value": 3.0, "lower": None, "upper": None}
+    rows = [{**row, "slice": "{}", "n": 9, "weight": 9.0}, {**row, "slice": '{"x":-0.0}'}, {**row, "slice": '{"x":0.0}'}]
     df = spark.createDataFrame([tuple(r.get(c) for c in result_schema().names) for r in rows], result_schema())  # ci, comparison: null
     with pytest.raises(ValueError, match="two result rows for slice"):
         collect_results(df, ev)

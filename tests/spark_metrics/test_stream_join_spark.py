@@ -17,6 +17,7 @@ pa = pytest.importorskip("pyarrow")
 from mergeable_metrics import WindowedEvaluation  # noqa: E402
 from mergeable_metrics.pipelines.latelabels import LabelJoin, join_batches, stream_join  # noqa: E402
 from mergeable_metrics.spark import compute_metrics  # noqa: E402
+from mergeable_metrics.spark._frames import ResultLayout  # noqa: E402
 from mergeable_metrics.spark.windows import window_row  # noqa: E402
 from tests._helpers.windows import OPTIONS, T0, assert_same_windows, reference  # noqa: E402
 
@@ -94,7 +95,8 @@ def test_stream_join_equals_the_batch_join(spark, tmp_path):
     we = WindowedEvaluation(("pt", "1h"), **OPTIONS)
     with pytest.warns(UserWarning, match="'pt' is nullable"):  # the outer join makes it nullable
         metrics = compute_metrics(joined.where("outcome = 'matched'"), evaluation=we.evaluation, window=("pt", "1h"), output_mode="append")
-    got = we.collect(rows=[window_row(r.asDict()) for r in _run(metrics, "append", tmp_path / "ck-metrics")])
+    layout = ResultLayout(we.evaluation, windowed=True)
+    got = we.collect(rows=layout.core_rows(window_row(r.asDict()) for r in _run(metrics, "append", tmp_path / "ck-metrics")))
     keep = np.isin(np.arange(len(cols["ts"])), matched_ref.column("id").to_numpy())
     assert_same_windows(got, reference({k: np.asarray(v)[keep] for k, v in cols.items()}, 3600))
 

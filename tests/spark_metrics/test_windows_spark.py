@@ -12,8 +12,9 @@ import pytest
 pd = pytest.importorskip("pandas")
 pytest.importorskip("pyspark")
 
-from mergeable_metrics import WindowedEvaluation  # noqa: E402
-from mergeable_metrics.spark import collect_results, compute_metrics  # noqa: E402
+from mergeable_metrics import Results, WindowedEvaluation  # noqa: E402
+from mergeable_metrics.spark import collect_results, compute_metrics, evaluate  # noqa: E402
+from mergeable_metrics.spark._frames import ResultLayout  # noqa: E402
 from mergeable_metrics.spark.windows import window_row  # noqa: E402
 from tests._helpers.windows import OPTIONS, T0, assert_same_windows, reference, timed_rows  # noqa: E402
 
@@ -29,7 +30,8 @@ def _frame(cols, as_timestamp=False):
 def test_batch_windows_equal_the_batch_answer_per_window(spark, window, size, slide):
     cols = timed_rows(n=300, hours=5, seed=11)
     df = spark.createDataFrame(_frame(cols)).repartition(3)
-    got = collect_results(compute_metrics(df, window=window, **OPTIONS), None)
+    got = collect_results(compute_metrics(df, window=window, **OPTIONS), WindowedEvaluation(window, **OPTIONS))
+    assert evaluate(df, window=window, **OPTIONS).to_json() == got.to_json()
     want = reference(cols, size, slide)
     assert_same_windows(got, want)
     assert got.config["window"]["time_col"] == "ts"
@@ -119,9 +121,10 @@ def test_structured_streaming_windows(spark, tmp_path, mode, late):
     latest = _latest_per_window(batches)
     data_windows = {w for w, _ in want.windows}
     assert data_windows <= set(latest)
-    got = we.collect(rows=[r for w, rows in latest.items() if w in data_windows for r in rows])
+    layout = ResultLayout(we.evaluation, windowed=True)  # the default: one row per slice and window
+    got = we.collect(rows=layout.core_rows(r for w, rows in latest.items() if w in data_windows for r in rows))
     assert_same_windows(got, want)
-    emitted = [r["window_start"] for _, rows in batches for r in rows if r["slice_key"] == "[]" and r["metric"] == "example_count"]
+    emitted = [r["window_start"] for _, rows in batches for r in rows if r["slice"] == "{}"]
     if late:  # the second file's rows are all of windows that end before 20 h
         assert max(cols["ts"][150:]) < T0 + 19 * 3600
     if mode == "append":  # once per window, and only windows the watermark passed

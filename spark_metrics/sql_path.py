@@ -48,7 +48,7 @@ from mergeable_metrics.metrics.base import UndefinedMetricWarning
 from mergeable_metrics.results.results import Results
 from mergeable_metrics.slicing.assign import OVERALL, assign_slices
 from mergeable_metrics.states.base import CELL_STATES, BinaryConfusionState, states_from_cells
-from mergeable_metrics.spark.compute import _quote, partition_note
+from mergeable_metrics.spark._frames import ResultLayout, partition_note, quote
 
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
@@ -154,9 +154,9 @@ def _cell_columns(evaluation: Evaluation, text: list | None = None) -> tuple[Any
 
     def num(name: str) -> Any:
         if text is None:
-            return F.col(_quote(name)).cast("double")
-        value = F.col(_quote(name)).try_cast("double")
-        raws[id(value)] = F.when(F.col(_quote(name)).isNotNull() & value.isNull(), F.col(_quote(name)).cast("string"))
+            return F.col(quote(name)).cast("double")
+        value = F.col(quote(name)).try_cast("double")
+        raws[id(value)] = F.when(F.col(quote(name)).isNotNull() & value.isNull(), F.col(quote(name)).cast("string"))
         return value
 
     label = num(ev.label_col)
@@ -194,18 +194,17 @@ def _cell_columns(evaluation: Evaluation, text: list | None = None) -> tuple[Any
     return cell, (weight if weight is not None else F.lit(1.0)), bad, per_label
 
 
-def compute_native(df: "DataFrame", exprs: list, evaluation: Evaluation, result_schema: Any, arrow_result_schema: Callable[[], Any]) -> "DataFrame":
+def compute_native(df: "DataFrame", exprs: list, evaluation: Evaluation, layout: ResultLayout) -> "DataFrame":
     """The native-aggregation job of :func:`mergeable_metrics.spark.compute_metrics` (lazy, like it).
 
     Args:
         df: the input DataFrame.
         exprs: the checked select expressions of ``evaluation.columns`` (compute_metrics').
         evaluation: an evaluation for which :func:`lowering_blocker` is None.
-        result_schema: the Spark schema of the result rows.
-        arrow_result_schema: a function giving their Arrow schema (called on the executors).
+        layout: the result rows' layout (wide or long, as the Arrow path's).
 
     Returns:
-        The long-format result DataFrame (same columns as the Arrow path).
+        The result DataFrame (the same rows as the Arrow path).
     """
     from pyspark.sql import functions as F
 
@@ -220,7 +219,7 @@ def compute_native(df: "DataFrame", exprs: list, evaluation: Evaluation, result_
     base = (
         df.select(*exprs)
         .select(
-            *[F.col(_quote(c)).alias(rename[c]) for c in slice_cols],
+            *[F.col(quote(c)).alias(rename[c]) for c in slice_cols],
             cell.alias("__cell"),
             weight.alias("__w"),
             bad.alias("__bad"),
@@ -243,8 +242,8 @@ def compute_native(df: "DataFrame", exprs: list, evaluation: Evaluation, result_
     if not names:  # no slices: the finest groups are the overall slice's cells
         agg = finest.select("__cell", F.lit(overall_gid).cast("long").alias("__gid"), "__n", "__wsum", "__bad_id", "__bad_value")
         zero = df.sparkSession.createDataFrame([(_ZERO, overall_gid, 0, 0.0, None, None)], agg.schema)
-        merge = _merge_cells_fn(evaluation, {overall_gid: ()}, {}, per_label, arrow_result_schema, _null_is_none(df))
-        return agg.unionByName(zero).groupBy("__gid").applyInArrow(merge, result_schema)
+        merge = _merge_cells_fn(evaluation, {overall_gid: ()}, {}, per_label, layout, _null_is_none(df))
+        return agg.unionByName(zero).groupBy("__gid").applyInArrow(merge, layout.spark_schema())
     sets = [[rename[c] for c in cols] + ["__cell"] for cols in specs]
     gids = {_gid(group_cols, frozenset(st)): cols for st, cols in zip(sets, specs)}
     agg = finest.groupingSets(sets, *group_cols).agg(
@@ -255,8 +254,8 @@ def compute_native(df: "DataFrame", exprs: list, evaluation: Evaluation, result_
         F.min_by("__bad_value", "__bad_id").alias("__bad_value"),
     )
     zero = df.sparkSession.createDataFrame([tuple([None] * len(names)) + (_ZERO, overall_gid, 0, 0.0, None, None)], agg.schema)
-    merge = _merge_cells_fn(evaluation, gids, dict(zip(names, slice_cols)), per_label, arrow_result_schema, _null_is_none(df))
-    return agg.unionByName(zero).groupBy("__gid", *names).applyInArrow(merge, result_schema)
+    merge = _merge_cells_fn(evaluation, gids, dict(zip(names, slice_cols)), per_label, layout, _null_is_none(df))
+    return agg.unionByName(zero).groupBy("__gid", *names).applyInArrow(merge, layout.spark_schema())
 
 
 def _gid(columns: list[str], present: frozenset) -> int:
@@ -276,7 +275,7 @@ def _merge_cells_fn(
     gids: dict[int, tuple],
     original: dict[str, str],
     per_label: int,
-    arrow_result_schema: Callable[[], Any],
+    layout: ResultLayout,
     null_is_none: frozenset,
 ) -> Callable[["pa.Table"], "pa.Table"]:
     """The grouped ``applyInArrow`` function: one slice's cells -> its metric rows."""
@@ -286,8 +285,6 @@ def _merge_cells_fn(
     by_name = {spec_cols: spec for spec_cols, spec in ((tuple(s.columns), s) for s in evaluation.slices)}
 
     def merge(table: "pa.Table") -> "pa.Table":
-        import pyarrow as pa
-
         gid = table.column("__gid")[0].as_py()
         cols = gids[gid]
         cells = np.asarray(table.column("__cell").to_numpy(zero_copy_only=False), dtype=np.int64)
@@ -308,7 +305,7 @@ def _merge_cells_fn(
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UndefinedMetricWarning)
             result = evaluation.finish({key: states}, add_overall=False)[key]
-        return pa.Table.from_pylist(Results([result]).to_rows(), schema=arrow_result_schema())
+        return layout.table(Results([result]).to_rows())
 
     return merge
 
