@@ -60,6 +60,7 @@ _EXPORTS: dict[str, str] = {
     "ROW_COLUMNS": "mergeable_metrics.results.results",
     "WINDOW_COLUMNS": "mergeable_metrics.results.results",
     "INTEGER_METRICS": "mergeable_metrics.results.results",
+    "SUPPRESSED_SLICES": "mergeable_metrics.results.results",
     "window_bound": "mergeable_metrics.results.results",
     # metrics, options and warnings
     "REGISTRY": "mergeable_metrics.metrics.base",
@@ -114,7 +115,7 @@ if TYPE_CHECKING:  # static type checkers and IDEs see the eager imports
     from mergeable_metrics.evaluation.profile import KeyCounts, ProfileSummary, SliceProfile, SliceProfiler, summarize_part  # noqa: F401
     from mergeable_metrics.inputs.validation import SCORES_FINITE, WEIGHTS_RULE, invalid_value_message, label_rule  # noqa: F401
     from mergeable_metrics.metrics.base import REGISTRY, UndefinedMetricWarning, parse_metric_string, resolve  # noqa: F401
-    from mergeable_metrics.results.results import Comparison, INTEGER_METRICS, ROW_COLUMNS, Results, SliceResult, WINDOW_COLUMNS, window_bound  # noqa: F401
+    from mergeable_metrics.results.results import Comparison, INTEGER_METRICS, ROW_COLUMNS, SUPPRESSED_SLICES, Results, SliceResult, WINDOW_COLUMNS, window_bound  # noqa: F401
     from mergeable_metrics.slicing.assign import OVERALL, assign_slices  # noqa: F401
     from mergeable_metrics.slicing.values import canonical_value  # noqa: F401
     from mergeable_metrics.states.base import BinaryConfusionState, CELL_STATES, State, states_from_cells  # noqa: F401

@@ -219,7 +219,6 @@ def run_spark(evaluation: Evaluation, path: str, fmt: str | None = None, master:
     stage("spark", "reading %s input %s", fmt, path)
     df = read_spark(spark, path, schema, columns)
     if window is not None:
-        we = WindowedEvaluation(window, evaluation)
         stage("spark", "computing per-window metrics (%s)", window)
         return evaluate(df, evaluation=evaluation, window=window)
     if evaluation.needs_profile:

@@ -18,11 +18,11 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
 import numpy as np
 
-from mergeable_metrics.states import codec
-from mergeable_metrics.evaluation.evaluation import Evaluation
-from mergeable_metrics.metrics.base import UndefinedMetricWarning
-from mergeable_metrics.results.results import ROW_COLUMNS, SUPPRESSED_SLICES, WINDOW_COLUMNS
-from mergeable_metrics.slicing.assign import OVERALL
+from mergeable_metrics.engine import slice_key_from_json, slice_key_to_json
+from mergeable_metrics.engine import Evaluation
+from mergeable_metrics.engine import UndefinedMetricWarning
+from mergeable_metrics.engine import ROW_COLUMNS, SUPPRESSED_SLICES, WINDOW_COLUMNS
+from mergeable_metrics.engine import OVERALL
 from mergeable_metrics.spark.aggregator import MetricsAggregator
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -133,7 +133,7 @@ def _zero_rows(evaluation: Evaluation) -> tuple[dict[str, int], list[dict[str, A
     copy that finishes it."""
     import copy
 
-    from mergeable_metrics.results.results import Results
+    from mergeable_metrics.engine import Results
 
     evaluation = copy.copy(evaluation)
     evaluation.min_slice_size = None
@@ -213,7 +213,7 @@ class ResultLayout:
         out: list[dict[str, Any]] = []
         wide: dict[str, dict[str, Any]] = {}
         for r in core_rows:
-            row = {"slice": slice_text(codec.slice_key_from_json(r["slice_key"])), **{c: r[c] for c in r if c not in ("slice", "slice_key")}}
+            row = {"slice": slice_text(slice_key_from_json(r["slice_key"])), **{c: r[c] for c in r if c not in ("slice", "slice_key")}}
             if not self.wide:
                 out.append(row)
                 continue
@@ -270,7 +270,7 @@ class ResultLayout:
         """Core's long rows (for :meth:`mergeable_metrics.Results.from_rows`) of collected result rows."""
         out = []
         for r in rows:
-            key = codec.slice_key_to_json(slice_of_text(r["slice"]))
+            key = slice_key_to_json(slice_of_text(r["slice"]))
             win = {c: r.get(c) for c in WINDOW_COLUMNS if self.windowed}
             if not self.wide:
                 out.append({"slice_key": key, **win, **{c: r.get(c) for c in RESULT_COLUMNS[1:]}})
@@ -433,7 +433,7 @@ def fold_partition_fn(evaluation: Evaluation) -> Callable[[Iterator["pa.RecordBa
 
         acc = fold_partition_batches(batches, aggregator.zero(), aggregator.reduce, evaluation.columns)
         items = acc.items()
-        keys = [codec.slice_key_to_json(k) for k, _ in items]
+        keys = [slice_key_to_json(k) for k, _ in items]
         states = [evaluation.encode_states(s) for _, s in items]
         yield pa.RecordBatch.from_arrays(
             [pa.array(keys, pa.string()), pa.array(states, pa.binary())], names=["slice_key", "states"]

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from mergeable_metrics.evaluation.evaluation import Accumulator, Evaluation
-from mergeable_metrics.results.results import Results
+from mergeable_metrics.engine import Accumulator, Evaluation
+from mergeable_metrics.engine import Results
 
 
 class MetricsAggregator:

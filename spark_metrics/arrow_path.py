@@ -21,12 +21,12 @@ from __future__ import annotations
 import warnings
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
-from mergeable_metrics.evaluation.evaluation import Evaluation
-from mergeable_metrics.metrics.base import UndefinedMetricWarning
-from mergeable_metrics.results.results import Results
-from mergeable_metrics.slicing.assign import OVERALL
+from mergeable_metrics.engine import Evaluation
+from mergeable_metrics.engine import UndefinedMetricWarning
+from mergeable_metrics.engine import Results
+from mergeable_metrics.engine import OVERALL
 from mergeable_metrics.spark._frames import ResultLayout, arrow_input, fold_partition_fn, states_schema
-from mergeable_metrics.states import codec
+from mergeable_metrics.engine import slice_key_from_json, slice_key_to_json
 
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
@@ -37,7 +37,7 @@ def slice_rows(evaluation: Evaluation, key_json: str, blobs: Iterable[bytes]) ->
     """One slice's long-format rows (:meth:`mergeable_metrics.Results.to_rows`) from its encoded
     partial states (merged, finished): the executors' per-slice merge and
     :func:`merge_on_driver` both run it."""
-    key = codec.slice_key_from_json(key_json)
+    key = slice_key_from_json(key_json)
     merged = evaluation.plan.merge_all(evaluation.decode_states(b) for b in blobs)
     # Warnings raised on an executor never reach the user: undefined values are NaN in the rows
     # (collect_results warns once, from the rows).
@@ -64,7 +64,7 @@ def partial_states(df: "DataFrame", exprs: list, evaluation: Evaluation) -> "Dat
 def compute_arrow(partial: "DataFrame", evaluation: Evaluation, layout: ResultLayout) -> "DataFrame":
     """The result DataFrame of the partial states: merged per slice on the executors (lazy)."""
     zero = partial.sparkSession.createDataFrame(
-        [(codec.slice_key_to_json(OVERALL), evaluation.encode_states(evaluation.plan.zero()))], states_schema()
+        [(slice_key_to_json(OVERALL), evaluation.encode_states(evaluation.plan.zero()))], states_schema()
     )
     return partial.unionByName(zero).groupBy("slice_key").applyInArrow(_merge_slice_fn(evaluation, layout), layout.spark_schema())
 
@@ -91,5 +91,5 @@ def merge_on_driver(partial: "DataFrame", evaluation: Evaluation, layout: Result
     blobs: dict[str, list[bytes]] = {}
     for key_json, states in zip(table.column("slice_key").to_pylist(), table.column("states").to_pylist()):
         blobs.setdefault(key_json, []).append(states)
-    blobs.setdefault(codec.slice_key_to_json(OVERALL), []).append(evaluation.encode_states(evaluation.plan.zero()))
+    blobs.setdefault(slice_key_to_json(OVERALL), []).append(evaluation.encode_states(evaluation.plan.zero()))
     return [row for key_json, parts in blobs.items() for row in slice_rows(evaluation, key_json, parts)]

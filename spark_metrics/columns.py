@@ -26,13 +26,13 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
-from mergeable_metrics.inputs.validation import SCORES_FINITE, WEIGHTS_RULE, label_rule
-from mergeable_metrics.evaluation.evaluation import Evaluation
-from mergeable_metrics.metrics.base import UndefinedMetricWarning
-from mergeable_metrics._util.nulls import NULL
-from mergeable_metrics.results.results import INTEGER_METRICS
-from mergeable_metrics.slicing.assign import OVERALL
-from mergeable_metrics.states.base import CELL_STATES, states_from_cells
+from mergeable_metrics.engine import SCORES_FINITE, WEIGHTS_RULE, label_rule
+from mergeable_metrics.engine import Evaluation
+from mergeable_metrics.engine import UndefinedMetricWarning
+from mergeable_metrics.engine import NULL
+from mergeable_metrics.engine import INTEGER_METRICS
+from mergeable_metrics.engine import OVERALL
+from mergeable_metrics.engine import CELL_STATES, states_from_cells
 from mergeable_metrics.spark.sql_path import _BAD_LABEL, _BAD_PREDICTION, _BAD_SCORE, _BAD_WEIGHT, MAX_NATIVE_CLASSES, _cell_columns
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -166,7 +166,7 @@ def _finish(ev: Evaluation, cells: np.ndarray, counts: np.ndarray, wsums: np.nda
 
 def _per_label(ev: Evaluation) -> int:
     """Joint cells per label (:func:`mergeable_metrics.spark.sql_path._cell_columns`), without Spark."""
-    from mergeable_metrics.states.base import BinaryConfusionState
+    from mergeable_metrics.engine import BinaryConfusionState
 
     plan = ev.plan
     if plan.task.kind == "multiclass":

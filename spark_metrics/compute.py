@@ -19,9 +19,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from mergeable_metrics.evaluation.evaluation import Evaluation, resolve_evaluation
-from mergeable_metrics.results.results import Results
-from mergeable_metrics.time.windows import WindowedEvaluation
+from mergeable_metrics.engine import Evaluation, resolve_evaluation
+from mergeable_metrics.engine import Results
+from mergeable_metrics.engine import WindowedEvaluation
 from mergeable_metrics.spark import arrow_path, sql_path
 from mergeable_metrics.spark._frames import RESULT_COLUMNS, ResultLayout, prepare_columns, result_schema
 from mergeable_metrics.spark.profile import profile_evaluation

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mergeable_metrics.time.continual import ContinualEvaluation
+from mergeable_metrics.engine import ContinualEvaluation
 
 __all__ = ["continual_evaluation"]
 

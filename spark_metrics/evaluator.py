@@ -35,7 +35,7 @@ _SCORE_NEEDS = {"score", "score_matrix", "probability"}
 
 
 def _metric_class(metric: str) -> Any:
-    from mergeable_metrics.metrics.base import REGISTRY, parse_metric_string
+    from mergeable_metrics.engine import REGISTRY, parse_metric_string
 
     name, _, _ = parse_metric_string(metric)
     cls = REGISTRY.get(name) or REGISTRY.get(name.lower())
@@ -157,9 +157,9 @@ class MetricsEvaluator(Evaluator, HasLabelCol, HasPredictionCol, HasRawPredictio
         from pyspark.ml.linalg import VectorUDT
         from pyspark.sql import functions as F
 
-        from mergeable_metrics import Evaluation
-        from mergeable_metrics.metrics.base import resolve
-        from mergeable_metrics.collection.plan import make_task
+        from mergeable_metrics.engine import Evaluation
+        from mergeable_metrics.engine import resolve
+        from mergeable_metrics.engine import make_task
 
         metric = self.getMetricName()
         kw = self._task_kwargs()
@@ -199,7 +199,7 @@ class MetricsEvaluator(Evaluator, HasLabelCol, HasPredictionCol, HasRawPredictio
 
         import numpy as np
 
-        from mergeable_metrics.metrics.base import UndefinedMetricWarning
+        from mergeable_metrics.engine import UndefinedMetricWarning
         from mergeable_metrics.spark.compute import evaluate
 
         ev, df = self.evaluation(dataset)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from mergeable_metrics.spark._frames import arrow_input, fold_partition_fn, prepare_columns, states_schema
-from mergeable_metrics.time.prequential import WINDOW_COLUMN, PrequentialEvaluation, PrequentialResults
+from mergeable_metrics.engine import WINDOW_COLUMN, PrequentialEvaluation, PrequentialResults
 
 __all__ = ["prequential_metrics"]
 
@@ -30,9 +30,9 @@ def prequential_metrics(df: Any, window_size: int, position_col: str, **options:
     """
     from pyspark.sql import functions as F
 
-    from mergeable_metrics.states import codec
-    from mergeable_metrics.evaluation.accumulator import Accumulator
-    from mergeable_metrics.slicing.assign import OVERALL
+    from mergeable_metrics.engine import slice_key_from_json
+    from mergeable_metrics.engine import Accumulator
+    from mergeable_metrics.engine import OVERALL
 
     pe = PrequentialEvaluation(window_size, position_col=position_col, **options)
     if position_col not in df.columns:
@@ -48,7 +48,7 @@ def prequential_metrics(df: Any, window_size: int, position_col: str, **options:
     parts = arrow_input(df, prepare_columns(df, ev)).mapInArrow(fold_partition_fn(ev), states_schema()).toArrow()
     merged = {OVERALL: ev.plan.zero()}
     for key_json, data in zip(parts.column("slice_key").to_pylist(), parts.column("states").to_pylist()):
-        key = codec.slice_key_from_json(key_json)
+        key = slice_key_from_json(key_json)
         states = ev.decode_states(data)
         merged[key] = ev.plan.merge(merged[key], states) if key in merged else states
     return pe.finish(Accumulator(merged, ev.fingerprint))

@@ -20,8 +20,8 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Callable, Iterator
 
-from mergeable_metrics.evaluation.evaluation import Evaluation
-from mergeable_metrics.evaluation.profile import KeyCounts, ProfileSummary, SliceProfile, summarize_part
+from mergeable_metrics.engine import Evaluation
+from mergeable_metrics.engine import KeyCounts, ProfileSummary, SliceProfile, summarize_part
 from mergeable_metrics.spark._frames import arrow_input, fold_partition_batches, prepare_columns
 from mergeable_metrics.spark.session import check_workers
 

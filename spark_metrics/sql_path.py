@@ -41,13 +41,13 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
-from mergeable_metrics.inputs.validation import SCORES_FINITE, WEIGHTS_RULE, invalid_value_message, label_rule
-from mergeable_metrics._util.nulls import NULL
-from mergeable_metrics.evaluation.evaluation import Evaluation, extract_columns
-from mergeable_metrics.metrics.base import UndefinedMetricWarning
-from mergeable_metrics.results.results import Results
-from mergeable_metrics.slicing.assign import OVERALL, assign_slices
-from mergeable_metrics.states.base import CELL_STATES, BinaryConfusionState, states_from_cells
+from mergeable_metrics.engine import SCORES_FINITE, WEIGHTS_RULE, invalid_value_message, label_rule
+from mergeable_metrics.engine import NULL
+from mergeable_metrics.engine import Evaluation, extract_columns
+from mergeable_metrics.engine import UndefinedMetricWarning
+from mergeable_metrics.engine import Results
+from mergeable_metrics.engine import OVERALL, assign_slices
+from mergeable_metrics.engine import CELL_STATES, BinaryConfusionState, states_from_cells
 from mergeable_metrics.spark._frames import ResultLayout, partition_note, quote
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -34,12 +34,12 @@ import datetime as _dt
 import warnings
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
-from mergeable_metrics.states import codec
-from mergeable_metrics.inputs.validation import invalid_value_message
-from mergeable_metrics.evaluation.evaluation import Evaluation
-from mergeable_metrics.metrics.base import UndefinedMetricWarning
-from mergeable_metrics.results.results import WINDOW_COLUMNS, Results
-from mergeable_metrics.time.windows import TimeWindows, WindowedEvaluation, take_rows, to_micros, window_from_micros
+from mergeable_metrics.engine import slice_key_from_json, slice_key_to_json
+from mergeable_metrics.engine import invalid_value_message
+from mergeable_metrics.engine import Evaluation
+from mergeable_metrics.engine import UndefinedMetricWarning
+from mergeable_metrics.engine import WINDOW_COLUMNS, Results
+from mergeable_metrics.engine import TimeWindows, WindowedEvaluation, take_rows, to_micros, window_from_micros
 from mergeable_metrics.spark._frames import ResultLayout, fold_partition_batches, prepare_columns, quote
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -125,7 +125,7 @@ def _fold_windows_fn(we: WindowedEvaluation, names: list[str]) -> Callable[[Iter
             for key, st in per_slice.items():
                 ws.append(start)
                 wend.append(end)
-                keys.append(codec.slice_key_to_json(key))
+                keys.append(slice_key_to_json(key))
                 states.append(ev.encode_states(st))
         yield pa.RecordBatch.from_arrays(
             [pa.array(ws, pa.int64()), pa.array(wend, pa.int64()), pa.array(keys, pa.string()), pa.array(states, pa.binary())],
@@ -152,7 +152,7 @@ def _merge_window_slice_fn(evaluation: Evaluation, layout: ResultLayout) -> Call
     plan = evaluation.plan
 
     def merge(table: "pa.Table") -> "pa.Table":
-        key = codec.slice_key_from_json(table.column("slice_key")[0].as_py())
+        key = slice_key_from_json(table.column("slice_key")[0].as_py())
         merged = plan.merge_all(evaluation.decode_states(b) for b in table.column("states").to_pylist())
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UndefinedMetricWarning)

@@ -6,7 +6,7 @@ and ``pipelines`` on top: the ``layers`` contract; the metric families above the
 ``metric-families``), has no import cycle between sibling modules anywhere, function-level imports
 included (``acyclic``), and the engine-free layer never imports the pipelines, the engines or their
 libraries (``engine-free``); the Beam adapter reads that layer only through
-``mergeable_metrics.engine`` (``beam-through-engine``). The contracts are run by import-linter's ``lint-imports`` in a fresh
+``mergeable_metrics.engine`` (``adapters-through-engine``). The contracts are run by import-linter's ``lint-imports`` in a fresh
 interpreter; a failure shows its report (which import breaks which contract).
 """
 

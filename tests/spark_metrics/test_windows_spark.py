@@ -12,7 +12,7 @@ import pytest
 pd = pytest.importorskip("pandas")
 pytest.importorskip("pyspark")
 
-from mergeable_metrics import Results, WindowedEvaluation  # noqa: E402
+from mergeable_metrics import WindowedEvaluation  # noqa: E402
 from mergeable_metrics.spark import collect_results, compute_metrics, evaluate  # noqa: E402
 from mergeable_metrics.spark._frames import ResultLayout  # noqa: E402
 from mergeable_metrics.spark.windows import window_row  # noqa: E402
