@@ -139,6 +139,7 @@ DEFAULT_BATCH_SIZE = 65_536
 #: Row dicts kept as dicts before they are turned into columns (one pass per column).
 ROW_CHUNK = 4096
 
+
 class StagedColumns:
     """Buffered rows already turned into columns (one list per column), waiting for a fold.
 

@@ -48,7 +48,19 @@ from apache_beam.transforms.userstate import BagStateSpec, ReadModifyWriteStateS
 from apache_beam.transforms.window import GlobalWindows
 from apache_beam.utils.timestamp import Timestamp
 
-from mergeable_metrics.engine import COUNT_NAMES, INVALID_LABEL, INVALID_PRED, MAX_US, MIN_US, TIME_RANGE_RULE, JoinCounts, LabelJoin, canonical_value, join_batches, parse_duration
+from mergeable_metrics.engine import (
+    COUNT_NAMES,
+    INVALID_LABEL,
+    INVALID_PRED,
+    MAX_US,
+    MIN_US,
+    TIME_RANGE_RULE,
+    JoinCounts,
+    LabelJoin,
+    canonical_value,
+    join_batches,
+    parse_duration,
+)
 
 __all__ = ["JoinCountsCombineFn", "JoinLateLabels", "MATCHED_TAG", "COUNTS_TAG"]
 
@@ -109,7 +121,9 @@ class _KeyById(beam.DoFn):
         if ident is None or us is None:
             if j.on_invalid == "raise":
                 col, value = (j.id_col, ident) if ident is None else (time_col, row[time_col])
-                raise ValueError(f"{what} column {col!r}: missing value {value!r} in the row {dict(row)!r} (a {what} needs an id and a time; on_invalid='skip' counts such rows as invalid_{what}s)")
+                raise ValueError(
+                    f"{what} column {col!r}: missing value {value!r} in the row {dict(row)!r} (a {what} needs an id and a time; on_invalid='skip' counts such rows as invalid_{what}s)"
+                )
             vec = np.zeros(len(COUNT_NAMES), dtype=np.int64)
             vec[INVALID_PRED if self.side == _P else INVALID_LABEL] = 1
             yield beam.pvalue.TaggedOutput(COUNTS_TAG, JoinCounts({(): vec}).to_lines()[0])
@@ -166,7 +180,9 @@ class _JoinPerId(beam.DoFn):
             cols = [j.id_col, j.prediction_time_col] + [c for spec in self.specs for c in spec if c not in (j.id_col, j.prediction_time_col, *j.window_columns)]
             p = pa.table({c: pa.array([], lt.schema.field(c).type if c in lt.column_names else pa.null()) for c in dict.fromkeys(cols)})
         if lt is None:
-            lt = pa.table({j.id_col: pa.array([], p.schema.field(j.id_col).type), j.label_time_col: pa.array([], pa.float64()), j.label_col: pa.array([], pa.null())})
+            lt = pa.table(
+                {j.id_col: pa.array([], p.schema.field(j.id_col).type), j.label_time_col: pa.array([], pa.float64()), j.label_col: pa.array([], pa.null())}
+            )
         return p, lt
 
 
@@ -261,7 +277,8 @@ class JoinLateLabels(beam.PTransform):
             out = (
                 pcoll
                 | f"{name}GlobalWindow" >> beam.WindowInto(GlobalWindows())
-                | f"Key{name}ById" >> beam.ParDo(_KeyById(side, self.join)).with_output_types(typing.Tuple[str, typing.Any]).with_outputs(COUNTS_TAG, main="keyed")
+                | f"Key{name}ById"
+                >> beam.ParDo(_KeyById(side, self.join)).with_output_types(typing.Tuple[str, typing.Any]).with_outputs(COUNTS_TAG, main="keyed")
             )
             keyed.append(out.keyed)
             invalid.append(out[COUNTS_TAG])

@@ -63,7 +63,17 @@ from apache_beam.utils.windowed_value import WindowedValue
 
 from mergeable_metrics.beam.combine import EvaluationCoder, MetricsAccumulator, MetricsCombineFn
 from mergeable_metrics.beam.results_io import slice_result_from_json, slice_result_to_json
-from mergeable_metrics.engine import OVERALL, Evaluation, Results, SliceResult, State, UndefinedMetricWarning, slice_key_from_json, slice_key_to_json, window_from_micros
+from mergeable_metrics.engine import (
+    OVERALL,
+    Evaluation,
+    Results,
+    SliceResult,
+    State,
+    UndefinedMetricWarning,
+    slice_key_from_json,
+    slice_key_to_json,
+    window_from_micros,
+)
 
 __all__ = [
     "FoldPerSlice",
@@ -379,9 +389,6 @@ def assemble_results(parts: Iterable[tuple[str, bytes]], evaluation: Evaluation,
             warnings.simplefilter("ignore", UndefinedMetricWarning)
             slices += ev.finish({OVERALL: ev.plan.zero()}, add_overall=False).slices
     return ev.collect(slices=slices).slices
-
-
-
 
 
 class WindowMetricsCombineFn(MetricsCombineFn):

@@ -128,12 +128,14 @@ class SliceResultCoder(beam.coders.Coder):
         if not encoded.startswith(_MAGIC):
             raise ValueError("not an encoded SliceResult (bad magic bytes or version)")
         try:
-            d = json.loads(encoded[len(_MAGIC):].decode("utf-8"))
+            d = json.loads(encoded[len(_MAGIC) :].decode("utf-8"))
             metrics = {k: _inexact(v) for k, v in d["metrics"]}
             start, end = d.get("window", (None, None))
             win = {"window_start": window_bound(start), "window_end": window_bound(end)}
             if d.get("suppressed"):
-                return SliceResult(tuple((c, v) for c, v in d["slice"]), None, None, None, {}, suppressed=True, suppressed_slices=d.get("suppressed_slices"), **win)
+                return SliceResult(
+                    tuple((c, v) for c, v in d["slice"]), None, None, None, {}, suppressed=True, suppressed_slices=d.get("suppressed_slices"), **win
+                )
             return SliceResult(
                 **win,
                 slice=tuple((c, v) for c, v in d["slice"]),

@@ -94,7 +94,9 @@ class ComputeMetrics(beam.PTransform):
     def expand(self, pcoll: beam.PCollection) -> beam.PCollection:
         summary = None
         if self.evaluation.needs_profile and not isinstance(pcoll.windowing.windowfn, GlobalWindows) and needs_one_grouping(pcoll.windowing):
-            raise ValueError("max_slices and quantile slices are not supported under Sessions, triggers or allowed lateness (their counting pass is a side input per window and pane)")
+            raise ValueError(
+                "max_slices and quantile slices are not supported under Sessions, triggers or allowed lateness (their counting pass is a side input per window and pane)"
+            )
         if self.evaluation.needs_profile:  # max_slices / quantile buckets: a counting pass first
             from mergeable_metrics.beam.profile import profile_summary
 

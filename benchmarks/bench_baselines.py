@@ -48,7 +48,7 @@ def main(argv: list[str] | None = None) -> None:
     X = rng.normal(size=(100_000, 8))
     y = (X[:, 0] + rng.normal(size=100_000) > 0).astype(int)
     clf = LogisticRegression().fit(X[:5000], y[:5000])
-    batches = [(X[i:i + 10_000], y[i:i + 10_000]) for i in range(0, 100_000, 10_000)]
+    batches = [(X[i : i + 10_000], y[i : i + 10_000]) for i in range(0, 100_000, 10_000)]
     metrics = {"hit": lambda out, batch: out.argmax(1) == batch[1], "auc": "roc_auc", "loss": "log_loss"}
     t = measure(
         {

@@ -263,7 +263,12 @@ def _arrow_results(part: str, what: str, n: int, t: dict[str, float], floor: str
     ours = rate(n, t["ours"])
     metrics_alone = rate(n, max(t["ours_cpu"] - t[floor + "_cpu"], 1e-9)) / 1e6
     return [
-        Result(part, f"{what} ({n:,} rows): {floor_row}", rate(n, t[floor]), note=f"the floor: the engine alone, no metric; wall {t[floor]:.2f} s, CPU {t[floor + '_cpu']:.2f} s"),
+        Result(
+            part,
+            f"{what} ({n:,} rows): {floor_row}",
+            rate(n, t[floor]),
+            note=f"the floor: the engine alone, no metric; wall {t[floor]:.2f} s, CPU {t[floor + '_cpu']:.2f} s",
+        ),
         Result(
             part,
             f"{what} ({n:,} rows): ComputeMetrics, 11 slices x (count, AUC, precision, recall)",
@@ -314,7 +319,14 @@ def run(
     n = int(d["rows"])
     overhead = d["ours"] / d["floor"] - 1
     cpu_overhead = d["ours_cpu"] / d["floor_cpu"] - 1
-    out.append(Result(part, f"dict rows ({n:,}), 10 slices: source only (FlatMap of dicts)", rate(n, d["source"]), note=f"the row generator alone; both pipelines below include it (CPU {d['source_cpu']:.2f} s)"))
+    out.append(
+        Result(
+            part,
+            f"dict rows ({n:,}), 10 slices: source only (FlatMap of dicts)",
+            rate(n, d["source"]),
+            note=f"the row generator alone; both pipelines below include it (CPU {d['source_cpu']:.2f} s)",
+        )
+    )
     out.append(
         Result(
             part,
@@ -333,10 +345,20 @@ def run(
     )
 
     m = arrow_memory(arrow_n, repeats)
-    out += _arrow_results(part, "Arrow tables in memory", int(m["rows"]), m, "floor", "the source only (Create | FlatMap(table) | Map(num_rows))", "the same source without metrics")
+    out += _arrow_results(
+        part,
+        "Arrow tables in memory",
+        int(m["rows"]),
+        m,
+        "floor",
+        "the source only (Create | FlatMap(table) | Map(num_rows))",
+        "the same source without metrics",
+    )
     pn = arrow_n if parquet_n is None else parquet_n
     a = arrow_batches(write_parquet(os.path.join(data_dir, f"beam_{pn}.parquet"), pn), repeats)
-    out += _arrow_results(part, "Arrow batches from Parquet", pn, a, "read", "ReadFromParquetBatched only (1M-row groups)", "ReadFromParquetBatched only, same file")
+    out += _arrow_results(
+        part, "Arrow batches from Parquet", pn, a, "read", "ReadFromParquetBatched only (1M-row groups)", "ReadFromParquetBatched only, same file"
+    )
 
     # TFMA: the same rows, the same size, entering the same way (one in-memory DataFrame), one run
     py = tfma_python(None if tfma == "auto" else tfma) if tfma else None
@@ -384,7 +406,9 @@ def main(argv: list[str] | None = None) -> int:
     dict_n = a.dict_rows or (100_000 if a.quick else 2_000_000)
     arrow_n = a.arrow_rows or (2_000_000 if a.quick else 20_000_000)
     repeats = a.repeats or (1 if a.quick else 3)
-    print(f"# bench_beam: {dict_n:,} dict rows, {arrow_n:,} Arrow rows in memory, {a.parquet_rows or arrow_n:,} Parquet rows, {repeats} repeats, wall and CPU; {machine_line()}")
+    print(
+        f"# bench_beam: {dict_n:,} dict rows, {arrow_n:,} Arrow rows in memory, {a.parquet_rows or arrow_n:,} Parquet rows, {repeats} repeats, wall and CPU; {machine_line()}"
+    )
     print(format_table(run(dict_n, arrow_n, repeats, a.data_dir, tfma, a.tfma_rows, parquet_n=a.parquet_rows), markdown=a.markdown))
     return 0
 

@@ -103,11 +103,31 @@ def run(n: int = 10_000_000, repeats: int = 5, clock: str = "cpu", sk_rows: int 
     floor = rate(n, t["floor"])
     sk, sk_w = rate(m, tk["sk"]), rate(m, tk["sk_w"])
     scale = floor / ISSUE_FLOOR_BINARY
-    out.append(Result(part, "numpy floor: binary counts @1 threshold (count_nonzero, bool labels)", floor, reference="issue's machine (quiet)", ref_value=ISSUE_FLOOR_BINARY, ref_source="quoted", ratio=scale, note="ratio = this run's floor / the issue's floor: how fast this machine is right now"))
+    out.append(
+        Result(
+            part,
+            "numpy floor: binary counts @1 threshold (count_nonzero, bool labels)",
+            floor,
+            reference="issue's machine (quiet)",
+            ref_value=ISSUE_FLOOR_BINARY,
+            ref_source="quoted",
+            ratio=scale,
+            note="ratio = this run's floor / the issue's floor: how fast this machine is right now",
+        )
+    )
     for key, label, target_abs, sk_rate in (("fold", "unweighted", 400e6, sk), ("fold_w", "weighted", 150e6, sk_w)):
         v = rate(n, t[key])
         ok = (v >= target_abs or v >= target_abs * scale) and v / sk_rate >= 15
-        out.append(Result(part, f"binary counts @1 threshold, {label}: BinaryConfusionState.from_batch", v, reference="numpy floor (count_nonzero)", ref_value=floor, ratio=v / floor))
+        out.append(
+            Result(
+                part,
+                f"binary counts @1 threshold, {label}: BinaryConfusionState.from_batch",
+                v,
+                reference="numpy floor (count_nonzero)",
+                ref_value=floor,
+                ratio=v / floor,
+            )
+        )
         out.append(
             Result(
                 part,
@@ -123,7 +143,16 @@ def run(n: int = 10_000_000, repeats: int = 5, clock: str = "cpu", sk_rows: int 
         )
     for key, label, sk_rate in (("val", "unweighted", sk), ("val_w", "weighted", sk_w)):
         v = rate(n, t[key])
-        out.append(Result(part, f"binary counts @1 threshold, {label}, + validation (make_batch)", v, reference=f"sklearn confusion_matrix{' (weighted)' if label == 'weighted' else ''}", ref_value=sk_rate, ratio=v / sk_rate))
+        out.append(
+            Result(
+                part,
+                f"binary counts @1 threshold, {label}, + validation (make_batch)",
+                v,
+                reference=f"sklearn confusion_matrix{' (weighted)' if label == 'weighted' else ''}",
+                ref_value=sk_rate,
+                ratio=v / sk_rate,
+            )
+        )
 
     # -- 10-class confusion matrix ------------------------------------------------------------
     cbatch = Batch(yc, y_pred=pc)
@@ -140,7 +169,17 @@ def run(n: int = 10_000_000, repeats: int = 5, clock: str = "cpu", sk_rows: int 
     floor10, sk10 = rate(n, t["floor"]), rate(m, tk["sk"])
     v = rate(n, t["fold"])
     scale10 = floor10 / ISSUE_FLOOR_BINCOUNT
-    out.append(Result(part, "10-class confusion matrix: ConfusionMatrixState.from_batch", v, reference="numpy bincount(y*10+p)", ref_value=floor10, ratio=v / floor10, note=f"this run's bincount floor / the issue's ~300 M rows/s = {scale10:.2f}"))
+    out.append(
+        Result(
+            part,
+            "10-class confusion matrix: ConfusionMatrixState.from_batch",
+            v,
+            reference="numpy bincount(y*10+p)",
+            ref_value=floor10,
+            ratio=v / floor10,
+            note=f"this run's bincount floor / the issue's ~300 M rows/s = {scale10:.2f}",
+        )
+    )
     out.append(
         Result(
             part,
@@ -154,7 +193,16 @@ def run(n: int = 10_000_000, repeats: int = 5, clock: str = "cpu", sk_rows: int 
             note=f"target scaled to this run's bincount floor: {200 * scale10:.0f} M rows/s. {sk_note}".strip(),
         )
     )
-    out.append(Result(part, "10-class confusion matrix + validation (make_batch)", rate(n, t["val"]), reference="sklearn confusion_matrix (10 classes)", ref_value=sk10, ratio=rate(n, t["val"]) / sk10))
+    out.append(
+        Result(
+            part,
+            "10-class confusion matrix + validation (make_batch)",
+            rate(n, t["val"]),
+            reference="sklearn confusion_matrix (10 classes)",
+            ref_value=sk10,
+            ratio=rate(n, t["val"]) / sk10,
+        )
+    )
 
     # -- regression moments -----------------------------------------------------------------
     rbatch = Batch(yr, y_pred=pr)
@@ -183,7 +231,17 @@ def run(n: int = 10_000_000, repeats: int = 5, clock: str = "cpu", sk_rows: int 
         warnings.simplefilter("ignore")
         tk = measure({"sk": lambda: roc_auc_score(ys, ss)}, 1, clock)
     v, ska = rate(n, t["fold"]), rate(m, tk["sk"])
-    out.append(Result(part, "ROC AUC state: ScoreDistributionState.from_batch (one batch)", v, reference="sklearn roc_auc_score (exact)", ref_value=ska, ratio=v / ska, note="details and targets: python -m benchmarks.bench_auc"))
+    out.append(
+        Result(
+            part,
+            "ROC AUC state: ScoreDistributionState.from_batch (one batch)",
+            v,
+            reference="sklearn roc_auc_score (exact)",
+            ref_value=ska,
+            ratio=v / ska,
+            note="details and targets: python -m benchmarks.bench_auc",
+        )
+    )
     return out
 
 

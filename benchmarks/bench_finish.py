@@ -35,7 +35,10 @@ from benchmarks.bench_onepass import METRICS, flights_args
 
 WORKLOADS = (
     ("precision/recall/f1/accuracy, tailnum", METRICS),
-    ("+ f1@macro, mcc, cohen_kappa, specificity, npv, classification_report", METRICS + ["f1@macro", "mcc", "cohen_kappa", "specificity", "npv", "classification_report"]),
+    (
+        "+ f1@macro, mcc, cohen_kappa, specificity, npv, classification_report",
+        METRICS + ["f1@macro", "mcc", "cohen_kappa", "specificity", "npv", "classification_report"],
+    ),
     ("roc_auc, tailnum (not vectorised: computed slice by slice)", ["roc_auc"]),
 )
 
@@ -70,7 +73,10 @@ def main(argv: list[str] | None = None) -> None:
                 },
                 args.repeats,
             )
-        print(f"{name:<72} {len(states):>6,} {t['finish']:>9.3f} {t['finish (states)']:>17.3f} {t['per-slice']:>11.3f} {t['many']:>14.3f} {t['per-slice'] / t['many']:>8.1f}", flush=True)
+        print(
+            f"{name:<72} {len(states):>6,} {t['finish']:>9.3f} {t['finish (states)']:>17.3f} {t['per-slice']:>11.3f} {t['many']:>14.3f} {t['per-slice'] / t['many']:>8.1f}",
+            flush=True,
+        )
     print("speed-up = per-slice compute_detailed / one compute_many (the metric step of finish from states)")
 
 

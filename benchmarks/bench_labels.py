@@ -52,11 +52,24 @@ def run(n: int = 1_000_000, repeats: int = 5, clock: str = "cpu", seed: int = 0)
     )
     part = "labels"
     out = []
-    for key, what, ref in (("obj", "3 string classes, object array", "pd_obj"), ("fixed", "3 string classes, <U4 array", "pd_obj"), ("ints", "{-1, 1} int64", "pd_ints")):
+    for key, what, ref in (
+        ("obj", "3 string classes, object array", "pd_obj"),
+        ("fixed", "3 string classes, <U4 array", "pd_obj"),
+        ("ints", "{-1, 1} int64", "pd_ints"),
+    ):
         v = rate(n, t[key])
         out.append(Result(part, f"encode_labels: {what}", v, reference="pandas.Categorical(...).codes", ref_value=rate(n, t[ref]), ratio=v / rate(n, t[ref])))
     fold = rate(n, t["fold"])
-    out.append(Result(part, "3-class confusion matrix fold of the codes (for scale)", fold, reference="encode_labels, object array", ref_value=rate(n, t["obj"]), ratio=fold / rate(n, t["obj"])))
+    out.append(
+        Result(
+            part,
+            "3-class confusion matrix fold of the codes (for scale)",
+            fold,
+            reference="encode_labels, object array",
+            ref_value=rate(n, t["obj"]),
+            ratio=fold / rate(n, t["obj"]),
+        )
+    )
     return out
 
 

@@ -187,7 +187,9 @@ def main(argv: list[str] | None = None) -> None:
     rows = sum(b.num_rows for b in batches)
     print(f"flights predictions x {args.replicate}: {rows:,} rows in {len(batches)} Arrow batches of {BATCH:,}; CPU time, median of {args.repeats}")
     print(machine_line())
-    head = f"{'workload':<66} {'slices':>6} {'ours M rows/s':>13} {'floor M rows/s':>14} {'ratio':>6} {'finish s':>8}" + (f" {'per-slice M rows/s':>18}" if args.per_slice else "")
+    head = f"{'workload':<66} {'slices':>6} {'ours M rows/s':>13} {'floor M rows/s':>14} {'ratio':>6} {'finish s':>8}" + (
+        f" {'per-slice M rows/s':>18}" if args.per_slice else ""
+    )
     print(head)
     print("-" * len(head))
     for i, (name, metrics, specs) in enumerate(WORKLOADS, 1):
@@ -217,7 +219,10 @@ def main(argv: list[str] | None = None) -> None:
         if metrics == ["roc_auc"]:
             t2 = measure({"ours": ours, "sorts": lambda: floor_sorts_only(batches)}, args.repeats)
             r2, rs = rows / t2["ours"] / 1e6, rows / t2["sorts"] / 1e6
-            print(f"   {'same, against the per-batch lexsorts alone (no merge across batches)':<63} {slices:>6,} {r2:>13.2f} {rs:>14.2f} {r2 / rs:>6.2f}", flush=True)
+            print(
+                f"   {'same, against the per-batch lexsorts alone (no merge across batches)':<63} {slices:>6,} {r2:>13.2f} {rs:>14.2f} {r2 / rs:>6.2f}",
+                flush=True,
+            )
     print("ratio = our rate / the floor's rate (target >= 0.5); finish = one Evaluation.finish of the folded accumulator (CPU s)")
 
 

@@ -135,7 +135,8 @@ def run(sizes: tuple[int, ...] = (1_000_000, 10_000_000, 50_000_000), data_dir: 
             ratio=b["peak_rss_mib"] / a["peak_rss_mib"],
             target="grows < 10%",
             met=growth < 10,
-            note=f"growth {growth:+.1f}%; RSS after imports {a['base_rss_mib']:.0f} MiB; peaks " + ", ".join(f"{n:,}: {runs[n]['peak_rss_mib']:.0f} MiB" for n in sizes),
+            note=f"growth {growth:+.1f}%; RSS after imports {a['base_rss_mib']:.0f} MiB; peaks "
+            + ", ".join(f"{n:,}: {runs[n]['peak_rss_mib']:.0f} MiB" for n in sizes),
         )
     )
     sa, sb = a["state_bytes"], b["state_bytes"]

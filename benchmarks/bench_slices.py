@@ -158,7 +158,10 @@ def main(argv: list[str] | None = None) -> None:
             print("\nunbounded spec 'user' (every distinct value is a slice):")
             for d in [1_000, 10_000]:
                 c = run_child("unbounded", rows, d, "")
-                print(f"{d:>9,} | fold: RSS {c['peak_rss_mib']:.1f} MiB, traced {c['traced_peak_mib']:.1f} MiB, {c['slices']:,} slices, acc {c['acc_kib']:.0f} KiB, {c['seconds']:.1f} s", flush=True)
+                print(
+                    f"{d:>9,} | fold: RSS {c['peak_rss_mib']:.1f} MiB, traced {c['traced_peak_mib']:.1f} MiB, {c['slices']:,} slices, acc {c['acc_kib']:.0f} KiB, {c['seconds']:.1f} s",
+                    flush=True,
+                )
 
 
 if __name__ == "__main__":

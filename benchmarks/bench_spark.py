@@ -117,8 +117,15 @@ def profile(df, evaluation, n: int, repeats: int) -> list[Result]:
     out, before = [], 0.0
     for k in jobs:
         out.append(
-            Result("spark", f"Arrow path up to: {k}", rate(n, t[k]), reference="the whole job", ref_value=rate(n, t["whole job"]),
-                   ratio=t[k] / t["whole job"], note=f"median of {repeats}: {t[k]:.2f} s, this stage adds {t[k] - before:.2f} s")  # fmt: skip
+            Result(
+                "spark",
+                f"Arrow path up to: {k}",
+                rate(n, t[k]),
+                reference="the whole job",
+                ref_value=rate(n, t["whole job"]),
+                ratio=t[k] / t["whole job"],
+                note=f"median of {repeats}: {t[k]:.2f} s, this stage adds {t[k] - before:.2f} s",
+            )  # fmt: skip
         )
         before = t[k]
     return out
@@ -184,29 +191,68 @@ def run(n: int = 10_000_000, binary_rows: int = 2_000_000, repeats: int = 3, par
     auc_rate = rate(m, t_auc)
     label = f"compute_metrics, {n:,} cached rows, 11 slices x (count, AUC, precision, recall)"
     out.append(
-        Result(part, label, ours_rate, reference="MLlib MulticlassClassificationEvaluator (global F1)", ref_value=f1_rate, ratio=ours_rate / f1_rate, target=">= 2x", met=ours_rate / f1_rate >= 2,
-               note=f"medians of {repeats}: ours {t['ours']:.1f} s, MLlib F1 {t['f1']:.1f} s; caching took {t_cache:.1f} s (untimed); overall AUC {float(exact):.4f}")  # fmt: skip
+        Result(
+            part,
+            label,
+            ours_rate,
+            reference="MLlib MulticlassClassificationEvaluator (global F1)",
+            ref_value=f1_rate,
+            ratio=ours_rate / f1_rate,
+            target=">= 2x",
+            met=ours_rate / f1_rate >= 2,
+            note=f"medians of {repeats}: ours {t['ours']:.1f} s, MLlib F1 {t['f1']:.1f} s; caching took {t_cache:.1f} s (untimed); overall AUC {float(exact):.4f}",
+        )  # fmt: skip
     )
     out.append(
-        Result(part, label, ours_rate, reference="MLlib BinaryClassificationEvaluator (global AUC)", ref_value=auc_rate, ratio=ours_rate / auc_rate, target=">= 50x", met=ours_rate / auc_rate >= 50,
-               note=f"MLlib AUC measured once on {m:,} rows ({t_auc:.1f} s)" + (f" (a cached subset of the {n:,}; it sorts all scores)" if m < n else ""))  # fmt: skip
+        Result(
+            part,
+            label,
+            ours_rate,
+            reference="MLlib BinaryClassificationEvaluator (global AUC)",
+            ref_value=auc_rate,
+            ratio=ours_rate / auc_rate,
+            target=">= 50x",
+            met=ours_rate / auc_rate >= 50,
+            note=f"MLlib AUC measured once on {m:,} rows ({t_auc:.1f} s)" + (f" (a cached subset of the {n:,}; it sorts all scores)" if m < n else ""),
+        )  # fmt: skip
     )
     out.append(
-        Result(part, label, ours_rate, reference=f"the same before this change (100,000-row Arrow batches, merge on the executors; ours: {int(batch):,}-row batches, merge on the driver)",
-               ref_value=rate(n, t["before"]), ratio=t["before"] / t["ours"], note=f"medians of {repeats}: ours {t['ours']:.1f} s, before {t['before']:.1f} s; same results")  # fmt: skip
+        Result(
+            part,
+            label,
+            ours_rate,
+            reference=f"the same before this change (100,000-row Arrow batches, merge on the executors; ours: {int(batch):,}-row batches, merge on the driver)",
+            ref_value=rate(n, t["before"]),
+            ratio=t["before"] / t["ours"],
+            note=f"medians of {repeats}: ours {t['ours']:.1f} s, before {t['before']:.1f} s; same results",
+        )  # fmt: skip
     )
     r = rate(n, t["native"])
     out.append(
-        Result(part, f"compute_metrics native, {n:,} cached rows, 11 slices x (count, precision, recall, f1)", r,
-               reference="the same plan on the Arrow path (native=False)", ref_value=rate(n, t["arrow_counts"]), ratio=t["arrow_counts"] / t["native"],
-               note=f"medians of {repeats}: native {t['native']:.2f} s, Arrow path {t['arrow_counts']:.2f} s")  # fmt: skip
+        Result(
+            part,
+            f"compute_metrics native, {n:,} cached rows, 11 slices x (count, precision, recall, f1)",
+            r,
+            reference="the same plan on the Arrow path (native=False)",
+            ref_value=rate(n, t["arrow_counts"]),
+            ratio=t["arrow_counts"] / t["native"],
+            note=f"medians of {repeats}: native {t['native']:.2f} s, Arrow path {t['arrow_counts']:.2f} s",
+        )  # fmt: skip
     )
     for key, what in (("native", "11 slices x (count, precision, recall, f1)"), ("native_global", "global f1 only")):
         r = rate(n, t[key])
         out.append(
-            Result(part, f"compute_metrics native, {n:,} cached rows, {what}", r, reference="MLlib MulticlassClassificationEvaluator (global F1)",
-                   ref_value=f1_rate, ratio=r / f1_rate, target=">= 2x", met=r / f1_rate >= 2,
-                   note=f"medians of {repeats}: ours {t[key]:.2f} s, MLlib F1 {t['f1']:.2f} s; Spark SQL aggregates (mergeable_metrics.spark.sql_path)")  # fmt: skip
+            Result(
+                part,
+                f"compute_metrics native, {n:,} cached rows, {what}",
+                r,
+                reference="MLlib MulticlassClassificationEvaluator (global F1)",
+                ref_value=f1_rate,
+                ratio=r / f1_rate,
+                target=">= 2x",
+                met=r / f1_rate >= 2,
+                note=f"medians of {repeats}: ours {t[key]:.2f} s, MLlib F1 {t['f1']:.2f} s; Spark SQL aggregates (mergeable_metrics.spark.sql_path)",
+            )  # fmt: skip
         )
     return out + stages
 

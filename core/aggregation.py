@@ -436,7 +436,19 @@ class AggregateResults:
         for s in self.slices:
             for k, v in s.metrics.items():
                 lo, hi = s.ci.get(k, _NAN_CI)
-                rows.append({"slice": s.name, **s._window_dict(), "runs": s.runs, "n": s.n, "metric": k, "value": v, "ci_lower": lo, "ci_upper": hi, "method": self.method})
+                rows.append(
+                    {
+                        "slice": s.name,
+                        **s._window_dict(),
+                        "runs": s.runs,
+                        "n": s.n,
+                        "metric": k,
+                        "value": v,
+                        "ci_lower": lo,
+                        "ci_upper": hi,
+                        "method": self.method,
+                    }
+                )
         return rows
 
 

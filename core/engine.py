@@ -115,7 +115,16 @@ if TYPE_CHECKING:  # static type checkers and IDEs see the eager imports
     from mergeable_metrics.evaluation.profile import KeyCounts, ProfileSummary, SliceProfile, SliceProfiler, summarize_part  # noqa: F401
     from mergeable_metrics.inputs.validation import SCORES_FINITE, WEIGHTS_RULE, invalid_value_message, label_rule  # noqa: F401
     from mergeable_metrics.metrics.base import REGISTRY, UndefinedMetricWarning, parse_metric_string, resolve  # noqa: F401
-    from mergeable_metrics.results.results import Comparison, INTEGER_METRICS, ROW_COLUMNS, SUPPRESSED_SLICES, Results, SliceResult, WINDOW_COLUMNS, window_bound  # noqa: F401
+    from mergeable_metrics.results.results import (
+        Comparison,
+        INTEGER_METRICS,
+        ROW_COLUMNS,
+        SUPPRESSED_SLICES,
+        Results,
+        SliceResult,
+        WINDOW_COLUMNS,
+        window_bound,
+    )  # noqa: F401
     from mergeable_metrics.slicing.assign import OVERALL, assign_slices  # noqa: F401
     from mergeable_metrics.slicing.values import canonical_value  # noqa: F401
     from mergeable_metrics.states.base import BinaryConfusionState, CELL_STATES, State, states_from_cells  # noqa: F401
@@ -123,4 +132,14 @@ if TYPE_CHECKING:  # static type checkers and IDEs see the eager imports
     from mergeable_metrics.time.continual import ContinualEvaluation, EVENT_COLUMNS, OCLMetrics  # noqa: F401
     from mergeable_metrics.time.latelabels import COUNT_NAMES, INVALID_LABEL, INVALID_PRED, JoinCounts, LabelJoin, join_batches  # noqa: F401
     from mergeable_metrics.time.prequential import PrequentialEvaluation, PrequentialResults, WINDOW_COLUMN  # noqa: F401
-    from mergeable_metrics.time.windows import MAX_US, MIN_US, TIME_RANGE_RULE, TimeWindows, WindowedEvaluation, parse_duration, take_rows, to_micros, window_from_micros  # noqa: F401
+    from mergeable_metrics.time.windows import (
+        MAX_US,
+        MIN_US,
+        TIME_RANGE_RULE,
+        TimeWindows,
+        WindowedEvaluation,
+        parse_duration,
+        take_rows,
+        to_micros,
+        window_from_micros,
+    )  # noqa: F401

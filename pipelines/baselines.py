@@ -85,9 +85,7 @@ class PairedDifference:
         return bool(self.lower > 0.0 or self.upper < 0.0)
 
 
-def paired_difference(
-    current: Any, baseline: Any, *, confidence: float = 0.95, resamples: int = 2000, seed: int = 0
-) -> PairedDifference:
+def paired_difference(current: Any, baseline: Any, *, confidence: float = 0.95, resamples: int = 2000, seed: int = 0) -> PairedDifference:
     """The mean paired difference ``current - baseline`` with a seeded bootstrap interval.
 
     Sample ``i`` of ``current`` and of ``baseline`` measure the same example. The interval is the
@@ -222,8 +220,7 @@ def _target_key(batch: Any, targets: Any, position: int) -> Any:
     found = [k for k in TARGET_KEYS if k in names]
     if len(found) > 1:
         raise ValueError(
-            f"batch {position} has several label {'keys' if isinstance(batch, Mapping) else 'columns'} {found}: "
-            f"pass targets= to say which one holds the labels"
+            f"batch {position} has several label {'keys' if isinstance(batch, Mapping) else 'columns'} {found}: pass targets= to say which one holds the labels"
         )
     return found[0] if found else None
 
@@ -324,10 +321,7 @@ class _Fingerprint:
             entry = (hashlib.sha256(), dtype, shape)
             self.parts[name] = entry
         elif (entry[1], entry[2]) != (dtype, shape):
-            raise ValueError(
-                f"batch {position} part {name}: dtype {dtype} and row shape {shape} differ from the first batch's "
-                f"{entry[1]} {entry[2]}"
-            )
+            raise ValueError(f"batch {position} part {name}: dtype {dtype} and row shape {shape} differ from the first batch's {entry[1]} {entry[2]}")
         entry[0].update(data)
 
     def digest(self) -> str:
@@ -562,8 +556,7 @@ class _MetricRunner:
             )
         else:
             raise ValueError(
-                f"metric {self.name!r} returned shape {arr.shape} for batch {position} of {n} samples: "
-                "expected a scalar (per batch) or one value per sample"
+                f"metric {self.name!r} returned shape {arr.shape} for batch {position} of {n} samples: expected a scalar (per batch) or one value per sample"
             )
         if self.kind is not None and self.kind != kind:
             raise ValueError(f"metric {self.name!r} returned a {kind} value for batch {position}, {self.kind} before")
@@ -874,12 +867,12 @@ def check_options(run: Evaluated, *, tolerance: Any = 0.01, higher_is_better: An
     """
     _check_names(tolerance, "tolerance", run.metrics)
     _check_names(higher_is_better, "higher_is_better", run.metrics)
-    for name, value in (tolerance.items() if isinstance(tolerance, Mapping) else [("tolerance", tolerance)]):
+    for name, value in tolerance.items() if isinstance(tolerance, Mapping) else [("tolerance", tolerance)]:
         if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
             raise TypeError(f"tolerance of {name!r} must be a number, got {type(value).__name__}")
         if not (math.isfinite(value) and value >= 0):
             raise ValueError(f"tolerance of {name!r} must be a finite number >= 0, got {value!r}")
-    for name, value in (higher_is_better.items() if isinstance(higher_is_better, Mapping) else [("higher_is_better", higher_is_better)]):
+    for name, value in higher_is_better.items() if isinstance(higher_is_better, Mapping) else [("higher_is_better", higher_is_better)]:
         if value is not None and not isinstance(value, (bool, np.bool_)):
             raise TypeError(f"higher_is_better of {name!r} must be True, False or None, got {value!r}")
     if not (isinstance(confidence, (int, float)) and not isinstance(confidence, bool) and 0.0 < confidence < 1.0):
@@ -963,7 +956,9 @@ def compare(
         sign = 1.0 if hib else -1.0
         if math.isnan(value) or math.isnan(base):
             if math.isnan(value) != math.isnan(base):
-                out.regressions.append(f"{name} is {'undefined (NaN)' if math.isnan(value) else f'{value:.6g}'} now, baseline {'undefined (NaN)' if math.isnan(base) else f'{base:.6g}'}")
+                out.regressions.append(
+                    f"{name} is {'undefined (NaN)' if math.isnan(value) else f'{value:.6g}'} now, baseline {'undefined (NaN)' if math.isnan(base) else f'{base:.6g}'}"
+                )
             else:
                 out.checked.append(f"{name}: undefined (NaN) in both runs")
             continue

@@ -92,7 +92,9 @@ def read_config_file(path: str | Path, what: str = "config") -> dict[str, Any]:
 
 
 def _tname(v: Any) -> str:
-    return {dict: "a mapping", list: "a list", str: "a string", bool: "a boolean", int: "an integer", float: "a number", type(None): "null"}.get(type(v), type(v).__name__)
+    return {dict: "a mapping", list: "a list", str: "a string", bool: "a boolean", int: "an integer", float: "a number", type(None): "null"}.get(
+        type(v), type(v).__name__
+    )
 
 
 def _closest(word: str, choices: Iterable[str]) -> str:
@@ -112,7 +114,7 @@ def config_keys(parser: argparse.ArgumentParser) -> dict[str, argparse.Action]:
 
 def _string(key: str, v: Any) -> str:
     if not isinstance(v, str):
-        hint = f" (quote it: {key}: \"{v}\")" if isinstance(v, (int, float)) and not isinstance(v, bool) else ""
+        hint = f' (quote it: {key}: "{v}")' if isinstance(v, (int, float)) and not isinstance(v, bool) else ""
         raise ValueError(f"expected a string, got {_tname(v)} {v!r}{hint}")
     if not v.strip():
         raise ValueError("expected a non-empty string")
@@ -170,7 +172,7 @@ def _convert(key: str, action: argparse.Action, v: Any, base: Path) -> tuple[str
             try:
                 out.append(",".join(_string_list(key, cols, "column name")))
             except ValueError as e:
-                raise ValueError(f"item {i}: a slice spec is a column name, \"a,b\" or a list of column names; {e}") from None
+                raise ValueError(f'item {i}: a slice spec is a column name, "a,b" or a list of column names; {e}') from None
         return key, out
     if key == "measure" and isinstance(v, dict):  # named measures: {name: column}
         return key, [f"{_string(key, n).strip()}={_string(key, c).strip()}" for n, c in v.items()]

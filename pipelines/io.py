@@ -294,10 +294,7 @@ def input_schema(path: str | os.PathLike, fmt: str | None, columns: Sequence[str
                     t = pa.unify_schemas([pa.schema([(c, t)]), pa.schema([(c, t2)])], promote_options="permissive").field(c).type
                 except (pa.ArrowTypeError, pa.ArrowInvalid):
                     first = next(g for g in files if per_file[g][c] != t2)
-                    raise InputError(
-                        f"column {c!r} has type {per_file[first][c]} in {first!r} but {t2} in {f!r}; "
-                        "give it one type in every file"
-                    ) from None
+                    raise InputError(f"column {c!r} has type {per_file[first][c]} in {first!r} but {t2} in {f!r}; give it one type in every file") from None
             types[c] = t
         differ = {f: t for f, t in per_file.items() if t != types}
         return InputSchema(fmt, files, types, file_types=differ)

@@ -67,7 +67,9 @@ def _input_columns(evaluation: Any, join: LabelJoin, labels_names: Sequence[str]
     skip = {join.label_col, *join.window_columns}
     pcols = [join.id_col, join.prediction_time_col] + [c for c in evaluation.columns if c not in skip and c not in (join.id_col, join.prediction_time_col)]
     spec_cols = {c for spec in count_specs(evaluation) for c in spec}
-    lcols = [join.id_col, join.label_time_col, join.label_col] + sorted(c for c in spec_cols if c in labels_names and c not in (join.id_col, join.label_time_col, join.label_col, *join.window_columns))
+    lcols = [join.id_col, join.label_time_col, join.label_col] + sorted(
+        c for c in spec_cols if c in labels_names and c not in (join.id_col, join.label_time_col, join.label_col, *join.window_columns)
+    )
     return pcols, lcols
 
 
@@ -84,7 +86,9 @@ def _read_all(path: str, columns: Sequence[str], fmt: str | None) -> pa.Table:
     return pa.Table.from_batches(batches)
 
 
-def check_inputs(pred_path: str, labels_path: str, evaluation: Any, join: LabelJoin, fmt: str | None = None, labels_fmt: str | None = None) -> tuple[pa.Table, pa.Table]:
+def check_inputs(
+    pred_path: str, labels_path: str, evaluation: Any, join: LabelJoin, fmt: str | None = None, labels_fmt: str | None = None
+) -> tuple[pa.Table, pa.Table]:
     """Read both inputs' used columns (local engine, and the checks before Beam and Spark start:
     a null id or time raises here naming its row, with ``on_invalid="raise"``)."""
     from mergeable_metrics.pipelines import io
@@ -183,7 +187,18 @@ def run_beam(evaluation: Any, join: LabelJoin, preds: pa.Table, labels: pa.Table
     return evaluation.collect(slices=[slice_result_from_json(ln) for ln in slices]), counts
 
 
-def run_spark(evaluation: Any, join: LabelJoin, pred_path: str, labels_path: str, preds: pa.Table, labels: pa.Table, fmt: str | None = None, labels_fmt: str | None = None, master: str = "local[2]", partitions: int = 4) -> tuple[Any, JoinCounts]:
+def run_spark(
+    evaluation: Any,
+    join: LabelJoin,
+    pred_path: str,
+    labels_path: str,
+    preds: pa.Table,
+    labels: pa.Table,
+    fmt: str | None = None,
+    labels_fmt: str | None = None,
+    master: str = "local[2]",
+    partitions: int = 4,
+) -> tuple[Any, JoinCounts]:
     """Spark (batch): both inputs read as DataFrames, unioned with a side column, repartitioned by
     id (every row of an id in one partition), each partition joined by :func:`join_batches` in
     ``mapInArrow``; the matched rows go to ``compute_metrics``, the counts are summed on the
@@ -257,7 +272,9 @@ def _spark_id_key(col: Any, arrow_type: pa.DataType) -> Any:
     return col.cast("string")
 
 
-def run_join(engine: str, evaluation: Any, join: LabelJoin, pred_path: str, labels_path: str, fmt: str | None = None, labels_fmt: str | None = None, **options: Any) -> tuple[Any, JoinCounts]:
+def run_join(
+    engine: str, evaluation: Any, join: LabelJoin, pred_path: str, labels_path: str, fmt: str | None = None, labels_fmt: str | None = None, **options: Any
+) -> tuple[Any, JoinCounts]:
     """Join and evaluate on ``engine`` (local, beam or spark): ``(mergeable_metrics.Results, JoinCounts)``.
 
     Raises:
@@ -281,7 +298,16 @@ def run_join(engine: str, evaluation: Any, join: LabelJoin, pred_path: str, labe
 STREAM_OUTCOMES = ("matched", "no_label_within_delay", "unmatched_label")
 
 
-def stream_join(predictions: Any, labels: Any, id_col: str, prediction_time_col: str, label_time_col: str, max_label_delay: str | float, label_col: str = "label", watermark_delay: str | float = 0) -> Any:
+def stream_join(
+    predictions: Any,
+    labels: Any,
+    id_col: str,
+    prediction_time_col: str,
+    label_time_col: str,
+    max_label_delay: str | float,
+    label_col: str = "label",
+    watermark_delay: str | float = 0,
+) -> Any:
     """Join a predictions stream and a labels stream (Spark Structured Streaming) by id, with
     ``prediction_time <= label_time <= prediction_time + max_label_delay``: a full outer
     stream-stream join with watermarks, so the join's state is bounded by the delay.
@@ -333,7 +359,11 @@ def stream_join(predictions: Any, labels: Any, id_col: str, prediction_time_col:
         raise ValueError(f"stream_join: the predictions stream has columns {clash} that the join adds")
     p = predictions.withWatermark(prediction_time_col, f"{late_us} microseconds")
     lab = labels.select(F.col(id_col).alias("__lid"), label_time_col, label_col).withWatermark(label_time_col, f"{late_us} microseconds")
-    cond = (F.col("__lid") == F.col(id_col)) & (F.col(label_time_col) >= F.col(prediction_time_col)) & (F.col(label_time_col) <= F.col(prediction_time_col) + F.expr(f"INTERVAL {delay_us} MICROSECONDS"))
+    cond = (
+        (F.col("__lid") == F.col(id_col))
+        & (F.col(label_time_col) >= F.col(prediction_time_col))
+        & (F.col(label_time_col) <= F.col(prediction_time_col) + F.expr(f"INTERVAL {delay_us} MICROSECONDS"))
+    )
     joined = p.join(lab, cond, "full_outer")
     outcome = F.when(F.col(id_col).isNull(), F.lit("unmatched_label")).when(F.col("__lid").isNull(), F.lit("no_label_within_delay")).otherwise(F.lit("matched"))
     cols = [F.coalesce(F.col(id_col), F.col("__lid")).alias(id_col) if c == id_col else F.col(c) for c in predictions.columns]

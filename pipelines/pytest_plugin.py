@@ -41,8 +41,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--metric-baselines-file",
         default=None,
         metavar="PATH",
-        help="metric baselines file (default: .metric-baselines.json in the rootdir); per-sample values go "
-        "to the directory of the same name without .json",
+        help="metric baselines file (default: .metric-baselines.json in the rootdir); per-sample values go to the directory of the same name without .json",
     )
     group.addoption(
         "--metric-baselines-strict",
@@ -103,7 +102,9 @@ class _BaselineStore:
             import numpy as np  # noqa: PLC0415 - only when a baseline with per-sample values is read
 
             if not isinstance(name, str) or Path(name).name != name or name.startswith("."):
-                raise pytest.UsageError(f"metric baselines file {str(self.path)!r}: entry {key!r}: per_sample {name!r} is not a file name in {str(self.sample_dir)!r}")
+                raise pytest.UsageError(
+                    f"metric baselines file {str(self.path)!r}: entry {key!r}: per_sample {name!r} is not a file name in {str(self.sample_dir)!r}"
+                )
             file = self.sample_dir / name
             if file.exists():
                 import zipfile  # noqa: PLC0415
@@ -255,10 +256,7 @@ def metric_baseline(request: pytest.FixtureRequest) -> Callable[..., Any]:
         result = baselines.compare(
             run, entry, samples, tolerance=tolerance, higher_is_better=higher_is_better, confidence=confidence, resamples=resamples, seed=seed
         )
-        provenance = (
-            f"baseline: {baselines.describe_provenance(entry)}\n"
-            f"now:      {baselines.describe_provenance(run.entry())}"
-        )
+        provenance = f"baseline: {baselines.describe_provenance(entry)}\nnow:      {baselines.describe_provenance(run.entry())}"
         # every failure in one message: a violated limit never hides the baseline's verdict
         parts = [limits_text] if limits else []
         if result.mismatches:
@@ -268,7 +266,8 @@ def metric_baseline(request: pytest.FixtureRequest) -> Callable[..., Any]:
             )
         elif result.regressions:
             parts.append(
-                f"metric regression in {key}:\n  " + "\n  ".join(result.regressions)
+                f"metric regression in {key}:\n  "
+                + "\n  ".join(result.regressions)
                 + ("\nwithin tolerance:\n  " + "\n  ".join(result.checked) if result.checked else "")
             )
         if parts:

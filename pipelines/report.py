@@ -349,7 +349,9 @@ def plot_roc(results: Results, slices: Iterable[Any] | None = None, metric: str 
     if one is not None:
         _draw_class_curves(ax, results, one, key, 0, 1, "default")
         ax.plot([0, 1], [0, 1], ls=":", color="grey", lw=1, label="chance")
-        ax.set(xlim=(0, 1), ylim=(0, 1.01), xlabel="false positive rate", ylabel="true positive rate", title=f"ROC curves per class ({one.name}, {n_text(one)})")
+        ax.set(
+            xlim=(0, 1), ylim=(0, 1.01), xlabel="false positive rate", ylabel="true positive rate", title=f"ROC curves per class ({one.name}, {n_text(one)})"
+        )
         ax.legend(loc="lower right", fontsize="small")
         ax.grid(alpha=0.3)
         return fig
@@ -639,9 +641,7 @@ def _bar_order(shown: list[SliceResult], metric: str, small_slice_size: int) -> 
     return [s for _, s in sorted(enumerate(shown), key=key)]
 
 
-def plot_slices(
-    results: Results, metric: str, *, max_slices: int = 60, bounds: bool = True, small_slice_size: int = SMALL_SLICE_SIZE, ax: Any = None
-) -> Any:
+def plot_slices(results: Results, metric: str, *, max_slices: int = 60, bounds: bool = True, small_slice_size: int = SMALL_SLICE_SIZE, ax: Any = None) -> Any:
     """Horizontal bar chart of one scalar metric per slice (overall value as a dashed line).
 
     Bars are ordered by the metric, best at the top (highest first, lowest first for a metric
@@ -732,7 +732,9 @@ def _axis_text(v: float) -> str:
     return f"{v:.4g}" if v != 0 else "0"
 
 
-def bar_axis(metric: str, vals: np.ndarray, cis: Sequence[tuple[float, float] | None], bounds: Sequence[Any], overall: float | None) -> tuple[float, float, bool]:
+def bar_axis(
+    metric: str, vals: np.ndarray, cis: Sequence[tuple[float, float] | None], bounds: Sequence[Any], overall: float | None
+) -> tuple[float, float, bool]:
     """``(lower, upper, from_zero)``: the x-axis of a per-slice bar chart, scaled to the values
     (with their intervals, bounds and the overall value) and padded by 5% of their range, within
     the metric's own range (``bounds`` of its class, e.g. 0 to 1 for a rate). The axis starts at 0
@@ -745,7 +747,7 @@ def bar_axis(metric: str, vals: np.ndarray, cis: Sequence[tuple[float, float] | 
     if overall is not None:
         pts.append(overall)
     cls = metric_class(metric)
-    lo_b, hi_b = (tuple(float(b) for b in getattr(cls, "bounds", (-math.inf, math.inf))) if cls is not None else (-math.inf, math.inf))
+    lo_b, hi_b = tuple(float(b) for b in getattr(cls, "bounds", (-math.inf, math.inf))) if cls is not None else (-math.inf, math.inf)
     if not pts:
         return (lo_b if math.isfinite(lo_b) else 0.0), (hi_b if math.isfinite(hi_b) else 1.0), True
     lo, hi = min(pts), max(pts)
@@ -878,17 +880,50 @@ def build_figures(
     for key in metric_keys(results, "reliability"):
         ece = next(iter(metric_keys(results, canonical="ece")), None)
         ece_text = f"; {ece} = {_value_text(ece, overall.metrics[ece])}" if ece is not None and np.ndim(overall.metrics[ece]) == 0 else ""
-        add("reliability", f"fig-reliability-{_slug(key)}", "Reliability diagram", f"From {key!r}, slice {overall.name} ({n_text(overall)}){ece_text}: equal-width score bins; " + ("one line per class (that class against the rest) and the top label (confidence against accuracy); the histogram shows the top-label bins' weight." if np.ndim(overall.metrics[key]) == 3 else "the histogram shows each bin's weight."), plot_reliability(results, overall, metric=key), key)
+        add(
+            "reliability",
+            f"fig-reliability-{_slug(key)}",
+            "Reliability diagram",
+            f"From {key!r}, slice {overall.name} ({n_text(overall)}){ece_text}: equal-width score bins; "
+            + (
+                "one line per class (that class against the rest) and the top label (confidence against accuracy); the histogram shows the top-label bins' weight."
+                if np.ndim(overall.metrics[key]) == 3
+                else "the histogram shows each bin's weight."
+            ),
+            plot_reliability(results, overall, metric=key),
+            key,
+        )
     for key in metric_keys(results, "confusion_matrix"):
         if np.ndim(overall.metrics[key]) == 2:
             what = "weight" if is_weighted(results) else "count"
-            add("confusion_matrix", f"fig-confusion-matrix-{_slug(key)}", "Confusion matrix", f"From {key!r}, slice {overall.name} ({n_text(overall)}): " + ("rows are predictions, columns true labels" if "rows=predicted" in key else "rows are true labels, columns predictions") + f"; each cell shows the {what} and its share of the row.", plot_confusion_matrix(results, overall, metric=key), key)
+            add(
+                "confusion_matrix",
+                f"fig-confusion-matrix-{_slug(key)}",
+                "Confusion matrix",
+                f"From {key!r}, slice {overall.name} ({n_text(overall)}): "
+                + ("rows are predictions, columns true labels" if "rows=predicted" in key else "rows are true labels, columns predictions")
+                + f"; each cell shows the {what} and its share of the row.",
+                plot_confusion_matrix(results, overall, metric=key),
+                key,
+            )
     if (results.config or {}).get("task") == "regression" and len(computed(results)) > 1:
         why = "one point per slice, sized by n (the regression states hold sums, not rows)"
         if metric_keys(results, canonical="mean_prediction") and metric_keys(results, canonical="mean_label"):
-            add("predicted_vs_actual", "fig-predicted-vs-actual", "Predicted vs actual", f"Mean prediction against mean actual value, {why}; dotted: predicted = actual.", plot_predicted_vs_actual(results))
+            add(
+                "predicted_vs_actual",
+                "fig-predicted-vs-actual",
+                "Predicted vs actual",
+                f"Mean prediction against mean actual value, {why}; dotted: predicted = actual.",
+                plot_predicted_vs_actual(results),
+            )
         if metric_keys(results, canonical="mean_prediction") and metric_keys(results, canonical="mean_error"):
-            add("residuals", "fig-residuals", "Residuals", f"Mean residual (predicted - actual) against mean prediction, {why}; above the dotted line a slice is over-predicted.", plot_residuals(results))
+            add(
+                "residuals",
+                "fig-residuals",
+                "Residuals",
+                f"Mean residual (predicted - actual) against mean prediction, {why}; above the dotted line a slice is over-predicted.",
+                plot_residuals(results),
+            )
     if len(computed(results)) > 1:
         for key in bar_metrics if bar_metrics is not None else scalar_metrics(results):
             cap = f"From {key!r}. Bars are the slices' values, best first, each labelled with its n; the dashed line is the overall value; small slices (n < {small_slice_size:,}: noisy values) are hatched, pale and listed last"
@@ -897,17 +932,43 @@ def build_figures(
                 cap += f"; grey bars: {label}"
             if bounds and any(key in s.bounds for s in results.slices):
                 cap += "; black error bars are certified bounds (the metric comes from an approximate state)"
-            add("slices", f"fig-slices-{_slug(key)}", f"{short_name(key)} per slice", cap + ".", plot_slices(results, key, max_slices=max_slices, bounds=bounds, small_slice_size=small_slice_size), key)
+            add(
+                "slices",
+                f"fig-slices-{_slug(key)}",
+                f"{short_name(key)} per slice",
+                cap + ".",
+                plot_slices(results, key, max_slices=max_slices, bounds=bounds, small_slice_size=small_slice_size),
+                key,
+            )
     series = window_series(results, windows)
     if series:
         add("windows", "fig-windows", "Metrics over windows", f"{len(series)} windows, overall slice of each.", plot_windows(series))
     for key in metric_keys(results, "accuracy_matrix"):
         if np.ndim(overall.metrics[key]) == 2:
-            add("accuracy_matrix", f"fig-accuracy-matrix-{_slug(key)}", "Continual-learning accuracy matrix", f"From {key!r}: row i is the model after training on task i, column j its accuracy on task j.", plot_accuracy_matrix(results, overall, metric=key), key)
+            add(
+                "accuracy_matrix",
+                f"fig-accuracy-matrix-{_slug(key)}",
+                "Continual-learning accuracy matrix",
+                f"From {key!r}: row i is the model after training on task i, column j its accuracy on task j.",
+                plot_accuracy_matrix(results, overall, metric=key),
+                key,
+            )
     if np.size(overall.metrics.get("anytime_accuracy_matrix", [])):
-        add("anytime_accuracy_matrix", "fig-anytime-accuracy-matrix", "Anytime accuracy matrix", "Row i.h is the h-th evaluation while training on task i, column j the accuracy on task j.", plot_anytime_accuracy_matrix(results, overall))
+        add(
+            "anytime_accuracy_matrix",
+            "fig-anytime-accuracy-matrix",
+            "Anytime accuracy matrix",
+            "Row i.h is the h-th evaluation while training on task i, column j the accuracy on task j.",
+            plot_anytime_accuracy_matrix(results, overall),
+        )
     if "accuracy_all" in overall.metrics and "accuracy_seen" in overall.metrics and np.ndim(overall.metrics["accuracy_all"]) == 1:
-        add("continual_curves", "fig-continual-curves", "Accuracy across tasks", "Mean accuracy over all tasks and over the tasks seen so far, after each task (markers) and during training (lines).", plot_continual_curves(results, overall))
+        add(
+            "continual_curves",
+            "fig-continual-curves",
+            "Accuracy across tasks",
+            "Mean accuracy over all tasks and over the tasks seen so far, after each task (markers) and during training (lines).",
+            plot_continual_curves(results, overall),
+        )
     return figs
 
 
@@ -981,7 +1042,17 @@ def _comparison_table(results: Results, max_rows: int) -> dict[str, Any] | None:
             mark, reason = comparison_mark(c, cand, base)
             values = [f"{who} {_fmt(v)}" for who, v in (("candidate", cand), ("baseline", base)) if v is not None and np.ndim(v) == 0]
             title = "; ".join([*values, *([reason] if reason else [])])
-            cells.append({"text": text, "interval": interval, "sort": "" if not math.isfinite(d) else repr(d), "title": title, "mark": mark, "reason": reason, "verdict": mark.replace(" ", "-")})
+            cells.append(
+                {
+                    "text": text,
+                    "interval": interval,
+                    "sort": "" if not math.isfinite(d) else repr(d),
+                    "title": title,
+                    "mark": mark,
+                    "reason": reason,
+                    "verdict": mark.replace(" ", "-"),
+                }
+            )
         rows.append({"name": s.name, "n": s.n, "cells": cells})
     counts = {m: sum(1 for r in rows for c in r["cells"] if c.get("mark") == m) for m in COMPARISON_MARKS}
     not_tested: dict[str, list[str]] = {}  # reason -> the metrics not tested for it (shown once, above the table)
@@ -990,7 +1061,15 @@ def _comparison_table(results: Results, max_rows: int) -> dict[str, Any] | None:
         for k, c in zip(metrics, r["cells"]):
             if c.get("mark") == "not tested" and short[k] not in not_tested.setdefault(c["reason"], []):
                 not_tested[c["reason"]].append(short[k])
-    return {"not_tested": not_tested, "label": label, "metrics": metrics, "short_names": display_names(metrics), "rows": rows, "hidden": max(0, len(shown) - max_rows), "mark_counts": counts}
+    return {
+        "not_tested": not_tested,
+        "label": label,
+        "metrics": metrics,
+        "short_names": display_names(metrics),
+        "rows": rows,
+        "hidden": max(0, len(shown) - max_rows),
+        "mark_counts": counts,
+    }
 
 
 def _array_summary(v: Any, classes: Sequence[Any] | None = None) -> str:
@@ -1061,13 +1140,28 @@ def render_report(
                 cell = _cell(v, overall.bounds.get(k), bounds, canonical_name(k) in COUNT_METRICS)
             elif k in figure_of:  # a matrix or curve is shown as its figure, never as a nested list
                 what = {"confusion_matrix": "heatmap", "accuracy_matrix": "heatmap", "roc": "curve", "pr": "curve"}.get(figure_kind(k) or "", "diagram")
-                cell = {"text": f"shown as the {what} below", "sort": "", "title": "all values in metrics.json / metrics.parquet", "null": False, "href": "#" + figure_of[k]}
+                cell = {
+                    "text": f"shown as the {what} below",
+                    "sort": "",
+                    "title": "all values in metrics.json / metrics.parquet",
+                    "null": False,
+                    "href": "#" + figure_of[k],
+                }
             else:
                 cell = {"text": _array_summary(v, results.metric_labels(k) or results.classes), "sort": "", "title": "", "null": False}
             cls = metric_class(k)
             hib = getattr(cls, "higher_is_better", None)
             ci_cell = {"text": "", "title": ""} if k in figure_of and np.ndim(v) != 0 else _ci_text(overall, k, k in unsupported, ci_name)
-            overall_rows.append({"metric": short, "key": k, "name": metric_full_name(k), "cell": cell, "ci": ci_cell, "direction": {True: "higher is better", False: "lower is better"}.get(hib, "")})
+            overall_rows.append(
+                {
+                    "metric": short,
+                    "key": k,
+                    "name": metric_full_name(k),
+                    "cell": cell,
+                    "ci": ci_cell,
+                    "direction": {True: "higher is better", False: "lower is better"}.get(hib, ""),
+                }
+            )
     slice_rows = []
     for s in results.slices[:max_table_rows]:
         if getattr(s, "suppressed", False):
@@ -1090,7 +1184,20 @@ def render_report(
     config = results.config or {}
     summary = [("confidence intervals", ci_name)] if ci_name else []
     shown_threshold = threshold_applies(results)
-    for k in ("task", "label_col", "score_col", "prediction_col", "baseline_score_col", "baseline_prediction_col", "tolerance", "weight_col", "threshold", "classes", "pos_label", "slices"):
+    for k in (
+        "task",
+        "label_col",
+        "score_col",
+        "prediction_col",
+        "baseline_score_col",
+        "baseline_prediction_col",
+        "tolerance",
+        "weight_col",
+        "threshold",
+        "classes",
+        "pos_label",
+        "slices",
+    ):
         if k == "threshold" and not shown_threshold:  # argmax, regression, predicted labels, threshold-free metrics
             continue
         if config.get(k) not in (None, [], ""):
@@ -1125,7 +1232,11 @@ def render_report(
             + ", or withheld with such a slice): not shown, no values published."
         ),
         ci_name=ci_name,
-        ci_unsupported=[short_name(k) for k in (overall.metrics if overall is not None else ()) if k in unsupported and not (k in figure_of and np.ndim(overall.metrics[k]) != 0)],
+        ci_unsupported=[
+            short_name(k)
+            for k in (overall.metrics if overall is not None else ())
+            if k in unsupported and not (k in figure_of and np.ndim(overall.metrics[k]) != 0)
+        ],
     )
 
 
@@ -1150,7 +1261,9 @@ def _fairness_table(f: Any, max_rows: int) -> dict[str, Any]:
     for s in f.slices[:max_rows]:
         cells = [c for m in f.metrics for c in (value(s.values[m], s.ci.get(m)), num(s.differences[m], True))]
         rows.append({"name": s.name, "n": s.n, "worst": worst is not None and s.slice == worst.slice, "cells": cells + [num(s.ratio)]})
-    summary = f"largest difference {num(f.difference)['text']}, smallest ratio {num(f.ratio)['text']}" + (f", worst slice {worst.name}" if worst is not None else "")
+    summary = f"largest difference {num(f.difference)['text']}, smallest ratio {num(f.ratio)['text']}" + (
+        f", worst slice {worst.name}" if worst is not None else ""
+    )
     if f.undefined:
         summary += f"; undefined in {len(f.undefined)} slice(s)"
     if f.suppressed:

@@ -82,7 +82,9 @@ ENTRY_KEYS = ("spec", "slice", "metrics")
 DATA = "data"
 #: config keys of the intervals and the paired comparison (``Evaluation``'s ``ci*``, ``id_col``,
 #: ``baseline_*``, ``tolerance``): they change no metric value, so they may differ between the runs
-INTERVAL_KEYS = frozenset({"ci", "ci_level", "ci_replicates", "ci_seed", "ci_prior", "id_col", "baseline_score_col", "baseline_prediction_col", "tolerance", "comparison"})
+INTERVAL_KEYS = frozenset(
+    {"ci", "ci_level", "ci_replicates", "ci_seed", "ci_prior", "id_col", "baseline_score_col", "baseline_prediction_col", "tolerance", "comparison"}
+)
 #: state kinds a baseline model adds (``baseline_score_col``): they hold the comparison, not the metric values
 _BASELINE_STATES = ("paired_confusion ",)
 #: interval settings that must agree when both runs have intervals (``ci.method``, ``ci.level``)
@@ -206,7 +208,7 @@ def spec_columns(spec: Any) -> frozenset[str]:
     cols = []
     for p in parts:
         if not isinstance(p, str):
-            raise ValueError(f"a slice spec is a column name, \"a,b\" or a list of column names, got {_tname(p)} {p!r}")
+            raise ValueError(f'a slice spec is a column name, "a,b" or a list of column names, got {_tname(p)} {p!r}')
         c = p.split(":", 1)[0].split("=", 1)[0].strip()
         if not c:
             raise ValueError(f"empty column name in slice spec {spec!r}")
@@ -243,7 +245,9 @@ def parse_thresholds(data: dict[str, Any], source: str = "thresholds") -> Thresh
                     raise ValueError(f"{w}.spec: {err}") from None
             else:
                 if not isinstance(e["slice"], (dict, str)):
-                    raise ValueError(f"{w}.slice: expected a mapping of column: value ({{}} is the overall slice) or a slice name (\"carrier=OO\"), got {_tname(e['slice'])}")
+                    raise ValueError(
+                        f'{w}.slice: expected a mapping of column: value ({{}} is the overall slice) or a slice name ("carrier=OO"), got {_tname(e["slice"])}'
+                    )
                 one = dict(e["slice"]) if isinstance(e["slice"], dict) else e["slice"]  # a name: found in the results
             if e.get("metrics") is None:
                 raise ValueError(f"{w}: metrics is missing (a mapping of metric: thresholds)")
@@ -290,13 +294,13 @@ def read_results(path: str | Path, side: str) -> tuple[Path, dict[str, Any]]:
     except ValueError as e:  # NaN / Infinity / 1e999: not JSON numbers (undefined values are null)
         raise ValueError(f"{where}: {e}") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("slices"), list):
-        raise ValueError(f"{where}: not an evaluation output: expected {{\"slices\": [...], \"config\": {{...}}}}")
+        raise ValueError(f'{where}: not an evaluation output: expected {{"slices": [...], "config": {{...}}}}')
     if not isinstance(doc.get("config", {}), dict):
-        raise ValueError(f"{where}: \"config\" must be a mapping, got {_tname(doc['config'])}")
+        raise ValueError(f'{where}: "config" must be a mapping, got {_tname(doc["config"])}')
     seen: dict[tuple, int] = {}
     for i, s in enumerate(doc["slices"]):
         if not isinstance(s, dict) or not isinstance(s.get("slice"), dict):
-            raise ValueError(f"{where}: slices[{i}]: expected {{\"slice\": {{column: value}}, \"n\": ..., \"metrics\": {{...}}}}")
+            raise ValueError(f'{where}: slices[{i}]: expected {{"slice": {{column: value}}, "n": ..., "metrics": {{...}}}}')
         bad = [c for c, v in s["slice"].items() if isinstance(v, dict)]
         if bad:
             raise ValueError(f"{where}: slices[{i}]: slice value of column {bad[0]!r} is a mapping {s['slice'][bad[0]]!r}; slice values are scalars")
@@ -308,7 +312,7 @@ def read_results(path: str | Path, side: str) -> tuple[Path, dict[str, Any]]:
             raise ValueError(f"{where}: slices[{i}] ({_entry_name(s)}) appears twice (also slices[{seen[sid]}])")
         seen[sid] = i
         if not s.get("suppressed") and not isinstance(s.get("metrics"), dict):
-            raise ValueError(f"{where}: slices[{i}] ({_entry_name(s)}): \"metrics\" must be a mapping")
+            raise ValueError(f'{where}: slices[{i}] ({_entry_name(s)}): "metrics" must be a mapping')
         for k, v in (s.get("metrics") or {}).items():
             if not _numeric(v):
                 raise ValueError(f"{where}: slices[{i}] ({_entry_name(s)}): metric {k!r} = {v!r}: expected a number, null or a list of them")
@@ -517,7 +521,9 @@ class _Resolver:
                     raise ConfigError(f"{where}: {section}.{k}: {key!r} is not a scalar metric (its values are arrays); thresholds apply to scalar metrics")
                 hib = t.higher_is_better if t.higher_is_better is not None else _direction(key)
                 if (t.absolute is not None or t.relative is not None) and hib is None:
-                    raise ConfigError(f"{where}: {section}.{k}: {key!r} has no direction (higher_is_better is null in the registry); add higher_is_better: true or false for its change threshold")
+                    raise ConfigError(
+                        f"{where}: {section}.{k}: {key!r} has no direction (higher_is_better is null in the registry); add higher_is_better: true or false for its change threshold"
+                    )
                 out[key] = t
             return out
 
@@ -528,7 +534,9 @@ class _Resolver:
             if e.spec is not None:
                 if e.spec not in specs:
                     known = sorted(",".join(sorted(s)) for s in specs if s)
-                    raise ConfigError(f"{where}: {e.where}.spec: no slices of spec {','.join(sorted(e.spec))!r} in the results{_closest(','.join(sorted(e.spec)), known)}; specs: {', '.join(known) or '(none)'}")
+                    raise ConfigError(
+                        f"{where}: {e.where}.spec: no slices of spec {','.join(sorted(e.spec))!r} in the results{_closest(','.join(sorted(e.spec)), known)}; specs: {', '.join(known) or '(none)'}"
+                    )
                 target, key = self.by_spec, e.spec
             else:
                 one = e.slice
@@ -617,7 +625,9 @@ def _check(metric: str, kind: str, t: MetricThreshold, hib: bool | None, cur: An
                 row["status"] = "fail"
                 row["message"] += f"; the paired interval of the change [{_fmt(pci[0])}, {_fmt(pci[1])}] excludes zero"
             return row
-        row["note"] = f"the paired comparison in the current results has delta {_fmt(delta)}, not this change {_fmt(change)}: it compares another baseline; not used"
+        row["note"] = (
+            f"the paired comparison in the current results has delta {_fmt(delta)}, not this change {_fmt(change)}: it compares another baseline; not used"
+        )
     ci_c, ci_b = _interval((cs.get("ci") or {}).get(metric)), _interval((bs.get("ci") or {}).get(metric))
     if ci_c is not None or ci_b is not None:
         a, b = ci_c or (cur, cur), ci_b or (base, base)
@@ -701,7 +711,14 @@ def compare(current: dict[str, Any], baseline: dict[str, Any], thresholds: Thres
         name = _entry_name(s)
         mss = thresholds.min_slice_size
         if mss is not None and min(s.get("n") or 0, b.get("n") or 0) < mss:
-            unchecked.append({"slice": s["slice"], **_entry_window(s), "slice_name": name, "reason": f"fewer than min_slice_size={_fmt(mss)} rows (current n={s.get('n')}, baseline n={b.get('n')})"})
+            unchecked.append(
+                {
+                    "slice": s["slice"],
+                    **_entry_window(s),
+                    "slice_name": name,
+                    "reason": f"fewer than min_slice_size={_fmt(mss)} rows (current n={s.get('n')}, baseline n={b.get('n')})",
+                }
+            )
             continue
         for m in available:
             if m not in s["metrics"] or m not in b["metrics"]:
@@ -739,7 +756,11 @@ def compare(current: dict[str, Any], baseline: dict[str, Any], thresholds: Thres
         "failures": failures,
         "metrics_without_thresholds": without,
         "unchecked_slices": unchecked,
-        "summary": {"slices_compared": len(computed), "checks": len(checks), **{k: counts.get(k, 0) for k in ("pass", "fail", "within_ci", "undefined", "no_baseline")}},
+        "summary": {
+            "slices_compared": len(computed),
+            "checks": len(checks),
+            **{k: counts.get(k, 0) for k in ("pass", "fail", "within_ci", "undefined", "no_baseline")},
+        },
         "checks": checks,
     }
 
@@ -799,7 +820,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="Compare two evaluation outputs (metrics.json) slice by slice against value and change thresholds.",
         epilog="exit codes: 0 every check passes, 1 a regression, 2 a configuration mismatch or bad input",
     )
-    p.add_argument("--current", required=True, metavar="DIR", help="output directory of python -m mergeable_metrics.pipelines.evaluate (or its metrics.json) to check")
+    p.add_argument(
+        "--current", required=True, metavar="DIR", help="output directory of python -m mergeable_metrics.pipelines.evaluate (or its metrics.json) to check"
+    )
     p.add_argument("--baseline", required=True, metavar="DIR", help="the output to compare against (or its metrics.json)")
     p.add_argument("--thresholds", required=True, metavar="FILE", help="YAML or JSON thresholds file (see docs/cli.md, 'Validating pipeline outputs')")
     p.add_argument("--output", metavar="DIR", help="where validation.json goes (default: the --current directory)")

@@ -65,7 +65,9 @@ def column_types() -> list[tuple[str, str]]:
     """``(column, type)`` of the long layout (types ``string`` / ``bigint`` / ``double``)."""
     unknown = [c for c in ROW_COLUMNS if c not in _COLUMN_TYPES]
     if unknown:  # core added a long-format column this adapter does not know yet
-        raise RuntimeError(f"mergeable_metrics.spark has no Spark type for core result column(s) {unknown}; update _COLUMN_TYPES in mergeable_metrics.spark._frames")
+        raise RuntimeError(
+            f"mergeable_metrics.spark has no Spark type for core result column(s) {unknown}; update _COLUMN_TYPES in mergeable_metrics.spark._frames"
+        )
     return [(c, _COLUMN_TYPES[c]) for c in RESULT_COLUMNS]
 
 
@@ -235,11 +237,13 @@ class ResultLayout:
         key = row["metric"]
         spec = next((m for m in self.metrics if m[0] == key), None)
         if spec is None:
-            raise RuntimeError(f"metric {key!r} has no column in the wide layout (columns from an empty slice: {[m[0] for m in self.metrics]}); use layout=\"long\"")
+            raise RuntimeError(
+                f'metric {key!r} has no column in the wide layout (columns from an empty slice: {[m[0] for m in self.metrics]}); use layout="long"'
+            )
         _, ndim, fields = spec
         extra = [f for f in METRIC_FIELDS if f not in fields and row.get(f) is not None]
         if extra:
-            raise RuntimeError(f"metric {key!r} has {extra} that the wide layout has no column for; use layout=\"long\"")
+            raise RuntimeError(f'metric {key!r} has {extra} that the wide layout has no column for; use layout="long"')
         for f in fields:
             col = key if f == "value" else f"{key}:{f}"
             if ndim == 0:
@@ -345,9 +349,7 @@ def prepare_columns(df: "DataFrame", evaluation: Evaluation) -> list:
     types = {f.name: f.dataType for f in df.schema.fields}
     slice_cols = {c for spec in evaluation.slices for c in spec.columns}
     value_cols = {
-        c
-        for c in (evaluation.label_col, evaluation.prediction_col, evaluation.weight_col, getattr(evaluation, "measure_col", None))
-        if isinstance(c, str)
+        c for c in (evaluation.label_col, evaluation.prediction_col, evaluation.weight_col, getattr(evaluation, "measure_col", None)) if isinstance(c, str)
     }
     score = evaluation.score_col
     value_cols |= {score} if isinstance(score, str) else set(score or ())
@@ -357,7 +359,11 @@ def prepare_columns(df: "DataFrame", evaluation: Evaluation) -> list:
     for name in evaluation.columns:
         dt = types[name]
         col = F.col(quote(name))
-        labels = getattr(evaluation, "classes", None) is not None and name in (evaluation.label_col, evaluation.prediction_col, evaluation.inputs.baseline_prediction_col)
+        labels = getattr(evaluation, "classes", None) is not None and name in (
+            evaluation.label_col,
+            evaluation.prediction_col,
+            evaluation.inputs.baseline_prediction_col,
+        )
         if name in value_cols:
             if labels and isinstance(dt, T.StringType):
                 pass  # class values (classes=): core maps them to class indices
@@ -377,10 +383,7 @@ def prepare_columns(df: "DataFrame", evaluation: Evaluation) -> list:
         ):
             pass  # a list-valued slice column: a row is in the slice of each of its values
         elif not isinstance(dt, (T.AtomicType, T.NullType)):
-            raise TypeError(
-                f"slice column {name!r} must have an atomic type (string, number, boolean, date ...), "
-                f"got Spark type {dt.simpleString()}"
-            )
+            raise TypeError(f"slice column {name!r} must have an atomic type (string, number, boolean, date ...), got Spark type {dt.simpleString()}")
         exprs.append(col.alias(name))
     return exprs
 
@@ -435,10 +438,6 @@ def fold_partition_fn(evaluation: Evaluation) -> Callable[[Iterator["pa.RecordBa
         items = acc.items()
         keys = [slice_key_to_json(k) for k, _ in items]
         states = [evaluation.encode_states(s) for _, s in items]
-        yield pa.RecordBatch.from_arrays(
-            [pa.array(keys, pa.string()), pa.array(states, pa.binary())], names=["slice_key", "states"]
-        )
+        yield pa.RecordBatch.from_arrays([pa.array(keys, pa.string()), pa.array(states, pa.binary())], names=["slice_key", "states"])
 
     return fold_partition
-
-

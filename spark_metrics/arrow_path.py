@@ -63,9 +63,7 @@ def partial_states(df: "DataFrame", exprs: list, evaluation: Evaluation) -> "Dat
 
 def compute_arrow(partial: "DataFrame", evaluation: Evaluation, layout: ResultLayout) -> "DataFrame":
     """The result DataFrame of the partial states: merged per slice on the executors (lazy)."""
-    zero = partial.sparkSession.createDataFrame(
-        [(slice_key_to_json(OVERALL), evaluation.encode_states(evaluation.plan.zero()))], states_schema()
-    )
+    zero = partial.sparkSession.createDataFrame([(slice_key_to_json(OVERALL), evaluation.encode_states(evaluation.plan.zero()))], states_schema())
     return partial.unionByName(zero).groupBy("slice_key").applyInArrow(_merge_slice_fn(evaluation, layout), layout.spark_schema())
 
 

@@ -102,7 +102,9 @@ def metric_columns(
 
     unknown = set(options) - {"threshold", "threshold_rule", "num_classes", "task", "zero_division", "multiclass"}
     if unknown:
-        raise ValueError(f"metric_columns: options {sorted(unknown)} are not available for aggregate columns (slices are the groupBy's keys); use mergeable_metrics.spark.compute_metrics")
+        raise ValueError(
+            f"metric_columns: options {sorted(unknown)} are not available for aggregate columns (slices are the groupBy's keys); use mergeable_metrics.spark.compute_metrics"
+        )
     if isinstance(metrics, str):
         metrics = [metrics]
     ev = Evaluation(label_col=label_col, score_col=score_col, prediction_col=prediction_col, weight_col=weight_col, metrics=list(metrics), **options)
@@ -116,7 +118,9 @@ def metric_columns(
     zero = _finish(ev, np.zeros(0, np.int64), np.zeros(0, np.int64), None, _per_label(ev))
     arrays = [k for k in keys if np.ndim(zero[k]) != 0]
     if arrays:
-        raise ValueError(f"metric_columns: metrics {arrays} are arrays (per-class or matrix values); use mergeable_metrics.spark.compute_metrics, or name one class's metric")
+        raise ValueError(
+            f"metric_columns: metrics {arrays} are arrays (per-class or matrix values); use mergeable_metrics.spark.compute_metrics, or name one class's metric"
+        )
 
     text: list = []
     cell, weight, bad, per_label = _cell_columns(ev, text)

@@ -49,7 +49,9 @@ def continual_evaluation(
     if len(cols["count"]):
         try:
             ev.state = ev.state.merge(
-                type(ev.state).from_events(ev.layout, cols["t"], cols["e"], cols["y"], cols["p"], cols["h"], counts=cols["count"], names=(label_col, prediction_col))
+                type(ev.state).from_events(
+                    ev.layout, cols["t"], cols["e"], cols["y"], cols["p"], cols["h"], counts=cols["count"], names=(label_col, prediction_col)
+                )
             )
         except ValueError as err:
             raise ValueError(f"{err} (row of the grouped event counts)") from None

@@ -50,7 +50,9 @@ def _check_metric_name(value: Any) -> str:
     return value
 
 
-class MetricsEvaluator(Evaluator, HasLabelCol, HasPredictionCol, HasRawPredictionCol, HasProbabilityCol, HasWeightCol, DefaultParamsReadable, DefaultParamsWritable):
+class MetricsEvaluator(
+    Evaluator, HasLabelCol, HasPredictionCol, HasRawPredictionCol, HasProbabilityCol, HasWeightCol, DefaultParamsReadable, DefaultParamsWritable
+):
     """Evaluate predictions with any metric of the registry, by its metric string.
 
     Args (Spark ``Params``, also settable with ``setX``):
@@ -76,7 +78,9 @@ class MetricsEvaluator(Evaluator, HasLabelCol, HasPredictionCol, HasRawPredictio
     without a direction (``higher_is_better`` None, e.g. counts), which cannot rank models.
     """
 
-    metricName: Param[str] = Param(Params._dummy(), "metricName", "metric string of the mergeable-metrics registry, e.g. f1, roc_auc, f1@macro", typeConverter=TypeConverters.toString)
+    metricName: Param[str] = Param(
+        Params._dummy(), "metricName", "metric string of the mergeable-metrics registry, e.g. f1, roc_auc, f1@macro", typeConverter=TypeConverters.toString
+    )
     numClasses: Param[int] = Param(Params._dummy(), "numClasses", "number of classes K (2 = binary)", typeConverter=TypeConverters.toInt)
 
     @keyword_only

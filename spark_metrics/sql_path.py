@@ -333,8 +333,4 @@ def _raise_invalid(table: "pa.Table", invalid: np.ndarray, ev: Evaluation, null_
         value = NULL if column in ev.keep_nulls else None if column in null_is_none else float("nan")
     partition, row = row_id >> 33, row_id & ((1 << 33) - 1)  # monotonically_increasing_id's layout
     more = f" ({count} invalid rows)" if count > 1 else ""
-    raise ValueError(
-        invalid_value_message(column, value, row, what, more)
-        + " "
-        + partition_note(partition)
-    )
+    raise ValueError(invalid_value_message(column, value, row, what, more) + " " + partition_note(partition))

@@ -92,7 +92,12 @@ def _windowed_input(df: "DataFrame", evaluation: Evaluation, window: TimeWindows
     size = _spark_duration(window.size_us)
     w = F.window(t, size, _spark_duration(window.slide_us)) if window.sliding else F.window(t, size)
     out = df.select(*cols, w.alias("_mm_w"), F.col(quote(window.time_col)))
-    return out.select(*[f"_mm{i}" for i in range(len(names))], F.unix_micros(F.col("_mm_w.start")).alias(_WS), F.unix_micros(F.col("_mm_w.end")).alias(_WE), F.col(quote(window.time_col))), names
+    return out.select(
+        *[f"_mm{i}" for i in range(len(names))],
+        F.unix_micros(F.col("_mm_w.start")).alias(_WS),
+        F.unix_micros(F.col("_mm_w.end")).alias(_WE),
+        F.col(quote(window.time_col)),
+    ), names
 
 
 def _null_time_error(window: TimeWindows, row: int) -> ValueError:
@@ -139,7 +144,12 @@ def _states_schema():
     from pyspark.sql import types as T
 
     return T.StructType(
-        [T.StructField(_WS, T.LongType()), T.StructField(_WE, T.LongType()), T.StructField("slice_key", T.StringType()), T.StructField("states", T.BinaryType())]
+        [
+            T.StructField(_WS, T.LongType()),
+            T.StructField(_WE, T.LongType()),
+            T.StructField("slice_key", T.StringType()),
+            T.StructField("states", T.BinaryType()),
+        ]
     )
 
 
@@ -232,7 +242,9 @@ def compute_window_metrics(df: "DataFrame", we: WindowedEvaluation, output_mode:
         raise ValueError(f"output_mode must be one of {OUTPUT_MODES}, got {output_mode!r}")
     _null_time_check(df, we.window)
     state = T.StructType([T.StructField("accumulator", T.BinaryType())])
-    return inp.groupBy(_WS, _WE).applyInPandasWithState(_stream_fn(we, names, mode, layout), layout.spark_schema(), state, mode, GroupStateTimeout.EventTimeTimeout)
+    return inp.groupBy(_WS, _WE).applyInPandasWithState(
+        _stream_fn(we, names, mode, layout), layout.spark_schema(), state, mode, GroupStateTimeout.EventTimeTimeout
+    )
 
 
 def _null_time_check(df: "DataFrame", window: TimeWindows) -> None:

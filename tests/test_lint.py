@@ -1,5 +1,5 @@
-"""Lint and types run in the suite (so CI runs them): ``ruff check`` over the repository with the
-rules of ``[tool.ruff]`` in pyproject.toml, and mypy over the user tier (the modules behind the names
+"""Lint and types run in the suite (so CI runs them): ``ruff check`` and ``ruff format --check`` over
+the repository with the settings of ``[tool.ruff]`` in pyproject.toml, and mypy over the user tier (the modules behind the names
 ``mergeable_metrics`` exports), on the package assembled as installed (mypy cannot follow
 setuptools' ``package-dir`` mapping of ``core/`` onto ``mergeable_metrics``)."""
 
@@ -25,6 +25,12 @@ def test_ruff_check_passes():
     pytest.importorskip("ruff", reason="the test extra installs ruff: pip install -e '.[test]'")
     proc = _run("ruff", "check", "--no-cache", ".", cwd=ROOT)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_ruff_format_leaves_the_code_as_it_is():
+    pytest.importorskip("ruff", reason="the test extra installs ruff: pip install -e '.[test]'")
+    proc = _run("ruff", "format", "--check", "--no-cache", ".", cwd=ROOT)
+    assert proc.returncode == 0, "run `python -m ruff format .`\n" + proc.stdout + proc.stderr
 
 
 #: names of the user tier whose modules mypy checks (the rest of the package is read, not reported)

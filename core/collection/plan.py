@@ -137,7 +137,7 @@ class Plan:
             if other is not r and not same_configuration(other, r):  # never one key for two metrics
                 raise ValueError(
                     f"metrics {asked[r.key]!r} and {_asked(m, r)!r} would share the result key {r.key!r} but are "
-                    "configured differently: give one a display name, e.g. (\"name\", metric)"
+                    'configured differently: give one a display name, e.g. ("name", metric)'
                 )
             asked.setdefault(r.key, _asked(m, r))
         self.metrics: tuple[Metric, ...] = tuple(resolved.values())
@@ -153,9 +153,7 @@ class Plan:
             for d in (m, *_dependencies(m)):  # dependencies' states join the shared tuple
                 for cls, req in d.requires():
                     reqs.setdefault(cls, []).append(req)
-        self.state_types: tuple[tuple[type[State], Any], ...] = tuple(
-            (cls, cls.layout_for(r, task)) for cls, r in reqs.items()
-        )
+        self.state_types: tuple[tuple[type[State], Any], ...] = tuple((cls, cls.layout_for(r, task)) for cls, r in reqs.items())
         self.needs: frozenset[str] = frozenset().union(*(d.needs() for m in self.metrics for d in (m, *_dependencies(m))))
         self.data_formats: dict[str, str] = _declared_formats(self.metrics)
 
@@ -419,6 +417,7 @@ def metric_entries(metrics: Any) -> list[tuple[str | None, "str | Metric"]]:
     Raises:
         TypeError: an entry of another type.
     """
+
     def one(m: Any) -> bool:  # a metric string, a Metric, or a spec resolved per task (mergeable_metrics.metrics.measure.MeanMeasure)
         return isinstance(m, (str, Metric)) or (hasattr(m, "for_task") and not isinstance(m, (tuple, list, Mapping)))
 
@@ -665,7 +664,7 @@ class MetricCollection:
                 hint = f" (did you mean {close[0]!r}?)" if close else ""
                 raise TypeError(
                     f"MetricCollection got an unexpected keyword argument {k}={v!r}{hint}; other keywords are display "
-                    f"names of metrics (acc=\"accuracy\"); its options are {', '.join(_COLLECTION_OPTIONS)}"
+                    f'names of metrics (acc="accuracy"); its options are {", ".join(_COLLECTION_OPTIONS)}'
                 )
         self.classes, num_classes = resolve_classes(classes, pos_label, num_classes, multiclass, task)
         self._swap_scores = columns_reversed(classes, self.classes)
@@ -713,7 +712,12 @@ class MetricCollection:
         return {**fp, "formats": dict(sorted(self.formats.items()))} if self.formats else fp
 
     def update(
-        self, y_true: Any = None, y_score: Any = None, y_pred: Any = None, sample_weight: Any = None, measure: Any = None,
+        self,
+        y_true: Any = None,
+        y_score: Any = None,
+        y_pred: Any = None,
+        sample_weight: Any = None,
+        measure: Any = None,
         query: Any = None,
     ) -> None:
         """Fold one batch.

@@ -79,7 +79,19 @@ from mergeable_metrics.metrics.base import (
 )
 from mergeable_metrics.states.base import BinaryConfusionState, ConfusionMatrixState, ExampleCountState, State
 
-__all__ = ["CELL_KINDS", "VECTORISE_FROM", "ManyValues", "compute_cells", "compute_fields", "compute_many", "compute_one", "compute_shared", "is_cell_metric", "stack_fields", "undefined_entry"]
+__all__ = [
+    "CELL_KINDS",
+    "VECTORISE_FROM",
+    "ManyValues",
+    "compute_cells",
+    "compute_fields",
+    "compute_many",
+    "compute_one",
+    "compute_shared",
+    "is_cell_metric",
+    "stack_fields",
+    "undefined_entry",
+]
 
 #: The state kinds whose metrics compute over a leading axis (see the module docstring).
 CELL_KINDS = (ExampleCountState.kind, BinaryConfusionState.kind, ConfusionMatrixState.kind)
@@ -632,9 +644,7 @@ def _compute(plan: Any, st: _Stacked, states_list: Sequence[Sequence[State]] | N
                 return m.compute_from({name: _plain(v[i]) for name, v in deps.items()})
 
         elif states_list is None:
-            raise ValueError(
-                f"metric {m.key!r} cannot be computed from cells (cell metrics: confusion-derived and example counts)"
-            )
+            raise ValueError(f"metric {m.key!r} cannot be computed from cells (cell metrics: confusion-derived and example counts)")
         else:
 
             def one(i: int, m: Metric = m) -> Any:

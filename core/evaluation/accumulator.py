@@ -341,9 +341,7 @@ class AccumulatorOps:
                     self._fold_into(acc, assigned.keys[g], batch.take(idx) if idx.size else None, int(skipped[g]))
         return acc
 
-    def _fold_bucketed(
-        self, acc: Accumulator, cols: dict, n: int, batch: Batch, invalid: Any, n_skipped: int, row_offset: int
-    ) -> Accumulator:
+    def _fold_bucketed(self, acc: Accumulator, cols: dict, n: int, batch: Batch, invalid: Any, n_skipped: int, row_offset: int) -> Accumulator:
         """:meth:`fold` of ``ci="bootstrap"``: every slice (the overall one included) is folded per
         bootstrap bucket, the bucket as one more slice dimension of the spec's block (slot index
         ``slice index * B + bucket``); skipped rows are counted in bucket 0."""
@@ -426,7 +424,9 @@ class AccumulatorOps:
             if isinstance(b, Accumulator):
                 for spec, block in b._blocks.items():  # slice by slice, vectorised; b is left unchanged
                     types, roles = self._block_types()
-                    a._block(spec, types, self.weight_col is not None, None if self._buckets is None or self.plan.stacked else self._buckets, roles).merge(block)
+                    a._block(spec, types, self.weight_col is not None, None if self._buckets is None or self.plan.stacked else self._buckets, roles).merge(
+                        block
+                    )
             for key, states in b._states.items() if isinstance(b, Accumulator) else b.items():
                 old = a._held(key)
                 a._put(key, states if old is None else self.plan.merge(old, states))

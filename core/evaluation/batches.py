@@ -32,8 +32,13 @@ def _available(data: Any) -> list[str]:
 
 
 def extract_columns(
-    data: Any, names: Sequence[str], nd: Iterable[str] = (), slice_columns: Iterable[str] = (), row_offset: int = 0,
-    row_lengths: Mapping[str, int] | None = None, keep_nulls: Iterable[str] = (),
+    data: Any,
+    names: Sequence[str],
+    nd: Iterable[str] = (),
+    slice_columns: Iterable[str] = (),
+    row_offset: int = 0,
+    row_lengths: Mapping[str, int] | None = None,
+    keep_nulls: Iterable[str] = (),
 ) -> tuple[dict[str, np.ndarray], int]:
     """Pull named columns out of one batch as numpy arrays.
 

@@ -102,7 +102,18 @@ class ColumnMap:
         self.id_col = id_col
         self.query_col = query_col
         task = plan.task
-        roles = {r for r, c in (("target", label_col), ("score", score_col), ("prediction", prediction_col), ("measure", measure_col or self.measure_cols), ("query", query_col), ("id", id_col)) if c}
+        roles = {
+            r
+            for r, c in (
+                ("target", label_col),
+                ("score", score_col),
+                ("prediction", prediction_col),
+                ("measure", measure_col or self.measure_cols),
+                ("query", query_col),
+                ("id", id_col),
+            )
+            if c
+        }
         if "prediction" in plan.needs and not roles & {"score", "prediction"}:
             raise ValueError("give exactly one of score_col or prediction_col")
         plan.check_inputs(roles, ROLE_OPTIONS)
@@ -219,8 +230,15 @@ class ColumnMap:
 
     def read(self, data: Any, row_offset: int = 0) -> tuple[dict[str, np.ndarray], int]:
         """``({column: array}, n)``: every column of one batch (see :func:`mergeable_metrics.evaluation.batches.extract_columns`)."""
-        return extract_columns(data, self.columns, nd=self.list_columns, slice_columns=self.slice_columns, row_offset=row_offset,
-                               row_lengths=self.row_lengths, keep_nulls=self.keep_nulls)
+        return extract_columns(
+            data,
+            self.columns,
+            nd=self.list_columns,
+            slice_columns=self.slice_columns,
+            row_offset=row_offset,
+            row_lengths=self.row_lengths,
+            keep_nulls=self.keep_nulls,
+        )
 
     def batch(self, cols: dict[str, Any], row_offset: int, on_invalid: str) -> tuple[Batch, np.ndarray | None]:
         """The validated :class:`Batch` of one batch's columns and its invalid rows (a mask, or
@@ -263,9 +281,7 @@ class ColumnMap:
             base, _ = self._model_batch(sub, row_offset, "raise", self.baseline_score_col, self.baseline_prediction_col)
         return dataclasses.replace(batch, baseline=base), invalid
 
-    def _with_query(
-        self, batch: Batch, invalid: np.ndarray | None, cols: dict[str, Any], row_offset: int, on_invalid: str
-    ) -> tuple[Batch, np.ndarray | None]:
+    def _with_query(self, batch: Batch, invalid: np.ndarray | None, cols: dict[str, Any], row_offset: int, on_invalid: str) -> tuple[Batch, np.ndarray | None]:
         """``batch`` with its query keys (:attr:`mergeable_metrics.inputs.validation.Batch.query`: the 64-bit hashes of
         ``query_col``'s ids). A missing id or a negative relevance is an invalid row: raised
         (naming the column, the value and the row), or with ``on_invalid="skip"`` skipped."""
@@ -277,9 +293,7 @@ class ColumnMap:
             invalid[rows[bad]] = True
         return batch, invalid
 
-    def _with_ids(
-        self, batch: Batch, invalid: np.ndarray | None, cols: dict[str, Any], row_offset: int, on_invalid: str
-    ) -> tuple[Batch, np.ndarray | None]:
+    def _with_ids(self, batch: Batch, invalid: np.ndarray | None, cols: dict[str, Any], row_offset: int, on_invalid: str) -> tuple[Batch, np.ndarray | None]:
         """``batch`` with its example ids (:attr:`mergeable_metrics.inputs.validation.Batch.ids`, integers of ``id_col``)
         for the metrics keyed by example. A missing id is an invalid row: raised (naming the
         column, the value and the row), or with ``on_invalid="skip"`` skipped."""
@@ -291,8 +305,10 @@ class ColumnMap:
         dup = np.flatnonzero(ids[order][1:] == ids[order][:-1])
         if dup.size:  # a second row of an example in this batch (across batches: the state's merge raises)
             i = int(order[dup[0] + 1])
-            raise ValueError(f"column {self.id_col!r}: invalid value {int(ids[i])} at row {int(at[i]) + row_offset}: "
-                             "ids must be unique (an example id appears twice; metrics keyed by example keep one value per id)")
+            raise ValueError(
+                f"column {self.id_col!r}: invalid value {int(ids[i])} at row {int(at[i]) + row_offset}: "
+                "ids must be unique (an example id appears twice; metrics keyed by example keep one value per id)"
+            )
         if bad is not None:
             batch = batch.take(~bad)
             invalid = np.zeros(v.shape[0], dtype=bool) if invalid is None else invalid.copy()

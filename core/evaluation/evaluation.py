@@ -111,24 +111,24 @@ def _warn_undefined(results: Results) -> None:
 class Evaluation(AccumulatorOps):
     """Column mapping + slices + metrics, with accumulator operations for any engine.
 
-    Args:
-{options}
+        Args:
+    {options}
 
-    Every option is keyword-only (the table :data:`mergeable_metrics.evaluation.options.OPTIONS`); ``to_config()`` gives
-    them back, ``Evaluation(**e.to_config())`` is equivalent to ``e``, and the engines
-    (``ComputeMetrics``, ``compute_metrics``) accept them as keyword arguments.
+        Every option is keyword-only (the table :data:`mergeable_metrics.evaluation.options.OPTIONS`); ``to_config()`` gives
+        them back, ``Evaluation(**e.to_config())`` is equivalent to ``e``, and the engines
+        (``ComputeMetrics``, ``compute_metrics``) accept them as keyword arguments.
 
-    Undefined values: NaN (``null`` in JSON) unless ``zero_division`` says otherwise, listed per
-    slice in ``SliceResult.undefined``; :meth:`finish` emits one
-    :class:`~mergeable_metrics.metrics.base.UndefinedMetricWarning` per metric naming its classes and slices.
+        Undefined values: NaN (``null`` in JSON) unless ``zero_division`` says otherwise, listed per
+        slice in ``SliceResult.undefined``; :meth:`finish` emits one
+        :class:`~mergeable_metrics.metrics.base.UndefinedMetricWarning` per metric naming its classes and slices.
 
-    Merging: :meth:`merge` returns a new accumulator and leaves both inputs unchanged;
-    :meth:`merge_into` merges into its first argument in place (see :mod:`mergeable_metrics.evaluation.accumulator`).
+        Merging: :meth:`merge` returns a new accumulator and leaves both inputs unchanged;
+        :meth:`merge_into` merges into its first argument in place (see :mod:`mergeable_metrics.evaluation.accumulator`).
 
-    Raises:
-        ValueError: bad configuration (both score and prediction columns, a column a metric needs
-            is missing, unknown metric, bad ``on_invalid`` ...).
-        TypeError: an unknown option (naming the closest one) or a value of a wrong type.
+        Raises:
+            ValueError: bad configuration (both score and prediction columns, a column a metric needs
+                is missing, unknown metric, bad ``on_invalid`` ...).
+            TypeError: an unknown option (naming the closest one) or a value of a wrong type.
     """
 
     label_col = _column("label_col", "The label column (None when no metric needs labels).")
@@ -142,7 +142,9 @@ class Evaluation(AccumulatorOps):
     value_columns = _column("value_columns", "The label, score/prediction, weight and measure columns (not slices).")
     list_columns = _column("list_columns", "Value columns whose rows may be lists (see :attr:`mergeable_metrics.evaluation.columns.ColumnMap.list_columns`).")
     slice_columns = _column("slice_columns", "Columns read only for slicing (they may hold lists).")
-    keep_nulls = _column("keep_nulls", "Value, id and query columns whose nulls messages name as given (see :attr:`mergeable_metrics.evaluation.columns.ColumnMap.keep_nulls`).")
+    keep_nulls = _column(
+        "keep_nulls", "Value, id and query columns whose nulls messages name as given (see :attr:`mergeable_metrics.evaluation.columns.ColumnMap.keep_nulls`)."
+    )
     _plain = _column("plain", "True: batches take the plain (N,) path of the first release.")
 
     def __init__(self, **options: Any):
@@ -152,7 +154,16 @@ class Evaluation(AccumulatorOps):
         classes, num_classes = resolve_classes(o["classes"], o["pos_label"], o["num_classes"], o["multiclass"], o["task"])
         #: the class values in index order (``classes=``; see :mod:`mergeable_metrics.inputs.labels`), or None
         self.classes = classes
-        task_obj = make_task(o["task"] if o["task"] is not None or o["query_col"] is None else "regression", num_classes, o["threshold"], o["threshold_rule"], o["zero_division"], o["multiclass"], o["ignore_index"], o["num_outputs"])
+        task_obj = make_task(
+            o["task"] if o["task"] is not None or o["query_col"] is None else "regression",
+            num_classes,
+            o["threshold"],
+            o["threshold_rule"],
+            o["zero_division"],
+            o["multiclass"],
+            o["ignore_index"],
+            o["num_outputs"],
+        )
         self.slices = parse_slices(o["slices"])
         self.min_slice_size = o["min_slice_size"]
         self.show_suppressed_names = o["show_suppressed_names"]
@@ -174,7 +185,9 @@ class Evaluation(AccumulatorOps):
         bootstrap = o["ci"] == "bootstrap"
         keyed = [m.key for m in self.plan.metrics if "id" in m.needs()]
         if bootstrap and keyed:  # a per-example output has no resampled value (its states hold each id once)
-            raise ValueError(f"ci='bootstrap' does not apply to {keyed[0]!r}: it is one value per example (id_col), not a statistic to resample; evaluate it without ci")
+            raise ValueError(
+                f"ci='bootstrap' does not apply to {keyed[0]!r}: it is one value per example (id_col), not a statistic to resample; evaluate it without ci"
+            )
         self._buckets, self._id_col = (o["ci_buckets"], o["id_col"]) if bootstrap else (None, None)
         self.inputs = ColumnMap(
             label_col=o["label_col"], score_col=o["score_col"], prediction_col=o["prediction_col"], weight_col=o["weight_col"],
@@ -195,7 +208,10 @@ class Evaluation(AccumulatorOps):
         resolved = {
             **o,
             "slices": [str(s) for s in self.slices],
-            "metrics": [f"mean_measure@name={m.measure_name}" if getattr(m, "measure_name", None) else (m.key if m.key == m.resolved_key else [m.key, m.resolved_key]) for m in self.plan.metrics],
+            "metrics": [
+                f"mean_measure@name={m.measure_name}" if getattr(m, "measure_name", None) else (m.key if m.key == m.resolved_key else [m.key, m.resolved_key])
+                for m in self.plan.metrics
+            ],
             "classes": None if classes is None else list(classes),
             "zero_division": task_obj.zero_division,
             "task": task_obj.kind if o["task"] is not None else None,
@@ -203,7 +219,9 @@ class Evaluation(AccumulatorOps):
         }
         if isinstance(o["task"], Task):  # keep to_config() JSON-ready and equivalent
             t = o["task"]
-            resolved.update(num_classes=t.num_classes, threshold=t.threshold, threshold_rule=t.threshold_rule, multiclass=t.multiclass, num_outputs=t.num_outputs)
+            resolved.update(
+                num_classes=t.num_classes, threshold=t.threshold, threshold_rule=t.threshold_rule, multiclass=t.multiclass, num_outputs=t.num_outputs
+            )
         self._resolved = resolved
         self._init_args = config_of(resolved)
         self._fingerprint = self._make_fingerprint()
@@ -340,7 +358,9 @@ class Evaluation(AccumulatorOps):
             states = tuple(states)
             if len(states) != len(want) or any(type(st) is not cls for st, (cls, _) in zip(states, want)):
                 got = [getattr(st, "kind", type(st).__name__) for st in states]
-                raise ValueError(f"finish: slice {slice_name(key)!r}: states of kinds {got} do not belong to this evaluation's plan {[c.kind for c, _ in want]}")
+                raise ValueError(
+                    f"finish: slice {slice_name(key)!r}: states of kinds {got} do not belong to this evaluation's plan {[c.kind for c, _ in want]}"
+                )
             for st, (cls, layout) in zip(states, want):
                 if st.layout != layout:
                     raise ValueError(f"finish: slice {slice_name(key)!r}: {cls.kind} states of another configuration: {_layout_diff(layout, st.layout)}")

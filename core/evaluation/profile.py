@@ -220,7 +220,10 @@ class KeyCounts:
             and np.array_equal(self.keys, other.keys)
             and np.array_equal(self.counts, other.counts)
             and np.array_equal(self.missing, other.missing)
-            and ((self.weights is None and other.weights is None) or (self.weights is not None and other.weights is not None and np.array_equal(self.weights, other.weights)))
+            and (
+                (self.weights is None and other.weights is None)
+                or (self.weights is not None and other.weights is not None and np.array_equal(self.weights, other.weights))
+            )
         )
 
     def __repr__(self) -> str:
@@ -279,9 +282,7 @@ class ValueSketch:
         """
         if other.capacity != self.capacity:
             raise ValueError(f"cannot merge value sketches of capacity {self.capacity} and {other.capacity}")
-        keys, w, level = merge_bins(
-            (self.keys, self.counts.reshape(-1, 1), self.level), (other.keys, other.counts.reshape(-1, 1), other.level), self.capacity
-        )
+        keys, w, level = merge_bins((self.keys, self.counts.reshape(-1, 1), self.level), (other.keys, other.counts.reshape(-1, 1), other.level), self.capacity)
         return ValueSketch(self.capacity, level, np.ascontiguousarray(keys, dtype=np.int64), np.ascontiguousarray(w[:, 0], dtype=np.int64))
 
     @property

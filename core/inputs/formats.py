@@ -246,8 +246,7 @@ def _arrow_rows(arr: Any, column: str, row_offset: int, row_length: int) -> np.n
         return None
     good = np.flatnonzero(ok)
     dense = _arrow_dense(arr.take(pa.array(good)), column, row_offset, good) if good.size else np.zeros((0, row_length))
-    marks = {int(i): OtherRow(None, "null") if not valid[i] else OtherRow(int(lengths[i]), _shown_row(arr[int(i)].as_py()))
-             for i in np.flatnonzero(~ok)}
+    marks = {int(i): OtherRow(None, "null") if not valid[i] else OtherRow(int(lengths[i]), _shown_row(arr[int(i)].as_py())) for i in np.flatnonzero(~ok)}
     return _with_other_rows(len(arr), row_length, good, dense, marks)
 
 
@@ -318,9 +317,7 @@ def _arrow_dense(arr: Any, column: str, row_offset: int, rows: np.ndarray | None
 MAX_ROW_DEPTH = 3
 
 
-def _stack_objects(
-    arr: Any, column: str, depth: int = 1, row_offset: int = 0, row_length: int | None = None, missing: str = "None"
-) -> np.ndarray:
+def _stack_objects(arr: Any, column: str, depth: int = 1, row_offset: int = 0, row_length: int | None = None, missing: str = "None") -> np.ndarray:
     """Stack a sequence (or object array) of per-row lists/arrays into an N-D array (equal
     lengths required; at most :data:`MAX_ROW_DEPTH` levels of lists inside a row). A missing
     row (None, NaN, NA) is a missing value: its entries are NaN.
@@ -341,8 +338,7 @@ def _stack_objects(
         if isinstance(v, (list, tuple)) and any(isinstance(x, (list, tuple, np.ndarray)) for x in v):
             if depth >= MAX_ROW_DEPTH:
                 raise ValueError(
-                    f"column {column!r}: row {row} nests lists more than {MAX_ROW_DEPTH} levels deep; "
-                    "the input formats read at most (N, K, H, W) arrays"
+                    f"column {column!r}: row {row} nests lists more than {MAX_ROW_DEPTH} levels deep; the input formats read at most (N, K, H, W) arrays"
                 )
             a = _stack_objects(v, column, depth + 1)
         else:
@@ -359,8 +355,7 @@ def _stack_objects(
             first_shape = a.shape
         elif a.shape != first_shape:
             raise ValueError(
-                f"column {column!r}: rows have different shapes ({first_shape} at the first, {a.shape} at row {row}); "
-                "a matrix column needs equal lengths"
+                f"column {column!r}: rows have different shapes ({first_shape} at the first, {a.shape} at row {row}); a matrix column needs equal lengths"
             )
         rows.append(a)
     if marks:
@@ -428,8 +423,7 @@ def as_nd_array(values: Any, column: str, row_offset: int = 0, row_length: int |
             if i is not None:
                 j = next(j for j, v in enumerate(values) if not _is_missing(v))
                 raise ValueError(
-                    f"column {column!r}: row {row_offset + i} holds a list {values[i]!r} but row {row_offset + j} holds a scalar; "
-                    "give one kind per column"
+                    f"column {column!r}: row {row_offset + i} holds a list {values[i]!r} but row {row_offset + j} holds a scalar; give one kind per column"
                 )
         return arr
     elif hasattr(values, "to_numpy") and not hasattr(values, "null_count"):  # pandas
@@ -443,8 +437,10 @@ def as_nd_array(values: Any, column: str, row_offset: int = 0, row_length: int |
         raise TypeError(f"column {column!r}: expected an array-like, got scalar {values!r}")
     else:
         arr = np.asarray(values)
-    if arr.dtype == object and arr.ndim == 1 and (
-        isinstance(_first_present(arr), (list, tuple, np.ndarray)) or (row_length is not None and arr.size and _first_present(arr) is None)
+    if (
+        arr.dtype == object
+        and arr.ndim == 1
+        and (isinstance(_first_present(arr), (list, tuple, np.ndarray)) or (row_length is not None and arr.size and _first_present(arr) is None))
     ):
         return _stack_objects(arr, column, row_offset=row_offset, row_length=row_length)
     return arr
@@ -714,8 +710,7 @@ def resolve_format(task: Any, role: str, arr: np.ndarray, name: str | None, colu
         if fname is None:
             shapes = ", ".join(f"{FORMATS[f].name} ({_shape_text(FORMATS[f], nd)})" for nd, f in sorted(options.items()))
             raise ValueError(
-                f"column {column_name(column)!r}: a {task.kind} task cannot read {role} values of shape {arr.shape}; "
-                f"expected one of: {shapes or 'none'}"
+                f"column {column_name(column)!r}: a {task.kind} task cannot read {role} values of shape {arr.shape}; expected one of: {shapes or 'none'}"
             )
         fmt = FORMATS[fname]
     if arr.shape[0] and arr.ndim - 1 not in fmt.example_ndims:
@@ -736,7 +731,13 @@ def row_length(task: Any, role: str) -> int | None:
 
 def _as_column(values: Any, column: Any, row_offset: int = 0, row_length: int | None = None) -> np.ndarray:
     """A column, or several 1-D columns given as a list of names stacked into (N, K)."""
-    if isinstance(values, (list, tuple)) and isinstance(column, (list, tuple)) and len(values) == len(column) and len(column) > 0 and not isinstance(values[0], (int, float)):
+    if (
+        isinstance(values, (list, tuple))
+        and isinstance(column, (list, tuple))
+        and len(values) == len(column)
+        and len(column) > 0
+        and not isinstance(values[0], (int, float))
+    ):
         cols = [as_array(v, c, keep_nulls=True) for v, c in zip(values, column)]
         lengths = {c.shape[0] for c in cols}
         if len(lengths) > 1:
@@ -855,7 +856,9 @@ def build_batch(
     if row_of is not None:
         for role, c in conv.items():
             if c.row_of is None and role != "measure":
-                raise ValueError(f"column {column_name(names[role])!r} has one value per row but column {column_name(names[map_role])!r} holds maps; give maps for both")
+                raise ValueError(
+                    f"column {column_name(names[role])!r} has one value per row but column {column_name(names[map_role])!r} holds maps; give maps for both"
+                )
     get = lambda role: conv[role].values if role in conv else None  # noqa: E731
     y_true, y_pred, y_score, values = get("target"), get("prediction"), get("score"), get("measure")
     if values is not None and row_of is not None:

@@ -160,7 +160,9 @@ def _hashable(v: Any) -> bool:
     return True
 
 
-def resolve_classes(classes: Sequence[Any] | None, pos_label: Any, num_classes: int | None, multiclass: bool = False, task: Any = None) -> tuple[tuple[Any, ...] | None, int | None]:
+def resolve_classes(
+    classes: Sequence[Any] | None, pos_label: Any, num_classes: int | None, multiclass: bool = False, task: Any = None
+) -> tuple[tuple[Any, ...] | None, int | None]:
     """``(classes in index order, num_classes)`` of a collection's or evaluation's arguments.
 
     ``num_classes`` defaults to ``len(classes)``; ``task`` is the task argument (a kind name, a

@@ -262,8 +262,16 @@ class Batch:
         """Elements at ``index`` (an int array or boolean mask) as a new Batch."""
         pick = lambda a: None if a is None else a[index]  # noqa: E731
         return Batch(
-            pick(self.y_true), pick(self.y_score), pick(self.y_pred), pick(self.sample_weight), pick(self.values), pick(self.row_of),
-            pick(self.y_score_class0), None if self.baseline is None else self.baseline.take(index), pick(self.query), pick(self.bucket),
+            pick(self.y_true),
+            pick(self.y_score),
+            pick(self.y_pred),
+            pick(self.sample_weight),
+            pick(self.values),
+            pick(self.row_of),
+            pick(self.y_score_class0),
+            None if self.baseline is None else self.baseline.take(index),
+            pick(self.query),
+            pick(self.bucket),
             pick(self.ids),
         )
 
@@ -502,9 +510,7 @@ def plain_batch(
     n = yt.shape[0]
     for name, col in cols[1:]:
         if col.shape[0] != n:
-            raise ValueError(
-                f"column {name!r} has {col.shape[0]} rows but column {n_true!r} has {n} rows"
-            )
+            raise ValueError(f"column {name!r} has {col.shape[0]} rows but column {n_true!r} has {n} rows")
     chk = _Checker(n, on_invalid, row_offset)
     yt_i = _labels(yt, n_true, num_classes, chk, "labels")
     ys_f = yp_i = w_f = None

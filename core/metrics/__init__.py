@@ -13,7 +13,19 @@ families' state kinds; see ``docs/add_a_metric.md``. The cell states are
 # importing the package registers every family's metrics and state kinds (the one place
 # registration happens): base first, then the families in name order
 from mergeable_metrics.metrics import base  # noqa: F401  (isort: skip)
-from mergeable_metrics.metrics import calibration, classification, measure, multilabel, ranking, regression, regression_quantiles, regression_terms, retrieval, thresholds, topk  # noqa: F401, E402
+from mergeable_metrics.metrics import (
+    calibration,
+    classification,
+    measure,
+    multilabel,
+    ranking,
+    regression,
+    regression_quantiles,
+    regression_terms,
+    retrieval,
+    thresholds,
+    topk,
+)  # noqa: F401, E402
 
 # the extension tier: what a user needs to add a metric, an averaging or an input format
 from mergeable_metrics.inputs.formats import FORMATS, InputFormat, register_format  # noqa: E402

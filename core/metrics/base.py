@@ -79,9 +79,7 @@ def record_undefined(classes: Any = None, fill: Any = "nan") -> bool:
     return True
 
 
-def _divide(
-    num: np.ndarray | float, den: np.ndarray | float, zero_division: Any, what: str, classes: Any = None
-) -> np.ndarray:
+def _divide(num: np.ndarray | float, den: np.ndarray | float, zero_division: Any, what: str, classes: Any = None) -> np.ndarray:
     """``num / den`` with ``zero_division`` where ``den == 0`` (scikit-learn's ``_prf_divide``).
 
     ``classes``: the class ids of the entries (recorded as undefined), or None for a scalar value.
@@ -148,10 +146,7 @@ def register_named(registry: dict[str, type], cls: type, what: str) -> None:
         other = registry.get(n)
         reload = other is not None and (other.__module__, other.__qualname__) == (cls.__module__, cls.__qualname__)
         if other is not None and other is not cls and not reload:
-            raise ValueError(
-                f"{what} name or alias {n!r} of {cls.__module__}.{cls.__qualname__} is already used by "
-                f"{other.__module__}.{other.__qualname__}"
-            )
+            raise ValueError(f"{what} name or alias {n!r} of {cls.__module__}.{cls.__qualname__} is already used by {other.__module__}.{other.__qualname__}")
     for n in names:
         registry[n] = cls
 
@@ -320,9 +315,7 @@ class Metric:
             raise ValueError(f"metric {self.name!r} is not defined for {task.kind} tasks (only {self.tasks})")
         unknown = set(params) - set(self.params)
         if unknown:
-            raise ValueError(
-                f"metric {self.name!r}: unknown parameter(s) {sorted(unknown)}; accepted: {sorted(self.params)}"
-            )
+            raise ValueError(f"metric {self.name!r}: unknown parameter(s) {sorted(unknown)}; accepted: {sorted(self.params)}")
         self.task = task
         self.given = dict(params)
         self.p = {**self.params, **params}
@@ -612,7 +605,9 @@ def resolve(metric: "str | Metric", task: Task) -> Metric:
     if cls is None:
         close = difflib.get_close_matches(name.lower(), list(REGISTRY), n=1, cutoff=0.6)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
-        raise ValueError(f"unknown metric {name!r}{hint}; every name and alias is in the metrics table (docs/metrics.md; mergeable_metrics.metrics.base.REGISTRY)")
+        raise ValueError(
+            f"unknown metric {name!r}{hint}; every name and alias is in the metrics table (docs/metrics.md; mergeable_metrics.metrics.base.REGISTRY)"
+        )
     if positional:
         if cls.positional is None or len(positional) > 1:
             raise ValueError(f"metric {name!r} takes no positional parameter, got {positional} in {metric!r}")
@@ -926,9 +921,7 @@ class _PRF(_Classification):
         return {k: v.item() if self.p["average"] == "binary" else v for k, v in got.items()}
 
 
-def prf_values(
-    which: str, tp: np.ndarray, pred: np.ndarray, true: np.ndarray, beta: float, zd: Any, what: str, classes: Any = None
-) -> np.ndarray:
+def prf_values(which: str, tp: np.ndarray, pred: np.ndarray, true: np.ndarray, beta: float, zd: Any, what: str, classes: Any = None) -> np.ndarray:
     """Precision (``tp / pred``), recall (``tp / true``), Jaccard / IoU (``tp / (pred + true -
     tp)``) or F-beta (``(1 + b^2) tp / (b^2 true + pred)``) per entry, with ``zero_division`` where
     undefined (scikit-learn's ``precision_recall_fscore_support`` and ``jaccard_score``)."""

@@ -73,8 +73,6 @@ def _group_sum(x: np.ndarray, w: np.ndarray | None, index: np.ndarray | None, si
     return exact_sum(x.ravel(), ww, index=(np.asarray(index)[:, None] * c + np.arange(c)).ravel(), size=size * c, shape=(size, c))
 
 
-
-
 class ProbabilitySumsState(State):
     """Sums for log loss, Brier score, mean label and mean score.
 

@@ -18,7 +18,17 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from mergeable_metrics.metrics.base import _PRF, _Classification, _divide, _take_labels, check_zero_division, configure_labels, set_labels, prf_values, record_undefined
+from mergeable_metrics.metrics.base import (
+    _PRF,
+    _Classification,
+    _divide,
+    _take_labels,
+    check_zero_division,
+    configure_labels,
+    set_labels,
+    prf_values,
+    record_undefined,
+)
 from mergeable_metrics.states.base import State
 
 
@@ -345,13 +355,9 @@ class ClassificationReport(_FromMatrix):
         if self.p["labels"] is not None:  # the rows of the labels given, in their order
             tp, pred, true, classes = (_take_labels(self, a) for a in (tp, pred, true, classes))
             zd = self.p["zero_division"]
-            return np.column_stack(
-                [prf_values(w, tp, pred, true, 1.0, zd, self.key, classes) for w in ("precision", "recall", "f1")] + [true]
-            )
+            return np.column_stack([prf_values(w, tp, pred, true, 1.0, zd, self.key, classes) for w in ("precision", "recall", "f1")] + [true])
         zd = self.p["zero_division"]
-        rows = np.column_stack(
-            [prf_values(w, tp, pred, true, 1.0, zd, self.key, classes) for w in ("precision", "recall", "f1")] + [true]
-        )
+        rows = np.column_stack([prf_values(w, tp, pred, true, 1.0, zd, self.key, classes) for w in ("precision", "recall", "f1")] + [true])
         keep = self.kept_classes()
         if keep is not None:
             rows[~keep, :3] = np.nan
@@ -376,6 +382,7 @@ class IoU(_PRF):
     which = "jaccard"
     sklearn = "sklearn.metrics.jaccard_score"
     undefined = "a class absent from both prediction and target (NaN, left out of the mean)"
+
 
 class MeanIoU(IoU):
     """Mean IoU (mIoU): the unweighted mean of per-class IoU over the classes whose IoU is

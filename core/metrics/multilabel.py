@@ -27,7 +27,19 @@ import numpy as np
 from mergeable_metrics.inputs.validation import Batch
 from mergeable_metrics._util.limits import MAX_BETA, MAX_NUM_CLASSES, MAX_THRESHOLDS, as_floats, check_at_most, check_count
 from mergeable_metrics._util.exact import ExactSums, exact_column_sums, exact_sum
-from mergeable_metrics.metrics.base import Accuracy, Metric, TaskKindSupport, _Classification, _take_labels, check_zero_division, get_averaging, prf_values, record_undefined, register_task_kind, set_labels
+from mergeable_metrics.metrics.base import (
+    Accuracy,
+    Metric,
+    TaskKindSupport,
+    _Classification,
+    _take_labels,
+    check_zero_division,
+    get_averaging,
+    prf_values,
+    record_undefined,
+    register_task_kind,
+    set_labels,
+)
 from mergeable_metrics.states.base import State, _layout_diff
 from mergeable_metrics.inputs.task import THRESHOLD_RULES
 
@@ -244,7 +256,9 @@ class MultilabelSamplewiseState(State):
             return
         ids, counts = self.arrays["ids"], self.arrays["counts"]
         if counts.shape[0] != ids.shape[0] * 4 * len(layout.thresholds):
-            raise ValueError(f"invalid {self.kind} state: {counts.shape[0]} counts for {ids.shape[0]} ids and {len(layout.thresholds)} thresholds (4 per id and threshold)")
+            raise ValueError(
+                f"invalid {self.kind} state: {counts.shape[0]} counts for {ids.shape[0]} ids and {len(layout.thresholds)} thresholds (4 per id and threshold)"
+            )
         if ids.shape[0] > 1 and not bool(np.all(ids[1:] > ids[:-1])):
             raise ValueError(f"invalid {self.kind} state: ids are not strictly increasing")
 
@@ -283,7 +297,9 @@ class MultilabelSamplewiseState(State):
         ids = np.ascontiguousarray(batch.ids[order], dtype=np.int64)
         dup = np.flatnonzero(ids[1:] == ids[:-1])
         if dup.size:
-            raise ValueError(f"example id {int(ids[dup[0]])} appears twice: multilabel_confusion_matrix@samplewise=true keeps one matrix per example (id_col must be unique)")
+            raise ValueError(
+                f"example id {int(ids[dup[0]])} appears twice: multilabel_confusion_matrix@samplewise=true keeps one matrix per example (id_col must be unique)"
+            )
         return cls(layout, {"ids": ids, "counts": np.ascontiguousarray(counts[order]).reshape(-1) + 0.0}, _trusted=True)
 
     def merge(self, other: "State") -> "MultilabelSamplewiseState":
@@ -306,7 +322,9 @@ class MultilabelSamplewiseState(State):
         ids = ids[order]
         dup = np.flatnonzero(ids[1:] == ids[:-1])
         if dup.size:
-            raise ValueError(f"example id {int(ids[dup[0]])} appears in both merged states: multilabel_confusion_matrix@samplewise=true keeps one matrix per example (id_col must be unique)")
+            raise ValueError(
+                f"example id {int(ids[dup[0]])} appears in both merged states: multilabel_confusion_matrix@samplewise=true keeps one matrix per example (id_col must be unique)"
+            )
         w = 4 * len(self.layout.thresholds)
         counts = np.concatenate([a["counts"].reshape(-1, w), b["counts"].reshape(-1, w)])[order].reshape(-1)
         return type(self)(self.layout, {"ids": ids, "counts": counts}, _trusted=True)

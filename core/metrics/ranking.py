@@ -597,7 +597,10 @@ class RankingMetric(Metric):
             v = self.multilabel(states)
         elif self.task.kind == "multiclass":
             v = multiclass_value(
-                states["class_score_distribution"], self.value, self.p["multi_class"], self.p["average"]  # type: ignore[arg-type]
+                states["class_score_distribution"],
+                self.value,
+                self.p["multi_class"],
+                self.p["average"],  # type: ignore[arg-type]
             )
         else:
             v = self.value(self.dist(states))

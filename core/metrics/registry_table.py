@@ -93,7 +93,9 @@ def markdown_table() -> str:
         info = cls.info()
         aliases = f" ({', '.join(f'`{a}`' for a in info['aliases'])})" if info["aliases"] else ""
         exact = "exact" if info["exact"] else "approximate (certified bounds)"
-        lines.append(f"| `{info['name']}`{aliases} | {info['full_name']} | {_tasks(info, 'multioutput' in cls.params)} | {_states(info)} | {exact} | {_sklearn(info)} |")
+        lines.append(
+            f"| `{info['name']}`{aliases} | {info['full_name']} | {_tasks(info, 'multioutput' in cls.params)} | {_states(info)} | {exact} | {_sklearn(info)} |"
+        )
     return "\n".join(lines)
 
 

@@ -224,7 +224,11 @@ def with_query_keys(
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
         if not skip:
-            column, value, what = (names[0], ids[i].item() if hasattr(ids[i], "item") else ids[i], "query ids must not be missing") if missing[i] else (names[1], float(rel[i]), "relevance must be >= 0")
+            column, value, what = (
+                (names[0], ids[i].item() if hasattr(ids[i], "item") else ids[i], "query ids must not be missing")
+                if missing[i]
+                else (names[1], float(rel[i]), "relevance must be >= 0")
+            )
             raise ValueError(invalid_value_message(column, value, int(rows[i]), what, f" ({int(bad.sum())} invalid rows in this batch)"))
         batch, ids, rows, out = batch.take(~bad), ids[~bad], rows[~bad], bad
     return dataclasses.replace(batch, query=hash_column(ids, names[0], rows).view(np.int64)), out

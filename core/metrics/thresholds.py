@@ -272,7 +272,6 @@ class _ThresholdMetric(RankingMetric):
     bounds = (-math.inf, math.inf)
 
 
-
 class _Criterion(_ThresholdMetric):
     """``criterion`` (positional), ``beta``, ``cost_fp``, ``cost_fn``."""
 

@@ -229,9 +229,7 @@ def _find(slices: list[Any], key: tuple) -> Any:
     return None
 
 
-def compute_fairness(
-    slices: Iterable[Any], criterion: str, reference: Any = None, spec: Any = None, metric_keys: Any = None
-) -> Fairness:
+def compute_fairness(slices: Iterable[Any], criterion: str, reference: Any = None, spec: Any = None, metric_keys: Any = None) -> Fairness:
     """The :class:`Fairness` of ``criterion`` over per-slice results.
 
     Args:

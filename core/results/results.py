@@ -85,9 +85,7 @@ def _reports_nan_entries(key: str) -> bool:
     return True if cls is None else bool(getattr(cls, "nan_entries_undefined", True))
 
 
-def undefined_entries(
-    metrics: dict[str, Any], ignored_class: int | None = None, labels: dict[str, list[int]] | None = None
-) -> list[dict[str, Any]]:
+def undefined_entries(metrics: dict[str, Any], ignored_class: int | None = None, labels: dict[str, list[int]] | None = None) -> list[dict[str, Any]]:
     """Which metric values (and which classes of per-class values) are undefined (NaN).
 
     Args:
@@ -325,7 +323,6 @@ class _AmbiguousSlice(KeyError):
     """A slice named by key, name or dict that is in several windows."""
 
 
-
 def _metric_keys(config: Mapping[str, Any]) -> MetricKeys | None:
     """The :class:`~mergeable_metrics.collection.plan.MetricKeys` of an evaluation's ``config`` (its task and classes),
     or None when the config does not describe a task."""
@@ -333,8 +330,13 @@ def _metric_keys(config: Mapping[str, Any]) -> MetricKeys | None:
         return None
     try:
         task = make_task(
-            config["task"], config.get("num_classes"), config.get("threshold", 0.5), config.get("threshold_rule", ">="),
-            config.get("zero_division", "nan"), bool(config.get("multiclass", False)), config.get("ignore_index"),
+            config["task"],
+            config.get("num_classes"),
+            config.get("threshold", 0.5),
+            config.get("threshold_rule", ">="),
+            config.get("zero_division", "nan"),
+            bool(config.get("multiclass", False)),
+            config.get("ignore_index"),
             config.get("num_outputs"),
         )
     except (TypeError, ValueError):
@@ -432,7 +434,9 @@ class Results:
             if c is None:
                 out[k] = [int(v) for v in given]
             else:  # the key names class values as text: numbers match by value, "1" the class "1" too
-                found = [next((i for i, cv in enumerate(c) if (isinstance(cv, str) == isinstance(v, str) and cv == v) or str(cv) == str(v)), None) for v in given]
+                found = [
+                    next((i for i, cv in enumerate(c) if (isinstance(cv, str) == isinstance(v, str) and cv == v) or str(cv) == str(v)), None) for v in given
+                ]
                 if None not in found:
                     out[k] = found
         return out
@@ -560,7 +564,9 @@ class Results:
         chosen = [w for w in self.windows if w[0] == start and (end is None or w[1] == end)]
         if len(chosen) != 1:
             what = "no window" if not chosen else f"{len(chosen)} windows"
-            raise KeyError(f"{what} starting at {start.isoformat()}{'' if end is None else ' ending at ' + end.isoformat()}; windows: {[window_label(*w) for w in self.windows[:5]]}")
+            raise KeyError(
+                f"{what} starting at {start.isoformat()}{'' if end is None else ' ending at ' + end.isoformat()}; windows: {[window_label(*w) for w in self.windows[:5]]}"
+            )
         return Results([s for s in self.slices if s.window == chosen[0]], self.config)
 
     def by_window(self) -> dict[tuple[_dt.datetime, _dt.datetime], "Results"]:
@@ -702,9 +708,25 @@ class Results:
         shown = [s for s in self.slices if not s.suppressed]
         names = [k for k, v in shown[0].metrics.items() if np.ndim(v) == 0] if shown else []
         rows = [
-            {"slice": s.name, "window_start": s.window_start, "window_end": s.window_end, "n": None, "weight": None, "skipped": None, **dict.fromkeys(names, float("nan"))}
+            {
+                "slice": s.name,
+                "window_start": s.window_start,
+                "window_end": s.window_end,
+                "n": None,
+                "weight": None,
+                "skipped": None,
+                **dict.fromkeys(names, float("nan")),
+            }
             if s.suppressed
-            else {"slice": s.name, "window_start": s.window_start, "window_end": s.window_end, "n": int(s.n), "weight": float(s.weight), "skipped": int(s.skipped), **{k: float(s.metrics[k]) for k in names}}
+            else {
+                "slice": s.name,
+                "window_start": s.window_start,
+                "window_end": s.window_end,
+                "n": int(s.n),
+                "weight": float(s.weight),
+                "skipped": int(s.skipped),
+                **{k: float(s.metrics[k]) for k in names},
+            }
             for s in self.slices
         ]
         return pd.DataFrame(rows, columns=["slice", *win, "n", "weight", "skipped", *names])
@@ -730,7 +752,9 @@ class Results:
             ci = {k: (_from_json(v[0]), _from_json(v[1])) for k, v in s.get("ci", {}).items()}
             win = {"window_start": window_bound(s.get("window_start")), "window_end": window_bound(s.get("window_end"))}
             if s.get("suppressed"):
-                slices.append(SliceResult(tuple(s["slice"].items()), None, None, None, {}, suppressed=True, suppressed_slices=s.get("suppressed_slices"), **win))
+                slices.append(
+                    SliceResult(tuple(s["slice"].items()), None, None, None, {}, suppressed=True, suppressed_slices=s.get("suppressed_slices"), **win)
+                )
                 continue
             slices.append(
                 SliceResult(
@@ -743,9 +767,7 @@ class Results:
         return cls(slices, data.get("config", {}))
 
     @classmethod
-    def from_rows(
-        cls, rows: list[dict[str, Any]], config: dict[str, Any] | None = None, spec_order: Any = (), metric_order: Any = ()
-    ) -> "Results":
+    def from_rows(cls, rows: list[dict[str, Any]], config: dict[str, Any] | None = None, spec_order: Any = (), metric_order: Any = ()) -> "Results":
         """Rebuild from long-format rows (:meth:`to_rows`, e.g. collected from Spark).
 
         Array metrics are reassembled from their ``index`` cells; slices are sorted as in
@@ -855,7 +877,11 @@ class Results:
                 what = "suppressed" if s.suppressed_slices is None else f"{s.suppressed_slices} suppressed"
                 rows.append(([window_label(*s.window)] if windowed else []) + [s.name, what] + ["-"] * (len(header) - 2 - windowed))
                 continue
-            r = ([window_label(*s.window) if s.window else ""] if windowed else []) + [s.name, str(s.n)] + [_cell(s.metrics[k], k in whole) + _ci_cell(s.ci.get(k)) for k in names]
+            r = (
+                ([window_label(*s.window) if s.window else ""] if windowed else [])
+                + [s.name, str(s.n)]
+                + [_cell(s.metrics[k], k in whole) + _ci_cell(s.ci.get(k)) for k in names]
+            )
             if header[-1] == "skipped":
                 r.append(str(s.skipped))
             rows.append(r)

@@ -107,8 +107,7 @@ def _check_kinds(present: np.ndarray, where: np.ndarray | None, column: str, row
         j = next(j for j, v in enumerate(present) if kinds[type(v)] != first)
         names = sorted({t.__name__ for t in kinds})
         raise TypeError(
-            f"slice column {column!r} mixes value types {names}: {present[0]!r} at row {row(0)} and {present[j]!r} "
-            f"at row {row(j)}; convert it to one type"
+            f"slice column {column!r} mixes value types {names}: {present[0]!r} at row {row(0)} and {present[j]!r} at row {row(j)}; convert it to one type"
         )
     return next(iter(kinds.values()))
 
@@ -121,7 +120,9 @@ def _code_texts(present: Any) -> tuple[np.ndarray, list[str]]:
     return np.fromiter(map(pos.__getitem__, present), dtype=np.int64, count=len(present)), [str(u) for u in uniques]
 
 
-def _decode_bytes(uniq: Sequence[Any], present: np.ndarray, where: np.ndarray | None, column: str, row_of_value: np.ndarray | None, row_offset: int) -> list[str]:
+def _decode_bytes(
+    uniq: Sequence[Any], present: np.ndarray, where: np.ndarray | None, column: str, row_of_value: np.ndarray | None, row_offset: int
+) -> list[str]:
     out = []
     for u in uniq:
         try:
@@ -230,9 +231,7 @@ def numeric_values(values: np.ndarray, column: str, row_of_value: np.ndarray | N
         out[~missing] = obj[~missing].astype(np.float64)
     else:
         row = int(row_of_value[bad]) if row_of_value is not None else int(bad)
-        raise TypeError(
-            f"slice column {column!r} is bucketed (edges/quantiles) but its value {obj[bad]!r} at row {row_offset + row} is not a number"
-        )
+        raise TypeError(f"slice column {column!r} is bucketed (edges/quantiles) but its value {obj[bad]!r} at row {row_offset + row} is not a number")
     return out
 
 
@@ -327,9 +326,7 @@ class Assignment:
     codes: np.ndarray
     keys: list[tuple]
 
-    def pairs(
-        self, n: int, invalid: np.ndarray | None = None, row_of: np.ndarray | None = None
-    ) -> tuple[np.ndarray | None, np.ndarray, np.ndarray]:
+    def pairs(self, n: int, invalid: np.ndarray | None = None, row_of: np.ndarray | None = None) -> tuple[np.ndarray | None, np.ndarray, np.ndarray]:
         """The (batch element, slice) pairs of the validated batch, and the skipped rows per slice.
 
         Args:
@@ -421,9 +418,7 @@ def _dedupe(rows: np.ndarray, codes: np.ndarray, k: int) -> tuple[np.ndarray, np
     return u // max(k, 1), u % max(k, 1)
 
 
-def assign_slices(
-    spec: SliceSpec, columns: Mapping[str, Any], n: int, bounds: SpecBounds | None = None, row_offset: int = 0
-) -> Assignment:
+def assign_slices(spec: SliceSpec, columns: Mapping[str, Any], n: int, bounds: SpecBounds | None = None, row_offset: int = 0) -> Assignment:
     """Assign each row of a batch to its slice(s) under ``spec``.
 
     Args:

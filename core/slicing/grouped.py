@@ -547,7 +547,9 @@ def check_same_states(mine: tuple, theirs: tuple) -> None:
     """Raise ``ValueError`` unless two plans' ``(state class, layout)`` pairs are equal, with the
     message a state merge gives (the kinds, or the differing layout setting)."""
     if len(mine) != len(theirs):
-        raise ValueError(f"cannot merge state tuples of different plans ({len(mine)} vs {len(theirs)} states: {[c.kind for c, _ in mine]} vs {[c.kind for c, _ in theirs]})")
+        raise ValueError(
+            f"cannot merge state tuples of different plans ({len(mine)} vs {len(theirs)} states: {[c.kind for c, _ in mine]} vs {[c.kind for c, _ in theirs]})"
+        )
     for (a, la), (b, lb) in zip(mine, theirs):
         if a is not b or la != lb:
             a.zero(la).merge(b.zero(lb))  # raises ValueError naming the kind or the setting

@@ -276,7 +276,10 @@ class SliceSpec:
                 raise _bad(self, f"max_slices must be at most {MAX_SLICES}, got {self.max_slices!r}")
             object.__setattr__(self, "max_slices", int(self.max_slices))
             if self.quantiles:
-                raise _bad(self, "max_slices cannot be combined with quantiles in one spec (the bucket edges are not known while counting); use edges= or a separate spec")
+                raise _bad(
+                    self,
+                    "max_slices cannot be combined with quantiles in one spec (the bucket edges are not known while counting); use edges= or a separate spec",
+                )
         if self.by not in SIZE_MEASURES:
             raise _bad(self, f"by must be one of {SIZE_MEASURES}, got {self.by!r}")
         if self.min_slice_size is not None:
@@ -431,9 +434,6 @@ def parse_slices(specs: Iterable[Any] | str | None) -> tuple[SliceSpec, ...]:
             continue
         clash = next((o for o in out if o.columns == p.columns), None)
         if clash is not None:
-            raise ValueError(
-                f"slice specs {str(clash)!r} and {str(p)!r} slice the same columns {list(p.columns)}; their slice "
-                "keys would collide: keep one"
-            )
+            raise ValueError(f"slice specs {str(clash)!r} and {str(p)!r} slice the same columns {list(p.columns)}; their slice keys would collide: keep one")
         out.append(p)
     return tuple(out)

@@ -79,9 +79,7 @@ class State:
         for name in cls.EXACT:
             if fields_.get(name) != "float64":
                 raise ValueError(f"{cls.kind}: exact field {name!r} must be a float64 field")
-        cls.STORED_FIELDS = tuple(cls.FIELDS) + tuple(
-            (f"{name}.{part}", "int64") for name in cls.EXACT for part in ("exp", "limbs")
-        )
+        cls.STORED_FIELDS = tuple(cls.FIELDS) + tuple((f"{name}.{part}", "int64") for name in cls.EXACT for part in ("exp", "limbs"))
 
     def __init__(self, layout: Any, arrays: dict[str, Any]):
         """``arrays``: every field of ``FIELDS``; an exact field may be an :class:`ExactSums`,
@@ -99,9 +97,7 @@ class State:
             a = np.asarray(v)
             want = self.shape(layout, name)  # None: a 1-D field of any length
             if a.dtype != np.dtype(dtype) or (a.ndim != 1 if want is None else a.shape != want):
-                raise ValueError(
-                    f"{self.kind}.{name}: expected {dtype}{'(n,)' if want is None else want}, got {a.dtype}{a.shape}"
-                )
+                raise ValueError(f"{self.kind}.{name}: expected {dtype}{'(n,)' if want is None else want}, got {a.dtype}{a.shape}")
             if name in self.EXACT:
                 if es is None and f"{name}.limbs" in arrays:
                     e, limbs = np.asarray(arrays[f"{name}.exp"]), np.asarray(arrays[f"{name}.limbs"])
@@ -264,11 +260,7 @@ class State:
         return self
 
     def __eq__(self, other: object) -> bool:
-        return (
-            type(other) is type(self)
-            and other.layout == self.layout
-            and all(np.array_equal(self.arrays[n], other.arrays[n]) for n, _ in self.STORED_FIELDS)
-        )
+        return type(other) is type(self) and other.layout == self.layout and all(np.array_equal(self.arrays[n], other.arrays[n]) for n, _ in self.STORED_FIELDS)
 
     def __hash__(self) -> int:
         return hash((self.kind, self.layout, tuple(self.arrays[n].tobytes() for n, _ in self.STORED_FIELDS)))
@@ -326,11 +318,7 @@ def checked_add(a: np.ndarray, b: np.ndarray, what: str) -> np.ndarray:
 def _layout_diff(a: Any, b: Any) -> str:
     if type(a) is not type(b):
         return f"layout {a!r} != {b!r}"
-    diffs = [
-        f"{f.name} {getattr(a, f.name)!r} != {getattr(b, f.name)!r}"
-        for f in fields(a)
-        if getattr(a, f.name) != getattr(b, f.name)
-    ]
+    diffs = [f"{f.name} {getattr(a, f.name)!r} != {getattr(b, f.name)!r}" for f in fields(a) if getattr(a, f.name) != getattr(b, f.name)]
     return "different " + "; ".join(diffs)
 
 
@@ -348,9 +336,7 @@ def _weighted_count(index: np.ndarray, weight: np.ndarray | None, size: int) -> 
 _CHUNK = 1 << 16
 
 
-def _one_threshold_counts(
-    y: np.ndarray, score: np.ndarray, threshold: float, rule: str, weight: np.ndarray | None
-) -> dict[str, np.ndarray]:
+def _one_threshold_counts(y: np.ndarray, score: np.ndarray, threshold: float, rule: str, weight: np.ndarray | None) -> dict[str, np.ndarray]:
     """``tp, fp, tn, fn`` as (1,) float64 arrays at one threshold (``score >= t`` or ``>``).
 
     Unweighted: exact integer counts from ``np.count_nonzero`` of the predicted-positive mask and
@@ -615,7 +601,6 @@ class ConfusionMatrixState(State):
         k = layout.num_classes
         return cls(layout, {"matrix": _pair_counts(batch.y_true, batch.y_pred, k, batch.sample_weight)})
 
-
     @classmethod
     def num_cells(cls, layout: ConfusionMatrixLayout) -> int:
         return layout.num_classes * layout.num_classes
@@ -643,9 +628,7 @@ class ConfusionMatrixState(State):
 CELL_STATES = (ExampleCountState, BinaryConfusionState, ConfusionMatrixState)
 
 
-def states_from_cells(
-    state_types: tuple, cells: np.ndarray, counts: np.ndarray, weights: np.ndarray | None, per_label: int
-) -> tuple[State, ...]:
+def states_from_cells(state_types: tuple, cells: np.ndarray, counts: np.ndarray, weights: np.ndarray | None, per_label: int) -> tuple[State, ...]:
     """The states of rows summarised per *joint* cell, equal to folding the rows themselves.
 
     The joint cell of a row is ``label * per_label + j``: for a binary confusion state with

@@ -256,9 +256,7 @@ def slice_key_from_json(text: str) -> tuple:
         ValueError: not a JSON list of ``[column name, scalar value]`` pairs.
     """
     pairs = _json(text, "slice key")
-    if not isinstance(pairs, list) or any(
-        not isinstance(p, list) or len(p) != 2 or not isinstance(p[0], str) or isinstance(p[1], (list, dict)) for p in pairs
-    ):
+    if not isinstance(pairs, list) or any(not isinstance(p, list) or len(p) != 2 or not isinstance(p[0], str) or isinstance(p[1], (list, dict)) for p in pairs):
         raise ValueError(f"corrupted slice key {text[:200]!r}")
     return tuple((c, v) for c, v in pairs)
 

@@ -35,6 +35,7 @@ _SORT_MAX = 1 << 17
 _TABLE = 1 << 18
 _CHUNK = 1 << 20
 
+
 # ---------------------------------------------------------------------------------------------
 def score_keys(scores: np.ndarray) -> np.ndarray:
     """Order-preserving int64 keys of finite float64 scores.

@@ -322,9 +322,7 @@ class ScoreDistributionState(State):
         return cls._from_valid(layout, score, y.astype(np.int64, copy=False), w)
 
     @classmethod
-    def _from_valid(
-        cls, layout: ScoreDistributionLayout, score: np.ndarray, y: np.ndarray, w: np.ndarray | None
-    ) -> "ScoreDistributionState":
+    def _from_valid(cls, layout: ScoreDistributionLayout, score: np.ndarray, y: np.ndarray, w: np.ndarray | None) -> "ScoreDistributionState":
         score = np.ascontiguousarray(score, dtype=np.float64)
         if y.dtype != np.int64:
             y = y.astype(np.int64)
@@ -350,9 +348,7 @@ class ScoreDistributionState(State):
         if type(other) is not type(self):
             raise ValueError(f"cannot merge state {getattr(other, 'kind', type(other).__name__)!r} into {self.kind!r}")
         if other.layout != self.layout:
-            raise ValueError(
-                f"cannot merge {self.kind} states: different capacity {self.layout.capacity} != {other.layout.capacity}"
-            )
+            raise ValueError(f"cannot merge {self.kind} states: different capacity {self.layout.capacity} != {other.layout.capacity}")
         a, b = self.arrays, other.arrays
         if b["keys"].size == 0:
             return self
@@ -404,10 +400,7 @@ class ScoreDistributionState(State):
 
     def __repr__(self) -> str:
         p, n = self.totals()
-        return (
-            f"{type(self).__name__}(capacity={self.layout.capacity}, level={self.level}, "
-            f"bins={self.num_bins}, pos={p:g}, neg={n:g})"
-        )
+        return f"{type(self).__name__}(capacity={self.layout.capacity}, level={self.level}, bins={self.num_bins}, pos={p:g}, neg={n:g})"
 
 
 class Class0ScoreDistributionState(ScoreDistributionState):
@@ -579,9 +572,7 @@ class ClassScoreDistributionState(State):
         return ClassScoreDistributionLayout(task.num_classes, max(caps) if caps else default)
 
     @classmethod
-    def _from_columns(
-        cls, layout: ClassScoreDistributionLayout, columns: list[tuple], exact: "list[Any] | None" = None
-    ) -> "ClassScoreDistributionState":
+    def _from_columns(cls, layout: ClassScoreDistributionLayout, columns: list[tuple], exact: "list[Any] | None" = None) -> "ClassScoreDistributionState":
         """From per-column ``(keys, weights, level)``; with ``exact``, the weights are the exact
         sums those give (``(state or None, score, y, w)`` sources, see :meth:`_exact_weights`)."""
         keys = [c[0] for c in columns]
@@ -611,8 +602,7 @@ class ClassScoreDistributionState(State):
                     continue
                 to = np.concatenate(
                     [
-                        offsets[c]
-                        + np.searchsorted(keys[c], a["keys"][a["offsets"][c] : a["offsets"][c + 1]] >> np.int64(levels[c] - a["levels"][c]))
+                        offsets[c] + np.searchsorted(keys[c], a["keys"][a["offsets"][c] : a["offsets"][c + 1]] >> np.int64(levels[c] - a["levels"][c]))
                         for c in range(k)
                     ]
                 )
@@ -656,10 +646,7 @@ class ClassScoreDistributionState(State):
         score, y, w = _drop_zero_weight(score, batch.y_true.astype(np.int64, copy=False), batch.sample_weight)
         if score.shape[0] == 0:
             return cls.zero(layout)
-        cols = [
-            bin_scores(np.ascontiguousarray(score[:, c], dtype=np.float64), cls._column_labels(y, c), w, layout.capacity, width)
-            for c in range(k)
-        ]
+        cols = [bin_scores(np.ascontiguousarray(score[:, c], dtype=np.float64), cls._column_labels(y, c), w, layout.capacity, width) for c in range(k)]
         return cls._from_columns(layout, cols, None if w is None else [(score, y, w)])
 
     def fold(self, batch: Batch) -> "ClassScoreDistributionState":
@@ -677,10 +664,7 @@ class ClassScoreDistributionState(State):
         if score.shape[0] == 0:
             return self
         cap = self.layout.capacity
-        cols = [
-            fold_bins(self.column(c), np.ascontiguousarray(score[:, c], dtype=np.float64), self._column_labels(y, c), w, cap, width)
-            for c in range(k)
-        ]
+        cols = [fold_bins(self.column(c), np.ascontiguousarray(score[:, c], dtype=np.float64), self._column_labels(y, c), w, cap, width) for c in range(k)]
         if w is None and self._counts_only() and _small_counts(*(c[1] for c in cols)):
             return self._from_columns(self.layout, cols)  # integer counts: already exact
         return self._from_columns(self.layout, cols, [self, (score, y, w)])
@@ -847,7 +831,7 @@ def row_ranking_values(y: np.ndarray, score: np.ndarray) -> tuple[np.ndarray, np
     pos = np.bincount(gid, yy.ravel(), g)
     neg = np.bincount(gid, None, g) - pos
     row = np.repeat(np.arange(n), L)[flat]
-    first = gid[:: L]  # first group of each row
+    first = gid[::L]  # first group of each row
     cp, cn = np.cumsum(pos), np.cumsum(neg)
     A = cp - pos - (cp - pos)[first][row]
     B = cn - neg - (cn - neg)[first][row]

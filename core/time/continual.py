@@ -214,7 +214,13 @@ def _ints(values: Any, column: str, size: int, row_offset: int, n: int | None = 
         with np.errstate(invalid="ignore"):
             bad = ~np.isfinite(arr) | (arr != np.floor(arr)) | (arr < 0) | (arr >= size)
     else:  # objects (None, text) or bools: each value checked
-        bad = np.array([isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer, float, np.floating)) or not (0 <= v < size and float(v).is_integer()) for v in arr], dtype=bool)
+        bad = np.array(
+            [
+                isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer, float, np.floating)) or not (0 <= v < size and float(v).is_integer())
+                for v in arr
+            ],
+            dtype=bool,
+        )
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
         v = arr[i]

@@ -77,6 +77,7 @@ COUNT_NAMES = (
     "orphan_labels", "duplicate_labels", "invalid_labels",
 )  # fmt: skip
 
+
 @dataclass(frozen=True)
 class LabelJoin:
     """How predictions and labels are joined (see the module docstring).
@@ -295,7 +296,9 @@ def invalid_rows(table: pa.Table, id_col: str, time_col: str, what: str, on_inva
         col = id_col if table.column(id_col)[i].as_py() is None else time_col
         value = table.column(col)[i].as_py()
         kind = "missing value None" if value is None else f"invalid value {value!r} (a time must be finite)"
-        raise ValueError(f"{what} column {col!r}: {kind} at row {row_offset + i} (a {what} needs an id and a time; --skip-invalid counts such rows as invalid_{what}s)")
+        raise ValueError(
+            f"{what} column {col!r}: {kind} at row {row_offset + i} (a {what} needs an id and a time; --skip-invalid counts such rows as invalid_{what}s)"
+        )
     return bad
 
 
@@ -378,7 +381,9 @@ def classify(predictions: pa.Table, labels: pa.Table, join: LabelJoin, pred_offs
         # a duplicate label belongs to its id's prediction (its slices), when there is one
         dup_rows = np.flatnonzero(ldup)
         if len(dup_rows):
-            dpos = pc.index_in(labels.column(join.id_col).take(pa.array(dup_rows, pa.int64())), value_set=predictions.column(join.id_col).take(pa.array(pchosen, pa.int64())))
+            dpos = pc.index_in(
+                labels.column(join.id_col).take(pa.array(dup_rows, pa.int64())), value_set=predictions.column(join.id_col).take(pa.array(pchosen, pa.int64()))
+            )
             dhas = np.asarray(dpos.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
             label_pred_row[dup_rows[dhas]] = pchosen[np.asarray(dpos.drop_null().to_numpy(), dtype=np.int64)]
     return Classified(pred_outcome, pred_label_row, label_outcome, label_pred_row, pt, lt)
@@ -426,7 +431,11 @@ class JoinCounts:
         return out
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, JoinCounts) and self.counts.keys() == other.counts.keys() and all(np.array_equal(v, other.counts[k]) for k, v in self.counts.items())
+        return (
+            isinstance(other, JoinCounts)
+            and self.counts.keys() == other.counts.keys()
+            and all(np.array_equal(v, other.counts[k]) for k, v in self.counts.items())
+        )
 
     def get(self, key: tuple = ()) -> dict[str, int]:
         """``{count name: n, ..., "predictions", "labels", "no_label_within_delay"}`` of one slice."""
@@ -480,20 +489,22 @@ def count_outcomes(predictions: pa.Table, labels: pa.Table, join: LabelJoin, c: 
         if all(col in ltable.column_names for col in spec):
             common = pa.schema([(col, types.get(col, parts[0].schema.field(col).type)) for col in spec])
             parts[0] = parts[0].cast(common)
-        sel = np.concatenate([~invalid[: len(pred_rows)], ~invalid[len(pred_rows):][on_pred]])
-        sel_codes = [np.concatenate([codes[: len(pred_rows)], codes[len(pred_rows):][on_pred]])]
+        sel = np.concatenate([~invalid[: len(pred_rows)], ~invalid[len(pred_rows) :][on_pred]])
+        sel_codes = [np.concatenate([codes[: len(pred_rows)], codes[len(pred_rows) :][on_pred]])]
         own = lab_extra[~on_pred]
         if len(own) and all(col in ltable.column_names for col in spec):
             parts.append(ltable.select(list(spec)).take(pa.array(own, pa.int64())).cast(parts[0].schema))
-            sel = np.concatenate([sel, ~invalid[len(pred_rows):][~on_pred]])
-            sel_codes.append(codes[len(pred_rows):][~on_pred])
+            sel = np.concatenate([sel, ~invalid[len(pred_rows) :][~on_pred]])
+            sel_codes.append(codes[len(pred_rows) :][~on_pred])
         table = pa.concat_tables(parts)
         code_arr = np.concatenate(sel_codes)
         keep = np.flatnonzero(sel)
         if not len(keep):
             continue
         table, code_arr = table.take(pa.array(keep, pa.int64())), code_arr[keep]
-        grouped = table.append_column("__code", pa.array(code_arr, pa.int64())).group_by(list(spec) + ["__code"], use_threads=False).aggregate([([], "count_all")])
+        grouped = (
+            table.append_column("__code", pa.array(code_arr, pa.int64())).group_by(list(spec) + ["__code"], use_threads=False).aggregate([([], "count_all")])
+        )
         cols = [grouped.column(col).to_pylist() for col in spec]
         gc, gn = grouped.column("__code").to_numpy(), grouped.column("count_all").to_numpy()
         for i in range(grouped.num_rows):
@@ -504,7 +515,9 @@ def count_outcomes(predictions: pa.Table, labels: pa.Table, join: LabelJoin, c: 
     return counts
 
 
-def join_batches(predictions: pa.Table, labels: pa.Table, join: LabelJoin, specs: Sequence[tuple[str, ...]], pred_offset: int = 0, label_offset: int = 0) -> tuple[pa.Table, JoinCounts]:
+def join_batches(
+    predictions: pa.Table, labels: pa.Table, join: LabelJoin, specs: Sequence[tuple[str, ...]], pred_offset: int = 0, label_offset: int = 0
+) -> tuple[pa.Table, JoinCounts]:
     """Classify, then the matched examples and the counts: what each engine does per id group."""
     c = classify(predictions, labels, join, pred_offset, label_offset)
     return matched_table(predictions, labels, join, c), count_outcomes(predictions, labels, join, c, specs)

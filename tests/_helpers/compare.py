@@ -42,9 +42,7 @@ def close(a: Any, b: Any, tol: float = TOL) -> bool:
     return True
 
 
-def assert_all_close(
-    ours: Mapping[str, Any], ref: Mapping[str, Any], tol: float = TOL, context: str = "", without_reference: Any = ()
-) -> None:
+def assert_all_close(ours: Mapping[str, Any], ref: Mapping[str, Any], tol: float = TOL, context: str = "", without_reference: Any = ()) -> None:
     """``ours`` and ``ref`` have the same keys and every value is close; reports every mismatch
     at once.
 

@@ -67,9 +67,7 @@ def state_with(state: Any, **replace: Any) -> bytes:
     return state_frame(state.kind, layout_to_json(state.layout), fields_of(state, **replace))
 
 
-def accumulator_frame(
-    slices: Iterable[tuple[str, list[bytes]]], fingerprint: Any = None, version: int = 2, fingerprint_json: str | None = None
-) -> bytes:
+def accumulator_frame(slices: Iterable[tuple[str, list[bytes]]], fingerprint: Any = None, version: int = 2, fingerprint_json: str | None = None) -> bytes:
     """An accumulator frame with a valid checksum: ``slices`` are ``(slice key JSON, [state
     frames])``; version 1 frames have no fingerprint."""
     slices = list(slices)

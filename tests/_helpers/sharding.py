@@ -35,9 +35,7 @@ import numpy as np
 from tests._helpers.strategies import take_columns
 
 
-def random_shards(
-    rng: np.random.Generator, n: int, max_shards: int = 6, max_batches: int = 3, p_empty: float = 0.3
-) -> list[list[np.ndarray]]:
+def random_shards(rng: np.random.Generator, n: int, max_shards: int = 6, max_batches: int = 3, p_empty: float = 0.3) -> list[list[np.ndarray]]:
     """Partition ``range(n)`` into shards of ordered batches of row indices.
 
     Every row lands in exactly one batch. Rows keep their relative order inside a shard (a shard

@@ -131,8 +131,7 @@ def _hand_undefined(ref: Reference, keys: list[tuple[str, str, Any, Any]], k: in
 
 def _memo_key(*parts: Any) -> tuple:
     return tuple(
-        (p.dtype.str, p.shape, p.tobytes()) if isinstance(p, np.ndarray) else (tuple(p) if isinstance(p, (list, set, frozenset)) else p)
-        for p in parts
+        (p.dtype.str, p.shape, p.tobytes()) if isinstance(p, np.ndarray) else (tuple(p) if isinstance(p, (list, set, frozenset)) else p) for p in parts
     )
 
 

@@ -61,9 +61,7 @@ def binary_batches(draw: Any, max_size: int = 40, weight_kind: str | None = None
 
 
 @st.composite
-def multiclass_batches(
-    draw: Any, num_classes: int | None = None, max_size: int = 40, weight_kind: str | None = None, min_size: int = 0
-) -> dict:
+def multiclass_batches(draw: Any, num_classes: int | None = None, max_size: int = 40, weight_kind: str | None = None, min_size: int = 0) -> dict:
     """``{"y_true", "y_pred": (n,) int64 in [0, K), "sample_weight", "num_classes": K}``."""
     k = num_classes or draw(st.integers(2, 5))
     n = draw(st.integers(min_size, max_size))
@@ -211,7 +209,9 @@ def wrap(cells: list, container: str, dtype: str | None = None) -> tuple[Any, li
                 return cells, list(cells)
             if container in ("numpy", "numpy-typed"):
                 arr = np.asarray(cells) if container == "numpy" else np.asarray(cells, dtype=dtype)
-                if arr.ndim != 1 or (container == "numpy-typed" and dtype not in ("object",) and any(v is None or isinstance(v, (str, bytes, _decimal.Decimal)) for v in cells)):
+                if arr.ndim != 1 or (
+                    container == "numpy-typed" and dtype not in ("object",) and any(v is None or isinstance(v, (str, bytes, _decimal.Decimal)) for v in cells)
+                ):
                     return None
                 if arr.dtype.kind in "iu" and any(isinstance(v, float) and not _math.isfinite(v) for v in cells):
                     return None
@@ -253,7 +253,30 @@ def wrapped(draw: Any, cells: list) -> tuple[Any, list]:
 
 
 # slice values: one type family per column (distinct values must stay distinct slices)
-ODD_STRINGS = ["", " ", "a", "A", "null", "None", "nan", "NaN", "a=b", "a,b", "a|b", "a;b", "a:b", "a\\b", "é", "日本", "\t", "__OTHER__", "0", "-0", "1e3", "x" * 40]
+ODD_STRINGS = [
+    "",
+    " ",
+    "a",
+    "A",
+    "null",
+    "None",
+    "nan",
+    "NaN",
+    "a=b",
+    "a,b",
+    "a|b",
+    "a;b",
+    "a:b",
+    "a\\b",
+    "é",
+    "日本",
+    "\t",
+    "__OTHER__",
+    "0",
+    "-0",
+    "1e3",
+    "x" * 40,
+]
 SLICE_FAMILIES = {
     "str": st.sampled_from(ODD_STRINGS),
     "int": st.sampled_from([0, 1, -1, 7, 2**31, 2**53, 2**53 + 1, 2**63 - 1, -(2**63)]),
@@ -267,7 +290,7 @@ ODD_COLUMN_NAMES = ["y", "label", "y true", "Score (p)", "w,1", "a=b", "a|b", "�
 def slice_column(draw: Any, n: int, family: str | None = None) -> tuple[str, list]:
     """``(family, n cells)``: values of one family (str, int, float, bool) with None mixed in."""
     family = family or draw(st.sampled_from(sorted(SLICE_FAMILIES)))
-    values = draw(st.lists(SLICE_FAMILIES[family], min_size=1, max_size=4, unique_by=lambda v: (repr(v))))
+    values = draw(st.lists(SLICE_FAMILIES[family], min_size=1, max_size=4, unique_by=lambda v: repr(v)))
     cells = draw(st.lists(st.sampled_from(values + [None]), min_size=n, max_size=n))
     return family, cells
 

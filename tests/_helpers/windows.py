@@ -52,4 +52,11 @@ def assert_same_windows(got: Results, want: Results, rel: float = 0.0) -> None:
         assert (a.n, a.weight, a.skipped, a.suppressed) == (b.n, b.weight, b.skipped, b.suppressed), (a.window, a.slice)
         assert a.metrics.keys() == b.metrics.keys()
         for k in a.metrics:
-            np.testing.assert_allclose(np.asarray(a.metrics[k], dtype=float), np.asarray(b.metrics[k], dtype=float), rtol=rel, atol=0, equal_nan=True, err_msg=f"{a.window} {a.slice} {k}")
+            np.testing.assert_allclose(
+                np.asarray(a.metrics[k], dtype=float),
+                np.asarray(b.metrics[k], dtype=float),
+                rtol=rel,
+                atol=0,
+                equal_nan=True,
+                err_msg=f"{a.window} {a.slice} {k}",
+            )

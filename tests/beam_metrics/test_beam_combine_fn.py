@@ -192,9 +192,7 @@ def test_accumulator_coder_equality():
 
 # -- result helpers ------------------------------------------------------------------------------
 def _multiclass_result():
-    ev = mergeable_metrics.Evaluation(
-        label_col="y", prediction_col="p", num_classes=3, slices=["g"], metrics=["f1@macro", "f1@none", "confusion_matrix"]
-    )
+    ev = mergeable_metrics.Evaluation(label_col="y", prediction_col="p", num_classes=3, slices=["g"], metrics=["f1@macro", "f1@none", "confusion_matrix"])
     data = {"y": [0, 1, 2, 0, 1], "p": [0, 2, 2, 0, 1], "g": ["a", "a", None, "b", "b"]}
     return ev.finish(ev.fold(ev.zero(), data))
 
@@ -389,12 +387,15 @@ def test_multioutput_dict_rows_of_another_length_or_null_are_invalid_per_row_lik
     y = [[1.0, 2.0], [3.0, 4.0], [5.0, 7.0], [0.0, 1.0], [2.0, 2.0], [4.0, 0.5]]
     p = [[1.5, 2.0], [3.0, 4.5], [5.0], [0.5, 1.0], None, [4.0, 0.0]]
     rows = [{"y": a, "p": b, "g": "ab"[i % 2]} for i, (a, b) in enumerate(zip(y, p))]
-    ev = mergeable_metrics.Evaluation(label_col="y", prediction_col="p", num_outputs=2, slices=["g"], on_invalid=on_invalid,
-                         metrics=["mse@multioutput=raw_values"])
+    ev = mergeable_metrics.Evaluation(
+        label_col="y", prediction_col="p", num_outputs=2, slices=["g"], on_invalid=on_invalid, metrics=["mse@multioutput=raw_values"]
+    )
     fn = MetricsCombineFn(ev, batch_size=4)
     acc = fn.create_accumulator()
     if on_invalid == "raise":
-        with pytest.raises(ValueError, match=r"^column 'p': row 2 holds 1 entries \[5.0\]: multioutput prediction rows are lists of 2 values \(num_outputs=2\)$"):
+        with pytest.raises(
+            ValueError, match=r"^column 'p': row 2 holds 1 entries \[5.0\]: multioutput prediction rows are lists of 2 values \(num_outputs=2\)$"
+        ):
             for r in rows:
                 acc = fn.add_input(acc, r)
             fn.extract_output(acc)

@@ -181,12 +181,8 @@ def test_multiclass_matches_sklearn(tmp_path):
         yy, pp, ww = y[m], p[m], w[m].astype(float)
         assert s.n == m.sum()
         assert abs(s.metrics["f1@macro"] - sklearn_metrics.f1_score(yy, pp, average="macro", sample_weight=ww)) <= 1e-12
-        np.testing.assert_allclose(
-            s.metrics["f1@none"], sklearn_metrics.f1_score(yy, pp, average=None, labels=range(k), sample_weight=ww), rtol=0, atol=1e-12
-        )
-        np.testing.assert_array_equal(
-            s.metrics["confusion_matrix"], sklearn_metrics.confusion_matrix(yy, pp, labels=range(k), sample_weight=ww)
-        )
+        np.testing.assert_allclose(s.metrics["f1@none"], sklearn_metrics.f1_score(yy, pp, average=None, labels=range(k), sample_weight=ww), rtol=0, atol=1e-12)
+        np.testing.assert_array_equal(s.metrics["confusion_matrix"], sklearn_metrics.confusion_matrix(yy, pp, labels=range(k), sample_weight=ww))
         assert abs(s.metrics["accuracy"] - sklearn_metrics.accuracy_score(yy, pp, sample_weight=ww)) <= 1e-12
 
 

@@ -127,7 +127,9 @@ def test_bounded_input_any_order_equals_the_batch_join_with_invalid_rows_counted
     events = _events(preds, labels)
     rng.shuffle(events)
     bad = [("p", {"id": None, "pt": 5.0, "s": 0.5, "c": "a"}), ("l", {"id": 3, "lt": None, "y": 1})]
-    got_m, got_c, got_r = _run(beam.Create([(side, row) for _, side, row in events] + bad), "bounded", streaming=False, on_invalid="skip", late_label_horizon="5h")
+    got_m, got_c, got_r = _run(
+        beam.Create([(side, row) for _, side, row in events] + bad), "bounded", streaming=False, on_invalid="skip", late_label_horizon="5h"
+    )
     join = LabelJoin("id", "y", "pt", "lt", "1h", window="1h")
     want_c = join_batches(preds, labels, join, count_specs(EV))[1]
     invalid = np.zeros(len(COUNT_NAMES), np.int64)
@@ -214,7 +216,9 @@ def test_flights_stream_example_equals_the_local_batch_join(tmp_path, streaming,
     preds = preds.filter(pc.less(preds.column("prediction_time"), pa.scalar(until, pa.timestamp("us"))))
     kept = pc.is_in(labels.column("flight_id"), value_set=preds.column("flight_id"))
     labels = pa.concat_tables([labels.filter(kept), labels.filter(pc.invert(kept)).slice(0, 5)])
-    ev = Evaluation(label_col="delayed", score_col="score", slices=["carrier", "window_start", "window_start,carrier"], metrics=["accuracy", "precision", "recall", "f1"])
+    ev = Evaluation(
+        label_col="delayed", score_col="score", slices=["carrier", "window_start", "window_start,carrier"], metrics=["accuracy", "precision", "recall", "f1"]
+    )
     join = LabelJoin("flight_id", "delayed", "prediction_time", "label_time", "12h", window="1h")
     want, want_counts = run_local(ev, join, preds, labels)
 
@@ -244,7 +248,12 @@ def test_flights_stream_example_equals_the_local_batch_join(tmp_path, streaming,
             "labels": ev_ | "L" >> beam.FlatMap(lambda e: [e[1]] if e[0] == "l" else []),
         } | JoinLateLabels(max_label_delay="12h", id_col="flight_id", label_col="delayed", window="1h", late_label_horizon="3d", slices=count_specs(ev))
         _ = out["matched"] | "MP" >> beam.WindowInto(window.GlobalWindows(), **once) | ComputeMetrics(ev) | "M" >> beam.ParDo(_Collect("fm"))
-        _ = out["counts"] | "CP" >> beam.WindowInto(window.GlobalWindows(), **once) | beam.CombineGlobally(JoinCountsCombineFn()).without_defaults() | "C" >> beam.ParDo(_Collect("fc"))
+        _ = (
+            out["counts"]
+            | "CP" >> beam.WindowInto(window.GlobalWindows(), **once)
+            | beam.CombineGlobally(JoinCountsCombineFn()).without_defaults()
+            | "C" >> beam.ParDo(_Collect("fc"))
+        )
     got = ev.collect(slices=_SEEN["fm"])
     assert _SEEN["fc"] == [want_counts]
     c = want_counts.get()

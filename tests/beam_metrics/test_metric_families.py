@@ -40,13 +40,61 @@ def _rows(kind: str, n: int = 90) -> list[dict]:
 
 
 EVALUATIONS = {
-    "binary": dict(label_col="y", score_col="s", metrics=["specificity", "mcc", "cohen_kappa", "log_loss", "brier_score", "ece", "reliability_diagram@n_bins=5", "confusion_matrix@normalize=all"]),
-    "multiclass": dict(label_col="y", score_col="p", num_classes=3, metrics=["top_k_accuracy@k=2", "log_loss", "miou", "iou@none", "cohen_kappa@quadratic", "balanced_accuracy", "confusion_matrix@normalize=true", "hamming_loss",
-                       "ece", "mce@none", "ece@macro", "reliability_diagram@n_bins=4"]),
-    "multilabel": dict(label_col="y", score_col="s", task="multilabel", num_classes=3, metrics=["f1@samples", "hamming_loss", "subset_accuracy", "precision@micro",
-                       "roc_auc", "roc_auc@micro", "roc_auc@weighted", "roc_auc@none", "roc_auc@samples",
-                       "average_precision", "average_precision@micro", "average_precision@none", "average_precision@samples", "log_loss", "brier_score", "iou@samples"]),
-    "regression": dict(label_col="t", prediction_col="q", measure_col="loss", task="regression", metrics=["r2", "rmse", "mape", "pearson", "mean_measure", "msle", "mean_pinball_loss@alpha=0.9", "mean_poisson_deviance", "d2_tweedie_score@power=1.5"]),
+    "binary": dict(
+        label_col="y",
+        score_col="s",
+        metrics=["specificity", "mcc", "cohen_kappa", "log_loss", "brier_score", "ece", "reliability_diagram@n_bins=5", "confusion_matrix@normalize=all"],
+    ),
+    "multiclass": dict(
+        label_col="y",
+        score_col="p",
+        num_classes=3,
+        metrics=[
+            "top_k_accuracy@k=2",
+            "log_loss",
+            "miou",
+            "iou@none",
+            "cohen_kappa@quadratic",
+            "balanced_accuracy",
+            "confusion_matrix@normalize=true",
+            "hamming_loss",
+            "ece",
+            "mce@none",
+            "ece@macro",
+            "reliability_diagram@n_bins=4",
+        ],
+    ),
+    "multilabel": dict(
+        label_col="y",
+        score_col="s",
+        task="multilabel",
+        num_classes=3,
+        metrics=[
+            "f1@samples",
+            "hamming_loss",
+            "subset_accuracy",
+            "precision@micro",
+            "roc_auc",
+            "roc_auc@micro",
+            "roc_auc@weighted",
+            "roc_auc@none",
+            "roc_auc@samples",
+            "average_precision",
+            "average_precision@micro",
+            "average_precision@none",
+            "average_precision@samples",
+            "log_loss",
+            "brier_score",
+            "iou@samples",
+        ],
+    ),
+    "regression": dict(
+        label_col="t",
+        prediction_col="q",
+        measure_col="loss",
+        task="regression",
+        metrics=["r2", "rmse", "mape", "pearson", "mean_measure", "msle", "mean_pinball_loss@alpha=0.9", "mean_poisson_deviance", "d2_tweedie_score@power=1.5"],
+    ),
 }
 
 
@@ -60,13 +108,7 @@ def test_metric_families_by_name_on_the_direct_runner(tmp_path: Path, kind: str)
     rows = _rows(kind)
     prefix = str(tmp_path / "slices")
     with beam.Pipeline(runner="DirectRunner") as p:
-        _ = (
-            p
-            | beam.Create(rows)
-            | ComputeMetrics(ev, batch_size=16)
-            | beam.Map(slice_result_to_json)
-            | beam.io.WriteToText(prefix)
-        )
+        _ = p | beam.Create(rows) | ComputeMetrics(ev, batch_size=16) | beam.Map(slice_result_to_json) | beam.io.WriteToText(prefix)
     lines = [ln for f in sorted(tmp_path.glob("slices*")) for ln in f.read_text().splitlines() if ln]
     got = ev.collect(slices=[slice_result_from_json(ln) for ln in lines])
     want = assert_same_as_in_process(got, ev, rows, kind, n_slices=3)

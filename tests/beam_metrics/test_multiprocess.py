@@ -104,7 +104,9 @@ def _elements(rows: list[dict]) -> list[list]:
     return out
 
 
-def _run(parts: list[list], ev: mergeable_metrics.Evaluation, tmp_path: Path, name: str, fail_at: frozenset = frozenset(), **options: Any) -> mergeable_metrics.Results:
+def _run(
+    parts: list[list], ev: mergeable_metrics.Evaluation, tmp_path: Path, name: str, fail_at: frozenset = frozenset(), **options: Any
+) -> mergeable_metrics.Results:
     """ComputeMetrics over the Flattened Creates of ``parts`` through :class:`FailOnce`; checks
     that each index of ``fail_at`` failed once and returns the collected Results."""
     marker_dir = tmp_path / f"{name}-markers"

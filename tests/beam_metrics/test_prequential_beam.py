@@ -34,7 +34,11 @@ def test_rows_and_batches_in_any_order_equal_the_local_stream():
         np.testing.assert_equal(r.cumulative, want.cumulative)
 
     with beam.Pipeline() as pipeline:
-        got = pipeline | beam.Create(rows + batches + [pa.table({"y": y[:0], "p": p[:0], "pos": rest[:0]})], reshuffle=True) | ComputePrequentialMetrics(400, "pos", **opts)
+        got = (
+            pipeline
+            | beam.Create(rows + batches + [pa.table({"y": y[:0], "p": p[:0], "pos": rest[:0]})], reshuffle=True)
+            | ComputePrequentialMetrics(400, "pos", **opts)
+        )
         assert_that(got, check)
 
 

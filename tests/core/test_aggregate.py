@@ -285,7 +285,6 @@ def test_pooled_is_the_metric_of_the_union_for_any_split(sizes, seed, sort):
         assert (math.isnan(v) and math.isnan(got[k]) and math.isnan(rev[k])) or (got[k] == v == rev[k]), k
 
 
-
 def test_fixed_effect_reads_the_variances_of_evaluations_with_ci():
     """Runs evaluated with ci="analytic" at level 0.9: each run's variance is its interval's
     ((upper - lower) / (2 z_0.95))^2, whatever the metric."""
@@ -340,7 +339,9 @@ def test_mean_over_windowed_runs_aggregates_each_window_and_slice_over_the_runs(
         assert s.runs == 2 and s.details["accuracy"]["runs"] == 2 and s.details["accuracy"]["df"] == 1
         assert s.metrics["accuracy"] == pytest.approx(mean, rel=1e-12)
         assert s.ci["accuracy"] == pytest.approx((mean - t * sd / math.sqrt(2), mean + t * sd / math.sqrt(2)), rel=1e-9)
-        assert s.n == sum(int(((d["ts"] // 3600 == hour) & (np.ones(len(d["y"]), bool) if s.slice == () else d["g"] == dict(s.slice)["g"])).sum()) for d in data)
+        assert s.n == sum(
+            int(((d["ts"] // 3600 == hour) & (np.ones(len(d["y"]), bool) if s.slice == () else d["g"] == dict(s.slice)["g"])).sum()) for d in data
+        )
     first = agg.window(agg.windows[0][0])
     assert first.overall.window_start == agg.windows[0][0] and len(first) == 3
     with pytest.raises(KeyError, match="windows"):

@@ -51,7 +51,9 @@ def test_analytic_per_class_arrays_and_micro_multiclass():
     rng = np.random.default_rng(1)
     y, p = rng.integers(0, 3, 500), rng.integers(0, 3, 500)
     p[y == 2] = 2  # class 2 always recalled: recall 1, Wilson's upper end 1
-    r = Evaluation(label_col="y", prediction_col="p", num_classes=3, metrics=["recall@none", "precision@micro", "f1@macro"], ci="analytic").evaluate([{"y": y, "p": p}])
+    r = Evaluation(label_col="y", prediction_col="p", num_classes=3, metrics=["recall@none", "precision@micro", "f1@macro"], ci="analytic").evaluate(
+        [{"y": y, "p": p}]
+    )
     lo, hi = r.overall.ci["recall@none"]
     for c in range(3):
         ci = stats.binomtest(int(np.sum((y == c) & (p == c))), int(np.sum(y == c))).proportion_ci(method="wilson")
@@ -255,7 +257,9 @@ def test_posterior_vectorised_cells_equal_the_loop_over_replicate_states(monkeyp
     import mergeable_metrics.uncertainty.intervals as intervals
 
     d = _binary(500)
-    kw = dict(label_col="y", score_col="s", slices=["g"], metrics=["accuracy", "f1", "f1@macro", "mcc", "cohen_kappa", "confusion_matrix", "fpr"], ci="posterior")
+    kw = dict(
+        label_col="y", score_col="s", slices=["g"], metrics=["accuracy", "f1", "f1@macro", "mcc", "cohen_kappa", "confusion_matrix", "fpr"], ci="posterior"
+    )
     fast = Evaluation(**kw).evaluate([d])
     monkeypatch.setattr(intervals, "is_cell_metric", lambda m: False)
     intervals._CELL_PLANS.clear()
@@ -278,7 +282,9 @@ def test_intervals_are_the_same_for_any_sharding_and_merge_tree(seed, ci):
     rng = np.random.default_rng(seed)
     d = _binary(int(rng.integers(0, 120)), seed=int(rng.integers(0, 1000)))
     d["w"] = rng.integers(0, 3, len(d["y"])).astype(float)
-    ev = Evaluation(label_col="y", score_col="s", weight_col="w", slices=["g"], metrics=["accuracy", "f1", "mcc", "roc_auc", "recall@none"], ci=ci, ci_replicates=50)
+    ev = Evaluation(
+        label_col="y", score_col="s", weight_col="w", slices=["g"], metrics=["accuracy", "f1", "mcc", "roc_auc", "recall@none"], ci=ci, ci_replicates=50
+    )
     folder = EvaluationFolder(ev)
     want = ev.finish(fold_all(folder, d))
     got = ev.finish(fold_sharded(folder, d, rng))
@@ -303,7 +309,11 @@ def _every_metric_inputs(kind: str):
     else:
         y = rng.normal(size=n)
         kw, task, d = {"label_col": "y", "prediction_col": "p", "task": "regression"}, Task(kind="regression"), {"y": y, "p": y + rng.normal(size=n)}
-    have = {"binary": {"target", "score", "prediction", "probability"}, "multiclass": {"target", "score", "score_matrix", "prediction", "probability"}, "regression": {"target", "prediction"}}[kind]
+    have = {
+        "binary": {"target", "score", "prediction", "probability"},
+        "multiclass": {"target", "score", "score_matrix", "prediction", "probability"},
+        "regression": {"target", "prediction"},
+    }[kind]
     names = []
     for name, cls in sorted(mergeable_metrics.REGISTRY.items()):
         if name != cls.name or kind not in cls.tasks:
@@ -334,7 +344,9 @@ def test_every_registered_metric_gets_an_interval_or_is_listed_unsupported(kind,
         assert (k in r.overall.ci) != (k in unsupported), (ci, k)
     # the bootstrap covers every metric whose value has a fixed shape
     if ci == "bootstrap":
-        assert unsupported <= {"roc_curve", "precision_recall_curve", "metric_at_thresholds", "multiclass_roc_curve", "multiclass_precision_recall_curve"}, unsupported
+        assert unsupported <= {"roc_curve", "precision_recall_curve", "metric_at_thresholds", "multiclass_roc_curve", "multiclass_precision_recall_curve"}, (
+            unsupported
+        )
 
 
 @pytest.mark.parametrize("kind", ["binary", "multiclass", "regression"])

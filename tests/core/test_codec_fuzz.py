@@ -83,7 +83,9 @@ def sample_states() -> dict[str, State]:
         mcs.append(MetricCollection("ndcg", "mrr", task="regression"))
         mcs[4].update([2.0, 0.0, 1.0, 0.0], y_score=[0.3, 0.9, 0.3, 0.1], query=["a", "a", "b", "b"])
         mcs.append(MetricCollection("median_absolute_error", num_outputs=2))  # + output_absolute_error_distribution
-        mcs[5].update(np.array([[1.0, 0.0], [2.0, 5.0], [-3.0, 1e308]]), y_pred=np.array([[1.5, 0.0], [1.0, 4.0], [-2.0, -1e308]]), sample_weight=[1.0, 0.5, 2.0])
+        mcs[5].update(
+            np.array([[1.0, 0.0], [2.0, 5.0], [-3.0, 1e308]]), y_pred=np.array([[1.5, 0.0], [1.0, 4.0], [-2.0, -1e308]]), sample_weight=[1.0, 0.5, 2.0]
+        )
         paired = Evaluation(label_col="y", score_col="s", baseline_score_col="b", weight_col="w", metrics=["f1"])  # + paired_confusion
         acc = paired.fold(paired.zero(), {"y": [1, 0, 1, 0], "s": [0.9, 0.3, 0.6, 0.2], "b": [0.4, 0.7, 0.6, 0.1], "w": [1, 2, 0.5, 1]})
         boot = Evaluation(label_col="y", score_col="s", weight_col="w", metrics=["f1", "roc_auc", "log_loss", "ece"], ci="bootstrap", ci_buckets=10)

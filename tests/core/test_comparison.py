@@ -150,7 +150,9 @@ VERDICT_SET = {"better", "worse", "indistinguishable"}
 
 def test_multiclass_predictions_and_paired_accuracy():
     d = _data(n=1500, k=4, seed=2)
-    ev = Evaluation(label_col="y", prediction_col="new", baseline_prediction_col="old", num_classes=4, slices=["g"], metrics=["accuracy", "f1@macro", "recall@none"])
+    ev = Evaluation(
+        label_col="y", prediction_col="new", baseline_prediction_col="old", num_classes=4, slices=["g"], metrics=["accuracy", "f1@macro", "recall@none"]
+    )
     r = ev.evaluate(d)
     o = r.overall
     assert o.baseline_metrics["accuracy"] == accuracy_score(d["y"], d["old"])
@@ -221,7 +223,9 @@ def test_joint_state_merge_laws(rows, rnd):
 # -- results: JSON and rows -----------------------------------------------------------------
 def test_json_and_rows_round_trips():
     d = _data(n=1200, k=3, seed=4)
-    ev = Evaluation(label_col="y", prediction_col="new", baseline_prediction_col="old", num_classes=3, slices=["g"], metrics=["accuracy", "recall@none", "f1@macro"])
+    ev = Evaluation(
+        label_col="y", prediction_col="new", baseline_prediction_col="old", num_classes=3, slices=["g"], metrics=["accuracy", "recall@none", "f1@macro"]
+    )
     r = ev.evaluate(d)
     doc = r.to_dict()
     s0 = doc["slices"][0]
@@ -248,7 +252,9 @@ def test_posterior_deltas_are_seeded_and_cover_the_analytic_interval():
     if not _posterior_available():
         pytest.skip("ci='posterior' (SliceResult.ci) is not merged yet")
     d = _data(n=3000, seed=1)
-    kw = dict(label_col="y", score_col="new", baseline_score_col="old", slices=["g"], ci="posterior", ci_replicates=400, metrics=["accuracy", "f1", "precision@macro"])
+    kw = dict(
+        label_col="y", score_col="new", baseline_score_col="old", slices=["g"], ci="posterior", ci_replicates=400, metrics=["accuracy", "f1", "precision@macro"]
+    )
     a, b = Evaluation(**kw).evaluate(d), Evaluation(**kw).evaluate([{k: v[:1000] for k, v in d.items()}, {k: v[1000:] for k, v in d.items()}])
     assert a.to_dict() == b.to_dict()
     o = a.overall.comparison
@@ -278,7 +284,9 @@ def _coverage(method: str, datasets: int, rows: int = 1000, seed: int = 13) -> f
     rng = np.random.default_rng(seed)
     truth = _true_delta_accuracy()
     hits = 0
-    ev = Evaluation(label_col="y", prediction_col="c", baseline_prediction_col="b", metrics=["accuracy"], ci=None if method == "analytic" else method, ci_replicates=200)
+    ev = Evaluation(
+        label_col="y", prediction_col="c", baseline_prediction_col="b", metrics=["accuracy"], ci=None if method == "analytic" else method, ci_replicates=200
+    )
     for i in range(datasets):
         cell = rng.choice(8, size=rows, p=_P)
         data = {"y": cell // 4, "c": (cell // 2) % 2, "b": cell % 2}

@@ -43,7 +43,10 @@ def binary_metrics(zd: str) -> list[str]:
     out = [n for n in _names("binary") if n not in needs_param] + ["partial_roc_auc@max_fpr=0.3"]
     out += ["precision_at_recall@recall=0.5", "recall_at_precision@precision=0.5", "sensitivity_at_specificity@specificity=0.5"]
     out += ["specificity_at_sensitivity@sensitivity=0.5", "roc_auc@max_fpr=0.5", "roc_auc@pos_label=0", "average_precision@pos_label=0"]
-    out += [f"{m}@{a}" for m in AVERAGED for a in AVERAGES] + [f"{m}@zero_division={zd}" for m in ("precision", "recall", "f1", "mcc", "npv", "specificity", "fpr", "fnr", "cohen_kappa", "iou", "classification_report")]
+    out += [f"{m}@{a}" for m in AVERAGED for a in AVERAGES] + [
+        f"{m}@zero_division={zd}"
+        for m in ("precision", "recall", "f1", "mcc", "npv", "specificity", "fpr", "fnr", "cohen_kappa", "iou", "classification_report")
+    ]
     out += ["precision@threshold=0.3", "recall@threshold=0.7@macro", "accuracy@threshold=0.3", "tp@threshold=0.7", "mcc@threshold=0.3"]
     out += ["cohen_kappa@linear", "cohen_kappa@quadratic", "balanced_accuracy@adjusted=true", "miou@zero_division=1", "roc_auc@capacity=4"]
     out += ["threshold_at_recall@recall=0.5", "threshold_at_precision@precision=0.5", "metric_at_thresholds@metric=mcc@thresholds=0.3|0.6",
@@ -64,7 +67,11 @@ def same(a, b) -> bool:
     if type(a) is not type(b):
         return False
     if isinstance(a, np.ndarray):
-        return a.shape == b.shape and a.dtype == b.dtype and np.array_equal(a.view(np.uint8) if a.dtype.kind == "f" else a, b.view(np.uint8) if b.dtype.kind == "f" else b)
+        return (
+            a.shape == b.shape
+            and a.dtype == b.dtype
+            and np.array_equal(a.view(np.uint8) if a.dtype.kind == "f" else a, b.view(np.uint8) if b.dtype.kind == "f" else b)
+        )
     if isinstance(a, float):
         return (math.isnan(a) and math.isnan(b)) or np.float64(a).tobytes() == np.float64(b).tobytes()
     return a == b
@@ -162,7 +169,27 @@ def test_binary_ignore_index_and_multiclass_binary(data, weighted):
         parts = data.draw(binary_parts(weighted))
         if task.kind == "multiclass":
             parts = [{"y_true": p["y_true"], "y_pred": (p["y_score"] >= 0.5).astype(int), "sample_weight": p["sample_weight"]} for p in parts]
-            plan = Plan([m for m in names if not m.startswith(("roc_auc", "average_precision", "roc_curve", "precision_recall_curve", "log_loss", "brier", "top_k", "ece", "mce", "reliability_diagram"))], task)
+            plan = Plan(
+                [
+                    m
+                    for m in names
+                    if not m.startswith(
+                        (
+                            "roc_auc",
+                            "average_precision",
+                            "roc_curve",
+                            "precision_recall_curve",
+                            "log_loss",
+                            "brier",
+                            "top_k",
+                            "ece",
+                            "mce",
+                            "reliability_diagram",
+                        )
+                    )
+                ],
+                task,
+            )
         check(plan, _states(plan, task, parts))
 
 

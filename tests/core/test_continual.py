@@ -128,13 +128,19 @@ def test_a_task_never_evaluated_is_nan_and_listed():
 @pytest.mark.parametrize(
     "args, match",
     [
-        (dict(trained_task=2, evaluated_task=0, y_true=[0], y_pred=[0]), r"column 'trained_task': invalid value 2 at row 0: trained tasks must be integers in \[0, 2\)"),
+        (
+            dict(trained_task=2, evaluated_task=0, y_true=[0], y_pred=[0]),
+            r"column 'trained_task': invalid value 2 at row 0: trained tasks must be integers in \[0, 2\)",
+        ),
         (dict(trained_task=0, evaluated_task=[0, -1], y_true=[0, 1], y_pred=[0, 1]), r"column 'evaluated_task': invalid value -1 at row 1"),
         (dict(trained_task=0, evaluated_task=0, y_true=[0, 2], y_pred=[0, 1]), r"column 'label': invalid value 2 at row 1"),
         (dict(trained_task=0, evaluated_task=0, y_true=[0, 1], y_pred=[0, None]), r"column 'prediction': invalid value None at row 1"),
         (dict(trained_task=0, evaluated_task=0, y_true=[0, 1], y_pred=pa.array([0.0, None])), r"column 'prediction': invalid value null at row 1"),
         (dict(trained_task=0, evaluated_task=0, y_true=[0.5], y_pred=[0]), r"column 'label': invalid value 0.5 at row 0"),
-        (dict(trained_task=0, evaluated_task=0, y_true=[0, 1], y_pred=[0, 1], step=[None, 1]), r"column 'step': invalid value 1 at row 1: steps must be integers in \[0, 1\)"),
+        (
+            dict(trained_task=0, evaluated_task=0, y_true=[0, 1], y_pred=[0, 1], step=[None, 1]),
+            r"column 'step': invalid value 1 at row 1: steps must be integers in \[0, 1\)",
+        ),
         (dict(trained_task=0, evaluated_task=0, y_true=[0], y_pred=[0, 1]), r"column 'prediction': 2 rows, but the labels have 1"),
     ],
 )

@@ -28,6 +28,8 @@ FORBIDDEN = ("apache_beam", "pyspark", "mergeable_metrics.pipelines", "mergeable
 def forbidden(name: str) -> bool:
     """``name`` is a forbidden module or inside one."""
     return any(name == f or name.startswith(f + ".") for f in FORBIDDEN)
+
+
 # heavy optional libraries core must not pull in at import time (lazy imports inside functions,
 # e.g. pandas in Results.to_pandas, are fine)
 HEAVY = ("pandas", "pyarrow", "sklearn", "scipy")
@@ -97,9 +99,7 @@ def modules_after_import() -> dict:
         "for n in names: importlib.import_module(n)\n"
         "print(json.dumps({'submodules': names, 'modules': sorted(sys.modules)}))\n"
     )
-    proc = subprocess.run(
-        [sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, timeout=120, check=False
-    )
+    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, timeout=120, check=False)
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout.strip().splitlines()[-1])
 

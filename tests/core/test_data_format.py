@@ -26,7 +26,9 @@ def test_the_declared_format_is_used_when_none_is_given():
     assert mc.formats == {"target": "onehot", "prediction": "onehot"}
     mc.update(Y, y_pred=P)
     assert mc.compute() == {"accuracy": 0.5}
-    with pytest.raises(ValueError, match=r"column 'y_true': invalid value \[1.0, 1.0, 0.0\] at row 5: a one-hot row needs exactly one 1"):  # rows count on (4 before)
+    with pytest.raises(
+        ValueError, match=r"column 'y_true': invalid value \[1.0, 1.0, 0.0\] at row 5: a one-hot row needs exactly one 1"
+    ):  # rows count on (4 before)
         mc.update([[1, 0, 0], [1, 1, 0]], y_pred=[[1, 0, 0], [1, 0, 0]])
     ev = Evaluation(label_col="y", prediction_col="p", num_classes=3, metrics=[OneHotAccuracy(Task(3))])
     assert ev.evaluate([{"y": Y, "p": P}]).overall.metrics == {"accuracy": 0.5}

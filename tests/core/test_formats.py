@@ -108,7 +108,9 @@ def test_probability_and_logit_formats():
 
 def test_resolve_format_errors_name_column_shape_and_choices():
     t3 = Task(num_classes=3)
-    with pytest.raises(ValueError, match=r"column 'p': a multiclass task cannot read score values of shape \(4,\); expected one of: scores \(\(N, K\)\), score_map"):
+    with pytest.raises(
+        ValueError, match=r"column 'p': a multiclass task cannot read score values of shape \(4,\); expected one of: scores \(\(N, K\)\), score_map"
+    ):
         resolve_format(t3, "score", np.zeros(4), None, "p")
     with pytest.raises(ValueError, match=r"column 'y': input format 'logits' cannot be used for target values"):
         resolve_format(t3, "target", np.zeros(4), "logits", "y")

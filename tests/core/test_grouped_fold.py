@@ -29,7 +29,10 @@ CONFIGS = {
     "multiclass_scores": (dict(score_col="sm", num_classes=3), ["top_k_accuracy@k=2", "roc_auc"]),
     "regression": (dict(prediction_col="r", task="regression"), ["mean_absolute_error", "r2"]),
     "regression_quantiles": (dict(prediction_col="r", task="regression"), ["median_absolute_error@capacity=3", "quantile_absolute_error@q=0.9@capacity=3"]),
-    "multioutput": (dict(prediction_col="rm", num_outputs=3), ["median_absolute_error@multioutput=raw_values@capacity=3", "quantile_absolute_error@q=0.25@capacity=3", "mae"]),
+    "multioutput": (
+        dict(prediction_col="rm", num_outputs=3),
+        ["median_absolute_error@multioutput=raw_values@capacity=3", "quantile_absolute_error@q=0.25@capacity=3", "mae"],
+    ),
     "measure": (dict(score_col="s", measure_col="m"), ["mean_measure", "precision"]),
     "multilabel": (dict(prediction_col="pl", task="multilabel", num_classes=3), ["f1@micro"]),
 }
@@ -41,7 +44,9 @@ def _columns(spec: str) -> tuple[str, ...]:
 
 
 def _label_col(config: str) -> str:
-    return {"multiclass": "yk", "multiclass_scores": "yk", "regression": "t", "regression_quantiles": "t", "multioutput": "tm", "multilabel": "yl"}.get(config, "y")
+    return {"multiclass": "yk", "multiclass_scores": "yk", "regression": "t", "regression_quantiles": "t", "multioutput": "tm", "multilabel": "yl"}.get(
+        config, "y"
+    )
 
 
 @st.composite

@@ -33,7 +33,9 @@ from mergeable_metrics.metrics.topk import BinaryTopKLayout, BinaryTopKState
 from tests._helpers import close, merge_tree, random_shards
 
 pytestmark = pytest.mark.filterwarnings(
-    "ignore::mergeable_metrics.metrics.base.UndefinedMetricWarning", "ignore::sklearn.exceptions.UndefinedMetricWarning", "ignore:A single label was found:UserWarning"
+    "ignore::mergeable_metrics.metrics.base.UndefinedMetricWarning",
+    "ignore::sklearn.exceptions.UndefinedMetricWarning",
+    "ignore:A single label was found:UserWarning",
 )
 
 SKLEARN = {"precision": precision_score, "recall": recall_score, "f1": f1_score, "iou": jaccard_score}
@@ -86,7 +88,9 @@ def test_prf_nan_policy_with_labels_matches_sklearn_nan(labels):
     mc = MetricCollection(*(f"{m}@{a}@labels={_text(labels)}" for m in ("precision", "recall", "f1") for a in ("macro", "none")), num_classes=K)
     mc.update(y, y_pred=p, sample_weight=w)
     got = list(mc.compute().values())
-    refs = [f(y, p, labels=labels, average=a, sample_weight=w, zero_division=np.nan) for f in (precision_score, recall_score, f1_score) for a in ("macro", None)]
+    refs = [
+        f(y, p, labels=labels, average=a, sample_weight=w, zero_division=np.nan) for f in (precision_score, recall_score, f1_score) for a in ("macro", None)
+    ]
     for g, r in zip(got, refs):
         assert close(g, r, 1e-12), (g, r)
 
@@ -168,6 +172,7 @@ def test_labels_by_class_value_with_classes():
 def test_labels_in_python_lists_and_numeric_class_values():
     mc = MetricCollection("f1@macro@labels=3|1", num_classes=4)
     from mergeable_metrics.metrics.base import resolve
+
     assert resolve("f1@none@labels=2|0", mc.task).key == "f1@none@labels=2|0"
     mc2 = MetricCollection("precision@none@labels=1|-1", classes=[-1, 0, 1])
     mc2.update([-1, 0, 1, 1], y_pred=[-1, 1, 1, 0])

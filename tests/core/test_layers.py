@@ -22,7 +22,12 @@ import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 #: the package's folders in the repository and where they sit in the package (pyproject's package-dir)
-FOLDERS = {"core": "mergeable_metrics", "beam_metrics": "mergeable_metrics/beam", "spark_metrics": "mergeable_metrics/spark", "pipelines": "mergeable_metrics/pipelines"}
+FOLDERS = {
+    "core": "mergeable_metrics",
+    "beam_metrics": "mergeable_metrics/beam",
+    "spark_metrics": "mergeable_metrics/spark",
+    "pipelines": "mergeable_metrics/pipelines",
+}
 CONTRACTS = 5
 
 

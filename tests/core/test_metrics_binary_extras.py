@@ -72,9 +72,7 @@ def _reference(case) -> dict:
     }
     ref["fpr"] = 1 - ref["specificity"]
     present = len(set(y.tolist()) & {0, 1}) if w is None else len({int(c) for c, ww in zip(y, w) if ww > 0})
-    ref["balanced_accuracy@adjusted=true"] = (
-        skm.balanced_accuracy_score(y, p, sample_weight=w, adjusted=True) if present > 1 else nan
-    )
+    ref["balanced_accuracy@adjusted=true"] = skm.balanced_accuracy_score(y, p, sample_weight=w, adjusted=True) if present > 1 else nan
     cov = ref["mcc@zero_division=0"]
     cm = skm.confusion_matrix(y, p, labels=[0, 1], sample_weight=w)
     t, pr = cm.sum(axis=1), cm.sum(axis=0)

@@ -142,8 +142,11 @@ def test_multilabel_input_validation():
 
 
 batches = st.lists(
-    st.tuples(st.lists(st.integers(0, 1), min_size=3, max_size=3), st.lists(st.sampled_from([0.0, 0.3, 0.5, 0.8]), min_size=3, max_size=3),
-              st.sampled_from([0.0, 1.0, 2.0, 3.0])),  # fmt: skip
+    st.tuples(
+        st.lists(st.integers(0, 1), min_size=3, max_size=3),
+        st.lists(st.sampled_from([0.0, 0.3, 0.5, 0.8]), min_size=3, max_size=3),
+        st.sampled_from([0.0, 1.0, 2.0, 3.0]),
+    ),  # fmt: skip
     max_size=30,
 )
 
@@ -178,7 +181,9 @@ def test_multilabel_state_merge_laws(rows, seed):
 
 
 # -- jaccard@samples (issue 17) ---------------------------------------------------------------
-@pytest.mark.parametrize("name,weighted", [("balanced", False), ("imbalanced", True), ("all_off", True), ("ties", False), ("weighted_zeros", True), ("single_row", False)])
+@pytest.mark.parametrize(
+    "name,weighted", [("balanced", False), ("imbalanced", True), ("all_off", True), ("ties", False), ("weighted_zeros", True), ("single_row", False)]
+)
 @pytest.mark.parametrize("zd", [0, 1, "nan"])
 def test_jaccard_samples_matches_sklearn(name, weighted, zd):
     Y, S, w = multilabel_case(name, weighted)

@@ -111,6 +111,7 @@ def test_validation_and_empty():
     assert mc.compute()["log_loss"] == pytest.approx(-math.log(0.7), rel=1e-15)
     empty = MetricCollection(*METRICS, task="multilabel", num_classes=3).compute()
     assert all(math.isnan(empty[m]) for m in METRICS)
+
     def sums(task):
         return next(s for s in Plan(["brier_score"], task).zero() if s.kind == "probability_sums")
 

@@ -38,7 +38,12 @@ def _evaluation(metrics, weighted, **kw):
 @pytest.mark.parametrize("weighted", [False, True])
 def test_equals_sklearn_on_rows_sorted_by_id_overall_and_per_slice(weighted):
     Y, S, w, ids, g = _data(300, 1)
-    metrics = ["multilabel_confusion_matrix@samplewise=true", "multilabel_confusion_matrix@samplewise=true@threshold=0.3", "multilabel_confusion_matrix", "f1@samples"]
+    metrics = [
+        "multilabel_confusion_matrix@samplewise=true",
+        "multilabel_confusion_matrix@samplewise=true@threshold=0.3",
+        "multilabel_confusion_matrix",
+        "f1@samples",
+    ]
     ev = _evaluation(metrics, weighted, slices=["g"])
     cols = {"y": list(Y), "s": list(S), "id": ids, "g": g} | ({"w": w} if weighted else {})
     parts = [{k: v[a:b] for k, v in cols.items()} for a, b in [(0, 17), (17, 17), (17, 200), (200, 300)]]
@@ -144,7 +149,9 @@ def test_sharded_merge_equals_one_fold(data, seed):
 def test_decoded_bytes_and_merges_are_checked():
     from tests._helpers.frames import state_with
 
-    s = MultilabelSamplewiseState.zero(LAYOUT).fold(Batch(np.array([[1, 0, 1], [0, 1, 1]]), np.array([[0.9, 0.2, 0.4], [0.1, 0.8, 0.6]]), None, None, ids=np.array([5, 3])))
+    s = MultilabelSamplewiseState.zero(LAYOUT).fold(
+        Batch(np.array([[1, 0, 1], [0, 1, 1]]), np.array([[0.9, 0.2, 0.4], [0.1, 0.8, 0.6]]), None, None, ids=np.array([5, 3]))
+    )
     assert s["ids"].tolist() == [3, 5]
     with pytest.raises(ValueError, match="strictly increasing"):
         State.decode(state_with(s, ids=np.array([5, 3], dtype=np.int64)))

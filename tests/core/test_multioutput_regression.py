@@ -162,7 +162,9 @@ def test_raw_values_are_long_format_rows_per_output_and_undefined_outputs_are_li
 # -- states: exact, merge laws, codec ------------------------------------------------------------
 @settings(max_examples=40, deadline=None)
 @given(
-    data=st.lists(st.tuples(st.floats(-10, 10), st.floats(-10, 10), st.floats(0, 5), st.floats(-1e8, 1e8), st.sampled_from([0.0, 0.5, 1.0, 3.25])), max_size=30),
+    data=st.lists(
+        st.tuples(st.floats(-10, 10), st.floats(-10, 10), st.floats(0, 5), st.floats(-1e8, 1e8), st.sampled_from([0.0, 0.5, 1.0, 3.25])), max_size=30
+    ),
     seed=st.integers(0, 2**32 - 1),
 )
 def test_multioutput_states_are_bit_identical_for_any_sharding_and_each_output_is_its_single_output_state(data, seed):
@@ -239,12 +241,19 @@ def test_bytes_of_the_release_before_multioutput_decode_to_the_single_output_sta
 @pytest.mark.parametrize(
     "cols, match",
     [
-        ({"y": [[1.0, 2.0, 3.0]] * 3, "p": [[1.0, 2.0]] * 3},
-         r"column 'p': row 0 holds 2 entries \[1.0, 2.0\]: multioutput prediction rows are lists of 3 values \(num_outputs=3\) \(3 such rows"),
+        (
+            {"y": [[1.0, 2.0, 3.0]] * 3, "p": [[1.0, 2.0]] * 3},
+            r"column 'p': row 0 holds 2 entries \[1.0, 2.0\]: multioutput prediction rows are lists of 3 values \(num_outputs=3\) \(3 such rows",
+        ),
         ({"y": np.ones((3, 3)), "p": np.ones((3, 2))}, r"column 'p': multioutput prediction rows need 3 entries \(num_outputs\), got shape \(3, 2\)"),
-        ({"y": [[1.0, 2.0, 3.0], [1.0, 2.0], [1.0, 2.0, 3.0]], "p": [[1.0, 2.0, 3.0]] * 3},
-         r"column 'y': row 1 holds 2 entries \[1.0, 2.0\]: multioutput target rows are lists of 3 values \(num_outputs=3\)$"),
-        ({"y": [[1.0, 2.0, 3.0], [1.0, 2.0, float("nan")], [0.0, 0.0, 0.0]], "p": [[1.0, 2.0, 3.0]] * 3}, r"column 'y': invalid value nan at row 1, entry 2: targets must be finite"),
+        (
+            {"y": [[1.0, 2.0, 3.0], [1.0, 2.0], [1.0, 2.0, 3.0]], "p": [[1.0, 2.0, 3.0]] * 3},
+            r"column 'y': row 1 holds 2 entries \[1.0, 2.0\]: multioutput target rows are lists of 3 values \(num_outputs=3\)$",
+        ),
+        (
+            {"y": [[1.0, 2.0, 3.0], [1.0, 2.0, float("nan")], [0.0, 0.0, 0.0]], "p": [[1.0, 2.0, 3.0]] * 3},
+            r"column 'y': invalid value nan at row 1, entry 2: targets must be finite",
+        ),
         ({"y": [[1.0, 2.0, 3.0]] * 2, "p": [[1.0, "x", 3.0]] * 2}, r"column 'p': value 'x' at row 0, entry 1 is not a number"),
         ({"y": [1.0, 2.0], "p": [[1.0, 2.0, 3.0]] * 2}, r"column 'y': a multioutput regression task \(num_outputs=3\) reads \(N, 3\) target values"),
     ],
@@ -309,7 +318,7 @@ def _inputs(kind, p_rows=None):
     if kind == "row_dicts":  # Beam's dict rows, batched
         return [[{"y": y, "p": p, "g": g} for y, p, g in zip(_Y, _P, _G)]]
     if kind == "lists_in_batches":
-        return [{"y": _Y[i:i + 2], "p": _P[i:i + 2], "g": _G[i:i + 2]} for i in range(0, 6, 2)]
+        return [{"y": _Y[i : i + 2], "p": _P[i : i + 2], "g": _G[i : i + 2]} for i in range(0, 6, 2)]
     raise AssertionError(kind)
 
 
@@ -318,8 +327,9 @@ _KINDS = ["lists", "object_array", "pandas", "arrow_list", "arrow_batches", "row
 
 @pytest.mark.parametrize("kind", _KINDS)
 def test_rows_of_another_length_and_null_rows_are_skipped_per_row(kind):
-    ev = Evaluation(label_col="y", prediction_col="p", num_outputs=2, slices=["g"], on_invalid="skip",
-                    metrics=["mse@multioutput=raw_values", "r2@multioutput=raw_values"])
+    ev = Evaluation(
+        label_col="y", prediction_col="p", num_outputs=2, slices=["g"], on_invalid="skip", metrics=["mse@multioutput=raw_values", "r2@multioutput=raw_values"]
+    )
     r = ev.evaluate(_inputs(kind))
     y, p, g = _skip_reference()
     assert r.overall.skipped == 2 and r.overall.n == 4
@@ -334,8 +344,11 @@ def test_rows_of_another_length_and_null_rows_are_skipped_per_row(kind):
 @pytest.mark.parametrize("kind", _KINDS)
 def test_a_row_of_another_length_raises_naming_column_row_length_and_num_outputs(kind):
     ev = Evaluation(label_col="y", prediction_col="p", num_outputs=2, metrics=["mse"])
-    with pytest.raises(ValueError, match=r"^column 'p': row 2 holds 1 entries \[5.0\]: multioutput prediction rows are lists of 2 values "
-                                         r"\(num_outputs=2\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"^column 'p': row 2 holds 1 entries \[5.0\]: multioutput prediction rows are lists of 2 values "
+        r"\(num_outputs=2\)",
+    ):
         ev.evaluate(_inputs(kind))
 
 
@@ -344,8 +357,11 @@ def test_a_null_row_raises_naming_the_missing_value_and_its_row(kind):
     shown = "null" if kind.startswith("arrow") else "None"
     ev = Evaluation(label_col="y", prediction_col="p", num_outputs=2, metrics=["mse"])
     data = _inputs(kind, [v if i != 2 else [5.0, 6.0] for i, v in enumerate(_P)])  # the null row at 4 is the only bad one
-    with pytest.raises(ValueError, match=rf"^column 'p': invalid value {shown} at row 4: multioutput prediction rows are lists of 2 values "
-                                         r"\(num_outputs=2\)$"):
+    with pytest.raises(
+        ValueError,
+        match=rf"^column 'p': invalid value {shown} at row 4: multioutput prediction rows are lists of 2 values "
+        r"\(num_outputs=2\)$",
+    ):
         ev.evaluate(data)
 
 
@@ -373,8 +389,7 @@ def test_null_and_short_rows_in_arrow_fixed_size_lists_and_multioutput_collectio
 def test_a_baseline_row_of_another_length_is_skipped_with_its_row():
     b = [[1.0, 2.5], [3.0, 4.0], [5.0, 6.0], [0.0], [2.0, 1.0], [4.0, 0.5]]  # row 3 of the baseline: one entry
     p = [v if v is not None and len(v) == 2 else [0.0, 0.0] for v in _P]
-    ev = Evaluation(label_col="y", prediction_col="p", baseline_prediction_col="b", num_outputs=2, on_invalid="skip",
-                    metrics=["mse@multioutput=raw_values"])
+    ev = Evaluation(label_col="y", prediction_col="p", baseline_prediction_col="b", num_outputs=2, on_invalid="skip", metrics=["mse@multioutput=raw_values"])
     r = ev.evaluate({"y": _Y, "p": p, "b": b})
     keep = [0, 1, 2, 4, 5]
     assert (r.overall.n, r.overall.skipped) == (5, 1)
@@ -388,9 +403,12 @@ def test_a_batch_of_only_null_or_short_rows_is_skipped_like_any_batch():
     import pyarrow as pa
 
     ev = Evaluation(label_col="y", prediction_col="p", num_outputs=2, on_invalid="skip", metrics=["mse@multioutput=raw_values"])
-    batches = [{"y": [[1.0, 2.0]], "p": [None]}, {"y": [[1.0, 2.0], [3.0, 3.0]], "p": [[1.0], []]},
-               pa.table({"y": pa.array([[0.0, 1.0]]), "p": pa.array([None], pa.list_(pa.float64()))}),
-               {"y": [[3.0, 4.0]], "p": [[2.0, 4.0]]}]
+    batches = [
+        {"y": [[1.0, 2.0]], "p": [None]},
+        {"y": [[1.0, 2.0], [3.0, 3.0]], "p": [[1.0], []]},
+        pa.table({"y": pa.array([[0.0, 1.0]]), "p": pa.array([None], pa.list_(pa.float64()))}),
+        {"y": [[3.0, 4.0]], "p": [[2.0, 4.0]]},
+    ]
     r = ev.evaluate(batches)
     assert (r.overall.n, r.overall.skipped) == (1, 4)
     np.testing.assert_allclose(r.overall.metrics["mse@multioutput=raw_values"], [1.0, 0.0])

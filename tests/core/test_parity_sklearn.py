@@ -399,7 +399,9 @@ def test_hamming_loss_on_binary_and_multiclass_labels_matches_sklearn(weighted):
     wk = dict(weight_col="w") if weighted else {}
     extra = {"w": w} if weighted else {}
     rb = Evaluation(label_col="y", score_col="s", slices=["g"], metrics=["hamming_loss"], **wk).evaluate([{"y": y2, "s": s, "g": g, **extra}])
-    rm = Evaluation(label_col="y", prediction_col="p", num_classes=3, slices=["g"], metrics=["hamming_loss"], **wk).evaluate([{"y": y3, "p": p3, "g": g, **extra}])
+    rm = Evaluation(label_col="y", prediction_col="p", num_classes=3, slices=["g"], metrics=["hamming_loss"], **wk).evaluate(
+        [{"y": y3, "p": p3, "g": g, **extra}]
+    )
     pred2 = (s >= 0.5).astype(int)
     for key, mask in [((), np.ones(n, bool)), ((("g", "a"),), g == "a"), ((("g", "b"),), g == "b")]:
         sw = None if w is None else w[mask]

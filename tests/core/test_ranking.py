@@ -461,7 +461,7 @@ def test_multiclass_curves_are_sklearn_one_vs_rest_curves_per_class(weighted):
         np.testing.assert_allclose(rows[:, 0], fpr, rtol=1e-12)
         np.testing.assert_allclose(rows[:, 1], tpr, rtol=1e-12)
         np.testing.assert_allclose(rows[:, 2], thr, rtol=1e-12)
-        assert np.isnan(roc[c][len(rows):]).all()
+        assert np.isnan(roc[c][len(rows) :]).all()
         prow = pr[c][~np.isnan(pr[c]).all(axis=1)]
         np.testing.assert_allclose(prow[:, 0], prec, rtol=1e-12)
         np.testing.assert_allclose(prow[:, 1], rec, rtol=1e-12)

@@ -93,12 +93,12 @@ HARD = pytest.mark.parametrize("feed_as", ["y_pred", "y_score"])
 # source: https://github.com/apache/mxnet/issues/9830 -- F1 as a mean of per-minibatch F1 scores.
 HO01_WORKERS = [
     [
-        {'y_true': [1, 0, 0, 0], 'y_pred': [1, 0, 0, 0]},
-        {'y_true': [1, 1, 1, 0], 'y_pred': [0, 0, 1, 1]},
-        {'y_true': [0, 0, 1, 1], 'y_pred': [1, 1, 1, 1]},
+        {"y_true": [1, 0, 0, 0], "y_pred": [1, 0, 0, 0]},
+        {"y_true": [1, 1, 1, 0], "y_pred": [0, 0, 1, 1]},
+        {"y_true": [0, 0, 1, 1], "y_pred": [1, 1, 1, 1]},
     ],
 ]
-HO01_EXPECTED = {'precision': 0.5714285714285714, 'recall': 0.6666666666666666, 'f1': 0.6153846153846154}
+HO01_EXPECTED = {"precision": 0.5714285714285714, "recall": 0.6666666666666666, "f1": 0.6153846153846154}
 
 
 @HARD
@@ -113,21 +113,23 @@ def test_ho01_binary_f1_batch_mean_vs_global(feed_as):
 # source: https://github.com/apache/spark/pull/13390 -- micro F1 equals accuracy; weighted F1 separate.
 HO03_WORKERS = [
     [
-        {'y_true': [0, 0, 0, 1], 'y_pred': [0, 3, 0, 1]},
-        {'y_true': [1, 2, 2], 'y_pred': [2, 2, 2]},
+        {"y_true": [0, 0, 0, 1], "y_pred": [0, 3, 0, 1]},
+        {"y_true": [1, 2, 2], "y_pred": [2, 2, 2]},
     ],
     [
-        {'y_true': [2, 2, 0], 'y_pred': [0, 2, 0]},
+        {"y_true": [2, 2, 0], "y_pred": [0, 2, 0]},
     ],
 ]
-HO03_EXPECTED = {'accuracy': 0.7,
- 'precision_micro': 0.7,
- 'recall_micro': 0.7,
- 'f1_micro': 0.7,
- 'f1_macro': 0.5416666666666666,
- 'precision_weighted': 0.8,
- 'recall_weighted': 0.7,
- 'f1_weighted': 0.7333333333333333}
+HO03_EXPECTED = {
+    "accuracy": 0.7,
+    "precision_micro": 0.7,
+    "recall_micro": 0.7,
+    "f1_micro": 0.7,
+    "f1_macro": 0.5416666666666666,
+    "precision_weighted": 0.8,
+    "recall_weighted": 0.7,
+    "f1_weighted": 0.7333333333333333,
+}
 
 
 def test_ho03_multiclass_micro_equals_accuracy_and_weighted():
@@ -141,13 +143,13 @@ def test_ho03_multiclass_micro_equals_accuracy_and_weighted():
 # source: https://github.com/Lightning-AI/torchmetrics/issues/300 -- an absent class scored 0 in macro F1.
 HO05_WORKERS = [
     [
-        {'y_true': [0, 1, 1], 'y_pred': [0, 1, 1]},
+        {"y_true": [0, 1, 1], "y_pred": [0, 1, 1]},
     ],
     [
-        {'y_true': [0, 0], 'y_pred': [0, 0]},
+        {"y_true": [0, 0], "y_pred": [0, 0]},
     ],
 ]
-HO05_EXPECTED = {'f1_macro': 1.0, 'precision_macro': 1.0, 'recall_macro': 1.0, 'f1_per_class': [1.0, 1.0, NAN]}
+HO05_EXPECTED = {"f1_macro": 1.0, "precision_macro": 1.0, "recall_macro": 1.0, "f1_per_class": [1.0, 1.0, NAN]}
 
 
 def test_ho05_macro_absent_class_zero_division_nan():
@@ -164,14 +166,14 @@ def test_ho05_macro_absent_class_zero_division_nan():
 # source: https://github.com/ageron/handson-ml2/issues/257 -- precision 0/0 silently reported as 0.
 HO06_WORKERS = [
     [
-        {'y_true': [1, 0, 1], 'y_pred': [0, 0, 0]},
-        {'y_true': [], 'y_pred': []},
+        {"y_true": [1, 0, 1], "y_pred": [0, 0, 0]},
+        {"y_true": [], "y_pred": []},
     ],
     [
-        {'y_true': [0, 0, 1], 'y_pred': [0, 0, 0]},
+        {"y_true": [0, 0, 1], "y_pred": [0, 0, 0]},
     ],
 ]
-HO06_EXPECTED = {'precision': NAN, 'recall': 0.0, 'f1': 0.0, 'accuracy': 0.5}
+HO06_EXPECTED = {"precision": NAN, "recall": 0.0, "f1": 0.0, "accuracy": 0.5}
 
 
 @HARD
@@ -185,13 +187,13 @@ def test_ho06_binary_no_predicted_positives(feed_as):
 # source: https://github.com/scikit-learn/scikit-learn/issues/14876 -- all-negative data, 0/0 -> 1.
 HO07_WORKERS = [
     [
-        {'y_true': [0, 0, 0], 'y_score': [0.1, 0.3, 0.49]},
+        {"y_true": [0, 0, 0], "y_score": [0.1, 0.3, 0.49]},
     ],
     [
-        {'y_true': [0, 0], 'y_score': [0.2, 0.05]},
+        {"y_true": [0, 0], "y_score": [0.2, 0.05]},
     ],
 ]
-HO07_EXPECTED = {'precision': 1.0, 'recall': 1.0, 'f1': 1.0, 'accuracy': 1.0}
+HO07_EXPECTED = {"precision": 1.0, "recall": 1.0, "f1": 1.0, "accuracy": 1.0}
 
 
 def test_ho07_binary_all_negative_zero_division_one():
@@ -205,15 +207,17 @@ def test_ho07_binary_all_negative_zero_division_one():
 # source: https://github.com/nkarasiak/dzetsaka/issues/53 -- a transposed confusion matrix export.
 HO08_WORKERS = [
     [
-        {'y_true': [0, 0, 0, 0, 1], 'y_pred': [1, 1, 0, 0, 1]},
+        {"y_true": [0, 0, 0, 0, 1], "y_pred": [1, 1, 0, 0, 1]},
     ],
     [
-        {'y_true': [1, 2, 2, 2], 'y_pred': [2, 2, 2, 0]},
+        {"y_true": [1, 2, 2, 2], "y_pred": [2, 2, 2, 0]},
     ],
 ]
-HO08_EXPECTED = {'confusion_matrix': [[2, 2, 0], [0, 1, 1], [1, 0, 2]],
- 'recall_per_class': [0.5, 0.5, 0.6666666666666666],
- 'precision_per_class': [0.6666666666666666, 0.3333333333333333, 0.6666666666666666]}
+HO08_EXPECTED = {
+    "confusion_matrix": [[2, 2, 0], [0, 1, 1], [1, 0, 2]],
+    "recall_per_class": [0.5, 0.5, 0.6666666666666666],
+    "precision_per_class": [0.6666666666666666, 0.3333333333333333, 0.6666666666666666],
+}
 
 
 def test_ho08_confusion_matrix_rows_true_cols_pred():
@@ -230,13 +234,13 @@ def test_ho08_confusion_matrix_rows_true_cols_pred():
 # source: https://github.com/speechbrain/speechbrain/pull/1464 -- '>' vs '>=' at the threshold.
 HO10_WORKERS = [
     [
-        {'y_true': [1, 0, 1], 'y_score': [0.5, 0.5, 0.75]},
+        {"y_true": [1, 0, 1], "y_score": [0.5, 0.5, 0.75]},
     ],
     [
-        {'y_true': [0, 1, 0], 'y_score': [0.25, 0.25, 0.5]},
+        {"y_true": [0, 1, 0], "y_score": [0.25, 0.25, 0.5]},
     ],
 ]
-HO10_EXPECTED = {'precision': 0.5, 'recall': 0.6666666666666666, 'f1': 0.5714285714285714, 'accuracy': 0.5}
+HO10_EXPECTED = {"precision": 0.5, "recall": 0.6666666666666666, "f1": 0.5714285714285714, "accuracy": 0.5}
 
 
 def test_ho10_threshold_equal_inclusive():
@@ -260,13 +264,13 @@ def test_ho10_companion_strict_rule_on_the_same_data():
 # source: https://github.com/tensorflow/tensorflow/issues/41081 -- AUC 0.0 with only positive labels.
 HO12_WORKERS = [
     [
-        {'y_true': [1, 1], 'y_score': [0.9, 0.35]},
+        {"y_true": [1, 1], "y_score": [0.9, 0.35]},
     ],
     [
-        {'y_true': [1, 1, 1], 'y_score': [0.6, 0.2, 0.75]},
+        {"y_true": [1, 1, 1], "y_score": [0.6, 0.2, 0.75]},
     ],
 ]
-HO12_EXPECTED = {'roc_auc': NAN, 'average_precision': 1.0}
+HO12_EXPECTED = {"roc_auc": NAN, "average_precision": 1.0}
 
 
 def test_ho12_auc_only_positive_labels():
@@ -279,13 +283,13 @@ def test_ho12_auc_only_positive_labels():
 # source: https://github.com/Lightning-AI/torchmetrics/issues/2494 -- AUROC 0 vs AP NaN, all-zero labels.
 HO13_WORKERS = [
     [
-        {'y_true': [0, 0, 0], 'y_score': [0.4, 0.8, 0.1]},
+        {"y_true": [0, 0, 0], "y_score": [0.4, 0.8, 0.1]},
     ],
     [
-        {'y_true': [0, 0], 'y_score': [0.65, 0.3]},
+        {"y_true": [0, 0], "y_score": [0.65, 0.3]},
     ],
 ]
-HO13_EXPECTED = {'roc_auc': NAN, 'average_precision': 0.0}
+HO13_EXPECTED = {"roc_auc": NAN, "average_precision": 0.0}
 
 
 def test_ho13_auc_ap_only_negative_labels():
@@ -298,14 +302,14 @@ def test_ho13_auc_ap_only_negative_labels():
 # source: https://github.com/scikit-learn/scikit-learn/issues/5735 -- NaN scores gave AUC 1.0 or 0.0.
 HO16_WORKERS = [
     [
-        {'y_true': [0, 1, 1], 'y_score': [0.2, 0.7, 0.9]},
+        {"y_true": [0, 1, 1], "y_score": [0.2, 0.7, 0.9]},
     ],
     [
-        {'y_true': [1, 0], 'y_score': [0.6, 0.1]},
-        {'y_true': [0, 1], 'y_score': [NAN, 0.8]},
+        {"y_true": [1, 0], "y_score": [0.6, 0.1]},
+        {"y_true": [0, 1], "y_score": [NAN, 0.8]},
     ],
 ]
-HO16_EXPECTED_ERROR = {'type': 'ValueError', 'message_contains': 'nan'}
+HO16_EXPECTED_ERROR = {"type": "ValueError", "message_contains": "nan"}
 
 
 def test_ho16_auc_nan_score_rejected():
@@ -328,13 +332,13 @@ def test_ho16_nan_score_rejected_by_binary_precision_recall():
 # source: https://github.com/pytorch/pytorch/pull/171382 -- one_hot silently dropped labels >= K.
 HO17_WORKERS = [
     [
-        {'y_true': [0, 1, 2], 'y_pred': [0, 1, 2]},
+        {"y_true": [0, 1, 2], "y_pred": [0, 1, 2]},
     ],
     [
-        {'y_true': [2, 7, 1], 'y_pred': [2, 1, 1]},
+        {"y_true": [2, 7, 1], "y_pred": [2, 1, 1]},
     ],
 ]
-HO17_EXPECTED_ERROR = {'type': 'ValueError', 'message_contains': '7'}
+HO17_EXPECTED_ERROR = {"type": "ValueError", "message_contains": "7"}
 
 
 def test_ho17_multiclass_label_out_of_range():
@@ -350,13 +354,13 @@ def test_ho17_multiclass_label_out_of_range():
 # source: https://github.com/Lightning-AI/torchmetrics/issues/1691 -- ignored class still averaged.
 HO18_WORKERS = [
     [
-        {'y_true': [0, 1, 2, 0], 'y_pred': [1, 1, 2, 0]},
+        {"y_true": [0, 1, 2, 0], "y_pred": [1, 1, 2, 0]},
     ],
     [
-        {'y_true': [1, 2, 0], 'y_pred': [0, 2, 2]},
+        {"y_true": [1, 2, 0], "y_pred": [0, 2, 2]},
     ],
 ]
-HO18_EXPECTED = {'recall_macro': 0.75, 'precision_macro': 1.0, 'accuracy': 0.75}
+HO18_EXPECTED = {"recall_macro": 0.75, "precision_macro": 1.0, "accuracy": 0.75}
 
 
 def test_ho18_ignore_index_that_is_a_class():
@@ -370,13 +374,13 @@ def test_ho18_ignore_index_that_is_a_class():
 # source: https://github.com/Lightning-AI/torchmetrics/issues/1385 -- ignored label kept in mIoU.
 HO19_WORKERS = [
     [
-        {'y_true': [0, 0, 1, 1, 255, 2], 'y_pred': [0, 1, 1, 1, 2, 2]},
+        {"y_true": [0, 0, 1, 1, 255, 2], "y_pred": [0, 1, 1, 1, 2, 2]},
     ],
     [
-        {'y_true': [2, 2, 255, 0, 1, 255], 'y_pred': [2, 0, 3, 0, 1, 1]},
+        {"y_true": [2, 2, 255, 0, 1, 255], "y_pred": [2, 0, 3, 0, 1, 1]},
     ],
 ]
-HO19_EXPECTED = {'iou_per_class': [0.5, 0.75, 0.6666666666666666, NAN], 'miou': 0.6388888888888888}
+HO19_EXPECTED = {"iou_per_class": [0.5, 0.75, 0.6666666666666666, NAN], "miou": 0.6388888888888888}
 
 
 def test_ho19_iou_ignore_index_255():
@@ -390,13 +394,13 @@ def test_ho19_iou_ignore_index_255():
 # source: https://github.com/IvLabs/stagewise-knowledge-distillation/issues/12 -- mean of per-batch mIoU.
 HO21_WORKERS = [
     [
-        {'y_true': [0, 0, 0, 1], 'y_pred': [0, 0, 0, 1]},
+        {"y_true": [0, 0, 0, 1], "y_pred": [0, 0, 0, 1]},
     ],
     [
-        {'y_true': [1, 1, 1, 1, 1, 0], 'y_pred': [1, 0, 0, 0, 0, 0]},
+        {"y_true": [1, 1, 1, 1, 1, 0], "y_pred": [1, 0, 0, 0, 0, 0]},
     ],
 ]
-HO21_EXPECTED = {'iou_per_class': [0.5, 0.3333333333333333], 'miou': 0.41666666666666663}
+HO21_EXPECTED = {"iou_per_class": [0.5, 0.3333333333333333], "miou": 0.41666666666666663}
 
 
 def test_ho21_miou_batch_mean_vs_global():
@@ -410,14 +414,14 @@ def test_ho21_miou_batch_mean_vs_global():
 # source: https://github.com/scikit-learn/scikit-learn/pull/16625 -- top-k accuracy.
 HO22_WORKERS = [
     [
-        {'y_true': [0, 1], 'y_score': [[0.5, 0.3, 0.15, 0.05], [0.1, 0.2, 0.6, 0.1]]},
-        {'y_true': [], 'y_score': []},
+        {"y_true": [0, 1], "y_score": [[0.5, 0.3, 0.15, 0.05], [0.1, 0.2, 0.6, 0.1]]},
+        {"y_true": [], "y_score": []},
     ],
     [
-        {'y_true': [2, 3, 3, 1], 'y_score': [[0.05, 0.15, 0.2, 0.6], [0.4, 0.3, 0.2, 0.1], [0.1, 0.2, 0.3, 0.4], [0.7, 0.1, 0.15, 0.05]]},
+        {"y_true": [2, 3, 3, 1], "y_score": [[0.05, 0.15, 0.2, 0.6], [0.4, 0.3, 0.2, 0.1], [0.1, 0.2, 0.3, 0.4], [0.7, 0.1, 0.15, 0.05]]},
     ],
 ]
-HO22_EXPECTED = {'top_k_accuracy': 0.6666666666666666}
+HO22_EXPECTED = {"top_k_accuracy": 0.6666666666666666}
 
 
 def test_ho22_topk_accuracy_batches():
@@ -433,13 +437,13 @@ def test_ho22_topk_accuracy_batches():
 # source: https://github.com/scikit-learn/scikit-learn/issues/17399 -- log loss clipping eps.
 HO24_WORKERS = [
     [
-        {'y_true': [1, 0], 'y_score': [1.0, 0.0]},
+        {"y_true": [1, 0], "y_score": [1.0, 0.0]},
     ],
     [
-        {'y_true': [1, 0], 'y_score': [0.0, 0.2]},
+        {"y_true": [1, 0], "y_score": [0.0, 0.2]},
     ],
 ]
-HO24_EXPECTED = {'log_loss': 9.06669923510784}
+HO24_EXPECTED = {"log_loss": 9.06669923510784}
 
 
 def test_ho24_log_loss_probability_zero_and_one():
@@ -451,13 +455,13 @@ def test_ho24_log_loss_probability_zero_and_one():
 # source: https://github.com/scikit-learn/scikit-learn/issues/9300 -- Brier 1.0 for a perfect forecast.
 HO25_WORKERS = [
     [
-        {'y_true': [1, 1], 'y_score': [1.0, 1.0]},
+        {"y_true": [1, 1], "y_score": [1.0, 1.0]},
     ],
     [
-        {'y_true': [1, 1], 'y_score': [0.4, 0.9]},
+        {"y_true": [1, 1], "y_score": [0.4, 0.9]},
     ],
 ]
-HO25_EXPECTED = {'brier_score': 0.0925}
+HO25_EXPECTED = {"brier_score": 0.0925}
 
 
 def test_ho25_brier_single_class():
@@ -469,13 +473,13 @@ def test_ho25_brier_single_class():
 # source: https://github.com/scikit-learn/scikit-learn/issues/16857 -- R2 with a constant target.
 HO27_WORKERS = [
     [
-        {'y_true': [3.0, 3.0], 'y_pred': [2.5, 3.0]},
+        {"y_true": [3.0, 3.0], "y_pred": [2.5, 3.0]},
     ],
     [
-        {'y_true': [3.0, 3.0], 'y_pred': [3.5, 3.0]},
+        {"y_true": [3.0, 3.0], "y_pred": [3.5, 3.0]},
     ],
 ]
-HO27_EXPECTED = {'r2': 0.0, 'mse': 0.125, 'mae': 0.25}
+HO27_EXPECTED = {"r2": 0.0, "mse": 0.125, "mae": 0.25}
 
 
 def test_ho27_r2_constant_target():
@@ -488,26 +492,26 @@ def test_ho27_r2_constant_target():
 # source: https://github.com/numpy/numpy/issues/22956 -- a float32 accumulator stops at 2**24.
 HO30_WORKERS = [
     [
-        {'y_true': [1], 'y_pred': [1], 'sample_weight': [16777216.0]},
-        {'y_true': [0], 'y_pred': [1], 'sample_weight': [1.0]},
-        {'y_true': [0], 'y_pred': [1], 'sample_weight': [1.0]},
-        {'y_true': [0], 'y_pred': [1], 'sample_weight': [1.0]},
-        {'y_true': [0], 'y_pred': [1], 'sample_weight': [1.0]},
-        {'y_true': [0], 'y_pred': [1], 'sample_weight': [1.0]},
-        {'y_true': [0], 'y_pred': [1], 'sample_weight': [1.0]},
-        {'y_true': [0], 'y_pred': [1], 'sample_weight': [1.0]},
-        {'y_true': [0], 'y_pred': [1], 'sample_weight': [1.0]},
-        {'y_true': [0], 'y_pred': [1], 'sample_weight': [1.0]},
-        {'y_true': [0], 'y_pred': [1], 'sample_weight': [1.0]},
-        {'y_true': [0], 'y_pred': [1], 'sample_weight': [1.0]},
-        {'y_true': [0], 'y_pred': [1], 'sample_weight': [1.0]},
-        {'y_true': [0], 'y_pred': [1], 'sample_weight': [1.0]},
-        {'y_true': [0], 'y_pred': [1], 'sample_weight': [1.0]},
-        {'y_true': [0], 'y_pred': [1], 'sample_weight': [1.0]},
-        {'y_true': [0], 'y_pred': [1], 'sample_weight': [1.0]},
+        {"y_true": [1], "y_pred": [1], "sample_weight": [16777216.0]},
+        {"y_true": [0], "y_pred": [1], "sample_weight": [1.0]},
+        {"y_true": [0], "y_pred": [1], "sample_weight": [1.0]},
+        {"y_true": [0], "y_pred": [1], "sample_weight": [1.0]},
+        {"y_true": [0], "y_pred": [1], "sample_weight": [1.0]},
+        {"y_true": [0], "y_pred": [1], "sample_weight": [1.0]},
+        {"y_true": [0], "y_pred": [1], "sample_weight": [1.0]},
+        {"y_true": [0], "y_pred": [1], "sample_weight": [1.0]},
+        {"y_true": [0], "y_pred": [1], "sample_weight": [1.0]},
+        {"y_true": [0], "y_pred": [1], "sample_weight": [1.0]},
+        {"y_true": [0], "y_pred": [1], "sample_weight": [1.0]},
+        {"y_true": [0], "y_pred": [1], "sample_weight": [1.0]},
+        {"y_true": [0], "y_pred": [1], "sample_weight": [1.0]},
+        {"y_true": [0], "y_pred": [1], "sample_weight": [1.0]},
+        {"y_true": [0], "y_pred": [1], "sample_weight": [1.0]},
+        {"y_true": [0], "y_pred": [1], "sample_weight": [1.0]},
+        {"y_true": [0], "y_pred": [1], "sample_weight": [1.0]},
     ],
 ]
-HO30_EXPECTED = {'accuracy': 0.9999990463265931}
+HO30_EXPECTED = {"accuracy": 0.9999990463265931}
 
 
 @HARD
@@ -529,13 +533,13 @@ def test_ho30_float32_weight_arrays_are_accumulated_in_float64():
 # source: https://github.com/tensorflow/tensorflow/issues/5852 -- weight-0 examples still counted.
 HO32_WORKERS = [
     [
-        {'y_true': [1, 1, 0], 'y_pred': [1, 1, 1], 'sample_weight': [1.0, 1.0, 0.0]},
+        {"y_true": [1, 1, 0], "y_pred": [1, 1, 1], "sample_weight": [1.0, 1.0, 0.0]},
     ],
     [
-        {'y_true': [0, 0], 'y_pred': [1, 1], 'sample_weight': [0.0, 0.0]},
+        {"y_true": [0, 0], "y_pred": [1, 1], "sample_weight": [0.0, 0.0]},
     ],
 ]
-HO32_EXPECTED = {'accuracy': 1.0, 'precision': 1.0, 'recall': 1.0, 'f1': 1.0}
+HO32_EXPECTED = {"accuracy": 1.0, "precision": 1.0, "recall": 1.0, "f1": 1.0}
 
 
 @HARD
@@ -549,18 +553,20 @@ def test_ho32_zero_weight_examples_ignored(feed_as):
 # source: https://github.com/apache/spark/pull/17086 -- multiclass metrics ignored row weights.
 HO34_WORKERS = [
     [
-        {'y_true': [0, 1, 2, 2], 'y_pred': [0, 2, 2, 1], 'sample_weight': [0.5, 2.0, 1.0, 1.5]},
+        {"y_true": [0, 1, 2, 2], "y_pred": [0, 2, 2, 1], "sample_weight": [0.5, 2.0, 1.0, 1.5]},
     ],
     [
-        {'y_true': [1, 0, 2, 1], 'y_pred': [1, 0, 0, 1], 'sample_weight': [1.0, 3.0, 0.25, 0.0]},
+        {"y_true": [1, 0, 2, 1], "y_pred": [1, 0, 0, 1], "sample_weight": [1.0, 3.0, 0.25, 0.0]},
     ],
 ]
-HO34_EXPECTED = {'accuracy': 0.5945945945945946,
- 'f1_micro': 0.5945945945945946,
- 'f1_macro': 0.5589932306573986,
- 'f1_weighted': 0.5866747216072553,
- 'precision_macro': 0.5555555555555556,
- 'recall_macro': 0.5656565656565656}
+HO34_EXPECTED = {
+    "accuracy": 0.5945945945945946,
+    "f1_micro": 0.5945945945945946,
+    "f1_macro": 0.5589932306573986,
+    "f1_weighted": 0.5866747216072553,
+    "precision_macro": 0.5555555555555556,
+    "recall_macro": 0.5656565656565656,
+}
 
 
 def test_ho34_weighted_multiclass_f1_sample_weights():
@@ -574,18 +580,18 @@ def test_ho34_weighted_multiclass_f1_sample_weights():
 # source: https://github.com/tensorflow/tensorflow/issues/61281 -- an empty update poisoned MAE.
 HO35_WORKERS = [
     [
-        {'y_true': [], 'y_pred': []},
-        {'y_true': [1.0, 2.0], 'y_pred': [1.5, 2.5]},
-        {'y_true': [], 'y_pred': []},
+        {"y_true": [], "y_pred": []},
+        {"y_true": [1.0, 2.0], "y_pred": [1.5, 2.5]},
+        {"y_true": [], "y_pred": []},
     ],
     [
-        {'y_true': [], 'y_pred': []},
+        {"y_true": [], "y_pred": []},
     ],
     [
-        {'y_true': [3.0], 'y_pred': [1.0]},
+        {"y_true": [3.0], "y_pred": [1.0]},
     ],
 ]
-HO35_EXPECTED = {'mae': 1.0, 'mse': 1.5}
+HO35_EXPECTED = {"mae": 1.0, "mse": 1.5}
 
 
 def test_ho35_empty_batches_and_empty_worker():
@@ -598,14 +604,14 @@ def test_ho35_empty_batches_and_empty_worker():
 # source: https://github.com/pytorch/pytorch/issues/19447 -- mean of no observations is NaN, not 0.
 HO36_WORKERS = [
     [
-        {'y_true': [], 'y_pred': []},
+        {"y_true": [], "y_pred": []},
     ],
     [
-        {'y_true': [], 'y_pred': []},
-        {'y_true': [], 'y_pred': []},
+        {"y_true": [], "y_pred": []},
+        {"y_true": [], "y_pred": []},
     ],
 ]
-HO36_EXPECTED = {'mae': NAN, 'mse': NAN}
+HO36_EXPECTED = {"mae": NAN, "mse": NAN}
 
 
 def test_ho36_no_data_at_all():
@@ -618,27 +624,39 @@ def test_ho36_no_data_at_all():
 # source: https://github.com/tensorflow/model-analysis/issues/150 -- slice keys matched wrongly.
 HO40_WORKERS = [
     [
-        {'y_true': [1, 0, 1, 1], 'y_pred': [1, 0, 0, 1], 'sample_weight': [1.0, 1.0, 2.0, 1.0], 'slice_key': ['device=mobile', 'device=mobile', 'device=desktop', 'device=tablet']},
+        {
+            "y_true": [1, 0, 1, 1],
+            "y_pred": [1, 0, 0, 1],
+            "sample_weight": [1.0, 1.0, 2.0, 1.0],
+            "slice_key": ["device=mobile", "device=mobile", "device=desktop", "device=tablet"],
+        },
     ],
     [
-        {'y_true': [0, 1, 0, 1, 1], 'y_pred': [0, 1, 1, 1, 0], 'sample_weight': [1.0, 1.0, 0.0, 0.0, 0.0], 'slice_key': ['device=desktop', 'device=mobile', 'device=tablet', 'device=tablet', 'device=tv']},
+        {
+            "y_true": [0, 1, 0, 1, 1],
+            "y_pred": [0, 1, 1, 1, 0],
+            "sample_weight": [1.0, 1.0, 0.0, 0.0, 0.0],
+            "slice_key": ["device=desktop", "device=mobile", "device=tablet", "device=tablet", "device=tv"],
+        },
     ],
 ]
-HO40_EXPECTED = {'accuracy': 0.7142857142857143,
- 'example_count': 9,
- 'weighted_example_count': 7.0,
- 'accuracy|device=mobile': 1.0,
- 'example_count|device=mobile': 3,
- 'weighted_example_count|device=mobile': 3.0,
- 'accuracy|device=desktop': 0.3333333333333333,
- 'example_count|device=desktop': 2,
- 'weighted_example_count|device=desktop': 3.0,
- 'accuracy|device=tablet': 1.0,
- 'example_count|device=tablet': 3,
- 'weighted_example_count|device=tablet': 1.0,
- 'accuracy|device=tv': NAN,
- 'example_count|device=tv': 1,
- 'weighted_example_count|device=tv': 0.0}
+HO40_EXPECTED = {
+    "accuracy": 0.7142857142857143,
+    "example_count": 9,
+    "weighted_example_count": 7.0,
+    "accuracy|device=mobile": 1.0,
+    "example_count|device=mobile": 3,
+    "weighted_example_count|device=mobile": 3.0,
+    "accuracy|device=desktop": 0.3333333333333333,
+    "example_count|device=desktop": 2,
+    "weighted_example_count|device=desktop": 3.0,
+    "accuracy|device=tablet": 1.0,
+    "example_count|device=tablet": 3,
+    "weighted_example_count|device=tablet": 1.0,
+    "accuracy|device=tv": NAN,
+    "example_count|device=tv": 1,
+    "weighted_example_count|device=tv": 0.0,
+}
 
 
 @HARD
@@ -670,4 +688,3 @@ def test_ho40_sliced_metrics_across_workers(feed_as):
     bad = {k: (got[k], v) for k, v in HO40_EXPECTED.items() if not close(got[k], v)}
     assert not bad, bad
     assert isinstance(got["example_count|device=tv"], int)
-

@@ -59,7 +59,6 @@ def test_aliases_are_unique_and_a_clash_raises_at_definition():
             aliases = ("top_k",)
 
 
-
 @pytest.mark.parametrize(
     "text,task,key",
     [

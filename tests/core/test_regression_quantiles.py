@@ -144,7 +144,7 @@ def test_compressed_states_give_certified_bounds(seed):
     q = float(rng.choice([0.5, 0.1, 0.9, 0.0, 1.0]))
     name = f"quantile_absolute_error@q={q}@capacity={cap}"
     ev, r = _evaluate(y, p, w, metrics=[name], batches=[(0, n // 3), (n // 3, n)])
-    (key, v), = r.overall.metrics.items()
+    ((key, v),) = r.overall.metrics.items()
     want = _weighted_percentile(np.abs(p - y), np.ones(n) if w is None else w, 100 * q, average=True)
     if key in r.overall.bounds:
         lo, hi = r.overall.bounds[key]

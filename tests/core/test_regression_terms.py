@@ -45,7 +45,10 @@ def test_values_equal_sklearn_overall_and_per_slice(weighted):
     y, p, w, g = _data(600)
     pos = y > 0  # the Gamma family (power >= 2) needs positive targets: those rows only
     metrics = list(METRICS)
-    for rows, names in [(np.ones(len(y), bool), [m for m in metrics if not any(f"power={q}" in m for q in (2.0, 3.0)) and m != "mean_gamma_deviance"]), (pos, metrics)]:
+    for rows, names in [
+        (np.ones(len(y), bool), [m for m in metrics if not any(f"power={q}" in m for q in (2.0, 3.0)) and m != "mean_gamma_deviance"]),
+        (pos, metrics),
+    ]:
         cols = {"y": y[rows], "p": p[rows], "g": g[rows]} | ({"w": w[rows]} if weighted else {})
         order = np.argsort(cols["y"], kind="stable")  # sorted input, then in uneven batches with an empty one
         cols = {k: v[order] for k, v in cols.items()}
@@ -84,7 +87,9 @@ def test_rows_outside_a_domain_make_only_that_metric_undefined():
 def test_d2_with_one_row_or_a_constant_target():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        one = Evaluation(label_col="y", prediction_col="p", task="regression", metrics=["d2_tweedie_score@power=1"]).evaluate([{"y": np.array([2.0]), "p": np.array([1.0])}])
+        one = Evaluation(label_col="y", prediction_col="p", task="regression", metrics=["d2_tweedie_score@power=1"]).evaluate(
+            [{"y": np.array([2.0]), "p": np.array([1.0])}]
+        )
         const = Evaluation(label_col="y", prediction_col="p", task="regression", metrics=["d2_tweedie_score@power=1", "d2_tweedie_score"]).evaluate(
             [{"y": np.array([2.0, 2.0, 2.0]), "p": np.array([1.0, 2.0, 3.0])}]
         )
@@ -198,10 +203,19 @@ def test_version_1_bytes_decode_with_zero_overflow_counts():
 
     from mergeable_metrics.states import codec
 
-    s = RegressionTermsState.zero(RegressionTermsLayout(("sle", "tweedie:1.0"))).fold(Batch(np.array([1.0, 2.5]), None, np.array([2.0, 0.5]), np.array([0.5, 0.25])))
+    s = RegressionTermsState.zero(RegressionTermsLayout(("sle", "tweedie:1.0"))).fold(
+        Batch(np.array([1.0, 2.5]), None, np.array([2.0, 0.5]), np.array([0.5, 0.25]))
+    )
     old_fields = [("count", "int64"), ("weight", "float64"), ("sums", "float64"), ("outside", "int64")]
     stored = old_fields + [(f"{n}.{part}", "int64") for n in ("weight", "sums") for part in ("exp", "limbs")]
-    parts = [codec._STATE_MAGIC, bytes([codec.VERSION]), codec._str16(s.kind), bytes([1]), codec._str32(codec.layout_to_json(s.layout)), struct.pack("<H", len(stored))]
+    parts = [
+        codec._STATE_MAGIC,
+        bytes([codec.VERSION]),
+        codec._str16(s.kind),
+        bytes([1]),
+        codec._str32(codec.layout_to_json(s.layout)),
+        struct.pack("<H", len(stored)),
+    ]
     for name, dtype in stored:
         a = np.asarray(s.arrays[name]).astype(np.dtype(dtype).newbyteorder("<"))
         parts += [codec._str16(name), struct.pack("<BB", codec._DTYPE_CODES[np.dtype(dtype)], a.ndim), struct.pack(f"<{a.ndim}Q", *a.shape), a.tobytes()]

@@ -168,8 +168,14 @@ def test_a_metric_is_found_by_any_spelling_the_parser_accepts():
     for got in (r, Results.from_dict(json.loads(r.to_json())), pickle.loads(pickle.dumps(r))):
         m = got.overall.metrics
         assert list(m) == ["quantile_absolute_error@0.9", "mse"] and len(m) == 2  # each entry once
-        for name in ("quantile_absolute_error@q=0.9", "quantile_absolute_error@0.9", "quantile_absolute_error@q=0.90",
-                     "quantile_absolute_error@0.900", "absolute_error_quantile@q=0.9", " quantile_absolute_error @ q = 0.9 "):
+        for name in (
+            "quantile_absolute_error@q=0.9",
+            "quantile_absolute_error@0.9",
+            "quantile_absolute_error@q=0.90",
+            "quantile_absolute_error@0.900",
+            "absolute_error_quantile@q=0.9",
+            " quantile_absolute_error @ q = 0.9 ",
+        ):
             assert name in m and m[name] == m.get(name) == want_q, name
         for name in ("mse", "mean_squared_error"):
             assert name in m and m[name] == mean_squared_error(y, p)
@@ -185,8 +191,7 @@ def test_a_metric_is_found_by_any_spelling_the_parser_accepts():
     mc.update(yc, y_pred=pc)
     for m in (r.overall.metrics, mc.compute()):
         assert list(m) == ["f1@macro@labels=1|2"]
-        for name in ("f1@macro@labels=1.0|2", "f1@macro@labels=1|2", "f1@labels=1|2@macro", "f1@average=macro@labels=1|2.0",
-                     "f1_score@macro@labels=1|2"):
+        for name in ("f1@macro@labels=1.0|2", "f1@macro@labels=1|2", "f1@labels=1|2@macro", "f1@average=macro@labels=1|2.0", "f1_score@macro@labels=1|2"):
             assert name in m and m[name] == want_f1, name
         assert "f1@macro@labels=2|1" not in m and "f1@macro" not in m  # other labels (order) are another metric
     # a display name is found by any spelling of its metric too
@@ -195,7 +200,8 @@ def test_a_metric_is_found_by_any_spelling_the_parser_accepts():
     assert list(m) == ["val_f1"] and m["f1@average=macro"] == m["f1_score@macro"] == f1_score(yc, pc, average="macro")
     # class values: labels= is read as the classes
     r = Evaluation(label_col="y", prediction_col="p", classes=["a", "b", "c"], metrics=["f1@macro@labels=b|c"]).evaluate(
-        {"y": ["a", "b", "c", "c"], "p": ["b", "b", "c", "a"]})
+        {"y": ["a", "b", "c", "c"], "p": ["b", "b", "c", "a"]}
+    )
     assert r.overall.metrics["f1@labels=b|c@average=macro"] == f1_score(["a", "b", "c", "c"], ["b", "b", "c", "a"], average="macro", labels=["b", "c"])
 
 

@@ -17,7 +17,14 @@ def _results() -> Results:
         bounds={"roc_auc@capacity=4": (0.65, 0.75)},
         ci={"accuracy": (0.3, 0.85), "recall@none": (np.array([0.1, np.nan]), np.array([0.9, np.nan]))},
     )  # fmt: skip
-    de = SliceResult((("country", "DE"),), 4, 4.0, 0, {"accuracy": 0.5, "recall@none": np.array([1.0, 0.0]), "roc_auc@capacity=4": 0.5}, ci={"accuracy": (float("nan"), float("nan"))})
+    de = SliceResult(
+        (("country", "DE"),),
+        4,
+        4.0,
+        0,
+        {"accuracy": 0.5, "recall@none": np.array([1.0, 0.0]), "roc_auc@capacity=4": 0.5},
+        ci={"accuracy": (float("nan"), float("nan"))},
+    )
     return Results([overall, de], {"ci": {"method": "analytic", "level": 0.95, "replicates": 200, "seed": 0}})
 
 
@@ -47,7 +54,11 @@ def test_from_dict_round_trip_keeps_bounds_and_ci():
 
 
 def test_from_dict_reads_older_metrics_json_with_intervals():
-    old = {"slices": [{"slice": {}, "n": 3, "weight": 3.0, "skipped": 0, "metrics": {"roc_auc@capacity=4": 0.5}, "intervals": {"roc_auc@capacity=4": [0.25, None]}}]}
+    old = {
+        "slices": [
+            {"slice": {}, "n": 3, "weight": 3.0, "skipped": 0, "metrics": {"roc_auc@capacity=4": 0.5}, "intervals": {"roc_auc@capacity=4": [0.25, None]}}
+        ]
+    }
     s = Results.from_dict(old).overall
     assert s.bounds["roc_auc@capacity=4"][0] == 0.25 and np.isnan(s.bounds["roc_auc@capacity=4"][1]) and s.ci == {}
 

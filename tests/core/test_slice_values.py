@@ -95,7 +95,9 @@ def test_whole_floats_and_ints_are_one_slice_with_one_json_text_in_any_batch_ord
     assert a.to_json() == b.to_json()
     assert json.dumps(json.loads(a.to_json())["slices"][1]["slice"]) == '{"x": 5}'
     assert [s.slice for s in _slices(["x"], [_batch(np.array([2.0, 0.5, 1.5]))]).slices[1:]] == [
-        (("x", 0.5),), (("x", 1.5),), (("x", 2),)
+        (("x", 0.5),),
+        (("x", 1.5),),
+        (("x", 2),),
     ]  # ints and floats in one numeric order
 
 

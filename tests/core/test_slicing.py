@@ -268,9 +268,7 @@ def test_quantile_buckets_equal_numpy_quantile(k):
 
 def test_quantiles_of_discrete_values_collapse_equal_edges():
     x = np.array([1.0] * 90 + [2.0] * 10)
-    res = Evaluation(label_col="y", score_col="s", slices=["x:quantiles=4"], metrics=["tp"]).evaluate(
-        [{"y": np.ones(100, int), "s": np.ones(100), "x": x}]
-    )
+    res = Evaluation(label_col="y", score_col="s", slices=["x:quantiles=4"], metrics=["tp"]).evaluate([{"y": np.ones(100, int), "s": np.ones(100), "x": x}])
     assert [s.slice for s in res.slices[1:]] == [(("x", "[1, inf)"),)]  # all quartiles are 1.0
 
 

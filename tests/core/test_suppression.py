@@ -75,7 +75,16 @@ def _sr(key, n):
 
 def test_a_lone_suppressed_child_suppresses_its_parent():
     # the parent's only child has the parent's rows: publishing the parent publishes the child
-    out = suppress_complements([_sr((), 20), _sr((("a", 1),), 8), _sr((("a", 2),), 12), _sr((("a", 1), ("b", "x")), None), _sr((("a", 2), ("b", "x")), 6), _sr((("a", 2), ("b", "y")), 6)])
+    out = suppress_complements(
+        [
+            _sr((), 20),
+            _sr((("a", 1),), 8),
+            _sr((("a", 2),), 12),
+            _sr((("a", 1), ("b", "x")), None),
+            _sr((("a", 2), ("b", "x")), 6),
+            _sr((("a", 2), ("b", "y")), 6),
+        ]
+    )
     # under a=1 the hidden cell is alone: a=1 goes; under the overall slice the cross has one
     # hidden cell: (a=2, b=x) goes (ties: first in order); then a=1 is the one hidden slice of
     # spec "a": a=2 goes too. (a=2, b=y) stays: its parent a=2 is no longer published, and the

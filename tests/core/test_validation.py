@@ -29,7 +29,6 @@ from tests._helpers import assert_states_equal, binary_case, multiclass_case
 pytestmark = pytest.mark.filterwarnings("ignore::mergeable_metrics.UndefinedMetricWarning")
 
 
-
 def check_message(err: pytest.ExceptionInfo, column: str, value: str, row: int) -> None:
     msg = str(err.value)
     assert f"'{column}'" in msg, msg
@@ -477,8 +476,12 @@ def test_string_in_per_class_score_columns_names_that_column_and_the_real_row():
     from mergeable_metrics.inputs.formats import build_batch
 
     with pytest.raises(TypeError) as err:
-        build_batch(task=Task(num_classes=3), columns={"target": [0, 1], "score": [[0.1, 0.2], [0.1, "x"], [0.8, 0.3]]},
-                    names={"score": ["p0", "p1", "p2"]}, row_offset=100)
+        build_batch(
+            task=Task(num_classes=3),
+            columns={"target": [0, 1], "score": [[0.1, 0.2], [0.1, "x"], [0.8, 0.3]]},
+            names={"score": ["p0", "p1", "p2"]},
+            row_offset=100,
+        )
     check_message(err, "p1", "'x'", 101)
 
 
@@ -595,8 +598,12 @@ def test_a_missing_value_is_named_as_given(kind, shown, column, rule):
 @pytest.mark.parametrize("kind", ["list", "numpy", "arrow", "pandas_float64"])
 def test_a_real_nan_is_named_nan(kind):
     s = [0.9, float("nan"), 0.7, 0.4]
-    data = {"list": {"y": _Y, "s": s}, "numpy": {"y": np.array(_Y), "s": np.array(s)},
-            "arrow": pa.table({"y": _Y, "s": pa.array(s)}), "pandas_float64": pd.DataFrame({"y": _Y, "s": s})}[kind]
+    data = {
+        "list": {"y": _Y, "s": s},
+        "numpy": {"y": np.array(_Y), "s": np.array(s)},
+        "arrow": pa.table({"y": _Y, "s": pa.array(s)}),
+        "pandas_float64": pd.DataFrame({"y": _Y, "s": s}),
+    }[kind]
     assert kind != "arrow" or data["s"].null_count == 0  # Arrow keeps a NaN apart from a null
     with pytest.raises(ValueError, match=r"^column 's': invalid value nan at row 1: scores must be finite"):
         Evaluation(label_col="y", score_col="s", metrics=["roc_auc"]).evaluate(data)

@@ -256,8 +256,20 @@ def slice_values(values: list, spec: tuple) -> list:
 
 
 def sliced_problems(
-    res: Any, batches: Sequence[Batch], ex: Expected, gcells: Sequence[list], *, label: str, target: str, weight: str | None,
-    k: int, multiclass: bool, keys: Sequence[str], slice_col: str = "g", threshold: float = 0.5, spec: tuple = ("plain",),
+    res: Any,
+    batches: Sequence[Batch],
+    ex: Expected,
+    gcells: Sequence[list],
+    *,
+    label: str,
+    target: str,
+    weight: str | None,
+    k: int,
+    multiclass: bool,
+    keys: Sequence[str],
+    slice_col: str = "g",
+    threshold: float = 0.5,
+    spec: tuple = ("plain",),
 ) -> str | None:
     """Why ``res`` (a :class:`mergeable_metrics.Results` of slices ``[slice_col]``) is not the oracle's (None if it is):
     one slice per distinct value (None/NaN one missing slice, -0.0 == 0.0) and nothing else; per
@@ -342,7 +354,11 @@ def engine_error_problem(exc: BaseException, bad: dict) -> str | None:
         cause = cause.__cause__ or cause.__context__
     for name, options in bad.items():
         for etype, _, value in options if isinstance(options, list) else [options]:
-            if repr(name) in text and any(s in text for s in value_spellings(value)) and any(t.__name__ in text or type(exc) is t for t in (etype if isinstance(etype, tuple) else (etype,))):
+            if (
+                repr(name) in text
+                and any(s in text for s in value_spellings(value))
+                and any(t.__name__ in text or type(exc) is t for t in (etype if isinstance(etype, tuple) else (etype,)))
+            ):
                 return None
     return f"{type(exc).__module__}.{type(exc).__name__} does not name any of {bad}: {text[:1500]}"
 

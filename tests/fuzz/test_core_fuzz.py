@@ -292,7 +292,6 @@ def test_evaluation_per_slice_values_equal_sklearn_and_rows_in_equal_n_plus_skip
         obj = _batch_object(kind, {**cols, "g": gobj}, eff)
         objs.append(obj if obj is not None else {**cols, "g": gobj})
 
-
     exclude_open_defects(spec, gcells)
 
     def go() -> Any:

@@ -30,7 +30,10 @@ def check_engine(case: dict, result: Any, exc: BaseException | None) -> None:
         assert exc is not None, f"no error, expected one naming {ex.error}"
         # bundles and partitions run in any order: any bad cell of a named column may be the one reported
         cells = {name: cells for name, (_, cells) in table_batches(case)[0].items()}
-        bad = {name: [(etype, None, v) for v, c in zip(cells[name], ex.kinds[0]) if c != "ok"] or [(etype, None, value)] for name, (etype, _, value) in ex.error.items()}
+        bad = {
+            name: [(etype, None, v) for v, c in zip(cells[name], ex.kinds[0]) if c != "ok"] or [(etype, None, value)]
+            for name, (etype, _, value) in ex.error.items()
+        }
         why = engine_error_problem(exc, bad)
         assert why is None, why
         return

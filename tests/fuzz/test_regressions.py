@@ -46,7 +46,24 @@ def test_empty_jsonl_file_gives_n_zero_like_an_empty_parquet_file(engine: str, t
         path.write_text(text)
         err = io.StringIO()
         with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-            code = main(["--input", str(path), "--label", "y", "--score", "s", "--slice", "g", "--engine", engine, "--output", str(Path(tmp) / "out"), "--quiet", "--no-report"])
+            code = main(
+                [
+                    "--input",
+                    str(path),
+                    "--label",
+                    "y",
+                    "--score",
+                    "s",
+                    "--slice",
+                    "g",
+                    "--engine",
+                    engine,
+                    "--output",
+                    str(Path(tmp) / "out"),
+                    "--quiet",
+                    "--no-report",
+                ]
+            )
         assert code == 0, err.getvalue()
         slices = json.loads((Path(tmp) / "out" / "metrics.json").read_text())["slices"]
         assert [s["n"] for s in slices] == [0]
@@ -62,7 +79,9 @@ def test_empty_jsonl_file_in_a_directory_adds_no_rows() -> None:
         (data / "part-1.jsonl").write_text('{"y": 1, "s": 0.9}\n{"y": 0, "s": 0.8}\n')
         err = io.StringIO()
         with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-            code = main(["--input", str(data), "--label", "y", "--score", "s", "--metrics", "tp,fp", "--output", str(Path(tmp) / "out"), "--quiet", "--no-report"])
+            code = main(
+                ["--input", str(data), "--label", "y", "--score", "s", "--metrics", "tp,fp", "--output", str(Path(tmp) / "out"), "--quiet", "--no-report"]
+            )
         assert code == 0, err.getvalue()
         overall = json.loads((Path(tmp) / "out" / "metrics.json").read_text())["slices"][0]
         assert (overall["n"], overall["metrics"]["tp"], overall["metrics"]["fp"]) == (2, 1, 1)

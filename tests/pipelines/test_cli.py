@@ -179,7 +179,9 @@ def test_metric_typo_suggests_the_closest_name_instead_of_listing_every_metric(t
 
 def test_bad_metric_parameter_names_the_metric_and_the_parameter(tmp_path, capsys):
     _write(_data(50), tmp_path / "d.parquet", "parquet")
-    code = main(["--input", str(tmp_path / "d.parquet"), "--label", "y", "--score", "p", "--metrics", "precision@threshold=abc", "--output", str(tmp_path / "o")])
+    code = main(
+        ["--input", str(tmp_path / "d.parquet"), "--label", "y", "--score", "p", "--metrics", "precision@threshold=abc", "--output", str(tmp_path / "o")]
+    )
     err = capsys.readouterr().err
     assert code == 2 and "metric 'precision'" in err and "threshold" in err and "'abc'" in err
 
@@ -204,7 +206,9 @@ def test_undefined_metric_warning_is_one_plain_line_and_silent_under_quiet(tmp_p
     assert main(base + ["--output", str(tmp_path / "o")]) == 0
     err = capsys.readouterr().err
     lines = [ln for ln in err.splitlines() if "precision" in ln]
-    assert lines == ["warning: metric 'precision' is undefined (zero denominator or no data) in slice 'Overall': reported as NaN (null in JSON); undefined classes are left out of averages"]
+    assert lines == [
+        "warning: metric 'precision' is undefined (zero denominator or no data) in slice 'Overall': reported as NaN (null in JSON); undefined classes are left out of averages"
+    ]
     assert ".py:" not in err  # no Python source location
     assert main(base + ["--quiet", "--output", str(tmp_path / "o2")]) == 0
     assert capsys.readouterr().err == ""

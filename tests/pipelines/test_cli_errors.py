@@ -117,7 +117,7 @@ _Wrapped.__module__ = "pyspark.errors.exceptions.captured"
 
 
 def test_error_message_and_exit_code_of_wrapped_worker_errors():
-    worker = "An exception was thrown from the Python worker:\nTraceback (most recent call last):\n  File \"x.py\", line 1\n"
+    worker = 'An exception was thrown from the Python worker:\nTraceback (most recent call last):\n  File "x.py", line 1\n'
     e = _Wrapped(worker + "ValueError: column 'y': invalid value 7 at row 3\n")
     assert errors.error_message(e) == "column 'y': invalid value 7 at row 3" and errors.exit_code(e) == 1
     e = _Wrapped(worker + "ModuleNotFoundError: No module named 'mergeable_metrics.spark'\n")

@@ -53,7 +53,11 @@ def _table(task: str) -> tuple[pa.Table, list[str], dict]:
         Y = rng.integers(0, 2, (N, 3))
         S = np.round(rng.random((N, 3)), 3)
         t = pa.table({"y": pa.array(Y.tolist()), "s": pa.array(S.tolist()), "g": g, "loss": loss, "w": w})
-        return t, ["--label", "y", "--score", "s", "--task", "multilabel", "--num-classes", "3"], dict(label_col="y", score_col="s", task="multilabel", num_classes=3)
+        return (
+            t,
+            ["--label", "y", "--score", "s", "--task", "multilabel", "--num-classes", "3"],
+            dict(label_col="y", score_col="s", task="multilabel", num_classes=3),
+        )
     t_ = rng.normal(10, 3, N)
     q = t_ + rng.normal(0, 1, N)
     return (
@@ -129,10 +133,14 @@ def test_cli_errors_for_new_roles(tmp_path, capsys):
     table = pa.table({"y": [0, 1, 2], "p": [[0.2, 0.3, 0.5], [0.5, 0.6, -0.1], [0.1, 0.1, 0.8]]})
     src = tmp_path / "bad.parquet"
     pq.write_table(table, src)
-    code = main(["--input", str(src), "--label", "y", "--score", "p", "--num-classes", "3", "--metrics", "log_loss", "--output", str(tmp_path / "o"), "--quiet"])
+    code = main(
+        ["--input", str(src), "--label", "y", "--score", "p", "--num-classes", "3", "--metrics", "log_loss", "--output", str(tmp_path / "o"), "--quiet"]
+    )
     assert code == 1
     assert "column 'p': invalid value -0.1 at row 1, entry 2: probabilities must be in [0, 1]" in capsys.readouterr().err
-    code = main(["--input", str(src), "--label", "y", "--score", "p", "--num-classes", "3", "--metrics", "mean_measure", "--output", str(tmp_path / "o"), "--quiet"])
+    code = main(
+        ["--input", str(src), "--label", "y", "--score", "p", "--num-classes", "3", "--metrics", "mean_measure", "--output", str(tmp_path / "o"), "--quiet"]
+    )
     assert code == 2 and "metric 'mean_measure' needs measure_col" in capsys.readouterr().err
 
 
@@ -202,6 +210,8 @@ def test_cli_multiclass_metrics_json_holds_per_class_curves_and_calibration(tmp_
         assert m["ece@none"][c] == pytest.approx(tm_calibration_error(P[:, c], y == c, 10, "l1", w), rel=1e-12)
     assert np.array(m["reliability_diagram@n_bins=4"]).shape == (k + 1, 4, 3)
     assert m["ece"] == pytest.approx(tm_calibration_error(P.max(axis=1), P.argmax(axis=1) == y, 10, "l1", w), rel=1e-12)
+
+
 def test_cli_labels_by_class_value_and_binary_top_k(tmp_path):
     """``labels=`` by class value and binary ``top_k_accuracy`` by name through the CLI (issue 17)."""
     from sklearn.metrics import f1_score, top_k_accuracy_score

@@ -37,7 +37,9 @@ def _metrics(out):
 
 
 def test_yaml_config_gives_the_same_results_as_flags(tmp_path, data):
-    cfg = _write(tmp_path / "eval.yaml", """
+    cfg = _write(
+        tmp_path / "eval.yaml",
+        """
         input: preds.parquet        # relative to this file
         label: y
         score: p
@@ -50,7 +52,8 @@ def test_yaml_config_gives_the_same_results_as_flags(tmp_path, data):
         engine: local
         output: out-config
         quiet: true
-    """)
+    """,
+    )
     assert main(["--config", str(cfg)]) == 0
     out_flags = tmp_path / "out-flags"
     assert main(["--input", str(data), "--label", "y", "--score", "p", "--weight", "w", "--slice", "region", "--slice", "region,dev",
@@ -77,7 +80,9 @@ def test_json_config_and_flags_override_it(tmp_path, data):
 
 
 def test_config_values_are_converted_like_flags(tmp_path, data):
-    cfg = _write(tmp_path / "c.yml", f"""
+    cfg = _write(
+        tmp_path / "c.yml",
+        f"""
         input: {data}
         label: y
         score: [p]
@@ -89,7 +94,8 @@ def test_config_values_are_converted_like_flags(tmp_path, data):
         beam_args: ["--direct_num_workers=1"]
         intervals: false
         output: o
-    """)
+    """,
+    )
     got = load_config(cfg, build_parser())
     assert got["input"] == str(data)
     assert got["score"] == "p"
@@ -106,7 +112,11 @@ BAD = [
     ("bool.yaml", "label: y\nskip_invalid: 'yes'\n", "skip_invalid: expected true or false"),
     ("int.yaml", "label: y\nnum_classes: 2.5\n", "num_classes: expected an integer, got a number 2.5"),
     ("choice.yaml", "label: y\nengine: flink\n", "engine: must be one of local, beam, spark; got 'flink'"),
-    ("metric.yaml", "label: y\nmetrics: [accuracy, precison@macro]\n", "metrics: item 1 ('precison@macro'): unknown metric 'precison' (did you mean 'precision'?)"),
+    (
+        "metric.yaml",
+        "label: y\nmetrics: [accuracy, precison@macro]\n",
+        "metrics: item 1 ('precison@macro'): unknown metric 'precison' (did you mean 'precision'?)",
+    ),
     ("metricstr.yaml", "label: y\nmetrics: ['f1@']\n", "malformed metric string 'f1@'"),
     ("column.yaml", "label: 2013\n", "label: expected a string, got an integer 2013 (quote it"),
     ("slices.yaml", "label: y\nslices: [[a, 1]]\n", "slices: item 0: a slice spec is a column name"),
@@ -186,7 +196,9 @@ def test_bounds_flag_and_its_hidden_old_name_intervals():
 
 def test_config_named_measures_as_a_mapping(tmp_path, data):
     """``measure: {name: column}`` in a config file is ``--measure name=column`` (issue 18)."""
-    cfg = _write(tmp_path / "m.yaml", """
+    cfg = _write(
+        tmp_path / "m.yaml",
+        """
         input: preds.parquet
         label: y
         score: p
@@ -194,7 +206,8 @@ def test_config_named_measures_as_a_mapping(tmp_path, data):
         measure: {score_mean: p, weight_mean: w}
         output: out-m
         quiet: true
-    """)
+    """,
+    )
     assert main(["--config", str(cfg)]) == 0
     t = pq.read_table(data).to_pandas()
     m = _metrics(tmp_path / "out-m")["slices"][0]["metrics"]

@@ -17,7 +17,6 @@ from mergeable_metrics.pipelines.evaluate import main
 from mergeable_metrics.pipelines.examples.split_digits import split_digits_events
 
 
-
 @pytest.fixture(scope="module")
 def digits():
     return split_digits_events(num_tasks=5, evaluations_per_task=4)

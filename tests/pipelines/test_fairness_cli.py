@@ -56,7 +56,11 @@ def test_cli_local_json_table_and_report(tmp_path, capsys):
     assert list(doc["slices"][0]["metrics"]) == ["accuracy", "f1", "selection_rate", "recall", "fpr"]
     assert doc["fairness"] == _expected()
     eo = doc["fairness"][2]
-    assert eo["criterion"] == "equalized_odds" and eo["reference"] == {"region": "north"} and [s["slice"] for s in eo["slices"]] == [{"region": "east"}, {"region": "south"}]
+    assert (
+        eo["criterion"] == "equalized_odds"
+        and eo["reference"] == {"region": "north"}
+        and [s["slice"] for s in eo["slices"]] == [{"region": "east"}, {"region": "south"}]
+    )
     east = next(s for s in doc["slices"] if s["slice"] == {"region": "east"})
     north = next(s for s in doc["slices"] if s["slice"] == {"region": "north"})
     assert eo["slices"][0]["differences"]["recall"] == east["metrics"]["recall"] - north["metrics"]["recall"]
@@ -65,7 +69,9 @@ def test_cli_local_json_table_and_report(tmp_path, capsys):
     code = main(["--input", str(tmp_path / "in.parquet"), "--label", "y", "--score", "p", "--slice", "region", "--fairness", "f1:region=west",
                  "--output", str(tmp_path / "bad"), "--quiet"])  # fmt: skip
     assert code == 1 and "no reference slice" in capsys.readouterr().err
-    code = main(["--input", str(tmp_path / "in.parquet"), "--label", "y", "--score", "p", "--fairness", "nosuch_metric", "--output", str(tmp_path / "bad2"), "--quiet"])
+    code = main(
+        ["--input", str(tmp_path / "in.parquet"), "--label", "y", "--score", "p", "--fairness", "nosuch_metric", "--output", str(tmp_path / "bad2"), "--quiet"]
+    )
     assert code == 2 and "unknown metric" in capsys.readouterr().err
 
 

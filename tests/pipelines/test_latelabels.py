@@ -120,7 +120,9 @@ def test_nanosecond_timestamps_with_sub_microsecond_parts_are_floored_to_the_mic
     p, lab = _outcomes({"id": [1, 2], "pt": pt, "s": [0.1, 0.2]}, {"id": [1, 2], "lt": lt, "y": [1, 0]}, JOIN)
     assert p == ["matched", "late"] and lab == ["matched", "late"]
     with_null = pa.array([t0 + np.timedelta64(1, "ns"), None], pa.timestamp("ns"))
-    p, _ = _outcomes({"id": [1, 2], "pt": with_null, "s": [0.1, 0.2]}, {"id": [1, 2], "lt": lt, "y": [1, 0]}, LabelJoin("id", "y", "pt", "lt", "1h", on_invalid="skip"))
+    p, _ = _outcomes(
+        {"id": [1, 2], "pt": with_null, "s": [0.1, 0.2]}, {"id": [1, 2], "lt": lt, "y": [1, 0]}, LabelJoin("id", "y", "pt", "lt", "1h", on_invalid="skip")
+    )
     assert p == ["matched", "invalid_predictions"]
 
 

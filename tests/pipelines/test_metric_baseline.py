@@ -447,7 +447,7 @@ def test_the_fingerprint_does_not_depend_on_the_batch_size_but_on_the_samples_an
     words = np.array([f"w{i}" for i in range(103)], dtype=object)
 
     def fp(size, X=X, y=y):
-        batches = [(X[i:i + size], y[i:i + size], words[i:i + size]) for i in range(0, 103, size)]
+        batches = [(X[i : i + size], y[i : i + size], words[i : i + size]) for i in range(0, 103, size)]
         return baselines.evaluate_detailed(lambda x: x[:, 0], batches, {"m": lambda out, batch: out}).data["fingerprint"]
 
     assert fp(1) == fp(7) == fp(103)
@@ -539,7 +539,19 @@ def test_the_entry_point_is_declared_and_the_help_lists_the_options(pytester):
 
 
 #: the engine-free layer is the package itself: only its lazy __init__ and the plugin may load
-HEAVY = ("matplotlib", "jinja2", "pyarrow", "apache_beam", "pyspark", "numpy", "pandas", "mergeable_metrics.pipelines.baselines", "mergeable_metrics.metrics", "mergeable_metrics.collection", "mergeable_metrics.evaluation")
+HEAVY = (
+    "matplotlib",
+    "jinja2",
+    "pyarrow",
+    "apache_beam",
+    "pyspark",
+    "numpy",
+    "pandas",
+    "mergeable_metrics.pipelines.baselines",
+    "mergeable_metrics.metrics",
+    "mergeable_metrics.collection",
+    "mergeable_metrics.evaluation",
+)
 
 
 def test_loading_the_plugin_imports_nothing_heavy(pytester):
@@ -589,7 +601,9 @@ def test_the_fingerprint_is_the_same_for_any_split_into_batches_empty_ones_inclu
     edges = [0, *sorted(cuts), 60]
     split = [(X[a:b], y[a:b]) for a, b in zip(edges, edges[1:])]
     run = baselines.evaluate_detailed(lambda x: x[:, 0] > 0, split, {"hit": lambda out, b: b[1] == out, "sk": from_sklearn(sklearn.metrics.accuracy_score)})
-    whole = baselines.evaluate_detailed(lambda x: x[:, 0] > 0, [(X, y)], {"hit": lambda out, b: b[1] == out, "sk": from_sklearn(sklearn.metrics.accuracy_score)})
+    whole = baselines.evaluate_detailed(
+        lambda x: x[:, 0] > 0, [(X, y)], {"hit": lambda out, b: b[1] == out, "sk": from_sklearn(sklearn.metrics.accuracy_score)}
+    )
     assert run.data["fingerprint"] == whole.data["fingerprint"] and run.data["n"] == 60
     assert run.values["hit"] == whole.values["hit"] == float(np.mean((X[:, 0] > 0) == y))
     assert run.values["sk"] == pytest.approx(whole.values["sk"], abs=1e-15)
@@ -602,12 +616,12 @@ def test_pandas_and_arrow_batches_give_the_numpy_values_and_fingerprint_per_colu
     y = (a > 0).astype(np.int64)
     model = lambda t: (np.asarray(t["a"]) > 0).astype(np.int64)  # noqa: E731 - reads a column of either
     metrics = {"hit": lambda out, batch: np.asarray(batch[1]) == out}
-    frame = [(pd.DataFrame({"a": a[i:i + 20], "b": b[i:i + 20]}), pd.Series(y[i:i + 20])) for i in range(0, 50, 20)]
-    table = [(pa.table({"a": a[i:i + 25], "b": b[i:i + 25]}), pa.array(y[i:i + 25])) for i in range(0, 50, 25)]
+    frame = [(pd.DataFrame({"a": a[i : i + 20], "b": b[i : i + 20]}), pd.Series(y[i : i + 20])) for i in range(0, 50, 20)]
+    table = [(pa.table({"a": a[i : i + 25], "b": b[i : i + 25]}), pa.array(y[i : i + 25])) for i in range(0, 50, 25)]
     runs = [baselines.evaluate_detailed(model, batches, metrics) for batches in (frame, table)]
     assert runs[0].values == runs[1].values == {"hit": 1.0}
     assert runs[0].data["fingerprint"] == runs[1].data["fingerprint"]  # the same columns, however batched
-    swapped = [(pd.DataFrame({"a": a[i:i + 20], "b": -b[i:i + 20]}), pd.Series(y[i:i + 20])) for i in range(0, 50, 20)]
+    swapped = [(pd.DataFrame({"a": a[i : i + 20], "b": -b[i : i + 20]}), pd.Series(y[i : i + 20])) for i in range(0, 50, 20)]
     assert baselines.evaluate_detailed(model, swapped, metrics).data["fingerprint"] != runs[0].data["fingerprint"]
 
 
@@ -655,7 +669,7 @@ def test_paired_difference_of_hits_equals_a_direct_index_bootstrap(n, flips, fix
     base = np.ones(n)
     base[:fixed] = 0  # wrong before, right now: +1 differences
     cur = base.copy()
-    cur[fixed:fixed + flips] = 0
+    cur[fixed : fixed + flips] = 0
     cur[:fixed] = 1
     d = baselines.paired_difference(cur, base, resamples=5000, seed=1)
     diff = cur - base
@@ -728,7 +742,9 @@ def test_a_hand_edited_baseline_entry_is_a_mismatch_naming_the_key_and_value(edi
     # before: AttributeError / ValueError from inside compare, or a string "0.1" silently read as 0.1,
     # True as 1.0, and a deleted value reported as a regression from NaN
     y = np.array([0, 1, 1, 0, 1])
-    run = baselines.evaluate_detailed(lambda x: x, [(y, y)], {"hit": lambda out, b: (b[1] == out).astype(float), "sk": lambda out, b: float(np.mean(b[1] == out))})
+    run = baselines.evaluate_detailed(
+        lambda x: x, [(y, y)], {"hit": lambda out, b: (b[1] == out).astype(float), "sk": lambda out, b: float(np.mean(b[1] == out))}
+    )
     entry = json.loads(json.dumps(run.entry()))
     assert baselines.compare(run, entry, {"hit": run.per_sample["hit"]}).mismatches == []
     result = baselines.compare(run, edit(entry), {"hit": run.per_sample["hit"]})
@@ -786,10 +802,13 @@ def test_a_scikit_learn_style_function_needs_from_sklearn_and_is_never_guessed()
     s = np.array([0.2, 0.9, 0.4, 0.1, 0.8, 0.7, 0.6, 0.3])
     batches = [(s[:4], y[:4]), (s[4:], y[4:])]
     for fn in (accuracy_score, roc_auc_score, lambda y_true, y_pred: y_true == y_pred):
-        with pytest.raises(TypeError, match=r"metric 'm': .* takes \(y_true, y_(pred|score)\), but a metric function is called fn\(output, batch\).*from_sklearn\("):
+        with pytest.raises(
+            TypeError, match=r"metric 'm': .* takes \(y_true, y_(pred|score)\), but a metric function is called fn\(output, batch\).*from_sklearn\("
+        ):
             baselines.evaluate(lambda x: x, batches, {"m": fn})
     run = baselines.evaluate_detailed(
-        lambda x: (x > 0.5).astype(int), batches,
+        lambda x: (x > 0.5).astype(int),
+        batches,
         {"acc": from_sklearn(accuracy_score), "f2": from_sklearn(fbeta_score, beta=2.0), "hit": from_sklearn(lambda t, p: t == p)},
     )
     per_batch = [accuracy_score(y[:4], s[:4] > 0.5), accuracy_score(y[4:], s[4:] > 0.5)]
@@ -808,7 +827,9 @@ def test_a_per_sample_result_of_another_length_names_the_metric_and_both_lengths
     proba = np.eye(2)[y]
     # a typical slip: comparing with the first label only broadcasts (5 values: fine), but
     # comparing a batch's outputs with the labels of a sub-batch is not
-    with pytest.raises(ValueError, match=r"metric 'accuracy' returned 2 values for batch 0 of 5 samples: a per-sample metric returns one value per sample \(5\)"):
+    with pytest.raises(
+        ValueError, match=r"metric 'accuracy' returned 2 values for batch 0 of 5 samples: a per-sample metric returns one value per sample \(5\)"
+    ):
         baselines.evaluate(lambda x: x, [(proba, y)], {"accuracy": lambda out, b: out.argmax(-1)[:2] == b[1][:2]})
 
 
@@ -830,15 +851,18 @@ def test_dataframe_and_arrow_batches_find_the_label_column_or_raise_naming_targe
     want = accuracy_score(y, a >= 0.5)
     metrics = {"acc": "accuracy", "sk": from_sklearn(lambda t, p: t == (p >= 0.5))}
     for label in ("label", "y", "target"):
-        frames = [pd.DataFrame({"a": a[i:i + 25], label: y[i:i + 25]}) for i in range(0, 60, 25)]
-        tables = [pa.table({"a": a[i:i + 30], label: y[i:i + 30]}) for i in range(0, 60, 30)]
+        frames = [pd.DataFrame({"a": a[i : i + 25], label: y[i : i + 25]}) for i in range(0, 60, 25)]
+        tables = [pa.table({"a": a[i : i + 30], label: y[i : i + 30]}) for i in range(0, 60, 30)]
         batches = [tables[0].to_batches()[0], tables[1]]  # a record batch and a table
         for bs in (frames, batches):
             seen.clear()
             assert baselines.evaluate(model, bs, metrics) == {"acc": want, "sk": want}
             assert all(cols == ["a"] for cols in seen)  # the model never sees the labels
     nolabel = [pd.DataFrame({"a": a, "truth": y})]
-    with pytest.raises(ValueError, match=r"metric 'acc' needs labels: batch 0 \(a DataFrame with columns \['a', 'truth'\]\) has no label column: none of \['y', 'y_true', 'label', 'labels', 'target', 'targets'\]; pass targets="):
+    with pytest.raises(
+        ValueError,
+        match=r"metric 'acc' needs labels: batch 0 \(a DataFrame with columns \['a', 'truth'\]\) has no label column: none of \['y', 'y_true', 'label', 'labels', 'target', 'targets'\]; pass targets=",
+    ):
         baselines.evaluate(model, nolabel, {"acc": "accuracy"})
     with pytest.raises(ValueError, match=r"metric 'acc' needs labels: batch 0 \(a Table with columns \['a', 'truth'\]\).*pass targets="):
         baselines.evaluate(model, [pa.table({"a": a, "truth": y})], {"acc": "accuracy"})
@@ -886,17 +910,19 @@ def test_a_per_batch_metric_compares_its_batch_sizes_and_a_rebatching_is_a_misma
     ns: dict = {}
     exec(REBATCH.split("def test_rebatch")[0], ns)
     y, score = ns["y"], ns["score"]
-    by = lambda size: np.mean([roc_auc_score(y[i:i + size], score[i:i + size]) for i in range(0, 2000, size)])  # noqa: E731
+    by = lambda size: np.mean([roc_auc_score(y[i : i + size], score[i : i + size]) for i in range(0, 2000, size)])  # noqa: E731
     assert entry["values"]["batch_auc"] == pytest.approx(by(500), abs=1e-12)
     assert abs(by(500) - by(125)) > 0.001  # the same samples and model, another per-batch value
     monkeypatch.setenv("SIZE", "125")
     result = run(pytester)
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines([
-        "*measured something else (1 difference)*",
-        "*metric 'batch_auc' is per batch (one value per batch, averaged), so its value depends on the batching: "
-        "batch sizes baseline 4 x 500 (4 batches), now 16 x 125 (16 batches)*",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "*measured something else (1 difference)*",
+            "*metric 'batch_auc' is per batch (one value per batch, averaged), so its value depends on the batching: "
+            "batch sizes baseline 4 x 500 (4 batches), now 16 x 125 (16 batches)*",
+        ]
+    )
     assert "regressed" not in result.stdout.str()
     # per-sample and library metrics do not depend on the batching: the same samples re-batched pass
     monkeypatch.setenv("METRICS", "batch-free")
@@ -921,11 +947,13 @@ def test_a_recorded_value_that_is_not_the_mean_of_its_per_sample_file_is_a_misma
     path.write_text(json.dumps(data))
     result = run(pytester)
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines([
-        "*measured something else*",
-        f"*metric 'accuracy': the recorded value 0.95 is not the mean of its per-sample file '{entry['per_sample']}' "
-        "(0.815 over 4000 samples): the .json and the per-sample file are from different recordings*",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "*measured something else*",
+            f"*metric 'accuracy': the recorded value 0.95 is not the mean of its per-sample file '{entry['per_sample']}' "
+            "(0.815 over 4000 samples): the .json and the per-sample file are from different recordings*",
+        ]
+    )
     # a per-sample file of another length than the entry's sample count
     y = np.ones(4000)
     run_now = baselines.evaluate_detailed(lambda x: x, [(y, y)], {"hit": lambda out, b: out == b[1]})
@@ -946,10 +974,12 @@ def test_a_damaged_per_sample_file_is_a_usage_error_naming_the_file_and_the_re_r
     npz.write_bytes(b"not a zip file")
     result = run(pytester)
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines([
-        f"*metric baselines: the per-sample file '{npz}' of entry 'test_flips.py::test_flips' cannot be read (BadZipFile: *); "
-        "re-record it with: pytest --update-metric-baselines 'test_flips.py::test_flips'*"
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            f"*metric baselines: the per-sample file '{npz}' of entry 'test_flips.py::test_flips' cannot be read (BadZipFile: *); "
+            "re-record it with: pytest --update-metric-baselines 'test_flips.py::test_flips'*"
+        ]
+    )
     for damaged in (good[: len(good) // 2], good[:40] + bytes(len(good) - 40)):  # truncated; zeroed after its header
         npz.write_bytes(damaged)
         result = run(pytester)
@@ -965,13 +995,15 @@ def test_a_violated_minimum_does_not_hide_the_baseline_regression(pytester, monk
     monkeypatch.setenv("MINIMUM", "0.97")
     result = run(pytester)
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines([
-        "*metric limits of test_flips.py::test_flips:",
-        "*accuracy = 0.95 is below the minimum 0.97",
-        "*metric regression in test_flips.py::test_flips:",
-        "*accuracy regressed from 1 to 0.95: drop +0.05 (95% CI*n=4000, paired); allowed drop 0.01",
-        "baseline: checkpoint None*",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "*metric limits of test_flips.py::test_flips:",
+            "*accuracy = 0.95 is below the minimum 0.97",
+            "*metric regression in test_flips.py::test_flips:",
+            "*accuracy regressed from 1 to 0.95: drop +0.05 (95% CI*n=4000, paired); allowed drop 0.01",
+            "baseline: checkpoint None*",
+        ]
+    )
 
 
 def test_a_function_metric_recorded_before_fn_output_batch_is_a_mismatch_not_compared():
@@ -982,5 +1014,5 @@ def test_a_function_metric_recorded_before_fn_output_batch_is_a_mismatch_not_com
     old = json.loads(json.dumps(run.entry()))
     old["metrics"]["hit"]["config"] = None
     result = baselines.compare(run, old, {"hit": run.per_sample["hit"]})
-    assert result.mismatches == ["metric 'hit' config: baseline None, now {\"signature\": \"fn(output, batch)\"}"]
+    assert result.mismatches == ['metric \'hit\' config: baseline None, now {"signature": "fn(output, batch)"}']
     assert result.regressions == [] and result.checked == []

@@ -109,7 +109,10 @@ def test_cli_multioutput_errors_name_column_and_row(tmp_path, capsys):
     assert "column 'y': row 1 holds 3 entries [1.0, 2.0, 3.0]: multioutput target rows are lists of 2 values (num_outputs=2)" in capsys.readouterr().err
     pq.write_table(pa.table({"y": pa.array([[1.0, 2.0]] * 2), "p": pa.array([[1.0, 2.0, 3.0]] * 2)}), src)
     assert main(argv) == 1
-    assert "column 'p': row 0 holds 3 entries [1.0, 2.0, 3.0]: multioutput prediction rows are lists of 2 values (num_outputs=2) (2 such rows" in capsys.readouterr().err
+    assert (
+        "column 'p': row 0 holds 3 entries [1.0, 2.0, 3.0]: multioutput prediction rows are lists of 2 values (num_outputs=2) (2 such rows"
+        in capsys.readouterr().err
+    )
     fixed = pa.list_(pa.float64(), 3)  # a fixed-size list type of another width: the column's type is wrong, in either mode
     pq.write_table(pa.table({"y": pa.array([[1.0, 2.0, 3.0]] * 2, fixed), "p": pa.array([[1.0, 2.0, 3.0]] * 2, fixed)}), src)
     assert main(argv + ["--skip-invalid"]) == 1

@@ -265,8 +265,8 @@ def test_cli_writes_and_prints_intervals(tmp_path, capsys):
 
 def test_report_labels_metrics_with_their_full_names():
     page = report.render_report(_results(["accuracy", "roc_auc", "f1@threshold=0.7"], slices=("g",)))
-    assert "<td>roc_auc</td><td class=\"dir\">ROC AUC</td>" in page
-    assert "<td>f1@threshold=0.7</td><td class=\"dir\">F1 score (threshold=0.7)</td>" in page
+    assert '<td>roc_auc</td><td class="dir">ROC AUC</td>' in page
+    assert '<td>f1@threshold=0.7</td><td class="dir">F1 score (threshold=0.7)</td>' in page
     assert '<th title="Accuracy">accuracy</th>' in page
 
 
@@ -378,7 +378,9 @@ def test_short_display_names_with_the_full_key_in_tooltips_and_no_cut_off_title(
     assert report.short_name("f1@threshold=0.7") == "f1@threshold=0.7"  # a threshold changes what is measured
     assert report.display_names(["roc_auc@capacity=64", "roc_auc@capacity=128", "f1"]) == {
         "roc_auc@capacity=64": "roc_auc@capacity=64", "roc_auc@capacity=128": "roc_auc@capacity=128", "f1": "f1"}  # fmt: skip
-    r = _results(["accuracy", "roc_auc@capacity=64", "average_precision@capacity=64", "roc_curve@capacity=64", "precision_recall_curve@capacity=64"], slices=("g", "g,h"))
+    r = _results(
+        ["accuracy", "roc_auc@capacity=64", "average_precision@capacity=64", "roc_curve@capacity=64", "precision_recall_curve@capacity=64"], slices=("g", "g,h")
+    )
     page = report.render_report(r)
     assert '<th title="ROC AUC (capacity=64): roc_auc@capacity=64">roc_auc</th>' in page
     assert '<th title="Average precision (capacity=64): average_precision@capacity=64">average_precision</th>' in page
@@ -465,7 +467,9 @@ def test_regression_runs_get_predicted_vs_actual_and_residual_plots():
     res = report.plot_residuals(r).axes[0].collections[0].get_offsets()
     assert np.asarray(res)[:, 1] == pytest.approx([(p - y).mean()] + [(p - y)[g == k].mean() for k in ("a", "b", "c")], rel=1e-9)
     # without the means, no figure (and the plot functions say which metric to add)
-    assert _figures(report.render_report(Evaluation(label_col="y", score_col="p", task="regression", slices=["g"], metrics=["mse"]).evaluate([{"y": y, "p": p, "g": g}])))  == ["slices"]
+    assert _figures(
+        report.render_report(Evaluation(label_col="y", score_col="p", task="regression", slices=["g"], metrics=["mse"]).evaluate([{"y": y, "p": p, "g": g}]))
+    ) == ["slices"]
     with pytest.raises(ValueError, match="no mean_error metric"):
         report.plot_residuals(Evaluation(label_col="y", score_col="p", task="regression", metrics=["mean_prediction"]).evaluate([{"y": y, "p": p}]))
 
@@ -537,6 +541,8 @@ def test_multiclass_reliability_diagram_draws_each_class_and_the_top_label():
     prob_true, prob_pred = calibration_curve(s.argmax(axis=1) == y, s.max(axis=1), n_bins=5)
     assert top.get_xdata() == pytest.approx(prob_pred) and top.get_ydata() == pytest.approx(prob_true)
     assert f"ece@n_bins=5 {r.overall.metrics['ece@n_bins=5']:.3f}" in top.get_label()
+
+
 def test_report_names_the_classes_of_labels():
     """``labels=`` (issue 17): per-class values and the confusion matrix heatmap are named by the
     labels given, in their order, not by position."""

@@ -186,7 +186,9 @@ def _regression_and_multiclass_reports(tmp_path):
     reg = Evaluation(label_col="y", score_col="p", task="regression", slices=["g"], metrics=["mse", "mae", "r2", "mean_label", "mean_prediction", "mean_error"])
     r = reg.evaluate([{"y": y, "p": y + rng.normal(0.3, 1, n) + (g == "b"), "g": g}])
     k = rng.integers(0, 3, n)
-    mc = Evaluation(label_col="y", score_col="s", task="multiclass", num_classes=3, slices=["g"], metrics=["accuracy", "f1@macro", "roc_auc", "confusion_matrix"])
+    mc = Evaluation(
+        label_col="y", score_col="s", task="multiclass", num_classes=3, slices=["g"], metrics=["accuracy", "f1@macro", "roc_auc", "confusion_matrix"]
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         m = mc.evaluate([{"y": k, "s": rng.dirichlet([1, 1, 1], n) * 0.8 + np.eye(3)[k] * 0.2, "g": g}])

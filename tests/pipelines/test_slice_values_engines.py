@@ -61,7 +61,7 @@ def test_slice_values_of_every_type_write_the_same_json_and_parquet_on_every_eng
     doc, _ = got["local"]
     by_spec = {}
     for s in doc["slices"][1:]:
-        (col, value), = s["slice"].items() if len(s["slice"]) == 1 else [(None, None)]
+        ((col, value),) = s["slice"].items() if len(s["slice"]) == 1 else [(None, None)]
         by_spec.setdefault(col, {})[json.dumps(value)] = s["n"]
     assert by_spec["f"] == {"0": 4, "0.25": 1, "1.5": 1, "2": 1, "1e+300": 1, '"-inf"': 1, '"inf"': 1, "null": 2}
     assert by_spec["d"] == {'"0.00"': 4, '"1.50"': 4, '"12.25"': 2, "null": 2}

@@ -158,12 +158,7 @@ def test_every_kind_of_spec_is_identical_on_core_beam_and_spark(tmp_path):
     pq.write_table(table, tmp_path / "data.parquet", row_group_size=700)
     with beam.Pipeline(runner="DirectRunner") as p:
         batches = p | "Read" >> beam.io.ReadFromParquetBatched(str(tmp_path / "data.parquet"))
-        (
-            batches
-            | ComputeMetrics(ev, batch_size=300)
-            | beam.Map(slice_result_to_json)
-            | beam.io.WriteToText(str(tmp_path / "out"), file_name_suffix=".jsonl")
-        )
+        (batches | ComputeMetrics(ev, batch_size=300) | beam.Map(slice_result_to_json) | beam.io.WriteToText(str(tmp_path / "out"), file_name_suffix=".jsonl"))
     lines = [ln for f in sorted(tmp_path.glob("out*.jsonl")) for ln in f.read_text().splitlines() if ln.strip()]
     got_beam = ev.collect(slices=[slice_result_from_json(ln) for ln in lines])
     assert got_beam.to_json() == want.to_json()
@@ -192,11 +187,8 @@ def test_beam_profiles_each_window_separately(tmp_path):
             | beam.io.WriteToText(str(tmp_path / "w"), file_name_suffix=".jsonl")
         )
     got = sorted(
-        (json.dumps(d["slice"]), d["n"], d.get("folded_values"))
-        for f in tmp_path.glob("w*.jsonl")
-        for d in map(json.loads, f.read_text().splitlines())
+        (json.dumps(d["slice"]), d["n"], d.get("folded_values")) for f in tmp_path.glob("w*.jsonl") for d in map(json.loads, f.read_text().splitlines())
     )
     assert got == sorted(
-        [("{}", 6, None), ('{"g": "a"}', 3, None), ('{"g": "__other__"}', 3, 2)]
-        + [("{}", 6, None), ('{"g": "c"}', 4, None), ('{"g": "__other__"}', 2, 2)]
+        [("{}", 6, None), ('{"g": "a"}', 3, None), ('{"g": "__other__"}', 3, 2)] + [("{}", 6, None), ('{"g": "c"}', 4, None), ('{"g": "__other__"}', 2, 2)]
     )

@@ -39,7 +39,9 @@ def test_local_windows_name_column_value_and_row(bad, shown):
         ts = np.array([np.datetime64(0, "s"), bad, np.datetime64(7200, "s")])
     with pytest.raises(ValueError) as e:
         _ev().evaluate({"ts": ts, "y": [1, 0, 1], "p": [1, 1, 1]})
-    assert str(e.value).startswith(f"column 'ts': invalid value {shown} at row 1: {RULE}") or str(e.value).startswith(f"column 'ts': invalid value {shown!s} at row 1")
+    assert str(e.value).startswith(f"column 'ts': invalid value {shown} at row 1: {RULE}") or str(e.value).startswith(
+        f"column 'ts': invalid value {shown!s} at row 1"
+    )
     assert RULE in str(e.value)
 
 
@@ -90,4 +92,6 @@ def test_beam_join_late_labels_out_of_range_names_column_and_value():
         with beam.Pipeline(runner="DirectRunner") as p:
             preds = p | "P" >> beam.Create([{"id": 1, "pt": 0}, {"id": 2, "pt": 2**62}])
             labels = p | "L" >> beam.Create([{"id": 1, "lt": 60, "y": 1}])
-            _ = {"predictions": preds, "labels": labels} | JoinLateLabels(max_label_delay="1h", id_col="id", label_col="y", prediction_time_col="pt", label_time_col="lt")
+            _ = {"predictions": preds, "labels": labels} | JoinLateLabels(
+                max_label_delay="1h", id_col="id", label_col="y", prediction_time_col="pt", label_time_col="lt"
+            )

@@ -75,7 +75,9 @@ def test_minimum_and_maximum_fail_below_and_above_and_pass_at_the_limit(tmp_path
     }
     assert [c["message"] for c in rep["failures"]] == ["country=FR: accuracy 0.87 < minimum 0.88", "country=FR: log_loss 0.33 > maximum 0.3"]
     out = capsys.readouterr().out
-    assert "country=FR  accuracy" in out and ">= 0.88" in out and out.strip().splitlines()[-1].startswith("REGRESSION: 6 checks over 3 slices: 4 passed, 2 failed")
+    assert (
+        "country=FR  accuracy" in out and ">= 0.88" in out and out.strip().splitlines()[-1].startswith("REGRESSION: 6 checks over 3 slices: 4 passed, 2 failed")
+    )
 
 
 def test_every_check_passing_exits_0_and_writes_validation_json_beside_current(tmp_path, capsys):
@@ -106,7 +108,14 @@ def test_output_dir_option(tmp_path):
 
 def test_metrics_json_paths_are_accepted_as_well_as_directories(tmp_path):
     run(tmp_path, make_doc(), make_doc(), {"metrics": {"accuracy": {"minimum": 0.5}}})
-    argv = ["--current", str(tmp_path / "current" / "metrics.json"), "--baseline", str(tmp_path / "baseline" / "metrics.json"), "--thresholds", str(tmp_path / "thr.json")]
+    argv = [
+        "--current",
+        str(tmp_path / "current" / "metrics.json"),
+        "--baseline",
+        str(tmp_path / "baseline" / "metrics.json"),
+        "--thresholds",
+        str(tmp_path / "thr.json"),
+    ]
     assert main(argv) == 0
 
 
@@ -237,7 +246,15 @@ def test_min_slice_size_skips_small_slices_and_says_so(tmp_path):
 def test_json_and_yaml_thresholds_files_are_the_same(tmp_path):
     yaml_text = "metrics:\n  accuracy:\n    minimum: 0.88\n    change: {absolute: 0.01}\nslices:\n  - slice: {country: FR}\n    metrics:\n      accuracy: {minimum: 0.8}\n"
     a = run(tmp_path, make_doc(overall=(0.885, 0.3)), make_doc(), yaml_text, name="thr.yaml")
-    b = run(tmp_path, make_doc(overall=(0.885, 0.3)), make_doc(), {"metrics": {"accuracy": {"minimum": 0.88, "change": {"absolute": 0.01}}}, "slices": [{"slice": {"country": "FR"}, "metrics": {"accuracy": {"minimum": 0.8}}}]})
+    b = run(
+        tmp_path,
+        make_doc(overall=(0.885, 0.3)),
+        make_doc(),
+        {
+            "metrics": {"accuracy": {"minimum": 0.88, "change": {"absolute": 0.01}}},
+            "slices": [{"slice": {"country": "FR"}, "metrics": {"accuracy": {"minimum": 0.8}}}],
+        },
+    )
     assert a[0] == b[0] == 1
     assert a[1]["checks"] == b[1]["checks"]
     assert [(c["slice_name"], c["check"]) for c in a[1]["failures"]] == [("Overall", "absolute")]
@@ -335,9 +352,15 @@ def test_ci_replicates_and_seed_may_differ_but_not_the_level(tmp_path):
         ({"ci": "bootstrap", "ci_seed": 3, "ci_replicates": 500, "id_col": "id"}, {"ci": "bootstrap"}, None),
         ({"ci": "bootstrap", "baseline_score_col": "p_old", "tolerance": 0.01}, {}, None),  # the paired run and the old run
         # what a paired run writes (newcomer report): its comparison block; the joint state is not a mismatch
-        ({"baseline_score_col": "p_old", "comparison": {"method": "posterior", "level": 0.95, "tolerance": 0.0},
-          "states": ["example_count ExampleCountLayout()", "paired_confusion PairedConfusionLayout(num_classes=2, threshold=0.5, threshold_rule='>=')"]},
-         {"states": ["example_count ExampleCountLayout()"]}, None),
+        (
+            {
+                "baseline_score_col": "p_old",
+                "comparison": {"method": "posterior", "level": 0.95, "tolerance": 0.0},
+                "states": ["example_count ExampleCountLayout()", "paired_confusion PairedConfusionLayout(num_classes=2, threshold=0.5, threshold_rule='>=')"],
+            },
+            {"states": ["example_count ExampleCountLayout()"]},
+            None,
+        ),
         ({"ci": "bootstrap", "ci_level": 0.9}, {"ci": "bootstrap"}, ("ci.level", 0.9, 0.95)),
         ({"ci": "analytic"}, {"ci": "bootstrap"}, ("ci.method", "analytic", "bootstrap")),
     ],
@@ -454,7 +477,10 @@ def test_a_slice_suppressed_on_one_side_is_a_mismatch(tmp_path):
     "thresholds, message",
     [
         ({"metric": {}}, "top level: unknown key 'metric' (did you mean 'metrics'?)"),
-        ({"metrics": {"accuracy": {"minimun": 0.5}}}, "metrics.accuracy: unknown key 'minimun' (did you mean 'minimum'?); known keys: minimum, maximum, change, higher_is_better"),
+        (
+            {"metrics": {"accuracy": {"minimun": 0.5}}},
+            "metrics.accuracy: unknown key 'minimun' (did you mean 'minimum'?); known keys: minimum, maximum, change, higher_is_better",
+        ),
         ({"metrics": {"acuracy": {"minimum": 0.5}}}, "metrics.acuracy: unknown metric 'acuracy' (did you mean 'accuracy'?)"),
         ({"metrics": {"accuracy": {"minimum": "0.5"}}}, "metrics.accuracy.minimum: expected a number, got a string '0.5' (write it without quotes)"),
         ({"metrics": {"accuracy": {"change": {"absolute": -0.01}}}}, "metrics.accuracy.change.absolute: the allowed worsening must be >= 0"),
@@ -495,7 +521,7 @@ def test_ambiguous_bare_metric_name(tmp_path, capsys):
     "name, text, message",
     [
         ("thr.yaml", "metrics: [accuracy\n", "not valid YAML"),
-        ("thr.json", "{\"metrics\": ", "not valid JSON"),
+        ("thr.json", '{"metrics": ', "not valid JSON"),
         ("thr.txt", "metrics: {}", "unsupported file type '.txt'"),
         ("thr.yaml", "- accuracy\n", "the top level must be a mapping of key: value, got a list"),
     ],
@@ -511,7 +537,7 @@ def test_unreadable_thresholds_files(tmp_path, capsys, name, text, message):
         ("{not json", "--current"),
         ("[1, 2]", "not an evaluation output"),
         ('{"slices": [{"n": 3}]}', "slices[0]: expected"),
-        ('{"slices": [{"slice": {}, "n": 3, "metrics": [1]}]}', "\"metrics\" must be a mapping"),
+        ('{"slices": [{"slice": {}, "n": 3, "metrics": [1]}]}', '"metrics" must be a mapping'),
     ],
 )
 def test_malformed_metrics_json_exits_2(tmp_path, capsys, doc, message):
@@ -775,7 +801,28 @@ def test_windowed_cli_output_validates_a_slice_per_window_and_key(tmp_path, caps
     path = tmp_path / "rows.parquet"
     pd.DataFrame({k: list(v) if v.dtype == object else v for k, v in cols.items()}).to_parquet(path, index=False)
     out = tmp_path / "win"
-    assert evaluate(["--input", str(path), "--label", "y", "--score", "s", "--slice", "g", "--metrics", "accuracy", "--window", "ts:1h", "--output", str(out), "--quiet"]) == 0
+    assert (
+        evaluate(
+            [
+                "--input",
+                str(path),
+                "--label",
+                "y",
+                "--score",
+                "s",
+                "--slice",
+                "g",
+                "--metrics",
+                "accuracy",
+                "--window",
+                "ts:1h",
+                "--output",
+                str(out),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     doc = json.loads((out / "metrics.json").read_text())
     want = reference(cols, 3600, metrics=["accuracy"])  # mergeable_metrics.Evaluation on each hour's rows
     assert len(want.windows) == 3 and len(doc["slices"]) == len(want.slices)

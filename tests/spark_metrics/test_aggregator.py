@@ -41,9 +41,7 @@ def data():
 
 @pytest.fixture(scope="module")
 def evaluation():
-    return mergeable_metrics.Evaluation(
-        label_col="y", score_col="s", weight_col="w", slices=["a", "a,b"], metrics=["accuracy", "f1", "tp", "fn"]
-    )
+    return mergeable_metrics.Evaluation(label_col="y", score_col="s", weight_col="w", slices=["a", "a,b"], metrics=["accuracy", "f1", "tp", "fn"])
 
 
 def test_zero_reduce_merge_finish_on_chunks_equals_one_fold(data, evaluation):

@@ -51,9 +51,7 @@ def pdf():
     carrier = rng.choice(np.array(["AA", "B6", "DL", "UA", None], dtype=object), N, p=[0.3, 0.25, 0.2, 0.15, 0.1])
     origin = rng.choice(np.array(["EWR", "JFK", "LGA"]), N)
     weight = rng.integers(0, 4, N).astype(np.float64)
-    return pd.DataFrame(
-        {"y": y, "score": score, "k": k, "kp": kp, "carrier": carrier, "origin": origin, "w": weight}
-    )
+    return pd.DataFrame({"y": y, "score": score, "k": k, "kp": kp, "carrier": carrier, "origin": origin, "w": weight})
 
 
 @pytest.fixture(scope="module")
@@ -266,9 +264,7 @@ def test_matches_sklearn(binary_runs, pdf):
         assert got.skipped == 0
         for name, want in _sk_binary(part.y.to_numpy(), part.score.to_numpy(), part.w.to_numpy()).items():
             assert got.metrics[name] == pytest.approx(want, abs=1e-12, rel=0), (key, name)
-        tn, fp, fn, tp = skm.confusion_matrix(
-            part.y, (part.score >= 0.5).astype(int), labels=[0, 1], sample_weight=part.w
-        ).ravel()
+        tn, fp, fn, tp = skm.confusion_matrix(part.y, (part.score >= 0.5).astype(int), labels=[0, 1], sample_weight=part.w).ravel()
         assert (got.metrics["tp"], got.metrics["fp"], got.metrics["tn"], got.metrics["fn"]) == (tp, fp, tn, fn)
 
 
@@ -300,9 +296,7 @@ def test_multiclass_matches_sklearn(sdf, pdf):
         assert isinstance(m["f1@none"], np.ndarray) and m["f1@none"].shape == (4,)
         np.testing.assert_allclose(m["f1@none"], skm.f1_score(y, p, average=None, sample_weight=w), rtol=0, atol=1e-12)
         assert isinstance(m["confusion_matrix"], np.ndarray) and m["confusion_matrix"].shape == (4, 4)
-        np.testing.assert_array_equal(
-            m["confusion_matrix"], skm.confusion_matrix(y, p, labels=range(4), sample_weight=w)
-        )
+        np.testing.assert_array_equal(m["confusion_matrix"], skm.confusion_matrix(y, p, labels=range(4), sample_weight=w))
 
 
 def test_empty_dataframe_gives_overall_slice_with_nan_metrics(spark, sdf, binary_eval):
@@ -330,9 +324,7 @@ def dirty_pdf(pdf):
 
 
 def test_on_invalid_skip_counts_skipped_rows_per_slice(spark, dirty_pdf):
-    ev = mergeable_metrics.Evaluation(
-        label_col="y", score_col="score", weight_col="w", slices=["carrier", "carrier,origin"], on_invalid="skip"
-    )
+    ev = mergeable_metrics.Evaluation(label_col="y", score_col="score", weight_col="w", slices=["carrier", "carrier,origin"], on_invalid="skip")
     sdf = spark.createDataFrame(dirty_pdf)
     results = collect_results(compute_metrics(sdf.repartition(7), evaluation=ev), ev)
     direct = ev.finish(ev.fold(ev.zero(), dirty_pdf))
@@ -400,10 +392,7 @@ def test_keyword_arguments_and_configuration_errors(sdf, binary_eval):
 
 def test_nullable_integer_slice_keeps_integer_values_across_partitionings(spark):
     rng = np.random.default_rng(7)
-    rows = [
-        {"y": int(rng.integers(0, 2)), "s": float(rng.random()), "g": None if i % 97 == 0 else int(rng.integers(0, 4))}
-        for i in range(600)
-    ]
+    rows = [{"y": int(rng.integers(0, 2)), "s": float(rng.random()), "g": None if i % 97 == 0 else int(rng.integers(0, 4))} for i in range(600)]
     df = spark.createDataFrame(rows, "y long, s double, g long")
     ev = mergeable_metrics.Evaluation(label_col="y", score_col="s", slices=["g"], metrics=["accuracy", "f1"])
     one = collect_results(compute_metrics(df.coalesce(1), evaluation=ev), ev)
@@ -415,10 +404,7 @@ def test_nullable_integer_slice_keeps_integer_values_across_partitionings(spark)
 
 
 def test_boolean_decimal_and_date_columns(spark):
-    rows = [
-        (i % 3 == 0, decimal.Decimal(f"0.{(i * 37) % 100:02d}"), datetime.date(2024, 1, 1 + i % 2))
-        for i in range(60)
-    ]
+    rows = [(i % 3 == 0, decimal.Decimal(f"0.{(i * 37) % 100:02d}"), datetime.date(2024, 1, 1 + i % 2)) for i in range(60)]
     df = spark.createDataFrame(rows, "y boolean, s decimal(4,2), d date")
     ev = mergeable_metrics.Evaluation(label_col="y", score_col="s", slices=["d"], metrics=["accuracy", "tp"])
     results = collect_results(compute_metrics(df.repartition(3), evaluation=ev), ev)
@@ -441,7 +427,9 @@ def test_huge_labels_give_the_arrow_paths_message_on_the_native_path(spark, labe
     shown = repr(float(label))
     for pred_col in (None, "p"):
         frame = sdf if pred_col is None else sdf.selectExpr("y", "y as p", "g")
-        ev = mergeable_metrics.Evaluation(label_col="y", score_col="s" if pred_col is None else None, prediction_col=pred_col, slices=["g"], metrics=["accuracy"])
+        ev = mergeable_metrics.Evaluation(
+            label_col="y", score_col="s" if pred_col is None else None, prediction_col=pred_col, slices=["g"], metrics=["accuracy"]
+        )
         messages = []
         for native in (True, False):
             with pytest.raises(Exception) as info:
@@ -449,7 +437,7 @@ def test_huge_labels_give_the_arrow_paths_message_on_the_native_path(spark, labe
             text = str(info.value)
             assert "ARITHMETIC_OVERFLOW" not in text
             assert f"column 'y': invalid value {shown} at row 2: labels must be 0 or 1" in text, text[:500]
-            messages.append(text[text.index("column 'y'"):].split("]")[0])
+            messages.append(text[text.index("column 'y'") :].split("]")[0])
         assert messages[0] == messages[1]
 
 
@@ -480,8 +468,9 @@ def test_multioutput_array_rows_of_another_length_or_null_are_invalid_per_row(sp
 
     y = [[1.0, 2.0], [3.0, 4.0], [5.0, 7.0], [0.0, 1.0], [2.0, 2.0], [4.0, 0.5]]
     p = [[1.5, 2.0], [3.0, 4.5], [5.0], [0.5, 1.0], None, [4.0, 0.0]]
-    schema = T.StructType([T.StructField("y", T.ArrayType(T.DoubleType())), T.StructField("p", T.ArrayType(T.DoubleType())),
-                           T.StructField("g", T.StringType())])
+    schema = T.StructType(
+        [T.StructField("y", T.ArrayType(T.DoubleType())), T.StructField("p", T.ArrayType(T.DoubleType())), T.StructField("g", T.StringType())]
+    )
     rows = [(a, b, "ab"[i % 2]) for i, (a, b) in enumerate(zip(y, p))]
     sdf = spark.createDataFrame(rows, schema).repartition(3)
     ev = mergeable_metrics.Evaluation(label_col="y", prediction_col="p", num_outputs=2, slices=["g"], on_invalid="skip", metrics=["mse@multioutput=raw_values"])

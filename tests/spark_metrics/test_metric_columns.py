@@ -124,7 +124,10 @@ def test_a_value_that_does_not_cast_names_the_column_and_the_value(spark, column
     assert "CAST_INVALID_INPUT" not in msg
     # the numbers written as text still cast and give the numeric result (scikit-learn's precision)
     pdf.loc[5, column] = str(_frame(60)[column][5])
-    got = {r["country"]: r["precision"] for r in spark.createDataFrame(pdf).groupBy("country").agg(*metric_columns(["precision"], label_col="y", score_col="p", weight_col="w")).collect()}
+    got = {
+        r["country"]: r["precision"]
+        for r in spark.createDataFrame(pdf).groupBy("country").agg(*metric_columns(["precision"], label_col="y", score_col="p", weight_col="w")).collect()
+    }
     ref = _frame(60)
     for c, g in ref.groupby("country"):
         assert got[c] == pytest.approx(precision_score(g["y"], g["p"] >= 0.5, sample_weight=g["w"], zero_division=np.nan), nan_ok=True)

@@ -60,7 +60,13 @@ def _write(frame, col, d, far_id):
 
 def _run(query_df, mode, ck):
     got: list = []
-    q = query_df.writeStream.outputMode(mode).foreachBatch(lambda b, i: got.extend(b.collect())).option("checkpointLocation", str(ck)).trigger(availableNow=True).start()
+    q = (
+        query_df.writeStream.outputMode(mode)
+        .foreachBatch(lambda b, i: got.extend(b.collect()))
+        .option("checkpointLocation", str(ck))
+        .trigger(availableNow=True)
+        .start()
+    )
     q.awaitTermination(120)
     assert q.exception() is None
     return got

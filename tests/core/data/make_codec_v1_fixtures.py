@@ -28,7 +28,10 @@ MC = {"y": [0, 1, 2, 2, 1, 0], "p": [0, 2, 2, 1, 1, 0]}
 
 CASES = {
     # name: (Evaluation kwargs, columns)
-    "binary_sliced_unweighted": (dict(label_col="y", score_col="s", slices=["g"], metrics=["f1", "precision@threshold=0.7", "roc_auc", "log_loss", "ece"]), ["y", "s", "g"]),
+    "binary_sliced_unweighted": (
+        dict(label_col="y", score_col="s", slices=["g"], metrics=["f1", "precision@threshold=0.7", "roc_auc", "log_loss", "ece"]),
+        ["y", "s", "g"],
+    ),
     "binary_weighted": (dict(label_col="y", score_col="s", weight_col="w", slices=["g"], metrics=["accuracy", "brier_score"]), ["y", "s", "w", "g"]),
 }
 
