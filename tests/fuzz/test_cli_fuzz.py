@@ -19,6 +19,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.dataset as ds
@@ -176,6 +177,11 @@ def test_cli_on_hostile_files_writes_sklearn_values_or_a_clear_error(case: dict,
         if case["on_invalid"] == "raise" and ex.error is not None:
             why = cli_error_problem(code, err, ex.error)
             assert why is None, why
+            return
+        valid = np.concatenate(ex.valid) if ex.valid else np.zeros(0, bool)
+        if case["on_invalid"] == "skip" and valid.size and not valid.any():
+            # every row skipped: a data error saying how many and why (issue 28 item 20), not a run of nulls
+            assert code == 1 and f"all {valid.size} rows were skipped as invalid" in err, f"exit code {code}: {err[-3000:]}"
             return
         assert code == 0, f"exit code {code}: {err[-3000:]}"
         results = Results.from_dict(json.loads((out / "metrics.json").read_text()))
