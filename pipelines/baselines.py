@@ -620,7 +620,7 @@ def _qualname(fn: Any) -> str:
 
 def _is_collection(metric: Any) -> bool:
     mod = type(metric).__module__ or ""
-    return mod.startswith("core.") and hasattr(metric, "plan") and callable(getattr(metric, "compute", None))
+    return (mod == "mergeable_metrics" or mod.startswith("mergeable_metrics.")) and hasattr(metric, "plan") and callable(getattr(metric, "compute", None))
 
 
 def _scalar(name: str, value: Any) -> float:
