@@ -111,24 +111,24 @@ def _warn_undefined(results: Results) -> None:
 class Evaluation(AccumulatorOps):
     """Column mapping + slices + metrics, with accumulator operations for any engine.
 
-        Args:
-    {options}
+    Args:
+        {options}
 
-        Every option is keyword-only (the table :data:`mergeable_metrics.evaluation.options.OPTIONS`); ``to_config()`` gives
-        them back, ``Evaluation(**e.to_config())`` is equivalent to ``e``, and the engines
-        (``ComputeMetrics``, ``compute_metrics``) accept them as keyword arguments.
+    Every option is keyword-only (the table :data:`mergeable_metrics.evaluation.options.OPTIONS`); ``to_config()`` gives
+    them back, ``Evaluation(**e.to_config())`` is equivalent to ``e``, and the engines
+    (``ComputeMetrics``, ``compute_metrics``) accept them as keyword arguments.
 
-        Undefined values: NaN (``null`` in JSON) unless ``zero_division`` says otherwise, listed per
-        slice in ``SliceResult.undefined``; :meth:`finish` emits one
-        :class:`~mergeable_metrics.metrics.base.UndefinedMetricWarning` per metric naming its classes and slices.
+    Undefined values: NaN (``null`` in JSON) unless ``zero_division`` says otherwise, listed per
+    slice in ``SliceResult.undefined``; :meth:`finish` emits one
+    :class:`~mergeable_metrics.metrics.base.UndefinedMetricWarning` per metric naming its classes and slices.
 
-        Merging: :meth:`merge` returns a new accumulator and leaves both inputs unchanged;
-        :meth:`merge_into` merges into its first argument in place (see :mod:`mergeable_metrics.evaluation.accumulator`).
+    Merging: :meth:`merge` returns a new accumulator and leaves both inputs unchanged;
+    :meth:`merge_into` merges into its first argument in place (see :mod:`mergeable_metrics.evaluation.accumulator`).
 
-        Raises:
-            ValueError: bad configuration (both score and prediction columns, a column a metric needs
-                is missing, unknown metric, bad ``on_invalid`` ...).
-            TypeError: an unknown option (naming the closest one) or a value of a wrong type.
+    Raises:
+        ValueError: bad configuration (both score and prediction columns, a column a metric needs
+            is missing, unknown metric, bad ``on_invalid`` ...).
+        TypeError: an unknown option (naming the closest one) or a value of a wrong type.
     """
 
     label_col = _column("label_col", "The label column (None when no metric needs labels).")
@@ -517,4 +517,4 @@ class Evaluation(AccumulatorOps):
 
 
 Evaluation.__init__.__signature__ = signature()  # type: ignore[attr-defined]  # help(), IDEs: every option
-Evaluation.__doc__ = (Evaluation.__doc__ or "").replace("{options}", options_doc(8))
+Evaluation.__doc__ = (Evaluation.__doc__ or "").replace("        {options}", options_doc(8))
