@@ -120,7 +120,7 @@ class FoldPerSlice(beam.DoFn):
     """Fold a bundle's elements into one accumulator (rows buffered and folded ``batch_size`` at
     a time, batches folded as they come: :class:`~mergeable_metrics.beam.MetricsCombineFn`'s ``add_input``);
     at the end of the bundle emit one ``(slice key JSON, (slice key JSON, encoded states))``
-    element per slice (``evaluation.encode_states``), in the global window (see
+    element per slice (``evaluation.slice_codec.encode``), in the global window (see
     :class:`WindowedFoldPerSlice` and :class:`ProfiledFoldPerSlice` for other windows and the
     counting pass' side input).
 
@@ -188,7 +188,7 @@ class FoldPerSlice(beam.DoFn):
             for key, states in acc.acc.items():
                 key_json = slice_key_to_json(key)
                 group = overall_shard_key(self._shard) if key == OVERALL and self.hot_key_fanout > 1 else key_json
-                yield WindowedValue((group, (key_json, ev.encode_states(states))), ts, [window])
+                yield WindowedValue((group, (key_json, ev.slice_codec.encode(states))), ts, [window])
         self._open = {}
         self._global = None
         self._elements = []
@@ -242,9 +242,9 @@ def _slice_states_from_bytes(key: str | None, keys: list, blobs: list) -> SliceS
 
 
 class SliceStatesCoder(EvaluationCoder):
-    """:class:`SliceStates` as bytes: the slice keys (JSON) and ``evaluation.encode_states``
+    """:class:`SliceStates` as bytes: the slice keys (JSON) and ``evaluation.slice_codec.encode``
     (core's versioned, checksummed codec; no pickle); decoding checks the states as
-    ``evaluation.decode_states`` does.
+    ``evaluation.slice_codec.decode`` does.
 
     Args:
         evaluation: the :class:`mergeable_metrics.Evaluation` the states belong to.
@@ -257,7 +257,7 @@ class SliceStatesCoder(EvaluationCoder):
             b = k.encode("utf-8")
             parts += [struct.pack("<I", len(b)), b]
         key = b"" if value.key is None else value.key.encode("utf-8")
-        parts += [struct.pack("<I", len(key)), key, self.evaluation.encode_states(value.states)]
+        parts += [struct.pack("<I", len(key)), key, self.evaluation.slice_codec.encode(value.states)]
         return b"".join(parts)
 
     def decode(self, encoded: bytes) -> SliceStates:
@@ -282,7 +282,7 @@ class SliceStatesCoder(EvaluationCoder):
             key = read() or None
         except (struct.error, UnicodeDecodeError, ValueError) as e:
             raise ValueError(f"corrupted slice-state bytes: {e}") from None
-        return SliceStates(key, self.evaluation.decode_states(bytes(data[pos:])), keys)
+        return SliceStates(key, self.evaluation.slice_codec.decode(bytes(data[pos:])), keys)
 
     def to_type_hint(self) -> type:
         return SliceStates
@@ -294,14 +294,14 @@ class MergeSliceStatesFn(beam.CombineFn):
     then finishes the slice: the output is ``(RESULT, its SliceResult as UTF-8 JSON)``
     (:func:`~mergeable_metrics.beam.slice_result_to_json`). With ``finish_overall=False`` (the overall
     slice spread over shard keys) the overall slice's output is ``(PARTIAL, its merged states)``
-    (``evaluation.encode_states``), finished by :func:`assemble_results`.
+    (``evaluation.slice_codec.encode``), finished by :func:`assemble_results`.
 
     Undefined metrics are NaN; no ``UndefinedMetricWarning`` is raised (on a worker, per slice,
     it could not reach the caller), as in the Spark adapter.
 
     Raises:
         ValueError: states of two different slices reach one accumulator, or bytes of another
-            configuration (from ``evaluation.decode_states``).
+            configuration (from ``evaluation.slice_codec.decode``).
     """
 
     def __init__(self, evaluation: Evaluation, finish_overall: bool = True):
@@ -324,7 +324,7 @@ class MergeSliceStatesFn(beam.CombineFn):
 
     def add_input(self, mutable_accumulator: SliceStates, element: tuple[str, bytes]) -> SliceStates:
         key, data = element
-        return self._merge_into(mutable_accumulator, key, frozenset((key,)), self.evaluation.decode_states(data))
+        return self._merge_into(mutable_accumulator, key, frozenset((key,)), self.evaluation.slice_codec.decode(data))
 
     def merge_accumulators(self, accumulators: Iterable[SliceStates]) -> SliceStates:
         it = iter(accumulators)
@@ -339,7 +339,7 @@ class MergeSliceStatesFn(beam.CombineFn):
         if accumulator.key is None:  # pragma: no cover - CombinePerKey never finishes an empty key
             raise ValueError("no slice key: nothing was merged")
         if accumulator.key == OVERALL_KEY and not self.finish_overall:
-            return PARTIAL, self.evaluation.encode_states(accumulator.states)
+            return PARTIAL, self.evaluation.slice_codec.encode(accumulator.states)
         self._slices_per_accumulator.update(len(accumulator.keys))
         return RESULT, _finish(self.evaluation, accumulator.key, accumulator.states).encode("utf-8")
 
@@ -379,7 +379,7 @@ def assemble_results(parts: Iterable[tuple[str, bytes]], evaluation: Evaluation,
         if kind == RESULT:
             slices.append(slice_result_from_json(payload))
         elif kind == PARTIAL:  # decoded, merged and finished as MergeSliceStatesFn does
-            states = evaluation.decode_states(payload)
+            states = evaluation.slice_codec.decode(payload)
             overall = states if overall is None else evaluation.plan.merge(overall, states)
     if overall is not None:
         Metrics.distribution(METRICS_NAMESPACE, "slices_per_accumulator").update(1)

@@ -94,7 +94,7 @@ def stage_jobs(df, evaluation) -> dict[str, object]:
 
     def fold_encode(batches):
         acc = fold_partition_batches(batches, agg.zero(), agg.reduce, names)
-        yield pa.RecordBatch.from_pydict({"n": [sum(len(evaluation.encode_states(v)) for _, v in acc.items())]})
+        yield pa.RecordBatch.from_pydict({"n": [sum(len(evaluation.slice_codec.encode(v)) for _, v in acc.items())]})
 
     return {
         "hand-over": lambda: inp.mapInArrow(count_only, "n long").collect(),

@@ -17,9 +17,12 @@ is stateless; its accumulators are values it folds and merges:
   the bytes belong to this configuration (the fingerprint) and raises ``ValueError`` naming the
   setting otherwise. A state's own pair is ``state.encode()`` / ``State.decode(data)``.
 
-An engine that ships one slice's partial states (Beam's per-slice path, Spark's) uses
-``evaluation.encode_states(states)`` / ``evaluation.decode_states(data)`` and names the slice
-with :func:`slice_key_to_json` / :func:`slice_key_from_json`.
+One tuple of states has the same pair on its plan: ``plan.encode(states)`` / ``plan.decode(data)``.
+An engine that ships one slice's partial states of an evaluation (Beam's per-slice path, Spark's)
+uses ``evaluation.slice_codec.encode(states)`` / ``evaluation.slice_codec.decode(data)`` (the
+evaluation's fingerprint and checks, which the plan alone does not know) and names the slice with
+:func:`slice_key_to_json` / :func:`slice_key_from_json`. The codec's frame functions
+(:mod:`mergeable_metrics.states.codec`) are private to the library.
 
 Names are imported on first use (PEP 562), as in :mod:`mergeable_metrics`.
 """

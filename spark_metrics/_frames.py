@@ -437,7 +437,7 @@ def fold_partition_fn(evaluation: Evaluation) -> Callable[[Iterator["pa.RecordBa
         acc = fold_partition_batches(batches, aggregator.zero(), aggregator.reduce, evaluation.columns)
         items = acc.items()
         keys = [slice_key_to_json(k) for k, _ in items]
-        states = [evaluation.encode_states(s) for _, s in items]
+        states = [evaluation.slice_codec.encode(s) for _, s in items]
         yield pa.RecordBatch.from_arrays([pa.array(keys, pa.string()), pa.array(states, pa.binary())], names=["slice_key", "states"])
 
     return fold_partition

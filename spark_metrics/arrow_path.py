@@ -38,7 +38,7 @@ def slice_rows(evaluation: Evaluation, key_json: str, blobs: Iterable[bytes]) ->
     partial states (merged, finished): the executors' per-slice merge and
     :func:`merge_on_driver` both run it."""
     key = slice_key_from_json(key_json)
-    merged = evaluation.plan.merge_all(evaluation.decode_states(b) for b in blobs)
+    merged = evaluation.plan.merge_all(evaluation.slice_codec.decode(b) for b in blobs)
     # Warnings raised on an executor never reach the user: undefined values are NaN in the rows
     # (collect_results warns once, from the rows).
     with warnings.catch_warnings():
@@ -63,7 +63,7 @@ def partial_states(df: "DataFrame", exprs: list, evaluation: Evaluation) -> "Dat
 
 def compute_arrow(partial: "DataFrame", evaluation: Evaluation, layout: ResultLayout) -> "DataFrame":
     """The result DataFrame of the partial states: merged per slice on the executors (lazy)."""
-    zero = partial.sparkSession.createDataFrame([(slice_key_to_json(OVERALL), evaluation.encode_states(evaluation.plan.zero()))], states_schema())
+    zero = partial.sparkSession.createDataFrame([(slice_key_to_json(OVERALL), evaluation.slice_codec.encode(evaluation.plan.zero()))], states_schema())
     return partial.unionByName(zero).groupBy("slice_key").applyInArrow(_merge_slice_fn(evaluation, layout), layout.spark_schema())
 
 
@@ -89,5 +89,5 @@ def merge_on_driver(partial: "DataFrame", evaluation: Evaluation, layout: Result
     blobs: dict[str, list[bytes]] = {}
     for key_json, states in zip(table.column("slice_key").to_pylist(), table.column("states").to_pylist()):
         blobs.setdefault(key_json, []).append(states)
-    blobs.setdefault(slice_key_to_json(OVERALL), []).append(evaluation.encode_states(evaluation.plan.zero()))
+    blobs.setdefault(slice_key_to_json(OVERALL), []).append(evaluation.slice_codec.encode(evaluation.plan.zero()))
     return [row for key_json, parts in blobs.items() for row in slice_rows(evaluation, key_json, parts)]

@@ -49,6 +49,6 @@ def prequential_metrics(df: Any, window_size: int, position_col: str, **options:
     merged = {OVERALL: ev.plan.zero()}
     for key_json, data in zip(parts.column("slice_key").to_pylist(), parts.column("states").to_pylist()):
         key = slice_key_from_json(key_json)
-        states = ev.decode_states(data)
+        states = ev.slice_codec.decode(data)
         merged[key] = ev.plan.merge(merged[key], states) if key in merged else states
     return pe.finish(Accumulator(merged, ev.fingerprint))

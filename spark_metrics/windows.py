@@ -131,7 +131,7 @@ def _fold_windows_fn(we: WindowedEvaluation, names: list[str]) -> Callable[[Iter
                 ws.append(start)
                 wend.append(end)
                 keys.append(slice_key_to_json(key))
-                states.append(ev.encode_states(st))
+                states.append(ev.slice_codec.encode(st))
         yield pa.RecordBatch.from_arrays(
             [pa.array(ws, pa.int64()), pa.array(wend, pa.int64()), pa.array(keys, pa.string()), pa.array(states, pa.binary())],
             names=[_WS, _WE, "slice_key", "states"],
@@ -163,7 +163,7 @@ def _merge_window_slice_fn(evaluation: Evaluation, layout: ResultLayout) -> Call
 
     def merge(table: "pa.Table") -> "pa.Table":
         key = slice_key_from_json(table.column("slice_key")[0].as_py())
-        merged = plan.merge_all(evaluation.decode_states(b) for b in table.column("states").to_pylist())
+        merged = plan.merge_all(evaluation.slice_codec.decode(b) for b in table.column("states").to_pylist())
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UndefinedMetricWarning)
             result = evaluation.finish({key: merged}, add_overall=False)[key]

@@ -335,7 +335,7 @@ class Plan:
 
     def encode(self, states: tuple[State, ...], fingerprint: dict[str, Any] | None = None) -> bytes:
         """Versioned bytes of a tuple of states, with ``fingerprint`` (default: the plan's)."""
-        return codec.encode_states(states, self.fingerprint if fingerprint is None else fingerprint)
+        return codec._encode_states(states, self.fingerprint if fingerprint is None else fingerprint)
 
     def decode(self, data: bytes, fingerprint: dict[str, Any] | None = None, integral: bool = False) -> tuple[State, ...]:
         """Decode and check the states belong to this plan.
@@ -350,7 +350,7 @@ class Plan:
             ValueError: corrupted bytes, another fingerprint (naming the settings), states of
                 another plan, or values no data can produce.
         """
-        states = codec.decode_states(data, self.fingerprint if fingerprint is None else fingerprint)
+        states = codec._decode_states(data, self.fingerprint if fingerprint is None else fingerprint)
         self.check(states, integral)
         return states
 

@@ -7,7 +7,8 @@ overall slice ``()``. Its read methods are :meth:`~Accumulator.slices`,
 :meth:`~Accumulator.stacked` (the arrays with the leading slice axis); only the operations below
 change it. :class:`AccumulatorOps` (a base of ``Evaluation``) holds the engine-facing operations: ``zero``, ``fold`` (per batch, in place), ``merge`` (a new
 accumulator) and ``merge_into`` (in place), ``merge_all``, ``encode`` /
-``decode`` and ``encode_states`` / ``decode_states`` to ship partial states, and
+``decode`` to ship partial accumulators (and, through :attr:`~AccumulatorOps.slice_codec`, one
+slice's tuple of states: ``slice_codec.encode(states)`` / ``slice_codec.decode(data)``), and
 the fingerprint checks that keep accumulators of differently configured evaluations apart.
 
 The merge convention (the same for states, plans, evaluations, slice profiles and metric
@@ -36,7 +37,7 @@ if TYPE_CHECKING:
     from mergeable_metrics.evaluation.columns import ColumnMap
     from mergeable_metrics.collection.plan import Plan
 
-__all__ = ["Accumulator", "AccumulatorOps"]
+__all__ = ["Accumulator", "AccumulatorOps", "SliceCodec"]
 
 
 class Accumulator:
@@ -450,7 +451,7 @@ class AccumulatorOps:
         Raises:
             ValueError: ``acc`` belongs to an evaluation of another fingerprint.
         """
-        return codec.encode_accumulator(acc, self._joint_fingerprint(getattr(acc, "fingerprint", None)))
+        return codec._encode_accumulator(acc, self._joint_fingerprint(getattr(acc, "fingerprint", None)))
 
     def decode(self, data: bytes) -> Accumulator:
         """Inverse of :meth:`encode`: a checked accumulator of this evaluation.
@@ -467,7 +468,7 @@ class AccumulatorOps:
                 the setting).
             TypeError: ``data`` is not bytes.
         """
-        acc, theirs, version = codec.read_accumulator(data)
+        acc, theirs, version = codec._read_accumulator(data)
         if version == 1 and any(s.needs_profile for s in self.slices):
             raise ValueError(
                 "accumulator bytes of codec version 1 carry no fingerprint, and this evaluation's slices "
@@ -491,20 +492,43 @@ class AccumulatorOps:
                 raise ValueError(f"{what}: slice {slice_name(key)!r}: {e}") from None
         return Accumulator({OVERALL: acc[OVERALL], **{k: v for k, v in acc.items() if k != OVERALL}}, fp)
 
-    def encode_states(self, states: tuple) -> bytes:
-        """Versioned bytes of one slice's tuple of states with the :attr:`fingerprint` (the
-        engines' per-slice partial states, e.g. Spark's)."""
-        return self.plan.encode(states, self._fingerprint)
+    @property
+    def slice_codec(self) -> "SliceCodec":
+        """The bytes of one slice's tuple of states, for engines that ship them per slice (Beam's
+        per-slice path, Spark): ``ev.slice_codec.encode(states)`` / ``ev.slice_codec.decode(data)``.
 
-    def decode_states(self, data: bytes) -> tuple:
-        """Inverse of :meth:`encode_states`, checked as :meth:`decode` checks a slice.
+        Unlike ``ev.plan.encode`` / ``ev.plan.decode`` (the plan's own fingerprint), the bytes
+        carry this evaluation's :attr:`fingerprint` and are checked as :meth:`decode` checks a
+        slice: the fingerprint rules of merging (an evaluation without a profile accepts the one
+        profile of what it reads), the plan's kinds and layouts, and whole counts without a
+        weight column.
+        """
+        return SliceCodec(self)
+
+
+class SliceCodec:
+    """One slice's tuple of states as bytes, for an evaluation (see
+    :attr:`AccumulatorOps.slice_codec`); the bytes are a one-slice accumulator frame."""
+
+    __slots__ = ("_ev",)
+
+    def __init__(self, evaluation: AccumulatorOps) -> None:
+        self._ev = evaluation
+
+    def encode(self, states: tuple) -> bytes:
+        """Versioned bytes of one slice's tuple of states with the evaluation's fingerprint."""
+        return self._ev.plan.encode(states, self._ev._fingerprint)
+
+    def decode(self, data: bytes) -> tuple:
+        """Inverse of :meth:`encode`, checked as the evaluation's ``decode`` checks a slice.
 
         Raises:
             ValueError: corrupted bytes, another fingerprint (naming the settings), states of
                 another plan, or values no data can produce.
         """
-        acc, theirs, _ = codec.read_accumulator(data)
+        ev = self._ev
+        acc, theirs, _ = codec._read_accumulator(data)
         if list(acc) != [OVERALL]:
             raise ValueError("corrupted state tuple: expected a single slice")
-        self._joint_fingerprint(theirs)
-        return self._checked(acc, self._fingerprint, "state bytes")[OVERALL]
+        ev._joint_fingerprint(theirs)
+        return ev._checked(acc, ev._fingerprint, "state bytes")[OVERALL]

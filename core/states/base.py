@@ -22,7 +22,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from mergeable_metrics.inputs.validation import Batch
-from mergeable_metrics.states.codec import STATE_KINDS, decode_state, encode_state
+from mergeable_metrics.states.codec import STATE_KINDS, _decode_state, _encode_state
 from mergeable_metrics._util.limits import MAX_NUM_CLASSES, check_count
 from mergeable_metrics._util.exact import ExactSums, exact_sum
 from mergeable_metrics.inputs.task import THRESHOLD_RULES, check_thresholds  # noqa: F401  (THRESHOLD_RULES re-exported)
@@ -279,7 +279,7 @@ class State:
 
     def encode(self) -> bytes:
         """Versioned, checksummed bytes (see :mod:`mergeable_metrics.states.codec`)."""
-        return encode_state(self)
+        return _encode_state(self)
 
     @classmethod
     def decode(cls, data: bytes) -> "State":
@@ -291,7 +291,7 @@ class State:
             TypeError: ``data`` is not bytes, or the bytes hold another kind (e.g.
                 ``BinaryConfusionState.decode`` of a confusion matrix).
         """
-        return decode_state(data, None if cls is State else cls)
+        return _decode_state(data, None if cls is State else cls)
 
 
 def _rebuild_state(kind: str, layout: Any, arrays: dict) -> State:

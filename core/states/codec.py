@@ -17,7 +17,7 @@ through the kind's :meth:`~mergeable_metrics.states.base.State.upgrade`; bytes o
 (written by a newer release). A kind's fields can so change without changing every frame.
 
 Version 1 accumulators (the releases before fingerprints) lack ``fingerprint_json``; they are
-still read (see :func:`read_accumulator`). The fingerprint is the JSON object of every setting of
+still read (see :meth:`mergeable_metrics.Evaluation.decode`). The fingerprint is the JSON object of every setting of
 the writer that changes what its states hold (e.g. the weight column, ``ignore_index``, the slice
 specs and their counting-pass profile; see :meth:`mergeable_metrics.Evaluation.fingerprint`): a reader whose
 own fingerprint differs raises ``ValueError`` naming the settings.
@@ -29,6 +29,13 @@ shape of every field, the layout (it must be the one the bytes' own JSON describ
 invariants) and, for accumulators, distinct slice keys. Anything else raises ``ValueError``
 (``TypeError`` for input that is not bytes, or a state of another kind than asked) with a clear
 message: crafted bytes with a valid checksum never decode to a state no data could produce.
+
+The library speaks one pair for bytes, ``encode`` / ``decode``, on the object that owns them:
+a state (``state.encode()`` / ``State.decode(data)``), a :class:`~mergeable_metrics.collection.plan.Plan`
+over one tuple of states (``plan.encode(states)`` / ``plan.decode(data)``), an evaluation over its
+accumulator (``evaluation.encode(acc)`` / ``evaluation.decode(data)``) and over one slice's states
+(``evaluation.slice_codec.encode(states)`` / ``.decode(data)``), and a metric collection. The
+frame functions here are private to the library (not part of :mod:`mergeable_metrics.engine`).
 """
 
 from __future__ import annotations
@@ -168,7 +175,7 @@ def _same_json(a: Any, b: Any) -> bool:
     return type(a) is type(b) and a == b
 
 
-def encode_state(state: Any) -> bytes:
+def _encode_state(state: Any) -> bytes:
     """Encode one state to versioned bytes (see module docstring)."""
     parts = [_STATE_MAGIC, bytes([VERSION]), _str16(state.kind), bytes([state.VERSION]), _str32(layout_to_json(state.layout))]
     parts.append(struct.pack("<H", len(state.STORED_FIELDS)))
@@ -222,8 +229,8 @@ def _read_state(r: _Reader, version: int = VERSION, expect: type | None = None) 
     return state.validate()
 
 
-def decode_state(data: bytes, expect: type | None = None) -> Any:
-    """Decode bytes from :func:`encode_state` into a validated state.
+def _decode_state(data: bytes, expect: type | None = None) -> Any:
+    """Decode bytes from :func:`_encode_state` into a validated state.
 
     Args:
         data: the bytes.
@@ -279,7 +286,7 @@ def check_fingerprint(ours: Mapping[str, Any] | None, theirs: Mapping[str, Any] 
     raise ValueError(f"{what} belong to a different configuration: {fingerprint_diff(ours, theirs)}")
 
 
-def encode_accumulator(acc: dict, fingerprint: Mapping[str, Any] | None = None) -> bytes:
+def _encode_accumulator(acc: dict, fingerprint: Mapping[str, Any] | None = None) -> bytes:
     """Encode ``{slice_key: tuple_of_states}`` (slices in sorted JSON order, so equal
     accumulators give equal bytes) with the writer's ``fingerprint`` (JSON-ready settings)."""
     items = sorted((slice_key_to_json(k), v) for k, v in acc.items())
@@ -287,14 +294,14 @@ def encode_accumulator(acc: dict, fingerprint: Mapping[str, Any] | None = None) 
     for key_json, states in items:
         parts += [_str32(key_json), struct.pack("<H", len(states))]
         for s in states:
-            b = encode_state(s)
+            b = _encode_state(s)
             parts += [struct.pack("<I", len(b)), b]
     body = b"".join(parts)
     return body + struct.pack("<I", zlib.crc32(body))
 
 
-def read_accumulator(data: bytes) -> tuple[dict, dict | None, int]:
-    """``(accumulator, writer's fingerprint, version)`` of :func:`encode_accumulator` bytes; the
+def _read_accumulator(data: bytes) -> tuple[dict, dict | None, int]:
+    """``(accumulator, writer's fingerprint, version)`` of :func:`_encode_accumulator` bytes; the
     fingerprint is None for version 1 bytes (written before fingerprints) or a writer without one.
 
     Raises:
@@ -321,33 +328,21 @@ def read_accumulator(data: bytes) -> tuple[dict, dict | None, int]:
         states = []
         for _ in range(ns):
             (ln,) = r.unpack("<I")
-            states.append(decode_state(bytes(r.take(ln))))
+            states.append(_decode_state(bytes(r.take(ln))))
         out[key] = tuple(states)
     if r.pos != len(body):
         raise ValueError("corrupted accumulator: trailing bytes")
     return out, fingerprint, version
 
 
-def decode_accumulator(data: bytes, fingerprint: Mapping[str, Any] | None = None, what: str = "accumulator bytes") -> dict:
-    """Inverse of :func:`encode_accumulator`, for a reader of ``fingerprint`` (None: unchecked).
-
-    Raises:
-        ValueError: corrupted bytes, or bytes written with another fingerprint (naming the
-            settings that differ).
-    """
-    acc, theirs, _ = read_accumulator(data)
-    check_fingerprint(fingerprint, theirs, what)
-    return acc
-
-
-def encode_states(states: Iterable[Any], fingerprint: Mapping[str, Any] | None = None) -> bytes:
+def _encode_states(states: Iterable[Any], fingerprint: Mapping[str, Any] | None = None) -> bytes:
     """Encode one slice's tuple of states (an accumulator with the single key ``()``)."""
-    return encode_accumulator({(): tuple(states)}, fingerprint)
+    return _encode_accumulator({(): tuple(states)}, fingerprint)
 
 
-def decode_states(data: bytes, fingerprint: Mapping[str, Any] | None = None) -> tuple:
-    """Inverse of :func:`encode_states` (checks the fingerprint as :func:`decode_accumulator`)."""
-    acc, theirs, _ = read_accumulator(data)
+def _decode_states(data: bytes, fingerprint: Mapping[str, Any] | None = None) -> tuple:
+    """Inverse of :func:`_encode_states` (checks the fingerprint as :func:`check_fingerprint`)."""
+    acc, theirs, _ = _read_accumulator(data)
     if list(acc) != [()]:
         raise ValueError("corrupted state tuple: expected a single slice")
     check_fingerprint(fingerprint, theirs, "state bytes")

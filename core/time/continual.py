@@ -34,7 +34,6 @@ from typing import Any
 import numpy as np
 
 from mergeable_metrics._util.public import public
-from mergeable_metrics.states import codec
 from mergeable_metrics.inputs.validation import as_array, invalid_value_message
 from mergeable_metrics._util.limits import MAX_NUM_CLASSES, check_count
 from mergeable_metrics._util.nulls import is_null
@@ -475,7 +474,7 @@ class ContinualEvaluation:
 
     def encode(self) -> bytes:
         """Versioned, checksummed bytes of the state (:mod:`mergeable_metrics.states.codec`)."""
-        return codec.encode_state(self.state)
+        return self.state.encode()
 
     @classmethod
     def decode(cls, data: bytes) -> "ContinualEvaluation":

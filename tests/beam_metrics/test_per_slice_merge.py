@@ -144,10 +144,10 @@ def test_merging_states_of_two_slices_raises_value_error(make_rows):
     acc = ev.fold(ev.zero(), rows)
     fn = MergeSliceStatesFn(ev)
     a = fn.create_accumulator()
-    fn.add_input(a, ("[]", ev.encode_states(acc[()])))
+    fn.add_input(a, ("[]", ev.slice_codec.encode(acc[()])))
     other = next(k for k in acc.slices() if k)
     with pytest.raises(ValueError, match="cannot merge the states of slice"):
-        fn.add_input(a, (codec.slice_key_to_json(other), ev.encode_states(acc[other])))
+        fn.add_input(a, (codec.slice_key_to_json(other), ev.slice_codec.encode(acc[other])))
 
 
 def test_slice_states_coder_round_trips_and_rejects_corrupted_bytes(make_rows):
@@ -159,7 +159,7 @@ def test_slice_states_coder_round_trips_and_rejects_corrupted_bytes(make_rows):
     data = coder.encode(value)
     back = coder.decode(data)
     assert back.key == "[]" and back.keys == frozenset({"[]"})
-    assert ev.encode_states(back.states) == ev.encode_states(acc[()])
+    assert ev.slice_codec.encode(back.states) == ev.slice_codec.encode(acc[()])
     assert coder.encode(back) == data  # deterministic
     assert coder.encode(SliceStates(None, ev.plan.zero())) != data
     assert coder.decode(coder.encode(SliceStates(None, ev.plan.zero()))).key is None
@@ -180,4 +180,4 @@ def test_slice_states_pickle_through_the_state_codec(make_rows):
     assert b"MMS" in data  # the codec's state frames, not pickled objects
     back = pickle.loads(data)
     assert back.key == "[]" and back.keys == frozenset({"[]", "x"}) and back.states == acc[()]
-    assert ev.encode_states(back.states) == ev.encode_states(acc[()])
+    assert ev.slice_codec.encode(back.states) == ev.slice_codec.encode(acc[()])

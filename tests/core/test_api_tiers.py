@@ -29,7 +29,17 @@ USER_TIER = {
 ENGINE_OBJECTS = ["Evaluation", "WindowedEvaluation", "PrequentialEvaluation", "SliceProfiler"]
 ENGINE_VOCABULARY = ("zero", "fold", "merge", "merge_into", "finish")
 #: spellings removed by issue 27 (one name per operation)
-REMOVED = ("load", "encode_accumulator", "decode_accumulator", "decode_into")
+REMOVED = (
+    "load",
+    "encode_accumulator",
+    "decode_accumulator",
+    "read_accumulator",
+    "decode_into",
+    "encode_states",
+    "decode_states",
+    "encode_state",
+    "decode_state",
+)
 
 
 def test_user_tier_is_the_documented_names_each_at_its_public_path():
@@ -77,6 +87,32 @@ def test_no_removed_spelling_survives(name):
         assert not [r for r in REMOVED if hasattr(value, r)], name
     if name in ("MetricCollection", "BinaryMetrics", "SingleMetric", "ContinualEvaluation"):  # update / compute / merge
         assert not hasattr(value, "merge_into"), name
+
+
+def test_the_codec_frame_functions_are_private():
+    """The bytes are reached through ``encode`` / ``decode`` only: the codec module keeps its frame
+    functions private and the engine tier exports none of them."""
+    from mergeable_metrics.states import codec
+
+    assert not [name for name in REMOVED if hasattr(codec, name)]
+    assert not set(REMOVED) & set(engine.__all__)
+    assert sorted(n for n, m in engine._EXPORTS.items() if m == codec.__name__) == ["slice_key_from_json", "slice_key_to_json"]
+
+
+def test_one_slice_of_states_has_the_same_pair_and_the_same_bytes():
+    """``plan.encode`` / ``plan.decode`` for a tuple of states; ``evaluation.slice_codec`` for one
+    slice of an evaluation: its bytes are those of a one-slice accumulator of that evaluation."""
+    ev = engine.Evaluation(label_col="y", score_col="s", metrics=["precision", "recall"])
+    acc = ev.fold(ev.zero(), {"y": [1, 0, 1, 1], "s": [0.9, 0.8, 0.1, 0.6]})
+    states = acc[()]
+    blob = ev.slice_codec.encode(states)
+    assert blob == ev.encode(acc)  # only the overall slice: the same frame, byte for byte
+    assert ev.plan.decode(ev.plan.encode(states)) == states == ev.slice_codec.decode(blob)
+    assert ev.plan.compute(ev.slice_codec.decode(blob))["precision"] == pytest.approx(2 / 3)  # 0.9, 0.8, 0.6 above 0.5; two positives
+    assert ev.plan.compute(states)["recall"] == pytest.approx(2 / 3)
+    weighted = engine.Evaluation(label_col="y", score_col="s", weight_col="w", metrics=["precision", "recall"])
+    with pytest.raises(ValueError, match="weight_col"):
+        weighted.slice_codec.decode(blob)
 
 
 def test_objects_round_trip_through_bytes_with_one_pair():

@@ -85,7 +85,7 @@ def test_state_round_trip(name):
     back = State.decode(blob)
     assert type(back) is type(s) and back.layout == s.layout and back == s
     assert back.encode() == blob
-    assert codec.decode_state(codec.encode_state(s)) == s
+    assert codec._decode_state(codec._encode_state(s)) == s  # the frame functions State.encode / decode wrap
     for field, dtype in s.FIELDS:  # same dtypes and shapes, read-only arrays
         assert back[field].dtype == np.dtype(dtype) and back[field].shape == s[field].shape
         assert not back[field].flags.writeable
@@ -293,7 +293,7 @@ def test_accumulator_with_bad_slice_key_is_rejected():
     for key in ("{not json", '{"a": 1}', "[[1, 2, 3]]", "[1]"):
         parts = [b"MMA\x01", struct.pack("<I", 1), _s32(key), struct.pack("<H", 1), struct.pack("<I", len(state_bytes)), state_bytes]
         with pytest.raises(ValueError):
-            codec.decode_accumulator(_frame(parts))
+            codec._read_accumulator(_frame(parts))
 
 
 # ---------------------------------------------------------------------------------------------

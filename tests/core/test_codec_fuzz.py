@@ -343,7 +343,7 @@ def test_crafted_accumulators_never_decode_to_a_bad_accumulator(name, data):
     if out is not None:
         assert_good_accumulator(ev, out)
     if len(slices) == 1:
-        states = decoded_or_clear_error(ev.decode_states, blob)
+        states = decoded_or_clear_error(ev.slice_codec.decode, blob)
         if states is not None:
             assert [(type(s), s.layout) for s in states] == list(ev.plan.state_types)
 

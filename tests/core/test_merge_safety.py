@@ -88,7 +88,7 @@ def test_weighted_and_unweighted_accumulators_do_not_merge():
     with pytest.raises(ValueError, match="weight_col"):
         unweighted.decode(weighted.encode(aw))
     with pytest.raises(ValueError, match="weight_col"):
-        weighted.decode_states(unweighted.encode_states(au[()]))
+        weighted.slice_codec.decode(unweighted.slice_codec.encode(au[()]))
     with pytest.raises(ValueError, match="weight_col"):
         unweighted.finish(aw)
 
