@@ -20,8 +20,18 @@ _INSTALL_HINT = (
     "and put `java` on PATH or set JAVA_HOME."
 )
 
-# the directory holding the `core` and `mergeable_metrics.spark` packages (workers must import them)
-_PROJECT_ROOT = str(Path(__file__).resolve().parent.parent)
+
+def _import_root() -> str | None:
+    """The directory that holds the ``mergeable_metrics`` package as a folder (an installed copy:
+    site-packages), for the workers' ``PYTHONPATH``; None for an editable install, whose folders
+    (``core/``, ``spark_metrics/``) map onto the package through the environment's import hook
+    (workers running this interpreter have it). Never the package's own folder: its subpackages
+    (``time``, ``inputs``) would shadow modules of the standard library."""
+    package = Path(__file__).resolve().parent.parent  # mergeable_metrics/ when installed, the repository when editable
+    return str(package.parent) if package.name == "mergeable_metrics" else None
+
+
+_PROJECT_ROOT = _import_root()
 
 
 class SparkSetupError(RuntimeError):
@@ -82,7 +92,7 @@ def get_spark(
 
     Sets ``PYSPARK_PYTHON``/``PYSPARK_DRIVER_PYTHON`` to the running interpreter (always for
     ``local`` masters, only when unset otherwise) so Python workers use the same environment,
-    adds the project root to ``PYTHONPATH`` so workers can import ``core``, checks for Java,
+    adds the installed package's directory to ``PYTHONPATH`` so workers can import it, checks for Java,
     disables the Spark UI, uses a small ``spark.sql.shuffle.partitions`` and enables Arrow.
 
     Args:
@@ -105,7 +115,7 @@ def get_spark(
     if master.startswith("local") or not os.environ.get("PYSPARK_DRIVER_PYTHON"):
         os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-    if _PROJECT_ROOT not in paths:
+    if _PROJECT_ROOT is not None and _PROJECT_ROOT not in paths:
         os.environ["PYTHONPATH"] = os.pathsep.join([_PROJECT_ROOT, *paths])
     check_java()
     try:
