@@ -40,8 +40,10 @@ _hyp_settings.load_profile(_os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 #     connect  a Spark Connect server the test starts        the spark_connect fixture
 #     browser  a headless Chromium                           test_report_browser.py
 #     fuzz     the fuzz suite against its oracle             tests/fuzz
-# The fast command (core and the local pipelines, README "Tests"):
-#     python -m pytest -m "not (beam or spark or cluster or connect or browser or fuzz)"
+#     slow     seconds of CPU each, engine-free              _SLOW below (node-id prefixes)
+# The fast command (core and the local pipelines, README "Set up and run"):
+#     python -m pytest -m "not (slow or beam or spark or cluster or connect or browser or fuzz)"
+# The default run (no -m) still runs every test: a marker only lets -m leave a test out.
 # Every ``spark`` or ``connect`` test is skipped, saying what to install, when Java is missing:
 # the one Java check of the suite.
 _TESTS = _Path(__file__).resolve().parent
@@ -55,6 +57,123 @@ _FILE_MARKS = {
 _FIXTURE_MARKS = {"spark": "spark", "spark_connect": "connect"}
 _ENGINES = ("beam", "spark")
 _JAVA_MISSING = "java not found: the Spark tests need a JDK/JRE 17+ (e.g. `apt-get install openjdk-17-jre-headless`)"
+
+# Engine-free tests that take seconds of CPU each (measured with --durations): property tests
+# with hundreds of examples, the flights example, big sharding tests, README/docs examples run in
+# subprocesses, the docs build, packaging and lint: together about two thirds of the engine-free
+# run's time. An entry is a file (all its tests) or a test function (all its parameters).
+_SLOW = frozenset(
+    {
+        "tests/core/test_codec_fuzz.py",
+        "tests/core/test_compute_many.py",
+        "tests/core/test_merge_laws.py",
+        "tests/pipelines/test_flights_example.py",
+        "tests/pipelines/test_report.py",
+        "tests/test_benchmarks_smoke.py",
+        "tests/test_lint.py",
+        "tests/test_packaging.py",
+        "tests/test_readme_examples.py",
+        "tests/test_docs.py::test_the_docs_build_with_warnings_as_errors",
+        "tests/core/test_bootstrap.py::test_grouped_replicate_auc_is_close_to_the_row_weighted_reference",
+        "tests/core/test_bootstrap.py::test_property_bucketed_fold_merges_to_the_per_slice_fold",
+        "tests/core/test_bootstrap.py::test_property_stacked_states_weighted_and_compressed_obey_the_merge_laws",
+        "tests/core/test_ci_methods.py::test_a_weightless_slice_or_empty_input_gets_nan_intervals_and_never_aborts",
+        "tests/core/test_ci_methods.py::test_intervals_are_the_same_for_any_sharding_and_merge_tree",
+        "tests/core/test_core_imports.py::test_ast_scan_finds_no_engine_imports",
+        "tests/core/test_core_imports.py::test_importing_core_loads_no_engine",
+        "tests/core/test_core_imports.py::test_module_level_imports_are_stdlib_numpy_or_core",
+        "tests/core/test_dependencies.py::test_gmean_of_the_docs_gets_a_bootstrap_interval_equal_to_a_numpy_row_weighted_bootstrap",
+        "tests/core/test_exact_sums.py::test_every_state_is_bit_identical_for_any_batching_sharding_and_merge_order",
+        "tests/core/test_exact_sums.py::test_exact_sum_is_fsum_and_the_rational_sum",
+        "tests/core/test_exact_sums.py::test_exact_sum_of_products_is_the_rational_sum_of_the_products",
+        "tests/core/test_exact_sums.py::test_exact_sums_merge_bit_identically_in_any_order_and_grouping",
+        "tests/core/test_exact_sums.py::test_weighted_count_past_2_53_is_the_same_for_1_and_1000_batches",
+        "tests/core/test_grouped_fold.py::test_vectorised_fold_equals_the_per_slice_fold_for_every_state_kind",
+        "tests/core/test_multilabel.py::test_jaccard_samples_state_merges_bit_for_bit",
+        "tests/core/test_multilabel.py::test_multilabel_state_merge_laws",
+        "tests/core/test_multilabel_probability.py::test_merge_order_and_split_never_change_the_state",
+        "tests/core/test_multilabel_ranking.py::test_merge_order_and_split_never_change_the_state",
+        "tests/core/test_multilabel_ranking.py::test_per_slice_parity",
+        "tests/core/test_multilabel_ranking.py::test_sklearn_parity",
+        "tests/core/test_multilabel_samplewise.py::test_sharded_merge_equals_one_fold",
+        "tests/core/test_multioutput_regression.py::test_every_metric_and_multioutput_option_equals_sklearn_overall_and_per_slice",
+        "tests/core/test_multioutput_regression.py::test_list_columns_of_arrow_and_pandas_give_the_numpy_values",
+        "tests/core/test_multioutput_regression.py::test_multioutput_states_are_bit_identical_for_any_sharding_and_each_output_is_its_single_output_state",
+        "tests/core/test_multioutput_regression.py::test_one_output_and_a_single_output_task_agree_with_sklearn",
+        "tests/core/test_new_state_laws.py::test_sharded_merge_equals_one_fold",
+        "tests/core/test_paired_bootstrap.py::test_replicates_of_both_models_equal_a_row_weighted_reference",
+        "tests/core/test_prequential.py::test_position_col_any_sharding_and_order_equals_the_stream",
+        "tests/core/test_ranking.py::test_bounds_contain_the_exact_value_over_many_random_datasets",
+        "tests/core/test_ranking.py::test_compressed_auc_error_and_width_on_continuous_scores",
+        "tests/core/test_ranking_multiclass.py::test_compressed_bounds_contain_the_exact_value",
+        "tests/core/test_regression.py::test_regression_moments_are_bit_identical_for_any_sharding_and_equal_the_exact_sums",
+        "tests/core/test_retrieval.py::test_queries_split_over_shards_give_the_one_pass_states",
+        "tests/core/test_slicing.py::test_encode_key_orders_ints_and_floats_as_one_numeric_kind",
+        "tests/core/test_slicing_profile.py::test_profile_is_independent_of_splits_and_merge_order",
+        "tests/core/test_thresholds.py::test_bounds_contain_the_exact_values_over_many_random_datasets",
+        "tests/core/test_thresholds.py::test_brute_force_parity_random_data",
+        "tests/core/test_thresholds.py::test_merge_order_and_split_never_change_values",
+        "tests/core/test_thresholds.py::test_metric_at_thresholds_matches_sklearn",
+        "tests/core/test_thresholds_engines.py::test_cli_local_engine",
+        "tests/core/test_windows.py::test_any_sharding_and_merge_order_gives_the_same_states",
+        "tests/pipelines/test_cli.py::test_classes_and_pos_label_flags_map_label_values",
+        "tests/pipelines/test_cli_errors.py::test_the_readme_shows_the_console_script_it_installs",
+        "tests/pipelines/test_comparison_engines.py::test_report_and_table_show_the_comparison",
+        "tests/pipelines/test_config.py::test_the_readme_config_example_runs",
+        "tests/pipelines/test_continual_engines.py::test_example_writes_report_with_the_continual_figures",
+        "tests/pipelines/test_metric_baseline.py::test_the_fingerprint_is_the_same_for_any_split_into_batches_empty_ones_included",
+        "tests/pipelines/test_multioutput_engines.py::test_cli_num_outputs_reads_list_columns",
+        "tests/pipelines/test_report_comparison.py::test_page_and_text_table_show_the_marks_and_counts",
+        "tests/pipelines/test_slicing_engines.py::test_flights_cli_without_nulls_gives_50_slices_and_other",
+        "tests/pipelines/test_validate.py::test_flights_worse_model_is_a_regression_with_sklearn_values",
+        "tests/pipelines/test_validate.py::test_the_module_runs_as_a_command",
+        "tests/pipelines/test_windows_cli.py::test_window_flag_report_and_errors",
+    }
+)
+
+
+def _path_marks(path: _Path) -> set[str]:
+    """The markers every test under ``path`` (a directory or a file) gets from where it lives."""
+    rel = path.relative_to(_TESTS).parts if path.is_relative_to(_TESTS) else ()
+    marks = {_DIR_MARKS[rel[0]]} if rel and rel[0] in _DIR_MARKS else set()
+    marks |= {_FILE_MARKS[path.name]} if path.name in _FILE_MARKS else set()
+    if rel and "/".join(("tests",) + rel) in _SLOW:
+        marks.add("slow")
+    return marks
+
+
+def _never_selected(markexpr: str, marks: frozenset[str]) -> bool:
+    """Whether ``-m markexpr`` deselects every test that carries ``marks``, whatever other markers
+    it has (every combination of the expression's other names is tried). False when unsure."""
+    try:
+        from _pytest.mark.expression import Expression
+
+        expression = Expression.compile(markexpr)
+    except Exception:
+        return False
+    if _re.search(r"[^\w.\s()]", markexpr):  # keyword arguments, odd names: collect as usual
+        return False
+    names = sorted(set(_re.findall(r"[\w.]+", markexpr)) - {"and", "or", "not"} - marks)
+    if len(names) > 12:
+        return False
+    for bits in range(1 << len(names)):
+        present = marks | {n for k, n in enumerate(names) if bits >> k & 1}
+        try:
+            if expression.evaluate(lambda name, /, **kwargs: name in present):
+                return False
+        except Exception:
+            return False
+    return True
+
+
+def pytest_ignore_collect(collection_path, config):
+    """Under ``-m``, do not import the test modules (Beam, pyspark, the fuzz oracle) whose every
+    test the expression leaves out: about 10 s of the fast command's collection."""
+    markexpr = config.getoption("markexpr", "")
+    marks = frozenset(_path_marks(_Path(str(collection_path)).resolve())) if markexpr else frozenset()
+    if marks and _never_selected(markexpr, marks):
+        return True
+    return None
 
 
 def _engine_params(item) -> set[str]:
@@ -70,10 +189,8 @@ def _engine_params(item) -> set[str]:
 def pytest_collection_modifyitems(config, items):
     java = None
     for item in items:
-        path = _Path(str(item.path)).resolve()
-        rel = path.relative_to(_TESTS).parts if path.is_relative_to(_TESTS) else ()
-        marks = {_DIR_MARKS[rel[0]]} if rel and rel[0] in _DIR_MARKS else set()
-        marks |= {_FILE_MARKS[path.name]} if path.name in _FILE_MARKS else set()
+        marks = _path_marks(_Path(str(item.path)).resolve())
+        marks |= {"slow"} if item.nodeid.split("[")[0] in _SLOW else set()
         marks |= {_FIXTURE_MARKS[f] for f in getattr(item, "fixturenames", ()) if f in _FIXTURE_MARKS}
         marks |= _engine_params(item)
         for name in sorted(marks - {m.name for m in item.iter_markers()}):
