@@ -19,7 +19,10 @@ is stateless; its accumulators are values it folds and merges:
 
 An engine that ships one slice's partial states (Beam's per-slice path, Spark's) uses
 ``evaluation.encode_states(states)`` / ``evaluation.decode_states(data)`` and names the slice
-with :func:`slice_key_to_json` / :func:`slice_key_from_json`.
+with :func:`slice_key_to_json` / :func:`slice_key_from_json` (internal: JSON pairs). What users
+see of a slice is one shape, ``{column: value}``: :attr:`SliceResult.key`, ``metrics.json``'s
+``"slice"`` and, as JSON text (:func:`slice_to_json` / :func:`slice_from_json`), the ``slice``
+column of long rows and of Spark's results.
 
 Names are imported on first use (PEP 562), as in :mod:`mergeable_metrics`.
 """
@@ -62,6 +65,8 @@ _EXPORTS: dict[str, str] = {
     "INTEGER_METRICS": "mergeable_metrics.results.results",
     "SUPPRESSED_SLICES": "mergeable_metrics.results.results",
     "window_bound": "mergeable_metrics.results.results",
+    "slice_to_json": "mergeable_metrics.results.results",
+    "slice_from_json": "mergeable_metrics.results.results",
     # metrics, options and warnings
     "REGISTRY": "mergeable_metrics.metrics.base",
     "UndefinedMetricWarning": "mergeable_metrics.metrics.base",
@@ -123,6 +128,8 @@ if TYPE_CHECKING:  # static type checkers and IDEs see the eager imports
         Results,
         SliceResult,
         WINDOW_COLUMNS,
+        slice_from_json,
+        slice_to_json,
         window_bound,
     )  # noqa: F401
     from mergeable_metrics.slicing.assign import OVERALL, assign_slices  # noqa: F401
