@@ -21,8 +21,11 @@ One tuple of states has the same pair on its plan: ``plan.encode(states)`` / ``p
 An engine that ships one slice's partial states of an evaluation (Beam's per-slice path, Spark's)
 uses ``evaluation.slice_codec.encode(states)`` / ``evaluation.slice_codec.decode(data)`` (the
 evaluation's fingerprint and checks, which the plan alone does not know) and names the slice with
-:func:`slice_key_to_json` / :func:`slice_key_from_json`. The codec's frame functions
-(:mod:`mergeable_metrics.states.codec`) are private to the library.
+:func:`slice_key_to_json` / :func:`slice_key_from_json` (internal: JSON pairs). The codec's frame
+functions (:mod:`mergeable_metrics.states.codec`) are private to the library. What users see of a
+slice is one shape, ``{column: value}``: :attr:`SliceResult.key`, ``metrics.json``'s ``"slice"``
+and, as JSON text (:func:`slice_to_json` / :func:`slice_from_json`), the ``slice`` column of long
+rows and of Spark's results.
 
 Names are imported on first use (PEP 562), as in :mod:`mergeable_metrics`.
 """
@@ -65,6 +68,8 @@ _EXPORTS: dict[str, str] = {
     "INTEGER_METRICS": "mergeable_metrics.results.results",
     "SUPPRESSED_SLICES": "mergeable_metrics.results.results",
     "window_bound": "mergeable_metrics.results.results",
+    "slice_to_json": "mergeable_metrics.results.results",
+    "slice_from_json": "mergeable_metrics.results.results",
     # metrics, options and warnings
     "REGISTRY": "mergeable_metrics.metrics.base",
     "UndefinedMetricWarning": "mergeable_metrics.metrics.base",
@@ -126,6 +131,8 @@ if TYPE_CHECKING:  # static type checkers and IDEs see the eager imports
         Results,
         SliceResult,
         WINDOW_COLUMNS,
+        slice_from_json,
+        slice_to_json,
         window_bound,
     )  # noqa: F401
     from mergeable_metrics.slicing.assign import OVERALL, assign_slices  # noqa: F401

@@ -47,7 +47,6 @@ FORMATS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".jsonl": "js
 RESULT_SCHEMA = pa.schema(
     [
         ("slice", pa.string()),
-        ("slice_key", pa.string()),
         ("n", pa.int64()),
         ("weight", pa.float64()),
         ("skipped", pa.int64()),
@@ -71,9 +70,9 @@ COMPARISON_SCHEMA = pa.schema(
         ("comparison_reason", pa.string()),
     ]
 )
-#: :data:`RESULT_SCHEMA` of windowed results: ``window_start`` / ``window_end`` after ``slice_key``
+#: :data:`RESULT_SCHEMA` of windowed results: ``window_start`` / ``window_end`` after ``slice``
 WINDOWED_RESULT_SCHEMA = pa.schema(
-    [*list(RESULT_SCHEMA)[:2], ("window_start", pa.timestamp("us", tz="UTC")), ("window_end", pa.timestamp("us", tz="UTC")), *list(RESULT_SCHEMA)[2:]]
+    [*list(RESULT_SCHEMA)[:1], ("window_start", pa.timestamp("us", tz="UTC")), ("window_end", pa.timestamp("us", tz="UTC")), *list(RESULT_SCHEMA)[1:]]
 )
 
 

@@ -12,13 +12,12 @@ pyspark is imported inside the functions, so importing this module needs no JVM.
 
 from __future__ import annotations
 
-import json
 import warnings
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
 import numpy as np
 
-from mergeable_metrics.engine import slice_key_from_json, slice_key_to_json
+from mergeable_metrics.engine import slice_key_to_json, slice_from_json
 from mergeable_metrics.engine import Evaluation
 from mergeable_metrics.engine import UndefinedMetricWarning
 from mergeable_metrics.engine import ROW_COLUMNS, SUPPRESSED_SLICES, WINDOW_COLUMNS
@@ -30,18 +29,18 @@ if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame
 
 #: Columns of the long result DataFrame (``layout="long"``), in order: the keys of
-#: :meth:`mergeable_metrics.Results.to_rows` with the slice as one column (:func:`slice_text`).
-RESULT_COLUMNS = ("slice", *ROW_COLUMNS[2:])
+#: :meth:`mergeable_metrics.Results.to_rows` (``slice``: the JSON object ``metrics.json`` writes,
+#: :func:`mergeable_metrics.engine.slice_to_json`).
+RESULT_COLUMNS = tuple(ROW_COLUMNS)
 #: The columns of a long row that belong to one metric (cell); in the wide layout each is a column
 #: of the metric (``value`` under the metric's key, the others as ``"<key>:<field>"``).
-METRIC_FIELDS = tuple(ROW_COLUMNS[7:])
+METRIC_FIELDS = tuple(ROW_COLUMNS[6:])
 #: The result layouts of :func:`mergeable_metrics.spark.compute_metrics`.
 LAYOUTS = ("wide", "long")
 
 # Spark SQL / Arrow type of every long-format column core may emit
 _COLUMN_TYPES = {
     "slice": "string",
-    "slice_key": "string",
     "n": "bigint",
     "weight": "double",
     "skipped": "bigint",
@@ -107,27 +106,6 @@ def states_schema():
     return T.StructType([T.StructField("slice_key", T.StringType()), T.StructField("states", T.BinaryType())])
 
 
-def slice_text(key: tuple) -> str:
-    """The ``slice`` column: the slice as the JSON object ``metrics.json`` writes it
-    (``{"country":"US","age":3}``; ``{}`` for the overall slice)."""
-    return json.dumps(dict(key), separators=(",", ":"), allow_nan=False)
-
-
-def slice_of_text(text: str) -> tuple:
-    """Inverse of :func:`slice_text`: the slice key ``((column, value), ...)``.
-
-    Raises:
-        ValueError: not a JSON object of column names to scalar values.
-    """
-    try:
-        obj = json.loads(text)
-    except (TypeError, ValueError):
-        obj = None
-    if not isinstance(obj, dict) or any(isinstance(v, (list, dict)) for v in obj.values()):
-        raise ValueError(f"column 'slice' must hold a JSON object of column names to values (as metrics.json's \"slice\"), got {str(text)[:200]!r}")
-    return tuple(obj.items())
-
-
 def _zero_rows(evaluation: Evaluation) -> tuple[dict[str, int], list[dict[str, Any]]]:
     """``({metric key: ndim}, long rows)`` of an empty overall slice: every metric's key, number
     of dimensions and fields (an array may have no cells there, e.g. a curve); computed, not
@@ -149,7 +127,7 @@ def _zero_rows(evaluation: Evaluation) -> tuple[dict[str, int], list[dict[str, A
 class ResultLayout:
     """The columns of :func:`~mergeable_metrics.spark.compute_metrics`' result rows.
 
-    ``layout="wide"`` (default there): one row per slice: ``slice`` (:func:`slice_text`),
+    ``layout="wide"`` (default there): one row per slice: ``slice`` (JSON object, ``{}`` overall),
     [``window_start``, ``window_end``], ``n``, ``weight``, ``skipped``, then a column per metric
     under its key (double; ``array<double>`` / ``array<array<double>>`` for per-class values and
     matrices), then, when the evaluation computes them, ``"<key>:<field>"`` columns for the
@@ -215,7 +193,7 @@ class ResultLayout:
         out: list[dict[str, Any]] = []
         wide: dict[str, dict[str, Any]] = {}
         for r in core_rows:
-            row = {"slice": slice_text(slice_key_from_json(r["slice_key"])), **{c: r[c] for c in r if c not in ("slice", "slice_key")}}
+            row = dict(r)
             if not self.wide:
                 out.append(row)
                 continue
@@ -274,12 +252,13 @@ class ResultLayout:
         """Core's long rows (for :meth:`mergeable_metrics.Results.from_rows`) of collected result rows."""
         out = []
         for r in rows:
-            key = slice_key_to_json(slice_of_text(r["slice"]))
+            slice_from_json(r["slice"])  # checked here: a bad slice names the column
+            key = r["slice"]
             win = {c: r.get(c) for c in WINDOW_COLUMNS if self.windowed}
             if not self.wide:
-                out.append({"slice_key": key, **win, **{c: r.get(c) for c in RESULT_COLUMNS[1:]}})
+                out.append({"slice": key, **win, **{c: r.get(c) for c in RESULT_COLUMNS[1:]}})
                 continue
-            base = {"slice_key": key, **win, "n": r["n"], "weight": r["weight"], "skipped": r["skipped"]}
+            base = {"slice": key, **win, "n": r["n"], "weight": r["weight"], "skipped": r["skipped"]}
             if r["n"] is None:  # suppressed
                 count = r.get(SUPPRESSED_SLICES)
                 out.append({**base, "metric": None if count is None else SUPPRESSED_SLICES, "index": None, "value": None if count is None else float(count)})

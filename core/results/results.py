@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from mergeable_metrics._util.public import public
-from mergeable_metrics.states.codec import slice_key_from_json, slice_key_to_json
+from mergeable_metrics.states.codec import slice_key_from_json
 from mergeable_metrics.results.fairness import Fairness, compute_fairness
 from mergeable_metrics.metrics.base import REGISTRY, Task, key_labels, resolve
 from mergeable_metrics.collection.plan import MetricKeys, MetricValues, make_task, metric_aliases
@@ -69,8 +69,8 @@ def window_label(start: _dt.datetime | None, end: _dt.datetime | None) -> str:
 COMPARISON_COLUMNS = ["baseline_value", "delta", "delta_lower", "delta_upper", "verdict", "comparison_reason"]
 #: long-format columns: ``lower`` / ``upper`` are certified bounds (approximate states),
 #: ``ci_lower`` / ``ci_upper`` the confidence interval (``ci=``), then the comparison's
-ROW_COLUMNS = ["slice", "slice_key", "n", "weight", "skipped", "metric", "index", "value", "lower", "upper", "ci_lower", "ci_upper", *COMPARISON_COLUMNS]
-#: long-format columns of windowed results (after ``slice_key``; only when a slice has a window)
+ROW_COLUMNS = ["slice", "n", "weight", "skipped", "metric", "index", "value", "lower", "upper", "ci_lower", "ci_upper", *COMPARISON_COLUMNS]
+#: long-format columns of windowed results (after ``slice``; only when a slice has a window)
 WINDOW_COLUMNS = ["window_start", "window_end"]
 #: ``metric`` of the long-format marker row of withheld suppressed slices (``value`` = how many)
 SUPPRESSED_SLICES = "suppressed_slices"
@@ -78,6 +78,28 @@ SUPPRESSED_SLICES = "suppressed_slices"
 #: metrics whose value is an int (``mergeable_metrics.metrics.base.ExampleCount``); long-format rows carry every value
 #: as a double, :meth:`Results.from_rows` makes these ints again
 INTEGER_METRICS = frozenset({"example_count"})
+
+
+def slice_to_json(key: tuple) -> str:
+    """The ``slice`` column of long rows (and of Spark's results): the slice as the JSON object
+    ``metrics.json`` writes (``{"country":"US","age":3}``; ``{}`` for the overall slice)."""
+    return json.dumps(dict(key), separators=(",", ":"), allow_nan=False)
+
+
+def slice_from_json(text: str) -> tuple:
+    """Inverse of :func:`slice_to_json`: the slice key ``((column, value), ...)`` (columns in the
+    object's order).
+
+    Raises:
+        ValueError: not a JSON object of column names to scalar values.
+    """
+    try:
+        obj = json.loads(text)
+    except (TypeError, ValueError):
+        obj = None
+    if not isinstance(obj, dict) or any(isinstance(v, (list, dict)) for v in obj.values()):
+        raise ValueError(f"column 'slice' must hold a JSON object of column names to values (as metrics.json's \"slice\"), got {str(text)[:200]!r}")
+    return tuple(obj.items())
 
 
 def _reports_nan_entries(key: str) -> bool:
@@ -205,7 +227,9 @@ class SliceResult:
     """Metric values of one slice.
 
     Attributes:
-        slice: the slice key, a tuple of ``(column, value)`` pairs (``()`` = overall).
+        slice: the slice key as core's accumulators hold it, a tuple of ``(column, value)`` pairs
+            (``()`` = overall); :attr:`key` is the same slice as a dict, the shape users see
+            everywhere else (``metrics.json``, the ``slice`` column of long rows and of Spark).
         n: number of valid examples folded (int).
         weight: sum of their weights (float; equals ``n`` unweighted).
         skipped: invalid rows skipped under ``on_invalid="skip"`` (0 otherwise).
@@ -263,7 +287,15 @@ class SliceResult:
         return {"window_start": self.window_start.isoformat(), "window_end": None if self.window_end is None else self.window_end.isoformat()}
 
     @property
+    def key(self) -> dict[str, Any]:
+        """The slice as ``{column: value}`` (``{}`` for the overall slice): ``metrics.json``'s
+        ``"slice"``; the ``slice`` column of :meth:`Results.to_rows` and of Spark's results is
+        its JSON (:func:`slice_to_json`). A new dict each time."""
+        return dict(self.slice)
+
+    @property
     def name(self) -> str:
+        """The display name: ``"Overall"``, ``"country=US"``, ``"country=US, age=3"``."""
         return slice_name(self.slice)
 
     @property
@@ -274,12 +306,12 @@ class SliceResult:
 
     def to_dict(self, ignored_class: int | None = None, labels: dict[str, list[int]] | None = None) -> dict[str, Any]:
         if self.suppressed:
-            d = {"slice": {c: v for c, v in self.slice}, **self._window_dict(), "n": None, "weight": None, "skipped": None, "metrics": {}, "suppressed": True}
+            d = {"slice": self.key, **self._window_dict(), "n": None, "weight": None, "skipped": None, "metrics": {}, "suppressed": True}
             if self.suppressed_slices is not None:
                 d["suppressed_slices"] = int(self.suppressed_slices)
             return d
         d = {
-            "slice": {c: v for c, v in self.slice},
+            "slice": self.key,
             **self._window_dict(),
             "n": int(self.n),
             "weight": float(self.weight),
@@ -645,25 +677,25 @@ class Results:
         return json.dumps(self.to_dict(), indent=indent, allow_nan=False)
 
     def to_rows(self) -> list[dict[str, Any]]:
-        """Long format: one row per (slice, metric, index) with keys ``slice`` (display name),
-        ``slice_key`` (JSON pairs), ``n``, ``weight``, ``skipped``, ``metric``, ``index`` (None for
+        """Long format: one row per (slice, metric, index) with keys ``slice`` (the slice as the
+        JSON object ``metrics.json`` writes, :func:`slice_to_json`: ``{"country":"US"}``, ``{}``
+        overall), ``n``, ``weight``, ``skipped``, ``metric``, ``index`` (None for
         scalars, ``"i"`` or ``"i,j"`` for arrays), ``value`` (float; NaN where undefined) and
         ``lower`` / ``upper`` (certified bounds of approximate metrics, else None) and
         ``ci_lower`` / ``ci_upper`` (the confidence interval of ``ci=``, per cell for arrays;
         None without one, NaN where it is undefined). Windowed results' rows also have
-        ``window_start`` / ``window_end`` (UTC ``datetime``) after ``slice_key``."""
+        ``window_start`` / ``window_end`` (UTC ``datetime``) after ``slice``."""
         rows = []
         for s in self.slices:
             win = {} if s.window_start is None else {"window_start": s.window_start, "window_end": s.window_end}
             if s.suppressed:  # one marker row: no counts, no metric (from_rows reads it back)
-                row = {"slice": s.name, "slice_key": slice_key_to_json(s.slice), **win, **dict.fromkeys(ROW_COLUMNS[2:])}
+                row = {"slice": slice_to_json(s.slice), **win, **dict.fromkeys(ROW_COLUMNS[1:])}
                 if s.suppressed_slices is not None:  # withheld names: the row says how many slices
                     row.update(metric=SUPPRESSED_SLICES, value=float(s.suppressed_slices))
                 rows.append(row)
                 continue
             base = {
-                "slice": s.name,
-                "slice_key": slice_key_to_json(s.slice),
+                "slice": slice_to_json(s.slice),
                 **win,
                 "n": int(s.n),
                 "weight": float(s.weight),
@@ -696,7 +728,8 @@ class Results:
         Args:
             wide: False (default): long format, the rows of :meth:`to_rows` (columns
                 ``ROW_COLUMNS``; array metrics one row per cell). True: one row per slice
-                (overall first) with columns ``slice``, ``n``, ``weight``, ``skipped`` and one
+                (overall first, as Spark's wide layout) with columns ``slice`` (the JSON object
+                of :meth:`to_rows`), ``n``, ``weight``, ``skipped`` and one
                 float column per scalar metric (NaN where undefined); array metrics and
                 bounds and intervals are left out (they are in the long format).
         """
@@ -704,12 +737,12 @@ class Results:
 
         win = WINDOW_COLUMNS if self.windows else []
         if not wide:
-            return pd.DataFrame(self.to_rows(), columns=[*ROW_COLUMNS[:2], *win, *ROW_COLUMNS[2:]])
+            return pd.DataFrame(self.to_rows(), columns=[ROW_COLUMNS[0], *win, *ROW_COLUMNS[1:]])
         shown = [s for s in self.slices if not s.suppressed]
         names = [k for k, v in shown[0].metrics.items() if np.ndim(v) == 0] if shown else []
         rows = [
             {
-                "slice": s.name,
+                "slice": slice_to_json(s.slice),
                 "window_start": s.window_start,
                 "window_end": s.window_end,
                 "n": None,
@@ -719,7 +752,7 @@ class Results:
             }
             if s.suppressed
             else {
-                "slice": s.name,
+                "slice": slice_to_json(s.slice),
                 "window_start": s.window_start,
                 "window_end": s.window_end,
                 "n": int(s.n),
@@ -775,8 +808,9 @@ class Results:
         first when rows carry ``window_start`` / ``window_end`` (see :func:`window_bound`).
 
         Raises:
-            ValueError: two rows of the same slice key (compared as decoded values, so
-                ``[["x",-0.0]]`` and ``[["x",0.0]]`` are one key) give the same metric cell, or
+            ValueError: a ``slice`` that is not a JSON object of column names to values; two
+                rows of the same slice (compared as decoded values, so ``{"x":-0.0}`` and
+                ``{"x":0.0}`` are one slice) give the same metric cell, or
                 disagree on the slice's counts, or a slice is both suppressed and computed: one
                 of them would otherwise be dropped silently.
         """
@@ -793,7 +827,9 @@ class Results:
 
         for r in rows:
             start = window_bound(r.get("window_start"))
-            key = (slice_key_from_json(r["slice_key"]), None if start is None else (start, window_bound(r.get("window_end"))))
+            # files written before the slice became one JSON object carry it in ``slice_key`` (pairs)
+            sk = slice_key_from_json(r["slice_key"]) if r.get("slice_key") is not None else slice_from_json(r["slice"])
+            key = (sk, None if start is None else (start, window_bound(r.get("window_end"))))
             if r.get("n") is None and r.get("metric") in (None, SUPPRESSED_SLICES):  # a suppressed slice's marker row
                 if key in suppressed or key in by_slice:
                     raise duplicate(key, "the slice twice")

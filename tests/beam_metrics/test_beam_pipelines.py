@@ -78,8 +78,11 @@ def run_compute(parts: list[list], ev: mergeable_metrics.Evaluation, tmp_path: P
     prefix = str(tmp_path / "slices")
     with pipeline(**options) as p:
         write_slices(flattened(p, parts) | ComputeMetrics(ev, batch_size=batch_size), prefix)
-    got = [slice_result_from_json(line) for line in read_lines(prefix)]
+    lines = read_lines(prefix)
+    got = [slice_result_from_json(line) for line in lines]
     assert len({s.slice for s in got}) == len(got), "one element per slice"
+    # each element's slice is one dict: SliceResult.key, written as metrics.json's "slice"
+    assert [json.loads(line)["slice"] for line in lines] == [s.key for s in got]
     return ev.collect(slices=got)
 
 
@@ -124,6 +127,7 @@ def test_rows_match_core_and_sklearn(make_rows, tmp_path):
     want = direct(ev, rows)
     assert_results_equal(got, want)
     assert (("carrier", None),) in {s.slice for s in got.slices}  # the None slice value is kept
+    assert {"carrier": None} in [s.key for s in got] and got[{"carrier": None}].key == {"carrier": None}
     assert_binary_matches_sklearn(got, rows)
 
 

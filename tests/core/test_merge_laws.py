@@ -352,13 +352,13 @@ def test_sliced_results_split_invariant(cols, seed):
     folder = EvaluationFolder(ev)
     one = ev.finish(fold_all(folder, cols)).to_rows()
     sharded = ev.finish(fold_sharded(folder, cols, np.random.default_rng(seed))).to_rows()
-    assert [r["slice_key"] for r in one] == [r["slice_key"] for r in sharded]
+    assert [r["slice"] for r in one] == [r["slice"] for r in sharded]
     for a, b in zip(one, sharded):
         assert (a["metric"], a["n"], a["skipped"]) == (b["metric"], b["n"], b["skipped"])
         assert math.isclose(a["weight"], b["weight"], rel_tol=1e-12)
         assert (math.isnan(a["value"]) and math.isnan(b["value"])) or math.isclose(a["value"], b["value"], rel_tol=1e-9, abs_tol=1e-9)
     # every row reaches the overall slice
-    overall = [r for r in one if r["slice_key"] == "[]"][0]
+    overall = [r for r in one if r["slice"] == "{}"][0]
     assert overall["n"] + overall["skipped"] == len(cols["y_true"])
 
 

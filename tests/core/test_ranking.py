@@ -514,7 +514,7 @@ def test_intervals_reach_results_and_rows():
     assert lo <= roc_auc_score(data["y"], data["s"]) <= hi
     rows = [r for r in res.to_rows() if r["metric"] == "roc_auc@capacity=20"]
     assert len(rows) == 3 and all(r["lower"] is not None and r["lower"] <= r["value"] <= r["upper"] for r in rows)
-    curve_rows = [r for r in res.to_rows() if r["metric"] == "roc_curve@capacity=20" and r["slice"] == "Overall"]
+    curve_rows = [r for r in res.to_rows() if r["metric"] == "roc_curve@capacity=20" and r["slice"] == "{}"]
     assert curve_rows and all(r["index"].count(",") == 1 for r in curve_rows)
     assert "bounds" in res.to_dict()["slices"][0]
     exact = Evaluation(label_col="y", score_col="s", metrics=["roc_auc"]).evaluate([data])

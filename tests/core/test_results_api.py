@@ -27,6 +27,27 @@ def test_a_slice_is_found_by_name_dict_tuple_and_position():
     assert len(r) == 4 and [s.name for s in r] == ["Overall", "country=DE", "country=FR", "country=null"]
 
 
+def test_a_slice_has_one_shape_a_dict_in_results_json_and_rows():
+    import json
+
+    from mergeable_metrics import Results
+
+    r = _results()
+    assert [s.key for s in r] == [{}, {"country": "DE"}, {"country": "FR"}, {"country": None}]
+    assert [s["slice"] for s in json.loads(r.to_json())["slices"]] == [s.key for s in r]  # metrics.json
+    rows = r.to_rows()
+    assert [row["slice"] for row in rows] == ["{}", '{"country":"DE"}', '{"country":"FR"}', '{"country":null}']
+    assert "slice_key" not in rows[0] and all(r[json.loads(row["slice"])].n == row["n"] for row in rows)  # the dict finds the slice
+    r.overall.key["x"] = 1  # a new dict each time: the result is not changed
+    assert r.overall.key == {} and r.overall.slice == ()
+    # long rows written before the slice was one JSON object: display name in "slice", JSON pairs in "slice_key"
+    old = [{**row, "slice": r[json.loads(row["slice"])].name, "slice_key": json.dumps(list(map(list, r[json.loads(row["slice"])].slice)))} for row in rows]
+    assert old[1]["slice"] == "country=DE" and old[1]["slice_key"] == '[["country", "DE"]]'
+    assert Results.from_rows(old, r.config, [("country",)]).to_json() == Results.from_rows(rows, r.config, [("country",)]).to_json() == r.to_json()
+    with pytest.raises(ValueError, match=r"column 'slice' must hold a JSON object"):
+        Results.from_rows([{**rows[0], "slice": "Overall"}])
+
+
 def test_unknown_slices_raise_clear_errors():
     r = _results()
     with pytest.raises(KeyError, match=r"no slice 'country=XX'; did you mean .*'country=DE'.*\? \(4 slices\)"):

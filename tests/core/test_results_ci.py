@@ -68,13 +68,13 @@ def test_long_rows_carry_ci_per_cell_and_read_back():
     rows = r.to_rows()
     assert all(list(row) == ROW_COLUMNS for row in rows)
     by = {(row["slice"], row["metric"], row["index"]): row for row in rows}
-    acc = by[("Overall", "accuracy", None)]
+    acc = by[("{}", "accuracy", None)]
     assert (acc["ci_lower"], acc["ci_upper"], acc["lower"], acc["upper"]) == (0.3, 0.85, None, None)
-    auc = by[("Overall", "roc_auc@capacity=4", None)]
+    auc = by[("{}", "roc_auc@capacity=4", None)]
     assert (auc["lower"], auc["upper"], auc["ci_lower"], auc["ci_upper"]) == (0.65, 0.75, None, None)
-    assert (by[("Overall", "recall@none", "0")]["ci_lower"], by[("Overall", "recall@none", "0")]["ci_upper"]) == (0.1, 0.9)
-    assert np.isnan(by[("Overall", "recall@none", "1")]["ci_lower"])
-    assert by[("country=DE", "recall@none", "0")]["ci_lower"] is None  # no interval: None, not NaN
+    assert (by[("{}", "recall@none", "0")]["ci_lower"], by[("{}", "recall@none", "0")]["ci_upper"]) == (0.1, 0.9)
+    assert np.isnan(by[("{}", "recall@none", "1")]["ci_lower"])
+    assert by[('{"country":"DE"}', "recall@none", "0")]["ci_lower"] is None  # no interval: None, not NaN
     back = Results.from_rows(rows, r.config, [("country",)], ["accuracy", "recall@none", "roc_auc@capacity=4"])
     for a, b in zip(r, back):
         assert a.bounds == b.bounds

@@ -184,11 +184,12 @@ def test_nested_list_slice_value_raises_naming_column_value_and_row():
 def test_from_rows_raises_on_two_rows_of_one_slice_key():
     res = _slices(["x"], [_batch([1.5, 2.5])])
     rows = res.to_rows()
-    dup = [dict(r, slice_key='[["x",1.5]]') if r["slice_key"] == '[["x",2.5]]' else r for r in rows]
+    assert {r["slice"] for r in rows} == {"{}", '{"x":1.5}', '{"x":2.5}'}
+    dup = [dict(r, slice='{"x":1.5}') if r["slice"] == '{"x":2.5}' else r for r in rows]
     with pytest.raises(ValueError, match=r"two result rows for slice 'x=1.5'"):
         Results.from_rows(dup)
-    zeros = [dict(r, slice_key='[["x",-0.0]]') for r in rows if r["slice_key"] == '[["x",1.5]]']
-    zeros += [dict(r, slice_key='[["x",0.0]]') for r in rows if r["slice_key"] == '[["x",2.5]]']
+    zeros = [dict(r, slice='{"x":-0.0}') for r in rows if r["slice"] == '{"x":1.5}']
+    zeros += [dict(r, slice='{"x":0.0}') for r in rows if r["slice"] == '{"x":2.5}']
     with pytest.raises(ValueError, match=r"two result rows for slice 'x=-0.0'|two result rows for slice 'x=0.0'"):
         Results.from_rows(zeros)
     assert Results.from_rows(rows, res.config, [("x",)]).to_json() == res.to_json()

@@ -92,7 +92,7 @@ def test_round_trips_json_rows_pandas():
     iso = [{**x, "window_start": x["window_start"].isoformat(), "window_end": pd.Timestamp(x["window_end"])} for x in rows]
     assert Results.from_rows(iso, r.config, [("g",)], OPTIONS["metrics"]).slices == r.slices
     long = r.to_pandas()
-    assert list(long.columns[:4]) == ["slice", "slice_key", "window_start", "window_end"]
+    assert list(long.columns[:4]) == ["slice", "window_start", "window_end", "n"] and long.loc[0, "slice"] == "{}"
     wide = r.to_pandas(wide=True)
     assert list(wide.columns[:3]) == ["slice", "window_start", "window_end"] and len(wide) == len(r)
     # results outside windows keep their shape: no window keys anywhere

@@ -83,7 +83,7 @@ def test_local_engine_matches_sklearn_per_slice(tmp_path, fmt, ext):
             assert _close(s["metrics"]["f1"], _sk(table, m)["f1"])
     # long-format parquet holds the same values
     long = pq.read_table(out / "metrics.parquet").to_pylist()
-    row = next(r for r in long if r["slice"] == "Overall" and r["metric"] == "precision")
+    row = next(r for r in long if r["slice"] == "{}" and r["metric"] == "precision")
     assert _close(row["value"], overall["metrics"]["precision"])
     assert json.loads((out / "run.json").read_text())["rows"] == table.num_rows
 
@@ -163,7 +163,12 @@ def test_suppressed_slice_names_are_withheld_unless_show_suppressed_names(tmp_pa
     doc = json.loads(text)
     assert [s["slice"] for s in doc["slices"]] == [{}, {"region": "a"}, {"region": "b"}, {"region": "__suppressed__"}]
     assert doc["slices"][-1]["suppressed_slices"] == 2 and '"c"' not in text and '"d"' not in text
-    assert set(pq.read_table(tmp_path / "o" / "metrics.parquet").column("slice").to_pylist()) == {"Overall", "region=a", "region=b", "region=__suppressed__"}
+    assert set(pq.read_table(tmp_path / "o" / "metrics.parquet").column("slice").to_pylist()) == {
+        "{}",
+        '{"region":"a"}',
+        '{"region":"b"}',
+        '{"region":"__suppressed__"}',
+    }
     assert main(args + ["--show-suppressed-names", "--output", str(tmp_path / "o2")]) == 0
     doc = json.loads((tmp_path / "o2" / "metrics.json").read_text())
     assert [s["slice"] for s in doc["slices"] if s.get("suppressed")] == [{"region": "c"}, {"region": "d"}]

@@ -127,13 +127,15 @@ def test_write_report_creates_the_directory_and_render_report_returns_the_page(f
 
 def test_to_pandas_long_and_wide(full):
     long = full.to_pandas()
-    assert list(long.columns)[:6] == ["slice", "slice_key", "n", "weight", "skipped", "metric"]
+    assert list(long.columns)[:5] == ["slice", "n", "weight", "skipped", "metric"]
+    assert long.loc[0, "slice"] == "{}" and list(dict.fromkeys(long["slice"])) == [json.dumps(s.key, separators=(",", ":")) for s in full]
+    assert '{"g":"a","h":"x"}' in set(long["slice"])  # the JSON object metrics.json writes
     wide = full.to_pandas(wide=True)
     assert len(wide) == len(full.slices)
     assert list(wide.columns) == ["slice", "n", "weight", "skipped", "accuracy", "precision", "recall", "f1", "tp",
                                   "roc_auc@capacity=64", "average_precision", "ece"]  # fmt: skip
-    assert wide.loc[0, "slice"] == "Overall" and wide.loc[0, "n"] == 2000
-    row = wide.set_index("slice").loc["g=a"]
+    assert wide.loc[0, "slice"] == "{}" and wide.loc[0, "n"] == 2000
+    row = wide.set_index("slice").loc['{"g":"a"}']
     assert row["f1"] == pytest.approx(full[(("g", "a"),)].metrics["f1"])
 
 
@@ -257,7 +259,7 @@ def test_cli_writes_and_prints_intervals(tmp_path, capsys):
     assert doc["config"]["ci"] == {"method": "analytic", "level": 0.9, "replicates": 200, "seed": 0, "unsupported": ["f1"]}
     assert set(doc["slices"][0]["ci"]) == {"accuracy", "roc_auc"} and "ci_level" not in doc["config"]
     rows = pq.read_table(out / "metrics.parquet").to_pylist()
-    acc = next(r for r in rows if r["slice"] == "Overall" and r["metric"] == "accuracy")
+    acc = next(r for r in rows if r["slice"] == "{}" and r["metric"] == "accuracy")
     assert [acc["ci_lower"], acc["ci_upper"]] == doc["slices"][0]["ci"]["accuracy"]
     assert Results.from_dict(doc).overall.ci["roc_auc"] == tuple(doc["slices"][0]["ci"]["roc_auc"])
     assert "<th>90% CI, analytic</th>" in (out / "report.html").read_text()

@@ -44,7 +44,9 @@ def _cli(path, out, engine, *args):
     assert main([*base, *args]) == 0
     doc = json.loads((out / "metrics.json").read_text())
     doc.pop("engine", None)
-    keys = pq.read_table(out / "metrics.parquet").column("slice_key").to_pylist()
+    keys = pq.read_table(out / "metrics.parquet").column("slice").to_pylist()
+    # the parquet's slice column is metrics.json's "slice" as JSON text, slice by slice
+    assert [json.loads(k) for k in dict.fromkeys(keys)] == [s["slice"] for s in doc["slices"]]
     return doc, keys
 
 

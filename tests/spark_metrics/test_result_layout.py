@@ -16,7 +16,8 @@ import pyarrow as pa
 import pytest
 
 import mergeable_metrics as mm
-from mergeable_metrics.spark._frames import RESULT_COLUMNS, ResultLayout, slice_of_text, slice_text
+from mergeable_metrics.engine import slice_from_json, slice_to_json
+from mergeable_metrics.spark._frames import RESULT_COLUMNS, ResultLayout
 
 RNG = np.random.default_rng(7)
 N = 300
@@ -81,10 +82,12 @@ def test_the_slice_column_is_the_slice_of_metrics_json():
     ev, res = _results(CASES["binary"])
     texts = ResultLayout(ev).table(res.to_rows()).column("slice").to_pylist()
     assert [json.loads(t) for t in texts] == [s["slice"] for s in json.loads(res.to_json())["slices"]]
-    assert slice_text((("c", "a"), ("n", 3))) == '{"c":"a","n":3}' and slice_of_text('{"c":"a","n":3}') == (("c", "a"), ("n", 3))
-    assert slice_of_text("{}") == ()
+    assert texts == [r["slice"] for r in res.to_rows() if r["metric"] == "accuracy"]  # core's long rows: the same text
+    assert [json.loads(t) for t in texts] == [s.key for s in res]  # SliceResult.key: the same dict
+    assert slice_to_json((("c", "a"), ("n", 3))) == '{"c":"a","n":3}' and slice_from_json('{"c":"a","n":3}') == (("c", "a"), ("n", 3))
+    assert slice_from_json("{}") == () and slice_to_json(()) == "{}"
     with pytest.raises(ValueError, match=r"column 'slice' must hold a JSON object .*'\[\[\"c\",\"a\"\]\]'"):
-        slice_of_text('[["c","a"]]')
+        slice_from_json('[["c","a"]]')
 
 
 def test_a_bad_layout_is_named():
