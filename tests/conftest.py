@@ -66,6 +66,7 @@ _SLOW = frozenset(
     {
         "tests/core/test_codec_fuzz.py",
         "tests/core/test_compute_many.py",
+        "tests/core/test_finish_stacked.py",
         "tests/core/test_merge_laws.py",
         "tests/pipelines/test_flights_example.py",
         "tests/pipelines/test_report.py",

@@ -127,6 +127,12 @@ class ManyValues:
     def __iter__(self) -> Iterator[Any]:
         return iter((self.values, self.bounds, self.undefined))
 
+    @property
+    def objects(self) -> dict[str, list]:
+        """``{metric key: per-element values}`` of the metrics computed element by element (their
+        own values, exact types; :meth:`element` reads these)."""
+        return self._objects
+
     def __len__(self) -> int:
         return len(self.undefined)
 
@@ -569,12 +575,13 @@ def _entries(m: Metric, values: np.ndarray, events: dict[int, list], ignored: in
     value), for the elements with an event or a NaN value."""
     r = values.shape[0]
     nan = np.isnan(values.reshape(r, -1)).any(axis=1) if values.dtype.kind == "f" else np.zeros(r, dtype=bool)
+    key, labels = m.key, _labels_of(m)
     for i in sorted(set(np.flatnonzero(nan).tolist()) | set(events)):
         v = values[i]
         evs = [_Undefined(c, f) for c, f in events.get(i, ())]
-        entry = undefined_entry(evs, v if m.nan_entries_undefined or v.ndim == 0 else 0.0, ignored, _labels_of(m))
+        entry = undefined_entry(evs, v if m.nan_entries_undefined or v.ndim == 0 else 0.0, ignored, labels)
         if entry is not None:
-            undefined[i][m.key] = entry
+            undefined[i][key] = entry
 
 
 def _stack_objects(objs: list) -> np.ndarray:

@@ -42,10 +42,10 @@ from mergeable_metrics.evaluation.options import config_of, fingerprint_of, opti
 from mergeable_metrics.collection.plan import Plan, make_task, undefined_warning
 from mergeable_metrics.results.results import Results, SliceResult
 from mergeable_metrics.evaluation.profile import ProfileSummary, SliceProfile, SliceProfiler
-from mergeable_metrics.slicing.assign import OTHER, OVERALL, parse_slices, slice_name, sort_key
+from mergeable_metrics.slicing.assign import OTHER, OVERALL, parse_slices, slice_name, sort_key, sort_order
 from mergeable_metrics.collection.stacked import VECTORISE_FROM, compute_fields, is_cell_metric
 from mergeable_metrics.states.base import ExampleCountState, _layout_diff
-from mergeable_metrics.evaluation.suppression import is_suppressed, protect, spec_of
+from mergeable_metrics.evaluation.suppression import is_suppressed, protect, spec_of, suppressed_mask
 
 __all__ = ["Accumulator", "Evaluation", "extract_columns", "fold_all", "is_single_batch", "num_rows", "resolve_evaluation"]
 
@@ -383,22 +383,26 @@ class Evaluation(AccumulatorOps):
             self._check_layouts(acc)
         spec_order = [s.columns for s in self.slices]
         fast = self._finish_stacked(acc, add_overall, spec_order)
-        if fast is not None:  # the metrics read the stacked arrays: no per-slice state objects
-            keys, counts_of, many, position = fast
-            held: dict = {}
-            states_of: dict = {}
-        else:
-            held = dict(acc.items())  # bucketed with ci="bootstrap": the point states are their merge
-            if add_overall and OVERALL not in held:
-                held[OVERALL] = self.plan.zero()
-            keys = sorted(held, key=lambda k: sort_key(k, spec_order))
-            held = {key: held[key] for key in keys}
-            states_of = {key: self.plan.point(s) for key, s in held.items()} if self._buckets is not None else held
-            counts_of = {key: states_of[key][0] for key in keys}
-            computed = [key for key in keys if not self._suppressed(key, counts_of[key])]
-            # every computed slice's metrics at once, stacked on a leading slice axis
-            many = self._base_plan.compute_many([states_of[key] for key in computed])
-            position = {key: i for i, key in enumerate(computed)}
+        # the metrics read the stacked arrays: no per-slice state objects
+        out, undefined, fills = fast if fast is not None else self._finish_states(acc, add_overall, spec_order)
+        for metric, where in undefined.items():  # one warning per metric per finish
+            warnings.warn(undefined_warning(metric, where, fills[metric]), UndefinedMetricWarning, stacklevel=2)
+        return self._protect(Results(out, self.describe())) if add_overall else Results(out, self.describe())
+
+    def _finish_states(self, acc: Any, add_overall: bool, spec_order: list) -> tuple[list, dict, dict]:
+        """:meth:`finish`'s slices from per-slice state objects: ``(slice results, {metric:
+        [(slice name, classes)]}, {metric: fill})`` of the undefined values."""
+        held = dict(acc.items())  # bucketed with ci="bootstrap": the point states are their merge
+        if add_overall and OVERALL not in held:
+            held[OVERALL] = self.plan.zero()
+        keys = sorted(held, key=lambda k: sort_key(k, spec_order))
+        held = {key: held[key] for key in keys}
+        states_of = {key: self.plan.point(s) for key, s in held.items()} if self._buckets is not None else held
+        counts_of = {key: states_of[key][0] for key in keys}
+        computed = [key for key in keys if not self._suppressed(key, counts_of[key])]
+        # every computed slice's metrics at once, stacked on a leading slice axis
+        many = self._base_plan.compute_many([states_of[key] for key in computed])
+        position = {key: i for i, key in enumerate(computed)}
         if self.paired:  # the baseline's metrics of every slice at once too
             base_many = self._base_plan.candidate.compute_many([self._base_plan.split(states_of[key])[1] for key in position])
         out = []
@@ -436,17 +440,16 @@ class Evaluation(AccumulatorOps):
                     **paired,
                 )
             )
-        for metric, where in undefined.items():  # one warning per metric per finish
-            warnings.warn(undefined_warning(metric, where, fills[metric]), UndefinedMetricWarning, stacklevel=2)
-        return self._protect(Results(out, self.describe())) if add_overall else Results(out, self.describe())
+        return out, undefined, fills
 
-    def _finish_stacked(self, acc: Any, add_overall: bool, spec_order: list) -> tuple | None:
-        """``(sorted keys, {key: example counts}, metrics, {key: row of the metrics})`` of
-        :meth:`finish` computed from :meth:`Accumulator.stacked <mergeable_metrics.evaluation.accumulator.Accumulator.stacked>`'s
-        arrays (one :func:`mergeable_metrics.collection.stacked.compute_fields` over the leading slice axis); None where
-        that does not apply: intervals, a baseline, bootstrap buckets, weights, a metric of other
-        states than the cell kinds, a missing overall slice, or fewer slices than the vectorised
-        path starts at (the result is then :meth:`mergeable_metrics.collection.plan.Plan.compute_many`'s, bit for bit)."""
+    def _finish_stacked(self, acc: Any, add_overall: bool, spec_order: list) -> tuple[list, dict, dict] | None:
+        """:meth:`finish`'s slices (as :meth:`_finish_states` returns them) computed from
+        :meth:`Accumulator.stacked <mergeable_metrics.evaluation.accumulator.Accumulator.stacked>`'s
+        arrays (one :func:`mergeable_metrics.collection.stacked.compute_fields` over the leading slice axis,
+        suppression and the counts as array operations); None where that does not apply:
+        intervals, a baseline, bootstrap buckets, weights, a metric of other states than the cell
+        kinds, a missing overall slice, or fewer slices than the vectorised path starts at (the
+        result is then :meth:`mergeable_metrics.collection.plan.Plan.compute_many`'s, bit for bit)."""
         if not isinstance(acc, Accumulator) or self._buckets is not None or self.paired or self.ci.method is not None or self.weight_col is not None:
             return None
         if not all(is_cell_metric(m) for m in self.plan.metrics):
@@ -458,16 +461,50 @@ class Evaluation(AccumulatorOps):
         counts = fields.get(ExampleCountState.kind)
         if counts is None or (add_overall and OVERALL not in keys):
             return None
-        order = sorted(range(len(keys)), key=lambda i: sort_key(keys[i], spec_order))
-        n, w, sk = counts["count"].tolist(), counts["weight"].tolist(), counts["skipped"].tolist()
-        counts_of = {keys[i]: {"count": n[i], "weight": w[i], "skipped": sk[i]} for i in order}
-        computed = [i for i in order if not self._suppressed(keys[i], counts_of[keys[i]])]
-        if len(computed) < VECTORISE_FROM:
+        order = np.asarray(sort_order(keys, spec_order), dtype=np.int64)
+        keys = [keys[i] for i in order]
+        hidden = suppressed_mask(keys, counts["count"][order], counts["weight"][order], self.slices, self.min_slice_size)
+        computed = np.flatnonzero(~hidden)
+        if computed.size < VECTORISE_FROM:
             return None
-        rows = np.asarray(computed, dtype=np.int64)
+        rows = order[computed]
         sub = {kind: {name: a[rows] for name, a in f.items()} for kind, f in fields.items()}
-        many = compute_fields(self.plan, sub, len(computed))
-        return list(counts_of), counts_of, many, {keys[i]: j for j, i in enumerate(computed)}
+        many = compute_fields(self.plan, sub, int(rows.size))
+        n, w, sk = counts["count"][rows].tolist(), counts["weight"][rows].tolist(), counts["skipped"][rows].tolist()
+        # each metric's values as one list (scalars as Python numbers) or array, read by row
+        objects = many.objects
+        columns = [(key, objects[key], False) if key in objects else (key, v.tolist() if v.ndim == 1 else v, v.ndim != 1) for key, v in many.values.items()]
+        folded = self.folded_values if self._profile is not None else None
+        out: list = []
+        undefined: dict[str, list[tuple[Any, Any]]] = {}
+        fills: dict[str, Any] = {}
+        j = 0
+        for i, key in enumerate(keys):
+            if hidden[i]:  # suppressed (pruned): no metrics computed, no counts reported
+                out.append(SliceResult(slice=key, n=None, weight=None, skipped=None, metrics={}, suppressed=True))
+                continue
+            undef = many.undefined[j]
+            for metric, (classes, fill) in undef.items():
+                if fill in ("nan", "warn"):
+                    named = classes if classes is None or self.classes is None else tuple(self.classes[c] if 0 <= c < len(self.classes) else c for c in classes)
+                    undefined.setdefault(metric, []).append((key, named))
+                    fills[metric] = "nan" if fill == "nan" or fills.get(metric) == "nan" else fill
+            values = {name: col[j].copy() if arr else col[j] for name, col, arr in columns}
+            out.append(
+                SliceResult(
+                    slice=key,
+                    n=n[j],
+                    weight=w[j],
+                    skipped=sk[j],
+                    metrics=values,
+                    bounds=dict(many.bounds[j]),
+                    folded_values=None if folded is None else folded(key),
+                )
+            )
+            j += 1
+        # the warning names the first slices only (:func:`undefined_warning`): name those
+        named_where = {metric: [(slice_name(k), c) for k, c in where[:5]] + where[5:] for metric, where in undefined.items()}
+        return out, named_where, fills
 
     def _compare(
         self, key: tuple, states: tuple, values: dict[str, Any], base_values: dict[str, Any], replicates: dict[str, Any] | None = None

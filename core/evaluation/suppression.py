@@ -28,10 +28,12 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Iterable, Sequence
 
+import numpy as np
+
 from mergeable_metrics.results.results import Results, SliceResult
 from mergeable_metrics.slicing.assign import SUPPRESSED, SliceSpec, sort_key
 
-__all__ = ["SUPPRESSED", "is_suppressed", "protect", "size_thresholds", "spec_of", "suppress_complements", "withhold_names"]
+__all__ = ["SUPPRESSED", "is_suppressed", "protect", "size_thresholds", "spec_of", "suppress_complements", "suppressed_mask", "withhold_names"]
 
 
 def spec_of(slices: Sequence[SliceSpec], key: tuple) -> SliceSpec | None:
@@ -57,6 +59,28 @@ def is_suppressed(key: tuple, counts: Any, slices: Sequence[SliceSpec], min_slic
     """True when slice ``key``, of example counts ``counts``, is below a size of :func:`size_thresholds`."""
     size = {"count": float(counts["count"]), "weight": float(counts["weight"])}
     return any(size[by] < k for k, by in size_thresholds(key, slices, min_slice_size))
+
+
+def suppressed_mask(keys: Sequence[tuple], count: np.ndarray, weight: np.ndarray, slices: Sequence[SliceSpec], min_slice_size: float | None) -> np.ndarray:
+    """(R,) bool: :func:`is_suppressed` of each slice ``keys[i]`` of example count ``count[i]``
+    and weight ``weight[i]``, compared as arrays (one threshold lookup per spec)."""
+    hidden = np.zeros(len(keys), dtype=bool)
+    if min_slice_size is None and all(s.min_slice_size is None for s in slices):
+        return hidden
+    limits: dict[tuple, tuple[float, float]] = {}  # per spec's columns: the largest count and weight thresholds
+    at_count = np.full(len(keys), -np.inf)
+    at_weight = np.full(len(keys), -np.inf)
+    for i, key in enumerate(keys):
+        cols = tuple(c for c, _ in key) if key else None
+        lim = limits.get(cols)  # type: ignore[arg-type]
+        if lim is None:
+            ks = size_thresholds(key, slices, min_slice_size)
+            lim = limits[cols] = (  # type: ignore[index]
+                max((float(k) for k, by in ks if by == "count"), default=-np.inf),
+                max((float(k) for k, by in ks if by == "weight"), default=-np.inf),
+            )
+        at_count[i], at_weight[i] = lim
+    return (np.asarray(count, dtype=np.float64) < at_count) | (np.asarray(weight, dtype=np.float64) < at_weight)
 
 
 def protect(results: Results, show_suppressed_names: bool = False) -> Results:

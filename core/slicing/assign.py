@@ -587,3 +587,35 @@ def sort_key(key: tuple, spec_order: Sequence[tuple[str, ...]]) -> tuple:
     except ValueError:
         spec_i = len(spec_order)
     return (len(key) > 0, spec_i, cols, tuple(_value_order(v) for _, v in key))
+
+
+def _str_value_order(v: Any) -> tuple:
+    """:func:`_value_order`, read directly for plain strings that are no bucket label (a label
+    starts with ``[`` or ``(``) and no reserved value."""
+    if type(v) is str and v[:1] not in ("[", "(") and v != SUPPRESSED and v != OTHER:
+        return (0, "str", v)
+    return _value_order(v)
+
+
+def sort_order(keys: Sequence[tuple], spec_order: Sequence[tuple[str, ...]]) -> list[int]:
+    """The positions of ``keys`` in :func:`sort_key` order (``sorted(range(len(keys)),
+    key=lambda i: sort_key(keys[i], spec_order))``, stable alike): grouped by spec first, then
+    each spec's slices by their values (plain strings compared as strings)."""
+    index: dict[tuple, int] = {}
+    for i, cols in enumerate(spec_order):
+        index.setdefault(tuple(cols), i)
+    n = len(spec_order)
+    groups: dict[tuple, list[int]] = {}
+    for pos, key in enumerate(keys):
+        cols = tuple(c for c, _ in key)
+        groups.setdefault((len(key) > 0, index.get(cols, n), cols), []).append(pos)
+    out: list[int] = []
+    for g in sorted(groups):
+        members = groups[g]
+        orders = [tuple(_str_value_order(v) for _, v in keys[p]) for p in members]
+        if all(len(o) == 1 and o[0][1] == "str" and o[0][0] == 0 for o in orders):
+            values = [o[0][2] for o in orders]
+            out.extend(members[j] for j in sorted(range(len(members)), key=values.__getitem__))
+        else:
+            out.extend(members[j] for j in sorted(range(len(members)), key=orders.__getitem__))
+    return out

@@ -1,0 +1,194 @@
+"""The stacked finish (every slice's metrics, counts, suppression and results assembled as array
+operations over the slices) against the per-slice finish, bit for bit, and against scikit-learn.
+
+``Evaluation.finish`` takes the stacked path when every metric is computed from cell states
+(confusion counts, example counts) and the accumulator stacks (no weights, intervals, baseline);
+otherwise it builds per-slice state objects (``Evaluation._finish_states``). Both must give the
+same slices in the same order, the same values (bits and Python types), counts, suppression and
+undefined warnings.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.metrics import accuracy_score, f1_score, precision_score, recall_score
+
+from mergeable_metrics import Evaluation
+from mergeable_metrics.collection.plan import undefined_warning
+from mergeable_metrics.evaluation.suppression import is_suppressed, suppressed_mask
+from mergeable_metrics.slicing.assign import OTHER, SUPPRESSED, SliceSpec, slice_name, sort_key, sort_order
+
+
+def _data(seed: int, n: int = 3000, classes: int = 0) -> dict:
+    rng = np.random.default_rng(seed)
+    group = rng.zipf(1.6, n) % 97  # a long tail: many slices of 1-3 rows
+    y = rng.integers(0, 2, n)
+    y[group % 11 == 3] = 0  # slices without positives (undefined recall)
+    out = {"y": y, "s": np.clip(0.35 * y + 0.65 * rng.random(n), 0, 1), "g": np.array([f"g{v:02d}" for v in group], dtype=object)}
+    out["h"] = np.where(rng.random(n) < 0.05, None, rng.choice(np.array(["a", "b", "[1, 2)", "(x"], dtype=object), n))
+    out["w"] = rng.random(n) * 3
+    if classes:
+        out["y"] = rng.integers(0, classes, n)
+        out["p"] = np.where(rng.random(n) < 0.6, out["y"], rng.integers(0, classes, n))
+    return out
+
+
+def _snapshot(results) -> list:
+    return [
+        (
+            s.slice,
+            s.n,
+            type(s.n),
+            s.weight,
+            type(s.weight),
+            s.skipped,
+            s.suppressed,
+            s.suppressed_slices,
+            s.folded_values,
+            [(k, type(v), np.asarray(v).dtype.str, np.asarray(v).tobytes()) for k, v in s.metrics.items()],
+            dict(s.bounds),
+            dict(s.ci),
+            s.undefined,
+        )
+        for s in results.slices
+    ]
+
+
+def _both(ev: Evaluation, data: dict, monkeypatch) -> tuple:
+    """(stacked, per-slice) finish of one accumulator: snapshots and warning texts."""
+    acc = ev.fold(ev.zero(), data)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        took_stacked = ev._finish_stacked(acc, True, [s.columns for s in ev.slices]) is not None
+    assert took_stacked == (ev.weight_col is None)
+    out = []
+    for per_slice in (False, True):
+        with monkeypatch.context() as m:
+            if per_slice:
+                m.setattr(Evaluation, "_finish_stacked", lambda self, *a: None)
+            with warnings.catch_warnings(record=True) as w:
+                warnings.simplefilter("always")
+                r = ev.finish(acc)
+        out.append((_snapshot(r), sorted(str(x.message) for x in w), r))
+    _check_scalar_path(ev, acc, out[0][2], out[0][1])
+    return out
+
+
+def _check_scalar_path(ev: Evaluation, acc, results, warned: list) -> None:
+    """Each published slice's values are ``Plan.compute_detailed`` of its own states (the
+    scalar path, one slice at a time), and the warnings name its undefined entries."""
+    held = dict(acc.items())
+    where: dict = {}
+    fills: dict = {}
+    for s in results.slices:
+        if s.suppressed or s.slice not in held:
+            continue
+        values, _, undefined = ev.plan.compute_detailed(held[s.slice])
+        assert [(k, np.asarray(v).tobytes()) for k, v in values.items()] == [(k, np.asarray(v).tobytes()) for k, v in s.metrics.items()], s.slice
+        for metric, (classes, fill) in undefined.items():
+            if fill in ("nan", "warn"):
+                named = classes if classes is None or ev.classes is None else tuple(ev.classes[c] for c in classes)
+                where.setdefault(metric, []).append((slice_name(s.slice), named))
+                fills[metric] = "nan" if fill == "nan" or fills.get(metric) == "nan" else fill
+    if not any(s.suppressed for s in results.slices):
+        assert sorted(undefined_warning(m, w, fills[m]) for m, w in where.items()) == warned
+
+
+CASES = [
+    dict(metrics=["precision", "recall", "f1", "accuracy"], slices=["g"]),
+    dict(metrics=["precision@threshold=0.3", "recall", "f1", "tp", "fn", "example_count", "specificity"], slices=["g", "h", "g,h"]),
+    dict(metrics=["precision", "recall", "f1", "accuracy"], slices=["g", "h"], min_slice_size=8),
+    dict(metrics=["precision", "recall", "f1", "accuracy"], slices=["g", "g,h"], min_slice_size=5, show_suppressed_names=True),
+    dict(metrics=["precision", "recall", "f1", "mcc"], slices=["g;min_slice_size=4", "h"], zero_division=0.0),
+    dict(metrics=["precision", "recall", "f1", "accuracy"], slices=["g"], zero_division="warn"),
+]
+
+
+@pytest.mark.parametrize("case", range(len(CASES)))
+@pytest.mark.parametrize("seed", [0, 1])
+def test_stacked_finish_is_the_per_slice_finish_bit_for_bit(case, seed, monkeypatch):
+    ev = Evaluation(label_col="y", score_col="s", **CASES[case])
+    (stacked, warn_a, r), (per_slice, warn_b, _) = _both(ev, _data(seed), monkeypatch)
+    assert stacked == per_slice
+    assert warn_a == warn_b
+    if "zero_division" not in CASES[case]:
+        assert any(not s.suppressed and s.undefined for s in r.slices)  # undefined (NaN) slices are covered
+    if "min_slice_size" in CASES[case]:
+        assert any(s.suppressed for s in r.slices)
+    assert len(r.slices) > 20
+
+
+def test_stacked_finish_multiclass_per_class_values_and_class_names(monkeypatch):
+    d = _data(3, classes=4)
+    ev = Evaluation(
+        label_col="y",
+        prediction_col="p",
+        slices=["g"],
+        metrics=["f1@none", "precision@macro", "recall@weighted", "accuracy", "confusion_matrix"],
+        classes=["a", "b", "c", "d"],
+    )
+    d["y"] = np.array(["abcd"[i] for i in d["y"]], dtype=object)
+    d["p"] = np.array(["abcd"[i] for i in d["p"]], dtype=object)
+    (stacked, warn_a, r), (per_slice, warn_b, _) = _both(ev, d, monkeypatch)
+    assert stacked == per_slice and warn_a == warn_b
+    assert any("classes" in e for s in r.slices for e in s.undefined)
+
+
+def test_weighted_finish_takes_the_per_slice_path_and_matches_scikit_learn(monkeypatch):
+    d = _data(4)
+    ev = Evaluation(label_col="y", score_col="s", weight_col="w", slices=["g"], metrics=["precision", "recall", "f1", "accuracy"])
+    (a, warn_a, r), (b, warn_b, _) = _both(ev, d, monkeypatch)
+    assert a == b and warn_a == warn_b
+    for s in r.slices[1:6]:
+        rows = d["g"] == s.slice[0][1]
+        y, pred, w = d["y"][rows], (d["s"][rows] >= 0.5).astype(int), d["w"][rows]
+        assert s.metrics["accuracy"] == pytest.approx(accuracy_score(y, pred, sample_weight=w), rel=1e-12)
+
+
+def test_stacked_finish_values_match_scikit_learn():
+    d = _data(5)
+    ev = Evaluation(label_col="y", score_col="s", slices=["g"], metrics=["precision", "recall", "f1", "accuracy"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r = ev.finish(ev.fold(ev.zero(), d))
+        checked = 0
+        for s in r.slices[1:]:
+            rows = d["g"] == s.slice[0][1]
+            y, pred = d["y"][rows], (d["s"][rows] >= 0.5).astype(int)
+            assert s.n == rows.sum()
+            for name, fn in (("precision", precision_score), ("recall", recall_score), ("f1", f1_score)):
+                want = fn(y, pred, zero_division=np.nan)
+                assert (np.isnan(want) and np.isnan(s.metrics[name])) or s.metrics[name] == pytest.approx(want, rel=1e-12), (s.slice, name)
+            assert s.metrics["accuracy"] == pytest.approx(accuracy_score(y, pred), rel=1e-12)
+            checked += 1
+    assert checked > 20
+
+
+def test_sort_order_is_sorted_by_sort_key():
+    rng = np.random.default_rng(0)
+    pool = ["b", "a", "", "[1, 2)", "[0, 1)", "(-inf, 0)", "[oops", "(x", OTHER, SUPPRESSED, None, 3, 1.5, -2, "10", "9"]
+    specs = [("g",), ("h",), ("g", "h")]
+    keys = [()]
+    for _ in range(300):
+        cols = specs[rng.integers(0, 3)]
+        keys.append(tuple((c, pool[rng.integers(0, len(pool))]) for c in cols))
+    keys.append((("zz", "unknown spec"),))
+    want = sorted(range(len(keys)), key=lambda i: sort_key(keys[i], specs))
+    assert sort_order(keys, specs) == want
+    plain = [(("g", f"v{rng.integers(0, 50)}"),) for _ in range(200)] + [()]
+    assert sort_order(plain, specs) == sorted(range(len(plain)), key=lambda i: sort_key(plain[i], specs))
+
+
+def test_suppressed_mask_is_is_suppressed():
+    rng = np.random.default_rng(1)
+    slices = [SliceSpec.parse("g;min_slice_size=5"), SliceSpec.parse("h;min_slice_size=2.5;by=weight"), SliceSpec.parse("g,h")]
+    keys = [()] + [(("g", str(i)),) for i in range(30)] + [(("h", str(i)),) for i in range(30)] + [(("g", "x"), ("h", str(i))) for i in range(30)]
+    count = rng.integers(0, 12, len(keys))
+    weight = rng.random(len(keys)) * 6
+    for min_size in (None, 4, 7.5):
+        want = [is_suppressed(k, {"count": c, "weight": w}, slices, min_size) for k, c, w in zip(keys, count, weight)]
+        assert suppressed_mask(keys, count, weight, slices, min_size).tolist() == want
+    assert not suppressed_mask(keys, count, weight, [SliceSpec.parse("g")], None).any()
