@@ -490,17 +490,7 @@ class Evaluation(AccumulatorOps):
                     undefined.setdefault(metric, []).append((key, named))
                     fills[metric] = "nan" if fill == "nan" or fills.get(metric) == "nan" else fill
             values = {name: col[j].copy() if arr else col[j] for name, col, arr in columns}
-            out.append(
-                SliceResult(
-                    slice=key,
-                    n=n[j],
-                    weight=w[j],
-                    skipped=sk[j],
-                    metrics=values,
-                    bounds=dict(many.bounds[j]),
-                    folded_values=None if folded is None else folded(key),
-                )
-            )
+            out.append(SliceResult.published(key, n[j], w[j], sk[j], values, dict(many.bounds[j]), None if folded is None else folded(key)))
             j += 1
         # the warning names the first slices only (:func:`undefined_warning`): name those
         named_where = {metric: [(slice_name(k), c) for k, c in where[:5]] + where[5:] for metric, where in undefined.items()}

@@ -333,6 +333,38 @@ class SliceResult:
             d["folded_values"] = int(self.folded_values)
         return d
 
+    @classmethod
+    def published(
+        cls, slice: tuple, n: int, weight: float, skipped: int, metrics: dict[str, Any], bounds: dict, folded_values: int | None = None
+    ) -> "SliceResult":
+        """``SliceResult(slice=slice, n=n, weight=weight, skipped=skipped, metrics=metrics,
+        bounds=bounds, folded_values=folded_values)`` (every other field its default), equal to
+        it field for field, built without the dataclass ``__init__`` (a finish builds one per
+        slice, thousands at a time)."""
+        out = object.__new__(cls)
+        d = out.__dict__
+        d.update(_SLICE_DEFAULTS)
+        d.update(
+            slice=slice,
+            n=n,
+            weight=weight,
+            skipped=skipped,
+            metrics=metrics,
+            bounds=bounds,
+            folded_values=folded_values,
+            ci={},
+            comparison={},
+            baseline_metrics={},
+        )
+        return out
+
+
+#: the plain defaults of :class:`SliceResult`'s fields (those with a default factory are set by
+#: :meth:`SliceResult.published` itself)
+_SLICE_DEFAULTS = {f.name: f.default for f in dataclasses.fields(SliceResult) if f.default is not dataclasses.MISSING}
+_SLICE_FACTORIES = {f.name for f in dataclasses.fields(SliceResult) if f.default_factory is not dataclasses.MISSING}
+assert _SLICE_FACTORIES <= {"bounds", "ci", "comparison", "baseline_metrics"}, _SLICE_FACTORIES  # what published() sets
+
 
 def _requested_names(config: Any) -> dict[str, str]:
     """``{name the user wrote: result key}`` of ``config["metric_names"]`` (display names, which
@@ -399,14 +431,23 @@ class Results:
         canonical = _metric_keys(self.config or {})
         # every slice's values (and its bounds, intervals, comparisons and baseline values) also
         # answer the names the user wrote, in any spelling (see MetricValues)
+        known: dict[tuple, dict[str, str]] = {}  # metric_aliases of each set of keys (the slices mostly share one)
+
+        def aliases_of(values: Any) -> dict[str, str]:
+            keys = tuple(values)
+            got = known.get(keys)
+            if got is None:
+                got = known[keys] = metric_aliases(names, keys)
+            return got
+
         for s in self.slices:
             if not isinstance(s.metrics, MetricValues) or (names and not s.metrics.aliases) or s.metrics.canonical is None:
-                aliases = metric_aliases(names, s.metrics) if names else getattr(s.metrics, "aliases", {})
+                aliases = aliases_of(s.metrics) if names else getattr(s.metrics, "aliases", {})
                 object.__setattr__(s, "metrics", MetricValues(s.metrics, aliases, canonical))
             for attr in ("bounds", "ci", "comparison", "baseline_metrics"):
                 values = getattr(s, attr)
                 if values and not (isinstance(values, MetricValues) and values.canonical is not None):
-                    object.__setattr__(s, attr, MetricValues(values, metric_aliases(names, values) if names else {}, canonical))
+                    object.__setattr__(s, attr, MetricValues(values, aliases_of(values) if names else {}, canonical))
 
     @property
     def resolved_names(self) -> dict[str, str]:

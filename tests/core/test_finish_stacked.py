@@ -192,3 +192,15 @@ def test_suppressed_mask_is_is_suppressed():
         want = [is_suppressed(k, {"count": c, "weight": w}, slices, min_size) for k, c, w in zip(keys, count, weight)]
         assert suppressed_mask(keys, count, weight, slices, min_size).tolist() == want
     assert not suppressed_mask(keys, count, weight, [SliceSpec.parse("g")], None).any()
+
+
+def test_published_slice_result_is_the_constructed_one():
+    from mergeable_metrics.results.results import SliceResult
+
+    key, metrics, bounds = (("g", "a"),), {"f1": 0.5}, {"f1": (0.4, 0.6)}
+    a = SliceResult.published(key, 3, 3.0, 0, metrics, bounds, 7)
+    b = SliceResult(slice=key, n=3, weight=3.0, skipped=0, metrics=metrics, bounds=bounds, folded_values=7)
+    assert a == b and vars(a) == vars(b) and repr(a) == repr(b)
+    c = SliceResult.published(key, 3, 3.0, 0, metrics, {})
+    assert c == SliceResult(slice=key, n=3, weight=3.0, skipped=0, metrics=metrics)
+    assert c.ci is not a.ci and c.comparison is not a.comparison  # fresh dicts, as the default factories give
