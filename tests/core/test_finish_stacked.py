@@ -204,3 +204,60 @@ def test_published_slice_result_is_the_constructed_one():
     c = SliceResult.published(key, 3, 3.0, 0, metrics, {})
     assert c == SliceResult(slice=key, n=3, weight=3.0, skipped=0, metrics=metrics)
     assert c.ci is not a.ci and c.comparison is not a.comparison  # fresh dicts, as the default factories give
+
+
+@pytest.mark.parametrize("metric", ["roc_auc", "roc_auc@pos_label=0"])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_roc_auc_of_many_slices_at_once_is_each_slice_own(metric, weighted):
+    """``roc_auc`` of many exact score distributions at once (:func:`mergeable_metrics.collection.stacked._roc_auc_many`)
+    against each slice's own ``compute_detailed`` (bits) and scikit-learn: slices of 0-400 rows,
+    ties (scores rounded to a few values), runs of one class (points ``drop_intermediate``
+    removes), slices of one class only (NaN, undefined) and integer weights."""
+    from sklearn.metrics import roc_auc_score
+
+    from mergeable_metrics.collection.stacked import _roc_auc_many
+
+    rng = np.random.default_rng(7)
+    ev = Evaluation(label_col="y", score_col="s", slices=["g"], metrics=[metric, "accuracy"], weight_col="w" if weighted else None)
+    n = 20000
+    g = rng.integers(0, 150, n) ** 2 % 397  # uneven sizes
+    y = (rng.random(n) < np.where(g % 13 == 0, 0.0, 0.3)).astype(int)  # some slices without positives
+    digits = 10.0 ** rng.integers(1, 4, n)
+    s = np.round(np.clip(0.3 * y + 0.7 * rng.random(n), 0, 1) * digits) / digits  # ties
+    s[g % 7 == 0] = 0.5  # one score only
+    w = rng.integers(1, 4, n).astype(float)
+    d = {"y": y, "s": s, "g": np.array([f"g{v:03d}" for v in g], dtype=object), "w": w}
+    acc = ev.fold(ev.zero(), d)
+    items = acc.items()
+    states_list = [states for _, states in items]
+    m = next(x for x in ev.plan.metrics if x.key.startswith("roc_auc"))
+    fast = _roc_auc_many(m, states_list)
+    assert len(fast) > 100
+    many = ev.plan.compute_many(states_list)
+    pos_label = 0 if "pos_label=0" in metric else 1
+    for i, (key, states) in enumerate(items):
+        values, _, undefined = ev.plan.compute_detailed(states)
+        mine = many.element(i)
+        assert np.asarray(values[m.key]).tobytes() == np.asarray(mine[0][m.key]).tobytes(), key
+        assert undefined == mine[2], key
+        if i in fast:
+            assert fast[i] == values[m.key]
+            rows = d["g"] == key[0][1] if key else np.ones(n, bool)
+            yy = d["y"][rows] if pos_label == 1 else 1 - d["y"][rows]
+            want = roc_auc_score(yy, d["s"][rows], sample_weight=w[rows] if weighted else None)
+            assert fast[i] == pytest.approx(want, abs=1e-12)
+    assert any(np.isnan(many.element(i)[0][m.key]) for i in range(len(items)))
+
+
+def test_roc_auc_of_many_leaves_fractional_weights_and_compressed_states_to_the_scalar_path():
+    from mergeable_metrics.collection.stacked import _roc_auc_many
+
+    rng = np.random.default_rng(8)
+    d = {"y": rng.integers(0, 2, 3000), "s": rng.random(3000), "g": rng.integers(0, 10, 3000), "w": rng.random(3000)}
+    ev = Evaluation(label_col="y", score_col="s", slices=["g"], metrics=["roc_auc"], weight_col="w")
+    assert _roc_auc_many(ev.plan.metrics[0], [st for _, st in ev.fold(ev.zero(), d).items()]) == {}
+    ev = Evaluation(label_col="y", score_col="s", slices=["g"], metrics=["roc_auc@capacity=64"])
+    states = [st for _, st in ev.fold(ev.zero(), d).items()]
+    fast = _roc_auc_many(ev.plan.metrics[0], states)
+    exact_ones = [i for i, st in enumerate(states) if all(getattr(x, "is_exact", True) for x in st)]
+    assert set(fast) <= set(exact_ones) and len(exact_ones) < len(states)
