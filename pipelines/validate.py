@@ -93,6 +93,7 @@ from mergeable_metrics.engine import (  # the checks themselves: one place, shar
 from mergeable_metrics.engine import compare as _compare
 from mergeable_metrics.engine import parse_thresholds as _parse_thresholds
 from mergeable_metrics.engine import rule_text as _rule
+from mergeable_metrics.engine import mismatch_line as _mismatch_line
 from mergeable_metrics.engine import format_value as _fmt
 from mergeable_metrics.evaluation.thresholds import _entry_id, _entry_name, _scalar
 from mergeable_metrics.pipelines.config import ConfigError, _tname, read_config_file
@@ -217,23 +218,6 @@ def format_table(checks: list[dict[str, Any]], max_rows: int = 200) -> str:
     if len(checks) > max_rows:
         lines.append(f"... {len(checks) - max_rows} more checks (all in validation.json)")
     return "\n".join(lines)
-
-
-def _mismatch_line(d: dict[str, Any]) -> str:
-    if d["kind"] == "slices":
-        parts = [f"{what}: {', '.join(d[k][:10])}{' ...' if len(d[k]) > 10 else ''}" for k, what in
-                 (("only_current", "only in current"), ("only_baseline", "only in baseline"), ("suppressed_on_one_side", "suppressed on one side"))
-                 if d[k]]  # fmt: skip
-        return "slices differ: " + "; ".join(parts)
-    if d["kind"] == "interval":
-        return f"interval setting {d['key']!r} differs (changes no metric value): current {json.dumps(d['current'])}, baseline {json.dumps(d['baseline'])}"
-    if d["kind"] == "data":
-        where = f" (window {d['window_start']}/{d['window_end']})" if d.get("window_start") is not None else ""
-        return f"data differ: overall n{where} is {d['current']} in current, {d['baseline']} in baseline"
-    extra = ""
-    if "only_current" in d:
-        extra = f" (only in current: {d['only_current']}; only in baseline: {d['only_baseline']})"
-    return f"config {d['key']!r} differs: current {json.dumps(d['current'])}, baseline {json.dumps(d['baseline'])}{extra}"
 
 
 def build_parser() -> argparse.ArgumentParser:

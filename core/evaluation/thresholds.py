@@ -760,3 +760,172 @@ def compare(current: dict[str, Any], baseline: dict[str, Any] | None, thresholds
         },
         "checks": checks,
     }
+
+
+def mismatch_line(d: dict[str, Any]) -> str:
+    """One of :func:`compare`'s ``mismatches`` (or ``allowed_differences``) in words."""
+    if d["kind"] == "slices":
+        parts = [f"{what}: {', '.join(d[k][:10])}{' ...' if len(d[k]) > 10 else ''}" for k, what in
+                 (("only_current", "only in current"), ("only_baseline", "only in baseline"), ("suppressed_on_one_side", "suppressed on one side"))
+                 if d[k]]  # fmt: skip
+        return "slices differ: " + "; ".join(parts)
+    if d["kind"] == "interval":
+        return f"interval setting {d['key']!r} differs (changes no metric value): current {json.dumps(d['current'])}, baseline {json.dumps(d['baseline'])}"
+    if d["kind"] == "data":
+        where = f" (window {d['window_start']}/{d['window_end']})" if d.get("window_start") is not None else ""
+        return f"data differ: overall n{where} is {d['current']} in current, {d['baseline']} in baseline"
+    extra = ""
+    if "only_current" in d:
+        extra = f" (only in current: {d['only_current']}; only in baseline: {d['only_baseline']})"
+    return f"config {d['key']!r} differs: current {json.dumps(d['current'])}, baseline {json.dumps(d['baseline'])}{extra}"
+
+
+# ----------------------------------------------------------------------------------------------
+# expectations on results: the pipeline-test helpers of Beam and Spark
+# ----------------------------------------------------------------------------------------------
+
+#: the long layout's and the wide layout's columns that are not metric values (Spark's results, ``Results.to_rows``)
+_META_COLUMNS = frozenset({"slice", "window_start", "window_end", "n", "weight", "skipped", "suppressed_slices", "folded_values"})
+
+
+def _jsonable_bound(v: Any) -> Any:
+    return v.isoformat() if hasattr(v, "isoformat") else v
+
+
+def _is_metric_key(name: str) -> bool:
+    try:
+        _check_metric(name)
+    except ValueError:
+        return False
+    return True
+
+
+def entries_from_rows(rows: Iterable[dict[str, Any]], by: Sequence[str] | None = None) -> list[dict[str, Any]]:
+    """Result rows of any layout as ``metrics.json`` slice entries (``{"slice", "n", "metrics", ...}``).
+
+    Reads the long layout (``slice``, ``metric``, ``index``, ``value``: ``Results.to_rows`` and
+    Spark's ``compute_metrics(layout="long")``; array cells are left out), the wide layout (a
+    ``slice`` column of JSON text or a mapping and a column per metric: Spark's default) and
+    grouped aggregates without a ``slice`` column (``df.groupBy(...).agg(*metric_columns(...))``):
+    their slice is the ``by`` columns, by default every column that is not a metric name
+    (``df.agg(...)`` without groups: the overall slice). Interval and comparison columns
+    (``"accuracy:ci_lower"``) are not metrics.
+    """
+    from mergeable_metrics.results.results import slice_from_json
+
+    def key_of(v: Any) -> dict[str, Any]:
+        return dict(slice_from_json(v)) if isinstance(v, str) else dict(v or {})
+
+    entries: dict[tuple, dict[str, Any]] = {}
+    for r in rows:
+        window = {k: _jsonable_bound(r[k]) for k in ("window_start", "window_end") if r.get(k) is not None}
+        if "metric" in r and "value" in r and "slice" in r:  # long
+            key = key_of(r["slice"])
+            e = entries.setdefault((_entry_id({"slice": key, **window})), {"slice": key, **window, "n": r.get("n"), "metrics": {}})
+            if r.get("index") is None:
+                e["metrics"][r["metric"]] = r["value"]
+            continue
+        if "slice" in r:  # wide
+            key = key_of(r["slice"])
+            metrics = {k: v for k, v in r.items() if k not in _META_COLUMNS and ":" not in k}
+        else:  # grouped aggregates (metric_columns)
+            cols = list(by) if by is not None else [k for k in r if k not in _META_COLUMNS and not _is_metric_key(k)]
+            missing = [c for c in cols if c not in r]
+            if missing:
+                raise ValueError(f"by: no column {missing[0]!r} in the results; columns: {', '.join(r)}")
+            key = {c: r[c] for c in cols}
+            metrics = {k: v for k, v in r.items() if k not in cols and k not in _META_COLUMNS and ":" not in k}
+        entries[_entry_id({"slice": key, **window})] = {"slice": key, **window, "n": r.get("n"), "metrics": metrics}
+    return list(entries.values())
+
+
+def _select(entries: list[dict[str, Any]], where: Any) -> tuple[list[dict[str, Any]], str]:
+    """The entries of one slice (every window of it) and its display name; ``where``: None (the
+    overall slice), a mapping ``{column: value}`` or a name (``"carrier=UA"``, ``"Overall"``)."""
+    if where is None or isinstance(where, dict):
+        key = _slice_id(dict(where or {}))
+        want = frozenset(key)
+        return [e for e in entries if frozenset(_slice_id(e["slice"])) == want], _slice_name(dict(where or {}))
+    if isinstance(where, str):
+        return [e for e in entries if _slice_name(e["slice"]) == where], where
+    raise TypeError(f"a slice is None (the overall slice), a mapping of column: value or a slice name such as 'carrier=UA', got {_tname(where)} {where!r}")
+
+
+def _missing_slice(entries: list[dict[str, Any]], name: str, check: str, metric: str | None) -> dict[str, Any]:
+    names = list(dict.fromkeys(_slice_name(e["slice"]) for e in entries))
+    return {"slice_name": name, "metric": metric, "check": check, "status": "fail",
+            "message": f"{name}: no such slice in the results{_closest(name, names)}; slices: {', '.join(names) or '(none)'}"}  # fmt: skip
+
+
+def check_expectations(
+    entries: list[dict[str, Any]],
+    *,
+    equal: dict[str, Any] | None = None,
+    minimum: dict[str, Any] | None = None,
+    maximum: dict[str, Any] | None = None,
+    slices: Sequence[Any] = (),
+    slice: Any = None,
+    rtol: float = 1e-7,
+    atol: float = 0.0,
+) -> list[dict[str, Any]]:
+    """Check expected values and bounds on result entries (:func:`entries_from_rows`, ``Results.to_dict()["slices"]``).
+
+    Args:
+        equal, minimum, maximum: ``{metric: value}`` for the slice ``slice``, or ``{metric:
+            {slice name: value}}`` per slice (``"Overall"``, ``"carrier=UA"``). A metric is
+            named by its key or any string that resolves to it (:func:`match_metric`).
+        slices: slices that must be present (mappings or names).
+        slice: the slice of the plain ``{metric: value}`` entries (None: the overall slice).
+        rtol, atol: the tolerance of ``equal`` (``|value - expected| <= atol + rtol * |expected|``).
+
+    Returns:
+        One check row per (slice, window, metric, bound): :func:`check_value`'s row with
+        ``slice``, ``slice_name`` and the message prefixed by the slice, e.g.
+        ``"carrier=UA: accuracy 0.75 < minimum 0.8"``; a missing slice or metric is a failing row.
+    """
+    checks: list[dict[str, Any]] = []
+    for where in slices:
+        found, name = _select(entries, where)
+        checks.append(_missing_slice(entries, name, "present", None) if not found else
+                      {"slice": found[0]["slice"], "slice_name": name, "metric": None, "check": "present", "status": "pass", "message": f"{name}: present"})  # fmt: skip
+    for kind, spec in (("equal", equal), ("minimum", minimum), ("maximum", maximum)):
+        for metric, target in (spec or {}).items():
+            per_slice = target.items() if isinstance(target, dict) else [(slice, target)]
+            for where, bound in per_slice:
+                if isinstance(bound, bool) or not isinstance(bound, (int, float)) or math.isnan(bound):
+                    raise ValueError(f"{kind}: the bound of {metric!r} is a number, got {_tname(bound)} {bound!r}")
+                found, name = _select(entries, where)
+                if not found:
+                    checks.append(_missing_slice(entries, name, kind, metric))
+                    continue
+                for e in found:
+                    ename = _entry_name(e)
+                    base = {"slice": e["slice"], **_entry_window(e), "slice_name": ename}
+                    if e.get("suppressed"):
+                        checks.append(
+                            {
+                                **base,
+                                "metric": metric,
+                                "check": kind,
+                                "status": "fail",
+                                "message": f"{ename}: suppressed (below min_slice_size): no {metric} to check",
+                            }
+                        )
+                        continue
+                    try:
+                        key = match_metric(metric, list(e["metrics"]), {})
+                    except ValueError as err:
+                        checks.append({**base, "metric": metric, "check": kind, "status": "fail", "message": f"{ename}: {err}"})
+                        continue
+                    row = check_value(key, kind, e["metrics"][key], float(bound), rtol=rtol, atol=atol)
+                    row["message"] = f"{ename}: {row['message']}"
+                    checks.append({**base, "n": e.get("n"), **row})
+    return checks
+
+
+def failure_message(checks: list[dict[str, Any]], what: str = "metric checks") -> str | None:
+    """None when every check passes, else ``"N of M metric checks failed:"`` and one failing check's message a line."""
+    failed = [c for c in checks if c["status"] in FAILING]
+    if not failed:
+        return None
+    return f"{len(failed)} of {len(checks)} {what} failed:\n" + "\n".join(f"  {c['message']}" for c in failed)
