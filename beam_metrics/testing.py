@@ -24,14 +24,12 @@ matcher. The checks and their messages are core's (:func:`mergeable_metrics.engi
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import apache_beam as beam
 from apache_beam.testing.util import BeamAssertException
 
-from mergeable_metrics.engine import Evaluation, SliceResult, Thresholds, check_expectations, compare, failure_message, mismatch_line, parse_thresholds
+from mergeable_metrics.engine import Evaluation, SliceResult, Thresholds, as_thresholds, check_expectations, failure_message, read_document, validate_entries
 
 __all__ = ["RTOL", "ATOL", "ValidateMetrics", "checks_pass", "has_slice", "metric_at_least", "metric_at_most", "metric_equal_to", "metrics_match"]
 
@@ -112,18 +110,10 @@ def checks_pass() -> Callable[[Sequence[Any]], None]:
     return _match
 
 
-def _read(path: str | Path, what: str) -> dict[str, Any]:
-    p = Path(path)
-    if p.is_dir():
-        p = p / "metrics.json"
-    if not p.is_file():
-        raise ValueError(f"{what} {str(p)!r}: file not found")
-    text = p.read_text(encoding="utf-8")
-    if p.suffix.lower() in (".yaml", ".yml"):
-        import yaml
+def _load_yaml(text: str) -> Any:
+    import yaml
 
-        return yaml.safe_load(text) or {}
-    return json.loads(text)
+    return yaml.safe_load(text)
 
 
 class ValidateMetrics(beam.PTransform):
@@ -157,14 +147,9 @@ class ValidateMetrics(beam.PTransform):
 
     def __init__(self, thresholds: Any, *, baseline: Any = None, evaluation: Evaluation | None = None, label: str | None = None):
         super().__init__(label)
-        if isinstance(thresholds, Thresholds):
-            self.thresholds = thresholds
-        elif isinstance(thresholds, dict):
-            self.thresholds = parse_thresholds(thresholds)
-        else:
-            self.thresholds = parse_thresholds(_read(thresholds, "thresholds"), str(thresholds))
+        self.thresholds = as_thresholds(thresholds, _load_yaml)
         if baseline is not None and not isinstance(baseline, dict):
-            baseline = _read(baseline, "baseline")
+            baseline = read_document(baseline, "baseline")
         if baseline is not None and evaluation is None:
             raise ValueError("ValidateMetrics: a baseline needs evaluation= (the configuration of the results, compared with the baseline's)")
         self.baseline = baseline
@@ -175,10 +160,5 @@ class ValidateMetrics(beam.PTransform):
 
 
 def _validate(results: list[SliceResult], thresholds: Thresholds, baseline: dict[str, Any] | None, evaluation: Evaluation | None) -> list[dict[str, Any]]:
-    if evaluation is not None:
-        current = evaluation.collect(slices=results).to_dict()
-    else:
-        current = {"config": {}, "slices": [r.to_dict() for r in results]}
-    report = compare(current, baseline, thresholds)
-    mismatches = [{"metric": None, "check": "mismatch", "status": "fail", "message": f"mismatch: {mismatch_line(d)}", **d} for d in report["mismatches"]]
-    return mismatches + report["checks"]
+    current = evaluation.collect(slices=results).to_dict() if evaluation is not None else {"config": {}, "slices": [r.to_dict() for r in results]}
+    return validate_entries(current["slices"], thresholds, baseline, current["config"])

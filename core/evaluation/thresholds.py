@@ -929,3 +929,54 @@ def failure_message(checks: list[dict[str, Any]], what: str = "metric checks") -
     if not failed:
         return None
     return f"{len(failed)} of {len(checks)} {what} failed:\n" + "\n".join(f"  {c['message']}" for c in failed)
+
+
+def read_document(path: Any, what: str, load_yaml: Any = None) -> dict[str, Any]:
+    """A JSON or YAML mapping read from ``path`` (a ``metrics.json`` directory is read as its file).
+
+    ``load_yaml``: the YAML parser (``yaml.safe_load``) for ``.yaml`` / ``.yml`` files, given by
+    the caller (the engine-free layer imports no YAML library). Raises ValueError naming ``what``,
+    the file and the problem.
+    """
+    from pathlib import Path
+
+    p = Path(path)
+    if p.is_dir():
+        p = p / "metrics.json"
+    where = f"{what} {str(p)!r}"
+    if not p.is_file():
+        raise ValueError(f"{where}: file not found")
+    text = p.read_text(encoding="utf-8")
+    if p.suffix.lower() in (".yaml", ".yml"):
+        if load_yaml is None:
+            raise ValueError(f"{where}: a YAML file needs a YAML parser; give the thresholds as JSON or a mapping")
+        data = load_yaml(text)
+    else:
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{where}: not valid JSON: {e.msg} at line {e.lineno}, column {e.colno}") from None
+    data = {} if data is None else data
+    if not isinstance(data, dict):
+        raise ValueError(f"{where}: the top level must be a mapping, got {_tname(data)}")
+    return data
+
+
+def as_thresholds(thresholds: Any, load_yaml: Any = None) -> Thresholds:
+    """:class:`Thresholds` from a :class:`Thresholds`, a parsed mapping or a YAML/JSON file (:func:`read_document`)."""
+    if isinstance(thresholds, Thresholds):
+        return thresholds
+    if isinstance(thresholds, dict):
+        return parse_thresholds(thresholds)
+    return parse_thresholds(read_document(thresholds, "thresholds", load_yaml), str(thresholds))
+
+
+def validate_entries(
+    entries: list[dict[str, Any]], thresholds: Thresholds, baseline: dict[str, Any] | None = None, config: dict[str, Any] | None = None
+) -> list[dict[str, Any]]:
+    """The checks of ``thresholds`` over result entries (:func:`compare` of ``{"config": config,
+    "slices": entries}`` against ``baseline``), each configuration mismatch a failing check
+    (``check == "mismatch"``) first."""
+    report = compare({"config": config or {}, "slices": entries}, baseline, thresholds)
+    mismatches = [{"metric": None, "check": "mismatch", "status": "fail", "message": f"mismatch: {mismatch_line(d)}", **d} for d in report["mismatches"]]
+    return mismatches + report["checks"]
