@@ -81,8 +81,6 @@ from mergeable_metrics.engine import (  # the checks themselves: one place, shar
     INTERVAL_KEYS,
     METRIC_KEYS,
     TOP_KEYS,
-    MetricThreshold,
-    SliceThresholds,
     Thresholds,
     ThresholdsError,
     ci_settings,
@@ -95,7 +93,7 @@ from mergeable_metrics.engine import parse_thresholds as _parse_thresholds
 from mergeable_metrics.engine import rule_text as _rule
 from mergeable_metrics.engine import mismatch_line as _mismatch_line
 from mergeable_metrics.engine import format_value as _fmt
-from mergeable_metrics.evaluation.thresholds import _entry_id, _entry_name, _scalar
+from mergeable_metrics.evaluation.thresholds import MetricThreshold, SliceThresholds, _entry_id, _entry_name, _scalar
 from mergeable_metrics.pipelines.config import ConfigError, _tname, read_config_file
 
 __all__ = [

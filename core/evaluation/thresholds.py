@@ -631,10 +631,10 @@ def compare(current: dict[str, Any], baseline: dict[str, Any] | None, thresholds
     mismatches.
 
     Returns:
-        ``{"status": "ok"|"regression"|"mismatch", "exit_code": 0|1|2, "mismatches": [...],
-        "slices_only_in_current": [...], "slices_only_in_baseline": [...], "checks": [...],
-        "failures": [...], "metrics_without_thresholds": [...], "unchecked_slices": [...],
-        "summary": {...}}``; each check has ``slice``, ``slice_name``, ``metric``, ``check``
+        A mapping with ``status`` (``ok``, ``regression``, ``mismatch``), ``exit_code`` (0, 1,
+        2), ``mismatches``, ``allowed_differences``, ``slices_only_in_current``,
+        ``slices_only_in_baseline``, ``checks``, ``failures``, ``metrics_without_thresholds``,
+        ``unchecked_slices`` and ``summary``; each check has ``slice``, ``slice_name``, ``metric``, ``check``
         (``minimum``, ``maximum``, ``absolute``, ``relative``), ``current``, ``baseline``, ``status``
         (``pass``, ``fail``, ``within_ci``, ``undefined``, ``no_baseline``) and ``message``.
 
@@ -879,7 +879,7 @@ def check_expectations(
         rtol, atol: the tolerance of ``equal`` (``|value - expected| <= atol + rtol * |expected|``).
 
     Returns:
-        One check row per (slice, window, metric, bound): :func:`check_value`'s row with
+        One check row per slice (and window), metric and bound, :func:`check_value`'s row with
         ``slice``, ``slice_name`` and the message prefixed by the slice, e.g.
         ``"carrier=UA: accuracy 0.75 < minimum 0.8"``; a missing slice or metric is a failing row.
     """
