@@ -123,3 +123,20 @@ def test_validate_metrics_passes_and_reports_bad_thresholds():
         assert_that(_results(p) | ValidateMetrics({"metrics": {"recall": {"minimum": min(REC.values()) - 0.01, "maximum": 1}}}), checks_pass())
     with pytest.raises(ValueError, match="unknown key 'minimun'"):
         ValidateMetrics({"metrics": {"recall": {"minimun": 0.5}}})
+
+
+def test_validate_metrics_checks_changes_against_a_baseline():
+    from mergeable_metrics import Evaluation
+
+    ev = Evaluation(label_col="y", score_col="s", slices=["g"], metrics=METRICS)
+    base = ev.evaluate([{k: [r[k] for r in ROWS] for k in ("y", "s", "g")}]).to_dict()
+    for s in base["slices"]:  # a baseline whose recall of g=b was 0.05 higher (sklearn's value + 0.05)
+        if s["slice"] == {"g": "b"}:
+            s["metrics"]["recall"] = REC["b"] + 0.05
+    thresholds = {"slices": [{"slice": {"g": "b"}, "metrics": {"recall": {"change": {"absolute": 0.01}}}}]}
+    with pytest.raises(ValueError, match="a baseline needs evaluation="):
+        ValidateMetrics(thresholds, baseline=base)
+    want = f"1 of 1 threshold checks failed:\n  g=b: recall {REC['b'] + 0.05:.6g} -> {REC['b']:.6g}: worse by 0.05, allowed 0.01"
+    with pytest.raises(Exception, match=want.replace(".", r"\.").replace("+", r"\+")):
+        with beam.Pipeline(runner="DirectRunner") as p:
+            assert_that(_results(p) | ValidateMetrics(thresholds, baseline=base, evaluation=ev), checks_pass())
