@@ -637,6 +637,23 @@ def _pooled_results(runs: Sequence[Any], evaluation: Any, plan: Plan | None) -> 
     return Results([slice_result], {"metrics": list(plan.keys)})
 
 
+def _note_metric(k: str, is_array: bool, metrics: Sequence[str] | None, keys: list[str], not_aggregated: dict[str, str]) -> None:
+    """Add metric ``k`` of a run to ``keys`` (scalars) or ``not_aggregated`` (arrays), unless ``metrics`` leaves it out."""
+    if metrics is not None and k not in metrics:
+        return
+    if is_array:
+        not_aggregated.setdefault(k, "array value (per class or curve): aggregate it with method='pooled'")
+    elif k not in keys:
+        keys.append(k)
+
+
+def _check_requested(metrics: Sequence[str] | None, keys: list[str], not_aggregated: dict[str, str], why: str) -> None:
+    """ValueError for requested ``metrics`` found in no run (``why`` opens the reason)."""
+    missing = [k for k in metrics if k not in keys and k not in not_aggregated] if metrics is not None else []
+    if missing:
+        raise ValueError(f"aggregate: metric(s) {missing} {why}the runs have {keys})")
+
+
 def _posterior_meta_analysis(
     runs: list[Any], evaluation: Any, agg: Aggregator, per_metric: dict[str, Aggregator], level: float, metrics: Sequence[str] | None, seed: int, keep: bool
 ) -> AggregateResults:
@@ -655,16 +672,8 @@ def _posterior_meta_analysis(
             if key not in slices:
                 slices.append(key)
             for k, summ in summaries.items():
-                if metrics is not None and k not in metrics:
-                    continue
-                if summ.samples is not None and summ.samples.ndim != 1:
-                    not_aggregated.setdefault(k, "array value (per class or curve): aggregate it with method='pooled'")
-                elif k not in keys:
-                    keys.append(k)
-    if metrics is not None:
-        missing = [k for k in metrics if k not in keys and k not in not_aggregated]
-        if missing:
-            raise ValueError(f"aggregate: metric(s) {missing} have no posterior in any run (confusion-derived metrics only; the runs have {keys})")
+                _note_metric(k, summ.samples is not None and summ.samples.ndim != 1, metrics, keys, not_aggregated)
+    _check_requested(metrics, keys, not_aggregated, "have no posterior in any run (confusion-derived metrics only;")
     out = []
     for key in sorted(slices, key=lambda k: k != ()):
         members = [(i, p[key]) for i, p in enumerate(posts) if key in p]
@@ -793,16 +802,8 @@ def aggregate(
                 continue
             by_slice.setdefault((s.window, s.slice), []).append((i, s))
             for k, v in s.metrics.items():
-                if metrics is not None and k not in metrics:
-                    continue
-                if np.ndim(v) != 0 or isinstance(v, str):
-                    not_aggregated.setdefault(k, "array value (per class or curve): aggregate it with method='pooled'")
-                elif k not in keys:
-                    keys.append(k)
-    if metrics is not None:
-        missing = [k for k in metrics if k not in keys and k not in not_aggregated]
-        if missing:
-            raise ValueError(f"aggregate: metric(s) {missing} are in no run (the runs have {keys})")
+                _note_metric(k, np.ndim(v) != 0 or isinstance(v, str), metrics, keys, not_aggregated)
+    _check_requested(metrics, keys, not_aggregated, "are in no run (")
     out = []
     # by window (outside windows first), then overall first, then first-seen order
     for window, key_tuple in sorted(by_slice, key=lambda k: ((0,) if k[0] is None else (1, *k[0]), k[1] != ())):
