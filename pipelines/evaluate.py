@@ -134,7 +134,16 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--ci-replicates", type=int, help="bootstrap replicates / posterior samples of --ci (default 200)")
     c.add_argument("--ci-seed", type=int, help="seed of --ci's draws (default 0)")
     c.add_argument("--ci-buckets", type=int, help="hash buckets of --ci bootstrap: rows are resampled by bucket (default 128)")
-    c.add_argument("--ci-prior", type=float, choices=[0, 0.5, 1], help="prior count per confusion cell of --ci posterior (default 0.5)")
+    c.add_argument(
+        "--ci-prior",
+        type=float,
+        help="confusion prior of --ci posterior: prior count per confusion cell, >= 0 (0 Haldane, 0.5 Jeffreys: default, 1 Bayes-Laplace)",
+    )
+    c.add_argument(
+        "--ci-prevalence-prior",
+        type=float,
+        help="prevalence prior of --ci posterior: prior count per class, >= 0 (default: none, one Dirichlet over the cells)",
+    )
     c.add_argument("--ci-interval", choices=["equal_tailed", "hdi"], help="interval of --ci posterior samples: equal_tailed (default) or hdi (highest density)")
     c.add_argument(
         "--id",
