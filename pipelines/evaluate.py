@@ -146,6 +146,9 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--fairness", action="append", default=None, metavar="CRITERION[:REFERENCE]",
                    help="gaps and ratios between slices and a reference slice (default the overall slice, or e.g. region=north): "
                         "demographic_parity, equal_opportunity, equalized_odds or any metric; adds the metrics it compares (repeatable)")  # fmt: skip
+    c.add_argument("--fairness-method", choices=("between_groups", "to_overall"), default=None,
+                   help="what --fairness reports as difference/ratio, fairlearn's names: between_groups (group max - min; fairlearn's default, "
+                        "the default without a reference) or to_overall (largest gap to the reference; the default with one); both are in metrics.json")  # fmt: skip
     e = p.add_argument_group("engine")
     e.add_argument("--engine", choices=engines.ENGINES, default="local", help="local (default), beam or spark")
     e.add_argument("--beam-arg", action="append", default=[], metavar="ARG", help="pass an option to Beam, e.g. --beam-arg=--direct_num_workers=2 (repeatable)")
@@ -317,16 +320,16 @@ def with_fairness_metrics(args: argparse.Namespace, evaluation: Evaluation, fair
     return evaluation_from_args(args)
 
 
-def fairness_results(results: Any, fairness: list[tuple[str, str | None]]) -> list[Any]:
+def fairness_results(results: Any, fairness: list[tuple[str, str | None]], method: str | None = None) -> list[Any]:
     """The :class:`mergeable_metrics.results.fairness.Fairness` of each flag: against the named reference slice's
-    spec, or (against the overall slice) one per slice spec of the results."""
+    spec, or (against the overall slice) one per slice spec of the results; ``method`` as ``--fairness-method``."""
     out = []
     for crit, ref in fairness:
         if ref is not None:
-            out.append(results.fairness(crit, reference=ref))
+            out.append(results.fairness(crit, reference=ref, method=method))
             continue
         specs = list(dict.fromkeys(tuple(c for c, _ in s.slice) for s in results.slices if s.slice != ()))
-        out.extend(results.fairness(crit, spec=spec) for spec in specs)
+        out.extend(results.fairness(crit, spec=spec, method=method) for spec in specs)
     return out
 
 
@@ -551,7 +554,7 @@ def _main(parser: argparse.ArgumentParser, args: argparse.Namespace, out: Path, 
 
         hook = lambda doc: latelabels.attach_counts(doc, join_counts, join)  # noqa: E731
     try:
-        fair = fairness_results(results, fairness)
+        fair = fairness_results(results, fairness, getattr(args, "fairness_method", None))
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1

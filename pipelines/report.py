@@ -1261,7 +1261,8 @@ def _fairness_table(f: Any, max_rows: int) -> dict[str, Any]:
     for s in f.slices[:max_rows]:
         cells = [c for m in f.metrics for c in (value(s.values[m], s.ci.get(m)), num(s.differences[m], True))]
         rows.append({"name": s.name, "n": s.n, "worst": worst is not None and s.slice == worst.slice, "cells": cells + [num(s.ratio)]})
-    summary = f"largest difference {num(f.difference)['text']}, smallest ratio {num(f.ratio)['text']}" + (
+    how = "group max - group min, fairlearn's default" if f.method == "between_groups" else f"largest gap to {ref_name}"
+    summary = f"{f.method} ({how}): difference {num(f.difference)['text']}, ratio {num(f.ratio)['text']}" + (
         f", worst slice {worst.name}" if worst is not None else ""
     )
     if f.undefined:
