@@ -117,6 +117,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="task kind (default: binary, or multiclass with --num-classes > 2); continual: event rows of a continual learner (see --num-tasks)")  # fmt: skip
     m.add_argument("--num-tasks", type=int, help="--task continual: T tasks (ids 0..T-1 in columns trained_task, evaluated_task)")
     m.add_argument("--evaluations-per-task", type=int, default=None, help="--task continual: H anytime evaluations per task (column step; default 0)")
+    m.add_argument("--max-instances", type=int, default=None,
+                   help="--task continual: N test-then-train rows of the training stream (column position, 0..N-1; default 0: none)")  # fmt: skip
+    m.add_argument("--eval-window-size", type=int, default=None, help="--task continual: window of the test-then-train accuracy (CapyMOA's; default 1000)")
     m.add_argument("--classes", type=class_values, metavar="V,V,...",
                    help="the class values when labels are not 0..K-1, in class order, e.g. cat,dog,bird or --classes=-1,1 "
                         "(numbers are read as numbers; labels and predictions are mapped to their position; a value outside is an invalid row)")  # fmt: skip
@@ -648,6 +651,7 @@ def _main_continual(args: argparse.Namespace, out: Path, say: Any, log: Path) ->
             args.engine, args.input, args.num_tasks, args.num_classes, args.evaluations_per_task or 0,
             label_col=args.label or "label", prediction_col=args.prediction or "prediction", fmt=args.format,
             beam_args=args.beam_arg, spark_master=args.spark_master, batch_size=args.batch_size,
+            max_instances=args.max_instances or 0, eval_window_size=1000 if args.eval_window_size is None else args.eval_window_size,
         )  # fmt: skip
     except Exception as e:
         return errors.report_error(e, log, args.verbose)
