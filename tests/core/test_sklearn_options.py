@@ -33,3 +33,38 @@ def test_hamming_loss_1d_random_bit_identical(seed):
     else:
         mc.update(y, y_pred=p, sample_weight=w)
     assert mc.compute()["hamming_loss"] == skm.hamming_loss(y, p, sample_weight=w)
+
+
+# --- roc_auc@max_fpr: partial AUC (McClish-standardised) per label of a multilabel task --------
+def _multilabel(seed, n=40, L=3):
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, (n, L))
+    s = np.round(rng.random((n, L)) * 0.6 + 0.4 * y, 2)  # ties included
+    return y, s, rng.integers(1, 4, n).astype(float)
+
+
+@pytest.mark.parametrize("average", ["macro", "weighted", "micro", None])
+@pytest.mark.parametrize("max_fpr", [0.1, 0.35, 1.0])
+def test_roc_auc_max_fpr_multilabel_matches_sklearn(average, max_fpr):
+    y, s, w = _multilabel(int(max_fpr * 100))
+    key = f"roc_auc@{average or 'none'}@max_fpr={max_fpr}"
+    for weights in (None, w):
+        mc = MetricCollection(key, task="multilabel", num_classes=3)
+        for part in (slice(0, 13), slice(13, 40)):  # two batches: the state is the one-pass state
+            mc.update(y[part], y_score=s[part], sample_weight=None if weights is None else weights[part])
+        want = skm.roc_auc_score(y, s, average=average, max_fpr=max_fpr, sample_weight=weights)
+        np.testing.assert_allclose(mc.compute()[key], want, rtol=1e-12, atol=0)
+
+
+def test_roc_auc_max_fpr_refused_on_multiclass_as_sklearn_refuses_it():
+    y = np.array([0, 1, 2, 1, 0, 2])
+    s = np.random.default_rng(0).dirichlet([1, 1, 1], 6)
+    with pytest.raises(ValueError, match="Partial AUC computation not available in multiclass setting"):
+        skm.roc_auc_score(y, s, multi_class="ovr", max_fpr=0.5)
+    with pytest.raises(ValueError, match="max_fpr.*not available for multiclass tasks, as in scikit-learn"):
+        MetricCollection("roc_auc@max_fpr=0.5", num_classes=3, multiclass=True)
+
+
+def test_roc_auc_max_fpr_with_samples_average_is_refused_by_name():
+    with pytest.raises(ValueError, match="max_fpr.*average='samples'"):
+        MetricCollection("roc_auc@samples@max_fpr=0.5", task="multilabel", num_classes=3)
