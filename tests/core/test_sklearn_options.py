@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from sklearn import metrics as skm
 
-from mergeable_metrics import MetricCollection
+from mergeable_metrics import MetricCollection, UndefinedMetricWarning
 
 
 # --- hamming_loss on 1-D labels: mismatch weight over total weight, bit for bit ---------------
@@ -68,3 +68,35 @@ def test_roc_auc_max_fpr_refused_on_multiclass_as_sklearn_refuses_it():
 def test_roc_auc_max_fpr_with_samples_average_is_refused_by_name():
     with pytest.raises(ValueError, match="max_fpr.*average='samples'"):
         MetricCollection("roc_auc@samples@max_fpr=0.5", task="multilabel", num_classes=3)
+
+
+# --- brier_score@scale_by_half (scikit-learn's brier_score_loss(scale_by_half=...)) -------------
+@pytest.mark.parametrize("sbh", ["auto", True, False])
+@pytest.mark.parametrize("k", [2, 3, 4])
+def test_brier_scale_by_half_matches_sklearn(sbh, k):
+    rng = np.random.default_rng(k)
+    n = 30
+    y = rng.integers(0, k, n)
+    w = rng.integers(1, 4, n).astype(float)
+    key = "brier_score" if sbh == "auto" else f"brier_score@scale_by_half={str(sbh).lower()}"
+    P = rng.dirichlet(np.ones(k), n)
+    if k == 2:  # binary task: one positive-class column
+        mc = MetricCollection(key)
+        mc.update(y, y_score=P[:, 1], sample_weight=w)
+        want = skm.brier_score_loss(y, P[:, 1], sample_weight=w, scale_by_half=sbh)
+    else:
+        mc = MetricCollection(key, num_classes=k, multiclass=True)
+        mc.update(y, y_score=P, sample_weight=w)
+        want = skm.brier_score_loss(y, P, sample_weight=w, labels=list(range(k)), scale_by_half=sbh)
+    np.testing.assert_allclose(mc.compute()[key], want, rtol=1e-14, atol=0)
+    if k == 2:
+        two = MetricCollection(key, num_classes=2, multiclass=True)  # the same rows as a 2-column multiclass task
+        two.update(y, y_score=P, sample_weight=w)
+        np.testing.assert_allclose(two.compute()[key], skm.brier_score_loss(y, P, sample_weight=w, scale_by_half=sbh), rtol=1e-14, atol=0)
+
+
+def test_brier_scale_by_half_bad_value_and_key():
+    with pytest.raises(ValueError, match="scale_by_half must be auto, true or false"):
+        MetricCollection("brier_score@scale_by_half=2")
+    with pytest.warns(UndefinedMetricWarning):  # no rows: NaN; the default is the plain key
+        assert list(MetricCollection("brier_score@scale_by_half=auto").compute()) == ["brier_score"]
