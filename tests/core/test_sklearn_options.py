@@ -100,3 +100,48 @@ def test_brier_scale_by_half_bad_value_and_key():
         MetricCollection("brier_score@scale_by_half=2")
     with pytest.warns(UndefinedMetricWarning):  # no rows: NaN; the default is the plain key
         assert list(MetricCollection("brier_score@scale_by_half=auto").compute()) == ["brier_score"]
+
+
+# --- multioutput= as an array of output weights (regression, as scikit-learn) ------------------
+_MULTIOUTPUT = {
+    "mse": skm.mean_squared_error,
+    "rmse": skm.root_mean_squared_error,
+    "mae": skm.mean_absolute_error,
+    "mape": skm.mean_absolute_percentage_error,
+    "r2": skm.r2_score,
+    "explained_variance": skm.explained_variance_score,
+    "median_absolute_error": skm.median_absolute_error,
+    "msle": skm.mean_squared_log_error,
+    "mean_pinball_loss": skm.mean_pinball_loss,
+}
+
+
+@pytest.mark.parametrize("name", sorted(_MULTIOUTPUT))
+def test_multioutput_array_of_weights_matches_sklearn(name):
+    rng = np.random.default_rng(len(name))
+    y = rng.random((25, 3)) * 4
+    p = y + rng.normal(0, 0.5, (25, 3)) ** 2
+    w = rng.integers(1, 4, 25).astype(float)
+    weights = [0.2, 0.0, 1.3]
+    key = f"{name}@multioutput=0.2|0|1.3"
+    mc = MetricCollection(key, task="regression", num_outputs=3)
+    mc.update(y[:10], y_pred=p[:10], sample_weight=w[:10])
+    mc.update(y[10:], y_pred=p[10:], sample_weight=w[10:])
+    want = _MULTIOUTPUT[name](y, p, sample_weight=w, multioutput=weights)
+    np.testing.assert_allclose(mc.compute()[key], want, rtol=1e-13, atol=0)
+    # the same weights as a Python sequence give the same key and value
+    from mergeable_metrics.metrics import REGISTRY, Task
+
+    m = REGISTRY[name](Task(kind="regression", num_outputs=3), multioutput=np.array(weights))
+    assert m.resolved_key == key
+
+
+def test_multioutput_weights_checked_as_sklearn():
+    with pytest.raises(ValueError, match="equally many custom weights"):
+        skm.mean_squared_error(np.zeros((2, 3)), np.zeros((2, 3)), multioutput=[1, 2])
+    with pytest.raises(ValueError, match=r"as many multioutput weights \(2\) as outputs \(3\)"):
+        MetricCollection("mse@multioutput=1|2", task="regression", num_outputs=3)
+    with pytest.raises(ValueError, match="finite numbers >= 0 with a positive sum"):
+        MetricCollection("mse@multioutput=0|0", task="regression", num_outputs=2)
+    with pytest.raises(ValueError, match=r"multioutput must be one of .*; got 'uniform' \(or an array of output weights"):
+        MetricCollection("mse@multioutput=uniform", task="regression", num_outputs=2)
