@@ -145,3 +145,63 @@ def test_multioutput_weights_checked_as_sklearn():
         MetricCollection("mse@multioutput=0|0", task="regression", num_outputs=2)
     with pytest.raises(ValueError, match=r"multioutput must be one of .*; got 'uniform' \(or an array of output weights"):
         MetricCollection("mse@multioutput=uniform", task="regression", num_outputs=2)
+
+
+# --- ndcg / dcg with sample_weight: one weight per query, as scikit-learn's ndcg_score ----------
+def _queries(seed, q=12, m=6):
+    rng = np.random.default_rng(seed)
+    rel = rng.integers(0, 4, (q, m)).astype(float)
+    rel[:, 0] = np.maximum(rel[:, 0], 1)  # every query has a relevant item (scikit-learn scores one without as 0; here it is left out)
+    score = np.round(rng.random((q, m)), 1)  # ties included
+    return rel, score, rng.integers(0, 5, q).astype(float) * 0.5  # weights, some 0
+
+
+@pytest.mark.parametrize("k", [None, 1, 3])
+@pytest.mark.parametrize("seed", range(3))
+def test_ndcg_dcg_sample_weight_per_query_matches_sklearn(k, seed):
+    rel, score, w = _queries(seed)
+    q, m = rel.shape
+    keys = [f"ndcg@k={k}" if k else "ndcg", f"dcg@k={k}" if k else "dcg"]
+    mc = MetricCollection(*keys, task="regression")
+    qid = np.repeat(np.arange(q), m)
+    perm = np.random.default_rng(seed).permutation(q * m)  # rows of a query in any order and batch
+    for part in np.array_split(perm, 3):
+        mc.update(rel.ravel()[part], y_score=score.ravel()[part], query=qid[part], sample_weight=np.repeat(w, m)[part])
+    got = mc.compute()
+    np.testing.assert_allclose(got[keys[0]], skm.ndcg_score(rel, score, k=k, sample_weight=w), rtol=1e-13, atol=0)
+    np.testing.assert_allclose(got[keys[1]], skm.dcg_score(rel, score, k=k, sample_weight=w), rtol=1e-13, atol=0)
+
+
+def test_ndcg_sample_weight_through_evaluation_weight_col():
+    from mergeable_metrics import Evaluation
+
+    rel, score, w = _queries(7)
+    q, m = rel.shape
+    data = {"q": np.repeat(np.arange(q), m), "s": score.ravel(), "rel": rel.ravel(), "w": np.repeat(w, m)}
+    ev = Evaluation(label_col="rel", score_col="s", query_col="q", weight_col="w", metrics=["ndcg@k=3", "dcg"])
+    got = ev.evaluate(data).overall.metrics
+    np.testing.assert_allclose(got["ndcg@3"], skm.ndcg_score(rel, score, k=3, sample_weight=w), rtol=1e-13, atol=0)
+    np.testing.assert_allclose(got["dcg"], skm.dcg_score(rel, score, sample_weight=w), rtol=1e-13, atol=0)
+
+
+def test_a_query_weight_differing_between_rows_is_refused_naming_the_query():
+    mc = MetricCollection("ndcg", task="regression")
+    with pytest.raises(ValueError, match=r"column 'query': query 'b' has rows of different sample weights \(1.0 at row 1, 2.0 at row 2\)"):
+        mc.update([1, 0, 2], y_score=[0.1, 0.2, 0.3], query=["a", "b", "b"], sample_weight=[3, 1, 2])
+    mc.update([1, 0], y_score=[0.1, 0.2], query=["a", "b"], sample_weight=[3, 1])
+    mc.update([2], y_score=[0.3], query=["b"], sample_weight=[2])  # the same query, another batch, another weight
+    with pytest.raises(ValueError, match="rows of different sample weights"):
+        mc.compute()
+
+
+def test_retrieval_state_bytes_of_kind_version_1_read_with_weight_1():
+    from mergeable_metrics.states.base import State
+
+    # a RetrievalState of kind version 1 (fields query, score, relevance): queries 1 (scores 0.1, 0.5;
+    # relevance 1, 0) and 2 (score 0.2, relevance 2)
+    blob = bytes.fromhex(
+        "4d4d5303090072657472696576616c01020000007b7d03000500717565727902010300000000000000010000000000000001000000000000000200000000000000050073636f7265010103000000000000009a9999999999b93f000000000000e03f9a9999999999c93f090072656c6576616e636501010300000000000000000000000000f03f00000000000000000000000000000040b756a732"
+    )
+    got = State.decode(blob)
+    assert got["query"].tolist() == [1, 1, 2] and got["score"].tolist() == [0.1, 0.5, 0.2]
+    assert got["relevance"].tolist() == [1.0, 0.0, 2.0] and got["weight"].tolist() == [1.0, 1.0, 1.0]
