@@ -82,9 +82,9 @@ RETRIEVAL_DEFAULT_METRICS = ("ndcg", "map", "mrr")
 def _retrieval_options(o: dict[str, Any]) -> dict[str, Any]:
     """The options of an evaluation with ``query_col`` (ranking and retrieval metrics, see
     :mod:`mergeable_metrics.metrics.retrieval`): the default metrics, and the options it cannot take yet refused."""
-    for name in ("weight_col", "ci", "baseline_score_col", "baseline_prediction_col"):
+    for name in ("ci", "baseline_score_col", "baseline_prediction_col"):
         if o[name] is not None:
-            raise ValueError(f"query_col: {name} is not supported with query_col (each query counts once; got {name}={o[name]!r})")
+            raise ValueError(f"query_col: {name} is not supported with query_col (got {name}={o[name]!r})")
     if o["num_classes"] not in (None, 2):
         raise ValueError(f"query_col: relevance is binary or graded, not {o['num_classes']} classes (num_classes={o['num_classes']!r})")
     return {**o, "metrics": list(RETRIEVAL_DEFAULT_METRICS) if o["metrics"] is None else o["metrics"]}
