@@ -10,6 +10,9 @@
 * :class:`JoinLateLabels`: the streaming late-label join (a stateful ``DoFn`` with event-time
   timers, keyed by example id) of a predictions and a labels PCollection, with the batch join's
   outcome counts (:class:`JoinCountsCombineFn` sums them); see :mod:`mergeable_metrics.beam.latelabels`.
+* :class:`ValidateMetrics`: the checks of a ``pipelines.validate`` thresholds file over ``ComputeMetrics``'
+  output, one element per check; its matcher and those of single metrics for ``assert_that`` are in
+  :mod:`mergeable_metrics.beam.testing`.
 * :class:`SliceProfileCombineFn`: the exact counting pass behind ``max_slices`` and quantile
   buckets (``ComputeMetrics`` runs it itself; see :mod:`mergeable_metrics.beam.profile`).
 
@@ -20,6 +23,7 @@ from mergeable_metrics.beam.combine import MetricsAccumulator, MetricsAccumulato
 from mergeable_metrics.beam.latelabels import JoinCountsCombineFn, JoinLateLabels
 from mergeable_metrics.beam.profile import ProfileSummaryCoder, SliceProfileCombineFn
 from mergeable_metrics.beam.results_io import SliceResultCoder, slice_result_from_json, slice_result_to_json
+from mergeable_metrics.beam.testing import ValidateMetrics
 from mergeable_metrics.beam.transforms import ComputeMetrics
 
 __all__ = [
@@ -32,6 +36,7 @@ __all__ = [
     "ProfileSummaryCoder",
     "SliceProfileCombineFn",
     "SliceResultCoder",
+    "ValidateMetrics",
     "is_column_batch",
     "slice_result_from_json",
     "slice_result_to_json",

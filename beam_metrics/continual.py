@@ -1,7 +1,8 @@
 """Continual-learning metrics on Beam: :class:`ContinualCombineFn` and :class:`ComputeContinualMetrics`.
 
-Elements are evaluation events, as row dicts ``{"trained_task", "step", "evaluated_task", label,
-prediction}`` (``step`` None or absent: the evaluation after the task) or batches of them
+Elements are events, as row dicts ``{"trained_task", "step", "evaluated_task", label,
+prediction, "position"}`` (``step`` None or absent: the evaluation after the task; ``position`` set:
+a test-then-train row of the training stream, with ``evaluated_task`` None) or batches of them
 (``pyarrow.RecordBatch`` / ``Table``, dicts of column arrays). All math is core's
 (:class:`mergeable_metrics.ContinualEvaluation`); the accumulator is its exact state, encoded with core's codec.
 """
@@ -35,11 +36,13 @@ class ContinualCombineFn(beam.CombineFn):
     Args:
         num_tasks, num_classes, evaluations_per_task: as :class:`mergeable_metrics.ContinualEvaluation`.
         label_col, prediction_col: the event columns holding the true and predicted classes.
+        max_instances, eval_window_size: test-then-train, as :class:`mergeable_metrics.ContinualEvaluation`.
     """
 
-    def __init__(self, num_tasks: int, num_classes: int, evaluations_per_task: int = 0, label_col: str = "label", prediction_col: str = "prediction"):
-        ContinualEvaluation(num_tasks, num_classes, evaluations_per_task)  # check the configuration now
-        self.config = (num_tasks, num_classes, evaluations_per_task)
+    def __init__(self, num_tasks: int, num_classes: int, evaluations_per_task: int = 0, label_col: str = "label", prediction_col: str = "prediction",
+                 max_instances: int = 0, eval_window_size: int = 1000):  # fmt: skip
+        ContinualEvaluation(num_tasks, num_classes, evaluations_per_task, max_instances, eval_window_size)  # check the configuration now
+        self.config = (num_tasks, num_classes, evaluations_per_task, max_instances, eval_window_size)
         self.label_col, self.prediction_col = label_col, prediction_col
 
     def _names(self) -> list[str]:
@@ -88,15 +91,17 @@ class ContinualCombineFn(beam.CombineFn):
         return acc.evaluation
 
     def __reduce__(self) -> tuple:
-        return (type(self), (*self.config, self.label_col, self.prediction_col))
+        t, k, h, n, w = self.config
+        return (type(self), (t, k, h, self.label_col, self.prediction_col, n, w))
 
 
 class ComputeContinualMetrics(beam.PTransform):
     """Events -> one :class:`mergeable_metrics.time.continual.OCLMetrics` (``CombineGlobally(ContinualCombineFn)`` then ``compute``)."""
 
-    def __init__(self, num_tasks: int, num_classes: int, evaluations_per_task: int = 0, label_col: str = "label", prediction_col: str = "prediction"):
+    def __init__(self, num_tasks: int, num_classes: int, evaluations_per_task: int = 0, label_col: str = "label", prediction_col: str = "prediction",
+                 max_instances: int = 0, eval_window_size: int = 1000):  # fmt: skip
         super().__init__()
-        self.fn = ContinualCombineFn(num_tasks, num_classes, evaluations_per_task, label_col, prediction_col)
+        self.fn = ContinualCombineFn(num_tasks, num_classes, evaluations_per_task, label_col, prediction_col, max_instances, eval_window_size)
 
     def expand(self, pcoll: Any) -> Any:
         def compute(ev: ContinualEvaluation) -> OCLMetrics:

@@ -11,7 +11,13 @@ Four registered aggregators (``mergeable_metrics.aggregation.AGGREGATORS``), per
   the normal interval ``mu +- z / sqrt(sum(w))`` and Cochran's ``Q``.
 * ``random_effects``: DerSimonian and Laird (1986): between-run variance
   ``tau2 = max(0, (Q - (k - 1)) / (sum(w) - sum(w^2) / sum(w)))``, weights ``1 / (v + tau2)``,
-  normal interval, and Higgins' ``I2 = max(0, (Q - (k - 1)) / Q)``.
+  normal interval, and Higgins' ``I2 = max(0, (Q - (k - 1)) / Q)``; with
+  ``paule_mandel_heterogeneity=True`` Paule and Mandel's ``tau2``, with
+  ``hksj_sampling_distribution=True`` the Hartung-Knapp-Sidik-Jonkman t interval; Bowden's
+  generalised ``i2_generalised`` with ``within_variance`` and ``between_variance``.
+
+Intervals are clipped to the metric's ``bounds``. Runs given as accumulators with their
+``evaluation=`` are meta-analysed through their Dirichlet posteriors (see :func:`aggregate`).
 
 The per-run variance ``v`` of ``fixed_effect`` and ``random_effects`` comes from the run's
 confidence interval when it has one (``SliceResult.ci``: ``v = ((upper - lower) / (2 z))^2``
@@ -30,8 +36,9 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+import warnings
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Iterable, Sequence
+from typing import Any, ClassVar, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -39,7 +46,7 @@ from mergeable_metrics._util.public import public
 from mergeable_metrics.metrics.base import REGISTRY, register_named
 from mergeable_metrics.collection.plan import MetricCollection, Plan
 from mergeable_metrics.collection.tracker import merge
-from mergeable_metrics.uncertainty.intervals import normal_quantile
+from mergeable_metrics.uncertainty.intervals import draw_seed, normal_quantile
 from mergeable_metrics._util.quantiles import t_ppf
 from mergeable_metrics.results.results import Results, SliceResult, jsonable, window_bound, window_label
 from mergeable_metrics.slicing.assign import slice_name
@@ -80,6 +87,37 @@ class Aggregate:
     value: float
     ci: tuple[float, float]
     details: dict[str, Any] = field(default_factory=dict)
+    #: (num_samples,) pooled draws (runs aggregated from posterior samples), else None
+    samples: np.ndarray | None = None
+
+
+def truncated_draws(loc: float, scale: float, bounds: tuple[float, float], num: int, rng: np.random.Generator, df: int | None = None) -> np.ndarray:
+    """(num,) draws of ``loc + scale * Z`` (Z standard normal, or Student-t with ``df``) truncated
+    to ``bounds`` (rejection; a point mass at ``loc`` clipped into bounds when ``scale`` is 0 or
+    the bounds hold almost no mass)."""
+    lo, hi = float(bounds[0]), float(bounds[1])
+    if not (scale > 0 and math.isfinite(scale)):
+        return np.full(num, min(max(loc, lo), hi))
+    out = np.empty(0)
+    for _ in range(100):
+        z = rng.standard_t(df, num) if df else rng.standard_normal(num)
+        x = loc + scale * z
+        out = np.concatenate([out, x[(x >= lo) & (x <= hi)]])
+        if out.size >= num:
+            return out[:num]
+    return np.clip(np.concatenate([out, np.full(num - out.size, loc)]), lo, hi)
+
+
+def metric_bounds(key: str) -> tuple[float, float]:
+    """The ``bounds`` of the metric class of a key (``(-inf, inf)`` for an unknown name)."""
+    name, _ = _canonical(key)
+    cls = REGISTRY.get(name)
+    return tuple(float(b) for b in cls.bounds) if cls is not None else (-math.inf, math.inf)  # type: ignore[return-value]
+
+
+def _clip_ci(ci: tuple[float, float], bounds: tuple[float, float]) -> tuple[float, float]:
+    lo, hi = ci
+    return (min(max(lo, bounds[0]), bounds[1]) if math.isfinite(lo) else lo, max(min(hi, bounds[1]), bounds[0]) if math.isfinite(hi) else hi)
 
 
 class Aggregator:
@@ -93,7 +131,11 @@ class Aggregator:
         needs_states: True: the runs' states are merged instead (``pooled``); :meth:`aggregate`
             is not called.
 
-    Subclasses implement :meth:`aggregate`.
+    Subclasses implement :meth:`aggregate` (from each run's value and variance) or, as
+    prob_conf_mat's ``ExperimentAggregator``, :meth:`aggregate_samples` (from each run's posterior
+    samples: a (num_samples, num_experiments) array, the metric's ``bounds`` and a seeded
+    ``rng``; it returns (num_samples,) pooled draws). Parameters are keyword arguments of
+    ``__init__``: ``aggregate(runs, "random_effects", paule_mandel_heterogeneity=True)``.
     """
 
     name: ClassVar[str] = ""
@@ -112,27 +154,72 @@ class Aggregator:
         into an :class:`Aggregate` with an interval at ``level``."""
         raise NotImplementedError
 
+    def aggregate_samples(self, samples: np.ndarray, bounds: tuple[float, float], rng: np.random.Generator) -> np.ndarray:
+        """(num_samples,) pooled draws from (num_samples, num_experiments) posterior ``samples``
+        (override it for an aggregator of samples; the built-ins pool the runs' posterior means
+        and variances with :meth:`aggregate` instead and draw from the pooled normal, or
+        Student-t, truncated to ``bounds``)."""
+        raise NotImplementedError
+
+    def from_samples(self, samples: np.ndarray, bounds: tuple[float, float], rng: np.random.Generator, level: float) -> Aggregate:
+        """The :class:`Aggregate` of (num_samples, num_experiments) posterior samples: a
+        subclass's :meth:`aggregate_samples` draws summarised (mean, equal-tailed interval at
+        ``level``); else :meth:`aggregate` of the runs' posterior means and variances (``ddof=1``;
+        ``variance_source`` ``"posterior"``), its interval clipped to ``bounds``, with pooled draws
+        of its normal (``interval == "t"``: Student-t) truncated to ``bounds``."""
+        x = np.asarray(samples, dtype=np.float64)
+        if type(self).aggregate_samples is not Aggregator.aggregate_samples:
+            draws = np.asarray(self.aggregate_samples(x, bounds, rng), dtype=np.float64).reshape(-1)
+            ok = draws[np.isfinite(draws)]
+            if not ok.size:
+                return Aggregate(float("nan"), _NAN_CI, {"runs": x.shape[1], "interval": "samples"}, draws)
+            lo, hi = np.quantile(ok, [(1 - level) / 2, (1 + level) / 2])
+            return Aggregate(float(np.mean(ok)), (float(lo), float(hi)), {"runs": x.shape[1], "interval": "samples"}, draws)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            means, variances = np.nanmean(x, axis=0), np.nanvar(x, axis=0, ddof=1)
+        a = self.aggregate(means, variances if self.needs_variance else None, level)
+        se = float(a.details.get("se", float("nan")))
+        df = a.details.get("df") if a.details.get("interval") == "t" else None
+        draws = truncated_draws(a.value, se, bounds, x.shape[0], rng, df or None) if math.isfinite(se) else None
+        details = {**a.details, **({"variance_source": "posterior"} if self.needs_variance else {})}
+        return Aggregate(a.value, _clip_ci(a.ci, bounds), details, draws)
+
     def __repr__(self) -> str:
         return f"<aggregator {self.name}>"
 
 
-def get_aggregator(method: "str | Aggregator") -> Aggregator:
-    """The aggregator of a name or alias (or ``method`` itself).
+def get_aggregator(method: "str | Aggregator", **params: Any) -> Aggregator:
+    """The aggregator of a name or alias (or ``method`` itself), built with the keyword
+    ``params`` (``get_aggregator("random_effects", hksj_sampling_distribution=True)``).
 
     Raises:
-        ValueError: unknown name (listing the known ones).
+        ValueError: unknown name (listing the known ones), or parameters the aggregator does not
+            take (naming them and the accepted ones).
         TypeError: neither a string nor an :class:`Aggregator`.
     """
     if isinstance(method, Aggregator):
+        if params:
+            raise ValueError(f"aggregator {method.name!r} is already built: give its parameters to its constructor, not {sorted(params)}")
         return method
     if isinstance(method, type) and issubclass(method, Aggregator):
-        return method()
+        return _build(method, params)
     if not isinstance(method, str):
         raise TypeError(f"method must be an aggregator name or an Aggregator, got {type(method).__name__}")
     cls = AGGREGATORS.get(method) or AGGREGATORS.get(method.lower())
     if cls is None:
         raise ValueError(f"unknown aggregation method {method!r}; known: {sorted(AGGREGATORS)}")
-    return cls()
+    return _build(cls, params)
+
+
+def _build(cls: type[Aggregator], params: dict[str, Any]) -> Aggregator:
+    import inspect
+
+    accepted = [p.name for p in list(inspect.signature(cls.__init__).parameters.values())[1:] if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    unknown = sorted(set(params) - set(accepted))
+    if unknown:
+        raise ValueError(f"aggregator {cls.name!r}: unknown parameter(s) {unknown}; accepted: {accepted}")
+    return cls(**params)
 
 
 _NAN_CI = (float("nan"), float("nan"))
@@ -207,35 +294,101 @@ class FixedEffect(Aggregator):
         """The between-run variance ``tau2`` added to every run's variance (None: none)."""
         return None
 
+    hksj_sampling_distribution = False
+
+    def between_run_variance_of(self, values: np.ndarray, v: np.ndarray, q: float, w: np.ndarray) -> float | None:
+        """The between-run variance ``tau2`` of the runs' ``values`` and variances ``v``."""
+        return self.between_run_variance(q, w)
+
     def aggregate(self, values: np.ndarray, variances: np.ndarray | None, level: float) -> Aggregate:
         v = _check_variances(variances, self.name)
         w = 1.0 / v
         mu, q = _q_statistic(values, w)
-        tau2 = self.between_run_variance(q, w)
+        tau2 = self.between_run_variance_of(values, v, q, w)
         if tau2 is not None:
             w = 1.0 / (v + tau2)
             mu = float(np.sum(w * values) / np.sum(w))
         se = math.sqrt(1.0 / float(np.sum(w)))
         k = values.shape[0]
+        within = float(np.mean(v))
         details = {"runs": k, "se": se, "interval": "normal", "weights": (w / w.sum()).tolist(), "q": q, "df": k - 1, "i2": _i2(q, k - 1)}
+        details["within_variance"] = within
         if tau2 is not None:
-            details["tau2"] = tau2
-        return Aggregate(mu, _normal_interval(mu, se, level), details)
+            details["tau2"] = details["between_variance"] = tau2
+            details["i2_generalised"] = tau2 / (tau2 + within) if tau2 + within > 0 else 0.0  # Bowden et al. (2011)
+        ci = _normal_interval(mu, se, level)
+        if self.hksj_sampling_distribution and k > 1:  # Hartung-Knapp-Sidik-Jonkman: weighted residual variance, t_{k-1}
+            se = math.sqrt(float(np.sum(w * (values - mu) ** 2)) / ((k - 1) * float(np.sum(w))))
+            t = t_ppf(0.5 + level / 2.0, k - 1)
+            ci = (mu - t * se, mu + t * se)
+            details.update(se=se, interval="t", hksj=True)
+        return Aggregate(mu, ci, details)
 
 
 class RandomEffects(FixedEffect):
-    """DerSimonian-Laird random effects: the method-of-moments between-run variance
-    ``tau2 = max(0, (Q - (k - 1)) / (sum(w) - sum(w^2) / sum(w)))`` with ``w = 1 / v``, then
-    weights ``1 / (v + tau2)``, standard error ``1 / sqrt(sum(w*))``, normal interval, ``I2``."""
+    """Random effects: weights ``1 / (v + tau2)``, standard error ``1 / sqrt(sum(w*))``, normal
+    interval, Higgins' ``I2`` (from the fixed-effect ``Q``) and Bowden's generalised
+    ``i2_generalised = tau2 / (tau2 + mean(v))`` with ``within_variance = mean(v)`` and
+    ``between_variance = tau2``.
+
+    Keyword parameters (prob_conf_mat's names):
+        paule_mandel_heterogeneity: False (default): DerSimonian and Laird's method-of-moments
+            ``tau2 = max(0, (Q - (k - 1)) / (sum(w) - sum(w^2) / sum(w)))`` with ``w = 1 / v``;
+            True: Paule and Mandel's, the root in ``tau2 >= 0`` of the generalised
+            ``Q(tau2) = sum((y - mu(tau2))^2 / (v + tau2)) = k - 1`` (0 when ``Q(0) <= k - 1``),
+            found by bisection from the DerSimonian-Laird value.
+        hksj_sampling_distribution: True: the Hartung-Knapp-Sidik-Jonkman interval
+            ``mu +- t_{k-1} se``, ``se^2 = sum(w* (y - mu)^2) / ((k - 1) sum(w*))`` (metafor's
+            ``test="knha"``).
+    """
 
     name = "random_effects"
     aliases = ("random_effect", "dersimonian_laird", "dl")
     full_name = "Random effects (DerSimonian-Laird)"
 
+    def __init__(self, *, paule_mandel_heterogeneity: bool = False, hksj_sampling_distribution: bool = False) -> None:
+        self.paule_mandel_heterogeneity = bool(paule_mandel_heterogeneity)
+        self.hksj_sampling_distribution = bool(hksj_sampling_distribution)
+
     def between_run_variance(self, q: float, w: np.ndarray) -> float | None:
         k = w.shape[0]
         c = float(np.sum(w) - np.sum(w**2) / np.sum(w))
         return max(0.0, (q - (k - 1)) / c) if c > 0 else 0.0
+
+    def between_run_variance_of(self, values: np.ndarray, v: np.ndarray, q: float, w: np.ndarray) -> float | None:
+        dl = self.between_run_variance(q, w)
+        return paule_mandel_tau2(values, v, dl) if self.paule_mandel_heterogeneity else dl
+
+
+def paule_mandel_tau2(values: np.ndarray, variances: np.ndarray, start: float = 0.0) -> float:
+    """Paule and Mandel's between-run variance: the ``tau2 >= 0`` where the generalised
+    ``Q(tau2) = sum((y - mu(tau2))^2 / (v + tau2))`` equals ``k - 1`` (``mu(tau2)`` the weighted
+    mean); 0 when ``Q(0) <= k - 1``. ``Q`` decreases in ``tau2``: bisection on a bracket grown
+    from ``start`` (the DerSimonian-Laird value), to a relative width of 1e-14."""
+    y, v = np.asarray(values, dtype=np.float64), np.asarray(variances, dtype=np.float64)
+    k = y.shape[0]
+
+    def excess(t: float) -> float:
+        w = 1.0 / (v + t)
+        mu = float(np.sum(w * y) / np.sum(w))
+        return float(np.sum(w * (y - mu) ** 2)) - (k - 1)
+
+    if k < 2 or excess(0.0) <= 0:
+        return 0.0
+    lo, hi = 0.0, max(start, float(np.var(y)), 1e-300)
+    if start > 0 and excess(start) > 0:
+        lo = start
+    while excess(hi) > 0:
+        lo, hi = hi, hi * 2
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        if excess(mid) > 0:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo <= 1e-14 * hi:
+            break
+    return (lo + hi) / 2
 
 
 # ---------------------------------------------------------------------------------------------
@@ -341,6 +494,8 @@ class AggregateSlice:
     details: dict[str, dict[str, Any]] = field(default_factory=dict)
     window_start: Any = None
     window_end: Any = None
+    #: ``{metric key: (num_samples,) pooled draws}`` (meta-analysis of posteriors with ``samples=True``)
+    samples: dict[str, np.ndarray] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
@@ -482,6 +637,71 @@ def _pooled_results(runs: Sequence[Any], evaluation: Any, plan: Plan | None) -> 
     return Results([slice_result], {"metrics": list(plan.keys)})
 
 
+def _note_metric(k: str, is_array: bool, metrics: Sequence[str] | None, keys: list[str], not_aggregated: dict[str, str]) -> None:
+    """Add metric ``k`` of a run to ``keys`` (scalars) or ``not_aggregated`` (arrays), unless ``metrics`` leaves it out."""
+    if metrics is not None and k not in metrics:
+        return
+    if is_array:
+        not_aggregated.setdefault(k, "array value (per class or curve): aggregate it with method='pooled'")
+    elif k not in keys:
+        keys.append(k)
+
+
+def _check_requested(metrics: Sequence[str] | None, keys: list[str], not_aggregated: dict[str, str], why: str) -> None:
+    """ValueError for requested ``metrics`` found in no run (``why`` opens the reason)."""
+    missing = [k for k in metrics if k not in keys and k not in not_aggregated] if metrics is not None else []
+    if missing:
+        raise ValueError(f"aggregate: metric(s) {missing} {why}the runs have {keys})")
+
+
+def _posterior_meta_analysis(
+    runs: list[Any], evaluation: Any, agg: Aggregator, per_metric: dict[str, Aggregator], level: float, metrics: Sequence[str] | None, seed: int, keep: bool
+) -> AggregateResults:
+    """:func:`aggregate` of the runs' accumulators through their Dirichlet posteriors."""
+    if not hasattr(evaluation, "posterior"):
+        raise TypeError(f"aggregate: the meta-analysis of posteriors needs an Evaluation, got {type(evaluation).__name__}")
+    posts, counts = [], []
+    for acc in runs:
+        posts.append(evaluation.posterior(acc, samples=True))
+        counts.append({key: int(states[0]["count"]) for key, states in acc.items()})
+    slices: list[tuple] = []
+    keys: list[str] = []
+    not_aggregated: dict[str, str] = {}
+    for p in posts:
+        for key, summaries in p.items():
+            if key not in slices:
+                slices.append(key)
+            for k, summ in summaries.items():
+                _note_metric(k, summ.samples is not None and summ.samples.ndim != 1, metrics, keys, not_aggregated)
+    _check_requested(metrics, keys, not_aggregated, "have no posterior in any run (confusion-derived metrics only;")
+    out = []
+    for key in sorted(slices, key=lambda k: k != ()):
+        members = [(i, p[key]) for i, p in enumerate(posts) if key in p]
+        values: dict[str, float] = {}
+        cis: dict[str, tuple[float, float]] = {}
+        details: dict[str, dict[str, Any]] = {}
+        draws: dict[str, np.ndarray] = {}
+        for k in keys:
+            agg_k = per_metric.get(k, agg)
+            cols = [summ[k].samples for _, summ in members if k in summ]
+            x = np.column_stack(cols)
+            x = x[:, np.isfinite(x).sum(axis=0) >= 2]  # a run whose posterior is undefined (no examples) does not enter
+            if not x.shape[1]:
+                values[k], cis[k], details[k] = float("nan"), _NAN_CI, {"runs": 0}
+                continue
+            try:
+                a = agg_k.from_samples(x, metric_bounds(k), draw_seed(seed, key, f"aggregate {k}"), level)
+            except ValueError as e:
+                raise ValueError(f"aggregate: metric {k!r} in slice {slice_name(key)!r}: {e}") from None
+            values[k], cis[k] = float(a.value), (float(a.ci[0]), float(a.ci[1]))
+            details[k] = {**a.details, **({"method": agg_k.name} if k in per_metric else {})}
+            if keep and a.samples is not None:
+                draws[k] = a.samples
+        n = sum(c.get(key, 0) for c in counts)
+        out.append(AggregateSlice(key, len(members), n, values, cis, details, samples=draws))
+    return AggregateResults(out, agg.name, level, len(runs), not_aggregated)
+
+
 @public("mergeable_metrics")
 def aggregate(
     runs: Iterable[Any],
@@ -491,8 +711,22 @@ def aggregate(
     metrics: Sequence[str] | None = None,
     evaluation: Any = None,
     plan: Plan | None = None,
+    aggregation: "Mapping[str, str | Aggregator] | None" = None,
+    seed: int = 0,
+    samples: bool = False,
+    **params: Any,
 ) -> AggregateResults:
     """Aggregate several runs (cross-validation folds, seeds, days) per slice and metric.
+
+    Meta-analysis of posteriors (prob_conf_mat's experiment aggregation): give the runs'
+    accumulators with their ``evaluation=`` and a method other than ``pooled``; each run's
+    Dirichlet posterior is sampled per slice (:meth:`~mergeable_metrics.Evaluation.posterior`:
+    ``ci_replicates`` samples, ``ci_prior``, ``ci_prevalence_prior``, ``ci_seed``) and the
+    aggregator pools the runs' posterior means and variances (or, for an aggregator of samples,
+    the (num_samples, num_experiments) samples themselves, with the metric's ``bounds`` and a
+    generator seeded from ``seed``, the slice and the metric); the pooled draws are truncated to
+    the metric's ``bounds`` and kept in ``AggregateSlice.samples`` with ``samples=True``.
+    Every aggregated interval is clipped to the metric's ``bounds``.
 
     Args:
         runs: for ``mean``, ``fixed_effect`` and ``random_effects``: the runs'
@@ -504,6 +738,12 @@ def aggregate(
         metrics: the metric keys to aggregate (default: every scalar metric of the runs).
         evaluation: the :class:`~mergeable_metrics.evaluation.evaluation.Evaluation` whose accumulators ``runs`` are.
         plan: the :class:`~mergeable_metrics.collection.plan.Plan` whose state tuples ``runs`` are.
+        aggregation: ``{metric key: method}`` per metric (names or built :class:`Aggregator`
+            objects); the other metrics use ``method``.
+        seed: the seed of the aggregators' generators (meta-analysis of posteriors).
+        samples: keep the pooled draws (meta-analysis of posteriors).
+        **params: keyword parameters of ``method`` (``paule_mandel_heterogeneity=True``,
+            ``hksj_sampling_distribution=True`` of ``random_effects``).
 
     Returns:
         :class:`AggregateResults`. Slices are the union over the runs (suppressed slices do not
@@ -528,11 +768,17 @@ def aggregate(
         >>> round(agg.overall.metrics["accuracy"], 4)  # weights 100/0.16 and 100/0.09
         0.864
     """
-    agg = get_aggregator(method)
+    agg = get_aggregator(method, **params)
+    per_metric = {k: get_aggregator(m) for k, m in (aggregation or {}).items()}
+    mixed = [k for k, a in per_metric.items() if a.needs_states != agg.needs_states]
+    if mixed:
+        raise ValueError(f"aggregate: aggregation= of {mixed} mixes 'pooled' (merged states) with methods of the runs' values; aggregate them in two calls")
     level = check_level(level)
     runs = list(runs)
     if not runs:
         raise ValueError("aggregate: no runs")
+    if not agg.needs_states and evaluation is not None and not any(isinstance(r, Results) for r in runs):
+        return _posterior_meta_analysis(runs, evaluation, agg, per_metric, level, metrics, seed, samples)
     if agg.needs_states:
         results = [_pooled_results(runs, evaluation, plan)]
     else:
@@ -556,16 +802,8 @@ def aggregate(
                 continue
             by_slice.setdefault((s.window, s.slice), []).append((i, s))
             for k, v in s.metrics.items():
-                if metrics is not None and k not in metrics:
-                    continue
-                if np.ndim(v) != 0 or isinstance(v, str):
-                    not_aggregated.setdefault(k, "array value (per class or curve): aggregate it with method='pooled'")
-                elif k not in keys:
-                    keys.append(k)
-    if metrics is not None:
-        missing = [k for k in metrics if k not in keys and k not in not_aggregated]
-        if missing:
-            raise ValueError(f"aggregate: metric(s) {missing} are in no run (the runs have {keys})")
+                _note_metric(k, np.ndim(v) != 0 or isinstance(v, str), metrics, keys, not_aggregated)
+    _check_requested(metrics, keys, not_aggregated, "are in no run (")
     out = []
     # by window (outside windows first), then overall first, then first-seen order
     for window, key_tuple in sorted(by_slice, key=lambda k: ((0,) if k[0] is None else (1, *k[0]), k[1] != ())):
@@ -575,6 +813,7 @@ def aggregate(
         cis: dict[str, tuple[float, float]] = {}
         details: dict[str, dict[str, Any]] = {}
         for k in keys:
+            agg_k = per_metric.get(k, agg)
             pairs = [(i, s, float(s.metrics[k])) for i, s in members if k in s.metrics and np.ndim(s.metrics[k]) == 0]
             pairs = [p for p in pairs if math.isfinite(p[2])]
             if not pairs:
@@ -596,19 +835,19 @@ def aggregate(
             vals = np.array([p[2] for p in pairs])
             variances = None
             sources: list[str] = []
-            if agg.needs_variance:
+            if agg_k.needs_variance:
                 vs = []
                 for i, s, v in pairs:
                     var = run_variance(k, v, s, _ci_level(results[i]))
                     if var is None:
                         raise ValueError(
-                            f"aggregate(method={agg.name!r}): metric {k!r} in slice {where!r} of run {i} has no ci "
+                            f"aggregate(method={agg_k.name!r}): metric {k!r} in slice {where!r} of run {i} has no ci "
                             "and no analytic variance (proportions need their counts, e.g. tp/fp/fn metrics; ROC AUC "
                             "needs tp/fn/tn/fp or prevalence): evaluate the runs with ci=..., or use method='mean'"
                         )
                     if not (var[0] > 0 and math.isfinite(var[0])):
                         raise ValueError(
-                            f"aggregate(method={agg.name!r}): metric {k!r} in slice {where!r} of run {i} (value {v!r}) has "
+                            f"aggregate(method={agg_k.name!r}): metric {k!r} in slice {where!r} of run {i} (value {v!r}) has "
                             f"variance {float(var[0])!r} ({var[1]}); inverse-variance weights need finite variances > 0 "
                             "(a proportion of 0 or 1 has analytic variance 0: give the runs a ci or use method='mean' or 'pooled')"
                         )
@@ -616,11 +855,11 @@ def aggregate(
                     sources.append(var[1])
                 variances = np.array(vs)
             try:
-                a = agg.aggregate(vals, variances, level)
+                a = agg_k.aggregate(vals, variances, level)
             except ValueError as e:
                 raise ValueError(f"aggregate: metric {k!r} in slice {where!r}: {e}") from None
-            values[k], cis[k] = float(a.value), (float(a.ci[0]), float(a.ci[1]))
-            details[k] = {**a.details, **({"variance_source": sources} if sources else {})}
+            values[k], cis[k] = float(a.value), _clip_ci((float(a.ci[0]), float(a.ci[1])), metric_bounds(k))
+            details[k] = {**a.details, **({"variance_source": sources} if sources else {}), **({"method": agg_k.name} if k in per_metric else {})}
         n = sum(int(s.n) for _, s in members)
         bounds = (None, None) if window is None else window
         out.append(AggregateSlice(key_tuple, len(members) if not agg.needs_states else len(runs), n, values, cis, details, *bounds))

@@ -28,10 +28,11 @@ files that are not valid YAML/JSON or not a mapping. The CLI prints it and exits
 from __future__ import annotations
 
 import argparse
-import difflib
 import json
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Sequence
+
+from mergeable_metrics.evaluation.thresholds import _closest, _tname  # the messages' words, one copy
 
 #: config keys accepted for CLI destinations of another name
 ALIASES = {"slices": "slice", "beam_args": "beam_arg", "slice_by": "slice", "intervals": "bounds"}
@@ -89,17 +90,6 @@ def read_config_file(path: str | Path, what: str = "config") -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ConfigError(f"{where}: the top level must be a mapping of {'option' if what == 'config' else 'key'}: value, got {_tname(data)}")
     return data
-
-
-def _tname(v: Any) -> str:
-    return {dict: "a mapping", list: "a list", str: "a string", bool: "a boolean", int: "an integer", float: "a number", type(None): "null"}.get(
-        type(v), type(v).__name__
-    )
-
-
-def _closest(word: str, choices: Iterable[str]) -> str:
-    m = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
-    return f" (did you mean {m[0]!r}?)" if m else ""
 
 
 def config_keys(parser: argparse.ArgumentParser) -> dict[str, argparse.Action]:

@@ -117,6 +117,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="task kind (default: binary, or multiclass with --num-classes > 2); continual: event rows of a continual learner (see --num-tasks)")  # fmt: skip
     m.add_argument("--num-tasks", type=int, help="--task continual: T tasks (ids 0..T-1 in columns trained_task, evaluated_task)")
     m.add_argument("--evaluations-per-task", type=int, default=None, help="--task continual: H anytime evaluations per task (column step; default 0)")
+    m.add_argument("--max-instances", type=int, default=None,
+                   help="--task continual: N test-then-train rows of the training stream (column position, 0..N-1; default 0: none)")  # fmt: skip
+    m.add_argument("--eval-window-size", type=int, default=None, help="--task continual: window of the test-then-train accuracy (CapyMOA's; default 1000)")
     m.add_argument("--classes", type=class_values, metavar="V,V,...",
                    help="the class values when labels are not 0..K-1, in class order, e.g. cat,dog,bird or --classes=-1,1 "
                         "(numbers are read as numbers; labels and predictions are mapped to their position; a value outside is an invalid row)")  # fmt: skip
@@ -134,7 +137,16 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--ci-replicates", type=int, help="bootstrap replicates / posterior samples of --ci (default 200)")
     c.add_argument("--ci-seed", type=int, help="seed of --ci's draws (default 0)")
     c.add_argument("--ci-buckets", type=int, help="hash buckets of --ci bootstrap: rows are resampled by bucket (default 128)")
-    c.add_argument("--ci-prior", type=float, choices=[0, 0.5, 1], help="prior count per confusion cell of --ci posterior (default 0.5)")
+    c.add_argument(
+        "--ci-prior",
+        type=float,
+        help="confusion prior of --ci posterior: prior count per confusion cell, >= 0 (0 Haldane, 0.5 Jeffreys: default, 1 Bayes-Laplace)",
+    )
+    c.add_argument(
+        "--ci-prevalence-prior",
+        type=float,
+        help="prevalence prior of --ci posterior: prior count per class, >= 0 (default: none, one Dirichlet over the cells)",
+    )
     c.add_argument("--ci-interval", choices=["equal_tailed", "hdi"], help="interval of --ci posterior samples: equal_tailed (default) or hdi (highest density)")
     c.add_argument(
         "--id",
@@ -146,6 +158,9 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--fairness", action="append", default=None, metavar="CRITERION[:REFERENCE]",
                    help="gaps and ratios between slices and a reference slice (default the overall slice, or e.g. region=north): "
                         "demographic_parity, equal_opportunity, equalized_odds or any metric; adds the metrics it compares (repeatable)")  # fmt: skip
+    c.add_argument("--fairness-method", choices=("between_groups", "to_overall"), default=None,
+                   help="what --fairness reports as difference/ratio, fairlearn's names: between_groups (group max - min; fairlearn's default, "
+                        "the default without a reference) or to_overall (largest gap to the reference; the default with one); both are in metrics.json")  # fmt: skip
     e = p.add_argument_group("engine")
     e.add_argument("--engine", choices=engines.ENGINES, default="local", help="local (default), beam or spark")
     e.add_argument("--beam-arg", action="append", default=[], metavar="ARG", help="pass an option to Beam, e.g. --beam-arg=--direct_num_workers=2 (repeatable)")
@@ -317,16 +332,16 @@ def with_fairness_metrics(args: argparse.Namespace, evaluation: Evaluation, fair
     return evaluation_from_args(args)
 
 
-def fairness_results(results: Any, fairness: list[tuple[str, str | None]]) -> list[Any]:
+def fairness_results(results: Any, fairness: list[tuple[str, str | None]], method: str | None = None) -> list[Any]:
     """The :class:`mergeable_metrics.results.fairness.Fairness` of each flag: against the named reference slice's
-    spec, or (against the overall slice) one per slice spec of the results."""
+    spec, or (against the overall slice) one per slice spec of the results; ``method`` as ``--fairness-method``."""
     out = []
     for crit, ref in fairness:
         if ref is not None:
-            out.append(results.fairness(crit, reference=ref))
+            out.append(results.fairness(crit, reference=ref, method=method))
             continue
         specs = list(dict.fromkeys(tuple(c for c, _ in s.slice) for s in results.slices if s.slice != ()))
-        out.extend(results.fairness(crit, spec=spec) for spec in specs)
+        out.extend(results.fairness(crit, spec=spec, method=method) for spec in specs)
     return out
 
 
@@ -551,7 +566,7 @@ def _main(parser: argparse.ArgumentParser, args: argparse.Namespace, out: Path, 
 
         hook = lambda doc: latelabels.attach_counts(doc, join_counts, join)  # noqa: E731
     try:
-        fair = fairness_results(results, fairness)
+        fair = fairness_results(results, fairness, getattr(args, "fairness_method", None))
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
@@ -645,6 +660,7 @@ def _main_continual(args: argparse.Namespace, out: Path, say: Any, log: Path) ->
             args.engine, args.input, args.num_tasks, args.num_classes, args.evaluations_per_task or 0,
             label_col=args.label or "label", prediction_col=args.prediction or "prediction", fmt=args.format,
             beam_args=args.beam_arg, spark_master=args.spark_master, batch_size=args.batch_size,
+            max_instances=args.max_instances or 0, eval_window_size=1000 if args.eval_window_size is None else args.eval_window_size,
         )  # fmt: skip
     except Exception as e:
         return errors.report_error(e, log, args.verbose)

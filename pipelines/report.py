@@ -554,6 +554,32 @@ def plot_continual_curves(results: Results, slice: Any = (), *, ax: Any = None) 
     return fig
 
 
+def plot_ttt_accuracy(results: Results, slice: Any = (), *, ax: Any = None) -> Any:
+    """The test-then-train accuracy of the training stream per window (``ttt_windowed_accuracy``)
+    against CapyMOA's ``ttt_windowed_task_index`` (task units), a dashed line at each task boundary
+    (labelled with its position, ``boundaries``) and the cumulative accuracy as a dotted line."""
+    s = _slice(results, slice)
+    cfg = results.config or {}
+    fig, ax = _new_axes(ax, (8.0, 4.0))
+    acc = np.asarray(s.metrics.get("ttt_windowed_accuracy", []), dtype=np.float64)
+    x = np.asarray(cfg.get("ttt_windowed_task_index") or [], dtype=np.float64)
+    if x.size != acc.size:
+        x = np.arange(1, acc.size + 1, dtype=np.float64)
+    ax.plot(x, acc, "-", color="C0", marker="." if acc.size < 60 else None, label=f"windows of {cfg.get('eval_window_size', '?')} rows")
+    cum = s.metrics.get("ttt_accuracy")
+    if cum is not None and math.isfinite(float(cum)):
+        ax.axhline(float(cum), color="C1", linestyle=":", label=f"cumulative {float(cum):.3f}")
+    bounds = cfg.get("boundaries") or []
+    for t, b in enumerate(bounds[1:-1], start=1):
+        ax.axvline(t, color="grey", linestyle="--", alpha=0.7)
+        ax.annotate(f"task {t} @ {b}", (t, 0.02), xytext=(3, 0), textcoords="offset points", fontsize=7, color="grey")
+    ax.set(xlabel="task (training stream position within each task)", ylabel="accuracy", ylim=(-0.02, 1.02),
+           title=f"Test-then-train accuracy of the training stream ({n_text(s)})")  # fmt: skip
+    ax.legend(fontsize="small")
+    ax.grid(alpha=0.3)
+    return fig
+
+
 def _regression_points(results: Results, need: Sequence[str]) -> tuple[list[SliceResult], dict[str, str]]:
     """The slices (overall first) of a regression run with finite values of the canonical
     metrics ``need``, and canonical name -> key. Raises ValueError when a metric is missing."""
@@ -969,6 +995,14 @@ def build_figures(
             "Mean accuracy over all tasks and over the tasks seen so far, after each task (markers) and during training (lines).",
             plot_continual_curves(results, overall),
         )
+    if np.size(overall.metrics.get("ttt_windowed_accuracy", [])):
+        add(
+            "ttt_accuracy",
+            "fig-ttt-accuracy",
+            "Test-then-train accuracy",
+            "Accuracy of the training stream's predictions made before training on each row, per window, with the task boundaries (dashed).",
+            plot_ttt_accuracy(results, overall),
+        )
     return figs
 
 
@@ -1261,7 +1295,8 @@ def _fairness_table(f: Any, max_rows: int) -> dict[str, Any]:
     for s in f.slices[:max_rows]:
         cells = [c for m in f.metrics for c in (value(s.values[m], s.ci.get(m)), num(s.differences[m], True))]
         rows.append({"name": s.name, "n": s.n, "worst": worst is not None and s.slice == worst.slice, "cells": cells + [num(s.ratio)]})
-    summary = f"largest difference {num(f.difference)['text']}, smallest ratio {num(f.ratio)['text']}" + (
+    how = "group max - group min, fairlearn's default" if f.method == "between_groups" else f"largest gap to {ref_name}"
+    summary = f"{f.method} ({how}): difference {num(f.difference)['text']}, ratio {num(f.ratio)['text']}" + (
         f", worst slice {worst.name}" if worst is not None else ""
     )
     if f.undefined:
@@ -1277,7 +1312,7 @@ def _sections(figures: list[ReportFigure]) -> list[dict[str, Any]]:
         ("curves", "Curves and calibration", ("roc", "pr", "reliability", "confusion_matrix", "predicted_vs_actual", "residuals")),
         ("slices", "Per-slice metrics", ("slices",)),
         ("windows", "Over time", ("windows",)),
-        ("continual", "Continual learning", ("accuracy_matrix", "anytime_accuracy_matrix", "continual_curves")),
+        ("continual", "Continual learning", ("accuracy_matrix", "anytime_accuracy_matrix", "continual_curves", "ttt_accuracy")),
     ]
     out = []
     for sid, title, kinds in order:

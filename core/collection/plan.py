@@ -25,7 +25,7 @@ from mergeable_metrics.inputs.validation import Batch, as_array
 from mergeable_metrics.inputs.formats import get_format, make_batch
 from mergeable_metrics.metrics.measure import MeanMeasure, MeanMeasureMetric, MeanMeasureState, measure_values
 from mergeable_metrics.inputs.labels import columns_reversed, encode_labels, resolve_classes, swap_score_columns
-from mergeable_metrics.metrics.base import DEFAULT_METRICS, Metric, Task, UndefinedMetricWarning, class_values, resolve, same_configuration
+from mergeable_metrics.metrics.base import DEFAULT_METRICS, Interval, Metric, Task, UndefinedMetricWarning, class_values, resolve, same_configuration
 from mergeable_metrics.metrics.retrieval import with_query_keys
 from mergeable_metrics.collection.stacked import ManyValues, compute_cells, compute_many, compute_shared
 from mergeable_metrics.states.base import ExampleCountState, State
@@ -564,6 +564,30 @@ def _dependencies(m: Metric) -> list[Metric]:
     return list(out.values())
 
 
+def show_value(v: Any) -> str:
+    """A value or count as OnlineMetrics prints it: 6 decimals, arrays as lists."""
+    if isinstance(v, np.ndarray):
+        return "[" + ", ".join(show_value(x) for x in v.tolist()) + "]"
+    if isinstance(v, (float, np.floating)):
+        return repr(round(float(v), 6))
+    return str(v)
+
+
+def show_count(v: Any) -> str:
+    """A count as OnlineMetrics prints it: whole numbers as integers."""
+    if isinstance(v, np.ndarray):
+        return "[" + ", ".join(show_count(x) for x in v.tolist()) + "]"
+    if isinstance(v, (float, np.floating)) and float(v).is_integer():
+        return str(int(v))
+    return show_value(v)
+
+
+def show_metric(name: str, value: Any, counts: dict[str, Any]) -> str:
+    """One metric as OnlineMetrics prints it: ``accuracy: value=0.75 | correct=3 | n=4``."""
+    shown = _fmt_value(value) if isinstance(value, Interval) else show_value(value)
+    return " | ".join([f"{name}: value={shown}"] + [f"{k}={show_count(v)}" for k, v in counts.items()])
+
+
 def _fmt_value(v: Any) -> str:
     if isinstance(v, np.ndarray):
         text = np.array2string(v, precision=4, separator=", ", max_line_width=10**6, threshold=24, edgeitems=3)
@@ -884,6 +908,7 @@ class MetricCollection:
         t = self.task
         head = f"{type(self).__name__}(task={t.kind}, num_classes={t.num_classes}, threshold={t.threshold:g} ({t.threshold_rule}), zero_division={t.zero_division})"
         values = self.plan.compute_with_bounds(self.states, warn=False)[0]
+        by_kind = {s.kind: s for s in self.states}
         lines = [head, "├── states"]
         for i, s in enumerate(self.states):
             lines.append(f"│   {'└' if i == len(self.states) - 1 else '├'}── {s.summary()}")
@@ -891,7 +916,8 @@ class MetricCollection:
         for i, m in enumerate(self.plan.metrics):
             kinds = ", ".join(cls.kind for cls, _ in m.requires() if cls is not ExampleCountState) or "example_count"
             shown = m.key if m.key == m.resolved_key else f"{m.key} ({m.resolved_key})"
-            lines.append(f"    {'└' if i == len(self.plan.metrics) - 1 else '├'}── {shown} = {_fmt_value(values[m.key])}  [{kinds}]")
+            text = show_metric(shown, values[m.key], m.counts(by_kind))  # the value and its counts, as OnlineMetrics prints them
+            lines.append(f"    {'└' if i == len(self.plan.metrics) - 1 else '├'}── {text}  [{kinds}]")
         return "\n".join(lines)
 
 

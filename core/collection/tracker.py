@@ -11,30 +11,12 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-import numpy as np
 
 from mergeable_metrics._util.public import public
 from mergeable_metrics.metrics.base import Metric
-from mergeable_metrics.collection.plan import MetricCollection
+from mergeable_metrics.collection.plan import MetricCollection, show_metric
 
 __all__ = ["SingleMetric", "merge"]
-
-
-def _show(v: Any) -> str:
-    """A value or count as OnlineMetrics prints it: 6 decimals, whole numbers as integers."""
-    if isinstance(v, np.ndarray):
-        return "[" + ", ".join(_show(x) for x in v.tolist()) + "]"
-    if isinstance(v, (float, np.floating)):
-        return repr(round(float(v), 6))
-    return str(v)
-
-
-def _show_count(v: Any) -> str:
-    if isinstance(v, np.ndarray):
-        return "[" + ", ".join(_show_count(x) for x in v.tolist()) + "]"
-    if isinstance(v, (float, np.floating)) and float(v).is_integer():
-        return str(int(v))
-    return _show(v)
 
 
 @public("mergeable_metrics")
@@ -83,8 +65,7 @@ class SingleMetric(MetricCollection):
 
     def __repr__(self) -> str:
         value = self.plan.compute_with_bounds(self.states, warn=False)[0][self.metric.key]
-        parts = [f"{self.name}: value={_show(value)}"] + [f"{k}={_show_count(v)}" for k, v in self.counts().items()]
-        return " | ".join(parts)
+        return show_metric(self.name, value, self.counts())
 
 
 @public("mergeable_metrics")

@@ -35,6 +35,7 @@ from mergeable_metrics.evaluation.columns import ColumnMap
 from mergeable_metrics.uncertainty.bootstrap import BucketedPlan
 from mergeable_metrics.uncertainty.comparison import PairedPlan, comparison_method, paired_bootstrap, slice_comparison
 from mergeable_metrics.uncertainty.intervals import CI_OPTIONS, CISettings, slice_ci
+from mergeable_metrics.uncertainty.posterior import PosteriorSummary, slice_posteriors
 from mergeable_metrics.inputs.labels import columns_reversed, resolve_classes
 from mergeable_metrics.metrics.measure import MeanMeasure
 from mergeable_metrics.metrics.base import DEFAULT_METRICS, Task, UndefinedMetricWarning
@@ -81,9 +82,9 @@ RETRIEVAL_DEFAULT_METRICS = ("ndcg", "map", "mrr")
 def _retrieval_options(o: dict[str, Any]) -> dict[str, Any]:
     """The options of an evaluation with ``query_col`` (ranking and retrieval metrics, see
     :mod:`mergeable_metrics.metrics.retrieval`): the default metrics, and the options it cannot take yet refused."""
-    for name in ("weight_col", "ci", "baseline_score_col", "baseline_prediction_col"):
+    for name in ("ci", "baseline_score_col", "baseline_prediction_col"):
         if o[name] is not None:
-            raise ValueError(f"query_col: {name} is not supported with query_col (each query counts once; got {name}={o[name]!r})")
+            raise ValueError(f"query_col: {name} is not supported with query_col (got {name}={o[name]!r})")
     if o["num_classes"] not in (None, 2):
         raise ValueError(f"query_col: relevance is binary or graded, not {o['num_classes']} classes (num_classes={o['num_classes']!r})")
     return {**o, "metrics": list(RETRIEVAL_DEFAULT_METRICS) if o["metrics"] is None else o["metrics"]}
@@ -338,6 +339,29 @@ class Evaluation(AccumulatorOps):
         return Results(out, results.config)
 
     # -- results ---------------------------------------------------------------------------
+    def posterior(self, acc: Any, *, samples: bool = False) -> dict[tuple, dict[str, PosteriorSummary]]:
+        """Posterior summaries of every confusion-derived metric per slice (prob_conf_mat's
+        ``summarize_posterior``): ``{slice key: {metric key: PosteriorSummary}}`` with the median,
+        mean, mode, HDI and equal-tailed interval at ``ci_level``, and with ``samples=True`` the
+        (``ci_replicates``, ...) samples. The draws are those of ``ci="posterior"`` for the same
+        ``ci_seed``, ``ci_prior`` and ``ci_prevalence_prior`` (any ``ci`` setting may be used);
+        suppressed slices are left out.
+
+        Raises:
+            ValueError: a paired (baseline) or ``ci="bootstrap"`` evaluation (their states are
+                not one model's confusion counts).
+        """
+        if self.paired or self._buckets is not None:
+            raise ValueError("Evaluation.posterior: not available with a baseline model or ci='bootstrap'; evaluate one model with ci=None or 'posterior'")
+        held = dict(acc.items())
+        if OVERALL not in held:
+            held[OVERALL] = self.plan.zero()
+        out = {}
+        for key in sorted(held, key=lambda k: sort_key(k, [s.columns for s in self.slices])):
+            if not self._suppressed(key, held[key][0]):
+                out[key] = slice_posteriors(self.ci, self.plan, key, held[key], samples)
+        return out
+
     def _suppressed(self, key: tuple, counts: Any) -> bool:
         return is_suppressed(key, counts, self.slices, self.min_slice_size)
 

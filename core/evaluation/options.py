@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Callable, Mapping
 
+import numpy as np
+
 from mergeable_metrics.inputs.validation import ON_INVALID
 from mergeable_metrics.inputs.formats import get_format
 from mergeable_metrics.inputs.labels import check_classes
@@ -151,10 +153,29 @@ def _ci_buckets(v: Any) -> int:
     return int(v)
 
 
-def _ci_prior(v: Any) -> float:
-    if isinstance(v, bool) or v not in (0, 0.5, 1):
-        raise ValueError(f"ci_prior must be 0, 0.5 or 1 (the Dirichlet prior count per cell), got {v!r}")
-    return float(v)
+def _prior(name: str, what: str) -> Callable[[Any], Any]:
+    def check(v: Any) -> Any:
+        """A non-negative finite number (0 Haldane, 0.5 Jeffreys, 1 Bayes-Laplace) as a float, or
+        an array of them as nested tuples (hashable; JSON lists)."""
+        if v is None and name == "ci_prevalence_prior":
+            return None
+        try:
+            a = np.asarray(v, dtype=np.float64)
+        except (TypeError, ValueError):
+            a = None
+        if isinstance(v, (bool, str)) or a is None or a.size == 0 or not np.all(np.isfinite(a)) or np.any(a < 0):
+            raise ValueError(f"{name} must be a non-negative number (0 Haldane, 0.5 Jeffreys, 1 Bayes-Laplace) or an array of them {what}, got {v!r}")
+        return float(a) if a.ndim == 0 else _tuples(a.tolist())
+
+    return check
+
+
+def _tuples(x: Any) -> Any:
+    return tuple(_tuples(i) for i in x) if isinstance(x, list) else x
+
+
+_ci_prior = _prior("ci_prior", "(one per confusion cell: K x K, rows true labels)")
+_ci_prevalence_prior = _prior("ci_prevalence_prior", "(one per class)")
 
 
 @lru_cache(maxsize=64)
@@ -318,8 +339,18 @@ OPTIONS: tuple[Option, ...] = (
            check=_positive_int("ci_replicates")),
     Option("ci_seed", 0, "int", "seed of the bootstrap draws / posterior samples (results are reproducible for a seed).",
            config="if_set", check=_ci_seed),
-    Option("ci_prior", 0.5, "float", "prior count per confusion cell of ``ci=\"posterior\"``: 0, 0.5 (default) or 1.",
+    Option("ci_prior", 0.5, "float",
+           "confusion prior of ``ci=\"posterior\"``: the Dirichlet prior count per confusion cell, any number >= 0 "
+           "(0 Haldane, 0.5 Jeffreys: the default, 1 Bayes-Laplace) or a K x K array (rows true labels; a binary "
+           "state at T thresholds: 2 x (T + 1)).",
            config="if_set", check=_ci_prior),
+    Option("ci_prevalence_prior", None, "float | None",
+           "prevalence prior of ``ci=\"posterior\"``: the Dirichlet prior count per class of the class prevalence, any "
+           "number >= 0 or one per class. Given, the posterior is prob_conf_mat's: prevalence ~ Dirichlet(class "
+           "counts + prevalence prior), each true class's predictions ~ Dirichlet(its row + ``ci_prior``). None "
+           "(default): one Dirichlet over the cells (``counts + ci_prior``), the same as a prevalence prior of the "
+           "row sums of ``ci_prior``.",
+           config="if_set", check=_ci_prevalence_prior),
     Option("ci_interval", "equal_tailed", "str",
            "interval of the samples of ``ci=\"posterior\"``: ``\"equal_tailed\"`` (default: the (1 - level) / 2 and "
            "(1 + level) / 2 quantiles) or ``\"hdi\"`` (the shortest interval holding ``level`` of the samples).",

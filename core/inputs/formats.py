@@ -807,6 +807,10 @@ def build_batch(
         if v is None:
             continue
         arrs[role] = _measure_columns(v, names[role]) if role == "measure" else _as_column(v, names[role], row_offset, row_length(task, role))
+    for role in ("target", "prediction"):  # an (N, 1) label column (OnlineMetrics' one_hot reads it so): class indices
+        a = arrs.get(role)
+        if a is not None and a.ndim == 2 and a.shape[1] == 1 and task.kind in ("binary", "multiclass") and formats.get(role) in (None, "labels"):
+            arrs[role] = a[:, 0]
     w = as_array(sample_weight, weight_name, keep_nulls=True) if sample_weight is not None else None
     if not arrs:
         raise ValueError("no input columns: give labels, predictions, scores or a measure")
@@ -1043,3 +1047,80 @@ def _needs_formats(task: Any, num_classes: int, y_true: Any, y_score: Any, y_pre
     if kind == "multiclass" and y_score is not None:
         return True
     return not (_is_plain_1d(y_true) and _is_plain_1d(y_score) and _is_plain_1d(y_pred))
+
+
+# -- public conversion and validation of one column (OnlineMetrics' data formats) ---------------
+def _column_task(fmt: str | None, num_classes: int, task: Any) -> Any:
+    from mergeable_metrics.inputs.task import Task
+
+    if task is not None:
+        return task
+    if fmt == "indicator":
+        return Task(num_classes=num_classes, kind="multilabel")
+    if fmt in ("values", "multioutput"):
+        return Task(kind="regression")
+    return Task(num_classes=num_classes)
+
+
+@public("mergeable_metrics.metrics")
+def validate_values(values: Any, fmt: str | None = None, *, num_classes: int = 2, role: str = "target", task: Any = None, column: str = "values") -> None:
+    """Check one column against an input format without folding it: ``fmt`` (``"labels"``,
+    ``"onehot"``, ``"probabilities"``, ... see :data:`FORMATS`; None: the default for the shape),
+    for ``num_classes`` classes (or the :class:`~mergeable_metrics.metrics.base.Task` ``task``) in
+    ``role`` (``"target"``, ``"prediction"``, ``"score"``). An (N, 1) label column is read as
+    class indices.
+
+    Raises:
+        ValueError: the first invalid value, naming ``column``, the value and its row; or a shape
+            or format that does not fit.
+
+    Example:
+        >>> validate_values([[0, 1], [1, 1]], "onehot", column="y")
+        Traceback (most recent call last):
+        ...
+        ValueError: column 'y': invalid value [1.0, 1.0] at row 1: a one-hot row needs exactly one 1
+    """
+    format_values(values, None, fmt, num_classes=num_classes, role=role, task=task, column=column)
+
+
+@public("mergeable_metrics.metrics")
+def format_values(
+    values: Any, to: str | None = "labels", fmt: str | None = None, *, num_classes: int = 2, role: str = "target", task: Any = None, column: str = "values"
+) -> Any:
+    """One column read in its input format ``fmt`` (None: the default for its shape; an (N, 1)
+    column is class indices), validated, and returned in the format ``to``: ``"labels"`` (N,)
+    int64 class indices (OnlineMetrics' ``onecold``; scores: their argmax), ``"onehot"`` an (N, K)
+    int64 one-hot matrix (OnlineMetrics' ``one_hot``), ``"scores"`` the (N,) / (N, K) float64
+    scores the metrics read (probabilities, or the softmax / sigmoid of logits); None: nothing
+    (validation only).
+
+    Raises:
+        ValueError: an invalid value (naming ``column``, the value and its row), a shape or format
+            that does not fit, or an unknown ``to``.
+
+    Example:
+        >>> format_values([[0], [2], [1]], "onehot", num_classes=3).tolist()
+        [[1, 0, 0], [0, 0, 1], [0, 1, 0]]
+        >>> format_values([[0.1, 0.7, 0.2], [0.8, 0.1, 0.1]], "labels", num_classes=3, role="score").tolist()
+        [1, 0]
+    """
+    if to not in (None, "labels", "onehot", "scores"):
+        raise ValueError(f"format_values: to must be 'labels', 'onehot', 'scores' or None, got {to!r}")
+    t = _column_task(fmt, num_classes, task)
+    batch, _ = build_batch(task=t, columns={role: values}, names={role: column}, formats={role: fmt})
+    if to is None:
+        return None
+    if role == "score":
+        s = batch.y_score
+        if batch.y_score_class0 is not None:  # a binary (N, 2) matrix: both columns
+            s = np.stack([batch.y_score_class0, s], axis=1)
+        if to == "scores":
+            return s
+        labels = (s >= t.threshold).astype(np.int64) if s.ndim == 1 else np.argmax(s, axis=1).astype(np.int64)
+    elif to == "scores":
+        raise ValueError(f"format_values: to='scores' needs score values (role='score'), not {role}")
+    else:
+        labels = batch.y_true if role == "target" else batch.y_pred
+    if to == "labels" or t.kind == "multilabel":
+        return labels
+    return np.eye(t.num_classes, dtype=np.int64)[labels]

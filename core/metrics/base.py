@@ -21,6 +21,7 @@ import difflib
 import functools
 import inspect
 import math
+import re
 import warnings
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -31,7 +32,7 @@ import numpy as np
 
 from mergeable_metrics._util.public import public
 from mergeable_metrics._util.limits import MAX_BETA, check_at_most
-from mergeable_metrics.states.base import BinaryConfusionState, ConfusionMatrixState, ExampleCountState, State
+from mergeable_metrics.states.base import BinaryConfusionLayout, BinaryConfusionState, ConfusionMatrixState, ExampleCountState, State
 from mergeable_metrics.inputs.task import TASK_KINDS, Task, check_zero_division  # noqa: F401  (re-exported: mergeable_metrics.metrics.base.Task)
 
 ZERO_DIVISION = (0, 1, "nan", "warn")
@@ -186,14 +187,42 @@ class Averaging:
     full_name: ClassVar[str] = ""
     tasks: ClassVar[tuple[str, ...]] = ("binary", "multiclass", "multilabel")
     pooled: ClassVar[bool] = False
+    #: metric strings whose values :meth:`reduce` receives as keywords (prob_conf_mat's
+    #: ``dependencies`` of an averaging: ``("recall@none",)`` gives ``reduce(values, support,
+    #: **{"recall@none": ...})``), computed from the same states for the same task
+    dependencies: ClassVar[tuple[str, ...]] = ()
+    #: prob_conf_mat's name for the scikit-learn option it matches (docs only)
+    sklearn_equivalent: ClassVar[str | None] = None
 
     def __init_subclass__(cls, **kw: Any) -> None:
         super().__init_subclass__(**kw)
         register_named(AVERAGINGS, cls, "averaging")
+        if "name" in cls.__dict__ and cls.name and not cls.pooled and cls.reduce is Averaging.reduce and not hasattr(cls, "compute_average"):
+            for n in [n for n, c in AVERAGINGS.items() if c is cls]:  # nothing of a failed class stays registered
+                del AVERAGINGS[n]
+            raise TypeError(f"averaging {cls.__qualname__} ({cls.name!r}) defines no computation: implement reduce(values, support)")
 
-    def reduce(self, values: np.ndarray, support: np.ndarray) -> float:
+    def dependency_values(self, task: Any, states: dict[str, "State"]) -> dict[str, Any]:
+        """``{dependency string: value}`` of :attr:`dependencies` for ``task`` from ``states``."""
+        return {d: resolve(d, task).compute(states) for d in self.dependencies}
+
+    def dependency_requires(self, task: Any) -> list[tuple[type["State"], Any]]:
+        """The states :attr:`dependencies` read for ``task``."""
+        out: list[tuple[type[State], Any]] = []
+        for d in self.dependencies:
+            out += resolve(d, task).requires()
+        return out
+
+    def reduce(self, values: np.ndarray, support: np.ndarray, **dependencies: Any) -> float:
         """One value from the (K,) per-class values (NaN where undefined; classes left out by
-        ``ignore_index`` are already removed) and their (K,) weighted true counts (support)."""
+        ``ignore_index`` are already removed) and their (K,) weighted true counts (support);
+        ``dependencies``: the values of :attr:`dependencies`, keyed as declared.
+
+        A subclass may implement prob_conf_mat's ``compute_average(metric_values, **dependencies)``
+        instead: it receives a (1, K) array (one sample) and returns one value per sample."""
+        if hasattr(self, "compute_average"):
+            out = self.compute_average(np.asarray(values, dtype=np.float64)[None, :], **dependencies)
+            return float(np.asarray(out, dtype=np.float64).reshape(-1)[0])
         raise NotImplementedError(f"averaging {self.name!r} computes inside the metric (pooled)")
 
     def __repr__(self) -> str:
@@ -217,7 +246,7 @@ class MacroAveraging(Averaging):
 
     name, full_name = "macro", "Macro average"
 
-    def reduce(self, values: np.ndarray, support: np.ndarray) -> float:
+    def reduce(self, values: np.ndarray, support: np.ndarray, **dependencies: Any) -> float:
         return nanaverage(values)
 
 
@@ -226,7 +255,7 @@ class WeightedAveraging(Averaging):
 
     name, full_name = "weighted", "Support-weighted average"
 
-    def reduce(self, values: np.ndarray, support: np.ndarray) -> float:
+    def reduce(self, values: np.ndarray, support: np.ndarray, **dependencies: Any) -> float:
         return nanaverage(values, support)
 
 
@@ -300,6 +329,10 @@ class Metric:
     full_name: ClassVar[str] = ""
     dependencies: ClassVar[tuple[str, ...]] = ()
     data_format: ClassVar[dict[str, str]] = {}
+    #: prob_conf_mat's names of the same contract: ``is_multiclass`` (False: binary only, ``tasks``
+    #: ``("binary",)``; True: ``("binary", "multiclass")``), ``sklearn_equivalent`` (= ``sklearn``)
+    is_multiclass: ClassVar[bool] = True
+    sklearn_equivalent: ClassVar[str | None] = None
 
     def __init_subclass__(cls, **kw: Any) -> None:
         super().__init_subclass__(**kw)
@@ -309,6 +342,12 @@ class Metric:
         if "__init__" in cls.__dict__:  # parameters it takes itself belong in its key too
             cls.__init__ = _keeping_init_parameters(cls.__dict__["__init__"])  # type: ignore[method-assign]
         register_named(REGISTRY, cls, "metric")
+        try:
+            _extension_contract(cls)
+        except (TypeError, ValueError):
+            for n in [n for n, c in REGISTRY.items() if c is cls]:  # nothing of a failed class stays registered
+                del REGISTRY[n]
+            raise
 
     def __init__(self, task: Task, **params: Any):
         if task.kind not in self.tasks:
@@ -408,6 +447,8 @@ class Metric:
         """The value from the values of :attr:`dependencies`, keyed as declared (subclasses
         with dependencies). Values of approximate states come as plain numbers (the certified
         bounds of a dependency are not propagated)."""
+        if hasattr(self, "compute_metric"):  # prob_conf_mat's name, the dependencies as keywords
+            return self.compute_metric(**values)
         raise NotImplementedError(f"metric {self.name!r} declares dependencies {self.dependencies} but no compute_from")
 
     def dependency_metrics(self) -> dict[str, "Metric"]:
@@ -470,6 +511,68 @@ class Metric:
 
     def __repr__(self) -> str:
         return f"<metric {self.key}>"
+
+
+def _overrides(cls: type, attr: str) -> bool:
+    """Whether ``cls`` or a base below :class:`Metric` defines ``attr``."""
+    return any(attr in c.__dict__ for c in cls.__mro__ if c is not Metric and issubclass(c, Metric))
+
+
+def _extension_contract(cls: type["Metric"]) -> None:
+    """Check a metric class when it is defined (prob_conf_mat's contract, under both names).
+
+    * ``sklearn_equivalent`` and ``sklearn`` are one attribute (a class sets either).
+    * ``is_multiclass`` and ``tasks`` agree: ``is_multiclass = False`` alone makes the metric binary
+      only (computed per class with an average, ``name@macro``, or refused on a multiclass task);
+      a class setting both inconsistently raises.
+    * a registered class computes something: ``compute(states)``, or ``dependencies`` with
+      ``compute_from(values)`` or prob_conf_mat's ``compute_metric(**dependencies)``, whose
+      arguments must be exactly the dependencies.
+
+    Raises:
+        ValueError: ``sklearn`` and ``sklearn_equivalent`` differ; ``is_multiclass`` contradicts
+            ``tasks``; ``compute_metric``'s arguments do not match ``dependencies`` (naming the
+            missing and the extra ones).
+        TypeError: a named class with no computation (naming the methods it may define).
+    """
+    own = cls.__dict__
+    where = f"metric {cls.__qualname__}" + (f" ({own['name']!r})" if own.get("name") else "")
+    if "sklearn_equivalent" in own and "sklearn" in own and own["sklearn"] != own["sklearn_equivalent"]:
+        raise ValueError(f"{where}: sklearn={own['sklearn']!r} and sklearn_equivalent={own['sklearn_equivalent']!r} differ (they are one attribute)")
+    if "sklearn_equivalent" in own and "sklearn" not in own:
+        cls.sklearn = own["sklearn_equivalent"]
+    else:
+        cls.sklearn_equivalent = cls.sklearn
+    if "is_multiclass" in own:
+        want = ("binary", "multiclass") if own["is_multiclass"] else ("binary",)
+        if "tasks" in own and ("multiclass" in own["tasks"]) != bool(own["is_multiclass"]):
+            raise ValueError(f"{where}: is_multiclass={own['is_multiclass']!r} contradicts tasks={own['tasks']!r}")
+        if "tasks" not in own:
+            cls.tasks = want
+    else:
+        cls.is_multiclass = "multiclass" in cls.tasks
+    if "compute_metric" in own:
+        params = [p for p in inspect.signature(own["compute_metric"]).parameters.values() if p.name != "self"]
+        if any(p.kind is p.VAR_KEYWORD for p in params):
+            names = set(cls.dependencies)
+        else:
+            names = {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+        missing, extra = [d for d in cls.dependencies if d not in names], sorted(names - set(cls.dependencies))
+        if missing or extra or not cls.dependencies:
+            raise ValueError(
+                f"{where}: compute_metric's arguments must be its dependencies {tuple(cls.dependencies)}: "
+                + ", ".join(x for x in (f"missing {missing}" if missing else "", f"not dependencies {extra}" if extra else "") if x)
+                + ("no dependencies declared" if not cls.dependencies else "")
+            )
+    if own.get("name"):
+        computes = _overrides(cls, "compute") or (cls.dependencies and (_overrides(cls, "compute_from") or _overrides(cls, "compute_metric")))
+        if not computes:
+            hint = (
+                "compute_from(values) or compute_metric(...)"
+                if cls.dependencies
+                else "compute(states), or dependencies with compute_from(values) / compute_metric(...)"
+            )
+            raise TypeError(f"{where} defines no computation: implement {hint}")
 
 
 def _keeping_init_parameters(init: Callable[..., None]) -> Callable[..., None]:
@@ -569,13 +672,16 @@ def metric_full_name(key: str) -> str:
 
 def parse_metric_string(text: str) -> tuple[str, list[Any], dict[str, Any]]:
     """Split ``"name@a@k=v"`` into ``(name, [a], {"k": v})``; numbers are parsed, "none" is None.
+    prob_conf_mat's ``"name+k=v+j=w"`` (``+`` before a keyword) is read the same way.
 
     Raises:
         ValueError: an empty name or parameter.
     """
     if not isinstance(text, str):
         raise TypeError(f"metric must be a string or Metric, got {type(text).__name__}")
-    name, *rest = [p.strip() for p in text.strip().split("@")]
+    # prob_conf_mat's "name+foo=True+bar=2" beside "name@foo=True": a "+" before "key=" separates
+    # parameters too (a "+" inside a value, as in "1e+3", does not)
+    name, *rest = [p.strip() for p in re.split(r"@|\+(?=\s*[A-Za-z_]\w*\s*=)", text.strip())]
     if not name or any(not p for p in rest):
         raise ValueError(f"malformed metric string {text!r}")
     positional, keyword = [], {}
@@ -608,6 +714,9 @@ def resolve(metric: "str | Metric", task: Task) -> Metric:
         raise ValueError(
             f"unknown metric {name!r}{hint}; every name and alias is in the metrics table (docs/metrics.md; mergeable_metrics.metrics.base.REGISTRY)"
         )
+    per_class = _per_class_request(cls, task, positional)
+    if per_class is not None:
+        return OneVsRest(task, cls, per_class, **keyword)
     if positional:
         if cls.positional is None or len(positional) > 1:
             raise ValueError(f"metric {name!r} takes no positional parameter, got {positional} in {metric!r}")
@@ -615,6 +724,111 @@ def resolve(metric: "str | Metric", task: Task) -> Metric:
             raise ValueError(f"{cls.positional} given twice in {metric!r}")
         keyword[cls.positional] = positional[0]
     return cls(task, **keyword)
+
+
+def _binary_confusion_only(cls: type[Metric]) -> bool:
+    """Whether ``cls`` is a binary-only metric of the binary confusion counts (what
+    :class:`OneVsRest` can compute per class)."""
+    if "multiclass" in cls.tasks or "binary" not in cls.tasks or cls is OneVsRest:
+        return False
+    try:
+        m = cls(Task(num_classes=2))
+        return all(c in (BinaryConfusionState, ExampleCountState) for c, _ in m.requires())
+    except Exception:
+        return False
+
+
+def _per_class_request(cls: type[Metric], task: Task, positional: list[Any]) -> Any:
+    """The ``average`` of a binary-only confusion metric asked for per class (``"fmi@macro"``,
+    ``"fmi@none"``, a registered averaging), or None: resolve as usual. A binary-only metric on a
+    multiclass task with no average is refused (naming the per-class spellings)."""
+    if cls.positional is not None or len(positional) > 1:
+        return None
+    if positional:
+        key = "none" if positional[0] is None else positional[0]
+        if not isinstance(key, str) or key not in AVERAGINGS or not _binary_confusion_only(cls):
+            return None
+        if task.kind not in ("binary", "multiclass"):
+            return None
+        return key
+    if task.kind == "multiclass" and _binary_confusion_only(cls):
+        raise ValueError(
+            f"metric {cls.name!r} is not defined for multiclass tasks (binary only, is_multiclass=False): it is computed per class "
+            f"(one vs rest) with an average, e.g. {cls.name + '@none'!r} (per class) or {cls.name + '@macro'!r}; it is never run on the multiclass matrix"
+        )
+    return None
+
+
+class OneVsRest(Metric):
+    """A binary-only metric of the confusion counts computed per class, one class against the
+    rest, then reduced with an :class:`Averaging` (prob_conf_mat's binary metrics with an
+    averaging: ``"fmi@macro"``, ``"fmi@none"`` per class, ``"fmi@<registered averaging>"``).
+
+    Class ``c`` as the positive class: ``tp = M[c, c]``, ``fn = M[c].sum() - tp``,
+    ``fp = M[:, c].sum() - tp``, the rest ``tn`` (``M`` the confusion matrix, rows true; a binary
+    task's 2 x 2 matrix at its threshold). The averaging receives the (K,) values, the support
+    (true weight per class) and its own ``dependencies``. Not registered: :func:`resolve` builds it.
+    """
+
+    params = {}  # the inner metric's, per instance
+    tasks = ("binary", "multiclass")
+
+    def __init__(self, task: Task, inner: type[Metric], average: Any, **params: Any):
+        self.inner_cls = inner
+        self.average = "none" if average is None else average
+        self.averaging = get_averaging(average)
+        if self.averaging.name in ("binary", "samples", "micro"):
+            raise ValueError(
+                f"metric {inner.name!r}@{self.averaging.name}: a per-class binary metric takes a reducing average (none, macro, weighted or a registered one)"
+            )
+        binary = Task(num_classes=2, threshold=task.threshold, threshold_rule=task.threshold_rule, zero_division=task.zero_division)
+        self.inner = inner(binary, **params) if task.kind == "multiclass" else inner(task, **params)
+        self.name = inner.name  # type: ignore[misc]
+        self.bounds = inner.bounds  # type: ignore[misc]
+        self.higher_is_better = inner.higher_is_better  # type: ignore[misc]
+        self.params = dict(inner.params)  # type: ignore[misc]
+        super().__init__(task, **params)
+        t = self.inner.p.get("threshold")
+        self.threshold = self.task.threshold if t is None or task.kind != "binary" else float(t)
+
+    def requires(self) -> list[tuple[type[State], Any]]:
+        out: list[tuple[type[State], Any]] = [(ExampleCountState, None)]
+        if self.task.kind == "binary":
+            out += [(BinaryConfusionState, self.threshold)]
+        else:
+            out += [(ConfusionMatrixState, self.task.num_classes)]
+        return out + self.averaging.dependency_requires(self.task)
+
+    def dependency_metrics(self) -> dict[str, Metric]:
+        return {}
+
+    def matrix(self, states: dict[str, State]) -> np.ndarray:
+        if self.task.kind == "binary":
+            return states["binary_confusion"].confusion_matrix(self.threshold)
+        return np.asarray(states["confusion_matrix"]["matrix"], dtype=np.float64)
+
+    def compute(self, states: dict[str, State]) -> Any:
+        m = self.matrix(states)
+        total = float(m.sum())
+        values = []
+        for c in range(m.shape[0]):
+            tp = float(m[c, c])
+            fn, fp = float(m[c].sum()) - tp, float(m[:, c].sum()) - tp
+            tn = total - tp - fn - fp
+            t = self.inner.p.get("threshold")
+            t = self.threshold if t is None else float(t)
+            one = BinaryConfusionState(BinaryConfusionLayout((t,)), {k: np.array([v]) for k, v in (("tp", tp), ("fp", fp), ("tn", tn), ("fn", fn))})
+            values.append(float(self.inner.compute({**states, "binary_confusion": one})))
+        v = np.array(values)
+        if self.averaging.name == "none":
+            return v
+        deps = self.averaging.dependency_values(self.task, states) if self.averaging.dependencies else {}
+        return self.averaging.reduce(v, m.sum(axis=1), **deps)
+
+    @property
+    def resolved_key(self) -> str:
+        given = {k: v for k, v in self.given.items() if k not in ("inner", "average")}  # (the wrapper's own arguments)
+        return "@".join([self.inner_cls.name, self.averaging.name] + [f"{k}={_fmt(given[k])}" for k in sorted(given)])
 
 
 # ---------------------------------------------------------------------------------------------

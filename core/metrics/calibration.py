@@ -400,6 +400,11 @@ class BrierScore(Metric):
     y||^2 / sum w`` over the (N, L) indicators (halved for L = 2 too, as scikit-learn). The
     positive class is 1 from the task, never inferred from the labels seen. NaN with no examples. Source:
     ``sklearn.metrics.brier_score_loss``.
+
+    ``scale_by_half`` is scikit-learn's: ``"auto"`` (default) halves the sum over the classes for
+    binary tasks (the value is then ``sum w (p - y)^2 / sum w``, in [0, 1]) and for two columns,
+    ``true`` always halves it, ``false`` never does (binary values in [0, 2]), e.g.
+    ``brier_score@scale_by_half=false``.
     """
 
     name = "brier_score"
@@ -410,10 +415,37 @@ class BrierScore(Metric):
     bounds = (0.0, 2.0)
     sklearn = "sklearn.metrics.brier_score_loss"
     undefined = "no examples (total weight 0)"
+    params = {"scale_by_half": "auto"}
 
     def configure(self) -> None:
-        if self.task.kind == "multilabel":  # L squared differences per row
-            self.bounds = (0.0, float(max(2, self.task.num_classes)))  # type: ignore[misc]
+        sbh = self.p["scale_by_half"]
+        if isinstance(sbh, str) and sbh.lower() in ("auto", "true", "false"):
+            sbh = {"auto": "auto", "true": True, "false": False}[sbh.lower()]
+        if sbh not in ("auto", True, False) or (sbh in (0, 1) and not isinstance(sbh, bool)):
+            raise ValueError(f"metric 'brier_score': scale_by_half must be auto, true or false (scikit-learn's), got {self.p['scale_by_half']!r}")
+        self.p["scale_by_half"] = sbh
+        if "scale_by_half" in self.given:
+            if sbh == "auto":
+                del self.given["scale_by_half"]  # the default: the same key as brier_score
+            else:
+                self.given["scale_by_half"] = sbh
+        binary = self.task.kind == "binary"
+        full = float(max(2, self.task.num_classes)) if self.task.kind == "multilabel" else 2.0  # a row's largest sum over the classes
+        self.bounds = (0.0, full * (0.5 if self._halved(binary, 2 if binary else self.task.num_classes) else 1.0))  # type: ignore[misc]
+
+    def _halved(self, binary: bool, k: int) -> bool:
+        sbh = self.p["scale_by_half"]
+        return (binary or k == 2) if sbh == "auto" else bool(sbh)
+
+    def _factor(self, binary: bool, k: int) -> float:
+        """What multiplies ``sum w ||p - y||^2 / sum w`` (binary: the state holds the one-column
+        sum ``sum w (p - y)^2``, half the two-class sum)."""
+        half = self._halved(binary, k)
+        return (1.0 if half else 2.0) if binary else (0.5 if half else 1.0)
+
+    def scale(self, layout: Any) -> float:
+        """The factor of this metric's value over the state's ``brier / weight``."""
+        return self._factor(layout.binary, layout.num_classes)
 
     def requires(self) -> list[tuple[type[State], Any]]:
         return [(ProbabilitySumsState, None)]
@@ -424,8 +456,7 @@ class BrierScore(Metric):
 
     def compute(self, states: dict[str, State]) -> float:
         st = states["probability_sums"]
-        half = not st.layout.binary and st.layout.num_classes == 2  # scikit-learn's scale_by_half="auto"
-        return _mean_or_nan(float(st["weight"]), lambda: float(st["brier"]) / float(st["weight"]) * (0.5 if half else 1.0))
+        return _mean_or_nan(float(st["weight"]), lambda: float(st["brier"]) / float(st["weight"]) * self.scale(st.layout))
 
 
 #: the ``average`` values of the multiclass calibration metrics

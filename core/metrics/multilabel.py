@@ -441,8 +441,9 @@ class SubsetAccuracy(_MultilabelMetric):
 
 class HammingLoss(_MultilabelMetric):
     """Hamming loss: the weighted fraction of wrong labels, ``sum (fp + fn) / (L * sum w)``;
-    on binary and multiclass (1-D) labels the weighted fraction of wrong predictions,
-    ``1 - accuracy``, as scikit-learn. NaN with no examples. Source: ``sklearn.metrics.hamming_loss``."""
+    on binary and multiclass (1-D) labels the weighted fraction of wrong predictions, the
+    off-diagonal weight over the total (bit for bit scikit-learn's; ``1 - accuracy`` can be an ulp
+    off). NaN with no examples. Source: ``sklearn.metrics.hamming_loss``."""
 
     name = "hamming_loss"
     full_name = "Hamming loss"
@@ -464,7 +465,8 @@ class HammingLoss(_MultilabelMetric):
             if total == 0:
                 record_undefined()
                 return float("nan")
-            return float(1.0 - np.trace(m) / total)
+            wrong = m[~np.eye(m.shape[0], dtype=bool)].sum()
+            return float(wrong / total)  # mismatch weight over total, as scikit-learn (1 - accuracy is an ulp off)
         st = states["multilabel"]
         tp, fp, tn, fn = st.label_counts(self.p["threshold"])
         w = float(st["weight"])

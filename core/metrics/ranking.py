@@ -527,11 +527,16 @@ def multilabel_value(state: LabelScoreDistributionState, fn, average: str | None
 def _configure_multilabel(metric: "RankingMetric") -> None:
     """``average`` for multilabel-indicator tasks (``macro`` default)."""
     for name in ("multi_class", "max_fpr", "pos_label"):
-        if name in metric.given:
+        if name in metric.given and not (name == "max_fpr" and metric.name == "roc_auc"):
             raise ValueError(f"metric {metric.name!r}: {name} does not apply to multilabel tasks")
     avg = metric.p["average"] if "average" in metric.given else "macro"
     if avg not in ML_AVERAGES:
         raise ValueError(f"metric {metric.name!r}: average must be one of {ML_AVERAGES} for multilabel tasks, got {avg!r}")
+    if avg == "samples" and metric.p.get("max_fpr") is not None:
+        raise ValueError(
+            f"metric {metric.name!r}: max_fpr (partial AUC) with average='samples' is not available "
+            "(the per-row state keeps each row's full AUC); use average macro, weighted, micro or none"
+        )
     if avg == "samples" and metric.p["capacity"] is not None:
         raise ValueError(f"metric {metric.name!r}: capacity does not apply to average='samples' (per-row values are exact)")
     metric.p["average"] = avg
@@ -667,7 +672,8 @@ class RocAuc(RankingMetric):
     """Area under the ROC curve; ties count one half. Source: ``sklearn.metrics.roc_auc_score``.
 
     Binary params: ``max_fpr`` (None, or in (0, 1]: scikit-learn's standardized partial AUC, see
-    :class:`PartialRocAuc`), ``pos_label``. Multiclass tasks (an (N, K) score matrix) take
+    :class:`PartialRocAuc`; also on multilabel tasks, per label then averaged, except
+    ``average=samples``; refused on multiclass tasks, as scikit-learn refuses it), ``pos_label``. Multiclass tasks (an (N, K) score matrix) take
     ``multi_class`` (``"ovr"``: each class against the rest, default; ``"ovo"``: Hand & Till's
     average over pairs of present classes) and ``average`` (``macro`` default, ``weighted``,
     ``micro`` and ``none`` for per-class values with ovr), e.g. ``roc_auc@weighted@multi_class=ovo``.
@@ -702,8 +708,12 @@ class RocAuc(RankingMetric):
 
     def configure_metric(self) -> None:
         if self.p["max_fpr"] is not None:
-            if self.task.kind in ("multiclass", "multilabel"):
-                raise ValueError(f"metric 'roc_auc': max_fpr (partial AUC) is not available for {self.task.kind} tasks")
+            if self.task.kind == "multiclass":
+                raise ValueError(
+                    "metric 'roc_auc': max_fpr (partial AUC) is not available for multiclass tasks, as in scikit-learn "
+                    "(roc_auc_score refuses it: 'Partial AUC computation not available in multiclass setting'); "
+                    "binary and multilabel tasks take it"
+                )
             self.p["max_fpr"] = _unit(self, "max_fpr", closed_lo=False)
         _configure_multiclass(self, allow_ovo=True)
 

@@ -259,18 +259,45 @@ def configure_multioutput(metric: Metric, options: tuple[str, ...]) -> None:
             )
         return
     m = metric.p["multioutput"]
+    if isinstance(m, (list, tuple, np.ndarray)) or (isinstance(m, str) and "|" in m) or (isinstance(m, (int, float)) and not isinstance(m, bool)):
+        metric.p["multioutput"], text = output_weights(metric, m, 1 if d is None else d)
+        metric.given["multioutput"] = text
+        return
     if m not in options:
-        raise ValueError(f"metric {metric.name!r}: multioutput must be one of {', '.join(options)}; got {m!r}")
+        raise ValueError(
+            f"metric {metric.name!r}: multioutput must be one of {', '.join(options)}; got {m!r} (or an array of output weights: multioutput=0.3|0.7)"
+        )
+
+
+def output_weights(metric: Metric, value: Any, d: int) -> tuple[tuple[float, ...], str]:
+    """scikit-learn's ``multioutput`` as an array of output weights: ``(weights, canonical text)``
+    from ``"0.3|0.7"`` (metric strings), a number (one output) or a sequence.
+
+    Raises:
+        ValueError: a weight that is not a finite number >= 0, weights summing to 0, or not one
+            weight per output (naming the metric, the weights and the number of outputs).
+    """
+    items = [x.strip() for x in value.split("|")] if isinstance(value, str) else (list(np.ravel(value)) if not isinstance(value, (int, float)) else [value])
+    try:
+        w = tuple(float(x) for x in items)
+    except (TypeError, ValueError):
+        raise ValueError(f"metric {metric.name!r}: multioutput weights must be numbers, got {value!r}") from None
+    if len(w) != d:
+        raise ValueError(f"metric {metric.name!r}: there must be as many multioutput weights ({len(w)}) as outputs ({d}), as in scikit-learn")
+    if not all(math.isfinite(x) and x >= 0 for x in w) or sum(w) <= 0:
+        raise ValueError(f"metric {metric.name!r}: multioutput weights must be finite numbers >= 0 with a positive sum, got {list(w)}")
+    return w, "|".join(repr(int(x)) if x.is_integer() and abs(x) < 1e15 else repr(x) for x in w)
 
 
 def combine_outputs(metric: Metric, states: list[Any], value_of: Any, weight_of: Any = None) -> Any:
     """A metric's value over outputs, as scikit-learn's ``multioutput``: ``value_of(state)`` of
     each output's single-output state, then ``raw_values`` (a (D,) array), ``uniform_average``
-    (their ``np.average``; the value itself for one output) or ``variance_weighted``
+    (their ``np.average``; the value itself for one output), a tuple of output weights (their
+    ``np.average`` with those weights) or ``variance_weighted``
     (``np.average`` weighted by ``weight_of(state)``, uniform when every weight is 0). An
     output's undefined value is recorded for that output (``raw_values``) or for the value."""
     how = metric.p.get("multioutput", "uniform_average")
-    raw = how == "raw_values"
+    raw = isinstance(how, str) and how == "raw_values"
     vals = np.empty(len(states))
     for j, st in enumerate(states):
         with recording_undefined() as events:
@@ -280,6 +307,8 @@ def combine_outputs(metric: Metric, states: list[Any], value_of: Any, weight_of:
     if raw:
         return vals
     with np.errstate(invalid="ignore"):  # -inf (force_finite=false) times a zero weight: NaN, as scikit-learn
+        if isinstance(how, tuple):  # an array of output weights
+            return float(np.average(vals, weights=np.array(how)))
         if how == "variance_weighted":
             w = np.array([float(weight_of(st)) for st in states])
             if w.any():

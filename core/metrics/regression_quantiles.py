@@ -383,7 +383,7 @@ class QuantileAbsoluteError(Metric):
         if isinstance(st, OutputAbsoluteErrorDistributionState):
             return self._multioutput([error_quantile(o, self.level()) for o in st.outputs()])
         v = error_quantile(st, self.level())  # type: ignore[arg-type]
-        if self.p["multioutput"] == "raw_values":  # (1,), as scikit-learn's for 1-D targets
+        if isinstance(self.p["multioutput"], str) and self.p["multioutput"] == "raw_values":  # (1,), as scikit-learn's for 1-D targets
             return self._multioutput([v])
         if isinstance(v, float) and math.isnan(v):
             record_undefined()
@@ -395,17 +395,19 @@ class QuantileAbsoluteError(Metric):
         ``np.average`` (an interval averaging the bounds when some output is compressed). Every
         output has the same total weight: all are NaN (undefined) or none."""
         mid = np.array([v.value if isinstance(v, Interval) else v for v in values], dtype=np.float64)
-        raw = self.p["multioutput"] == "raw_values"
+        how = self.p["multioutput"]
+        raw = isinstance(how, str) and how == "raw_values"
+        weights = np.array(how) if isinstance(how, tuple) else None  # an array of output weights (>= 0)
         for j in np.flatnonzero(np.isnan(mid)) if raw else ([None] if np.isnan(mid).any() else []):
             record_undefined(None if j is None else (int(j),))
         if raw:
             return mid
-        value = float(np.average(mid))
+        value = float(np.average(mid, weights=weights))
         if not any(isinstance(v, Interval) for v in values) or math.isnan(value):
             return value
         lo = np.array([v.lower if isinstance(v, Interval) else v for v in values], dtype=np.float64)
         hi = np.array([v.upper if isinstance(v, Interval) else v for v in values], dtype=np.float64)
-        lower, upper = float(np.average(lo)), float(np.average(hi))
+        lower, upper = float(np.average(lo, weights=weights)), float(np.average(hi, weights=weights))
         return lower if lower == upper else Interval(value, lower, upper)
 
 

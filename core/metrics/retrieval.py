@@ -9,7 +9,7 @@ relevance). Merging concatenates and re-sorts, so every split and merge order gi
 state bit for bit, and a query split over workers is ranked exactly as if it had arrived whole.
 Values are computed from the merged state only: per query, then averaged over the queries.
 
-Memory bound: 24 bytes per row per slice the row belongs to (the overall slice and one slice per
+Memory bound: 32 bytes per row per slice the row belongs to (the overall slice and one slice per
 slice spec), on the worker that merges a slice's states; the state is exact, never compressed.
 Query keys are 64-bit hashes: two distinct query ids share a key with probability about
 ``q**2 / 2**65`` for ``q`` queries (2.7e-8 for a million queries).
@@ -32,7 +32,11 @@ Definitions (for one query with ``n`` items, ``R`` of them relevant, ranked by d
   with a relevant item has NaN values (undefined, with one ``UndefinedMetricWarning``).
 
 The mean over queries is the correctly rounded quotient of the exact sum of the per-query values
-(:mod:`mergeable_metrics._util.exact`), so it does not depend on the order of queries either.
+(:mod:`mergeable_metrics._util.exact`), so it does not depend on the order of queries either. With
+``sample_weight`` (``weight_col``) each query carries one weight, the same on each of its rows
+(scikit-learn's ``ndcg_score(sample_weight=)``: a weight per query), and every metric is the
+weighted mean over the queries, ``sum w_q v_q / sum w_q``; rows of one query with different
+weights are refused, naming the query.
 """
 
 from __future__ import annotations
@@ -79,16 +83,19 @@ class RetrievalLayout:
     """No configuration: the state holds every row, so any k can be computed from it."""
 
 
-def _canonical(query: np.ndarray, score: np.ndarray, relevance: np.ndarray) -> dict[str, np.ndarray]:
+def _canonical(query: np.ndarray, score: np.ndarray, relevance: np.ndarray, weight: np.ndarray) -> dict[str, np.ndarray]:
     score = score + 0.0  # -0.0 as 0.0: equal scores are one key
-    order = np.lexsort((relevance, score, query))
-    return {"query": query[order], "score": score[order], "relevance": relevance[order]}
+    weight = weight + 0.0
+    order = np.lexsort((weight, relevance, score, query))
+    return {"query": query[order], "score": score[order], "relevance": relevance[order], "weight": weight[order]}
 
 
 class RetrievalState(State):
-    """The rows of every query: ``query`` (n,) int64 query keys, ``score`` (n,) float64 and
-    ``relevance`` (n,) float64 (>= 0), sorted by (query, score, relevance). Merge: concatenate,
-    re-sort.
+    """The rows of every query: ``query`` (n,) int64 query keys, ``score`` (n,) float64,
+    ``relevance`` (n,) float64 (>= 0) and ``weight`` (n,) float64 (>= 0: the query's
+    ``sample_weight``, the same on each of its rows; 1 without weights), sorted by (query, score,
+    relevance, weight). Merge: concatenate, re-sort. Kind version 2 (the ``weight`` field); bytes
+    of version 1 read with weight 1.
 
     Merges are lazy: a merged state keeps its parts (each a sorted state) and sorts their
     concatenation once, the first time its fields are read (encode, equality, compute), so
@@ -97,8 +104,17 @@ class RetrievalState(State):
 
     kind = "retrieval"
     Layout = RetrievalLayout
-    FIELDS = (("query", "int64"), ("score", "float64"), ("relevance", "float64"))
-    NONNEGATIVE = ("relevance",)
+    FIELDS = (("query", "int64"), ("score", "float64"), ("relevance", "float64"), ("weight", "float64"))
+    NONNEGATIVE = ("relevance", "weight")
+    VERSION = 2  # 2: the per-query sample weight
+    OLD_FIELDS = {1: (("query", "int64"), ("score", "float64"), ("relevance", "float64"))}
+
+    @classmethod
+    def upgrade(cls, version: int, layout: Any, arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Version 1 bytes (no weights): every query weighs 1."""
+        if version != 1:
+            return super().upgrade(version, layout, arrays)
+        return {**arrays, "weight": np.ones(np.asarray(arrays["query"]).shape[0])}
 
     @property  # type: ignore[override]
     def arrays(self) -> Any:
@@ -110,7 +126,7 @@ class RetrievalState(State):
             if parts is None:  # another thread has just sorted them
                 return d["_arrays"]
             cat = {name: np.concatenate([p.arrays[name] for p in parts]) for name, _ in self.FIELDS}
-            fields = _canonical(cat["query"], cat["score"], cat["relevance"])
+            fields = _canonical(cat["query"], cat["score"], cat["relevance"], cat["weight"])
             for a in fields.values():
                 a.flags.writeable = False
             arrays = d["_arrays"] = MappingProxyType(fields)
@@ -142,21 +158,21 @@ class RetrievalState(State):
 
     @classmethod
     def zero(cls, layout: RetrievalLayout) -> "RetrievalState":
-        return cls(layout, {"query": np.zeros(0, np.int64), "score": np.zeros(0), "relevance": np.zeros(0)})
+        return cls(layout, {"query": np.zeros(0, np.int64), "score": np.zeros(0), "relevance": np.zeros(0), "weight": np.zeros(0)})
 
     @classmethod
     def from_batch(cls, layout: RetrievalLayout, batch: Batch) -> "RetrievalState":
         if batch.query is None:
             raise ValueError("retrieval metrics need query ids: give query_col")
-        if batch.sample_weight is not None:
-            raise ValueError("retrieval metrics take no weight_col (each query counts once)")
         score = batch.y_score if batch.y_score is not None else batch.y_pred
         if score is None or batch.y_true is None:
             raise ValueError("retrieval metrics need relevance labels (label_col) and scores (score_col)")
         rel = np.asarray(batch.y_true, dtype=np.float64)
         if rel.size and not (rel >= 0).all():
             raise ValueError(f"retrieval relevance must be >= 0, got {rel[~(rel >= 0)][0]!r}")
-        return cls(layout, _canonical(np.asarray(batch.query, dtype=np.int64), np.asarray(score, dtype=np.float64), rel))
+        q = np.asarray(batch.query, dtype=np.int64)
+        w = np.ones(q.shape[0]) if batch.sample_weight is None else np.asarray(batch.sample_weight, dtype=np.float64)
+        return cls(layout, _canonical(q, np.asarray(score, dtype=np.float64), rel, w))
 
     def merge(self, other: State) -> "RetrievalState":
         if type(other) is not type(self):
@@ -177,11 +193,11 @@ class RetrievalState(State):
 
     def validate(self, integral: bool = False) -> "RetrievalState":
         super().validate(integral)
-        q, s, r = self["query"], self["score"], self["relevance"]
-        if not q.shape == s.shape == r.shape:
-            raise ValueError(f"invalid {self.kind} state: fields of different lengths {q.shape}, {s.shape}, {r.shape}")
-        if q.size and not np.array_equal(np.lexsort((r, s, q)), np.arange(q.size)):
-            raise ValueError(f"invalid {self.kind} state: rows are not canonical (sorted by query, score, relevance)")
+        q, s, r, w = self["query"], self["score"], self["relevance"], self["weight"]
+        if not q.shape == s.shape == r.shape == w.shape:
+            raise ValueError(f"invalid {self.kind} state: fields of different lengths {q.shape}, {s.shape}, {r.shape}, {w.shape}")
+        if q.size and not np.array_equal(np.lexsort((w, r, s, q)), np.arange(q.size)):
+            raise ValueError(f"invalid {self.kind} state: rows are not canonical (sorted by query, score, relevance, weight)")
         return self
 
     def summary(self) -> str:
@@ -231,7 +247,20 @@ def with_query_keys(
             )
             raise ValueError(invalid_value_message(column, value, int(rows[i]), what, f" ({int(bad.sum())} invalid rows in this batch)"))
         batch, ids, rows, out = batch.take(~bad), ids[~bad], rows[~bad], bad
-    return dataclasses.replace(batch, query=hash_column(ids, names[0], rows).view(np.int64)), out
+    keys = hash_column(ids, names[0], rows).view(np.int64)
+    if batch.sample_weight is not None and keys.size:
+        w = np.asarray(batch.sample_weight, dtype=np.float64)
+        order = np.lexsort((w, keys))
+        ks, ws = keys[order], w[order]
+        clash = np.flatnonzero((ks[1:] == ks[:-1]) & (ws[1:] != ws[:-1]))
+        if clash.size:
+            i, j = int(order[clash[0]]), int(order[clash[0] + 1])
+            qid = ids[j].item() if hasattr(ids[j], "item") else ids[j]
+            raise ValueError(
+                f"column {names[0]!r}: query {qid!r} has rows of different sample weights ({float(w[i])!r} at row {int(rows[i])}, "
+                f"{float(w[j])!r} at row {int(rows[j])}); a weight is per query (scikit-learn's ndcg_score sample_weight), the same on each of its rows"
+            )
+    return dataclasses.replace(batch, query=keys), out
 
 
 # -- per-query values ------------------------------------------------------------------------
@@ -246,6 +275,7 @@ class _Ranked:
     start: np.ndarray  # (q,) first row of each query
     size: np.ndarray  # (q,) items per query
     relevant: np.ndarray  # (q,) relevant (> 0) items per query
+    weight: np.ndarray  # (q,) each query's sample weight
 
     @property
     def q(self) -> int:
@@ -261,9 +291,9 @@ def _ranked(state: RetrievalState) -> _Ranked:
 
 
 def _rank(state: RetrievalState) -> _Ranked:
-    query, score, rel = state["query"], state["score"], state["relevance"]
+    query, score, rel, w = state["query"], state["score"], state["relevance"], state["weight"]
     order = np.lexsort((rel, -score, query))
-    query, score, rel = query[order], score[order], rel[order]
+    query, score, rel, w = query[order], score[order], rel[order], w[order]
     n = query.shape[0]
     new = np.ones(n, dtype=bool)
     new[1:] = query[1:] != query[:-1]
@@ -272,7 +302,14 @@ def _rank(state: RetrievalState) -> _Ranked:
     size = np.diff(np.append(start, n))
     pos = np.arange(n) - start[group]
     relevant = np.bincount(group, weights=(rel > 0).astype(np.float64), minlength=start.size).astype(np.int64)
-    return _Ranked(group, pos, score, rel, start, size, relevant)
+    qw = w[start]
+    if n and (w != qw[group]).any():  # rows of one query folded in different batches with different weights
+        i = int(np.flatnonzero(w != qw[group])[0])
+        raise ValueError(
+            f"retrieval: the query of key {int(query[i])} has rows of different sample weights ({float(qw[group[i]])!r} and {float(w[i])!r}); "
+            "a weight is per query (scikit-learn's ndcg_score sample_weight), the same on each of its rows"
+        )
+    return _Ranked(group, pos, score, rel, start, size, relevant, qw)
 
 
 def _discount(n: int, k: int | None) -> np.ndarray:
@@ -358,14 +395,23 @@ def per_query_values(state: RetrievalState, metric: str, k: int | None = None) -
     return np.where(undefined, np.nan, out)
 
 
-def _mean_defined(values: np.ndarray) -> float:
-    """The mean of the non-NaN values (correctly rounded from their exact sum); NaN, recorded
-    as undefined, when there are none."""
-    v = values[~np.isnan(values)]
-    if not v.size:
+def _mean_defined(values: np.ndarray, weights: np.ndarray | None = None) -> float:
+    """The mean of the non-NaN values, weighted by ``weights`` (each query's sample weight; as
+    ``np.average``), correctly rounded from exact sums; NaN, recorded as undefined, when there
+    are none (or their weights sum to 0)."""
+    keep = ~np.isnan(values)
+    v = values[keep]
+    if weights is None or (weights == 1).all():
+        if not v.size:
+            record_undefined()
+            return float("nan")
+        return exact_ratio(exact_sum(v).fraction(), Fraction(int(v.size)))
+    w = weights[keep]
+    total = exact_sum(w).fraction() if w.size else Fraction(0)
+    if total == 0:
         record_undefined()
         return float("nan")
-    return exact_ratio(exact_sum(v).fraction(), Fraction(int(v.size)))
+    return exact_ratio(exact_sum(v, w).fraction(), total)
 
 
 class _Retrieval(Metric):
@@ -396,7 +442,7 @@ class _Retrieval(Metric):
     def compute(self, states: dict[str, State]) -> float:
         st = states["retrieval"]
         assert isinstance(st, RetrievalState)
-        return _mean_defined(per_query_values(st, self._what, self.p["k"]))
+        return _mean_defined(per_query_values(st, self._what, self.p["k"]), _ranked(st).weight)
 
 
 class NDCG(_Retrieval):

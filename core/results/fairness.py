@@ -1,5 +1,5 @@
-"""Fairness across slices: gaps and ratios of a metric between each slice of a spec and a
-reference slice (the overall slice, or a named one), from per-slice results.
+"""Fairness across slices: gaps and ratios of a metric between the slices of a spec, from
+per-slice results, with fairlearn's methods (``MetricFrame.difference`` / ``ratio``).
 
 Everything here reads the values the slices already have (each computed from its own merged
 state, so exact and identical in every engine); nothing is recomputed or averaged. A
@@ -7,21 +7,36 @@ state, so exact and identical in every engine); nothing is recomputed or average
 ``"recall@threshold=0.7"``) or one of the fairness criteria, each a set of metrics:
 
 ========================  ====================  ================================================
-criterion                 metrics               as in fairlearn (``method="to_overall"``)
+criterion                 metrics               as in fairlearn
 ========================  ====================  ================================================
 ``demographic_parity``    ``selection_rate``    ``demographic_parity_difference`` / ``_ratio``
 ``equal_opportunity``     ``recall`` (TPR)      ``equal_opportunity_difference`` / ``_ratio``
 ``equalized_odds``        ``recall``, ``fpr``   ``equalized_odds_difference`` / ``_ratio``
 ========================  ====================  ================================================
 
-Per slice and metric: ``difference = value - reference`` (signed) and ``ratio = value /
-reference``. Per slice: ``difference`` is the largest ``|difference|`` over the criterion's
-metrics and ``ratio`` the smallest symmetric ratio ``min(value, reference) / max(value,
-reference)`` (1 when both are 0; NaN for a negative value or an undefined one). The criterion's
-``difference`` and ``ratio`` are the worst over the slices (NaN slices left out and listed in
-``undefined``), and ``worst`` names the slice with the largest difference. Confidence intervals
+Per metric, over the spec's slices (the *groups*; a group whose value is undefined, NaN, is
+left out of that metric only):
+
+- ``group_min`` / ``group_max``: the smallest / largest group value;
+- ``method="between_groups"`` (**fairlearn's default**): difference ``group_max - group_min``,
+  ratio ``group_min / group_max``;
+- ``method="to_overall"``: difference ``max |value - reference|``, ratio ``min`` over the groups of
+  ``value / reference`` taken as ``min(value, reference) / max(value, reference)``; the reference
+  is the overall slice, or the slice named by ``reference=``.
+
+A criterion of several metrics takes the worst case (fairlearn's ``agg="worst_case"``): the largest
+difference and the smallest ratio over its metrics. ``method`` defaults to ``"between_groups"``
+(fairlearn's default), or to ``"to_overall"`` when a reference slice is named. Ratios of two zeros
+are 1 (equal); a ratio of a negative value is NaN. Per slice (against the reference):
+``differences`` / ``ratios`` per metric, and the largest ``|difference|`` / smallest symmetric
+ratio over the defined metrics; ``worst`` names the slice with the largest. Confidence intervals
 of the slices' values (``Evaluation(ci=...)``) are carried along (``ci``, ``reference_ci``); no
 interval of a difference is derived from them (the slices overlap the overall slice).
+
+One difference from fairlearn: fairlearn's ``true_positive_rate`` / ``false_positive_rate`` of a
+group with no positive (negative) labels is 0 (scikit-learn's ``confusion_matrix(normalize="true")``
+turns 0/0 into 0); here that group's recall (fpr) is undefined and left out of that metric's
+comparison, while its other metrics (its fpr under ``equalized_odds``) are compared.
 """
 
 from __future__ import annotations
@@ -42,6 +57,10 @@ CRITERIA: dict[str, tuple[str, ...]] = {
 }
 
 
+#: fairlearn's ``method=`` values; the first is fairlearn's default
+METHODS: tuple[str, ...] = ("between_groups", "to_overall")
+
+
 def criterion_metrics(criterion: str) -> tuple[str, ...]:
     """The metric keys a criterion compares: its metrics, or the metric key itself."""
     return CRITERIA.get(criterion, (criterion,))
@@ -52,6 +71,17 @@ def _symmetric_ratio(a: float, b: float) -> float:
         return math.nan
     hi = max(a, b)
     return 1.0 if hi == 0 else min(a, b) / hi
+
+
+def _max(values: Iterable[float]) -> float:
+    """The largest defined value (NaN when none is defined)."""
+    v = [x for x in values if not math.isnan(x)]
+    return max(v) if v else math.nan
+
+
+def _min(values: Iterable[float]) -> float:
+    v = [x for x in values if not math.isnan(x)]
+    return min(v) if v else math.nan
 
 
 def _jsonable(v: Any) -> Any:
@@ -73,8 +103,8 @@ class FairnessSlice:
         values: ``{metric: value}`` of the slice.
         differences: ``{metric: value - reference}``.
         ratios: ``{metric: value / reference}`` (NaN when the reference is 0 or undefined).
-        difference: the largest ``|difference|`` over the metrics (NaN if one is undefined).
-        ratio: the smallest symmetric ratio over the metrics.
+        difference: the largest ``|difference|`` over the defined metrics (NaN when none is).
+        ratio: the smallest symmetric ratio over the defined metrics (NaN when none is).
         ci: ``{metric: (lower, upper)}``: the slice's confidence intervals, when computed.
     """
 
@@ -108,7 +138,7 @@ class FairnessSlice:
 
 @dataclass(frozen=True)
 class Fairness:
-    """A criterion over the slices of one spec, against a reference slice.
+    """A criterion over the slices of one spec: gaps between the slices and to a reference slice.
 
     Attributes:
         criterion: the criterion name or metric key.
@@ -120,6 +150,13 @@ class Fairness:
         slices: one :class:`FairnessSlice` per slice of the spec with values (the reference
             itself left out), in the results' order.
         suppressed: keys of the spec's suppressed slices (no values to compare).
+        method: what :attr:`difference` and :attr:`ratio` report: ``"between_groups"``
+            (fairlearn's default) or ``"to_overall"`` (against the reference).
+        group_min: ``{metric: smallest value over the spec's slices}`` (undefined ones left out).
+        group_max: ``{metric: largest value}``.
+        differences: ``{method: {metric: difference}}`` for both methods (fairlearn's
+            ``MetricFrame.difference(method=...)``).
+        ratios: ``{method: {metric: ratio}}`` (``MetricFrame.ratio(method=...)``).
     """
 
     criterion: str
@@ -130,18 +167,22 @@ class Fairness:
     reference_ci: dict[str, tuple[float, float]]
     slices: list[FairnessSlice]
     suppressed: list[tuple] = field(default_factory=list)
+    method: str = METHODS[0]
+    group_min: dict[str, float] = field(default_factory=dict)
+    group_max: dict[str, float] = field(default_factory=dict)
+    differences: dict[str, dict[str, float]] = field(default_factory=dict)
+    ratios: dict[str, dict[str, float]] = field(default_factory=dict)
 
     @property
     def difference(self) -> float:
-        """The largest slice difference (NaN slices left out; NaN when none is defined)."""
-        d = [s.difference for s in self.slices if not math.isnan(s.difference)]
-        return max(d) if d else math.nan
+        """The criterion's difference by :attr:`method`: the largest over its metrics
+        (fairlearn's ``agg="worst_case"``; undefined metrics left out, NaN when none is defined)."""
+        return _max(self.differences[self.method].values())
 
     @property
     def ratio(self) -> float:
-        """The smallest slice ratio (NaN slices left out; NaN when none is defined)."""
-        r = [s.ratio for s in self.slices if not math.isnan(s.ratio)]
-        return min(r) if r else math.nan
+        """The criterion's ratio by :attr:`method`: the smallest over its metrics."""
+        return _min(self.ratios[self.method].values())
 
     @property
     def worst(self) -> FairnessSlice | None:
@@ -155,20 +196,26 @@ class Fairness:
 
     @property
     def undefined(self) -> list[tuple]:
-        """Keys of the slices whose difference is undefined (NaN)."""
-        return [s.slice for s in self.slices if math.isnan(s.difference)]
+        """Keys of the slices with an undefined (NaN) value or difference of a compared metric
+        (left out of that metric's comparison)."""
+        return [s.slice for s in self.slices if any(math.isnan(v) for v in s.differences.values())]
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready (NaN and inf -> None): the ``"fairness"`` entries of ``metrics.json``."""
         worst = self.worst
         d = {
             "criterion": self.criterion,
+            "method": self.method,
             "metrics": list(self.metrics),
             "spec": list(self.spec),
             "reference": {c: v for c, v in self.reference},
             "reference_values": {k: _jsonable(v) for k, v in self.reference_values.items()},
             "difference": _jsonable(self.difference),
             "ratio": _jsonable(self.ratio),
+            "group_min": {k: _jsonable(v) for k, v in self.group_min.items()},
+            "group_max": {k: _jsonable(v) for k, v in self.group_max.items()},
+            "differences": {k: {m: _jsonable(v) for m, v in d.items()} for k, d in self.differences.items()},
+            "ratios": {k: {m: _jsonable(v) for m, v in d.items()} for k, d in self.ratios.items()},
             "worst": None if worst is None else {c: v for c, v in worst.slice},
             "slices": [s.to_dict() for s in self.slices],
         }
@@ -183,7 +230,7 @@ class Fairness:
     def format_table(self) -> str:
         """A fixed-width table: one row per slice, value and difference per metric, then the ratio."""
         ref = "Overall" if self.reference == () else slice_name(self.reference)
-        head = [f"{self.criterion} across {', '.join(self.spec)} against {ref}: difference {_num(self.difference)}, ratio {_num(self.ratio)}"
+        head = [f"{self.criterion} across {', '.join(self.spec)} ({self.method}, reference {ref}): difference {_num(self.difference)}, ratio {_num(self.ratio)}"
                 + (f", worst {self.worst.name}" if self.worst is not None else "")]  # fmt: skip
         header = ["slice", "n"] + [f"{m} (diff)" for m in self.metrics] + ["ratio"]
         rows = [[ref + " (reference)", ""] + [_num(self.reference_values[m]) for m in self.metrics] + [""]]
@@ -229,7 +276,9 @@ def _find(slices: list[Any], key: tuple) -> Any:
     return None
 
 
-def compute_fairness(slices: Iterable[Any], criterion: str, reference: Any = None, spec: Any = None, metric_keys: Any = None) -> Fairness:
+def compute_fairness(
+    slices: Iterable[Any], criterion: str, reference: Any = None, spec: Any = None, metric_keys: Any = None, method: str | None = None
+) -> Fairness:
     """The :class:`Fairness` of ``criterion`` over per-slice results.
 
     Args:
@@ -242,11 +291,17 @@ def compute_fairness(slices: Iterable[Any], criterion: str, reference: Any = Non
             reference's columns, or the only spec of the results.
         metric_keys: ``{given metric string: key in the results}`` for metrics whose
             canonical key differs from the criterion's text (optional).
+        method: what ``difference`` / ``ratio`` report: ``"between_groups"`` (fairlearn's
+            default; the default here unless a reference slice is named) or ``"to_overall"``
+            (against the reference; the default when one is named). Both are computed.
 
     Raises:
         ValueError: the metric is not in the results or not scalar, the reference slice is
-            absent or suppressed, or ``spec`` is needed (several specs) or absent.
+            absent or suppressed, ``spec`` is needed (several specs) or absent, or ``method`` is
+            not one of :data:`METHODS`.
     """
+    if method is not None and method not in METHODS:
+        raise ValueError(f"fairness: method must be one of {METHODS} (fairlearn's; 'between_groups' is its default), got {method!r}")
     slices = list(slices)
     if isinstance(reference, str):
         reference = parse_reference(reference)
@@ -277,23 +332,36 @@ def compute_fairness(slices: Iterable[Any], criterion: str, reference: Any = Non
         cols = (spec,) if isinstance(spec, str) else tuple(spec)
         if cols not in specs:
             raise ValueError(f"fairness: no slices of spec {cols}; specs: {specs}")
+    if method is None:
+        method = "to_overall" if reference != () else "between_groups"
     ref_values = {m: float(ref.metrics[m]) for m in metrics}
     ref_ci = {m: (float(ref.ci[m][0]), float(ref.ci[m][1])) for m in metrics if m in ref.ci}
-    out, suppressed = [], []
+    out, suppressed, groups = [], [], []
     for s in slices:
-        if tuple(c for c, _ in s.slice) != cols or s.slice == ref.slice:
+        if tuple(c for c, _ in s.slice) != cols:
             continue
         if s.suppressed:
             suppressed.append(s.slice)
             continue
+        groups.append({m: float(s.metrics[m]) for m in metrics})
+        if s.slice == ref.slice:
+            continue
         values = {m: float(s.metrics[m]) for m in metrics}
         diffs = {m: values[m] - ref_values[m] for m in metrics}
         ratios = {m: values[m] / ref_values[m] if ref_values[m] != 0 and not math.isnan(ref_values[m]) else math.nan for m in metrics}
-        d = [abs(v) for v in diffs.values()]
-        r = [_symmetric_ratio(values[m], ref_values[m]) for m in metrics]
         out.append(FairnessSlice(
-            s.slice, s.n, values, diffs, ratios, math.nan if any(math.isnan(x) for x in d) else max(d),
-            math.nan if any(math.isnan(x) for x in r) else min(r),
+            s.slice, s.n, values, diffs, ratios, _max(abs(v) for v in diffs.values()),
+            _min(_symmetric_ratio(values[m], ref_values[m]) for m in metrics),
             {m: (float(s.ci[m][0]), float(s.ci[m][1])) for m in metrics if m in s.ci},
         ))  # fmt: skip
-    return Fairness(criterion, metrics, cols, ref.slice, ref_values, ref_ci, out, suppressed)
+    gmin = {m: _min(g[m] for g in groups) for m in metrics}
+    gmax = {m: _max(g[m] for g in groups) for m in metrics}
+    differences = {
+        "between_groups": {m: gmax[m] - gmin[m] for m in metrics},
+        "to_overall": {m: _max(abs(s.differences[m]) for s in out) for m in metrics},
+    }
+    ratios = {
+        "between_groups": {m: _symmetric_ratio(gmin[m], gmax[m]) for m in metrics},
+        "to_overall": {m: _min(_symmetric_ratio(s.values[m], ref_values[m]) for s in out) for m in metrics},
+    }
+    return Fairness(criterion, metrics, cols, ref.slice, ref_values, ref_ci, out, suppressed, method, gmin, gmax, differences, ratios)

@@ -650,8 +650,8 @@ class Results:
                 groups.setdefault(s.window, []).append(s)
         return {w: Results(v, self.config) for w, v in groups.items()}
 
-    def fairness(self, criterion: str, reference: Any = None, spec: Any = None) -> Fairness:
-        """Gaps and ratios of a metric between each slice of a spec and a reference slice
+    def fairness(self, criterion: str, reference: Any = None, spec: Any = None, method: str | None = None) -> Fairness:
+        """Gaps and ratios of a metric between the slices of a spec, and to a reference slice
         (:mod:`mergeable_metrics.results.fairness`): ``results.fairness("equal_opportunity")``,
         ``results.fairness("f1", reference="country=US")``.
 
@@ -662,6 +662,11 @@ class Results:
             reference: the overall slice (None, default) or a slice: a display name
                 (``"country=US"``), a dict or a key tuple.
             spec: the compared slices' columns (default: the reference's, or the only spec).
+            method: what ``difference`` / ``ratio`` report, fairlearn's names:
+                ``"between_groups"`` (``group_max - group_min``; fairlearn's default, and the
+                default here unless a reference is named) or ``"to_overall"`` (the largest gap
+                to the reference; the default when one is named). Both are computed
+                (``differences`` / ``ratios``), with ``group_min`` / ``group_max``.
 
         Raises:
             ValueError: a metric not in the results, an absent or suppressed reference, several
@@ -669,7 +674,7 @@ class Results:
         """
         if self.windows:
             raise ValueError("fairness compares the slices of one window: results.window(start).fairness(...)")
-        return compute_fairness(self.slices, criterion, reference, spec, self._metric_keys(criterion))
+        return compute_fairness(self.slices, criterion, reference, spec, self._metric_keys(criterion), method)
 
     def _metric_keys(self, text: str) -> dict[str, str]:
         """``{text: canonical key}`` when ``text`` is a metric string written otherwise than its

@@ -932,8 +932,7 @@ def _v_log_loss(m: Any, reps: _Replicates) -> np.ndarray | None:
 def _v_brier(m: Any, reps: _Replicates) -> np.ndarray | None:
     f = reps.fields(ProbabilitySumsState.kind)
     layout = reps.types[ProbabilitySumsState.kind][1]
-    half = not layout.binary and layout.num_classes == 2  # scikit-learn's scale_by_half="auto"
-    return _nan_where(f["weight"] != 0, f["brier"], f["weight"]) * (0.5 if half else 1.0)
+    return _nan_where(f["weight"] != 0, f["brier"], f["weight"]) * m.scale(layout)  # scikit-learn's scale_by_half
 
 
 def _v_ece(m: Any, reps: _Replicates) -> np.ndarray | None:

@@ -362,6 +362,8 @@ def slice_comparison(
     post: dict[str, np.ndarray] = {}
     if method == "posterior":
         ready = [m for m in plan.metrics if m.higher_is_better is not None and posterior_ready(m, joint)]
+        if ready and joint is not None and np.ndim(prior) != 0:
+            raise ValueError("ci_prior as an array (one per confusion cell) applies to one model's intervals; the comparison with a baseline needs a number")
         if ready and joint is not None:
             cells = np.asarray(joint.arrays["cells"], dtype=np.float64)
             flat = dirichlet_cells(cells.reshape(-1), prior, replicates, draw_seed(seed, key, "comparison"))

@@ -67,7 +67,7 @@ from mergeable_metrics.states.base import BinaryConfusionState, ConfusionMatrixS
 __all__ = ["CI_OPTIONS", "CISettings", "normal_quantile", "slice_ci", "supported", "wilson"]
 
 #: the options :class:`CISettings` reads; ``Results.config`` gathers them under ``"ci"``
-CI_OPTIONS = ("ci", "ci_level", "ci_replicates", "ci_seed", "ci_prior", "ci_interval", "ci_buckets")
+CI_OPTIONS = ("ci", "ci_level", "ci_replicates", "ci_seed", "ci_prior", "ci_interval", "ci_buckets", "ci_prevalence_prior")
 
 
 @dataclass(frozen=True)
@@ -78,14 +78,20 @@ class CISettings:
     level: float = 0.95
     replicates: int = 200
     seed: int = 0
-    prior: float = 0.5
+    #: the confusion prior: a count per cell (float) or per cell of each state (nested tuples)
+    prior: Any = 0.5
     interval: str = "equal_tailed"
     #: the evaluation's ``id_col`` (``ci="bootstrap"``: None hashes each row's content)
     id_col: str | None = None
+    #: the prevalence prior (None: one Dirichlet over the cells, see :func:`posterior_cells`)
+    prevalence_prior: Any = None
 
     @classmethod
     def from_options(cls, o: dict[str, Any]) -> "CISettings":
-        return cls(o["ci"], o["ci_level"], o["ci_replicates"], o["ci_seed"], o["ci_prior"], o.get("ci_interval", "equal_tailed"), o.get("id_col"))
+        return cls(
+            o["ci"], o["ci_level"], o["ci_replicates"], o["ci_seed"], o["ci_prior"], o.get("ci_interval", "equal_tailed"), o.get("id_col"),
+            o.get("ci_prevalence_prior"),
+        )  # fmt: skip
 
     def to_config(self, plan: Any = None) -> dict[str, Any]:
         """``Results.config["ci"]``: ``{"method", "level", "replicates", "seed"}``, with
@@ -94,6 +100,8 @@ class CISettings:
         out: dict[str, Any] = {"method": self.method, "level": self.level, "replicates": self.replicates, "seed": self.seed}
         if self.method == "posterior":
             out["prior"] = self.prior
+            if self.prevalence_prior is not None:
+                out["prevalence_prior"] = self.prevalence_prior
             out["interval"] = self.interval
         if self.method == "bootstrap":
             out["interval"] = "percentile"
@@ -331,6 +339,54 @@ def dirichlet_cells(cells: np.ndarray, prior: float, replicates: int, rng: np.ra
     return out
 
 
+def _cell_shape(state: State) -> tuple[int, int]:
+    """``(rows, columns)`` of a confusion state's cells: rows the true labels."""
+    if isinstance(state, ConfusionMatrixState):
+        k = state.layout.num_classes
+        return k, k
+    return 2, len(state.layout.thresholds) + 1
+
+
+def _prior_array(prior: Any, shape: tuple[int, ...], name: str, state: State) -> np.ndarray:
+    """``prior`` (a number or an array) broadcast to ``shape``, or ValueError naming the option."""
+    a = np.asarray(prior, dtype=np.float64)
+    if a.ndim == 0:
+        return np.full(shape, float(a))
+    if a.shape != shape:
+        raise ValueError(
+            f"{name} has shape {a.shape}; the {state.kind} state needs {shape} "
+            + ("(rows true labels, columns predictions)" if name == "ci_prior" else "(one per class)")
+        )
+    return a
+
+
+def posterior_cells(state: State, confusion_prior: Any, prevalence_prior: Any, replicates: int, rng: np.random.Generator) -> np.ndarray:
+    """(R, num_cells) posterior samples of a confusion state's cells, scaled to its total weight.
+
+    ``prevalence_prior`` None: one Dirichlet over the cells, ``counts + confusion_prior``
+    (:func:`dirichlet_cells`). Else prob_conf_mat's two-stage model: the prevalence of the true
+    classes ~ ``Dirichlet(row sums + prevalence_prior)``, each true class's row of predictions ~
+    ``Dirichlet(row + confusion_prior)``, the cells their product. (With a prevalence prior equal
+    to the row sums of the confusion prior the two are the same distribution.) A Dirichlet
+    parameter of 0 (Haldane's prior on an empty cell) gives that cell 0 in every sample.
+    """
+    cells = confusion_cells(state)
+    shape = _cell_shape(state)
+    conf = _prior_array(confusion_prior, shape, "ci_prior", state)
+    if prevalence_prior is None:
+        return dirichlet_cells(cells, conf.reshape(-1), replicates, rng)
+    prev = _prior_array(prevalence_prior, (shape[0],), "ci_prevalence_prior", state)
+    m = cells.reshape(shape)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        g = rng.standard_gamma(np.broadcast_to(m.sum(axis=1) + prev, (replicates, shape[0])))
+        t = g.sum(axis=1, keepdims=True)
+        p_class = np.where(t > 0, g / np.where(t > 0, t, 1.0), 0.0)
+        h = rng.standard_gamma(np.broadcast_to(m + conf, (replicates, *shape)))
+        u = h.sum(axis=2, keepdims=True)
+        p_pred = np.where(u > 0, h / np.where(u > 0, u, 1.0), 0.0)
+    return (p_class[:, :, None] * p_pred).reshape(replicates, -1) * float(np.sum(cells))
+
+
 _CELL_PLANS: "weakref.WeakKeyDictionary[Any, Any]" = weakref.WeakKeyDictionary()
 
 
@@ -422,18 +478,27 @@ def include_boundary_point(interval: tuple[Any, Any], point: Any) -> tuple[Any, 
     return new_lo, new_hi
 
 
+def posterior_samples(settings: CISettings, plan: Any, key: tuple, states: tuple, metrics: list[Metric] | None = None) -> dict[str, np.ndarray]:
+    """``{metric key: (R, *shape) samples}`` of the confusion-derived ``metrics`` (default: all of
+    the plan's) from the Dirichlet posterior of one slice's confusion states."""
+    metrics = [m for m in plan.metrics if _is_confusion_derived(m)] if metrics is None else metrics
+    if not metrics:
+        return {}
+    cells = {
+        s.kind: posterior_cells(s, settings.prior, settings.prevalence_prior, settings.replicates, draw_seed(settings.seed, key, s.kind))
+        for s in states
+        if isinstance(s, _CONFUSION)
+    }
+    return compute_cells(plan, metrics, states, cells)
+
+
 def posterior_ci(settings: CISettings, plan: Any, key: tuple, states: tuple, values: dict[str, Any] | None = None) -> dict[str, Any]:
     """``{metric key: (lower, upper)}`` of every confusion-derived metric (Dirichlet posterior);
     ``values``: the slice's point values, for :func:`include_boundary_point`."""
     metrics = [m for m in plan.metrics if _is_confusion_derived(m)]
     if not metrics:
         return {}
-    cells = {
-        s.kind: dirichlet_cells(confusion_cells(s), settings.prior, settings.replicates, draw_seed(settings.seed, key, s.kind))
-        for s in states
-        if isinstance(s, _CONFUSION)
-    }
-    samples = compute_cells(plan, metrics, states, cells)
+    samples = posterior_samples(settings, plan, key, states, metrics)
     values = values or {}
     return {m.key: include_boundary_point(sample_interval(samples[m.key], settings.level, settings.interval), values.get(m.key)) for m in metrics}
 

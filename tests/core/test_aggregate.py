@@ -338,7 +338,8 @@ def test_mean_over_windowed_runs_aggregates_each_window_and_slice_over_the_runs(
         mean, sd = np.mean(vals), np.std(vals, ddof=1)
         assert s.runs == 2 and s.details["accuracy"]["runs"] == 2 and s.details["accuracy"]["df"] == 1
         assert s.metrics["accuracy"] == pytest.approx(mean, rel=1e-12)
-        assert s.ci["accuracy"] == pytest.approx((mean - t * sd / math.sqrt(2), mean + t * sd / math.sqrt(2)), rel=1e-9)
+        lo, hi = mean - t * sd / math.sqrt(2), mean + t * sd / math.sqrt(2)
+        assert s.ci["accuracy"] == pytest.approx((max(lo, 0.0), min(hi, 1.0)), rel=1e-9)  # clipped to accuracy's bounds
         assert s.n == sum(
             int(((d["ts"] // 3600 == hour) & (np.ones(len(d["y"]), bool) if s.slice == () else d["g"] == dict(s.slice)["g"])).sum()) for d in data
         )

@@ -250,7 +250,8 @@ def _crafted(layout_json: str, arrays: dict) -> bytes:
 
 def _zeros(t, k, h):
     return {"correct": np.zeros((t, t)), "total": np.zeros((t, t)), "anytime_correct": np.zeros((t, h, t)),
-            "anytime_total": np.zeros((t, h, t)), "class_cm": np.zeros((t, k, k))}  # fmt: skip
+            "anytime_total": np.zeros((t, h, t)), "class_cm": np.zeros((t, k, k)),
+            "ttt_cm": np.zeros((0, k, k)), "ttt_tasks": np.zeros((0, t)), "ttt_end": np.zeros(1)}  # fmt: skip
 
 
 @pytest.mark.parametrize(

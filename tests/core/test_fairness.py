@@ -36,8 +36,8 @@ def _results(**kw):
 
 
 def test_equal_opportunity_against_the_overall_slice():
-    f = _results().fairness("equal_opportunity")
-    assert f.metrics == ("recall",) and f.spec == ("g",) and f.reference == ()
+    f = _results().fairness("equal_opportunity", method="to_overall")
+    assert f.metrics == ("recall",) and f.spec == ("g",) and f.reference == () and f.method == "to_overall"
     assert f.reference_values == {"recall": 0.75}
     a, b, c = f.slices
     assert (a.slice, a.n, a.values["recall"], a.differences["recall"]) == ((("g", "a"),), 4, 0.5, -0.25)
@@ -51,14 +51,16 @@ def test_equal_opportunity_against_the_overall_slice():
 
 def test_equalized_odds_and_demographic_parity():
     r = _results()
-    f = r.fairness("equalized_odds")
+    f = r.fairness("equalized_odds", method="to_overall")
     assert f.metrics == ("recall", "fpr")
     a, b, _ = f.slices
     assert a.differences == {"recall": -0.25, "fpr": pytest.approx(0.5 - 1 / 3)}
     assert a.difference == 0.25 and a.ratio == pytest.approx(2 / 3)  # min(0.5/0.75, (1/3)/0.5)
     assert b.difference == pytest.approx(1 / 3) and b.ratio == 0.0  # fpr 0 against 1/3
+    # c: recall undefined (no positives), its fpr 1/2 still compared (|1/2 - 1/3|)
+    assert f.slices[2].difference == pytest.approx(1 / 6) and f.slices[2].ratio == pytest.approx(2 / 3)
     assert f.difference == pytest.approx(1 / 3) and f.ratio == 0.0 and f.worst.slice == (("g", "b"),)
-    dp = r.fairness("demographic_parity")
+    dp = r.fairness("demographic_parity", method="to_overall")
     assert [s.values["selection_rate"] for s in dp.slices] == [0.5, 0.5, 0.5] and dp.reference_values == {"selection_rate": 0.5}
     assert dp.difference == 0.0 and dp.ratio == 1.0
 
@@ -70,7 +72,7 @@ def test_named_reference_slice_and_any_metric():
         assert f.reference == (("g", "a"),) and [s.name for s in f.slices] == ["g=b", "g=c"]
         assert f.slices[0].differences["recall"] == 0.5 and f.slices[0].ratios["recall"] == 2.0 and f.slices[0].ratio == 0.5
     # f1: a = 2/4 = 0.5, b = 1.0, c = 0 / (0 + 1 + 0) = 0, overall 6/9
-    f = r.fairness("f1")
+    f = r.fairness("f1", method="to_overall")
     assert f.reference_values["f1"] == pytest.approx(2 / 3)
     assert f.slices[1].differences["f1"] == pytest.approx(1 / 3) and f.slices[2].differences["f1"] == pytest.approx(-2 / 3)
     assert f.worst.slice == (("g", "c"),) and f.difference == pytest.approx(2 / 3) and f.ratio == 0.0
@@ -104,7 +106,9 @@ def test_confidence_intervals_are_carried():
 
 def test_json_keys():
     d = _results().fairness("equal_opportunity").to_dict()
-    assert set(d) == {"criterion", "metrics", "spec", "reference", "reference_values", "difference", "ratio", "worst", "slices", "undefined"}
+    assert set(d) == {"criterion", "method", "metrics", "spec", "reference", "reference_values", "difference", "ratio", "worst", "slices", "undefined",
+                      "group_min", "group_max", "differences", "ratios"}  # fmt: skip
+    assert d["method"] == "between_groups" and d["group_min"] == {"recall": 0.5} and d["differences"]["to_overall"] == {"recall": 0.25}
     assert d["worst"] == {"g": "a"} and d["reference"] == {} and d["undefined"] == [{"g": "c"}]
     assert d["slices"][2]["values"]["recall"] is None  # NaN -> null
     json.dumps(d, allow_nan=False)
@@ -147,8 +151,8 @@ def test_suppressed_slices_are_listed_not_compared():
 
 
 def test_format_table():
-    text = _results().fairness("equalized_odds").format_table()
-    assert "equalized_odds across g against Overall: difference 0.3333, ratio 0.0000, worst g=b" in text
+    text = _results().fairness("equalized_odds", method="to_overall").format_table()
+    assert "equalized_odds across g (to_overall, reference Overall): difference 0.3333, ratio 0.0000, worst g=b" in text
     assert "g=a" in text and "-0.2500" in text and "null" in text
 
 

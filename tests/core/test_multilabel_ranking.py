@@ -195,7 +195,7 @@ def test_layout_and_errors():
     with pytest.raises(ValueError, match=r"\(N, 3\) score matrix"):
         LS.from_batch(LL(3), Batch(y_true=np.zeros((2, 3), np.int64), y_pred=np.zeros((2, 3), np.int64)))
     task = Task(num_classes=3, kind="multilabel")
-    for bad, word in [("roc_auc@max_fpr=0.5", "max_fpr"), ("roc_auc@multi_class=ovo", "multi_class"), ("average_precision@binary", "average"),
+    for bad, word in [("roc_auc@samples@max_fpr=0.5", "max_fpr"), ("roc_auc@multi_class=ovo", "multi_class"), ("average_precision@binary", "average"),
                       ("roc_auc@samples@capacity=10", "capacity"), ("roc_auc@pos_label=0", "pos_label")]:  # fmt: skip
         with pytest.raises(ValueError, match=word):
             resolve(bad, task)

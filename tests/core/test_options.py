@@ -22,7 +22,7 @@ MULTICLASS = dict(
 )  # fmt: skip
 SCORES = dict(
     label_col="y", score_col="s", score_format="probabilities", metrics=["roc_auc"], ci="posterior", ci_level=0.9,
-    ci_replicates=50, ci_seed=3, ci_prior=1, ci_interval="hdi", ci_buckets=64, id_col="id", baseline_score_col="s0", tolerance=0.01, measure_cols={"loss": "l"},
+    ci_replicates=50, ci_seed=3, ci_prior=1, ci_prevalence_prior=0, ci_interval="hdi", ci_buckets=64, id_col="id", baseline_score_col="s0", tolerance=0.01, measure_cols={"loss": "l"},
     classes=["no", "yes"], pos_label="no",
 )  # fmt: skip
 RETRIEVAL = dict(label_col="rel", score_col="s", query_col="q", metrics=["ndcg@k=5", "mrr"])
@@ -114,7 +114,7 @@ def test_the_cli_sets_every_option_that_has_a_flag():
     argv = [
         "--input", "x.parquet", "--output", "out", "--label", "y", "--score", "s", "--score-format", "probabilities",
         "--metrics", "roc_auc", "--ci", "posterior", "--ci-level", "0.9", "--ci-replicates", "50", "--ci-seed", "3",
-        "--ci-prior", "1", "--ci-interval", "hdi", "--ci-buckets", "64", "--id", "id", "--baseline-score", "s0", "--tolerance", "0.01",
+        "--ci-prior", "1", "--ci-prevalence-prior", "0", "--ci-interval", "hdi", "--ci-buckets", "64", "--id", "id", "--baseline-score", "s0", "--tolerance", "0.01",
         "--measure", "loss=l",
         "--classes", "no,yes", "--pos-label", "no",
     ]  # fmt: skip

@@ -107,7 +107,8 @@ def test_shared_states_are_computed_once_and_the_tree_shows_values_and_states():
     tree = repr(mc)
     assert tree.splitlines()[0].startswith("MetricCollection(task=multiclass, num_classes=3")
     for line in ("├── states", "confusion_matrix ConfusionMatrixLayout(num_classes=3)", "top_k TopKLayout(num_classes=3, max_k=2)",
-                 "probability_sums", "└── metrics", "f1@macro = 0.777778  [confusion_matrix]", "top_k_accuracy@k=2 = 1  [top_k]"):  # fmt: skip
+                 "probability_sums", "└── metrics", "f1@macro: value=0.777778 | tp=[1, 1, 1] | fp=[1, 0, 0] | fn=[0, 0, 1]  [confusion_matrix]",
+                 "top_k_accuracy@k=2: value=1.0 | n=4  [top_k]"):  # fmt: skip
         assert line in tree, line
 
 

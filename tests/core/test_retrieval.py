@@ -255,8 +255,8 @@ def test_bad_rows_name_column_value_and_row():
 
 
 def test_configuration_errors():
-    with pytest.raises(ValueError, match="weight_col"):
-        _evaluation(["mrr"], weight_col="w")
+    with pytest.raises(ValueError, match="ci"):
+        _evaluation(["mrr"], ci="bootstrap")
     with pytest.raises(ValueError, match="needs query ids|query_col"):
         Evaluation(label_col="rel", score_col="s", task="regression", metrics=["ndcg"])
     with pytest.raises(ValueError, match="k must be an integer"):

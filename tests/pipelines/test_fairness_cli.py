@@ -75,6 +75,20 @@ def test_cli_local_json_table_and_report(tmp_path, capsys):
     assert code == 2 and "unknown metric" in capsys.readouterr().err
 
 
+def test_cli_fairness_method(tmp_path, capsys):
+    """--fairness-method: what the table and "difference" report, named in metrics.json; without it
+    fairlearn's default (between_groups) when no reference is named."""
+    code, doc = _run(tmp_path, "local")
+    assert code == 0 and [f["method"] for f in doc["fairness"]] == ["between_groups", "between_groups", "to_overall", "between_groups", "between_groups"]
+    code, doc = _run(tmp_path, "local", "--fairness-method", "to_overall")
+    assert code == 0 and {f["method"] for f in doc["fairness"]} == {"to_overall"}
+    r = Evaluation(label_col="y", score_col="p", slices=["region", "device"], metrics=["accuracy", "f1", "selection_rate", "recall", "fpr"]).evaluate(
+        [_table()]
+    )
+    assert doc["fairness"][0] == r.fairness("demographic_parity", spec="region", method="to_overall").to_dict()
+    assert doc["fairness"][0]["difference"] == doc["fairness"][0]["differences"]["to_overall"]["selection_rate"]
+
+
 def test_cli_with_ci_carries_the_slices_intervals(tmp_path):
     code, doc = _run(tmp_path, "local", "--ci", "posterior")
     assert code == 0
