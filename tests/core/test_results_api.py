@@ -116,7 +116,7 @@ def test_display_names_are_the_result_keys():
     assert r["f1@macro"] == r["val_f1"] and r["accuracy"] == r["acc"]  # the canonical strings find them too
     assert mc.resolved_names == {"val_f1": "f1@macro", "acc": "accuracy"}
     assert list(MetricCollection({"val_f1": "f1@macro"}, "recall", num_classes=3).plan.keys) == ["val_f1", "recall@macro"]
-    assert "val_f1 (f1@macro) = " in repr(mc)
+    assert "val_f1 (f1@macro): value=0.655556 | tp=[1, 2, 1] | fp=[0, 1, 1] | fn=[1, 0, 1]" in repr(mc)  # f1 = 2tp / (2tp + fp + fn) per class: 2/3, 4/5, 1/2
     with pytest.raises(ValueError, match="display name .*'@'"):
         MetricCollection(("a@b", "f1"))
     with pytest.raises(ValueError, match="metric name 'x' is given to two metrics: 'accuracy' and 'f1'"):
