@@ -57,6 +57,9 @@ _EXPORTS: dict[str, str] = {
     "EVENT_COLUMNS": "mergeable_metrics.time.continual",
     "State": "mergeable_metrics.states.base",
     "BinaryConfusionState": "mergeable_metrics.states.base",
+    "ConfusionMatrixState": "mergeable_metrics.states.base",
+    "ExampleCountState": "mergeable_metrics.states.base",
+    "layout_to_json": "mergeable_metrics.states.codec",
     "CELL_STATES": "mergeable_metrics.states.base",
     "states_from_cells": "mergeable_metrics.states.base",
     # results
@@ -137,7 +140,8 @@ if TYPE_CHECKING:  # static type checkers and IDEs see the eager imports
     )  # noqa: F401
     from mergeable_metrics.slicing.assign import OVERALL, assign_slices  # noqa: F401
     from mergeable_metrics.slicing.values import canonical_value  # noqa: F401
-    from mergeable_metrics.states.base import BinaryConfusionState, CELL_STATES, State, states_from_cells  # noqa: F401
+    from mergeable_metrics.states.base import BinaryConfusionState, CELL_STATES, ConfusionMatrixState, ExampleCountState, State, states_from_cells  # noqa: F401
+    from mergeable_metrics.states.codec import layout_to_json  # noqa: F401
     from mergeable_metrics.states.codec import slice_key_from_json, slice_key_to_json  # noqa: F401
     from mergeable_metrics.time.continual import ContinualEvaluation, EVENT_COLUMNS, OCLMetrics  # noqa: F401
     from mergeable_metrics.time.latelabels import COUNT_NAMES, INVALID_LABEL, INVALID_PRED, JoinCounts, LabelJoin, join_batches  # noqa: F401

@@ -250,3 +250,107 @@ def unpack(data: bytes | None, count: int) -> list[bytes] | None:
     if at != len(data) or len(out) != count:
         raise ValueError("corrupted JVM aggregate output")
     return out
+
+
+# -- an evaluation's plan as a spec -------------------------------------------------------------------------------
+#: what the JVM path does not fold (one line each; such evaluations keep the other paths)
+NOT_PORTED = "per-query ranking, multilabel and top-k states keep the Arrow path (not ported to the JVM)"
+
+
+def _count_kind(state: Any) -> tuple[str, str] | None:
+    """``(kind, config)`` of a count state kind (its zero state), or None."""
+    from mergeable_metrics.engine import BinaryConfusionState, ConfusionMatrixState, ExampleCountState, layout_to_json
+
+    layout = state.layout
+    if isinstance(state, BinaryConfusionState):
+        return "binary_confusion", "\n".join([layout_to_json(layout), layout.threshold_rule, ",".join(repr(float(t)) for t in layout.thresholds)])
+    if isinstance(state, ConfusionMatrixState):
+        return "confusion_matrix", f"{layout_to_json(layout)}\n{layout.num_classes}"
+    if isinstance(state, ExampleCountState):
+        return "example_count", layout_to_json(layout)
+    return None
+
+
+def _float_kinds() -> dict:
+    try:
+        from mergeable_metrics.spark.jvm_float_kinds import FLOAT_KINDS
+    except ImportError:
+        return {}
+    return dict(FLOAT_KINDS)
+
+
+#: state kinds whose JVM port sums weights exactly (the count kinds count unit weights only)
+WEIGHTED_KINDS: frozenset[str] = frozenset()
+
+
+def evaluation_spec(ev: Any) -> tuple[str | None, str]:
+    """``(spec, "")`` of an evaluation the JVM aggregates can fold, else ``(None, why not)``."""
+    from mergeable_metrics.engine import SCORES_FINITE, WEIGHTS_RULE, label_rule
+
+    plan = ev.plan
+    if ev.slices:
+        return None, "slice specs (use groupBy keys with metric_columns)"
+    if not getattr(ev, "_plain", False):
+        return None, "inputs need core's input formats (score matrices, one-hot, ignore_index, ...)"
+    k = plan.task.num_classes
+    if plan.task.kind == "multiclass":
+        if ev.prediction_col is None:
+            return None, "a multiclass task needs a prediction column"
+        mode, score_name, score_rule = 2, ev.prediction_col, label_rule("predictions", k)
+    elif plan.task.kind == "binary":
+        if ev.score_col is not None:
+            mode, score_name, score_rule = 1, ev.score_col, SCORES_FINITE
+        elif ev.prediction_col is not None:
+            mode, score_name, score_rule = 2, ev.prediction_col, label_rule("predictions", k)
+        else:
+            mode, score_name, score_rule = 0, None, ""
+    else:
+        return None, f"a {plan.task.kind} task"
+    floats = _float_kinds()
+    states = []
+    for cls, layout in plan.state_types:
+        zero = cls.zero(layout)
+        got = _count_kind(zero)
+        if got is None and type(zero) in floats:
+            got = floats[type(zero)](zero)
+        if got is None:
+            return None, f"state {cls.kind!r} has no JVM port ({NOT_PORTED})"
+        if ev.weight_col is not None and got[0] not in WEIGHTED_KINDS and cls.kind in ("binary_confusion", "confusion_matrix", "example_count"):
+            return None, f"a weight column (the JVM port of {cls.kind!r} counts unit weights only: weighted counts need exact weight sums)"
+        states.append(got)
+    names = [ev.label_col, score_name, ev.weight_col]
+    rules = [label_rule("labels", k), score_rule, WEIGHTS_RULE]
+    return spec_text(k, mode, ev.weight_col is not None, names, rules, states), ""
+
+
+def input_columns(ev: Any) -> tuple["Column", "Column | None", "Column | None"]:
+    """The (double) label, score and weight columns of an evaluation (as :func:`evaluation_spec` reads them)."""
+    from pyspark.sql import functions as F
+
+    from mergeable_metrics.spark._frames import quote
+
+    def num(name: str | None) -> "Column | None":
+        return None if name is None else F.col(quote(name)).cast("double")
+
+    if ev.plan.task.kind == "multiclass":
+        score = ev.prediction_col
+    else:
+        score = ev.score_col if ev.score_col is not None else ev.prediction_col
+    return num(ev.label_col), num(score), num(ev.weight_col)
+
+
+def evaluation_column(spark: Any, ev: Any, spec: str) -> "Column":
+    """The JVM aggregate Column folding ``ev``'s states (their packed bytes)."""
+    label, score, weight = input_columns(ev)
+    return state_column(spark, spec, label, score, weight)
+
+
+def decode_states(ev: Any, data: bytes | None) -> tuple:
+    """The states of one group from the aggregate's bytes (the zero states for None)."""
+    from mergeable_metrics.engine import State
+
+    types = ev.plan.state_types
+    parts = unpack(data, len(types))
+    if parts is None:
+        return tuple(cls.zero(layout) for cls, layout in types)
+    return tuple(State.decode(b) for b in parts)
