@@ -82,7 +82,7 @@ def test_binary_predictions_bytes_equal_the_python_fold(jvm_spark):
 
 @pytest.mark.parametrize(
     "column,value,rows",
-    [("y", "2.0", [(0, 0.1), (2, 0.2)]), ("p", "nan", [(0, 0.1), (1, float("nan"))]), ("p", "None", [(0, 0.1), (1, None)]), ("y", "None", [(None, 0.1)])],
+    [("y", "2.0", [(0, 0.1), (2, 0.2)]), ("p", "nan", [(0, 0.1), (1, float("nan"))]), ("p", "null", [(0, 0.1), (1, None)]), ("y", "null", [(None, 0.1)])],
 )
 def test_invalid_values_raise_naming_the_column_and_value(jvm_spark, column, value, rows):
     df = jvm_spark.createDataFrame(rows, "y long, p double")

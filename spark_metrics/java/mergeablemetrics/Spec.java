@@ -57,21 +57,21 @@ public final class Spec implements Serializable {
 
     /** The checked label of one row (null: a boxed null). */
     double label(Double v) {
-        if (v == null) throw invalid(labelName, "None", labelRule);
+        if (v == null) throw invalid(labelName, "null", labelRule);
         if (!CountState.isClass(v, k)) throw invalid(labelName, show(v), labelRule);
         return v;
     }
 
     double score(Double v) {
         if (scoreMode == NO_SCORE) return 0.0;
-        if (v == null) throw invalid(scoreName, "None", scoreRule);
+        if (v == null) throw invalid(scoreName, "null", scoreRule);
         if (scoreMode == SCORE ? !Double.isFinite(v) : !CountState.isClass(v, k)) throw invalid(scoreName, show(v), scoreRule);
         return v;
     }
 
     double weight(Double v) {
         if (!weighted) return 1.0;
-        if (v == null) throw invalid(weightName, "None", weightRule);
+        if (v == null) throw invalid(weightName, "null", weightRule);
         if (!Double.isFinite(v) || v < 0) throw invalid(weightName, show(v), weightRule);
         return v;
     }
