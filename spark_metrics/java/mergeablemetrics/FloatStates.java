@@ -1,0 +1,20 @@
+package mergeablemetrics;
+
+/**
+ * Factory of the JVM float state kinds (exact sums: probability sums, regression moments,
+ * calibration bins). {@code States.create} chains here for these kinds; the Python side builds
+ * {@code config} (spark_metrics/jvm_float_kinds.py).
+ */
+public final class FloatStates {
+    private FloatStates() {}
+
+    /** The kinds this factory makes. */
+    public static final String[] KINDS = {};
+
+    public static JvmState create(String kind, String config) {
+        switch (kind) {
+            default:
+                throw new IllegalArgumentException("unknown JVM float state kind " + kind);
+        }
+    }
+}
