@@ -107,6 +107,10 @@ _EXPORTS: dict[str, str] = {
     "JoinCounts": "mergeable_metrics.time.latelabels",
     "LabelJoin": "mergeable_metrics.time.latelabels",
     "join_batches": "mergeable_metrics.time.latelabels",
+    # the float state kinds the JVM aggregates fold too (spark_metrics/jvm_float_kinds.py)
+    "ProbabilitySumsState": "mergeable_metrics.metrics.calibration",
+    "CalibrationBinsState": "mergeable_metrics.metrics.calibration",
+    "RegressionMomentsState": "mergeable_metrics.metrics.regression",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -123,6 +127,8 @@ if TYPE_CHECKING:  # static type checkers and IDEs see the eager imports
     from mergeable_metrics.evaluation.profile import KeyCounts, ProfileSummary, SliceProfile, SliceProfiler, summarize_part  # noqa: F401
     from mergeable_metrics.inputs.validation import SCORES_FINITE, WEIGHTS_RULE, invalid_value_message, label_rule  # noqa: F401
     from mergeable_metrics.metrics.base import REGISTRY, UndefinedMetricWarning, parse_metric_string, resolve  # noqa: F401
+    from mergeable_metrics.metrics.calibration import CalibrationBinsState, ProbabilitySumsState  # noqa: F401
+    from mergeable_metrics.metrics.regression import RegressionMomentsState  # noqa: F401
     from mergeable_metrics.results.results import (
         Comparison,
         INTEGER_METRICS,

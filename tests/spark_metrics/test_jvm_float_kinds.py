@@ -78,3 +78,124 @@ def test_exact_sums_of_a_known_inexact_sum():
     value = sum(Fraction(d) * Fraction(2) ** (32 * (int(exp) + i)) for i, d in enumerate(limbs))
     assert value == 1 + Fraction(2) ** -1074
     assert line == _python_exact(1, 1, rows)
+
+
+# -- the state kinds: bytes of the JVM fold == core's encode() of the Python fold ---------------
+UNIT = st.one_of(st.sampled_from([0.0, -0.0, 1.0, 0.5, 0.1, 0.3, 0.7, 0.9, 1 / 3, 2 / 3, 5e-324, 1e-300, 2.220446049250313e-16, 1 - 2**-53]), st.floats(0, 1))
+WEIGHT = st.one_of(st.sampled_from([0.0, 1.0, 2.0, 0.5, 0.1, 5e-324, 1e-300, 1e300, 3.0]), st.floats(0, 1e6), st.floats(0, 1e300))
+
+
+def _batch(zero, rows, weighted):
+    from mergeable_metrics.inputs.validation import Batch
+
+    kind = zero.kind
+    labels = [r[0] for r in rows]
+    w = np.array([r[2] for r in rows], dtype=np.float64) if weighted else None
+    vector = rows and isinstance(rows[0][1], tuple)
+    if kind == "regression_moments":
+        return Batch(y_true=np.array(labels, dtype=np.float64), y_pred=np.array([r[1] for r in rows], dtype=np.float64), sample_weight=w)
+    k = getattr(zero.layout, "num_classes", 0)
+    multiclass = (kind == "probability_sums" and not zero.layout.binary) or (kind == "calibration_bins" and k)
+    if multiclass:
+        scores = np.array([r[1] for r in rows], dtype=np.float64).reshape(len(rows), k)
+    else:
+        scores = np.array([r[1] for r in rows], dtype=np.float64)
+    assert not vector or multiclass
+    return Batch(y_true=np.array(labels, dtype=np.int64), y_score=scores, sample_weight=w)
+
+
+def _python_fold(zero, weighted, nparts, order, rows):
+    cls = type(zero)
+    parts = [cls.from_batch(zero.layout, _batch(zero, [r for p, r in rows if p == i], weighted)) for i in range(nparts)]
+    acc = zero
+    for i in order:
+        acc = acc.merge(parts[i])
+    whole = cls.from_batch(zero.layout, _batch(zero, [r for _, r in rows], weighted))
+    assert acc == whole  # core itself: exact in any partitioning
+    return acc.encode().hex()
+
+
+def _jvm_rows(rows, weighted):
+    out = []
+    for p, (label, score, w) in rows:
+        w = w if weighted else 1.0
+        vals = (float(label), float("nan"), w) + score if isinstance(score, tuple) else (float(label), score, w)
+        out.append((p, vals))
+    return out
+
+
+def check_kind(cases):
+    """Every case ``(zero, weighted, (nparts, order, rows))``: the JVM's bytes equal core's."""
+    from mergeable_metrics.spark.jvm_float_kinds import FLOAT_KINDS
+
+    jvm = []
+    for zero, weighted, (nparts, order, rows) in cases:
+        kind, config = FLOAT_KINDS[type(zero)](zero)
+        jvm.append((kind, config, nparts, order, _jvm_rows(rows, weighted)))
+    got = jvm_fold.run(jvm)
+    for (zero, weighted, (nparts, order, rows)), line in zip(cases, got):
+        want = _python_fold(zero, weighted, nparts, order, rows)
+        assert line == want, (zero.layout, weighted, rows)
+
+
+def _prob_zero(binary, k, eps):
+    from mergeable_metrics.engine import ProbabilitySumsState
+    from mergeable_metrics.metrics.calibration import ProbabilitySumsLayout
+
+    return ProbabilitySumsState.zero(ProbabilitySumsLayout(binary, k, eps))
+
+
+@st.composite
+def probability_case(draw):
+    eps = draw(st.sampled_from([(2.220446049250313e-16,), (1e-15,), (1e-7, 2.220446049250313e-16 * 4, 0.25)]))
+    eps = tuple(sorted(eps))
+    binary = draw(st.booleans())
+    k = 2 if binary else draw(st.integers(2, 4))
+    if binary:
+        row = st.tuples(st.integers(0, 1), UNIT, WEIGHT)
+    else:
+        row = st.tuples(st.integers(0, k - 1), st.tuples(*([UNIT] * k)), WEIGHT)
+    return _prob_zero(binary, k, eps), draw(st.booleans()), draw(partitioned(st.lists(row, max_size=10)))
+
+
+@settings(max_examples=5)
+@given(st.lists(probability_case(), min_size=40, max_size=40))
+def test_probability_sums_bytes_equal_the_python_fold(cases):
+    check_kind(cases)
+
+
+@st.composite
+def regression_case(draw):
+    from mergeable_metrics.engine import RegressionMomentsState
+    from mergeable_metrics.metrics.regression import RegressionLayout
+
+    value = st.one_of(
+        st.sampled_from([0.0, -0.0, 1.0, -1.0, 0.1, 5e-324, -5e-324, 1e-300, 2.0**-1022, 1e150, -1e150]), st.floats(-1e150, 1e150), st.floats(-10, 10)
+    )
+    row = st.tuples(value, value, WEIGHT)
+    return RegressionMomentsState.zero(RegressionLayout()), draw(st.booleans()), draw(partitioned(st.lists(row, max_size=10)))
+
+
+@settings(max_examples=5)
+@given(st.lists(regression_case(), min_size=40, max_size=40))
+def test_regression_moments_bytes_equal_the_python_fold(cases):
+    check_kind(cases)
+
+
+@st.composite
+def calibration_case(draw):
+    from mergeable_metrics.engine import CalibrationBinsState
+    from mergeable_metrics.metrics.calibration import CalibrationBinsLayout
+
+    bins = tuple(sorted(draw(st.sets(st.integers(1, 12), min_size=1, max_size=3))))
+    k = draw(st.sampled_from([0, 0, 2, 3]))
+    edge = st.integers(0, 12).flatmap(lambda i: st.integers(1, 12).map(lambda b: min(i, b) / b))  # scores on bin edges
+    score = st.one_of(UNIT, edge)
+    row = st.tuples(st.integers(0, max(k, 2) - 1), st.tuples(*([score] * k)) if k else score, WEIGHT)
+    return CalibrationBinsState.zero(CalibrationBinsLayout(bins, k)), draw(st.booleans()), draw(partitioned(st.lists(row, max_size=10)))
+
+
+@settings(max_examples=5)
+@given(st.lists(calibration_case(), min_size=40, max_size=40))
+def test_calibration_bins_bytes_equal_the_python_fold(cases):
+    check_kind(cases)

@@ -9,10 +9,16 @@ public final class FloatStates {
     private FloatStates() {}
 
     /** The kinds this factory makes. */
-    public static final String[] KINDS = {};
+    public static final String[] KINDS = {ProbabilitySums.KIND, RegressionMoments.KIND, CalibrationBins.KIND};
 
     public static JvmState create(String kind, String config) {
         switch (kind) {
+            case ProbabilitySums.KIND:
+                return new ProbabilitySums(config);
+            case RegressionMoments.KIND:
+                return new RegressionMoments(config);
+            case CalibrationBins.KIND:
+                return new CalibrationBins(config);
             default:
                 throw new IllegalArgumentException("unknown JVM float state kind " + kind);
         }
