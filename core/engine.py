@@ -111,6 +111,8 @@ _EXPORTS: dict[str, str] = {
     "ProbabilitySumsState": "mergeable_metrics.metrics.calibration",
     "CalibrationBinsState": "mergeable_metrics.metrics.calibration",
     "RegressionMomentsState": "mergeable_metrics.metrics.regression",
+    "ScoreDistributionState": "mergeable_metrics.states.score_distribution",
+    "Class0ScoreDistributionState": "mergeable_metrics.states.score_distribution",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -144,6 +146,7 @@ if TYPE_CHECKING:  # static type checkers and IDEs see the eager imports
     from mergeable_metrics.slicing.assign import OVERALL, assign_slices  # noqa: F401
     from mergeable_metrics.slicing.values import canonical_value  # noqa: F401
     from mergeable_metrics.states.base import BinaryConfusionState, CELL_STATES, State, states_from_cells  # noqa: F401
+    from mergeable_metrics.states.score_distribution import Class0ScoreDistributionState, ScoreDistributionState  # noqa: F401
     from mergeable_metrics.states.codec import slice_key_from_json, slice_key_to_json  # noqa: F401
     from mergeable_metrics.time.continual import ContinualEvaluation, EVENT_COLUMNS, OCLMetrics  # noqa: F401
     from mergeable_metrics.time.latelabels import COUNT_NAMES, INVALID_LABEL, INVALID_PRED, JoinCounts, LabelJoin, join_batches  # noqa: F401

@@ -2,7 +2,8 @@
 Python state each JVM kind stands for, and the configuration string its Java constructor reads.
 
 ``FLOAT_KINDS[type(zero)](zero)`` gives ``(kind, config)`` for ``FloatStates.create(kind, config)``
-(Java): the JVM state then folds rows to exactly ``zero``'s kind of bytes (``State.encode``) for
+(Java; the score distributions read the score the row is ranked by: for
+``score_distribution_class0`` the class-0 score, as core's ``Batch.y_score_class0``): the JVM state then folds rows to exactly ``zero``'s kind of bytes (``State.encode``) for
 the same rows, bit for bit, in any partitioning. The config's first line is the state's layout
 JSON (written verbatim into the bytes), then ``key=value`` lines (floats as ``float.hex()``).
 
@@ -15,7 +16,13 @@ from __future__ import annotations
 import struct
 from typing import Any, Callable
 
-from mergeable_metrics.engine import CalibrationBinsState, ProbabilitySumsState, RegressionMomentsState
+from mergeable_metrics.engine import (
+    CalibrationBinsState,
+    Class0ScoreDistributionState,
+    ProbabilitySumsState,
+    RegressionMomentsState,
+    ScoreDistributionState,
+)
 
 __all__ = ["FLOAT_KINDS", "layout_json"]
 
@@ -63,9 +70,15 @@ def _calibration_bins(zero: Any) -> tuple[str, str]:
     return _config(zero, bins=list(lay.bins), num_classes=lay.num_classes)
 
 
+def _score_distribution(zero: Any) -> tuple[str, str]:
+    return _config(zero, capacity=zero.layout.capacity)
+
+
 #: Python state class -> ``(JVM kind, config)`` of its zero state
 FLOAT_KINDS: dict[type, Callable[[Any], tuple[str, str]]] = {
     ProbabilitySumsState: _probability_sums,
     RegressionMomentsState: _regression_moments,
     CalibrationBinsState: _calibration_bins,
+    ScoreDistributionState: _score_distribution,
+    Class0ScoreDistributionState: _score_distribution,
 }

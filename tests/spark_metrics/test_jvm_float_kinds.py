@@ -94,6 +94,8 @@ def _batch(zero, rows, weighted):
     vector = rows and isinstance(rows[0][1], tuple)
     if kind == "regression_moments":
         return Batch(y_true=np.array(labels, dtype=np.float64), y_pred=np.array([r[1] for r in rows], dtype=np.float64), sample_weight=w)
+    if kind.startswith("score_distribution"):
+        return Batch(y_true=np.array(labels, dtype=np.int64), y_score=np.array([r[1] for r in rows], dtype=np.float64), sample_weight=w)
     k = getattr(zero.layout, "num_classes", 0)
     multiclass = (kind == "probability_sums" and not zero.layout.binary) or (kind == "calibration_bins" and k)
     if multiclass:
@@ -198,4 +200,26 @@ def calibration_case(draw):
 @settings(max_examples=5)
 @given(st.lists(calibration_case(), min_size=40, max_size=40))
 def test_calibration_bins_bytes_equal_the_python_fold(cases):
+    check_kind(cases)
+
+
+@st.composite
+def score_distribution_case(draw):
+    from mergeable_metrics.engine import Class0ScoreDistributionState, ScoreDistributionState
+    from mergeable_metrics.states.score_distribution import ScoreDistributionLayout
+
+    capacity = draw(st.sampled_from([2, 3, 4, 7, 16, 40000]))
+    pool = draw(
+        st.lists(st.one_of(st.sampled_from(SPECIAL), st.floats(allow_nan=False, allow_infinity=False), UNIT, st.floats(-3, 3)), min_size=1, max_size=12)
+    )
+    score = st.sampled_from(pool)  # ties
+    weight = st.one_of(st.just(1.0), WEIGHT)
+    row = st.tuples(st.integers(0, 1), score, weight)
+    cls = draw(st.sampled_from([ScoreDistributionState, Class0ScoreDistributionState]))
+    return cls.zero(ScoreDistributionLayout(capacity)), draw(st.booleans()), draw(partitioned(st.lists(row, max_size=16)))
+
+
+@settings(max_examples=6)
+@given(st.lists(score_distribution_case(), min_size=40, max_size=40))
+def test_score_distribution_bytes_equal_the_python_fold_exact_and_compressed(cases):
     check_kind(cases)

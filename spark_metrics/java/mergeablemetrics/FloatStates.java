@@ -9,7 +9,7 @@ public final class FloatStates {
     private FloatStates() {}
 
     /** The kinds this factory makes. */
-    public static final String[] KINDS = {ProbabilitySums.KIND, RegressionMoments.KIND, CalibrationBins.KIND};
+    public static final String[] KINDS = {ProbabilitySums.KIND, RegressionMoments.KIND, CalibrationBins.KIND, "score_distribution", "score_distribution_class0"};
 
     public static JvmState create(String kind, String config) {
         switch (kind) {
@@ -19,6 +19,9 @@ public final class FloatStates {
                 return new RegressionMoments(config);
             case CalibrationBins.KIND:
                 return new CalibrationBins(config);
+            case "score_distribution":
+            case "score_distribution_class0":
+                return new ScoreDistribution(kind, config);
             default:
                 throw new IllegalArgumentException("unknown JVM float state kind " + kind);
         }
