@@ -110,6 +110,12 @@ _EXPORTS: dict[str, str] = {
     "JoinCounts": "mergeable_metrics.time.latelabels",
     "LabelJoin": "mergeable_metrics.time.latelabels",
     "join_batches": "mergeable_metrics.time.latelabels",
+    # the float state kinds the JVM aggregates fold too (spark_metrics/jvm_float_kinds.py)
+    "ProbabilitySumsState": "mergeable_metrics.metrics.calibration",
+    "CalibrationBinsState": "mergeable_metrics.metrics.calibration",
+    "RegressionMomentsState": "mergeable_metrics.metrics.regression",
+    "ScoreDistributionState": "mergeable_metrics.states.score_distribution",
+    "Class0ScoreDistributionState": "mergeable_metrics.states.score_distribution",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -126,6 +132,8 @@ if TYPE_CHECKING:  # static type checkers and IDEs see the eager imports
     from mergeable_metrics.evaluation.profile import KeyCounts, ProfileSummary, SliceProfile, SliceProfiler, summarize_part  # noqa: F401
     from mergeable_metrics.inputs.validation import SCORES_FINITE, WEIGHTS_RULE, invalid_value_message, label_rule  # noqa: F401
     from mergeable_metrics.metrics.base import REGISTRY, UndefinedMetricWarning, parse_metric_string, resolve  # noqa: F401
+    from mergeable_metrics.metrics.calibration import CalibrationBinsState, ProbabilitySumsState  # noqa: F401
+    from mergeable_metrics.metrics.regression import RegressionMomentsState  # noqa: F401
     from mergeable_metrics.results.results import (
         Comparison,
         INTEGER_METRICS,
@@ -142,6 +150,7 @@ if TYPE_CHECKING:  # static type checkers and IDEs see the eager imports
     from mergeable_metrics.slicing.values import canonical_value  # noqa: F401
     from mergeable_metrics.states.base import BinaryConfusionState, CELL_STATES, ConfusionMatrixState, ExampleCountState, State, states_from_cells  # noqa: F401
     from mergeable_metrics.states.codec import layout_to_json  # noqa: F401
+    from mergeable_metrics.states.score_distribution import Class0ScoreDistributionState, ScoreDistributionState  # noqa: F401
     from mergeable_metrics.states.codec import slice_key_from_json, slice_key_to_json  # noqa: F401
     from mergeable_metrics.time.continual import ContinualEvaluation, EVENT_COLUMNS, OCLMetrics  # noqa: F401
     from mergeable_metrics.time.latelabels import COUNT_NAMES, INVALID_LABEL, INVALID_PRED, JoinCounts, LabelJoin, join_batches  # noqa: F401

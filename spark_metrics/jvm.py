@@ -279,8 +279,10 @@ def _float_kinds() -> dict:
     return dict(FLOAT_KINDS)
 
 
+#: the rule of probability scores (core's, for log_loss, brier_score, ...)
+PROBABILITIES = "probabilities must be in [0, 1]"
 #: state kinds whose JVM port sums weights exactly (the count kinds count unit weights only)
-WEIGHTED_KINDS: frozenset[str] = frozenset()
+WEIGHTED_KINDS: frozenset[str] = frozenset({"probability_sums", "regression_moments", "calibration_bins", "score_distribution", "score_distribution_class0"})
 
 
 def evaluation_spec(ev: Any) -> tuple[str | None, str]:
@@ -288,17 +290,31 @@ def evaluation_spec(ev: Any) -> tuple[str | None, str]:
     from mergeable_metrics.engine import SCORES_FINITE, WEIGHTS_RULE, label_rule
 
     plan = ev.plan
+    task = plan.task
     if ev.slices:
         return None, "slice specs (use groupBy keys with metric_columns)"
-    if not getattr(ev, "_plain", False):
-        return None, "inputs need core's input formats (score matrices, one-hot, ignore_index, ...)"
+    # the plain (N,) inputs, or one binary score column read as probabilities (log_loss, brier_score, ...)
+    binary_score = (
+        task.kind == "binary"
+        and isinstance(ev.score_col, str)
+        and task.ignore_index is None
+        and not any(ev.formats.values())
+        and ev.measure_col is None
+        and ev.query_col is None
+        and ev.label_col is not None
+        and not {"score_matrix", "measure"} & plan.needs
+    )
+    if not (getattr(ev, "_plain", False) or binary_score) or getattr(ev, "classes", None) is not None:
+        return None, "inputs need core's input formats (score matrices, one-hot, ignore_index, classes=, ...)"
     k = plan.task.num_classes
     if plan.task.kind == "multiclass":
         if ev.prediction_col is None:
             return None, "a multiclass task needs a prediction column"
         mode, score_name, score_rule = 2, ev.prediction_col, label_rule("predictions", k)
     elif plan.task.kind == "binary":
-        if ev.score_col is not None:
+        if ev.score_col is not None and "probability" in plan.needs:
+            mode, score_name, score_rule = 3, ev.score_col, PROBABILITIES
+        elif ev.score_col is not None:
             mode, score_name, score_rule = 1, ev.score_col, SCORES_FINITE
         elif ev.prediction_col is not None:
             mode, score_name, score_rule = 2, ev.prediction_col, label_rule("predictions", k)
@@ -312,7 +328,12 @@ def evaluation_spec(ev: Any) -> tuple[str | None, str]:
         zero = cls.zero(layout)
         got = _count_kind(zero)
         if got is None and type(zero) in floats:
-            got = floats[type(zero)](zero)
+            if mode not in (1, 3):
+                return None, f"state {cls.kind!r} folds a score column in the JVM (not predictions or probability rows)"
+            try:
+                got = floats[type(zero)](zero)
+            except NotImplementedError as e:
+                return None, str(e)
         if got is None:
             return None, f"state {cls.kind!r} has no JVM port ({NOT_PORTED})"
         if ev.weight_col is not None and got[0] not in WEIGHTED_KINDS and cls.kind in ("binary_confusion", "confusion_matrix", "example_count"):

@@ -132,3 +132,34 @@ def test_weighted_counts_keep_the_sql_path(jvm_spark):
     assert spec is None and "weight" in why
     with pytest.raises(ValueError, match="engine='jvm' cannot fold"):
         metric_columns(["f1"], label_col="y", score_col="p", weight_col="w", engine="jvm", spark=jvm_spark)
+
+
+def test_float_kinds_in_group_by_agg_equal_the_local_engine(jvm_spark):
+    """roc_auc, average_precision and log_loss (score distribution and probability sums, folded in Java)
+    with f1, per carrier: exactly the local engine's values, and scikit-learn's."""
+    from sklearn.metrics import average_precision_score, log_loss, roc_auc_score
+
+    rng = np.random.default_rng(7)
+    n = 4000
+    y = rng.integers(0, 2, n)
+    p = np.round(np.clip(0.35 * y + 0.65 * rng.random(n), 0, 1), 3)  # ties
+    pdf = pd.DataFrame({"y": y, "p": p, "carrier": rng.choice(["AA", "B6", "DL", "UA"], n)})
+    metrics = ["roc_auc", "average_precision", "f1", "log_loss"]
+    assert jvm.evaluation_spec(Evaluation(label_col="y", score_col="p", metrics=metrics))[0] is not None
+    df = jvm_spark.createDataFrame(pdf).repartition(5)
+    got = {r["carrier"]: r.asDict() for r in df.groupBy("carrier").agg(*metric_columns(metrics, label_col="y", score_col="p", engine="jvm")).collect()}
+    want = Evaluation(label_col="y", score_col="p", metrics=metrics, slices=["carrier"]).evaluate([pdf])
+    assert sorted(got) == ["AA", "B6", "DL", "UA"]
+    for c, row in got.items():
+        ref = want[(("carrier", c),)].metrics
+        assert all(row[k] == ref[k] for k in metrics), (c, row, ref)
+        part = pdf[pdf.carrier == c]
+        assert row["roc_auc"] == pytest.approx(roc_auc_score(part.y, part.p), rel=1e-12)
+        assert row["average_precision"] == pytest.approx(average_precision_score(part.y, part.p), rel=1e-12)
+        assert row["log_loss"] == pytest.approx(log_loss(part.y, part.p), rel=1e-9)
+
+
+def test_probability_rule_is_checked(jvm_spark):
+    df = jvm_spark.createDataFrame([(1, 1.5), (0, 0.2)], "y long, p double")
+    with pytest.raises(Exception, match=r"column 'p': invalid value 1.5 .*probabilities must be in \[0, 1\]"):
+        df.agg(*metric_columns(["log_loss"], label_col="y", score_col="p", engine="jvm")).collect()

@@ -8,7 +8,7 @@ import java.io.Serializable;
  * function (Spark Connect's {@code registerJavaUDAF}) can take it as a literal first argument. */
 public final class Spec implements Serializable {
     private static final long serialVersionUID = 1L;
-    public static final int NO_SCORE = 0, SCORE = 1, PREDICTION = 2;
+    public static final int NO_SCORE = 0, SCORE = 1, PREDICTION = 2, PROBABILITY = 3;
 
     public final String text;
     final int k;
@@ -65,7 +65,11 @@ public final class Spec implements Serializable {
     double score(Double v) {
         if (scoreMode == NO_SCORE) return 0.0;
         if (v == null) throw invalid(scoreName, "null", scoreRule);
-        if (scoreMode == SCORE ? !Double.isFinite(v) : !CountState.isClass(v, k)) throw invalid(scoreName, show(v), scoreRule);
+        boolean bad;
+        if (scoreMode == SCORE) bad = !Double.isFinite(v);
+        else if (scoreMode == PROBABILITY) bad = !(v >= 0.0 && v <= 1.0);
+        else bad = !CountState.isClass(v, k);
+        if (bad) throw invalid(scoreName, show(v), scoreRule);
         return v;
     }
 

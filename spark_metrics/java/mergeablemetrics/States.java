@@ -13,10 +13,9 @@ public final class States {
                 return new ConfusionMatrix(config);
             case "example_count":
                 return new ExampleCount(config);
-            // --- float / exact-sum kinds (ported separately) ---
+            // --- float / exact-sum kinds (FloatStates) ---
             default:
-                break;
+                return FloatStates.create(kind, config);
         }
-        throw new IllegalArgumentException("state kind " + kind + " has no JVM implementation");
     }
 }
