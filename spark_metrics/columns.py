@@ -14,8 +14,11 @@ several metric columns, so a list of metrics aggregates each cell once. The colu
 (``pyspark.sql.functions`` builds Connect columns in a Connect application).
 
 Metrics whose states are not sums of per-row cells (ROC AUC and the other score-distribution
-metrics, calibration, regression, ...) cannot lower: :func:`metric_columns` raises
-``ValueError`` naming them and pointing to :func:`mergeable_metrics.spark.compute_metrics`.
+metrics, calibration, regression, ...) cannot lower to SQL sums: with a JDK they run on the JVM
+aggregates (:mod:`mergeable_metrics.spark.jvm`, the default wherever they apply: every state folded in
+Java, the bytes of core's own fold); otherwise :func:`metric_columns` raises ``ValueError`` naming
+them and pointing to :func:`mergeable_metrics.spark.compute_metrics`. :func:`metric_state_column` with
+:func:`finish_metric_states` finish on the driver (no Python on the executors).
 """
 
 from __future__ import annotations
@@ -264,6 +267,7 @@ def finish_metric_states(
     weight_col: str | None = None,
     *,
     column: str = "mm_states",
+    overall: bool = False,
     **options: Any,
 ) -> list[dict[str, Any]]:
     """The metric values of collected rows of :func:`metric_state_column` (same metric arguments), on the
@@ -271,16 +275,25 @@ def finish_metric_states(
 
     Args:
         rows: a DataFrame (collected here) or its collected rows.
+        overall: also a last row for all the rows together (its group keys None): the merge of every
+            group's states (states merge exactly, so it equals folding all the rows at once).
     """
     ev = Evaluation(label_col=label_col, score_col=score_col, prediction_col=prediction_col, weight_col=weight_col, metrics=list(metrics), **options)
     if hasattr(rows, "collect"):
         rows = rows.collect()
     out = []
+    total = None
     for r in rows:
         d = r.asDict() if hasattr(r, "asDict") else dict(r)
-        values = _finish_states(ev, jvm.decode_states(ev, d.pop(column)))
+        states = jvm.decode_states(ev, d.pop(column))
+        total = states if total is None else tuple(a.merge(b) for a, b in zip(total, states))
+        values = _finish_states(ev, states)
         d.update({m.key: values[m.key] for m in ev.plan.metrics})
         out.append(d)
+    if overall:
+        keys = {k: None for k in (out[0] if out else {}) if k not in {m.key for m in ev.plan.metrics}}
+        values = _finish_states(ev, total if total is not None else jvm.decode_states(ev, None))
+        out.append({**keys, **{m.key: values[m.key] for m in ev.plan.metrics}})
     return out
 
 
