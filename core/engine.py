@@ -57,6 +57,9 @@ _EXPORTS: dict[str, str] = {
     "EVENT_COLUMNS": "mergeable_metrics.time.continual",
     "State": "mergeable_metrics.states.base",
     "BinaryConfusionState": "mergeable_metrics.states.base",
+    "ConfusionMatrixState": "mergeable_metrics.states.base",
+    "ExampleCountState": "mergeable_metrics.states.base",
+    "layout_to_json": "mergeable_metrics.states.codec",
     "CELL_STATES": "mergeable_metrics.states.base",
     "states_from_cells": "mergeable_metrics.states.base",
     # thresholds and checks: the regression gate, ValidateMetrics and the pipeline-test helpers
@@ -138,6 +141,12 @@ _EXPORTS: dict[str, str] = {
     "JoinCounts": "mergeable_metrics.time.latelabels",
     "LabelJoin": "mergeable_metrics.time.latelabels",
     "join_batches": "mergeable_metrics.time.latelabels",
+    # the float state kinds the JVM aggregates fold too (spark_metrics/jvm_float_kinds.py)
+    "ProbabilitySumsState": "mergeable_metrics.metrics.calibration",
+    "CalibrationBinsState": "mergeable_metrics.metrics.calibration",
+    "RegressionMomentsState": "mergeable_metrics.metrics.regression",
+    "ScoreDistributionState": "mergeable_metrics.states.score_distribution",
+    "Class0ScoreDistributionState": "mergeable_metrics.states.score_distribution",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -186,6 +195,8 @@ if TYPE_CHECKING:  # static type checkers and IDEs see the eager imports
     )
     from mergeable_metrics.inputs.validation import SCORES_FINITE, WEIGHTS_RULE, invalid_value_message, label_rule  # noqa: F401
     from mergeable_metrics.metrics.base import REGISTRY, UndefinedMetricWarning, parse_metric_string, resolve  # noqa: F401
+    from mergeable_metrics.metrics.calibration import CalibrationBinsState, ProbabilitySumsState  # noqa: F401
+    from mergeable_metrics.metrics.regression import RegressionMomentsState  # noqa: F401
     from mergeable_metrics.results.results import (
         Comparison,
         INTEGER_METRICS,
@@ -200,7 +211,9 @@ if TYPE_CHECKING:  # static type checkers and IDEs see the eager imports
     )  # noqa: F401
     from mergeable_metrics.slicing.assign import OVERALL, assign_slices  # noqa: F401
     from mergeable_metrics.slicing.values import canonical_value  # noqa: F401
-    from mergeable_metrics.states.base import BinaryConfusionState, CELL_STATES, State, states_from_cells  # noqa: F401
+    from mergeable_metrics.states.base import BinaryConfusionState, CELL_STATES, ConfusionMatrixState, ExampleCountState, State, states_from_cells  # noqa: F401
+    from mergeable_metrics.states.codec import layout_to_json  # noqa: F401
+    from mergeable_metrics.states.score_distribution import Class0ScoreDistributionState, ScoreDistributionState  # noqa: F401
     from mergeable_metrics.states.codec import slice_key_from_json, slice_key_to_json  # noqa: F401
     from mergeable_metrics.time.continual import ContinualEvaluation, EVENT_COLUMNS, OCLMetrics  # noqa: F401
     from mergeable_metrics.time.latelabels import COUNT_NAMES, INVALID_LABEL, INVALID_PRED, JoinCounts, LabelJoin, join_batches  # noqa: F401

@@ -26,7 +26,7 @@ Importing this package neither imports pyspark nor starts Spark.
 """
 
 from mergeable_metrics.spark.aggregator import MetricsAggregator
-from mergeable_metrics.spark.columns import metric_columns
+from mergeable_metrics.spark.columns import finish_metric_states, metric_columns, metric_state_column
 from mergeable_metrics.spark.compute import RESULT_COLUMNS, collect_results, compute_metrics, evaluate, result_schema
 from mergeable_metrics.spark.profile import profile_evaluation
 from mergeable_metrics.spark.session import SparkSetupError, check_java, check_workers, get_spark
@@ -51,8 +51,10 @@ __all__ = [
     "collect_results",
     "compute_metrics",
     "evaluate",
+    "finish_metric_states",
     "get_spark",
     "metric_columns",
+    "metric_state_column",
     "profile_evaluation",
     "result_schema",
 ]

@@ -14,8 +14,11 @@ several metric columns, so a list of metrics aggregates each cell once. The colu
 (``pyspark.sql.functions`` builds Connect columns in a Connect application).
 
 Metrics whose states are not sums of per-row cells (ROC AUC and the other score-distribution
-metrics, calibration, regression, ...) cannot lower: :func:`metric_columns` raises
-``ValueError`` naming them and pointing to :func:`mergeable_metrics.spark.compute_metrics`.
+metrics, calibration, regression, ...) cannot lower to SQL sums: with a JDK they run on the JVM
+aggregates (:mod:`mergeable_metrics.spark.jvm`, the default wherever they apply: every state folded in
+Java, the bytes of core's own fold); otherwise :func:`metric_columns` raises ``ValueError`` naming
+them and pointing to :func:`mergeable_metrics.spark.compute_metrics`. :func:`metric_state_column` with
+:func:`finish_metric_states` finish on the driver (no Python on the executors).
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from mergeable_metrics.engine import NULL
 from mergeable_metrics.engine import INTEGER_METRICS
 from mergeable_metrics.engine import OVERALL
 from mergeable_metrics.engine import CELL_STATES, states_from_cells
+from mergeable_metrics.spark import jvm
 from mergeable_metrics.spark.sql_path import _BAD_LABEL, _BAD_PREDICTION, _BAD_SCORE, _BAD_WEIGHT, MAX_NATIVE_CLASSES, _cell_columns
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -68,9 +72,19 @@ def metric_columns(
     score_col: str | None = None,
     prediction_col: str | None = None,
     weight_col: str | None = None,
+    *,
+    engine: str | None = None,
+    spark: Any = None,
     **options: Any,
 ) -> list["Column"]:
     """Spark Column expressions of ``metrics``, for ``df.groupBy(...).agg(*metric_columns(...))``.
+
+    Two lowerings (``engine``): ``"jvm"``, the JVM aggregates of :mod:`mergeable_metrics.spark.jvm` (every row
+    folded in Java into core's own states, bit for bit those of the Python fold; the default wherever they
+    apply and a JDK is there), and ``"sql"``, native ``sum`` aggregates of per-row cells (count and confusion
+    metrics only). Either way each metric column finishes its group with a small Python UDF over the group's
+    states (:func:`metric_state_column` with :func:`finish_metric_states` finish on the driver instead, so
+    the executors need no Python package).
 
     Args:
         metrics: metric strings (``["precision", "recall", "f1", "mcc", "recall@threshold=0.7"]``);
@@ -79,6 +93,8 @@ def metric_columns(
         score_col: binary score column (``score >= threshold`` is positive).
         prediction_col: predicted-label column (binary 0/1, multiclass ``[0, K)``).
         weight_col: sample weights (finite, >= 0).
+        engine: ``"jvm"``, ``"sql"`` or None (the JVM aggregates where they apply, else SQL).
+        spark: the session (default: the active one); the JVM path loads its jar into it.
         **options: other :class:`mergeable_metrics.Evaluation` options of the task: ``threshold``,
             ``threshold_rule``, ``num_classes``, ``task``, ``zero_division``, ``multiclass``.
 
@@ -108,6 +124,14 @@ def metric_columns(
     if isinstance(metrics, str):
         metrics = [metrics]
     ev = Evaluation(label_col=label_col, score_col=score_col, prediction_col=prediction_col, weight_col=weight_col, metrics=list(metrics), **options)
+    if engine not in (None, "jvm", "sql"):
+        raise ValueError(f"metric_columns: engine must be 'jvm', 'sql' or None, got {engine!r}")
+    if engine != "sql":
+        spark, spec, why = _jvm_plan(ev, spark, required=engine == "jvm")
+        if spec is not None:
+            _check_scalar(ev)
+            state = jvm.evaluation_column(spark, ev, spec)
+            return [F.udf(_jvm_finisher(ev, m.key), _return_type(m.key))(state).alias(m.key) for m in ev.plan.metrics]
     reason = _blocker(ev)
     if reason is not None:
         raise ValueError(
@@ -115,12 +139,7 @@ def metric_columns(
             "use mergeable_metrics.spark.compute_metrics(df, evaluation=Evaluation(..., slices=[...])) for these metrics"
         )
     keys = [m.key for m in ev.plan.metrics]
-    zero = _finish(ev, np.zeros(0, np.int64), np.zeros(0, np.int64), None, _per_label(ev))
-    arrays = [k for k in keys if np.ndim(zero[k]) != 0]
-    if arrays:
-        raise ValueError(
-            f"metric_columns: metrics {arrays} are arrays (per-class or matrix values); use mergeable_metrics.spark.compute_metrics, or name one class's metric"
-        )
+    _check_scalar(ev)
 
     text: list = []
     cell, weight, bad, per_label = _cell_columns(ev, text)
@@ -160,25 +179,130 @@ def metric_columns(
     return out
 
 
+def _check_scalar(ev: Evaluation) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        zero = ev.finish({OVERALL: tuple(cls.zero(layout) for cls, layout in ev.plan.state_types)}, add_overall=False)[OVERALL].metrics
+    arrays = [m.key for m in ev.plan.metrics if np.ndim(zero[m.key]) != 0]
+    if arrays:
+        raise ValueError(
+            f"metric_columns: metrics {arrays} are arrays (per-class or matrix values); use mergeable_metrics.spark.compute_metrics, or name one class's metric"
+        )
+
+
+def _return_type(key: str) -> Any:
+    from pyspark.sql import types as T
+
+    return T.LongType() if key in INTEGER_METRICS else T.DoubleType()
+
+
+def _active_session(spark: Any) -> Any:
+    if spark is not None:
+        return spark
+    from pyspark.sql import SparkSession
+    from pyspark.sql.utils import is_remote
+
+    if is_remote():
+        from pyspark.sql.connect.session import SparkSession as RemoteSparkSession
+
+        return RemoteSparkSession.getActiveSession()
+    return SparkSession.getActiveSession()
+
+
+def _jvm_plan(ev: Evaluation, spark: Any, required: bool) -> tuple[Any, str | None, str]:
+    """``(session, spec, why not)`` of the JVM path for ``ev`` (spec None: not taken; ``required``: raise instead)."""
+    spec, why = jvm.evaluation_spec(ev)
+    session = _active_session(spark)
+    if spec is not None and session is None:
+        spec, why = None, "no active SparkSession (pass spark=)"
+    if spec is not None and not jvm.available(session):
+        spec, why = None, jvm.NO_JDK
+    if spec is None and required:
+        raise ValueError(f"metric_columns: engine='jvm' cannot fold these metrics: {why}")
+    return session, spec, why
+
+
+def _jvm_finisher(ev: Evaluation, key: str) -> Any:
+    def finish(data):  # no annotations: pyspark would read them as a pandas UDF type hint
+        out = _finish_states(ev, jvm.decode_states(ev, data))[key]
+        return int(out) if key in INTEGER_METRICS else float(out)
+
+    return finish
+
+
+def _finish_states(ev: Evaluation, states: tuple) -> dict[str, Any]:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        return ev.finish({OVERALL: states}, add_overall=False)[OVERALL].metrics
+
+
+def metric_state_column(
+    metrics: Sequence[str],
+    label_col: str,
+    score_col: str | None = None,
+    prediction_col: str | None = None,
+    weight_col: str | None = None,
+    *,
+    spark: Any = None,
+    name: str = "mm_states",
+    **options: Any,
+) -> "Column":
+    """One JVM aggregate Column holding each group's states (bytes), for a finish on the driver with
+    :func:`finish_metric_states`: the executors run Java only (no Python package needed there).
+
+    Raises:
+        ValueError: the JVM aggregates cannot fold these metrics (the message says why) or no JDK.
+    """
+    ev = Evaluation(label_col=label_col, score_col=score_col, prediction_col=prediction_col, weight_col=weight_col, metrics=list(metrics), **options)
+    session, spec, _ = _jvm_plan(ev, spark, required=True)
+    return jvm.evaluation_column(session, ev, spec).alias(name)
+
+
+def finish_metric_states(
+    rows: Any,
+    metrics: Sequence[str],
+    label_col: str,
+    score_col: str | None = None,
+    prediction_col: str | None = None,
+    weight_col: str | None = None,
+    *,
+    column: str = "mm_states",
+    overall: bool = False,
+    **options: Any,
+) -> list[dict[str, Any]]:
+    """The metric values of collected rows of :func:`metric_state_column` (same metric arguments), on the
+    driver: each row's other fields (the group keys) followed by ``{metric key: value}``.
+
+    Args:
+        rows: a DataFrame (collected here) or its collected rows.
+        overall: also a last row for all the rows together (its group keys None): the merge of every
+            group's states (states merge exactly, so it equals folding all the rows at once).
+    """
+    ev = Evaluation(label_col=label_col, score_col=score_col, prediction_col=prediction_col, weight_col=weight_col, metrics=list(metrics), **options)
+    if hasattr(rows, "collect"):
+        rows = rows.collect()
+    out = []
+    total = None
+    for r in rows:
+        d = r.asDict() if hasattr(r, "asDict") else dict(r)
+        states = jvm.decode_states(ev, d.pop(column))
+        total = states if total is None else tuple(a.merge(b) for a, b in zip(total, states))
+        values = _finish_states(ev, states)
+        d.update({m.key: values[m.key] for m in ev.plan.metrics})
+        out.append(d)
+    if overall:
+        keys = {k: None for k in (out[0] if out else {}) if k not in {m.key for m in ev.plan.metrics}}
+        values = _finish_states(ev, total if total is not None else jvm.decode_states(ev, None))
+        out.append({**keys, **{m.key: values[m.key] for m in ev.plan.metrics}})
+    return out
+
+
 def _finish(ev: Evaluation, cells: np.ndarray, counts: np.ndarray, wsums: np.ndarray | None, per_label: int) -> dict[str, Any]:
     """``{metric key: value}`` of one group's cell sums (core's states and metrics)."""
     states = states_from_cells(ev.plan.state_types, cells, counts, wsums, per_label)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UndefinedMetricWarning)
         return ev.finish({OVERALL: states}, add_overall=False)[OVERALL].metrics
-
-
-def _per_label(ev: Evaluation) -> int:
-    """Joint cells per label (:func:`mergeable_metrics.spark.sql_path._cell_columns`), without Spark."""
-    from mergeable_metrics.engine import BinaryConfusionState
-
-    plan = ev.plan
-    if plan.task.kind == "multiclass":
-        return plan.task.num_classes
-    if ev.score_col is None and ev.prediction_col is None:
-        return 1
-    layout = next((lay for cls, lay in plan.state_types if cls is BinaryConfusionState), None)
-    return len(layout.thresholds) + 1 if layout is not None else 1
 
 
 def _raise_invalid(ev: Evaluation, columns: dict[str, str | None], code: int, value: Any, count: int, text: str | None = None) -> None:

@@ -1,0 +1,137 @@
+"""Spark local[2] benchmark of the JVM path (:mod:`mergeable_metrics.spark.jvm`): Java aggregates folding core's states.
+
+Usage::
+
+    python -m benchmarks.bench_spark_jvm              # 3M cached rows, 5 interleaved repeats
+    python -m benchmarks.bench_spark_jvm --quick      # 300K rows, 2 repeats
+
+The DataFrame is :func:`benchmarks.bench_spark.make_df`'s (label 0/1, score in [0, 1], prediction, 10 slice
+values), cached and counted before any timing. Timed, wall-clock medians of interleaved repeats, each job
+collected to the driver:
+
+* global F1: ours (``metric_state_column(["f1"])`` collected, finished on the driver; and ``metric_columns``,
+  finished by a Python UDF) against ``MulticlassClassificationEvaluator(metricName="f1")`` (target: >= 2x);
+* 11 slices (10 values and the overall slice) x (count, precision, recall, f1) against the plain SQL floor
+  ``groupBy(slice, label, prediction).count()`` (target: >= 0.8 of its speed): ``groupBy("slice")`` with
+  ``finish_metric_states(..., overall=True)`` (the overall slice merged on the driver from the 10 groups'
+  states), and ``rollup("slice")`` with ``metric_columns`` (Spark aggregates every row twice);
+* with the float kinds ported (roc_auc): global ``roc_auc`` against ``BinaryClassificationEvaluator``
+  (>= 20x; MLlib's evaluator sorts every row, so it is timed once, in the first round) and against
+  ``groupBy(label, round(score, 4)).count()`` (>= 0.8); 11 slices x (count, roc_auc, precision, recall)
+  against ``groupBy(slice, label, round(score, 4)).count()`` (>= 0.8).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+import numpy as np
+
+from benchmarks._harness import machine_line
+from benchmarks.bench_spark import make_df
+
+COUNTS = ["example_count", "precision", "recall", "f1"]
+
+
+def _timed(fn) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+def jobs(spark, df) -> dict[str, object]:
+    from pyspark.ml.evaluation import MulticlassClassificationEvaluator
+    from pyspark.sql import functions as F
+
+    from mergeable_metrics.spark import finish_metric_states, jvm, metric_columns, metric_state_column
+
+    out: dict[str, object] = {}
+    f1 = MulticlassClassificationEvaluator(metricName="f1", labelCol="label_d", predictionCol="prediction")
+    out["mllib_f1"] = lambda: f1.evaluate(df)
+    args = dict(label_col="label", score_col="score")
+    out["ours_f1_driver"] = lambda: finish_metric_states(df.agg(metric_state_column(["f1"], **args)).collect(), ["f1"], **args)
+    out["ours_f1_udf"] = lambda: df.agg(*metric_columns(["f1"], engine="jvm", **args)).collect()
+    out["floor_sliced"] = lambda: df.groupBy("slice", "label", "prediction").count().collect()
+    out["ours_sliced_driver"] = lambda: finish_metric_states(
+        df.groupBy("slice").agg(metric_state_column(COUNTS, **args)).collect(), COUNTS, overall=True, **args
+    )
+    out["ours_sliced_udf"] = lambda: df.rollup("slice").agg(*metric_columns(COUNTS, engine="jvm", **args)).collect()
+    try:
+        from mergeable_metrics import Evaluation
+
+        auc_ok = jvm.evaluation_spec(Evaluation(metrics=["roc_auc"], **args))[0] is not None
+    except Exception:  # pragma: no cover
+        auc_ok = False
+    if auc_ok:
+        from pyspark.ml.evaluation import BinaryClassificationEvaluator
+
+        auc = BinaryClassificationEvaluator(metricName="areaUnderROC", rawPredictionCol="score", labelCol="label_d")
+        out["mllib_auc"] = lambda: auc.evaluate(df)
+        out["ours_auc_driver"] = lambda: finish_metric_states(df.agg(metric_state_column(["roc_auc"], **args)).collect(), ["roc_auc"], **args)
+        sliced = ["example_count", "roc_auc", "precision", "recall"]
+        out["ours_auc_sliced"] = lambda: finish_metric_states(
+            df.groupBy("slice").agg(metric_state_column(sliced, **args)).collect(), sliced, overall=True, **args
+        )
+        out["floor_auc_sliced"] = lambda: df.groupBy("slice", "label", F.round("score", 4)).count().collect()
+        out["floor_auc"] = lambda: df.groupBy("label", F.round("score", 4)).count().collect()
+    return out
+
+
+def run(n: int, repeats: int, partitions: int = 4) -> list[tuple[str, float, float, str]]:
+    from mergeable_metrics.spark import get_spark, jvm
+
+    spark = get_spark()
+    spark.sparkContext.setLogLevel("ERROR")
+    if not jvm.available(spark):
+        raise SystemExit(jvm.NO_JDK)
+    df = make_df(spark, n, partitions).cache()
+    df.count()
+    fns = jobs(spark, df)
+    once = {"mllib_auc"}  # a full sort of every row: minutes under load, so timed once (in the first round)
+    for k, fn in fns.items():  # warm-up: registration, code generation
+        if k not in once:
+            fn()
+    times: dict[str, list[float]] = {k: [] for k in fns}
+    for i in range(repeats):
+        for k, fn in fns.items():
+            if k not in once or i == 0:
+                times[k].append(_timed(fn))
+    t = {k: float(np.median(v)) for k, v in times.items()}
+    rows = []
+
+    def row(name: str, ours: str, ref: str, target: float) -> None:
+        ratio = t[ref] / t[ours]
+        rows.append((name, t[ours], ratio, f"vs {ref} {t[ref]:.2f} s (target >= {target:g}x: {'met' if ratio >= target else 'NOT met'})"))
+
+    row("global f1, driver finish", "ours_f1_driver", "mllib_f1", 2.0)
+    row("global f1, metric_columns (UDF finish)", "ours_f1_udf", "mllib_f1", 2.0)
+    row("11 slices x (count, P, R, F1), driver finish", "ours_sliced_driver", "floor_sliced", 0.8)
+    row("11 slices x (count, P, R, F1), metric_columns", "ours_sliced_udf", "floor_sliced", 0.8)
+    if "ours_auc_driver" in t:
+        row("global roc_auc vs MLlib", "ours_auc_driver", "mllib_auc", 20.0)
+        row("global roc_auc vs SQL floor", "ours_auc_driver", "floor_auc", 0.8)
+        row("11 slices x (count, roc_auc, P, R) vs sliced SQL floor", "ours_auc_sliced", "floor_auc_sliced", 0.8)
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m benchmarks.bench_spark_jvm", description=__doc__.split("\n\n")[0])
+    p.add_argument("--quick", action="store_true", help="300K rows, 2 repeats")
+    p.add_argument("--rows", type=int)
+    p.add_argument("--repeats", type=int)
+    p.add_argument("--partitions", type=int, default=4)
+    a = p.parse_args(argv)
+    n = a.rows or (300_000 if a.quick else 3_000_000)
+    repeats = a.repeats or (2 if a.quick else 5)
+    print(f"# bench_spark_jvm: {n:,} cached rows, medians of {repeats} interleaved repeats, wall clock; {machine_line()}")
+    print("| workload | ours (s) | speed ratio | note |\n|---|---|---|---|")
+    for name, sec, ratio, note in run(n, repeats, a.partitions):
+        print(f"| {name} | {sec:.2f} | {ratio:.2f}x | {note} |")
+    print(f"# after: {machine_line()}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,30 @@
+package mergeablemetrics;
+
+/** core's {@code example_count}: count (int64), weight (exact float64 sum), skipped (int64). Config: layout JSON. */
+public final class ExampleCount extends CountState {
+    private static final long serialVersionUID = 1L;
+
+    public ExampleCount(String config) {
+        super(config, 1);
+    }
+
+    @Override
+    public String kind() {
+        return "example_count";
+    }
+
+    @Override
+    public int cell(double label, double score) {
+        return 0;
+    }
+
+    @Override
+    public byte[] toBytes() {
+        Frame f = new Frame(kind(), 1, layoutJson, 5);
+        f.longs("count", new long[] {counts[0]});
+        f.doubles("weight", new double[] {exactCount(counts[0], "example_count.weight")});
+        f.longs("skipped", new long[] {0L});
+        f.compactLimbs("weight");
+        return f.finish();
+    }
+}

@@ -1,0 +1,103 @@
+package mergeablemetrics;
+
+import java.io.ByteArrayOutputStream;
+import java.io.Serializable;
+
+/** What one JVM aggregate folds: the input checks (Python's rules, column names in the messages) and the
+ * states' (kind, config) pairs. Built from one string (fields separated by U+001F), so a no-argument
+ * function (Spark Connect's {@code registerJavaUDAF}) can take it as a literal first argument. */
+public final class Spec implements Serializable {
+    private static final long serialVersionUID = 1L;
+    public static final int NO_SCORE = 0, SCORE = 1, PREDICTION = 2, PROBABILITY = 3;
+
+    public final String text;
+    final int k;
+    final int scoreMode;
+    final boolean weighted;
+    final String labelName, scoreName, weightName, labelRule, scoreRule, weightRule;
+    final String[] kinds, configs;
+
+    public Spec(String text) {
+        this.text = text;
+        String[] f = text.split("\u001f", -1);
+        k = Integer.parseInt(f[0]);
+        scoreMode = Integer.parseInt(f[1]);
+        weighted = f[2].equals("1");
+        labelName = f[3];
+        scoreName = f[4];
+        weightName = f[5];
+        labelRule = f[6];
+        scoreRule = f[7];
+        weightRule = f[8];
+        int n = Integer.parseInt(f[9]);
+        kinds = new String[n];
+        configs = new String[n];
+        for (int i = 0; i < n; i++) {
+            kinds[i] = f[10 + 2 * i];
+            configs[i] = f[11 + 2 * i];
+        }
+    }
+
+    public JvmState[] zero() {
+        JvmState[] out = new JvmState[kinds.length];
+        for (int i = 0; i < out.length; i++) out[i] = States.create(kinds[i], configs[i]);
+        return out;
+    }
+
+    static String show(double v) {
+        if (Double.isNaN(v)) return "nan";
+        if (Double.isInfinite(v)) return v > 0 ? "inf" : "-inf";
+        return Double.toString(v);
+    }
+
+    static IllegalArgumentException invalid(String column, String value, String rule) {
+        return new IllegalArgumentException("column '" + column + "': invalid value " + value + " in a row of this group: " + rule
+            + " (inside groupBy().agg() the row position is not known: mergeable_metrics.spark.compute_metrics names the row and its partition)");
+    }
+
+    /** The checked label of one row (null: a boxed null). */
+    double label(Double v) {
+        if (v == null) throw invalid(labelName, "null", labelRule);
+        if (!CountState.isClass(v, k)) throw invalid(labelName, show(v), labelRule);
+        return v;
+    }
+
+    double score(Double v) {
+        if (scoreMode == NO_SCORE) return 0.0;
+        if (v == null) throw invalid(scoreName, "null", scoreRule);
+        boolean bad;
+        if (scoreMode == SCORE) bad = !Double.isFinite(v);
+        else if (scoreMode == PROBABILITY) bad = !(v >= 0.0 && v <= 1.0);
+        else bad = !CountState.isClass(v, k);
+        if (bad) throw invalid(scoreName, show(v), scoreRule);
+        return v;
+    }
+
+    double weight(Double v) {
+        if (!weighted) return 1.0;
+        if (v == null) throw invalid(weightName, "null", weightRule);
+        if (!Double.isFinite(v) || v < 0) throw invalid(weightName, show(v), weightRule);
+        return v;
+    }
+
+    /** Fold one row into every state (after the checks, in Python's order: label, score, weight). */
+    public void fold(JvmState[] states, Double label, Double score, Double weight) {
+        double y = label(label), s = score(score), w = weight(weight);
+        for (JvmState st : states) st.update(y, s, w);
+    }
+
+    /** The states' bytes, each with a u32 little-endian length before it. */
+    public static byte[] pack(JvmState[] states) {
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        for (JvmState s : states) {
+            byte[] b = s.toBytes();
+            for (int i = 0; i < 4; i++) out.write((b.length >>> (8 * i)) & 0xFF);
+            out.writeBytes(b);
+        }
+        return out.toByteArray();
+    }
+
+    public static void mergeInto(JvmState[] a, JvmState[] b) {
+        for (int i = 0; i < a.length; i++) a[i].merge(b[i]);
+    }
+}

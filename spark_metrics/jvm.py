@@ -1,0 +1,377 @@
+"""The JVM path of the Spark adapter: core's states folded by Java aggregates, inside Spark's own aggregation.
+
+The Java sources ship with the package (``mergeable_metrics/spark/java/``). On first use they are compiled with
+``javac`` against the installed pyspark's jars into a small jar, cached per Spark version and source hash in the
+user's cache directory (``$MERGEABLE_METRICS_CACHE``, else ``$XDG_CACHE_HOME/mergeable-metrics``, else
+``~/.cache/mergeable-metrics``), so a read-only site-packages works. A classic session gets the jar through
+``ADD JAR`` (``SparkContext.addJar`` plus the session's jar class loader, so it works in a session that is
+already running); a Spark Connect session through ``spark.addArtifacts``.
+
+Each aggregate folds the rows ``(label[, score][, weight])`` of a group into the states of an evaluation's plan
+and returns their bytes, exactly the bytes core's codec writes for the same rows (any partitioning): the
+values are then computed from those states by core, on the driver. No Python runs on the executors.
+
+* classic Spark: a typed ``org.apache.spark.sql.expressions.Aggregator`` (``mergeablemetrics.StateAggregator``)
+  registered with ``functions.udaf`` under a name of its own (usable from SQL);
+* Spark Connect: the ``UserDefinedAggregateFunction`` form (``mergeablemetrics.StateUDAF``, registered with
+  ``registerJavaUDAF`` as :data:`CONNECT_FUNCTION`), whose first argument is the spec string (count kinds only).
+
+Without a JDK (no ``javac``) :func:`jar_path` returns None and the adapter keeps its other paths, with one
+line saying what to install (:data:`NO_JDK`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import shutil
+import subprocess
+import tempfile
+import threading
+import zipfile
+from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Sequence
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import Column, SparkSession
+
+_log = logging.getLogger(__name__)
+
+#: the one line said when the JVM path is not available for want of a JDK
+NO_JDK = (
+    "mergeable_metrics.spark: no JDK (javac) found, so the JVM aggregates are off and the Python/SQL paths run; "
+    "install a JDK 17+ (e.g. `apt-get install openjdk-17-jdk-headless`) or set JAVA_HOME to one"
+)
+#: the name of the UserDefinedAggregateFunction form under Spark Connect
+CONNECT_FUNCTION = "mm_states"
+_SEP = "\x1f"
+_lock = threading.Lock()
+_said: set[str] = set()
+
+
+def _say_once(line: str) -> None:
+    if line not in _said:
+        _said.add(line)
+        _log.warning(line)
+
+
+def java_sources() -> list[tuple[str, bytes]]:
+    """``[(relative path, content)]`` of the packaged Java sources, sorted."""
+    root = resources.files("mergeable_metrics.spark") / "java" / "mergeablemetrics"
+    out = [(f"mergeablemetrics/{p.name}", p.read_bytes()) for p in root.iterdir() if p.name.endswith(".java")]
+    return sorted(out)
+
+
+def source_hash() -> str:
+    h = hashlib.sha256()
+    for name, data in java_sources():
+        h.update(name.encode() + b"\0" + data + b"\0")
+    return h.hexdigest()[:16]
+
+
+def cache_dir() -> Path:
+    base = os.environ.get("MERGEABLE_METRICS_CACHE")
+    if base:
+        return Path(base)
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg) if xdg else Path.home() / ".cache") / "mergeable-metrics"
+
+
+def find_javac() -> str | None:
+    """``$JAVA_HOME/bin/javac``, else ``javac`` on PATH, or None."""
+    home = os.environ.get("JAVA_HOME")
+    if home:
+        cand = Path(home) / "bin" / ("javac.exe" if os.name == "nt" else "javac")
+        if cand.is_file() and os.access(cand, os.X_OK):
+            return str(cand)
+    return shutil.which("javac")
+
+
+def _pyspark_jars() -> tuple[str, Path]:
+    import pyspark
+
+    return pyspark.__version__, Path(pyspark.__file__).resolve().parent / "jars"
+
+
+def jar_path(build: bool = True) -> Path | None:
+    """The jar of the JVM aggregates for the installed pyspark, built on first use (None without a JDK).
+
+    Raises:
+        RuntimeError: ``javac`` failed (its output in the message).
+    """
+    version, jars = _pyspark_jars()
+    target = cache_dir() / "jvm" / f"spark-{version}-{source_hash()}" / "mergeable-metrics-jvm.jar"
+    if target.is_file():
+        return target
+    if not build:
+        return None
+    javac = find_javac()
+    if javac is None:
+        _say_once(NO_JDK)
+        return None
+    with _lock:
+        if target.is_file():
+            return target
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
+            src, classes = Path(tmp) / "src", Path(tmp) / "classes"
+            files = []
+            for name, data in java_sources():
+                p = src / name
+                p.parent.mkdir(parents=True, exist_ok=True)
+                p.write_bytes(data)
+                files.append(str(p))
+            classes.mkdir()
+            cmd = [javac, "-nowarn", "-encoding", "UTF-8", "--release", "17", "-d", str(classes), "-cp", str(jars / "*"), *files]
+            run = subprocess.run(cmd, capture_output=True, text=True)
+            if run.returncode != 0:
+                raise RuntimeError(f"mergeable_metrics.spark: javac failed building the JVM aggregates:\n{run.stdout}{run.stderr}")
+            part = Path(tmp) / "out.jar"
+            with zipfile.ZipFile(part, "w", zipfile.ZIP_DEFLATED) as z:
+                z.writestr("META-INF/MANIFEST.MF", "Manifest-Version: 1.0\nCreated-By: mergeable-metrics\n\n")
+                for f in sorted(classes.rglob("*.class")):
+                    z.write(f, f.relative_to(classes).as_posix())
+            os.replace(part, target)
+    return target
+
+
+def is_connect(spark: Any) -> bool:
+    return type(spark).__module__.startswith("pyspark.sql.connect")
+
+
+def _session_key(spark: Any) -> Any:
+    return spark.session_id if is_connect(spark) else id(spark._jsparkSession)
+
+
+_loaded: dict[Any, Any] = {}
+
+
+def _registrar(spark: "SparkSession") -> Any:
+    """The Registrar class object (Py4J) of a classic session, loading the jar into it on first use."""
+    key = _session_key(spark)
+    got = _loaded.get(key)
+    if got is not None:
+        return got
+    jar = jar_path()
+    if jar is None:
+        return None
+    jss = spark._jsparkSession
+    spark.sql(f"ADD JAR '{jar.as_posix()}'")  # executors (SparkContext.addJar) and the session's jar class loader
+    loader = jss.sharedState().jarClassLoader()
+    cls = loader.loadClass("mergeablemetrics.Registrar")
+    _loaded[key] = cls
+    return cls
+
+
+def _connect_ready(spark: Any) -> bool:
+    key = _session_key(spark)
+    if key in _loaded:
+        return True
+    jar = jar_path()
+    if jar is None:
+        return False
+    spark.addArtifacts(str(jar))
+    spark.udf.registerJavaUDAF(CONNECT_FUNCTION, "mergeablemetrics.StateUDAF")
+    _loaded[key] = True
+    return True
+
+
+def available(spark: Any) -> bool:
+    """Whether the JVM aggregates can run in ``spark`` (building and loading the jar on first use)."""
+    try:
+        return _connect_ready(spark) if is_connect(spark) else _registrar(spark) is not None
+    except RuntimeError:
+        raise
+    except Exception as e:  # pragma: no cover - a session that refuses the jar
+        _say_once(f"mergeable_metrics.spark: the JVM aggregates could not be loaded ({type(e).__name__}: {e}); the Python/SQL paths run")
+        return False
+
+
+def spec_text(k: int, score_mode: int, weighted: bool, names: Sequence[str | None], rules: Sequence[str], states: Sequence[tuple[str, str]]) -> str:
+    """The spec string of ``mergeablemetrics.Spec``: input checks and the states' ``(kind, config)``."""
+    fields = [str(int(k)), str(int(score_mode)), "1" if weighted else "0", *[n or "" for n in names], *rules, str(len(states))]
+    for kind, config in states:
+        fields += [kind, config]
+    if any(_SEP in f for f in fields):
+        raise ValueError("column names and configurations cannot contain the character U+001F")
+    return _SEP.join(fields)
+
+
+def register(spark: "SparkSession", name: str, spec: str) -> str:
+    """Register the typed Aggregator of ``spec`` under ``name`` in a classic session (usable from SQL:
+    ``SELECT name(label, score) ...``); returns the name."""
+    cls = _registrar(spark)
+    if cls is None:
+        raise RuntimeError(NO_JDK)
+    gw = spark.sparkContext._gateway
+    types = gw.new_array(gw.jvm.java.lang.Class, 3)
+    types[0] = gw.jvm.java.lang.Class.forName("org.apache.spark.sql.SparkSession")
+    types[1] = types[2] = gw.jvm.java.lang.Class.forName("java.lang.String")
+    args = gw.new_array(gw.jvm.java.lang.Object, 3)
+    args[0], args[1], args[2] = spark._jsparkSession, name, spec
+    cls.getMethod("register", types).invoke(None, args)
+    return name
+
+
+def function_name(spec: str) -> str:
+    return "mm_state_" + hashlib.sha256(spec.encode()).hexdigest()[:16]
+
+
+def state_column(spark: Any, spec: str, label: "Column", score: "Column | None", weight: "Column | None") -> "Column":
+    """The aggregate Column of ``spec`` over the (double) input columns: the states' packed bytes."""
+    from pyspark.sql import functions as F
+
+    if is_connect(spark):
+        if not _connect_ready(spark):
+            raise RuntimeError(NO_JDK)
+        none = F.lit(None).cast("double")
+        return F.call_function(CONNECT_FUNCTION, F.lit(spec), label, score if score is not None else none, weight if weight is not None else none)
+    name = function_name(spec)
+    key = (_session_key(spark), name)
+    if key not in _loaded:
+        register(spark, name, spec)
+        _loaded[key] = True
+    cols = [label] + ([score] if score is not None else []) + ([weight] if weight is not None else [])
+    return F.call_function(name, *cols)
+
+
+def unpack(data: bytes | None, count: int) -> list[bytes] | None:
+    """The ``count`` state frames of an aggregate's output (None: a group without rows under Connect)."""
+    if data is None:
+        return None
+    data = bytes(data)
+    out, at = [], 0
+    for _ in range(count):
+        n = int.from_bytes(data[at : at + 4], "little")
+        out.append(data[at + 4 : at + 4 + n])
+        at += 4 + n
+    if at != len(data) or len(out) != count:
+        raise ValueError("corrupted JVM aggregate output")
+    return out
+
+
+# -- an evaluation's plan as a spec -------------------------------------------------------------------------------
+#: what the JVM path does not fold (one line each; such evaluations keep the other paths)
+NOT_PORTED = "per-query ranking, multilabel and top-k states keep the Arrow path (not ported to the JVM)"
+
+
+def _count_kind(state: Any) -> tuple[str, str] | None:
+    """``(kind, config)`` of a count state kind (its zero state), or None."""
+    from mergeable_metrics.engine import BinaryConfusionState, ConfusionMatrixState, ExampleCountState, layout_to_json
+
+    layout = state.layout
+    if isinstance(state, BinaryConfusionState):
+        return "binary_confusion", "\n".join([layout_to_json(layout), layout.threshold_rule, ",".join(repr(float(t)) for t in layout.thresholds)])
+    if isinstance(state, ConfusionMatrixState):
+        return "confusion_matrix", f"{layout_to_json(layout)}\n{layout.num_classes}"
+    if isinstance(state, ExampleCountState):
+        return "example_count", layout_to_json(layout)
+    return None
+
+
+def _float_kinds() -> dict:
+    try:
+        from mergeable_metrics.spark.jvm_float_kinds import FLOAT_KINDS
+    except ImportError:
+        return {}
+    return dict(FLOAT_KINDS)
+
+
+#: the rule of probability scores (core's, for log_loss, brier_score, ...)
+PROBABILITIES = "probabilities must be in [0, 1]"
+#: state kinds whose JVM port sums weights exactly (the count kinds count unit weights only)
+WEIGHTED_KINDS: frozenset[str] = frozenset({"probability_sums", "regression_moments", "calibration_bins", "score_distribution", "score_distribution_class0"})
+
+
+def evaluation_spec(ev: Any) -> tuple[str | None, str]:
+    """``(spec, "")`` of an evaluation the JVM aggregates can fold, else ``(None, why not)``."""
+    from mergeable_metrics.engine import SCORES_FINITE, WEIGHTS_RULE, label_rule
+
+    plan = ev.plan
+    task = plan.task
+    if ev.slices:
+        return None, "slice specs (use groupBy keys with metric_columns)"
+    # the plain (N,) inputs, or one binary score column read as probabilities (log_loss, brier_score, ...)
+    binary_score = (
+        task.kind == "binary"
+        and isinstance(ev.score_col, str)
+        and task.ignore_index is None
+        and not any(ev.formats.values())
+        and ev.measure_col is None
+        and ev.query_col is None
+        and ev.label_col is not None
+        and not {"score_matrix", "measure"} & plan.needs
+    )
+    if not (getattr(ev, "_plain", False) or binary_score) or getattr(ev, "classes", None) is not None:
+        return None, "inputs need core's input formats (score matrices, one-hot, ignore_index, classes=, ...)"
+    k = plan.task.num_classes
+    if plan.task.kind == "multiclass":
+        if ev.prediction_col is None:
+            return None, "a multiclass task needs a prediction column"
+        mode, score_name, score_rule = 2, ev.prediction_col, label_rule("predictions", k)
+    elif plan.task.kind == "binary":
+        if ev.score_col is not None and "probability" in plan.needs:
+            mode, score_name, score_rule = 3, ev.score_col, PROBABILITIES
+        elif ev.score_col is not None:
+            mode, score_name, score_rule = 1, ev.score_col, SCORES_FINITE
+        elif ev.prediction_col is not None:
+            mode, score_name, score_rule = 2, ev.prediction_col, label_rule("predictions", k)
+        else:
+            mode, score_name, score_rule = 0, None, ""
+    else:
+        return None, f"a {plan.task.kind} task"
+    floats = _float_kinds()
+    states = []
+    for cls, layout in plan.state_types:
+        zero = cls.zero(layout)
+        got = _count_kind(zero)
+        if got is None and type(zero) in floats:
+            if mode not in (1, 3):
+                return None, f"state {cls.kind!r} folds a score column in the JVM (not predictions or probability rows)"
+            try:
+                got = floats[type(zero)](zero)
+            except NotImplementedError as e:
+                return None, str(e)
+        if got is None:
+            return None, f"state {cls.kind!r} has no JVM port ({NOT_PORTED})"
+        if ev.weight_col is not None and got[0] not in WEIGHTED_KINDS and cls.kind in ("binary_confusion", "confusion_matrix", "example_count"):
+            return None, f"a weight column (the JVM port of {cls.kind!r} counts unit weights only: weighted counts need exact weight sums)"
+        states.append(got)
+    names = [ev.label_col, score_name, ev.weight_col]
+    rules = [label_rule("labels", k), score_rule, WEIGHTS_RULE]
+    return spec_text(k, mode, ev.weight_col is not None, names, rules, states), ""
+
+
+def input_columns(ev: Any) -> tuple["Column", "Column | None", "Column | None"]:
+    """The (double) label, score and weight columns of an evaluation (as :func:`evaluation_spec` reads them)."""
+    from pyspark.sql import functions as F
+
+    from mergeable_metrics.spark._frames import quote
+
+    def num(name: str | None) -> "Column | None":
+        return None if name is None else F.col(quote(name)).cast("double")
+
+    if ev.plan.task.kind == "multiclass":
+        score = ev.prediction_col
+    else:
+        score = ev.score_col if ev.score_col is not None else ev.prediction_col
+    return num(ev.label_col), num(score), num(ev.weight_col)
+
+
+def evaluation_column(spark: Any, ev: Any, spec: str) -> "Column":
+    """The JVM aggregate Column folding ``ev``'s states (their packed bytes)."""
+    label, score, weight = input_columns(ev)
+    return state_column(spark, spec, label, score, weight)
+
+
+def decode_states(ev: Any, data: bytes | None) -> tuple:
+    """The states of one group from the aggregate's bytes (the zero states for None)."""
+    from mergeable_metrics.engine import State
+
+    types = ev.plan.state_types
+    parts = unpack(data, len(types))
+    if parts is None:
+        return tuple(cls.zero(layout) for cls, layout in types)
+    return tuple(State.decode(b) for b in parts)

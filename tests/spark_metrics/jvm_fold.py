@@ -1,0 +1,46 @@
+"""Compile the JVM float state kinds (spark_metrics/java) with plain ``javac`` and fold rows in them
+through tests/spark_metrics/java/FoldDriver.java: many cases per JVM start (no Spark needed)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import tempfile
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SOURCES = sorted((ROOT / "spark_metrics" / "java" / "mergeablemetrics").glob("*.java"))
+DRIVER = Path(__file__).resolve().parent / "java" / "FoldDriver.java"
+
+
+@lru_cache(maxsize=1)
+def classes() -> str:
+    """Directory of the compiled classes (pytest.skip without ``javac``)."""
+    if shutil.which("javac") is None or shutil.which("java") is None:
+        pytest.skip("javac not found: the JVM state ports need a JDK 17+ (e.g. `apt-get install openjdk-17-jdk-headless`)")
+    out = tempfile.mkdtemp(prefix="mm-jvm-float-")
+    # only the engine-free sources: the Spark wrappers of the same folder need Spark's jars
+    own = [str(p) for p in SOURCES if "org.apache.spark" not in p.read_text()]
+    subprocess.run(["javac", "-d", out, *own, str(DRIVER)], check=True, capture_output=True, text=True)
+    return out
+
+
+def _bits(x: float) -> str:
+    return format(int(np.float64(x).view(np.uint64)), "016x")
+
+
+def run(cases: list[tuple[str, str, int, list[int], list[tuple[int, tuple[float, ...]]]]]) -> list[str]:
+    """One output line per case ``(kind, config, n_partitions, merge_order, [(partition, values)])``."""
+    lines = []
+    for kind, config, nparts, order, rows in cases:
+        lines.append(f"case {kind} {config.encode().hex()} {nparts} {','.join(map(str, order)) or '-'}")
+        lines += [f"{p} " + " ".join(_bits(v) for v in vals) for p, vals in rows]
+        lines.append("end")
+    done = subprocess.run(["java", "-cp", classes(), "FoldDriver"], input="\n".join(lines) + "\n", capture_output=True, text=True, check=True)
+    out = done.stdout.splitlines()
+    assert len(out) == len(cases), done.stderr
+    return out

@@ -1,0 +1,225 @@
+"""The JVM ports of the float state kinds (spark_metrics/java, compiled with plain javac, no Spark)
+fold the same state bytes as the Python core: property tests on random rows in random partitions."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mergeable_metrics._util.exact import exact_sum_products
+from tests.spark_metrics import jvm_fold
+
+SPECIAL = [
+    0.0,
+    -0.0,
+    1.0,
+    -1.0,
+    0.5,
+    1e-300,
+    -1e-300,
+    5e-324,
+    -5e-324,
+    2.2250738585072014e-308,
+    1e300,
+    -1e300,
+    1.7976931348623157e308,
+    -1.7976931348623157e308,
+    3.0,
+    0.1,
+]
+FLOATS = st.one_of(st.sampled_from(SPECIAL), st.floats(allow_nan=False, allow_infinity=False), st.floats(-10, 10), st.integers(-1000, 1000).map(float))
+
+
+@st.composite
+def partitioned(draw, rows, max_parts=5):
+    """``(n_partitions, merge order, [(partition, row)])``: rows spread over partitions (some empty)."""
+    rs = draw(rows)
+    nparts = draw(st.integers(1, max_parts))
+    parts = [draw(st.integers(0, nparts - 1)) for _ in rs]
+    order = draw(st.permutations(range(nparts)))
+    return nparts, list(order), list(zip(parts, rs))
+
+
+@st.composite
+def exact_case(draw):
+    m = draw(st.integers(1, 4))
+    k = draw(st.integers(1, 3))
+    row = st.tuples(st.integers(0, m - 1).map(float), *([FLOATS] * k))
+    nparts, order, rows = draw(partitioned(st.lists(row, max_size=12)))
+    return m, k, nparts, order, rows
+
+
+def _python_exact(m, k, rows):
+    g = np.array([int(r[0]) for _, r in rows], dtype=np.int64)
+    factors = [np.array([r[1 + j] for _, r in rows], dtype=np.float64) for j in range(k)]
+    e = exact_sum_products(factors, index=g, size=m)
+    values = "".join(format(int(v), "016x") for v in e.values.view(np.uint64).ravel())
+    return f"{values} {e.exp} {','.join(str(int(x)) for x in e.limbs.ravel())}"
+
+
+@settings(max_examples=6)
+@given(st.lists(exact_case(), min_size=40, max_size=40))
+def test_exact_sums_equal_the_python_canonical_form_in_any_partitioning(cases):
+    got = jvm_fold.run([("exact", str(m), nparts, order, rows) for m, k, nparts, order, rows in cases])
+    for (m, k, _, _, rows), line in zip(cases, got):
+        assert line == _python_exact(m, k, rows), (m, k, rows)
+
+
+def test_exact_sums_of_a_known_inexact_sum():
+    """1e100 + 1 - 1e100 + 2**-1074: the exact sum is 1 + 2**-1074 (rounds to 1.0, limbs kept)."""
+    rows = [(0, (0.0, 1e100)), (1, (0.0, 1.0)), (1, (0.0, -1e100)), (0, (0.0, 5e-324))]
+    (line,) = jvm_fold.run([("exact", "1", 2, [1, 0], rows)])
+    values, exp, limbs = line.split(" ")
+    assert values == format(int(np.float64(1.0).view(np.uint64)), "016x")
+    limbs = [int(x) for x in limbs.split(",")]
+    value = sum(Fraction(d) * Fraction(2) ** (32 * (int(exp) + i)) for i, d in enumerate(limbs))
+    assert value == 1 + Fraction(2) ** -1074
+    assert line == _python_exact(1, 1, rows)
+
+
+# -- the state kinds: bytes of the JVM fold == core's encode() of the Python fold ---------------
+UNIT = st.one_of(st.sampled_from([0.0, -0.0, 1.0, 0.5, 0.1, 0.3, 0.7, 0.9, 1 / 3, 2 / 3, 5e-324, 1e-300, 2.220446049250313e-16, 1 - 2**-53]), st.floats(0, 1))
+WEIGHT = st.one_of(st.sampled_from([0.0, 1.0, 2.0, 0.5, 0.1, 5e-324, 1e-300, 1e300, 3.0]), st.floats(0, 1e6), st.floats(0, 1e300))
+
+
+def _batch(zero, rows, weighted):
+    from mergeable_metrics.inputs.validation import Batch
+
+    kind = zero.kind
+    labels = [r[0] for r in rows]
+    w = np.array([r[2] for r in rows], dtype=np.float64) if weighted else None
+    vector = rows and isinstance(rows[0][1], tuple)
+    if kind == "regression_moments":
+        return Batch(y_true=np.array(labels, dtype=np.float64), y_pred=np.array([r[1] for r in rows], dtype=np.float64), sample_weight=w)
+    if kind.startswith("score_distribution"):
+        return Batch(y_true=np.array(labels, dtype=np.int64), y_score=np.array([r[1] for r in rows], dtype=np.float64), sample_weight=w)
+    k = getattr(zero.layout, "num_classes", 0)
+    multiclass = (kind == "probability_sums" and not zero.layout.binary) or (kind == "calibration_bins" and k)
+    if multiclass:
+        scores = np.array([r[1] for r in rows], dtype=np.float64).reshape(len(rows), k)
+    else:
+        scores = np.array([r[1] for r in rows], dtype=np.float64)
+    assert not vector or multiclass
+    return Batch(y_true=np.array(labels, dtype=np.int64), y_score=scores, sample_weight=w)
+
+
+def _python_fold(zero, weighted, nparts, order, rows):
+    cls = type(zero)
+    parts = [cls.from_batch(zero.layout, _batch(zero, [r for p, r in rows if p == i], weighted)) for i in range(nparts)]
+    acc = zero
+    for i in order:
+        acc = acc.merge(parts[i])
+    whole = cls.from_batch(zero.layout, _batch(zero, [r for _, r in rows], weighted))
+    assert acc == whole  # core itself: exact in any partitioning
+    return acc.encode().hex()
+
+
+def _jvm_rows(rows, weighted):
+    out = []
+    for p, (label, score, w) in rows:
+        w = w if weighted else 1.0
+        vals = (float(label), float("nan"), w) + score if isinstance(score, tuple) else (float(label), score, w)
+        out.append((p, vals))
+    return out
+
+
+def check_kind(cases):
+    """Every case ``(zero, weighted, (nparts, order, rows))``: the JVM's bytes equal core's."""
+    from mergeable_metrics.spark.jvm_float_kinds import FLOAT_KINDS
+
+    jvm = []
+    for zero, weighted, (nparts, order, rows) in cases:
+        kind, config = FLOAT_KINDS[type(zero)](zero)
+        jvm.append((kind, config, nparts, order, _jvm_rows(rows, weighted)))
+    got = jvm_fold.run(jvm)
+    for (zero, weighted, (nparts, order, rows)), line in zip(cases, got):
+        want = _python_fold(zero, weighted, nparts, order, rows)
+        assert line == want, (zero.layout, weighted, rows)
+
+
+def _prob_zero(binary, k, eps):
+    from mergeable_metrics.engine import ProbabilitySumsState
+    from mergeable_metrics.metrics.calibration import ProbabilitySumsLayout
+
+    return ProbabilitySumsState.zero(ProbabilitySumsLayout(binary, k, eps))
+
+
+@st.composite
+def probability_case(draw):
+    eps = draw(st.sampled_from([(2.220446049250313e-16,), (1e-15,), (1e-7, 2.220446049250313e-16 * 4, 0.25)]))
+    eps = tuple(sorted(eps))
+    binary = draw(st.booleans())
+    k = 2 if binary else draw(st.integers(2, 4))
+    if binary:
+        row = st.tuples(st.integers(0, 1), UNIT, WEIGHT)
+    else:
+        row = st.tuples(st.integers(0, k - 1), st.tuples(*([UNIT] * k)), WEIGHT)
+    return _prob_zero(binary, k, eps), draw(st.booleans()), draw(partitioned(st.lists(row, max_size=10)))
+
+
+@settings(max_examples=5)
+@given(st.lists(probability_case(), min_size=40, max_size=40))
+def test_probability_sums_bytes_equal_the_python_fold(cases):
+    check_kind(cases)
+
+
+@st.composite
+def regression_case(draw):
+    from mergeable_metrics.engine import RegressionMomentsState
+    from mergeable_metrics.metrics.regression import RegressionLayout
+
+    value = st.one_of(
+        st.sampled_from([0.0, -0.0, 1.0, -1.0, 0.1, 5e-324, -5e-324, 1e-300, 2.0**-1022, 1e150, -1e150]), st.floats(-1e150, 1e150), st.floats(-10, 10)
+    )
+    row = st.tuples(value, value, WEIGHT)
+    return RegressionMomentsState.zero(RegressionLayout()), draw(st.booleans()), draw(partitioned(st.lists(row, max_size=10)))
+
+
+@settings(max_examples=5)
+@given(st.lists(regression_case(), min_size=40, max_size=40))
+def test_regression_moments_bytes_equal_the_python_fold(cases):
+    check_kind(cases)
+
+
+@st.composite
+def calibration_case(draw):
+    from mergeable_metrics.engine import CalibrationBinsState
+    from mergeable_metrics.metrics.calibration import CalibrationBinsLayout
+
+    bins = tuple(sorted(draw(st.sets(st.integers(1, 12), min_size=1, max_size=3))))
+    k = draw(st.sampled_from([0, 0, 2, 3]))
+    edge = st.integers(0, 12).flatmap(lambda i: st.integers(1, 12).map(lambda b: min(i, b) / b))  # scores on bin edges
+    score = st.one_of(UNIT, edge)
+    row = st.tuples(st.integers(0, max(k, 2) - 1), st.tuples(*([score] * k)) if k else score, WEIGHT)
+    return CalibrationBinsState.zero(CalibrationBinsLayout(bins, k)), draw(st.booleans()), draw(partitioned(st.lists(row, max_size=10)))
+
+
+@settings(max_examples=5)
+@given(st.lists(calibration_case(), min_size=40, max_size=40))
+def test_calibration_bins_bytes_equal_the_python_fold(cases):
+    check_kind(cases)
+
+
+@st.composite
+def score_distribution_case(draw):
+    from mergeable_metrics.engine import Class0ScoreDistributionState, ScoreDistributionState
+    from mergeable_metrics.states.score_distribution import ScoreDistributionLayout
+
+    capacity = draw(st.sampled_from([2, 3, 4, 7, 16, 40000]))
+    pool = draw(
+        st.lists(st.one_of(st.sampled_from(SPECIAL), st.floats(allow_nan=False, allow_infinity=False), UNIT, st.floats(-3, 3)), min_size=1, max_size=12)
+    )
+    score = st.sampled_from(pool)  # ties
+    weight = st.one_of(st.just(1.0), WEIGHT)
+    row = st.tuples(st.integers(0, 1), score, weight)
+    cls = draw(st.sampled_from([ScoreDistributionState, Class0ScoreDistributionState]))
+    return cls.zero(ScoreDistributionLayout(capacity)), draw(st.booleans()), draw(partitioned(st.lists(row, max_size=16)))
+
+
+@settings(max_examples=6)
+@given(st.lists(score_distribution_case(), min_size=40, max_size=40))
+def test_score_distribution_bytes_equal_the_python_fold_exact_and_compressed(cases):
+    check_kind(cases)
