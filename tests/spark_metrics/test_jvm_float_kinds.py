@@ -246,3 +246,20 @@ def score_distribution_case(draw):
 @given(st.lists(score_distribution_case(), min_size=40, max_size=40))
 def test_score_distribution_bytes_equal_the_python_fold_exact_and_compressed(cases):
     check_kind(cases)
+
+
+def test_score_distribution_of_many_rows_raises_its_level_as_core_does():
+    """20,000 rows (scores rounded to 4 decimals and raw, half of them weighted) in 4 partitions,
+    capacity 100 and 40,000: the JVM raises the level many times while folding and merging."""
+    from mergeable_metrics.engine import ScoreDistributionState
+    from mergeable_metrics.states.score_distribution import ScoreDistributionLayout
+
+    rng = np.random.default_rng(11)
+    n = 20000
+    s = rng.normal(size=n)
+    s[: n // 2] = np.round(s[: n // 2], 4)
+    y = (rng.random(n) < 0.3).astype(int)
+    w = np.where(rng.random(n) < 0.5, 1.0, rng.random(n) * 5)
+    rows = [(int(i % 4), (int(y[i]), float(s[i]), float(w[i]))) for i in range(n)]
+    cases = [(ScoreDistributionState.zero(ScoreDistributionLayout(c)), weighted, (4, [3, 1, 0, 2], rows)) for c in (100, 40000) for weighted in (True, False)]
+    check_kind(cases)
