@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mergeable_metrics._util.exact import exact_sum_products
+from mergeable_metrics.engine import State
 from tests.spark_metrics import jvm_fold
 
 SPECIAL = [
@@ -126,8 +127,13 @@ def _jvm_rows(rows, weighted):
     return out
 
 
-def check_kind(cases):
-    """Every case ``(zero, weighted, (nparts, order, rows))``: the JVM's bytes equal core's."""
+def check_kind(cases, libm=()):
+    """Every case ``(zero, weighted, (nparts, order, rows))``: the JVM's bytes equal core's.
+
+    ``libm``: fields whose per-row terms come from a libm function (``log``): numpy's (the
+    platform's libm) and Java's ``Math.log`` are both faithful but not correctly rounded, and
+    disagree in the last bit on about 1 value in 2,000; those fields agree to rounding (every
+    other field and the frame bit for bit), and the bytes are equal whenever they agree."""
     from mergeable_metrics.spark.jvm_float_kinds import FLOAT_KINDS
 
     jvm = []
@@ -137,7 +143,15 @@ def check_kind(cases):
     got = jvm_fold.run(jvm)
     for (zero, weighted, (nparts, order, rows)), line in zip(cases, got):
         want = _python_fold(zero, weighted, nparts, order, rows)
-        assert line == want, (zero.layout, weighted, rows)
+        if line == want or not libm:
+            assert line == want, (zero.layout, weighted, rows)
+            continue
+        got_state, want_state = State.decode(bytes.fromhex(line)), State.decode(bytes.fromhex(want))
+        for name, _ in type(want_state).STORED_FIELDS:
+            if name.split(".")[0] not in libm:
+                assert np.array_equal(got_state[name], want_state[name]), (name, zero.layout, weighted, rows)
+        for name in libm:
+            np.testing.assert_allclose(got_state[name], want_state[name], rtol=1e-13, atol=0)
 
 
 def _prob_zero(binary, k, eps):
@@ -163,7 +177,16 @@ def probability_case(draw):
 @settings(max_examples=5)
 @given(st.lists(probability_case(), min_size=40, max_size=40))
 def test_probability_sums_bytes_equal_the_python_fold(cases):
-    check_kind(cases)
+    check_kind(cases, libm=("log_loss",))
+
+
+def test_probability_sums_of_many_scores_differ_from_core_only_in_the_log_loss_terms():
+    """2,000 random probabilities: weight, sums and Brier bit for bit; the log-loss sum to
+    rounding (its per-row logs are libm's: see :func:`check_kind`)."""
+    rng = np.random.default_rng(7)
+    n = 2000
+    rows = [(int(i % 3), (int(y), float(p), float(w))) for i, (y, p, w) in enumerate(zip(rng.integers(0, 2, n), rng.random(n), rng.random(n) * 3))]
+    check_kind([(_prob_zero(True, 2, (2.220446049250313e-16 * 4, 1e-15)), True, (3, [2, 0, 1], rows))], libm=("log_loss",))
 
 
 @st.composite
@@ -197,8 +220,8 @@ def calibration_case(draw):
     return CalibrationBinsState.zero(CalibrationBinsLayout(bins, k)), draw(st.booleans()), draw(partitioned(st.lists(row, max_size=10)))
 
 
-@settings(max_examples=5)
-@given(st.lists(calibration_case(), min_size=40, max_size=40))
+@settings(max_examples=4)
+@given(st.lists(calibration_case(), min_size=25, max_size=25))
 def test_calibration_bins_bytes_equal_the_python_fold(cases):
     check_kind(cases)
 
@@ -222,4 +245,21 @@ def score_distribution_case(draw):
 @settings(max_examples=6)
 @given(st.lists(score_distribution_case(), min_size=40, max_size=40))
 def test_score_distribution_bytes_equal_the_python_fold_exact_and_compressed(cases):
+    check_kind(cases)
+
+
+def test_score_distribution_of_many_rows_raises_its_level_as_core_does():
+    """20,000 rows (scores rounded to 4 decimals and raw, half of them weighted) in 4 partitions,
+    capacity 100 and 40,000: the JVM raises the level many times while folding and merging."""
+    from mergeable_metrics.engine import ScoreDistributionState
+    from mergeable_metrics.states.score_distribution import ScoreDistributionLayout
+
+    rng = np.random.default_rng(11)
+    n = 20000
+    s = rng.normal(size=n)
+    s[: n // 2] = np.round(s[: n // 2], 4)
+    y = (rng.random(n) < 0.3).astype(int)
+    w = np.where(rng.random(n) < 0.5, 1.0, rng.random(n) * 5)
+    rows = [(int(i % 4), (int(y[i]), float(s[i]), float(w[i]))) for i in range(n)]
+    cases = [(ScoreDistributionState.zero(ScoreDistributionLayout(c)), weighted, (4, [3, 1, 0, 2], rows)) for c in (100, 40000) for weighted in (True, False)]
     check_kind(cases)

@@ -66,20 +66,27 @@ public final class ExactSum implements java.io.Serializable {
     /** Adds {@code +-(hi * 2**64 + lo) * 2**E} ({@code hi}, {@code lo} an unsigned 128-bit magnitude). */
     private void addMagnitude(long hi, long lo64, boolean neg, int E) {
         int q = E >> 5, r = E & 31;
-        long[] c = {lo64 & MASK, lo64 >>> 32, hi & MASK, hi >>> 32};
-        int n = c[3] != 0 ? 4 : c[2] != 0 ? 3 : c[1] != 0 ? 2 : 1;
-        ensure(q, q + n + 1);
+        int n = (hi >>> 32) != 0 ? 4 : hi != 0 ? 3 : (lo64 >>> 32) != 0 ? 2 : 1;
+        if (q < lo || q + n + 1 >= lo + d.length) ensure(q, q + n + 1);
         int at = q - lo;
-        for (int i = 0; i < n; i++) {
-            long v = c[i] << r; // < 2**63
-            long a = v & MASK, b = v >>> 32;
-            if (neg) {
-                d[at + i] -= a;
-                d[at + i + 1] -= b;
-            } else {
-                d[at + i] += a;
-                d[at + i + 1] += b;
-            }
+        long sign = neg ? -1 : 1;
+        long v = (lo64 & MASK) << r; // each chunk << r < 2**63: its low and high 32 bits go to two limbs
+        d[at] += sign * (v & MASK);
+        d[at + 1] += sign * (v >>> 32);
+        if (n > 1) {
+            v = (lo64 >>> 32) << r;
+            d[at + 1] += sign * (v & MASK);
+            d[at + 2] += sign * (v >>> 32);
+        }
+        if (n > 2) {
+            v = (hi & MASK) << r;
+            d[at + 2] += sign * (v & MASK);
+            d[at + 3] += sign * (v >>> 32);
+        }
+        if (n > 3) {
+            v = (hi >>> 32) << r;
+            d[at + 3] += sign * (v & MASK);
+            d[at + 4] += sign * (v >>> 32);
         }
         if (++pending >= CARRY_EVERY) carry();
     }

@@ -115,11 +115,12 @@ public final class ScoreDistribution implements JvmState {
         if (m > capacity) raise(level);
     }
 
-    /** Sorts the bins by key. */
+    /** Sorts the bins by key (and re-indexes them). */
     private void sort() {
-        Integer[] idx = new Integer[m];
-        for (int i = 0; i < m; i++) idx[i] = i;
-        Arrays.sort(idx, (a, b) -> Long.compare(keys[a], keys[b]));
+        long[] sorted = Arrays.copyOf(keys, m); // distinct keys: the index finds each one's bin
+        Arrays.sort(sorted);
+        int[] idx = new int[m];
+        for (int i = 0; i < m; i++) idx[i] = find(sorted[i]);
         long[] k = new long[Math.max(m, 8)], cn = new long[k.length], cp = new long[k.length];
         ExactSum[] wn = new ExactSum[k.length], wp = new ExactSum[k.length];
         for (int i = 0; i < m; i++) {
@@ -135,6 +136,7 @@ public final class ScoreDistribution implements JvmState {
         cntPos = cp;
         wNeg = wn;
         wPos = wp;
+        rehash();
     }
 
     private static ExactSum add(ExactSum a, ExactSum b) {
@@ -227,7 +229,6 @@ public final class ScoreDistribution implements JvmState {
     @Override
     public byte[] toBytes() {
         sort();
-        rehash();
         ExactSum[] pos = new ExactSum[m], neg = new ExactSum[m];
         for (int i = 0; i < m; i++) {
             pos[i] = total(cntPos[i], wPos[i]);
