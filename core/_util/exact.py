@@ -343,7 +343,7 @@ class ExactSums:
     @classmethod
     def from_limbs(cls, limbs: np.ndarray, exp: int, shape: tuple[int, ...]) -> "ExactSums":
         """Canonical exact sums of ``limbs`` ((m, L) int64, any values below 2**62 in magnitude)."""
-        if _kernels.AVAILABLE:
+        if _kernels.ready():
             D, exp, v, inexact, sub = _kernels.canonical_round(limbs, exp)
             for g in np.flatnonzero(sub):  # subnormal results round at a fixed bit (2**-1074)
                 v[g], inexact[g] = _python_round(D[g], exp)
@@ -380,7 +380,7 @@ class ExactSums:
         if not self.compact:
             return self.limbs, self.exp
         m = self.values.size
-        if _kernels.AVAILABLE:
+        if _kernels.ready():
             return _kernels.sum_products([self.values.ravel()], np.arange(m), m)
         return _accumulate([self.values.ravel()], 0, np.arange(m), m)
 
@@ -503,7 +503,7 @@ def raw_sum(values: np.ndarray, index: np.ndarray, size: int) -> tuple[np.ndarra
     :func:`raw_regroup`)."""
     v = np.asarray(values, dtype=np.float64).ravel()
     g = np.asarray(index, dtype=np.int64).ravel()
-    if _kernels.AVAILABLE:
+    if _kernels.ready():
         return _sum_kernel([v], g, size)
     _check_finite(v)
     D, exp = np.zeros((size, 0), dtype=np.int64), 0
@@ -590,7 +590,7 @@ def exact_sum_products(
         size = int(size)  # type: ignore[arg-type]
         shape = (size,) if shape is None else shape
     g = None if index is None else np.asarray(index).ravel()
-    if _kernels.AVAILABLE and 1 <= len(fs) <= 3:
+    if _kernels.ready() and 1 <= len(fs) <= 3:
         return ExactSums.from_limbs(*_sum_kernel(fs, g, size), shape)
     for f in fs:
         _check_finite(f)
@@ -610,6 +610,8 @@ def exact_column_sums(x: np.ndarray, weights: np.ndarray | None = None) -> Exact
     """Exact ``sum_i w_i x[i, j]`` (``sum_i x[i, j]`` unweighted) per column ``j`` of an (n, c)
     array: (c,) sums."""
     n, c = x.shape
+    if c == 1:  # one column: a flat sum (no index to build)
+        return exact_sum(x[:, 0], weights, shape=(1,))
     w = None if weights is None else np.repeat(np.asarray(weights, dtype=np.float64), c)
     return exact_sum(x.ravel(), w, index=np.tile(np.arange(c), n), size=c)
 

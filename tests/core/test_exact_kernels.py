@@ -32,6 +32,7 @@ FACTORS = st.one_of(st.floats(min_value=-1e100, max_value=1e100, allow_nan=False
 
 
 def _numpy_path(factors, index=None, size=None):
+    K.ready()  # load the kernels first: ready() must not see the patched flag on its first call
     saved, K.AVAILABLE = K.AVAILABLE, False
     try:
         return E.exact_sum_products(factors, index, size)
@@ -135,3 +136,23 @@ def test_kernel_many_rows_cross_blocks_and_flushes(nf):
         assert got.values.item() == math.fsum(cols[0].tolist())
     g = rng.integers(0, 5, n)
     assert E.exact_sum_products(cols, g, 5) == _numpy_path(cols, g, 5)
+
+
+def test_cache_dir_falls_back_to_the_user_cache_when_the_package_is_read_only(monkeypatch, tmp_path):
+    import numba
+
+    monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setattr(K.os, "access", lambda path, mode: False)  # read-only site-packages
+    monkeypatch.setattr(numba.config, "CACHE_DIR", numba.config.CACHE_DIR)
+    K._cache_dir()
+    want = str(tmp_path / "mergeable_metrics" / "numba")
+    assert os.environ["NUMBA_CACHE_DIR"] == want and numba.config.CACHE_DIR == want
+    monkeypatch.setenv("NUMBA_CACHE_DIR", "/elsewhere")  # the user's choice wins
+    K._cache_dir()
+    assert os.environ["NUMBA_CACHE_DIR"] == "/elsewhere"
+
+
+def test_warm_compiles_once_and_reports_its_time():
+    K.warm()  # compiled or loaded from the cache
+    assert K.warm() == 0.0  # a second call costs nothing
