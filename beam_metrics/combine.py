@@ -26,7 +26,7 @@ from typing import Any, Iterable
 import apache_beam as beam
 import numpy as np
 
-from mergeable_metrics.engine import Evaluation, Results, missing_row_column, num_rows, rows_to_columns
+from mergeable_metrics.engine import Evaluation, Results, missing_row_column, num_rows, rows_to_columns, warm_kernels
 
 __all__ = ["MetricsAccumulator", "MetricsAccumulatorCoder", "MetricsCombineFn", "StagedColumns", "is_column_batch"]
 
@@ -448,6 +448,11 @@ class MetricsCombineFn(beam.CombineFn):
             )
 
     # -- CombineFn ---------------------------------------------------------------------------
+    def setup(self) -> None:
+        """Once per worker process and CombineFn instance: compile the exact-sum kernels (or load
+        them from numba's on-disk cache), so no bundle pays the first-call cost."""
+        warm_kernels()
+
     def create_accumulator(self) -> MetricsAccumulator:
         """A fresh accumulator around ``evaluation.zero()`` with an empty row buffer."""
         return MetricsAccumulator(self.evaluation.zero())

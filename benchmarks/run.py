@@ -20,6 +20,8 @@ Parts (each also runs alone as ``python -m benchmarks.bench_<part>``):
   rows/s, peak RSS, per-slice state size.
 * ``bootstrap`` (:mod:`benchmarks.bench_bootstrap`): ``ci="bootstrap"`` (R = 200) on the flights
   example against the same evaluation without intervals (target <= 3x; TFMA's bootstrap ~12x).
+* ``float``   (:mod:`benchmarks.bench_float_speed`): exact at float speed (issue 25): the public
+  ``MetricCollection.update`` in 65,536-row batches against a float64 numpy floor and scikit-learn.
 * ``auc``     (:mod:`benchmarks.bench_auc`) and ``slices`` (:mod:`benchmarks.bench_slices`): the
   score-distribution and slice-cardinality benchmarks; they print their own tables.
 
@@ -40,7 +42,7 @@ import traceback
 
 from benchmarks._harness import Result, format_table, machine_line
 
-PARTS = ("core", "beam", "spark", "scaling", "auc", "slices", "bootstrap")
+PARTS = ("core", "beam", "spark", "scaling", "auc", "slices", "bootstrap", "float")
 QUICK_PARTS = ("core", "beam", "scaling")
 
 
@@ -74,6 +76,10 @@ def run_part(part: str, quick: bool, args: argparse.Namespace) -> list[Result]:
         from benchmarks import bench_bootstrap
 
         return bench_bootstrap.run(replicates=50 if quick else 200, repeats=1 if quick else 3)
+    if part == "float":
+        from benchmarks import bench_float_speed
+
+        return bench_float_speed.run(n=200_000 if quick else 2_000_000, repeats=1 if quick else 3)
     if part in ("auc", "slices"):
         # a fresh process: bench_slices measures its children's peak RSS with ru_maxrss, which a
         # child inherits from its parent (this runner, after the core part, holds ~1 GB at peak)

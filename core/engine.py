@@ -121,6 +121,8 @@ _EXPORTS: dict[str, str] = {
     "SCORES_FINITE": "mergeable_metrics.inputs.validation",
     "WEIGHTS_RULE": "mergeable_metrics.inputs.validation",
     "NULL": "mergeable_metrics._util.nulls",
+    # the compiled exact-sum kernels: compile (or load from the cache) in a worker's setup
+    "warm_kernels": "mergeable_metrics._util.exact_kernels",
     # slices: keys and their one text form
     "OVERALL": "mergeable_metrics.slicing.assign",
     "assign_slices": "mergeable_metrics.slicing.assign",

@@ -68,6 +68,7 @@ _SLOW = frozenset(
         "tests/core/test_compute_many.py",
         "tests/core/test_finish_stacked.py",
         "tests/core/test_merge_laws.py",
+        "tests/core/test_exact_kernels.py",
         "tests/pipelines/test_flights_example.py",
         "tests/pipelines/test_report.py",
         "tests/test_benchmarks_smoke.py",

@@ -64,3 +64,20 @@ def test_sliced_evaluate_benchmark_prints_both_workloads_with_ratios():
     for r in rows:
         ratio = float(r.split()[-2])
         assert ratio > 0, r
+
+
+def test_float_speed_benchmark_prints_every_workload_with_both_ratios():
+    res = subprocess.run(
+        [sys.executable, "-m", "benchmarks.bench_float_speed", "--rows", "70000", "--repeats", "1"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    rows = [ln for ln in res.stdout.splitlines() if ln.startswith("| ") and ("weighted |" in ln)]
+    assert len(rows) == 12, res.stdout
+    for ln in rows:
+        cells = [c.strip() for c in ln.strip("|").split("|")]
+        assert all(float(c) > 0 for c in cells[2:7]), ln
+        assert cells[7] in ("met", "NOT met"), ln

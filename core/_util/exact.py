@@ -37,6 +37,8 @@ from typing import Sequence
 
 import numpy as np
 
+from mergeable_metrics._util import exact_kernels as _kernels
+
 __all__ = ["ExactSums", "exact_column_sums", "exact_sum", "exact_sum_products"]
 
 _BITS = 32
@@ -341,8 +343,13 @@ class ExactSums:
     @classmethod
     def from_limbs(cls, limbs: np.ndarray, exp: int, shape: tuple[int, ...]) -> "ExactSums":
         """Canonical exact sums of ``limbs`` ((m, L) int64, any values below 2**62 in magnitude)."""
-        D, exp = _canonical(limbs, exp)
-        v, inexact = _round(D, exp)
+        if _kernels.ready():
+            D, exp, v, inexact, sub = _kernels.canonical_round(limbs, exp)
+            for g in np.flatnonzero(sub):  # subnormal results round at a fixed bit (2**-1074)
+                v[g], inexact[g] = _python_round(D[g], exp)
+        else:
+            D, exp = _canonical(limbs, exp)
+            v, inexact = _round(D, exp)
         if not inexact.any():
             return cls.of_floats(v.reshape(shape))
         return cls(v.reshape(shape), exp, D)
@@ -373,6 +380,8 @@ class ExactSums:
         if not self.compact:
             return self.limbs, self.exp
         m = self.values.size
+        if _kernels.ready():
+            return _kernels.sum_products([self.values.ravel()], np.arange(m), m)
         return _accumulate([self.values.ravel()], 0, np.arange(m), m)
 
     def __add__(self, other: "ExactSums") -> "ExactSums":
@@ -493,14 +502,34 @@ def raw_sum(values: np.ndarray, index: np.ndarray, size: int) -> tuple[np.ndarra
     """Un-normalised ``(limbs, exp)`` of the exact per-index sums of finite ``values`` (see
     :func:`raw_regroup`)."""
     v = np.asarray(values, dtype=np.float64).ravel()
-    _check_finite(v)
     g = np.asarray(index, dtype=np.int64).ravel()
+    if _kernels.ready():
+        return _sum_kernel([v], g, size)
+    _check_finite(v)
     D, exp = np.zeros((size, 0), dtype=np.int64), 0
     for i in range(0, max(v.shape[0], 1), _ROWS):
         Di, ei = _accumulate([v[i : i + _ROWS]], 0, g[i : i + _ROWS], size)
         D, exp = _add_limbs(D, exp, Di, ei)
         if D.shape[1] and i // _ROWS % 64 == 63:
             D = _carry(D)
+    return D, exp
+
+
+def _sum_kernel(fs: list[np.ndarray], g: np.ndarray | None, size: int) -> tuple[np.ndarray, int]:
+    """Un-normalised ``(limbs, exp)`` of the exact per-index sums of the products of ``fs``
+    through the compiled kernels, :data:`exact_kernels.CHUNK` rows per call."""
+    n = fs[0].shape[0]
+    if n <= _kernels.CHUNK:
+        return _kernels.sum_products(fs, g, size)
+    D, exp = np.zeros((size, 0), dtype=np.int64), 0
+    for i in range(0, n, _kernels.CHUNK):
+        sl = slice(i, i + _kernels.CHUNK)
+        try:
+            Di, ei = _kernels.sum_products([f[sl] for f in fs], None if g is None else g[sl], size)
+        except _kernels.NonFinite as e:
+            raise ValueError(f"exact sum: value {fs[e.factor][i + e.position]!r} at position {i + e.position} is not finite") from None
+        D, exp = _add_limbs(D, exp, Di, ei)
+        D = _carry(D)
     return D, exp
 
 
@@ -554,16 +583,18 @@ def exact_sum_products(
     """Exact sums of the element-wise products of 1 to 3 ``factors`` per ``index`` (see
     :func:`exact_sum`)."""
     fs = [np.asarray(f, dtype=np.float64).ravel() for f in factors]
-    for f in fs:
-        _check_finite(f)
     if index is None:
         size = 1
         shape = () if shape is None else shape
     else:
         size = int(size)  # type: ignore[arg-type]
         shape = (size,) if shape is None else shape
-    n = fs[0].shape[0] if fs else 0
     g = None if index is None else np.asarray(index).ravel()
+    if _kernels.ready() and 1 <= len(fs) <= 3:
+        return ExactSums.from_limbs(*_sum_kernel(fs, g, size), shape)
+    for f in fs:
+        _check_finite(f)
+    n = fs[0].shape[0] if fs else 0
     D, exp = np.zeros((size, 0), dtype=np.int64), 0
     moderate = len(fs) > 1 and all(_moderate(f) for f in fs)
     for i in range(0, max(n, 1), _ROWS):  # cache-sized row chunks: temporaries stay small
@@ -579,6 +610,8 @@ def exact_column_sums(x: np.ndarray, weights: np.ndarray | None = None) -> Exact
     """Exact ``sum_i w_i x[i, j]`` (``sum_i x[i, j]`` unweighted) per column ``j`` of an (n, c)
     array: (c,) sums."""
     n, c = x.shape
+    if c == 1:  # one column: a flat sum (no index to build)
+        return exact_sum(x[:, 0], weights, shape=(1,))
     w = None if weights is None else np.repeat(np.asarray(weights, dtype=np.float64), c)
     return exact_sum(x.ravel(), w, index=np.tile(np.arange(c), n), size=c)
 

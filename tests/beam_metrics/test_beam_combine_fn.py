@@ -426,3 +426,12 @@ def test_a_missing_value_is_named_as_given_like_core(element):
     assert str(want.value).startswith(f"column 'score': invalid value {shown} at row 1")
     with pytest.raises(ValueError, match=r"^column 'score': invalid value nan at row 1: scores must be finite"):
         fn.extract_output(fn.add_inputs(fn.create_accumulator(), [rows[0], rows[2]]))
+
+
+def test_setup_warms_the_exact_sum_kernels_off_the_bundle_path():
+    from mergeable_metrics._util import exact_kernels
+
+    fn = MetricsCombineFn(mergeable_metrics.Evaluation(label_col="y", score_col="s", weight_col="w", metrics=["log_loss"]))
+    fn.setup()  # Beam calls it once per worker and CombineFn instance, before any bundle
+    assert exact_kernels._warm == exact_kernels.ready()  # compiled (or loaded from the cache) when numba is there
+    assert exact_kernels.warm() == 0.0  # a bundle's first exact sum pays nothing more
