@@ -52,6 +52,15 @@ def _with_high(high: np.ndarray, low: np.ndarray) -> np.ndarray:
     return ((high << 32) | low).view(np.float64)
 
 
+def _remez(s: Any) -> Any:
+    """``R(s)``, ``Lg1 s**2 + ... + Lg7 s**14`` as fdlibm evaluates it (odd and even terms apart)."""
+    z = s * s
+    w = z * z
+    t1 = w * (_L2 + w * (_L4 + w * _L6))
+    t2 = z * (_L1 + w * (_L3 + w * (_L5 + w * _L7)))
+    return t2 + t1
+
+
 def numpy_log(x: Any) -> np.ndarray:
     """Natural logarithm, fdlibm's ``__ieee754_log`` (= Java's ``StrictMath.log``), elementwise;
     a float64 array of ``x``'s shape (numpy: the reference of the numba kernel)."""
@@ -95,11 +104,7 @@ def numpy_log(x: Any) -> np.ndarray:
         big = ~tiny
         f, dk, k0, hx = f[big], dk[big], k0[big], hx[big]
         s = f / (2.0 + f)
-        z = s * s
-        w = z * z
-        t1 = w * (_L2 + w * (_L4 + w * _L6))
-        t2 = z * (_L1 + w * (_L3 + w * (_L5 + w * _L7)))
-        r = t2 + t1
+        r = _remez(s)
         far = ((hx - 0x6147A) | (0x6B851 - hx)) > 0
         hfsq = 0.5 * f * f
         v_far = np.where(k0, f - (hfsq - s * (hfsq + r)), dk * _LN2_HI - ((hfsq - (s * (hfsq + r) + dk * _LN2_LO)) - f))
@@ -206,11 +211,7 @@ def _log_kernel(x: np.ndarray, out: np.ndarray) -> None:  # pragma: no cover - c
             out[n] = f - r if k == 0 else dk * _LN2_HI - ((r - dk * _LN2_LO) - f)
             continue
         s = f / (2.0 + f)
-        z = s * s
-        w = z * z
-        t1 = w * (_L2 + w * (_L4 + w * _L6))
-        t2 = z * (_L1 + w * (_L3 + w * (_L5 + w * _L7)))
-        r = t2 + t1
+        r = _remez_compiled(s)
         if ((hx - 0x6147A) | (0x6B851 - hx)) > 0:
             hfsq = 0.5 * f * f
             out[n] = f - (hfsq - s * (hfsq + r)) if k == 0 else dk * _LN2_HI - ((hfsq - (s * (hfsq + r) + dk * _LN2_LO)) - f)
@@ -218,6 +219,7 @@ def _log_kernel(x: np.ndarray, out: np.ndarray) -> None:  # pragma: no cover - c
             out[n] = f - s * (f - r) if k == 0 else dk * _LN2_HI - ((s * (f - r) - dk * _LN2_LO) - f)
 
 
+_remez_compiled: Any = None
 _compiled: list[Any] = []  # the numba kernel once compiled, or None without numba (imported on first use)
 
 
@@ -228,6 +230,8 @@ def _kernel() -> Any:
         except ImportError:  # pragma: no cover - depends on the environment
             _compiled.append(None)
         else:
+            global _remez_compiled  # the kernel's callee, set before the kernel compiles
+            _remez_compiled = numba.njit(cache=True, nogil=True)(_remez)
             _compiled.append(numba.njit(cache=True, nogil=True)(_log_kernel))
     return _compiled[0]
 
