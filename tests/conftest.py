@@ -69,6 +69,8 @@ _SLOW = frozenset(
         "tests/core/test_finish_stacked.py",
         "tests/core/test_merge_laws.py",
         "tests/core/test_exact_kernels.py",
+        "tests/core/test_portable_log.py::test_log_equals_java_strictmath_log_bit_for_bit",
+        "tests/core/test_portable_log.py::test_log1p_equals_java_strictmath_log1p_bit_for_bit",
         "tests/pipelines/test_flights_example.py",
         "tests/pipelines/test_report.py",
         "tests/test_benchmarks_smoke.py",

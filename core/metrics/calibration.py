@@ -29,6 +29,7 @@ import numpy as np
 from mergeable_metrics.inputs.validation import Batch
 from mergeable_metrics._util.limits import MAX_N_BINS, MAX_NUM_CLASSES, check_at_most, check_count
 from mergeable_metrics._util.exact import ExactSums, exact_column_sums, exact_sum
+from mergeable_metrics._util.portable_log import log as _log
 from mergeable_metrics.metrics.base import Metric, record_undefined
 from mergeable_metrics.metrics.regression import RegressionMomentsState
 from mergeable_metrics.states.base import State
@@ -125,7 +126,7 @@ class ProbabilitySumsState(State):
             pos = y == 1
             # sklearn: column 1 is p, column 0 is 1 - p; each clipped, natural log of the true one
             q = np.where(pos, p, 1.0 - p)
-            ll = -np.log(np.clip(q[:, None], eps[None, :], 1 - eps[None, :]))
+            ll = -_log(np.clip(q[:, None], eps[None, :], 1 - eps[None, :]))
             arrays = {
                 "sum_label": _group_sum(yf if w is None else w * yf, None, index, size),  # w * y is exact
                 "sum_score": _group_sum(p, w, index, size),
@@ -138,7 +139,7 @@ class ProbabilitySumsState(State):
             p_true = P[np.arange(n), y]
             diff = P.copy()
             diff[np.arange(n), y] -= 1.0
-            ll = -np.log(np.clip(p_true[:, None], eps[None, :], 1 - eps[None, :]))
+            ll = -_log(np.clip(p_true[:, None], eps[None, :], 1 - eps[None, :]))
             zero = np.float64(0.0) if index is None else np.zeros(size)
             # every (row, class) term summed exactly (no per-row float sum whose order could vary)
             k = P.shape[1]
@@ -172,9 +173,9 @@ class ProbabilitySumsState(State):
         clipped = np.clip(P.reshape(-1)[:, None], eps[None, :], 1 - eps[None, :])  # (N L, E)
         if L == 1:
             q = np.where(Yf.reshape(-1)[:, None] == 1, clipped, 1.0 - clipped)
-            ll = -np.log(q)
+            ll = -_log(q)
         else:
-            ll = -Yf.reshape(-1)[:, None] * np.log(clipped)  # 0 where y = 0 (scikit-learn's xlogy)
+            ll = -Yf.reshape(-1)[:, None] * _log(clipped)  # 0 where y = 0 (scikit-learn's xlogy)
         ww = None if w is None else np.repeat(w, L)
         at = None if index is None else np.repeat(np.asarray(index), L)  # each (row, label) term in its row's group
         zero = np.float64(0.0) if index is None else np.zeros(size)

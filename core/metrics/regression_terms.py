@@ -35,6 +35,7 @@ import numpy as np
 
 from mergeable_metrics.inputs.validation import Batch
 from mergeable_metrics._util.exact import ExactSums, exact_column_sums, exact_sum, fraction_to_float
+from mergeable_metrics._util.portable_log import log as _log, log1p as _log1p
 from mergeable_metrics._util.limits import MAX_NUM_OUTPUTS, check_count
 from mergeable_metrics.metrics.base import Metric, record_undefined
 from mergeable_metrics.metrics.regression import RegressionMomentsState, batch_outputs, combine_outputs, configure_multioutput, output_shape
@@ -60,7 +61,7 @@ def _number(x: float) -> str:
 def _xlogy(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """``x * log(y)``, 0 where ``x == 0`` (scipy's ``xlogy``)."""
     with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(x == 0, 0.0, x * np.log(np.where(x == 0, 1.0, y)))
+        return np.where(x == 0, 0.0, x * _log(np.where(x == 0, 1.0, y)))
 
 
 def _tweedie(q: float, y: np.ndarray, p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -78,7 +79,7 @@ def _tweedie(q: float, y: np.ndarray, p: np.ndarray) -> tuple[np.ndarray, np.nda
         if q == 1:
             v = 2 * (_xlogy(yy, yy / pp) - yy + pp)
         elif q == 2:
-            v = 2 * (np.log(pp / yy) + yy / pp - 1)
+            v = 2 * (_log(pp / yy) + yy / pp - 1)
         else:
             v = 2 * (np.power(yy, 2 - q) / ((1 - q) * (2 - q)) - yy * np.power(pp, 1 - q) / (1 - q) + np.power(pp, 2 - q) / (2 - q))
     return v, valid
@@ -94,7 +95,7 @@ def _null_term(q: float, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if q == 1:
         return _xlogy(yy, yy), valid
     if q == 2:
-        return np.log(yy), valid
+        return _log(yy), valid
     return np.power(yy, 2 - q), valid
 
 
@@ -106,7 +107,7 @@ def term_rows(term: str, y: np.ndarray, p: np.ndarray) -> tuple[np.ndarray, np.n
     with np.errstate(all="ignore"):
         if name == "sle":
             valid = (y > -1) & (p > -1)
-            v = (np.log1p(np.where(valid, y, 0.0)) - np.log1p(np.where(valid, p, 0.0))) ** 2
+            v = (_log1p(np.where(valid, y, 0.0)) - _log1p(np.where(valid, p, 0.0))) ** 2
         elif name == "pinball":
             a, d = float(arg), y - p
             sign = (d >= 0).astype(np.float64)
