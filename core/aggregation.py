@@ -278,7 +278,8 @@ def _q_statistic(values: np.ndarray, w: np.ndarray) -> tuple[float, float]:
 
 
 def _i2(q: float, df: int) -> float:
-    return max(0.0, (q - df) / q) if q > 0 else 0.0
+    # one run (df 0) has no heterogeneity, also when rounding leaves Q a few ulps above 0
+    return max(0.0, (q - df) / q) if q > 0 and df > 0 else 0.0
 
 
 class FixedEffect(Aggregator):

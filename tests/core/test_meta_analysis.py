@@ -154,3 +154,13 @@ def test_registered_aggregator_receives_samples_bounds_and_rng():
 
 def test_random_effects_defaults_unchanged():
     assert RandomEffects().paule_mandel_heterogeneity is False and RandomEffects().hksj_sampling_distribution is False
+
+
+def test_one_experiment_has_no_heterogeneity():
+    """Higgins' I^2 = max(0, (Q - df) / Q) with df = k - 1 = 0: one experiment has nothing to be
+    heterogeneous with (metafor reports I^2 = 0 for k = 1), also when rounding leaves Q a few ulps
+    above 0 (0.03 with variance 0.012: ``(w y) / w`` is 0.029999999999999995, not 0.03)."""
+    for y, v in ((0.03, 0.012), (0.5, 0.01)):
+        for method in ("fixed_effect", "random_effects"):
+            a = get_aggregator(method).aggregate(np.array([y]), np.array([v]), 0.95)
+            assert a.details["i2"] == 0.0, (method, y, a.details)
