@@ -19,6 +19,7 @@ from __future__ import annotations
 import difflib
 import json
 import math
+import numbers
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
@@ -892,8 +893,8 @@ def check_expectations(
         for metric, target in (spec or {}).items():
             per_slice = target.items() if isinstance(target, dict) else [(slice, target)]
             for where, bound in per_slice:
-                if isinstance(bound, bool) or not isinstance(bound, (int, float)) or math.isnan(bound):
-                    raise ValueError(f"{kind}: the bound of {metric!r} is a number, got {_tname(bound)} {bound!r}")
+                if isinstance(bound, bool) or not isinstance(bound, numbers.Real) or math.isnan(bound):  # numpy numbers too (not numpy bools)
+                    raise ValueError(f"{kind}: the bound of {metric!r} must be a number, got {_tname(bound)} {bound!r}")
                 found, name = _select(entries, where)
                 if not found:
                     checks.append(_missing_slice(entries, name, kind, metric))

@@ -38,6 +38,19 @@ def test_bounds_and_undefined_values():
         check_value("recall", "between", 0.5, 0.6)
 
 
+def test_numpy_numbers_are_bounds_and_bad_bounds_are_refused():
+    """An expected count from numpy (``np.sum`` gives an ``np.int64``) or a float32 bound is a
+    number like any other; NaN, a bool or a string is refused naming the metric."""
+    f = FRAME
+    tp = np.sum((f.y == 1) & (f.p >= 0.5))  # np.int64(2)
+    entries = [{"slice": {}, "n": 8, "metrics": {"tp": 2.0, "accuracy": _sk(accuracy_score)}}]
+    checks = check_expectations(entries, equal={"tp": tp}, minimum={"accuracy": np.float32(0.5)}, maximum={"accuracy": np.int64(1)})
+    assert [c["status"] for c in checks] == ["pass", "pass", "pass"] and checks[0]["threshold"] == 2.0
+    for bad in (math.nan, np.float32("nan"), True, np.bool_(True), "0.5"):
+        with pytest.raises(ValueError, match="minimum: the bound of 'accuracy' must be a number"):
+            check_expectations(entries, minimum={"accuracy": bad})
+
+
 FRAME = pd.DataFrame({"y": [1, 1, 0, 1, 0, 0, 1, 0], "p": [0.9, 0.4, 0.2, 0.7, 0.6, 0.1, 0.3, 0.8], "g": list("aabbabab")})
 
 
