@@ -164,7 +164,7 @@ class Aggregator:
     def from_samples(self, samples: np.ndarray, bounds: tuple[float, float], rng: np.random.Generator, level: float) -> Aggregate:
         """The :class:`Aggregate` of (num_samples, num_experiments) posterior samples: a
         subclass's :meth:`aggregate_samples` draws summarised (mean, equal-tailed interval at
-        ``level``); else :meth:`aggregate` of the runs' posterior means and variances (``ddof=1``;
+        ``level`` clipped to ``bounds``); else :meth:`aggregate` of the runs' posterior means and variances (``ddof=1``;
         ``variance_source`` ``"posterior"``), its interval clipped to ``bounds``, with pooled draws
         of its normal (``interval == "t"``: Student-t) truncated to ``bounds``."""
         x = np.asarray(samples, dtype=np.float64)
@@ -174,7 +174,7 @@ class Aggregator:
             if not ok.size:
                 return Aggregate(float("nan"), _NAN_CI, {"runs": x.shape[1], "interval": "samples"}, draws)
             lo, hi = np.quantile(ok, [(1 - level) / 2, (1 + level) / 2])
-            return Aggregate(float(np.mean(ok)), (float(lo), float(hi)), {"runs": x.shape[1], "interval": "samples"}, draws)
+            return Aggregate(float(np.mean(ok)), _clip_ci((float(lo), float(hi)), bounds), {"runs": x.shape[1], "interval": "samples"}, draws)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
             means, variances = np.nanmean(x, axis=0), np.nanvar(x, axis=0, ddof=1)

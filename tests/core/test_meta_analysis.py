@@ -164,3 +164,24 @@ def test_one_experiment_has_no_heterogeneity():
         for method in ("fixed_effect", "random_effects"):
             a = get_aggregator(method).aggregate(np.array([y]), np.array([v]), 0.95)
             assert a.details["i2"] == 0.0, (method, y, a.details)
+
+
+def test_the_interval_of_an_aggregator_of_samples_is_clipped_to_the_bounds_too():
+    """aggregate() promises every aggregated interval inside the metric's bounds; an aggregator of
+    samples that does not clip its draws (here: shifted above 1) gets its interval clipped too."""
+
+    class Shifted(Aggregator):
+        name = "shifted_samples_test"
+
+        def aggregate_samples(self, samples, bounds, rng):
+            return samples.mean(axis=1) + 0.5
+
+    try:
+        ev, accs = _experiments()
+        agg = aggregate(accs, "shifted_samples_test", evaluation=ev, metrics=["accuracy"])
+        draws = np.mean([ev.posterior(a, samples=True)[()]["accuracy"].samples for a in accs], axis=0) + 0.5
+        lo, hi = np.quantile(draws, [0.025, 0.975])
+        assert hi > 1.0  # the aggregator's own draws leave the bounds
+        assert agg.overall.ci["accuracy"] == (pytest.approx(min(lo, 1.0), rel=1e-12), 1.0)
+    finally:
+        AGGREGATORS.pop("shifted_samples_test", None)
