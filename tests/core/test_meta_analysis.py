@@ -185,3 +185,15 @@ def test_the_interval_of_an_aggregator_of_samples_is_clipped_to_the_bounds_too()
         assert agg.overall.ci["accuracy"] == (pytest.approx(min(lo, 1.0), rel=1e-12), 1.0)
     finally:
         AGGREGATORS.pop("shifted_samples_test", None)
+
+
+def test_aggregation_of_a_metric_no_run_has_is_refused_by_name():
+    """A misspelt key of aggregation= was silently ignored (accuracy got the default method)."""
+    runs = [Results([SliceResult((), 100, 100.0, 0, {"accuracy": a})]) for a in (0.8, 0.9)]
+    with pytest.raises(ValueError, match=r"aggregation= names metric\(s\) \['acuracy'\] that no run has \(the runs have \['accuracy'\]\)"):
+        aggregate(runs, "fixed_effect", aggregation={"acuracy": "mean"})
+    ev, accs = _experiments()
+    with pytest.raises(ValueError, match=r"aggregation= names metric\(s\) \['f1'\] that no run has"):
+        aggregate(accs, "random_effects", evaluation=ev, aggregation={"f1": "mean"})
+    # a per-class metric is reported in not_aggregated, as without aggregation=
+    assert "recall@none" in aggregate(accs, "random_effects", evaluation=ev, aggregation={"recall@none": "mean"}).not_aggregated
