@@ -542,8 +542,9 @@ def check_value(metric: str, kind: str, value: Any, bound: float, *, rtol: float
             row["message"] = f"{metric} is undefined" + (" (also in the baseline)" if base is None else f" (baseline {_fmt(base)}); {kind} {_fmt(bound)}")
         return row
     if kind == "equal":
-        diff = abs(cur - bound)
-        bad = not diff <= allowed
+        diff = 0.0 if cur == bound else abs(cur - bound)
+        # numpy's isclose: an infinity equals only itself (rtol * inf would admit any value)
+        bad = cur != bound if math.isinf(cur) or math.isinf(bound) else not diff <= allowed
         row["status"] = "fail" if bad else "pass"
         op = "!=" if bad else "=="
         row["message"] = f"{metric} {_fmt(cur, True)} {op} expected {_fmt(bound, True)} (differs by {_fmt(float(diff))}, allowed {_fmt(float(allowed))})"

@@ -23,6 +23,13 @@ def test_equal_is_numpys_isclose(value):
         assert row["message"].startswith(f"accuracy {value!r} != expected 0.75 (differs by ")
 
 
+@pytest.mark.parametrize(("value", "bound"), [(math.inf, math.inf), (-math.inf, -math.inf), (math.inf, -math.inf), (math.inf, 1.0), (1.0, math.inf)])
+def test_equal_is_numpys_isclose_at_infinity(value, bound):
+    """np.isclose(inf, inf) is True (inf - inf is NaN, which no tolerance admits)."""
+    row = check_value("log_loss", "equal", value, bound, rtol=1e-7)
+    assert (row["status"] == "pass") == bool(np.isclose(value, bound, rtol=1e-7, atol=0.0)), row["message"]
+
+
 def test_bounds_and_undefined_values():
     assert check_value("recall", "minimum", 0.5, 0.6) | {} == {
         "metric": "recall", "check": "minimum", "current": 0.5, "baseline": None, "threshold": 0.6, "status": "fail", "message": "recall 0.5 < minimum 0.6",
