@@ -164,7 +164,7 @@ class Aggregator:
     def from_samples(self, samples: np.ndarray, bounds: tuple[float, float], rng: np.random.Generator, level: float) -> Aggregate:
         """The :class:`Aggregate` of (num_samples, num_experiments) posterior samples: a
         subclass's :meth:`aggregate_samples` draws summarised (mean, equal-tailed interval at
-        ``level``); else :meth:`aggregate` of the runs' posterior means and variances (``ddof=1``;
+        ``level`` clipped to ``bounds``); else :meth:`aggregate` of the runs' posterior means and variances (``ddof=1``;
         ``variance_source`` ``"posterior"``), its interval clipped to ``bounds``, with pooled draws
         of its normal (``interval == "t"``: Student-t) truncated to ``bounds``."""
         x = np.asarray(samples, dtype=np.float64)
@@ -174,7 +174,7 @@ class Aggregator:
             if not ok.size:
                 return Aggregate(float("nan"), _NAN_CI, {"runs": x.shape[1], "interval": "samples"}, draws)
             lo, hi = np.quantile(ok, [(1 - level) / 2, (1 + level) / 2])
-            return Aggregate(float(np.mean(ok)), (float(lo), float(hi)), {"runs": x.shape[1], "interval": "samples"}, draws)
+            return Aggregate(float(np.mean(ok)), _clip_ci((float(lo), float(hi)), bounds), {"runs": x.shape[1], "interval": "samples"}, draws)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
             means, variances = np.nanmean(x, axis=0), np.nanvar(x, axis=0, ddof=1)
@@ -278,7 +278,8 @@ def _q_statistic(values: np.ndarray, w: np.ndarray) -> tuple[float, float]:
 
 
 def _i2(q: float, df: int) -> float:
-    return max(0.0, (q - df) / q) if q > 0 else 0.0
+    # one run (df 0) has no heterogeneity, also when rounding leaves Q a few ulps above 0
+    return max(0.0, (q - df) / q) if q > 0 and df > 0 else 0.0
 
 
 class FixedEffect(Aggregator):
@@ -654,6 +655,14 @@ def _check_requested(metrics: Sequence[str] | None, keys: list[str], not_aggrega
         raise ValueError(f"aggregate: metric(s) {missing} {why}the runs have {keys})")
 
 
+def _check_aggregation(per_metric: Mapping[str, Aggregator], seen: Iterable[str]) -> None:
+    """ValueError for keys of ``aggregation=`` that are no metric of any run (``seen``)."""
+    names = list(dict.fromkeys(seen))
+    missing = [k for k in per_metric if k not in names]
+    if missing:
+        raise ValueError(f"aggregate: aggregation= names metric(s) {missing} that no run has (the runs have {names})")
+
+
 def _posterior_meta_analysis(
     runs: list[Any], evaluation: Any, agg: Aggregator, per_metric: dict[str, Aggregator], level: float, metrics: Sequence[str] | None, seed: int, keep: bool
 ) -> AggregateResults:
@@ -674,6 +683,7 @@ def _posterior_meta_analysis(
             for k, summ in summaries.items():
                 _note_metric(k, summ.samples is not None and summ.samples.ndim != 1, metrics, keys, not_aggregated)
     _check_requested(metrics, keys, not_aggregated, "have no posterior in any run (confusion-derived metrics only;")
+    _check_aggregation(per_metric, (k for p in posts for summaries in p.values() for k in summaries))
     out = []
     for key in sorted(slices, key=lambda k: k != ()):
         members = [(i, p[key]) for i, p in enumerate(posts) if key in p]
@@ -739,7 +749,8 @@ def aggregate(
         evaluation: the :class:`~mergeable_metrics.evaluation.evaluation.Evaluation` whose accumulators ``runs`` are.
         plan: the :class:`~mergeable_metrics.collection.plan.Plan` whose state tuples ``runs`` are.
         aggregation: ``{metric key: method}`` per metric (names or built :class:`Aggregator`
-            objects); the other metrics use ``method``.
+            objects; a key that is no metric of any run raises ``ValueError``); the other
+            metrics use ``method``.
         seed: the seed of the aggregators' generators (meta-analysis of posteriors).
         samples: keep the pooled draws (meta-analysis of posteriors).
         **params: keyword parameters of ``method`` (``paule_mandel_heterogeneity=True``,
@@ -804,6 +815,7 @@ def aggregate(
             for k, v in s.metrics.items():
                 _note_metric(k, np.ndim(v) != 0 or isinstance(v, str), metrics, keys, not_aggregated)
     _check_requested(metrics, keys, not_aggregated, "are in no run (")
+    _check_aggregation(per_metric, (k for r in results for s in r.slices if not s.suppressed for k in s.metrics))
     out = []
     # by window (outside windows first), then overall first, then first-seen order
     for window, key_tuple in sorted(by_slice, key=lambda k: ((0,) if k[0] is None else (1, *k[0]), k[1] != ())):

@@ -42,7 +42,7 @@ from mergeable_metrics.collection.plan import MetricCollection as _Collection
 from mergeable_metrics.collection.tracker import SingleMetric, merge
 from mergeable_metrics.inputs.formats import format_values, validate_values
 from mergeable_metrics.metrics.measure import MeanMeasure, MeanMeasureMetric
-from mergeable_metrics.states.base import State
+from mergeable_metrics.states.base import State, _layout_diff
 
 __all__ = [
     "Accuracy", "AverageMeasure", "ConfusionMatrix", "F1Score", "IoU", "MIoU", "MetricCollection", "Precision", "Recall",
@@ -217,21 +217,43 @@ def step(metric: Any, y_pred: Any, y_true: Any, state: Any = None, **inputs: Any
     if not isinstance(metric, _Collection):
         raise TypeError(f"step() takes a tracker or a MetricCollection, got {type(metric).__name__}")
     work = copy.copy(metric)  # its own lock; the configuration is shared, the states are values
-    work.states = metric.plan.zero() if state is None else tuple(state)
+    work.states = metric.plan.zero() if state is None else _checked(metric, state)
     work.update(y_true, y_pred=y_pred, **inputs)
     return work.states
 
 
 def value(metric: Any, state: Any = None) -> Any:
     """OnlineMetrics' ``value(metric)``: the value of ``state`` (a :func:`step` result; None: the
-    metric's own states): a tracker's value, or a collection's ``{name: value}``."""
+    metric's own states): a tracker's value, or a collection's ``{name: value}``.
+
+    Raises:
+        ValueError: a state of other kinds or of another configuration than ``metric``'s
+            (naming the setting), also in :func:`step`.
+    """
     if not isinstance(metric, _Collection):
         raise TypeError(f"value() takes a tracker or a MetricCollection, got {type(metric).__name__}")
     if state is None:
         return metric.compute()
     work = copy.copy(metric)
-    work.states = tuple(state)
+    work.states = _checked(metric, state)
     return work.compute()
+
+
+def _checked(metric: _Collection, state: Any) -> tuple[State, ...]:
+    """``state`` as a tuple, checked to be ``metric``'s state kinds and layouts.
+
+    Raises:
+        ValueError: other kinds, or a layout of another configuration (naming the setting).
+    """
+    states = tuple(state)
+    want = metric.plan.state_types
+    if len(states) != len(want) or any(type(st) is not cls for st, (cls, _) in zip(states, want)):
+        got = [getattr(st, "kind", type(st).__name__) for st in states]
+        raise ValueError(f"states of kinds {got} do not belong to this metric's plan {[c.kind for c, _ in want]}")
+    for st, (cls, layout) in zip(states, want):
+        if st.layout != layout:
+            raise ValueError(f"{cls.kind} state of another configuration: {_layout_diff(layout, st.layout)}")
+    return states
 
 
 def format(values: Any, to: str | None = "onehot", fmt: str | None = None, *, num_classes: int = 2, role: str = "target", column: str = "values") -> Any:

@@ -46,7 +46,11 @@ from mergeable_metrics.evaluation.profile import ProfileSummary, SliceProfile, S
 from mergeable_metrics.slicing.assign import OTHER, OVERALL, parse_slices, slice_name, sort_key, sort_order
 from mergeable_metrics.collection.stacked import VECTORISE_FROM, compute_fields, is_cell_metric
 from mergeable_metrics.states.base import ExampleCountState, _layout_diff
+<<<<<<< HEAD
 from mergeable_metrics.evaluation.suppression import is_suppressed, protect, spec_of, suppressed_mask
+=======
+from mergeable_metrics.evaluation.suppression import is_suppressed, protect, spec_of, suppress_complements
+>>>>>>> h-brk
 
 __all__ = ["Accumulator", "Evaluation", "extract_columns", "fold_all", "is_single_batch", "num_rows", "resolve_evaluation"]
 
@@ -356,11 +360,15 @@ class Evaluation(AccumulatorOps):
         held = dict(acc.items())
         if OVERALL not in held:
             held[OVERALL] = self.plan.zero()
-        out = {}
-        for key in sorted(held, key=lambda k: sort_key(k, [s.columns for s in self.slices])):
-            if not self._suppressed(key, held[key][0]):
-                out[key] = slice_posteriors(self.ci, self.plan, key, held[key], samples)
-        return out
+        keys = sorted(held, key=lambda k: sort_key(k, [s.columns for s in self.slices]))
+        # the slices finish() publishes: primary and complementary suppression (a published slice
+        # must not give a suppressed one back by subtraction)
+        sizes = [
+            SliceResult(slice=k, n=int(c["count"]), weight=float(c["weight"]), skipped=int(c["skipped"]), metrics={}, suppressed=self._suppressed(k, c))
+            for k, c in ((k, held[k][0]) for k in keys)
+        ]
+        published = {r.slice for r in suppress_complements(sizes) if not r.suppressed}
+        return {key: slice_posteriors(self.ci, self.plan, key, held[key], samples) for key in keys if key in published}
 
     def _suppressed(self, key: tuple, counts: Any) -> bool:
         return is_suppressed(key, counts, self.slices, self.min_slice_size)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import difflib
 import json
 import math
+import numbers
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
@@ -541,8 +542,9 @@ def check_value(metric: str, kind: str, value: Any, bound: float, *, rtol: float
             row["message"] = f"{metric} is undefined" + (" (also in the baseline)" if base is None else f" (baseline {_fmt(base)}); {kind} {_fmt(bound)}")
         return row
     if kind == "equal":
-        diff = abs(cur - bound)
-        bad = not diff <= allowed
+        diff = 0.0 if cur == bound else abs(cur - bound)
+        # numpy's isclose: an infinity equals only itself (rtol * inf would admit any value)
+        bad = cur != bound if math.isinf(cur) or math.isinf(bound) else not diff <= allowed
         row["status"] = "fail" if bad else "pass"
         op = "!=" if bad else "=="
         row["message"] = f"{metric} {_fmt(cur, True)} {op} expected {_fmt(bound, True)} (differs by {_fmt(float(diff))}, allowed {_fmt(float(allowed))})"
@@ -892,8 +894,8 @@ def check_expectations(
         for metric, target in (spec or {}).items():
             per_slice = target.items() if isinstance(target, dict) else [(slice, target)]
             for where, bound in per_slice:
-                if isinstance(bound, bool) or not isinstance(bound, (int, float)) or math.isnan(bound):
-                    raise ValueError(f"{kind}: the bound of {metric!r} is a number, got {_tname(bound)} {bound!r}")
+                if isinstance(bound, bool) or not isinstance(bound, numbers.Real) or math.isnan(bound):  # numpy numbers too (not numpy bools)
+                    raise ValueError(f"{kind}: the bound of {metric!r} must be a number, got {_tname(bound)} {bound!r}")
                 found, name = _select(entries, where)
                 if not found:
                     checks.append(_missing_slice(entries, name, kind, metric))

@@ -675,7 +675,7 @@ def parse_metric_string(text: str) -> tuple[str, list[Any], dict[str, Any]]:
     prob_conf_mat's ``"name+k=v+j=w"`` (``+`` before a keyword) is read the same way.
 
     Raises:
-        ValueError: an empty name or parameter.
+        ValueError: an empty name or parameter, or a parameter given twice.
     """
     if not isinstance(text, str):
         raise TypeError(f"metric must be a string or Metric, got {type(text).__name__}")
@@ -688,6 +688,8 @@ def parse_metric_string(text: str) -> tuple[str, list[Any], dict[str, Any]]:
     for p in rest:
         if "=" in p:
             k, v = p.split("=", 1)
+            if k.strip() in keyword:
+                raise ValueError(f"parameter {k.strip()!r} given twice in {text!r}")
             keyword[k.strip()] = _parse_value(v)
         else:
             positional.append(_parse_value(p))

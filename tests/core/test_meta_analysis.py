@@ -154,3 +154,46 @@ def test_registered_aggregator_receives_samples_bounds_and_rng():
 
 def test_random_effects_defaults_unchanged():
     assert RandomEffects().paule_mandel_heterogeneity is False and RandomEffects().hksj_sampling_distribution is False
+
+
+def test_one_experiment_has_no_heterogeneity():
+    """Higgins' I^2 = max(0, (Q - df) / Q) with df = k - 1 = 0: one experiment has nothing to be
+    heterogeneous with (metafor reports I^2 = 0 for k = 1), also when rounding leaves Q a few ulps
+    above 0 (0.03 with variance 0.012: ``(w y) / w`` is 0.029999999999999995, not 0.03)."""
+    for y, v in ((0.03, 0.012), (0.5, 0.01)):
+        for method in ("fixed_effect", "random_effects"):
+            a = get_aggregator(method).aggregate(np.array([y]), np.array([v]), 0.95)
+            assert a.details["i2"] == 0.0, (method, y, a.details)
+
+
+def test_the_interval_of_an_aggregator_of_samples_is_clipped_to_the_bounds_too():
+    """aggregate() promises every aggregated interval inside the metric's bounds; an aggregator of
+    samples that does not clip its draws (here: shifted above 1) gets its interval clipped too."""
+
+    class Shifted(Aggregator):
+        name = "shifted_samples_test"
+
+        def aggregate_samples(self, samples, bounds, rng):
+            return samples.mean(axis=1) + 0.5
+
+    try:
+        ev, accs = _experiments()
+        agg = aggregate(accs, "shifted_samples_test", evaluation=ev, metrics=["accuracy"])
+        draws = np.mean([ev.posterior(a, samples=True)[()]["accuracy"].samples for a in accs], axis=0) + 0.5
+        lo, hi = np.quantile(draws, [0.025, 0.975])
+        assert hi > 1.0  # the aggregator's own draws leave the bounds
+        assert agg.overall.ci["accuracy"] == (pytest.approx(min(lo, 1.0), rel=1e-12), 1.0)
+    finally:
+        AGGREGATORS.pop("shifted_samples_test", None)
+
+
+def test_aggregation_of_a_metric_no_run_has_is_refused_by_name():
+    """A misspelt key of aggregation= was silently ignored (accuracy got the default method)."""
+    runs = [Results([SliceResult((), 100, 100.0, 0, {"accuracy": a})]) for a in (0.8, 0.9)]
+    with pytest.raises(ValueError, match=r"aggregation= names metric\(s\) \['acuracy'\] that no run has \(the runs have \['accuracy'\]\)"):
+        aggregate(runs, "fixed_effect", aggregation={"acuracy": "mean"})
+    ev, accs = _experiments()
+    with pytest.raises(ValueError, match=r"aggregation= names metric\(s\) \['f1'\] that no run has"):
+        aggregate(accs, "random_effects", evaluation=ev, aggregation={"f1": "mean"})
+    # a per-class metric is reported in not_aggregated, as without aggregation=
+    assert "recall@none" in aggregate(accs, "random_effects", evaluation=ev, aggregation={"recall@none": "mean"}).not_aggregated

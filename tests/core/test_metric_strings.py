@@ -45,6 +45,14 @@ def test_malformed_metric_strings(text):
         parse_metric_string(text)
 
 
+@pytest.mark.parametrize("text", ["fbeta@beta=2@beta=3", "fbeta+beta=2+beta=3", "fbeta@beta=2+beta=0.5", "f1+beta=2 @ beta = 3"])
+def test_a_parameter_given_twice_is_refused(text):
+    """Two values of one parameter (easy to write with ``+`` beside ``@``) are a bad input, not
+    "the last one wins": the string names the parameter."""
+    with pytest.raises(ValueError, match=r"parameter 'beta' given twice in '"):
+        parse_metric_string(text)
+
+
 def test_resolve_f1_macro():
     m = resolve("f1@macro", MULTI)
     assert type(m).__name__ == "F1" and m.p["average"] == "macro" and m.key == "f1@macro"

@@ -159,6 +159,20 @@ def test_step_is_functional():
         om.step("accuracy", [0], [0])
 
 
+def test_value_and_step_refuse_a_state_of_another_configuration():
+    """The state of a 4-class metric read by a 3-class one: an error naming the setting, never a
+    value (it gave 1.0 for precision and mIoU), nor a KeyError."""
+    s4 = om.step(om.Precision(4), [0, 1, 3], [0, 1, 3])
+    for m in (om.Precision(3), om.mIoU(3)):
+        with pytest.raises(ValueError, match="num_classes 3 != 4"):
+            om.value(m, s4)
+        with pytest.raises(ValueError, match="num_classes 3 != 4"):
+            om.step(m, [0, 1, 2], [0, 1, 2], s4)
+    with pytest.raises(ValueError, match=r"states of kinds \['example_count', 'confusion_matrix'\] do not belong to .* \['example_count', 'mean_measure'\]"):
+        om.value(om.AverageMeasure(lambda p, y: 1.0, "one"), s4)
+    assert om.value(om.Precision(4), s4) == 1.0  # its own state reads as before
+
+
 # --- data formats: (N, 1) label columns, one-hot output, validate ---------------------------------
 def test_an_n_by_1_label_column_is_read_as_class_indices():
     m = om.Accuracy(3)

@@ -105,3 +105,16 @@ def test_prob_conf_mat_default_differs_on_an_empty_cell():
     assert haldane == 1.0  # Haldane: fp stays 0, precision is 1 in every sample
     assert ours == pytest.approx(stats.beta.ppf(0.025, 15.5, 0.5), abs=0.005)  # Beta(tp + 0.5, fp + 0.5)
     assert 0.14 < haldane - ours < 0.16
+
+
+def test_posterior_leaves_out_the_complementary_suppressed_slices_as_finish_does():
+    """g=b (2 rows) is below min_slice_size=3; g=a (4 rows) is published by neither finish() nor
+    posterior(): with the overall slice it would give g=b's counts back by subtraction."""
+    from mergeable_metrics import aggregate
+
+    ev = Evaluation(label_col="y", prediction_col="p", slices=["g"], metrics=["precision", "accuracy"], ci="posterior", ci_replicates=300, min_slice_size=3)
+    acc = ev.fold(ev.zero(), {"y": [1, 1, 0, 0, 1, 0], "p": [1, 0, 0, 1, 1, 1], "g": list("aaaabb")})
+    published = {s.slice for s in ev.finish(acc).slices if not s.suppressed}
+    assert published == {()}
+    assert set(ev.posterior(acc)) == published
+    assert {s.slice for s in aggregate([acc, acc], "random_effects", evaluation=ev).slices} == published

@@ -35,6 +35,22 @@ def test_hamming_loss_1d_random_bit_identical(seed):
     assert mc.compute()["hamming_loss"] == skm.hamming_loss(y, p, sample_weight=w)
 
 
+def test_hamming_loss_1d_fractional_weights_within_a_few_ulps():
+    """With fractional weights the sums run in another order than numpy's pairwise ``np.average``:
+    not bit for bit (docs/metrics.md says so), within a few ulps of scikit-learn's."""
+    rng = np.random.default_rng(2)
+    differ = 0
+    for _ in range(100):
+        n = int(rng.integers(1, 200))
+        y, p, w = rng.integers(0, 3, n), rng.integers(0, 3, n), rng.random(n)
+        mc = MetricCollection("hamming_loss", num_classes=3, multiclass=True)
+        mc.update(y, y_pred=p, sample_weight=w)
+        got, want = mc.compute()["hamming_loss"], skm.hamming_loss(y, p, sample_weight=w)
+        assert abs(got - want) <= 8 * np.spacing(want), (n, got, want)
+        differ += got != want
+    assert differ > 0  # the docs' caveat is real
+
+
 # --- roc_auc@max_fpr: partial AUC (McClish-standardised) per label of a multilabel task --------
 def _multilabel(seed, n=40, L=3):
     rng = np.random.default_rng(seed)

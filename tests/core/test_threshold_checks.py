@@ -23,6 +23,13 @@ def test_equal_is_numpys_isclose(value):
         assert row["message"].startswith(f"accuracy {value!r} != expected 0.75 (differs by ")
 
 
+@pytest.mark.parametrize(("value", "bound"), [(math.inf, math.inf), (-math.inf, -math.inf), (math.inf, -math.inf), (math.inf, 1.0), (1.0, math.inf)])
+def test_equal_is_numpys_isclose_at_infinity(value, bound):
+    """np.isclose(inf, inf) is True (inf - inf is NaN, which no tolerance admits)."""
+    row = check_value("log_loss", "equal", value, bound, rtol=1e-7)
+    assert (row["status"] == "pass") == bool(np.isclose(value, bound, rtol=1e-7, atol=0.0)), row["message"]
+
+
 def test_bounds_and_undefined_values():
     assert check_value("recall", "minimum", 0.5, 0.6) | {} == {
         "metric": "recall", "check": "minimum", "current": 0.5, "baseline": None, "threshold": 0.6, "status": "fail", "message": "recall 0.5 < minimum 0.6",
@@ -36,6 +43,19 @@ def test_bounds_and_undefined_values():
     assert check_value("recall", "minimum", None, 0.6, baseline=None)["status"] == "undefined"
     with pytest.raises(ValueError, match="check must be one of minimum, maximum, equal"):
         check_value("recall", "between", 0.5, 0.6)
+
+
+def test_numpy_numbers_are_bounds_and_bad_bounds_are_refused():
+    """An expected count from numpy (``np.sum`` gives an ``np.int64``) or a float32 bound is a
+    number like any other; NaN, a bool or a string is refused naming the metric."""
+    f = FRAME
+    tp = np.sum((f.y == 1) & (f.p >= 0.5))  # np.int64(2)
+    entries = [{"slice": {}, "n": 8, "metrics": {"tp": 2.0, "accuracy": _sk(accuracy_score)}}]
+    checks = check_expectations(entries, equal={"tp": tp}, minimum={"accuracy": np.float32(0.5)}, maximum={"accuracy": np.int64(1)})
+    assert [c["status"] for c in checks] == ["pass", "pass", "pass"] and checks[0]["threshold"] == 2.0
+    for bad in (math.nan, np.float32("nan"), True, np.bool_(True), "0.5"):
+        with pytest.raises(ValueError, match="minimum: the bound of 'accuracy' must be a number"):
+            check_expectations(entries, minimum={"accuracy": bad})
 
 
 FRAME = pd.DataFrame({"y": [1, 1, 0, 1, 0, 0, 1, 0], "p": [0.9, 0.4, 0.2, 0.7, 0.6, 0.1, 0.3, 0.8], "g": list("aabbabab")})
