@@ -46,11 +46,7 @@ from mergeable_metrics.evaluation.profile import ProfileSummary, SliceProfile, S
 from mergeable_metrics.slicing.assign import OTHER, OVERALL, parse_slices, slice_name, sort_key, sort_order
 from mergeable_metrics.collection.stacked import VECTORISE_FROM, compute_fields, is_cell_metric
 from mergeable_metrics.states.base import ExampleCountState, _layout_diff
-<<<<<<< HEAD
-from mergeable_metrics.evaluation.suppression import is_suppressed, protect, spec_of, suppressed_mask
-=======
-from mergeable_metrics.evaluation.suppression import is_suppressed, protect, spec_of, suppress_complements
->>>>>>> h-brk
+from mergeable_metrics.evaluation.suppression import is_suppressed, protect, spec_of, suppress_complements, suppressed_mask
 
 __all__ = ["Accumulator", "Evaluation", "extract_columns", "fold_all", "is_single_batch", "num_rows", "resolve_evaluation"]
 
