@@ -864,7 +864,8 @@ class MetricCollection:
             TypeError: ``other`` is not a :class:`MetricCollection`.
             ValueError: the other collection has a different configuration (names the setting:
                 a state layout such as the thresholds, or a :attr:`fingerprint` setting such as
-                ``ignore_index`` or the input formats); this one is left unchanged.
+                ``ignore_index`` or the input formats), or other metrics (``accuracy`` merged
+                with ``iou@none``, ``ndcg@k=3`` with ``ndcg@k=5``); this one is left unchanged.
         """
         if not isinstance(other, MetricCollection):
             raise TypeError(f"cannot merge {type(other).__name__} into a {type(self).__name__}")
@@ -872,7 +873,11 @@ class MetricCollection:
         with other._lock:  # a consistent snapshot of the other; never both locks at once
             states, rows = other.states, other._rows
         with self._lock:
-            self.states = self.plan.merge(self.states, states)
+            merged = self.plan.merge(self.states, states)  # a state's setting is named first
+            mine, theirs = sorted(self.resolved_names.values()), sorted(other.resolved_names.values())
+            if mine != theirs:  # the same states, other metrics: the merged object would report only this one's
+                raise ValueError(f"cannot merge: the metrics differ ({', '.join(mine)} vs {', '.join(theirs)}); merge collections of the same metrics")
+            self.states = merged
             self._rows += rows
         return self
 

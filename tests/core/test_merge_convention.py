@@ -300,3 +300,27 @@ def test_metric_collection_merge_refuses_another_configuration_without_changing_
         a.merge(b)
     assert a.encode() == a_bytes
     assert np.isclose(a.compute()["accuracy"], 0.5)  # rows with label 0 are ignored: 1 of 2
+
+
+def test_collections_of_other_metrics_over_the_same_states_do_not_merge():
+    """Accuracy and IoU (or fbeta@beta=2 and fbeta@beta=3) share a state: a merge would silently report the
+    first object's metric over both objects' rows, so it is refused, naming the metrics."""
+    from sklearn.metrics import accuracy_score
+
+    from mergeable_metrics import MetricCollection, merge
+    from mergeable_metrics import onlinemetrics as om
+
+    acc, iou = om.Accuracy(3), om.IoU(3)
+    acc.update([0, 1, 2], y_pred=[0, 1, 1])
+    iou.update([0, 1, 2], y_pred=[0, 0, 0])
+    with pytest.raises(ValueError, match=r"metrics differ \(accuracy vs iou@none\)"):
+        merge(acc, iou)
+    with pytest.raises(ValueError, match=r"fbeta@beta=2 vs fbeta@beta=3"):
+        MetricCollection("fbeta@beta=2").merge(MetricCollection("fbeta@beta=3"))
+    other = om.Accuracy(3)
+    other.update([2, 2], y_pred=[2, 2])
+    assert merge(acc, other).compute() == accuracy_score([0, 1, 2, 2, 2], [0, 1, 1, 2, 2])
+    # display names may differ: the metrics are what must match
+    a, b = MetricCollection(("val_f1", "f1@macro"), num_classes=3), MetricCollection("f1@macro", num_classes=3)
+    a.update([0, 1, 2], y_pred=[0, 1, 2])
+    assert a.merge(b) is a
