@@ -351,7 +351,8 @@ class Metric:
 
     def __init__(self, task: Task, **params: Any):
         if task.kind not in self.tasks:
-            raise ValueError(f"metric {self.name!r} is not defined for {task.kind} tasks (only {self.tasks})")
+            fix = f"pass task={self.tasks[0]!r}" if len(self.tasks) == 1 else f"pass task= one of {list(self.tasks)}"
+            raise ValueError(f"metric {self.name!r} is not defined for {task.kind} tasks (only {self.tasks}): {fix}")
         unknown = set(params) - set(self.params)
         if unknown:
             raise ValueError(f"metric {self.name!r}: unknown parameter(s) {sorted(unknown)}; accepted: {sorted(self.params)}")
