@@ -35,6 +35,15 @@ def _number_columns(evaluation: Evaluation) -> list[str]:
     return cols
 
 
+def _label_columns(evaluation: Evaluation) -> tuple[str, ...]:
+    """The columns of class labels (the label column first), when the task has classes: text in
+    them is class names (the error names ``--classes``)."""
+    if evaluation.plan.task.kind not in ("binary", "multiclass"):
+        return ()
+    cols = (evaluation.label_col, evaluation.prediction_col, evaluation.inputs.baseline_prediction_col)
+    return tuple(c for c in cols if c is not None)
+
+
 def input_schema(evaluation: Evaluation, path: str, fmt: str | None = None) -> io.InputSchema:
     """The input's schema for ``evaluation`` (:func:`mergeable_metrics.pipelines.io.input_schema`), the same for
     every engine; with ``on_invalid="raise"``, text that is not a number in a value column is an
@@ -46,7 +55,7 @@ def input_schema(evaluation: Evaluation, path: str, fmt: str | None = None) -> i
     """
     schema = io.input_schema(path, fmt, list(evaluation.columns), _number_columns(evaluation))
     if evaluation.on_invalid == "raise":
-        schema.check_text_values()
+        schema.check_text_values(_label_columns(evaluation))
     return schema
 
 
@@ -61,7 +70,7 @@ def _schema(evaluation: Evaluation, path: str, fmt: str | None, window: Any) -> 
         return input_schema(evaluation, path, fmt)
     schema = io.input_schema(path, fmt, _window_columns(evaluation, window), _number_columns(evaluation))
     if evaluation.on_invalid == "raise":
-        schema.check_text_values()
+        schema.check_text_values(_label_columns(evaluation))
     return schema
 
 
