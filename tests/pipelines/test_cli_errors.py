@@ -214,3 +214,33 @@ def test_text_labels_name_classes_from_csv_as_from_parquet(tmp_path, capsys, fmt
     )
     got = json.loads((out / "metrics.json").read_text())["slices"][0]["metrics"]["roc_auc"]
     assert got == pytest.approx(roc_auc_score(np.asarray(table["y"]) == "yes", np.asarray(table["p"])))
+
+
+@pytest.mark.parametrize(
+    "argv, suggestion",
+    [
+        (["--treshold", "0.3"], "--threshold"),
+        (["--slices", "country"], "--slice"),
+        (["--num-clases", "3"], "--num-classes"),
+    ],
+)
+def test_an_unknown_option_is_a_short_error_with_the_closest_option_and_help(tmp_path, capsys, argv, suggestion):
+    # newcomer report: a 58-line usage dump with no suggestion
+    good = _good(tmp_path / "g.parquet")
+    with pytest.raises(SystemExit) as e:
+        main(["--input", str(good), "--label", "y", "--score", "p", *argv, "--output", str(tmp_path / "o")])
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) <= 3, err
+    assert f"unrecognized arguments: {' '.join(argv)}" in err and f"(did you mean {suggestion}?)" in err, err
+    assert "--help" in err
+
+
+def test_validate_unknown_option_is_short_too(capsys):
+    from mergeable_metrics.pipelines.validate import main as validate_main
+
+    with pytest.raises(SystemExit) as e:
+        validate_main(["--current", "a", "--baseline", "b", "--thresholds", "t.yaml", "--shw-all"])
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert "(did you mean --show-all?)" in err and len(err.strip().splitlines()) <= 3, err
