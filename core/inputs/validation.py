@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from mergeable_metrics._util.nulls import NULL
+from mergeable_metrics._util.limits import MAX_NUM_CLASSES
 
 ON_INVALID = ("raise", "skip")
 
@@ -424,8 +425,8 @@ def _two_class_hint(vals: np.ndarray) -> str:
     """The settings that read integer labels the two-class default refuses: ``classes=[a, b]`` for
     two other values, ``task='multiclass', num_classes=K`` for labels 0..K-1; "" otherwise."""
     with np.errstate(invalid="ignore"):
-        if not (np.isfinite(vals).all() and (vals == np.floor(vals)).all()):
-            return ""
+        if not (np.isfinite(vals).all() and (vals == np.floor(vals)).all() and np.abs(vals).max() < MAX_NUM_CLASSES):
+            return ""  # no plausible class ids
     seen = np.unique(vals).astype(np.int64).tolist()
     if len(seen) == 2:
         return f"; for two classes named {seen[0]} and {seen[1]} pass classes={seen!r} (--classes {seen[0]},{seen[1]})"

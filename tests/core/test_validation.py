@@ -710,7 +710,11 @@ def test_binary_default_with_labels_one_and_two_names_classes():
 def test_a_regression_metric_on_the_binary_default_names_task_regression():
     with pytest.raises(ValueError, match=r"metric 'r2' is not defined for binary tasks.*pass task='regression'"):
         MetricCollection("r2")
-    # NaN labels get no class hint (they are no classes)
-    with pytest.raises(ValueError) as e:
-        MetricCollection("accuracy").update([0, float("nan"), 1], y_pred=[0, 1, 1])
-    assert "classes=" not in str(e.value) and "num_classes" not in str(e.value)
+
+
+def test_labels_that_are_no_class_ids_get_no_class_hint():
+    # NaN, inf and huge values are no classes (and 1e300 used to overflow the hint's class count)
+    for bad in (float("nan"), float("inf"), 1e300, 2.0**63):
+        with pytest.raises(ValueError) as e:
+            MetricCollection("accuracy").update([0, bad, 1], y_pred=[0, 1, 1])
+        assert str(e.value).endswith("labels must be 0 or 1"), str(e.value)
