@@ -118,6 +118,7 @@ _EXPORTS: dict[str, str] = {
     "rows_to_columns": "mergeable_metrics.evaluation.evaluation",
     "invalid_value_message": "mergeable_metrics.inputs.validation",
     "label_rule": "mergeable_metrics.inputs.validation",
+    "classes_hint": "mergeable_metrics.inputs.validation",
     "SCORES_FINITE": "mergeable_metrics.inputs.validation",
     "WEIGHTS_RULE": "mergeable_metrics.inputs.validation",
     "NULL": "mergeable_metrics._util.nulls",
@@ -195,7 +196,7 @@ if TYPE_CHECKING:  # static type checkers and IDEs see the eager imports
         rule_text,
         spec_columns,
     )
-    from mergeable_metrics.inputs.validation import SCORES_FINITE, WEIGHTS_RULE, invalid_value_message, label_rule  # noqa: F401
+    from mergeable_metrics.inputs.validation import SCORES_FINITE, WEIGHTS_RULE, classes_hint, invalid_value_message, label_rule  # noqa: F401
     from mergeable_metrics.metrics.base import REGISTRY, UndefinedMetricWarning, parse_metric_string, resolve  # noqa: F401
     from mergeable_metrics.metrics.calibration import CalibrationBinsState, ProbabilitySumsState  # noqa: F401
     from mergeable_metrics.metrics.regression import RegressionMomentsState  # noqa: F401

@@ -25,6 +25,16 @@ log = logging.getLogger("pipelines")
 ENGINES = ("local", "beam", "spark")
 
 
+def _slice_counts(results: Results) -> str:
+    """``44 slices (+11 suppressed)``: the slices with values and those withheld below their
+    ``min_slice_size``, counted as the run's summary and report count them (one ``__suppressed__``
+    entry stands for all it counts)."""
+    from mergeable_metrics.pipelines.report import slice_counts  # noqa: PLC0415 - the one count of the summary and the report
+
+    published, withheld = slice_counts(results)
+    return f"{published} slices" + (f" (+{withheld} suppressed)" if withheld else "")
+
+
 def _number_columns(evaluation: Evaluation) -> list[str]:
     """The value columns that hold numbers: with text class values (``classes=["cat", ...]``) the
     label and prediction columns hold text, mapped by :func:`mergeable_metrics.inputs.labels.encode_labels`."""
@@ -33,6 +43,15 @@ def _number_columns(evaluation: Evaluation) -> list[str]:
         text = {evaluation.label_col, evaluation.prediction_col, evaluation.inputs.baseline_prediction_col}
         cols = [c for c in cols if c not in text]
     return cols
+
+
+def _label_columns(evaluation: Evaluation) -> tuple[str, ...]:
+    """The columns of class labels (the label column first), when the task has classes: text in
+    them is class names (the error names ``--classes``)."""
+    if evaluation.plan.task.kind not in ("binary", "multiclass"):
+        return ()
+    cols = (evaluation.label_col, evaluation.prediction_col, evaluation.inputs.baseline_prediction_col)
+    return tuple(c for c in cols if c is not None)
 
 
 def input_schema(evaluation: Evaluation, path: str, fmt: str | None = None) -> io.InputSchema:
@@ -46,7 +65,7 @@ def input_schema(evaluation: Evaluation, path: str, fmt: str | None = None) -> i
     """
     schema = io.input_schema(path, fmt, list(evaluation.columns), _number_columns(evaluation))
     if evaluation.on_invalid == "raise":
-        schema.check_text_values()
+        schema.check_text_values(_label_columns(evaluation))
     return schema
 
 
@@ -61,7 +80,7 @@ def _schema(evaluation: Evaluation, path: str, fmt: str | None, window: Any) -> 
         return input_schema(evaluation, path, fmt)
     schema = io.input_schema(path, fmt, _window_columns(evaluation, window), _number_columns(evaluation))
     if evaluation.on_invalid == "raise":
-        schema.check_text_values()
+        schema.check_text_values(_label_columns(evaluation))
     return schema
 
 
@@ -164,10 +183,12 @@ def run_beam(
                 lines += [ln for ln in fh.read().splitlines() if ln.strip()]
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    stage("beam", "collected %d slices", len(lines))
     if window is not None:
+        stage("beam", "collected %d slice results", len(lines))
         return WindowedEvaluation(window, evaluation).collect(slices=[slice_result_from_json(ln) for ln in lines])
-    return evaluation.collect(slices=[slice_result_from_json(ln) for ln in lines])
+    results = evaluation.collect(slices=[slice_result_from_json(ln) for ln in lines])
+    stage("beam", "collected %s", _slice_counts(results))
+    return results
 
 
 def timestamped_pieces(batch: Any, window: Any) -> Any:
@@ -225,7 +246,7 @@ def run_spark(evaluation: Evaluation, path: str, fmt: str | None = None, master:
         stage("spark", "counting slice values (max_slices / quantile buckets)")
     stage("spark", "computing metrics (partial states per partition, merged per slice)")
     results = evaluate(df, evaluation=evaluation)
-    stage("spark", "collected %d slices", len(results.slices))
+    stage("spark", "collected %s", _slice_counts(results))
     return results
 
 

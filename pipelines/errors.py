@@ -20,7 +20,9 @@ message, and :func:`cli_logging` sends the engines' own log lines to a log file 
 
 from __future__ import annotations
 
+import argparse
 import contextlib
+import difflib
 import logging
 import os
 import re
@@ -28,7 +30,7 @@ import sys
 import traceback
 from pathlib import Path
 from types import ModuleType
-from typing import Iterator
+from typing import Iterator, NoReturn
 
 USAGE, DATA = 2, 1
 
@@ -218,3 +220,21 @@ def engine_stderr() -> contextlib.AbstractContextManager[None]:
     """Around starting an engine's processes (``get_spark``): inside a :func:`cli_logging` block
     without ``verbose``, their stderr goes to its log file (:func:`stderr_fd_to`); else no change."""
     return stderr_fd_to(_CHILD_LOG[-1] if _CHILD_LOG else None)
+
+
+class CliParser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose usage errors are short: the ``error:`` line, the closest option
+    to each unknown one (``--treshold`` -> ``(did you mean --threshold?)``) and a pointer to
+    ``--help``, instead of the whole usage (exit code 2, as argparse)."""
+
+    def error(self, message: str) -> NoReturn:  # type: ignore[override]
+        known = [s for a in self._actions for s in a.option_strings if s.startswith("--")]
+        hints = []
+        if message.startswith("unrecognized arguments:"):
+            for token in message.split(":", 1)[1].split():
+                name = token.split("=", 1)[0]
+                close = difflib.get_close_matches(name, known, n=1, cutoff=0.6) if name.startswith("-") else []
+                if close:
+                    hints.append(f"{name}: did you mean {close[0]}?")
+        hint = f" ({'; '.join(hints)})" if len(hints) > 1 else (f" ({hints[0].split(': ', 1)[1]})" if hints else "")
+        self.exit(2, f"{self.prog}: error: {message}{hint}\nsee {self.prog} --help for every option\n")

@@ -188,17 +188,22 @@ class InputSchema:
     types: dict[str, pa.DataType] | None
     text_values: dict[str, tuple[str, int]] = field(default_factory=dict)
     file_types: dict[str, dict[str, pa.DataType]] = field(default_factory=dict)
+    text_seen: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
-    def check_text_values(self) -> None:
+    def check_text_values(self, label_columns: Sequence[str] = ()) -> None:
         """Raise ``TypeError`` for the first value column holding text that is not a number
-        (naming the column, the value and its row).
+        (naming the column, the value and its row). In a column of class labels (``label_columns``)
+        text is class names: the message names ``classes=`` / ``--classes`` with the values seen.
         """
         if self.text_values:
             col, (value, row) = min(self.text_values.items(), key=lambda kv: kv[1][1])
-            raise TypeError(
-                f"column {col!r}: value {value!r} at row {row} is not a number (the column is read as text because of "
-                "it; fix the value, or skip such rows with --skip-invalid / on_invalid='skip')"
-            )
+            if col in label_columns:
+                from mergeable_metrics.engine import classes_hint  # noqa: PLC0415 - only for this message
+
+                hint = classes_hint(list(self.text_seen.get(col, (value,))), "labels" if col == label_columns[0] else "predictions")
+            else:
+                hint = "fix the value, or skip such rows with --skip-invalid / on_invalid='skip'"
+            raise TypeError(f"column {col!r}: value {value!r} at row {row} is not a number (the column is read as text because of it); {hint}")
 
 
 def csv_header(file: str) -> list[str]:
@@ -299,6 +304,7 @@ def input_schema(path: str | os.PathLike, fmt: str | None, columns: Sequence[str
         return InputSchema(fmt, files, types, file_types=differ)
     kinds = dict.fromkeys(columns, "null")
     text: dict[str, tuple[str, int]] = {}
+    seen: dict[str, tuple[str, ...]] = {}
     row = 0
     for f in files:
         for batch in _csv_strings(f, columns):
@@ -310,6 +316,7 @@ def input_schema(path: str | os.PathLike, fmt: str | None, columns: Sequence[str
                     if not pc.all(ok).as_py():
                         i = int(pc.index(ok, False).as_py())
                         text[c] = (arr[i].as_py(), row + i)
+                        seen[c] = tuple(pc.unique(arr.filter(pc.invert(ok))).to_pylist())  # this batch's: for the classes hint
             row += batch.num_rows
     types = {}
     for c in columns:
@@ -319,7 +326,7 @@ def input_schema(path: str | os.PathLike, fmt: str | None, columns: Sequence[str
         elif c in values and kind == "bool":
             text.pop(c, None)  # true/false labels are numbers (booleans) for core
         types[c] = _KIND_TYPES[kind]
-    return InputSchema(fmt, files, types, {c: v for c, v in text.items() if types[c] == pa.string()})
+    return InputSchema(fmt, files, types, {c: v for c, v in text.items() if types[c] == pa.string()}, text_seen=seen)
 
 
 def _plain_type(t: pa.DataType) -> pa.DataType:

@@ -8,8 +8,8 @@ Options:
     ``--update-metric-baselines``: record the baselines of the tests that run (replacing theirs).
     ``--metric-baselines-file PATH``: the baselines file (default ``.metric-baselines.json`` in the
         rootdir); per-sample values go to the directory of the same name without ``.json``.
-    ``--metric-baselines-strict``: a test without a baseline fails (default: it is skipped, unless
-        it gives ``minimum`` / ``maximum``, which always apply).
+    ``--metric-baselines-strict``: a test without a baseline fails (default: it is skipped with the
+        command that records it; ``minimum`` / ``maximum`` always apply, a violated one fails).
 
 A test that does not use the fixture is not affected: no file is read or written.
 """
@@ -47,7 +47,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--metric-baselines-strict",
         action="store_true",
         default=False,
-        help="fail a metric_baseline test that has no baseline (default: skip it unless it gives minimum/maximum)",
+        help="fail a metric_baseline test that has no baseline (default: skip it; minimum/maximum still apply)",
     )
 
 
@@ -205,8 +205,9 @@ def metric_baseline(request: pytest.FixtureRequest) -> Callable[..., Any]:
     With ``--update-metric-baselines`` the run is recorded under the test's node id (a second
     call in one test under ``<node id>#2``, ...). Otherwise it is compared with the recorded one:
     a baseline that measured something else fails listing every difference; a regression fails
-    with the drop, its interval and the allowed drop; a missing baseline skips the test (fails
-    with ``--metric-baselines-strict``; passes when ``minimum`` / ``maximum`` are given and hold).
+    with the drop, its interval and the allowed drop; a missing baseline skips the test, naming the
+    option that records it (fails with ``--metric-baselines-strict``; ``minimum`` / ``maximum`` are
+    checked first, so a violated limit fails).
     """
     store: _BaselineStore = request.config.stash[_STORE]
     calls = [0]
@@ -247,12 +248,11 @@ def metric_baseline(request: pytest.FixtureRequest) -> Callable[..., Any]:
         if entry is None:
             if limits:
                 pytest.fail(limits_text, pytrace=False)
-            message = f"no metric baseline for {key} in {store.path}; {how}"
+            held = " (minimum/maximum held)" if minimum is not None or maximum is not None else ""
+            message = f"no metric baseline for {key} in {store.path}{held}; {how}"
             if store.strict:
                 pytest.fail(message + " (--metric-baselines-strict)", pytrace=False)
-            if minimum is None and maximum is None:
-                pytest.skip(message)
-            return run
+            pytest.skip(message)  # never a silent pass: the comparison did not happen
         result = baselines.compare(
             run, entry, samples, tolerance=tolerance, higher_is_better=higher_is_better, confidence=confidence, resamples=resamples, seed=seed
         )

@@ -69,6 +69,8 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
+from mergeable_metrics.pipelines import errors
+
 from mergeable_metrics.engine import (  # the checks themselves: one place, shared with Beam's ValidateMetrics and the test helpers
     CHANGE_KEYS,
     CI_COMPARED,
@@ -219,7 +221,7 @@ def format_table(checks: list[dict[str, Any]], max_rows: int = 200) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = errors.CliParser(
         prog="python -m mergeable_metrics.pipelines.validate",
         description="Compare two evaluation outputs (metrics.json) slice by slice against value and change thresholds.",
         epilog="exit codes: 0 every check passes, 1 a regression, 2 a configuration mismatch or bad input",

@@ -25,7 +25,18 @@ from mergeable_metrics.inputs.validation import Batch, as_array
 from mergeable_metrics.inputs.formats import get_format, make_batch
 from mergeable_metrics.metrics.measure import MeanMeasure, MeanMeasureMetric, MeanMeasureState, measure_values
 from mergeable_metrics.inputs.labels import columns_reversed, encode_labels, resolve_classes, swap_score_columns
-from mergeable_metrics.metrics.base import DEFAULT_METRICS, Interval, Metric, Task, UndefinedMetricWarning, class_values, resolve, same_configuration
+from mergeable_metrics.metrics.base import (
+    DEFAULT_METRICS,
+    REGISTRY,
+    Interval,
+    Metric,
+    Task,
+    UndefinedMetricWarning,
+    class_values,
+    parse_metric_string,
+    resolve,
+    same_configuration,
+)
 from mergeable_metrics.metrics.retrieval import with_query_keys
 from mergeable_metrics.collection.stacked import ManyValues, compute_cells, compute_many, compute_shared
 from mergeable_metrics.states.base import ExampleCountState, State
@@ -597,6 +608,31 @@ def _fmt_value(v: Any) -> str:
     return str(v)
 
 
+def _check_parameter_keyword(key: str, value: str, metrics: Sequence[Any]) -> None:
+    """A keyword of MetricCollection is a display name (``acc="accuracy"``); ``average="macro"``
+    means a metric parameter. Raises ValueError saying so when ``key`` is a metric parameter's
+    name and ``value`` names no metric, with the metric strings that set it."""
+    try:
+        if parse_metric_string(value)[0].lower() in REGISTRY or value in REGISTRY:
+            return
+    except ValueError:
+        pass
+    takes = [cls for cls in dict.fromkeys(REGISTRY.values()) if key in (cls.params or {})]
+    if not takes:
+        return
+    ways = []
+    for m in metrics:
+        cls = REGISTRY.get(parse_metric_string(m)[0].lower()) if isinstance(m, str) else None
+        if cls is not None and key in (cls.params or {}):
+            ways += ([f"'{m}@{value}'"] if cls.positional == key else []) + [f"'{m}@{key}={value}'"]
+    raise ValueError(
+        f"MetricCollection: {key}={value!r} is read as a metric named {key!r} (keywords other than its options are display "
+        f'names of metrics, acc="accuracy"), and {value!r} is no metric; {key} is a metric parameter: write '
+        + (" or ".join(ways) if ways else f"'<metric>@{key}={value}'")
+        + " in the metric string"
+    )
+
+
 _COLLECTION_OPTIONS = (
     "num_classes", "threshold", "threshold_rule", "zero_division", "multiclass", "task", "ignore_index",
     "formats", "measures", "classes", "pos_label", "num_outputs",
@@ -690,6 +726,8 @@ class MetricCollection:
                     f"MetricCollection got an unexpected keyword argument {k}={v!r}{hint}; other keywords are display "
                     f'names of metrics (acc="accuracy"); its options are {", ".join(_COLLECTION_OPTIONS)}'
                 )
+            if isinstance(v, str):
+                _check_parameter_keyword(k, v, metrics)
         self.classes, num_classes = resolve_classes(classes, pos_label, num_classes, multiclass, task)
         self._swap_scores = columns_reversed(classes, self.classes)
         task = make_task(task, num_classes, threshold, threshold_rule, zero_division, multiclass, ignore_index, num_outputs)

@@ -406,9 +406,30 @@ def config_differences(current: dict[str, Any], baseline: dict[str, Any]) -> tup
 class _Resolver:
     """Which thresholds apply to (slice, metric): the slice's entry, else its spec's, else global."""
 
-    def __init__(self, thresholds: Thresholds, available: list[str], config: dict[str, Any], slices: list[dict[str, Any]], every: list[dict[str, Any]]):
-        """``slices``: the compared slices' metrics.json entries (both sides); ``every``: every slice key of either side."""
+    def __init__(
+        self,
+        thresholds: Thresholds,
+        available: list[str],
+        config: dict[str, Any],
+        slices: list[dict[str, Any]],
+        every: list[dict[str, Any]],
+        suppressed: dict[frozenset, int] | None = None,
+    ):
+        """``slices``: the compared slices' metrics.json entries (both sides); ``every``: every slice key of either side;
+        ``suppressed``: spec (its columns) -> how many of its slices a side suppressed (min_slice_size)."""
         where = f"thresholds {thresholds.source!r}"
+
+        def maybe_suppressed(columns: Iterable[str]) -> str:
+            spec = frozenset(columns)
+            k = (suppressed or {}).get(spec)
+            if not k:
+                return ""
+            size = config.get("min_slice_size")
+            return (
+                f"; {k} slice{'s' if k != 1 else ''} of spec {','.join(sorted(spec))!r} {'were' if k != 1 else 'was'} suppressed "
+                f"(fewer than min_slice_size={f'{size:g}' if isinstance(size, (int, float)) else size} rows), it may be one of them: name a slice the results report"
+            )
+
         specs = {frozenset(s) for s in every}
         ids = {_slice_id(s): s for s in every}
 
@@ -447,13 +468,17 @@ class _Resolver:
                 if isinstance(one, str):  # a slice name, as Results["carrier=OO"] takes it
                     one = next((x for x in every if _slice_name(x) == one), None)
                     if one is None:
+                        columns = [p.split("=", 1)[0] for p in e.slice.split(", ")]
                         raise ThresholdsError(
                             f"{where}: {e.where}.slice: no slice {e.slice!r} in the results{_closest(e.slice, [_slice_name(x) for x in every])}"
+                            + maybe_suppressed(columns)
                         )
                 key = frozenset((c, _hashable(v)) for c, v in one.items())
                 if not any(frozenset(i) == key for i in ids):
                     names = [_slice_name(s) for s in every]
-                    raise ThresholdsError(f"{where}: {e.where}.slice: no slice {_slice_name(one)!r} in the results{_closest(_slice_name(one), names)}")
+                    raise ThresholdsError(
+                        f"{where}: {e.where}.slice: no slice {_slice_name(one)!r} in the results{_closest(_slice_name(one), names)}" + maybe_suppressed(one)
+                    )
                 target = self.by_slice
             if key in target:
                 raise ThresholdsError(f"{where}: {e.where}: a second entry for the same {'spec' if e.spec is not None else 'slice'}")
@@ -694,7 +719,12 @@ def compare(current: dict[str, Any], baseline: dict[str, Any] | None, thresholds
     every = [s["slice"] for s in current["slices"]] + [s["slice"] for k, s in base_slices.items() if k not in cur_slices]  # slice keys (of any window)
     # a metric of one side only is a mismatch (reported above); thresholds may name it
     sides = computed + [base_slices[_entry_id(s)] for s in computed]
-    resolver = _Resolver(thresholds, either, cconf, sides, every)
+    suppressed: dict[frozenset, int] = {}  # spec -> its suppressed slices (the most of either side)
+    for s in [*current["slices"], *baseline["slices"]]:
+        if s.get("suppressed"):
+            spec = frozenset(s["slice"])
+            suppressed[spec] = max(suppressed.get(spec, 0), int(s.get("suppressed_slices") or 1))
+    resolver = _Resolver(thresholds, either, cconf, sides, every, suppressed)
 
     checks, unchecked = [], []
     for s in computed:

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from mergeable_metrics._util.nulls import NULL
+from mergeable_metrics._util.limits import MAX_NUM_CLASSES
 
 ON_INVALID = ("raise", "skip")
 
@@ -413,8 +414,26 @@ def check_labels(
         bad = ~np.isfinite(vals) | (vals != np.floor(vals)) | (vals < 0) | (vals >= num_classes)
         if ignore_index is not None:
             bad &= vals != ignore_index
-    chk.check(bad, arr if arr.dtype == object else vals, column, label_rule(kind, num_classes, ignore_index))
+    rule = label_rule(kind, num_classes, ignore_index)
+    if num_classes == 2 and not chk.skip and bad.any():
+        rule += _two_class_hint(vals)
+    chk.check(bad, arr if arr.dtype == object else vals, column, rule)
     return vals, bad
+
+
+def _two_class_hint(vals: np.ndarray) -> str:
+    """The settings that read integer labels the two-class default refuses: ``classes=[a, b]`` for
+    two other values, ``task='multiclass', num_classes=K`` for labels 0..K-1; "" otherwise."""
+    with np.errstate(invalid="ignore"):
+        if not (np.isfinite(vals).all() and (vals == np.floor(vals)).all() and np.abs(vals).max() < MAX_NUM_CLASSES):
+            return ""  # no plausible class ids
+    seen = np.unique(vals).astype(np.int64).tolist()
+    if len(seen) == 2:
+        return f"; for two classes named {seen[0]} and {seen[1]} pass classes={seen!r} (--classes {seen[0]},{seen[1]})"
+    if seen[0] >= 0:
+        k = seen[-1] + 1
+        return f"; for {k} classes pass task='multiclass', num_classes={k} (--task multiclass --num-classes {k})"
+    return ""
 
 
 def classes_hint(arr: np.ndarray, kind: str = "labels", most: int = 6) -> str:

@@ -351,7 +351,8 @@ class Metric:
 
     def __init__(self, task: Task, **params: Any):
         if task.kind not in self.tasks:
-            raise ValueError(f"metric {self.name!r} is not defined for {task.kind} tasks (only {self.tasks})")
+            fix = f"pass task={self.tasks[0]!r}" if len(self.tasks) == 1 else f"pass task= one of {list(self.tasks)}"
+            raise ValueError(f"metric {self.name!r} is not defined for {task.kind} tasks (only {self.tasks}): {fix}")
         unknown = set(params) - set(self.params)
         if unknown:
             raise ValueError(f"metric {self.name!r}: unknown parameter(s) {sorted(unknown)}; accepted: {sorted(self.params)}")
@@ -711,7 +712,10 @@ def resolve(metric: "str | Metric", task: Task) -> Metric:
     name, positional, keyword = parse_metric_string(metric)
     cls = REGISTRY.get(name) or REGISTRY.get(name.lower())
     if cls is None:
-        close = difflib.get_close_matches(name.lower(), list(REGISTRY), n=1, cutoff=0.6)
+        # scikit-learn's function names end in _score / _loss / _error: the name without it first
+        stem = re.sub(r"_(score|loss|error)$", "", name.lower())
+        close = [stem] if stem in REGISTRY else difflib.get_close_matches(stem, list(REGISTRY), n=1, cutoff=0.6)
+        close = close or difflib.get_close_matches(name.lower(), list(REGISTRY), n=1, cutoff=0.6)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
         raise ValueError(
             f"unknown metric {name!r}{hint}; every name and alias is in the metrics table (docs/metrics.md; mergeable_metrics.metrics.base.REGISTRY)"
@@ -1162,7 +1166,7 @@ class Precision(_PRF):
 
     name = "precision"
     full_name = "Precision"
-    aliases = ("ppv", "positive_predictive_value")
+    aliases = ("ppv", "positive_predictive_value", "precision_score")
     which = "precision"
     sklearn = "sklearn.metrics.precision_score"
 
@@ -1172,7 +1176,7 @@ class Recall(_PRF):
 
     name = "recall"
     full_name = "Recall"
-    aliases = ("sensitivity", "tpr", "true_positive_rate")
+    aliases = ("sensitivity", "tpr", "true_positive_rate", "recall_score")
     which = "recall"
     sklearn = "sklearn.metrics.recall_score"
 
@@ -1219,7 +1223,7 @@ class Accuracy(_Classification):
 
     name = "accuracy"
     full_name = "Accuracy"
-    aliases = ("acc",)
+    aliases = ("acc", "accuracy_score")
     params = {"threshold": None}
     positional = None
     sklearn = "sklearn.metrics.accuracy_score"

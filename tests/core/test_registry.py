@@ -139,3 +139,63 @@ def test_the_extension_tier_exports_the_new_names():
     for name in ("RegressionMomentsState", "TopKState", "ProbabilitySumsState", "CalibrationBinsState", "MultilabelState",
                  "MeanMeasureState", "register_format", "InputFormat", "FORMATS"):  # fmt: skip
         assert hasattr(mergeable_metrics.metrics, name), name  # the extension tier
+
+
+# -- newcomer report: scikit-learn's function names, and suggestions that name the same metric ---
+def test_every_scikit_learn_score_loss_and_error_function_name_is_an_alias_of_its_metric():
+    """``f1_score`` was an alias but ``precision_score`` suggested 'average_precision_score'
+    (another metric): every bare ``sklearn.metrics.*_score / *_loss / *_error`` (and
+    ``matthews_corrcoef``) named as a metric's scikit-learn equivalent resolves to that metric."""
+    by_function: dict[str, set[str]] = {}
+    for cls in metric_classes():
+        function = (cls.sklearn or "").removeprefix("sklearn.metrics.")
+        if re.fullmatch(r"[a-z0-9_]+_(score|loss|error)|matthews_corrcoef", function):
+            by_function.setdefault(function, set()).add(cls.name)
+    assert {"precision_score", "recall_score", "accuracy_score", "f1_score", "roc_auc_score", "log_loss", "brier_score_loss"} <= set(by_function)
+    for function, names in by_function.items():
+        assert function in REGISTRY and REGISTRY[function].name in names, function
+    assert REGISTRY["precision_score"].name == "precision" and REGISTRY["accuracy_score"].name == "accuracy"
+    assert REGISTRY["recall_score"].name == "recall" and REGISTRY["mean_squared_error"].name == "mse"
+    # the aliases compute what scikit-learn's functions compute
+    from sklearn.metrics import accuracy_score, precision_score, recall_score
+
+    y, p = [0, 1, 1, 0, 1, 1, 0], [0, 1, 0, 1, 1, 1, 1]
+    m = MetricCollection("precision_score", "recall_score", "accuracy_score")
+    m.update(y, y_pred=p)
+    got = m.compute()
+    assert got["precision_score"] == pytest.approx(precision_score(y, p))
+    assert got["recall_score"] == pytest.approx(recall_score(y, p))
+    assert got["accuracy_score"] == pytest.approx(accuracy_score(y, p))
+
+
+@pytest.mark.parametrize(
+    "text, suggestion",
+    [("specificity_score", "specificity"), ("npv_score", "npv"), ("mcc_score", "mcc"), ("ece_loss", "ece"), ("precision_scor", "precision_score")],
+)
+def test_a_suggestion_prefers_the_name_without_a_score_loss_or_error_suffix(text, suggestion):
+    with pytest.raises(ValueError, match=rf"unknown metric '{text}' \(did you mean '{suggestion}'\?\)"):
+        resolve(text, Task())
+
+
+@pytest.mark.parametrize(
+    "metrics, kw, message",
+    [
+        (("f1",), dict(average="macro"), r"^MetricCollection: average='macro' is read as a metric named 'average'.*'f1@macro' or 'f1@average=macro'"),
+        (("f1",), dict(threshold_="0.3"), None),  # not a parameter name: the display-name reading stands (unknown metric '0.3')
+        (("f1", "roc_auc"), dict(max_fpr="0.5"), r"max_fpr='0.5' is read as a metric named 'max_fpr'.*write 'roc_auc@max_fpr=0.5'"),
+        (("f1",), dict(k="3"), r"k='3' is read as a metric named 'k'"),
+    ],
+)
+def test_a_metric_parameter_given_as_a_keyword_says_it_is_read_as_a_display_name(metrics, kw, message):
+    with pytest.raises(ValueError) as e:
+        MetricCollection(*metrics, num_classes=3, **kw)
+    if message is None:
+        assert "is read as a metric named" not in str(e.value)
+    else:
+        assert re.search(message, str(e.value)), str(e.value)
+        assert "f1@max_fpr" not in str(e.value)  # only metrics that take the parameter are suggested
+
+
+@pytest.mark.filterwarnings("ignore::mergeable_metrics.UndefinedMetricWarning")
+def test_a_display_name_that_is_a_parameter_name_still_works_when_its_value_is_a_metric():
+    assert list(MetricCollection("f1", average="accuracy", num_classes=3).compute()) == ["f1@macro", "average"]

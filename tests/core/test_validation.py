@@ -677,3 +677,44 @@ def test_text_labels_without_classes_name_the_classes_setting():
     msg = str(e.value)
     assert "column 'y': value 'yes' at row 0 is not a number" in msg
     assert "classes=['no', 'yes']" in msg and "--classes no,yes" in msg
+
+
+# -- newcomer report: the binary default's label errors name the settings that read the labels --
+def test_binary_default_with_three_labels_names_task_multiclass_and_num_classes():
+    with pytest.raises(ValueError) as e:
+        MetricCollection("accuracy").update([0, 1, 2], y_pred=[0, 1, 1])
+    msg = str(e.value)
+    assert msg.startswith("column 'y_true': invalid value 2.0 at row 2: labels must be 0 or 1")
+    assert "task='multiclass', num_classes=3" in msg and "--task multiclass --num-classes 3" in msg
+    # the settings it names read the batch (accuracy as scikit-learn computes it)
+    from sklearn.metrics import accuracy_score
+
+    m = MetricCollection("accuracy", task="multiclass", num_classes=3)
+    m.update([0, 1, 2], y_pred=[0, 1, 1])
+    assert m.compute()["accuracy"] == pytest.approx(accuracy_score([0, 1, 2], [0, 1, 1]))
+
+
+def test_binary_default_with_labels_one_and_two_names_classes():
+    with pytest.raises(ValueError) as e:
+        MetricCollection("accuracy").update([1, 2, 1], y_pred=[1, 2, 2])
+    msg = str(e.value)
+    assert "labels must be 0 or 1" in msg and "classes=[1, 2]" in msg and "--classes 1,2" in msg
+    assert "num_classes" not in msg
+    from sklearn.metrics import accuracy_score
+
+    m = MetricCollection("accuracy", classes=[1, 2])
+    m.update([1, 2, 1], y_pred=[1, 2, 2])
+    assert m.compute()["accuracy"] == pytest.approx(accuracy_score([1, 2, 1], [1, 2, 2]))
+
+
+def test_a_regression_metric_on_the_binary_default_names_task_regression():
+    with pytest.raises(ValueError, match=r"metric 'r2' is not defined for binary tasks.*pass task='regression'"):
+        MetricCollection("r2")
+
+
+def test_labels_that_are_no_class_ids_get_no_class_hint():
+    # NaN, inf and huge values are no classes (and 1e300 used to overflow the hint's class count)
+    for bad in (float("nan"), float("inf"), 1e300, 2.0**63):
+        with pytest.raises(ValueError) as e:
+            MetricCollection("accuracy").update([0, bad, 1], y_pred=[0, 1, 1])
+        assert str(e.value).endswith("labels must be 0 or 1"), str(e.value)

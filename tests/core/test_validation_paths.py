@@ -90,7 +90,13 @@ def test_binary_label_rule_reads_the_same_for_a_two_class_multiclass_task():
         make_batch(num_classes=2, row_offset=OFFSET, **cols)
     with pytest.raises(ValueError) as formats:
         make_batch(num_classes=2, row_offset=OFFSET, task=task, formats={"target": "labels"}, **cols)
-    assert str(plain.value) == str(formats.value) == "column 'y_true': invalid value 2.0 at row 102: labels must be 0 or 1"
+    assert (
+        str(plain.value)
+        == str(formats.value)
+        == (
+            "column 'y_true': invalid value 2.0 at row 102: labels must be 0 or 1; for 3 classes pass task='multiclass', num_classes=3 (--task multiclass --num-classes 3)"
+        )
+    )
 
 
 # -- a null inside a list column, through Evaluation.fold ---------------------------------------

@@ -169,3 +169,78 @@ def test_skip_invalid_that_skips_every_row_is_an_error_with_the_count_and_the_fi
     ok[:10] = "1"
     pq.write_table(pa.table({"y": np.where(ok == "1", 1, 0)[:10].tolist() + [None] * (n - 10), "p": rng.random(n)}), tmp_path / "some.parquet")
     assert _run(tmp_path, "--input", str(tmp_path / "some.parquet"), "--label", "y", "--score", "p", "--skip-invalid", "--quiet") == 0
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+def test_text_labels_name_classes_from_csv_as_from_parquet(tmp_path, capsys, fmt):
+    # newcomer report: from CSV the error advised --skip-invalid (which would skip every row) and no --classes
+    import pyarrow.csv as pacsv
+
+    n = 40
+    rng = np.random.default_rng(8)
+    table = pa.table({"y": np.where(rng.random(n) < 0.5, "yes", "no"), "p": rng.random(n)})
+    path = tmp_path / f"text.{fmt}"
+    pacsv.write_csv(table, path) if fmt == "csv" else pq.write_table(table, path)
+    code = _run(tmp_path, "--input", str(path), "--label", "y", "--score", "p", "--quiet")
+    err = capsys.readouterr().err
+    assert code == 1, err
+    assert "column 'y': value " in err and "classes=['no', 'yes']" in err and "--classes no,yes" in err, err
+    assert "--skip-invalid" not in err, err
+    # with the flag it names, the run reads the labels (no the first class, yes the positive one)
+    from sklearn.metrics import roc_auc_score
+    import json
+
+    out = tmp_path / "ok"
+    assert (
+        main(
+            [
+                "--input",
+                str(path),
+                "--label",
+                "y",
+                "--score",
+                "p",
+                "--classes",
+                "no,yes",
+                "--metrics",
+                "roc_auc",
+                "--output",
+                str(out),
+                "--no-report",
+                "--quiet",
+            ]
+        )
+        == 0
+    )
+    got = json.loads((out / "metrics.json").read_text())["slices"][0]["metrics"]["roc_auc"]
+    assert got == pytest.approx(roc_auc_score(np.asarray(table["y"]) == "yes", np.asarray(table["p"])))
+
+
+@pytest.mark.parametrize(
+    "argv, suggestion",
+    [
+        (["--treshold", "0.3"], "--threshold"),
+        (["--slices", "country"], "--slice"),
+        (["--num-clases", "3"], "--num-classes"),
+    ],
+)
+def test_an_unknown_option_is_a_short_error_with_the_closest_option_and_help(tmp_path, capsys, argv, suggestion):
+    # newcomer report: a 58-line usage dump with no suggestion
+    good = _good(tmp_path / "g.parquet")
+    with pytest.raises(SystemExit) as e:
+        main(["--input", str(good), "--label", "y", "--score", "p", *argv, "--output", str(tmp_path / "o")])
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) <= 3, err
+    assert f"unrecognized arguments: {' '.join(argv)}" in err and f"(did you mean {suggestion}?)" in err, err
+    assert "--help" in err
+
+
+def test_validate_unknown_option_is_short_too(capsys):
+    from mergeable_metrics.pipelines.validate import main as validate_main
+
+    with pytest.raises(SystemExit) as e:
+        validate_main(["--current", "a", "--baseline", "b", "--thresholds", "t.yaml", "--shw-all"])
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert "(did you mean --show-all?)" in err and len(err.strip().splitlines()) <= 3, err

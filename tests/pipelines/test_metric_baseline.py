@@ -282,13 +282,15 @@ def test_limits(metric_baseline):
 @pytest.mark.parametrize(
     "kw, outcome, line",
     [
-        ("minimum=0.7", "passed", None),
+        ("minimum=0.7", "skipped", "*no metric baseline for test_limits.py::test_limits*(minimum/maximum held)*--update-metric-baselines*"),
         ("minimum={'acc': 0.8}", "failed", "*acc = 0.75 is below the minimum 0.8*"),
         ("maximum=0.7", "failed", "*acc = 0.75 is above the maximum 0.7*"),
-        ("minimum=0.5, maximum=0.9", "passed", None),
+        ("minimum=0.5, maximum=0.9", "skipped", "*no metric baseline*(minimum/maximum held)*"),
     ],
 )
 def test_minimum_and_maximum_apply_without_a_baseline(pytester, kw, outcome, line):
+    """A violated limit fails; limits that hold still leave the test skipped (never a silent pass)
+    with the reason naming the option that records the baseline."""
     pytester.makepyfile(test_limits=MINMAX.replace("{KW}", kw))
     result = run(pytester)
     result.assert_outcomes(**{outcome: 1})
@@ -579,7 +581,9 @@ def _readme_example() -> str:
 
 def test_the_readme_example_records_then_passes(pytester):
     pytester.makepyfile(test_model=_readme_example())
-    run(pytester).assert_outcomes(passed=1)  # no baseline yet: its minimum still applies, and holds
+    result = run(pytester)  # no baseline yet: its minimum still applies, and holds; the test is skipped
+    result.assert_outcomes(skipped=1)
+    result.stdout.fnmatch_lines(["*no metric baseline for test_model.py::test_model_did_not_get_worse*record it with: pytest --update-metric-baselines*"])
     run(pytester, "--metric-baselines-strict").assert_outcomes(failed=1)
     run(pytester, "--update-metric-baselines").assert_outcomes(passed=1)
     run(pytester, "--metric-baselines-strict").assert_outcomes(passed=1)

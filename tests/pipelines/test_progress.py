@@ -77,3 +77,19 @@ def test_beam_run_logs_its_stages(tmp_path, caplog):
     assert any(m.startswith("beam: reading 2 parquet file(s)") for m in lines), lines
     assert any(m.startswith("beam: running ComputeMetrics (--runner=DirectRunner") for m in lines), lines
     assert "beam: collected 1 slices" in lines
+
+
+def test_beam_log_counts_slices_as_the_summary_does(tmp_path, caplog, capsys):
+    # newcomer report: the log said "collected 46 slices" (entries, the '__suppressed__' ones included)
+    # where the summary said "44 slices (+11 suppressed)"
+    pytest.importorskip("apache_beam")
+    rng = np.random.default_rng(5)
+    n = 120
+    c = np.array(["a"] * 100 + ["b"] * 8 + ["c"] * 7 + ["d"] * 5)  # b, c, d: below --min-slice-size 10
+    pq.write_table(pa.table({"y": rng.integers(0, 2, n), "p": rng.random(n), "c": c}), tmp_path / "in.parquet")
+    argv = ["--input", str(tmp_path / "in.parquet"), "--label", "y", "--score", "p", "--slice", "c", "--min-slice-size", "10"]
+    with caplog.at_level(logging.INFO, logger="pipelines"):
+        assert main([*argv, "--engine", "beam", "--output", str(tmp_path / "o"), "--no-report"]) == 0
+    lines = [r.getMessage() for r in caplog.records if r.name == "pipelines"]
+    assert "beam: collected 2 slices (+3 suppressed)" in lines, lines  # overall and c=a; b, c, d withheld
+    assert "2 slices (+3 suppressed)" in capsys.readouterr().out

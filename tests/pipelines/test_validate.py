@@ -602,9 +602,30 @@ def flights_runs(tmp_path_factory):
     argv[argv.index("--output") + 1] = str(d / "other_metrics")
     assert evaluate(argv) == 0
     for name in ("good", "worse"):  # with the flights example's cross too (the README's thresholds example)
-        argx = ["--input", str(d / f"{name}.parquet"), "--label", "delayed", "--score", "score", "--slice", "origin", "--slice", "carrier",
-                "--slice", "carrier,origin", "--metrics", FLIGHTS_METRICS, "--engine", "local", "--output", str(d / f"{name}_cross"),
-                "--quiet", "--no-report"]  # fmt: skip
+        argx = [
+            "--input",
+            str(d / f"{name}.parquet"),
+            "--label",
+            "delayed",
+            "--score",
+            "score",
+            "--slice",
+            "origin",
+            "--slice",
+            "carrier",
+            "--slice",
+            "carrier,origin",
+            "--metrics",
+            FLIGHTS_METRICS,
+            "--engine",
+            "local",
+            "--output",
+            str(d / f"{name}_cross"),
+            "--min-slice-size",
+            "100",
+            "--quiet",
+            "--no-report",
+        ]  # fmt: skip  (the README run's suppression: carrier=HA is suppressed)
         assert evaluate(argx) == 0
     thr = d / "thresholds.yaml"
     thr.write_text(
@@ -700,8 +721,8 @@ def test_the_readme_thresholds_example_runs_on_the_flights_runs(flights_runs, tm
     code, rep = _validate(d, tmp_path / "thresholds.yaml", "worse_cross", "good_cross")
     assert code == 1 and rep["mismatches"] == []
     c = checks(rep)
-    assert not [k for k in c if k[0] == "carrier=HA" and k[1] == "accuracy"]  # accuracy: {} for that slice
-    assert ("carrier=HA", "log_loss", "relative") in c
+    assert not [k for k in c if k[0] == "carrier=F9" and k[1] == "accuracy"]  # accuracy: {} for that slice
+    assert ("carrier=F9", "log_loss", "relative") in c
     assert c[("carrier=F9, origin=LGA", "accuracy", "minimum")]["threshold"] == 0.7  # the cross's own entry, not the 0.85 default
     assert _validate(d, tmp_path / "thresholds.yaml", "good_cross", "good_cross")[0] == 0  # identical runs pass
 
@@ -847,3 +868,19 @@ def test_windowed_cli_output_validates_a_slice_per_window_and_key(tmp_path, caps
     code, _ = run(tmp_path, doc, dup, thr)
     err = capsys.readouterr().err
     assert code == 2 and f"slices[{len(doc['slices'])}] (Overall, window {second}" in err and f"appears twice (also slices[{i}])" in err
+
+
+def test_a_slice_that_may_be_suppressed_says_so(tmp_path, capsys):
+    # newcomer report: docs/cli.md's thresholds named carrier=HA, suppressed in the flights run, and the
+    # message was only "no slice 'carrier=HA' (did you mean 'carrier=UA'?)"
+    doc = make_doc(config={**CONFIG, "min_slice_size": 100})
+    doc["slices"].append({"slice": {"country": "__suppressed__"}, "n": None, "weight": None, "skipped": None, "suppressed": True, "suppressed_slices": 3,
+                          "metrics": {}})  # fmt: skip
+    for key in ({"country": "ES"}, "country=ES"):
+        assert run(tmp_path, doc, doc, {"slices": [{"slice": key, "metrics": {"accuracy": {"minimum": 0.5}}}]})[0] == 2
+        err = capsys.readouterr().err
+        assert "slices[0].slice: no slice 'country=ES' in the results" in err, err
+        assert "3 slices of spec 'country' were suppressed (fewer than min_slice_size=100 rows)" in err, err
+    # a spec with nothing suppressed: no such remark
+    assert run(tmp_path, make_doc(), make_doc(), {"slices": [{"slice": {"country": "ES"}, "metrics": {}}]})[0] == 2
+    assert "suppressed" not in capsys.readouterr().err
