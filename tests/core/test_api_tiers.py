@@ -96,7 +96,8 @@ def test_the_codec_frame_functions_are_private():
 
     assert not [name for name in REMOVED if hasattr(codec, name)]
     assert not set(REMOVED) & set(engine.__all__)
-    assert sorted(n for n, m in engine._EXPORTS.items() if m == codec.__name__) == ["slice_key_from_json", "slice_key_to_json"]
+    # the JSON spellings only: slice keys (results) and a state's layout (the JVM states' configuration)
+    assert sorted(n for n, m in engine._EXPORTS.items() if m == codec.__name__) == ["layout_to_json", "slice_key_from_json", "slice_key_to_json"]
 
 
 def test_one_slice_of_states_has_the_same_pair_and_the_same_bytes():
