@@ -160,7 +160,12 @@ def register_sql_functions(spark: Any) -> list[str]:
 
 def finish_sql_state(name: str, data: bytes | None) -> float:
     """The value of a ``mm_*_state`` SQL function's output (``finish_sql_state("mm_roc_auc_state", row[0])``)."""
-    from mergeable_metrics.spark.columns import _finish_states
+    import warnings
+
+    from mergeable_metrics.engine import UndefinedMetricWarning
 
     ev = _sql_evaluation(SQL_STATE_FUNCTIONS[name])
-    return float(_finish_states(ev, jvm.decode_states(ev, data))[ev.plan.metrics[0].key])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        values = ev.finish({(): jvm.decode_states(ev, data)}, add_overall=False)[()].metrics
+    return float(values[ev.plan.metrics[0].key])
