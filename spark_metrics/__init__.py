@@ -27,6 +27,7 @@ Importing this package neither imports pyspark nor starts Spark.
 
 from mergeable_metrics.spark.aggregator import MetricsAggregator
 from mergeable_metrics.spark.columns import finish_metric_states, metric_columns, metric_state_column
+from mergeable_metrics.spark.jvm_finish import register_sql_functions
 from mergeable_metrics.spark.compute import RESULT_COLUMNS, collect_results, compute_metrics, evaluate, result_schema
 from mergeable_metrics.spark.profile import profile_evaluation
 from mergeable_metrics.spark.session import SparkSetupError, check_java, check_workers, get_spark
@@ -56,5 +57,6 @@ __all__ = [
     "metric_columns",
     "metric_state_column",
     "profile_evaluation",
+    "register_sql_functions",
     "result_schema",
 ]

@@ -36,7 +36,7 @@ from mergeable_metrics.engine import NULL
 from mergeable_metrics.engine import INTEGER_METRICS
 from mergeable_metrics.engine import OVERALL
 from mergeable_metrics.engine import CELL_STATES, states_from_cells
-from mergeable_metrics.spark import jvm
+from mergeable_metrics.spark import jvm, jvm_finish
 from mergeable_metrics.spark.sql_path import _BAD_LABEL, _BAD_PREDICTION, _BAD_SCORE, _BAD_WEIGHT, MAX_NATIVE_CLASSES, _cell_columns
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -82,9 +82,11 @@ def metric_columns(
     Two lowerings (``engine``): ``"jvm"``, the JVM aggregates of :mod:`mergeable_metrics.spark.jvm` (every row
     folded in Java into core's own states, bit for bit those of the Python fold; the default wherever they
     apply and a JDK is there), and ``"sql"``, native ``sum`` aggregates of per-row cells (count and confusion
-    metrics only). Either way each metric column finishes its group with a small Python UDF over the group's
-    states (:func:`metric_state_column` with :func:`finish_metric_states` finish on the driver instead, so
-    the executors need no Python package).
+    metrics only). On the JVM path all the columns read one aggregate, and the count-based metrics
+    (:mod:`mergeable_metrics.spark.jvm_finish`) are finished in Java too, bit for bit core's values; other
+    metrics (``roc_auc``, ``log_loss``, ...), and every metric of the SQL path, finish their group with a small
+    Python UDF over its states (:func:`metric_state_column` with :func:`finish_metric_states` finish on the
+    driver instead, so the executors need no Python package).
 
     Args:
         metrics: metric strings (``["precision", "recall", "f1", "mcc", "recall@threshold=0.7"]``);
@@ -130,8 +132,16 @@ def metric_columns(
         spark, spec, why = _jvm_plan(ev, spark, required=engine == "jvm")
         if spec is not None:
             _check_scalar(ev)
-            state = jvm.evaluation_column(spark, ev, spec)
-            return [F.udf(_jvm_finisher(ev, m.key), _return_type(m.key))(state).alias(m.key) for m in ev.plan.metrics]
+            state = jvm.evaluation_column(spark, ev, spec)  # one aggregate: every value column reads it
+            out = []
+            for m in ev.plan.metrics:
+                desc = jvm_finish.metric_finish(ev, m)
+                if desc is None:  # finish not ported to Java: core's, in a Python UDF
+                    out.append(F.udf(_jvm_finisher(ev, m.key), _return_type(m.key))(state).alias(m.key))
+                else:
+                    value = jvm_finish.finish_column(spark, desc, state)
+                    out.append((value.cast("long") if m.key in INTEGER_METRICS else value).alias(m.key))
+            return out
     reason = _blocker(ev)
     if reason is not None:
         raise ValueError(

@@ -15,6 +15,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 SOURCES = sorted((ROOT / "spark_metrics" / "java" / "mergeablemetrics").glob("*.java"))
 DRIVER = Path(__file__).resolve().parent / "java" / "FoldDriver.java"
+FINISH_DRIVER = Path(__file__).resolve().parent / "java" / "FinishDriver.java"
 
 
 @lru_cache(maxsize=1)
@@ -25,7 +26,7 @@ def classes() -> str:
     out = tempfile.mkdtemp(prefix="mm-jvm-float-")
     # only the engine-free sources: the Spark wrappers of the same folder need Spark's jars
     own = [str(p) for p in SOURCES if "org.apache.spark" not in p.read_text()]
-    subprocess.run(["javac", "-d", out, *own, str(DRIVER)], check=True, capture_output=True, text=True)
+    subprocess.run(["javac", "-d", out, *own, str(DRIVER), str(FINISH_DRIVER)], check=True, capture_output=True, text=True)
     return out
 
 
@@ -44,3 +45,12 @@ def run(cases: list[tuple[str, str, int, list[int], list[tuple[int, tuple[float,
     out = done.stdout.splitlines()
     assert len(out) == len(cases), done.stderr
     return out
+
+
+def finish(cases: list[tuple[str, bytes | None]]) -> list[float]:
+    """``Finish.value(metric, packed)`` in the JVM for each ``(metric description, packed states or None)``."""
+    lines = [f"{m.encode().hex()} {'-' if b is None else b.hex()}" for m, b in cases]
+    done = subprocess.run(["java", "-cp", classes(), "FinishDriver"], input="\n".join(lines) + "\n", capture_output=True, text=True, check=True)
+    out = done.stdout.splitlines()
+    assert len(out) == len(cases), done.stderr
+    return [float(np.uint64(int(x, 16)).view(np.float64)) for x in out]

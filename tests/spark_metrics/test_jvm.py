@@ -163,3 +163,39 @@ def test_probability_rule_is_checked(jvm_spark):
     df = jvm_spark.createDataFrame([(1, 1.5), (0, 0.2)], "y long, p double")
     with pytest.raises(Exception, match=r"column 'p': invalid value 1.5 .*probabilities must be in \[0, 1\]"):
         df.agg(*metric_columns(["log_loss"], label_col="y", score_col="p", engine="jvm")).collect()
+
+
+def test_metric_columns_finish_in_the_jvm_share_one_aggregate(jvm_spark):
+    pdf = pd.DataFrame({"y": [1, 0, 1, 1, 0, 0], "p": [0.9, 0.8, 0.1, 0.6, 0.2, 0.4], "g": ["a", "a", "a", "b", "b", "b"]})
+    df = jvm_spark.createDataFrame(pdf)
+    metrics = ["example_count", "precision", "recall", "f1", "roc_auc"]
+    q = df.groupBy("g").agg(*metric_columns(metrics, label_col="y", score_col="p", engine="jvm"))
+    plan = q._jdf.queryExecution().executedPlan().toString()
+    # partial + final of ONE aggregate, read by every value column; only roc_auc's finish runs in Python
+    assert plan.count("partial_mm_state_") == 1 and plan.count("mergeablemetrics.StateAggregator@") == 2, plan
+    assert plan.count("EvalPython [") == 1 and plan.count("finish(") == 1, plan
+    got = {r["g"]: r for r in q.collect()}
+    part = pdf[pdf.g == "a"]
+    assert got["a"]["f1"] == f1_score(part.y, part.p >= 0.5) and got["a"]["example_count"] == 3
+    assert got["b"]["precision"] == precision_score(pdf[pdf.g == "b"].y, pdf[pdf.g == "b"].p >= 0.5)
+
+
+def test_register_sql_functions(jvm_spark):
+    from mergeable_metrics.spark import register_sql_functions
+    from mergeable_metrics.spark.jvm_finish import finish_sql_state
+    from sklearn.metrics import roc_auc_score
+
+    names = register_sql_functions(jvm_spark)
+    assert {"mm_f1", "mm_precision", "mm_recall", "mm_accuracy", "mm_roc_auc_state"} <= set(names)
+    pdf = pd.DataFrame({"y": [1, 0, 1, 1, 0, 0, 1], "p": [0.9, 0.8, 0.1, 0.6, 0.2, 0.4, 0.7], "g": list("aaabbbb")})
+    jvm_spark.createDataFrame(pdf).createOrReplaceTempView("mm_sql_t")
+    rows = jvm_spark.sql(
+        "SELECT g, mm_f1(y, p) AS f1, mm_precision(y, p) AS p, mm_recall(y, p) AS r, mm_accuracy(y, p) AS acc, "
+        "mm_roc_auc_state(y, p) AS auc FROM mm_sql_t GROUP BY g"
+    ).collect()
+    for r in rows:
+        part = pdf[pdf.g == r["g"]]
+        pred = part.p >= 0.5
+        assert (r["f1"], r["p"], r["r"]) == (f1_score(part.y, pred), precision_score(part.y, pred), recall_score(part.y, pred))
+        assert r["acc"] == accuracy_score(part.y, pred)
+        assert finish_sql_state("mm_roc_auc_state", r["auc"]) == pytest.approx(roc_auc_score(part.y, part.p), rel=1e-15)

@@ -1,0 +1,171 @@
+"""The finish of the JVM path in the JVM: metric values computed in Java from the states' bytes
+(``mergeablemetrics.Finish``), bit for bit core's values, so ``metric_columns`` runs no Python on the executors
+for the count-based metrics, and the documented SQL names (:func:`register_sql_functions`).
+
+:func:`metric_finish` describes a metric of an evaluation for ``Finish.value`` (None where the finish is not
+ported: those metrics keep core's finish in a Python UDF). Ported: ``example_count``; ``precision``, ``recall``,
+``f1``, ``fbeta`` (binary, and ``micro`` / ``macro`` / ``weighted`` averages, without ``labels=`` or
+``ignore_index``), ``accuracy``, ``balanced_accuracy``; ``specificity``, ``npv``, ``fpr``, ``fnr`` (binary).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+from mergeable_metrics.engine import Evaluation
+from mergeable_metrics.spark import jvm
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import Column
+
+#: the name of the JVM finish function, ``mm_metric(metric, states)``
+FINISH_FUNCTION = "mm_metric"
+_PRF = {"precision": "p", "recall": "r", "f1": "f", "fbeta": "f"}
+_RATES = {"specificity": ("tn", "tn", "fp"), "npv": ("tn", "tn", "fn"), "fpr": ("fp", "fp", "tn"), "fnr": ("fn", "fn", "tp")}
+
+
+def _fill(zero_division: Any) -> float:
+    """The value ``_divide`` puts where a denominator is 0."""
+    return math.nan if zero_division == "nan" else 0.0 if zero_division == "warn" else float(zero_division)
+
+
+def metric_finish(ev: Evaluation, metric: Any) -> str | None:
+    """The ``Finish.value`` description of ``metric`` (one of ``ev.plan.metrics``), or None (not ported)."""
+    types = ev.plan.state_types
+    kinds = [cls.kind for cls, _ in types]
+    name, p, task = metric.name, metric.p, metric.task
+    if name == "example_count":
+        return f"count,{kinds.index('example_count')},-1,0" if kinds.count("example_count") == 1 else None
+    if task.kind not in ("binary", "multiclass") or getattr(metric, "dependencies", None) or task.ignore_index is not None:
+        return None
+    if task.kind == "binary":
+        if kinds.count("binary_confusion") != 1:
+            return None
+        i = kinds.index("binary_confusion")
+        try:
+            j = types[i][1].index(p["threshold"])
+        except KeyError:
+            return None
+        k = 2
+    else:
+        if kinds.count("confusion_matrix") != 1:
+            return None
+        i, j, k = kinds.index("confusion_matrix"), -1, task.num_classes
+    head = f"{i},{j},{k}"
+    if name in _PRF:
+        if p.get("labels") is not None or p["average"] not in ("binary", "micro", "macro", "weighted"):
+            return None
+        which = _PRF[name]
+        b2 = 1.0
+        if name == "fbeta":
+            beta = float(p["beta"])
+            if math.isinf(beta):
+                which = "r"
+            else:
+                b2 = beta**2
+        return f"prf,{head},{which},{p['average']},{_fill(p['zero_division'])!r},{b2!r}"
+    if name == "accuracy":
+        return f"acc,{head}"
+    if name == "balanced_accuracy":
+        return f"bacc,{head},{'1' if p['adjusted'] else '0'}"
+    if name in _RATES and task.kind == "binary":
+        num, d1, d2 = _RATES[name]
+        return f"rate,{head},{num},{d1},{d2},{_fill(p['zero_division'])!r}"
+    return None
+
+
+def _invoke(spark: Any, method: str, *args: str) -> None:
+    """Call ``Registrar.<method>(session, *args)`` (static, all String arguments) in a classic session."""
+    cls = jvm._registrar(spark)
+    if cls is None:
+        raise RuntimeError(jvm.NO_JDK)
+    gw = spark.sparkContext._gateway
+    types = gw.new_array(gw.jvm.java.lang.Class, 1 + len(args))
+    types[0] = gw.jvm.java.lang.Class.forName("org.apache.spark.sql.SparkSession")
+    for n in range(len(args)):
+        types[1 + n] = gw.jvm.java.lang.Class.forName("java.lang.String")
+    values = gw.new_array(gw.jvm.java.lang.Object, 1 + len(args))
+    values[0] = spark._jsparkSession
+    for n, a in enumerate(args):
+        values[1 + n] = a
+    cls.getMethod(method, types).invoke(None, values)
+
+
+_ready: set = set()
+
+
+def finish_column(spark: Any, metric: str, states: "Column") -> "Column":
+    """``mm_metric(metric, states)``: the value (double) of a :func:`metric_finish` description."""
+    from pyspark.sql import functions as F
+
+    key = (jvm._session_key(spark), FINISH_FUNCTION)
+    if key not in _ready:
+        if jvm.is_connect(spark):
+            from pyspark.sql.types import DoubleType
+
+            if not jvm._connect_ready(spark):
+                raise RuntimeError(jvm.NO_JDK)
+            spark.udf.registerJavaFunction(FINISH_FUNCTION, "mergeablemetrics.FinishUDF", DoubleType())
+        else:
+            _invoke(spark, "registerFinish", FINISH_FUNCTION)
+        _ready.add(key)
+    return F.call_function(FINISH_FUNCTION, F.lit(metric), states)
+
+
+#: the SQL names :func:`register_sql_functions` registers: name -> metric string (binary task, ``score >= 0.5``)
+SQL_FUNCTIONS = {"mm_accuracy": "accuracy", "mm_precision": "precision", "mm_recall": "recall", "mm_f1": "f1"}
+#: the SQL names returning a state (its finish stays in Python: :func:`finish_sql_state`)
+SQL_STATE_FUNCTIONS = {"mm_roc_auc_state": "roc_auc", "mm_average_precision_state": "average_precision"}
+
+
+def _sql_evaluation(metric: str) -> Evaluation:
+    return Evaluation(label_col="label", score_col="score", metrics=[metric])
+
+
+def register_sql_functions(spark: Any) -> list[str]:
+    """Register the SQL aggregate functions of the JVM path in a classic session; returns their names.
+
+    * ``mm_accuracy(label, score)``, ``mm_precision``, ``mm_recall``, ``mm_f1``: the binary metric's value
+      (labels 0/1, a positive prediction where ``score >= 0.5``; a 0/1 prediction column works as the score),
+      folded and finished in the JVM, bit for bit core's value;
+    * ``mm_roc_auc_state(label, score)``, ``mm_average_precision_state``: the group's score distribution
+      (state bytes): their finish is core's, in Python (:func:`finish_sql_state`).
+
+    Invalid values (a null or NaN score, a label not 0/1) raise naming the argument.
+
+    Raises:
+        RuntimeError: no JDK (the message says what to install), or a Spark Connect session (there,
+            use :func:`mergeable_metrics.spark.metric_columns`).
+    """
+    if jvm.is_connect(spark):
+        raise RuntimeError("register_sql_functions needs a classic session (Spark Connect: use metric_columns)")
+    names = []
+    for name, metric in SQL_FUNCTIONS.items():
+        ev = _sql_evaluation(metric)
+        spec, why = jvm.evaluation_spec(ev)
+        assert spec is not None, why
+        desc = metric_finish(ev, ev.plan.metrics[0])
+        assert desc is not None
+        _invoke(spark, "registerMetric", name, spec, desc)
+        names.append(name)
+    for name, metric in SQL_STATE_FUNCTIONS.items():
+        spec, why = jvm.evaluation_spec(_sql_evaluation(metric))
+        if spec is None:  # pragma: no cover - the float kinds are always in the jar
+            continue
+        jvm.register(spark, name, spec)
+        names.append(name)
+    return names
+
+
+def finish_sql_state(name: str, data: bytes | None) -> float:
+    """The value of a ``mm_*_state`` SQL function's output (``finish_sql_state("mm_roc_auc_state", row[0])``)."""
+    import warnings
+
+    from mergeable_metrics.engine import UndefinedMetricWarning
+
+    ev = _sql_evaluation(SQL_STATE_FUNCTIONS[name])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        values = ev.finish({(): jvm.decode_states(ev, data)}, add_overall=False)[()].metrics
+    return float(values[ev.plan.metrics[0].key])
