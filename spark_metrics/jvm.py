@@ -14,7 +14,10 @@ values are then computed from those states by core, on the driver. No Python run
 * classic Spark: a typed ``org.apache.spark.sql.expressions.Aggregator`` (``mergeablemetrics.StateAggregator``)
   registered with ``functions.udaf`` under a name of its own (usable from SQL);
 * Spark Connect: the ``UserDefinedAggregateFunction`` form (``mergeablemetrics.StateUDAF``, registered with
-  ``registerJavaUDAF`` as :data:`CONNECT_FUNCTION`), whose first argument is the spec string (count kinds only).
+  ``registerJavaUDAF`` as :data:`CONNECT_FUNCTION`), whose first argument is the spec string (count kinds only);
+  for the float kinds (``roc_auc``, ``average_precision``, ``log_loss``, ``brier_score``, calibration, ...)
+  ``mergeablemetrics.BlockStateUDAF`` (:data:`CONNECT_BLOCK_FUNCTION`), whose buffer holds the states
+  Java-serialised plus a block of pending rows, folded a block at a time (not re-serialised per row).
 
 Without a JDK (no ``javac``) :func:`jar_path` returns None and the adapter keeps its other paths, with one
 line saying what to install (:data:`NO_JDK`).
@@ -46,6 +49,10 @@ NO_JDK = (
 )
 #: the name of the UserDefinedAggregateFunction form under Spark Connect
 CONNECT_FUNCTION = "mm_states"
+#: the name of the UserDefinedAggregateFunction form of every state kind (the float kinds) under Spark Connect
+CONNECT_BLOCK_FUNCTION = "mm_block_states"
+#: the state kinds :data:`CONNECT_FUNCTION` folds (sums of per-row cells)
+COUNT_KINDS: frozenset[str] = frozenset({"binary_confusion", "confusion_matrix", "example_count"})
 _SEP = "\x1f"
 _lock = threading.Lock()
 _said: set[str] = set()
@@ -174,6 +181,7 @@ def _connect_ready(spark: Any) -> bool:
         return False
     spark.addArtifacts(str(jar))
     spark.udf.registerJavaUDAF(CONNECT_FUNCTION, "mergeablemetrics.StateUDAF")
+    spark.udf.registerJavaUDAF(CONNECT_BLOCK_FUNCTION, "mergeablemetrics.BlockStateUDAF")
     _loaded[key] = True
     return True
 
@@ -197,6 +205,12 @@ def spec_text(k: int, score_mode: int, weighted: bool, names: Sequence[str | Non
     if any(_SEP in f for f in fields):
         raise ValueError("column names and configurations cannot contain the character U+001F")
     return _SEP.join(fields)
+
+
+def spec_kinds(spec: str) -> list[str]:
+    """The state kinds of a spec string (:func:`spec_text`'s)."""
+    fields = spec.split(_SEP)
+    return fields[10::2][: int(fields[9])]
 
 
 def register(spark: "SparkSession", name: str, spec: str) -> str:
@@ -227,7 +241,8 @@ def state_column(spark: Any, spec: str, label: "Column", score: "Column | None",
         if not _connect_ready(spark):
             raise RuntimeError(NO_JDK)
         none = F.lit(None).cast("double")
-        return F.call_function(CONNECT_FUNCTION, F.lit(spec), label, score if score is not None else none, weight if weight is not None else none)
+        name = CONNECT_FUNCTION if set(spec_kinds(spec)) <= COUNT_KINDS else CONNECT_BLOCK_FUNCTION
+        return F.call_function(name, F.lit(spec), label, score if score is not None else none, weight if weight is not None else none)
     name = function_name(spec)
     key = (_session_key(spark), name)
     if key not in _loaded:

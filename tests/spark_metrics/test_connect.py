@@ -90,3 +90,36 @@ def test_jvm_aggregates_over_connect(connect):
     for r in finish_metric_states(rows, metrics, label_col="y", score_col="p"):
         part = pdf[pdf.country == r["country"]]
         assert r["f1"] == pytest.approx(f1_score(part.y, part.p >= 0.5), rel=1e-12)
+
+
+def test_jvm_float_kinds_over_connect(connect):
+    """The float kinds (score distributions, probability sums) over Connect: BlockStateUDAF (states Java-serialised
+    in the buffer, rows folded in blocks of 8192: 20,000 rows in 2 partitions cross a block) gives the Python
+    fold's bytes, and metric_columns the local engine's values (and scikit-learn's)."""
+    from sklearn.metrics import average_precision_score, log_loss, roc_auc_score
+
+    from mergeable_metrics.spark import jvm
+
+    if jvm.find_javac() is None and jvm.jar_path(build=False) is None:
+        pytest.skip(jvm.NO_JDK)
+    pdf = _frame(20_000, seed=5)
+    pdf["p"] = np.round(pdf.p, 3)  # ties
+    df = connect.createDataFrame(pdf).repartition(2)
+    metrics = ["roc_auc", "average_precision", "log_loss"]
+    ev = Evaluation(label_col="y", score_col="p", metrics=metrics)
+    spec, why = jvm.evaluation_spec(ev)
+    assert spec is not None, why
+    col = jvm.evaluation_column(connect, ev, spec)
+    assert jvm.CONNECT_BLOCK_FUNCTION in str(col)  # not the count kinds' UDAF, not the Arrow path
+    data = df.agg(col.alias("s")).collect()[0]["s"]
+    want = ev.fold(ev.zero(), {"y": pdf.y.to_numpy(), "p": pdf.p.to_numpy()}).states(())
+    assert jvm.unpack(data, len(want)) == [s.encode() for s in want]  # byte for byte
+    got = {r["country"]: r.asDict() for r in df.groupBy("country").agg(*metric_columns(metrics, label_col="y", score_col="p", engine="jvm")).collect()}
+    ref = Evaluation(label_col="y", score_col="p", metrics=metrics, slices=["country"]).evaluate([pdf])
+    assert sorted(got) == ["DE", "FR", "IT"]
+    for country, row in got.items():
+        assert all(_same(row[k], ref[(("country", country),)].metrics[k]) for k in metrics), (country, row)
+        part = pdf[pdf.country == country]
+        assert row["roc_auc"] == pytest.approx(roc_auc_score(part.y, part.p), rel=1e-12)
+        assert row["average_precision"] == pytest.approx(average_precision_score(part.y, part.p), rel=1e-12)
+        assert row["log_loss"] == pytest.approx(log_loss(part.y, part.p), rel=1e-12)
