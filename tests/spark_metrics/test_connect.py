@@ -93,10 +93,10 @@ def test_jvm_aggregates_over_connect(connect):
 
 
 def test_jvm_float_kinds_over_connect(connect):
-    """The float kinds (score distributions, probability sums) over Connect: BlockStateUDAF (states Java-serialised
+    """The float kinds (score distributions, probability sums, calibration bins) over Connect: BlockStateUDAF (states Java-serialised
     in the buffer, rows folded in blocks of 8192: 20,000 rows in 2 partitions cross a block) gives the Python
     fold's bytes, and metric_columns the local engine's values (and scikit-learn's)."""
-    from sklearn.metrics import average_precision_score, log_loss, roc_auc_score
+    from sklearn.metrics import average_precision_score, brier_score_loss, log_loss, roc_auc_score
 
     from mergeable_metrics.spark import jvm
 
@@ -105,7 +105,7 @@ def test_jvm_float_kinds_over_connect(connect):
     pdf = _frame(20_000, seed=5)
     pdf["p"] = np.round(pdf.p, 3)  # ties
     df = connect.createDataFrame(pdf).repartition(2)
-    metrics = ["roc_auc", "average_precision", "log_loss"]
+    metrics = ["roc_auc", "average_precision", "log_loss", "brier_score", "ece"]
     ev = Evaluation(label_col="y", score_col="p", metrics=metrics)
     spec, why = jvm.evaluation_spec(ev)
     assert spec is not None, why
@@ -123,3 +123,4 @@ def test_jvm_float_kinds_over_connect(connect):
         assert row["roc_auc"] == pytest.approx(roc_auc_score(part.y, part.p), rel=1e-12)
         assert row["average_precision"] == pytest.approx(average_precision_score(part.y, part.p), rel=1e-12)
         assert row["log_loss"] == pytest.approx(log_loss(part.y, part.p), rel=1e-12)
+        assert row["brier_score"] == pytest.approx(brier_score_loss(part.y, part.p), rel=1e-12)
