@@ -8,6 +8,8 @@ import java.io.ObjectInputStream;
 import java.io.ObjectOutputStream;
 import java.io.ObjectStreamClass;
 import java.io.UncheckedIOException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.expressions.MutableAggregationBuffer;
 import org.apache.spark.sql.expressions.UserDefinedAggregateFunction;
@@ -43,8 +45,7 @@ public final class BlockStateUDAF extends UserDefinedAggregateFunction {
 
     @Override
     public StructType inputSchema() {
-        return new StructType().add("spec", DataTypes.StringType).add("label", DataTypes.DoubleType)
-            .add("score", DataTypes.DoubleType).add("weight", DataTypes.DoubleType);
+        return new StateUDAF().inputSchema(); // the same arguments
     }
 
     @Override
@@ -55,7 +56,7 @@ public final class BlockStateUDAF extends UserDefinedAggregateFunction {
 
     @Override
     public DataType dataType() {
-        return DataTypes.BinaryType;
+        return new StateUDAF().dataType(); // the states' packed bytes
     }
 
     @Override
@@ -71,15 +72,8 @@ public final class BlockStateUDAF extends UserDefinedAggregateFunction {
         buffer.update(3, 0);
     }
 
-    private static void putDouble(byte[] b, int at, double v) {
-        long x = Double.doubleToRawLongBits(v);
-        for (int j = 0; j < 8; j++) b[at + j] = (byte) (x >>> (8 * j));
-    }
-
-    private static double getDouble(byte[] b, int at) {
-        long x = 0;
-        for (int j = 7; j >= 0; j--) x = (x << 8) | (b[at + j] & 0xFFL);
-        return Double.longBitsToDouble(x);
+    private static ByteBuffer rows(byte[] b) {
+        return ByteBuffer.wrap(b).order(ByteOrder.LITTLE_ENDIAN);
     }
 
     private static byte[] save(JvmState[] states) {
@@ -120,9 +114,10 @@ public final class BlockStateUDAF extends UserDefinedAggregateFunction {
     }
 
     private static void foldPending(JvmState[] states, byte[] pending, int count) {
+        ByteBuffer in = rows(pending);
         for (int r = 0; r < count; r++) {
             int at = r * ROW;
-            double y = getDouble(pending, at), s = getDouble(pending, at + 8), w = getDouble(pending, at + 16);
+            double y = in.getDouble(at), s = in.getDouble(at + 8), w = in.getDouble(at + 16);
             for (JvmState st : states) st.update(y, s, w);
         }
     }
@@ -143,10 +138,7 @@ public final class BlockStateUDAF extends UserDefinedAggregateFunction {
             System.arraycopy(pending, 0, grown, 0, count * ROW);
             pending = grown;
         }
-        int at = count * ROW;
-        putDouble(pending, at, y);
-        putDouble(pending, at + 8, s);
-        putDouble(pending, at + 16, w);
+        rows(pending).putDouble(count * ROW, y).putDouble(count * ROW + 8, s).putDouble(count * ROW + 16, w);
         count++;
         if (count == BLOCK) {
             JvmState[] states = load(spec, buffer.getAs(1));
