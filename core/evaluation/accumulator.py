@@ -109,15 +109,23 @@ class Accumulator:
         Only the cell state kinds stack this way (example counts, binary confusion counts,
         confusion matrices): None when a slice holds another kind, weighted rows (exact weight
         sums), bootstrap buckets or a baseline model's states (read :meth:`items` then).
+        A slice both held and in a block (the overall slice: held from :meth:`zero`, folded in a
+        block) is the sum of both rows: whole numbers below 2**53, added exactly as the states' merge
+        adds them (else None).
         """
         held = self._states
         parts: list[tuple[list[tuple], dict[str, dict[str, np.ndarray]]]] = []
         for block in self._blocks.values():
-            if block.buckets is not None or block.roles is not None or block.weighted or any(k in held for k in block.keys):
-                return None  # (a slice both held and in a block: its tuple is their merge)
+            if block.buckets is not None or block.roles is not None or block.weighted:
+                return None
             fields = _block_fields(block)
             if fields is None:
                 return None
+            shared = [k for k in held if k in block.index]
+            if shared:  # a slice both held and in a block: its tuple is their merge
+                if not _add_held(fields, block.state_types, [block.index[k] for k in shared], [held[k] for k in shared]):
+                    return None
+                held = {k: v for k, v in held.items() if k not in block.index}
             parts.append((list(block.keys), fields))
         if held:
             first = next(iter(held.values()))
@@ -201,6 +209,34 @@ class Accumulator:
         """Replace the tuple of states held for ``key`` outside the blocks (what the blocks hold
         of the slice is merged into it when read)."""
         self._states[key] = states
+
+
+#: whole numbers up to this add exactly in float64 (and in int64)
+_WHOLE = float(2**53)
+
+
+def _add_held(fields: dict[str, dict[str, np.ndarray]], state_types: tuple, rows: list[int], states: list[tuple]) -> bool:
+    """Add the held ``states`` of some slices into their ``rows`` of a block's ``fields`` (in
+    place), as the merge of their states adds them; False (nothing changed) unless every value
+    involved, and every sum, is a whole number below 2**53 (then float64 and the exact sums of a
+    merge give the same number) and the held states are the block's kinds and layouts."""
+    types = tuple((type(s), s.layout) for s in states[0])
+    if types != tuple(state_types) or list(fields) != [cls.kind for cls, _ in types] or any(tuple((type(s), s.layout) for s in t) != types for t in states):
+        return False
+    theirs = stack_fields(types, states)
+    at = np.asarray(rows, dtype=np.int64)
+    sums = {}
+    for kind, f in fields.items():
+        for name, a in f.items():
+            b = theirs[kind][name]
+            total = a[at] + b
+            for x in (a[at], b, total):
+                if not (np.all(np.abs(x) < _WHOLE) and (x.dtype.kind != "f" or np.all(x == np.floor(x)))):
+                    return False
+            sums[kind, name] = total
+    for (kind, name), total in sums.items():
+        fields[kind][name][at] = total
+    return True
 
 
 def _block_fields(block: SliceBlock) -> dict[str, dict[str, np.ndarray]] | None:
@@ -327,10 +363,15 @@ class AccumulatorOps:
             eb = self._element_buckets(cols, n, batch, invalid if n_skipped else None, [a for _, a in specs], row_offset)
             baseline = None if batch.baseline is None else dataclasses.replace(batch.baseline, bucket=eb)
             batch = dataclasses.replace(batch, bucket=eb, baseline=baseline)
-        self._fold_into(acc, OVERALL, batch, n_skipped)
         weighted = self.weight_col is not None
         types, roles = self._block_types()
         cache: dict = {}  # per-row cells and score keys, shared by the specs' blocks
+        if isinstance(acc, Accumulator) and self._overall_in_block(types, roles, batch):
+            # the overall slice as a block of one slot: its cells counted by one bincount (the
+            # same state, bit for bit: State.from_cells), no per-batch state objects
+            acc._block(OVERALL, types, weighted).fold_one(batch if batch.n else None, OVERALL, n_skipped, cache)
+        else:
+            self._fold_into(acc, OVERALL, batch, n_skipped)
         for spec, assigned in specs:
             # (batch element, slice) pairs: pixels of maps, or rows left after ignore_index, via row_of
             pos, codes, skipped = assigned.pairs(n, invalid if n_skipped else None, batch.row_of)
@@ -369,6 +410,12 @@ class AccumulatorOps:
             codes = codes * B + (eb if pos is None else eb[pos])
             acc._block(spec.columns, types, weighted, B, roles).fold(data, pos, codes, bucket_keys(a.keys, B), bucketed_sk, cache)
         return acc
+
+    def _overall_in_block(self, types: tuple, roles: tuple[str, ...] | None, batch: Batch) -> bool:
+        """Whether :meth:`fold` folds the overall slice into a one-slot block (key ``()``): every
+        state a cell kind (counted per row cell, see :class:`mergeable_metrics.slicing.grouped.CellStack`),
+        elements that are rows, one model and no bootstrap buckets."""
+        return self._buckets is None and roles is None and batch.row_of is None and all(cls.kind in CELL_KINDS for cls, _ in types)
 
     def _block_types(self) -> tuple[tuple, tuple[str, ...] | None]:
         """``(state types, roles)`` of the slice blocks: the bucketed plan's in the stacked

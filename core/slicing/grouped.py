@@ -130,14 +130,18 @@ class CellStack(Stack):
             sums = sums.regroup(np.arange(sums.shape[0]), total)
         self.weights = self.weights + sums
 
-    def fold(self, batch: Batch, pos: np.ndarray | None, slots: np.ndarray, size: int, cache: dict) -> None:
+    def fold(self, batch: Batch, pos: np.ndarray | None, slots: np.ndarray | int, size: int, cache: dict) -> None:
+        """(``slots`` may be one int: every element in that slot, see :meth:`SliceBlock.fold_one`.)"""
         cell = cache.get((self.cls, self.layout))
         if cell is None:
             cell = cache[(self.cls, self.layout)] = self.cls.cells(self.layout, batch)
         if pos is not None:
             cell = cell[pos]
-        index = slots * self.ncells
-        index += cell
+        if isinstance(slots, int):
+            index = cell + slots * self.ncells if slots else cell
+        else:
+            index = slots * self.ncells
+            index += cell
         total = size * self.ncells
         self.counts = _grow(self.counts, size)
         flat = self.counts.reshape(-1)
@@ -675,6 +679,33 @@ class SliceBlock:
                 stack.fold(batch.baseline, pos, slots, size, cache.setdefault("baseline", {}))
             else:
                 stack.fold(batch, pos, slots, size, cache)
+
+    def fold_one(self, batch: Batch | None, key: tuple, skipped: int, cache: dict | None = None) -> None:
+        """Fold every element of ``batch`` (None: no elements) and ``skipped`` invalid rows into
+        the one slice ``key``: :meth:`fold` with every element's code 0 and ``keys=[key]``, without
+        the per-element codes (a block of cell stacks counts the cells by one ``np.bincount``; the
+        overall slice's fold)."""
+        present = np.array([skipped > 0 or (batch is not None and batch.n > 0)])
+        slot = int(self.slots([key], present)[0])
+        if slot < 0:
+            return
+        size = len(self.keys)
+        if skipped:
+            self.skipped = _grow(self.skipped, size)
+            self.skipped[slot] += skipped
+        if batch is None or batch.n == 0:
+            return
+        cache = {} if cache is None else cache
+        stacks = self._stacks(batch.row_of is None)
+        every: np.ndarray | None = None
+        for stack, role in zip(stacks, self.roles or (None,) * len(stacks)):
+            b, c = (batch.baseline, cache.setdefault("baseline", {})) if role == "baseline" else (batch, cache)
+            if isinstance(stack, (CellStack, CountsOfCells)):
+                stack.fold(b, None, slot, size, c)  # type: ignore[arg-type]  # a scalar slot: one bincount of the cells
+                continue
+            if every is None:
+                every = np.full(batch.n, slot, dtype=np.int64)
+            stack.fold(b, None, every, size, c)
 
     def merge(self, other: "SliceBlock") -> None:
         """Add every slice of ``other`` (left unchanged) into this block.
