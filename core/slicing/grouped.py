@@ -624,9 +624,11 @@ class SliceBlock:
             text = [(k[0][1], s) for s, k in enumerate(self.keys) if type(k[0][1]) is str]
             self._values = (pa.array([v for v, _ in text], type=d.type), np.array([s for _, s in text], dtype=np.int64), len(self.keys))
         values, value_slots, _ = self._values
-        ids = pc.index_in(d, value_set=values).fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+        got = pc.index_in(d, value_set=values)
+        ids = got.to_numpy(zero_copy_only=False)  # float64 with NaN where not found (when any is not)
+        found = ~np.isnan(ids) if ids.dtype.kind == "f" else np.ones(ids.size, dtype=bool)
+        ids = np.where(found, ids, -1).astype(np.int64) if ids.dtype.kind == "f" else ids.astype(np.int64)
         out = np.full(len(keys), -1, dtype=np.int64)
-        found = ids >= 0
         out[: ids.size][found] = value_slots[ids[found]]
         new = ~found & present[: ids.size]
         if new.any():
@@ -657,9 +659,12 @@ class SliceBlock:
         """Fold the pairs ``(pos[i], codes[i])`` (batch element, slice index into ``keys``) and
         ``skipped[k]`` invalid rows of each key. ``cache``: shared by the blocks folding the
         same batch (per-row cells and score keys are computed once)."""
-        present = skipped > 0
-        if codes.size:
-            present |= np.bincount(codes, minlength=len(keys)) > 0
+        if pos is None and isinstance(keys, ValueKeys) and codes is keys.coded.codes:
+            present = np.ones(len(keys), dtype=bool)  # every row's code of the batch's own dictionary: each value occurs
+        else:
+            present = skipped > 0
+            if codes.size:
+                present |= np.bincount(codes, minlength=len(keys)) > 0
         slot_of = self.slots(keys, present)
         size = len(self.keys)
         if skipped.any():
