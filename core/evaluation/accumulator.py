@@ -28,9 +28,9 @@ import numpy as np
 from mergeable_metrics.states import codec
 from mergeable_metrics.inputs.validation import Batch
 from mergeable_metrics.uncertainty.bootstrap import element_buckets
-from mergeable_metrics.slicing.grouped import CellStack, CountsOfCells, SliceBlock, bucket_keys
+from mergeable_metrics.slicing.grouped import CellStack, CountsOfCells, DistributionStack, SliceBlock, bucket_keys
 from mergeable_metrics.slicing.assign import OVERALL, assign_slices, slice_name
-from mergeable_metrics.collection.stacked import CELL_KINDS, stack_fields
+from mergeable_metrics.collection.stacked import CELL_KINDS, LazyStates, stack_fields
 from mergeable_metrics.states.base import BinaryConfusionState, ExampleCountState
 
 if TYPE_CHECKING:
@@ -113,12 +113,20 @@ class Accumulator:
         block) is the sum of both rows: whole numbers below 2**53, added exactly as the states' merge
         adds them (else None).
         """
+        got = self._stacked(lazy=False)
+        return None if got is None else (got[0], got[1])
+
+    def _stacked(self, lazy: bool) -> tuple[list[tuple], dict[str, dict[str, np.ndarray]], LazyStates] | None:
+        """:meth:`stacked`, and the slices' states as a :class:`~mergeable_metrics.collection.stacked.LazyStates`
+        (row ``i``: slice ``keys[i]``'s tuple of states, built when read, as :meth:`items` builds
+        it). ``lazy``: the other state kinds are allowed too (left out of the fields; their
+        states and exact score-distribution bins are read through the ``LazyStates``)."""
         held = self._states
-        parts: list[tuple[list[tuple], dict[str, dict[str, np.ndarray]]]] = []
+        parts: list[tuple[list[tuple], dict[str, dict[str, np.ndarray]], Any]] = []
         for block in self._blocks.values():
             if block.buckets is not None or block.roles is not None or block.weighted:
                 return None
-            fields = _block_fields(block)
+            fields = _block_fields(block, lazy)
             if fields is None:
                 return None
             shared = [k for k in held if k in block.index]
@@ -126,22 +134,23 @@ class Accumulator:
                 if not _add_held(fields, block.state_types, [block.index[k] for k in shared], [held[k] for k in shared]):
                     return None
                 held = {k: v for k, v in held.items() if k not in block.index}
-            parts.append((list(block.keys), fields))
+            parts.append((list(block.keys), fields, block))
         if held:
             first = next(iter(held.values()))
             types = tuple((type(s), s.layout) for s in first)
-            if any(cls.kind not in CELL_KINDS for cls, _ in types):
+            if not lazy and any(cls.kind not in CELL_KINDS for cls, _ in types):
                 return None
-            parts.insert(0, (list(held), stack_fields(types, list(held.values()))))
+            parts.insert(0, (list(held), stack_fields(types, list(held.values())), list(held.values())))
         if not parts:
-            return [], {}
+            return [], {}, LazyStates(0, lambda i: ())
         kinds = parts[0][1]
         if any(p[1].keys() != kinds.keys() for p in parts):
             return None
         keys = [k for p in parts for k in p[0]]
+        lazy_states = _lazy_states([(len(p[0]), p[2]) for p in parts])
         if len(parts) == 1:
-            return keys, parts[0][1]
-        return keys, {kind: {name: np.concatenate([p[1][kind][name] for p in parts]) for name in kinds[kind]} for kind in kinds}
+            return keys, parts[0][1], lazy_states
+        return keys, {kind: {name: np.concatenate([p[1][kind][name] for p in parts]) for name in kinds[kind]} for kind in kinds}, lazy_states
 
     def items(self) -> list[tuple[tuple, tuple]]:
         """``[(slice_key, tuple_of_states)]`` of every slice (the order of :meth:`slices`)."""
@@ -239,16 +248,46 @@ def _add_held(fields: dict[str, dict[str, np.ndarray]], state_types: tuple, rows
     return True
 
 
-def _block_fields(block: SliceBlock) -> dict[str, dict[str, np.ndarray]] | None:
+def _lazy_states(parts: list[tuple[int, Any]]) -> LazyStates:
+    """The :class:`~mergeable_metrics.collection.stacked.LazyStates` of :meth:`Accumulator._stacked`'s rows:
+    ``parts`` in row order, each ``(rows, source)``: a list of held state tuples, or a
+    :class:`~mergeable_metrics.slicing.grouped.SliceBlock` (its slots in order)."""
+    starts = np.cumsum([0] + [n for n, _ in parts]).tolist()
+    r = starts[-1]
+
+    def locate(i: int) -> tuple[Any, int]:
+        j = int(np.searchsorted(starts, i, side="right")) - 1
+        return parts[j][1], i - starts[j]
+
+    def states(i: int) -> tuple:
+        source, at = locate(i)
+        return source[at] if isinstance(source, list) else source.slot_states(at)
+
+    def exact_bins(kind: str) -> list:
+        out: list = []
+        for n, source in parts:
+            if isinstance(source, list) or source.stacks is None:
+                out += [None] * n
+                continue
+            stack = next((s for s in source.stacks if s.cls.kind == kind), None)
+            out += stack.exact_bins(list(range(n))) if isinstance(stack, DistributionStack) else [None] * n
+        return out
+
+    return LazyStates(r, states, exact_bins)
+
+
+def _block_fields(block: SliceBlock, lazy: bool = False) -> dict[str, dict[str, np.ndarray]] | None:
     """``{kind: {field: (slots, ...) array}}`` of an unweighted block of cell states, from its
     (slots, cells) row counts as :meth:`mergeable_metrics.states.base.State.from_cells` builds one slot's state
     (the skipped rows in the example counts, as :meth:`mergeable_metrics.slicing.grouped.SliceBlock.items` adds
-    them); None when a stack is not a table of cells."""
+    them); None when a stack is not a table of cells (``lazy``: such kinds are left out)."""
     n = len(block.keys)
     out: dict[str, dict[str, np.ndarray]] = {}
     for i, (cls, layout) in enumerate(block.state_types):
         stack = None if block.stacks is None else block.stacks[i]
         if cls.kind not in CELL_KINDS or not (stack is None or isinstance(stack, (CellStack, CountsOfCells))):
+            if lazy and cls.kind not in CELL_KINDS:
+                continue
             return None
         source = stack.source if isinstance(stack, CountsOfCells) else stack
         width = cls.num_cells(layout) if source is None else source.ncells

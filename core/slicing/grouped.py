@@ -470,6 +470,30 @@ class DistributionStack(Stack):
         a, b = int(self._bounds[slot]), int(self._bounds[slot + 1])
         return self._state_of(key[a:b], self.values.take(totals, slice(a, b)))
 
+    def exact_bins(self, slots: list[int]) -> list:
+        """Per slot of ``slots``: the ``(pos, neg)`` float64 totals of its bins in ascending key
+        order, the arrays :meth:`state` gives an exact slot's state (unweighted rows in the merged
+        runs); None for a slot whose state is to be read (weighted, or held as its own state)."""
+        if self.weighted:
+            return [None] * len(slots)
+        self._consolidate()
+        s_, _, totals = self.merged
+        if self._bounds is None:
+            self._bounds = np.searchsorted(s_, np.arange(int(s_[-1]) + 2 if s_.size else 1))
+        bounds, big, top = self._bounds.tolist(), self.big, self._bounds.shape[0] - 1
+        pos, neg = totals[:, 1].astype(np.float64), totals[:, 0].astype(np.float64)
+        empty = np.zeros(0)
+        out: list = []
+        for slot in slots:
+            if slot in big:
+                out.append(None)
+            elif slot >= top:
+                out.append((empty, empty))
+            else:
+                a, b = bounds[slot], bounds[slot + 1]
+                out.append((pos[a:b], neg[a:b]))
+        return out
+
     def empty(self) -> "DistributionStack":
         return DistributionStack(self.cls, self.layout, self.weighted)
 
@@ -752,19 +776,20 @@ class SliceBlock:
             g[key[-1][1]] = states
         return [(k, tuple(s for t in g for s in t)) for k, g in groups.items()]
 
+    def slot_states(self, slot: int) -> tuple[State, ...]:
+        """The tuple of states of one slot (as :meth:`items` gives it)."""
+        if self.stacks is None:
+            states = tuple(cls.zero(layout) for cls, layout in self.state_types)
+        else:
+            states = tuple(s.state(slot) for s in self.stacks)
+        k = int(self.skipped[slot]) if slot < self.skipped.shape[0] else 0
+        if k:
+            states = (states[0].merge(ExampleCountState.skipped_rows(k)),) + states[1:]
+        return states
+
     def items(self) -> list[tuple[tuple, tuple[State, ...]]]:
         """``[(slice key, tuple of states)]`` of every slot."""
-        out = []
-        for slot, key in enumerate(self.keys):
-            if self.stacks is None:
-                states = tuple(cls.zero(layout) for cls, layout in self.state_types)
-            else:
-                states = tuple(s.state(slot) for s in self.stacks)
-            k = int(self.skipped[slot]) if slot < self.skipped.shape[0] else 0
-            if k:
-                states = (states[0].merge(ExampleCountState.skipped_rows(k)),) + states[1:]
-            out.append((key, states))
-        return out
+        return [(key, self.slot_states(slot)) for slot, key in enumerate(self.keys)]
 
     def copy(self) -> "SliceBlock":
         out = SliceBlock(self.state_types, self.weighted, self.buckets, self.roles)

@@ -133,3 +133,65 @@ def test_plans_with_other_states_keep_the_overall_slice_as_states(metrics):
     ev = Evaluation(label_col="y", slices=["a"], metrics=metrics, **kw)
     acc = ev.fold(ev.zero(), {"y": [1, 0], "s": [0.9, 0.1], "a": ["x", "y"]})
     assert () not in acc._blocks
+
+
+#: plans of other states than the cell kinds: the finish reads their states lazily, ``roc_auc`` of
+#: exact unweighted distributions from the blocks' bins
+OTHER_METRICS = [
+    ["roc_auc"],
+    ["roc_auc@pos_label=0", "precision", "accuracy"],
+    ["roc_auc@capacity=3", "average_precision"],  # compressed slices: certified bounds, the states path
+    ["roc_auc@max_fpr=0.5", "log_loss", "brier_score_loss"],
+]
+
+
+def _finish_both(ev: Evaluation, batches: list) -> tuple:
+    """``(fast, reference)``: the finish of a folded accumulator (the stacked path), and of the
+    same slices' states as a plain mapping (the per-slice path, ``Evaluation._finish_states``),
+    each with its warnings' messages."""
+    out = []
+    for plain in (False, True):
+        acc = _fold(ev, batches, ev.zero())
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            res = ev.finish(dict(acc.items()) if plain else acc)
+        out.append((res, [str(w.message) for w in caught]))
+    return out[0], out[1]
+
+
+@settings(max_examples=100)
+@given(cases(), st.sampled_from(range(len(OTHER_METRICS))), st.booleans())
+def test_lazy_finish_equals_the_per_slice_finish(case, which, big):
+    cols, n, cuts, skip, weighted, arrow, _ = case
+    ev = Evaluation(
+        label_col="y", score_col="s", slices=["a"], metrics=OTHER_METRICS[which], weight_col="w" if weighted else None, on_invalid="skip" if skip else "raise"
+    )
+    if big:  # few distinct scores: many ties
+        cols = dict(cols, s=np.round(cols["s"], 1))
+    batches = _batches(cols, n, cuts, arrow)
+    (fast, fast_warnings), (want, want_warnings) = _finish_both(ev, batches)
+    assert fast.to_dict() == want.to_dict()
+    assert [s.bounds for s in fast.slices] == [s.bounds for s in want.slices]
+    assert fast_warnings == want_warnings
+
+
+def test_lazy_finish_roc_auc_hand_computed_and_against_scikit_learn():
+    from sklearn.metrics import roc_auc_score
+
+    rng = np.random.default_rng(7)
+    n = 3000
+    a = rng.choice(["p", "q", "r", "s", None], n)
+    y = rng.integers(0, 2, n)
+    s = np.round(rng.random(n), 2)  # ties
+    ev = Evaluation(label_col="y", score_col="s", slices=["a"], metrics=["roc_auc"])
+    batches = _batches({"y": y, "s": s, "a": list(a)}, n, [1000, 1000, 2000], arrow=True)
+    (fast, _), (want, _) = _finish_both(ev, batches)
+    assert fast.to_dict() == want.to_dict()
+    for v in ["p", "q", "r", "s", None]:
+        m = np.array([x == v for x in a])
+        assert fast[(("a", v),)].metrics["roc_auc"] == pytest.approx(roc_auc_score(y[m], s[m]), abs=1e-12)
+    # hand computed: positives 0.9, 0.4; negatives 0.6, 0.1 -> 3 of 4 pairs ordered
+    ev2 = Evaluation(label_col="y", score_col="s", slices=["a"], metrics=["roc_auc"])
+    acc = ev2.fold(ev2.zero(), {"y": [1, 1, 0, 0] * 3, "s": [0.9, 0.4, 0.6, 0.1] * 3, "a": ["x"] * 4 + ["y"] * 4 + ["z"] * 4})
+    res = ev2.finish(acc)
+    assert [res[(("a", v),)].metrics["roc_auc"] for v in "xyz"] == [0.75, 0.75, 0.75]
