@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 from mergeable_metrics import Evaluation
 from mergeable_metrics.collection.stacked import stack_fields
 from mergeable_metrics.evaluation.evaluation import Accumulator
+from mergeable_metrics.slicing.assign import OTHER, SUPPRESSED, sort_key, sort_order
 
 COUNT_METRICS = ["precision", "recall", "f1", "accuracy", "precision@threshold=0.25"]
 
@@ -195,3 +196,14 @@ def test_lazy_finish_roc_auc_hand_computed_and_against_scikit_learn():
     acc = ev2.fold(ev2.zero(), {"y": [1, 1, 0, 0] * 3, "s": [0.9, 0.4, 0.6, 0.1] * 3, "a": ["x"] * 4 + ["y"] * 4 + ["z"] * 4})
     res = ev2.finish(acc)
     assert [res[(("a", v),)].metrics["roc_auc"] for v in "xyz"] == [0.75, 0.75, 0.75]
+
+
+@pytest.mark.parametrize("extra", [[], [None], [None, "[0, 1)"], ["(x"], [None, OTHER], [SUPPRESSED], [3]])
+def test_sort_order_of_one_column_strings_and_the_missing_value(extra):
+    """The fast path of one-column specs of plain strings and None equals the order of ``sort_key``."""
+    rng = np.random.default_rng(len(extra))
+    pool = ["b", "a", "", "Z", "10", "9", "é", "a b"] + extra
+    specs = [("g",), ("h",)]
+    keys = list({(("gh"[rng.integers(0, 2)], pool[rng.integers(0, len(pool))]),) for _ in range(200)}) + [()]
+    rng.shuffle(keys)
+    assert sort_order(keys, specs) == sorted(range(len(keys)), key=lambda i: sort_key(keys[i], specs))
