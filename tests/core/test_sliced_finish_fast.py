@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 from mergeable_metrics import Evaluation
 from mergeable_metrics.collection.stacked import stack_fields
+from mergeable_metrics.evaluation.batches import num_rows
 from mergeable_metrics.evaluation.evaluation import Accumulator
 from mergeable_metrics.slicing.assign import OTHER, SUPPRESSED, sort_key, sort_order
 
@@ -28,10 +29,10 @@ COUNT_METRICS = ["precision", "recall", "f1", "accuracy", "precision@threshold=0
 
 
 def _fold(ev: Evaluation, batches: list, acc):
-    offset = 0
-    for b in batches:
+    """``acc`` (an accumulator, or a plain dict: the per-slice fold) with ``batches`` folded in order."""
+    offsets = np.cumsum([0] + [num_rows(b) for b in batches]).tolist()
+    for b, offset in zip(batches, offsets):
         ev.fold(acc, b, row_offset=offset)
-        offset += b.num_rows if hasattr(b, "num_rows") else len(next(iter(b.values())))
     return acc
 
 
