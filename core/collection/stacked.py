@@ -83,6 +83,7 @@ from mergeable_metrics.states.base import BinaryConfusionState, ConfusionMatrixS
 __all__ = [
     "CELL_KINDS",
     "VECTORISE_FROM",
+    "LazyStates",
     "ManyValues",
     "compute_cells",
     "compute_fields",
@@ -619,12 +620,15 @@ def _roc_auc_many(m: Metric, states_list: Sequence[Sequence[State]]) -> dict[int
     kind = m._state_type().kind
     swap = m.p["pos_label"] == 0
     elems, pos_parts, neg_parts = [], [], []
-    for i, states in enumerate(states_list):
-        st = next((x for x in states if x.kind == kind), None)
-        if st is None or not st.is_exact:
-            continue
-        a = st.arrays
-        pos, neg = (a["neg"], a["pos"]) if swap else (a["pos"], a["neg"])
+    read = getattr(states_list, "exact_bins", None)  # the bins read from tables, without the state objects
+    bins = read(kind) if read is not None else [None] * len(states_list)
+    for i, got in enumerate(bins):
+        if got is None:
+            st = next((x for x in states_list[i] if x.kind == kind), None)
+            if st is None or not st.is_exact:
+                continue
+            got = st.arrays["pos"], st.arrays["neg"]
+        pos, neg = (got[1], got[0]) if swap else got
         elems.append(i)
         pos_parts.append(pos[::-1])  # descending scores, as _Dist holds them
         neg_parts.append(neg[::-1])
@@ -780,16 +784,43 @@ def compute_many(plan: Any, states_list: Sequence[Sequence[State]], vectorise_fr
     return _compute(plan, _Stacked(fields, plan.state_types, len(states_list)), states_list)
 
 
-def compute_fields(plan: Any, fields: dict[str, dict[str, np.ndarray]], r: int) -> ManyValues:
+class LazyStates(Sequence):
+    """R elements' state tuples, each built when read (``states(i)``), for the metrics that
+    compute element by element beside the stacked cell fields (see :func:`compute_fields`);
+    ``exact_bins(kind)``: per element, the ``(pos, neg)`` float64 bin totals in ascending key
+    order of its exact score distribution of ``kind`` read without building its state (None: read
+    the element's state), which :func:`_roc_auc_many` reads as it reads a state's arrays."""
+
+    def __init__(self, r: int, states: Callable[[int], tuple], exact_bins: Callable[[str], list] | None = None):
+        self._r = r
+        self._states = states
+        self._bins = exact_bins
+
+    def __len__(self) -> int:
+        return self._r
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [self._states(j) for j in range(*i.indices(self._r))]
+        if not -self._r <= i < self._r:
+            raise IndexError(i)
+        return self._states(i % self._r)
+
+    def exact_bins(self, kind: str) -> list:
+        return [None] * self._r if self._bins is None else self._bins(kind)
+
+
+def compute_fields(plan: Any, fields: dict[str, dict[str, np.ndarray]], r: int, states_list: Sequence[Sequence[State]] | None = None) -> ManyValues:
     """The metrics of ``plan`` for R elements given as their stacked cell-state fields
     (``{kind: {field: (R, ...) array}}``, as :func:`stack_fields` stacks them: e.g.
     :meth:`mergeable_metrics.evaluation.accumulator.Accumulator.stacked`), bit for bit :func:`compute_many` of the states
     they stack, from ``VECTORISE_FROM`` elements on; every metric must be a cell metric
-    (:func:`is_cell_metric`).
+    (:func:`is_cell_metric`), unless ``states_list`` gives the elements' states (e.g. a
+    :class:`LazyStates`) for the others.
 
     Raises:
-        ValueError: a metric that is not computed from cell states."""
-    return _compute(plan, _Stacked(fields, plan.state_types, r), None)
+        ValueError: a metric that is not computed from cell states, without ``states_list``."""
+    return _compute(plan, _Stacked(fields, plan.state_types, r), states_list)
 
 
 def compute_cells(plan: Any, cells: dict[str, np.ndarray]) -> ManyValues:

@@ -28,9 +28,9 @@ import numpy as np
 from mergeable_metrics.states import codec
 from mergeable_metrics.inputs.validation import Batch
 from mergeable_metrics.uncertainty.bootstrap import element_buckets
-from mergeable_metrics.slicing.grouped import CellStack, CountsOfCells, SliceBlock, bucket_keys
+from mergeable_metrics.slicing.grouped import CellStack, CountsOfCells, DistributionStack, SliceBlock, bucket_keys
 from mergeable_metrics.slicing.assign import OVERALL, assign_slices, slice_name
-from mergeable_metrics.collection.stacked import CELL_KINDS, stack_fields
+from mergeable_metrics.collection.stacked import CELL_KINDS, LazyStates, stack_fields
 from mergeable_metrics.states.base import BinaryConfusionState, ExampleCountState
 
 if TYPE_CHECKING:
@@ -109,31 +109,48 @@ class Accumulator:
         Only the cell state kinds stack this way (example counts, binary confusion counts,
         confusion matrices): None when a slice holds another kind, weighted rows (exact weight
         sums), bootstrap buckets or a baseline model's states (read :meth:`items` then).
+        A slice both held and in a block (the overall slice: held from :meth:`zero`, folded in a
+        block) is the sum of both rows: whole numbers below 2**53, added exactly as the states' merge
+        adds them (else None).
         """
+        got = self._stacked(lazy=False)
+        return None if got is None else (got[0], got[1])
+
+    def _stacked(self, lazy: bool) -> tuple[list[tuple], dict[str, dict[str, np.ndarray]], LazyStates] | None:
+        """:meth:`stacked`, and the slices' states as a :class:`~mergeable_metrics.collection.stacked.LazyStates`
+        (row ``i``: slice ``keys[i]``'s tuple of states, built when read, as :meth:`items` builds
+        it). ``lazy``: the other state kinds are allowed too (left out of the fields; their
+        states and exact score-distribution bins are read through the ``LazyStates``)."""
         held = self._states
-        parts: list[tuple[list[tuple], dict[str, dict[str, np.ndarray]]]] = []
+        parts: list[tuple[list[tuple], dict[str, dict[str, np.ndarray]], Any]] = []
         for block in self._blocks.values():
-            if block.buckets is not None or block.roles is not None or block.weighted or any(k in held for k in block.keys):
-                return None  # (a slice both held and in a block: its tuple is their merge)
-            fields = _block_fields(block)
+            if block.buckets is not None or block.roles is not None or block.weighted:
+                return None
+            fields = _block_fields(block, lazy)
             if fields is None:
                 return None
-            parts.append((list(block.keys), fields))
+            shared = [k for k in held if k in block.index]
+            if shared:  # a slice both held and in a block: its tuple is their merge
+                if not _add_held(fields, block.state_types, [block.index[k] for k in shared], [held[k] for k in shared]):
+                    return None
+                held = {k: v for k, v in held.items() if k not in block.index}
+            parts.append((list(block.keys), fields, block))
         if held:
             first = next(iter(held.values()))
             types = tuple((type(s), s.layout) for s in first)
-            if any(cls.kind not in CELL_KINDS for cls, _ in types):
+            if not lazy and any(cls.kind not in CELL_KINDS for cls, _ in types):
                 return None
-            parts.insert(0, (list(held), stack_fields(types, list(held.values()))))
+            parts.insert(0, (list(held), stack_fields(types, list(held.values())), list(held.values())))
         if not parts:
-            return [], {}
+            return [], {}, LazyStates(0, lambda i: ())
         kinds = parts[0][1]
         if any(p[1].keys() != kinds.keys() for p in parts):
             return None
         keys = [k for p in parts for k in p[0]]
+        lazy_states = _lazy_states([(len(p[0]), p[2]) for p in parts])
         if len(parts) == 1:
-            return keys, parts[0][1]
-        return keys, {kind: {name: np.concatenate([p[1][kind][name] for p in parts]) for name in kinds[kind]} for kind in kinds}
+            return keys, parts[0][1], lazy_states
+        return keys, {kind: {name: np.concatenate([p[1][kind][name] for p in parts]) for name in kinds[kind]} for kind in kinds}, lazy_states
 
     def items(self) -> list[tuple[tuple, tuple]]:
         """``[(slice_key, tuple_of_states)]`` of every slice (the order of :meth:`slices`)."""
@@ -203,16 +220,74 @@ class Accumulator:
         self._states[key] = states
 
 
-def _block_fields(block: SliceBlock) -> dict[str, dict[str, np.ndarray]] | None:
+#: whole numbers up to this add exactly in float64 (and in int64)
+_WHOLE = float(2**53)
+
+
+def _add_held(fields: dict[str, dict[str, np.ndarray]], state_types: tuple, rows: list[int], states: list[tuple]) -> bool:
+    """Add the held ``states`` of some slices into their ``rows`` of a block's ``fields`` (in
+    place), as the merge of their states adds them; False (nothing changed) unless every value
+    involved, and every sum, is a whole number below 2**53 (then float64 and the exact sums of a
+    merge give the same number) and the held states are the block's kinds and layouts."""
+    types = tuple((type(s), s.layout) for s in states[0])
+    if types != tuple(state_types) or list(fields) != [cls.kind for cls, _ in types] or any(tuple((type(s), s.layout) for s in t) != types for t in states):
+        return False
+    theirs = stack_fields(types, states)
+    at = np.asarray(rows, dtype=np.int64)
+    sums = {}
+    for kind, f in fields.items():
+        for name, a in f.items():
+            b = theirs[kind][name]
+            total = a[at] + b
+            for x in (a[at], b, total):
+                if not (np.all(np.abs(x) < _WHOLE) and (x.dtype.kind != "f" or np.all(x == np.floor(x)))):
+                    return False
+            sums[kind, name] = total
+    for (kind, name), total in sums.items():
+        fields[kind][name][at] = total
+    return True
+
+
+def _lazy_states(parts: list[tuple[int, Any]]) -> LazyStates:
+    """The :class:`~mergeable_metrics.collection.stacked.LazyStates` of :meth:`Accumulator._stacked`'s rows:
+    ``parts`` in row order, each ``(rows, source)``: a list of held state tuples, or a
+    :class:`~mergeable_metrics.slicing.grouped.SliceBlock` (its slots in order)."""
+    starts = np.cumsum([0] + [n for n, _ in parts]).tolist()
+    r = starts[-1]
+
+    def locate(i: int) -> tuple[Any, int]:
+        j = int(np.searchsorted(starts, i, side="right")) - 1
+        return parts[j][1], i - starts[j]
+
+    def states(i: int) -> tuple:
+        source, at = locate(i)
+        return source[at] if isinstance(source, list) else source.slot_states(at)
+
+    def exact_bins(kind: str) -> list:
+        out: list = []
+        for n, source in parts:
+            if isinstance(source, list) or source.stacks is None:
+                out += [None] * n
+                continue
+            stack = next((s for s in source.stacks if s.cls.kind == kind), None)
+            out += stack.exact_bins(list(range(n))) if isinstance(stack, DistributionStack) else [None] * n
+        return out
+
+    return LazyStates(r, states, exact_bins)
+
+
+def _block_fields(block: SliceBlock, lazy: bool = False) -> dict[str, dict[str, np.ndarray]] | None:
     """``{kind: {field: (slots, ...) array}}`` of an unweighted block of cell states, from its
     (slots, cells) row counts as :meth:`mergeable_metrics.states.base.State.from_cells` builds one slot's state
     (the skipped rows in the example counts, as :meth:`mergeable_metrics.slicing.grouped.SliceBlock.items` adds
-    them); None when a stack is not a table of cells."""
+    them); None when a stack is not a table of cells (``lazy``: such kinds are left out)."""
     n = len(block.keys)
     out: dict[str, dict[str, np.ndarray]] = {}
     for i, (cls, layout) in enumerate(block.state_types):
         stack = None if block.stacks is None else block.stacks[i]
         if cls.kind not in CELL_KINDS or not (stack is None or isinstance(stack, (CellStack, CountsOfCells))):
+            if lazy and cls.kind not in CELL_KINDS:
+                continue
             return None
         source = stack.source if isinstance(stack, CountsOfCells) else stack
         width = cls.num_cells(layout) if source is None else source.ncells
@@ -327,10 +402,15 @@ class AccumulatorOps:
             eb = self._element_buckets(cols, n, batch, invalid if n_skipped else None, [a for _, a in specs], row_offset)
             baseline = None if batch.baseline is None else dataclasses.replace(batch.baseline, bucket=eb)
             batch = dataclasses.replace(batch, bucket=eb, baseline=baseline)
-        self._fold_into(acc, OVERALL, batch, n_skipped)
         weighted = self.weight_col is not None
         types, roles = self._block_types()
         cache: dict = {}  # per-row cells and score keys, shared by the specs' blocks
+        if isinstance(acc, Accumulator) and self._overall_in_block(types, roles, batch):
+            # the overall slice as a block of one slot: its cells counted by one bincount (the
+            # same state, bit for bit: State.from_cells), no per-batch state objects
+            acc._block(OVERALL, types, weighted).fold_one(batch if batch.n else None, OVERALL, n_skipped, cache)
+        else:
+            self._fold_into(acc, OVERALL, batch, n_skipped)
         for spec, assigned in specs:
             # (batch element, slice) pairs: pixels of maps, or rows left after ignore_index, via row_of
             pos, codes, skipped = assigned.pairs(n, invalid if n_skipped else None, batch.row_of)
@@ -369,6 +449,12 @@ class AccumulatorOps:
             codes = codes * B + (eb if pos is None else eb[pos])
             acc._block(spec.columns, types, weighted, B, roles).fold(data, pos, codes, bucket_keys(a.keys, B), bucketed_sk, cache)
         return acc
+
+    def _overall_in_block(self, types: tuple, roles: tuple[str, ...] | None, batch: Batch) -> bool:
+        """Whether :meth:`fold` folds the overall slice into a one-slot block (key ``()``): every
+        state a cell kind (counted per row cell, see :class:`mergeable_metrics.slicing.grouped.CellStack`),
+        elements that are rows, one model and no bootstrap buckets."""
+        return self._buckets is None and roles is None and batch.row_of is None and all(cls.kind in CELL_KINDS for cls, _ in types)
 
     def _block_types(self) -> tuple[tuple, tuple[str, ...] | None]:
         """``(state types, roles)`` of the slice blocks: the bucketed plan's in the stacked

@@ -44,7 +44,7 @@ from mergeable_metrics.collection.plan import Plan, make_task, undefined_warning
 from mergeable_metrics.results.results import Results, SliceResult
 from mergeable_metrics.evaluation.profile import ProfileSummary, SliceProfile, SliceProfiler
 from mergeable_metrics.slicing.assign import OTHER, OVERALL, parse_slices, slice_name, sort_key, sort_order
-from mergeable_metrics.collection.stacked import VECTORISE_FROM, compute_fields, is_cell_metric
+from mergeable_metrics.collection.stacked import VECTORISE_FROM, LazyStates, compute_fields, is_cell_metric
 from mergeable_metrics.states.base import ExampleCountState, _layout_diff
 from mergeable_metrics.evaluation.suppression import is_suppressed, protect, spec_of, suppress_complements, suppressed_mask
 
@@ -474,18 +474,19 @@ class Evaluation(AccumulatorOps):
         """:meth:`finish`'s slices (as :meth:`_finish_states` returns them) computed from
         :meth:`Accumulator.stacked <mergeable_metrics.evaluation.accumulator.Accumulator.stacked>`'s
         arrays (one :func:`mergeable_metrics.collection.stacked.compute_fields` over the leading slice axis,
-        suppression and the counts as array operations); None where that does not apply:
-        intervals, a baseline, bootstrap buckets, weights, a metric of other states than the cell
-        kinds, a missing overall slice, or fewer slices than the vectorised path starts at (the
-        result is then :meth:`mergeable_metrics.collection.plan.Plan.compute_many`'s, bit for bit)."""
+        suppression and the counts as array operations; the metrics of other state kinds from each
+        slice's states built when read, and ``roc_auc`` from the exact score distributions' bins
+        read straight from the blocks' tables); None where that does not apply: intervals, a
+        baseline, bootstrap buckets, weights, a missing overall slice, or fewer slices than the
+        vectorised path starts at (the result is then
+        :meth:`mergeable_metrics.collection.plan.Plan.compute_many`'s, bit for bit)."""
         if not isinstance(acc, Accumulator) or self._buckets is not None or self.paired or self.ci.method is not None or self.weight_col is not None:
             return None
-        if not all(is_cell_metric(m) for m in self.plan.metrics):
-            return None
-        got = acc.stacked()
+        cells_only = all(is_cell_metric(m) for m in self.plan.metrics)
+        got = acc._stacked(lazy=not cells_only)  # other metrics: from each slice's states, built when read
         if got is None:
             return None
-        keys, fields = got
+        keys, fields, lazy = got
         counts = fields.get(ExampleCountState.kind)
         if counts is None or (add_overall and OVERALL not in keys):
             return None
@@ -497,7 +498,12 @@ class Evaluation(AccumulatorOps):
             return None
         rows = order[computed]
         sub = {kind: {name: a[rows] for name, a in f.items()} for kind, f in fields.items()}
-        many = compute_fields(self.plan, sub, int(rows.size))
+        if cells_only:
+            many = compute_fields(self.plan, sub, int(rows.size))
+        else:
+            at = rows.tolist()
+            sub_states = LazyStates(len(at), lambda j: lazy[at[j]], lambda kind: (lambda bins: [bins[i] for i in at])(lazy.exact_bins(kind)))
+            many = compute_fields(self.plan, sub, len(at), sub_states)
         n, w, sk = counts["count"][rows].tolist(), counts["weight"][rows].tolist(), counts["skipped"][rows].tolist()
         # each metric's values as one list (scalars as Python numbers) or array, read by row
         objects = many.objects

@@ -607,11 +607,19 @@ def sort_order(keys: Sequence[tuple], spec_order: Sequence[tuple[str, ...]]) -> 
     n = len(spec_order)
     groups: dict[tuple, list[int]] = {}
     for pos, key in enumerate(keys):
-        cols = tuple(c for c, _ in key)
+        cols = (key[0][0],) if len(key) == 1 else tuple(c for c, _ in key)
         groups.setdefault((len(key) > 0, index.get(cols, n), cols), []).append(pos)
     out: list[int] = []
     for g in sorted(groups):
         members = groups[g]
+        if len(g[2]) == 1:  # one column: plain strings in string order, then the missing value
+            values = [keys[p][0][1] for p in members]
+            strings = [j for j, v in enumerate(values) if type(v) is str]
+            nulls = [j for j, v in enumerate(values) if v is None]
+            if len(strings) + len(nulls) == len(values) and not any(values[j][:1] in ("[", "(") or values[j] in (SUPPRESSED, OTHER) for j in strings):
+                strings.sort(key=values.__getitem__)
+                out.extend(members[j] for j in strings + nulls)
+                continue
         orders = [tuple(_str_value_order(v) for _, v in keys[p]) for p in members]
         if all(len(o) == 1 and o[0][1] == "str" and o[0][0] == 0 for o in orders):
             values = [o[0][2] for o in orders]

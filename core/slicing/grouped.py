@@ -130,14 +130,18 @@ class CellStack(Stack):
             sums = sums.regroup(np.arange(sums.shape[0]), total)
         self.weights = self.weights + sums
 
-    def fold(self, batch: Batch, pos: np.ndarray | None, slots: np.ndarray, size: int, cache: dict) -> None:
+    def fold(self, batch: Batch, pos: np.ndarray | None, slots: np.ndarray | int, size: int, cache: dict) -> None:
+        """(``slots`` may be one int: every element in that slot, see :meth:`SliceBlock.fold_one`.)"""
         cell = cache.get((self.cls, self.layout))
         if cell is None:
             cell = cache[(self.cls, self.layout)] = self.cls.cells(self.layout, batch)
         if pos is not None:
             cell = cell[pos]
-        index = slots * self.ncells
-        index += cell
+        if isinstance(slots, int):
+            index = cell + slots * self.ncells if slots else cell
+        else:
+            index = slots * self.ncells
+            index += cell
         total = size * self.ncells
         self.counts = _grow(self.counts, size)
         flat = self.counts.reshape(-1)
@@ -466,6 +470,30 @@ class DistributionStack(Stack):
         a, b = int(self._bounds[slot]), int(self._bounds[slot + 1])
         return self._state_of(key[a:b], self.values.take(totals, slice(a, b)))
 
+    def exact_bins(self, slots: list[int]) -> list:
+        """Per slot of ``slots``: the ``(pos, neg)`` float64 totals of its bins in ascending key
+        order, the arrays :meth:`state` gives an exact slot's state (unweighted rows in the merged
+        runs); None for a slot whose state is to be read (weighted, or held as its own state)."""
+        if self.weighted:
+            return [None] * len(slots)
+        self._consolidate()
+        s_, _, totals = self.merged
+        if self._bounds is None:
+            self._bounds = np.searchsorted(s_, np.arange(int(s_[-1]) + 2 if s_.size else 1))
+        bounds, big, top = self._bounds.tolist(), self.big, self._bounds.shape[0] - 1
+        pos, neg = totals[:, 1].astype(np.float64), totals[:, 0].astype(np.float64)
+        empty = np.zeros(0)
+        out: list = []
+        for slot in slots:
+            if slot in big:
+                out.append(None)
+            elif slot >= top:
+                out.append((empty, empty))
+            else:
+                a, b = bounds[slot], bounds[slot + 1]
+                out.append((pos[a:b], neg[a:b]))
+        return out
+
     def empty(self) -> "DistributionStack":
         return DistributionStack(self.cls, self.layout, self.weighted)
 
@@ -620,9 +648,11 @@ class SliceBlock:
             text = [(k[0][1], s) for s, k in enumerate(self.keys) if type(k[0][1]) is str]
             self._values = (pa.array([v for v, _ in text], type=d.type), np.array([s for _, s in text], dtype=np.int64), len(self.keys))
         values, value_slots, _ = self._values
-        ids = pc.index_in(d, value_set=values).fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+        got = pc.index_in(d, value_set=values)
+        ids = got.to_numpy(zero_copy_only=False)  # float64 with NaN where not found (when any is not)
+        found = ~np.isnan(ids) if ids.dtype.kind == "f" else np.ones(ids.size, dtype=bool)
+        ids = np.where(found, ids, -1).astype(np.int64) if ids.dtype.kind == "f" else ids.astype(np.int64)
         out = np.full(len(keys), -1, dtype=np.int64)
-        found = ids >= 0
         out[: ids.size][found] = value_slots[ids[found]]
         new = ~found & present[: ids.size]
         if new.any():
@@ -653,9 +683,12 @@ class SliceBlock:
         """Fold the pairs ``(pos[i], codes[i])`` (batch element, slice index into ``keys``) and
         ``skipped[k]`` invalid rows of each key. ``cache``: shared by the blocks folding the
         same batch (per-row cells and score keys are computed once)."""
-        present = skipped > 0
-        if codes.size:
-            present |= np.bincount(codes, minlength=len(keys)) > 0
+        if pos is None and isinstance(keys, ValueKeys) and codes is keys.coded.codes:
+            present = np.ones(len(keys), dtype=bool)  # every row's code of the batch's own dictionary: each value occurs
+        else:
+            present = skipped > 0
+            if codes.size:
+                present |= np.bincount(codes, minlength=len(keys)) > 0
         slot_of = self.slots(keys, present)
         size = len(self.keys)
         if skipped.any():
@@ -675,6 +708,33 @@ class SliceBlock:
                 stack.fold(batch.baseline, pos, slots, size, cache.setdefault("baseline", {}))
             else:
                 stack.fold(batch, pos, slots, size, cache)
+
+    def fold_one(self, batch: Batch | None, key: tuple, skipped: int, cache: dict | None = None) -> None:
+        """Fold every element of ``batch`` (None: no elements) and ``skipped`` invalid rows into
+        the one slice ``key``: :meth:`fold` with every element's code 0 and ``keys=[key]``, without
+        the per-element codes (a block of cell stacks counts the cells by one ``np.bincount``; the
+        overall slice's fold)."""
+        present = np.array([skipped > 0 or (batch is not None and batch.n > 0)])
+        slot = int(self.slots([key], present)[0])
+        if slot < 0:
+            return
+        size = len(self.keys)
+        if skipped:
+            self.skipped = _grow(self.skipped, size)
+            self.skipped[slot] += skipped
+        if batch is None or batch.n == 0:
+            return
+        cache = {} if cache is None else cache
+        stacks = self._stacks(batch.row_of is None)
+        every: np.ndarray | None = None
+        for stack, role in zip(stacks, self.roles or (None,) * len(stacks)):
+            b, c = (batch.baseline, cache.setdefault("baseline", {})) if role == "baseline" else (batch, cache)
+            if isinstance(stack, (CellStack, CountsOfCells)):
+                stack.fold(b, None, slot, size, c)  # type: ignore[arg-type]  # a scalar slot: one bincount of the cells
+                continue
+            if every is None:
+                every = np.full(batch.n, slot, dtype=np.int64)
+            stack.fold(b, None, every, size, c)
 
     def merge(self, other: "SliceBlock") -> None:
         """Add every slice of ``other`` (left unchanged) into this block.
@@ -716,19 +776,20 @@ class SliceBlock:
             g[key[-1][1]] = states
         return [(k, tuple(s for t in g for s in t)) for k, g in groups.items()]
 
+    def slot_states(self, slot: int) -> tuple[State, ...]:
+        """The tuple of states of one slot (as :meth:`items` gives it)."""
+        if self.stacks is None:
+            states = tuple(cls.zero(layout) for cls, layout in self.state_types)
+        else:
+            states = tuple(s.state(slot) for s in self.stacks)
+        k = int(self.skipped[slot]) if slot < self.skipped.shape[0] else 0
+        if k:
+            states = (states[0].merge(ExampleCountState.skipped_rows(k)),) + states[1:]
+        return states
+
     def items(self) -> list[tuple[tuple, tuple[State, ...]]]:
         """``[(slice key, tuple of states)]`` of every slot."""
-        out = []
-        for slot, key in enumerate(self.keys):
-            if self.stacks is None:
-                states = tuple(cls.zero(layout) for cls, layout in self.state_types)
-            else:
-                states = tuple(s.state(slot) for s in self.stacks)
-            k = int(self.skipped[slot]) if slot < self.skipped.shape[0] else 0
-            if k:
-                states = (states[0].merge(ExampleCountState.skipped_rows(k)),) + states[1:]
-            out.append((key, states))
-        return out
+        return [(key, self.slot_states(slot)) for slot, key in enumerate(self.keys)]
 
     def copy(self) -> "SliceBlock":
         out = SliceBlock(self.state_types, self.weighted, self.buckets, self.roles)
