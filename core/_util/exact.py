@@ -310,6 +310,20 @@ def _round(D: np.ndarray, exp: int) -> tuple[np.ndarray, np.ndarray]:
     return v, inexact
 
 
+_NO_LIMBS: dict[int, np.ndarray] = {}
+
+
+def _no_limbs(m: int) -> np.ndarray:
+    """The read-only (m, 0) limbs of compact sums (no data: one array per ``m`` is shared)."""
+    a = _NO_LIMBS.get(m)
+    if a is None:
+        a = np.zeros((m, 0), dtype=np.int64)
+        a.flags.writeable = False
+        if m <= 1 << 16:
+            _NO_LIMBS[m] = a
+    return a
+
+
 class ExactSums:
     """An array of exact sums (see the module docstring). Immutable; ``a + b`` merges."""
 
@@ -377,7 +391,7 @@ class ExactSums:
         v = np.array(values, dtype=np.float64, copy=True)
         _check_finite(v)
         v += 0.0  # -0.0 -> +0.0
-        return cls(v, 0, np.zeros((v.size, 0), dtype=np.int64))
+        return cls(v, 0, _no_limbs(v.size))
 
     @classmethod
     def zeros(cls, shape: tuple[int, ...]) -> "ExactSums":
@@ -434,11 +448,11 @@ class ExactSums:
     def __add__(self, other: "ExactSums") -> "ExactSums":
         if other.shape != self.shape:
             raise ValueError(f"exact sums of shapes {self.shape} and {other.shape} do not merge")
-        if other._is_zero():
-            return self
-        if self._is_zero():
-            return other
         if self._raw is not None or other._raw is not None:  # stay raw: one rounding when read
+            if other._is_zero():
+                return self
+            if self._is_zero():
+                return other
             (A, ea), (B, eb) = self._raw_full(), other._raw_full()
             D, e = _add_limbs(A, ea, B, eb)
             if _kernels.ready():
@@ -446,6 +460,17 @@ class ExactSums:
             else:
                 D, e = _canonical(D, e)
             return ExactSums.lazy(D, e, self.shape)
+        if self.compact and other.compact and self._values.size <= 16:  # a few sums: TwoSum on Python floats
+            out = []
+            for x, y in zip(self._values.ravel().tolist(), other._values.ravel().tolist()):
+                t = x + y  # inf past the float range (no exception): then the error below is nan
+                bb = t - x
+                if (x - (t - bb)) + (y - bb) != 0:
+                    break
+                out.append(t + 0.0)  # -0.0 -> +0.0
+            else:
+                v = np.array(out, dtype=np.float64).reshape(self.shape)
+                return ExactSums(v, 0, _no_limbs(v.size))
         if self.compact and other.compact:
             a, b = self.values, other.values
             with np.errstate(over="ignore", invalid="ignore"):
