@@ -357,14 +357,14 @@ class _Arrays(Mapping):
         except KeyError:
             pass
         name = key[: -len(".exp")] if key.endswith(".exp") else key[: -len(".limbs")] if key.endswith(".limbs") else key
-        es = self._exact.pop(name, None)
+        es = self._exact.get(name)  # kept (not popped): a concurrent reader rounds it too, same bits
         if es is None:
             raise KeyError(key)
-        self._data[name] = es.values
-        self._data[f"{name}.exp"] = e = np.asarray(np.int64(es.exp))
+        e = np.asarray(np.int64(es.exp))
         e.flags.writeable = False
-        self._data[f"{name}.limbs"] = es.limbs.reshape(-1)
-        return self._data[key]
+        got = {name: es.values, f"{name}.exp": e, f"{name}.limbs": es.limbs.reshape(-1)}
+        self._data.update(got)
+        return got[key]
 
     def __iter__(self):
         return iter(self._order)

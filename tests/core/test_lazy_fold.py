@@ -108,3 +108,17 @@ def test_a_merged_state_rounds_its_sums_when_read():
     decoded = State.decode(state.encode())
     assert decoded == state and dict(decoded.arrays).keys() == dict(state.arrays).keys()
     assert all(np.array_equal(decoded.arrays[k], state.arrays[k]) for k in state.arrays)
+
+
+def test_states_with_raw_sums_pickle_and_compare_like_rounded_ones():
+    import pickle
+
+    d = _data(500, 3)
+    raw = _fold("regression", d, [100, 250], True)
+    rounded = _fold("regression", d, [], True)
+    for s in rounded.states:
+        dict(s.arrays)  # round every field of these first
+    for a, b in zip(raw.states, rounded.states):
+        back = pickle.loads(pickle.dumps(a))
+        assert back == b and a == b and hash(a) == hash(b) and repr(a) == repr(b)
+        assert back.encode() == b.encode()
