@@ -310,23 +310,80 @@ def _round(D: np.ndarray, exp: int) -> tuple[np.ndarray, np.ndarray]:
     return v, inexact
 
 
+_NO_LIMBS: dict[int, np.ndarray] = {}
+
+
+def _no_limbs(m: int) -> np.ndarray:
+    """The read-only (m, 0) limbs of compact sums (no data: one array per ``m`` is shared)."""
+    a = _NO_LIMBS.get(m)
+    if a is None:
+        a = np.zeros((m, 0), dtype=np.int64)
+        a.flags.writeable = False
+        if m <= 1 << 16:
+            _NO_LIMBS[m] = a
+    return a
+
+
 class ExactSums:
     """An array of exact sums (see the module docstring). Immutable; ``a + b`` merges."""
 
-    __slots__ = ("shape", "exp", "limbs", "values")
+    __slots__ = ("shape", "_exp", "_limbs", "_values", "_raw")
 
     def __init__(self, values: np.ndarray, exp: int, limbs: np.ndarray):
-        self.values = values
+        self._values = values
         self.shape = values.shape
-        self.exp = int(exp)
-        self.limbs = limbs
+        self._exp = int(exp)
+        self._limbs = limbs
+        self._raw: tuple[np.ndarray, int] | None = None
         values.flags.writeable = False
         limbs.flags.writeable = False
+
+    @classmethod
+    def lazy(cls, limbs: np.ndarray, exp: int, shape: tuple[int, ...]) -> "ExactSums":
+        """The exact sums of raw ``limbs`` ((m, L) int64, |entries| < 2**62), canonicalised and
+        rounded only when ``values``, ``exp`` or ``limbs`` is first read (then as
+        :meth:`from_limbs`): sums that are only added to others (a fold of many batches) skip
+        the rounding of every intermediate."""
+        self = object.__new__(cls)
+        self.shape = tuple(shape)
+        self._raw = (limbs, int(exp))
+        self._values = self._limbs = None  # type: ignore[assignment]
+        self._exp = 0
+        return self
+
+    def _settle(self) -> None:
+        raw = self._raw
+        if raw is not None:
+            es = ExactSums.from_limbs(raw[0], raw[1], self.shape)
+            self._values, self._exp, self._limbs = es._values, es._exp, es._limbs
+            self._raw = None
+
+    @property
+    def values(self) -> np.ndarray:
+        """(shape) float64: each sum correctly rounded."""
+        if self._raw is not None:
+            self._settle()
+        return self._values
+
+    @property
+    def exp(self) -> int:
+        if self._raw is not None:
+            self._settle()
+        return self._exp
+
+    @property
+    def limbs(self) -> np.ndarray:
+        if self._raw is not None:
+            self._settle()
+        return self._limbs
 
     @property
     def compact(self) -> bool:
         """Every sum is exactly its float64 value (no limbs stored)."""
         return self.limbs.shape[1] == 0
+
+    def _is_zero(self) -> bool:
+        return self._raw is None and self._limbs.shape[1] == 0 and not self._values.any()
 
     @classmethod
     def of_floats(cls, values: np.ndarray | float) -> "ExactSums":
@@ -334,7 +391,7 @@ class ExactSums:
         v = np.array(values, dtype=np.float64, copy=True)
         _check_finite(v)
         v += 0.0  # -0.0 -> +0.0
-        return cls(v, 0, np.zeros((v.size, 0), dtype=np.int64))
+        return cls(v, 0, _no_limbs(v.size))
 
     @classmethod
     def zeros(cls, shape: tuple[int, ...]) -> "ExactSums":
@@ -375,6 +432,10 @@ class ExactSums:
             raise ValueError(f"{what}: stored limbs or values are not canonical")
         return got
 
+    def _raw_full(self) -> tuple[np.ndarray, int]:
+        """:meth:`full`, or the raw limbs of a sum not yet rounded."""
+        return self._raw if self._raw is not None else self.full()
+
     def full(self) -> tuple[np.ndarray, int]:
         """``(limbs, exp)`` of every sum, also for the compact form."""
         if not self.compact:
@@ -387,6 +448,29 @@ class ExactSums:
     def __add__(self, other: "ExactSums") -> "ExactSums":
         if other.shape != self.shape:
             raise ValueError(f"exact sums of shapes {self.shape} and {other.shape} do not merge")
+        if self._raw is not None or other._raw is not None:  # stay raw: one rounding when read
+            if other._is_zero():
+                return self
+            if self._is_zero():
+                return other
+            (A, ea), (B, eb) = self._raw_full(), other._raw_full()
+            D, e = _add_limbs(A, ea, B, eb)
+            if _kernels.ready():
+                D, e = _kernels.canonical(np.ascontiguousarray(D), e)  # bounded limbs, smallest window
+            else:
+                D, e = _canonical(D, e)
+            return ExactSums.lazy(D, e, self.shape)
+        if self.compact and other.compact and self._values.size <= 16:  # a few sums: TwoSum on Python floats
+            out = []
+            for x, y in zip(self._values.ravel().tolist(), other._values.ravel().tolist()):
+                t = x + y  # inf past the float range (no exception): then the error below is nan
+                bb = t - x
+                if (x - (t - bb)) + (y - bb) != 0:
+                    break
+                out.append(t + 0.0)  # -0.0 -> +0.0
+            else:
+                v = np.array(out, dtype=np.float64).reshape(self.shape)
+                return ExactSums(v, 0, _no_limbs(v.size))
         if self.compact and other.compact:
             a, b = self.values, other.values
             with np.errstate(over="ignore", invalid="ignore"):
@@ -432,6 +516,11 @@ class ExactSums:
 
     def take(self, index: np.ndarray | slice, shape: tuple[int, ...] | None = None) -> "ExactSums":
         """The sums at ``index`` of the flat array."""
+        if self._raw is not None:  # rows of raw limbs are raw limbs of those sums: still not rounded
+            D, e = self._raw
+            picked = D[index] if isinstance(index, slice) else D[np.asarray(index).reshape(-1)]
+            want = np.empty(D.shape[0], dtype=np.int8)[index].shape if shape is None else shape
+            return ExactSums.lazy(picked, e, want)
         v = self.values.ravel()[index]
         if self.compact:
             return ExactSums.of_floats(v if shape is None else v.reshape(shape))
@@ -591,7 +680,7 @@ def exact_sum_products(
         shape = (size,) if shape is None else shape
     g = None if index is None else np.asarray(index).ravel()
     if _kernels.ready() and 1 <= len(fs) <= 3:
-        return ExactSums.from_limbs(*_sum_kernel(fs, g, size), shape)
+        return ExactSums.lazy(*_sum_kernel(fs, g, size), shape)
     for f in fs:
         _check_finite(f)
     n = fs[0].shape[0] if fs else 0

@@ -752,8 +752,15 @@ def _stack_columns(cols: list[np.ndarray]) -> np.ndarray:
     if not cols:
         return np.zeros((0, 0))
     if all(c.dtype.kind in "fiub" for c in cols):
+        if len(cols) == 1:  # one column: an (N, 1) view, no copy (nothing writes into batch arrays)
+            return cols[0].astype(np.float64, copy=False).reshape(-1, 1)
         return np.stack([c.astype(np.float64, copy=False) for c in cols], axis=1)
     return np.stack([c.astype(object) for c in cols], axis=1)
+
+
+def _columns(cols: list[np.ndarray]) -> np.ndarray:
+    """(N,) converted columns as (N, K): one column is reshaped (no copy), more are stacked."""
+    return cols[0].reshape(-1, 1) if len(cols) == 1 else np.stack(cols, axis=1)
 
 
 def build_batch(
@@ -842,7 +849,7 @@ def build_batch(
         if not keep.any():
             return _empty_batch(task, arrs), invalid
     conv = {
-        role: Converted(np.stack([fmts[role].convert(a[:, j], FormatContext(task, role, nm, chk)).values for j, nm in enumerate(names[role])], axis=1))
+        role: Converted(_columns([fmts[role].convert(a[:, j], FormatContext(task, role, nm, chk)).values for j, nm in enumerate(names[role])]))
         if many and role == "measure" else fmts[role].convert(a, ctxs[role])
         for role, a in arrs.items()
     }  # fmt: skip

@@ -16,6 +16,7 @@ Kinds:
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, ClassVar
 
@@ -55,6 +56,7 @@ class State:
     STORED_FIELDS: ClassVar[tuple[tuple[str, str], ...]]
     #: float64 fields merged by ``max`` (not summed)
     MAXED: ClassVar[tuple[str, ...]] = ()
+    _ORDER: ClassVar[tuple[str, ...]]
     #: whether bytes of codec version 1 (float sums without limbs) can be read (upgraded)
     CODEC_V1: ClassVar[bool] = True
     #: the kind's own version, written in every state frame (:mod:`mergeable_metrics.states.codec`): raise it when
@@ -80,6 +82,8 @@ class State:
             if fields_.get(name) != "float64":
                 raise ValueError(f"{cls.kind}: exact field {name!r} must be a float64 field")
         cls.STORED_FIELDS = tuple(cls.FIELDS) + tuple((f"{name}.{part}", "int64") for name in cls.EXACT for part in ("exp", "limbs"))
+        # the keys of ``arrays`` in the order :meth:`__init__` builds them
+        cls._ORDER = tuple(k for name, _ in cls.FIELDS for k in ((f"{name}.exp", f"{name}.limbs", name) if name in cls.EXACT else (name,)))
 
     def __init__(self, layout: Any, arrays: dict[str, Any]):
         """``arrays``: every field of ``FIELDS``; an exact field may be an :class:`ExactSums`,
@@ -89,10 +93,15 @@ class State:
             raise TypeError(f"{self.kind}: layout must be {self.Layout.__name__}, got {layout!r}")
         checked = {}
         exact = {}
+        pending: dict[str, ExactSums] = {}
         for name, dtype in self.FIELDS:
             v = arrays[name]
             es = None
             if isinstance(v, ExactSums):
+                if name in self.EXACT and v._raw is not None and v.shape == self.shape(layout, name):
+                    pending[name] = v  # rounded when first read (see _Arrays)
+                    exact[name] = v
+                    continue
                 es, v = v, v.values
             a = np.asarray(v)
             want = self.shape(layout, name)  # None: a 1-D field of any length
@@ -122,7 +131,7 @@ class State:
             if a.flags.writeable:
                 a.flags.writeable = False
         object.__setattr__(self, "layout", layout)
-        object.__setattr__(self, "arrays", MappingProxyType(checked))
+        object.__setattr__(self, "arrays", _Arrays(checked, pending, self._ORDER) if pending else MappingProxyType(checked))
         object.__setattr__(self, "exact", exact)
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -197,8 +206,15 @@ class State:
 
     @classmethod
     def zero(cls, layout: Any) -> "State":
-        """The identity state of ``layout``: all sums zero."""
-        return cls(layout, {n: np.zeros(cls.shape(layout, n), dtype=d) for n, d in cls.FIELDS})
+        """The identity state of ``layout``: all sums zero (one shared immutable object per kind
+        and layout, which :meth:`merge` recognises)."""
+        key = (cls, layout)
+        z = _ZEROS.get(key)
+        if z is None:
+            z = cls(layout, {n: np.zeros(cls.shape(layout, n), dtype=d) for n, d in cls.FIELDS})
+            if len(_ZEROS) < 4096:
+                _ZEROS[key] = z
+        return z
 
     @classmethod
     def from_batch(cls, layout: Any, batch: Batch) -> "State":
@@ -240,7 +256,32 @@ class State:
             raise ValueError(f"cannot merge state {other.kind!r} into {self.kind!r}")
         if other.layout != self.layout:
             raise ValueError(f"cannot merge {self.kind} states: {_layout_diff(self.layout, other.layout)}")
-        return type(self)(self.layout, {n: self._add_field(other, n) for n, _ in self.FIELDS})
+        zero = _ZEROS.get((type(self), self.layout))
+        if zero is not None and (self is zero or other is zero):  # the identity: nothing to add
+            return other if self is zero else self
+        return type(self)._of_sums(self.layout, {n: self._add_field(other, n) for n, _ in self.FIELDS})
+
+    @classmethod
+    def _of_sums(cls, layout: Any, arrays: dict[str, Any]) -> "State":
+        """A state of fields that are sums of two states' fields (:meth:`merge`): each has its
+        field's dtype and shape already, so only the exact sums and the read-only flags are set
+        up (the checks of :meth:`__init__` are skipped)."""
+        self = object.__new__(cls)
+        checked = {}
+        exact = {}
+        for name, _dtype in cls.FIELDS:
+            v = arrays[name]
+            if name in cls.EXACT:
+                exact[name] = v
+                continue
+            a = np.asarray(v)
+            if a.flags.writeable:
+                a.flags.writeable = False
+            checked[name] = a
+        object.__setattr__(self, "layout", layout)
+        object.__setattr__(self, "arrays", _Arrays(checked, exact, cls._ORDER) if exact else MappingProxyType(checked))
+        object.__setattr__(self, "exact", exact)
+        return self
 
     def _add_field(self, other: "State", name: str) -> Any:
         """One field of ``self + other``: exact sums add exactly, ``MAXED`` fields take the max,
@@ -294,6 +335,47 @@ class State:
         return _decode_state(data, None if cls is State else cls)
 
 
+#: the shared zero state of each (kind, layout) (:meth:`State.zero`)
+_ZEROS: dict[tuple[type, Any], State] = {}
+
+
+class _Arrays(Mapping):
+    """The read-only fields of a merged state whose exact sums are rounded (their float64 value,
+    ``.exp`` and ``.limbs`` fields) only when one of them is read: a fold of many batches rounds
+    once, where the state is observed (encode, equality, compute, repr)."""
+
+    __slots__ = ("_data", "_exact", "_order")
+
+    def __init__(self, data: dict[str, np.ndarray], exact: dict[str, ExactSums], order: tuple[str, ...]):
+        self._data = data
+        self._exact = dict(exact)
+        self._order = order
+
+    def __getitem__(self, key: str) -> np.ndarray:
+        try:
+            return self._data[key]
+        except KeyError:
+            pass
+        name = key[: -len(".exp")] if key.endswith(".exp") else key[: -len(".limbs")] if key.endswith(".limbs") else key
+        es = self._exact.get(name)  # kept (not popped): a concurrent reader rounds it too, same bits
+        if es is None:
+            raise KeyError(key)
+        e = np.asarray(np.int64(es.exp))
+        e.flags.writeable = False
+        got = {name: es.values, f"{name}.exp": e, f"{name}.limbs": es.limbs.reshape(-1)}
+        self._data.update(got)
+        return got[key]
+
+    def __iter__(self):
+        return iter(self._order)
+
+    def __len__(self) -> int:
+        return len(self._order)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._order
+
+
 def _rebuild_state(kind: str, layout: Any, arrays: dict) -> State:
     """Unpickle a state (validated like a decoded one)."""
     return STATE_KINDS[kind](layout, arrays)
@@ -308,8 +390,7 @@ def checked_add(a: np.ndarray, b: np.ndarray, what: str) -> np.ndarray:
     a, b = np.asarray(a), np.asarray(b)
     if a.dtype != np.int64:
         return a + b
-    with np.errstate(over="ignore"):
-        r = np.add(a, b)
+    r = np.add(a, b)  # int64 arrays wrap around silently (no warning): checked below
     if (((a ^ r) & (b ^ r)) < 0).any():
         raise ValueError(f"{what}: int64 overflow adding {a.tolist()} and {b.tolist()} (counts past 2**63 - 1)")
     return r
