@@ -18,7 +18,6 @@ package directory is read-only the cache goes to ``$NUMBA_CACHE_DIR``, else
 from __future__ import annotations
 
 import importlib.util
-import math
 import os
 import warnings
 
@@ -63,13 +62,15 @@ _KERNELS = (
     "first_non_finite",
     "accumulate",
     "index_bounds",
-    "two_product",
-    "flush",
-    "grid_accumulate",
-    "grid_sum_flat",
+    "flush_parts",
+    "fused_grid",
     "canonical",
     "round_rows",
 )
+
+#: element-wise helpers inlined at numba's level into :func:`fused_grid`, so each of its loops is
+#: one straight-line body for a fixed number of factors and grids (LLVM vectorises it)
+_INLINE = ("two_prod", "chain", "product_pieces")
 
 
 def ready() -> bool:
@@ -87,6 +88,9 @@ def ready() -> bool:
             else:
                 jit = numba.njit(cache=True, nogil=True, boundscheck=False)
                 g = globals()
+                g["f2i"], g["fma"] = _intrinsics(numba)
+                for name in _INLINE:  # numba inlines them into their callers (constants fold)
+                    g[name] = numba.njit(inline="always")(g[name])
                 for name in _KERNELS:
                     g[name] = jit(g[name])
         if not AVAILABLE and not _DISABLED:
@@ -203,134 +207,187 @@ def index_bounds(g, size):
     return -1
 
 
-SPLIT = 134217729.0  # 2**27 + 1, Dekker's splitter
+def _intrinsics(numba):
+    """Compiled :func:`f2i` (a bit cast, free in a vector register) and :func:`fma` (LLVM's
+    ``llvm.fma.f64``: one rounding, on any CPU)."""
+    from llvmlite import ir
+    from numba import types
+    from numba.extending import intrinsic
+
+    @intrinsic
+    def _f2i(typingctx, x):
+        def codegen(context, builder, sig, args):
+            return builder.bitcast(args[0], ir.IntType(64))
+
+        return types.int64(types.float64), codegen
+
+    @intrinsic
+    def _fma(typingctx, a, b, c):
+        def codegen(context, builder, sig, args):
+            return builder.fma(*args)
+
+        return types.float64(types.float64, types.float64, types.float64), codegen
+
+    return _f2i, _fma
 
 
-def two_product(a, b):
-    """(p, e) with p + e == a * b exactly (Dekker; no overflow or underflow on the way)."""
+def f2i(x):
+    """The IEEE bits of the float64 ``x`` as an int64 (compiled: a bit cast)."""
+    return int(np.float64(x).view(np.int64))
+
+
+def fma(a, b, c):
+    """``a * b + c`` rounded once (compiled: ``llvm.fma.f64``)."""
+    from fractions import Fraction
+
+    return float(Fraction(a) * Fraction(b) + Fraction(c))
+
+
+def two_prod(a, b):
+    """(p, e) with p + e == a * b exactly (``e = fma(a, b, -p)``; no underflow in the moderate range)."""
     p = a * b
-    c = a * SPLIT
-    ah = c - (c - a)
-    al = a - ah
-    c = b * SPLIT
-    bh = c - (c - b)
-    bl = b - bh
-    return p, ((ah * bh - p) + ah * bl + al * bh) + al * bl
+    return p, fma(a, b, -p)
 
 
-def flush(slots, C, acc, qmin):
-    """Add the exact float sums ``slots`` (rows, K) into the limbs ``acc`` and zero them."""
-    for row in range(slots.shape[0]):
-        for k in range(C.shape[0]):
-            x = slots[row, k]
-            if x != 0.0:
-                m, e = math.frexp(x)
-                add_int(acc, row, np.int64(m * 9007199254740992.0), e - 53 + OFFSET, qmin)
-                slots[row, k] = 0.0
+def chain(r, K, c0, c1, c2, c3, b0, b1, b2, b3):
+    """The integers ``(q0, .., q3)`` of ``r`` cut onto ``K`` (1 to 4) grids: on the grid of
+    ``c = 1.5 * 2**(u + 52)``, ``y = r + c`` rounds ``r`` (|r| <= 2**(u + 51)) to ``q * 2**u``
+    and ``q = bits(y) - bits(c)`` exactly; the residual ``r - (y - c)`` (exact) goes to the next
+    grid; the last grid's unit is at most the lowest bit of every term, so nothing is left over.
+    Branch-free once ``K`` is a constant (inlined)."""
+    y = r + c0
+    q0 = f2i(y) - b0
+    q1 = q2 = q3 = np.int64(0)
+    if K >= 2:
+        r = r - (y - c0)
+        y = r + c1
+        q1 = f2i(y) - b1
+        if K >= 3:
+            r = r - (y - c1)
+            y = r + c2
+            q2 = f2i(y) - b2
+            if K >= 4:
+                r = r - (y - c2)
+                y = r + c3
+                q3 = f2i(y) - b3
+    return q0, q1, q2, q3
 
 
-def grid_accumulate(f0, f1, f2, nf, g, has_g, C, acc, qmin, slots):
-    """:func:`accumulate` for terms within a window: each product is cut, error-free, into
-    float terms (Dekker), each term onto the grids of ``C`` (``piece = (r + C) - C`` rounds
-    ``r`` to the grid's unit, exactly) whose pieces add exactly in float64 ``slots`` (per
-    group, or per lane without index), flushed into the limbs every 2**16 rows."""
+def product_pieces(f0, f1, f2, nf, i, K, c0, c1, c2, c3, b0, b1, b2, b3):
+    """The grid integers of product ``i`` (1 to 3 factors): the sum over its exact float terms
+    (1, 2 or 4: :func:`two_prod`) of :func:`chain`. The row is read through an unsigned index:
+    numba then emits no negative-index wrap-around, which otherwise keeps LLVM from vectorising."""
+    i = np.uint64(i)
+    if nf == 1:
+        return chain(f0[i], K, c0, c1, c2, c3, b0, b1, b2, b3)
+    p, e = two_prod(f0[i], f1[i])
+    if nf == 2:
+        q0, q1, q2, q3 = chain(p, K, c0, c1, c2, c3, b0, b1, b2, b3)
+        r0, r1, r2, r3 = chain(e, K, c0, c1, c2, c3, b0, b1, b2, b3)
+        return q0 + r0, q1 + r1, q2 + r2, q3 + r3
+    c = f2[i]
+    p1, e1 = two_prod(p, c)
+    p2, e2 = two_prod(e, c)
+    q0, q1, q2, q3 = chain(p1, K, c0, c1, c2, c3, b0, b1, b2, b3)
+    r0, r1, r2, r3 = chain(e1, K, c0, c1, c2, c3, b0, b1, b2, b3)
+    s0, s1, s2, s3 = chain(p2, K, c0, c1, c2, c3, b0, b1, b2, b3)
+    t0, t1, t2, t3 = chain(e2, K, c0, c1, c2, c3, b0, b1, b2, b3)
+    return q0 + r0 + s0 + t0, q1 + r1 + s1 + t1, q2 + r2 + s2 + t2, q3 + r3 + s3 + t3
+
+
+def _rows(f0, f1, f2, nf, lo, hi, K, g, has_g, part, c0, c1, c2, c3, b0, b1, b2, b3):
+    """Rows ``lo .. hi``: ungrouped, four int64 reductions (vectorised; returned); grouped,
+    scattered into ``part[g[i]]`` (scalar)."""
+    s0 = s1 = s2 = s3 = np.int64(0)
+    if has_g:
+        for i in range(lo, hi):
+            q0, q1, q2, q3 = product_pieces(f0, f1, f2, nf, i, K, c0, c1, c2, c3, b0, b1, b2, b3)
+            row = g[np.uint64(i)]
+            part[row, 0] += q0
+            if K >= 2:
+                part[row, 1] += q1
+            if K >= 3:
+                part[row, 2] += q2
+            if K >= 4:
+                part[row, 3] += q3
+    elif nf == 1:
+        for i in range(lo, hi):
+            q0, q1, q2, q3 = product_pieces(f0, f1, f2, 1, i, K, c0, c1, c2, c3, b0, b1, b2, b3)
+            s0 += q0
+            s1 += q1
+            s2 += q2
+            s3 += q3
+    elif nf == 2:
+        for i in range(lo, hi):
+            q0, q1, q2, q3 = product_pieces(f0, f1, f2, 2, i, K, c0, c1, c2, c3, b0, b1, b2, b3)
+            s0 += q0
+            s1 += q1
+            s2 += q2
+            s3 += q3
+    else:
+        for i in range(lo, hi):
+            q0, q1, q2, q3 = product_pieces(f0, f1, f2, 3, i, K, c0, c1, c2, c3, b0, b1, b2, b3)
+            s0 += q0
+            s1 += q1
+            s2 += q2
+            s3 += q3
+    return s0, s1, s2, s3
+
+
+_INLINE = _INLINE + ("_rows",)
+
+
+def flush_parts(part, U, acc, qmin):
+    """Add the integer grid sums ``part`` (rows, K; unit ``2**U[k]``) into the limbs; zero them."""
+    for row in range(part.shape[0]):
+        for k in range(U.shape[0]):
+            t = part[row, k]
+            if t != 0:
+                add_int(acc, row, t, U[k] + OFFSET, qmin)
+                part[row, k] = 0
+
+
+#: rows per block of the integer-grid kernel (ungrouped: the int64 sums are carried into the limbs every block)
+BLOCK = 1024
+
+
+def fused_grid(f0, f1, f2, nf, g, has_g, C, Cb, U, acc, qmin, every):
+    """:func:`accumulate` for products within a window, in one pass: each product's exact float
+    terms are cut onto the ``K = len(C)`` (1 to 4) integer grids (:func:`chain`) and the integers
+    summed in int64 (ungrouped: vectorised reductions, carried into the limbs every
+    :data:`BLOCK` rows; grouped: per index in ``part``, carried every ``every`` rows; the
+    caller's grid spacing keeps every partial sum below 2**62)."""
     n = f0.shape[0]
     K = C.shape[0]
-    for start in range(0, n, 1 << 16):
-        for i in range(start, min(n, start + (1 << 16))):
-            row = g[i] if has_g else i & 3
-            a = f0[i]
-            if nf == 1:
-                r = a
-                for k in range(K):
-                    p = (r + C[k]) - C[k]
-                    r -= p
-                    slots[row, k] += p
-                continue
-            t0, t1 = two_product(a, f1[i])
-            t2 = 0.0
-            t3 = 0.0
-            if nf == 3:
-                c = f2[i]
-                t2, t3 = two_product(t1, c)
-                t0, t1 = two_product(t0, c)
-            for k in range(K):
-                ck = C[k]
-                p0 = (t0 + ck) - ck
-                p1 = (t1 + ck) - ck
-                p2 = (t2 + ck) - ck
-                p3 = (t3 + ck) - ck
-                t0 -= p0
-                t1 -= p1
-                t2 -= p2
-                t3 -= p3
-                slots[row, k] += (p0 + p1) + (p2 + p3)
-        flush(slots, C, acc, qmin)
-
-
-def grid_sum_flat(f0, f1, f2, nf, C, acc, qmin):
-    """:func:`grid_accumulate` without index, block by block: the float terms of 2048 rows
-    go to a buffer, then each grid is one simple pass over it with four independent
-    accumulators (no memory dependency from row to row)."""
-    n = f0.shape[0]
-    K = C.shape[0]
-    B = 2048
-    nt = 1 if nf == 1 else (2 if nf == 2 else 4)
-    buf = np.empty((nt, B))
-    slots = np.zeros((1, K))
-    rows = 0
-    for start in range(0, n, B):
-        m = min(B, n - start)
-        for i in range(m):
-            a = f0[start + i]
-            if nf == 1:
-                buf[0, i] = a
-                continue
-            t0, t1 = two_product(a, f1[start + i])
-            if nf == 3:
-                c = f2[start + i]
-                t2, t3 = two_product(t1, c)
-                t0, t1 = two_product(t0, c)
-                buf[2, i] = t2
-                buf[3, i] = t3
-            buf[0, i] = t0
-            buf[1, i] = t1
-        m4 = m - m % 4
-        for t in range(nt):
-            for k in range(K):
-                c = C[k]
-                s0 = 0.0
-                s1 = 0.0
-                s2 = 0.0
-                s3 = 0.0
-                for i in range(0, m4, 4):
-                    r0 = buf[t, i]
-                    r1 = buf[t, i + 1]
-                    r2 = buf[t, i + 2]
-                    r3 = buf[t, i + 3]
-                    p0 = (r0 + c) - c
-                    p1 = (r1 + c) - c
-                    p2 = (r2 + c) - c
-                    p3 = (r3 + c) - c
-                    buf[t, i] = r0 - p0
-                    buf[t, i + 1] = r1 - p1
-                    buf[t, i + 2] = r2 - p2
-                    buf[t, i + 3] = r3 - p3
-                    s0 += p0
-                    s1 += p1
-                    s2 += p2
-                    s3 += p3
-                for i in range(m4, m):
-                    r0 = buf[t, i]
-                    p0 = (r0 + c) - c
-                    buf[t, i] = r0 - p0
-                    s0 += p0
-                slots[0, k] += (s0 + s1) + (s2 + s3)
-        rows += m
-        if rows >= 1 << 16:
-            flush(slots, C, acc, qmin)
-            rows = 0
-    flush(slots, C, acc, qmin)
+    c0 = C[0]
+    b0 = Cb[0]
+    c1 = C[1] if K > 1 else c0
+    b1 = Cb[1] if K > 1 else b0
+    c2 = C[2] if K > 2 else c0
+    b2 = Cb[2] if K > 2 else b0
+    c3 = C[3] if K > 3 else c0
+    b3 = Cb[3] if K > 3 else b0
+    part = np.zeros((acc.shape[0] if has_g else 1, K), dtype=np.int64)
+    step = every if has_g else BLOCK
+    for lo in range(0, n, step):
+        hi = min(n, lo + step)
+        if K == 1:
+            s0, s1, s2, s3 = _rows(f0, f1, f2, nf, lo, hi, 1, g, has_g, part, c0, c1, c2, c3, b0, b1, b2, b3)
+        elif K == 2:
+            s0, s1, s2, s3 = _rows(f0, f1, f2, nf, lo, hi, 2, g, has_g, part, c0, c1, c2, c3, b0, b1, b2, b3)
+        elif K == 3:
+            s0, s1, s2, s3 = _rows(f0, f1, f2, nf, lo, hi, 3, g, has_g, part, c0, c1, c2, c3, b0, b1, b2, b3)
+        else:
+            s0, s1, s2, s3 = _rows(f0, f1, f2, nf, lo, hi, 4, g, has_g, part, c0, c1, c2, c3, b0, b1, b2, b3)
+        if not has_g:
+            part[0, 0] += s0
+            if K > 1:
+                part[0, 1] += s1
+            if K > 2:
+                part[0, 2] += s2
+            if K > 3:
+                part[0, 3] += s3
+        flush_parts(part, U, acc, qmin)
 
 
 HALF = np.int64(1) << 31
@@ -448,7 +505,7 @@ def round_rows(D, exp, v, inexact, subnormal):
 _EMPTY = np.zeros(0, dtype=np.int64)
 _EMPTYF = np.zeros(0)
 #: most grids of the float-grid kernel (wider value ranges use the limb kernel)
-GRIDS = 6
+GRIDS = 4
 #: rows per kernel call: every limb's partial sum stays below 2**(33 + 2 + 26) < 2**62
 CHUNK = 1 << 24
 
@@ -498,23 +555,25 @@ def sum_products(factors: list[np.ndarray], index: np.ndarray | None, size: int)
         bad = index_bounds(g, size)
         if bad >= 0:
             raise ValueError(f"exact sum: index {int(g[bad])} at position {int(bad)} is outside [0, {size})")
-    # the grids: units 2**u, u = emax - 33, then 35 bits lower each, down to emin; every piece
-    # has at most 34 bits above its unit, 2**18 of them add exactly in float64
-    u0 = emax - 33
-    K = max(1, -(-(u0 - emin) // 35) + 1)
-    if (nf == 1 or moderate) and K <= GRIDS and u0 + 52 <= 1023 and (g is None or size <= 1 << 16):
-        units = [max(u0 - 35 * k, -1074) for k in range(K)]
-        C = np.ldexp(1.5, np.array(units) + 52)
-        qmin = (max(min(units[-1], emin) - 64, -OFFSET) + OFFSET) >> 5
-        qmax = (emax + 24 + OFFSET) >> 5
+    # the integer grids: units 2**u, u = emax - D, then D bits lower each, down to emin (at
+    # least 2**-1074); each term's integer on a grid is below 2**D, the nt terms of a product
+    # below 2**(D + log2 nt) <= 2**52 (ungrouped: carried every block of 1024 rows) or 2**46
+    # (grouped: carried every 2**16 rows), so no int64 partial sum passes 2**62
+    nt = 1 if nf == 1 else (2 if nf == 2 else 4)
+    D = (51 if nt <= 2 else 50) if g is None else 46 - nt // 2
+    every = BLOCK if g is None else 1 << 16
+    u0 = emax - D
+    K = max(1, -(-(u0 - emin) // D) + 1)
+    if (nf == 1 or moderate) and K <= GRIDS and u0 <= 970:
+        units = np.array([max(u0 - D * k, -1074) for k in range(K)], dtype=np.int64)
+        C = np.ldexp(1.5, units + 52)
+        qmin = (int(units[-1]) + OFFSET) >> 5
+        qmax = (u0 + OFFSET) >> 5
         acc = np.zeros((size, qmax - qmin + 3), dtype=np.int64)
         fs = factors
         f1 = fs[1] if nf > 1 else _EMPTYF
         f2 = fs[2] if nf > 2 else _EMPTYF
-        if g is None:
-            grid_sum_flat(fs[0], f1, f2, nf, C, acc, qmin)
-        else:
-            grid_accumulate(fs[0], f1, f2, nf, g, True, C, acc, qmin, np.zeros((size, K)))
+        fused_grid(fs[0], f1, f2, nf, _EMPTY if g is None else g, g is not None, C, C.view(np.int64), units, acc, qmin, every)
         return acc, qmin - OFFSET // 32
     qmin = (emin + OFFSET) >> 5
     qmax = (emax + OFFSET) >> 5
