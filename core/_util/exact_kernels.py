@@ -66,6 +66,7 @@ _KERNELS = (
     "fused_grid",
     "canonical",
     "round_rows",
+    "plan_sum",
 )
 
 #: element-wise helpers inlined at numba's level into :func:`fused_grid`, so each of its loops is
@@ -138,17 +139,23 @@ def add_int(acc, row, t, pos, qmin):
     acc[row, q + 2] += b >> 32
 
 
+M63 = np.int64(0x7FFFFFFFFFFFFFFF)
+
+
 def scan(f):
     """(smallest biased exponent of the nonzero values (subnormals: 1; none: 2047), largest
-    biased exponent (2047: a non-finite value)) of float64 bits ``f``; branch-free."""
-    lo = np.int64(2047)
+    biased exponent (2047: a non-finite value)) of float64 bits ``f``: the largest magnitude's
+    bits, and the smallest nonzero one's (``(a - 1) & M63`` sends 0 to the top); two branch-free
+    int64 reductions."""
     hi = np.int64(0)
+    lo = M63
     for i in range(f.shape[0]):
-        a = f[i] & np.int64(0x7FFFFFFFFFFFFFFF)
-        e = a >> 52
-        hi = max(hi, e)
-        lo = min(lo, max(e, 1) if a != 0 else 2047)
-    return lo, hi
+        a = f[np.uint64(i)] & M63
+        hi = max(hi, a)
+        lo = min(lo, (a - 1) & M63)
+    if lo == M63:
+        return np.int64(2047), hi >> 52
+    return max((lo + 1) >> 52, np.int64(1)), hi >> 52
 
 
 def first_non_finite(f):
@@ -510,6 +517,60 @@ GRIDS = 4
 CHUNK = 1 << 24
 
 
+def plan_sum(f0, f1, f2, nf, g, has_g, size):
+    """The whole of :func:`sum_products` in one compiled call (no per-call Python work):
+    ``(acc, exp, status, position)``; ``status`` -1: done; 0-2: a non-finite value in that
+    factor; 3: an index outside ``[0, size)``."""
+    b0 = f0.view(np.int64)
+    emin = np.int64(0)  # lowest bit and highest binade of every product: 2**emin <= bit, |product| < 2**emax
+    emax = np.int64(0)
+    moderate = True
+    zero = False
+    for k in range(nf):
+        b = b0 if k == 0 else (f1.view(np.int64) if k == 1 else f2.view(np.int64))
+        lo, hi = scan(b)
+        if hi == 2047:
+            return np.zeros((size, 0), dtype=np.int64), 0, k, first_non_finite(b)
+        if lo == 2047:  # every value zero: so is every product
+            zero = True
+        hi = max(hi, np.int64(1))  # subnormals: the grid of binade 1
+        emin += lo - 1075
+        emax += hi - 1022
+        moderate = moderate and lo - 1023 >= -300 and hi - 1023 < 300
+    if has_g:
+        bad = index_bounds(g, size)
+        if bad >= 0:
+            return np.zeros((size, 0), dtype=np.int64), 0, 3, bad
+    if zero:
+        return np.zeros((size, 0), dtype=np.int64), 0, -1, -1
+    # the integer grids: units 2**u, u = emax - D, then D bits lower each, down to emin (at
+    # least 2**-1074); each term's integer on a grid is below 2**D, the nt terms of a product
+    # below 2**(D + log2 nt) <= 2**52 (ungrouped: carried every block of 1024 rows) or 2**46
+    # (grouped: carried every 2**16 rows), so no int64 partial sum passes 2**62
+    nt = 1 if nf == 1 else (2 if nf == 2 else 4)
+    D = (51 if nt <= 2 else 50) if not has_g else 46 - nt // 2
+    every = BLOCK if not has_g else 1 << 16
+    u0 = emax - D
+    K = max(1, -(-(u0 - emin) // D) + 1)
+    if (nf == 1 or moderate) and K <= GRIDS and u0 <= 970:
+        units = np.empty(K, dtype=np.int64)
+        Cb = np.empty(K, dtype=np.int64)
+        for k in range(K):
+            u = max(u0 - D * k, -1074)
+            units[k] = u
+            Cb[k] = ((u + 52 + 1023) << 52) | (np.int64(1) << 51)  # the bits of 1.5 * 2**(u + 52)
+        qmin = (units[K - 1] + OFFSET) >> 5
+        qmax = (u0 + OFFSET) >> 5
+        acc = np.zeros((size, qmax - qmin + 3), dtype=np.int64)
+        fused_grid(f0, f1, f2, nf, g, has_g, Cb.view(np.float64), Cb, units, acc, qmin, every)
+        return acc, qmin - OFFSET // 32, -1, -1
+    qmin = (emin + OFFSET) >> 5
+    qmax = (emax + OFFSET) >> 5
+    acc = np.zeros((size, qmax - qmin + 3), dtype=np.int64)
+    accumulate(b0, f1.view(np.int64), f2.view(np.int64), nf, g, has_g, acc, qmin)
+    return acc, qmin - OFFSET // 32, -1, -1
+
+
 class NonFinite(ValueError):
     """A factor holds a non-finite value (``position`` in its flat array)."""
 
@@ -528,61 +589,21 @@ def sum_products(factors: list[np.ndarray], index: np.ndarray | None, size: int)
     # writeable C arrays: one compiled variant per kernel (a read-only array, e.g. from Arrow,
     # would compile another on first use)
     factors = [f if f.dtype == np.float64 and f.flags.c_contiguous and f.flags.writeable else np.array(f, dtype=np.float64) for f in map(np.asarray, factors)]
-    bits = [f.view(np.int64) for f in factors]
-    nf = len(bits)
-    f0 = bits[0]
-    if any(b.shape != f0.shape for b in bits) or (index is not None and np.shape(index) != f0.shape):
-        raise ValueError(f"exact sum: factors and index of different lengths {[b.shape[0] for b in bits] + ([] if index is None else [np.shape(index)])}")
-    f1 = bits[1] if nf > 1 else _EMPTY
-    f2 = bits[2] if nf > 2 else _EMPTY
-    emin = emax = 0  # lowest bit and highest binade of every product: 2**emin <= bit, |product| < 2**emax
-    moderate = True
-    for k, b in enumerate(bits):
-        lo, hi = scan(b)
-        if hi == 2047:
-            bad = int(first_non_finite(b))
-            raise NonFinite(k, bad, float(b[bad : bad + 1].view(np.float64)[0]))
-        if lo == 2047:  # every value zero: so is every product
-            return np.zeros((size, 0), dtype=np.int64), 0
-        hi = max(hi, 1)  # subnormals: the grid of binade 1
-        emin, emax = emin + int(lo) - 1075, emax + int(hi) - 1022
-        moderate = moderate and int(lo) - 1023 >= -300 and int(hi) - 1023 < 300
-    g = None
+    nf = len(factors)
+    f0 = factors[0]
+    if any(f.shape != f0.shape for f in factors) or (index is not None and np.shape(index) != f0.shape):
+        raise ValueError(f"exact sum: factors and index of different lengths {[f.shape[0] for f in factors] + ([] if index is None else [np.shape(index)])}")
+    g = _EMPTY
     if index is not None:
         g = np.asarray(index)
         if not (g.dtype == np.int64 and g.flags.c_contiguous and g.flags.writeable):
             g = np.array(g, dtype=np.int64)
-        bad = index_bounds(g, size)
-        if bad >= 0:
-            raise ValueError(f"exact sum: index {int(g[bad])} at position {int(bad)} is outside [0, {size})")
-    # the integer grids: units 2**u, u = emax - D, then D bits lower each, down to emin (at
-    # least 2**-1074); each term's integer on a grid is below 2**D, the nt terms of a product
-    # below 2**(D + log2 nt) <= 2**52 (ungrouped: carried every block of 1024 rows) or 2**46
-    # (grouped: carried every 2**16 rows), so no int64 partial sum passes 2**62
-    nt = 1 if nf == 1 else (2 if nf == 2 else 4)
-    D = (51 if nt <= 2 else 50) if g is None else 46 - nt // 2
-    every = BLOCK if g is None else 1 << 16
-    u0 = emax - D
-    K = max(1, -(-(u0 - emin) // D) + 1)
-    if (nf == 1 or moderate) and K <= GRIDS and u0 <= 970:
-        units = np.array([max(u0 - D * k, -1074) for k in range(K)], dtype=np.int64)
-        C = np.ldexp(1.5, units + 52)
-        qmin = (int(units[-1]) + OFFSET) >> 5
-        qmax = (u0 + OFFSET) >> 5
-        acc = np.zeros((size, qmax - qmin + 3), dtype=np.int64)
-        fs = factors
-        f1 = fs[1] if nf > 1 else _EMPTYF
-        f2 = fs[2] if nf > 2 else _EMPTYF
-        fused_grid(fs[0], f1, f2, nf, _EMPTY if g is None else g, g is not None, C, C.view(np.int64), units, acc, qmin, every)
-        return acc, qmin - OFFSET // 32
-    qmin = (emin + OFFSET) >> 5
-    qmax = (emax + OFFSET) >> 5
-    acc = np.zeros((size, qmax - qmin + 3), dtype=np.int64)
-    if g is None:
-        accumulate(f0, f1, f2, nf, _EMPTY, False, acc, qmin)
-    else:
-        accumulate(f0, f1, f2, nf, g, True, acc, qmin)
-    return acc, qmin - OFFSET // 32
+    acc, exp, status, pos = plan_sum(f0, factors[1] if nf > 1 else _EMPTYF, factors[2] if nf > 2 else _EMPTYF, nf, g, index is not None, size)
+    if status == 3:
+        raise ValueError(f"exact sum: index {int(g[pos])} at position {int(pos)} is outside [0, {size})")
+    if status >= 0:
+        raise NonFinite(int(status), int(pos), float(factors[status][pos]))
+    return acc, int(exp)
 
 
 def canonical_round(D: np.ndarray, exp: int) -> tuple[np.ndarray, int, np.ndarray, np.ndarray, np.ndarray]:
