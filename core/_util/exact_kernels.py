@@ -63,6 +63,7 @@ _KERNELS = (
     "accumulate",
     "index_bounds",
     "flush_parts",
+    "_tier",
     "fused_grid",
     "canonical",
     "round_rows",
@@ -256,92 +257,96 @@ def two_prod(a, b):
     return p, fma(a, b, -p)
 
 
-def chain(r, K, c0, c1, c2, c3, b0, b1, b2, b3):
-    """The integers ``(q0, .., q3)`` of ``r`` cut onto ``K`` (1 to 4) grids: on the grid of
-    ``c = 1.5 * 2**(u + 52)``, ``y = r + c`` rounds ``r`` (|r| <= 2**(u + 51)) to ``q * 2**u``
-    and ``q = bits(y) - bits(c)`` exactly; the residual ``r - (y - c)`` (exact) goes to the next
-    grid; the last grid's unit is at most the lowest bit of every term, so nothing is left over.
-    Branch-free once ``K`` is a constant (inlined)."""
-    y = r + c0
-    q0 = f2i(y) - b0
+def chain(r, K, c, b):
+    """The integers ``(q0, .., q3)`` of ``r`` cut onto ``K`` (1 to 4) grids ``c`` (4-tuple,
+    bits ``b``): on the grid of ``c = 1.5 * 2**(u + 52)``, ``y = r + c`` rounds ``r``
+    (|r| <= 2**(u + 51)) to ``q * 2**u`` and ``q = bits(y) - bits(c)`` exactly; the residual
+    ``r - (y - c)`` (exact) goes to the next grid; the last grid's unit is at most the lowest bit
+    of every term of its tier, so nothing is left over. Branch-free once ``K`` is a constant."""
+    y = r + c[0]
+    q0 = f2i(y) - b[0]
     q1 = q2 = q3 = np.int64(0)
     if K >= 2:
-        r = r - (y - c0)
-        y = r + c1
-        q1 = f2i(y) - b1
+        r = r - (y - c[0])
+        y = r + c[1]
+        q1 = f2i(y) - b[1]
         if K >= 3:
-            r = r - (y - c1)
-            y = r + c2
-            q2 = f2i(y) - b2
+            r = r - (y - c[1])
+            y = r + c[2]
+            q2 = f2i(y) - b[2]
             if K >= 4:
-                r = r - (y - c2)
-                y = r + c3
-                q3 = f2i(y) - b3
+                r = r - (y - c[2])
+                y = r + c[3]
+                q3 = f2i(y) - b[3]
     return q0, q1, q2, q3
 
 
-def product_pieces(f0, f1, f2, nf, i, K, c0, c1, c2, c3, b0, b1, b2, b3):
-    """The grid integers of product ``i`` (1 to 3 factors): the sum over its exact float terms
-    (1, 2 or 4: :func:`two_prod`) of :func:`chain`. The row is read through an unsigned index:
-    numba then emits no negative-index wrap-around, which otherwise keeps LLVM from vectorising."""
+def add4(s, q):
+    return s[0] + q[0], s[1] + q[1], s[2] + q[2], s[3] + q[3]
+
+
+def product_pieces(f0, f1, f2, nf, i, K, ca, ba, cb, bb, cc, bc):
+    """The grid integers of product ``i`` (1 to 3 factors) per tier of its exact float terms
+    (:func:`two_prod`): tier 0 the rounded product, tier 1 the terms below 2**-53 of it, tier 2
+    (three factors) below 2**-106; each tier has its own grids (``ca``, ``cb``, ``cc``). The row
+    is read through an unsigned index: numba then emits no negative-index wrap-around, which
+    otherwise keeps LLVM from vectorising."""
     i = np.uint64(i)
+    z = (np.int64(0), np.int64(0), np.int64(0), np.int64(0))
     if nf == 1:
-        return chain(f0[i], K, c0, c1, c2, c3, b0, b1, b2, b3)
+        return chain(f0[i], K, ca, ba), z, z
     p, e = two_prod(f0[i], f1[i])
     if nf == 2:
-        q0, q1, q2, q3 = chain(p, K, c0, c1, c2, c3, b0, b1, b2, b3)
-        r0, r1, r2, r3 = chain(e, K, c0, c1, c2, c3, b0, b1, b2, b3)
-        return q0 + r0, q1 + r1, q2 + r2, q3 + r3
+        return chain(p, K, ca, ba), chain(e, K, cb, bb), z
     c = f2[i]
     p1, e1 = two_prod(p, c)
     p2, e2 = two_prod(e, c)
-    q0, q1, q2, q3 = chain(p1, K, c0, c1, c2, c3, b0, b1, b2, b3)
-    r0, r1, r2, r3 = chain(e1, K, c0, c1, c2, c3, b0, b1, b2, b3)
-    s0, s1, s2, s3 = chain(p2, K, c0, c1, c2, c3, b0, b1, b2, b3)
-    t0, t1, t2, t3 = chain(e2, K, c0, c1, c2, c3, b0, b1, b2, b3)
-    return q0 + r0 + s0 + t0, q1 + r1 + s1 + t1, q2 + r2 + s2 + t2, q3 + r3 + s3 + t3
+    return chain(p1, K, ca, ba), add4(chain(e1, K, cb, bb), chain(p2, K, cb, bb)), chain(e2, K, cc, bc)
 
 
-def _rows(f0, f1, f2, nf, lo, hi, K, g, has_g, part, c0, c1, c2, c3, b0, b1, b2, b3):
-    """Rows ``lo .. hi``: ungrouped, four int64 reductions (vectorised; returned); grouped,
-    scattered into ``part[g[i]]`` (scalar)."""
-    s0 = s1 = s2 = s3 = np.int64(0)
+def scatter(part, row, base, q, K):
+    part[row, base] += q[0]
+    if K >= 2:
+        part[row, base + 1] += q[1]
+    if K >= 3:
+        part[row, base + 2] += q[2]
+    if K >= 4:
+        part[row, base + 3] += q[3]
+
+
+def _rows(f0, f1, f2, nf, lo, hi, K, g, has_g, part, ca, ba, cb, bb, cc, bc):
+    """Rows ``lo .. hi``: ungrouped, int64 reductions per tier and grid (vectorised; returned);
+    grouped, scattered into ``part[g[i], tier * K + grid]`` (scalar)."""
+    z = (np.int64(0), np.int64(0), np.int64(0), np.int64(0))
+    sa = sb = sc = z
     if has_g:
         for i in range(lo, hi):
-            q0, q1, q2, q3 = product_pieces(f0, f1, f2, nf, i, K, c0, c1, c2, c3, b0, b1, b2, b3)
+            qa, qb, qc = product_pieces(f0, f1, f2, nf, i, K, ca, ba, cb, bb, cc, bc)
             row = g[np.uint64(i)]
-            part[row, 0] += q0
-            if K >= 2:
-                part[row, 1] += q1
-            if K >= 3:
-                part[row, 2] += q2
-            if K >= 4:
-                part[row, 3] += q3
+            scatter(part, row, 0, qa, K)
+            if nf >= 2:
+                scatter(part, row, K, qb, K)
+            if nf >= 3:
+                scatter(part, row, 2 * K, qc, K)
     elif nf == 1:
         for i in range(lo, hi):
-            q0, q1, q2, q3 = product_pieces(f0, f1, f2, 1, i, K, c0, c1, c2, c3, b0, b1, b2, b3)
-            s0 += q0
-            s1 += q1
-            s2 += q2
-            s3 += q3
+            qa, qb, qc = product_pieces(f0, f1, f2, 1, i, K, ca, ba, cb, bb, cc, bc)
+            sa = add4(sa, qa)
     elif nf == 2:
         for i in range(lo, hi):
-            q0, q1, q2, q3 = product_pieces(f0, f1, f2, 2, i, K, c0, c1, c2, c3, b0, b1, b2, b3)
-            s0 += q0
-            s1 += q1
-            s2 += q2
-            s3 += q3
+            qa, qb, qc = product_pieces(f0, f1, f2, 2, i, K, ca, ba, cb, bb, cc, bc)
+            sa = add4(sa, qa)
+            sb = add4(sb, qb)
     else:
         for i in range(lo, hi):
-            q0, q1, q2, q3 = product_pieces(f0, f1, f2, 3, i, K, c0, c1, c2, c3, b0, b1, b2, b3)
-            s0 += q0
-            s1 += q1
-            s2 += q2
-            s3 += q3
-    return s0, s1, s2, s3
+            qa, qb, qc = product_pieces(f0, f1, f2, 3, i, K, ca, ba, cb, bb, cc, bc)
+            sa = add4(sa, qa)
+            sb = add4(sb, qb)
+            sc = add4(sc, qc)
+    return sa, sb, sc
 
 
-_INLINE = _INLINE + ("_rows",)
+_INLINE = _INLINE + ("add4", "scatter", "_rows")
 
 
 def flush_parts(part, U, acc, qmin):
@@ -358,43 +363,47 @@ def flush_parts(part, U, acc, qmin):
 BLOCK = 1024
 
 
+def _tier(C, Cb, t, K):
+    """Row ``t`` of the grids as 4-tuples (unused slots repeat the first grid)."""
+    return (C[t, 0], C[t, min(1, K - 1)], C[t, min(2, K - 1)], C[t, min(3, K - 1)]), (
+        Cb[t, 0],
+        Cb[t, min(1, K - 1)],
+        Cb[t, min(2, K - 1)],
+        Cb[t, min(3, K - 1)],
+    )
+
+
 def fused_grid(f0, f1, f2, nf, g, has_g, C, Cb, U, acc, qmin, every):
     """:func:`accumulate` for products within a window, in one pass: each product's exact float
-    terms are cut onto the ``K = len(C)`` (1 to 4) integer grids (:func:`chain`) and the integers
-    summed in int64 (ungrouped: vectorised reductions, carried into the limbs every
-    :data:`BLOCK` rows; grouped: per index in ``part``, carried every ``every`` rows; the
-    caller's grid spacing keeps every partial sum below 2**62)."""
+    terms are cut onto the ``K`` (1 to 4) integer grids of their tier (``C[tier]``, units
+    ``2**U[tier]``; :func:`chain`) and the integers summed in int64 (ungrouped: vectorised
+    reductions, carried into the limbs every :data:`BLOCK` rows; grouped: per index in ``part``,
+    carried every ``every`` rows; the caller's grid spacing keeps every partial sum below 2**62)."""
     n = f0.shape[0]
-    K = C.shape[0]
-    c0 = C[0]
-    b0 = Cb[0]
-    c1 = C[1] if K > 1 else c0
-    b1 = Cb[1] if K > 1 else b0
-    c2 = C[2] if K > 2 else c0
-    b2 = Cb[2] if K > 2 else b0
-    c3 = C[3] if K > 3 else c0
-    b3 = Cb[3] if K > 3 else b0
-    part = np.zeros((acc.shape[0] if has_g else 1, K), dtype=np.int64)
+    T, K = C.shape
+    ca, ba = _tier(C, Cb, 0, K)
+    cb, bb = _tier(C, Cb, min(1, T - 1), K)
+    cc, bc = _tier(C, Cb, min(2, T - 1), K)
+    part = np.zeros((acc.shape[0] if has_g else 1, T * K), dtype=np.int64)
     step = every if has_g else BLOCK
     for lo in range(0, n, step):
         hi = min(n, lo + step)
         if K == 1:
-            s0, s1, s2, s3 = _rows(f0, f1, f2, nf, lo, hi, 1, g, has_g, part, c0, c1, c2, c3, b0, b1, b2, b3)
+            sa, sb, sc = _rows(f0, f1, f2, nf, lo, hi, 1, g, has_g, part, ca, ba, cb, bb, cc, bc)
         elif K == 2:
-            s0, s1, s2, s3 = _rows(f0, f1, f2, nf, lo, hi, 2, g, has_g, part, c0, c1, c2, c3, b0, b1, b2, b3)
+            sa, sb, sc = _rows(f0, f1, f2, nf, lo, hi, 2, g, has_g, part, ca, ba, cb, bb, cc, bc)
         elif K == 3:
-            s0, s1, s2, s3 = _rows(f0, f1, f2, nf, lo, hi, 3, g, has_g, part, c0, c1, c2, c3, b0, b1, b2, b3)
+            sa, sb, sc = _rows(f0, f1, f2, nf, lo, hi, 3, g, has_g, part, ca, ba, cb, bb, cc, bc)
         else:
-            s0, s1, s2, s3 = _rows(f0, f1, f2, nf, lo, hi, 4, g, has_g, part, c0, c1, c2, c3, b0, b1, b2, b3)
+            sa, sb, sc = _rows(f0, f1, f2, nf, lo, hi, 4, g, has_g, part, ca, ba, cb, bb, cc, bc)
         if not has_g:
-            part[0, 0] += s0
-            if K > 1:
-                part[0, 1] += s1
-            if K > 2:
-                part[0, 2] += s2
-            if K > 3:
-                part[0, 3] += s3
-        flush_parts(part, U, acc, qmin)
+            for k in range(K):
+                part[0, k] += sa[k]
+                if T > 1:
+                    part[0, K + k] += sb[k]
+                if T > 2:
+                    part[0, 2 * K + k] += sc[k]
+        flush_parts(part, U.ravel(), acc, qmin)
 
 
 HALF = np.int64(1) << 31
@@ -526,6 +535,7 @@ def plan_sum(f0, f1, f2, nf, g, has_g, size):
     emax = np.int64(0)
     moderate = True
     zero = False
+    low = np.int64(0)  # the sum of the factors' smallest binades
     for k in range(nf):
         b = b0 if k == 0 else (f1.view(np.int64) if k == 1 else f2.view(np.int64))
         lo, hi = scan(b)
@@ -536,6 +546,7 @@ def plan_sum(f0, f1, f2, nf, g, has_g, size):
         hi = max(hi, np.int64(1))  # subnormals: the grid of binade 1
         emin += lo - 1075
         emax += hi - 1022
+        low += lo - 1023
         moderate = moderate and lo - 1023 >= -300 and hi - 1023 < 300
     if has_g:
         bad = index_bounds(g, size)
@@ -543,23 +554,32 @@ def plan_sum(f0, f1, f2, nf, g, has_g, size):
             return np.zeros((size, 0), dtype=np.int64), 0, 3, bad
     if zero:
         return np.zeros((size, 0), dtype=np.int64), 0, -1, -1
-    # the integer grids: units 2**u, u = emax - D, then D bits lower each, down to emin (at
-    # least 2**-1074); each term's integer on a grid is below 2**D, the nt terms of a product
-    # below 2**(D + log2 nt) <= 2**52 (ungrouped: carried every block of 1024 rows) or 2**46
+    # the integer grids, per tier of terms (tier t: |term| <= 2**(emax - 53 t), lowest bit at least
+    # 2**bottom_t): units 2**u, u = emax - 53 t - D, then D bits lower each, down to bottom_t (at
+    # least 2**-1074); each term's integer on a grid is at most 2**D, the terms of a tier (at most
+    # 2) at most 2**(D + 1) <= 2**52 (ungrouped: carried every block of 1024 rows) or 2**46
     # (grouped: carried every 2**16 rows), so no int64 partial sum passes 2**62
-    nt = 1 if nf == 1 else (2 if nf == 2 else 4)
-    D = (51 if nt <= 2 else 50) if not has_g else 46 - nt // 2
+    T = nf
+    D = 51 if not has_g else 45
     every = BLOCK if not has_g else 1 << 16
+    # tier 0 (the rounded product, normal in the moderate range) is at least 2**sum(E) (E the
+    # factors' smallest binades), so its lowest bit is at least 2**(sum(E) - 52)
+    bottom0 = emin if nf == 1 else max(emin, low - 52)
     u0 = emax - D
-    K = max(1, -(-(u0 - emin) // D) + 1)
+    K = 1
+    for t in range(T):
+        top = emax - 53 * t - D
+        bottom = bottom0 if t == 0 else emin
+        K = max(K, -(-(top - bottom) // D) + 1)
     if (nf == 1 or moderate) and K <= GRIDS and u0 <= 970:
-        units = np.empty(K, dtype=np.int64)
-        Cb = np.empty(K, dtype=np.int64)
-        for k in range(K):
-            u = max(u0 - D * k, -1074)
-            units[k] = u
-            Cb[k] = ((u + 52 + 1023) << 52) | (np.int64(1) << 51)  # the bits of 1.5 * 2**(u + 52)
-        qmin = (units[K - 1] + OFFSET) >> 5
+        units = np.empty((T, K), dtype=np.int64)
+        Cb = np.empty((T, K), dtype=np.int64)
+        for t in range(T):
+            for k in range(K):
+                u = max(emax - 53 * t - D * (k + 1), -1074)
+                units[t, k] = u
+                Cb[t, k] = ((u + 52 + 1023) << 52) | (np.int64(1) << 51)  # the bits of 1.5 * 2**(u + 52)
+        qmin = (units.min() + OFFSET) >> 5
         qmax = (u0 + OFFSET) >> 5
         acc = np.zeros((size, qmax - qmin + 3), dtype=np.int64)
         fused_grid(f0, f1, f2, nf, g, has_g, Cb.view(np.float64), Cb, units, acc, qmin, every)
