@@ -53,7 +53,9 @@ _DISABLED = os.environ.get("MERGEABLE_METRICS_DISABLE_NUMBA", "").strip() not in
 #: compiled or loaded from the cache, on first use (:func:`ready`), so importing the library stays light
 AVAILABLE = not _DISABLED and importlib.util.find_spec("numba") is not None
 _loaded = False
-#: the kernels, in dependency order (helpers first): :func:`ready` replaces each by its compiled form
+#: the kernels, in dependency order (helpers first): :func:`ready` replaces each by its compiled form;
+#: LLVM inlines the small element-wise helpers (:func:`chain`, :func:`product_pieces`) into
+#: :func:`_rows`, whose loops, with the number of grids a constant, are straight-line and vectorised
 _KERNELS = (
     "mant_exp",
     "mul53",
@@ -62,6 +64,12 @@ _KERNELS = (
     "first_non_finite",
     "accumulate",
     "index_bounds",
+    "two_prod",
+    "chain",
+    "add4",
+    "product_pieces",
+    "scatter",
+    "_rows",
     "flush_parts",
     "_tier",
     "fused_grid",
@@ -69,10 +77,6 @@ _KERNELS = (
     "round_rows",
     "plan_sum",
 )
-
-#: element-wise helpers inlined at numba's level into :func:`fused_grid`, so each of its loops is
-#: one straight-line body for a fixed number of factors and grids (LLVM vectorises it)
-_INLINE = ("two_prod", "chain", "product_pieces")
 
 
 def ready() -> bool:
@@ -91,8 +95,6 @@ def ready() -> bool:
                 jit = numba.njit(cache=True, nogil=True, boundscheck=False)
                 g = globals()
                 g["f2i"], g["fma"] = _intrinsics(numba)
-                for name in _INLINE:  # numba inlines them into their callers (constants fold)
-                    g[name] = numba.njit(inline="always")(g[name])
                 for name in _KERNELS:
                     g[name] = jit(g[name])
         if not AVAILABLE and not _DISABLED:
@@ -344,9 +346,6 @@ def _rows(f0, f1, f2, nf, lo, hi, K, g, has_g, part, ca, ba, cb, bb, cc, bc):
             sb = add4(sb, qb)
             sc = add4(sc, qc)
     return sa, sb, sc
-
-
-_INLINE = _INLINE + ("add4", "scatter", "_rows")
 
 
 def flush_parts(part, U, acc, qmin):
