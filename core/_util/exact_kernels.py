@@ -18,7 +18,6 @@ package directory is read-only the cache goes to ``$NUMBA_CACHE_DIR``, else
 from __future__ import annotations
 
 import importlib.util
-import math
 import os
 import warnings
 
@@ -54,7 +53,9 @@ _DISABLED = os.environ.get("MERGEABLE_METRICS_DISABLE_NUMBA", "").strip() not in
 #: compiled or loaded from the cache, on first use (:func:`ready`), so importing the library stays light
 AVAILABLE = not _DISABLED and importlib.util.find_spec("numba") is not None
 _loaded = False
-#: the kernels, in dependency order (helpers first): :func:`ready` replaces each by its compiled form
+#: the kernels, in dependency order (helpers first): :func:`ready` replaces each by its compiled form;
+#: LLVM inlines the small element-wise helpers (:func:`chain`, :func:`product_pieces`) into
+#: :func:`_rows`, whose loops, with the number of grids a constant, are straight-line and vectorised
 _KERNELS = (
     "mant_exp",
     "mul53",
@@ -63,12 +64,18 @@ _KERNELS = (
     "first_non_finite",
     "accumulate",
     "index_bounds",
-    "two_product",
-    "flush",
-    "grid_accumulate",
-    "grid_sum_flat",
+    "two_prod",
+    "chain",
+    "add4",
+    "product_pieces",
+    "scatter",
+    "_rows",
+    "flush_parts",
+    "_tier",
+    "fused_grid",
     "canonical",
     "round_rows",
+    "plan_sum",
 )
 
 
@@ -87,6 +94,7 @@ def ready() -> bool:
             else:
                 jit = numba.njit(cache=True, nogil=True, boundscheck=False)
                 g = globals()
+                g["f2i"], g["fma"] = _intrinsics(numba)
                 for name in _KERNELS:
                     g[name] = jit(g[name])
         if not AVAILABLE and not _DISABLED:
@@ -134,17 +142,23 @@ def add_int(acc, row, t, pos, qmin):
     acc[row, q + 2] += b >> 32
 
 
+M63 = np.int64(0x7FFFFFFFFFFFFFFF)
+
+
 def scan(f):
     """(smallest biased exponent of the nonzero values (subnormals: 1; none: 2047), largest
-    biased exponent (2047: a non-finite value)) of float64 bits ``f``; branch-free."""
-    lo = np.int64(2047)
+    biased exponent (2047: a non-finite value)) of float64 bits ``f``: the largest magnitude's
+    bits, and the smallest nonzero one's (``(a - 1) & M63`` sends 0 to the top); two branch-free
+    int64 reductions."""
     hi = np.int64(0)
+    lo = M63
     for i in range(f.shape[0]):
-        a = f[i] & np.int64(0x7FFFFFFFFFFFFFFF)
-        e = a >> 52
-        hi = max(hi, e)
-        lo = min(lo, max(e, 1) if a != 0 else 2047)
-    return lo, hi
+        a = f[np.uint64(i)] & M63
+        hi = max(hi, a)
+        lo = min(lo, (a - 1) & M63)
+    if lo == M63:
+        return np.int64(2047), hi >> 52
+    return max((lo + 1) >> 52, np.int64(1)), hi >> 52
 
 
 def first_non_finite(f):
@@ -203,134 +217,192 @@ def index_bounds(g, size):
     return -1
 
 
-SPLIT = 134217729.0  # 2**27 + 1, Dekker's splitter
+def _intrinsics(numba):
+    """Compiled :func:`f2i` (a bit cast, free in a vector register) and :func:`fma` (LLVM's
+    ``llvm.fma.f64``: one rounding, on any CPU)."""
+    from llvmlite import ir
+    from numba import types
+    from numba.extending import intrinsic
+
+    @intrinsic
+    def _f2i(typingctx, x):
+        def codegen(context, builder, sig, args):
+            return builder.bitcast(args[0], ir.IntType(64))
+
+        return types.int64(types.float64), codegen
+
+    @intrinsic
+    def _fma(typingctx, a, b, c):
+        def codegen(context, builder, sig, args):
+            return builder.fma(*args)
+
+        return types.float64(types.float64, types.float64, types.float64), codegen
+
+    return _f2i, _fma
 
 
-def two_product(a, b):
-    """(p, e) with p + e == a * b exactly (Dekker; no overflow or underflow on the way)."""
+def f2i(x):
+    """The IEEE bits of the float64 ``x`` as an int64 (compiled: a bit cast)."""
+    return int(np.float64(x).view(np.int64))
+
+
+def fma(a, b, c):
+    """``a * b + c`` rounded once (compiled: ``llvm.fma.f64``)."""
+    from fractions import Fraction
+
+    return float(Fraction(a) * Fraction(b) + Fraction(c))
+
+
+def two_prod(a, b):
+    """(p, e) with p + e == a * b exactly (``e = fma(a, b, -p)``; no underflow in the moderate range)."""
     p = a * b
-    c = a * SPLIT
-    ah = c - (c - a)
-    al = a - ah
-    c = b * SPLIT
-    bh = c - (c - b)
-    bl = b - bh
-    return p, ((ah * bh - p) + ah * bl + al * bh) + al * bl
+    return p, fma(a, b, -p)
 
 
-def flush(slots, C, acc, qmin):
-    """Add the exact float sums ``slots`` (rows, K) into the limbs ``acc`` and zero them."""
-    for row in range(slots.shape[0]):
-        for k in range(C.shape[0]):
-            x = slots[row, k]
-            if x != 0.0:
-                m, e = math.frexp(x)
-                add_int(acc, row, np.int64(m * 9007199254740992.0), e - 53 + OFFSET, qmin)
-                slots[row, k] = 0.0
+def chain(r, K, c, b):
+    """The integers ``(q0, .., q3)`` of ``r`` cut onto ``K`` (1 to 4) grids ``c`` (4-tuple,
+    bits ``b``): on the grid of ``c = 1.5 * 2**(u + 52)``, ``y = r + c`` rounds ``r``
+    (|r| <= 2**(u + 51)) to ``q * 2**u`` and ``q = bits(y) - bits(c)`` exactly; the residual
+    ``r - (y - c)`` (exact) goes to the next grid; the last grid's unit is at most the lowest bit
+    of every term of its tier, so nothing is left over. Branch-free once ``K`` is a constant."""
+    y = r + c[0]
+    q0 = f2i(y) - b[0]
+    q1 = q2 = q3 = np.int64(0)
+    if K >= 2:
+        r = r - (y - c[0])
+        y = r + c[1]
+        q1 = f2i(y) - b[1]
+        if K >= 3:
+            r = r - (y - c[1])
+            y = r + c[2]
+            q2 = f2i(y) - b[2]
+            if K >= 4:
+                r = r - (y - c[2])
+                y = r + c[3]
+                q3 = f2i(y) - b[3]
+    return q0, q1, q2, q3
 
 
-def grid_accumulate(f0, f1, f2, nf, g, has_g, C, acc, qmin, slots):
-    """:func:`accumulate` for terms within a window: each product is cut, error-free, into
-    float terms (Dekker), each term onto the grids of ``C`` (``piece = (r + C) - C`` rounds
-    ``r`` to the grid's unit, exactly) whose pieces add exactly in float64 ``slots`` (per
-    group, or per lane without index), flushed into the limbs every 2**16 rows."""
+def add4(s, q):
+    return s[0] + q[0], s[1] + q[1], s[2] + q[2], s[3] + q[3]
+
+
+def product_pieces(f0, f1, f2, nf, i, K, ca, ba, cb, bb, cc, bc):
+    """The grid integers of product ``i`` (1 to 3 factors) per tier of its exact float terms
+    (:func:`two_prod`): tier 0 the rounded product, tier 1 the terms below 2**-53 of it, tier 2
+    (three factors) below 2**-106; each tier has its own grids (``ca``, ``cb``, ``cc``). The row
+    is read through an unsigned index: numba then emits no negative-index wrap-around, which
+    otherwise keeps LLVM from vectorising."""
+    i = np.uint64(i)
+    z = (np.int64(0), np.int64(0), np.int64(0), np.int64(0))
+    if nf == 1:
+        return chain(f0[i], K, ca, ba), z, z
+    p, e = two_prod(f0[i], f1[i])
+    if nf == 2:
+        return chain(p, K, ca, ba), chain(e, K, cb, bb), z
+    c = f2[i]
+    p1, e1 = two_prod(p, c)
+    p2, e2 = two_prod(e, c)
+    return chain(p1, K, ca, ba), add4(chain(e1, K, cb, bb), chain(p2, K, cb, bb)), chain(e2, K, cc, bc)
+
+
+def scatter(part, row, base, q, K):
+    part[row, base] += q[0]
+    if K >= 2:
+        part[row, base + 1] += q[1]
+    if K >= 3:
+        part[row, base + 2] += q[2]
+    if K >= 4:
+        part[row, base + 3] += q[3]
+
+
+def _rows(f0, f1, f2, nf, lo, hi, K, g, has_g, part, ca, ba, cb, bb, cc, bc):
+    """Rows ``lo .. hi``: ungrouped, int64 reductions per tier and grid (vectorised; returned);
+    grouped, scattered into ``part[g[i], tier * K + grid]`` (scalar)."""
+    z = (np.int64(0), np.int64(0), np.int64(0), np.int64(0))
+    sa = sb = sc = z
+    if has_g:
+        for i in range(lo, hi):
+            qa, qb, qc = product_pieces(f0, f1, f2, nf, i, K, ca, ba, cb, bb, cc, bc)
+            row = g[np.uint64(i)]
+            scatter(part, row, 0, qa, K)
+            if nf >= 2:
+                scatter(part, row, K, qb, K)
+            if nf >= 3:
+                scatter(part, row, 2 * K, qc, K)
+    elif nf == 1:
+        for i in range(lo, hi):
+            qa, qb, qc = product_pieces(f0, f1, f2, 1, i, K, ca, ba, cb, bb, cc, bc)
+            sa = add4(sa, qa)
+    elif nf == 2:
+        for i in range(lo, hi):
+            qa, qb, qc = product_pieces(f0, f1, f2, 2, i, K, ca, ba, cb, bb, cc, bc)
+            sa = add4(sa, qa)
+            sb = add4(sb, qb)
+    else:
+        for i in range(lo, hi):
+            qa, qb, qc = product_pieces(f0, f1, f2, 3, i, K, ca, ba, cb, bb, cc, bc)
+            sa = add4(sa, qa)
+            sb = add4(sb, qb)
+            sc = add4(sc, qc)
+    return sa, sb, sc
+
+
+def flush_parts(part, U, acc, qmin):
+    """Add the integer grid sums ``part`` (rows, K; unit ``2**U[k]``) into the limbs; zero them."""
+    for row in range(part.shape[0]):
+        for k in range(U.shape[0]):
+            t = part[row, k]
+            if t != 0:
+                add_int(acc, row, t, U[k] + OFFSET, qmin)
+                part[row, k] = 0
+
+
+#: rows per block of the integer-grid kernel (ungrouped: the int64 sums are carried into the limbs every block)
+BLOCK = 1024
+
+
+def _tier(C, Cb, t, K):
+    """Row ``t`` of the grids as 4-tuples (unused slots repeat the first grid)."""
+    return (C[t, 0], C[t, min(1, K - 1)], C[t, min(2, K - 1)], C[t, min(3, K - 1)]), (
+        Cb[t, 0],
+        Cb[t, min(1, K - 1)],
+        Cb[t, min(2, K - 1)],
+        Cb[t, min(3, K - 1)],
+    )
+
+
+def fused_grid(f0, f1, f2, nf, g, has_g, C, Cb, U, acc, qmin, every):
+    """:func:`accumulate` for products within a window, in one pass: each product's exact float
+    terms are cut onto the ``K`` (1 to 4) integer grids of their tier (``C[tier]``, units
+    ``2**U[tier]``; :func:`chain`) and the integers summed in int64 (ungrouped: vectorised
+    reductions, carried into the limbs every :data:`BLOCK` rows; grouped: per index in ``part``,
+    carried every ``every`` rows; the caller's grid spacing keeps every partial sum below 2**62)."""
     n = f0.shape[0]
-    K = C.shape[0]
-    for start in range(0, n, 1 << 16):
-        for i in range(start, min(n, start + (1 << 16))):
-            row = g[i] if has_g else i & 3
-            a = f0[i]
-            if nf == 1:
-                r = a
-                for k in range(K):
-                    p = (r + C[k]) - C[k]
-                    r -= p
-                    slots[row, k] += p
-                continue
-            t0, t1 = two_product(a, f1[i])
-            t2 = 0.0
-            t3 = 0.0
-            if nf == 3:
-                c = f2[i]
-                t2, t3 = two_product(t1, c)
-                t0, t1 = two_product(t0, c)
+    T, K = C.shape
+    ca, ba = _tier(C, Cb, 0, K)
+    cb, bb = _tier(C, Cb, min(1, T - 1), K)
+    cc, bc = _tier(C, Cb, min(2, T - 1), K)
+    part = np.zeros((acc.shape[0] if has_g else 1, T * K), dtype=np.int64)
+    step = every if has_g else BLOCK
+    for lo in range(0, n, step):
+        hi = min(n, lo + step)
+        if K == 1:
+            sa, sb, sc = _rows(f0, f1, f2, nf, lo, hi, 1, g, has_g, part, ca, ba, cb, bb, cc, bc)
+        elif K == 2:
+            sa, sb, sc = _rows(f0, f1, f2, nf, lo, hi, 2, g, has_g, part, ca, ba, cb, bb, cc, bc)
+        elif K == 3:
+            sa, sb, sc = _rows(f0, f1, f2, nf, lo, hi, 3, g, has_g, part, ca, ba, cb, bb, cc, bc)
+        else:
+            sa, sb, sc = _rows(f0, f1, f2, nf, lo, hi, 4, g, has_g, part, ca, ba, cb, bb, cc, bc)
+        if not has_g:
             for k in range(K):
-                ck = C[k]
-                p0 = (t0 + ck) - ck
-                p1 = (t1 + ck) - ck
-                p2 = (t2 + ck) - ck
-                p3 = (t3 + ck) - ck
-                t0 -= p0
-                t1 -= p1
-                t2 -= p2
-                t3 -= p3
-                slots[row, k] += (p0 + p1) + (p2 + p3)
-        flush(slots, C, acc, qmin)
-
-
-def grid_sum_flat(f0, f1, f2, nf, C, acc, qmin):
-    """:func:`grid_accumulate` without index, block by block: the float terms of 2048 rows
-    go to a buffer, then each grid is one simple pass over it with four independent
-    accumulators (no memory dependency from row to row)."""
-    n = f0.shape[0]
-    K = C.shape[0]
-    B = 2048
-    nt = 1 if nf == 1 else (2 if nf == 2 else 4)
-    buf = np.empty((nt, B))
-    slots = np.zeros((1, K))
-    rows = 0
-    for start in range(0, n, B):
-        m = min(B, n - start)
-        for i in range(m):
-            a = f0[start + i]
-            if nf == 1:
-                buf[0, i] = a
-                continue
-            t0, t1 = two_product(a, f1[start + i])
-            if nf == 3:
-                c = f2[start + i]
-                t2, t3 = two_product(t1, c)
-                t0, t1 = two_product(t0, c)
-                buf[2, i] = t2
-                buf[3, i] = t3
-            buf[0, i] = t0
-            buf[1, i] = t1
-        m4 = m - m % 4
-        for t in range(nt):
-            for k in range(K):
-                c = C[k]
-                s0 = 0.0
-                s1 = 0.0
-                s2 = 0.0
-                s3 = 0.0
-                for i in range(0, m4, 4):
-                    r0 = buf[t, i]
-                    r1 = buf[t, i + 1]
-                    r2 = buf[t, i + 2]
-                    r3 = buf[t, i + 3]
-                    p0 = (r0 + c) - c
-                    p1 = (r1 + c) - c
-                    p2 = (r2 + c) - c
-                    p3 = (r3 + c) - c
-                    buf[t, i] = r0 - p0
-                    buf[t, i + 1] = r1 - p1
-                    buf[t, i + 2] = r2 - p2
-                    buf[t, i + 3] = r3 - p3
-                    s0 += p0
-                    s1 += p1
-                    s2 += p2
-                    s3 += p3
-                for i in range(m4, m):
-                    r0 = buf[t, i]
-                    p0 = (r0 + c) - c
-                    buf[t, i] = r0 - p0
-                    s0 += p0
-                slots[0, k] += (s0 + s1) + (s2 + s3)
-        rows += m
-        if rows >= 1 << 16:
-            flush(slots, C, acc, qmin)
-            rows = 0
-    flush(slots, C, acc, qmin)
+                part[0, k] += sa[k]
+                if T > 1:
+                    part[0, K + k] += sb[k]
+                if T > 2:
+                    part[0, 2 * K + k] += sc[k]
+        flush_parts(part, U.ravel(), acc, qmin)
 
 
 HALF = np.int64(1) << 31
@@ -448,9 +520,74 @@ def round_rows(D, exp, v, inexact, subnormal):
 _EMPTY = np.zeros(0, dtype=np.int64)
 _EMPTYF = np.zeros(0)
 #: most grids of the float-grid kernel (wider value ranges use the limb kernel)
-GRIDS = 6
+GRIDS = 4
 #: rows per kernel call: every limb's partial sum stays below 2**(33 + 2 + 26) < 2**62
 CHUNK = 1 << 24
+
+
+def plan_sum(f0, f1, f2, nf, g, has_g, size):
+    """The whole of :func:`sum_products` in one compiled call (no per-call Python work):
+    ``(acc, exp, status, position)``; ``status`` -1: done; 0-2: a non-finite value in that
+    factor; 3: an index outside ``[0, size)``."""
+    b0 = f0.view(np.int64)
+    emin = np.int64(0)  # lowest bit and highest binade of every product: 2**emin <= bit, |product| < 2**emax
+    emax = np.int64(0)
+    moderate = True
+    zero = False
+    low = np.int64(0)  # the sum of the factors' smallest binades
+    for k in range(nf):
+        b = b0 if k == 0 else (f1.view(np.int64) if k == 1 else f2.view(np.int64))
+        lo, hi = scan(b)
+        if hi == 2047:
+            return np.zeros((size, 0), dtype=np.int64), 0, k, first_non_finite(b)
+        if lo == 2047:  # every value zero: so is every product
+            zero = True
+        hi = max(hi, np.int64(1))  # subnormals: the grid of binade 1
+        emin += lo - 1075
+        emax += hi - 1022
+        low += lo - 1023
+        moderate = moderate and lo - 1023 >= -300 and hi - 1023 < 300
+    if has_g:
+        bad = index_bounds(g, size)
+        if bad >= 0:
+            return np.zeros((size, 0), dtype=np.int64), 0, 3, bad
+    if zero:
+        return np.zeros((size, 0), dtype=np.int64), 0, -1, -1
+    # the integer grids, per tier of terms (tier t: |term| <= 2**(emax - 53 t), lowest bit at least
+    # 2**bottom_t): units 2**u, u = emax - 53 t - D, then D bits lower each, down to bottom_t (at
+    # least 2**-1074); each term's integer on a grid is at most 2**D, the terms of a tier (at most
+    # 2) at most 2**(D + 1) <= 2**52 (ungrouped: carried every block of 1024 rows) or 2**46
+    # (grouped: carried every 2**16 rows), so no int64 partial sum passes 2**62
+    T = nf
+    D = 51 if not has_g else 45
+    every = BLOCK if not has_g else 1 << 16
+    # tier 0 (the rounded product, normal in the moderate range) is at least 2**sum(E) (E the
+    # factors' smallest binades), so its lowest bit is at least 2**(sum(E) - 52)
+    bottom0 = emin if nf == 1 else max(emin, low - 52)
+    u0 = emax - D
+    K = 1
+    for t in range(T):
+        top = emax - 53 * t - D
+        bottom = bottom0 if t == 0 else emin
+        K = max(K, -(-(top - bottom) // D) + 1)
+    if (nf == 1 or moderate) and K <= GRIDS and u0 <= 970:
+        units = np.empty((T, K), dtype=np.int64)
+        Cb = np.empty((T, K), dtype=np.int64)
+        for t in range(T):
+            for k in range(K):
+                u = max(emax - 53 * t - D * (k + 1), -1074)
+                units[t, k] = u
+                Cb[t, k] = ((u + 52 + 1023) << 52) | (np.int64(1) << 51)  # the bits of 1.5 * 2**(u + 52)
+        qmin = (units.min() + OFFSET) >> 5
+        qmax = (u0 + OFFSET) >> 5
+        acc = np.zeros((size, qmax - qmin + 3), dtype=np.int64)
+        fused_grid(f0, f1, f2, nf, g, has_g, Cb.view(np.float64), Cb, units, acc, qmin, every)
+        return acc, qmin - OFFSET // 32, -1, -1
+    qmin = (emin + OFFSET) >> 5
+    qmax = (emax + OFFSET) >> 5
+    acc = np.zeros((size, qmax - qmin + 3), dtype=np.int64)
+    accumulate(b0, f1.view(np.int64), f2.view(np.int64), nf, g, has_g, acc, qmin)
+    return acc, qmin - OFFSET // 32, -1, -1
 
 
 class NonFinite(ValueError):
@@ -471,59 +608,21 @@ def sum_products(factors: list[np.ndarray], index: np.ndarray | None, size: int)
     # writeable C arrays: one compiled variant per kernel (a read-only array, e.g. from Arrow,
     # would compile another on first use)
     factors = [f if f.dtype == np.float64 and f.flags.c_contiguous and f.flags.writeable else np.array(f, dtype=np.float64) for f in map(np.asarray, factors)]
-    bits = [f.view(np.int64) for f in factors]
-    nf = len(bits)
-    f0 = bits[0]
-    if any(b.shape != f0.shape for b in bits) or (index is not None and np.shape(index) != f0.shape):
-        raise ValueError(f"exact sum: factors and index of different lengths {[b.shape[0] for b in bits] + ([] if index is None else [np.shape(index)])}")
-    f1 = bits[1] if nf > 1 else _EMPTY
-    f2 = bits[2] if nf > 2 else _EMPTY
-    emin = emax = 0  # lowest bit and highest binade of every product: 2**emin <= bit, |product| < 2**emax
-    moderate = True
-    for k, b in enumerate(bits):
-        lo, hi = scan(b)
-        if hi == 2047:
-            bad = int(first_non_finite(b))
-            raise NonFinite(k, bad, float(b[bad : bad + 1].view(np.float64)[0]))
-        if lo == 2047:  # every value zero: so is every product
-            return np.zeros((size, 0), dtype=np.int64), 0
-        hi = max(hi, 1)  # subnormals: the grid of binade 1
-        emin, emax = emin + int(lo) - 1075, emax + int(hi) - 1022
-        moderate = moderate and int(lo) - 1023 >= -300 and int(hi) - 1023 < 300
-    g = None
+    nf = len(factors)
+    f0 = factors[0]
+    if any(f.shape != f0.shape for f in factors) or (index is not None and np.shape(index) != f0.shape):
+        raise ValueError(f"exact sum: factors and index of different lengths {[f.shape[0] for f in factors] + ([] if index is None else [np.shape(index)])}")
+    g = _EMPTY
     if index is not None:
         g = np.asarray(index)
         if not (g.dtype == np.int64 and g.flags.c_contiguous and g.flags.writeable):
             g = np.array(g, dtype=np.int64)
-        bad = index_bounds(g, size)
-        if bad >= 0:
-            raise ValueError(f"exact sum: index {int(g[bad])} at position {int(bad)} is outside [0, {size})")
-    # the grids: units 2**u, u = emax - 33, then 35 bits lower each, down to emin; every piece
-    # has at most 34 bits above its unit, 2**18 of them add exactly in float64
-    u0 = emax - 33
-    K = max(1, -(-(u0 - emin) // 35) + 1)
-    if (nf == 1 or moderate) and K <= GRIDS and u0 + 52 <= 1023 and (g is None or size <= 1 << 16):
-        units = [max(u0 - 35 * k, -1074) for k in range(K)]
-        C = np.ldexp(1.5, np.array(units) + 52)
-        qmin = (max(min(units[-1], emin) - 64, -OFFSET) + OFFSET) >> 5
-        qmax = (emax + 24 + OFFSET) >> 5
-        acc = np.zeros((size, qmax - qmin + 3), dtype=np.int64)
-        fs = factors
-        f1 = fs[1] if nf > 1 else _EMPTYF
-        f2 = fs[2] if nf > 2 else _EMPTYF
-        if g is None:
-            grid_sum_flat(fs[0], f1, f2, nf, C, acc, qmin)
-        else:
-            grid_accumulate(fs[0], f1, f2, nf, g, True, C, acc, qmin, np.zeros((size, K)))
-        return acc, qmin - OFFSET // 32
-    qmin = (emin + OFFSET) >> 5
-    qmax = (emax + OFFSET) >> 5
-    acc = np.zeros((size, qmax - qmin + 3), dtype=np.int64)
-    if g is None:
-        accumulate(f0, f1, f2, nf, _EMPTY, False, acc, qmin)
-    else:
-        accumulate(f0, f1, f2, nf, g, True, acc, qmin)
-    return acc, qmin - OFFSET // 32
+    acc, exp, status, pos = plan_sum(f0, factors[1] if nf > 1 else _EMPTYF, factors[2] if nf > 2 else _EMPTYF, nf, g, index is not None, size)
+    if status == 3:
+        raise ValueError(f"exact sum: index {int(g[pos])} at position {int(pos)} is outside [0, {size})")
+    if status >= 0:
+        raise NonFinite(int(status), int(pos), float(factors[status][pos]))
+    return acc, int(exp)
 
 
 def canonical_round(D: np.ndarray, exp: int) -> tuple[np.ndarray, int, np.ndarray, np.ndarray, np.ndarray]:

@@ -156,3 +156,42 @@ def test_cache_dir_falls_back_to_the_user_cache_when_the_package_is_read_only(mo
 def test_warm_compiles_once_and_reports_its_time():
     K.warm()  # compiled or loaded from the cache
     assert K.warm() == 0.0  # a second call costs nothing
+
+
+@pytest.mark.parametrize("nf", [1, 2, 3])
+@pytest.mark.parametrize("n", [K.BLOCK - 1, K.BLOCK, 3 * K.BLOCK + 1])
+def test_integer_grids_at_block_boundaries_and_exponent_spread(nf, n):
+    """The integer-grid kernel's edges: rows across its blocks (carried every ``BLOCK`` rows),
+    1 to 4 grids (exponents spread over 2**-60 .. 2**60 within each block), values that round up
+    to the top of the first grid (2**k - ulp, whose products round to 2**k), -0.0: the true
+    rational sum (``Fraction``) and the numpy path's bits, ungrouped and grouped."""
+    rng = np.random.default_rng(n * 10 + nf)
+    spread = rng.normal(size=n) * np.exp2(rng.integers(-60, 61, size=n).astype(float))
+    top = np.full(n, np.nextafter(2.0, 0.0)) * rng.choice([-1.0, 1.0], n)
+    cols = [spread, top, rng.random(n)][:nf]
+    cols[0][::97] = -0.0
+    g = rng.integers(0, 3, n)
+    got = E.exact_sum_products(cols)
+    assert got.fraction() == sum(_true(cols, g, 3), Fraction(0))
+    assert got == _numpy_path(cols)
+    grouped = E.exact_sum_products(cols, g, 3)
+    assert grouped.fractions() == _true(cols, g, 3)
+    assert grouped == _numpy_path(cols, g, 3)
+
+
+@pytest.mark.parametrize(
+    "xs",
+    [
+        [2.0**-1000, -(2.0**-1010), 5e-324, 2.2250738585072014e-308, -5e-324, 3 * 2.0**-1074],  # lowest grid clipped at 2**-1074
+        [1.9 * 2.0**1020, -1.5 * 2.0**1020, 2.0**970, 1.0, -(2.0**-50)],  # first grid's unit at its top (2**970)
+        [1.7976931348623157e308, -1.7976931348623157e308, 1e-300, -0.0],  # beyond the grids: the limb kernel
+        [0.5, 0.25, -0.125, 1.0] * 700,  # one grid
+    ],
+)
+def test_integer_grids_at_the_ends_of_the_exponent_range(xs):
+    x = np.array(xs)
+    g = np.arange(x.size) % 2
+    got = E.exact_sum(x)
+    assert got.fraction() == _true([x], None, 1)[0] and got == _numpy_path([x])
+    grouped = E.exact_sum(x, index=g, size=2)
+    assert grouped.fractions() == _true([x], g, 2) and grouped == _numpy_path([x], g, 2)
