@@ -293,13 +293,16 @@ def connect_refuses(spec: str) -> str | None:
     return None
 
 
-def evaluation_spec(ev: Any) -> tuple[str | None, str]:
-    """``(spec, "")`` of an evaluation the JVM aggregates can fold, else ``(None, why not)``."""
+def evaluation_spec(ev: Any, sliced: bool = False) -> tuple[str | None, str]:
+    """``(spec, "")`` of an evaluation the JVM aggregates can fold, else ``(None, why not)``.
+
+    ``sliced``: the caller folds each slice itself (``groupBy`` of the slice columns), so slice specs are no reason not to.
+    """
     from mergeable_metrics.engine import SCORES_FINITE, WEIGHTS_RULE, label_rule
 
     plan = ev.plan
     task = plan.task
-    if ev.slices:
+    if ev.slices and not sliced:
         return None, "slice specs (use groupBy keys with metric_columns)"
     # the plain (N,) inputs, or one binary score column read as probabilities (log_loss, brier_score, ...)
     binary_score = (

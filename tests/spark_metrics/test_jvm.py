@@ -18,14 +18,6 @@ from mergeable_metrics.spark import finish_metric_states, jvm, metric_columns, m
 pytestmark = pytest.mark.filterwarnings("ignore::mergeable_metrics.metrics.base.UndefinedMetricWarning")
 
 
-@pytest.fixture(scope="module")
-def jvm_spark(spark):
-    if jvm.find_javac() is None and jvm.jar_path(build=False) is None:
-        pytest.skip(jvm.NO_JDK)
-    assert jvm.available(spark)
-    return spark
-
-
 def _jvm_bytes(spark, pdf: pd.DataFrame, ev: Evaluation, partitions: int) -> list[bytes]:
     spec, why = jvm.evaluation_spec(ev)
     assert spec is not None, why
