@@ -227,6 +227,8 @@ def _jvm_plan(ev: Evaluation, spark: Any, required: bool) -> tuple[Any, str | No
         spec, why = None, "no active SparkSession (pass spark=)"
     if spec is not None and not jvm.available(session):
         spec, why = None, jvm.NO_JDK
+    if spec is not None and jvm.is_connect(session) and jvm.connect_refuses(spec):
+        spec, why = None, str(jvm.connect_refuses(spec))
     if spec is None and required:
         raise ValueError(f"metric_columns: engine='jvm' cannot fold these metrics: {why}")
     return session, spec, why

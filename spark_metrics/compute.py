@@ -17,12 +17,13 @@ small partial states on the driver (no shuffle, no second stage of Python tasks)
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any
 
 from mergeable_metrics.engine import Evaluation, resolve_evaluation
 from mergeable_metrics.engine import Results
 from mergeable_metrics.engine import WindowedEvaluation
-from mergeable_metrics.spark import arrow_path, sql_path
+from mergeable_metrics.spark import arrow_path, jvm_path, sql_path
 from mergeable_metrics.spark._frames import RESULT_COLUMNS, ResultLayout, prepare_columns, result_schema
 from mergeable_metrics.spark.profile import profile_evaluation
 from mergeable_metrics.spark.session import check_workers
@@ -32,6 +33,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame
 
 __all__ = ["DRIVER_MERGE_BYTES", "RESULT_COLUMNS", "WEIGHTED_NATIVE", "collect_results", "compute_metrics", "evaluate", "result_schema"]
+
+_log = logging.getLogger(__name__)
 
 #: Why a weighted evaluation does not take the native path by default.
 WEIGHTED_NATIVE = "a weight column (Spark SQL sums float weights in its own order; the Arrow path sums them exactly)"
@@ -252,8 +255,19 @@ def evaluate(
     if window is not None:
         we = WindowedEvaluation(window, evaluation)
         return collect_results(compute_metrics(df, evaluation=evaluation, window=window, layout="long"), we)
-    check_workers(df.sparkSession)
     _check_batch(df, None)
+    if native is None:
+        spec, why = jvm_path.jvm_blocker(df, evaluation)
+        if spec is not None:
+            try:
+                return jvm_path.evaluate_jvm(df, prepare_columns(df, evaluation), evaluation, spec)  # no Python on the executors
+            except Exception as e:  # an invalid value: the other paths name its row and partition
+                if "invalid value" not in str(e):
+                    raise
+                _log.info("mergeable_metrics.spark.evaluate: an invalid value on the JVM path; the Arrow path names its row")
+        else:
+            _log.info("mergeable_metrics.spark.evaluate: not the JVM path: %s", why)
+    check_workers(df.sparkSession)
     blocker, exprs = _path(df, evaluation, native)
     layout = ResultLayout(evaluation, layout="long")
     if blocker is None:

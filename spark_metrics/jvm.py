@@ -296,17 +296,28 @@ def _float_kinds() -> dict:
 
 #: the rule of probability scores (core's, for log_loss, brier_score, ...)
 PROBABILITIES = "probabilities must be in [0, 1]"
-#: state kinds whose JVM port sums weights exactly (the count kinds count unit weights only)
-WEIGHTED_KINDS: frozenset[str] = frozenset({"probability_sums", "regression_moments", "calibration_bins", "score_distribution", "score_distribution_class0"})
+#: the count kinds (their UserDefinedAggregateFunction form under Spark Connect keeps int64 cells: unit weights only)
+COUNT_KINDS: frozenset[str] = frozenset({"binary_confusion", "confusion_matrix", "example_count"})
 
 
-def evaluation_spec(ev: Any) -> tuple[str | None, str]:
-    """``(spec, "")`` of an evaluation the JVM aggregates can fold, else ``(None, why not)``."""
+def connect_refuses(spec: str) -> str | None:
+    """Why the Spark Connect form (:data:`CONNECT_FUNCTION`) cannot fold ``spec``, or None."""
+    f = spec.split(_SEP)
+    if f[2] == "1" and COUNT_KINDS & set(f[10::2]):
+        return "a weight column under Spark Connect (the UserDefinedAggregateFunction form counts unit weights only)"
+    return None
+
+
+def evaluation_spec(ev: Any, sliced: bool = False) -> tuple[str | None, str]:
+    """``(spec, "")`` of an evaluation the JVM aggregates can fold, else ``(None, why not)``.
+
+    ``sliced``: the caller folds each slice itself (``groupBy`` of the slice columns), so slice specs are no reason not to.
+    """
     from mergeable_metrics.engine import SCORES_FINITE, WEIGHTS_RULE, label_rule
 
     plan = ev.plan
     task = plan.task
-    if ev.slices:
+    if ev.slices and not sliced:
         return None, "slice specs (use groupBy keys with metric_columns)"
     # the plain (N,) inputs, or one binary score column read as probabilities (log_loss, brier_score, ...)
     binary_score = (
@@ -351,8 +362,6 @@ def evaluation_spec(ev: Any) -> tuple[str | None, str]:
                 return None, str(e)
         if got is None:
             return None, f"state {cls.kind!r} has no JVM port ({NOT_PORTED})"
-        if ev.weight_col is not None and got[0] not in WEIGHTED_KINDS and cls.kind in ("binary_confusion", "confusion_matrix", "example_count"):
-            return None, f"a weight column (the JVM port of {cls.kind!r} counts unit weights only: weighted counts need exact weight sums)"
         states.append(got)
     names = [ev.label_col, score_name, ev.weight_col]
     rules = [label_rule("labels", k), score_rule, WEIGHTS_RULE]

@@ -73,7 +73,6 @@ def lowering_blocker(df: "DataFrame", evaluation: Evaluation) -> str | None:
     filters, buckets, ``max_slices``, spec-level ``min_slice_size``) of string, integer or boolean
     type (dates and decimals are sliced as strings), with distinct column sets.
     """
-    from pyspark.sql import types as T
 
     if getattr(evaluation, "classes", None) is not None:
         return "classes= (label values are mapped to class indices on the Arrow path)"
@@ -94,6 +93,14 @@ def lowering_blocker(df: "DataFrame", evaluation: Evaluation) -> str | None:
         return "a multiclass plan without a prediction column"
     if task.num_classes > MAX_NATIVE_CLASSES:
         return f"{task.num_classes} classes (more than {MAX_NATIVE_CLASSES})"
+    return slices_blocker(df, evaluation)
+
+
+def slices_blocker(df: "DataFrame", evaluation: Evaluation) -> str | None:
+    """Why the slice specs cannot be Spark ``GROUP BY`` keys (plain columns of atomic types, distinct
+    column sets, no filters, buckets or bounds), or None."""
+    from pyspark.sql import types as T
+
     types = {f.name: f.dataType for f in df.schema.fields}
     seen: set[frozenset] = set()
     for spec in evaluation.slices:

@@ -1,4 +1,5 @@
-"""Shared fixtures for the Spark adapter tests: one local[2] SparkSession per test session, and
+"""Shared fixtures for the Spark adapter tests: one local[2] SparkSession per test session (``jvm_spark``: with
+the JVM aggregates loaded), and
 (for tests/spark_metrics/test_connect.py) one Spark Connect server per test session."""
 
 from __future__ import annotations
@@ -28,6 +29,17 @@ def spark():
     session.sparkContext.setLogLevel("FATAL")  # expected executor errors are asserted on, not logged
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="module")
+def jvm_spark(spark):
+    """The session with the JVM aggregates loaded (skipped without a JDK)."""
+    from mergeable_metrics.spark import jvm
+
+    if jvm.find_javac() is None and jvm.jar_path(build=False) is None:
+        pytest.skip(jvm.NO_JDK)
+    assert jvm.available(spark)
+    return spark
 
 
 REPO_ROOT = Path(__file__).resolve().parents[2]

@@ -90,6 +90,24 @@ def _kill(proc: subprocess.Popen) -> None:
     proc.wait()
 
 
+def _start_cluster(tmp: Path, env: dict[str, str], procs: list[subprocess.Popen]) -> str:
+    """Start a standalone master and two workers (1 core, 1 GiB each) on 127.0.0.1, on ports the OS picks
+    (read back from the logs), appending their processes to ``procs`` (the caller kills them); returns the
+    master URL."""
+    master_log = tmp / "master.log"
+    master = _spawn(["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", "0", "--webui-port", "0"], master_log, env)
+    procs.append(master)
+    url = _wait_for(master_log, r"Starting Spark master at (spark://127\.0\.0\.1:\d+)", master, "master").group(1)
+    _wait_for(master_log, r"I have been elected leader", master, "master")
+    for i in (1, 2):
+        args = ["org.apache.spark.deploy.worker.Worker", url, "--host", "127.0.0.1", "--port", "0", "--webui-port", "0",
+                "--cores", "1", "--memory", "1g", "--work-dir", str(tmp / f"work{i}")]  # fmt: skip
+        procs.append(_spawn(args, tmp / f"worker{i}.log", env))
+    for i, proc in enumerate(procs[1:3], 1):
+        _wait_for(tmp / f"worker{i}.log", r"Successfully registered with master", proc, f"worker {i}")
+    return url
+
+
 @pytest.fixture(scope="module")
 def standalone_master(tmp_path_factory):
     """A Spark standalone master and two workers (1 core, 1 GiB each) on 127.0.0.1, on ports the
@@ -99,19 +117,7 @@ def standalone_master(tmp_path_factory):
     env = _env(tmp)
     procs: list[subprocess.Popen] = []
     try:
-        master_log = tmp / "master.log"
-        master = _spawn(["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", "0", "--webui-port", "0"], master_log, env)
-        procs.append(master)
-        url = _wait_for(master_log, r"Starting Spark master at (spark://127\.0\.0\.1:\d+)", master, "master").group(1)
-        _wait_for(master_log, r"I have been elected leader", master, "master")
-        for i in (1, 2):
-            log = tmp / f"worker{i}.log"
-            args = ["org.apache.spark.deploy.worker.Worker", url, "--host", "127.0.0.1", "--port", "0", "--webui-port", "0",
-                    "--cores", "1", "--memory", "1g", "--work-dir", str(tmp / f"work{i}")]  # fmt: skip
-            procs.append(_spawn(args, log, env))
-        for i, proc in enumerate(procs[1:], 1):
-            _wait_for(tmp / f"worker{i}.log", r"Successfully registered with master", proc, f"worker {i}")
-        yield url, tmp
+        yield _start_cluster(tmp, env, procs), tmp
     finally:
         for proc in reversed(procs):
             _kill(proc)
@@ -181,3 +187,56 @@ def test_cluster_runs_on_two_executors_importing_this_checkout(runs):
     attempts = [a for d in markers.iterdir() for a in _attempts(d)]
     assert {a["executor"] for a in attempts} == {"0", "1"}, attempts
     assert {a["core"] for a in attempts} == {str(REPO_ROOT / "core" / "__init__.py")}
+
+
+# -- the JVM path on executors that cannot run Python ------------------------------------------------
+NO_PYTHON = "/nonexistent/python-without-mergeable-metrics"
+
+
+@pytest.fixture(scope="module")
+def jvm_only_runs(tmp_path_factory):
+    """A standalone master and two workers whose Python does not exist (PYSPARK_PYTHON a missing path, no
+    PYTHONPATH): the driver subprocess (tests/spark_metrics/cluster_jvm_job.py) runs the JVM aggregates there."""
+    from mergeable_metrics.spark import jvm
+
+    if jvm.find_javac() is None and jvm.jar_path(build=False) is None:
+        pytest.skip(jvm.NO_JDK)
+    tmp = tmp_path_factory.mktemp("spark-cluster-jvm")
+    env = _env(tmp)
+    env.update(PYSPARK_PYTHON=NO_PYTHON)
+    env.pop("PYTHONPATH", None)
+    driver_env = dict(env, PYTHONPATH=str(REPO_ROOT))  # the driver imports the package; its executors cannot
+    data = tmp / "flights.parquet"
+    cluster_job.make_pdf().to_parquet(data)
+    procs: list[subprocess.Popen] = []
+    try:
+        url = _start_cluster(tmp, env, procs)
+        out, log = tmp / "results.json", tmp / "driver.log"
+        with open(log, "wb") as f:
+            driver = subprocess.Popen(
+                [sys.executable, "-m", "tests.spark_metrics.cluster_jvm_job", url, str(data), str(out)],
+                cwd=REPO_ROOT, env=driver_env, stdout=f, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+            )  # fmt: skip
+        procs.append(driver)
+        code = driver.wait(timeout=600)
+        assert code == 0, f"the cluster driver failed; end of {log}:\n{log.read_text(errors='replace')[-6000:]}"
+        return json.loads(out.read_text())
+    finally:
+        for proc in reversed(procs):
+            _kill(proc)
+
+
+def test_group_by_agg_on_executors_without_python_equals_the_local_engine_exactly(jvm_only_runs):
+    """The issue's criterion: df.groupBy("carrier").agg(...) with roc_auc, average_precision, f1 and log_loss
+    on the flights data, on executors that cannot run Python (the JVM aggregates, finished on the driver),
+    equals the local engine bit for bit (log_loss too: core's logarithm is fdlibm's, as Java's StrictMath)."""
+    from mergeable_metrics import Evaluation
+    from tests.spark_metrics.cluster_jvm_job import ARGS, METRICS
+
+    assert jvm_only_runs["executors"] == 2
+    assert NO_PYTHON in (jvm_only_runs["python_udf_error"] or ""), jvm_only_runs["python_udf_error"]  # no Python there at all
+    want = Evaluation(metrics=METRICS, slices=["carrier"], **ARGS).evaluate([cluster_job.make_pdf()])
+    expected = {str(dict(s.key).get("carrier")): {k: float(s.metrics[k]).hex() for k in METRICS} for s in want if s.key}
+    assert jvm_only_runs["group_by"] == expected
+    evaluated = {json.dumps(s.key): {k: float(s.metrics[k]).hex() for k in METRICS} for s in want}
+    assert jvm_only_runs["evaluate"] == evaluated

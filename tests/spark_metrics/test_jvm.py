@@ -18,14 +18,6 @@ from mergeable_metrics.spark import finish_metric_states, jvm, metric_columns, m
 pytestmark = pytest.mark.filterwarnings("ignore::mergeable_metrics.metrics.base.UndefinedMetricWarning")
 
 
-@pytest.fixture(scope="module")
-def jvm_spark(spark):
-    if jvm.find_javac() is None and jvm.jar_path(build=False) is None:
-        pytest.skip(jvm.NO_JDK)
-    assert jvm.available(spark)
-    return spark
-
-
 def _jvm_bytes(spark, pdf: pd.DataFrame, ev: Evaluation, partitions: int) -> list[bytes]:
     spec, why = jvm.evaluation_spec(ev)
     assert spec is not None, why
@@ -126,12 +118,40 @@ def test_sql_name_usable_from_sql(jvm_spark):
     assert conf.counts(0.5) == (1.0, 1.0, 0.0, 1.0)  # tp, fp, tn, fn by hand
 
 
-def test_weighted_counts_keep_the_sql_path(jvm_spark):
-    ev = Evaluation(label_col="y", score_col="p", weight_col="w", metrics=["f1"])
-    spec, why = jvm.evaluation_spec(ev)
-    assert spec is None and "weight" in why
-    with pytest.raises(ValueError, match="engine='jvm' cannot fold"):
-        metric_columns(["f1"], label_col="y", score_col="p", weight_col="w", engine="jvm", spark=jvm_spark)
+_WEIGHTS = st.sampled_from([0.0, 1.0, 2.0, 0.5, 0.1, 1 / 3, 5e-324, 1e-300, 1e300, 3.0]) | st.floats(0, 1e6)
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    rows=st.lists(st.tuples(st.integers(0, 1), _SCORES, st.integers(0, 2), _WEIGHTS), min_size=1, max_size=50),
+    partitions=st.integers(1, 5),
+)
+def test_weighted_count_kinds_bytes_equal_the_python_fold(jvm_spark, rows, partitions):
+    """Weights 0, tiny, huge and fractional: binary confusion, K x K matrix and example counts folded in
+    the JVM write core's bytes (exact weight sums per cell)."""
+    pdf = pd.DataFrame(rows, columns=["y", "p", "k", "w"]).astype({"y": "int64", "p": "float64", "k": "int64", "w": "float64"})
+    ev = Evaluation(label_col="y", score_col="p", weight_col="w", metrics=["example_count", "f1", "recall@threshold=0.25", "roc_auc"])
+    assert _jvm_bytes(jvm_spark, pdf, ev, partitions) == _python_bytes(pdf, ev)
+    mc = Evaluation(label_col="y", prediction_col="k", weight_col="w", metrics=["accuracy", "f1@macro", "example_count"], num_classes=3)
+    assert _jvm_bytes(jvm_spark, pdf, mc, partitions) == _python_bytes(pdf, mc)
+
+
+def test_weighted_metric_columns_equal_the_local_engine_and_sklearn(jvm_spark):
+    rng = np.random.default_rng(5)
+    n = 2000
+    y = rng.integers(0, 2, n)
+    w = rng.choice([0.0, 0.1, 1.0, 2.5, 1e-300, 1 / 3], n)
+    pdf = pd.DataFrame({"y": y, "p": np.round(np.clip(0.3 * y + 0.7 * rng.random(n), 0, 1), 2), "w": w, "g": rng.choice(["a", "b"], n)})
+    metrics = ["precision", "recall", "f1", "accuracy", "example_count", "roc_auc", "log_loss"]
+    assert jvm.evaluation_spec(Evaluation(label_col="y", score_col="p", weight_col="w", metrics=metrics))[0] is not None
+    df = jvm_spark.createDataFrame(pdf).repartition(3)
+    rows = df.groupBy("g").agg(metric_state_column(metrics, label_col="y", score_col="p", weight_col="w")).collect()
+    want = Evaluation(label_col="y", score_col="p", weight_col="w", metrics=metrics, slices=["g"]).evaluate([pdf])
+    for r in finish_metric_states(rows, metrics, label_col="y", score_col="p", weight_col="w"):
+        ref = want[(("g", r["g"]),)].metrics
+        assert all(r[k] == ref[k] for k in metrics), (r, ref)
+        part = pdf[pdf.g == r["g"]]
+        assert r["f1"] == pytest.approx(f1_score(part.y, part.p >= 0.5, sample_weight=part.w), rel=1e-12)
 
 
 def test_float_kinds_in_group_by_agg_equal_the_local_engine(jvm_spark):

@@ -257,3 +257,80 @@ def test_score_distribution_of_many_rows_raises_its_level_as_core_does():
     rows = [(int(i % 4), (int(y[i]), float(s[i]), float(w[i]))) for i in range(n)]
     cases = [(ScoreDistributionState.zero(ScoreDistributionLayout(c)), weighted, (4, [3, 1, 0, 2], rows)) for c in (100, 40000) for weighted in (True, False)]
     check_kind(cases)
+
+
+# -- the count kinds with weights: per-cell exact weight sums, as core's weighted fold ------------
+COUNT_WEIGHT = st.one_of(
+    st.sampled_from([0.0, -0.0, 1.0, 2.0, 0.5, 0.1, 1 / 3, 5e-324, 1e-300, 1e300, 1.7976931348623157e308, 3.0]),
+    st.floats(0, 1e6),
+    st.floats(0, 1e300),
+    st.floats(0, 1, exclude_min=True),
+)
+
+
+@st.composite
+def count_case(draw):
+    from mergeable_metrics.engine import BinaryConfusionState, ConfusionMatrixState, ExampleCountState
+    from mergeable_metrics.states.base import BinaryConfusionLayout, ConfusionMatrixLayout, ExampleCountLayout
+
+    kind = draw(st.sampled_from(["binary_confusion", "confusion_matrix", "example_count"]))
+    if kind == "binary_confusion":
+        thr = draw(st.lists(st.sampled_from([0.0, 0.25, 0.5, 0.75, 1.0, 0.3]), min_size=1, max_size=4, unique=True))
+        zero = BinaryConfusionState.zero(BinaryConfusionLayout(tuple(sorted(thr)), draw(st.sampled_from([">=", ">"]))))
+        row = st.tuples(st.integers(0, 1), st.sampled_from([0.0, -0.0, 0.25, 0.5, 0.75, 1.0, 1e-300]) | st.floats(-2, 2), COUNT_WEIGHT)
+    elif kind == "confusion_matrix":
+        k = draw(st.integers(2, 4))
+        zero = ConfusionMatrixState.zero(ConfusionMatrixLayout(k))
+        row = st.tuples(st.integers(0, k - 1), st.integers(0, k - 1).map(float), COUNT_WEIGHT)
+    else:
+        zero = ExampleCountState.zero(ExampleCountLayout())
+        row = st.tuples(st.integers(0, 1), st.just(0.0), COUNT_WEIGHT)
+    return zero, draw(st.booleans()), draw(partitioned(st.lists(row, max_size=12)))
+
+
+def _count_batch(zero, rows, weighted):
+    from mergeable_metrics.inputs.validation import Batch
+
+    y = np.array([r[0] for r in rows], dtype=np.int64)
+    s = np.array([r[1] for r in rows], dtype=np.float64)
+    w = np.array([r[2] for r in rows], dtype=np.float64) if weighted else None
+    if zero.kind == "confusion_matrix":
+        return Batch(y_true=y, y_pred=s.astype(np.int64), sample_weight=w)
+    return Batch(y_true=y, y_score=s, sample_weight=w)
+
+
+@settings(max_examples=5)
+@given(st.lists(count_case(), min_size=60, max_size=60))
+def test_count_kinds_with_weights_bytes_equal_the_python_fold(cases):
+    """Weights 0, -0.0, subnormal, huge (sums past float64's range), fractional: the JVM's count kinds
+    (unit weights counted in int64, others summed exactly per cell) write core's bytes, any partitioning."""
+    from mergeable_metrics.spark import jvm
+
+    runs = []
+    for zero, weighted, (nparts, order, rows) in cases:
+        kind, config = jvm._count_kind(zero)
+        runs.append((kind, config, nparts, order, _jvm_rows(rows, weighted)))
+    got = jvm_fold.run(runs)
+    for (zero, weighted, (nparts, order, rows)), line in zip(cases, got):
+        cls = type(zero)
+        parts = [cls.from_batch(zero.layout, _count_batch(zero, [r for p, r in rows if p == i], weighted)) for i in range(nparts)]
+        acc = zero
+        for i in order:
+            acc = acc.merge(parts[i])
+        assert acc == cls.from_batch(zero.layout, _count_batch(zero, [r for _, r in rows], weighted))
+        assert line == acc.encode().hex(), (zero.layout, weighted, rows)
+
+
+def test_count_kinds_of_an_inexact_weight_sum():
+    """1 + 2**-1074 (by hand): not a float64, so the bytes carry the limbs; the decoded state keeps the
+    exact sum (its float64 value rounds to 1.0)."""
+    from mergeable_metrics.engine import ExampleCountState
+    from mergeable_metrics.spark import jvm
+    from mergeable_metrics.states.base import ExampleCountLayout
+
+    zero = ExampleCountState.zero(ExampleCountLayout())
+    kind, config = jvm._count_kind(zero)
+    (line,) = jvm_fold.run([(kind, config, 2, [1, 0], [(0, (0.0, 0.0, 1.0)), (1, (1.0, 0.0, 5e-324))])])
+    state = State.decode(bytes.fromhex(line))
+    assert int(state["count"]) == 2 and float(state["weight"]) == 1.0 and int(state["weight.exp"]) != 0
+    assert line == ExampleCountState.from_batch(zero.layout, _count_batch(zero, [(0, 0.0, 1.0), (1, 0.0, 5e-324)], True)).encode().hex()

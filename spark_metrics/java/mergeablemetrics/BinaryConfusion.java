@@ -53,10 +53,38 @@ public final class BinaryConfusion extends CountState {
             tn[j] = negBelow;
             fn[j] = posBelow;
         }
+        if (weighted()) return weightedBytes();
         Frame f = new Frame(kind(), 1, layoutJson, 12);
         f.doubles("tp", sumsAsDoubles(tp, "binary_confusion.tp"), t).doubles("fp", sumsAsDoubles(fp, "binary_confusion.fp"), t);
         f.doubles("tn", sumsAsDoubles(tn, "binary_confusion.tn"), t).doubles("fn", sumsAsDoubles(fn, "binary_confusion.fn"), t);
         for (String n : new String[] {"tp", "fp", "tn", "fn"}) f.compactLimbs(n);
+        return f.finish();
+    }
+
+    /** The frame of weighted rows: per cell exact weight sums, then core's running sums over the thresholds. */
+    private byte[] weightedBytes() {
+        int t = thresholds.length, t1 = t + 1;
+        ExactSum[] cells = cellSums();
+        ExactSum[] tp = new ExactSum[t], fp = new ExactSum[t], tn = new ExactSum[t], fn = new ExactSum[t];
+        ExactSum negAbove = new ExactSum(), posAbove = new ExactSum();
+        for (int j = t - 1; j >= 0; j--) {
+            negAbove.merge(cells[j + 1]);
+            posAbove.merge(cells[t1 + j + 1]);
+            fp[j] = copy(negAbove);
+            tp[j] = copy(posAbove);
+        }
+        ExactSum negBelow = new ExactSum(), posBelow = new ExactSum();
+        for (int j = 0; j < t; j++) {
+            negBelow.merge(cells[j]);
+            posBelow.merge(cells[t1 + j]);
+            tn[j] = copy(negBelow);
+            fn[j] = copy(posBelow);
+        }
+        ExactSum.Encoded[] e = {ExactSum.encode(tp), ExactSum.encode(fp), ExactSum.encode(tn), ExactSum.encode(fn)};
+        String[] names = {"tp", "fp", "tn", "fn"};
+        Frame f = new Frame(kind(), 1, layoutJson, 12);
+        for (int i = 0; i < 4; i++) f.doubles(names[i], e[i].values, t);
+        for (int i = 0; i < 4; i++) f.exactLimbs(names[i], e[i]);
         return f.finish();
     }
 }

@@ -28,6 +28,10 @@ public final class ConfusionMatrix extends CountState {
     @Override
     public byte[] toBytes() {
         Frame f = new Frame(kind(), 1, layoutJson, 3);
+        if (weighted()) {
+            ExactSum.Encoded e = ExactSum.encode(cellSums());
+            return f.doubles("matrix", e.values, k, k).exactLimbs("matrix", e).finish();
+        }
         f.doubles("matrix", sumsAsDoubles(counts, "confusion_matrix.matrix"), k, k).compactLimbs("matrix");
         return f.finish();
     }

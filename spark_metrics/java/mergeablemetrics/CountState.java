@@ -1,8 +1,8 @@
 package mergeablemetrics;
 
-/** A state that is a sum of per-row cells (core's CELL_STATES): unweighted rows counted per cell in int64.
- * Weighted rows need exact weight sums (the float state kinds' ExactSums); until then the wrapper sends
- * only unit weights and this class refuses others. */
+/** A state that is a sum of per-row cells (core's CELL_STATES): rows of weight 1 counted per cell in int64,
+ * other weights summed per cell exactly ({@link ExactSum}, as core's weighted fold does), so the state bytes
+ * equal core's for any weights: the canonical exact-sum form depends on the sums' values only. */
 public abstract class CountState implements JvmState {
     private static final long serialVersionUID = 1L;
     /** largest count a float64 exact-sum field holds in its compact form */
@@ -11,6 +11,10 @@ public abstract class CountState implements JvmState {
     protected final String config;
     protected final String layoutJson;
     public final long[] counts;
+    /** per cell, the exact sum of the weights other than 1 (null until such a row comes) */
+    protected ExactSum[] weights;
+    /** rows folded (any weight): example_count's {@code count} */
+    protected long rows;
 
     protected CountState(String config, int numCells) {
         this.config = config;
@@ -27,8 +31,14 @@ public abstract class CountState implements JvmState {
 
     @Override
     public void update(double label, double score, double weight) {
-        if (weight != 1.0) throw new UnsupportedOperationException(kind() + ": weighted counts need exact weight sums (not ported to the JVM path)");
-        counts[cell(label, score)]++;
+        int c = cell(label, score);
+        rows++;
+        if (weight == 1.0) {
+            counts[c]++;
+            return;
+        }
+        if (weights == null) weights = FloatConfig.sums(counts.length);
+        weights[c].add(weight); // Spec checked it: finite, >= 0 (a zero adds nothing)
     }
 
     @Override
@@ -38,11 +48,41 @@ public abstract class CountState implements JvmState {
         CountState o = (CountState) other;
         if (!o.config.equals(config)) throw new IllegalArgumentException("cannot merge " + kind() + " states: different layout " + layoutJson + " != " + o.layoutJson);
         for (int i = 0; i < counts.length; i++) counts[i] = Math.addExact(counts[i], o.counts[i]);
+        rows = Math.addExact(rows, o.rows);
+        if (o.weights != null) {
+            if (weights == null) weights = FloatConfig.sums(counts.length);
+            FloatConfig.mergeAll(weights, o.weights);
+        }
+    }
+
+    /** Whether a weight other than 1 was folded (the cells are then {@link #cellSums}). */
+    protected boolean weighted() {
+        return weights != null;
+    }
+
+    /** Per cell, the exact sum of its rows' weights (unit-weight counts plus the other weights). */
+    protected ExactSum[] cellSums() {
+        ExactSum[] out = FloatConfig.sums(counts.length);
+        for (int i = 0; i < counts.length; i++) {
+            out[i].addCount(counts[i]);
+            if (weights != null) out[i].merge(weights[i]);
+        }
+        return out;
+    }
+
+    /** A copy of an exact sum. */
+    static ExactSum copy(ExactSum s) {
+        ExactSum c = new ExactSum();
+        c.merge(s);
+        return c;
     }
 
     /** Add raw cell counts (the UserDefinedAggregateFunction form keeps its buffer as cells). */
     public void addCells(long[] cells) {
-        for (int i = 0; i < counts.length; i++) counts[i] = Math.addExact(counts[i], cells[i]);
+        for (int i = 0; i < counts.length; i++) {
+            counts[i] = Math.addExact(counts[i], cells[i]);
+            rows = Math.addExact(rows, cells[i]);
+        }
     }
 
     static double exactCount(long c, String what) {

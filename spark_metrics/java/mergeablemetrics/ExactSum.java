@@ -31,6 +31,13 @@ public final class ExactSum implements java.io.Serializable {
         addMagnitude(0L, m, bits < 0, Math.max(e, 1) - 1075);
     }
 
+    /** Adds a non-negative int64 count exactly (two exact doubles: its high and low 32 bits). */
+    public void addCount(long c) {
+        if (c < 0) throw new IllegalArgumentException("exact sum: negative count " + c);
+        add((double) (c >>> 32) * 4294967296.0);
+        add((double) (c & MASK));
+    }
+
     /** Adds {@code a * b} exactly. */
     public void addProduct(double a, double b) {
         long ba = Double.doubleToRawLongBits(a), bb = Double.doubleToRawLongBits(b);

@@ -63,6 +63,12 @@ public final class Frame {
         return longs(name + ".limbs", new long[0], 0L);
     }
 
+    /** The limb fields of an exact-sum field in core's canonical form ({@link ExactSum#encode}). */
+    public Frame exactLimbs(String name, ExactSum.Encoded e) {
+        longs(name + ".exp", new long[] {e.exp});
+        return longs(name + ".limbs", e.limbs, e.limbs.length);
+    }
+
     public byte[] finish() {
         if (written != nFields) throw new IllegalStateException("frame: " + written + " fields written, " + nFields + " declared");
         byte[] body = out.toByteArray();

@@ -5,11 +5,11 @@ import java.util.ArrayList;
 import java.util.List;
 
 import mergeablemetrics.ExactSum;
-import mergeablemetrics.FloatStates;
+import mergeablemetrics.States;
 import mergeablemetrics.JvmState;
 
 /**
- * Test driver of the JVM float state kinds: reads cases from stdin, folds each case's rows per
+ * Test driver of the JVM state kinds (count and float kinds): reads cases from stdin, folds each case's rows per
  * partition, merges the partitions in the given order into a fresh state and prints one line per
  * case (hex state bytes, or {@code ERR <message>}).
  *
@@ -61,14 +61,14 @@ public class FoldDriver {
 
     static String fold(String kind, String config, int nparts, String ord, List<double[]> rows, List<Integer> parts) {
         JvmState[] st = new JvmState[nparts];
-        for (int p = 0; p < nparts; p++) st[p] = FloatStates.create(kind, config);
+        for (int p = 0; p < nparts; p++) st[p] = States.create(kind, config);
         for (int i = 0; i < rows.size(); i++) {
             double[] v = rows.get(i);
             JvmState s = st[parts.get(i)];
             if (v.length > 3) s.updateVector(v[0], java.util.Arrays.copyOfRange(v, 3, v.length), v[2]);
             else s.update(v[0], v[1], v[2]);
         }
-        JvmState acc = FloatStates.create(kind, config);
+        JvmState acc = States.create(kind, config);
         for (int p : order(ord)) acc.merge(st[p]);
         return hex(acc.toBytes());
     }

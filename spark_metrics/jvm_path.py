@@ -1,0 +1,93 @@
+"""The JVM path of :func:`mergeable_metrics.spark.evaluate`: every slice's states folded by the Java aggregates
+(:mod:`mergeable_metrics.spark.jvm`) in one ``groupBy(slice columns).agg(states)``, merged per slice spec and
+finished on the driver by core. No Python runs on the executors, and the states are the bytes of core's own
+fold, so the results equal the local engine's exactly.
+
+It applies when every state of the plan has a JVM port, the inputs are plain columns, ``on_invalid="raise"``
+and the slice specs are plain ``GROUP BY`` columns (:func:`mergeable_metrics.spark.sql_path.slices_blocker`);
+otherwise :func:`jvm_blocker` says why in one line and the other paths run.
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from typing import TYPE_CHECKING
+
+from mergeable_metrics.engine import OVERALL, Evaluation, Results, UndefinedMetricWarning, assign_slices, extract_columns
+from mergeable_metrics.spark import jvm
+from mergeable_metrics.spark._frames import quote
+from mergeable_metrics.spark.sql_path import slices_blocker
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import DataFrame
+
+_log = logging.getLogger(__name__)
+
+
+def jvm_blocker(df: "DataFrame", evaluation: Evaluation) -> tuple[str | None, str]:
+    """``(spec, "")`` when the JVM path can evaluate ``evaluation`` on ``df``, else ``(None, why not)``."""
+    if getattr(evaluation, "paired", False):
+        return None, "a baseline model (both models are folded on the Arrow path)"
+    if getattr(evaluation, "_buckets", None) is not None:
+        return None, 'ci="bootstrap" (states per hash bucket)'
+    if evaluation.on_invalid != "raise":
+        return None, 'on_invalid="skip" (skipped rows are counted per slice by the Arrow path)'
+    why = slices_blocker(df, evaluation)
+    if why is not None:
+        return None, why
+    spec, why = jvm.evaluation_spec(evaluation, sliced=True)
+    if spec is None:
+        return None, why
+    session = df.sparkSession
+    if jvm.is_connect(session) and jvm.connect_refuses(spec):
+        return None, str(jvm.connect_refuses(spec))
+    if not jvm.available(session):
+        return None, jvm.NO_JDK
+    return spec, ""
+
+
+def evaluate_jvm(df: "DataFrame", exprs: list, evaluation: Evaluation, spec: str) -> Results:
+    """The Results of ``evaluation`` on ``df``: one JVM aggregation by every slice column, then per spec the
+    exact merge of its groups' states and core's finish, on the driver."""
+    from pyspark.sql import functions as F
+
+    slice_cols = list(dict.fromkeys(c for spec_ in evaluation.slices for c in spec_.columns))
+    names = [f"__s{i}" for i in range(len(slice_cols))]
+    base = df.select(*exprs)
+    state = jvm.evaluation_column(df.sparkSession, evaluation, spec).alias("__states")
+    keyed = base.select(*[F.col(quote(c)).alias(n) for c, n in zip(slice_cols, names)], *[F.col(quote(c)) for c in _value_columns(evaluation)])
+    grouped = keyed.groupBy(*names).agg(state) if names else keyed.agg(state)
+    if names:
+        table = grouped.toArrow()
+        blobs = table.column("__states").to_pylist()
+    else:
+        table, blobs = None, [grouped.collect()[0]["__states"]]
+    parts = [jvm.decode_states(evaluation, b) for b in blobs]
+    merged: dict[tuple, tuple] = {}
+
+    def add(key: tuple, states: tuple) -> None:
+        got = merged.get(key)
+        merged[key] = states if got is None else tuple(a.merge(b) for a, b in zip(got, states))
+
+    for states in parts:
+        add(OVERALL, states)
+    if table is not None:
+        rename = dict(zip(slice_cols, names))
+        for spec_ in evaluation.slices:
+            data = {c: table.column(rename[c]) for c in spec_.columns}
+            sliced, n = extract_columns(data, list(spec_.columns), slice_columns=tuple(spec_.columns))
+            got = assign_slices(spec_, sliced, n)
+            rows = range(table.num_rows) if got.rows is None else got.rows
+            for row, code in zip(rows, got.codes):
+                add(got.keys[int(code)], parts[int(row)])
+    if OVERALL not in merged:
+        merged[OVERALL] = jvm.decode_states(evaluation, None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        results = evaluation.finish(merged, add_overall=False)
+    return evaluation.collect(rows=results.to_rows())
+
+
+def _value_columns(evaluation: Evaluation) -> list[str]:
+    return [c for c in (evaluation.label_col, evaluation.score_col, evaluation.prediction_col, evaluation.weight_col) if isinstance(c, str)]
