@@ -375,7 +375,22 @@ def input_columns(ev: Any) -> tuple["Column", "Column | None", "Column | None"]:
     from mergeable_metrics.spark._frames import quote
 
     def num(name: str | None) -> "Column | None":
-        return None if name is None else F.col(quote(name)).cast("double")
+        # try_cast, not cast: a value that is not a number (text in a string column) raises an
+        # error naming the column and the value (Spark's own CAST_INVALID_INPUT names neither the
+        # user's column nor a fix); on a numeric column the check is two null tests per row
+        if name is None:
+            return None
+        raw = F.col(quote(name))
+        value = raw.try_cast("double")
+        message = F.concat(
+            F.lit(f"column {name!r}: value '"),
+            raw.cast("string"),
+            F.lit(
+                "' in a row of this group is not a number (inside groupBy().agg() the row position is not known: "
+                "mergeable_metrics.spark.compute_metrics names the row and its partition)"
+            ),
+        )
+        return F.when(raw.isNotNull() & value.isNull(), F.raise_error(message).cast("double")).otherwise(value)
 
     if ev.plan.task.kind == "multiclass":
         score = ev.prediction_col

@@ -5,6 +5,7 @@ errors for metrics that cannot lower and for invalid values."""
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pandas as pd
@@ -124,7 +125,8 @@ def test_a_value_that_does_not_cast_names_the_column_and_the_value(spark, column
     with pytest.raises(Exception) as e:
         df.groupBy("country").agg(*metric_columns(["precision"], label_col="y", score_col="p", weight_col="w")).collect()
     msg = str(e.value)
-    assert f"column {column!r}: value 'abc' in 1 row(s) of this group is not a number" in msg, msg[-2000:]
+    # the SQL path counts the group's bad rows; the JVM aggregate stops at the first one
+    assert re.search(rf"column {column!r}: value 'abc' in (1 row\(s\)|a row) of this group is not a number", msg), msg[-2000:]
     assert "CAST_INVALID_INPUT" not in msg
     # the numbers written as text still cast and give the numeric result (scikit-learn's precision)
     pdf.loc[5, column] = str(_frame(60)[column][5])
