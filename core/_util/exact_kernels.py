@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import threading
 import warnings
 
 import numpy as np
@@ -75,7 +76,9 @@ _KERNELS = (
     "fused_grid",
     "canonical",
     "round_rows",
+    "grid_sum",
     "plan_sum",
+    "regression_sums",
 )
 
 
@@ -94,7 +97,7 @@ def ready() -> bool:
             else:
                 jit = numba.njit(cache=True, nogil=True, boundscheck=False)
                 g = globals()
-                g["f2i"], g["fma"] = _intrinsics(numba)
+                g["f2i"], g["fma"], g["i2f"] = _intrinsics(numba)
                 for name in _KERNELS:
                     g[name] = jit(g[name])
         if not AVAILABLE and not _DISABLED:
@@ -238,7 +241,14 @@ def _intrinsics(numba):
 
         return types.float64(types.float64, types.float64, types.float64), codegen
 
-    return _f2i, _fma
+    @intrinsic
+    def _i2f(typingctx, x):
+        def codegen(context, builder, sig, args):
+            return builder.bitcast(args[0], ir.DoubleType())
+
+        return types.float64(types.int64), codegen
+
+    return _f2i, _fma, _i2f
 
 
 def f2i(x):
@@ -530,16 +540,35 @@ def plan_sum(f0, f1, f2, nf, g, has_g, size):
     ``(acc, exp, status, position)``; ``status`` -1: done; 0-2: a non-finite value in that
     factor; 3: an index outside ``[0, size)``."""
     b0 = f0.view(np.int64)
+    los = np.empty(3, dtype=np.int64)
+    his = np.empty(3, dtype=np.int64)
+    for k in range(nf):
+        b = b0 if k == 0 else (f1.view(np.int64) if k == 1 else f2.view(np.int64))
+        lo, hi = scan(b)
+        if hi == 2047:
+            return np.zeros((size, 0), dtype=np.int64), 0, k, first_non_finite(b)
+        los[k] = lo
+        his[k] = hi
+    if has_g:
+        bad = index_bounds(g, size)
+        if bad >= 0:
+            return np.zeros((size, 0), dtype=np.int64), 0, 3, bad
+    acc, exp = grid_sum(f0, f1, f2, nf, g, has_g, size, los, his)
+    return acc, exp, -1, -1
+
+
+def grid_sum(f0, f1, f2, nf, g, has_g, size, los, his):
+    """:func:`plan_sum` after the checks, from every factor's :func:`scan` (``los[k]``,
+    ``his[k]``, all finite): ``(acc, exp)``, the float-grid kernel (:func:`fused_grid`) when the
+    products' range allows it, else the limb kernel (:func:`accumulate`)."""
     emin = np.int64(0)  # lowest bit and highest binade of every product: 2**emin <= bit, |product| < 2**emax
     emax = np.int64(0)
     moderate = True
     zero = False
     low = np.int64(0)  # the sum of the factors' smallest binades
     for k in range(nf):
-        b = b0 if k == 0 else (f1.view(np.int64) if k == 1 else f2.view(np.int64))
-        lo, hi = scan(b)
-        if hi == 2047:
-            return np.zeros((size, 0), dtype=np.int64), 0, k, first_non_finite(b)
+        lo = los[k]
+        hi = his[k]
         if lo == 2047:  # every value zero: so is every product
             zero = True
         hi = max(hi, np.int64(1))  # subnormals: the grid of binade 1
@@ -547,12 +576,8 @@ def plan_sum(f0, f1, f2, nf, g, has_g, size):
         emax += hi - 1022
         low += lo - 1023
         moderate = moderate and lo - 1023 >= -300 and hi - 1023 < 300
-    if has_g:
-        bad = index_bounds(g, size)
-        if bad >= 0:
-            return np.zeros((size, 0), dtype=np.int64), 0, 3, bad
     if zero:
-        return np.zeros((size, 0), dtype=np.int64), 0, -1, -1
+        return np.zeros((size, 0), dtype=np.int64), 0
     # the integer grids, per tier of terms (tier t: |term| <= 2**(emax - 53 t), lowest bit at least
     # 2**bottom_t): units 2**u, u = emax - 53 t - D, then D bits lower each, down to bottom_t (at
     # least 2**-1074); each term's integer on a grid is at most 2**D, the terms of a tier (at most
@@ -582,12 +607,142 @@ def plan_sum(f0, f1, f2, nf, g, has_g, size):
         qmax = (u0 + OFFSET) >> 5
         acc = np.zeros((size, qmax - qmin + 3), dtype=np.int64)
         fused_grid(f0, f1, f2, nf, g, has_g, Cb.view(np.float64), Cb, units, acc, qmin, every)
-        return acc, qmin - OFFSET // 32, -1, -1
+        return acc, qmin - OFFSET // 32
     qmin = (emin + OFFSET) >> 5
     qmax = (emax + OFFSET) >> 5
     acc = np.zeros((size, qmax - qmin + 3), dtype=np.int64)
-    accumulate(b0, f1.view(np.int64), f2.view(np.int64), nf, g, has_g, acc, qmin)
-    return acc, qmin - OFFSET // 32, -1, -1
+    accumulate(f0.view(np.int64), f1.view(np.int64), f2.view(np.int64), nf, g, has_g, acc, qmin)
+    return acc, qmin - OFFSET // 32
+
+
+#: float64 machine epsilon: the floor of ``|y|`` in the percentage error (scikit-learn's)
+EPS64 = 2.220446049250313e-16
+
+
+def regression_sums(y, p, w, has_w, ae, ape):
+    """Every exact sum of a single-output regression moments state of one batch in one compiled
+    call: ``(accs, exps, max_abs_e, status)``. ``accs[k]``, ``exps[k]`` are the raw limbs of
+    sum ``k`` (as :func:`plan_sum`) of, with weights, ``w``, ``y w``, ``p w``, ``y y w``,
+    ``p p w``, ``y p w``, ``|e| w``, ``ape w`` and without, (slot 0 unused), ``y``, ``p``,
+    ``y y``, ``p p``, ``y p``, ``|e|``, ``ape`` (``e = p - y`` and ``ape = |e| / max(|y|, eps)``
+    rounded per row, as numpy computes them); ``max_abs_e`` the largest ``|e|`` over rows of
+    positive weight (0.0: none). Each array is scanned once for its range (:func:`scan`) and
+    shared by every sum that reads it. ``status`` 1: a value, ``|e|`` or ``ape`` is not finite
+    (nothing summed: the caller's reference path raises its message). ``ae``, ``ape``: (n,)
+    scratch arrays (the caller's, reused: a fresh 512 KiB array costs its page faults)."""
+    n = y.shape[0]
+    mb = np.int64(0)  # the bits of max |e| (|e| >= 0: its bits order as its values)
+    for i in range(n):
+        a = abs(p[i] - y[i])
+        ae[i] = a
+        ape[i] = a / max(abs(y[i]), EPS64)
+    if has_w:
+        for i in range(n):
+            b = f2i(ae[i]) if w[i] > 0 else np.int64(0)
+            mb = max(mb, b)
+    else:
+        for i in range(n):
+            mb = max(mb, f2i(ae[i]))
+    los = np.empty(5, dtype=np.int64)
+    his = np.empty(5, dtype=np.int64)
+    for k in range(5):
+        b = (y if k == 0 else (p if k == 1 else (ae if k == 2 else (ape if k == 3 else w)))).view(np.int64)
+        if k == 4 and not has_w:
+            los[k] = 1023
+            his[k] = 1023
+            continue
+        lo, hi = scan(b)
+        los[k] = lo
+        his[k] = hi
+    empty = np.zeros((1, 0), dtype=np.int64)
+    accs = [empty] * 8
+    exps = np.zeros(8, dtype=np.int64)
+    status = 0
+    for k in range(5):
+        if his[k] == 2047:
+            status = 1
+    if status:
+        return accs[0], accs[1], accs[2], accs[3], accs[4], accs[5], accs[6], accs[7], exps, 0.0, status
+    g = np.zeros(0, dtype=np.int64)
+    none = np.zeros(0)
+    # (factors by the scans' slots: 0 y, 1 p, 2 |e|, 3 ape, 4 w); the same factor order as the
+    # reference path's exact_sum_products calls (the sums are exact: the order changes no bit)
+    sl = np.zeros(3, dtype=np.int64)
+    sh = np.zeros(3, dtype=np.int64)
+    for k in range(8):
+        if k == 0 and not has_w:
+            continue
+        if k == 0:
+            nf, a0, a1, a2 = 1, 4, 0, 0
+        elif k == 1:
+            nf, a0, a1, a2 = 1, 0, 0, 0
+        elif k == 2:
+            nf, a0, a1, a2 = 1, 1, 0, 0
+        elif k == 3:
+            nf, a0, a1, a2 = 2, 0, 0, 0
+        elif k == 4:
+            nf, a0, a1, a2 = 2, 1, 1, 0
+        elif k == 5:
+            nf, a0, a1, a2 = 2, 0, 1, 0
+        elif k == 6:
+            nf, a0, a1, a2 = 1, 2, 0, 0
+        else:
+            nf, a0, a1, a2 = 1, 3, 0, 0
+        if has_w and k > 0:  # the weight is the last factor
+            if nf == 1:
+                a1 = 4
+            else:
+                a2 = 4
+            nf += 1
+        sl[0], sh[0] = los[a0], his[a0]
+        sl[1], sh[1] = los[a1], his[a1]
+        sl[2], sh[2] = los[a2], his[a2]
+        f0 = y if a0 == 0 else (p if a0 == 1 else (ae if a0 == 2 else (ape if a0 == 3 else w)))
+        f1 = none if nf < 2 else (y if a1 == 0 else (p if a1 == 1 else w))
+        f2 = none if nf < 3 else w
+        acc, e = grid_sum(f0, f1, f2, nf, g, False, 1, sl, sh)
+        accs[k] = acc
+        exps[k] = e
+    mx = np.int64(mb)
+    return accs[0], accs[1], accs[2], accs[3], accs[4], accs[5], accs[6], accs[7], exps, i2f(mx), status
+
+
+def i2f(b):
+    """The float64 of the IEEE bits ``b`` (compiled: a bit cast)."""
+    return float(np.int64(b).view(np.float64))
+
+
+#: per-thread scratch rows of :func:`regression_moments` (kept for batches up to SCRATCH rows)
+_scratch = threading.local()
+SCRATCH = 1 << 20
+
+
+def _as_kernel_array(a):
+    """A writeable C float64 array (one compiled variant of every kernel)."""
+    a = np.asarray(a)
+    return a if a.dtype == np.float64 and a.flags.c_contiguous and a.flags.writeable else np.array(a, dtype=np.float64)
+
+
+def regression_moments(y, p, w):
+    """:func:`regression_sums` of (n,) targets, predictions and weights (None: unweighted), n
+    at most :data:`CHUNK`: ``(raws, max_abs_e)``, ``raws`` eight ``(limbs, exp)`` (the first
+    None without weights), or None when a value, ``|e|`` or ``ape`` is not finite."""
+    y, p = _as_kernel_array(y), _as_kernel_array(p)
+    has_w = w is not None
+    n = y.shape[0]
+    buf = getattr(_scratch, "buf", None)
+    if buf is None or buf.shape[1] < n:
+        buf = np.empty((2, n))
+        if n <= SCRATCH:
+            _scratch.buf = buf
+    out = regression_sums(y, p, _as_kernel_array(w) if has_w else _EMPTYF, has_w, buf[0, :n], buf[1, :n])
+    if out[10]:
+        return None
+    exps = out[8].tolist()
+    raws = [(out[k], exps[k]) for k in range(8)]
+    if not has_w:
+        raws[0] = None
+    return raws, float(out[9])
 
 
 class NonFinite(ValueError):

@@ -38,7 +38,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from mergeable_metrics.inputs.validation import Batch
-from mergeable_metrics._util.exact import exact_sum, exact_sum_products, fraction_to_float
+from mergeable_metrics._util import exact_kernels as _kernels
+from mergeable_metrics._util.exact import ExactSums, exact_sum, exact_sum_products, fraction_to_float
 from mergeable_metrics._util.limits import MAX_NUM_OUTPUTS, check_count
 from mergeable_metrics.metrics.base import Metric, record_undefined, recording_undefined
 from mergeable_metrics.states.base import State
@@ -146,6 +147,10 @@ class RegressionMomentsState(State):
         """
         y, p = batch_outputs(batch, layout.num_outputs)
         w = batch.sample_weight
+        if layout.num_outputs is None and 0 < y.shape[0] <= _kernels.CHUNK and _kernels.ready():
+            fused = _kernels.regression_moments(y, p, w)
+            if fused is not None:  # else a value, |e| or ape is not finite: the path below raises
+                return cls._of_fused(layout, y.shape[0], *fused)
         with np.errstate(over="ignore"):
             abs_e = np.abs(p - y)
             ape = abs_e / np.maximum(np.abs(y), _EPS)
@@ -170,6 +175,17 @@ class RegressionMomentsState(State):
             "sum_ape": per_output_sum(ape, w),
             "max_abs_e": positive.max(axis=0).astype(np.float64) if positive.shape[0] else np.zeros(shape),
         }
+        return cls(layout, a)
+
+    @classmethod
+    def _of_fused(cls, layout: RegressionLayout, n: int, raws: list, max_abs_e: float) -> "RegressionMomentsState":
+        """The state of one batch from the compiled fused kernel's raw sums
+        (:func:`mergeable_metrics._util.exact_kernels.regression_moments`): the exact sums of
+        the reference path below, so the same state bit for bit once rounded."""
+        a: dict[str, Any] = {"count": np.int64(n), "weight": np.float64(n) if raws[0] is None else ExactSums.lazy(*raws[0], ())}
+        for name, raw in zip(_SUMS, raws[1:]):
+            a[name] = ExactSums.lazy(raw[0], raw[1], ())
+        a["max_abs_e"] = np.float64(max_abs_e)
         return cls(layout, a)
 
     def validate(self, integral: bool = False) -> "RegressionMomentsState":
