@@ -313,6 +313,11 @@ def _round(D: np.ndarray, exp: int) -> tuple[np.ndarray, np.ndarray]:
 _NO_LIMBS: dict[int, np.ndarray] = {}
 
 
+def _kernel_limbs(D: np.ndarray) -> bool:
+    """Limbs the compiled kernels take as they are (writeable C int64: one compiled variant)."""
+    return D.dtype == np.int64 and D.flags.c_contiguous and D.flags.writeable and D.ndim == 2
+
+
 def _no_limbs(m: int) -> np.ndarray:
     """The read-only (m, 0) limbs of compact sums (no data: one array per ``m`` is shared)."""
     a = _NO_LIMBS.get(m)
@@ -394,6 +399,11 @@ class ExactSums:
         return cls(v, 0, _no_limbs(v.size))
 
     @classmethod
+    def of_count(cls, n: int) -> "ExactSums":
+        """The exact sum ``n`` (a row count below 2**53: a float64 exactly), shape ``()``."""
+        return cls(np.array(float(n)), 0, _no_limbs(1))
+
+    @classmethod
     def zeros(cls, shape: tuple[int, ...]) -> "ExactSums":
         return cls.of_floats(np.zeros(shape))
 
@@ -454,6 +464,8 @@ class ExactSums:
             if self._is_zero():
                 return other
             (A, ea), (B, eb) = self._raw_full(), other._raw_full()
+            if A.shape[1] and B.shape[1] and _kernels.ready() and _kernel_limbs(A) and _kernel_limbs(B):
+                return ExactSums.lazy(*_kernels.add_canonical(A, ea, B, eb), self.shape)
             D, e = _add_limbs(A, ea, B, eb)
             if _kernels.ready():
                 D, e = _kernels.canonical(np.ascontiguousarray(D), e)  # bounded limbs, smallest window

@@ -75,9 +75,11 @@ _KERNELS = (
     "_tier",
     "fused_grid",
     "canonical",
+    "add_canonical",
     "round_rows",
     "grid_sum",
     "plan_sum",
+    "_binades",
     "regression_sums",
 )
 
@@ -468,6 +470,22 @@ def canonical(D, exp):
     return out, exp + low
 
 
+def add_canonical(A, ea, B, eb):
+    """:func:`canonical` of the sum of two raw limb arrays (``A`` at ``ea``, ``B`` at ``eb``,
+    the same number of rows, each with limbs): one call where a merge of raw sums took a numpy
+    alignment and a call."""
+    m = A.shape[0]
+    lo = min(ea, eb)
+    hi = max(ea + A.shape[1], eb + B.shape[1])
+    D = np.zeros((m, hi - lo + 1), dtype=np.int64)
+    for g in range(m):
+        for i in range(A.shape[1]):
+            D[g, ea - lo + i] += A[g, i]
+        for i in range(B.shape[1]):
+            D[g, eb - lo + i] += B[g, i]
+    return canonical(D, lo)
+
+
 def round_rows(D, exp, v, inexact, subnormal):
     """Correctly rounded float64 ``v`` (half to even) of canonical limbs, the ``inexact``
     flags and the rows whose result is subnormal (``subnormal``: rounded by the caller)."""
@@ -619,6 +637,13 @@ def grid_sum(f0, f1, f2, nf, g, has_g, size, los, his):
 EPS64 = 2.220446049250313e-16
 
 
+def _binades(lo, hi):
+    """:func:`scan`'s result from its two reductions."""
+    if lo == M63:
+        return np.int64(2047), hi >> 52
+    return max((lo + 1) >> 52, np.int64(1)), hi >> 52
+
+
 def regression_sums(y, p, w, has_w, ae, ape):
     """Every exact sum of a single-output regression moments state of one batch in one compiled
     call: ``(accs, exps, max_abs_e, status)``. ``accs[k]``, ``exps[k]`` are the raw limbs of
@@ -631,29 +656,43 @@ def regression_sums(y, p, w, has_w, ae, ape):
     (nothing summed: the caller's reference path raises its message). ``ae``, ``ape``: (n,)
     scratch arrays (the caller's, reused: a fresh 512 KiB array costs its page faults)."""
     n = y.shape[0]
-    mb = np.int64(0)  # the bits of max |e| (|e| >= 0: its bits order as its values)
-    for i in range(n):
-        a = abs(p[i] - y[i])
+    # one pass: |e|, ape, and the range scan (:func:`scan`) of y, p, |e| and ape (bits of the
+    # largest magnitude; of the smallest nonzero one, 0 sent to the top), branch-free reductions
+    hy = hp = ha = hq = np.int64(0)
+    ly = lp = la = lq = M63
+    for j in range(n):
+        i = np.uint64(j)
+        yv = y[i]
+        a = abs(p[i] - yv)
+        q = a / max(abs(yv), EPS64)
         ae[i] = a
-        ape[i] = a / max(abs(y[i]), EPS64)
+        ape[i] = q
+        by = f2i(yv) & M63
+        bp = f2i(p[i]) & M63
+        ba = f2i(a)
+        bq = f2i(q)
+        hy = max(hy, by)
+        hp = max(hp, bp)
+        ha = max(ha, ba)
+        hq = max(hq, bq)
+        ly = min(ly, (by - 1) & M63)
+        lp = min(lp, (bp - 1) & M63)
+        la = min(la, (ba - 1) & M63)
+        lq = min(lq, (bq - 1) & M63)
+    mb = ha  # the bits of max |e| (|e| >= 0: its bits order as its values)
     if has_w:
-        for i in range(n):
+        mb = np.int64(0)
+        for j in range(n):
+            i = np.uint64(j)
             b = f2i(ae[i]) if w[i] > 0 else np.int64(0)
             mb = max(mb, b)
-    else:
-        for i in range(n):
-            mb = max(mb, f2i(ae[i]))
     los = np.empty(5, dtype=np.int64)
     his = np.empty(5, dtype=np.int64)
-    for k in range(5):
-        b = (y if k == 0 else (p if k == 1 else (ae if k == 2 else (ape if k == 3 else w)))).view(np.int64)
-        if k == 4 and not has_w:
-            los[k] = 1023
-            his[k] = 1023
-            continue
-        lo, hi = scan(b)
-        los[k] = lo
-        his[k] = hi
+    los[0], his[0] = _binades(ly, hy)
+    los[1], his[1] = _binades(lp, hp)
+    los[2], his[2] = _binades(la, ha)
+    los[3], his[3] = _binades(lq, hq)
+    los[4], his[4] = scan(w.view(np.int64)) if has_w else (np.int64(1023), np.int64(1023))
     empty = np.zeros((1, 0), dtype=np.int64)
     accs = [empty] * 8
     exps = np.zeros(8, dtype=np.int64)
@@ -814,6 +853,10 @@ def warm() -> float:
         sum_products([np.array([1e300, -1e-300])] * len(fs), None, 1)  # the limb kernel (wide ranges)
         sum_products([np.array([1e300, -1e-300])] * len(fs), g, 2)
     canonical_round(np.array([[1, -3]], dtype=np.int64), 0)
+    add_canonical(np.array([[1, -3]], dtype=np.int64), 0, np.array([[2]], dtype=np.int64), -1)
+    y = np.array([1.5, -0.25, 3.0])
+    regression_moments(y, y[::-1].copy(), None)
+    regression_moments(y, y[::-1].copy(), np.array([0.5, 0.0, 2.0]))
     _warm = True
     return time.perf_counter() - t0
 

@@ -182,11 +182,11 @@ class RegressionMomentsState(State):
         """The state of one batch from the compiled fused kernel's raw sums
         (:func:`mergeable_metrics._util.exact_kernels.regression_moments`): the exact sums of
         the reference path below, so the same state bit for bit once rounded."""
-        a: dict[str, Any] = {"count": np.int64(n), "weight": np.float64(n) if raws[0] is None else ExactSums.lazy(*raws[0], ())}
+        a: dict[str, Any] = {"count": np.array(n, dtype=np.int64), "weight": ExactSums.of_count(n) if raws[0] is None else ExactSums.lazy(*raws[0], ())}
         for name, raw in zip(_SUMS, raws[1:]):
             a[name] = ExactSums.lazy(raw[0], raw[1], ())
-        a["max_abs_e"] = np.float64(max_abs_e)
-        return cls(layout, a)
+        a["max_abs_e"] = np.array(max_abs_e, dtype=np.float64)
+        return cls._of_sums(layout, a)  # every field has its dtype and shape: no constructor checks
 
     def validate(self, integral: bool = False) -> "RegressionMomentsState":
         """:meth:`State.validate`, and: no weight means zero weighted sums (every term is
