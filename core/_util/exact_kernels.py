@@ -644,7 +644,7 @@ def _binades(lo, hi):
     return max((lo + 1) >> 52, np.int64(1)), hi >> 52
 
 
-def regression_sums(y, p, w, has_w, ae, ape):
+def regression_sums(y, p, w, has_w, want_w, ae, ape):
     """Every exact sum of a single-output regression moments state of one batch in one compiled
     call: ``(accs, exps, max_abs_e, status)``. ``accs[k]``, ``exps[k]`` are the raw limbs of
     sum ``k`` (as :func:`plan_sum`) of, with weights, ``w``, ``y w``, ``p w``, ``y y w``,
@@ -653,7 +653,8 @@ def regression_sums(y, p, w, has_w, ae, ape):
     rounded per row, as numpy computes them); ``max_abs_e`` the largest ``|e|`` over rows of
     positive weight (0.0: none). Each array is scanned once for its range (:func:`scan`) and
     shared by every sum that reads it. ``status`` 1: a value, ``|e|`` or ``ape`` is not finite
-    (nothing summed: the caller's reference path raises its message). ``ae``, ``ape``: (n,)
+    (nothing summed: the caller's reference path raises its message). ``want_w``: sum ``w``
+    (else slot 0 is left empty: the caller has it). ``ae``, ``ape``: (n,)
     scratch arrays (the caller's, reused: a fresh 512 KiB array costs its page faults)."""
     n = y.shape[0]
     # one pass: |e|, ape, and the range scan (:func:`scan`) of y, p, |e| and ape (bits of the
@@ -709,7 +710,7 @@ def regression_sums(y, p, w, has_w, ae, ape):
     sl = np.zeros(3, dtype=np.int64)
     sh = np.zeros(3, dtype=np.int64)
     for k in range(8):
-        if k == 0 and not has_w:
+        if k == 0 and not (has_w and want_w):
             continue
         if k == 0:
             nf, a0, a1, a2 = 1, 4, 0, 0
@@ -762,10 +763,11 @@ def _as_kernel_array(a):
     return a if a.dtype == np.float64 and a.flags.c_contiguous and a.flags.writeable else np.array(a, dtype=np.float64)
 
 
-def regression_moments(y, p, w):
+def regression_moments(y, p, w, want_w=True):
     """:func:`regression_sums` of (n,) targets, predictions and weights (None: unweighted), n
     at most :data:`CHUNK`: ``(raws, max_abs_e)``, ``raws`` eight ``(limbs, exp)`` (the first
-    None without weights), or None when a value, ``|e|`` or ``ape`` is not finite."""
+    None without weights or without ``want_w``), or None when a value, ``|e|`` or ``ape`` is not
+    finite."""
     y, p = _as_kernel_array(y), _as_kernel_array(p)
     has_w = w is not None
     n = y.shape[0]
@@ -774,12 +776,12 @@ def regression_moments(y, p, w):
         buf = np.empty((2, n))
         if n <= SCRATCH:
             _scratch.buf = buf
-    out = regression_sums(y, p, _as_kernel_array(w) if has_w else _EMPTYF, has_w, buf[0, :n], buf[1, :n])
+    out = regression_sums(y, p, _as_kernel_array(w) if has_w else _EMPTYF, has_w, want_w, buf[0, :n], buf[1, :n])
     if out[10]:
         return None
     exps = out[8].tolist()
     raws = [(out[k], exps[k]) for k in range(8)]
-    if not has_w:
+    if not (has_w and want_w):
         raws[0] = None
     return raws, float(out[9])
 

@@ -30,7 +30,7 @@ import numpy as np
 
 from mergeable_metrics._util.public import public
 from mergeable_metrics.inputs.validation import Batch
-from mergeable_metrics._util.exact import exact_column_sums, exact_ratio, exact_sum
+from mergeable_metrics._util.exact import exact_column_sums, exact_ratio, exact_sum, weight_sum
 from mergeable_metrics.metrics.base import TASK_KINDS, Metric, record_undefined
 from mergeable_metrics.states.base import State
 
@@ -86,7 +86,8 @@ class MeanMeasureState(State):
                 layout,
                 {
                     "count": np.full(m, n, dtype=np.int64),
-                    "weight": np.full(m, float(n)) if w is None else exact_column_sums(np.ones((n, m)), w),
+                    # every column's weight is sum(w): one exact sum, its limbs repeated per column
+                    "weight": np.full(m, float(n)) if w is None else weight_sum(w).take(np.zeros(m, dtype=np.intp), shape=(m,)),
                     "total": exact_column_sums(v, w),
                 },
             )
@@ -94,7 +95,7 @@ class MeanMeasureState(State):
             layout,
             {
                 "count": np.int64(n),
-                "weight": np.float64(n) if w is None else exact_sum(w),
+                "weight": np.float64(n) if w is None else weight_sum(w),
                 "total": exact_sum(v, w),
             },
         )

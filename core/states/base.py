@@ -25,7 +25,7 @@ import numpy as np
 from mergeable_metrics.inputs.validation import Batch
 from mergeable_metrics.states.codec import STATE_KINDS, _decode_state, _encode_state
 from mergeable_metrics._util.limits import MAX_NUM_CLASSES, check_count
-from mergeable_metrics._util.exact import ExactSums, exact_sum
+from mergeable_metrics._util.exact import ExactSums, exact_sum, weight_sum
 from mergeable_metrics.inputs.task import THRESHOLD_RULES, check_thresholds  # noqa: F401  (THRESHOLD_RULES re-exported)
 
 
@@ -491,7 +491,7 @@ class ExampleCountState(State):
             rows, first = np.unique(batch.row_of, return_index=True)
             count = rows.shape[0]
             w = None if w is None else w[first]
-        weight = np.float64(count) if w is None else exact_sum(w)
+        weight = np.float64(count) if w is None else (weight_sum(w) if batch.row_of is None else exact_sum(w))
         return cls(layout, {"count": np.int64(count), "weight": weight, "skipped": np.int64(0)})
 
     @classmethod

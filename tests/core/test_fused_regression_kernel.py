@@ -144,3 +144,49 @@ def test_fused_kernel_wide_ranges_take_the_limb_kernel_and_stay_exact():
         for name in _SUMS:
             assert got.exact[name].fraction() == true[name], name
     assert float(RegressionMomentsState.from_batch(LAYOUT, Batch(y, None, p, np.zeros(5), None))["max_abs_e"]) == 0.0
+
+
+def _numpy_collection_bytes(make, update):
+    K.ready()
+    saved, K.AVAILABLE = K.AVAILABLE, False
+    try:
+        mc = make()
+        update(mc)
+        return mc.encode()
+    finally:
+        K.AVAILABLE = saved
+
+
+@pytest.mark.parametrize("kind", ["regression", "mean", "named"])
+def test_a_fold_sums_the_weight_once_for_every_state(kind, monkeypatch):
+    """One batch's fold into a plan's states computes the weight's exact sum once (shared by the
+    example count, the regression moments and the measures' weights) and the bytes are the
+    reference path's; the weight fields are the true sum of the weights."""
+    from mergeable_metrics import MetricCollection
+    from mergeable_metrics._util import exact as E
+
+    rng = np.random.default_rng(7)
+    n = 3000
+    y = rng.normal(0.0, 1.0, n) * 10.0 ** rng.integers(-20, 20, n)
+    p = y + rng.normal(0.0, 1.0, n)
+    w = rng.random(n) * 10.0 ** rng.integers(-5, 5, n)
+    if kind == "regression":
+        make = lambda: MetricCollection("r2", "mse", "mae", task="regression")  # noqa: E731
+        update = lambda mc: mc.update(y, y_pred=p, sample_weight=w)  # noqa: E731
+    elif kind == "mean":
+        make = lambda: MetricCollection(measures=["loss"])  # noqa: E731
+        update = lambda mc: mc.update(measure=y, sample_weight=w)  # noqa: E731
+    else:
+        make = lambda: MetricCollection(measures=["a", "b", "c"])  # noqa: E731
+        update = lambda mc: mc.update(measure={"a": y, "b": p, "c": y * 0.5}, sample_weight=w)  # noqa: E731
+    calls = []
+    real = E.exact_sum
+    monkeypatch.setattr(E, "exact_sum", lambda *a, **k: calls.append(k.get("weights", a[1] if len(a) > 1 else None) is None and a[0] is w) or real(*a, **k))
+    mc = make()
+    update(mc)
+    assert sum(calls) == 1  # the plain sum of w: once per fold
+    monkeypatch.setattr(E, "exact_sum", real)
+    assert mc.encode() == _numpy_collection_bytes(make, update)
+    true_w = sum(map(Fraction, w.tolist()), Fraction(0))
+    for s in mc.states:
+        assert all(f == true_w for f in s.exact["weight"].fractions()), s.kind
