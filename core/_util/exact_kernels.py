@@ -70,6 +70,7 @@ _KERNELS = (
     "add4",
     "product_pieces",
     "scatter",
+    "unbias",
     "_rows",
     "flush_parts",
     "_tier",
@@ -328,6 +329,16 @@ def scatter(part, row, base, q, K):
         part[row, base + 3] += q[3]
 
 
+def unbias(s, cnt, b, K):
+    """``s[k] - cnt * b[k]`` for the ``K`` grids in use (wrapping int64 arithmetic)."""
+    return (
+        s[0] - cnt * b[0],
+        s[1] - cnt * b[1] if K >= 2 else s[1],
+        s[2] - cnt * b[2] if K >= 3 else s[2],
+        s[3] - cnt * b[3] if K >= 4 else s[3],
+    )
+
+
 def _rows(f0, f1, f2, nf, lo, hi, K, g, has_g, part, ca, ba, cb, bb, cc, bc):
     """Rows ``lo .. hi``: ungrouped, int64 reductions per tier and grid (vectorised; returned);
     grouped, scattered into ``part[g[i], tier * K + grid]`` (scalar)."""
@@ -344,19 +355,26 @@ def _rows(f0, f1, f2, nf, lo, hi, K, g, has_g, part, ca, ba, cb, bb, cc, bc):
                 scatter(part, row, 2 * K, qc, K)
     elif nf == 1:
         for i in range(lo, hi):
-            qa, qb, qc = product_pieces(f0, f1, f2, 1, i, K, ca, ba, cb, bb, cc, bc)
+            qa, qb, qc = product_pieces(f0, f1, f2, 1, i, K, ca, z, cb, z, cc, z)
             sa = add4(sa, qa)
     elif nf == 2:
         for i in range(lo, hi):
-            qa, qb, qc = product_pieces(f0, f1, f2, 2, i, K, ca, ba, cb, bb, cc, bc)
+            qa, qb, qc = product_pieces(f0, f1, f2, 2, i, K, ca, z, cb, z, cc, z)
             sa = add4(sa, qa)
             sb = add4(sb, qb)
     else:
         for i in range(lo, hi):
-            qa, qb, qc = product_pieces(f0, f1, f2, 3, i, K, ca, ba, cb, bb, cc, bc)
+            qa, qb, qc = product_pieces(f0, f1, f2, 3, i, K, ca, z, cb, z, cc, z)
             sa = add4(sa, qa)
             sb = add4(sb, qb)
             sc = add4(sc, qc)
+    if not has_g:  # ungrouped: the grids' bits were summed as they are (int64, wrapping); each
+        # integer is bits(y) - bits(c), so the block's sum is that sum minus rows * bits(c), exact
+        # modulo 2**64 and below 2**62 in magnitude: exact (one subtraction per block, not per row)
+        cnt = np.int64(hi - lo)
+        sa = unbias(sa, cnt, ba, K)
+        sb = unbias(sb, cnt * (2 if nf == 3 else 1), bb, K)  # tier 1 of three factors: two terms per row
+        sc = unbias(sc, cnt, bc, K)
     return sa, sb, sc
 
 
