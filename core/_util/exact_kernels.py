@@ -339,11 +339,12 @@ def unbias(s, cnt, b, K):
     )
 
 
-def _rows(f0, f1, f2, nf, lo, hi, K, g, has_g, part, ca, ba, cb, bb, cc, bc):
-    """Rows ``lo .. hi``: ungrouped, int64 reductions per tier and grid (vectorised; returned);
-    grouped, scattered into ``part[g[i], tier * K + grid]`` (scalar)."""
+def _rows(f0, f1, f2, nf, lo, hi, K, g, has_g, part, ca, ba, cb, bb, cc, bc, U, acc, qmin):
+    """Rows ``lo .. hi``: grouped, scattered into ``part[g[i], tier * K + grid]`` (scalar; the
+    caller flushes); ungrouped, int64 reductions per tier and grid (vectorised) over blocks of
+    :data:`BLOCK` rows, each block's sums carried into the limbs ``acc`` here (units
+    ``2**U[k]``), so no call per block."""
     z = (np.int64(0), np.int64(0), np.int64(0), np.int64(0))
-    sa = sb = sc = z
     if has_g:
         for i in range(lo, hi):
             qa, qb, qc = product_pieces(f0, f1, f2, nf, i, K, ca, ba, cb, bb, cc, bc)
@@ -353,29 +354,39 @@ def _rows(f0, f1, f2, nf, lo, hi, K, g, has_g, part, ca, ba, cb, bb, cc, bc):
                 scatter(part, row, K, qb, K)
             if nf >= 3:
                 scatter(part, row, 2 * K, qc, K)
-    elif nf == 1:
-        for i in range(lo, hi):
-            qa, qb, qc = product_pieces(f0, f1, f2, 1, i, K, ca, z, cb, z, cc, z)
-            sa = add4(sa, qa)
-    elif nf == 2:
-        for i in range(lo, hi):
-            qa, qb, qc = product_pieces(f0, f1, f2, 2, i, K, ca, z, cb, z, cc, z)
-            sa = add4(sa, qa)
-            sb = add4(sb, qb)
-    else:
-        for i in range(lo, hi):
-            qa, qb, qc = product_pieces(f0, f1, f2, 3, i, K, ca, z, cb, z, cc, z)
-            sa = add4(sa, qa)
-            sb = add4(sb, qb)
-            sc = add4(sc, qc)
-    if not has_g:  # ungrouped: the grids' bits were summed as they are (int64, wrapping); each
-        # integer is bits(y) - bits(c), so the block's sum is that sum minus rows * bits(c), exact
-        # modulo 2**64 and below 2**62 in magnitude: exact (one subtraction per block, not per row)
-        cnt = np.int64(hi - lo)
+        return
+    for blo in range(lo, hi, BLOCK):
+        bhi = min(hi, blo + BLOCK)
+        sa = sb = sc = z
+        if nf == 1:
+            for i in range(blo, bhi):
+                qa, qb, qc = product_pieces(f0, f1, f2, 1, i, K, ca, z, cb, z, cc, z)
+                sa = add4(sa, qa)
+        elif nf == 2:
+            for i in range(blo, bhi):
+                qa, qb, qc = product_pieces(f0, f1, f2, 2, i, K, ca, z, cb, z, cc, z)
+                sa = add4(sa, qa)
+                sb = add4(sb, qb)
+        else:
+            for i in range(blo, bhi):
+                qa, qb, qc = product_pieces(f0, f1, f2, 3, i, K, ca, z, cb, z, cc, z)
+                sa = add4(sa, qa)
+                sb = add4(sb, qb)
+                sc = add4(sc, qc)
+        # the grids' bits were summed as they are (int64, wrapping); each integer is bits(y) -
+        # bits(c), so the block's sum is that sum minus rows * bits(c), exact modulo 2**64 and
+        # below 2**62 in magnitude: exact (one subtraction per block, not per row)
+        cnt = np.int64(bhi - blo)
         sa = unbias(sa, cnt, ba, K)
         sb = unbias(sb, cnt * (2 if nf == 3 else 1), bb, K)  # tier 1 of three factors: two terms per row
         sc = unbias(sc, cnt, bc, K)
-    return sa, sb, sc
+        for k in range(K):
+            if sa[k] != 0:
+                add_int(acc, 0, sa[k], U[k] + OFFSET, qmin)
+            if nf > 1 and sb[k] != 0:
+                add_int(acc, 0, sb[k], U[K + k] + OFFSET, qmin)
+            if nf > 2 and sc[k] != 0:
+                add_int(acc, 0, sc[k], U[2 * K + k] + OFFSET, qmin)
 
 
 def flush_parts(part, U, acc, qmin):
@@ -414,25 +425,20 @@ def fused_grid(f0, f1, f2, nf, g, has_g, C, Cb, U, acc, qmin, every):
     cb, bb = _tier(C, Cb, min(1, T - 1), K)
     cc, bc = _tier(C, Cb, min(2, T - 1), K)
     part = np.zeros((acc.shape[0] if has_g else 1, T * K), dtype=np.int64)
-    step = every if has_g else BLOCK
-    for lo in range(0, n, step):
+    Uf = U.ravel()
+    step = every if has_g else n  # ungrouped: one call, blocked inside (see _rows)
+    for lo in range(0, n, max(step, 1)):
         hi = min(n, lo + step)
         if K == 1:
-            sa, sb, sc = _rows(f0, f1, f2, nf, lo, hi, 1, g, has_g, part, ca, ba, cb, bb, cc, bc)
+            _rows(f0, f1, f2, nf, lo, hi, 1, g, has_g, part, ca, ba, cb, bb, cc, bc, Uf, acc, qmin)
         elif K == 2:
-            sa, sb, sc = _rows(f0, f1, f2, nf, lo, hi, 2, g, has_g, part, ca, ba, cb, bb, cc, bc)
+            _rows(f0, f1, f2, nf, lo, hi, 2, g, has_g, part, ca, ba, cb, bb, cc, bc, Uf, acc, qmin)
         elif K == 3:
-            sa, sb, sc = _rows(f0, f1, f2, nf, lo, hi, 3, g, has_g, part, ca, ba, cb, bb, cc, bc)
+            _rows(f0, f1, f2, nf, lo, hi, 3, g, has_g, part, ca, ba, cb, bb, cc, bc, Uf, acc, qmin)
         else:
-            sa, sb, sc = _rows(f0, f1, f2, nf, lo, hi, 4, g, has_g, part, ca, ba, cb, bb, cc, bc)
-        if not has_g:
-            for k in range(K):
-                part[0, k] += sa[k]
-                if T > 1:
-                    part[0, K + k] += sb[k]
-                if T > 2:
-                    part[0, 2 * K + k] += sc[k]
-        flush_parts(part, U.ravel(), acc, qmin)
+            _rows(f0, f1, f2, nf, lo, hi, 4, g, has_g, part, ca, ba, cb, bb, cc, bc, Uf, acc, qmin)
+        if has_g:
+            flush_parts(part, Uf, acc, qmin)
 
 
 HALF = np.int64(1) << 31
