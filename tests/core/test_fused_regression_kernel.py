@@ -190,3 +190,27 @@ def test_a_fold_sums_the_weight_once_for_every_state(kind, monkeypatch):
     true_w = sum(map(Fraction, w.tolist()), Fraction(0))
     for s in mc.states:
         assert all(f == true_w for f in s.exact["weight"].fractions()), s.kind
+
+
+def test_concurrent_updates_from_threads_equal_one_sequential_fold():
+    """The fused kernel's scratch rows and the fold's shared weight sum are per thread: updates
+    from several threads at once (the kernels release the GIL) give the sequential bytes."""
+    import threading
+
+    from mergeable_metrics import MetricCollection
+
+    rng = np.random.default_rng(11)
+    batches = []
+    for _ in range(16):
+        y = rng.normal(0.0, 1.0, 20000) * 10.0 ** rng.integers(-8, 8, 20000)
+        batches.append((y, y + rng.normal(0.0, 1.0, 20000), rng.random(20000)))
+    seq = MetricCollection("r2", "mse", "mae", "mape", task="regression")
+    for y, p, w in batches:
+        seq.update(y, y_pred=p, sample_weight=w)
+    par = MetricCollection("r2", "mse", "mae", "mape", task="regression")
+    threads = [threading.Thread(target=lambda k=k: [par.update(y, y_pred=p, sample_weight=w) for y, p, w in batches[k::4]]) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert par.encode() == seq.encode()
