@@ -32,8 +32,10 @@ upstream; this is the last guard).
 from __future__ import annotations
 
 import math
+import threading
+from contextlib import contextmanager
 from fractions import Fraction
-from typing import Sequence
+from typing import Iterator, Sequence
 
 import numpy as np
 
@@ -313,6 +315,11 @@ def _round(D: np.ndarray, exp: int) -> tuple[np.ndarray, np.ndarray]:
 _NO_LIMBS: dict[int, np.ndarray] = {}
 
 
+def _kernel_limbs(D: np.ndarray) -> bool:
+    """Limbs the compiled kernels take as they are (writeable C int64: one compiled variant)."""
+    return D.dtype == np.int64 and D.flags.c_contiguous and D.flags.writeable and D.ndim == 2
+
+
 def _no_limbs(m: int) -> np.ndarray:
     """The read-only (m, 0) limbs of compact sums (no data: one array per ``m`` is shared)."""
     a = _NO_LIMBS.get(m)
@@ -394,6 +401,11 @@ class ExactSums:
         return cls(v, 0, _no_limbs(v.size))
 
     @classmethod
+    def of_count(cls, n: int) -> "ExactSums":
+        """The exact sum ``n`` (a row count below 2**53: a float64 exactly), shape ``()``."""
+        return cls(np.array(float(n)), 0, _no_limbs(1))
+
+    @classmethod
     def zeros(cls, shape: tuple[int, ...]) -> "ExactSums":
         return cls.of_floats(np.zeros(shape))
 
@@ -454,6 +466,8 @@ class ExactSums:
             if self._is_zero():
                 return other
             (A, ea), (B, eb) = self._raw_full(), other._raw_full()
+            if A.shape[1] and B.shape[1] and _kernels.ready() and _kernel_limbs(A) and _kernel_limbs(B):
+                return ExactSums.lazy(*_kernels.add_canonical(A, ea, B, eb), self.shape)
             D, e = _add_limbs(A, ea, B, eb)
             if _kernels.ready():
                 D, e = _kernels.canonical(np.ascontiguousarray(D), e)  # bounded limbs, smallest window
@@ -693,6 +707,50 @@ def exact_sum_products(
         if D.shape[1] and i // _ROWS % 64 == 63:  # keep every limb far below 2**62
             D = _carry(D)
     return ExactSums.from_limbs(D, exp, shape)
+
+
+#: the weight sums of the batch being folded (:func:`shared_weight_sums`), per thread
+_shared = threading.local()
+
+
+@contextmanager
+def shared_weight_sums() -> Iterator[None]:
+    """Within the block (one batch's fold into every state of a plan), :func:`weight_sum` of the
+    same weight array computes its exact sum once: the example count's, the regression state's
+    and a mean's weight are one sum. Nothing is kept after the block (an array may be changed
+    in place between batches)."""
+    outer = getattr(_shared, "sums", None)
+    if outer is None:
+        _shared.sums = {}
+    try:
+        yield
+    finally:
+        if outer is None:
+            _shared.sums = None
+
+
+def known_weight_sum(w: np.ndarray) -> ExactSums | None:
+    """The exact sum of ``w`` already computed in this :func:`shared_weight_sums` block, or None."""
+    sums = getattr(_shared, "sums", None)
+    hit = None if sums is None else sums.get(id(w))
+    return hit[1] if hit is not None and hit[0] is w else None
+
+
+def remember_weight_sum(w: np.ndarray, total: ExactSums) -> None:
+    """Record ``total`` (the exact ``sum(w)``, shape ``()``) for :func:`weight_sum` in this block."""
+    sums = getattr(_shared, "sums", None)
+    if sums is not None:
+        sums[id(w)] = (w, total)  # w kept alive: its id is not reused within the block
+
+
+def weight_sum(w: np.ndarray) -> ExactSums:
+    """``exact_sum(w)`` (shape ``()``), computed once per weight array in a
+    :func:`shared_weight_sums` block."""
+    got = known_weight_sum(w)
+    if got is None:
+        got = exact_sum(w)
+        remember_weight_sum(w, got)
+    return got
 
 
 def exact_column_sums(x: np.ndarray, weights: np.ndarray | None = None) -> ExactSums:

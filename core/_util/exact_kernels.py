@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import threading
 import warnings
 
 import numpy as np
@@ -69,13 +70,18 @@ _KERNELS = (
     "add4",
     "product_pieces",
     "scatter",
+    "unbias",
     "_rows",
     "flush_parts",
     "_tier",
     "fused_grid",
     "canonical",
+    "add_canonical",
     "round_rows",
+    "grid_sum",
     "plan_sum",
+    "_binades",
+    "regression_sums",
 )
 
 
@@ -94,7 +100,7 @@ def ready() -> bool:
             else:
                 jit = numba.njit(cache=True, nogil=True, boundscheck=False)
                 g = globals()
-                g["f2i"], g["fma"] = _intrinsics(numba)
+                g["f2i"], g["fma"], g["i2f"] = _intrinsics(numba)
                 for name in _KERNELS:
                     g[name] = jit(g[name])
         if not AVAILABLE and not _DISABLED:
@@ -238,7 +244,14 @@ def _intrinsics(numba):
 
         return types.float64(types.float64, types.float64, types.float64), codegen
 
-    return _f2i, _fma
+    @intrinsic
+    def _i2f(typingctx, x):
+        def codegen(context, builder, sig, args):
+            return builder.bitcast(args[0], ir.DoubleType())
+
+        return types.float64(types.int64), codegen
+
+    return _f2i, _fma, _i2f
 
 
 def f2i(x):
@@ -316,11 +329,22 @@ def scatter(part, row, base, q, K):
         part[row, base + 3] += q[3]
 
 
-def _rows(f0, f1, f2, nf, lo, hi, K, g, has_g, part, ca, ba, cb, bb, cc, bc):
-    """Rows ``lo .. hi``: ungrouped, int64 reductions per tier and grid (vectorised; returned);
-    grouped, scattered into ``part[g[i], tier * K + grid]`` (scalar)."""
+def unbias(s, cnt, b, K):
+    """``s[k] - cnt * b[k]`` for the ``K`` grids in use (wrapping int64 arithmetic)."""
+    return (
+        s[0] - cnt * b[0],
+        s[1] - cnt * b[1] if K >= 2 else s[1],
+        s[2] - cnt * b[2] if K >= 3 else s[2],
+        s[3] - cnt * b[3] if K >= 4 else s[3],
+    )
+
+
+def _rows(f0, f1, f2, nf, lo, hi, K, g, has_g, part, ca, ba, cb, bb, cc, bc, U, acc, qmin):
+    """Rows ``lo .. hi``: grouped, scattered into ``part[g[i], tier * K + grid]`` (scalar; the
+    caller flushes); ungrouped, int64 reductions per tier and grid (vectorised) over blocks of
+    :data:`BLOCK` rows, each block's sums carried into the limbs ``acc`` here (units
+    ``2**U[k]``), so no call per block."""
     z = (np.int64(0), np.int64(0), np.int64(0), np.int64(0))
-    sa = sb = sc = z
     if has_g:
         for i in range(lo, hi):
             qa, qb, qc = product_pieces(f0, f1, f2, nf, i, K, ca, ba, cb, bb, cc, bc)
@@ -330,22 +354,39 @@ def _rows(f0, f1, f2, nf, lo, hi, K, g, has_g, part, ca, ba, cb, bb, cc, bc):
                 scatter(part, row, K, qb, K)
             if nf >= 3:
                 scatter(part, row, 2 * K, qc, K)
-    elif nf == 1:
-        for i in range(lo, hi):
-            qa, qb, qc = product_pieces(f0, f1, f2, 1, i, K, ca, ba, cb, bb, cc, bc)
-            sa = add4(sa, qa)
-    elif nf == 2:
-        for i in range(lo, hi):
-            qa, qb, qc = product_pieces(f0, f1, f2, 2, i, K, ca, ba, cb, bb, cc, bc)
-            sa = add4(sa, qa)
-            sb = add4(sb, qb)
-    else:
-        for i in range(lo, hi):
-            qa, qb, qc = product_pieces(f0, f1, f2, 3, i, K, ca, ba, cb, bb, cc, bc)
-            sa = add4(sa, qa)
-            sb = add4(sb, qb)
-            sc = add4(sc, qc)
-    return sa, sb, sc
+        return
+    for blo in range(lo, hi, BLOCK):
+        bhi = min(hi, blo + BLOCK)
+        sa = sb = sc = z
+        if nf == 1:
+            for i in range(blo, bhi):
+                qa, qb, qc = product_pieces(f0, f1, f2, 1, i, K, ca, z, cb, z, cc, z)
+                sa = add4(sa, qa)
+        elif nf == 2:
+            for i in range(blo, bhi):
+                qa, qb, qc = product_pieces(f0, f1, f2, 2, i, K, ca, z, cb, z, cc, z)
+                sa = add4(sa, qa)
+                sb = add4(sb, qb)
+        else:
+            for i in range(blo, bhi):
+                qa, qb, qc = product_pieces(f0, f1, f2, 3, i, K, ca, z, cb, z, cc, z)
+                sa = add4(sa, qa)
+                sb = add4(sb, qb)
+                sc = add4(sc, qc)
+        # the grids' bits were summed as they are (int64, wrapping); each integer is bits(y) -
+        # bits(c), so the block's sum is that sum minus rows * bits(c), exact modulo 2**64 and
+        # below 2**62 in magnitude: exact (one subtraction per block, not per row)
+        cnt = np.int64(bhi - blo)
+        sa = unbias(sa, cnt, ba, K)
+        sb = unbias(sb, cnt * (2 if nf == 3 else 1), bb, K)  # tier 1 of three factors: two terms per row
+        sc = unbias(sc, cnt, bc, K)
+        for k in range(K):
+            if sa[k] != 0:
+                add_int(acc, 0, sa[k], U[k] + OFFSET, qmin)
+            if nf > 1 and sb[k] != 0:
+                add_int(acc, 0, sb[k], U[K + k] + OFFSET, qmin)
+            if nf > 2 and sc[k] != 0:
+                add_int(acc, 0, sc[k], U[2 * K + k] + OFFSET, qmin)
 
 
 def flush_parts(part, U, acc, qmin):
@@ -384,25 +425,20 @@ def fused_grid(f0, f1, f2, nf, g, has_g, C, Cb, U, acc, qmin, every):
     cb, bb = _tier(C, Cb, min(1, T - 1), K)
     cc, bc = _tier(C, Cb, min(2, T - 1), K)
     part = np.zeros((acc.shape[0] if has_g else 1, T * K), dtype=np.int64)
-    step = every if has_g else BLOCK
-    for lo in range(0, n, step):
+    Uf = U.ravel()
+    step = every if has_g else n  # ungrouped: one call, blocked inside (see _rows)
+    for lo in range(0, n, max(step, 1)):
         hi = min(n, lo + step)
         if K == 1:
-            sa, sb, sc = _rows(f0, f1, f2, nf, lo, hi, 1, g, has_g, part, ca, ba, cb, bb, cc, bc)
+            _rows(f0, f1, f2, nf, lo, hi, 1, g, has_g, part, ca, ba, cb, bb, cc, bc, Uf, acc, qmin)
         elif K == 2:
-            sa, sb, sc = _rows(f0, f1, f2, nf, lo, hi, 2, g, has_g, part, ca, ba, cb, bb, cc, bc)
+            _rows(f0, f1, f2, nf, lo, hi, 2, g, has_g, part, ca, ba, cb, bb, cc, bc, Uf, acc, qmin)
         elif K == 3:
-            sa, sb, sc = _rows(f0, f1, f2, nf, lo, hi, 3, g, has_g, part, ca, ba, cb, bb, cc, bc)
+            _rows(f0, f1, f2, nf, lo, hi, 3, g, has_g, part, ca, ba, cb, bb, cc, bc, Uf, acc, qmin)
         else:
-            sa, sb, sc = _rows(f0, f1, f2, nf, lo, hi, 4, g, has_g, part, ca, ba, cb, bb, cc, bc)
-        if not has_g:
-            for k in range(K):
-                part[0, k] += sa[k]
-                if T > 1:
-                    part[0, K + k] += sb[k]
-                if T > 2:
-                    part[0, 2 * K + k] += sc[k]
-        flush_parts(part, U.ravel(), acc, qmin)
+            _rows(f0, f1, f2, nf, lo, hi, 4, g, has_g, part, ca, ba, cb, bb, cc, bc, Uf, acc, qmin)
+        if has_g:
+            flush_parts(part, Uf, acc, qmin)
 
 
 HALF = np.int64(1) << 31
@@ -456,6 +492,22 @@ def canonical(D, exp):
         if neg and top < W - 1:
             out[g, top - low] -= np.int64(1) << 32
     return out, exp + low
+
+
+def add_canonical(A, ea, B, eb):
+    """:func:`canonical` of the sum of two raw limb arrays (``A`` at ``ea``, ``B`` at ``eb``,
+    the same number of rows, each with limbs): one call where a merge of raw sums took a numpy
+    alignment and a call."""
+    m = A.shape[0]
+    lo = min(ea, eb)
+    hi = max(ea + A.shape[1], eb + B.shape[1])
+    D = np.zeros((m, hi - lo + 1), dtype=np.int64)
+    for g in range(m):
+        for i in range(A.shape[1]):
+            D[g, ea - lo + i] += A[g, i]
+        for i in range(B.shape[1]):
+            D[g, eb - lo + i] += B[g, i]
+    return canonical(D, lo)
 
 
 def round_rows(D, exp, v, inexact, subnormal):
@@ -530,16 +582,35 @@ def plan_sum(f0, f1, f2, nf, g, has_g, size):
     ``(acc, exp, status, position)``; ``status`` -1: done; 0-2: a non-finite value in that
     factor; 3: an index outside ``[0, size)``."""
     b0 = f0.view(np.int64)
+    los = np.empty(3, dtype=np.int64)
+    his = np.empty(3, dtype=np.int64)
+    for k in range(nf):
+        b = b0 if k == 0 else (f1.view(np.int64) if k == 1 else f2.view(np.int64))
+        lo, hi = scan(b)
+        if hi == 2047:
+            return np.zeros((size, 0), dtype=np.int64), 0, k, first_non_finite(b)
+        los[k] = lo
+        his[k] = hi
+    if has_g:
+        bad = index_bounds(g, size)
+        if bad >= 0:
+            return np.zeros((size, 0), dtype=np.int64), 0, 3, bad
+    acc, exp = grid_sum(f0, f1, f2, nf, g, has_g, size, los, his)
+    return acc, exp, -1, -1
+
+
+def grid_sum(f0, f1, f2, nf, g, has_g, size, los, his):
+    """:func:`plan_sum` after the checks, from every factor's :func:`scan` (``los[k]``,
+    ``his[k]``, all finite): ``(acc, exp)``, the float-grid kernel (:func:`fused_grid`) when the
+    products' range allows it, else the limb kernel (:func:`accumulate`)."""
     emin = np.int64(0)  # lowest bit and highest binade of every product: 2**emin <= bit, |product| < 2**emax
     emax = np.int64(0)
     moderate = True
     zero = False
     low = np.int64(0)  # the sum of the factors' smallest binades
     for k in range(nf):
-        b = b0 if k == 0 else (f1.view(np.int64) if k == 1 else f2.view(np.int64))
-        lo, hi = scan(b)
-        if hi == 2047:
-            return np.zeros((size, 0), dtype=np.int64), 0, k, first_non_finite(b)
+        lo = los[k]
+        hi = his[k]
         if lo == 2047:  # every value zero: so is every product
             zero = True
         hi = max(hi, np.int64(1))  # subnormals: the grid of binade 1
@@ -547,12 +618,8 @@ def plan_sum(f0, f1, f2, nf, g, has_g, size):
         emax += hi - 1022
         low += lo - 1023
         moderate = moderate and lo - 1023 >= -300 and hi - 1023 < 300
-    if has_g:
-        bad = index_bounds(g, size)
-        if bad >= 0:
-            return np.zeros((size, 0), dtype=np.int64), 0, 3, bad
     if zero:
-        return np.zeros((size, 0), dtype=np.int64), 0, -1, -1
+        return np.zeros((size, 0), dtype=np.int64), 0
     # the integer grids, per tier of terms (tier t: |term| <= 2**(emax - 53 t), lowest bit at least
     # 2**bottom_t): units 2**u, u = emax - 53 t - D, then D bits lower each, down to bottom_t (at
     # least 2**-1074); each term's integer on a grid is at most 2**D, the terms of a tier (at most
@@ -582,12 +649,165 @@ def plan_sum(f0, f1, f2, nf, g, has_g, size):
         qmax = (u0 + OFFSET) >> 5
         acc = np.zeros((size, qmax - qmin + 3), dtype=np.int64)
         fused_grid(f0, f1, f2, nf, g, has_g, Cb.view(np.float64), Cb, units, acc, qmin, every)
-        return acc, qmin - OFFSET // 32, -1, -1
+        return acc, qmin - OFFSET // 32
     qmin = (emin + OFFSET) >> 5
     qmax = (emax + OFFSET) >> 5
     acc = np.zeros((size, qmax - qmin + 3), dtype=np.int64)
-    accumulate(b0, f1.view(np.int64), f2.view(np.int64), nf, g, has_g, acc, qmin)
-    return acc, qmin - OFFSET // 32, -1, -1
+    accumulate(f0.view(np.int64), f1.view(np.int64), f2.view(np.int64), nf, g, has_g, acc, qmin)
+    return acc, qmin - OFFSET // 32
+
+
+#: float64 machine epsilon: the floor of ``|y|`` in the percentage error (scikit-learn's)
+EPS64 = 2.220446049250313e-16
+
+
+def _binades(lo, hi):
+    """:func:`scan`'s result from its two reductions."""
+    if lo == M63:
+        return np.int64(2047), hi >> 52
+    return max((lo + 1) >> 52, np.int64(1)), hi >> 52
+
+
+def regression_sums(y, p, w, has_w, want_w, ae, ape):
+    """Every exact sum of a single-output regression moments state of one batch in one compiled
+    call: ``(accs, exps, max_abs_e, status)``. ``accs[k]``, ``exps[k]`` are the raw limbs of
+    sum ``k`` (as :func:`plan_sum`) of, with weights, ``w``, ``y w``, ``p w``, ``y y w``,
+    ``p p w``, ``y p w``, ``|e| w``, ``ape w`` and without, (slot 0 unused), ``y``, ``p``,
+    ``y y``, ``p p``, ``y p``, ``|e|``, ``ape`` (``e = p - y`` and ``ape = |e| / max(|y|, eps)``
+    rounded per row, as numpy computes them); ``max_abs_e`` the largest ``|e|`` over rows of
+    positive weight (0.0: none). Each array is scanned once for its range (:func:`scan`) and
+    shared by every sum that reads it. ``status`` 1: a value, ``|e|`` or ``ape`` is not finite
+    (nothing summed: the caller's reference path raises its message). ``want_w``: sum ``w``
+    (else slot 0 is left empty: the caller has it). ``ae``, ``ape``: (n,)
+    scratch arrays (the caller's, reused: a fresh 512 KiB array costs its page faults)."""
+    n = y.shape[0]
+    # one pass: |e|, ape, and the range scan (:func:`scan`) of y, p, |e| and ape (bits of the
+    # largest magnitude; of the smallest nonzero one, 0 sent to the top), branch-free reductions
+    hy = hp = ha = hq = np.int64(0)
+    ly = lp = la = lq = M63
+    for j in range(n):
+        i = np.uint64(j)
+        yv = y[i]
+        a = abs(p[i] - yv)
+        q = a / max(abs(yv), EPS64)
+        ae[i] = a
+        ape[i] = q
+        by = f2i(yv) & M63
+        bp = f2i(p[i]) & M63
+        ba = f2i(a)
+        bq = f2i(q)
+        hy = max(hy, by)
+        hp = max(hp, bp)
+        ha = max(ha, ba)
+        hq = max(hq, bq)
+        ly = min(ly, (by - 1) & M63)
+        lp = min(lp, (bp - 1) & M63)
+        la = min(la, (ba - 1) & M63)
+        lq = min(lq, (bq - 1) & M63)
+    mb = ha  # the bits of max |e| (|e| >= 0: its bits order as its values)
+    if has_w:
+        mb = np.int64(0)
+        for j in range(n):
+            i = np.uint64(j)
+            b = f2i(ae[i]) if w[i] > 0 else np.int64(0)
+            mb = max(mb, b)
+    los = np.empty(5, dtype=np.int64)
+    his = np.empty(5, dtype=np.int64)
+    los[0], his[0] = _binades(ly, hy)
+    los[1], his[1] = _binades(lp, hp)
+    los[2], his[2] = _binades(la, ha)
+    los[3], his[3] = _binades(lq, hq)
+    los[4], his[4] = scan(w.view(np.int64)) if has_w else (np.int64(1023), np.int64(1023))
+    empty = np.zeros((1, 0), dtype=np.int64)
+    accs = [empty] * 8
+    exps = np.zeros(8, dtype=np.int64)
+    status = 0
+    for k in range(5):
+        if his[k] == 2047:
+            status = 1
+    if status:
+        return accs[0], accs[1], accs[2], accs[3], accs[4], accs[5], accs[6], accs[7], exps, 0.0, status
+    g = np.zeros(0, dtype=np.int64)
+    none = np.zeros(0)
+    # (factors by the scans' slots: 0 y, 1 p, 2 |e|, 3 ape, 4 w); the same factor order as the
+    # reference path's exact_sum_products calls (the sums are exact: the order changes no bit)
+    sl = np.zeros(3, dtype=np.int64)
+    sh = np.zeros(3, dtype=np.int64)
+    for k in range(8):
+        if k == 0 and not (has_w and want_w):
+            continue
+        if k == 0:
+            nf, a0, a1, a2 = 1, 4, 0, 0
+        elif k == 1:
+            nf, a0, a1, a2 = 1, 0, 0, 0
+        elif k == 2:
+            nf, a0, a1, a2 = 1, 1, 0, 0
+        elif k == 3:
+            nf, a0, a1, a2 = 2, 0, 0, 0
+        elif k == 4:
+            nf, a0, a1, a2 = 2, 1, 1, 0
+        elif k == 5:
+            nf, a0, a1, a2 = 2, 0, 1, 0
+        elif k == 6:
+            nf, a0, a1, a2 = 1, 2, 0, 0
+        else:
+            nf, a0, a1, a2 = 1, 3, 0, 0
+        if has_w and k > 0:  # the weight is the last factor
+            if nf == 1:
+                a1 = 4
+            else:
+                a2 = 4
+            nf += 1
+        sl[0], sh[0] = los[a0], his[a0]
+        sl[1], sh[1] = los[a1], his[a1]
+        sl[2], sh[2] = los[a2], his[a2]
+        f0 = y if a0 == 0 else (p if a0 == 1 else (ae if a0 == 2 else (ape if a0 == 3 else w)))
+        f1 = none if nf < 2 else (y if a1 == 0 else (p if a1 == 1 else w))
+        f2 = none if nf < 3 else w
+        acc, e = grid_sum(f0, f1, f2, nf, g, False, 1, sl, sh)
+        accs[k] = acc
+        exps[k] = e
+    mx = np.int64(mb)
+    return accs[0], accs[1], accs[2], accs[3], accs[4], accs[5], accs[6], accs[7], exps, i2f(mx), status
+
+
+def i2f(b):
+    """The float64 of the IEEE bits ``b`` (compiled: a bit cast)."""
+    return float(np.int64(b).view(np.float64))
+
+
+#: per-thread scratch rows of :func:`regression_moments` (kept for batches up to SCRATCH rows)
+_scratch = threading.local()
+SCRATCH = 1 << 20
+
+
+def _as_kernel_array(a):
+    """A writeable C float64 array (one compiled variant of every kernel)."""
+    a = np.asarray(a)
+    return a if a.dtype == np.float64 and a.flags.c_contiguous and a.flags.writeable else np.array(a, dtype=np.float64)
+
+
+def regression_moments(y, p, w, want_w=True):
+    """:func:`regression_sums` of (n,) targets, predictions and weights (None: unweighted), n
+    at most :data:`CHUNK`: ``(raws, max_abs_e)``, ``raws`` eight ``(limbs, exp)`` (the first
+    None without weights or without ``want_w``), or None when a value, ``|e|`` or ``ape`` is not
+    finite."""
+    y, p = _as_kernel_array(y), _as_kernel_array(p)
+    has_w = w is not None
+    n = y.shape[0]
+    buf = getattr(_scratch, "buf", None)
+    if buf is None or buf.shape[1] < n:
+        buf = np.empty((2, n))
+        if n <= SCRATCH:
+            _scratch.buf = buf
+    out = regression_sums(y, p, _as_kernel_array(w) if has_w else _EMPTYF, has_w, want_w, buf[0, :n], buf[1, :n])
+    if out[10]:
+        return None
+    exps = out[8].tolist()
+    raws = [(out[k], exps[k]) for k in range(8)]
+    if not (has_w and want_w):
+        raws[0] = None
+    return raws, float(out[9])
 
 
 class NonFinite(ValueError):
@@ -659,6 +879,10 @@ def warm() -> float:
         sum_products([np.array([1e300, -1e-300])] * len(fs), None, 1)  # the limb kernel (wide ranges)
         sum_products([np.array([1e300, -1e-300])] * len(fs), g, 2)
     canonical_round(np.array([[1, -3]], dtype=np.int64), 0)
+    add_canonical(np.array([[1, -3]], dtype=np.int64), 0, np.array([[2]], dtype=np.int64), -1)
+    y = np.array([1.5, -0.25, 3.0])
+    regression_moments(y, y[::-1].copy(), None)
+    regression_moments(y, y[::-1].copy(), np.array([0.5, 0.0, 2.0]))
     _warm = True
     return time.perf_counter() - t0
 

@@ -19,6 +19,7 @@ import numpy as np
 
 import warnings
 
+from mergeable_metrics._util.exact import shared_weight_sums
 from mergeable_metrics._util.public import public
 from mergeable_metrics.states import codec
 from mergeable_metrics.inputs.validation import Batch, as_array
@@ -228,7 +229,8 @@ class Plan:
         :meth:`~mergeable_metrics.states.base.State.fold`, equal to merging the batch's own states."""
         if batch.n == 0:
             return states
-        return tuple(s.fold(batch) for s in states)
+        with shared_weight_sums():  # the weight's exact sum once for every state of the batch
+            return tuple(s.fold(batch) for s in states)
 
     def merge(self, a: tuple[State, ...], b: tuple[State, ...]) -> tuple[State, ...]:
         """Fieldwise merge; raises ``ValueError`` naming the setting if configurations differ."""

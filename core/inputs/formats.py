@@ -50,6 +50,7 @@ import numpy as np
 from mergeable_metrics._util.public import public
 from mergeable_metrics.inputs.validation import (
     ON_INVALID,
+    _all_finite,
     SCORES_FINITE,
     Batch,
     _Checker,
@@ -983,6 +984,10 @@ def make_batch(
         TypeError: a non-numeric value (e.g. a string).
     """
     _check_binary_score_width(task, num_classes, y_score, names[1], formats)
+    if on_invalid == "raise" and y_score is None:
+        fast = _plain_floats(task, y_true, y_pred, values, sample_weight, formats, needs, measure_name)
+        if fast is not None:
+            return fast, None
     if not _needs_formats(task, num_classes, y_true, y_score, y_pred, formats, values, needs):
         return plain_batch(
             num_classes=num_classes, y_true=y_true, y_score=y_score, y_pred=y_pred, sample_weight=sample_weight,
@@ -1001,6 +1006,44 @@ def make_batch(
         row_offset=row_offset,
         on_invalid=on_invalid,
     )
+
+
+def _float_column(a: Any, n: int | None) -> bool:
+    """A plain (not a subclass: masked arrays go through the formats) C-contiguous (n,) float64
+    numpy column (n: any length when None)."""
+    return type(a) is np.ndarray and a.dtype == np.float64 and a.ndim == 1 and a.flags.c_contiguous and (n is None or a.shape[0] == n)
+
+
+def _plain_floats(task: Any, y_true: Any, y_pred: Any, values: Any, sample_weight: Any, formats: Any, needs: Any, measure_name: Any) -> Batch | None:
+    """The batch :func:`build_batch` makes of plain (N,) float64 numpy columns, without its
+    per-column format machinery: single-output regression targets and predictions, or one
+    measure column (named: an (N, 1) view), every value finite and every weight finite and >= 0.
+    None for anything else, and for any invalid value: :func:`build_batch` then reads the columns
+    and raises its messages. The arrays are the caller's (as :func:`build_batch` keeps them)."""
+    if task is None or (formats and any(v for v in formats.values())) or getattr(task, "ignore_index", None) is not None:
+        return None
+    if needs and not set(needs) <= {"target", "prediction", "measure"}:
+        return None
+    if task.kind == "regression" and values is None and getattr(task, "num_outputs", None) is None:
+        if not (_float_column(y_true, None) and _float_column(y_pred, y_true.shape[0]) and y_true.shape[0]):
+            return None
+        cols = (y_true, y_pred)
+    elif y_true is None and y_pred is None and values is not None:
+        v = values[0] if isinstance(measure_name, list) and isinstance(values, list) and len(values) == len(measure_name) == 1 else values
+        if not (_float_column(v, None) and v.shape[0]) or (isinstance(measure_name, list) and v is values):
+            return None
+        cols = (v,)
+    else:
+        return None
+    n = cols[0].shape[0]
+    w = sample_weight
+    if w is not None and not (_float_column(w, n) and w.min() >= 0 and _all_finite(w)):  # min() is NaN if any is
+        return None
+    if not all(_all_finite(c) for c in cols):
+        return None
+    if len(cols) == 2:
+        return Batch(y_true, None, y_pred, w, None)
+    return Batch(None, None, None, w, cols[0].reshape(-1, 1) if isinstance(measure_name, list) else cols[0])
 
 
 def _check_binary_score_width(task: Any, num_classes: int, y_score: Any, name: str, formats: dict[str, str | None] | None) -> None:

@@ -30,7 +30,7 @@ import numpy as np
 
 from mergeable_metrics._util.public import public
 from mergeable_metrics.inputs.validation import Batch
-from mergeable_metrics._util.exact import exact_column_sums, exact_ratio, exact_sum
+from mergeable_metrics._util.exact import ExactSums, exact_column_sums, exact_ratio, exact_sum, weight_sum
 from mergeable_metrics.metrics.base import TASK_KINDS, Metric, record_undefined
 from mergeable_metrics.states.base import State
 
@@ -82,19 +82,20 @@ class MeanMeasureState(State):
         if m:
             if v.ndim != 2 or v.shape[1] != m:
                 raise ValueError(f"named measures {list(layout.names)}: expected (N, {m}) values, got shape {v.shape}")
-            return cls(
+            return cls._of_sums(  # every field has its dtype and shape: no constructor checks
                 layout,
                 {
                     "count": np.full(m, n, dtype=np.int64),
-                    "weight": np.full(m, float(n)) if w is None else exact_column_sums(np.ones((n, m)), w),
+                    # every column's weight is sum(w): one exact sum, its limbs repeated per column
+                    "weight": ExactSums.of_floats(np.full(m, float(n))) if w is None else weight_sum(w).take(np.zeros(m, dtype=np.intp), shape=(m,)),
                     "total": exact_column_sums(v, w),
                 },
             )
-        return cls(
+        return cls._of_sums(
             layout,
             {
-                "count": np.int64(n),
-                "weight": np.float64(n) if w is None else exact_sum(w),
+                "count": np.array(n, dtype=np.int64),
+                "weight": ExactSums.of_count(n) if w is None else weight_sum(w),
                 "total": exact_sum(v, w),
             },
         )

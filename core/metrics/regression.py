@@ -38,7 +38,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from mergeable_metrics.inputs.validation import Batch
-from mergeable_metrics._util.exact import exact_sum, exact_sum_products, fraction_to_float
+from mergeable_metrics._util import exact_kernels as _kernels
+from mergeable_metrics._util.exact import ExactSums, exact_sum, exact_sum_products, fraction_to_float, known_weight_sum, remember_weight_sum
 from mergeable_metrics._util.limits import MAX_NUM_OUTPUTS, check_count
 from mergeable_metrics.metrics.base import Metric, record_undefined, recording_undefined
 from mergeable_metrics.states.base import State
@@ -146,6 +147,15 @@ class RegressionMomentsState(State):
         """
         y, p = batch_outputs(batch, layout.num_outputs)
         w = batch.sample_weight
+        if layout.num_outputs is None and 0 < y.shape[0] <= _kernels.CHUNK and _kernels.ready():
+            known = None if w is None else known_weight_sum(w)  # the example count's, in a plan's fold
+            fused = _kernels.regression_moments(y, p, w, known is None)
+            if fused is not None:  # else a value, |e| or ape is not finite: the path below raises
+                raws, max_abs_e = fused
+                weight: Any = ExactSums.of_count(y.shape[0]) if w is None else (known if known is not None else ExactSums.lazy(*raws[0], ()))
+                if w is not None and known is None:
+                    remember_weight_sum(w, weight)
+                return cls._of_fused(layout, y.shape[0], weight, raws[1:], max_abs_e)
         with np.errstate(over="ignore"):
             abs_e = np.abs(p - y)
             ape = abs_e / np.maximum(np.abs(y), _EPS)
@@ -171,6 +181,18 @@ class RegressionMomentsState(State):
             "max_abs_e": positive.max(axis=0).astype(np.float64) if positive.shape[0] else np.zeros(shape),
         }
         return cls(layout, a)
+
+    @classmethod
+    def _of_fused(cls, layout: RegressionLayout, n: int, weight: ExactSums, raws: list, max_abs_e: float) -> "RegressionMomentsState":
+        """The state of one batch from the compiled fused kernel's raw sums
+        (:func:`mergeable_metrics._util.exact_kernels.regression_moments`; ``raws`` those of
+        ``_SUMS``): the exact sums of the reference path below, so the same state bit for bit
+        once rounded."""
+        a: dict[str, Any] = {"count": np.array(n, dtype=np.int64), "weight": weight}
+        for name, raw in zip(_SUMS, raws):
+            a[name] = ExactSums.lazy(raw[0], raw[1], ())
+        a["max_abs_e"] = np.array(max_abs_e, dtype=np.float64)
+        return cls._of_sums(layout, a)  # every field has its dtype and shape: no constructor checks
 
     def validate(self, integral: bool = False) -> "RegressionMomentsState":
         """:meth:`State.validate`, and: no weight means zero weighted sums (every term is

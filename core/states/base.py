@@ -25,7 +25,7 @@ import numpy as np
 from mergeable_metrics.inputs.validation import Batch
 from mergeable_metrics.states.codec import STATE_KINDS, _decode_state, _encode_state
 from mergeable_metrics._util.limits import MAX_NUM_CLASSES, check_count
-from mergeable_metrics._util.exact import ExactSums, exact_sum
+from mergeable_metrics._util.exact import ExactSums, exact_sum, weight_sum
 from mergeable_metrics.inputs.task import THRESHOLD_RULES, check_thresholds  # noqa: F401  (THRESHOLD_RULES re-exported)
 
 
@@ -390,6 +390,11 @@ def checked_add(a: np.ndarray, b: np.ndarray, what: str) -> np.ndarray:
     a, b = np.asarray(a), np.asarray(b)
     if a.dtype != np.int64:
         return a + b
+    if a.ndim == 0 and b.ndim == 0 and b.dtype == np.int64:  # one count: Python integers, checked the same
+        r = int(a) + int(b)
+        if -(1 << 63) <= r < (1 << 63):
+            return np.array(r, dtype=np.int64)
+        raise ValueError(f"{what}: int64 overflow adding {a.tolist()} and {b.tolist()} (counts past 2**63 - 1)")
     r = np.add(a, b)  # int64 arrays wrap around silently (no warning): checked below
     if (((a ^ r) & (b ^ r)) < 0).any():
         raise ValueError(f"{what}: int64 overflow adding {a.tolist()} and {b.tolist()} (counts past 2**63 - 1)")
@@ -491,8 +496,9 @@ class ExampleCountState(State):
             rows, first = np.unique(batch.row_of, return_index=True)
             count = rows.shape[0]
             w = None if w is None else w[first]
-        weight = np.float64(count) if w is None else exact_sum(w)
-        return cls(layout, {"count": np.int64(count), "weight": weight, "skipped": np.int64(0)})
+        weight = ExactSums.of_count(count) if w is None else (weight_sum(w) if batch.row_of is None else exact_sum(w))
+        # every field has its dtype and shape: built without the constructor's checks
+        return cls._of_sums(layout, {"count": np.array(count, dtype=np.int64), "weight": weight, "skipped": np.array(0, dtype=np.int64)})
 
     @classmethod
     def num_cells(cls, layout: ExampleCountLayout) -> int:
