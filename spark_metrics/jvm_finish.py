@@ -5,7 +5,12 @@ for the count-based metrics, and the documented SQL names (:func:`register_sql_f
 :func:`metric_finish` describes a metric of an evaluation for ``Finish.value`` (None where the finish is not
 ported: those metrics keep core's finish in a Python UDF). Ported: ``example_count``; ``precision``, ``recall``,
 ``f1``, ``fbeta`` (binary, and ``micro`` / ``macro`` / ``weighted`` averages, without ``labels=`` or
-``ignore_index``), ``accuracy``, ``balanced_accuracy``; ``specificity``, ``npv``, ``fpr``, ``fnr`` (binary).
+``ignore_index``), ``accuracy``, ``balanced_accuracy``; ``specificity``, ``npv``, ``fpr``, ``fnr`` (binary);
+``roc_auc`` and ``average_precision`` (binary, ``pos_label=1``, no ``max_fpr``; from the score distribution),
+``log_loss`` and ``brier_score`` (binary). ``Finish.value`` returns null (None) where it cannot give core's value
+bit for bit: ``average_precision`` of a compressed score distribution (more distinct scores than its capacity:
+core's estimate calls numpy's ``log1p``), and ``roc_auc`` of one whose value lies within numpy's rounding error
+of its certified bounds (see ``mergeablemetrics.RankingFinish``).
 """
 
 from __future__ import annotations
@@ -37,6 +42,8 @@ def metric_finish(ev: Evaluation, metric: Any) -> str | None:
     name, p, task = metric.name, metric.p, metric.task
     if name == "example_count":
         return f"count,{kinds.index('example_count')},-1,0" if kinds.count("example_count") == 1 else None
+    if task.kind == "binary" and name in _FLOAT_FINISH:
+        return _float_finish(types, kinds, metric)
     if task.kind not in ("binary", "multiclass") or getattr(metric, "dependencies", None) or task.ignore_index is not None:
         return None
     if task.kind == "binary":
@@ -73,6 +80,29 @@ def metric_finish(ev: Evaluation, metric: Any) -> str | None:
         num, d1, d2 = _RATES[name]
         return f"rate,{head},{num},{d1},{d2},{_fill(p['zero_division'])!r}"
     return None
+
+
+#: the metrics of the float states finished in Java (mergeablemetrics.RankingFinish), binary tasks
+_FLOAT_FINISH = {"roc_auc": "score_distribution", "average_precision": "score_distribution", "log_loss": "probability_sums", "brier_score": "probability_sums"}
+
+
+def _float_finish(types: Any, kinds: list[str], metric: Any) -> str | None:
+    """``roc,i`` / ``ap,i`` (score distribution, ``pos_label=1``, no ``max_fpr``), ``ll,i,e`` and ``brier,i,-1,0,scale``."""
+    name, p = metric.name, metric.p
+    kind = _FLOAT_FINISH[name]
+    if kinds.count(kind) != 1 or getattr(metric, "dependencies", None):
+        return None
+    i = kinds.index(kind)
+    if kind == "score_distribution":
+        if p.get("pos_label", 1) != 1 or p.get("max_fpr") is not None:
+            return None
+        return f"{'roc' if name == 'roc_auc' else 'ap'},{i},-1,0"
+    layout = types[i][1]
+    if not layout.binary or getattr(layout, "multilabel", False):
+        return None
+    if name == "log_loss":
+        return f"ll,{i},{layout.eps.index(p['eps'])},0"
+    return f"brier,{i},-1,0,{float(metric.scale(layout))!r}"
 
 
 def _invoke(spark: Any, method: str, *args: str) -> None:
