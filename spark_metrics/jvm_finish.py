@@ -143,26 +143,41 @@ def finish_column(spark: Any, metric: str, states: "Column") -> "Column":
     return F.call_function(FINISH_FUNCTION, F.lit(metric), states)
 
 
-#: the SQL names :func:`register_sql_functions` registers: name -> metric string (binary task, ``score >= 0.5``)
-SQL_FUNCTIONS = {"mm_accuracy": "accuracy", "mm_precision": "precision", "mm_recall": "recall", "mm_f1": "f1"}
+#: the SQL names :func:`register_sql_functions` registers: name -> metric string (binary task; the count metrics
+#: predict positive where ``score >= 0.5``); each takes ``(label, score)`` or ``(label, score, weight)``
+SQL_FUNCTIONS = {
+    "mm_accuracy": "accuracy",
+    "mm_precision": "precision",
+    "mm_recall": "recall",
+    "mm_f1": "f1",
+    "mm_roc_auc": "roc_auc",
+    "mm_average_precision": "average_precision",
+    "mm_log_loss": "log_loss",
+    "mm_brier_score": "brier_score",
+}
 #: the SQL names returning a state (its finish stays in Python: :func:`finish_sql_state`)
 SQL_STATE_FUNCTIONS = {"mm_roc_auc_state": "roc_auc", "mm_average_precision_state": "average_precision"}
 
 
-def _sql_evaluation(metric: str) -> Evaluation:
-    return Evaluation(label_col="label", score_col="score", metrics=[metric])
+def _sql_evaluation(metric: str, weighted: bool = False) -> Evaluation:
+    return Evaluation(label_col="label", score_col="score", metrics=[metric], weight_col="weight" if weighted else None)
 
 
 def register_sql_functions(spark: Any) -> list[str]:
     """Register the SQL aggregate functions of the JVM path in a classic session; returns their names.
 
-    * ``mm_accuracy(label, score)``, ``mm_precision``, ``mm_recall``, ``mm_f1``: the binary metric's value
-      (labels 0/1, a positive prediction where ``score >= 0.5``; a 0/1 prediction column works as the score),
-      folded and finished in the JVM, bit for bit core's value;
+    * ``mm_accuracy(label, score[, weight])``, ``mm_precision``, ``mm_recall``, ``mm_f1`` (labels 0/1, a
+      positive prediction where ``score >= 0.5``; a 0/1 prediction column works as the score),
+      ``mm_roc_auc``, ``mm_average_precision`` (scores), ``mm_log_loss``, ``mm_brier_score``
+      (probabilities of label 1): the binary metric's value, folded and finished in the JVM, bit for bit
+      core's value (NaN where core's is undefined; null only for ``mm_average_precision``, and in rare
+      cases ``mm_roc_auc``, of a group with more distinct scores than the state's capacity, 40,000:
+      see :func:`metric_finish`);
     * ``mm_roc_auc_state(label, score)``, ``mm_average_precision_state``: the group's score distribution
-      (state bytes): their finish is core's, in Python (:func:`finish_sql_state`).
+      (state bytes): their finish is core's, in Python (:func:`finish_sql_state`), with bounds beyond the capacity.
 
-    Invalid values (a null or NaN score, a label not 0/1) raise naming the argument.
+    Invalid values (a null or NaN score, a label not 0/1, a probability outside [0, 1], a negative weight)
+    raise naming the argument.
 
     Raises:
         RuntimeError: no JDK (the message says what to install), or a Spark Connect session (there,
@@ -172,12 +187,15 @@ def register_sql_functions(spark: Any) -> list[str]:
         raise RuntimeError("register_sql_functions needs a classic session (Spark Connect: use metric_columns)")
     names = []
     for name, metric in SQL_FUNCTIONS.items():
-        ev = _sql_evaluation(metric)
-        spec, why = jvm.evaluation_spec(ev)
-        assert spec is not None, why
+        specs = []
+        for weighted in (False, True):
+            ev = _sql_evaluation(metric, weighted)
+            spec, why = jvm.evaluation_spec(ev)
+            assert spec is not None, why
+            specs.append(spec)
         desc = metric_finish(ev, ev.plan.metrics[0])
         assert desc is not None
-        _invoke(spark, "registerMetric", name, spec, desc)
+        _invoke(spark, "registerMetricWeights", name, specs[0], specs[1], desc)
         names.append(name)
     for name, metric in SQL_STATE_FUNCTIONS.items():
         spec, why = jvm.evaluation_spec(_sql_evaluation(metric))
