@@ -1,6 +1,6 @@
 """The finish of the JVM path in the JVM: metric values computed in Java from the states' bytes
 (``mergeablemetrics.Finish``), bit for bit core's values, so ``metric_columns`` runs no Python on the executors
-for the count-based metrics, and the documented SQL names (:func:`register_sql_functions`).
+for the count-based metrics, ``roc_auc``, ``average_precision``, ``log_loss`` and ``brier_score``, and the documented SQL names (:func:`register_sql_functions`).
 
 :func:`metric_finish` describes a metric of an evaluation for ``Finish.value`` (None where the finish is not
 ported: those metrics keep core's finish in a Python UDF). Ported: ``example_count``; ``precision``, ``recall``,
