@@ -96,6 +96,12 @@ def test_compressed_roc_auc_of_many_scores_is_core_clamped_value():
         got, want, _ = _java_and_core(ev, {"y": y, "p": p})
         assert got[metric] is not None and _bits(got[metric]) == _bits(float(want[metric]))
         assert got[metric] == pytest.approx(roc_auc_score(y, p), abs=1e-3 if "capacity" in metric else 1e-15)
+    # exact: numpy's pairwise sums of 30,000 terms, replicated
+    ev = Evaluation(label_col="y", score_col="p", metrics=["average_precision", "roc_auc"], weight_col="w")
+    w = rng.choice([0.25, 1.0, 1 / 3, 3.0], n)
+    got, want, _ = _java_and_core(ev, {"y": y, "p": p, "w": w})
+    assert all(_bits(got[k]) == _bits(float(want[k])) for k in got), (got, want)
+    assert got["average_precision"] == pytest.approx(average_precision_score(y, p, sample_weight=w), rel=1e-12)
 
 
 def test_perfect_ranking_beyond_capacity_is_one():
@@ -135,3 +141,24 @@ def test_undefined_values_as_core_says():
 def test_unported_variants_keep_the_python_finish():
     ev = Evaluation(label_col="y", score_col="p", metrics=["roc_auc@max_fpr=0.5", "average_precision@pos_label=0", "gini"])
     assert all(metric_finish(ev, m) is None for m in ev.plan.metrics)
+
+
+def test_compressed_roc_auc_whose_clamp_numpy_rounding_could_change_is_null():
+    """29,000 compressed bins of one class each (no tied pairs): core's value is its trapezoid unless numpy's
+    sums of the bounds, widened by 1e-12, round past it; their worst-case rounding (about 29,000 x 1.1e-16)
+    exceeds 1e-12, so Java cannot tell and returns null rather than a number that might differ."""
+    from mergeable_metrics.engine import ScoreDistributionState
+    from mergeable_metrics.states.score_distribution import ScoreDistributionLayout
+
+    rng = np.random.default_rng(2)
+    m = 29000
+    pos = (rng.random(m) < 0.5).astype(float)
+    ev = Evaluation(label_col="y", score_col="p", metrics=["roc_auc@capacity=30000"])
+    sd = ScoreDistributionState(ScoreDistributionLayout(30000), {"level": np.array(1), "keys": np.arange(m, dtype=np.int64), "pos": pos, "neg": 1.0 - pos})
+    states = tuple(sd if cls.kind == "score_distribution" else cls.zero(layout) for cls, layout in ev.plan.state_types)
+    want = ev.finish({(): states}, add_overall=False)[()]
+    got = jvm_fold.finish([(metric_finish(ev, ev.plan.metrics[0]), _packed(states))])[0]
+    assert got is None
+    # core's value: the AUC of the bins (no ties), here within its bounds; scikit-learn's on one row per bin
+    ref = roc_auc_score(pos, np.arange(m))
+    assert float(want.metrics["roc_auc@capacity=30000"]) == pytest.approx(ref, abs=1e-11)
