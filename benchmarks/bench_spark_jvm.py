@@ -18,7 +18,9 @@ collected to the driver:
 * with the float kinds ported (roc_auc): global ``roc_auc`` against ``BinaryClassificationEvaluator``
   (>= 20x; MLlib's evaluator sorts every row, so it is timed once, in the first round) and against
   ``groupBy(label, round(score, 4)).count()`` (>= 0.8); 11 slices x (count, roc_auc, precision, recall)
-  against ``groupBy(slice, label, round(score, 4)).count()`` (>= 0.8).
+  against ``groupBy(slice, label, round(score, 4)).count()`` (>= 0.8), also as ``rollup("slice")`` with
+  ``metric_columns`` (roc_auc finished in Java since issue 26 round 4; and, for comparison, with core's finish
+  in a Python UDF as before).
 """
 
 from __future__ import annotations
@@ -74,12 +76,24 @@ def jobs(spark, df) -> dict[str, object]:
         out["ours_auc_sliced"] = lambda: finish_metric_states(
             df.groupBy("slice").agg(metric_state_column(sliced, **args)).collect(), sliced, overall=True, **args
         )
+        out["ours_auc_sliced_columns"] = lambda: df.rollup("slice").agg(*metric_columns(sliced, engine="jvm", **args)).collect()
+        out["ours_auc_sliced_columns_udf"] = lambda: _python_finish(lambda: df.rollup("slice").agg(*metric_columns(sliced, engine="jvm", **args)).collect())
         out["floor_auc_sliced"] = lambda: df.groupBy("slice", "label", F.round("score", 4)).count().collect()
         out["floor_auc"] = lambda: df.groupBy("label", F.round("score", 4)).count().collect()
     return out
 
 
-def run(n: int, repeats: int, partitions: int = 4) -> list[tuple[str, float, float, str]]:
+def _python_finish(fn):
+    """``fn()`` with roc_auc (and the other float metrics) finished by core in a Python UDF, as before round 4."""
+    from unittest import mock
+
+    from mergeable_metrics.spark import jvm_finish
+
+    with mock.patch.dict(jvm_finish._FLOAT_FINISH, clear=True):
+        return fn()
+
+
+def run(n: int, repeats: int, partitions: int = 4, only: list[str] | None = None) -> list[tuple[str, float, float, str]]:
     from mergeable_metrics.spark import get_spark, jvm
 
     spark = get_spark()
@@ -89,6 +103,8 @@ def run(n: int, repeats: int, partitions: int = 4) -> list[tuple[str, float, flo
     df = make_df(spark, n, partitions).cache()
     df.count()
     fns = jobs(spark, df)
+    if only:
+        fns = {k: v for k, v in fns.items() if k in only}
     once = {"mllib_auc"}  # a full sort of every row: minutes under load, so timed once (in the first round)
     for k, fn in fns.items():  # warm-up: registration, code generation
         if k not in once:
@@ -102,6 +118,8 @@ def run(n: int, repeats: int, partitions: int = 4) -> list[tuple[str, float, flo
     rows = []
 
     def row(name: str, ours: str, ref: str, target: float) -> None:
+        if ours not in t or ref not in t:
+            return
         ratio = t[ref] / t[ours]
         rows.append((name, t[ours], ratio, f"vs {ref} {t[ref]:.2f} s (target >= {target:g}x: {'met' if ratio >= target else 'NOT met'})"))
 
@@ -109,10 +127,11 @@ def run(n: int, repeats: int, partitions: int = 4) -> list[tuple[str, float, flo
     row("global f1, metric_columns (Java finish)", "ours_f1_columns", "mllib_f1", 2.0)
     row("11 slices x (count, P, R, F1), driver finish", "ours_sliced_driver", "floor_sliced", 0.8)
     row("11 slices x (count, P, R, F1), rollup + metric_columns (Java finish)", "ours_sliced_columns", "floor_sliced", 0.8)
-    if "ours_auc_driver" in t:
-        row("global roc_auc vs MLlib", "ours_auc_driver", "mllib_auc", 20.0)
-        row("global roc_auc vs SQL floor", "ours_auc_driver", "floor_auc", 0.8)
-        row("11 slices x (count, roc_auc, P, R) vs sliced SQL floor", "ours_auc_sliced", "floor_auc_sliced", 0.8)
+    row("global roc_auc vs MLlib", "ours_auc_driver", "mllib_auc", 20.0)  # rows of jobs not run (--only, no JVM port) are left out
+    row("global roc_auc vs SQL floor", "ours_auc_driver", "floor_auc", 0.8)
+    row("11 slices x (count, roc_auc, P, R) vs sliced SQL floor", "ours_auc_sliced", "floor_auc_sliced", 0.8)
+    row("11 slices x (count, roc_auc, P, R), rollup + metric_columns (Java finish)", "ours_auc_sliced_columns", "floor_auc_sliced", 0.8)
+    row("11 slices x (count, roc_auc, P, R), rollup + metric_columns (roc_auc: Python UDF finish)", "ours_auc_sliced_columns_udf", "floor_auc_sliced", 0.8)
     return rows
 
 
@@ -122,12 +141,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rows", type=int)
     p.add_argument("--repeats", type=int)
     p.add_argument("--partitions", type=int, default=4)
+    p.add_argument("--only", help="comma-separated job names (e.g. ours_auc_sliced_columns,ours_auc_sliced_columns_udf,floor_auc_sliced)")
     a = p.parse_args(argv)
     n = a.rows or (300_000 if a.quick else 3_000_000)
     repeats = a.repeats or (2 if a.quick else 5)
     print(f"# bench_spark_jvm: {n:,} cached rows, medians of {repeats} interleaved repeats, wall clock; {machine_line()}")
     print("| workload | ours (s) | speed ratio | note |\n|---|---|---|---|")
-    for name, sec, ratio, note in run(n, repeats, a.partitions):
+    for name, sec, ratio, note in run(n, repeats, a.partitions, a.only.split(",") if a.only else None):
         print(f"| {name} | {sec:.2f} | {ratio:.2f}x | {note} |")
     print(f"# after: {machine_line()}")
     return 0

@@ -82,10 +82,12 @@ def metric_columns(
     Two lowerings (``engine``): ``"jvm"``, the JVM aggregates of :mod:`mergeable_metrics.spark.jvm` (every row
     folded in Java into core's own states, bit for bit those of the Python fold; the default wherever they
     apply and a JDK is there), and ``"sql"``, native ``sum`` aggregates of per-row cells (count and confusion
-    metrics only). On the JVM path all the columns read one aggregate, and the count-based metrics
-    (:mod:`mergeable_metrics.spark.jvm_finish`) are finished in Java too, bit for bit core's values; other
-    metrics (``roc_auc``, ``log_loss``, ...), and every metric of the SQL path, finish their group with a small
-    Python UDF over its states (:func:`metric_state_column` with :func:`finish_metric_states` finish on the
+    metrics only). On the JVM path all the columns read one aggregate, and the count-based metrics,
+    binary ``roc_auc``, ``average_precision``, ``log_loss`` and ``brier_score``
+    (:mod:`mergeable_metrics.spark.jvm_finish`) are finished in Java too, bit for bit core's values
+    (``average_precision`` is null for a group with more distinct scores than the state's capacity: see
+    :func:`~mergeable_metrics.spark.jvm_finish.metric_finish`); other metrics (``mcc``, ``gini``, calibration,
+    ...), and every metric of the SQL path, finish their group with a small Python UDF over its states (:func:`metric_state_column` with :func:`finish_metric_states` finish on the
     driver instead, so the executors need no Python package).
 
     Args:

@@ -1,11 +1,16 @@
 """The finish of the JVM path in the JVM: metric values computed in Java from the states' bytes
 (``mergeablemetrics.Finish``), bit for bit core's values, so ``metric_columns`` runs no Python on the executors
-for the count-based metrics, and the documented SQL names (:func:`register_sql_functions`).
+for the count-based metrics, ``roc_auc``, ``average_precision``, ``log_loss`` and ``brier_score``, and the documented SQL names (:func:`register_sql_functions`).
 
 :func:`metric_finish` describes a metric of an evaluation for ``Finish.value`` (None where the finish is not
 ported: those metrics keep core's finish in a Python UDF). Ported: ``example_count``; ``precision``, ``recall``,
 ``f1``, ``fbeta`` (binary, and ``micro`` / ``macro`` / ``weighted`` averages, without ``labels=`` or
-``ignore_index``), ``accuracy``, ``balanced_accuracy``; ``specificity``, ``npv``, ``fpr``, ``fnr`` (binary).
+``ignore_index``), ``accuracy``, ``balanced_accuracy``; ``specificity``, ``npv``, ``fpr``, ``fnr`` (binary);
+``roc_auc`` and ``average_precision`` (binary, ``pos_label=1``, no ``max_fpr``; from the score distribution),
+``log_loss`` and ``brier_score`` (binary). ``Finish.value`` returns null (None) where it cannot give core's value
+bit for bit: ``average_precision`` of a compressed score distribution (more distinct scores than its capacity:
+core's estimate calls numpy's ``log1p``), and ``roc_auc`` of one whose value lies within numpy's rounding error
+of its certified bounds (see ``mergeablemetrics.RankingFinish``).
 """
 
 from __future__ import annotations
@@ -37,6 +42,8 @@ def metric_finish(ev: Evaluation, metric: Any) -> str | None:
     name, p, task = metric.name, metric.p, metric.task
     if name == "example_count":
         return f"count,{kinds.index('example_count')},-1,0" if kinds.count("example_count") == 1 else None
+    if task.kind == "binary" and name in _FLOAT_FINISH:
+        return _float_finish(types, kinds, metric)
     if task.kind not in ("binary", "multiclass") or getattr(metric, "dependencies", None) or task.ignore_index is not None:
         return None
     if task.kind == "binary":
@@ -73,6 +80,29 @@ def metric_finish(ev: Evaluation, metric: Any) -> str | None:
         num, d1, d2 = _RATES[name]
         return f"rate,{head},{num},{d1},{d2},{_fill(p['zero_division'])!r}"
     return None
+
+
+#: the metrics of the float states finished in Java (mergeablemetrics.RankingFinish), binary tasks
+_FLOAT_FINISH = {"roc_auc": "score_distribution", "average_precision": "score_distribution", "log_loss": "probability_sums", "brier_score": "probability_sums"}
+
+
+def _float_finish(types: Any, kinds: list[str], metric: Any) -> str | None:
+    """``roc,i`` / ``ap,i`` (score distribution, ``pos_label=1``, no ``max_fpr``), ``ll,i,e`` and ``brier,i,-1,0,scale``."""
+    name, p = metric.name, metric.p
+    kind = _FLOAT_FINISH[name]
+    if kinds.count(kind) != 1 or getattr(metric, "dependencies", None):
+        return None
+    i = kinds.index(kind)
+    if kind == "score_distribution":
+        if p.get("pos_label", 1) != 1 or p.get("max_fpr") is not None:
+            return None
+        return f"{'roc' if name == 'roc_auc' else 'ap'},{i},-1,0"
+    layout = types[i][1]
+    if not layout.binary or getattr(layout, "multilabel", False):
+        return None
+    if name == "log_loss":
+        return f"ll,{i},{layout.eps.index(p['eps'])},0"
+    return f"brier,{i},-1,0,{float(metric.scale(layout))!r}"
 
 
 def _invoke(spark: Any, method: str, *args: str) -> None:
@@ -113,26 +143,41 @@ def finish_column(spark: Any, metric: str, states: "Column") -> "Column":
     return F.call_function(FINISH_FUNCTION, F.lit(metric), states)
 
 
-#: the SQL names :func:`register_sql_functions` registers: name -> metric string (binary task, ``score >= 0.5``)
-SQL_FUNCTIONS = {"mm_accuracy": "accuracy", "mm_precision": "precision", "mm_recall": "recall", "mm_f1": "f1"}
+#: the SQL names :func:`register_sql_functions` registers: name -> metric string (binary task; the count metrics
+#: predict positive where ``score >= 0.5``); each takes ``(label, score)`` or ``(label, score, weight)``
+SQL_FUNCTIONS = {
+    "mm_accuracy": "accuracy",
+    "mm_precision": "precision",
+    "mm_recall": "recall",
+    "mm_f1": "f1",
+    "mm_roc_auc": "roc_auc",
+    "mm_average_precision": "average_precision",
+    "mm_log_loss": "log_loss",
+    "mm_brier_score": "brier_score",
+}
 #: the SQL names returning a state (its finish stays in Python: :func:`finish_sql_state`)
 SQL_STATE_FUNCTIONS = {"mm_roc_auc_state": "roc_auc", "mm_average_precision_state": "average_precision"}
 
 
-def _sql_evaluation(metric: str) -> Evaluation:
-    return Evaluation(label_col="label", score_col="score", metrics=[metric])
+def _sql_evaluation(metric: str, weighted: bool = False) -> Evaluation:
+    return Evaluation(label_col="label", score_col="score", metrics=[metric], weight_col="weight" if weighted else None)
 
 
 def register_sql_functions(spark: Any) -> list[str]:
     """Register the SQL aggregate functions of the JVM path in a classic session; returns their names.
 
-    * ``mm_accuracy(label, score)``, ``mm_precision``, ``mm_recall``, ``mm_f1``: the binary metric's value
-      (labels 0/1, a positive prediction where ``score >= 0.5``; a 0/1 prediction column works as the score),
-      folded and finished in the JVM, bit for bit core's value;
+    * ``mm_accuracy(label, score[, weight])``, ``mm_precision``, ``mm_recall``, ``mm_f1`` (labels 0/1, a
+      positive prediction where ``score >= 0.5``; a 0/1 prediction column works as the score),
+      ``mm_roc_auc``, ``mm_average_precision`` (scores), ``mm_log_loss``, ``mm_brier_score``
+      (probabilities of label 1): the binary metric's value, folded and finished in the JVM, bit for bit
+      core's value (NaN where core's is undefined; null only for ``mm_average_precision``, and in rare
+      cases ``mm_roc_auc``, of a group with more distinct scores than the state's capacity, 40,000:
+      see :func:`metric_finish`);
     * ``mm_roc_auc_state(label, score)``, ``mm_average_precision_state``: the group's score distribution
-      (state bytes): their finish is core's, in Python (:func:`finish_sql_state`).
+      (state bytes): their finish is core's, in Python (:func:`finish_sql_state`), with bounds beyond the capacity.
 
-    Invalid values (a null or NaN score, a label not 0/1) raise naming the argument.
+    Invalid values (a null or NaN score, a label not 0/1, a probability outside [0, 1], a negative weight)
+    raise naming the argument.
 
     Raises:
         RuntimeError: no JDK (the message says what to install), or a Spark Connect session (there,
@@ -142,12 +187,15 @@ def register_sql_functions(spark: Any) -> list[str]:
         raise RuntimeError("register_sql_functions needs a classic session (Spark Connect: use metric_columns)")
     names = []
     for name, metric in SQL_FUNCTIONS.items():
-        ev = _sql_evaluation(metric)
-        spec, why = jvm.evaluation_spec(ev)
-        assert spec is not None, why
+        specs = []
+        for weighted in (False, True):
+            ev = _sql_evaluation(metric, weighted)
+            spec, why = jvm.evaluation_spec(ev)
+            assert spec is not None, why
+            specs.append(spec)
         desc = metric_finish(ev, ev.plan.metrics[0])
         assert desc is not None
-        _invoke(spark, "registerMetric", name, spec, desc)
+        _invoke(spark, "registerMetricWeights", name, specs[0], specs[1], desc)
         names.append(name)
     for name, metric in SQL_STATE_FUNCTIONS.items():
         spec, why = jvm.evaluation_spec(_sql_evaluation(metric))

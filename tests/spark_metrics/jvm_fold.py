@@ -47,10 +47,11 @@ def run(cases: list[tuple[str, str, int, list[int], list[tuple[int, tuple[float,
     return out
 
 
-def finish(cases: list[tuple[str, bytes | None]]) -> list[float]:
-    """``Finish.value(metric, packed)`` in the JVM for each ``(metric description, packed states or None)``."""
+def finish(cases: list[tuple[str, bytes | None]]) -> list[float | None]:
+    """``Finish.value(metric, packed)`` in the JVM for each ``(metric description, packed states or None)``
+    (None where it returns null)."""
     lines = [f"{m.encode().hex()} {'-' if b is None else b.hex()}" for m, b in cases]
     done = subprocess.run(["java", "-cp", classes(), "FinishDriver"], input="\n".join(lines) + "\n", capture_output=True, text=True, check=True)
     out = done.stdout.splitlines()
     assert len(out) == len(cases), done.stderr
-    return [float(np.uint64(int(x, 16)).view(np.float64)) for x in out]
+    return [None if x == "null" else float(np.uint64(int(x, 16)).view(np.float64)) for x in out]

@@ -188,10 +188,10 @@ def test_probability_rule_is_checked(jvm_spark):
 def test_metric_columns_finish_in_the_jvm_share_one_aggregate(jvm_spark):
     pdf = pd.DataFrame({"y": [1, 0, 1, 1, 0, 0], "p": [0.9, 0.8, 0.1, 0.6, 0.2, 0.4], "g": ["a", "a", "a", "b", "b", "b"]})
     df = jvm_spark.createDataFrame(pdf)
-    metrics = ["example_count", "precision", "recall", "f1", "roc_auc"]
+    metrics = ["example_count", "precision", "recall", "f1", "roc_auc", "mcc"]
     q = df.groupBy("g").agg(*metric_columns(metrics, label_col="y", score_col="p", engine="jvm"))
     plan = q._jdf.queryExecution().executedPlan().toString()
-    # partial + final of ONE aggregate, read by every value column; only roc_auc's finish runs in Python
+    # partial + final of ONE aggregate, read by every value column; only mcc's finish runs in Python
     assert plan.count("partial_mm_state_") == 1 and plan.count("mergeablemetrics.StateAggregator@") == 2, plan
     assert plan.count("EvalPython [") == 1 and plan.count("finish(") == 1, plan
     got = {r["g"]: r for r in q.collect()}

@@ -75,6 +75,6 @@ def test_finish_matches_sklearn_by_hand():
 
 
 def test_not_ported_metrics_say_so():
-    ev = Evaluation(label_col="y", score_col="p", metrics=["roc_auc", "mcc", "f1@threshold=0.3"])
+    ev = Evaluation(label_col="y", score_col="p", metrics=["gini", "mcc", "f1@threshold=0.3", "roc_auc"])
     descs = {m.key: metric_finish(ev, m) for m in ev.plan.metrics}
-    assert descs["roc_auc"] is None and descs["mcc"] is None and descs["f1@threshold=0.3"] is not None
+    assert descs["gini"] is None and descs["mcc"] is None and descs["f1@threshold=0.3"] is not None and descs["roc_auc"] is not None

@@ -14,7 +14,10 @@ package mergeablemetrics;
  * {@code binary|micro|macro|weighted}; {@code fill}: the value where undefined (zero_division);
  * {@code b2}: beta squared;</li>
  * <li>{@code acc,i,j,k}: accuracy; {@code bacc,i,j,k,adjusted}: balanced accuracy;</li>
- * <li>{@code rate,i,j,k,num,den1,den2,fill}: {@code num / (den1 + den2)} of the binary counts (tp, fp, tn, fn).</li>
+ * <li>{@code rate,i,j,k,num,den1,den2,fill}: {@code num / (den1 + den2)} of the binary counts (tp, fp, tn, fn);</li>
+ * <li>{@code roc,i,-1,0} and {@code ap,i,-1,0}: roc_auc and average_precision of a score distribution;
+ * {@code ll,i,e,0}: log_loss at eps index e of a probability-sums state; {@code brier,i,-1,0,scale}: brier_score
+ * ({@link RankingFinish}; null where that finish cannot give core's value bit for bit).</li>
  * </ul>
  */
 public final class Finish {
@@ -59,12 +62,21 @@ public final class Finish {
         return den == 0 ? fill : num / den;
     }
 
-    /** The value of {@code metric} from packed states (null: a group without rows, every state zero). */
-    public static double value(String metric, byte[] packed) {
+    /** The value of {@code metric} from packed states ({@code packed} null: a group without rows, every state
+     * zero). Null only where {@link RankingFinish} says so (a compressed score distribution). */
+    public static Double value(String metric, byte[] packed) {
         String[] f = metric.split(",", -1);
         int j = Integer.parseInt(f[2]), k = Integer.parseInt(f[3]);
         StateReader.State st = packed == null ? null : StateReader.state(packed, Integer.parseInt(f[1]));
         switch (f[0]) {
+            case "roc":
+                return RankingFinish.rocAuc(st);
+            case "ap":
+                return RankingFinish.averagePrecision(st);
+            case "ll":
+                return RankingFinish.logLoss(st, j);
+            case "brier":
+                return RankingFinish.brier(st, num(f[4]));
             case "count":
                 return st == null ? 0.0 : (double) st.longs("count")[0];
             case "prf":

@@ -4,6 +4,8 @@ import java.util.ArrayList;
 import java.util.List;
 import org.apache.spark.sql.Encoders;
 import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.catalyst.FunctionIdentifier;
+import org.apache.spark.sql.catalyst.analysis.FunctionRegistry;
 import org.apache.spark.sql.functions;
 import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.StructField;
@@ -22,6 +24,29 @@ public final class Registrar {
     /** Register {@code name(label[, score][, weight])} returning one metric's value ({@link MetricAggregator}). */
     public static String registerMetric(SparkSession spark, String name, String spec, String metric) {
         spark.udf().register(name, functions.udaf(new MetricAggregator(spec, metric), Encoders.row(inputSchema(spec))));
+        return name;
+    }
+
+    /**
+     * Register {@code name(label, score[, weight])} returning one metric's value: {@code spec} folds the
+     * unweighted rows, {@code weightedSpec} the weighted ones; the call's number of arguments picks one.
+     */
+    @SuppressWarnings({"unchecked", "rawtypes"})
+    public static String registerMetricWeights(SparkSession spark, String name, String spec, String weightedSpec, String metric) throws Exception {
+        Object state = spark.getClass().getMethod("sessionState").invoke(spark); // classic sessions (org.apache.spark.sql.internal.SessionState)
+        FunctionRegistry registry = (FunctionRegistry) state.getClass().getMethod("functionRegistry").invoke(state);
+        // temporary functions live in the system catalog's session namespace (FunctionRegistryBase.createOrReplaceTempFunction)
+        FunctionIdentifier id = FunctionIdentifier.apply(name, scala.Option.apply("session"), scala.Option.apply("system"));
+        registerMetric(spark, name, spec, metric);
+        scala.Function1 plain = registry.lookupFunctionBuilder(id).get();
+        registerMetric(spark, name, weightedSpec, metric);
+        scala.Function1 weighted = registry.lookupFunctionBuilder(id).get();
+        scala.Function1<Object, Object> builder = children -> {
+            int n = ((scala.collection.Seq<?>) children).size();
+            if (n != 2 && n != 3) throw new IllegalArgumentException(name + " takes (label, score) or (label, score, weight), got " + n + " arguments");
+            return (n == 3 ? weighted : plain).apply(children);
+        };
+        registry.createOrReplaceTempFunction(name, (scala.Function1) builder, "scala_udf");
         return name;
     }
 
