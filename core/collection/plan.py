@@ -848,8 +848,19 @@ class MetricCollection:
         if query is not None:
             ids = as_array(query, "query")
             batch, _ = with_query_keys(batch, ids, np.arange(ids.shape[0]) + self._rows, ("query", "y_true"))
-        part = self.plan.fold(self.plan.zero(), batch)  # the heavy work, outside the lock
         rows = _rows_in(batch, y_true, y_pred, y_score, measure[0] if isinstance(measure_name, list) and measure else measure)
+        # the heavy work outside the lock: fold the batch into the states as they are (a state's
+        # own fold is cheaper than binning the batch alone and merging, e.g. a score distribution
+        # looks rows up in its bins), and keep it if no other thread updated meanwhile; else
+        # merge the batch's own states (the same result: a fold equals that merge, bit for bit)
+        before = self.states
+        folded = self.plan.fold(before, batch)
+        with self._lock:
+            if self.states is before:
+                self.states = folded
+                self._rows += rows
+                return
+        part = self.plan.fold(self.plan.zero(), batch)
         with self._lock:
             self.states = self.plan.merge(self.states, part)
             self._rows += rows
