@@ -281,3 +281,43 @@ def test_finish_of_a_plain_mapping_of_states_of_another_configuration_raises_nam
         ev3.finish(dict(reg.fold(reg.zero(), {"y": [0.0, 1.0], "p": [0.0, 1.0]}).items()))
     own = dict(ev3.fold(ev3.zero(), {"y": [0, 1, 2], "p": [0, 1, 1]}).items())
     assert ev3.finish(own).overall.metrics["accuracy"] == 2 / 3
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_update_that_loses_a_race_merges_its_batch_and_keeps_the_other_threads_rows(weighted):
+    # update folds a batch into the running states outside the lock and keeps the result only if
+    # no other update or merge came in between; otherwise it merges the batch's own states
+    from sklearn.metrics import roc_auc_score
+
+    rng = np.random.default_rng(7)
+    y = rng.integers(0, 2, 3000)
+    s = rng.random(3000).round(3)
+    w = rng.random(3000) if weighted else None
+    parts = [slice(0, 1000), slice(1000, 2000), slice(2000, 3000)]
+
+    def batch(mc, sl):
+        mc.update(y[sl], y_score=s[sl], sample_weight=None if w is None else w[sl])
+
+    serial = MetricCollection("roc_auc", "tp")
+    for sl in parts:
+        batch(serial, sl)
+    other = MetricCollection("roc_auc", "tp")
+    batch(other, parts[2])
+    mc = MetricCollection("roc_auc", "tp")
+    batch(mc, parts[0])
+    fold = mc.plan.fold
+    raced = []
+
+    def fold_while_another_thread_merges(states, b):
+        out = fold(states, b)
+        if not raced and states is not mc.plan.zero() and any(x is not z for x, z in zip(states, mc.plan.zero())):
+            raced.append(True)
+            mc.merge(other)  # lands between the read and the commit
+        return out
+
+    mc.plan.fold = fold_while_another_thread_merges
+    batch(mc, parts[1])
+    assert raced
+    assert mc._rows == 3000
+    assert [x.encode() for x in mc.states] == [x.encode() for x in serial.states]
+    assert mc.compute()["roc_auc"] == pytest.approx(roc_auc_score(y, s, sample_weight=w), rel=1e-12)
