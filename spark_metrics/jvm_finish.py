@@ -1,13 +1,16 @@
 """The finish of the JVM path in the JVM: metric values computed in Java from the states' bytes
 (``mergeablemetrics.Finish``), bit for bit core's values, so ``metric_columns`` runs no Python on the executors
-for the count-based metrics, ``roc_auc``, ``average_precision``, ``log_loss`` and ``brier_score``, and the documented SQL names (:func:`register_sql_functions`).
+for the count-based metrics, ``roc_auc``, ``average_precision``, ``log_loss``, ``brier_score`` and the regression
+metrics of the moments state, and the documented SQL names (:func:`register_sql_functions`).
 
 :func:`metric_finish` describes a metric of an evaluation for ``Finish.value`` (None where the finish is not
 ported: those metrics keep core's finish in a Python UDF). Ported: ``example_count``; ``precision``, ``recall``,
 ``f1``, ``fbeta`` (binary, and ``micro`` / ``macro`` / ``weighted`` averages, without ``labels=`` or
 ``ignore_index``), ``accuracy``, ``balanced_accuracy``; ``specificity``, ``npv``, ``fpr``, ``fnr`` (binary);
 ``roc_auc`` and ``average_precision`` (binary, ``pos_label=1``, no ``max_fpr``; from the score distribution),
-``log_loss`` and ``brier_score`` (binary). ``Finish.value`` returns null (None) where it cannot give core's value
+``log_loss`` and ``brier_score`` (binary); single-output regression ``mse``, ``rmse``, ``mae``, ``mape``, ``r2``,
+``explained_variance`` (``multioutput`` the default), ``mean_error``, ``max_error``, ``pearson``, ``mean_label``,
+``mean_prediction`` (``mergeablemetrics.RegressionFinish``: core's exact rationals, rounded once). ``Finish.value`` returns null (None) where it cannot give core's value
 bit for bit: ``average_precision`` of a compressed score distribution (more distinct scores than its capacity:
 core's estimate calls numpy's ``log1p``), and ``roc_auc`` of one whose value lies within numpy's rounding error
 of its certified bounds (see ``mergeablemetrics.RankingFinish``).
@@ -44,6 +47,8 @@ def metric_finish(ev: Evaluation, metric: Any) -> str | None:
         return f"count,{kinds.index('example_count')},-1,0" if kinds.count("example_count") == 1 else None
     if task.kind == "binary" and name in _FLOAT_FINISH:
         return _float_finish(types, kinds, metric)
+    if task.kind == "regression":
+        return _regression_finish(types, kinds, metric)
     if task.kind not in ("binary", "multiclass") or getattr(metric, "dependencies", None) or task.ignore_index is not None:
         return None
     if task.kind == "binary":
@@ -103,6 +108,38 @@ def _float_finish(types: Any, kinds: list[str], metric: Any) -> str | None:
     if name == "log_loss":
         return f"ll,{i},{layout.eps.index(p['eps'])},0"
     return f"brier,{i},-1,0,{float(metric.scale(layout))!r}"
+
+
+#: the regression metrics finished in Java (mergeablemetrics.RegressionFinish): core's name -> Java's
+_REGRESSION_FINISH = {
+    "mse": "mse",
+    "rmse": "rmse",
+    "mae": "mae",
+    "mape": "mape",
+    "r2": "r2",
+    "explained_variance": "ev",
+    "mean_error": "me",
+    "max_error": "max",
+    "pearson": "pearson",
+    "mean_label": "mean_y",
+    "mean_prediction": "mean_p",
+}
+
+
+def _regression_finish(types: Any, kinds: list[str], metric: Any) -> str | None:
+    """``reg,i,-1,0,metric,force_finite,averaged`` of a single-output regression metric (``multioutput`` the
+    default ``uniform_average``: a metric with that parameter goes through core's ``combine_outputs``)."""
+    code = _REGRESSION_FINISH.get(metric.name)
+    if code is None or kinds.count("regression_moments") != 1 or getattr(metric, "dependencies", None):
+        return None
+    i = kinds.index("regression_moments")
+    if types[i][1].num_outputs is not None:
+        return None
+    averaged = "multioutput" in metric.params
+    if averaged and not (isinstance(metric.p["multioutput"], str) and metric.p["multioutput"] == "uniform_average"):
+        return None  # output weights: np.average(v, weights=w) is (v * w) / w, not v
+    force_finite = metric.p.get("force_finite", True)
+    return f"reg,{i},-1,0,{code},{1 if force_finite else 0},{1 if averaged else 0}"
 
 
 def _invoke(spark: Any, method: str, *args: str) -> None:
