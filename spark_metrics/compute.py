@@ -261,8 +261,8 @@ def evaluate(
         if spec is not None:
             try:
                 return jvm_path.evaluate_jvm(df, prepare_columns(df, evaluation), evaluation, spec)  # no Python on the executors
-            except Exception as e:  # an invalid value: the other paths name its row and partition
-                if "invalid value" not in str(e):
+            except Exception as e:  # an invalid value (or a regression error past float64): the other paths name its row and partition
+                if "invalid value" not in str(e) and "overflows float64" not in str(e):
                     raise
                 _log.info("mergeable_metrics.spark.evaluate: an invalid value on the JVM path; the Arrow path names its row")
         else:

@@ -180,28 +180,31 @@ def test_metric_columns_regression_per_group_equal_sklearn_and_the_local_engine(
     _no_python(q)  # folded and finished in the JVM
     rows = {r["g"]: r.asDict() for r in q.collect()}
     assert sorted(rows) == sorted(GROUPS)
-    want = Evaluation(label_col="y", score_col="p", metrics=names, task="regression", slices=["g"], weight_col=wc).evaluate([pdf])
+    ev = Evaluation(label_col="y", score_col="p", metrics=names, task="regression", slices=["g"], weight_col=wc)
+    keys = [m.key for m in ev.plan.metrics]  # columns are named by the canonical keys (mean_squared_error -> mse)
+    assert keys[1:3] == ["mse", "mae"]
+    want = ev.evaluate([pdf])
     for g, row in rows.items():
         ref = want[(("g", g),)].metrics
-        for k in names:
+        for k in keys:
             assert _bits(row[k]) == _bits(ref[k]), (g, k, row[k], ref[k])
         part = pdf[pdf.g == g]
         sw = part.w.to_numpy() if weighted else None
         if g in ("a", "b", "c"):
             assert row["r2"] == pytest.approx(r2_score(part.y, part.p, sample_weight=sw), rel=1e-10)
-            assert row["mean_squared_error"] == pytest.approx(mean_squared_error(part.y, part.p, sample_weight=sw), rel=1e-12)
-            assert row["mean_absolute_error"] == pytest.approx(mean_absolute_error(part.y, part.p, sample_weight=sw), rel=1e-12)
+            assert row["mse"] == pytest.approx(mean_squared_error(part.y, part.p, sample_weight=sw), rel=1e-12)
+            assert row["mae"] == pytest.approx(mean_absolute_error(part.y, part.p, sample_weight=sw), rel=1e-12)
             assert row["mape"] == pytest.approx(mean_absolute_percentage_error(part.y, part.p, sample_weight=sw), rel=1e-12)
             assert row["explained_variance"] == pytest.approx(explained_variance_score(part.y, part.p, sample_weight=sw), rel=1e-8)
             assert row["rmse"] == pytest.approx(math.sqrt(mean_squared_error(part.y, part.p, sample_weight=sw)), rel=1e-12)
             keep = part if not weighted else part[part.w > 0]
             assert row["max_error"] == max_error(keep.y, keep.p)
         assert row["example_count"] == len(part)
-    assert math.isnan(rows["one"]["r2"]) and rows["one"]["mean_squared_error"] == 1.0  # one row: r2 undefined, as sklearn
+    assert math.isnan(rows["one"]["r2"]) and rows["one"]["mse"] == 1.0  # one row: r2 undefined, as sklearn
     assert rows["const"]["r2"] == 0.0  # constant targets, imperfect predictions: force_finite's 0.0, as sklearn
     assert r2_score([2.0, 2.0, 2.0], [2.0, 2.5, 1.0], sample_weight=[1.0, 2.0, 0.5] if weighted else None) == 0.0
     if weighted:
-        assert math.isnan(rows["zero_w"]["mean_squared_error"]) and math.isnan(rows["zero_w"]["r2"])
+        assert math.isnan(rows["zero_w"]["mse"]) and math.isnan(rows["zero_w"]["r2"])
 
 
 def _group_bytes(pdf: pd.DataFrame, ev: Evaluation) -> dict:
@@ -301,3 +304,15 @@ def test_evaluate_regression_with_an_invalid_target_names_its_row(jvm_spark):
     with pytest.raises(Exception, match="inf") as info:
         evaluate(jvm_spark.createDataFrame(pdf).coalesce(1), evaluation=ev)
     assert "17" in str(info.value)
+
+
+def test_evaluate_regression_with_an_error_past_float64_names_its_row(jvm_spark):
+    """``y = 1e308``, ``p = -1e308``: ``|p - y|`` overflows; the JVM says so without a row, then the Arrow path
+    raises core's message naming the row and its values."""
+    from mergeable_metrics.spark import evaluate
+
+    pdf = _frame(n=100)
+    pdf.loc[23, ["y", "p"]] = [1e308, -1e308]
+    ev = Evaluation(label_col="y", score_col="p", task="regression", metrics=["mse"], slices=["g"])
+    with pytest.raises(Exception, match=r"row 23 .*overflows float64"):
+        evaluate(jvm_spark.createDataFrame(pdf).coalesce(1), evaluation=ev)
