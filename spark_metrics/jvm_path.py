@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import warnings
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from mergeable_metrics.engine import OVERALL, Evaluation, Results, UndefinedMetricWarning, assign_slices, extract_columns
 from mergeable_metrics.spark import jvm
@@ -47,9 +47,9 @@ def jvm_blocker(df: "DataFrame", evaluation: Evaluation) -> tuple[str | None, st
     return spec, ""
 
 
-def evaluate_jvm(df: "DataFrame", exprs: list, evaluation: Evaluation, spec: str) -> Results:
-    """The Results of ``evaluation`` on ``df``: one JVM aggregation by every slice column, then per spec the
-    exact merge of its groups' states and core's finish, on the driver."""
+def _grouped(df: "DataFrame", exprs: list, evaluation: Evaluation, spec: str) -> tuple["DataFrame", list[str], list[str]]:
+    """``(groups, slice columns, their names in groups)``: one JVM aggregation of ``df`` by every slice column
+    (``__states``: each group's packed states), lazy."""
     from pyspark.sql import functions as F
 
     slice_cols = list(dict.fromkeys(c for spec_ in evaluation.slices for c in spec_.columns))
@@ -58,11 +58,12 @@ def evaluate_jvm(df: "DataFrame", exprs: list, evaluation: Evaluation, spec: str
     state = jvm.evaluation_column(df.sparkSession, evaluation, spec).alias("__states")
     keyed = base.select(*[F.col(quote(c)).alias(n) for c, n in zip(slice_cols, names)], *[F.col(quote(c)) for c in _value_columns(evaluation)])
     grouped = keyed.groupBy(*names).agg(state) if names else keyed.agg(state)
-    if names:
-        table = grouped.toArrow()
-        blobs = table.column("__states").to_pylist()
-    else:
-        table, blobs = None, [grouped.collect()[0]["__states"]]
+    return grouped, slice_cols, names
+
+
+def _merge_groups(evaluation: Evaluation, table: Any, blobs: list, slice_cols: list[str], names: list[str]) -> dict[tuple, tuple]:
+    """``{slice key: states}`` of some groups (their slice columns in ``table``, their packed states ``blobs``):
+    every group into the overall slice and into its slice of each spec, merged exactly."""
     parts = [jvm.decode_states(evaluation, b) for b in blobs]
     merged: dict[tuple, tuple] = {}
 
@@ -72,7 +73,7 @@ def evaluate_jvm(df: "DataFrame", exprs: list, evaluation: Evaluation, spec: str
 
     for states in parts:
         add(OVERALL, states)
-    if table is not None:
+    if table is not None and names:
         rename = dict(zip(slice_cols, names))
         for spec_ in evaluation.slices:
             data = {c: table.column(rename[c]) for c in spec_.columns}
@@ -81,6 +82,46 @@ def evaluate_jvm(df: "DataFrame", exprs: list, evaluation: Evaluation, spec: str
             rows = range(table.num_rows) if got.rows is None else got.rows
             for row, code in zip(rows, got.codes):
                 add(got.keys[int(code)], parts[int(row)])
+    return merged
+
+
+def compute_jvm(df: "DataFrame", exprs: list, evaluation: Evaluation, spec: str, layout: Any) -> "DataFrame":
+    """The result DataFrame of :func:`mergeable_metrics.spark.compute_metrics` on the JVM path (lazy): the rows
+    folded by the JVM aggregates, one group per combination of slice values; then, on the executors, each
+    partition of the (small) groups merged per slice (``mapInArrow``) and every slice's partial states merged
+    and finished by core (:func:`mergeable_metrics.spark.arrow_path.compute_arrow`, the Arrow path's second
+    stage). No Python sees a row; the states are the Python fold's, so the rows equal the Arrow path's."""
+    from mergeable_metrics.engine import slice_key_to_json
+    from mergeable_metrics.spark import arrow_path
+    from mergeable_metrics.spark._frames import states_schema
+
+    grouped, slice_cols, names = _grouped(df, exprs, evaluation, spec)
+
+    def to_partial(batches: Any) -> Any:
+        import pyarrow as pa
+
+        for batch in batches:
+            table = pa.Table.from_batches([batch])
+            merged = _merge_groups(evaluation, table, table.column("__states").to_pylist(), slice_cols, names)
+            keys = list(merged)
+            yield pa.RecordBatch.from_pydict(
+                {"slice_key": [slice_key_to_json(k) for k in keys], "states": [evaluation.slice_codec.encode(merged[k]) for k in keys]},
+                schema=pa.schema([("slice_key", pa.string()), ("states", pa.binary())]),
+            )
+
+    return arrow_path.compute_arrow(grouped.mapInArrow(to_partial, states_schema()), evaluation, layout)
+
+
+def evaluate_jvm(df: "DataFrame", exprs: list, evaluation: Evaluation, spec: str) -> Results:
+    """The Results of ``evaluation`` on ``df``: one JVM aggregation by every slice column, then per spec the
+    exact merge of its groups' states and core's finish, on the driver."""
+    grouped, slice_cols, names = _grouped(df, exprs, evaluation, spec)
+    if names:
+        table = grouped.toArrow()
+        blobs = table.column("__states").to_pylist()
+    else:
+        table, blobs = None, [grouped.collect()[0]["__states"]]
+    merged = _merge_groups(evaluation, table, blobs, slice_cols, names)
     if OVERALL not in merged:
         merged[OVERALL] = jvm.decode_states(evaluation, None)
     with warnings.catch_warnings():

@@ -316,3 +316,36 @@ def test_evaluate_regression_with_an_error_past_float64_names_its_row(jvm_spark)
     ev = Evaluation(label_col="y", score_col="p", task="regression", metrics=["mse"], slices=["g"])
     with pytest.raises(Exception, match=r"row 23 .*overflows float64"):
         evaluate(jvm_spark.createDataFrame(pdf).coalesce(1), evaluation=ev)
+
+
+@pytest.mark.parametrize("weight_col,layout", [(None, "wide"), ("w", "long")])
+def test_compute_metrics_regression_folds_in_the_jvm_and_equals_the_local_engine(jvm_spark, monkeypatch, weight_col, layout):
+    from mergeable_metrics.spark import collect_results, compute_metrics, jvm_path
+
+    pdf = _frame(n=2000)
+    metrics = ["r2", "mse", "mae", "pearson", "explained_variance", "example_count"]
+    ev = Evaluation(label_col="y", score_col="p", task="regression", weight_col=weight_col, metrics=metrics, slices=["g"], min_slice_size=2)
+    taken = []
+    real = jvm_path.compute_jvm
+    monkeypatch.setattr(jvm_path, "compute_jvm", lambda *a: taken.append(1) or real(*a))
+    df = jvm_spark.createDataFrame(pdf).repartition(3)
+    result = compute_metrics(df, evaluation=ev, layout=layout)
+    assert taken == [1]
+    got = collect_results(result, ev)
+    want = ev.evaluate([pdf])
+    arrow = collect_results(compute_metrics(df, evaluation=ev, native=False, layout=layout), ev)
+    assert taken == [1]  # native=False: the Arrow path
+    for other in (want, arrow):
+        assert [s.key for s in got] == [s.key for s in other]
+        for a, b in zip(got, other):
+            assert a.n == b.n and a.weight == b.weight and sorted(a.metrics) == sorted(b.metrics)  # suppressed: none
+            for k in a.metrics:
+                assert _bits(a.metrics[k]) == _bits(b.metrics[k]), (a.key, k)
+    assert (("g", "one"),) not in [s.key for s in got]  # one row, below min_slice_size
+    part = pdf[pdf.g == "c"]
+    sw = None if weight_col is None else part.w
+    assert got[(("g", "c"),)].metrics["mse"] == pytest.approx(mean_squared_error(part.y, part.p, sample_weight=sw), rel=1e-12)
+    empty = jvm_spark.createDataFrame(pdf.iloc[:0], "g string, y double, p double, w double")
+    ev0 = Evaluation(label_col="y", score_col="p", task="regression", weight_col=weight_col, metrics=metrics, slices=["g"])
+    none = collect_results(compute_metrics(empty, evaluation=ev0), ev0)
+    assert len(none) == 1 and none[()].n == 0 and math.isnan(none[()].metrics["r2"]) and none[()].metrics["example_count"] == 0

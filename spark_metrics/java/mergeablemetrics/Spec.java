@@ -54,7 +54,7 @@ public final class Spec implements Serializable {
 
     static IllegalArgumentException invalid(String column, String value, String rule) {
         return new IllegalArgumentException("column '" + column + "': invalid value " + value + " in a row of this group: " + rule
-            + " (inside groupBy().agg() the row position is not known: mergeable_metrics.spark.compute_metrics names the row and its partition)");
+            + " (the JVM aggregates do not see row positions: mergeable_metrics.spark.compute_metrics(..., native=False) names the row and its partition)");
     }
 
     /** The checked label of one row (null: a boxed null). */
