@@ -47,16 +47,63 @@ def jvm_blocker(df: "DataFrame", evaluation: Evaluation) -> tuple[str | None, st
     return spec, ""
 
 
-def _grouped(df: "DataFrame", exprs: list, evaluation: Evaluation, spec: str) -> tuple["DataFrame", list[str], list[str]]:
+def _checked_values(evaluation: Evaluation, spec: str) -> list:
+    """The value columns of a frame with ``__row`` (``monotonically_increasing_id()``), each raising, at its first
+    invalid value, core's message with the row's position within its Spark partition and the partition (as the
+    Arrow path's): for a lazy result (:func:`compute_jvm`), which cannot fall back to the Arrow path. The JVM
+    aggregate checks the values again (no row positions there)."""
+    from pyspark.sql import functions as F
+
+    fields = spec.split("\x1f")
+    mode = int(fields[1])
+    rules = {evaluation.label_col: fields[6], fields[4]: fields[7], evaluation.weight_col: fields[8]}
+    out = []
+    row = (F.col("__row").bitwiseAND(F.lit((1 << 33) - 1))).cast("string")
+    for name in _value_columns(evaluation):
+        c = F.col(quote(name))
+        rule = rules.get(name)
+        value = c.cast("double")
+        nonfinite = value.isNull() | F.isnan(value) | (F.abs(value) == F.lit(float("inf")))
+        if rule is None or mode != jvm.VALUES_MODE:
+            out.append(c)
+            continue
+        bad = nonfinite | (value < 0) if name == evaluation.weight_col else nonfinite
+        shown = (
+            F.when(value.isNull(), F.lit("null"))  # a SQL null, as core names an Arrow null
+            .when(F.isnan(value), F.lit("nan"))
+            .when(value == F.lit(float("inf")), F.lit("inf"))
+            .when(value == F.lit(float("-inf")), F.lit("-inf"))
+            .otherwise(value.cast("string"))
+        )
+        message = F.concat(
+            F.lit(f"column {name!r}: invalid value "),
+            shown,
+            F.lit(" at row "),
+            row,
+            F.lit(f": {rule} [Spark partition "),
+            F.spark_partition_id().cast("string"),
+            F.lit("; rows are counted from 0 within the partition]"),
+        )
+        out.append(F.when(bad, F.raise_error(message).cast("double")).otherwise(c).alias(name))
+    return out
+
+
+def _grouped(df: "DataFrame", exprs: list, evaluation: Evaluation, spec: str, rows: bool = False) -> tuple["DataFrame", list[str], list[str]]:
     """``(groups, slice columns, their names in groups)``: one JVM aggregation of ``df`` by every slice column
-    (``__states``: each group's packed states), lazy."""
+    (``__states``: each group's packed states), lazy. ``rows``: an invalid value names its row (regression
+    values; :func:`_checked_values`)."""
     from pyspark.sql import functions as F
 
     slice_cols = list(dict.fromkeys(c for spec_ in evaluation.slices for c in spec_.columns))
     names = [f"__s{i}" for i in range(len(slice_cols))]
     base = df.select(*exprs)
     state = jvm.evaluation_column(df.sparkSession, evaluation, spec).alias("__states")
-    keyed = base.select(*[F.col(quote(c)).alias(n) for c, n in zip(slice_cols, names)], *[F.col(quote(c)) for c in _value_columns(evaluation)])
+    if rows:
+        base = base.select("*", F.monotonically_increasing_id().alias("__row"))
+        values = _checked_values(evaluation, spec)
+    else:
+        values = [F.col(quote(c)) for c in _value_columns(evaluation)]
+    keyed = base.select(*[F.col(quote(c)).alias(n) for c, n in zip(slice_cols, names)], *values)
     grouped = keyed.groupBy(*names).agg(state) if names else keyed.agg(state)
     return grouped, slice_cols, names
 
@@ -95,7 +142,7 @@ def compute_jvm(df: "DataFrame", exprs: list, evaluation: Evaluation, spec: str,
     from mergeable_metrics.spark import arrow_path
     from mergeable_metrics.spark._frames import states_schema
 
-    grouped, slice_cols, names = _grouped(df, exprs, evaluation, spec)
+    grouped, slice_cols, names = _grouped(df, exprs, evaluation, spec, rows=True)
 
     def to_partial(batches: Any) -> Any:
         import pyarrow as pa

@@ -349,3 +349,20 @@ def test_compute_metrics_regression_folds_in_the_jvm_and_equals_the_local_engine
     ev0 = Evaluation(label_col="y", score_col="p", task="regression", weight_col=weight_col, metrics=metrics, slices=["g"])
     none = collect_results(compute_metrics(empty, evaluation=ev0), ev0)
     assert len(none) == 1 and none[()].n == 0 and math.isnan(none[()].metrics["r2"]) and none[()].metrics["example_count"] == 0
+
+
+@pytest.mark.parametrize("column,value,shown", [("y", float("nan"), "nan"), ("p", float("-inf"), "-inf"), ("w", -2.0, "-2.0"), ("y", None, "null")])
+def test_compute_metrics_regression_names_the_row_of_an_invalid_value(jvm_spark, column, value, shown):
+    """The lazy JVM path of compute_metrics cannot fall back: its values are checked before the JVM aggregate, naming
+    the row within its partition and the partition, as the Arrow path does."""
+    from mergeable_metrics.spark import collect_results, compute_metrics
+
+    pdf = _frame(n=300)
+    rows = [list(r) for r in pdf[["g", "y", "p", "w"]].itertuples(index=False)]
+    rows[41][["g", "y", "p", "w"].index(column)] = value  # a real NaN (pandas through Arrow would make it a null)
+    df = jvm_spark.createDataFrame(rows, "g string, y double, p double, w double").coalesce(1)
+    ev = Evaluation(label_col="y", score_col="p", task="regression", metrics=["r2"], slices=["g"], weight_col="w")
+    rule = {"y": "targets must be finite", "p": "values must be finite", "w": r"weights must be finite and >= 0"}[column]
+    for native in (None, False):  # the JVM path, and the Arrow path: the same row named
+        with pytest.raises(Exception, match=rf"column '{column}': invalid value {shown} at row 41: {rule}.*\[Spark partition 0; rows are counted"):
+            collect_results(compute_metrics(df, evaluation=ev, native=native), ev)
