@@ -121,7 +121,7 @@ def compute_metrics(
             output, plain columns and slices) fold on the JVM aggregates when a JDK is there
             (:func:`mergeable_metrics.spark.jvm_path.compute_jvm`: the rows folded in Java, only
             the groups' small states reach Python; the same rows; an invalid value raises naming
-            the column and the value, not the row). True: require the native job
+            its column, value, row and partition, as on the Arrow path). True: require the native job
             (raises ``ValueError`` saying why not). False: always the Arrow path.
         window: event-time windows: ``("ts", "1 hour")`` (tumbling), ``("ts", "1 hour", "15
             minutes")`` (sliding: a row is in each of its windows), ``"ts:1h:15m"`` or a

@@ -6,6 +6,10 @@ fold, so the results equal the local engine's exactly.
 It applies when every state of the plan has a JVM port, the inputs are plain columns, ``on_invalid="raise"``
 and the slice specs are plain ``GROUP BY`` columns (:func:`mergeable_metrics.spark.sql_path.slices_blocker`);
 otherwise :func:`jvm_blocker` says why in one line and the other paths run.
+
+:func:`compute_jvm` is the lazy form :func:`mergeable_metrics.spark.compute_metrics` takes for single-output
+regression plans: the same JVM aggregation, then the groups' states merged per slice and finished by core on the
+executors (the Arrow path's second stage), the values checked first so that an invalid one names its row.
 """
 
 from __future__ import annotations
