@@ -192,12 +192,24 @@ SQL_FUNCTIONS = {
     "mm_log_loss": "log_loss",
     "mm_brier_score": "brier_score",
 }
+#: the SQL names of regression metrics (task ``regression``): name -> metric string; each takes
+#: ``(target, prediction)`` or ``(target, prediction, weight)``
+SQL_REGRESSION_FUNCTIONS = {
+    "mm_r2": "r2",
+    "mm_mse": "mse",
+    "mm_rmse": "rmse",
+    "mm_mae": "mae",
+    "mm_mape": "mape",
+    "mm_explained_variance": "explained_variance",
+    "mm_max_error": "max_error",
+    "mm_pearson": "pearson",
+}
 #: the SQL names returning a state (its finish stays in Python: :func:`finish_sql_state`)
 SQL_STATE_FUNCTIONS = {"mm_roc_auc_state": "roc_auc", "mm_average_precision_state": "average_precision"}
 
 
-def _sql_evaluation(metric: str, weighted: bool = False) -> Evaluation:
-    return Evaluation(label_col="label", score_col="score", metrics=[metric], weight_col="weight" if weighted else None)
+def _sql_evaluation(metric: str, weighted: bool = False, task: str | None = None) -> Evaluation:
+    return Evaluation(label_col="label", score_col="score", metrics=[metric], weight_col="weight" if weighted else None, task=task)
 
 
 def register_sql_functions(spark: Any) -> list[str]:
@@ -210,6 +222,9 @@ def register_sql_functions(spark: Any) -> list[str]:
       core's value (NaN where core's is undefined; null only for ``mm_average_precision``, and in rare
       cases ``mm_roc_auc``, of a group with more distinct scores than the state's capacity, 40,000:
       see :func:`metric_finish`);
+    * ``mm_r2(target, prediction[, weight])``, ``mm_mse``, ``mm_rmse``, ``mm_mae``, ``mm_mape``,
+      ``mm_explained_variance``, ``mm_max_error``, ``mm_pearson``: the regression metric (any finite targets and
+      predictions), folded and finished in the JVM, bit for bit core's value;
     * ``mm_roc_auc_state(label, score)``, ``mm_average_precision_state``: the group's score distribution
       (state bytes): their finish is core's, in Python (:func:`finish_sql_state`), with bounds beyond the capacity.
 
@@ -223,10 +238,12 @@ def register_sql_functions(spark: Any) -> list[str]:
     if jvm.is_connect(spark):
         raise RuntimeError("register_sql_functions needs a classic session (Spark Connect: use metric_columns)")
     names = []
-    for name, metric in SQL_FUNCTIONS.items():
+    functions = [(name, metric, None) for name, metric in SQL_FUNCTIONS.items()]
+    functions += [(name, metric, "regression") for name, metric in SQL_REGRESSION_FUNCTIONS.items()]
+    for name, metric, task in functions:
         specs = []
         for weighted in (False, True):
-            ev = _sql_evaluation(metric, weighted)
+            ev = _sql_evaluation(metric, weighted, task)
             spec, why = jvm.evaluation_spec(ev)
             assert spec is not None, why
             specs.append(spec)

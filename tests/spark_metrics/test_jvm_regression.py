@@ -366,3 +366,33 @@ def test_compute_metrics_regression_names_the_row_of_an_invalid_value(jvm_spark,
     for native in (None, False):  # the JVM path, and the Arrow path: the same row named
         with pytest.raises(Exception, match=rf"column '{column}': invalid value {shown} at row 41: {rule}.*\[Spark partition 0; rows are counted"):
             collect_results(compute_metrics(df, evaluation=ev, native=native), ev)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_sql_regression_functions_per_group_equal_sklearn_and_the_local_engine(jvm_spark, weighted):
+    from mergeable_metrics.spark import register_sql_functions
+
+    names = register_sql_functions(jvm_spark)
+    sql = {"mm_r2": "r2", "mm_mse": "mse", "mm_rmse": "rmse", "mm_mae": "mae", "mm_mape": "mape", "mm_explained_variance": "explained_variance"}
+    sql.update({"mm_max_error": "max_error", "mm_pearson": "pearson"})
+    assert set(sql) <= set(names)
+    pdf = _frame(seed=11, n=3000)
+    jvm_spark.createDataFrame(pdf).repartition(3).createOrReplaceTempView("mm_reg_t")
+    w = ", w" if weighted else ""
+    rows = jvm_spark.sql(f"SELECT g, {', '.join(f'{f}(y, p{w}) AS {m}' for f, m in sql.items())} FROM mm_reg_t GROUP BY g").collect()
+    got = {r["g"]: r.asDict() for r in rows}
+    assert sorted(got) == sorted(GROUPS)
+    ev = Evaluation(label_col="y", score_col="p", metrics=list(sql.values()), task="regression", slices=["g"], weight_col="w" if weighted else None)
+    want = ev.evaluate([pdf])
+    for g, row in got.items():
+        ref = want[(("g", g),)].metrics
+        for m in sql.values():
+            assert _bits(row[m]) == _bits(ref[m]), (g, m, row[m], ref[m])
+        if g in ("a", "b", "c"):
+            part = pdf[pdf.g == g]
+            sw = part.w if weighted else None
+            assert row["r2"] == pytest.approx(r2_score(part.y, part.p, sample_weight=sw), rel=1e-10)
+            assert row["mse"] == pytest.approx(mean_squared_error(part.y, part.p, sample_weight=sw), rel=1e-12)
+            assert row["mae"] == pytest.approx(mean_absolute_error(part.y, part.p, sample_weight=sw), rel=1e-12)
+    with pytest.raises(Exception, match=r"column 'label'.*targets must be finite"):
+        jvm_spark.sql("SELECT mm_r2(y, p) FROM VALUES (1.0D, 2.0D), (CAST('NaN' AS DOUBLE), 1.0D) AS t(y, p)").collect()
