@@ -20,7 +20,11 @@ collected to the driver:
   ``groupBy(label, round(score, 4)).count()`` (>= 0.8); 11 slices x (count, roc_auc, precision, recall)
   against ``groupBy(slice, label, round(score, 4)).count()`` (>= 0.8), also as ``rollup("slice")`` with
   ``metric_columns`` (roc_auc finished in Java since issue 26 round 4; and, for comparison, with core's finish
-  in a Python UDF as before).
+  in a Python UDF as before);
+* regression (issue 26 round 5; target ``label_d``, prediction ``score``): global ``r2`` (``metric_columns``)
+  against MLlib's ``RegressionEvaluator``; 11 slices x (count, r2, mse, mae, mape) with ``rollup("slice")`` and
+  ``metric_columns`` (Java finish, and a Python UDF finish for comparison) against plain SQL float sums of the same
+  moments (``rollup("slice").agg(sum(...))``: not exact); ``compute_metrics`` (JVM fold) against its Arrow path.
 """
 
 from __future__ import annotations
@@ -80,7 +84,32 @@ def jobs(spark, df) -> dict[str, object]:
         out["ours_auc_sliced_columns_udf"] = lambda: _python_finish(lambda: df.rollup("slice").agg(*metric_columns(sliced, engine="jvm", **args)).collect())
         out["floor_auc_sliced"] = lambda: df.groupBy("slice", "label", F.round("score", 4)).count().collect()
         out["floor_auc"] = lambda: df.groupBy("label", F.round("score", 4)).count().collect()
+    # regression (issue 26 round 5): target label_d (0/1), prediction score
+    from pyspark.ml.evaluation import RegressionEvaluator
+
+    from mergeable_metrics import Evaluation
+    from mergeable_metrics.spark import collect_results, compute_metrics
+
+    reg = dict(label_col="label_d", score_col="score", task="regression")
+    out["mllib_r2"] = lambda: RegressionEvaluator(metricName="r2", labelCol="label_d", predictionCol="score").evaluate(df)
+    out["ours_r2_columns"] = lambda: df.agg(*metric_columns(["r2"], engine="jvm", **reg)).collect()
+    out["ours_reg_sliced_columns"] = lambda: df.rollup("slice").agg(*metric_columns(REGRESSION, engine="jvm", **reg)).collect()
+    out["ours_reg_sliced_columns_udf"] = lambda: _python_finish(lambda: df.rollup("slice").agg(*metric_columns(REGRESSION, engine="jvm", **reg)).collect())
+    e = F.col("score") - F.col("label_d")
+    y = F.col("label_d")
+    out["floor_reg_sliced"] = lambda: (
+        df.rollup("slice")
+        .agg(F.count("*"), F.sum(y), F.sum(y * y), F.sum(e * e), F.sum(F.abs(e)), F.sum(F.abs(e) / F.greatest(F.abs(y), F.lit(2.0**-52))))
+        .collect()
+    )
+    ev = Evaluation(metrics=REGRESSION, slices=["slice"], **reg)
+    out["ours_reg_compute_metrics"] = lambda: collect_results(compute_metrics(df, evaluation=ev), ev)
+    out["arrow_reg_compute_metrics"] = lambda: collect_results(compute_metrics(df, evaluation=ev, native=False), ev)
     return out
+
+
+#: the regression metrics of the regression jobs
+REGRESSION = ["example_count", "r2", "mse", "mae", "mape"]
 
 
 def _python_finish(fn):
@@ -89,7 +118,7 @@ def _python_finish(fn):
 
     from mergeable_metrics.spark import jvm_finish
 
-    with mock.patch.dict(jvm_finish._FLOAT_FINISH, clear=True):
+    with mock.patch.dict(jvm_finish._FLOAT_FINISH, clear=True), mock.patch.dict(jvm_finish._REGRESSION_FINISH, clear=True):
         return fn()
 
 
@@ -132,6 +161,10 @@ def run(n: int, repeats: int, partitions: int = 4, only: list[str] | None = None
     row("11 slices x (count, roc_auc, P, R) vs sliced SQL floor", "ours_auc_sliced", "floor_auc_sliced", 0.8)
     row("11 slices x (count, roc_auc, P, R), rollup + metric_columns (Java finish)", "ours_auc_sliced_columns", "floor_auc_sliced", 0.8)
     row("11 slices x (count, roc_auc, P, R), rollup + metric_columns (roc_auc: Python UDF finish)", "ours_auc_sliced_columns_udf", "floor_auc_sliced", 0.8)
+    row("global r2, metric_columns (Java finish) vs MLlib RegressionEvaluator", "ours_r2_columns", "mllib_r2", 1.0)
+    row("11 slices x (count, r2, mse, mae, mape), rollup + metric_columns (Java finish) vs SQL float sums", "ours_reg_sliced_columns", "floor_reg_sliced", 0.8)
+    row("11 slices x regression, rollup + metric_columns (Python UDF finish)", "ours_reg_sliced_columns_udf", "floor_reg_sliced", 0.8)
+    row("11 slices x regression, compute_metrics JVM fold vs its Arrow path", "ours_reg_compute_metrics", "arrow_reg_compute_metrics", 1.0)
     return rows
 
 

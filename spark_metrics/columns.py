@@ -83,7 +83,8 @@ def metric_columns(
     folded in Java into core's own states, bit for bit those of the Python fold; the default wherever they
     apply and a JDK is there), and ``"sql"``, native ``sum`` aggregates of per-row cells (count and confusion
     metrics only). On the JVM path all the columns read one aggregate, and the count-based metrics,
-    binary ``roc_auc``, ``average_precision``, ``log_loss`` and ``brier_score``
+    binary ``roc_auc``, ``average_precision``, ``log_loss`` and ``brier_score``, and the regression metrics
+    of ``task="regression"`` (``r2``, ``mse``, ``rmse``, ``mae``, ``mape``, ``explained_variance``, ``pearson``, ...)
     (:mod:`mergeable_metrics.spark.jvm_finish`) are finished in Java too, bit for bit core's values
     (``average_precision`` is null for a group with more distinct scores than the state's capacity: see
     :func:`~mergeable_metrics.spark.jvm_finish.metric_finish`); other metrics (``mcc``, ``gini``, calibration,
@@ -94,8 +95,9 @@ def metric_columns(
         metrics: metric strings (``["precision", "recall", "f1", "mcc", "recall@threshold=0.7"]``);
             each column is named by the metric's key.
         label_col: label column.
-        score_col: binary score column (``score >= threshold`` is positive).
-        prediction_col: predicted-label column (binary 0/1, multiclass ``[0, K)``).
+        score_col: binary score column (``score >= threshold`` is positive); for ``task="regression"``, the
+            predicted values.
+        prediction_col: predicted-label column (binary 0/1, multiclass ``[0, K)``; regression: predicted values).
         weight_col: sample weights (finite, >= 0).
         engine: ``"jvm"``, ``"sql"`` or None (the JVM aggregates where they apply, else SQL).
         spark: the session (default: the active one); the JVM path loads its jar into it.

@@ -117,7 +117,11 @@ def compute_metrics(
             spec), else fold Arrow batches in Python. With a weight column the default is the
             Arrow path, whose exact sums (:mod:`mergeable_metrics._util.exact`) make every result bit-identical for
             any partitioning; the native job sums weights in Spark SQL's float64 order (exact for
-            integer weights, last bits vary with fractional ones). True: require the native job
+            integer weights, last bits vary with fractional ones). Regression plans (single
+            output, plain columns and slices) fold on the JVM aggregates when a JDK is there
+            (:func:`mergeable_metrics.spark.jvm_path.compute_jvm`: the rows folded in Java, only
+            the groups' small states reach Python; the same rows; an invalid value raises naming
+            its column, value, row and partition, as on the Arrow path). True: require the native job
             (raises ``ValueError`` saying why not). False: always the Arrow path.
         window: event-time windows: ``("ts", "1 hour")`` (tumbling), ``("ts", "1 hour", "15
             minutes")`` (sliding: a row is in each of its windows), ``"ts:1h:15m"`` or a
@@ -185,6 +189,11 @@ def compute_metrics(
     blocker, exprs = _path(df, evaluation, native)
     if blocker is None:
         return sql_path.compute_native(df, exprs, evaluation, ResultLayout(evaluation, layout=layout))
+    if native is None and evaluation.plan.task.kind == "regression":
+        spec, why = jvm_path.jvm_blocker(df, evaluation)
+        if spec is not None:  # the rows folded in the JVM; core merges and finishes the slices' states
+            return jvm_path.compute_jvm(df, exprs, evaluation, spec, ResultLayout(evaluation, layout=layout))
+        _log.info("mergeable_metrics.spark.compute_metrics: not the JVM path: %s", why)
     evaluation = profile_evaluation(df, evaluation)  # max_slices / quantile buckets: an (eager) counting job first
     return arrow_path.compute_arrow(arrow_path.partial_states(df, exprs, evaluation), evaluation, ResultLayout(evaluation, layout=layout))
 
@@ -261,8 +270,8 @@ def evaluate(
         if spec is not None:
             try:
                 return jvm_path.evaluate_jvm(df, prepare_columns(df, evaluation), evaluation, spec)  # no Python on the executors
-            except Exception as e:  # an invalid value: the other paths name its row and partition
-                if "invalid value" not in str(e):
+            except Exception as e:  # an invalid value (or a regression error past float64): the other paths name its row and partition
+                if "invalid value" not in str(e) and "overflows float64" not in str(e):
                     raise
                 _log.info("mergeable_metrics.spark.evaluate: an invalid value on the JVM path; the Arrow path names its row")
         else:

@@ -269,7 +269,7 @@ def unpack(data: bytes | None, count: int) -> list[bytes] | None:
 
 # -- an evaluation's plan as a spec -------------------------------------------------------------------------------
 #: what the JVM path does not fold (one line each; such evaluations keep the other paths)
-NOT_PORTED = "per-query ranking, multilabel and top-k states keep the Arrow path (not ported to the JVM)"
+NOT_PORTED = "per-query ranking, multilabel, top-k and regression terms / error quantile states keep the Arrow path (not ported to the JVM)"
 
 
 def _count_kind(state: Any) -> tuple[str, str] | None:
@@ -303,7 +303,8 @@ COUNT_KINDS: frozenset[str] = frozenset({"binary_confusion", "confusion_matrix",
 def connect_refuses(spec: str) -> str | None:
     """Why the Spark Connect form (:data:`CONNECT_FUNCTION`) cannot fold ``spec``, or None."""
     f = spec.split(_SEP)
-    if f[2] == "1" and COUNT_KINDS & set(f[10::2]):
+    kinds = set(spec_kinds(spec))
+    if f[2] == "1" and kinds <= COUNT_KINDS:  # mm_states; a plan with a float kind goes to mm_block_states, which folds weights
         return "a weight column under Spark Connect (the UserDefinedAggregateFunction form counts unit weights only)"
     return None
 
@@ -319,6 +320,8 @@ def evaluation_spec(ev: Any, sliced: bool = False) -> tuple[str | None, str]:
     task = plan.task
     if ev.slices and not sliced:
         return None, "slice specs (use groupBy keys with metric_columns)"
+    if task.kind == "regression":
+        return _regression_spec(ev)
     # the plain (N,) inputs, or one binary score column read as probabilities (log_loss, brier_score, ...)
     binary_score = (
         task.kind == "binary"
@@ -366,6 +369,51 @@ def evaluation_spec(ev: Any, sliced: bool = False) -> tuple[str | None, str]:
     names = [ev.label_col, score_name, ev.weight_col]
     rules = [label_rule("labels", k), score_rule, WEIGHTS_RULE]
     return spec_text(k, mode, ev.weight_col is not None, names, rules, states), ""
+
+
+#: the rules of regression targets and predictions, as core's messages state them (inputs/formats.py)
+TARGETS_FINITE = "targets must be finite (no NaN or inf)"
+VALUES_FINITE = "values must be finite (no NaN or inf)"
+#: the score mode of regression targets and predictions (``mergeablemetrics.Spec.VALUES``)
+VALUES_MODE = 4
+
+
+def _regression_spec(ev: Any) -> tuple[str | None, str]:
+    """``(spec, "")`` of a single-output regression evaluation of plain (N,) columns (targets, predictions
+    from ``score_col`` or ``prediction_col``, weights), else ``(None, why not)``."""
+    from mergeable_metrics.engine import WEIGHTS_RULE
+
+    plan = ev.plan
+    task = plan.task
+    values = ev.score_col if ev.score_col is not None else ev.prediction_col
+    if getattr(task, "num_outputs", None) is not None:
+        return None, f"multioutput regression (num_outputs={task.num_outputs}) is not folded in the JVM"
+    if (
+        not isinstance(values, str)
+        or not isinstance(ev.label_col, str)
+        or any(ev.formats.values())
+        or ev.measure_col is not None
+        or ev.query_col is not None
+        or getattr(ev, "classes", None) is not None
+        or not plan.needs <= {"target", "prediction"}
+    ):
+        return None, "inputs need core's input formats (measures, queries, list columns, input formats, ...)"
+    floats = _float_kinds()
+    states = []
+    for cls, layout in plan.state_types:
+        zero = cls.zero(layout)
+        got = _count_kind(zero)
+        if got is None and type(zero) in floats:
+            try:
+                got = floats[type(zero)](zero)
+            except NotImplementedError as e:
+                return None, str(e)
+        if got is None:
+            return None, f"state {cls.kind!r} has no JVM port ({NOT_PORTED})"
+        states.append(got)
+    names = [ev.label_col, values, ev.weight_col]
+    rules = [TARGETS_FINITE, VALUES_FINITE, WEIGHTS_RULE]
+    return spec_text(task.num_classes, VALUES_MODE, ev.weight_col is not None, names, rules, states), ""
 
 
 def input_columns(ev: Any) -> tuple["Column", "Column | None", "Column | None"]:

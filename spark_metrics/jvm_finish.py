@@ -1,13 +1,16 @@
 """The finish of the JVM path in the JVM: metric values computed in Java from the states' bytes
 (``mergeablemetrics.Finish``), bit for bit core's values, so ``metric_columns`` runs no Python on the executors
-for the count-based metrics, ``roc_auc``, ``average_precision``, ``log_loss`` and ``brier_score``, and the documented SQL names (:func:`register_sql_functions`).
+for the count-based metrics, ``roc_auc``, ``average_precision``, ``log_loss``, ``brier_score`` and the regression
+metrics of the moments state, and the documented SQL names (:func:`register_sql_functions`).
 
 :func:`metric_finish` describes a metric of an evaluation for ``Finish.value`` (None where the finish is not
 ported: those metrics keep core's finish in a Python UDF). Ported: ``example_count``; ``precision``, ``recall``,
 ``f1``, ``fbeta`` (binary, and ``micro`` / ``macro`` / ``weighted`` averages, without ``labels=`` or
 ``ignore_index``), ``accuracy``, ``balanced_accuracy``; ``specificity``, ``npv``, ``fpr``, ``fnr`` (binary);
 ``roc_auc`` and ``average_precision`` (binary, ``pos_label=1``, no ``max_fpr``; from the score distribution),
-``log_loss`` and ``brier_score`` (binary). ``Finish.value`` returns null (None) where it cannot give core's value
+``log_loss`` and ``brier_score`` (binary); single-output regression ``mse``, ``rmse``, ``mae``, ``mape``, ``r2``,
+``explained_variance`` (``multioutput`` the default), ``mean_error``, ``max_error``, ``pearson``, ``mean_label``,
+``mean_prediction`` (``mergeablemetrics.RegressionFinish``: core's exact rationals, rounded once). ``Finish.value`` returns null (None) where it cannot give core's value
 bit for bit: ``average_precision`` of a compressed score distribution (more distinct scores than its capacity:
 core's estimate calls numpy's ``log1p``), and ``roc_auc`` of one whose value lies within numpy's rounding error
 of its certified bounds (see ``mergeablemetrics.RankingFinish``).
@@ -44,6 +47,8 @@ def metric_finish(ev: Evaluation, metric: Any) -> str | None:
         return f"count,{kinds.index('example_count')},-1,0" if kinds.count("example_count") == 1 else None
     if task.kind == "binary" and name in _FLOAT_FINISH:
         return _float_finish(types, kinds, metric)
+    if task.kind == "regression":
+        return _regression_finish(types, kinds, metric)
     if task.kind not in ("binary", "multiclass") or getattr(metric, "dependencies", None) or task.ignore_index is not None:
         return None
     if task.kind == "binary":
@@ -105,6 +110,38 @@ def _float_finish(types: Any, kinds: list[str], metric: Any) -> str | None:
     return f"brier,{i},-1,0,{float(metric.scale(layout))!r}"
 
 
+#: the regression metrics finished in Java (mergeablemetrics.RegressionFinish): core's name -> Java's
+_REGRESSION_FINISH = {
+    "mse": "mse",
+    "rmse": "rmse",
+    "mae": "mae",
+    "mape": "mape",
+    "r2": "r2",
+    "explained_variance": "ev",
+    "mean_error": "me",
+    "max_error": "max",
+    "pearson": "pearson",
+    "mean_label": "mean_y",
+    "mean_prediction": "mean_p",
+}
+
+
+def _regression_finish(types: Any, kinds: list[str], metric: Any) -> str | None:
+    """``reg,i,-1,0,metric,force_finite,averaged`` of a single-output regression metric (``multioutput`` the
+    default ``uniform_average``: a metric with that parameter goes through core's ``combine_outputs``)."""
+    code = _REGRESSION_FINISH.get(metric.name)
+    if code is None or kinds.count("regression_moments") != 1 or getattr(metric, "dependencies", None):
+        return None
+    i = kinds.index("regression_moments")
+    if types[i][1].num_outputs is not None:
+        return None
+    averaged = "multioutput" in metric.params
+    if averaged and not (isinstance(metric.p["multioutput"], str) and metric.p["multioutput"] == "uniform_average"):
+        return None  # output weights: np.average(v, weights=w) is (v * w) / w, not v
+    force_finite = metric.p.get("force_finite", True)
+    return f"reg,{i},-1,0,{code},{1 if force_finite else 0},{1 if averaged else 0}"
+
+
 def _invoke(spark: Any, method: str, *args: str) -> None:
     """Call ``Registrar.<method>(session, *args)`` (static, all String arguments) in a classic session."""
     cls = jvm._registrar(spark)
@@ -155,12 +192,24 @@ SQL_FUNCTIONS = {
     "mm_log_loss": "log_loss",
     "mm_brier_score": "brier_score",
 }
+#: the SQL names of regression metrics (task ``regression``): name -> metric string; each takes
+#: ``(target, prediction)`` or ``(target, prediction, weight)``
+SQL_REGRESSION_FUNCTIONS = {
+    "mm_r2": "r2",
+    "mm_mse": "mse",
+    "mm_rmse": "rmse",
+    "mm_mae": "mae",
+    "mm_mape": "mape",
+    "mm_explained_variance": "explained_variance",
+    "mm_max_error": "max_error",
+    "mm_pearson": "pearson",
+}
 #: the SQL names returning a state (its finish stays in Python: :func:`finish_sql_state`)
 SQL_STATE_FUNCTIONS = {"mm_roc_auc_state": "roc_auc", "mm_average_precision_state": "average_precision"}
 
 
-def _sql_evaluation(metric: str, weighted: bool = False) -> Evaluation:
-    return Evaluation(label_col="label", score_col="score", metrics=[metric], weight_col="weight" if weighted else None)
+def _sql_evaluation(metric: str, weighted: bool = False, task: str | None = None) -> Evaluation:
+    return Evaluation(label_col="label", score_col="score", metrics=[metric], weight_col="weight" if weighted else None, task=task)
 
 
 def register_sql_functions(spark: Any) -> list[str]:
@@ -173,6 +222,9 @@ def register_sql_functions(spark: Any) -> list[str]:
       core's value (NaN where core's is undefined; null only for ``mm_average_precision``, and in rare
       cases ``mm_roc_auc``, of a group with more distinct scores than the state's capacity, 40,000:
       see :func:`metric_finish`);
+    * ``mm_r2(target, prediction[, weight])``, ``mm_mse``, ``mm_rmse``, ``mm_mae``, ``mm_mape``,
+      ``mm_explained_variance``, ``mm_max_error``, ``mm_pearson``: the regression metric (any finite targets and
+      predictions), folded and finished in the JVM, bit for bit core's value;
     * ``mm_roc_auc_state(label, score)``, ``mm_average_precision_state``: the group's score distribution
       (state bytes): their finish is core's, in Python (:func:`finish_sql_state`), with bounds beyond the capacity.
 
@@ -186,10 +238,12 @@ def register_sql_functions(spark: Any) -> list[str]:
     if jvm.is_connect(spark):
         raise RuntimeError("register_sql_functions needs a classic session (Spark Connect: use metric_columns)")
     names = []
-    for name, metric in SQL_FUNCTIONS.items():
+    functions = [(name, metric, None) for name, metric in SQL_FUNCTIONS.items()]
+    functions += [(name, metric, "regression") for name, metric in SQL_REGRESSION_FUNCTIONS.items()]
+    for name, metric, task in functions:
         specs = []
         for weighted in (False, True):
-            ev = _sql_evaluation(metric, weighted)
+            ev = _sql_evaluation(metric, weighted, task)
             spec, why = jvm.evaluation_spec(ev)
             assert spec is not None, why
             specs.append(spec)

@@ -548,7 +548,8 @@ class Pearson(_Regression):
             record_undefined()
             return float("nan")
         c = st.centred("y", "p")
-        return max(-1.0, min(1.0, math.copysign(math.sqrt(fraction_to_float(c * c / den)), c)))
+        # the sign of c itself: copysign(x, c) would convert c to a float, which overflows past 1.8e308
+        return max(-1.0, min(1.0, math.copysign(math.sqrt(fraction_to_float(c * c / den)), -1.0 if c < 0 else 1.0)))
 
 
 __all__ = [

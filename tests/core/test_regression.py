@@ -230,3 +230,18 @@ def test_an_error_that_overflows_float64_raises_naming_the_row_and_values():
     mc = MetricCollection("mse", "mae", "r2", task="regression")
     with pytest.raises(ValueError, match=r"row 1 of the batch overflows float64 \(target 1e\+308, prediction -1e\+308"):
         mc.update([1.0, 1e308], y_pred=[2.0, -1e308])
+
+
+def test_pearson_of_a_covariance_past_the_float_range_is_its_value_not_an_overflow():
+    """Targets and predictions around 1e150 weighted 1e10: the centred sums (about 1e310) are past float64, but
+    the correlation is scale-free: it equals numpy's correlation of the data scaled down (equal weights). The
+    sign was taken by ``math.copysign(..., c)``, which converts the exact covariance ``c`` to a float and raised
+    ``OverflowError`` there."""
+    rng = np.random.default_rng(3)
+    y = rng.normal(size=50)
+    p = -0.8 * y + rng.normal(scale=0.5, size=50)
+    mc = MetricCollection("pearson", task="regression")
+    mc.update(y * 1e150, y_pred=p * 1e150, sample_weight=np.full(50, 1e10))
+    want = np.corrcoef(y, p)[0, 1]
+    got = mc.compute()["pearson"]
+    assert got < 0 and got == pytest.approx(want, rel=1e-12)

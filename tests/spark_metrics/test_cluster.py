@@ -240,3 +240,15 @@ def test_group_by_agg_on_executors_without_python_equals_the_local_engine_exactl
     assert jvm_only_runs["group_by"] == expected
     evaluated = {json.dumps(s.key): {k: float(s.metrics[k]).hex() for k in METRICS} for s in want}
     assert jvm_only_runs["evaluate"] == evaluated
+
+
+def test_regression_metric_columns_on_executors_without_python_equal_the_local_engine_exactly(jvm_only_runs):
+    """Regression (issue 26, round 5): groupBy("carrier").agg(*metric_columns(["r2", "mse", "mae", "pearson"],
+    task="regression", weight_col="w")) on executors that cannot run Python: folded and finished in Java, equal to
+    the local engine bit for bit."""
+    from mergeable_metrics import Evaluation
+    from tests.spark_metrics.cluster_jvm_job import REGRESSION, REGRESSION_ARGS
+
+    want = Evaluation(metrics=REGRESSION, slices=["carrier"], **REGRESSION_ARGS).evaluate([cluster_job.make_pdf()])
+    expected = {str(dict(s.key).get("carrier")): {k: float(s.metrics[k]).hex() for k in REGRESSION} for s in want if s.key}
+    assert jvm_only_runs["regression"] == expected

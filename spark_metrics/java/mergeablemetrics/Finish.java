@@ -17,7 +17,9 @@ package mergeablemetrics;
  * <li>{@code rate,i,j,k,num,den1,den2,fill}: {@code num / (den1 + den2)} of the binary counts (tp, fp, tn, fn);</li>
  * <li>{@code roc,i,-1,0} and {@code ap,i,-1,0}: roc_auc and average_precision of a score distribution;
  * {@code ll,i,e,0}: log_loss at eps index e of a probability-sums state; {@code brier,i,-1,0,scale}: brier_score
- * ({@link RankingFinish}; null where that finish cannot give core's value bit for bit).</li>
+ * ({@link RankingFinish}; null where that finish cannot give core's value bit for bit);</li>
+ * <li>{@code reg,i,-1,0,metric,forceFinite,averaged}: a regression metric of a regression-moments state
+ * ({@link RegressionFinish}: core's exact rationals, rounded once).</li>
  * </ul>
  */
 public final class Finish {
@@ -77,6 +79,8 @@ public final class Finish {
                 return RankingFinish.logLoss(st, j);
             case "brier":
                 return RankingFinish.brier(st, num(f[4]));
+            case "reg":
+                return RegressionFinish.value(st, f[4], f[5].equals("1"), f[6].equals("1"));
             case "count":
                 return st == null ? 0.0 : (double) st.longs("count")[0];
             case "prf":

@@ -8,7 +8,9 @@ import java.io.Serializable;
  * function (Spark Connect's {@code registerJavaUDAF}) can take it as a literal first argument. */
 public final class Spec implements Serializable {
     private static final long serialVersionUID = 1L;
-    public static final int NO_SCORE = 0, SCORE = 1, PREDICTION = 2, PROBABILITY = 3;
+    /** what the score column holds (and, for {@link #VALUES}, the label column too): {@code VALUES} are
+     * regression targets and predictions, any finite floats */
+    public static final int NO_SCORE = 0, SCORE = 1, PREDICTION = 2, PROBABILITY = 3, VALUES = 4;
 
     public final String text;
     final int k;
@@ -52,13 +54,13 @@ public final class Spec implements Serializable {
 
     static IllegalArgumentException invalid(String column, String value, String rule) {
         return new IllegalArgumentException("column '" + column + "': invalid value " + value + " in a row of this group: " + rule
-            + " (inside groupBy().agg() the row position is not known: mergeable_metrics.spark.compute_metrics names the row and its partition)");
+            + " (the JVM aggregates do not see row positions: mergeable_metrics.spark.compute_metrics(..., native=False) names the row and its partition)");
     }
 
     /** The checked label of one row (null: a boxed null). */
     double label(Double v) {
         if (v == null) throw invalid(labelName, "null", labelRule);
-        if (!CountState.isClass(v, k)) throw invalid(labelName, show(v), labelRule);
+        if (scoreMode == VALUES ? !Double.isFinite(v) : !CountState.isClass(v, k)) throw invalid(labelName, show(v), labelRule);
         return v;
     }
 
@@ -66,7 +68,7 @@ public final class Spec implements Serializable {
         if (scoreMode == NO_SCORE) return 0.0;
         if (v == null) throw invalid(scoreName, "null", scoreRule);
         boolean bad;
-        if (scoreMode == SCORE) bad = !Double.isFinite(v);
+        if (scoreMode == SCORE || scoreMode == VALUES) bad = !Double.isFinite(v);
         else if (scoreMode == PROBABILITY) bad = !(v >= 0.0 && v <= 1.0);
         else bad = !CountState.isClass(v, k);
         if (bad) throw invalid(scoreName, show(v), scoreRule);
