@@ -109,6 +109,7 @@ _EXPORTS: dict[str, str] = {
     "UndefinedMetricWarning": "mergeable_metrics.metrics.base",
     "parse_metric_string": "mergeable_metrics.metrics.base",
     "resolve": "mergeable_metrics.metrics.base",
+    "unknown_metric_hint": "mergeable_metrics.metrics.base",
     "make_task": "mergeable_metrics.collection.plan",
     "resolve_evaluation": "mergeable_metrics.evaluation.evaluation",
     # input columns and their validation
@@ -200,7 +201,7 @@ if TYPE_CHECKING:  # static type checkers and IDEs see the eager imports
         spec_columns,
     )
     from mergeable_metrics.inputs.validation import SCORES_FINITE, WEIGHTS_RULE, classes_hint, invalid_value_message, label_rule, two_class_hint  # noqa: F401
-    from mergeable_metrics.metrics.base import REGISTRY, UndefinedMetricWarning, parse_metric_string, resolve  # noqa: F401
+    from mergeable_metrics.metrics.base import REGISTRY, UndefinedMetricWarning, parse_metric_string, resolve, unknown_metric_hint  # noqa: F401
     from mergeable_metrics.metrics.calibration import CalibrationBinsState, ProbabilitySumsState  # noqa: F401
     from mergeable_metrics.metrics.regression import RegressionMomentsState  # noqa: F401
     from mergeable_metrics.results.results import (

@@ -751,7 +751,7 @@ _FOREIGN_NAMES: dict[str, tuple[str, str]] = {
 }
 
 
-def _unknown_metric_hint(name: str) -> str:
+def unknown_metric_hint(name: str) -> str:
     """`` (did you mean 'x'?)`` for an unknown metric name, or ``""``.
 
     In order: the name without scikit-learn's ``_score`` / ``_loss`` / ``_error`` suffix; another
@@ -806,7 +806,7 @@ def resolve(metric: "str | Metric", task: Task) -> Metric:
     cls = REGISTRY.get(name) or REGISTRY.get(name.lower())
     if cls is None:
         raise ValueError(
-            f"unknown metric {name!r}{_unknown_metric_hint(name)}; every name and alias is in the metrics table (docs/metrics.md; mergeable_metrics.metrics.base.REGISTRY)"
+            f"unknown metric {name!r}{unknown_metric_hint(name)}; every name and alias is in the metrics table (docs/metrics.md; mergeable_metrics.metrics.base.REGISTRY)"
         )
     per_class = _per_class_request(cls, task, positional)
     if per_class is not None:
