@@ -109,6 +109,7 @@ _EXPORTS: dict[str, str] = {
     "UndefinedMetricWarning": "mergeable_metrics.metrics.base",
     "parse_metric_string": "mergeable_metrics.metrics.base",
     "resolve": "mergeable_metrics.metrics.base",
+    "unknown_metric_hint": "mergeable_metrics.metrics.base",
     "make_task": "mergeable_metrics.collection.plan",
     "resolve_evaluation": "mergeable_metrics.evaluation.evaluation",
     # input columns and their validation
@@ -119,9 +120,11 @@ _EXPORTS: dict[str, str] = {
     "invalid_value_message": "mergeable_metrics.inputs.validation",
     "label_rule": "mergeable_metrics.inputs.validation",
     "classes_hint": "mergeable_metrics.inputs.validation",
+    "two_class_hint": "mergeable_metrics.inputs.validation",
     "SCORES_FINITE": "mergeable_metrics.inputs.validation",
     "WEIGHTS_RULE": "mergeable_metrics.inputs.validation",
     "NULL": "mergeable_metrics._util.nulls",
+    "MAX_NUM_CLASSES": "mergeable_metrics._util.limits",
     # the compiled exact-sum kernels: compile (or load from the cache) in a worker's setup
     "warm_kernels": "mergeable_metrics._util.exact_kernels",
     # slices: keys and their one text form
@@ -159,6 +162,7 @@ __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
 
 
 if TYPE_CHECKING:  # static type checkers and IDEs see the eager imports
+    from mergeable_metrics._util.limits import MAX_NUM_CLASSES  # noqa: F401
     from mergeable_metrics._util.nulls import NULL  # noqa: F401
     from mergeable_metrics.collection.plan import Plan, make_task  # noqa: F401
     from mergeable_metrics.evaluation.accumulator import Accumulator  # noqa: F401
@@ -196,8 +200,8 @@ if TYPE_CHECKING:  # static type checkers and IDEs see the eager imports
         rule_text,
         spec_columns,
     )
-    from mergeable_metrics.inputs.validation import SCORES_FINITE, WEIGHTS_RULE, classes_hint, invalid_value_message, label_rule  # noqa: F401
-    from mergeable_metrics.metrics.base import REGISTRY, UndefinedMetricWarning, parse_metric_string, resolve  # noqa: F401
+    from mergeable_metrics.inputs.validation import SCORES_FINITE, WEIGHTS_RULE, classes_hint, invalid_value_message, label_rule, two_class_hint  # noqa: F401
+    from mergeable_metrics.metrics.base import REGISTRY, UndefinedMetricWarning, parse_metric_string, resolve, unknown_metric_hint  # noqa: F401
     from mergeable_metrics.metrics.calibration import CalibrationBinsState, ProbabilitySumsState  # noqa: F401
     from mergeable_metrics.metrics.regression import RegressionMomentsState  # noqa: F401
     from mergeable_metrics.results.results import (

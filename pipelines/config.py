@@ -126,11 +126,11 @@ def _string_list(key: str, v: Any, what: str = "string") -> list[str]:
 
 
 def _check_metric(text: str) -> None:
-    from mergeable_metrics.metrics.base import REGISTRY, parse_metric_string
+    from mergeable_metrics.metrics.base import REGISTRY, parse_metric_string, unknown_metric_hint
 
     name, _, _ = parse_metric_string(text)
     if name not in REGISTRY and name.lower() not in REGISTRY:
-        raise ValueError(f"unknown metric {name!r}{_closest(name, REGISTRY)}; see the metrics table (docs/metrics.md)")
+        raise ValueError(f"unknown metric {name!r}{unknown_metric_hint(name)}; see the metrics table (docs/metrics.md)")
 
 
 def _convert(key: str, action: argparse.Action, v: Any, base: Path) -> tuple[str, Any]:

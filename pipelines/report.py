@@ -1290,7 +1290,7 @@ def _fairness_table(f: Any, max_rows: int) -> dict[str, Any]:
 
     ref_name = "Overall" if f.reference == () else slice_name(f.reference)
     worst = f.worst
-    rows = [{"name": f"{ref_name} (reference)", "n": "", "worst": False,
+    rows = [{"name": f"{ref_name} (reference)", "n": "" if f.reference_n is None else f.reference_n, "worst": False,
              "cells": [c for m in f.metrics for c in (value(f.reference_values[m], f.reference_ci.get(m)), {"text": "", "sort": "", "title": ""})] + [{"text": "", "sort": "", "title": ""}]}]  # fmt: skip
     for s in f.slices[:max_rows]:
         cells = [c for m in f.metrics for c in (value(s.values[m], s.ci.get(m)), num(s.differences[m], True))]

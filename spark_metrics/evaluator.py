@@ -35,12 +35,12 @@ _SCORE_NEEDS = {"score", "score_matrix", "probability"}
 
 
 def _metric_class(metric: str) -> Any:
-    from mergeable_metrics.engine import REGISTRY, parse_metric_string
+    from mergeable_metrics.engine import REGISTRY, parse_metric_string, unknown_metric_hint
 
     name, _, _ = parse_metric_string(metric)
     cls = REGISTRY.get(name) or REGISTRY.get(name.lower())
-    if cls is None:
-        raise ValueError(f"unknown metricName {metric!r}; known metrics: {', '.join(sorted(REGISTRY))}")
+    if cls is None:  # Spark's names (areaUnderPR, weightedPrecision) suggest ours
+        raise ValueError(f"unknown metricName {metric!r}{unknown_metric_hint(name)}; every name and alias is in the metrics table (docs/metrics.md)")
     return cls
 
 

@@ -41,8 +41,8 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
-from mergeable_metrics.engine import SCORES_FINITE, WEIGHTS_RULE, invalid_value_message, label_rule
-from mergeable_metrics.engine import NULL
+from mergeable_metrics.engine import SCORES_FINITE, WEIGHTS_RULE, invalid_value_message, label_rule, two_class_hint
+from mergeable_metrics.engine import MAX_NUM_CLASSES, NULL
 from mergeable_metrics.engine import Evaluation, extract_columns
 from mergeable_metrics.engine import UndefinedMetricWarning
 from mergeable_metrics.engine import Results
@@ -58,6 +58,11 @@ if TYPE_CHECKING:  # pragma: no cover
 _BAD_LABEL, _BAD_SCORE, _BAD_PREDICTION, _BAD_WEIGHT = -1, -2, -3, -4
 #: The cell of the zero row that makes an empty input still report the overall slice.
 _ZERO = -100
+#: Two-class plans (compute_native): an invalid label that may be a class id (an integer v with
+#: |v| < MAX_NUM_CLASSES) has its own cell ``_LABEL_BASE - (v + MAX_NUM_CLASSES)``, so the overall
+#: slice's cells hold every distinct label and the error gets core's hint (``two_class_hint``:
+#: ``classes=[1, 2]``, ``num_classes=3``); other invalid labels keep ``_BAD_LABEL``.
+_LABEL_BASE = -1000
 #: Largest K lowered (K^2 cells per slice); larger matrices take the Arrow path.
 MAX_NATIVE_CLASSES = 256
 
@@ -216,6 +221,8 @@ def compute_native(df: "DataFrame", exprs: list, evaluation: Evaluation, layout:
     from pyspark.sql import functions as F
 
     cell, weight, bad, per_label = _cell_columns(evaluation)
+    if evaluation.plan.task.num_classes == 2:
+        cell = _label_value_cells(cell, F.col(quote(evaluation.label_col)).cast("double"))
     slice_cols = list(dict.fromkeys(c for spec in evaluation.slices for c in spec.columns))
     names = [f"__s{i}" for i in range(len(slice_cols))]  # internal names: no clash with "__cell" etc.
     rename = dict(zip(slice_cols, names))
@@ -265,6 +272,32 @@ def compute_native(df: "DataFrame", exprs: list, evaluation: Evaluation, layout:
     return agg.unionByName(zero).groupBy("__gid", *names).applyInArrow(merge, layout.spark_schema())
 
 
+def _label_value_cells(cell: Any, label: Any) -> Any:
+    """``cell`` with each invalid label that may be a class id in its own cell (see
+    :data:`_LABEL_BASE`); the value goes through :func:`_safe` first, so no cast overflows."""
+    from pyspark.sql import functions as F
+
+    shifted = label + F.lit(float(MAX_NUM_CLASSES))
+    safe = _safe(shifted, 2 * MAX_NUM_CLASSES)
+    class_id = _in_range(shifted, 2 * MAX_NUM_CLASSES) & (shifted > 0) & (safe == F.floor(safe))
+    return F.when((cell == _BAD_LABEL) & class_id, F.lit(_LABEL_BASE).cast("long") - F.floor(safe).cast("long")).otherwise(cell)
+
+
+def _check_codes(cells: np.ndarray) -> np.ndarray:
+    """The invalid-value code of each cell: label-value cells (:data:`_LABEL_BASE`) are ``_BAD_LABEL``."""
+    return np.where(cells <= _LABEL_BASE, _BAD_LABEL, cells)
+
+
+def _labels_hint(cells: np.ndarray, per_label: int) -> str:
+    """Core's ``two_class_hint`` of the overall slice's labels: its valid cells' labels and the
+    label-value cells' values; "" when some invalid label is no class id (a ``_BAD_LABEL`` cell)."""
+    if (cells == _BAD_LABEL).any():
+        return ""
+    valid = cells[(cells >= 0)] // per_label
+    named = (_LABEL_BASE - cells[cells <= _LABEL_BASE]) - MAX_NUM_CLASSES
+    return two_class_hint(np.unique(np.concatenate([valid, named])).astype(np.float64))
+
+
 def _gid(columns: list[str], present: frozenset) -> int:
     """Spark's ``grouping_id()``: bit ``i`` (from the left) is 1 when ``columns[i]`` is not grouped."""
     return sum(1 << (len(columns) - 1 - i) for i, c in enumerate(columns) if c not in present)
@@ -297,7 +330,7 @@ def _merge_cells_fn(
         cells = np.asarray(table.column("__cell").to_numpy(zero_copy_only=False), dtype=np.int64)
         invalid = (cells < 0) & (cells != _ZERO)
         if invalid.any() and not cols:  # every row is in the overall slice: it reports the error
-            _raise_invalid(table, invalid, ev, null_is_none)
+            _raise_invalid(table, invalid, ev, null_is_none, per_label)
         keep = cells >= 0
         cells = cells[keep]
         n = np.asarray(table.column("__n").to_numpy(zero_copy_only=False), dtype=np.int64)[keep]
@@ -317,11 +350,12 @@ def _merge_cells_fn(
     return merge
 
 
-def _raise_invalid(table: "pa.Table", invalid: np.ndarray, ev: Evaluation, null_is_none: frozenset) -> None:
+def _raise_invalid(table: "pa.Table", invalid: np.ndarray, ev: Evaluation, null_is_none: frozenset, per_label: int = 1) -> None:
     """The Arrow path's error: the columns are checked in its order (labels, scores, predictions,
     weights), and within the first column that has an invalid value, the first such row (lowest
     partition, then row)."""
-    codes = np.asarray(table.column("__cell").to_numpy(zero_copy_only=False), dtype=np.int64)
+    cells = np.asarray(table.column("__cell").to_numpy(zero_copy_only=False), dtype=np.int64)
+    codes = _check_codes(cells)
     code = max(int(c) for c in codes[invalid])  # -1 (labels) first, then -2, -3, -4
     mine = np.flatnonzero(codes == code)
     ids = np.asarray(table.column("__bad_id").to_numpy(zero_copy_only=False))[mine]
@@ -340,4 +374,6 @@ def _raise_invalid(table: "pa.Table", invalid: np.ndarray, ev: Evaluation, null_
         value = NULL if column in ev.keep_nulls else None if column in null_is_none else float("nan")
     partition, row = row_id >> 33, row_id & ((1 << 33) - 1)  # monotonically_increasing_id's layout
     more = f" ({count} invalid rows)" if count > 1 else ""
+    if code == _BAD_LABEL and k == 2:
+        what += _labels_hint(cells, per_label)
     raise ValueError(invalid_value_message(column, value, row, what, more) + " " + partition_note(partition))

@@ -783,6 +783,7 @@ class MetricCollection:
         sample_weight: Any = None,
         measure: Any = None,
         query: Any = None,
+        **unknown: Any,
     ) -> None:
         """Fold one batch.
 
@@ -803,12 +804,16 @@ class MetricCollection:
             query: (N,) query ids (ints or strings) for the ranking and retrieval metrics
                 (:mod:`mergeable_metrics.metrics.retrieval`; ``y_true`` is the relevance, >= 0).
 
+        Other libraries' keywords are refused, not guessed: ``preds=`` / ``target=`` (torchmetrics),
+        ``y_prob=``, ``weights=`` raise ``TypeError`` naming the keyword to write.
+
         Raises:
             ValueError: length or shape mismatch, out-of-range or NaN labels/predictions, NaN/inf
                 scores, negative or NaN weights (naming column, value, row and entry); inputs a
                 metric needs are missing (naming the metric).
             TypeError: non-numeric values.
         """
+        _refuse_update_keywords(type(self).__name__, unknown)
         if self.task.kind == "binary" and y_score is None and y_pred is None and "prediction" in self.plan.needs:
             raise ValueError("binary metrics need y_score or y_pred")
         if self.task.kind == "multiclass" and y_pred is None and y_score is None and "prediction" in self.plan.needs:
@@ -977,6 +982,54 @@ class MetricCollection:
         return "\n".join(lines)
 
 
+_UPDATE_KEYWORDS = ("y_true", "y_score", "y_pred", "sample_weight", "measure", "query")
+_SCORES_OR_LABELS = "scores or probabilities are y_score=, predicted labels y_pred="
+# other libraries' update() keywords -> (whose, what to write here); never read as ours
+_FOREIGN_UPDATE_KEYWORDS = {
+    "preds": ("torchmetrics' name", _SCORES_OR_LABELS),
+    "pred": ("", _SCORES_OR_LABELS),
+    "predictions": ("", _SCORES_OR_LABELS),
+    "prediction": ("", _SCORES_OR_LABELS),
+    "y_hat": ("", _SCORES_OR_LABELS),
+    "output": ("", _SCORES_OR_LABELS),
+    "input": ("torcheval's name", _SCORES_OR_LABELS),
+    "y_prob": ("", "scores or probabilities are y_score="),
+    "y_proba": ("", "scores or probabilities are y_score="),
+    "probs": ("", "scores or probabilities are y_score="),
+    "probabilities": ("", "scores or probabilities are y_score="),
+    "scores": ("", "scores or probabilities are y_score="),
+    "score": ("", "scores or probabilities are y_score="),
+    "y_scores": ("", "scores or probabilities are y_score="),
+    "logits": ("", "scores or probabilities are y_score="),
+    "target": ("torchmetrics' name", "the labels are y_true="),
+    "targets": ("", "the labels are y_true="),
+    "labels": ("", "the labels are y_true="),
+    "label": ("", "the labels are y_true="),
+    "y": ("", "the labels are y_true="),
+    "y_test": ("", "the labels are y_true="),
+    "weight": ("", "the weights are sample_weight="),
+    "weights": ("", "the weights are sample_weight="),
+    "sample_weights": ("", "the weights are sample_weight="),
+}
+
+
+def _refuse_update_keywords(owner: str, unknown: Mapping[str, Any], accepted: Sequence[str] = _UPDATE_KEYWORDS) -> None:
+    """Raise ``TypeError`` for keywords ``update`` does not take, naming the one to write
+    (``preds=`` -> ``y_score=`` / ``y_pred=``, ``target=`` -> ``y_true=``) instead of reading a
+    guessed one. Nothing is folded."""
+    if not unknown:
+        return
+    k = sorted(unknown)[0]
+    whose, right = _FOREIGN_UPDATE_KEYWORDS.get(k, ("", ""))
+    if not right:
+        close = difflib.get_close_matches(k, list(accepted), n=1, cutoff=0.6)
+        right = f"did you mean {close[0]}=?" if close else ""
+    takes = ", ".join(f"{a}=" for a in accepted)
+    raise TypeError(
+        f"{owner}.update() got an unexpected keyword argument {k!r}{f' ({whose})' if whose else ''}: {right + '; ' if right else ''}it takes {takes}"
+    )
+
+
 def _rows_in(batch: Batch, *columns: Any) -> int:
     """Input rows of a batch (images for maps; rows dropped by ignore_index included)."""
     if batch.row_of is None:
@@ -1041,9 +1094,19 @@ class BinaryMetrics(MetricCollection):
     def __init__(self, threshold: float = 0.5, zero_division: Any = "nan", threshold_rule: str = ">="):
         super().__init__(*self.METRICS, threshold=threshold, threshold_rule=threshold_rule, zero_division=zero_division)
 
-    def update(self, y_true: Any, y_score: Any, sample_weight: Any = None) -> None:  # type: ignore[override]
-        """Fold a batch of (N,) labels in {0, 1}, (N,) finite scores, optional (N,) weights."""
-        super().update(y_true, y_score=y_score, sample_weight=sample_weight)
+    def update(self, y_true: Any = None, y_score: Any = None, sample_weight: Any = None, *, y_pred: Any = None, **unknown: Any) -> None:  # type: ignore[override]
+        """Fold a batch of (N,) labels in {0, 1} and either (N,) finite scores ``y_score``
+        (``score >= threshold`` predicts positive) or (N,) 0/1 predicted labels ``y_pred=``
+        (the threshold is not applied), optional (N,) weights.
+
+        Raises:
+            TypeError: both ``y_score`` and ``y_pred``, or another library's keyword
+                (``preds=`` / ``target=``, ``y_prob=``, ``weights=``; the message names ours).
+        """
+        _refuse_update_keywords(type(self).__name__, unknown, ("y_true", "y_score", "y_pred", "sample_weight"))
+        if y_score is not None and y_pred is not None:
+            raise TypeError(f"{type(self).__name__}.update(): give y_score= (scores, thresholded) or y_pred= (0/1 predicted labels), not both")
+        super().update(y_true, y_score=y_score, y_pred=y_pred, sample_weight=sample_weight)
 
     def compute(self) -> dict[str, float]:
         return {k: float(v) for k, v in super().compute().items()}

@@ -416,14 +416,15 @@ def check_labels(
             bad &= vals != ignore_index
     rule = label_rule(kind, num_classes, ignore_index)
     if num_classes == 2 and not chk.skip and bad.any():
-        rule += _two_class_hint(vals)
+        rule += two_class_hint(vals)
     chk.check(bad, arr if arr.dtype == object else vals, column, rule)
     return vals, bad
 
 
-def _two_class_hint(vals: np.ndarray) -> str:
+def two_class_hint(vals: np.ndarray) -> str:
     """The settings that read integer labels the two-class default refuses: ``classes=[a, b]`` for
-    two other values, ``task='multiclass', num_classes=K`` for labels 0..K-1; "" otherwise."""
+    two other values, ``task='multiclass', num_classes=K`` for labels 0..K-1; "" otherwise.
+    ``vals``: the (float) labels, or their distinct values (the Spark SQL path passes those)."""
     with np.errstate(invalid="ignore"):
         if not (np.isfinite(vals).all() and (vals == np.floor(vals)).all() and np.abs(vals).max() < MAX_NUM_CLASSES):
             return ""  # no plausible class ids

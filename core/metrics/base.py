@@ -697,6 +697,99 @@ def parse_metric_string(text: str) -> tuple[str, list[Any], dict[str, Any]]:
     return name, positional, keyword
 
 
+def _squash(name: str) -> str:
+    """``"areaUnderPR"`` / ``"auc-pr"`` / ``"AUC_PR"`` -> ``"areaunderpr"`` / ``"aucpr"``: lower case,
+    letters and digits only (how other libraries' spellings of one name are compared)."""
+    return re.sub(r"[^a-z0-9]", "", name.lower())
+
+
+_PR_AREA_NOTE = "scikit-learn's name for the area under the precision-recall curve; its trapezoid-rule estimate is 'pr_auc_trapezoid'"
+
+# Other libraries' names for a metric this library has under another name (Spark MLlib's evaluators,
+# XGBoost / LightGBM / H2O eval metrics, MLflow, TFMA, Keras, scikit-learn scorer strings), squashed
+# (see _squash) -> (our metric string, a note or ""). Only used to suggest a name in the message of
+# an unknown metric: none of them is accepted as a metric name.
+_FOREIGN_NAMES: dict[str, tuple[str, str]] = {
+    **{
+        k: ("average_precision", _PR_AREA_NOTE)
+        for k in (
+            "aucpr",  # XGBoost, H2O, torcheval's BinaryAUPRC
+            "prauc",  # H2O, CatBoost's PRAUC
+            "auprc",
+            "aupr",
+            "areaunderpr",  # Spark's BinaryClassificationEvaluator
+            "areaunderprcurve",
+            "precisionrecallauc",  # MLflow's default evaluator
+            "aucprecisionrecall",  # TFMA's AUCPrecisionRecall
+            "prcurveauc",
+        )
+    },
+    **{k: ("roc_auc", "") for k in ("areaunderroc", "aucroc", "rocauc", "auroccurve", "areaunderroccurve")},
+    # Spark's MulticlassClassificationEvaluator and RegressionEvaluator
+    "weightedprecision": ("precision@weighted", ""),
+    "weightedrecall": ("recall@weighted", ""),
+    "weightedtruepositiverate": ("recall@weighted", ""),
+    "weightedfmeasure": ("f1@weighted", ""),
+    "fmeasure": ("f1", ""),
+    "var": ("explained_variance", ""),
+    # scikit-learn's multiclass ROC scorers
+    "rocaucovr": ("roc_auc@multi_class=ovr", ""),
+    "rocaucovo": ("roc_auc@multi_class=ovo", ""),
+    "rocaucovrweighted": ("roc_auc@weighted@multi_class=ovr", ""),
+    "rocaucovoweighted": ("roc_auc@weighted@multi_class=ovo", ""),
+    # XGBoost / LightGBM / Keras
+    "mlogloss": ("log_loss", ""),
+    "binarylogloss": ("log_loss", ""),
+    "multilogloss": ("log_loss", ""),
+    "l1": ("mean_absolute_error", ""),
+    "l2": ("mean_squared_error", ""),
+    "binaryaccuracy": ("accuracy", ""),
+    "categoricalaccuracy": ("accuracy", ""),
+    "sparsecategoricalaccuracy": ("accuracy", ""),
+    "topkcategoricalaccuracy": ("top_k_accuracy", ""),
+    "sparsetopkcategoricalaccuracy": ("top_k_accuracy", ""),
+}
+
+
+def unknown_metric_hint(name: str) -> str:
+    """`` (did you mean 'x'?)`` for an unknown metric name, or ``""``.
+
+    In order: the name without scikit-learn's ``_score`` / ``_loss`` / ``_error`` suffix; another
+    library's name for one of ours (:data:`_FOREIGN_NAMES`, also after scikit-learn's ``neg_``
+    scorer prefix or torchmetrics' ``Binary`` / ``Multiclass`` / ``Multilabel`` class prefix); a
+    scikit-learn scorer string with an average (``f1_macro`` -> ``f1@macro``); a registered name
+    or alias spelled with other case or separators (``meanAbsoluteError``); the closest registered name."""
+    lower = name.lower()
+    # scikit-learn's function names end in _score / _loss / _error: the name without it first
+    stem = re.sub(r"_(score|loss|error)$", "", lower)
+    if stem in REGISTRY:
+        return f" (did you mean {stem!r}?)"
+    squashed: dict[str, str] = {}
+    for k, cls in REGISTRY.items():  # the spelling the user meant; the metric's own name where two squash alike
+        if k == cls.name or _squash(k) not in squashed:
+            squashed[_squash(k)] = k
+    candidates = []
+    for text in (lower, stem):
+        s = _squash(text)
+        s = re.sub(r"^neg", "", s) if text.startswith("neg_") else s  # scikit-learn's neg_log_loss scorer
+        candidates += [s, re.sub(r"^(binary|multiclass|multilabel)(?=[a-z])", "", s)]  # torchmetrics' BinaryAUROC
+        candidates += [re.sub(r"(score|loss|error)$", "", c) for c in candidates[-2:]]
+    for s in candidates:
+        if s in _FOREIGN_NAMES:
+            suggestion, note = _FOREIGN_NAMES[s]
+            return f" (did you mean {suggestion!r}?{' ' + note if note else ''})"
+    # scikit-learn's scorer strings: f1_macro, precision_weighted, recall_micro, jaccard_samples
+    m = re.fullmatch(r"(.+)_(macro|micro|weighted|samples)", lower)
+    if m and m.group(1) in REGISTRY and REGISTRY[m.group(1)].params.get("average", "absent") != "absent":
+        return f" (did you mean {m.group(1) + '@' + m.group(2)!r}?)"
+    for s in candidates:
+        if s in squashed:
+            return f" (did you mean {squashed[s]!r}?)"
+    close = difflib.get_close_matches(stem, list(REGISTRY), n=1, cutoff=0.6)
+    close = close or difflib.get_close_matches(lower, list(REGISTRY), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
 @public("mergeable_metrics.metrics")
 def resolve(metric: "str | Metric", task: Task) -> Metric:
     """Resolve a metric string (or pass through a configured :class:`Metric`) for ``task``.
@@ -712,13 +805,8 @@ def resolve(metric: "str | Metric", task: Task) -> Metric:
     name, positional, keyword = parse_metric_string(metric)
     cls = REGISTRY.get(name) or REGISTRY.get(name.lower())
     if cls is None:
-        # scikit-learn's function names end in _score / _loss / _error: the name without it first
-        stem = re.sub(r"_(score|loss|error)$", "", name.lower())
-        close = [stem] if stem in REGISTRY else difflib.get_close_matches(stem, list(REGISTRY), n=1, cutoff=0.6)
-        close = close or difflib.get_close_matches(name.lower(), list(REGISTRY), n=1, cutoff=0.6)
-        hint = f" (did you mean {close[0]!r}?)" if close else ""
         raise ValueError(
-            f"unknown metric {name!r}{hint}; every name and alias is in the metrics table (docs/metrics.md; mergeable_metrics.metrics.base.REGISTRY)"
+            f"unknown metric {name!r}{unknown_metric_hint(name)}; every name and alias is in the metrics table (docs/metrics.md; mergeable_metrics.metrics.base.REGISTRY)"
         )
     per_class = _per_class_request(cls, task, positional)
     if per_class is not None:

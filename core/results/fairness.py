@@ -157,6 +157,8 @@ class Fairness:
         differences: ``{method: {metric: difference}}`` for both methods (fairlearn's
             ``MetricFrame.difference(method=...)``).
         ratios: ``{method: {metric: ratio}}`` (``MetricFrame.ratio(method=...)``).
+        reference_n: the reference slice's example count (valid rows folded), as each
+            :class:`FairnessSlice`'s ``n``.
     """
 
     criterion: str
@@ -172,6 +174,7 @@ class Fairness:
     group_max: dict[str, float] = field(default_factory=dict)
     differences: dict[str, dict[str, float]] = field(default_factory=dict)
     ratios: dict[str, dict[str, float]] = field(default_factory=dict)
+    reference_n: int | None = None
 
     @property
     def difference(self) -> float:
@@ -209,6 +212,7 @@ class Fairness:
             "metrics": list(self.metrics),
             "spec": list(self.spec),
             "reference": {c: v for c, v in self.reference},
+            "reference_n": None if self.reference_n is None else int(self.reference_n),
             "reference_values": {k: _jsonable(v) for k, v in self.reference_values.items()},
             "difference": _jsonable(self.difference),
             "ratio": _jsonable(self.ratio),
@@ -233,7 +237,9 @@ class Fairness:
         head = [f"{self.criterion} across {', '.join(self.spec)} ({self.method}, reference {ref}): difference {_num(self.difference)}, ratio {_num(self.ratio)}"
                 + (f", worst {self.worst.name}" if self.worst is not None else "")]  # fmt: skip
         header = ["slice", "n"] + [f"{m} (diff)" for m in self.metrics] + ["ratio"]
-        rows = [[ref + " (reference)", ""] + [_num(self.reference_values[m]) for m in self.metrics] + [""]]
+        rows = [
+            [ref + " (reference)", "" if self.reference_n is None else str(self.reference_n)] + [_num(self.reference_values[m]) for m in self.metrics] + [""]
+        ]
         for s in self.slices:
             rows.append([s.name, str(s.n)] + [f"{_num(s.values[m])} ({_num(s.differences[m], True)})" for m in self.metrics] + [_num(s.ratio)])
         widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
@@ -364,4 +370,4 @@ def compute_fairness(
         "between_groups": {m: _symmetric_ratio(gmin[m], gmax[m]) for m in metrics},
         "to_overall": {m: _min(_symmetric_ratio(s.values[m], ref_values[m]) for s in out) for m in metrics},
     }
-    return Fairness(criterion, metrics, cols, ref.slice, ref_values, ref_ci, out, suppressed, method, gmin, gmax, differences, ratios)
+    return Fairness(criterion, metrics, cols, ref.slice, ref_values, ref_ci, out, suppressed, method, gmin, gmax, differences, ratios, int(ref.n))

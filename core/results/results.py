@@ -768,7 +768,7 @@ class Results:
                         })  # fmt: skip
         return rows
 
-    def to_pandas(self, wide: bool = False):
+    def to_pandas(self, wide: bool = False, slice_columns: bool = False):
         """Results as a ``pandas.DataFrame`` (needs pandas).
 
         Args:
@@ -778,12 +778,20 @@ class Results:
                 of :meth:`to_rows`), ``n``, ``weight``, ``skipped`` and one
                 float column per scalar metric (NaN where undefined); array metrics and
                 bounds and intervals are left out (they are in the long format).
+            slice_columns: False (default): the slice is only the ``slice`` column, the JSON
+                text ``metrics.json`` writes (``'{"country":"DE"}'``, ``'{}'`` overall). True:
+                also one column per slice feature right after it (as TFMA's slicing columns),
+                holding the feature's value as the slice has it (``"DE"``, ``3``, ``True``) and
+                None in slices without that feature (the overall slice, other specs); a
+                feature named like another column (``n``, ``weight``, a metric) is
+                ``"slice:<name>"``. Filter with ``df[df["country"] == "DE"]``.
         """
         import pandas as pd
 
         win = WINDOW_COLUMNS if self.windows else []
         if not wide:
-            return pd.DataFrame(self.to_rows(), columns=[ROW_COLUMNS[0], *win, *ROW_COLUMNS[1:]])
+            df = pd.DataFrame(self.to_rows(), columns=[ROW_COLUMNS[0], *win, *ROW_COLUMNS[1:]])
+            return self._with_slice_columns(df) if slice_columns else df
         shown = [s for s in self.slices if not s.suppressed]
         names = [k for k, v in shown[0].metrics.items() if np.ndim(v) == 0] if shown else []
         rows = [
@@ -808,7 +816,25 @@ class Results:
             }
             for s in self.slices
         ]
-        return pd.DataFrame(rows, columns=["slice", *win, "n", "weight", "skipped", *names])
+        df = pd.DataFrame(rows, columns=["slice", *win, "n", "weight", "skipped", *names])
+        return self._with_slice_columns(df) if slice_columns else df
+
+    def _with_slice_columns(self, df: Any) -> Any:
+        """``df`` (one row per slice or per slice and metric cell, its ``slice`` column the JSON
+        text) with one object column per slice feature after ``slice`` (see :meth:`to_pandas`)."""
+        import pandas as pd
+
+        features = list(dict.fromkeys(c for s in self.slices for c, _ in s.slice))
+        keys = {slice_to_json(s.slice): dict(s.slice) for s in self.slices}  # the values as the slices hold them
+        taken = set(df.columns)
+        cols = {}
+        for f in features:
+            name = f"slice:{f}" if f in taken or f in cols else f
+            cols[name] = pd.Series([keys[t].get(f) for t in df["slice"]], index=df.index, dtype=object)
+        out = df.copy()
+        for i, (name, values) in enumerate(cols.items()):
+            out.insert(1 + i, name, values)
+        return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "Results":

@@ -106,7 +106,7 @@ def test_confidence_intervals_are_carried():
 
 def test_json_keys():
     d = _results().fairness("equal_opportunity").to_dict()
-    assert set(d) == {"criterion", "method", "metrics", "spec", "reference", "reference_values", "difference", "ratio", "worst", "slices", "undefined",
+    assert set(d) == {"criterion", "method", "metrics", "spec", "reference", "reference_n", "reference_values", "difference", "ratio", "worst", "slices", "undefined",
                       "group_min", "group_max", "differences", "ratios"}  # fmt: skip
     assert d["method"] == "between_groups" and d["group_min"] == {"recall": 0.5} and d["differences"]["to_overall"] == {"recall": 0.25}
     assert d["worst"] == {"g": "a"} and d["reference"] == {} and d["undefined"] == [{"g": "c"}]
@@ -154,6 +154,20 @@ def test_format_table():
     text = _results().fairness("equalized_odds", method="to_overall").format_table()
     assert "equalized_odds across g (to_overall, reference Overall): difference 0.3333, ratio 0.0000, worst g=b" in text
     assert "g=a" in text and "-0.2500" in text and "null" in text
+
+
+def test_the_reference_row_shows_its_example_count():
+    """Newcomer report: the reference row's ``n`` was blank. Overall has the 10 rows of ROWS, g=a 4."""
+    for ref, n in ((None, 10), ("g=a", 4)):
+        f = _results().fairness("equal_opportunity", reference=ref)
+        assert f.reference_n == n and f.to_dict()["reference_n"] == n
+        lines = f.format_table().splitlines()
+        header, row = lines[1].split(), lines[3].split()
+        assert header[:2] == ["slice", "n"] and row[: row.index("(reference)") + 2][-1] == str(n), lines
+        pytest.importorskip("jinja2")
+        from mergeable_metrics.pipelines.report import _fairness_table
+
+        assert _fairness_table(f, 10)["rows"][0]["n"] == n
 
 
 # -- selection_rate -------------------------------------------------------------------------------

@@ -198,6 +198,59 @@ def test_binary_metrics_class_parity(case, zero_division):
     assert_all_close(got, {k: ref[k] for k in got}, context=f"{c.name} zd={zero_division}")
 
 
+def test_binary_metrics_update_takes_the_documented_keywords():
+    """``BinaryMetrics.update`` by keyword as ``MetricCollection.update`` documents it: ``y_true=``,
+    ``y_score=`` (thresholded) or ``y_pred=`` (0/1 predicted labels), ``sample_weight=``
+    (newcomer report: ``update(y_true=..., y_pred=...)`` raised "unexpected keyword argument")."""
+    from sklearn.metrics import accuracy_score, confusion_matrix, f1_score, precision_score, recall_score
+
+    y = np.array([1, 0, 1, 1, 0, 0, 1, 0])
+    p = np.array([1, 1, 0, 1, 0, 0, 1, 1])
+    w = np.array([1.0, 2.0, 0.5, 1.0, 3.0, 1.0, 2.0, 1.0])
+    bm = BinaryMetrics()
+    bm.update(y_true=y, y_pred=p, sample_weight=w)
+    got = bm.compute()
+    tn, fp, fn, tp = confusion_matrix(y, p, sample_weight=w).ravel()
+    ref = dict(tp=tp, fp=fp, tn=tn, fn=fn, precision=precision_score(y, p, sample_weight=w), recall=recall_score(y, p, sample_weight=w))
+    ref.update(f1=f1_score(y, p, sample_weight=w), accuracy=accuracy_score(y, p, sample_weight=w))
+    assert_all_close(got, ref, context="y_pred=")
+    by_score = BinaryMetrics(threshold=0.5)
+    by_score.update(y_true=y, y_score=p * 0.6 + 0.2, sample_weight=w)  # 0.8 / 0.2: the same predictions
+    assert by_score.compute() == got
+
+
+@pytest.mark.parametrize(
+    "kw, right",
+    [
+        (dict(preds=[0.2, 0.8], target=[0, 1]), "y_score="),  # torchmetrics
+        (dict(y_true=[0, 1], preds=[0.2, 0.8]), "y_score="),
+        (dict(input=[0.2, 0.8], target=[0, 1]), "y_score="),  # torcheval
+        (dict(y_true=[0, 1], y_prob=[0.2, 0.8]), "y_score="),
+        (dict(y_true=[0, 1], y_proba=[0.2, 0.8]), "y_score="),
+        (dict(y_true=[0, 1], scores=[0.2, 0.8]), "y_score="),
+        (dict(target=[0, 1], y_score=[0.2, 0.8]), "y_true="),
+        (dict(labels=[0, 1], y_score=[0.2, 0.8]), "y_true="),
+        (dict(y_true=[0, 1], y_score=[0.2, 0.8], weights=[1, 1]), "sample_weight="),
+        (dict(y_true=[0, 1], y_score=[0.2, 0.8], weight=[1, 1]), "sample_weight="),
+    ],
+)
+@pytest.mark.parametrize("make", [BinaryMetrics, lambda: MetricCollection("f1")], ids=["BinaryMetrics", "MetricCollection"])
+def test_another_librarys_update_keyword_raises_naming_ours(make, kw, right):
+    m = make()
+    with pytest.raises(TypeError) as e:
+        m.update(**kw)
+    msg = str(e.value)
+    wrong = next(k for k in kw if k not in ("y_true", "y_score", "y_pred", "sample_weight"))
+    assert f"unexpected keyword argument {wrong!r}" in msg and right in msg, msg
+    assert m._rows == 0  # nothing folded under a guessed name
+
+
+def test_binary_metrics_update_refuses_scores_and_labels_together():
+    bm = BinaryMetrics()
+    with pytest.raises(TypeError, match=r"y_score= .* or y_pred= .*not both"):
+        bm.update([0, 1], y_score=[0.2, 0.8], y_pred=[0, 1])
+
+
 # ---------------------------------------------------------------------------------------------
 # multiclass
 @pytest.mark.parametrize("zero_division", ZERO_DIVISIONS, ids=str)

@@ -177,6 +177,57 @@ def test_a_suggestion_prefers_the_name_without_a_score_loss_or_error_suffix(text
         resolve(text, Task())
 
 
+# Other libraries' names for the same quantity (newcomer report, issue 28 follow-up): the area under
+# the precision-recall curve is scikit-learn's average_precision_score, Spark's "areaUnderPR",
+# XGBoost's / H2O's "aucpr", MLflow's "precision_recall_auc", TFMA's "auc_precision_recall"; the
+# ROC area is Spark's "areaUnderROC". Before, "auc_pr" suggested 'auc' (the ROC area), "areaUnderROC"
+# suggested 'mean_error' and Spark's "weightedPrecision" suggested 'average_precision'.
+@pytest.mark.parametrize(
+    "text, suggestion, task",
+    [
+        ("auc_pr", "average_precision", "binary"),
+        ("pr_auc", "average_precision", "binary"),
+        ("aucpr", "average_precision", "binary"),
+        ("AUPRC", "average_precision", "binary"),
+        ("areaUnderPR", "average_precision", "binary"),
+        ("precision_recall_auc", "average_precision", "binary"),
+        ("auc_precision_recall", "average_precision", "binary"),
+        ("pr_auc_score", "average_precision", "binary"),
+        ("areaUnderROC", "roc_auc", "binary"),
+        ("auc_roc", "roc_auc", "binary"),
+        ("BinaryAUROC", "auroc", "binary"),
+        ("BinaryAveragePrecision", "average_precision", "binary"),
+        ("MulticlassMatthewsCorrCoef", "matthews_corrcoef", "multiclass"),
+        ("weightedPrecision", "precision@weighted", "multiclass"),
+        ("weightedRecall", "recall@weighted", "multiclass"),
+        ("weightedFMeasure", "f1@weighted", "multiclass"),
+        ("f1_macro", "f1@macro", "multiclass"),
+        ("precision_weighted", "precision@weighted", "multiclass"),
+        ("roc_auc_ovr", "roc_auc@multi_class=ovr", "multiclass"),
+        ("roc_auc_ovo_weighted", "roc_auc@weighted@multi_class=ovo", "multiclass"),
+        ("neg_log_loss", "log_loss", "binary"),
+        ("neg_root_mean_squared_error", "root_mean_squared_error", "regression"),
+        ("binary_logloss", "log_loss", "binary"),
+        ("mlogloss", "log_loss", "multiclass"),
+        ("meanAbsoluteError", "mean_absolute_error", "regression"),
+        ("var", "explained_variance", "regression"),
+        ("binary_accuracy", "accuracy", "binary"),
+    ],
+)
+def test_another_librarys_name_suggests_ours_without_being_accepted(text, suggestion, task):
+    with pytest.raises(ValueError, match=rf"unknown metric '{re.escape(text)}' \(did you mean '{re.escape(suggestion)}'\?"):
+        resolve(text, TASKS[task])
+    # the suggestion itself is a metric string that resolves for the task
+    assert resolve(suggestion, TASKS[task]) is not None
+
+
+def test_the_pr_area_suggestion_names_the_trapezoid_variant_too():
+    with pytest.raises(ValueError) as e:
+        resolve("auc_pr", Task())
+    msg = str(e.value)
+    assert "'average_precision'" in msg and "'pr_auc_trapezoid'" in msg and "'auc'" not in msg
+
+
 @pytest.mark.parametrize(
     "metrics, kw, message",
     [

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pandas as pd
 import pyarrow as pa
@@ -262,3 +264,23 @@ def test_bounds_and_intervals_are_found_by_any_spelling_too():
     for name in ("recall", "tpr", "sensitivity", "true_positive_rate"):
         lo, hi = r.overall.ci[name]
         assert lo < recall < hi, name
+
+
+# newcomer report (issue 28 follow-up): to_pandas(wide=True) shows the slice as the JSON text that
+# metrics.json writes (documented); slice_columns=True adds one column per slice feature
+@pytest.mark.parametrize("wide", [True, False])
+def test_to_pandas_slice_columns_gives_one_column_per_slice_feature(wide):
+    data = {**DATA, "n": [1, 1, 2, 2, 2, 3]}  # a slice feature named like a count column
+    r = Evaluation(label_col="y", score_col="p", slices=["country", ("country", "n")], metrics=["accuracy"]).evaluate([data])
+    plain = r.to_pandas(wide=wide)
+    assert "country" not in plain.columns and plain.loc[0, "slice"] == "{}"  # the documented default is unchanged
+    df = r.to_pandas(wide=wide, slice_columns=True)
+    assert list(df.columns[:3]) == ["slice", "country", "slice:n"] and df["n"].tolist() == plain["n"].tolist()
+    assert df.drop(columns=["country", "slice:n"]).equals(plain)
+    keys = [json.loads(t) for t in df["slice"]]
+    assert df["country"].tolist() == [k.get("country") for k in keys]  # None where the slice has no such feature
+    assert df["slice:n"].tolist() == [k.get("n") for k in keys] and {type(v) for v in df["slice:n"] if v is not None} == {int}  # not 2.0
+    de = df[(df["country"] == "DE") & df["slice:n"].isna()]
+    values = de["accuracy"] if wide else de.loc[de["metric"] == "accuracy", "value"]
+    assert values.tolist() == [accuracy_score([1, 0], [1, 0])]
+    assert df.loc[df["country"].isna() & df["slice:n"].isna(), "slice"].tolist()[0] == "{}"

@@ -182,6 +182,15 @@ def test_metric_typo_suggests_the_closest_name_instead_of_listing_every_metric(t
     assert "roc_auc" not in err and len(err) < 300  # no list of every registered name
 
 
+def test_another_librarys_pr_auc_name_suggests_average_precision_not_auc(tmp_path, capsys):
+    # newcomer report: `--metrics auc_pr` said "did you mean 'auc'?" ('auc' is the ROC area)
+    _write(_data(50), tmp_path / "d.parquet", "parquet")
+    code = main(["--input", str(tmp_path / "d.parquet"), "--label", "y", "--score", "p", "--metrics", "auc_pr", "--output", str(tmp_path / "o")])
+    err = capsys.readouterr().err
+    assert code == 2 and "unknown metric 'auc_pr' (did you mean 'average_precision'?" in err, err
+    assert not (tmp_path / "o" / "metrics.json").exists()  # suggested, not run under another name
+
+
 def test_bad_metric_parameter_names_the_metric_and_the_parameter(tmp_path, capsys):
     _write(_data(50), tmp_path / "d.parquet", "parquet")
     code = main(

@@ -117,6 +117,11 @@ BAD = [
         "label: y\nmetrics: [accuracy, precison@macro]\n",
         "metrics: item 1 ('precison@macro'): unknown metric 'precison' (did you mean 'precision'?)",
     ),
+    (
+        "pr.yaml",
+        "label: y\nmetrics: [auc_pr]\n",  # another library's name: ours is suggested (was 'auc', the ROC area)
+        "metrics: item 0 ('auc_pr'): unknown metric 'auc_pr' (did you mean 'average_precision'?",
+    ),
     ("metricstr.yaml", "label: y\nmetrics: ['f1@']\n", "malformed metric string 'f1@'"),
     ("column.yaml", "label: 2013\n", "label: expected a string, got an integer 2013 (quote it"),
     ("slices.yaml", "label: y\nslices: [[a, 1]]\n", "slices: item 0: a slice spec is a column name"),

@@ -441,6 +441,42 @@ def test_huge_labels_give_the_arrow_paths_message_on_the_native_path(spark, labe
         assert messages[0] == messages[1]
 
 
+@pytest.mark.parametrize(
+    "labels, hint",
+    [
+        ([0, 1, 2, 1, 2, 0], "; for 3 classes pass task='multiclass', num_classes=3 (--task multiclass --num-classes 3)"),
+        ([1, 2, 2, 1, 1, 2], "; for two classes named 1 and 2 pass classes=[1, 2] (--classes 1,2)"),
+        ([0, 1, 5, 1, 3, 0], "; for 6 classes pass task='multiclass', num_classes=6 (--task multiclass --num-classes 6)"),
+        ([2, 5, 2, 5, 5, 2], "; for two classes named 2 and 5 pass classes=[2, 5] (--classes 2,5)"),
+        ([2, 4, 3, 2, 4, 3], "; for 5 classes pass task='multiclass', num_classes=5 (--task multiclass --num-classes 5)"),
+        ([-1, 1, 1, -1, 1, 1], "; for two classes named -1 and 1 pass classes=[-1, 1] (--classes -1,1)"),
+        ([0, 1, -2, 1, 3, 0], ""),  # a negative label among several: no setting reads them
+        ([0, 1, 2.5, 1, 2, 0], ""),  # not a class id
+    ],
+)
+def test_an_invalid_label_on_the_native_path_gets_the_local_engines_hint(spark, labels, hint):
+    """Newcomer report: the local engine says which setting reads labels the binary default refuses
+    (core's ``two_class_hint``), the native SQL path said only "labels must be 0 or 1"."""
+    scores = [0.9, 0.2, 0.4, 0.8, 0.6, 0.1]
+    kind = "double" if any(isinstance(y, float) for y in labels) else "long"
+    rows = [(float(y) if kind == "double" else y, s, "a" if i % 2 else "b") for i, (y, s) in enumerate(zip(labels, scores))]
+    sdf = spark.createDataFrame(rows, f"y {kind}, s double, g string").coalesce(1)
+    ev = mergeable_metrics.Evaluation(label_col="y", score_col="s", slices=["g"], metrics=["accuracy", "f1"])
+    first = next(i for i, y in enumerate(labels) if y not in (0, 1))
+    with pytest.raises(ValueError) as local:
+        ev.evaluate([{"y": np.asarray(labels), "s": np.asarray(scores), "g": np.asarray([r[2] for r in rows])}])
+    assert f"at row {first}: labels must be 0 or 1{hint}" in str(local.value)  # the hand-written hint is the local engine's
+    for native in (True, False):
+        with pytest.raises(Exception) as info:
+            compute_metrics(sdf, evaluation=ev, native=native).collect()
+        text = str(info.value)
+        assert f"column 'y': invalid value {labels[first]!r} at row {first}: labels must be 0 or 1{hint}" in text.replace(".0 at", " at") or (
+            f"column 'y': invalid value {float(labels[first])!r} at row {first}: labels must be 0 or 1{hint}" in text
+        ), (native, text[:600])
+        if not hint:
+            assert "for two classes" not in text and "num_classes=" not in text, text[:600]
+
+
 def test_huge_multiclass_predictions_give_a_clear_message_on_the_native_path(spark):
     sdf = spark.createDataFrame([(0.0, 1.0), (2.0, 1e300), (1.0, 1.0)], "y double, p double").coalesce(1)
     ev = mergeable_metrics.Evaluation(label_col="y", prediction_col="p", num_classes=3, metrics=["accuracy"])

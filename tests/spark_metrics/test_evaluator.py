@@ -43,6 +43,11 @@ def test_params_and_direction():
     assert ev.setMetricName("brier").isLargerBetter() is False  # aliases resolve
     with pytest.raises(ValueError, match="unknown metricName 'f2'"):
         MetricsEvaluator(metricName="f2")
+    # Spark's own evaluators' names suggest ours, and the message is not a list of every metric
+    for spark_name, ours in (("areaUnderPR", "average_precision"), ("areaUnderROC", "roc_auc"), ("weightedPrecision", "precision@weighted")):
+        with pytest.raises(ValueError) as e:
+            MetricsEvaluator(metricName=spark_name)
+        assert f"unknown metricName {spark_name!r} (did you mean {ours!r}?" in str(e.value) and "confusion_matrix" not in str(e.value)
     with pytest.raises(ValueError, match="no better direction"):
         MetricsEvaluator(metricName="tp").isLargerBetter()
     copy = ev.copy({ev.metricName: "accuracy"})
