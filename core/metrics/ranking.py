@@ -100,6 +100,16 @@ class _Dist:
         return np.concatenate((z, self.tps[:-1])), np.concatenate((z, self.fps[:-1]))
 
 
+def _overflows(d: _Dist) -> bool:
+    """Whether the positives' or the negatives' total weight overflows float64 (weights summing beyond
+    1.8e308): the rates and precisions are then inf / inf or finite / inf, so the value would be NaN or a
+    wrong number (0.0 through ``max(0.0, nan)``); it is reported as undefined (NaN) instead."""
+    if math.isfinite(d.P) and math.isfinite(d.N):
+        return False
+    _record_undefined()
+    return True
+
+
 def _interval(value: float, lower: float, upper: float, bounds: tuple[float, float] = (0.0, 1.0)) -> Interval:
     lo = max(bounds[0], float(lower) - _SLACK)
     hi = min(bounds[1], float(upper) + _SLACK)
@@ -182,9 +192,11 @@ def roc_auc_value(d: _Dist) -> float | Interval:
     the same trapezoid on the bin-boundary curve counts pairs tied inside a bin as 1/2; they are
     the only unknown pairs, so ``lower`` counts them 0 and ``upper`` 1:
     ``lower = sum_b pos_b * neg_below_b / (P N)``, ``upper = lower + sum_b pos_b neg_b / (P N)``.
-    NaN when a class is absent or has zero weight.
+    NaN when a class is absent or has zero weight, and when a class's total weight overflows float64.
     """
     if d.P <= 0 or d.N <= 0:
+        return _NAN
+    if _overflows(d):
         return _NAN
     fpr, tpr, _ = roc_curve_arrays(d, True)
     value = _sk_auc(fpr, tpr)
@@ -270,11 +282,14 @@ def _ap_bin_terms(d: _Dist) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 def average_precision_value(d: _Dist) -> float | Interval:
     """Average precision, scikit-learn's step formula ``sum_n (R_n - R_{n-1}) P_n`` over
     thresholds (``average_precision_score``). 0.0 with no positives (scikit-learn), NaN when
-    empty. Compressed: bounds and estimate from :func:`_ap_bin_terms`."""
+    empty, and when a class's total weight overflows float64. Compressed: bounds and estimate from
+    :func:`_ap_bin_terms`."""
     if d.m == 0:
         return _NAN
     if d.P <= 0:
         return 0.0
+    if _overflows(d):
+        return _NAN
     if d.exact:
         precision, recall, _ = pr_curve_arrays(d)
         return float(max(0.0, -np.sum(np.diff(recall) * precision[:-1])))

@@ -15,6 +15,7 @@ package mergeablemetrics;
  * one (core's estimate there calls numpy's {@code log1p} and {@code x**3}, the platform's libm or SIMD
  * code, which Java cannot reproduce bit for bit);</li>
  * <li>{@code log_loss}, {@code brier_score}: the probability sums over the weight (NaN for weight 0).</li>
+ * <li>a total weight beyond float64 (weights summing past 1.8e308): NaN, as core (not 0.0).</li>
  * </ul>
  */
 final class RankingFinish {
@@ -119,6 +120,7 @@ final class RankingFinish {
     static Double rocAuc(StateReader.State st) {
         Dist d = dist(st);
         if (d.P <= 0 || d.N <= 0) return Double.NaN;
+        if (overflows(d)) return Double.NaN;
         double[][] roc = rocCurve(d);
         double v = skAuc(roc[0], roc[1]);
         if (d.exact) return v;
@@ -145,11 +147,17 @@ final class RankingFinish {
         return null;
     }
 
+    /** Core's {@code _overflows}: a class's total weight beyond float64 (the value is undefined, NaN). */
+    static boolean overflows(Dist d) {
+        return !(Double.isFinite(d.P) && Double.isFinite(d.N));
+    }
+
     /** Average precision (null for a compressed state, see above). */
     static Double averagePrecision(StateReader.State st) {
         Dist d = dist(st);
         if (d.m == 0) return Double.NaN;
         if (d.P <= 0) return 0.0;
+        if (overflows(d)) return Double.NaN;
         if (!d.exact) return null;
         int m = d.m;
         double last = d.tps[m - 1];
@@ -172,13 +180,13 @@ final class RankingFinish {
     static double logLoss(StateReader.State st, int e) {
         if (st == null) return Double.NaN;
         double w = st.doubles("weight")[0];
-        return w == 0 ? Double.NaN : st.doubles("log_loss")[e] / w;
+        return w == 0 || !Double.isFinite(w) ? Double.NaN : st.doubles("log_loss")[e] / w; // core's _mean_or_nan
     }
 
     /** {@code brier_score}: the state's Brier sum over its weight, times {@code scale}. */
     static double brier(StateReader.State st, double scale) {
         if (st == null) return Double.NaN;
         double w = st.doubles("weight")[0];
-        return w == 0 ? Double.NaN : st.doubles("brier")[0] / w * scale;
+        return w == 0 || !Double.isFinite(w) ? Double.NaN : st.doubles("brier")[0] / w * scale;
     }
 }
