@@ -154,3 +154,25 @@ def test_bigint_scores_beyond_2_pow_53_rank_as_scikit_learn(jvm_spark):
     pdf = pd.DataFrame({"y": [1, 0, 1, 0], "p": np.array([big + 1, big, big + 3, big + 2], dtype=np.int64)})
     got = jvm_spark.createDataFrame(pdf).agg(*metric_columns(["roc_auc"], label_col="y", score_col="p", engine="jvm")).collect()[0]["roc_auc"]
     assert got == roc_auc_score(pdf.y, pdf.p) == 0.75
+
+
+@pytest.mark.parametrize("labels", [[-1, 1, -1, 1], [1, 2, 2, 1]])
+def test_labels_named_otherwise_are_refused_with_how_to_map_them(jvm_spark, labels):
+    """Labels -1 / 1 or 1 / 2 are refused naming the column and the value (never read as something else), and the
+    message says how to map them to 0 / 1 (the local engine says ``classes=[1, 2]``; aggregate columns take no
+    ``classes=``); mapped so, the value is scikit-learn's with the same positive class."""
+    register_sql_functions(jvm_spark)
+    pdf = pd.DataFrame({"y": labels, "p": [0.9, 0.1, 0.4, 0.3]})
+    df = jvm_spark.createDataFrame(pdf)
+    df.createOrReplaceTempView("mm_adv_labels")
+    bad = [v for v in labels if v not in (0, 1)][0]
+    hint = r"map them to 0 and 1 first: \(F.col\('y'\) == POSITIVE\).cast\('int'\)"
+    with pytest.raises(
+        Exception, match=rf"column 'y': invalid value {float(bad)} in a row of this group: labels must be 0 or 1; for two classes named otherwise .*{hint}"
+    ):
+        df.agg(*metric_columns(["roc_auc"], label_col="y", score_col="p", engine="jvm")).collect()
+    with pytest.raises(Exception, match=r"column 'label': invalid value .* in SQL CAST\(label = POSITIVE AS INT\)"):
+        jvm_spark.sql("SELECT mm_roc_auc(y, p) FROM mm_adv_labels").collect()
+    positive = max(labels)
+    got = jvm_spark.sql(f"SELECT mm_roc_auc(CAST(y = {positive} AS INT), p) AS a FROM mm_adv_labels").collect()[0]["a"]
+    assert got == roc_auc_score(pdf.y, pdf.p)  # scikit-learn's pos_label is the greater label
