@@ -206,7 +206,12 @@ def roc_auc_value(d: _Dist) -> float | Interval:
     lower = _dot(d.pos, below)
     ties = _dot(d.pos, d.neg)
     pn = d.P * d.N
-    return _interval(value, lower / pn, (lower + ties) / pn)
+    if math.isfinite(pn):
+        return _interval(value, lower / pn, (lower + ties) / pn)
+    # P N beyond float64 (weights past ~1e154 per class): lower / inf would be 0 and clamp the value to the
+    # slack (1e-12). Divide in two steps (each bound is at most 1); a sum that overflowed leaves its bound open.
+    upper = lower + ties
+    return _interval(value, lower / d.P / d.N if math.isfinite(lower) else 0.0, upper / d.P / d.N if math.isfinite(upper) else 1.0)
 
 
 def partial_roc_auc_value(d: _Dist, max_fpr: float, standardize: bool = True) -> float | Interval:

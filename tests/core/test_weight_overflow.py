@@ -30,3 +30,24 @@ def test_overflowing_weight_sums_give_nan(w):
     if not np.isfinite(sum(w)):
         for m in ("log_loss", "brier_score", "mean_label"):
             assert np.isnan(got[m]), (m, got[m])
+
+
+def test_compressed_roc_auc_bounds_hold_when_p_times_n_overflows():
+    """A compressed score distribution (``capacity=16``) whose class weights multiply past float64 (weights 1e153:
+    P N ~ 1e310) while the pair sums do not: the certified bounds divided those sums by ``P N = inf``, so they were
+    (0, 1e-12) and the value was clamped to 1e-12 (scikit-learn: 0.0055). The bounds must hold scikit-learn's value,
+    as they do at weight 1."""
+    from sklearn.metrics import roc_auc_score
+
+    rng = np.random.default_rng(0)
+    n = 200
+    y = rng.integers(0, 2, n)
+    p = rng.random(n) - 0.9 * y  # positives mostly below the negatives: a small AUC, pure bins (no ties)
+    for scale in (1.0, 1e153):
+        w = np.full(n, scale)
+        assert (scale == 1.0) == np.isfinite(w[y == 1].sum() * w[y == 0].sum())
+        r = Evaluation(label_col="y", score_col="p", metrics=["roc_auc@capacity=16"], weight_col="w").evaluate([pd.DataFrame({"y": y, "p": p, "w": w})]).overall
+        lo, hi = r.bounds["roc_auc@capacity=16"]
+        want = roc_auc_score(y, p, sample_weight=w)
+        assert lo <= want <= hi and lo <= r.metrics["roc_auc@capacity=16"] <= hi, (scale, lo, hi, want)
+        assert hi - lo < 0.01, (scale, lo, hi)  # as tight as at weight 1 (not the vacuous (0, 1))
