@@ -55,6 +55,8 @@ from mergeable_metrics.states.score_distribution import (
 from mergeable_metrics.states.base import State
 
 _SLACK = 1e-12
+#: the range of the largest bin weight outside which compressed bounds are computed on rescaled weights (_Dist.normalised)
+_HUGE, _TINY = 2.0**300, 2.0**-300
 _NAN = float("nan")
 
 
@@ -93,6 +95,20 @@ class _Dist:
     def thresholds(self) -> np.ndarray:
         """(m,) descending thresholds: the score of each bin (exact) or its lowest score."""
         return bin_lower_scores(self.keys, self.level)[::-1]
+
+    def normalised(self) -> "_Dist":
+        """This distribution with every weight multiplied by one power of two that brings the largest bin
+        into [0.5, 1), when that bin lies outside [2**-300, 2**300] (else ``self``). The metrics here are
+        ratios of weights, unchanged by a common factor, and a power of two scales normal floats exactly:
+        inside that range the values are the same bits; outside it, the compressed bounds' products and
+        ``P N`` overflow or underflow float64 (they gave bounds such as (0.43, 1e-12), or a division by zero)."""
+        if self.m == 0:
+            return self
+        top = float(max(self.pos.max(), self.neg.max()))
+        if _TINY <= top <= _HUGE:
+            return self
+        e = -math.frexp(top)[1]
+        return _Dist(self.keys, np.ldexp(self.pos[::-1], e), np.ldexp(self.neg[::-1], e), self.level)
 
     def before(self) -> tuple[np.ndarray, np.ndarray]:
         """``(A, B)``: positive and negative weight strictly above each bin."""
@@ -202,16 +218,12 @@ def roc_auc_value(d: _Dist) -> float | Interval:
     value = _sk_auc(fpr, tpr)
     if d.exact:
         return value
+    d = d.normalised()  # the same bits unless the weights would overflow or underflow below
     below = d.N - d.fps
     lower = _dot(d.pos, below)
     ties = _dot(d.pos, d.neg)
     pn = d.P * d.N
-    if math.isfinite(pn):
-        return _interval(value, lower / pn, (lower + ties) / pn)
-    # P N beyond float64 (weights past ~1e154 per class): lower / inf would be 0 and clamp the value to the
-    # slack (1e-12). Divide in two steps (each bound is at most 1); a sum that overflowed leaves its bound open.
-    upper = lower + ties
-    return _interval(value, lower / d.P / d.N if math.isfinite(lower) else 0.0, upper / d.P / d.N if math.isfinite(upper) else 1.0)
+    return _interval(value, lower / pn, (lower + ties) / pn)
 
 
 def partial_roc_auc_value(d: _Dist, max_fpr: float, standardize: bool = True) -> float | Interval:
@@ -298,6 +310,7 @@ def average_precision_value(d: _Dist) -> float | Interval:
     if d.exact:
         precision, recall, _ = pr_curve_arrays(d)
         return float(max(0.0, -np.sum(np.diff(recall) * precision[:-1])))
+    d = d.normalised()
     lo, est, hi = _ap_bin_terms(d)
     return _interval(est.sum() / d.P, lo.sum() / d.P, hi.sum() / d.P)
 
@@ -321,6 +334,7 @@ def pr_auc_trapezoid_value(d: _Dist) -> float | Interval:
     if d.exact:
         precision, recall, _ = pr_curve_arrays(d)
         return _sk_auc(recall, precision)
+    d = d.normalised()
     A, B = d.before()
     p = d.pos
     E, D = A + B, A + B + d.neg

@@ -32,22 +32,29 @@ def test_overflowing_weight_sums_give_nan(w):
             assert np.isnan(got[m]), (m, got[m])
 
 
-def test_compressed_roc_auc_bounds_hold_when_p_times_n_overflows():
-    """A compressed score distribution (``capacity=16``) whose class weights multiply past float64 (weights 1e153:
-    P N ~ 1e310) while the pair sums do not: the certified bounds divided those sums by ``P N = inf``, so they were
-    (0, 1e-12) and the value was clamped to 1e-12 (scikit-learn: 0.0055). The bounds must hold scikit-learn's value,
-    as they do at weight 1."""
-    from sklearn.metrics import roc_auc_score
+@pytest.mark.parametrize("scale", [1e153, 1e160, 1e-300, 5e-324])
+def test_compressed_bounds_hold_for_weights_of_any_scale(scale):
+    """Compressed score distributions (``capacity=16``) whose weights are all ``scale``: the metrics are ratios of
+    weights, so the values and certified bounds must equal those at weight 1 (to rounding) and hold scikit-learn's
+    value. Before: weights 1e153 (``P N`` beyond float64) gave roc_auc bounds (0, 1e-12) and the value 1e-12;
+    1e160 gave average_precision 1.0 with bounds (inf, 1); 1e-300 gave average_precision 1e-12 with bounds
+    (0.43, 1e-12), pr_auc_trapezoid bounds (0.80, 0.42), and roc_auc a ZeroDivisionError."""
+    from sklearn.metrics import average_precision_score, roc_auc_score
 
     rng = np.random.default_rng(0)
     n = 200
     y = rng.integers(0, 2, n)
-    p = rng.random(n) - 0.9 * y  # positives mostly below the negatives: a small AUC, pure bins (no ties)
-    for scale in (1.0, 1e153):
-        w = np.full(n, scale)
-        assert (scale == 1.0) == np.isfinite(w[y == 1].sum() * w[y == 0].sum())
-        r = Evaluation(label_col="y", score_col="p", metrics=["roc_auc@capacity=16"], weight_col="w").evaluate([pd.DataFrame({"y": y, "p": p, "w": w})]).overall
-        lo, hi = r.bounds["roc_auc@capacity=16"]
-        want = roc_auc_score(y, p, sample_weight=w)
-        assert lo <= want <= hi and lo <= r.metrics["roc_auc@capacity=16"] <= hi, (scale, lo, hi, want)
-        assert hi - lo < 0.01, (scale, lo, hi)  # as tight as at weight 1 (not the vacuous (0, 1))
+    for p in (rng.random(n) - 0.9 * y, rng.random(n) + 0.3 * y):  # a small AUC with pure bins, and a mixed one
+        metrics = ["roc_auc@capacity=16", "average_precision@capacity=16", "pr_auc_trapezoid@capacity=16"]
+        ref = {"roc_auc@capacity=16": roc_auc_score(y, p), "average_precision@capacity=16": average_precision_score(y, p)}
+        runs = []
+        for w in (np.ones(n), np.full(n, scale)):
+            r = Evaluation(label_col="y", score_col="p", metrics=metrics, weight_col="w").evaluate([pd.DataFrame({"y": y, "p": p, "w": w})]).overall
+            runs.append((r.metrics, r.bounds))
+        (v1, b1), (vs, bs) = runs
+        for m in metrics:
+            lo, hi = bs[m]
+            assert lo <= vs[m] <= hi, (m, lo, vs[m], hi)
+            assert vs[m] == pytest.approx(v1[m], rel=1e-12) and bs[m] == pytest.approx(b1[m], rel=1e-12), (m, vs[m], v1[m], bs[m], b1[m])
+            if m in ref:
+                assert lo <= ref[m] <= hi, (m, lo, ref[m], hi)

@@ -15,6 +15,7 @@ package mergeablemetrics;
  * one (core's estimate there calls numpy's {@code log1p} and {@code x**3}, the platform's libm or SIMD
  * code, which Java cannot reproduce bit for bit);</li>
  * <li>{@code log_loss}, {@code brier_score}: the probability sums over the weight (NaN for weight 0).</li>
+ * <li>compressed {@code roc_auc} whose largest bin weight lies outside [2^-300, 2^300]: null (core rescales).</li>
  * <li>a total weight beyond float64 (weights summing past 1.8e308): NaN, as core (not 0.0).</li>
  * </ul>
  */
@@ -23,6 +24,7 @@ final class RankingFinish {
 
     private static final double SLACK = 1e-12;
     private static final double U = 0x1p-53;
+    private static final double HUGE = 0x1p300, TINY = 0x1p-300;
 
     /** Per-bin weights in descending score order and their cumulative sums (core's {@code _Dist}). */
     static final class Dist {
@@ -124,6 +126,11 @@ final class RankingFinish {
         double[][] roc = rocCurve(d);
         double v = skAuc(roc[0], roc[1]);
         if (d.exact) return v;
+        // core rescales the weights by a power of two where the largest bin lies outside [2^-300, 2^300]
+        // (_Dist.normalised: its products and P N would overflow or underflow): not reproduced here
+        double top = 0;
+        for (int i = 0; i < d.m; i++) top = Math.max(top, Math.max(d.pos[i], d.neg[i]));
+        if (!(top >= TINY && top <= HUGE)) return null;
         // core: lower = pos . (N - fps), ties = pos . neg (np.einsum), pn = P N;
         // value = min(max(v, max(0, lower/pn - 1e-12)), min(1, (lower + ties)/pn + 1e-12))
         ExactSum lower = new ExactSum(), upper = new ExactSum();
