@@ -195,3 +195,18 @@ def test_compressed_roc_auc_with_weights_beyond_2_pow_300_is_null_or_core_s(jvm_
     lo, hi = local.bounds[m]
     assert lo <= want <= hi and lo <= local.metrics[m] <= hi
     assert got is None
+
+
+def test_boolean_labels_and_decimal_or_integer_scores_cast(jvm_spark):
+    """Boolean labels (True is the positive class), decimal and integer scores: cast to float64 by the JVM path,
+    scikit-learn's values (scores within 2**53 and with at most float64's precision)."""
+    import decimal
+
+    y = [True, False, True, False, True]
+    p = ["0.9", "0.2", "0.35", "0.35", "0.1"]
+    rows = [(a, decimal.Decimal(b), int(float(b) * 100)) for a, b in zip(y, p)]
+    df = jvm_spark.createDataFrame(rows, "y boolean, d decimal(10,4), i bigint")
+    want = roc_auc_score(y, [float(v) for v in p])
+    for col in ("d", "i"):
+        got = df.agg(*metric_columns(["roc_auc", "average_precision"], label_col="y", score_col=col, engine="jvm")).collect()[0]
+        assert got["roc_auc"] == want and got["average_precision"] == average_precision_score(y, [float(v) for v in p]), (col, got)
