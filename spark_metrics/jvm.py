@@ -241,7 +241,7 @@ def state_column(spark: Any, spec: str, label: "Column", score: "Column | None",
         if not _connect_ready(spark):
             raise RuntimeError(NO_JDK)
         none = F.lit(None).cast("double")
-        name = CONNECT_FUNCTION if set(spec_kinds(spec)) <= COUNT_KINDS else CONNECT_BLOCK_FUNCTION
+        name = connect_function(spec)
         return F.call_function(name, F.lit(spec), label, score if score is not None else none, weight if weight is not None else none)
     name = function_name(spec)
     key = (_session_key(spark), name)
@@ -296,16 +296,22 @@ def _float_kinds() -> dict:
 
 #: the rule of probability scores (core's, for log_loss, brier_score, ...)
 PROBABILITIES = "probabilities must be in [0, 1]"
-#: the count kinds (their UserDefinedAggregateFunction form under Spark Connect keeps int64 cells: unit weights only)
+#: the count kinds (their UserDefinedAggregateFunction form under Spark Connect keeps int64 cells: unweighted plans only)
 COUNT_KINDS: frozenset[str] = frozenset({"binary_confusion", "confusion_matrix", "example_count"})
 
 
+def connect_function(spec: str) -> str:
+    """The Spark Connect aggregate that folds ``spec``: :data:`CONNECT_FUNCTION` for unweighted count kinds only
+    (int64 cells in its buffer), else :data:`CONNECT_BLOCK_FUNCTION` (every kind, any weights: the JVM states)."""
+    weighted = spec.split(_SEP)[2] == "1"
+    return CONNECT_FUNCTION if set(spec_kinds(spec)) <= COUNT_KINDS and not weighted else CONNECT_BLOCK_FUNCTION
+
+
 def connect_refuses(spec: str) -> str | None:
-    """Why the Spark Connect form (:data:`CONNECT_FUNCTION`) cannot fold ``spec``, or None."""
-    f = spec.split(_SEP)
-    kinds = set(spec_kinds(spec))
-    if f[2] == "1" and kinds <= COUNT_KINDS:  # mm_states; a plan with a float kind goes to mm_block_states, which folds weights
-        return "a weight column under Spark Connect (the UserDefinedAggregateFunction form counts unit weights only)"
+    """Why Spark Connect cannot fold ``spec`` in the JVM, or None. None for every spec: weighted plans (count
+    kinds included) go to :data:`CONNECT_BLOCK_FUNCTION` (:func:`connect_function`); before, a weight column
+    with any count kind in the plan (every plan has ``example_count``) was refused, so weighted ``roc_auc`` or
+    ``log_loss`` could not be computed by ``metric_columns`` over Connect."""
     return None
 
 

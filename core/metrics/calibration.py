@@ -691,7 +691,9 @@ class MeanPrediction(Metric):
 
 
 def _mean_or_nan(weight: float, value: Any) -> float:
-    if weight == 0:
+    """``value()``, or NaN (recorded as undefined) for a total weight of 0 or one that overflows float64
+    (a finite sum over an infinite weight would be a wrong 0.0)."""
+    if weight == 0 or not math.isfinite(weight):
         record_undefined()
         return float("nan")
     return float(value())

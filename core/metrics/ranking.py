@@ -55,6 +55,8 @@ from mergeable_metrics.states.score_distribution import (
 from mergeable_metrics.states.base import State
 
 _SLACK = 1e-12
+#: the range of the largest bin weight outside which compressed bounds are computed on rescaled weights (_Dist.normalised)
+_HUGE, _TINY = 2.0**300, 2.0**-300
 _NAN = float("nan")
 
 
@@ -94,10 +96,34 @@ class _Dist:
         """(m,) descending thresholds: the score of each bin (exact) or its lowest score."""
         return bin_lower_scores(self.keys, self.level)[::-1]
 
+    def normalised(self) -> "_Dist":
+        """This distribution with every weight multiplied by one power of two that brings the largest bin
+        into [0.5, 1), when that bin lies outside [2**-300, 2**300] (else ``self``). The metrics here are
+        ratios of weights, unchanged by a common factor, and a power of two scales normal floats exactly:
+        inside that range the values are the same bits; outside it, the compressed bounds' products and
+        ``P N`` overflow or underflow float64 (they gave bounds such as (0.43, 1e-12), or a division by zero)."""
+        if self.m == 0:
+            return self
+        top = float(max(self.pos.max(), self.neg.max()))
+        if _TINY <= top <= _HUGE:
+            return self
+        e = -math.frexp(top)[1]
+        return _Dist(self.keys, np.ldexp(self.pos[::-1], e), np.ldexp(self.neg[::-1], e), self.level)
+
     def before(self) -> tuple[np.ndarray, np.ndarray]:
         """``(A, B)``: positive and negative weight strictly above each bin."""
         z = np.zeros(1)
         return np.concatenate((z, self.tps[:-1])), np.concatenate((z, self.fps[:-1]))
+
+
+def _overflows(d: _Dist) -> bool:
+    """Whether the positives' or the negatives' total weight overflows float64 (weights summing beyond
+    1.8e308): the rates and precisions are then inf / inf or finite / inf, so the value would be NaN or a
+    wrong number (0.0 through ``max(0.0, nan)``); it is reported as undefined (NaN) instead."""
+    if math.isfinite(d.P) and math.isfinite(d.N):
+        return False
+    _record_undefined()
+    return True
 
 
 def _interval(value: float, lower: float, upper: float, bounds: tuple[float, float] = (0.0, 1.0)) -> Interval:
@@ -182,14 +208,17 @@ def roc_auc_value(d: _Dist) -> float | Interval:
     the same trapezoid on the bin-boundary curve counts pairs tied inside a bin as 1/2; they are
     the only unknown pairs, so ``lower`` counts them 0 and ``upper`` 1:
     ``lower = sum_b pos_b * neg_below_b / (P N)``, ``upper = lower + sum_b pos_b neg_b / (P N)``.
-    NaN when a class is absent or has zero weight.
+    NaN when a class is absent or has zero weight, and when a class's total weight overflows float64.
     """
     if d.P <= 0 or d.N <= 0:
+        return _NAN
+    if _overflows(d):
         return _NAN
     fpr, tpr, _ = roc_curve_arrays(d, True)
     value = _sk_auc(fpr, tpr)
     if d.exact:
         return value
+    d = d.normalised()  # the same bits unless the weights would overflow or underflow below
     below = d.N - d.fps
     lower = _dot(d.pos, below)
     ties = _dot(d.pos, d.neg)
@@ -270,14 +299,18 @@ def _ap_bin_terms(d: _Dist) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 def average_precision_value(d: _Dist) -> float | Interval:
     """Average precision, scikit-learn's step formula ``sum_n (R_n - R_{n-1}) P_n`` over
     thresholds (``average_precision_score``). 0.0 with no positives (scikit-learn), NaN when
-    empty. Compressed: bounds and estimate from :func:`_ap_bin_terms`."""
+    empty, and when a class's total weight overflows float64. Compressed: bounds and estimate from
+    :func:`_ap_bin_terms`."""
     if d.m == 0:
         return _NAN
     if d.P <= 0:
         return 0.0
+    if _overflows(d):
+        return _NAN
     if d.exact:
         precision, recall, _ = pr_curve_arrays(d)
         return float(max(0.0, -np.sum(np.diff(recall) * precision[:-1])))
+    d = d.normalised()
     lo, est, hi = _ap_bin_terms(d)
     return _interval(est.sum() / d.P, lo.sum() / d.P, hi.sum() / d.P)
 
@@ -301,6 +334,7 @@ def pr_auc_trapezoid_value(d: _Dist) -> float | Interval:
     if d.exact:
         precision, recall, _ = pr_curve_arrays(d)
         return _sk_auc(recall, precision)
+    d = d.normalised()
     A, B = d.before()
     p = d.pos
     E, D = A + B, A + B + d.neg

@@ -163,3 +163,31 @@ def test_jvm_regression_over_connect(connect, weighted):
         assert row["r2"] == pytest.approx(r2_score(part.t, part.q, sample_weight=sw), rel=1e-9)
         assert row["mse"] == pytest.approx(mean_squared_error(part.t, part.q, sample_weight=sw), rel=1e-12)
         assert row["mae"] == pytest.approx(mean_absolute_error(part.t, part.q, sample_weight=sw), rel=1e-12)
+
+
+def test_weighted_float_and_count_metrics_over_connect_fold_in_the_jvm(connect):
+    """A weight column over Connect: roc_auc, average_precision, log_loss, brier_score and f1 per group from the
+    block UDAF (every kind, weights summed exactly), the local engine's values bit for bit on adversarial groups
+    (ties, one class, -0.0, zero, subnormal and 1e308 weights). Before, any weighted plan was refused on the JVM
+    path over Connect (the count-kinds UDAF counts unit weights only), so weighted roc_auc had no path there."""
+    import pandas as pd
+    from sklearn.metrics import roc_auc_score
+
+    from mergeable_metrics.spark import jvm
+    from tests.spark_metrics.test_jvm_adversarial import _adversarial_frame, _bits
+
+    if jvm.find_javac() is None and jvm.jar_path(build=False) is None:
+        pytest.skip(jvm.NO_JDK)
+    metrics = ["roc_auc", "average_precision", "log_loss", "brier_score", "f1"]
+    huge = pd.DataFrame({"g": "huge", "y": [1, 0, 1, 0], "p": [0.1, 0.2, 0.3, 0.4], "w": [1e308] * 4})
+    pdf = pd.concat([_adversarial_frame(), huge], ignore_index=True)
+    cols = metric_columns(metrics, label_col="y", score_col="p", weight_col="w", engine="jvm")
+    assert jvm.CONNECT_BLOCK_FUNCTION in str(cols[0])
+    got = {r["g"]: r.asDict() for r in connect.createDataFrame(pdf).repartition(3).groupBy("g").agg(*cols).collect()}
+    local = Evaluation(label_col="y", score_col="p", metrics=metrics, slices=["g"], weight_col="w").evaluate([pdf])
+    assert sorted(got) == sorted(pdf.g.unique())
+    for g, row in got.items():
+        ref = local[(("g", g),)].metrics
+        assert [_bits(row[m]) for m in metrics] == [_bits(ref[m]) for m in metrics], (g, row, ref)
+    part = pdf[pdf.g == "ties"]
+    assert got["ties"]["roc_auc"] == pytest.approx(roc_auc_score(part.y, part.p, sample_weight=part.w), rel=1e-12)

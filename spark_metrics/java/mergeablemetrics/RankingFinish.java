@@ -15,6 +15,8 @@ package mergeablemetrics;
  * one (core's estimate there calls numpy's {@code log1p} and {@code x**3}, the platform's libm or SIMD
  * code, which Java cannot reproduce bit for bit);</li>
  * <li>{@code log_loss}, {@code brier_score}: the probability sums over the weight (NaN for weight 0).</li>
+ * <li>compressed {@code roc_auc} whose largest bin weight lies outside [2^-300, 2^300]: null (core rescales).</li>
+ * <li>a total weight beyond float64 (weights summing past 1.8e308): NaN, as core (not 0.0).</li>
  * </ul>
  */
 final class RankingFinish {
@@ -22,6 +24,7 @@ final class RankingFinish {
 
     private static final double SLACK = 1e-12;
     private static final double U = 0x1p-53;
+    private static final double HUGE = 0x1p300, TINY = 0x1p-300;
 
     /** Per-bin weights in descending score order and their cumulative sums (core's {@code _Dist}). */
     static final class Dist {
@@ -119,9 +122,15 @@ final class RankingFinish {
     static Double rocAuc(StateReader.State st) {
         Dist d = dist(st);
         if (d.P <= 0 || d.N <= 0) return Double.NaN;
+        if (overflows(d)) return Double.NaN;
         double[][] roc = rocCurve(d);
         double v = skAuc(roc[0], roc[1]);
         if (d.exact) return v;
+        // core rescales the weights by a power of two where the largest bin lies outside [2^-300, 2^300]
+        // (_Dist.normalised: its products and P N would overflow or underflow): not reproduced here
+        double top = 0;
+        for (int i = 0; i < d.m; i++) top = Math.max(top, Math.max(d.pos[i], d.neg[i]));
+        if (!(top >= TINY && top <= HUGE)) return null;
         // core: lower = pos . (N - fps), ties = pos . neg (np.einsum), pn = P N;
         // value = min(max(v, max(0, lower/pn - 1e-12)), min(1, (lower + ties)/pn + 1e-12))
         ExactSum lower = new ExactSum(), upper = new ExactSum();
@@ -145,11 +154,17 @@ final class RankingFinish {
         return null;
     }
 
+    /** Core's {@code _overflows}: a class's total weight beyond float64 (the value is undefined, NaN). */
+    static boolean overflows(Dist d) {
+        return !(Double.isFinite(d.P) && Double.isFinite(d.N));
+    }
+
     /** Average precision (null for a compressed state, see above). */
     static Double averagePrecision(StateReader.State st) {
         Dist d = dist(st);
         if (d.m == 0) return Double.NaN;
         if (d.P <= 0) return 0.0;
+        if (overflows(d)) return Double.NaN;
         if (!d.exact) return null;
         int m = d.m;
         double last = d.tps[m - 1];
@@ -172,13 +187,13 @@ final class RankingFinish {
     static double logLoss(StateReader.State st, int e) {
         if (st == null) return Double.NaN;
         double w = st.doubles("weight")[0];
-        return w == 0 ? Double.NaN : st.doubles("log_loss")[e] / w;
+        return w == 0 || !Double.isFinite(w) ? Double.NaN : st.doubles("log_loss")[e] / w; // core's _mean_or_nan
     }
 
     /** {@code brier_score}: the state's Brier sum over its weight, times {@code scale}. */
     static double brier(StateReader.State st, double scale) {
         if (st == null) return Double.NaN;
         double w = st.doubles("weight")[0];
-        return w == 0 ? Double.NaN : st.doubles("brier")[0] / w * scale;
+        return w == 0 || !Double.isFinite(w) ? Double.NaN : st.doubles("brier")[0] / w * scale;
     }
 }

@@ -60,8 +60,15 @@ public final class Spec implements Serializable {
     /** The checked label of one row (null: a boxed null). */
     double label(Double v) {
         if (v == null) throw invalid(labelName, "null", labelRule);
-        if (scoreMode == VALUES ? !Double.isFinite(v) : !CountState.isClass(v, k)) throw invalid(labelName, show(v), labelRule);
+        if (scoreMode == VALUES ? !Double.isFinite(v) : !CountState.isClass(v, k)) throw invalid(labelName, show(v), labelRule + (scoreMode == VALUES ? "" : otherNames(v)));
         return v;
+    }
+
+    /** How to read two classes named by other whole numbers (-1 / 1, 1 / 2): the JVM path reads 0 / 1 only. */
+    String otherNames(double v) {
+        if (k != 2 || !Double.isFinite(v) || v != Math.rint(v)) return "";
+        return "; for two classes named otherwise (e.g. -1 and 1, or 1 and 2) map them to 0 and 1 first: (F.col('" + labelName
+            + "') == POSITIVE).cast('int'), in SQL CAST(" + labelName + " = POSITIVE AS INT)";
     }
 
     double score(Double v) {
