@@ -357,14 +357,25 @@ def evaluation_spec(ev: Any, sliced: bool = False) -> tuple[str | None, str]:
             mode, score_name, score_rule = 0, None, ""
     else:
         return None, f"a {plan.task.kind} task"
+    states, why = _jvm_states(plan, None if mode in (1, 3) else "state {kind!r} folds a score column in the JVM (not predictions or probability rows)")
+    if states is None:
+        return None, why
+    names = [ev.label_col, score_name, ev.weight_col]
+    rules = [label_rule("labels", k), score_rule, WEIGHTS_RULE]
+    return spec_text(k, mode, ev.weight_col is not None, names, rules, states), ""
+
+
+def _jvm_states(plan: Any, no_float: str | None) -> tuple[list | None, str]:
+    """``(the JVM kind of each state of plan, "")``, or ``(None, why not)``: a state with no JVM port, or
+    (``no_float``, formatted with the state's ``kind``) a float state where the input cannot feed one."""
     floats = _float_kinds()
     states = []
     for cls, layout in plan.state_types:
         zero = cls.zero(layout)
         got = _count_kind(zero)
         if got is None and type(zero) in floats:
-            if mode not in (1, 3):
-                return None, f"state {cls.kind!r} folds a score column in the JVM (not predictions or probability rows)"
+            if no_float is not None:
+                return None, no_float.format(kind=cls.kind)
             try:
                 got = floats[type(zero)](zero)
             except NotImplementedError as e:
@@ -372,9 +383,7 @@ def evaluation_spec(ev: Any, sliced: bool = False) -> tuple[str | None, str]:
         if got is None:
             return None, f"state {cls.kind!r} has no JVM port ({NOT_PORTED})"
         states.append(got)
-    names = [ev.label_col, score_name, ev.weight_col]
-    rules = [label_rule("labels", k), score_rule, WEIGHTS_RULE]
-    return spec_text(k, mode, ev.weight_col is not None, names, rules, states), ""
+    return states, ""
 
 
 #: the rules of regression targets and predictions, as core's messages state them (inputs/formats.py)
@@ -404,19 +413,9 @@ def _regression_spec(ev: Any) -> tuple[str | None, str]:
         or not plan.needs <= {"target", "prediction"}
     ):
         return None, "inputs need core's input formats (measures, queries, list columns, input formats, ...)"
-    floats = _float_kinds()
-    states = []
-    for cls, layout in plan.state_types:
-        zero = cls.zero(layout)
-        got = _count_kind(zero)
-        if got is None and type(zero) in floats:
-            try:
-                got = floats[type(zero)](zero)
-            except NotImplementedError as e:
-                return None, str(e)
-        if got is None:
-            return None, f"state {cls.kind!r} has no JVM port ({NOT_PORTED})"
-        states.append(got)
+    states, why = _jvm_states(plan, None)
+    if states is None:
+        return None, why
     names = [ev.label_col, values, ev.weight_col]
     rules = [TARGETS_FINITE, VALUES_FINITE, WEIGHTS_RULE]
     return spec_text(task.num_classes, VALUES_MODE, ev.weight_col is not None, names, rules, states), ""
