@@ -342,16 +342,16 @@ def count_cells_column(
         else:
             ok = ok & s.isin(*classes)
     # every row meets the check aggregate, and a row the condition refuses is invalid (nulls, NaN, out of range):
-    # the Java check raises its error (so the sums below never see it); the condition appears once per sum
+    # the Java check raises its error and the job fails, so the sums need not test the condition again (a smaller
+    # expression: Spark's analysis and planning of it cost more than folding a million rows)
     check = F.max(F.when(ok, F.lit(0)).otherwise(F.call_function(CHECK_FUNCTION, F.lit(spec), java_label, java_score)))
     sums = [check]
     for n, cell in cells:
+        if n == 1:
+            sums.append(F.count(F.lit(1)))
+            continue
         c = cell(label, s)
-        sums += (
-            [F.sum(F.when(ok & (c == F.lit(j)), F.lit(1)).otherwise(F.lit(0))) for j in range(n)]
-            if n > 1
-            else [F.sum(F.when(ok, F.lit(1)).otherwise(F.lit(0)))]
-        )
+        sums += [F.sum(F.when(c == F.lit(j), F.lit(1)).otherwise(F.lit(0))) for j in range(n)]
     return F.call_function(PACK_FUNCTION, F.lit(spec), F.array(*sums))
 
 
