@@ -12,7 +12,9 @@ and returns their bytes, exactly the bytes core's codec writes for the same rows
 values are then computed from those states by core, on the driver. No Python runs on the executors.
 
 * classic Spark: a typed ``org.apache.spark.sql.expressions.Aggregator`` (``mergeablemetrics.StateAggregator``)
-  registered with ``functions.udaf`` under a name of its own (usable from SQL);
+  registered with ``functions.udaf`` under a name of its own (usable from SQL); unweighted plans of count kinds
+  only fold as Spark's own SQL sums per cell instead, packed into the same bytes in Java
+  (:func:`count_cells_column`, issue 26 round 6: no object per row, code-generated);
 * Spark Connect: the ``UserDefinedAggregateFunction`` form (``mergeablemetrics.StateUDAF``, registered with
   ``registerJavaUDAF`` as :data:`CONNECT_FUNCTION`), whose first argument is the spec string (count kinds only);
   for the float kinds (``roc_auc``, ``average_precision``, ``log_loss``, ``brier_score``, calibration, ...)
@@ -254,7 +256,7 @@ def state_column(spark: Any, spec: str, label: "Column", score: "Column | None",
 
 #: fold unweighted count kinds with Spark's own sums (:func:`count_cells_column`); False: the typed Aggregator
 NATIVE_COUNTS = True
-#: the most cells (over a spec's states) :func:`count_cells_column` lowers to SQL sums
+#: the most cells (over a spec's states, example_count's aside) :func:`count_cells_column` lowers to SQL sums
 MAX_NATIVE_CELLS = 64
 #: the names of ``mergeablemetrics.CountCells``' two functions in a classic session
 CHECK_FUNCTION, PACK_FUNCTION = "mm_count_check", "mm_pack_cells"
@@ -311,7 +313,7 @@ def count_cells_column(
         if got is None:
             return None
         cells.append(got)
-    if not cells or sum(n for n, _ in cells) > MAX_NATIVE_CELLS or k > MAX_NATIVE_CELLS:
+    if not cells or sum(n for n, _ in cells if n > 1) > MAX_NATIVE_CELLS or k > MAX_NATIVE_CELLS:
         return None
     key = (_session_key(spark), CHECK_FUNCTION)
     if key not in _loaded:

@@ -97,3 +97,13 @@ def test_a_string_label_column_of_numbers_folds(jvm_spark):
     pdf = pd.DataFrame({"y": ["1", "0", "1", "1"], "p": [0.9, 0.8, 0.1, 0.6]})
     rows = jvm_spark.createDataFrame(pdf).agg(metric_state_column(["f1"], label_col="y", score_col="p")).collect()
     assert finish_metric_states(rows, ["f1"], label_col="y", score_col="p")[0]["f1"] == f1_score([1, 0, 1, 1], [1, 1, 0, 1])
+
+
+def test_the_cell_limit_keeps_the_typed_aggregator_beyond_it(jvm_spark):
+    pdf = _frame(300)
+    many = Evaluation(label_col="y", score_col="p", metrics=["example_count"] + [f"recall@threshold={t / 40}" for t in range(40)])
+    got, plan = _jvm(jvm_spark, jvm_spark.createDataFrame(pdf), many)  # 2 x 41 cells > 64: the Aggregator
+    assert "StateAggregator" in plan and got == _python_bytes(pdf, many)
+    eight = Evaluation(label_col="c", prediction_col="d", metrics=["accuracy", "example_count"], num_classes=8)  # 64 cells: SQL sums
+    got, plan = _jvm(jvm_spark, jvm_spark.createDataFrame(pdf), eight)
+    assert "StateAggregator" not in plan and got == _python_bytes(pdf, eight)
