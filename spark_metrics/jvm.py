@@ -331,8 +331,13 @@ def count_cells_column(
     java_label, java_score = label, F.lit(None).cast("double") if mode == 0 else score
     label = label if fast_label is None else fast_label
     score = score if fast_score is None else fast_score
-    classes = [F.lit(float(c)) for c in range(k)]
-    ok = label.isin(*classes)  # classes 0..k-1 (-0.0 is 0); null, NaN, anything else: the Java check
+
+    def is_class(v: Any) -> Any:
+        # an integer in [0, k): -0.0 is 0; null and NaN (above every number in Spark SQL) fail. Not `isin`: Spark
+        # turns a long IN list into a hash set, where -0.0 is not 0.0
+        return (v >= F.lit(0.0)) & (v < F.lit(float(k))) & (v == F.rint(v))
+
+    ok = is_class(label)
     if mode == 0:
         s = F.lit(0.0)
     else:
@@ -342,7 +347,7 @@ def count_cells_column(
         elif mode == 3:
             ok = ok & (s >= F.lit(0.0)) & (s <= F.lit(1.0))  # NaN is above every number in Spark SQL
         else:
-            ok = ok & s.isin(*classes)
+            ok = ok & is_class(s)
     # every row meets the check aggregate, and a row the condition refuses is invalid (nulls, NaN, out of range):
     # the Java check raises its error and the job fails, so the sums need not test the condition again (a smaller
     # expression: Spark's analysis and planning of it cost more than folding a million rows)

@@ -107,3 +107,21 @@ def test_the_cell_limit_keeps_the_typed_aggregator_beyond_it(jvm_spark):
     eight = Evaluation(label_col="c", prediction_col="d", metrics=["accuracy", "example_count"], num_classes=8)  # 64 cells: SQL sums
     got, plan = _jvm(jvm_spark, jvm_spark.createDataFrame(pdf), eight)
     assert "StateAggregator" not in plan and got == _python_bytes(pdf, eight)
+
+
+def test_negative_zero_labels_and_predictions_are_class_zero(jvm_spark):
+    rng = np.random.default_rng(6)
+    n = 400
+    y = rng.integers(0, 20, n).astype(float)
+    y[::7] = -0.0
+    q = rng.integers(0, 3, n).astype(float)
+    q[::5] = -0.0
+    pdf = pd.DataFrame({"y": y, "q": q, "b": np.where(np.arange(n) % 3 == 0, -0.0, (y > 9).astype(float))})
+    df = jvm_spark.createDataFrame(pdf, "y double, q double, b double").repartition(2)
+    for ev in (
+        Evaluation(label_col="y", prediction_col="q", metrics=["example_count"], num_classes=20, task="multiclass"),  # 20 classes: no IN list
+        Evaluation(label_col="q", prediction_col="q", metrics=["accuracy", "example_count"], num_classes=3),
+        Evaluation(label_col="b", score_col="q", metrics=["f1", "example_count"]),
+    ):
+        got, plan = _jvm(jvm_spark, df, ev)
+        assert "StateAggregator" not in plan and got == _python_bytes(pdf, ev)
