@@ -59,6 +59,11 @@ def jobs(spark, df) -> dict[str, object]:
     args = dict(label_col="label", score_col="score")
     out["ours_f1_driver"] = lambda: finish_metric_states(df.agg(metric_state_column(["f1"], **args)).collect(), ["f1"], **args)
     out["ours_f1_columns"] = lambda: df.agg(*metric_columns(["f1"], engine="jvm", **args)).collect()
+    # issue 26 round 6: the same two jobs folded by the typed Aggregator (jvm.NATIVE_COUNTS off), with the built
+    # Columns cached (this round) and rebuilt per call (round 5's code)
+    out["ours_f1_driver_aggregator"] = lambda: _aggregator(out["ours_f1_driver"])
+    out["ours_f1_driver_round5"] = lambda: _aggregator(out["ours_f1_driver"], cached=False)
+    out["ours_f1_columns_round5"] = lambda: _aggregator(out["ours_f1_columns"], cached=False)
     out["floor_sliced"] = lambda: df.groupBy("slice", "label", "prediction").count().collect()
     out["ours_sliced_driver"] = lambda: finish_metric_states(
         df.groupBy("slice").agg(metric_state_column(COUNTS, **args)).collect(), COUNTS, overall=True, **args
@@ -112,6 +117,22 @@ def jobs(spark, df) -> dict[str, object]:
 REGRESSION = ["example_count", "r2", "mse", "mae", "mape"]
 
 
+def _aggregator(fn, cached: bool = True):
+    """``fn()`` with the count kinds folded by the typed Aggregator (before issue 26 round 6); ``cached=False``:
+    the aggregate Column rebuilt on every call, as before round 6."""
+    from mergeable_metrics.spark import jvm
+
+    jvm.NATIVE_COUNTS = False
+    try:
+        if not cached:
+            jvm._columns.clear()
+        return fn()
+    finally:
+        jvm.NATIVE_COUNTS = True
+        if not cached:
+            jvm._columns.clear()
+
+
 def _python_finish(fn):
     """``fn()`` with roc_auc (and the other float metrics) finished by core in a Python UDF, as before round 4."""
     from unittest import mock
@@ -154,6 +175,9 @@ def run(n: int, repeats: int, partitions: int = 4, only: list[str] | None = None
 
     row("global f1, driver finish", "ours_f1_driver", "mllib_f1", 2.0)
     row("global f1, metric_columns (Java finish)", "ours_f1_columns", "mllib_f1", 2.0)
+    row("global f1, driver finish, typed Aggregator (Column cached)", "ours_f1_driver_aggregator", "mllib_f1", 2.0)
+    row("global f1, driver finish, round 5 (typed Aggregator, Column rebuilt)", "ours_f1_driver_round5", "mllib_f1", 2.0)
+    row("global f1, metric_columns, round 5 (typed Aggregator, Column rebuilt)", "ours_f1_columns_round5", "mllib_f1", 2.0)
     row("11 slices x (count, P, R, F1), driver finish", "ours_sliced_driver", "floor_sliced", 0.8)
     row("11 slices x (count, P, R, F1), rollup + metric_columns (Java finish)", "ours_sliced_columns", "floor_sliced", 0.8)
     row("global roc_auc vs MLlib", "ours_auc_driver", "mllib_auc", 20.0)  # rows of jobs not run (--only, no JVM port) are left out

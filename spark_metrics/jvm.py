@@ -12,7 +12,9 @@ and returns their bytes, exactly the bytes core's codec writes for the same rows
 values are then computed from those states by core, on the driver. No Python runs on the executors.
 
 * classic Spark: a typed ``org.apache.spark.sql.expressions.Aggregator`` (``mergeablemetrics.StateAggregator``)
-  registered with ``functions.udaf`` under a name of its own (usable from SQL);
+  registered with ``functions.udaf`` under a name of its own (usable from SQL); unweighted plans of count kinds
+  only fold as Spark's own SQL sums per cell instead, packed into the same bytes in Java
+  (:func:`count_cells_column`, issue 26 round 6: no object per row, code-generated);
 * Spark Connect: the ``UserDefinedAggregateFunction`` form (``mergeablemetrics.StateUDAF``, registered with
   ``registerJavaUDAF`` as :data:`CONNECT_FUNCTION`), whose first argument is the spec string (count kinds only);
   for the float kinds (``roc_auc``, ``average_precision``, ``log_loss``, ``brier_score``, calibration, ...)
@@ -252,6 +254,114 @@ def state_column(spark: Any, spec: str, label: "Column", score: "Column | None",
     return F.call_function(name, *cols)
 
 
+#: fold unweighted count kinds with Spark's own sums (:func:`count_cells_column`); False: the typed Aggregator
+NATIVE_COUNTS = True
+#: the most cells (over a spec's states, example_count's aside) :func:`count_cells_column` lowers to SQL sums
+MAX_NATIVE_CELLS = 64
+#: the names of ``mergeablemetrics.CountCells``' two functions in a classic session
+CHECK_FUNCTION, PACK_FUNCTION = "mm_count_check", "mm_pack_cells"
+
+
+def _native_cells(k: int, kind: str, config: str) -> tuple[int, Any] | None:
+    """``(number of cells, cell(label, score) -> Column)`` of one count state as the Java state's ``cell``
+    (None: not lowered)."""
+    from pyspark.sql import functions as F
+
+    lines = config.split("\n")
+    if kind == "example_count":
+        return 1, lambda y, s: F.lit(0)
+    if kind == "confusion_matrix":
+        kk = int(lines[1].strip())
+        if kk != k:
+            return None
+        return kk * kk, lambda y, s: (y * kk + s).cast("int")
+    if kind == "binary_confusion" and len(lines) >= 3 and lines[1] in (">=", ">"):
+        ts = [float(t) for t in lines[2].split(",")] if lines[2] else []
+        if any(not (a <= b) for a, b in zip(ts, ts[1:])) or any(t != t for t in ts):
+            return None  # the Java cell counts a sorted prefix: unsorted thresholds keep the Aggregator
+
+        def cell(y: Any, s: Any) -> Any:
+            out = F.when(y != 0, F.lit(len(ts) + 1)).otherwise(F.lit(0))
+            for t in ts:
+                out = out + F.when(s >= F.lit(t) if lines[1] == ">=" else s > F.lit(t), F.lit(1)).otherwise(F.lit(0))
+            return out
+
+        return 2 * (len(ts) + 1), cell
+    return None
+
+
+def count_cells_column(
+    spark: Any, spec: str, label: "Column", score: "Column | None", fast_label: "Column | None" = None, fast_score: "Column | None" = None
+) -> "Column | None":
+    """The unweighted count kinds' fold as Spark's own aggregates: per state and cell, ``sum(cell == j)`` over a
+    SQL cell expression (code-generated, partially aggregated), packed into the states' bytes by
+    ``mergeablemetrics.CountCells.Pack``: the bytes :class:`StateAggregator` returns for the same rows. The SQL
+    condition accepts exactly the valid rows; any other row (nulls, NaN, values out of range) meets
+    ``CountCells.Check`` in one more aggregate, which raises the Java checks' error. None when the spec is not lowered (weighted, other kinds, too many cells).
+    ``fast_label`` / ``fast_score``: the inputs the SQL condition and cells read, when cheaper than ``label`` /
+    ``score`` (which then only the Java branch reads: e.g. without their checks, a null there takes the Java branch)."""
+    from pyspark.sql import functions as F
+
+    fields = spec.split(_SEP)
+    k, mode, weighted = int(fields[0]), int(fields[1]), fields[2] == "1"
+    if weighted or mode not in (0, 1, 2, 3):  # NO_SCORE, SCORE, PREDICTION, PROBABILITY
+        return None
+    states = list(zip(fields[10::2], fields[11::2]))[: int(fields[9])]
+    cells = []
+    for kind, config in states:
+        got = _native_cells(k, kind, config)
+        if got is None:
+            return None
+        cells.append(got)
+    if not cells or sum(n for n, _ in cells if n > 1) > MAX_NATIVE_CELLS or k > MAX_NATIVE_CELLS:
+        return None
+    key = (_session_key(spark), CHECK_FUNCTION)
+    if key not in _loaded:
+        cls = _registrar(spark)
+        if cls is None:
+            raise RuntimeError(NO_JDK)
+        gw = spark.sparkContext._gateway
+        types = gw.new_array(gw.jvm.java.lang.Class, 3)
+        types[0] = gw.jvm.java.lang.Class.forName("org.apache.spark.sql.SparkSession")
+        types[1] = types[2] = gw.jvm.java.lang.Class.forName("java.lang.String")
+        args = gw.new_array(gw.jvm.java.lang.Object, 3)
+        args[0], args[1], args[2] = spark._jsparkSession, CHECK_FUNCTION, PACK_FUNCTION
+        cls.getMethod("registerCountCells", types).invoke(None, args)
+        _loaded[key] = True
+    java_label, java_score = label, F.lit(None).cast("double") if mode == 0 else score
+    label = label if fast_label is None else fast_label
+    score = score if fast_score is None else fast_score
+
+    def is_class(v: Any) -> Any:
+        # an integer in [0, k): -0.0 is 0; null and NaN (above every number in Spark SQL) fail. Not `isin`: Spark
+        # turns a long IN list into a hash set, where -0.0 is not 0.0
+        return (v >= F.lit(0.0)) & (v < F.lit(float(k))) & (v == F.rint(v))
+
+    ok = is_class(label)
+    if mode == 0:
+        s = F.lit(0.0)
+    else:
+        s = score
+        if mode == 1:
+            ok = ok & ~F.isnan(s) & (s > F.lit(float("-inf"))) & (s < F.lit(float("inf")))
+        elif mode == 3:
+            ok = ok & (s >= F.lit(0.0)) & (s <= F.lit(1.0))  # NaN is above every number in Spark SQL
+        else:
+            ok = ok & is_class(s)
+    # every row meets the check aggregate, and a row the condition refuses is invalid (nulls, NaN, out of range):
+    # the Java check raises its error and the job fails, so the sums need not test the condition again (a smaller
+    # expression: Spark's analysis and planning of it cost more than folding a million rows)
+    check = F.max(F.when(ok, F.lit(0)).otherwise(F.call_function(CHECK_FUNCTION, F.lit(spec), java_label, java_score)))
+    sums = [check]
+    for n, cell in cells:
+        if n == 1:
+            sums.append(F.count(F.lit(1)))
+            continue
+        c = cell(label, s)
+        sums += [F.sum(F.when(c == F.lit(j), F.lit(1)).otherwise(F.lit(0))) for j in range(n)]
+    return F.call_function(PACK_FUNCTION, F.lit(spec), F.array(*sums))
+
+
 def unpack(data: bytes | None, count: int) -> list[bytes] | None:
     """The ``count`` state frames of an aggregate's output (None: a group without rows under Connect)."""
     if data is None:
@@ -452,10 +562,35 @@ def input_columns(ev: Any) -> tuple["Column", "Column | None", "Column | None"]:
     return num(ev.label_col), num(score), num(ev.weight_col)
 
 
+#: built aggregate Columns by (session, spec, input columns, lowering): a Column is an immutable expression, and
+#: building one costs a few hundred Py4J calls (tens of ms, more than folding a million rows)
+_columns: dict[tuple, "Column"] = {}
+
+
 def evaluation_column(spark: Any, ev: Any, spec: str) -> "Column":
     """The JVM aggregate Column folding ``ev``'s states (their packed bytes)."""
+    score_name = ev.prediction_col if ev.plan.task.kind == "multiclass" else (ev.score_col if ev.score_col is not None else ev.prediction_col)
+    key = (_session_key(spark), spec, ev.label_col, score_name, ev.weight_col, NATIVE_COUNTS)
+    got = _columns.get(key)
+    if got is not None:
+        return got
     label, score, weight = input_columns(ev)
-    return state_column(spark, spec, label, score, weight)
+    col = None
+    if weight is None and NATIVE_COUNTS and not is_connect(spark):
+        from pyspark.sql import functions as F
+
+        from mergeable_metrics.spark._frames import quote
+
+        def fast(name: str | None) -> "Column | None":
+            return None if name is None else F.col(quote(name)).try_cast("double")
+
+        col = count_cells_column(spark, spec, label, score, fast(ev.label_col), fast(score_name))
+    if col is None:
+        col = state_column(spark, spec, label, score, weight)
+    if len(_columns) > 512:
+        _columns.clear()
+    _columns[key] = col
+    return col
 
 
 def decode_states(ev: Any, data: bytes | None) -> tuple:

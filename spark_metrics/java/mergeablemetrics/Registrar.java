@@ -65,6 +65,13 @@ public final class Registrar {
         return DataTypes.createStructType(fields);
     }
 
+    /** Register {@code checkName(spec, label, score)} and {@code packName(spec, cells)} ({@link CountCells}). */
+    public static String registerCountCells(SparkSession spark, String checkName, String packName) {
+        spark.udf().register(checkName, new CountCells.Check(), DataTypes.IntegerType);
+        spark.udf().register(packName, new CountCells.Pack(), DataTypes.BinaryType);
+        return checkName;
+    }
+
     /** Register the UserDefinedAggregateFunction form (its first argument is the spec string). */
     public static String registerUdaf(SparkSession spark, String name) {
         spark.udf().register(name, new StateUDAF());
