@@ -218,6 +218,12 @@ def spec_kinds(spec: str) -> list[str]:
 def register(spark: "SparkSession", name: str, spec: str) -> str:
     """Register the typed Aggregator of ``spec`` under ``name`` in a classic session (usable from SQL:
     ``SELECT name(label, score) ...``); returns the name."""
+    _call_registrar(spark, "register", name, spec)
+    return name
+
+
+def _call_registrar(spark: "SparkSession", method: str, first: str, second: str) -> None:
+    """Call the registrar's static ``method(SparkSession, String, String)`` through the gateway."""
     cls = _registrar(spark)
     if cls is None:
         raise RuntimeError(NO_JDK)
@@ -226,9 +232,8 @@ def register(spark: "SparkSession", name: str, spec: str) -> str:
     types[0] = gw.jvm.java.lang.Class.forName("org.apache.spark.sql.SparkSession")
     types[1] = types[2] = gw.jvm.java.lang.Class.forName("java.lang.String")
     args = gw.new_array(gw.jvm.java.lang.Object, 3)
-    args[0], args[1], args[2] = spark._jsparkSession, name, spec
-    cls.getMethod("register", types).invoke(None, args)
-    return name
+    args[0], args[1], args[2] = spark._jsparkSession, first, second
+    cls.getMethod(method, types).invoke(None, args)
 
 
 def function_name(spec: str) -> str:
@@ -317,16 +322,7 @@ def count_cells_column(
         return None
     key = (_session_key(spark), CHECK_FUNCTION)
     if key not in _loaded:
-        cls = _registrar(spark)
-        if cls is None:
-            raise RuntimeError(NO_JDK)
-        gw = spark.sparkContext._gateway
-        types = gw.new_array(gw.jvm.java.lang.Class, 3)
-        types[0] = gw.jvm.java.lang.Class.forName("org.apache.spark.sql.SparkSession")
-        types[1] = types[2] = gw.jvm.java.lang.Class.forName("java.lang.String")
-        args = gw.new_array(gw.jvm.java.lang.Object, 3)
-        args[0], args[1], args[2] = spark._jsparkSession, CHECK_FUNCTION, PACK_FUNCTION
-        cls.getMethod("registerCountCells", types).invoke(None, args)
+        _call_registrar(spark, "registerCountCells", CHECK_FUNCTION, PACK_FUNCTION)
         _loaded[key] = True
     java_label, java_score = label, F.lit(None).cast("double") if mode == 0 else score
     label = label if fast_label is None else fast_label
