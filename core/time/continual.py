@@ -49,6 +49,7 @@ from typing import Any
 import numpy as np
 
 from mergeable_metrics._util.public import public
+from mergeable_metrics.collection.plan import _refuse_update_keywords
 from mergeable_metrics.inputs.validation import as_array, invalid_value_message
 from mergeable_metrics._util.limits import MAX_NUM_CLASSES, check_count
 from mergeable_metrics._util.nulls import is_null
@@ -637,6 +638,9 @@ def ocl_metrics(state: ContinualState) -> OCLMetrics:
     )
 
 
+_CONTINUAL_KEYWORDS = ("trained_task", "evaluated_task", "y_true", "y_pred", "step", "position")
+
+
 @public("mergeable_metrics")
 class ContinualEvaluation:
     """Accuracy of a continual learner across ``num_tasks`` tasks, mergeable, in one state.
@@ -698,10 +702,18 @@ class ContinualEvaluation:
     def eval_window_size(self) -> int:
         return self.layout.eval_window_size
 
-    def update(self, trained_task: Any, evaluated_task: Any, y_true: Any, y_pred: Any, step: Any = None, position: Any = None) -> None:
+    def update(
+        self, trained_task: Any, evaluated_task: Any, y_true: Any = None, y_pred: Any = None, step: Any = None, position: Any = None, **unknown: Any
+    ) -> None:
         """Fold one batch of events (see :meth:`ContinualState.from_events`): evaluations, or
         test-then-train rows of the training stream with their ``position`` (``evaluated_task``
-        None): ``ev.update(task, None, y, y_pred, position=np.arange(i, i + len(y)))``."""
+        None): ``ev.update(task, None, y, y_pred, position=np.arange(i, i + len(y)))``.
+
+        Other libraries' keywords (``preds=``, ``target=``, ...) are refused naming ours; nothing is folded."""
+        _refuse_update_keywords(type(self).__name__, unknown, _CONTINUAL_KEYWORDS)
+        for name, value in (("y_true", y_true), ("y_pred", y_pred)):
+            if value is None:
+                raise TypeError(f"{type(self).__name__}.update() missing required argument {name!r}")
         self._fold(ContinualState.from_events(self.layout, trained_task, evaluated_task, y_true, y_pred, step, self._rows, position=position))
 
     def _fold(self, part: ContinualState) -> None:

@@ -306,3 +306,24 @@ def test_nan_steps_in_object_containers_mean_after_the_task():
         assert fn.extract_output(acc) == _fold(EVENTS)
     with pytest.raises(ValueError, match=r"column 'step': invalid value 'x' at row 0"):
         ContinualEvaluation(2, 2, 1).update(0, 0, [1], [1], step=np.array(["x"], dtype=object))
+
+
+@pytest.mark.parametrize(
+    ("keyword", "ours"),
+    [("preds", "y_pred="), ("target", "y_true="), ("y_hat", "y_pred="), ("labels", "y_true=")],
+)
+def test_update_refuses_other_libraries_keywords_naming_ours(keyword, ours):
+    """``update(..., preds=...)`` (torchmetrics' names) is refused naming our keyword, and nothing is folded."""
+    ev = ContinualEvaluation(num_tasks=2, num_classes=2, evaluations_per_task=1)
+    kw = {"y_true": [0, 1], "y_pred": [0, 1]}
+    kw.pop(ours[:-1])
+    kw[keyword] = [0, 1]
+    with pytest.raises(TypeError, match=rf"ContinualEvaluation.update\(\) got an unexpected keyword argument '{keyword}'.*{ours}"):
+        ev.update(0, 0, **kw)
+    assert ev.state == ContinualEvaluation(num_tasks=2, num_classes=2, evaluations_per_task=1).state
+
+
+def test_update_without_labels_or_predictions_says_which_is_missing():
+    ev = ContinualEvaluation(num_tasks=2, num_classes=2, evaluations_per_task=1)
+    with pytest.raises(TypeError, match=r"missing required argument 'y_pred'"):
+        ev.update(0, 0, [0, 1])
