@@ -33,9 +33,8 @@ from __future__ import annotations
 
 import math
 import threading
-from contextlib import contextmanager
 from fractions import Fraction
-from typing import Iterator, Sequence
+from typing import Sequence
 
 import numpy as np
 
@@ -401,9 +400,12 @@ class ExactSums:
         return cls(v, 0, _no_limbs(v.size))
 
     @classmethod
-    def of_count(cls, n: int) -> "ExactSums":
-        """The exact sum ``n`` (a row count below 2**53: a float64 exactly), shape ``()``."""
-        return cls(np.array(float(n)), 0, _no_limbs(1))
+    def of_count(cls, n: int, shape: tuple[int, ...] = ()) -> "ExactSums":
+        """The exact sums ``n`` (a row count below 2**53: a float64 exactly) of ``shape``."""
+        if not shape:
+            return cls(np.array(float(n)), 0, _no_limbs(1))
+        v = np.array((float(n),) * math.prod(shape)).reshape(shape)
+        return cls(v, 0, _no_limbs(v.size))
 
     @classmethod
     def zeros(cls, shape: tuple[int, ...]) -> "ExactSums":
@@ -460,6 +462,13 @@ class ExactSums:
     def __add__(self, other: "ExactSums") -> "ExactSums":
         if other.shape != self.shape:
             raise ValueError(f"exact sums of shapes {self.shape} and {other.shape} do not merge")
+        if self._raw is None and other._raw is None and not self._limbs.shape[1] and not other._limbs.shape[1] and self._values.size == 1:
+            # one compact sum each (a count, a weight sum): TwoSum on Python floats, as below
+            x, y = self._values.item(), other._values.item()
+            t = x + y  # inf past the float range (no exception): then the error below is nan
+            bb = t - x
+            if (x - (t - bb)) + (y - bb) == 0:
+                return ExactSums(np.array(t + 0.0).reshape(self.shape), 0, _no_limbs(1))  # -0.0 -> +0.0
         if self._raw is not None or other._raw is not None:  # stay raw: one rounding when read
             if other._is_zero():
                 return self
@@ -713,20 +722,28 @@ def exact_sum_products(
 _shared = threading.local()
 
 
-@contextmanager
-def shared_weight_sums() -> Iterator[None]:
+class _SharedWeightSums:
+    """The context manager of :func:`shared_weight_sums` (a class: entered once per batch, a
+    generator-based one costs a few microseconds)."""
+
+    __slots__ = ("outer",)
+
+    def __enter__(self) -> None:
+        self.outer = getattr(_shared, "sums", None)
+        if self.outer is None:
+            _shared.sums = {}
+
+    def __exit__(self, *exc: object) -> None:
+        if self.outer is None:
+            _shared.sums = None
+
+
+def shared_weight_sums() -> _SharedWeightSums:
     """Within the block (one batch's fold into every state of a plan), :func:`weight_sum` of the
     same weight array computes its exact sum once: the example count's, the regression state's
     and a mean's weight are one sum. Nothing is kept after the block (an array may be changed
     in place between batches)."""
-    outer = getattr(_shared, "sums", None)
-    if outer is None:
-        _shared.sums = {}
-    try:
-        yield
-    finally:
-        if outer is None:
-            _shared.sums = None
+    return _SharedWeightSums()
 
 
 def known_weight_sum(w: np.ndarray) -> ExactSums | None:

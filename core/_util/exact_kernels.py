@@ -80,6 +80,9 @@ _KERNELS = (
     "round_rows",
     "grid_sum",
     "plan_sum",
+    "scan_weights",
+    "first_negative",
+    "mean_sums",
     "_binades",
     "regression_sums",
 )
@@ -599,6 +602,67 @@ def plan_sum(f0, f1, f2, nf, g, has_g, size):
     return acc, exp, -1, -1
 
 
+MIN64 = np.int64(-0x8000000000000000)
+
+
+def scan_weights(f):
+    """:func:`scan` of weights' bits ``f`` and whether one is negative (``-0.0`` is not: its
+    bits xor the sign bit are 0, a negative value's are positive, a positive one's negative);
+    three branch-free int64 reductions in one pass."""
+    hi = np.int64(0)
+    lo = M63
+    sg = MIN64
+    for i in range(f.shape[0]):
+        b = f[np.uint64(i)]
+        a = b & M63
+        hi = max(hi, a)
+        lo = min(lo, (a - 1) & M63)
+        sg = max(sg, b ^ MIN64)
+    lo, hi = _binades(lo, hi)
+    return lo, hi, sg > 0
+
+
+def first_negative(w):
+    for i in range(w.shape[0]):
+        if w[i] < 0:
+            return i
+    return -1
+
+
+def mean_sums(v, w, has_w):
+    """The exact sums of a mean-of-measure batch in one compiled call, its values' checks
+    included (no separate validation pass): ``(acc_t, exp_t, acc_w, exp_w, status, position)``,
+    the raw limbs (as :func:`plan_sum`) of ``sum v`` (``sum v w`` with weights, factors in that
+    order) and of ``sum w`` (empty without weights). ``status`` -1: done; 0: a non-finite value;
+    1: a non-finite weight; 2: a negative weight (``position``: the first such row; nothing is
+    summed then)."""
+    empty = np.zeros((1, 0), dtype=np.int64)
+    bv = v.view(np.int64)
+    lv, hv = scan(bv)
+    if hv == 2047:
+        return empty, 0, empty, 0, 0, first_non_finite(bv)
+    g = np.zeros(0, dtype=np.int64)
+    none = np.zeros(0)
+    los = np.empty(3, dtype=np.int64)
+    his = np.empty(3, dtype=np.int64)
+    if not has_w:
+        los[0], his[0] = lv, hv
+        acc, e = grid_sum(v, none, none, 1, g, False, 1, los, his)
+        return acc, e, empty, 0, -1, -1
+    bw = w.view(np.int64)
+    lw, hw, neg = scan_weights(bw)
+    if hw == 2047:
+        return empty, 0, empty, 0, 1, first_non_finite(bw)
+    if neg:
+        return empty, 0, empty, 0, 2, first_negative(w)
+    los[0], his[0] = lw, hw
+    accw, ew = grid_sum(w, none, none, 1, g, False, 1, los, his)
+    los[0], his[0] = lv, hv
+    los[1], his[1] = lw, hw
+    acc, e = grid_sum(v, w, none, 2, g, False, 1, los, his)
+    return acc, e, accw, ew, -1, -1
+
+
 def grid_sum(f0, f1, f2, nf, g, has_g, size, los, his):
     """:func:`plan_sum` after the checks, from every factor's :func:`scan` (``los[k]``,
     ``his[k]``, all finite): ``(acc, exp)``, the float-grid kernel (:func:`fused_grid`) when the
@@ -861,6 +925,19 @@ def canonical_round(D: np.ndarray, exp: int) -> tuple[np.ndarray, int, np.ndarra
     return C, int(e), v, inexact, sub
 
 
+def mean_batch_sums(v: np.ndarray, w: np.ndarray | None) -> tuple[tuple[np.ndarray, int], tuple[np.ndarray, int] | None] | None:
+    """:func:`mean_sums` of (n,) float64 C-contiguous values and weights (None: unweighted), n
+    at most :data:`CHUNK`: ``((limbs, exp) of sum v [w], (limbs, exp) of sum w or None)``, or
+    None when a value or weight is not finite or a weight is negative (the caller's reference
+    path then names it)."""
+    v = _as_kernel_array(v)
+    has_w = w is not None
+    acc, e, accw, ew, status, _pos = mean_sums(v, _as_kernel_array(w) if has_w else _EMPTYF, has_w)
+    if status >= 0:
+        return None
+    return (acc, int(e)), ((accw, int(ew)) if has_w else None)
+
+
 def warm() -> float:
     """Compile (or load from the on-disk cache) the kernels now, e.g. in a worker's setup, so no
     bundle pays it; returns the seconds it took (0.0 without numba, or when already warm)."""
@@ -882,6 +959,8 @@ def warm() -> float:
     add_canonical(np.array([[1, -3]], dtype=np.int64), 0, np.array([[2]], dtype=np.int64), -1)
     y = np.array([1.5, -0.25, 3.0])
     regression_moments(y, y[::-1].copy(), None)
+    mean_batch_sums(y, None)
+    mean_batch_sums(y, np.array([0.5, 0.0, 2.0]))
     regression_moments(y, y[::-1].copy(), np.array([0.5, 0.0, 2.0]))
     _warm = True
     return time.perf_counter() - t0
