@@ -82,6 +82,7 @@ _KERNELS = (
     "plan_sum",
     "scan_weights",
     "first_negative",
+    "add_window",
     "mean_sums",
     "_binades",
     "regression_sums",
@@ -629,38 +630,65 @@ def first_negative(w):
     return -1
 
 
+#: rows per block of :func:`mean_sums`: a block's columns are read from memory once (its range
+#: scans) and summed while they are still in the CPU cache
+MEAN_BLOCK = 8192
+
+
+def add_window(out, qlo, acc, e):
+    """Add the raw limbs ``acc`` (1, L) at ``exp`` ``e`` into ``out`` (1, W), whose limb 0 is at
+    ``qlo - OFFSET // 32`` (the caller's window holds every limb of ``acc``)."""
+    sh = e + OFFSET // 32 - qlo
+    for i in range(acc.shape[1]):
+        out[0, sh + i] += acc[0, i]
+
+
 def mean_sums(v, w, has_w):
     """The exact sums of a mean-of-measure batch in one compiled call, its values' checks
     included (no separate validation pass): ``(acc_t, exp_t, acc_w, exp_w, status, position)``,
     the raw limbs (as :func:`plan_sum`) of ``sum v`` (``sum v w`` with weights, factors in that
     order) and of ``sum w`` (empty without weights). ``status`` -1: done; 0: a non-finite value;
     1: a non-finite weight; 2: a negative weight (``position``: the first such row; nothing is
-    summed then)."""
+    summed then). Blocks of :data:`MEAN_BLOCK` rows are scanned (:func:`scan`) and summed
+    (:func:`grid_sum`) in turn, each with its own grids, into windows that hold any sum of one
+    or two factors, so every block's rows are read from memory once."""
+    n = v.shape[0]
+    nf = 2 if has_w else 1
+    qlo = (OFFSET - 1074 * nf - 64) >> 5
+    acc = np.zeros((1, ((OFFSET + 1024 * nf) >> 5) + 4 - qlo), dtype=np.int64)
+    qlo_w = (OFFSET - 1074 - 64) >> 5
+    accw = np.zeros((1, ((OFFSET + 1024) >> 5) + 4 - qlo_w if has_w else 0), dtype=np.int64)
     empty = np.zeros((1, 0), dtype=np.int64)
-    bv = v.view(np.int64)
-    lv, hv = scan(bv)
-    if hv == 2047:
-        return empty, 0, empty, 0, 0, first_non_finite(bv)
     g = np.zeros(0, dtype=np.int64)
     none = np.zeros(0)
     los = np.empty(3, dtype=np.int64)
     his = np.empty(3, dtype=np.int64)
-    if not has_w:
+    for blo in range(0, n, MEAN_BLOCK):
+        bhi = min(n, blo + MEAN_BLOCK)
+        vb = v[blo:bhi]
+        bv = vb.view(np.int64)
+        lv, hv = scan(bv)
+        if hv == 2047:
+            return empty, 0, empty, 0, 0, blo + first_non_finite(bv)
         los[0], his[0] = lv, hv
-        acc, e = grid_sum(v, none, none, 1, g, False, 1, los, his)
-        return acc, e, empty, 0, -1, -1
-    bw = w.view(np.int64)
-    lw, hw, neg = scan_weights(bw)
-    if hw == 2047:
-        return empty, 0, empty, 0, 1, first_non_finite(bw)
-    if neg:
-        return empty, 0, empty, 0, 2, first_negative(w)
-    los[0], his[0] = lw, hw
-    accw, ew = grid_sum(w, none, none, 1, g, False, 1, los, his)
-    los[0], his[0] = lv, hv
-    los[1], his[1] = lw, hw
-    acc, e = grid_sum(v, w, none, 2, g, False, 1, los, his)
-    return acc, e, accw, ew, -1, -1
+        if not has_w:
+            a, e = grid_sum(vb, none, none, 1, g, False, 1, los, his)
+            add_window(acc, qlo, a, e)
+            continue
+        wb = w[blo:bhi]
+        bw = wb.view(np.int64)
+        lw, hw, neg = scan_weights(bw)
+        if hw == 2047:
+            return empty, 0, empty, 0, 1, blo + first_non_finite(bw)
+        if neg:
+            return empty, 0, empty, 0, 2, blo + first_negative(wb)
+        los[1], his[1] = lw, hw
+        a, e = grid_sum(vb, wb, none, 2, g, False, 1, los, his)
+        add_window(acc, qlo, a, e)
+        los[0], his[0] = lw, hw
+        a, e = grid_sum(wb, none, none, 1, g, False, 1, los, his)
+        add_window(accw, qlo_w, a, e)
+    return acc, qlo - OFFSET // 32, accw, qlo_w - OFFSET // 32, -1, -1
 
 
 def grid_sum(f0, f1, f2, nf, g, has_g, size, los, his):

@@ -198,3 +198,40 @@ def test_sums_of_other_arrays_are_not_used():
     lay = MeanMeasureLayout(())
     got = MeanMeasureState.zero(lay).fold(batch)
     assert got["total"].item() == 56.0 and got["weight"].item() == 3.0 and got["count"].item() == 3
+
+
+@needs_numba
+@pytest.mark.parametrize("weighted", [False, True])
+def test_mean_sums_of_many_blocks_with_their_own_ranges(weighted):
+    """Batches longer than one block (``exact_kernels.MEAN_BLOCK`` rows): every block is summed
+    on its own grids (tiny, huge, subnormal, cancelling blocks next to each other) into one
+    exact sum."""
+    rng = np.random.default_rng(11)
+    b = K.MEAN_BLOCK
+    parts = [
+        rng.normal(0, 1, b) * 1e-300,
+        rng.normal(0, 1, b) * 1e300,
+        np.full(b, 5e-324) * rng.integers(-3, 4, b),
+        rng.gamma(2.0, 1.0, b) * 10.0 ** rng.integers(-200, 200, b),  # past the float grids: the limb kernel
+        np.concatenate([[1e308, -1e308], rng.normal(0, 1, 37)]),
+    ]
+    v = np.concatenate(parts)
+    w = rng.random(v.shape[0]) * 10.0 ** rng.integers(-3, 3, v.shape[0]) if weighted else None
+    if weighted:
+        w[b - 1 : b + 1] = [0.0, -0.0]
+    total, wsum = K.mean_batch_sums(v, w)
+    got = E.ExactSums.lazy(*total, ())
+    ws = w if weighted else np.ones_like(v)
+    assert got.fraction() == sum((Fraction(x) * Fraction(y) for x, y in zip(v.tolist(), ws.tolist())), Fraction(0))
+    assert _same(got, E.exact_sum(v, w)) and _same(got, _numpy(lambda: E.exact_sum(v, w)))
+    if weighted:
+        assert _same(E.ExactSums.lazy(*wsum, ()), E.exact_sum(w))
+    for name, column in (("measure", v), ("sample_weight", w)):
+        if column is None:
+            continue
+        bad_v, bad_w = v.copy(), None if w is None else w.copy()
+        (bad_v if name == "measure" else bad_w)[3 * b + 17] = np.nan  # in the fourth block
+        assert K.mean_batch_sums(bad_v, bad_w) is None
+        mc = MetricCollection("mean_measure")
+        with pytest.raises(ValueError, match=rf"column '{name}': invalid value nan at row {3 * b + 17}\b"):
+            mc.update(measure=bad_v, sample_weight=bad_w)
