@@ -83,6 +83,7 @@ _KERNELS = (
     "scan_weights",
     "first_negative",
     "add_window",
+    "sum_blocks",
     "mean_sums",
     "_binades",
     "regression_sums",
@@ -643,6 +644,67 @@ def add_window(out, qlo, acc, e):
         out[0, sh + i] += acc[0, i]
 
 
+def sum_blocks(v, acc, qlo):
+    """Add the plain values ``v`` into the raw limbs ``acc`` (window at ``qlo``, as
+    :func:`add_window`), one :data:`BLOCK` of rows at a time while it is in the L1 cache: the
+    block's largest magnitude (one int64 reduction) sets two float grids below it (:func:`chain`:
+    51 bits each, so 102 bits below the block's top binade), the rows' integers on them add in
+    int64, and an OR of the residuals tells whether a row had bits below both grids (a block
+    spanning more than ~49 binades): that block is summed again by :func:`grid_sum` on its own
+    range. Returns the first row that is not finite, or -1."""
+    n = v.shape[0]
+    b = v.view(np.int64)
+    los = np.empty(3, dtype=np.int64)
+    his = np.empty(3, dtype=np.int64)
+    g = np.zeros(0, dtype=np.int64)
+    none = np.zeros(0)
+    for blo in range(0, n, BLOCK):
+        bhi = min(n, blo + BLOCK)
+        hi = np.int64(0)
+        for j in range(blo, bhi):
+            hi = max(hi, b[np.uint64(j)] & M63)
+        e = hi >> 52
+        if e == 2047:
+            return blo + first_non_finite(b[blo:bhi])
+        if hi == 0:
+            continue
+        e = max(e, np.int64(1))  # subnormals: the grid of binade 1
+        u0 = max(e - 1073, np.int64(-1074))  # every |v| < 2**(e - 1022) = 2**(u0 + 51)
+        u1 = max(u0 - 51, np.int64(-1074))
+        b0 = ((u0 + 52 + 1023) << 52) | (np.int64(1) << 51)  # the bits of 1.5 * 2**(u + 52)
+        b1 = ((u1 + 52 + 1023) << 52) | (np.int64(1) << 51)
+        s0 = np.int64(0)
+        s1 = np.int64(0)
+        res = np.int64(0)
+        if u0 <= 970:  # 1.5 * 2**(u0 + 52) is finite
+            c0 = i2f(b0)
+            c1 = i2f(b1)
+            for j in range(blo, bhi):
+                r = v[np.uint64(j)]
+                y = r + c0
+                s0 += f2i(y)
+                r = r - (y - c0)
+                y = r + c1
+                s1 += f2i(y)
+                r = r - (y - c1)
+                res |= f2i(r)
+        if u0 > 970 or res & M63:  # values near the float maximum, or bits below the second grid: the block on its own range
+            lo, top = scan(b[blo:bhi])
+            los[0] = lo
+            his[0] = top
+            a, ea = grid_sum(v[blo:bhi], none, none, 1, g, False, 1, los, his)
+            add_window(acc, qlo, a, ea)
+            continue
+        cnt = np.int64(bhi - blo)  # each integer is bits(y) - bits(c): the block's sums, exact (below 2**61)
+        s0 -= cnt * b0
+        s1 -= cnt * b1
+        if s0 != 0:
+            add_int(acc, 0, s0, u0 + OFFSET, qlo)
+        if s1 != 0:
+            add_int(acc, 0, s1, u1 + OFFSET, qlo)
+    return -1
+
+
 def mean_sums(v, w, has_w):
     """The exact sums of a mean-of-measure batch in one compiled call, its values' checks
     included (no separate validation pass): ``(acc_t, exp_t, acc_w, exp_w, status, position)``,
@@ -663,6 +725,11 @@ def mean_sums(v, w, has_w):
     none = np.zeros(0)
     los = np.empty(3, dtype=np.int64)
     his = np.empty(3, dtype=np.int64)
+    if not has_w:
+        bad = sum_blocks(v, acc, qlo)
+        if bad >= 0:
+            return empty, 0, empty, 0, 0, bad
+        return acc, qlo - OFFSET // 32, accw, 0, -1, -1
     for blo in range(0, n, MEAN_BLOCK):
         bhi = min(n, blo + MEAN_BLOCK)
         vb = v[blo:bhi]
@@ -671,10 +738,6 @@ def mean_sums(v, w, has_w):
         if hv == 2047:
             return empty, 0, empty, 0, 0, blo + first_non_finite(bv)
         los[0], his[0] = lv, hv
-        if not has_w:
-            a, e = grid_sum(vb, none, none, 1, g, False, 1, los, his)
-            add_window(acc, qlo, a, e)
-            continue
         wb = w[blo:bhi]
         bw = wb.view(np.int64)
         lw, hw, neg = scan_weights(bw)
