@@ -711,9 +711,10 @@ def mean_sums(v, w, has_w):
     the raw limbs (as :func:`plan_sum`) of ``sum v`` (``sum v w`` with weights, factors in that
     order) and of ``sum w`` (empty without weights). ``status`` -1: done; 0: a non-finite value;
     1: a non-finite weight; 2: a negative weight (``position``: the first such row; nothing is
-    summed then). Blocks of :data:`MEAN_BLOCK` rows are scanned (:func:`scan`) and summed
-    (:func:`grid_sum`) in turn, each with its own grids, into windows that hold any sum of one
-    or two factors, so every block's rows are read from memory once."""
+    summed then). Every block's rows are read from memory once, into windows that hold any sum
+    of one or two factors: unweighted, :func:`sum_blocks` (L1-sized blocks); weighted, blocks of
+    :data:`MEAN_BLOCK` rows are scanned (:func:`scan`, :func:`scan_weights`) and summed
+    (:func:`grid_sum`) in turn, each on its own grids."""
     n = v.shape[0]
     nf = 2 if has_w else 1
     qlo = (OFFSET - 1074 * nf - 64) >> 5
@@ -721,15 +722,15 @@ def mean_sums(v, w, has_w):
     qlo_w = (OFFSET - 1074 - 64) >> 5
     accw = np.zeros((1, ((OFFSET + 1024) >> 5) + 4 - qlo_w if has_w else 0), dtype=np.int64)
     empty = np.zeros((1, 0), dtype=np.int64)
-    g = np.zeros(0, dtype=np.int64)
-    none = np.zeros(0)
-    los = np.empty(3, dtype=np.int64)
-    his = np.empty(3, dtype=np.int64)
     if not has_w:
         bad = sum_blocks(v, acc, qlo)
         if bad >= 0:
             return empty, 0, empty, 0, 0, bad
         return acc, qlo - OFFSET // 32, accw, 0, -1, -1
+    g = np.zeros(0, dtype=np.int64)
+    none = np.zeros(0)
+    los = np.empty(3, dtype=np.int64)
+    his = np.empty(3, dtype=np.int64)
     for blo in range(0, n, MEAN_BLOCK):
         bhi = min(n, blo + MEAN_BLOCK)
         vb = v[blo:bhi]
