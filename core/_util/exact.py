@@ -33,9 +33,8 @@ from __future__ import annotations
 
 import math
 import threading
-from contextlib import contextmanager
 from fractions import Fraction
-from typing import Iterator, Sequence
+from typing import Sequence
 
 import numpy as np
 
@@ -346,6 +345,19 @@ class ExactSums:
         limbs.flags.writeable = False
 
     @classmethod
+    def _compact(cls, values: np.ndarray) -> "ExactSums":
+        """``cls(values, 0, _no_limbs(values.size))`` (``values``: a new float64 array of exact
+        sums, +0.0 for zeros) without the constructor's work."""
+        self = object.__new__(cls)
+        values.flags.writeable = False
+        self._values = values
+        self.shape = values.shape
+        self._exp = 0
+        self._limbs = _no_limbs(values.size)
+        self._raw = None
+        return self
+
+    @classmethod
     def lazy(cls, limbs: np.ndarray, exp: int, shape: tuple[int, ...]) -> "ExactSums":
         """The exact sums of raw ``limbs`` ((m, L) int64, |entries| < 2**62), canonicalised and
         rounded only when ``values``, ``exp`` or ``limbs`` is first read (then as
@@ -401,9 +413,11 @@ class ExactSums:
         return cls(v, 0, _no_limbs(v.size))
 
     @classmethod
-    def of_count(cls, n: int) -> "ExactSums":
-        """The exact sum ``n`` (a row count below 2**53: a float64 exactly), shape ``()``."""
-        return cls(np.array(float(n)), 0, _no_limbs(1))
+    def of_count(cls, n: int, shape: tuple[int, ...] = ()) -> "ExactSums":
+        """The exact sums ``n`` (a row count below 2**53: a float64 exactly) of ``shape``."""
+        if not shape:
+            return cls._compact(np.array(float(n)))
+        return cls._compact(np.array((float(n),) * math.prod(shape)).reshape(shape))
 
     @classmethod
     def zeros(cls, shape: tuple[int, ...]) -> "ExactSums":
@@ -460,7 +474,17 @@ class ExactSums:
     def __add__(self, other: "ExactSums") -> "ExactSums":
         if other.shape != self.shape:
             raise ValueError(f"exact sums of shapes {self.shape} and {other.shape} do not merge")
-        if self._raw is not None or other._raw is not None:  # stay raw: one rounding when read
+        ra, rb = self._raw, other._raw
+        if ra is not None and rb is not None and ra[0].shape[1] and rb[0].shape[1] and _kernels.ready() and _kernel_limbs(ra[0]) and _kernel_limbs(rb[0]):
+            return ExactSums.lazy(*_kernels.add_canonical(ra[0], ra[1], rb[0], rb[1]), self.shape)  # both raw (a fold's sums)
+        if ra is None and rb is None and not self._limbs.shape[1] and not other._limbs.shape[1] and self._values.size == 1:
+            # one compact sum each (a count, a weight sum): TwoSum on Python floats, as below
+            x, y = self._values.item(), other._values.item()
+            t = x + y  # inf past the float range (no exception): then the error below is nan
+            bb = t - x
+            if (x - (t - bb)) + (y - bb) == 0:
+                return ExactSums._compact(np.array(t + 0.0).reshape(self.shape))  # -0.0 -> +0.0
+        if ra is not None or rb is not None:  # stay raw: one rounding when read
             if other._is_zero():
                 return self
             if self._is_zero():
@@ -713,20 +737,28 @@ def exact_sum_products(
 _shared = threading.local()
 
 
-@contextmanager
-def shared_weight_sums() -> Iterator[None]:
+class _SharedWeightSums:
+    """The context manager of :func:`shared_weight_sums` (a class: entered once per batch, a
+    generator-based one costs a few microseconds)."""
+
+    __slots__ = ("outer",)
+
+    def __enter__(self) -> None:
+        self.outer = getattr(_shared, "sums", None)
+        if self.outer is None:
+            _shared.sums = {}
+
+    def __exit__(self, *exc: object) -> None:
+        if self.outer is None:
+            _shared.sums = None
+
+
+def shared_weight_sums() -> _SharedWeightSums:
     """Within the block (one batch's fold into every state of a plan), :func:`weight_sum` of the
     same weight array computes its exact sum once: the example count's, the regression state's
     and a mean's weight are one sum. Nothing is kept after the block (an array may be changed
     in place between batches)."""
-    outer = getattr(_shared, "sums", None)
-    if outer is None:
-        _shared.sums = {}
-    try:
-        yield
-    finally:
-        if outer is None:
-            _shared.sums = None
+    return _SharedWeightSums()
 
 
 def known_weight_sum(w: np.ndarray) -> ExactSums | None:

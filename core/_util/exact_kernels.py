@@ -80,6 +80,11 @@ _KERNELS = (
     "round_rows",
     "grid_sum",
     "plan_sum",
+    "scan_weights",
+    "first_negative",
+    "add_window",
+    "sum_blocks",
+    "mean_sums",
     "_binades",
     "regression_sums",
 )
@@ -599,6 +604,157 @@ def plan_sum(f0, f1, f2, nf, g, has_g, size):
     return acc, exp, -1, -1
 
 
+MIN64 = np.int64(-0x8000000000000000)
+
+
+def scan_weights(f):
+    """:func:`scan` of weights' bits ``f`` and whether one is negative (``-0.0`` is not: its
+    bits xor the sign bit are 0, a negative value's are positive, a positive one's negative);
+    three branch-free int64 reductions in one pass."""
+    hi = np.int64(0)
+    lo = M63
+    sg = MIN64
+    for i in range(f.shape[0]):
+        b = f[np.uint64(i)]
+        a = b & M63
+        hi = max(hi, a)
+        lo = min(lo, (a - 1) & M63)
+        sg = max(sg, b ^ MIN64)
+    lo, hi = _binades(lo, hi)
+    return lo, hi, sg > 0
+
+
+def first_negative(w):
+    for i in range(w.shape[0]):
+        if w[i] < 0:
+            return i
+    return -1
+
+
+#: rows per block of :func:`mean_sums`: a block's columns are read from memory once (its range
+#: scans) and summed while they are still in the CPU cache
+MEAN_BLOCK = 8192
+
+
+def add_window(out, qlo, acc, e):
+    """Add the raw limbs ``acc`` (1, L) at ``exp`` ``e`` into ``out`` (1, W), whose limb 0 is at
+    ``qlo - OFFSET // 32`` (the caller's window holds every limb of ``acc``)."""
+    sh = e + OFFSET // 32 - qlo
+    for i in range(acc.shape[1]):
+        out[0, sh + i] += acc[0, i]
+
+
+def sum_blocks(v, acc, qlo):
+    """Add the plain values ``v`` into the raw limbs ``acc`` (window at ``qlo``, as
+    :func:`add_window`), one :data:`BLOCK` of rows at a time while it is in the L1 cache: the
+    block's largest magnitude (one int64 reduction) sets two float grids below it (:func:`chain`:
+    51 bits each, so 102 bits below the block's top binade), the rows' integers on them add in
+    int64, and an OR of the residuals tells whether a row had bits below both grids (a block
+    spanning more than ~49 binades): that block is summed again by :func:`grid_sum` on its own
+    range. Returns the first row that is not finite, or -1."""
+    n = v.shape[0]
+    b = v.view(np.int64)
+    los = np.empty(3, dtype=np.int64)
+    his = np.empty(3, dtype=np.int64)
+    g = np.zeros(0, dtype=np.int64)
+    none = np.zeros(0)
+    for blo in range(0, n, BLOCK):
+        bhi = min(n, blo + BLOCK)
+        hi = np.int64(0)
+        for j in range(blo, bhi):
+            hi = max(hi, b[np.uint64(j)] & M63)
+        e = hi >> 52
+        if e == 2047:
+            return blo + first_non_finite(b[blo:bhi])
+        if hi == 0:
+            continue
+        e = max(e, np.int64(1))  # subnormals: the grid of binade 1
+        u0 = max(e - 1073, np.int64(-1074))  # every |v| < 2**(e - 1022) = 2**(u0 + 51)
+        u1 = max(u0 - 51, np.int64(-1074))
+        b0 = ((u0 + 52 + 1023) << 52) | (np.int64(1) << 51)  # the bits of 1.5 * 2**(u + 52)
+        b1 = ((u1 + 52 + 1023) << 52) | (np.int64(1) << 51)
+        s0 = np.int64(0)
+        s1 = np.int64(0)
+        res = np.int64(0)
+        if u0 <= 970:  # 1.5 * 2**(u0 + 52) is finite
+            c0 = i2f(b0)
+            c1 = i2f(b1)
+            for j in range(blo, bhi):
+                r = v[np.uint64(j)]
+                y = r + c0
+                s0 += f2i(y)
+                r = r - (y - c0)
+                y = r + c1
+                s1 += f2i(y)
+                r = r - (y - c1)
+                res |= f2i(r)
+        if u0 > 970 or res & M63:  # values near the float maximum, or bits below the second grid: the block on its own range
+            lo, top = scan(b[blo:bhi])
+            los[0] = lo
+            his[0] = top
+            a, ea = grid_sum(v[blo:bhi], none, none, 1, g, False, 1, los, his)
+            add_window(acc, qlo, a, ea)
+            continue
+        cnt = np.int64(bhi - blo)  # each integer is bits(y) - bits(c): the block's sums, exact (below 2**61)
+        s0 -= cnt * b0
+        s1 -= cnt * b1
+        if s0 != 0:
+            add_int(acc, 0, s0, u0 + OFFSET, qlo)
+        if s1 != 0:
+            add_int(acc, 0, s1, u1 + OFFSET, qlo)
+    return -1
+
+
+def mean_sums(v, w, has_w):
+    """The exact sums of a mean-of-measure batch in one compiled call, its values' checks
+    included (no separate validation pass): ``(acc_t, exp_t, acc_w, exp_w, status, position)``,
+    the raw limbs (as :func:`plan_sum`) of ``sum v`` (``sum v w`` with weights, factors in that
+    order) and of ``sum w`` (empty without weights). ``status`` -1: done; 0: a non-finite value;
+    1: a non-finite weight; 2: a negative weight (``position``: the first such row; nothing is
+    summed then). Every block's rows are read from memory once, into windows that hold any sum
+    of one or two factors: unweighted, :func:`sum_blocks` (L1-sized blocks); weighted, blocks of
+    :data:`MEAN_BLOCK` rows are scanned (:func:`scan`, :func:`scan_weights`) and summed
+    (:func:`grid_sum`) in turn, each on its own grids."""
+    n = v.shape[0]
+    nf = 2 if has_w else 1
+    qlo = (OFFSET - 1074 * nf - 64) >> 5
+    acc = np.zeros((1, ((OFFSET + 1024 * nf) >> 5) + 4 - qlo), dtype=np.int64)
+    qlo_w = (OFFSET - 1074 - 64) >> 5
+    accw = np.zeros((1, ((OFFSET + 1024) >> 5) + 4 - qlo_w if has_w else 0), dtype=np.int64)
+    empty = np.zeros((1, 0), dtype=np.int64)
+    if not has_w:
+        bad = sum_blocks(v, acc, qlo)
+        if bad >= 0:
+            return empty, 0, empty, 0, 0, bad
+        return acc, qlo - OFFSET // 32, accw, 0, -1, -1
+    g = np.zeros(0, dtype=np.int64)
+    none = np.zeros(0)
+    los = np.empty(3, dtype=np.int64)
+    his = np.empty(3, dtype=np.int64)
+    for blo in range(0, n, MEAN_BLOCK):
+        bhi = min(n, blo + MEAN_BLOCK)
+        vb = v[blo:bhi]
+        bv = vb.view(np.int64)
+        lv, hv = scan(bv)
+        if hv == 2047:
+            return empty, 0, empty, 0, 0, blo + first_non_finite(bv)
+        los[0], his[0] = lv, hv
+        wb = w[blo:bhi]
+        bw = wb.view(np.int64)
+        lw, hw, neg = scan_weights(bw)
+        if hw == 2047:
+            return empty, 0, empty, 0, 1, blo + first_non_finite(bw)
+        if neg:
+            return empty, 0, empty, 0, 2, blo + first_negative(wb)
+        los[1], his[1] = lw, hw
+        a, e = grid_sum(vb, wb, none, 2, g, False, 1, los, his)
+        add_window(acc, qlo, a, e)
+        los[0], his[0] = lw, hw
+        a, e = grid_sum(wb, none, none, 1, g, False, 1, los, his)
+        add_window(accw, qlo_w, a, e)
+    return acc, qlo - OFFSET // 32, accw, qlo_w - OFFSET // 32, -1, -1
+
+
 def grid_sum(f0, f1, f2, nf, g, has_g, size, los, his):
     """:func:`plan_sum` after the checks, from every factor's :func:`scan` (``los[k]``,
     ``his[k]``, all finite): ``(acc, exp)``, the float-grid kernel (:func:`fused_grid`) when the
@@ -861,6 +1017,19 @@ def canonical_round(D: np.ndarray, exp: int) -> tuple[np.ndarray, int, np.ndarra
     return C, int(e), v, inexact, sub
 
 
+def mean_batch_sums(v: np.ndarray, w: np.ndarray | None) -> tuple[tuple[np.ndarray, int], tuple[np.ndarray, int] | None] | None:
+    """:func:`mean_sums` of (n,) float64 C-contiguous values and weights (None: unweighted), n
+    at most :data:`CHUNK`: ``((limbs, exp) of sum v [w], (limbs, exp) of sum w or None)``, or
+    None when a value or weight is not finite or a weight is negative (the caller's reference
+    path then names it)."""
+    v = _as_kernel_array(v)
+    has_w = w is not None
+    acc, e, accw, ew, status, _pos = mean_sums(v, _as_kernel_array(w) if has_w else _EMPTYF, has_w)
+    if status >= 0:
+        return None
+    return (acc, int(e)), ((accw, int(ew)) if has_w else None)
+
+
 def warm() -> float:
     """Compile (or load from the on-disk cache) the kernels now, e.g. in a worker's setup, so no
     bundle pays it; returns the seconds it took (0.0 without numba, or when already warm)."""
@@ -882,6 +1051,8 @@ def warm() -> float:
     add_canonical(np.array([[1, -3]], dtype=np.int64), 0, np.array([[2]], dtype=np.int64), -1)
     y = np.array([1.5, -0.25, 3.0])
     regression_moments(y, y[::-1].copy(), None)
+    mean_batch_sums(y, None)
+    mean_batch_sums(y, np.array([0.5, 0.0, 2.0]))
     regression_moments(y, y[::-1].copy(), np.array([0.5, 0.0, 2.0]))
     _warm = True
     return time.perf_counter() - t0

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import difflib
+import functools
 import threading
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -19,7 +20,7 @@ import numpy as np
 
 import warnings
 
-from mergeable_metrics._util.exact import shared_weight_sums
+from mergeable_metrics._util.exact import ExactSums, remember_weight_sum, shared_weight_sums
 from mergeable_metrics._util.public import public
 from mergeable_metrics.states import codec
 from mergeable_metrics.inputs.validation import Batch, as_array
@@ -188,7 +189,18 @@ class Plan:
                     want = " or ".join(names.get(r, _ROLE_WORDS[r]) for r in ok)
                     raise ValueError(f"metric {m.key!r} needs {want}")
 
-    @property
+    def check_roles(self, target: bool, score: bool, prediction: bool, measure: bool, query: bool) -> None:
+        """:meth:`check_inputs` of ``update``'s arguments (which are given), checked once per
+        combination (the answer depends only on the plan)."""
+        key = (target, score, prediction, measure, query)
+        ok = self.__dict__.setdefault("_roles_ok", set())
+        if key in ok:
+            return
+        given = {r for r, v in zip(("target", "score", "prediction", "measure", "query"), key) if v}
+        self.check_inputs(given, {"target": "y_true", "prediction": "y_pred", "score": "y_score", "measure": "measure", "query": "query"})
+        ok.add(key)
+
+    @functools.cached_property
     def measure_names(self) -> tuple[str, ...]:
         """The named measures (sorted: the column order of a batch's (N, M) ``values``); ``()``
         without named measures (the unnamed ``mean_measure`` reads (N,) values)."""
@@ -229,8 +241,14 @@ class Plan:
         :meth:`~mergeable_metrics.states.base.State.fold`, equal to merging the batch's own states."""
         if batch.n == 0:
             return states
+        w = batch.sample_weight
+        if w is None:  # no weight sum to share
+            return tuple([s.fold(batch) for s in states])
         with shared_weight_sums():  # the weight's exact sum once for every state of the batch
-            return tuple(s.fold(batch) for s in states)
+            pre = batch.sums
+            if pre is not None and pre[1] is w and pre[3] is not None:  # computed by the validation's pass
+                remember_weight_sum(w, ExactSums.lazy(*pre[3], ()))
+            return tuple([s.fold(batch) for s in states])
 
     def merge(self, a: tuple[State, ...], b: tuple[State, ...]) -> tuple[State, ...]:
         """Fieldwise merge; raises ``ValueError`` naming the setting if configurations differ."""
@@ -813,12 +831,16 @@ class MetricCollection:
                 metric needs are missing (naming the metric).
             TypeError: non-numeric values.
         """
-        _refuse_update_keywords(type(self).__name__, unknown)
-        if self.task.kind == "binary" and y_score is None and y_pred is None and "prediction" in self.plan.needs:
+        if unknown:
+            _refuse_update_keywords(type(self).__name__, unknown)
+        plan = self.plan
+        task = plan.task
+        kind = task.kind
+        if kind == "binary" and y_score is None and y_pred is None and "prediction" in plan.needs:
             raise ValueError("binary metrics need y_score or y_pred")
-        if self.task.kind == "multiclass" and y_pred is None and y_score is None and "prediction" in self.plan.needs:
+        if kind == "multiclass" and y_pred is None and y_score is None and "prediction" in plan.needs:
             raise ValueError("multiclass metrics need y_pred (predicted labels) or y_score (class scores)")
-        if self.task.kind == "multiclass" and y_pred is None and y_score is not None and _ndim(y_score) == 1:
+        if kind == "multiclass" and y_pred is None and y_score is not None and _ndim(y_score) == 1:
             raise ValueError(
                 f"a multiclass task reads y_score as (N, K) class scores, got shape {np.shape(y_score)}: "
                 "for predicted labels pass y_pred= (update(y_true, y_pred=labels))"
@@ -829,26 +851,26 @@ class MetricCollection:
             if self._swap_scores and y_score is not None and np.ndim(y_score) == 2:  # see mergeable_metrics.inputs.labels.columns_reversed
                 y_score = swap_score_columns(y_score)
         measure_name: Any = "measure"
-        if self.plan.measure_names:
-            measure, measure_name = self._measures(measure, y_true, y_pred, y_score), list(self.plan.measure_names)
-            if not self.plan.needs - {"measure"}:  # only measures: their functions read the inputs, the states do not
+        names = plan.measure_names
+        if names:
+            measure, measure_name = self._measures(measure, y_true, y_pred, y_score), list(names)
+            if not plan.needs - {"measure"}:  # only measures: their functions read the inputs, the states do not
                 y_true = y_score = y_pred = None
         elif isinstance(measure, dict):
             raise ValueError(f"measure={{...}} names measures, but this collection has none (measures=... names them); got {sorted(measure)}")
-        given = {r for r, v in (("target", y_true), ("score", y_score), ("prediction", y_pred), ("measure", measure), ("query", query)) if v is not None}
-        self.plan.check_inputs(given, {"target": "y_true", "prediction": "y_pred", "score": "y_score", "measure": "measure", "query": "query"})
+        plan.check_roles(y_true is not None, y_score is not None, y_pred is not None, measure is not None, query is not None)
         batch, _ = make_batch(
-            num_classes=self.task.num_classes,
+            num_classes=task.num_classes,
             y_true=y_true,
             y_score=y_score,
             y_pred=y_pred,
             sample_weight=sample_weight,
             row_offset=self._rows,
-            task=self.task,
+            task=task,
             formats=self.formats,
             values=measure,
             measure_name=measure_name,
-            needs=self.plan.needs,
+            needs=plan.needs,
         )
         if query is not None:
             ids = as_array(query, "query")
@@ -859,15 +881,15 @@ class MetricCollection:
         # looks rows up in its bins), and keep it if no other thread updated meanwhile; else
         # merge the batch's own states (the same result: a fold equals that merge, bit for bit)
         before = self.states
-        folded = self.plan.fold(before, batch)
+        folded = plan.fold(before, batch)
         with self._lock:
             if self.states is before:
                 self.states = folded
                 self._rows += rows
                 return
-        part = self.plan.fold(self.plan.zero(), batch)
+        part = plan.fold(plan.zero(), batch)
         with self._lock:
-            self.states = self.plan.merge(self.states, part)
+            self.states = plan.merge(self.states, part)
             self._rows += rows
 
     def _measures(self, measure: Any, y_true: Any, y_pred: Any, y_score: Any) -> list[Any] | None:
@@ -877,7 +899,10 @@ class MetricCollection:
         Raises:
             ValueError: an unknown measure name, or a measure with neither values nor function.
         """
-        names, fns = self.plan.measure_names, self.plan.measure_fns
+        names = self.plan.measure_names
+        if len(names) == 1 and measure is not None and not isinstance(measure, dict):
+            return [measure]  # one named measure: plain values are its values
+        fns = self.plan.measure_fns
         if measure is None:
             given: dict[str, Any] = {}
         elif isinstance(measure, dict):

@@ -47,6 +47,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from mergeable_metrics._util import exact_kernels as _kernels
 from mergeable_metrics._util.public import public
 from mergeable_metrics.inputs.validation import (
     ON_INVALID,
@@ -1014,6 +1015,9 @@ def _float_column(a: Any, n: int | None) -> bool:
     return type(a) is np.ndarray and a.dtype == np.float64 and a.ndim == 1 and a.flags.c_contiguous and (n is None or a.shape[0] == n)
 
 
+_PLAIN_NEEDS = frozenset({"target", "prediction", "measure"})
+
+
 def _plain_floats(task: Any, y_true: Any, y_pred: Any, values: Any, sample_weight: Any, formats: Any, needs: Any, measure_name: Any) -> Batch | None:
     """The batch :func:`build_batch` makes of plain (N,) float64 numpy columns, without its
     per-column format machinery: single-output regression targets and predictions, or one
@@ -1022,7 +1026,7 @@ def _plain_floats(task: Any, y_true: Any, y_pred: Any, values: Any, sample_weigh
     and raises its messages. The arrays are the caller's (as :func:`build_batch` keeps them)."""
     if task is None or (formats and any(v for v in formats.values())) or getattr(task, "ignore_index", None) is not None:
         return None
-    if needs and not set(needs) <= {"target", "prediction", "measure"}:
+    if needs and not _PLAIN_NEEDS.issuperset(needs):
         return None
     if task.kind == "regression" and values is None and getattr(task, "num_outputs", None) is None:
         if not (_float_column(y_true, None) and _float_column(y_pred, y_true.shape[0]) and y_true.shape[0]):
@@ -1037,6 +1041,14 @@ def _plain_floats(task: Any, y_true: Any, y_pred: Any, values: Any, sample_weigh
         return None
     n = cols[0].shape[0]
     w = sample_weight
+    if len(cols) == 1 and n <= _kernels.CHUNK and _kernels.ready() and (w is None or _float_column(w, n)):
+        # one compiled pass checks the values and weights and computes the mean's exact sums
+        # (no separate validation pass); anything invalid goes to build_batch, which names it
+        sums = _kernels.mean_batch_sums(cols[0], w)
+        if sums is None:
+            return None
+        values = cols[0].reshape(-1, 1) if isinstance(measure_name, list) else cols[0]
+        return Batch(None, None, None, w, values, sums=(values, w, *sums))
     if w is not None and not (_float_column(w, n) and w.min() >= 0 and _all_finite(w)):  # min() is NaN if any is
         return None
     if not all(_all_finite(c) for c in cols):

@@ -251,6 +251,11 @@ class Batch:
     #: (n,) int64 example ids (``Evaluation(id_col=...)`` for metrics keyed by example, e.g.
     #: ``multilabel_confusion_matrix@samplewise=true``), or None
     ids: np.ndarray | None = None
+    #: exact sums the validation already computed (the plain measure column's, whose compiled
+    #: pass is its finiteness check too): ``(values, sample_weight, (limbs, exp) of sum values
+    #: [x weight], (limbs, exp) of sum weight or None)``; a state uses them only while
+    #: ``values`` and ``sample_weight`` are these very arrays (:meth:`take` leaves them behind)
+    sums: Any = None
 
     @property
     def n(self) -> int:

@@ -30,9 +30,9 @@ import numpy as np
 
 from mergeable_metrics._util.public import public
 from mergeable_metrics.inputs.validation import Batch
-from mergeable_metrics._util.exact import ExactSums, exact_column_sums, exact_ratio, exact_sum, weight_sum
+from mergeable_metrics._util.exact import ExactSums, exact_column_sums, exact_ratio, exact_sum, known_weight_sum, remember_weight_sum, weight_sum
 from mergeable_metrics.metrics.base import TASK_KINDS, Metric, record_undefined
-from mergeable_metrics.states.base import State
+from mergeable_metrics.states.base import State, count_plus
 
 
 @dataclass(frozen=True)
@@ -97,6 +97,36 @@ class MeanMeasureState(State):
                 "count": np.array(n, dtype=np.int64),
                 "weight": ExactSums.of_count(n) if w is None else weight_sum(w),
                 "total": exact_sum(v, w),
+            },
+        )
+
+    def fold(self, batch: Batch) -> "MeanMeasureState":
+        """``self.merge(from_batch(self.layout, batch))``; a plain measure column's sums come
+        from its validation (:attr:`Batch.sums`: the compiled pass that checked it), and no
+        state of the batch alone is built."""
+        pre = batch.sums
+        m = len(self.layout.names)
+        if pre is None or pre[0] is not batch.values or pre[1] is not batch.sample_weight or m > 1 or batch.values.ndim != (2 if m else 1):
+            return super().fold(batch)
+        n = batch.n
+        shape = (m,) if m else ()
+        w = batch.sample_weight
+        if w is None:
+            weight = ExactSums.of_count(n, shape)
+        else:
+            weight = known_weight_sum(w)
+            if weight is None:
+                weight = ExactSums.lazy(*pre[3], ())
+                remember_weight_sum(w, weight)
+            if m:  # every column's weight is sum(w)
+                weight = weight.take(np.zeros(m, dtype=np.intp), shape=(m,))
+        a = self.arrays
+        return type(self)._of_sums(
+            self.layout,
+            {
+                "count": count_plus(a["count"], n, "mean_measure.count"),
+                "weight": self.exact["weight"] + weight,
+                "total": self.exact["total"] + ExactSums.lazy(*pre[2], shape),
             },
         )
 

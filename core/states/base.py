@@ -57,6 +57,8 @@ class State:
     #: float64 fields merged by ``max`` (not summed)
     MAXED: ClassVar[tuple[str, ...]] = ()
     _ORDER: ClassVar[tuple[str, ...]]
+    #: ``(name, is an EXACT field)`` of every field of ``FIELDS``
+    _KINDS: ClassVar[tuple[tuple[str, bool], ...]]
     #: whether bytes of codec version 1 (float sums without limbs) can be read (upgraded)
     CODEC_V1: ClassVar[bool] = True
     #: the kind's own version, written in every state frame (:mod:`mergeable_metrics.states.codec`): raise it when
@@ -81,6 +83,7 @@ class State:
         for name in cls.EXACT:
             if fields_.get(name) != "float64":
                 raise ValueError(f"{cls.kind}: exact field {name!r} must be a float64 field")
+        cls._KINDS = tuple((name, name in cls.EXACT) for name, _ in cls.FIELDS)
         cls.STORED_FIELDS = tuple(cls.FIELDS) + tuple((f"{name}.{part}", "int64") for name in cls.EXACT for part in ("exp", "limbs"))
         # the keys of ``arrays`` in the order :meth:`__init__` builds them
         cls._ORDER = tuple(k for name, _ in cls.FIELDS for k in ((f"{name}.exp", f"{name}.limbs", name) if name in cls.EXACT else (name,)))
@@ -269,12 +272,12 @@ class State:
         self = object.__new__(cls)
         checked = {}
         exact = {}
-        for name, _dtype in cls.FIELDS:
+        for name, is_exact in cls._KINDS:
             v = arrays[name]
-            if name in cls.EXACT:
+            if is_exact:
                 exact[name] = v
                 continue
-            a = np.asarray(v)
+            a = v if type(v) is np.ndarray else np.asarray(v)
             if a.flags.writeable:
                 a.flags.writeable = False
             checked[name] = a
@@ -401,6 +404,20 @@ def checked_add(a: np.ndarray, b: np.ndarray, what: str) -> np.ndarray:
     return r
 
 
+def count_plus(a: np.ndarray, n: int, what: str) -> np.ndarray:
+    """``checked_add(a, full(a.shape, n), what)`` of int64 counts ``a`` and a row count ``n >= 0``
+    (the fold of ``n`` rows), on Python integers (the same result and message)."""
+    if a.ndim == 0:
+        r = int(a) + n
+        if r < (1 << 63):
+            return np.array(r, dtype=np.int64)
+    elif 0 < a.size <= 16:
+        counts = a.ravel().tolist()
+        if max(counts) + n < (1 << 63):
+            return np.array([c + n for c in counts], dtype=np.int64).reshape(a.shape)
+    return checked_add(a, np.full(a.shape, n, dtype=np.int64), what)
+
+
 def _layout_diff(a: Any, b: Any) -> str:
     if type(a) is not type(b):
         return f"layout {a!r} != {b!r}"
@@ -499,6 +516,23 @@ class ExampleCountState(State):
         weight = ExactSums.of_count(count) if w is None else (weight_sum(w) if batch.row_of is None else exact_sum(w))
         # every field has its dtype and shape: built without the constructor's checks
         return cls._of_sums(layout, {"count": np.array(count, dtype=np.int64), "weight": weight, "skipped": np.array(0, dtype=np.int64)})
+
+    def fold(self, batch: Batch) -> "ExampleCountState":
+        """``self.merge(from_batch(self.layout, batch))`` without the batch's own state (the
+        same fields, added in the same order)."""
+        if batch.row_of is not None:
+            return super().fold(batch)
+        w = batch.sample_weight
+        n = batch.n
+        a = self.arrays
+        return type(self)._of_sums(
+            self.layout,
+            {
+                "count": count_plus(a["count"], n, "example_count.count"),
+                "weight": self.exact["weight"] + (ExactSums.of_count(n) if w is None else weight_sum(w)),
+                "skipped": a["skipped"],
+            },
+        )
 
     @classmethod
     def num_cells(cls, layout: ExampleCountLayout) -> int:
