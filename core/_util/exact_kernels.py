@@ -82,6 +82,13 @@ _KERNELS = (
     "plan_sum",
     "_binades",
     "regression_sums",
+    "cell_grids",
+    "and4",
+    "_binary_rows",
+    "binary_cell_sums",
+    "_pair_rows",
+    "pair_cell_sums",
+    "pair_counts",
 )
 
 
@@ -771,6 +778,230 @@ def regression_sums(y, p, w, has_w, want_w, ae, ape):
     return accs[0], accs[1], accs[2], accs[3], accs[4], accs[5], accs[6], accs[7], exps, i2f(mx), status
 
 
+# -- exact per-cell weight sums of the confusion folds (cells computed in the pass) ------------
+#: rows per carry of the cell kernels: every int64 partial sum (at most 2**45 per row) stays below 2**61
+CELL_ROWS = 1 << 16
+#: grid spacing of the cell kernels (bits per grid integer)
+CELL_D = 45
+
+
+def cell_grids(lo, hi):
+    """The integer grids of one factor's exact per-cell sums from its :func:`scan` (``lo``,
+    ``hi``; some value nonzero): ``(K, units, Cb, qmin, width)`` as :func:`grid_sum` plans them
+    for a grouped sum, K = 0 when the values' range needs more than :data:`GRIDS` grids (the
+    caller then runs :func:`grid_sum`)."""
+    emin = lo - 1075
+    emax = max(hi, np.int64(1)) - 1022
+    u0 = emax - CELL_D
+    K = max(np.int64(1), -(-(u0 - emin) // CELL_D) + 1)
+    units = np.empty(GRIDS, dtype=np.int64)
+    Cb = np.empty(GRIDS, dtype=np.int64)
+    for k in range(GRIDS):
+        u = max(emax - CELL_D * (min(k, K - 1) + 1), np.int64(-1074))
+        units[k] = u
+        Cb[k] = ((u + 52 + 1023) << 52) | (np.int64(1) << 51)  # the bits of 1.5 * 2**(u + 52)
+    if K > GRIDS or u0 > 970:
+        return np.int64(0), units, Cb, np.int64(0), np.int64(0)
+    qmin = (units[K - 1] + OFFSET) >> 5
+    qmax = (u0 + OFFSET) >> 5
+    return K, units, Cb, qmin, qmax - qmin + 3
+
+
+def and4(q, m):
+    return q[0] & m, q[1] & m, q[2] & m, q[3] & m
+
+
+def _binary_rows(y, s, thr, w, lo, hi, K, c, b):
+    """Rows ``lo .. hi`` of :func:`binary_cell_sums`: the grid integers of every weight summed
+    over all rows (``T``), positive rows (``P``), predicted-positive rows (``R``) and both
+    (``B``), branch-free (masks), so LLVM vectorises it; ``orv`` the OR of the labels."""
+    z = (np.int64(0), np.int64(0), np.int64(0), np.int64(0))
+    T = P = R = B = z
+    orv = np.int64(0)
+    for j in range(lo, hi):
+        i = np.uint64(j)
+        q = chain(w[i], K, c, b)
+        yi = y[i]
+        orv |= yi
+        pos = -yi
+        pr = -np.int64(s[i] >= thr)
+        T = add4(T, q)
+        P = add4(P, and4(q, pos))
+        R = add4(R, and4(q, pr))
+        B = add4(B, and4(q, pos & pr))
+    return T, P, R, B, orv
+
+
+def binary_cell_sums(y, s, thr, w):
+    """Exact sums of the weights ``w`` per cell ``2 * y + (s >= thr)`` (tn, fp, fn, tp) in one
+    compiled pass without the cell array: ``(acc (4, L), exp, status)``, raw limbs as
+    :func:`plan_sum`'s; status -1: done, 0: a weight is not finite, 3: a label is not 0 or 1
+    (nothing summed: the caller's reference path raises its message). Each weight is cut onto
+    the grids once and added, masked, into four sums (all, positive, predicted, both), from which
+    the four cells are integer differences (exact: each is the cell's own int64 sum)."""
+    n = w.shape[0]
+    lo, hi = scan(w.view(np.int64))
+    if hi == 2047:
+        return np.zeros((4, 0), dtype=np.int64), 0, 0
+    K, units, Cb, qmin, width = cell_grids(lo, hi)
+    if lo == 2047 or K == 0:  # every weight zero (only the labels' check), or a range too wide
+        orv = np.int64(0)  # for the grids (the general kernel on the cells)
+        for j in range(n):
+            orv |= y[np.uint64(j)]
+        if orv & ~np.int64(1):
+            return np.zeros((4, 0), dtype=np.int64), 0, 3
+        if lo == 2047:
+            return np.zeros((4, 0), dtype=np.int64), 0, -1
+        g = np.empty(n, dtype=np.int64)
+        for j in range(n):
+            i = np.uint64(j)
+            g[i] = 2 * y[i] + np.int64(s[i] >= thr)
+        los = np.empty(3, dtype=np.int64)
+        his = np.empty(3, dtype=np.int64)
+        los[0], his[0] = lo, hi
+        acc, e = grid_sum(w, w, w, 1, g, True, 4, los, his)
+        return acc, e, -1
+    Cf = Cb.view(np.float64)
+    c = (Cf[0], Cf[1], Cf[2], Cf[3])
+    b = (Cb[0], Cb[1], Cb[2], Cb[3])
+    acc = np.zeros((4, width), dtype=np.int64)
+    for blo in range(0, n, CELL_ROWS):
+        bhi = min(n, blo + CELL_ROWS)
+        if K == 1:
+            T, P, R, B, orv = _binary_rows(y, s, thr, w, blo, bhi, 1, c, b)
+        elif K == 2:
+            T, P, R, B, orv = _binary_rows(y, s, thr, w, blo, bhi, 2, c, b)
+        elif K == 3:
+            T, P, R, B, orv = _binary_rows(y, s, thr, w, blo, bhi, 3, c, b)
+        else:
+            T, P, R, B, orv = _binary_rows(y, s, thr, w, blo, bhi, 4, c, b)
+        if orv & ~np.int64(1):
+            return np.zeros((4, 0), dtype=np.int64), 0, 3
+        for k in range(K):
+            # tn, fp, fn, tp: each the int64 sum of its own rows (wrapping arithmetic, exact)
+            cells = (T[k] - P[k] - R[k] + B[k], R[k] - B[k], P[k] - B[k], B[k])
+            for r in range(4):
+                if cells[r] != 0:
+                    add_int(acc, r, cells[r], units[k] + OFFSET, qmin)
+    return acc, qmin - OFFSET // 32, -1
+
+
+#: rows per step of :func:`_pair_rows` (its scratch rows stay in the L1 cache)
+PAIR_STEP = 512
+
+
+def _pair_rows(a, b, k, w, lo, hi, K, c, cb, part, Q, G):
+    """Rows ``lo .. hi`` of :func:`pair_cell_sums` in steps of :data:`PAIR_STEP`: the grid
+    integers and cells of a step first (a branch-free, vectorised loop into the scratch ``Q``,
+    ``G``), then the scattered adds into ``part[cell * 4 + grid]``; returns a nonzero value when
+    a label is outside ``[0, k)``."""
+    ku = np.uint64(k)
+    bad = np.uint64(0)
+    for slo in range(lo, hi, PAIR_STEP):
+        m = min(hi - slo, PAIR_STEP)
+        for j in range(m):
+            i = np.uint64(slo + j)
+            q = chain(w[i], K, c, cb)
+            ai = np.uint64(a[i])
+            bi = np.uint64(b[i])
+            bad |= np.uint64(ai >= ku) | np.uint64(bi >= ku)
+            jj = np.uint64(j)
+            Q[0, jj] = q[0]
+            if K >= 2:
+                Q[1, jj] = q[1]
+            if K >= 3:
+                Q[2, jj] = q[2]
+            if K >= 4:
+                Q[3, jj] = q[3]
+            G[jj] = (ai * ku + bi) * np.uint64(4)
+        if bad:
+            return bad
+        for j in range(m):
+            jj = np.uint64(j)
+            cell = G[jj]
+            part[cell] += Q[0, jj]
+            if K >= 2:
+                part[cell + np.uint64(1)] += Q[1, jj]
+            if K >= 3:
+                part[cell + np.uint64(2)] += Q[2, jj]
+            if K >= 4:
+                part[cell + np.uint64(3)] += Q[3, jj]
+    return bad
+
+
+def pair_cell_sums(a, b, k, w):
+    """Exact sums of the weights ``w`` per cell ``a * k + b`` (labels ``a``, ``b`` in ``[0, k)``)
+    in one compiled pass without the cell array: ``(acc (k * k, L), exp, status)`` as
+    :func:`binary_cell_sums` (status 3: a label outside ``[0, k)``)."""
+    n = w.shape[0]
+    size = k * k
+    lo, hi = scan(w.view(np.int64))
+    if hi == 2047:
+        return np.zeros((size, 0), dtype=np.int64), 0, 0
+    if lo == 2047:  # every weight zero: only the labels' check
+        for j in range(n):
+            i = np.uint64(j)
+            if np.uint64(a[i]) >= np.uint64(k) or np.uint64(b[i]) >= np.uint64(k):
+                return np.zeros((size, 0), dtype=np.int64), 0, 3
+        return np.zeros((size, 0), dtype=np.int64), 0, -1
+    K, units, Cb, qmin, width = cell_grids(lo, hi)
+    if K == 0:  # a range too wide for the grids: the general kernel on the cells
+        g = np.empty(n, dtype=np.int64)
+        for j in range(n):
+            i = np.uint64(j)
+            if np.uint64(a[i]) >= np.uint64(k) or np.uint64(b[i]) >= np.uint64(k):
+                return np.zeros((size, 0), dtype=np.int64), 0, 3
+            g[i] = a[i] * k + b[i]
+        los = np.empty(3, dtype=np.int64)
+        his = np.empty(3, dtype=np.int64)
+        los[0], his[0] = lo, hi
+        acc, e = grid_sum(w, w, w, 1, g, True, size, los, his)
+        return acc, e, -1
+    Cf = Cb.view(np.float64)
+    c = (Cf[0], Cf[1], Cf[2], Cf[3])
+    cb = (Cb[0], Cb[1], Cb[2], Cb[3])
+    acc = np.zeros((size, width), dtype=np.int64)
+    part = np.zeros(size * 4, dtype=np.int64)
+    Q = np.empty((4, PAIR_STEP), dtype=np.int64)
+    G = np.empty(PAIR_STEP, dtype=np.uint64)
+    for blo in range(0, n, CELL_ROWS):
+        bhi = min(n, blo + CELL_ROWS)
+        if K == 1:
+            bad = _pair_rows(a, b, k, w, blo, bhi, 1, c, cb, part, Q, G)
+        elif K == 2:
+            bad = _pair_rows(a, b, k, w, blo, bhi, 2, c, cb, part, Q, G)
+        elif K == 3:
+            bad = _pair_rows(a, b, k, w, blo, bhi, 3, c, cb, part, Q, G)
+        else:
+            bad = _pair_rows(a, b, k, w, blo, bhi, 4, c, cb, part, Q, G)
+        if bad:
+            return np.zeros((size, 0), dtype=np.int64), 0, 3
+        for r in range(size):
+            for g in range(K):
+                t = part[4 * r + g]
+                if t != 0:
+                    add_int(acc, r, t, units[g] + OFFSET, qmin)
+                    part[4 * r + g] = 0
+    return acc, qmin - OFFSET // 32, -1
+
+
+def pair_counts(a, b, k):
+    """Row counts per cell ``a * k + b`` (int64, ``k * k``) and a nonzero flag when a label is
+    outside ``[0, k)`` (the counts are then incomplete)."""
+    ku = np.uint64(k)
+    out = np.zeros(k * k, dtype=np.int64)
+    bad = np.uint64(0)
+    for j in range(a.shape[0]):
+        i = np.uint64(j)
+        ai = np.uint64(a[i])
+        bi = np.uint64(b[i])
+        if ai >= ku or bi >= ku:
+            bad = np.uint64(1)
+            break
+        out[ai * ku + bi] += 1
+    return out, bad
+
+
 def i2f(b):
     """The float64 of the IEEE bits ``b`` (compiled: a bit cast)."""
     return float(np.int64(b).view(np.float64))
@@ -808,6 +1039,36 @@ def regression_moments(y, p, w, want_w=True):
     if not (has_w and want_w):
         raws[0] = None
     return raws, float(out[9])
+
+
+def _as_int_array(a):
+    """A writeable C int64 array (one compiled variant of every kernel)."""
+    a = np.asarray(a)
+    return a if a.dtype == np.int64 and a.flags.c_contiguous and a.flags.writeable else np.array(a, dtype=np.int64)
+
+
+def binary_cells(y, s, threshold, strict, w):
+    """:func:`binary_cell_sums` of (n,) labels in {0, 1}, scores and weights at one threshold
+    (``s >= threshold``, or ``s > threshold`` with ``strict``; n at most :data:`CHUNK`): raw
+    ``(limbs (4, L), exp)`` of tn, fp, fn, tp, or None when a weight is not finite or a label
+    is not 0 or 1 (the caller's reference path raises its message)."""
+    t = float(threshold)
+    if strict:  # s > t is s >= the next float above t (finite t and s; a NaN score passes neither)
+        t = float(np.nextafter(t, np.inf))
+    acc, e, status = binary_cell_sums(_as_int_array(y), _as_kernel_array(s), t, _as_kernel_array(w))
+    return None if status >= 0 else (acc, int(e))
+
+
+def pair_cells(a, b, k, w):
+    """:func:`pair_cell_sums` (``w`` given) or :func:`pair_counts` (``w`` None) of (n,) labels in
+    ``[0, k)`` (n at most :data:`CHUNK`): raw ``(limbs (k * k, L), exp)`` or (k * k,) int64
+    counts; None when a weight is not finite or a label is out of range."""
+    a, b = _as_int_array(a), _as_int_array(b)
+    if w is None:
+        counts, bad = pair_counts(a, b, int(k))
+        return None if bad else counts
+    acc, e, status = pair_cell_sums(a, b, int(k), _as_kernel_array(w))
+    return None if status >= 0 else (acc, int(e))
 
 
 class NonFinite(ValueError):
@@ -883,6 +1144,10 @@ def warm() -> float:
     y = np.array([1.5, -0.25, 3.0])
     regression_moments(y, y[::-1].copy(), None)
     regression_moments(y, y[::-1].copy(), np.array([0.5, 0.0, 2.0]))
+    labels = np.array([0, 1, 1])
+    binary_cells(labels, y, 0.5, False, np.array([0.5, 0.0, 2.0]))
+    pair_cells(labels, labels[::-1].copy(), 2, np.array([0.5, 0.0, 2.0]))
+    pair_cells(labels, labels[::-1].copy(), 2, None)
     _warm = True
     return time.perf_counter() - t0
 

@@ -230,7 +230,9 @@ class Plan:
         if batch.n == 0:
             return states
         with shared_weight_sums():  # the weight's exact sum once for every state of the batch
-            return tuple(s.fold(batch) for s in states)
+            # the example count (first) last: a state whose kernel yields the weight's sum by the
+            # way (the confusion cells' total) records it for the states folded after it
+            return tuple(reversed([s.fold(batch) for s in reversed(states)]))
 
     def merge(self, a: tuple[State, ...], b: tuple[State, ...]) -> tuple[State, ...]:
         """Fieldwise merge; raises ``ValueError`` naming the setting if configurations differ."""

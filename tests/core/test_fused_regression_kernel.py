@@ -182,10 +182,13 @@ def test_a_fold_sums_the_weight_once_for_every_state(kind, monkeypatch):
     calls = []
     real = E.exact_sum
     monkeypatch.setattr(E, "exact_sum", lambda *a, **k: calls.append(k.get("weights", a[1] if len(a) > 1 else None) is None and a[0] is w) or real(*a, **k))
+    fused = K.regression_moments  # the regression kernel sums w itself when asked (want_w)
+    monkeypatch.setattr(K, "regression_moments", lambda y_, p_, w_, want_w=True: calls.append(w_ is w and want_w) or fused(y_, p_, w_, want_w))
     mc = make()
     update(mc)
-    assert sum(calls) == 1  # the plain sum of w: once per fold
+    assert sum(calls) == 1  # the plain sum of w: once per fold (exact_sum, or in the regression kernel)
     monkeypatch.setattr(E, "exact_sum", real)
+    monkeypatch.setattr(K, "regression_moments", fused)
     assert mc.encode() == _numpy_collection_bytes(make, update)
     true_w = sum(map(Fraction, w.tolist()), Fraction(0))
     for s in mc.states:
