@@ -89,7 +89,15 @@ _KERNELS = (
     "_pair_rows",
     "pair_cell_sums",
     "pair_counts",
+    "fdlibm_log",
+    "log_rows",
+    "_prob_rows",
+    "probability_sums",
 )
+
+#: kernels compiled with numba's ``error_model="numpy"``: an IEEE division (no zero-division check,
+#: a branch that keeps LLVM from vectorising the loop); their divisors are never zero
+_IEEE_DIVISION = ("fdlibm_log", "log_rows", "_prob_rows")
 
 
 def ready() -> bool:
@@ -108,8 +116,9 @@ def ready() -> bool:
                 jit = numba.njit(cache=True, nogil=True, boundscheck=False)
                 g = globals()
                 g["f2i"], g["fma"], g["i2f"] = _intrinsics(numba)
+                branch_free = numba.njit(cache=True, nogil=True, boundscheck=False, error_model="numpy")
                 for name in _KERNELS:
-                    g[name] = jit(g[name])
+                    g[name] = (branch_free if name in _IEEE_DIVISION else jit)(g[name])
         if not AVAILABLE and not _DISABLED:
             warnings.warn(f"mergeable_metrics: numba is not installed; exact sums use the slower numpy path ({_EXTRA})", RuntimeWarning, stacklevel=3)
     return AVAILABLE
@@ -1002,6 +1011,182 @@ def pair_counts(a, b, k):
     return out, bad
 
 
+# -- log loss and Brier score: fdlibm's log, branch-free, fused with the exact sums ------------
+LN2_HI = 6.93147180369123816490e-01  # 3fe62e42 fee00000 (fdlibm e_log.c, as portable_log)
+LN2_LO = 1.90821492927058770002e-10  # 3dea39ef 35793c76
+TWO54 = 1.80143985094819840000e16  # 43500000 00000000
+LG1 = 6.666666666666735130e-01  # 3FE55555 55555593
+LG2 = 3.999999999940941908e-01  # 3FD99999 9997FA04
+LG3 = 2.857142874366239149e-01  # 3FD24924 94229359
+LG4 = 2.222219843214978396e-01  # 3FCC71C5 1D8E78AF
+LG5 = 1.818357216161805012e-01  # 3FC74664 96CB03DE
+LG6 = 1.531383769920937332e-01  # 3FC39A09 D078C69F
+LG7 = 1.479819860511658591e-01  # 3FC2F112 DF3E5244
+LOW32 = np.int64(0xFFFFFFFF)
+
+
+def fdlibm_log(x):
+    """fdlibm's ``__ieee754_log`` (Java's ``StrictMath.log``) of a positive finite ``x``
+    (subnormals included), the same IEEE operations in the same order as
+    :func:`mergeable_metrics._util.portable_log.numpy_log`, but branch-free: every branch's value
+    is computed and the result selected, so LLVM vectorises a loop of it (the division included;
+    no ``fastmath``, no FMA contraction). Other inputs (0, negative, inf, nan) give an
+    unspecified finite or non-finite value: the caller checks the domain."""
+    b0 = f2i(x)
+    sub = b0 < np.int64(0x0010000000000000)  # subnormal: scaled up by 2**54 first
+    xs = x * TWO54
+    v = xs if sub else x
+    b = f2i(v)
+    hx = b >> 32
+    lx = b & LOW32
+    k = ((hx >> 20) - 1023) - (np.int64(54) if sub else np.int64(0))
+    hx &= 0x000FFFFF
+    i = (hx + 0x95F64) & 0x100000
+    xn = i2f(((hx | (i ^ 0x3FF00000)) << 32) | lx)  # x or x/2 normalised into [sqrt(2)/2, sqrt(2))
+    k += i >> 20
+    f = xn - 1.0
+    dk = np.float64(k)
+    k0 = k == 0
+    # |f| < 2**-20
+    rt = f * f * (0.5 - 0.33333333333333333 * f)
+    vt_k0 = f - rt
+    vt_k = dk * LN2_HI - ((rt - dk * LN2_LO) - f)
+    vt = vt_k0 if k0 else vt_k
+    vz = 0.0 if k0 else dk * LN2_HI + dk * LN2_LO  # f == 0
+    v_tiny = vz if f == 0.0 else vt
+    # the Remez branch
+    s = f / (2.0 + f)
+    z = s * s
+    w = z * z
+    t1 = w * (LG2 + w * (LG4 + w * LG6))
+    t2 = z * (LG1 + w * (LG3 + w * (LG5 + w * LG7)))
+    r = t2 + t1
+    hfsq = 0.5 * f * f
+    vf_k0 = f - (hfsq - s * (hfsq + r))
+    vf_k = dk * LN2_HI - ((hfsq - (s * (hfsq + r) + dk * LN2_LO)) - f)
+    vn_k0 = f - s * (f - r)
+    vn_k = dk * LN2_HI - ((s * (f - r) - dk * LN2_LO) - f)
+    far = ((hx - 0x6147A) | (0x6B851 - hx)) > 0
+    v_far = vf_k0 if k0 else vf_k
+    v_near = vn_k0 if k0 else vn_k
+    v_main = v_far if far else v_near
+    tiny = (0x000FFFFF & (2 + hx)) < 3
+    return v_tiny if tiny else v_main
+
+
+def log_rows(x, out):
+    """``out[i] = fdlibm_log(x[i])``; returns False when some ``x[i]`` is not positive and finite
+    (``out`` then unspecified)."""
+    ok = np.int64(1)
+    for j in range(x.shape[0]):
+        i = np.uint64(j)
+        v = x[i]
+        b = f2i(v)
+        ok &= np.int64(b > 0) & np.int64(b < np.int64(0x7FF0000000000000))
+        out[i] = fdlibm_log(v)
+    return ok != 0
+
+
+def _prob_rows(y, p, w, has_w, lo, hi, ll, bq, wy):
+    """The per-row pass of :func:`probability_sums`: ``ll = -log(clip(q, lo, hi))`` (``q`` the
+    true class's probability, ``p`` or ``1 - p``), ``bq = (p - y)**2``, ``wy = w * y``, and the
+    range scans (:func:`scan`'s reductions) of p, ll, bq and wy, and the OR of the labels;
+    branch-free (a finite ``p`` gives a clipped ``q`` in ``[lo, hi]``, positive and finite: the
+    caller checks ``p``'s scan and the labels' OR)."""
+    hp = hl = hb = hw = np.int64(0)
+    lp = ll_ = lb = lw = M63
+    orv = np.int64(0)
+    for j in range(p.shape[0]):
+        i = np.uint64(j)
+        yi = y[i]
+        orv |= yi
+        pv = p[i]
+        q = pv if yi == 1 else 1.0 - pv
+        c = min(max(q, lo), hi)  # np.clip of a finite q
+        lv = -fdlibm_log(c)
+        yf = np.float64(yi)
+        d = pv - yf
+        sq = d * d
+        ll[i] = lv
+        bq[i] = sq
+        bp = f2i(pv) & M63
+        bl = f2i(lv) & M63
+        bs = f2i(sq) & M63
+        hp = max(hp, bp)
+        hl = max(hl, bl)
+        hb = max(hb, bs)
+        lp = min(lp, (bp - 1) & M63)
+        ll_ = min(ll_, (bl - 1) & M63)
+        lb = min(lb, (bs - 1) & M63)
+        if has_w:
+            a = w[i] * yf
+            wy[i] = a
+            ba = f2i(a) & M63
+            hw = max(hw, ba)
+            lw = min(lw, (ba - 1) & M63)
+    return orv, hp, lp, hl, ll_, hb, lb, hw, lw
+
+
+def probability_sums(y, p, w, has_w, want_w, lo, hi, ll, bq, wy):
+    """Every exact sum of a binary probability-sums state of one batch (one ``eps``: the clip
+    bounds ``lo = eps``, ``hi = 1 - eps``) in one compiled call: ``(accs, exps, npos, status)``,
+    raw limbs of ``sum_label`` (weighted: ``w y``; unweighted: slot unused, ``npos`` the count),
+    ``sum_score`` (``p`` or ``p w``), ``brier`` (``(p - y)**2``, times ``w``), ``log_loss``
+    (``-log(clip(q))``, times ``w``) and the weight (``w``, when ``want_w``). ``status`` 1: some
+    value is out of the kernel's domain (a label not 0 or 1, a non-finite score, weight or term):
+    nothing summed, the caller's reference path runs. ``ll``, ``bq``, ``wy``: (n,) scratch."""
+    n = p.shape[0]
+    if has_w:  # a constant per call of the row pass: LLVM specialises each
+        orv, hp, lp, hl, l_l, hb, lb, hw, lw = _prob_rows(y, p, w, True, lo, hi, ll, bq, wy)
+    else:
+        orv, hp, lp, hl, l_l, hb, lb, hw, lw = _prob_rows(y, p, w, False, lo, hi, ll, bq, wy)
+    los = np.empty(5, dtype=np.int64)
+    his = np.empty(5, dtype=np.int64)
+    los[0], his[0] = _binades(lp, hp)
+    los[1], his[1] = _binades(l_l, hl)
+    los[2], his[2] = _binades(lb, hb)
+    los[3], his[3] = _binades(lw, hw) if has_w else (np.int64(1023), np.int64(1023))
+    los[4], his[4] = scan(w.view(np.int64)) if has_w else (np.int64(1023), np.int64(1023))
+    empty = np.zeros((1, 0), dtype=np.int64)
+    accs = [empty] * 5
+    exps = np.zeros(5, dtype=np.int64)
+    npos = np.int64(0)
+    status = 1 if orv & ~np.int64(1) else 0  # a label not 0 or 1
+    for k in range(5):
+        if his[k] == 2047:
+            status = 1
+    if status:
+        return accs[0], accs[1], accs[2], accs[3], accs[4], exps, npos, status
+    if not has_w:
+        for j in range(n):
+            npos += y[np.uint64(j)]
+    g = np.zeros(0, dtype=np.int64)
+    none = np.zeros(0)
+    sl = np.zeros(3, dtype=np.int64)
+    sh = np.zeros(3, dtype=np.int64)
+    for k in range(5):
+        # slots: 0 sum_label (w y), 1 sum_score (p [w]), 2 brier (bq [w]), 3 log_loss (ll [w]), 4 weight (w)
+        if (k == 0 and not has_w) or (k == 4 and not (has_w and want_w)):
+            continue
+        if k == 0:
+            f0, a0 = wy, 3
+        elif k == 1:
+            f0, a0 = p, 0
+        elif k == 2:
+            f0, a0 = bq, 2
+        elif k == 3:
+            f0, a0 = ll, 1
+        else:
+            f0, a0 = w, 4
+        nf = 2 if (has_w and 1 <= k <= 3) else 1
+        sl[0], sh[0] = los[a0], his[a0]
+        sl[1], sh[1] = los[4], his[4]
+        acc, e = grid_sum(f0, w if nf == 2 else none, none, nf, g, False, 1, sl, sh)
+        accs[k] = acc
+        exps[k] = e
+    return accs[0], accs[1], accs[2], accs[3], accs[4], exps, npos, status
+
+
 def i2f(b):
     """The float64 of the IEEE bits ``b`` (compiled: a bit cast)."""
     return float(np.int64(b).view(np.float64))
@@ -1069,6 +1254,33 @@ def pair_cells(a, b, k, w):
         return None if bad else counts
     acc, e, status = pair_cell_sums(a, b, int(k), _as_kernel_array(w))
     return None if status >= 0 else (acc, int(e))
+
+
+def probability_moments(y, p, w, eps, want_w=True):
+    """:func:`probability_sums` of (n,) labels in {0, 1}, positive-class scores and weights (None:
+    unweighted) at one clipping ``eps``, n at most :data:`CHUNK`: ``(raws, npos)``, ``raws``
+    five ``(limbs, exp)`` (sum_label, sum_score, brier, log_loss, weight; None where not
+    computed), ``npos`` the number of positive rows (unweighted), or None when a value is
+    outside the kernel's domain (the caller's reference path)."""
+    y, p = _as_int_array(y), _as_kernel_array(p)
+    has_w = w is not None
+    n = p.shape[0]
+    buf = getattr(_scratch, "pbuf", None)
+    if buf is None or buf.shape[1] < n:
+        buf = np.empty((3, n))
+        if n <= SCRATCH:
+            _scratch.pbuf = buf
+    e = float(eps)
+    out = probability_sums(y, p, _as_kernel_array(w) if has_w else _EMPTYF, has_w, want_w, e, 1.0 - e, buf[0, :n], buf[1, :n], buf[2, :n])
+    if out[7]:
+        return None
+    exps = out[5].tolist()
+    raws = [(out[k], exps[k]) for k in range(5)]
+    if not has_w:
+        raws[0] = raws[4] = None
+    elif not want_w:
+        raws[4] = None
+    return raws, int(out[6])
 
 
 class NonFinite(ValueError):
@@ -1148,6 +1360,8 @@ def warm() -> float:
     binary_cells(labels, y, 0.5, False, np.array([0.5, 0.0, 2.0]))
     pair_cells(labels, labels[::-1].copy(), 2, np.array([0.5, 0.0, 2.0]))
     pair_cells(labels, labels[::-1].copy(), 2, None)
+    probability_moments(labels, np.array([0.25, 1.0, 0.0]), None, 1e-7)
+    probability_moments(labels, np.array([0.25, 1.0, 0.0]), np.array([0.5, 0.0, 2.0]), 1e-7)
     _warm = True
     return time.perf_counter() - t0
 
