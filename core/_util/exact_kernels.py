@@ -844,8 +844,9 @@ def _binary_rows(y, s, thr, w, lo, hi, K, c, b):
 def binary_cell_sums(y, s, thr, w):
     """Exact sums of the weights ``w`` per cell ``2 * y + (s >= thr)`` (tn, fp, fn, tp) in one
     compiled pass without the cell array: ``(acc (4, L), exp, status)``, raw limbs as
-    :func:`plan_sum`'s; status -1: done, 0: a weight is not finite, 3: a label is not 0 or 1
-    (nothing summed: the caller's reference path raises its message). Each weight is cut onto
+    :func:`plan_sum`'s; status -1: done, 0: a weight is not finite, 2: the weights' range needs more grids
+    than :data:`GRIDS`, 3: a label is not 0 or 1 (nothing summed: the caller's reference path
+    runs, and raises its message). Each weight is cut onto
     the grids once and added, masked, into four sums (all, positive, predicted, both), from which
     the four cells are integer differences (exact: each is the cell's own int64 sum)."""
     n = w.shape[0]
@@ -853,23 +854,13 @@ def binary_cell_sums(y, s, thr, w):
     if hi == 2047:
         return np.zeros((4, 0), dtype=np.int64), 0, 0
     K, units, Cb, qmin, width = cell_grids(lo, hi)
-    if lo == 2047 or K == 0:  # every weight zero (only the labels' check), or a range too wide
-        orv = np.int64(0)  # for the grids (the general kernel on the cells)
+    if K == 0:  # a range too wide for the grids: the caller's reference path (the general kernel)
+        return np.zeros((4, 0), dtype=np.int64), 0, 2
+    if lo == 2047:  # every weight zero: only the labels' check
+        orv = np.int64(0)
         for j in range(n):
             orv |= y[np.uint64(j)]
-        if orv & ~np.int64(1):
-            return np.zeros((4, 0), dtype=np.int64), 0, 3
-        if lo == 2047:
-            return np.zeros((4, 0), dtype=np.int64), 0, -1
-        g = np.empty(n, dtype=np.int64)
-        for j in range(n):
-            i = np.uint64(j)
-            g[i] = 2 * y[i] + np.int64(s[i] >= thr)
-        los = np.empty(3, dtype=np.int64)
-        his = np.empty(3, dtype=np.int64)
-        los[0], his[0] = lo, hi
-        acc, e = grid_sum(w, w, w, 1, g, True, 4, los, his)
-        return acc, e, -1
+        return np.zeros((4, 0), dtype=np.int64), 0, (3 if orv & ~np.int64(1) else -1)
     Cf = Cb.view(np.float64)
     c = (Cf[0], Cf[1], Cf[2], Cf[3])
     b = (Cb[0], Cb[1], Cb[2], Cb[3])
@@ -954,18 +945,8 @@ def pair_cell_sums(a, b, k, w):
                 return np.zeros((size, 0), dtype=np.int64), 0, 3
         return np.zeros((size, 0), dtype=np.int64), 0, -1
     K, units, Cb, qmin, width = cell_grids(lo, hi)
-    if K == 0:  # a range too wide for the grids: the general kernel on the cells
-        g = np.empty(n, dtype=np.int64)
-        for j in range(n):
-            i = np.uint64(j)
-            if np.uint64(a[i]) >= np.uint64(k) or np.uint64(b[i]) >= np.uint64(k):
-                return np.zeros((size, 0), dtype=np.int64), 0, 3
-            g[i] = a[i] * k + b[i]
-        los = np.empty(3, dtype=np.int64)
-        his = np.empty(3, dtype=np.int64)
-        los[0], his[0] = lo, hi
-        acc, e = grid_sum(w, w, w, 1, g, True, size, los, his)
-        return acc, e, -1
+    if K == 0:  # a range too wide for the grids: the caller's reference path (the general kernel)
+        return np.zeros((size, 0), dtype=np.int64), 0, 2
     Cf = Cb.view(np.float64)
     c = (Cf[0], Cf[1], Cf[2], Cf[3])
     cb = (Cb[0], Cb[1], Cb[2], Cb[3])
