@@ -114,3 +114,36 @@ def test_the_weight_sum_is_shared_with_the_batchs_other_states():
         st_ = ProbabilitySumsState.from_batch(ProbabilitySumsLayout(), batch)
         assert E.known_weight_sum(w) is st_.exact["weight"] or E.known_weight_sum(w) == st_.exact["weight"]
     assert st_.exact["weight"].fraction() == sum(_fracs(w), Fraction(0))
+
+
+@pytest.mark.parametrize(
+    "labels",
+    [
+        np.array([0, 1, 1, 0]),
+        np.array([0, 1, 1, 0], dtype=np.uint8),
+        np.array([False, True, True, False]),
+        np.array([0.0, 1.0, -0.0, 1.0]),
+        np.array([0, 1, 2, 0]),  # invalid: the full check's message
+        np.array([0.0, 1.5, 1.0, 0.0]),
+        np.array([0.0, np.nan, 1.0, 0.0]),
+        np.array([0, -1, 1, 0]),
+    ],
+)
+@pytest.mark.parametrize("on_invalid", ["raise", "skip"])
+def test_label_fast_path_of_probability_batches_equals_the_full_check(monkeypatch, labels, on_invalid):
+    """A log-loss batch (probability checks: ``build_batch``) reads valid (N,) labels with whole-array
+    reductions; the batch, the skipped rows and any message are the full check's."""
+    from mergeable_metrics.inputs import formats as F
+
+    def run():
+        try:
+            batch, invalid = F.make_batch(
+                num_classes=2, y_true=labels, y_score=np.array([0.2, 0.7, 0.4, 0.9]), on_invalid=on_invalid, needs=frozenset({"probability"})
+            )
+        except ValueError as e:
+            return "error", str(e)
+        return batch.y_true.dtype, batch.y_true.tolist(), batch.y_score.tolist(), None if invalid is None else invalid.tolist()
+
+    fast = run()
+    monkeypatch.setattr(F, "_valid_labels", lambda *a: None)  # the full check only
+    assert fast == run()
