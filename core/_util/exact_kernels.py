@@ -93,6 +93,7 @@ _KERNELS = (
     "log_rows",
     "_prob_rows",
     "probability_sums",
+    "stack_raws",
 )
 
 #: kernels compiled with numba's ``error_model="numpy"``: an IEEE division (no zero-division check,
@@ -1168,6 +1169,27 @@ def probability_sums(y, p, w, has_w, want_w, lo, hi, ll, bq, wy):
     return accs[0], accs[1], accs[2], accs[3], accs[4], exps, npos, status
 
 
+def stack_raws(a1, a2, a3, a4, a5, a6, a7, exps):
+    """The raw limbs ``a1 .. a7`` ((1, L_k) int64 at ``exps[k]``; some may have no limbs) as the rows of
+    one raw (7, L) matrix at a common exponent: ``(D, exp)``."""
+    lo = np.int64(1) << 40
+    hi = -lo
+    for k in range(1, 8):
+        a = a1 if k == 1 else (a2 if k == 2 else (a3 if k == 3 else (a4 if k == 4 else (a5 if k == 5 else (a6 if k == 6 else a7)))))
+        if a.shape[1]:
+            lo = min(lo, exps[k])
+            hi = max(hi, exps[k] + a.shape[1])
+    if hi < lo:
+        return np.zeros((7, 0), dtype=np.int64), np.int64(0)
+    D = np.zeros((7, hi - lo), dtype=np.int64)
+    for k in range(1, 8):
+        a = a1 if k == 1 else (a2 if k == 2 else (a3 if k == 3 else (a4 if k == 4 else (a5 if k == 5 else (a6 if k == 6 else a7)))))
+        off = exps[k] - lo
+        for i in range(a.shape[1]):
+            D[k - 1, off + i] = a[0, i]
+    return D, lo
+
+
 def i2f(b):
     """The float64 of the IEEE bits ``b`` (compiled: a bit cast)."""
     return float(np.int64(b).view(np.float64))
@@ -1205,6 +1227,19 @@ def regression_moments(y, p, w, want_w=True):
     if not (has_w and want_w):
         raws[0] = None
     return raws, float(out[9])
+
+
+def regression_stacked(y, p, w, want_w=True):
+    """:func:`regression_moments` with the seven sums (``sum_y`` .. ``sum_ape``) as the rows of
+    one raw matrix: ``(weight_raw, (D (7, L), exp), max_abs_e)`` (``weight_raw`` None as there),
+    or None. A running state keeps its sums so and adds a batch's in one compiled call."""
+    got = regression_moments(y, p, w, want_w)
+    if got is None:
+        return None
+    raws, mx = got
+    a = [r[0] for r in raws[1:]]
+    D, e = stack_raws(a[0], a[1], a[2], a[3], a[4], a[5], a[6], np.array([0] + [r[1] for r in raws[1:]], dtype=np.int64))
+    return raws[0], (D, int(e)), mx
 
 
 def _as_int_array(a):
@@ -1337,6 +1372,7 @@ def warm() -> float:
     y = np.array([1.5, -0.25, 3.0])
     regression_moments(y, y[::-1].copy(), None)
     regression_moments(y, y[::-1].copy(), np.array([0.5, 0.0, 2.0]))
+    regression_stacked(y, y[::-1].copy(), None)
     labels = np.array([0, 1, 1])
     binary_cells(labels, y, 0.5, False, np.array([0.5, 0.0, 2.0]))
     pair_cells(labels, labels[::-1].copy(), 2, np.array([0.5, 0.0, 2.0]))
