@@ -230,9 +230,10 @@ class Plan:
         if batch.n == 0:
             return states
         with shared_weight_sums():  # the weight's exact sum once for every state of the batch
-            # the example count (first) last: a state whose kernel yields the weight's sum by the
-            # way (the confusion cells' total) records it for the states folded after it
-            return tuple(reversed([s.fold(batch) for s in reversed(states)]))
+            # the example count after the others: a state whose kernel yields the weight's sum by
+            # the way (regression, log loss, the confusion cells' total) records it for the count
+            done = {i: s.fold(batch) for i, s in enumerate(states) if s.kind != "example_count"}
+            return tuple(done[i] if i in done else s.fold(batch) for i, s in enumerate(states))
 
     def merge(self, a: tuple[State, ...], b: tuple[State, ...]) -> tuple[State, ...]:
         """Fieldwise merge; raises ``ValueError`` naming the setting if configurations differ."""

@@ -174,3 +174,44 @@ def test_the_cells_total_is_the_example_counts_weight():
     with E.shared_weight_sums():
         B._pair_counts(y, 1 - y, 2, w)
         assert E.known_weight_sum(w) == total
+
+
+@pytest.mark.parametrize("kind", ["binary", "multiclass", "logloss"])
+def test_a_weighted_fold_sums_the_weights_once_in_the_kernel(kind, monkeypatch):
+    """One weighted batch through ``MetricCollection.update``: the confusion or log-loss kernel's
+    weight total is the example count's weight (no separate exact sum of the weights), the weight
+    is the true sum, and the bytes are the numpy path's."""
+    from mergeable_metrics import MetricCollection
+
+    rng = np.random.default_rng(9)
+    n = 3000
+    w = rng.random(n) * 10.0 ** rng.integers(-5, 5, n)
+    y = rng.integers(0, 2, n)
+    s = rng.random(n)
+    yc, pc = rng.integers(0, 4, n), rng.integers(0, 4, n)
+    if kind == "binary":
+        make = lambda: MetricCollection("precision", "recall", "f1")  # noqa: E731
+        update = lambda mc: mc.update(y, s, sample_weight=w)  # noqa: E731
+    elif kind == "multiclass":
+        make = lambda: MetricCollection("f1@macro", num_classes=4)  # noqa: E731
+        update = lambda mc: mc.update(yc, y_pred=pc, sample_weight=w)  # noqa: E731
+    else:
+        make = lambda: MetricCollection("log_loss", "brier_score")  # noqa: E731
+        update = lambda mc: mc.update(y, s, sample_weight=w)  # noqa: E731
+    calls = []
+    real = E.exact_sum
+    monkeypatch.setattr(E, "exact_sum", lambda *a, **k: calls.append(a[0] is w) or real(*a, **k))
+    mc = make()
+    update(mc)
+    assert sum(calls) == 0
+    monkeypatch.setattr(E, "exact_sum", real)
+    K.ready()
+    saved, K.AVAILABLE = K.AVAILABLE, False  # the numpy path's bytes
+    try:
+        ref = make()
+        update(ref)
+    finally:
+        K.AVAILABLE = saved
+    assert mc.encode() == ref.encode()
+    count = next(st_ for st_ in mc.states if st_.kind == "example_count")
+    assert count.exact["weight"].fraction() == sum((Fraction(x) for x in w.tolist()), Fraction(0))
