@@ -87,7 +87,23 @@ _KERNELS = (
     "mean_sums",
     "_binades",
     "regression_sums",
+    "cell_grids",
+    "and4",
+    "_binary_rows",
+    "binary_cell_sums",
+    "_pair_rows",
+    "pair_cell_sums",
+    "pair_counts",
+    "fdlibm_log",
+    "log_rows",
+    "_prob_rows",
+    "probability_sums",
+    "stack_raws",
 )
+
+#: kernels compiled with numba's ``error_model="numpy"``: an IEEE division (no zero-division check,
+#: a branch that keeps LLVM from vectorising the loop); their divisors are never zero
+_IEEE_DIVISION = ("fdlibm_log", "log_rows", "_prob_rows")
 
 
 def ready() -> bool:
@@ -106,8 +122,9 @@ def ready() -> bool:
                 jit = numba.njit(cache=True, nogil=True, boundscheck=False)
                 g = globals()
                 g["f2i"], g["fma"], g["i2f"] = _intrinsics(numba)
+                branch_free = numba.njit(cache=True, nogil=True, boundscheck=False, error_model="numpy")
                 for name in _KERNELS:
-                    g[name] = jit(g[name])
+                    g[name] = (branch_free if name in _IEEE_DIVISION else jit)(g[name])
         if not AVAILABLE and not _DISABLED:
             warnings.warn(f"mergeable_metrics: numba is not installed; exact sums use the slower numpy path ({_EXTRA})", RuntimeWarning, stacklevel=3)
     return AVAILABLE
@@ -927,6 +944,408 @@ def regression_sums(y, p, w, has_w, want_w, ae, ape):
     return accs[0], accs[1], accs[2], accs[3], accs[4], accs[5], accs[6], accs[7], exps, i2f(mx), status
 
 
+# -- exact per-cell weight sums of the confusion folds (cells computed in the pass) ------------
+#: rows per carry of the cell kernels: every int64 partial sum (at most 2**45 per row) stays below 2**61
+CELL_ROWS = 1 << 16
+#: grid spacing of the cell kernels (bits per grid integer)
+CELL_D = 45
+
+
+def cell_grids(lo, hi):
+    """The integer grids of one factor's exact per-cell sums from its :func:`scan` (``lo``,
+    ``hi``; some value nonzero): ``(K, units, Cb, qmin, width)`` as :func:`grid_sum` plans them
+    for a grouped sum, K = 0 when the values' range needs more than :data:`GRIDS` grids (the
+    caller then runs :func:`grid_sum`)."""
+    emin = lo - 1075
+    emax = max(hi, np.int64(1)) - 1022
+    u0 = emax - CELL_D
+    K = max(np.int64(1), -(-(u0 - emin) // CELL_D) + 1)
+    units = np.empty(GRIDS, dtype=np.int64)
+    Cb = np.empty(GRIDS, dtype=np.int64)
+    for k in range(GRIDS):
+        u = max(emax - CELL_D * (min(k, K - 1) + 1), np.int64(-1074))
+        units[k] = u
+        Cb[k] = ((u + 52 + 1023) << 52) | (np.int64(1) << 51)  # the bits of 1.5 * 2**(u + 52)
+    if K > GRIDS or u0 > 970:
+        return np.int64(0), units, Cb, np.int64(0), np.int64(0)
+    qmin = (units[K - 1] + OFFSET) >> 5
+    qmax = (u0 + OFFSET) >> 5
+    return K, units, Cb, qmin, qmax - qmin + 3
+
+
+def and4(q, m):
+    return q[0] & m, q[1] & m, q[2] & m, q[3] & m
+
+
+def _binary_rows(y, s, thr, w, lo, hi, K, c, b):
+    """Rows ``lo .. hi`` of :func:`binary_cell_sums`: the grid integers of every weight summed
+    over all rows (``T``), positive rows (``P``), predicted-positive rows (``R``) and both
+    (``B``), branch-free (masks), so LLVM vectorises it; ``orv`` the OR of the labels."""
+    z = (np.int64(0), np.int64(0), np.int64(0), np.int64(0))
+    T = P = R = B = z
+    orv = np.int64(0)
+    for j in range(lo, hi):
+        i = np.uint64(j)
+        q = chain(w[i], K, c, b)
+        yi = y[i]
+        orv |= yi
+        pos = -yi
+        pr = -np.int64(s[i] >= thr)
+        T = add4(T, q)
+        P = add4(P, and4(q, pos))
+        R = add4(R, and4(q, pr))
+        B = add4(B, and4(q, pos & pr))
+    return T, P, R, B, orv
+
+
+def binary_cell_sums(y, s, thr, w):
+    """Exact sums of the weights ``w`` per cell ``2 * y + (s >= thr)`` (tn, fp, fn, tp) in one
+    compiled pass without the cell array: ``(acc (4, L), exp, status)``, raw limbs as
+    :func:`plan_sum`'s; status -1: done, 0: a weight is not finite, 2: the weights' range needs more grids
+    than :data:`GRIDS`, 3: a label is not 0 or 1 (nothing summed: the caller's reference path
+    runs, and raises its message). Each weight is cut onto
+    the grids once and added, masked, into four sums (all, positive, predicted, both), from which
+    the four cells are integer differences (exact: each is the cell's own int64 sum)."""
+    n = w.shape[0]
+    lo, hi = scan(w.view(np.int64))
+    if hi == 2047:
+        return np.zeros((4, 0), dtype=np.int64), 0, 0
+    K, units, Cb, qmin, width = cell_grids(lo, hi)
+    if K == 0:  # a range too wide for the grids: the caller's reference path (the general kernel)
+        return np.zeros((4, 0), dtype=np.int64), 0, 2
+    if lo == 2047:  # every weight zero: only the labels' check
+        orv = np.int64(0)
+        for j in range(n):
+            orv |= y[np.uint64(j)]
+        return np.zeros((4, 0), dtype=np.int64), 0, (3 if orv & ~np.int64(1) else -1)
+    Cf = Cb.view(np.float64)
+    c = (Cf[0], Cf[1], Cf[2], Cf[3])
+    b = (Cb[0], Cb[1], Cb[2], Cb[3])
+    acc = np.zeros((4, width), dtype=np.int64)
+    for blo in range(0, n, CELL_ROWS):
+        bhi = min(n, blo + CELL_ROWS)
+        if K == 1:
+            T, P, R, B, orv = _binary_rows(y, s, thr, w, blo, bhi, 1, c, b)
+        elif K == 2:
+            T, P, R, B, orv = _binary_rows(y, s, thr, w, blo, bhi, 2, c, b)
+        elif K == 3:
+            T, P, R, B, orv = _binary_rows(y, s, thr, w, blo, bhi, 3, c, b)
+        else:
+            T, P, R, B, orv = _binary_rows(y, s, thr, w, blo, bhi, 4, c, b)
+        if orv & ~np.int64(1):
+            return np.zeros((4, 0), dtype=np.int64), 0, 3
+        for k in range(K):
+            # tn, fp, fn, tp: each the int64 sum of its own rows (wrapping arithmetic, exact)
+            cells = (T[k] - P[k] - R[k] + B[k], R[k] - B[k], P[k] - B[k], B[k])
+            for r in range(4):
+                if cells[r] != 0:
+                    add_int(acc, r, cells[r], units[k] + OFFSET, qmin)
+    return acc, qmin - OFFSET // 32, -1
+
+
+#: rows per step of :func:`_pair_rows` (its scratch rows stay in the L1 cache)
+PAIR_STEP = 512
+
+
+def _pair_rows(a, b, k, w, lo, hi, K, c, cb, part, Q, G):
+    """Rows ``lo .. hi`` of :func:`pair_cell_sums` in steps of :data:`PAIR_STEP`: the grid
+    integers and cells of a step first (a branch-free, vectorised loop into the scratch ``Q``,
+    ``G``), then the scattered adds into ``part[cell * 4 + grid]``; returns a nonzero value when
+    a label is outside ``[0, k)``."""
+    ku = np.uint64(k)
+    bad = np.uint64(0)
+    for slo in range(lo, hi, PAIR_STEP):
+        m = min(hi - slo, PAIR_STEP)
+        for j in range(m):
+            i = np.uint64(slo + j)
+            q = chain(w[i], K, c, cb)
+            ai = np.uint64(a[i])
+            bi = np.uint64(b[i])
+            bad |= np.uint64(ai >= ku) | np.uint64(bi >= ku)
+            jj = np.uint64(j)
+            Q[0, jj] = q[0]
+            if K >= 2:
+                Q[1, jj] = q[1]
+            if K >= 3:
+                Q[2, jj] = q[2]
+            if K >= 4:
+                Q[3, jj] = q[3]
+            G[jj] = (ai * ku + bi) * np.uint64(4)
+        if bad:
+            return bad
+        for j in range(m):
+            jj = np.uint64(j)
+            cell = G[jj]
+            part[cell] += Q[0, jj]
+            if K >= 2:
+                part[cell + np.uint64(1)] += Q[1, jj]
+            if K >= 3:
+                part[cell + np.uint64(2)] += Q[2, jj]
+            if K >= 4:
+                part[cell + np.uint64(3)] += Q[3, jj]
+    return bad
+
+
+def pair_cell_sums(a, b, k, w):
+    """Exact sums of the weights ``w`` per cell ``a * k + b`` (labels ``a``, ``b`` in ``[0, k)``)
+    in one compiled pass without the cell array: ``(acc (k * k, L), exp, status)`` as
+    :func:`binary_cell_sums` (status 3: a label outside ``[0, k)``)."""
+    n = w.shape[0]
+    size = k * k
+    lo, hi = scan(w.view(np.int64))
+    if hi == 2047:
+        return np.zeros((size, 0), dtype=np.int64), 0, 0
+    if lo == 2047:  # every weight zero: only the labels' check
+        for j in range(n):
+            i = np.uint64(j)
+            if np.uint64(a[i]) >= np.uint64(k) or np.uint64(b[i]) >= np.uint64(k):
+                return np.zeros((size, 0), dtype=np.int64), 0, 3
+        return np.zeros((size, 0), dtype=np.int64), 0, -1
+    K, units, Cb, qmin, width = cell_grids(lo, hi)
+    if K == 0:  # a range too wide for the grids: the caller's reference path (the general kernel)
+        return np.zeros((size, 0), dtype=np.int64), 0, 2
+    Cf = Cb.view(np.float64)
+    c = (Cf[0], Cf[1], Cf[2], Cf[3])
+    cb = (Cb[0], Cb[1], Cb[2], Cb[3])
+    acc = np.zeros((size, width), dtype=np.int64)
+    part = np.zeros(size * 4, dtype=np.int64)
+    Q = np.empty((4, PAIR_STEP), dtype=np.int64)
+    G = np.empty(PAIR_STEP, dtype=np.uint64)
+    for blo in range(0, n, CELL_ROWS):
+        bhi = min(n, blo + CELL_ROWS)
+        if K == 1:
+            bad = _pair_rows(a, b, k, w, blo, bhi, 1, c, cb, part, Q, G)
+        elif K == 2:
+            bad = _pair_rows(a, b, k, w, blo, bhi, 2, c, cb, part, Q, G)
+        elif K == 3:
+            bad = _pair_rows(a, b, k, w, blo, bhi, 3, c, cb, part, Q, G)
+        else:
+            bad = _pair_rows(a, b, k, w, blo, bhi, 4, c, cb, part, Q, G)
+        if bad:
+            return np.zeros((size, 0), dtype=np.int64), 0, 3
+        for r in range(size):
+            for g in range(K):
+                t = part[4 * r + g]
+                if t != 0:
+                    add_int(acc, r, t, units[g] + OFFSET, qmin)
+                    part[4 * r + g] = 0
+    return acc, qmin - OFFSET // 32, -1
+
+
+def pair_counts(a, b, k):
+    """Row counts per cell ``a * k + b`` (int64, ``k * k``) and a nonzero flag when a label is
+    outside ``[0, k)`` (the counts are then incomplete)."""
+    ku = np.uint64(k)
+    out = np.zeros(k * k, dtype=np.int64)
+    bad = np.uint64(0)
+    for j in range(a.shape[0]):
+        i = np.uint64(j)
+        ai = np.uint64(a[i])
+        bi = np.uint64(b[i])
+        if ai >= ku or bi >= ku:
+            bad = np.uint64(1)
+            break
+        out[ai * ku + bi] += 1
+    return out, bad
+
+
+# -- log loss and Brier score: fdlibm's log, branch-free, fused with the exact sums ------------
+LN2_HI = 6.93147180369123816490e-01  # 3fe62e42 fee00000 (fdlibm e_log.c, as portable_log)
+LN2_LO = 1.90821492927058770002e-10  # 3dea39ef 35793c76
+TWO54 = 1.80143985094819840000e16  # 43500000 00000000
+LG1 = 6.666666666666735130e-01  # 3FE55555 55555593
+LG2 = 3.999999999940941908e-01  # 3FD99999 9997FA04
+LG3 = 2.857142874366239149e-01  # 3FD24924 94229359
+LG4 = 2.222219843214978396e-01  # 3FCC71C5 1D8E78AF
+LG5 = 1.818357216161805012e-01  # 3FC74664 96CB03DE
+LG6 = 1.531383769920937332e-01  # 3FC39A09 D078C69F
+LG7 = 1.479819860511658591e-01  # 3FC2F112 DF3E5244
+LOW32 = np.int64(0xFFFFFFFF)
+
+
+def fdlibm_log(x):
+    """fdlibm's ``__ieee754_log`` (Java's ``StrictMath.log``) of a positive finite ``x``
+    (subnormals included), the same IEEE operations in the same order as
+    :func:`mergeable_metrics._util.portable_log.numpy_log`, but branch-free: every branch's value
+    is computed and the result selected, so LLVM vectorises a loop of it (the division included;
+    no ``fastmath``, no FMA contraction). Other inputs (0, negative, inf, nan) give an
+    unspecified finite or non-finite value: the caller checks the domain."""
+    b0 = f2i(x)
+    sub = b0 < np.int64(0x0010000000000000)  # subnormal: scaled up by 2**54 first
+    xs = x * TWO54
+    v = xs if sub else x
+    b = f2i(v)
+    hx = b >> 32
+    lx = b & LOW32
+    k = ((hx >> 20) - 1023) - (np.int64(54) if sub else np.int64(0))
+    hx &= 0x000FFFFF
+    i = (hx + 0x95F64) & 0x100000
+    xn = i2f(((hx | (i ^ 0x3FF00000)) << 32) | lx)  # x or x/2 normalised into [sqrt(2)/2, sqrt(2))
+    k += i >> 20
+    f = xn - 1.0
+    dk = np.float64(k)
+    k0 = k == 0
+    # |f| < 2**-20
+    rt = f * f * (0.5 - 0.33333333333333333 * f)
+    vt_k0 = f - rt
+    vt_k = dk * LN2_HI - ((rt - dk * LN2_LO) - f)
+    vt = vt_k0 if k0 else vt_k
+    vz = 0.0 if k0 else dk * LN2_HI + dk * LN2_LO  # f == 0
+    v_tiny = vz if f == 0.0 else vt
+    # the Remez branch
+    s = f / (2.0 + f)
+    z = s * s
+    w = z * z
+    t1 = w * (LG2 + w * (LG4 + w * LG6))
+    t2 = z * (LG1 + w * (LG3 + w * (LG5 + w * LG7)))
+    r = t2 + t1
+    hfsq = 0.5 * f * f
+    vf_k0 = f - (hfsq - s * (hfsq + r))
+    vf_k = dk * LN2_HI - ((hfsq - (s * (hfsq + r) + dk * LN2_LO)) - f)
+    vn_k0 = f - s * (f - r)
+    vn_k = dk * LN2_HI - ((s * (f - r) - dk * LN2_LO) - f)
+    far = ((hx - 0x6147A) | (0x6B851 - hx)) > 0
+    v_far = vf_k0 if k0 else vf_k
+    v_near = vn_k0 if k0 else vn_k
+    v_main = v_far if far else v_near
+    tiny = (0x000FFFFF & (2 + hx)) < 3
+    return v_tiny if tiny else v_main
+
+
+def log_rows(x, out):
+    """``out[i] = fdlibm_log(x[i])``; returns False when some ``x[i]`` is not positive and finite
+    (``out`` then unspecified)."""
+    ok = np.int64(1)
+    for j in range(x.shape[0]):
+        i = np.uint64(j)
+        v = x[i]
+        b = f2i(v)
+        ok &= np.int64(b > 0) & np.int64(b < np.int64(0x7FF0000000000000))
+        out[i] = fdlibm_log(v)
+    return ok != 0
+
+
+def _prob_rows(y, p, w, has_w, lo, hi, ll, bq, wy):
+    """The per-row pass of :func:`probability_sums`: ``ll = -log(clip(q, lo, hi))`` (``q`` the
+    true class's probability, ``p`` or ``1 - p``), ``bq = (p - y)**2``, ``wy = w * y``, and the
+    range scans (:func:`scan`'s reductions) of p, ll, bq and wy, and the OR of the labels;
+    branch-free (a finite ``p`` gives a clipped ``q`` in ``[lo, hi]``, positive and finite: the
+    caller checks ``p``'s scan and the labels' OR)."""
+    hp = hl = hb = hw = np.int64(0)
+    lp = ll_ = lb = lw = M63
+    orv = np.int64(0)
+    for j in range(p.shape[0]):
+        i = np.uint64(j)
+        yi = y[i]
+        orv |= yi
+        pv = p[i]
+        q = pv if yi == 1 else 1.0 - pv
+        c = min(max(q, lo), hi)  # np.clip of a finite q
+        lv = -fdlibm_log(c)
+        yf = np.float64(yi)
+        d = pv - yf
+        sq = d * d
+        ll[i] = lv
+        bq[i] = sq
+        bp = f2i(pv) & M63
+        bl = f2i(lv) & M63
+        bs = f2i(sq) & M63
+        hp = max(hp, bp)
+        hl = max(hl, bl)
+        hb = max(hb, bs)
+        lp = min(lp, (bp - 1) & M63)
+        ll_ = min(ll_, (bl - 1) & M63)
+        lb = min(lb, (bs - 1) & M63)
+        if has_w:
+            a = w[i] * yf
+            wy[i] = a
+            ba = f2i(a) & M63
+            hw = max(hw, ba)
+            lw = min(lw, (ba - 1) & M63)
+    return orv, hp, lp, hl, ll_, hb, lb, hw, lw
+
+
+def probability_sums(y, p, w, has_w, want_w, lo, hi, ll, bq, wy):
+    """Every exact sum of a binary probability-sums state of one batch (one ``eps``: the clip
+    bounds ``lo = eps``, ``hi = 1 - eps``) in one compiled call: ``(accs, exps, npos, status)``,
+    raw limbs of ``sum_label`` (weighted: ``w y``; unweighted: slot unused, ``npos`` the count),
+    ``sum_score`` (``p`` or ``p w``), ``brier`` (``(p - y)**2``, times ``w``), ``log_loss``
+    (``-log(clip(q))``, times ``w``) and the weight (``w``, when ``want_w``). ``status`` 1: some
+    value is out of the kernel's domain (a label not 0 or 1, a non-finite score, weight or term):
+    nothing summed, the caller's reference path runs. ``ll``, ``bq``, ``wy``: (n,) scratch."""
+    n = p.shape[0]
+    if has_w:  # a constant per call of the row pass: LLVM specialises each
+        orv, hp, lp, hl, l_l, hb, lb, hw, lw = _prob_rows(y, p, w, True, lo, hi, ll, bq, wy)
+    else:
+        orv, hp, lp, hl, l_l, hb, lb, hw, lw = _prob_rows(y, p, w, False, lo, hi, ll, bq, wy)
+    los = np.empty(5, dtype=np.int64)
+    his = np.empty(5, dtype=np.int64)
+    los[0], his[0] = _binades(lp, hp)
+    los[1], his[1] = _binades(l_l, hl)
+    los[2], his[2] = _binades(lb, hb)
+    los[3], his[3] = _binades(lw, hw) if has_w else (np.int64(1023), np.int64(1023))
+    los[4], his[4] = scan(w.view(np.int64)) if has_w else (np.int64(1023), np.int64(1023))
+    empty = np.zeros((1, 0), dtype=np.int64)
+    accs = [empty] * 5
+    exps = np.zeros(5, dtype=np.int64)
+    npos = np.int64(0)
+    status = 1 if orv & ~np.int64(1) else 0  # a label not 0 or 1
+    for k in range(5):
+        if his[k] == 2047:
+            status = 1
+    if status:
+        return accs[0], accs[1], accs[2], accs[3], accs[4], exps, npos, status
+    if not has_w:
+        for j in range(n):
+            npos += y[np.uint64(j)]
+    g = np.zeros(0, dtype=np.int64)
+    none = np.zeros(0)
+    sl = np.zeros(3, dtype=np.int64)
+    sh = np.zeros(3, dtype=np.int64)
+    for k in range(5):
+        # slots: 0 sum_label (w y), 1 sum_score (p [w]), 2 brier (bq [w]), 3 log_loss (ll [w]), 4 weight (w)
+        if (k == 0 and not has_w) or (k == 4 and not (has_w and want_w)):
+            continue
+        if k == 0:
+            f0, a0 = wy, 3
+        elif k == 1:
+            f0, a0 = p, 0
+        elif k == 2:
+            f0, a0 = bq, 2
+        elif k == 3:
+            f0, a0 = ll, 1
+        else:
+            f0, a0 = w, 4
+        nf = 2 if (has_w and 1 <= k <= 3) else 1
+        sl[0], sh[0] = los[a0], his[a0]
+        sl[1], sh[1] = los[4], his[4]
+        acc, e = grid_sum(f0, w if nf == 2 else none, none, nf, g, False, 1, sl, sh)
+        accs[k] = acc
+        exps[k] = e
+    return accs[0], accs[1], accs[2], accs[3], accs[4], exps, npos, status
+
+
+def stack_raws(a1, a2, a3, a4, a5, a6, a7, exps):
+    """The raw limbs ``a1 .. a7`` ((1, L_k) int64 at ``exps[k]``; some may have no limbs) as the rows of
+    one raw (7, L) matrix at a common exponent: ``(D, exp)``."""
+    lo = np.int64(1) << 40
+    hi = -lo
+    for k in range(1, 8):
+        a = a1 if k == 1 else (a2 if k == 2 else (a3 if k == 3 else (a4 if k == 4 else (a5 if k == 5 else (a6 if k == 6 else a7)))))
+        if a.shape[1]:
+            lo = min(lo, exps[k])
+            hi = max(hi, exps[k] + a.shape[1])
+    if hi < lo:
+        return np.zeros((7, 0), dtype=np.int64), np.int64(0)
+    D = np.zeros((7, hi - lo), dtype=np.int64)
+    for k in range(1, 8):
+        a = a1 if k == 1 else (a2 if k == 2 else (a3 if k == 3 else (a4 if k == 4 else (a5 if k == 5 else (a6 if k == 6 else a7)))))
+        off = exps[k] - lo
+        for i in range(a.shape[1]):
+            D[k - 1, off + i] = a[0, i]
+    return D, lo
+
+
 def i2f(b):
     """The float64 of the IEEE bits ``b`` (compiled: a bit cast)."""
     return float(np.int64(b).view(np.float64))
@@ -964,6 +1383,76 @@ def regression_moments(y, p, w, want_w=True):
     if not (has_w and want_w):
         raws[0] = None
     return raws, float(out[9])
+
+
+def regression_stacked(y, p, w, want_w=True):
+    """:func:`regression_moments` with the seven sums (``sum_y`` .. ``sum_ape``) as the rows of
+    one raw matrix: ``(weight_raw, (D (7, L), exp), max_abs_e)`` (``weight_raw`` None as there),
+    or None. A running state keeps its sums so and adds a batch's in one compiled call."""
+    got = regression_moments(y, p, w, want_w)
+    if got is None:
+        return None
+    raws, mx = got
+    a = [r[0] for r in raws[1:]]
+    D, e = stack_raws(a[0], a[1], a[2], a[3], a[4], a[5], a[6], np.array([0] + [r[1] for r in raws[1:]], dtype=np.int64))
+    return raws[0], (D, int(e)), mx
+
+
+def _as_int_array(a):
+    """A writeable C int64 array (one compiled variant of every kernel)."""
+    a = np.asarray(a)
+    return a if a.dtype == np.int64 and a.flags.c_contiguous and a.flags.writeable else np.array(a, dtype=np.int64)
+
+
+def binary_cells(y, s, threshold, strict, w):
+    """:func:`binary_cell_sums` of (n,) labels in {0, 1}, scores and weights at one threshold
+    (``s >= threshold``, or ``s > threshold`` with ``strict``; n at most :data:`CHUNK`): raw
+    ``(limbs (4, L), exp)`` of tn, fp, fn, tp, or None when a weight is not finite or a label
+    is not 0 or 1 (the caller's reference path raises its message)."""
+    t = float(threshold)
+    if strict:  # s > t is s >= the next float above t (finite t and s; a NaN score passes neither)
+        t = float(np.nextafter(t, np.inf))
+    acc, e, status = binary_cell_sums(_as_int_array(y), _as_kernel_array(s), t, _as_kernel_array(w))
+    return None if status >= 0 else (acc, int(e))
+
+
+def pair_cells(a, b, k, w):
+    """:func:`pair_cell_sums` (``w`` given) or :func:`pair_counts` (``w`` None) of (n,) labels in
+    ``[0, k)`` (n at most :data:`CHUNK`): raw ``(limbs (k * k, L), exp)`` or (k * k,) int64
+    counts; None when a weight is not finite or a label is out of range."""
+    a, b = _as_int_array(a), _as_int_array(b)
+    if w is None:
+        counts, bad = pair_counts(a, b, int(k))
+        return None if bad else counts
+    acc, e, status = pair_cell_sums(a, b, int(k), _as_kernel_array(w))
+    return None if status >= 0 else (acc, int(e))
+
+
+def probability_moments(y, p, w, eps, want_w=True):
+    """:func:`probability_sums` of (n,) labels in {0, 1}, positive-class scores and weights (None:
+    unweighted) at one clipping ``eps``, n at most :data:`CHUNK`: ``(raws, npos)``, ``raws``
+    five ``(limbs, exp)`` (sum_label, sum_score, brier, log_loss, weight; None where not
+    computed), ``npos`` the number of positive rows (unweighted), or None when a value is
+    outside the kernel's domain (the caller's reference path)."""
+    y, p = _as_int_array(y), _as_kernel_array(p)
+    has_w = w is not None
+    n = p.shape[0]
+    buf = getattr(_scratch, "pbuf", None)
+    if buf is None or buf.shape[1] < n:
+        buf = np.empty((3, n))
+        if n <= SCRATCH:
+            _scratch.pbuf = buf
+    e = float(eps)
+    out = probability_sums(y, p, _as_kernel_array(w) if has_w else _EMPTYF, has_w, want_w, e, 1.0 - e, buf[0, :n], buf[1, :n], buf[2, :n])
+    if out[7]:
+        return None
+    exps = out[5].tolist()
+    raws = [(out[k], exps[k]) for k in range(5)]
+    if not has_w:
+        raws[0] = raws[4] = None
+    elif not want_w:
+        raws[4] = None
+    return raws, int(out[6])
 
 
 class NonFinite(ValueError):
@@ -1054,6 +1543,13 @@ def warm() -> float:
     mean_batch_sums(y, None)
     mean_batch_sums(y, np.array([0.5, 0.0, 2.0]))
     regression_moments(y, y[::-1].copy(), np.array([0.5, 0.0, 2.0]))
+    regression_stacked(y, y[::-1].copy(), None)
+    labels = np.array([0, 1, 1])
+    binary_cells(labels, y, 0.5, False, np.array([0.5, 0.0, 2.0]))
+    pair_cells(labels, labels[::-1].copy(), 2, np.array([0.5, 0.0, 2.0]))
+    pair_cells(labels, labels[::-1].copy(), 2, None)
+    probability_moments(labels, np.array([0.25, 1.0, 0.0]), None, 1e-7)
+    probability_moments(labels, np.array([0.25, 1.0, 0.0]), np.array([0.5, 0.0, 2.0]), 1e-7)
     _warm = True
     return time.perf_counter() - t0
 

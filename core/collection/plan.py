@@ -248,7 +248,10 @@ class Plan:
             pre = batch.sums
             if pre is not None and pre[1] is w and pre[3] is not None:  # computed by the validation's pass
                 remember_weight_sum(w, ExactSums.lazy(*pre[3], ()))
-            return tuple([s.fold(batch) for s in states])
+            # the example count after the others: a state whose kernel yields the weight's sum by
+            # the way (regression, log loss, the confusion cells' total) records it for the count
+            done = {i: s.fold(batch) for i, s in enumerate(states) if s.kind != "example_count"}
+            return tuple(done[i] if i in done else s.fold(batch) for i, s in enumerate(states))
 
     def merge(self, a: tuple[State, ...], b: tuple[State, ...]) -> tuple[State, ...]:
         """Fieldwise merge; raises ``ValueError`` naming the setting if configurations differ."""

@@ -52,6 +52,7 @@ from mergeable_metrics._util.public import public
 from mergeable_metrics.inputs.validation import (
     ON_INVALID,
     _all_finite,
+    _valid_labels,
     SCORES_FINITE,
     Batch,
     _Checker,
@@ -498,10 +499,15 @@ def _class_axis(ctx: FormatContext, vals: np.ndarray) -> int | None:
 
 # -- the built-in formats ----------------------------------------------------------------------
 def _labels_validate(arr: np.ndarray, ctx: FormatContext) -> None:
+    if arr.ndim == 1 and _valid_labels(arr, ctx.task.num_classes) is not None:
+        return  # every label an integer in [0, K) (whole-array reductions): nothing to flag
     _check_labels(arr, ctx)
 
 
 def _labels_convert(arr: np.ndarray, ctx: FormatContext) -> Converted:
+    fast = _valid_labels(arr, ctx.task.num_classes) if arr.ndim == 1 else None
+    if fast is not None:  # the same int64 labels as below, without the float round trip
+        return Converted(fast)
     return Converted(to_float(arr, ctx.column).astype(np.int64))
 
 

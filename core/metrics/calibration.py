@@ -28,7 +28,8 @@ import numpy as np
 
 from mergeable_metrics.inputs.validation import Batch
 from mergeable_metrics._util.limits import MAX_N_BINS, MAX_NUM_CLASSES, check_at_most, check_count
-from mergeable_metrics._util.exact import ExactSums, exact_column_sums, exact_sum
+from mergeable_metrics._util import exact_kernels as _kernels
+from mergeable_metrics._util.exact import ExactSums, exact_column_sums, exact_sum, known_weight_sum, remember_weight_sum
 from mergeable_metrics._util.portable_log import log as _log
 from mergeable_metrics.metrics.base import Metric, record_undefined
 from mergeable_metrics.metrics.regression import RegressionMomentsState
@@ -122,6 +123,10 @@ class ProbabilitySumsState(State):
         if layout.binary:
             p = batch.y_score if batch.y_score is not None else batch.y_pred
             p = np.zeros(n) if p is None else np.asarray(p, dtype=np.float64)
+            if index is None and len(eps) == 1 and 0 < n <= _kernels.CHUNK and _kernels.ready():
+                fused = cls._fused_fields(y, p, w, float(eps[0]))
+                if fused is not None:
+                    return fused
             yf = y.astype(np.float64)
             pos = y == 1
             # sklearn: column 1 is p, column 0 is 1 - p; each clipped, natural log of the true one
@@ -153,6 +158,34 @@ class ProbabilitySumsState(State):
             arrays["weight"] = _group_sum(w, None, index, size)
         arrays["log_loss"] = _group_sum(ll, w, index, size)
         return arrays
+
+    @staticmethod
+    def _fused_fields(y: np.ndarray, p: np.ndarray, w: np.ndarray | None, eps: float) -> dict[str, Any] | None:
+        """The binary fields of one batch at one ``eps`` through the compiled kernel
+        (:func:`mergeable_metrics._util.exact_kernels.probability_moments`: the per-row fdlibm
+        log, branch-free and vectorised, and every exact sum in one call; the same exact sums as
+        the numpy expressions of :meth:`grouped_fields`), or None when a value is outside its
+        domain (the numpy path then runs)."""
+        known = None if w is None else known_weight_sum(w)  # the weight's sum, when another state has it
+        got = _kernels.probability_moments(y, p, w, eps, known is None)
+        if got is None:
+            return None
+        raws, npos = got
+        if w is None:
+            weight: Any = np.float64(y.shape[0])
+            label: Any = ExactSums.of_count(npos)
+        else:
+            weight = known if known is not None else ExactSums.lazy(*raws[4], ())
+            if known is None:
+                remember_weight_sum(w, weight)
+            label = ExactSums.lazy(*raws[0], ())
+        return {
+            "sum_label": label,
+            "sum_score": ExactSums.lazy(*raws[1], ()),
+            "brier": ExactSums.lazy(*raws[2], ()),
+            "weight": weight,
+            "log_loss": ExactSums.lazy(*raws[3], (1,)),
+        }
 
     @classmethod
     def _from_indicators(cls, layout: ProbabilitySumsLayout, batch: Batch, index: np.ndarray | None = None, size: int = 1) -> dict[str, Any]:

@@ -42,7 +42,7 @@ from mergeable_metrics._util import exact_kernels as _kernels
 from mergeable_metrics._util.exact import ExactSums, exact_sum, exact_sum_products, fraction_to_float, known_weight_sum, remember_weight_sum
 from mergeable_metrics._util.limits import MAX_NUM_OUTPUTS, check_count
 from mergeable_metrics.metrics.base import Metric, record_undefined, recording_undefined
-from mergeable_metrics.states.base import State
+from mergeable_metrics.states.base import State, checked_add
 
 _EPS = float(np.finfo(np.float64).eps)
 _SUMS = ("sum_y", "sum_p", "sum_yy", "sum_pp", "sum_yp", "sum_abs_e", "sum_ape")
@@ -148,14 +148,10 @@ class RegressionMomentsState(State):
         y, p = batch_outputs(batch, layout.num_outputs)
         w = batch.sample_weight
         if layout.num_outputs is None and 0 < y.shape[0] <= _kernels.CHUNK and _kernels.ready():
-            known = None if w is None else known_weight_sum(w)  # the example count's, in a plan's fold
-            fused = _kernels.regression_moments(y, p, w, known is None)
+            fused = cls._fused(y, p, w)
             if fused is not None:  # else a value, |e| or ape is not finite: the path below raises
-                raws, max_abs_e = fused
-                weight: Any = ExactSums.of_count(y.shape[0]) if w is None else (known if known is not None else ExactSums.lazy(*raws[0], ()))
-                if w is not None and known is None:
-                    remember_weight_sum(w, weight)
-                return cls._of_fused(layout, y.shape[0], weight, raws[1:], max_abs_e)
+                weight, stack, max_abs_e = fused
+                return cls._of_stack(layout, np.array(y.shape[0], dtype=np.int64), weight, stack, np.array(max_abs_e, dtype=np.float64))
         with np.errstate(over="ignore"):
             abs_e = np.abs(p - y)
             ape = abs_e / np.maximum(np.abs(y), _EPS)
@@ -182,17 +178,64 @@ class RegressionMomentsState(State):
         }
         return cls(layout, a)
 
+    @staticmethod
+    def _fused(y: np.ndarray, p: np.ndarray, w: np.ndarray | None) -> tuple[Any, tuple[np.ndarray, int], float] | None:
+        """``(weight, (D, exp), max_abs_e)`` of one single-output batch through the compiled fused
+        kernel (:func:`mergeable_metrics._util.exact_kernels.regression_stacked`: the raw sums of
+        ``_SUMS`` as the rows of ``D``), or None (a value, ``|e|`` or ape is not finite)."""
+        known = None if w is None else known_weight_sum(w)  # the example count's, in a plan's fold
+        fused = _kernels.regression_stacked(y, p, w, known is None)
+        if fused is None:
+            return None
+        wraw, stack, max_abs_e = fused
+        weight: Any = ExactSums.of_count(y.shape[0]) if w is None else (known if known is not None else ExactSums.lazy(*wraw, ()))
+        if w is not None and known is None:
+            remember_weight_sum(w, weight)
+        return weight, stack, max_abs_e
+
     @classmethod
-    def _of_fused(cls, layout: RegressionLayout, n: int, weight: ExactSums, raws: list, max_abs_e: float) -> "RegressionMomentsState":
-        """The state of one batch from the compiled fused kernel's raw sums
-        (:func:`mergeable_metrics._util.exact_kernels.regression_moments`; ``raws`` those of
-        ``_SUMS``): the exact sums of the reference path below, so the same state bit for bit
-        once rounded."""
-        a: dict[str, Any] = {"count": np.array(n, dtype=np.int64), "weight": weight}
-        for name, raw in zip(_SUMS, raws):
-            a[name] = ExactSums.lazy(raw[0], raw[1], ())
-        a["max_abs_e"] = np.array(max_abs_e, dtype=np.float64)
-        return cls._of_sums(layout, a)  # every field has its dtype and shape: no constructor checks
+    def _of_stack(
+        cls, layout: RegressionLayout, count: np.ndarray, weight: ExactSums, stack: tuple[np.ndarray, int], max_abs_e: np.ndarray
+    ) -> "RegressionMomentsState":
+        """A single-output state whose ``_SUMS`` are the rows of the raw matrix ``stack`` (the exact
+        sums of the reference path below, so the same state bit for bit once rounded); the state
+        keeps ``stack`` so that :meth:`fold` adds a batch's seven sums in one compiled call."""
+        D, e = stack
+        a: dict[str, Any] = {"count": count, "weight": weight}
+        for k, name in enumerate(_SUMS):
+            a[name] = ExactSums.lazy(D[k : k + 1], e, ())
+        a["max_abs_e"] = max_abs_e
+        out = cls._of_sums(layout, a)  # every field has its dtype and shape: no constructor checks
+        object.__setattr__(out, "_stack", stack)
+        return out
+
+    def fold(self, batch: Batch) -> "RegressionMomentsState":
+        """:meth:`State.fold`; a single-output state from the fused kernel adds the batch's seven
+        raw sums to its own in one compiled call (the same exact sums as the fieldwise merge)."""
+        stack = self.__dict__.get("_stack")
+        if stack is not None and self.layout.num_outputs is None and batch.row_of is None:
+            y, p = batch_outputs(batch, None)
+            w = batch.sample_weight
+            if 0 < y.shape[0] <= _kernels.CHUNK and y.ndim == 1 and p.ndim == 1:
+                fused = self._fused(y, p, w)
+                if fused is not None:
+                    weight, (D, e), max_abs_e = fused
+                    A, ea = stack
+                    if A.shape[1] == 0:
+                        total = (D, e)
+                    elif D.shape[1] == 0:
+                        total = (A, ea)
+                    else:
+                        Dn, en = _kernels.add_canonical(A, ea, D, e)
+                        total = (Dn, int(en))
+                    return self._of_stack(
+                        self.layout,
+                        checked_add(self.arrays["count"], np.array(y.shape[0], dtype=np.int64), f"{self.kind}.count"),
+                        self.exact["weight"] + weight,
+                        total,
+                        np.maximum(self.arrays["max_abs_e"], np.array(max_abs_e, dtype=np.float64)),
+                    )
+        return super().fold(batch)
 
     def validate(self, integral: bool = False) -> "RegressionMomentsState":
         """:meth:`State.validate`, and: no weight means zero weighted sums (every term is

@@ -25,7 +25,8 @@ import numpy as np
 from mergeable_metrics.inputs.validation import Batch
 from mergeable_metrics.states.codec import STATE_KINDS, _decode_state, _encode_state
 from mergeable_metrics._util.limits import MAX_NUM_CLASSES, check_count
-from mergeable_metrics._util.exact import ExactSums, exact_sum, weight_sum
+from mergeable_metrics._util import exact_kernels as _kernels
+from mergeable_metrics._util.exact import ExactSums, exact_sum, known_weight_sum, remember_weight_sum, weight_sum
 from mergeable_metrics.inputs.task import THRESHOLD_RULES, check_thresholds  # noqa: F401  (THRESHOLD_RULES re-exported)
 
 
@@ -458,6 +459,11 @@ def _one_threshold_counts(y: np.ndarray, score: np.ndarray, threshold: float, ru
         npos = np.count_nonzero(y)
         cells = {"tp": tp, "fp": npred - tp, "tn": n - npred - (npos - tp), "fn": npos - tp}
     else:  # exact sums of the weights per cell 2 * label + predicted: tn, fp, fn, tp
+        raw = _kernels.binary_cells(y, score, threshold, rule != ">=", weight) if n <= _kernels.CHUNK and _kernels.ready() else None
+        if raw is not None:  # one compiled pass, no cell array (the same exact sums)
+            sums = ExactSums.lazy(raw[0], raw[1], (4,))
+            _remember_cell_total(weight, raw)
+            return {name: sums.take(np.array([i])) for name, i in (("tp", 3), ("fp", 1), ("tn", 0), ("fn", 2))}
         cell = np.multiply(y, 2, dtype=np.intp)
         cell += above(score, threshold)
         sums = exact_sum(weight, index=cell, size=4)
@@ -465,10 +471,25 @@ def _one_threshold_counts(y: np.ndarray, score: np.ndarray, threshold: float, ru
     return {name: np.array([value], dtype=np.float64) for name, value in cells.items()}
 
 
+def _remember_cell_total(weight: np.ndarray, raw: tuple[np.ndarray, int]) -> None:
+    """Record the exact sum of ``weight`` (the sum of its per-cell raw limbs ``raw``) for the
+    other states of the batch's fold (:func:`mergeable_metrics._util.exact.weight_sum`)."""
+    if known_weight_sum(weight) is None:
+        D = raw[0]
+        remember_weight_sum(weight, ExactSums.lazy(D.sum(axis=0, keepdims=True) if D.shape[1] else D[:1], raw[1], ()))
+
+
 def _pair_counts(a: np.ndarray, b: np.ndarray, k: int, weight: np.ndarray | None) -> np.ndarray | ExactSums:
     """(k, k) counts of the cells ``a * k + b``: float64 exact ints (one ``np.bincount`` per
     cache-sized chunk) or, weighted, the exact weight sums."""
     n = a.shape[0]
+    if n <= _kernels.CHUNK and _kernels.ready():  # one compiled pass, no cell array (the same sums)
+        raw = _kernels.pair_cells(a, b, k, weight)
+        if raw is not None and weight is None:
+            return raw.astype(np.float64).reshape(k, k)
+        if raw is not None:
+            _remember_cell_total(weight, raw)
+            return ExactSums.lazy(raw[0], raw[1], (k, k))
     if weight is not None:
         cell = np.multiply(a, k, dtype=np.intp)
         cell += b

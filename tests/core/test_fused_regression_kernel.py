@@ -131,6 +131,38 @@ def test_fused_folds_are_rebatching_invariant(rows, cuts, weighted):
     assert total.encode() == whole.encode() == _reference(Batch(y, None, p, w, None)).encode()
 
 
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.tuples(VALUES, VALUES, WEIGHTS), min_size=1, max_size=40), st.lists(st.integers(1, 40), max_size=5), st.booleans())
+def test_a_running_state_folds_a_batchs_stacked_sums_as_the_merge(rows, cuts, weighted):
+    """``fold`` of a state from the fused kernel adds the batch's seven raw sums to its own in one
+    compiled call: the same bytes as merging the batches' states (and the reference path's), the
+    fast path taken; zero batches (sums without limbs) included."""
+    y = np.array([r[0] for r in rows])
+    p = np.array([r[1] for r in rows])
+    if not _finite_errors(y, p):
+        return
+    w = np.array([r[2] for r in rows]) if weighted else None
+    edges = sorted({0, len(rows), *[c % (len(rows) + 1) for c in cuts]})
+    parts = [Batch(y[a:c], None, p[a:c], None if w is None else w[a:c], None) for a, c in zip(edges, edges[1:])]
+    parts.insert(1, Batch(np.zeros(3), None, np.zeros(3), None if w is None else np.ones(3), None))  # every sum zero
+    folded = RegressionMomentsState.zero(LAYOUT)
+    merged = RegressionMomentsState.zero(LAYOUT)
+    for b in parts:
+        folded = folded.fold(b)
+        assert "_stack" in folded.__dict__  # the stacked fold (not the fieldwise merge)
+        merged = merged.merge(RegressionMomentsState.from_batch(LAYOUT, b))
+    ref = RegressionMomentsState.zero(LAYOUT)
+    for b in parts:
+        ref = ref.merge(_reference(b))
+    assert folded.encode() == merged.encode() == ref.encode()
+
+
+def test_the_stacked_fold_raises_the_reference_message_on_an_overflowing_error():
+    s = RegressionMomentsState.from_batch(LAYOUT, Batch(np.array([1.0, 2.0]), None, np.array([1.5, 2.5]), None, None))
+    with pytest.raises(ValueError, match="overflows float64"):
+        s.fold(Batch(np.array([-1.7e308, 1.0]), None, np.array([1.7e308, 1.0]), None, None))
+
+
 def test_fused_kernel_wide_ranges_take_the_limb_kernel_and_stay_exact():
     """Products past the float grids' moderate range (1e200 * 1e200) go through the limb kernel
     inside the same compiled call; zero weights everywhere give zero weighted sums."""
@@ -184,11 +216,14 @@ def test_a_fold_sums_the_weight_once_for_every_state(kind, monkeypatch):
     monkeypatch.setattr(E, "exact_sum", lambda *a, **k: calls.append(k.get("weights", a[1] if len(a) > 1 else None) is None and a[0] is w) or real(*a, **k))
     real_mean = K.mean_batch_sums  # a plain measure column's validation pass sums w too (issue 25, round 5)
     monkeypatch.setattr(K, "mean_batch_sums", lambda v, ww: calls.append(ww is w) or real_mean(v, ww))
+    fused = K.regression_moments  # the regression kernel sums w itself when asked (want_w)
+    monkeypatch.setattr(K, "regression_moments", lambda y_, p_, w_, want_w=True: calls.append(w_ is w and want_w) or fused(y_, p_, w_, want_w))
     mc = make()
     update(mc)
-    assert sum(calls) == 1  # the plain sum of w: once per fold
+    assert sum(calls) == 1  # the plain sum of w: once per fold (exact_sum, or in the regression kernel)
     monkeypatch.setattr(E, "exact_sum", real)
     monkeypatch.setattr(K, "mean_batch_sums", real_mean)
+    monkeypatch.setattr(K, "regression_moments", fused)
     assert mc.encode() == _numpy_collection_bytes(make, update)
     true_w = sum(map(Fraction, w.tolist()), Fraction(0))
     for s in mc.states:

@@ -156,3 +156,41 @@ def test_special_cases_and_shapes():
     assert got[4] == 0.0 and not np.signbit(got[4]) and got[5] == 0.0 and np.signbit(got[5]) and got[6] == 1e-300
     assert log1p(np.zeros((3, 2))).shape == (3, 2) and log1p(2.0).shape == ()
     assert log(math.e) == 1.0 and log1p(math.e - 1) == math.log1p(math.e - 1)
+
+
+def _branch_free(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The positive finite values of ``x`` and their logs by the compiled branch-free kernel of the
+    fused log-loss fold (``exact_kernels.log_rows``, LLVM-vectorised)."""
+    from mergeable_metrics._util import exact_kernels as K
+
+    if not K.ready():
+        pytest.skip("numba kernels disabled or not installed")
+    x = x[(x > 0) & np.isfinite(x)]
+    out = np.empty_like(x)
+    assert K.log_rows(x, out)
+    return x, out
+
+
+def test_the_branch_free_kernel_equals_the_numpy_code_bit_for_bit():
+    """Millions of positive finite inputs: random bits (every binade), probabilities, the ulps
+    around 1, 0.5 and the powers of two with their neighbours, subnormals, the clip values, and
+    values next to fdlibm's branch points (|f| < 2**-20, the sqrt(2) normalisation, the Remez
+    branch's ``hx`` bounds 0x6147A / 0x6B851)."""
+    rng = np.random.default_rng(25)
+    hx = np.array([0x6147A, 0x6B851, 0x95F64, 0x6A09E, 0, 1, 2, 3, 0xFFFFD, 0xFFFFE, 0xFFFFF], dtype=np.int64)
+    hx = (hx[:, None] + np.arange(-2, 3)[None, :]).ravel() & 0xFFFFF
+    exps = np.arange(1, 2047, dtype=np.int64)
+    lows = np.array([0, 1, 0xFFFFFFFF, 0x80000000], dtype=np.int64)
+    branch = ((exps[:, None, None] << 52) | (hx[None, :, None] << 32) | lows[None, None, :]).ravel().view(np.float64)
+    x, got = _branch_free(np.concatenate([_log_inputs(1_000_000), branch, rng.random(1_000_000)]))
+    assert x.size > 3_000_000
+    want = numpy_log(x)
+    bad = ~_same_bits(got, want)
+    assert not bad.any(), list(zip(x[bad][:5], got[bad][:5], want[bad][:5]))
+
+
+def test_the_branch_free_kernel_equals_java_strictmath_log_bit_for_bit():
+    x, got = _branch_free(_log_inputs(300_000))
+    want = _strict("log", x)
+    bad = ~_same_bits(got, want)
+    assert not bad.any(), list(zip(x[bad][:5], got[bad][:5], want[bad][:5]))
