@@ -1,0 +1,541 @@
+"""Running score distributions: raw bins folded by one compiled pass per batch, canonicalised only
+where the state is observed (issue 25, item 2).
+
+A :class:`RunningBins` holds the bins of the examples folded so far at a level ``L`` that is the
+canonical level of those examples (see :mod:`mergeable_metrics.states.score_bins`), in an open
+addressing hash table keyed by ``score key >> L``: per bin, the row count of each label (int64,
+unweighted) or the exact weight of each label as raw int64 limbs on a fixed grid (weighted: the
+32-bit limbs of :mod:`mergeable_metrics._util.exact`, added without carries; carried every
+:data:`CARRY_ROWS` rows so every entry stays below ``2**62``). A batch is folded by one compiled pass
+(:func:`fold_rows`): each row's bin is found or inserted and its label's count or weight added. When
+a new bin would make the bins exceed ``capacity``, the level is raised in place to the canonical
+level of the examples so far plus that row's (the canonical level never decreases as examples are
+added, so the table's level is never above the final one); coarsened bins add their integer counts
+or limbs, exactly.
+
+The canonical ``(keys, weights, level)`` are materialised (:meth:`RunningBins.bins`) only when a
+state is observed: the occupied bins sorted by key, counts as float64 (or limbs rounded once by
+:class:`~mergeable_metrics._util.exact.ExactSums`). Integer addition is exact and order-free and the
+level is a function of the examples, so the bins are those of the one-batch fold for any batching,
+bit for bit.
+
+A fold never changes a published table: it copies it first (states are immutable values; a state
+of ``MetricCollection.states`` may be read by another thread or kept by the caller). Copies reuse
+released tables of the same shape (:func:`_take`), so a copy is a ``memcpy``, not page faults.
+
+The table is bounded (:data:`MAX_TABLE_BYTES`): a fold that would need a larger one (a huge
+``capacity``, weights spanning too many binades) returns None and the caller folds as before.
+Without numba (:func:`mergeable_metrics._util.exact_kernels.ready` False) nothing here is used.
+"""
+
+from __future__ import annotations
+
+import threading
+from contextlib import contextmanager
+from typing import Iterator
+
+import numpy as np
+
+from mergeable_metrics._util import exact_kernels as _K
+from mergeable_metrics.states.score_bins import canonical_shift, score_keys
+
+#: the key of an empty slot (no bin key is ``-2**63``: ``|score key| <= KEY_MAX_FINITE``)
+EMPTY = np.int64(-(1 << 63))
+#: Fibonacci hashing multiplier (2**64 / golden ratio)
+GOLD = np.uint64(0x9E3779B97F4A7C15)
+#: a table holds at most this fraction of its slots (then it doubles)
+LOAD = 0.7
+#: first table size (slots)
+MIN_SLOTS = 1 << 10
+#: the largest table (bytes); past it the fold falls back to sorting (``None``)
+MAX_TABLE_BYTES = 64 << 20
+#: rows added to raw limbs between two carries: an entry grows by < 2**33 per row, so from
+#: below 2**32 it stays below 2**32 + 2**28 * 2**33 < 2**62
+CARRY_ROWS = 1 << 28
+#: limb index of 2**0 (``exact_kernels.OFFSET // 32``): a count of 1 adds 1 to this limb
+ONE_LIMB = _K.OFFSET >> 5
+#: released tables kept for reuse, per shape (at most 2 each, each at most 16 MiB)
+_POOL: dict[tuple[int, int], list[np.ndarray]] = {}
+_POOL_BYTES = 16 << 20
+
+_MASK = np.int64(0xFFFFFFFF)
+_LOW63 = np.int64(0x7FFF_FFFF_FFFF_FFFF)
+
+
+# ---------------------------------------------------------------------------------------------
+# kernels (plain Python here; compiled by numba on first use, see _kernels)
+def scan_weights(w):
+    """``(rows with w > 0, lowest and highest limb index of their contributions, status)``;
+    ``status`` -1, or the position of the first weight that is not finite and >= 0."""
+    bits = w.view(np.int64)
+    n = 0
+    qlo = np.int64(1) << 40
+    qhi = np.int64(-1)
+    for i in range(w.shape[0]):
+        x = w[i]
+        if x > 0.0:
+            e = (bits[i] >> 52) & 0x7FF
+            if e == 0x7FF:
+                return n, qlo, qhi, i
+            if e == 0:
+                e = 1
+            q = (e - 1075 + OFFSET) >> 5
+            if q < qlo:
+                qlo = q
+            if q > qhi:
+                qhi = q
+            n += 1
+        elif not (x == 0.0):
+            return n, qlo, qhi, i
+    return n, qlo, qhi, -1
+
+
+def fold_rows(T, sh, W, qbase, level, bits, y, w, wbits, has_w, start, stop, limit, n):
+    """Fold rows ``start:stop`` into table ``T`` (slots of ``[key, label-0 payload, label-1
+    payload]``; payload: one int64 count when ``W == 0``, else ``W`` raw limbs from limb index
+    ``qbase``). Returns ``(row, n, key)``: ``row == stop`` when done, else the row whose new bin
+    would make ``n`` exceed ``limit`` (``key``: that bin)."""
+    mask = T.shape[0] - 1
+    for i in range(start, stop):
+        if has_w:
+            if not (w[i] > 0.0):
+                continue
+        b = bits[i]
+        sign = b >> 63
+        k = ((sign & LOW63) ^ b) - sign
+        k = k >> level
+        h = np.int64((np.uint64(k) * GOLDEN) >> sh)
+        while True:
+            kk = T[h, 0]
+            if kk == k:
+                break
+            if kk == EMPTY_KEY:
+                if n >= limit:
+                    return i, n, k
+                T[h, 0] = k
+                n += 1
+                break
+            h = (h + 1) & mask
+        lab = 1 if y[i] != 0 else 0
+        if W == 0:
+            T[h, 1 + lab] += 1
+        else:
+            col = 1 + lab * W
+            if has_w:
+                wb = wbits[i]
+                e = (wb >> 52) & 0x7FF
+                m = wb & ((np.int64(1) << 52) - 1)
+                if e != 0:
+                    m |= np.int64(1) << 52
+                else:
+                    e = 1
+                p = e - 1075 + OFFSET
+                q = col + (p >> 5) - qbase
+                r = p & 31
+                a = (m & MASK32) << r
+                c = (m >> 32) << r
+                T[h, q] += a & MASK32
+                T[h, q + 1] += (a >> 32) + (c & MASK32)
+                T[h, q + 2] += c >> 32
+            else:
+                T[h, col + ONE - qbase] += 1
+    return stop, n, np.int64(0)
+
+
+def insert_bins(T, sh, keys, P):
+    """Insert distinct ``keys`` with payload rows ``P`` into the empty slots of ``T``."""
+    mask = T.shape[0] - 1
+    cols = P.shape[1]
+    for j in range(keys.shape[0]):
+        k = keys[j]
+        h = np.int64((np.uint64(k) * GOLDEN) >> sh)
+        while T[h, 0] != EMPTY_KEY:
+            h = (h + 1) & mask
+        T[h, 0] = k
+        for c in range(cols):
+            T[h, 1 + c] = P[j, c]
+
+
+def rehash(T, shift, T2, sh2, key, has_key):
+    """Add every bin of ``T`` at ``shift`` more levels (``key >> shift``) into ``T2`` (empty
+    slots; payloads added); returns the bins of ``T2``, plus one when ``has_key`` and ``key >>
+    shift`` is not among them (that bin is not inserted)."""
+    mask = T2.shape[0] - 1
+    cols = T.shape[1]
+    n = 0
+    for s in range(T.shape[0]):
+        k = T[s, 0]
+        if k == EMPTY_KEY:
+            continue
+        k = k >> shift
+        h = np.int64((np.uint64(k) * GOLDEN) >> sh2)
+        while True:
+            kk = T2[h, 0]
+            if kk == k:
+                break
+            if kk == EMPTY_KEY:
+                T2[h, 0] = k
+                n += 1
+                break
+            h = (h + 1) & mask
+        for c in range(1, cols):
+            T2[h, c] += T[s, c]
+    if has_key:
+        k = key >> shift
+        h = np.int64((np.uint64(k) * GOLDEN) >> sh2)
+        while True:
+            kk = T2[h, 0]
+            if kk == k:
+                break
+            if kk == EMPTY_KEY:
+                n += 1
+                break
+            h = (h + 1) & mask
+    return n
+
+
+def carry_table(T, W):
+    """Carry the raw limbs of every occupied slot of ``T`` in place (see :func:`carry_rows`)."""
+    for s in range(T.shape[0]):
+        if T[s, 0] == EMPTY_KEY:
+            continue
+        for lab in range(2):
+            col = 1 + lab * W
+            c = np.int64(0)
+            for i in range(W - 1):
+                x = T[s, col + i] + c
+                T[s, col + i] = x & MASK32
+                c = x >> 32
+            T[s, col + W - 1] += c
+
+
+def carry_rows(P, W):
+    """Carry raw limbs ``P`` ((m, 2 W): two groups of ``W`` limbs per row, labels 0 and 1) in
+    place: every limb but each group's top in [0, 2**32) (the sums are non-negative)."""
+    for s in range(P.shape[0]):
+        for lab in range(2):
+            col = lab * W
+            c = np.int64(0)
+            for i in range(W - 1):
+                x = P[s, col + i] + c
+                P[s, col + i] = x & MASK32
+                c = x >> 32
+            P[s, col + W - 1] += c
+
+
+_KERNELS = ("scan_weights", "fold_rows", "insert_bins", "rehash", "carry_table", "carry_rows")
+OFFSET = _K.OFFSET
+LOW63 = _LOW63
+MASK32 = _MASK
+GOLDEN = GOLD
+EMPTY_KEY = EMPTY
+ONE = ONE_LIMB
+_compiled = False
+_compile_lock = threading.Lock()
+
+
+def _kernels() -> bool:
+    """Whether the compiled kernels are used (numba available and not disabled); compiles (or
+    loads from numba's cache) on first use."""
+    global _compiled
+    if not _K.ready():
+        return False
+    if not _compiled:
+        with _compile_lock:
+            if not _compiled:
+                import numba
+
+                jit = numba.njit(cache=True, nogil=True, boundscheck=False)
+                g = globals()
+                for name in _KERNELS:
+                    g[name] = jit(g[name])
+                _compiled = True
+    return True
+
+
+# ---------------------------------------------------------------------------------------------
+def _take(shape: tuple[int, int]) -> np.ndarray:
+    """An uninitialised int64 table of ``shape`` (a released one when there is)."""
+    got = _POOL.get(shape)
+    if got:
+        try:
+            return got.pop()
+        except IndexError:  # another thread took it
+            pass
+    return np.empty(shape, dtype=np.int64)
+
+
+def _give(table: np.ndarray) -> None:
+    """Keep a released table for reuse (no other reference to it remains)."""
+    if table.nbytes <= _POOL_BYTES:
+        free = _POOL.setdefault(table.shape, [])
+        if len(free) < 2:
+            free.append(table)
+
+
+def _slots_for(n: int) -> int:
+    s = MIN_SLOTS
+    while n > int(s * LOAD):
+        s <<= 1
+    return s
+
+
+def _shift(slots: int) -> np.uint64:
+    return np.uint64(64 - (slots.bit_length() - 1))
+
+
+def _carry(P: np.ndarray, W: int) -> np.ndarray:
+    """:func:`carry_rows` of (m, 2 W) raw limbs (a C-contiguous int64 array, changed in place)."""
+    if P.shape[0]:
+        carry_rows(P, W)
+    return P
+
+
+class RunningBins:
+    """The bins of the examples folded so far at their canonical level, in a hash table (see the
+    module docstring). Never changed once a state holds it: :meth:`fold` returns a new one.
+
+    Attributes:
+        level: the canonical level of the examples folded so far.
+        capacity: the layout's capacity.
+        table: (S, 1 + 2 P) int64 slots ``[key, payload of label 0, payload of label 1]``,
+            ``S`` a power of two; ``P`` 1 (counts, ``W == 0``) or ``W`` limbs.
+        n: occupied slots (bins), at most ``capacity``.
+        W: limbs per label (0: unweighted counts).
+        qbase: limb index of the first limb (``exp = qbase - ONE_LIMB``).
+        rows: rows added to the limbs since they were last carried.
+    """
+
+    __slots__ = ("level", "capacity", "table", "n", "W", "qbase", "rows", "__weakref__")
+
+    def __init__(self, level: int, capacity: int, table: np.ndarray, n: int, W: int = 0, qbase: int = 0, rows: int = 0):
+        self.level, self.capacity, self.table, self.n = int(level), int(capacity), table, int(n)
+        self.W, self.qbase, self.rows = int(W), int(qbase), int(rows)
+
+    def __del__(self) -> None:
+        t = getattr(self, "table", None)
+        if t is not None:
+            _give(t)
+
+    # -- construction ----------------------------------------------------------------------------
+    @classmethod
+    def empty(cls, level: int, capacity: int) -> "RunningBins":
+        t = _take((MIN_SLOTS, 3))
+        t[:, 0] = EMPTY
+        t[:, 1:] = 0
+        return cls(level, capacity, t, 0)
+
+    @classmethod
+    def of_bins(cls, keys: np.ndarray, level: int, capacity: int, counts: np.ndarray | None, limbs: tuple | None) -> "RunningBins | None":
+        """From canonical bins: ``counts`` (m, 2) int64 rows of labels (0, 1), or ``limbs``
+        ``(D0, e0, D1, e1)``: the canonical limbs of the label-0 and label-1 exact sums."""
+        m = keys.shape[0]
+        if counts is not None:
+            P, W, qbase = np.ascontiguousarray(counts, dtype=np.int64), 0, 0
+        else:
+            D0, e0, D1, e1 = limbs
+            used = [(D, e) for D, e in ((D0, e0), (D1, e1)) if D.shape[1]]
+            lo = min(e for _, e in used) + ONE_LIMB
+            hi = max(e + D.shape[1] for D, e in used) + ONE_LIMB  # one headroom limb above the top
+            W = hi - lo + 1
+            P = np.zeros((m, 2 * W), dtype=np.int64)
+            for lab, (D, e) in enumerate(((D0, e0), (D1, e1))):
+                if D.shape[1]:
+                    at = lab * W + e + ONE_LIMB - lo
+                    P[:, at : at + D.shape[1]] = D
+            # canonical limbs: the top one is signed; the sums are >= 0, so it is too
+            qbase = lo
+        return cls._built(keys, P, level, capacity, W, qbase)
+
+    @classmethod
+    def _built(cls, keys, P, level, capacity, W, qbase, slots: int | None = None) -> "RunningBins | None":
+        """A table of the distinct ``keys`` and their payload rows ``P`` (carried limbs)."""
+        S = max(_slots_for(keys.shape[0]), slots or 0)
+        cols = 1 + (2 * W if W else 2)
+        if S * cols * 8 > MAX_TABLE_BYTES:
+            return None
+        t = _take((S, cols))
+        t[:, 0] = EMPTY
+        t[:, 1:] = 0
+        if keys.shape[0]:
+            insert_bins(t, _shift(S), np.ascontiguousarray(keys, dtype=np.int64), np.ascontiguousarray(P, dtype=np.int64))
+        return cls(level, capacity, t, keys.shape[0], W, qbase, 0)
+
+    def _copy(self, W: int, qbase: int) -> "RunningBins | None":
+        """A copy (in a table with limbs from ``qbase``, ``W`` per label when ``W`` is set)."""
+        S, cols = self.table.shape
+        if W == self.W and (W == 0 or qbase == self.qbase):
+            t = _take((S, cols))
+            np.copyto(t, self.table)
+            return RunningBins(self.level, self.capacity, t, self.n, W, qbase, self.rows)
+        new_cols = 1 + 2 * W
+        if S * new_cols * 8 > MAX_TABLE_BYTES:
+            return None
+        t = _take((S, new_cols))
+        t[:, 1:] = 0
+        t[:, 0] = self.table[:, 0]
+        for lab in range(2):
+            if self.W == 0:  # counts -> limbs: a count c is c * 2**0
+                at = 1 + lab * W + ONE_LIMB - qbase
+                c = self.table[:, 1 + lab]
+                t[:, at] = c & _MASK
+                t[:, at + 1] = c >> 32
+            else:
+                at = 1 + lab * W + self.qbase - qbase
+                t[:, at : at + self.W] = self.table[:, 1 + lab * self.W : 1 + (lab + 1) * self.W]
+        return RunningBins(self.level, self.capacity, t, self.n, W, qbase, self.rows)
+
+    # -- folding ---------------------------------------------------------------------------------
+    def fold(self, score: np.ndarray, y: np.ndarray, w: np.ndarray | None) -> "RunningBins | None":
+        """A new accumulator with validated rows added (``score`` finite float64, ``y`` int64
+        0/1, ``w`` float64 >= 0 or None); ``self`` is unchanged. None: the table would exceed
+        :data:`MAX_TABLE_BYTES`, or a weight is not finite and >= 0 (the caller folds as before)."""
+        W, qbase = self.W, self.qbase
+        if w is not None:
+            count, qlo, qhi, bad = scan_weights(w)
+            if bad >= 0:
+                return None
+            if count == 0:
+                return self
+            need = (int(qlo), int(qhi) + 3)  # a row adds to limbs q..q+2; one headroom limb
+        else:
+            if score.shape[0] == 0:
+                return self
+            need = None if W == 0 else (ONE_LIMB, ONE_LIMB + 2)
+        if need is not None:
+            lo, hi = (need[0], need[1]) if W == 0 else (min(need[0], qbase), max(need[1], qbase + W - 1))
+            if W == 0:  # counts become limbs: two limbs of a count, one headroom
+                lo, hi = min(lo, ONE_LIMB), max(hi, ONE_LIMB + 2)
+            W, qbase = hi - lo + 1, lo
+        out = self._copy(W, qbase)
+        if out is None:
+            return None
+        return out._fold_in_place(score, y, w)
+
+    def _fold_in_place(self, score, y, w) -> "RunningBins | None":
+        """Fold into this (unpublished) accumulator; returns it, or None (see :meth:`fold`)."""
+        bits = score.view(np.int64)
+        has_w = w is not None
+        wk = w if has_w else _NO_W
+        N = score.shape[0]
+        i = 0
+        while i < N:
+            stop = N
+            if self.W:
+                if self.rows >= CARRY_ROWS:
+                    self._carry_table()
+                stop = min(N, i + CARRY_ROWS - self.rows)
+            S = self.table.shape[0]
+            limit = min(self.capacity, int(S * LOAD))
+            at, n, key = fold_rows(self.table, _shift(S), self.W, self.qbase, self.level, bits, y, wk, wk.view(np.int64), has_w, i, stop, limit, self.n)
+            if self.W:
+                self.rows += int(at) - i
+            self.n = int(n)
+            i = int(at)
+            if i == stop:
+                continue
+            if self.n >= self.capacity:
+                if not self._raise_level(score[i:stop], None if w is None else w[i:stop]):
+                    return None
+            elif not self._grow():
+                return None
+        return self
+
+    def _carry_table(self) -> None:
+        if self.W:
+            carry_table(self.table, self.W)
+        self.rows = 0
+
+    def _entries(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(keys, payload)`` of the occupied slots, ascending by key (copies; limbs carried)."""
+        t = self.table
+        occ = t[:, 0] != EMPTY
+        keys = t[occ, 0]
+        P = t[occ, 1:]
+        order = np.argsort(keys)
+        keys, P = keys[order], np.ascontiguousarray(P[order])
+        if self.W:
+            _carry(P, self.W)
+        return keys, P
+
+    def _empty_table(self, slots: int) -> np.ndarray | None:
+        cols = self.table.shape[1]
+        if slots * cols * 8 > MAX_TABLE_BYTES:
+            return None
+        t = _take((slots, cols))
+        t[:, 0] = EMPTY
+        t[:, 1:] = 0
+        return t
+
+    def _grow(self) -> bool:
+        """Double the table (the same bins)."""
+        t = self._empty_table(2 * self.table.shape[0])
+        if t is None:
+            return False
+        self._carry_table()
+        rehash(self.table, 0, t, _shift(t.shape[0]), 0, False)
+        old, self.table = self.table, t
+        _give(old)
+        return True
+
+    def _raise_level(self, score: np.ndarray, w: np.ndarray | None) -> bool:
+        """Raise the level to the canonical one of the bins and of the rows ``score`` (with
+        weights ``w`` > 0) still to fold: the bins and the first of those rows exceed
+        ``capacity`` at this level. These are examples of the data, so the level is not above
+        the final canonical one, and the rest of the batch folds without another raise
+        (:func:`canonical_shift` of their sorted distinct keys; one rehash: coarser bins add
+        their counts or carried limbs, below 2**32 each, so sums of at most ``capacity`` of them
+        stay far below 2**62)."""
+        if w is not None:
+            score = score[w > 0]
+        rest = score_keys(score) >> np.int64(self.level)
+        keys = self.table[:, 0]
+        keys = np.sort(np.concatenate((keys[keys != EMPTY], rest)))
+        keys = keys[np.concatenate(([True], keys[1:] != keys[:-1]))]
+        shift = canonical_shift(keys, self.level, self.capacity)
+        t = self._empty_table(self.table.shape[0])
+        if t is None:
+            return False
+        self._carry_table()
+        rehash(self.table, shift, t, _shift(t.shape[0]), 0, False)
+        old, self.table, self.level = self.table, t, self.level + shift
+        _give(old)
+        self._carry_table()
+        self.n = int(np.count_nonzero(t[:, 0] != EMPTY))
+        return True
+
+    # -- observing -------------------------------------------------------------------------------
+    def bins(self) -> tuple[np.ndarray, int, np.ndarray, tuple[np.ndarray, int] | None]:
+        """``(keys, level, counts, limbs)``: the canonical bins, ascending; ``counts`` (m, 2)
+        int64 of labels (0, 1) when unweighted (``limbs`` None), else ``limbs`` ``(D, exp)`` of
+        the (2 m,) exact sums, entry ``2 bin + label`` (``counts`` None)."""
+        keys, P = self._entries()
+        m = keys.shape[0]
+        if self.W == 0:
+            return keys, self.level, P, None
+        return keys, self.level, None, (P.reshape(2 * m, self.W), self.qbase - ONE_LIMB)
+
+
+_NO_W = np.zeros(0)
+
+
+# ---------------------------------------------------------------------------------------------
+_running = threading.local()
+
+
+@contextmanager
+def running_folds() -> Iterator[None]:
+    """Within the block, a score distribution's ``fold`` returns a running state (raw bins,
+    canonicalised where observed): what ``MetricCollection.update`` folds into its states.
+    Elsewhere (engines folding per-slice pieces) folds build canonical states as before."""
+    outer = getattr(_running, "on", False)
+    _running.on = True
+    try:
+        yield
+    finally:
+        _running.on = outer
+
+
+def running_enabled() -> bool:
+    """Whether a fold may start a running accumulator (in :func:`running_folds`, kernels ready)."""
+    return getattr(_running, "on", False) and _kernels()
