@@ -37,7 +37,7 @@ from typing import Iterator
 import numpy as np
 
 from mergeable_metrics._util import exact_kernels as _K
-from mergeable_metrics.states.score_bins import canonical_shift, score_keys
+from mergeable_metrics.states.score_bins import shift_of_splits
 
 #: the key of an empty slot (no bin key is ``-2**63``: ``|score key| <= KEY_MAX_FINITE``)
 EMPTY = np.int64(-(1 << 63))
@@ -52,6 +52,8 @@ MAX_TABLE_BYTES = 64 << 20
 #: rows added to raw limbs between two carries: an entry grows by < 2**33 per row, so from
 #: below 2**32 it stays below 2**32 + 2**28 * 2**33 < 2**62
 CARRY_ROWS = 1 << 28
+#: packed counts stay below 2**31 each while the rows folded into a table are fewer than this
+PACKED_ROWS = 1 << 31
 #: limb index of 2**0 (``exact_kernels.OFFSET // 32``): a count of 1 adds 1 to this limb
 ONE_LIMB = _K.OFFSET >> 5
 #: released tables kept for reuse, per shape (at most 2 each, each at most 16 MiB)
@@ -91,10 +93,11 @@ def scan_weights(w):
 
 
 def fold_rows(T, sh, W, qbase, level, bits, y, w, wbits, has_w, start, stop, limit, n):
-    """Fold rows ``start:stop`` into table ``T`` (slots of ``[key, label-0 payload, label-1
-    payload]``; payload: one int64 count when ``W == 0``, else ``W`` raw limbs from limb index
-    ``qbase``). Returns ``(row, n, key)``: ``row == stop`` when done, else the row whose new bin
-    would make ``n`` exceed ``limit`` (``key``: that bin)."""
+    """Fold rows ``start:stop`` into table ``T`` (slots ``[key, payload]``; payload: the two
+    label counts packed in one int64, ``c0 + c1 * 2**32``, when ``W == 0``, else ``W`` raw limbs
+    of label 0 then ``W`` of label 1, from limb index ``qbase``). Returns ``(row, n, key)``:
+    ``row == stop`` when done, else the row whose new bin would make ``n`` exceed ``limit``
+    (``key``: that bin)."""
     mask = T.shape[0] - 1
     for i in range(start, stop):
         if has_w:
@@ -118,7 +121,7 @@ def fold_rows(T, sh, W, qbase, level, bits, y, w, wbits, has_w, start, stop, lim
             h = (h + 1) & mask
         lab = 1 if y[i] != 0 else 0
         if W == 0:
-            T[h, 1 + lab] += 1
+            T[h, 1] += np.int64(1) << (32 * lab)
         else:
             col = 1 + lab * W
             if has_w:
@@ -209,6 +212,71 @@ def carry_table(T, W):
             T[s, col + W - 1] += c
 
 
+def missing_keys(T, sh, bits, w, has_w, level, start, stop, out):
+    """The bins (``score key >> level``) of rows ``start:stop`` (of weight > 0) that are not in
+    ``T``, into ``out`` (one per row: repeats included); returns how many."""
+    mask = T.shape[0] - 1
+    m = 0
+    for i in range(start, stop):
+        if has_w:
+            if not (w[i] > 0.0):
+                continue
+        b = bits[i]
+        sign = b >> 63
+        k = (((sign & LOW63) ^ b) - sign) >> level
+        h = np.int64((np.uint64(k) * GOLDEN) >> sh)
+        while True:
+            kk = T[h, 0]
+            if kk == k:
+                break
+            if kk == EMPTY_KEY:
+                out[m] = k
+                m += 1
+                break
+            h = (h + 1) & mask
+    return m
+
+
+def count_splits(keys, per_shift):
+    """Add to ``per_shift`` (65,) the adjacent pairs of distinct values of ascending ``keys``
+    (repeats skipped) per split shift: the bit length of their XOR (64 when the signs differ);
+    returns the distinct values."""
+    m = 1 if keys.shape[0] else 0
+    for i in range(1, keys.shape[0]):
+        x = np.uint64(keys[i] ^ keys[i - 1])
+        if x == 0:
+            continue
+        m += 1
+        b = 0
+        while b < 64 and (x >> np.uint64(b)) != 0:
+            b += 1
+        per_shift[b] += 1
+    return m
+
+
+def extract(T, keys, P):
+    """The occupied slots of ``T`` into ``keys`` (n,) and their first ``P.shape[1]`` payload
+    columns into ``P`` (n, c) (c = 0: keys only), in slot order."""
+    j = 0
+    cols = P.shape[1]
+    for s in range(T.shape[0]):
+        if T[s, 0] == EMPTY_KEY:
+            continue
+        keys[j] = T[s, 0]
+        for c in range(cols):
+            P[j, c] = T[s, c + 1]
+        j += 1
+    return j
+
+
+def gather_rows(P, order, out):
+    """``out[i] = P[order[i]]`` for (n, c) int64 rows."""
+    for i in range(order.shape[0]):
+        r = order[i]
+        for c in range(P.shape[1]):
+            out[i, c] = P[r, c]
+
+
 def carry_rows(P, W):
     """Carry raw limbs ``P`` ((m, 2 W): two groups of ``W`` limbs per row, labels 0 and 1) in
     place: every limb but each group's top in [0, 2**32) (the sums are non-negative)."""
@@ -223,7 +291,7 @@ def carry_rows(P, W):
             P[s, col + W - 1] += c
 
 
-_KERNELS = ("scan_weights", "fold_rows", "insert_bins", "rehash", "carry_table", "carry_rows")
+_KERNELS = ("scan_weights", "fold_rows", "insert_bins", "rehash", "carry_table", "missing_keys", "count_splits", "extract", "gather_rows", "carry_rows")
 OFFSET = _K.OFFSET
 LOW63 = _LOW63
 MASK32 = _MASK
@@ -298,12 +366,14 @@ class RunningBins:
     Attributes:
         level: the canonical level of the examples folded so far.
         capacity: the layout's capacity.
-        table: (S, 1 + 2 P) int64 slots ``[key, payload of label 0, payload of label 1]``,
-            ``S`` a power of two; ``P`` 1 (counts, ``W == 0``) or ``W`` limbs.
+        table: (S, 2) int64 slots ``[key, c0 + c1 * 2**32]`` (``W == 0``: unweighted counts
+            of labels 0 and 1 packed, each below 2**31 while ``rows`` is) or (S, 1 + 2 W)
+            ``[key, W limbs of label 0, W limbs of label 1]``; ``S`` a power of two.
         n: occupied slots (bins), at most ``capacity``.
-        W: limbs per label (0: unweighted counts).
+        W: limbs per label (0: packed counts).
         qbase: limb index of the first limb (``exp = qbase - ONE_LIMB``).
-        rows: rows added to the limbs since they were last carried.
+        rows: packed counts: the rows folded (no count exceeds it; kept below
+            :data:`PACKED_ROWS`); limbs: the rows added since the limbs were last carried.
     """
 
     __slots__ = ("level", "capacity", "table", "n", "W", "qbase", "rows", "__weakref__")
@@ -315,14 +385,17 @@ class RunningBins:
     def __del__(self) -> None:
         t = getattr(self, "table", None)
         if t is not None:
-            _give(t)
+            try:
+                _give(t)
+            except Exception:  # pragma: no cover - interpreter shutdown
+                pass
 
     # -- construction ----------------------------------------------------------------------------
     @classmethod
     def empty(cls, level: int, capacity: int) -> "RunningBins":
-        t = _take((MIN_SLOTS, 3))
+        t = _take((MIN_SLOTS, 2))
         t[:, 0] = EMPTY
-        t[:, 1:] = 0
+        t[:, 1] = 0
         return cls(level, capacity, t, 0)
 
     @classmethod
@@ -331,27 +404,31 @@ class RunningBins:
         ``(D0, e0, D1, e1)``: the canonical limbs of the label-0 and label-1 exact sums."""
         m = keys.shape[0]
         if counts is not None:
-            P, W, qbase = np.ascontiguousarray(counts, dtype=np.int64), 0, 0
-        else:
-            D0, e0, D1, e1 = limbs
-            used = [(D, e) for D, e in ((D0, e0), (D1, e1)) if D.shape[1]]
-            lo = min(e for _, e in used) + ONE_LIMB
-            hi = max(e + D.shape[1] for D, e in used) + ONE_LIMB  # one headroom limb above the top
-            W = hi - lo + 1
-            P = np.zeros((m, 2 * W), dtype=np.int64)
-            for lab, (D, e) in enumerate(((D0, e0), (D1, e1))):
-                if D.shape[1]:
-                    at = lab * W + e + ONE_LIMB - lo
-                    P[:, at : at + D.shape[1]] = D
-            # canonical limbs: the top one is signed; the sums are >= 0, so it is too
-            qbase = lo
-        return cls._built(keys, P, level, capacity, W, qbase)
+            counts = np.asarray(counts, dtype=np.int64)
+            rows = int(counts.sum())
+            if rows < PACKED_ROWS:
+                return cls._built(keys, counts[:, :1] + (counts[:, 1:] << 32), level, capacity, 0, 0, rows=rows)
+            D0, D1 = (np.stack((c & _MASK, c >> 32), axis=1) for c in (counts[:, 0], counts[:, 1]))  # c * 2**0
+            limbs = (D0, 0, D1, 0)
+        D0, e0, D1, e1 = limbs
+        used = [(D, e) for D, e in ((D0, e0), (D1, e1)) if D.shape[1]]
+        lo = min(e for _, e in used) + ONE_LIMB
+        hi = max(e + D.shape[1] for D, e in used) + ONE_LIMB  # one headroom limb above the top
+        W = hi - lo + 1
+        P = np.zeros((m, 2 * W), dtype=np.int64)
+        for lab, (D, e) in enumerate(((D0, e0), (D1, e1))):
+            if D.shape[1]:
+                at = lab * W + e + ONE_LIMB - lo
+                P[:, at : at + D.shape[1]] = D
+        # the sums are >= 0: every limb is too (also the signed top of canonical limbs)
+        return cls._built(keys, _carry(P, W), level, capacity, W, lo)
 
     @classmethod
-    def _built(cls, keys, P, level, capacity, W, qbase, slots: int | None = None) -> "RunningBins | None":
-        """A table of the distinct ``keys`` and their payload rows ``P`` (carried limbs)."""
+    def _built(cls, keys, P, level, capacity, W, qbase, slots: int | None = None, rows: int = 0) -> "RunningBins | None":
+        """A table of the distinct ``keys`` and their payload rows ``P`` (packed counts of
+        ``rows`` rows, or carried limbs)."""
         S = max(_slots_for(keys.shape[0]), slots or 0)
-        cols = 1 + (2 * W if W else 2)
+        cols = 1 + (2 * W if W else 1)
         if S * cols * 8 > MAX_TABLE_BYTES:
             return None
         t = _take((S, cols))
@@ -359,7 +436,7 @@ class RunningBins:
         t[:, 1:] = 0
         if keys.shape[0]:
             insert_bins(t, _shift(S), np.ascontiguousarray(keys, dtype=np.int64), np.ascontiguousarray(P, dtype=np.int64))
-        return cls(level, capacity, t, keys.shape[0], W, qbase, 0)
+        return cls(level, capacity, t, keys.shape[0], W, qbase, rows)
 
     def _copy(self, W: int, qbase: int) -> "RunningBins | None":
         """A copy (in a table with limbs from ``qbase``, ``W`` per label when ``W`` is set)."""
@@ -374,12 +451,9 @@ class RunningBins:
         t = _take((S, new_cols))
         t[:, 1:] = 0
         t[:, 0] = self.table[:, 0]
-        for lab in range(2):
-            if self.W == 0:  # counts -> limbs: a count c is c * 2**0
-                at = 1 + lab * W + ONE_LIMB - qbase
-                c = self.table[:, 1 + lab]
-                t[:, at] = c & _MASK
-                t[:, at + 1] = c >> 32
+        for lab in range(2 if self.n else 0):
+            if self.W == 0:  # packed counts -> limbs: a count c < 2**31 is c * 2**0
+                t[:, 1 + lab * W + ONE_LIMB - qbase] = (self.table[:, 1] >> (32 * lab)) & _MASK
             else:
                 at = 1 + lab * W + self.qbase - qbase
                 t[:, at : at + self.W] = self.table[:, 1 + lab * self.W : 1 + (lab + 1) * self.W]
@@ -401,10 +475,11 @@ class RunningBins:
         else:
             if score.shape[0] == 0:
                 return self
-            need = None if W == 0 else (ONE_LIMB, ONE_LIMB + 2)
+            # limbs: a count adds 1 to limb ONE_LIMB (its carries and a headroom limb above)
+            need = None if W == 0 and self.rows + score.shape[0] < PACKED_ROWS else (ONE_LIMB, ONE_LIMB + 2)
         if need is not None:
-            lo, hi = (need[0], need[1]) if W == 0 else (min(need[0], qbase), max(need[1], qbase + W - 1))
-            if W == 0:  # counts become limbs: two limbs of a count, one headroom
+            lo, hi = need if W == 0 else (min(need[0], qbase), max(need[1], qbase + W - 1))
+            if W == 0 and self.n:  # packed counts become limbs
                 lo, hi = min(lo, ONE_LIMB), max(hi, ONE_LIMB + 2)
             W, qbase = hi - lo + 1, lo
         out = self._copy(W, qbase)
@@ -428,14 +503,13 @@ class RunningBins:
             S = self.table.shape[0]
             limit = min(self.capacity, int(S * LOAD))
             at, n, key = fold_rows(self.table, _shift(S), self.W, self.qbase, self.level, bits, y, wk, wk.view(np.int64), has_w, i, stop, limit, self.n)
-            if self.W:
-                self.rows += int(at) - i
+            self.rows += int(at) - i  # packed counts: unweighted, every row counted
             self.n = int(n)
             i = int(at)
             if i == stop:
                 continue
             if self.n >= self.capacity:
-                if not self._raise_level(score[i:stop], None if w is None else w[i:stop]):
+                if not self._raise_level(bits, wk, has_w, i, stop):
                     return None
             elif not self._grow():
                 return None
@@ -444,16 +518,19 @@ class RunningBins:
     def _carry_table(self) -> None:
         if self.W:
             carry_table(self.table, self.W)
-        self.rows = 0
+            self.rows = 0
 
     def _entries(self) -> tuple[np.ndarray, np.ndarray]:
         """``(keys, payload)`` of the occupied slots, ascending by key (copies; limbs carried)."""
         t = self.table
-        occ = t[:, 0] != EMPTY
-        keys = t[occ, 0]
-        P = t[occ, 1:]
+        keys = np.empty(self.n, dtype=np.int64)
+        P = np.empty((self.n, t.shape[1] - 1), dtype=np.int64)
+        extract(t, keys, P)
         order = np.argsort(keys)
-        keys, P = keys[order], np.ascontiguousarray(P[order])
+        keys = keys[order]
+        out = np.empty_like(P)
+        gather_rows(P, order, out)
+        P = out
         if self.W:
             _carry(P, self.W)
         return keys, P
@@ -478,30 +555,31 @@ class RunningBins:
         _give(old)
         return True
 
-    def _raise_level(self, score: np.ndarray, w: np.ndarray | None) -> bool:
-        """Raise the level to the canonical one of the bins and of the rows ``score`` (with
-        weights ``w`` > 0) still to fold: the bins and the first of those rows exceed
-        ``capacity`` at this level. These are examples of the data, so the level is not above
-        the final canonical one, and the rest of the batch folds without another raise
-        (:func:`canonical_shift` of their sorted distinct keys; one rehash: coarser bins add
-        their counts or carried limbs, below 2**32 each, so sums of at most ``capacity`` of them
-        stay far below 2**62)."""
-        if w is not None:
-            score = score[w > 0]
-        rest = score_keys(score) >> np.int64(self.level)
-        keys = self.table[:, 0]
-        keys = np.sort(np.concatenate((keys[keys != EMPTY], rest)))
-        keys = keys[np.concatenate(([True], keys[1:] != keys[:-1]))]
-        shift = canonical_shift(keys, self.level, self.capacity)
+    def _raise_level(self, bits: np.ndarray, w: np.ndarray, has_w: bool, start: int, stop: int) -> bool:
+        """Raise the level to the canonical one of the bins and of the rows ``start:stop`` still
+        to fold (weight > 0): the bins and the first of those rows exceed ``capacity`` at this
+        level. These are examples of the data, so the level is not above the final canonical
+        one, and the rest of the batch folds without another raise. :func:`canonical_shift` of
+        the sorted bins and the rows' new bins (:func:`missing_keys`), then one rehash: coarser
+        bins add their counts or carried limbs (below 2**32 each, so sums of at most
+        ``capacity`` of them stay far below 2**62)."""
+        t = self.table
+        keys = np.empty(self.n + stop - start, dtype=np.int64)
+        m = missing_keys(t, _shift(t.shape[0]), bits, w, has_w, self.level, start, stop, keys[self.n :])
+        keys = keys[: self.n + m]
+        extract(t, keys, _NO_PAYLOAD)
+        keys.sort()
+        per_shift = np.zeros(65, dtype=np.int64)
+        count_splits(keys, per_shift)
+        shift = shift_of_splits(per_shift, self.level, self.capacity)
         t = self._empty_table(self.table.shape[0])
         if t is None:
             return False
         self._carry_table()
-        rehash(self.table, shift, t, _shift(t.shape[0]), 0, False)
-        old, self.table, self.level = self.table, t, self.level + shift
+        n = rehash(self.table, shift, t, _shift(t.shape[0]), 0, False)
+        old, self.table, self.level, self.n = self.table, t, self.level + shift, int(n)
         _give(old)
         self._carry_table()
-        self.n = int(np.count_nonzero(t[:, 0] != EMPTY))
         return True
 
     # -- observing -------------------------------------------------------------------------------
@@ -512,11 +590,12 @@ class RunningBins:
         keys, P = self._entries()
         m = keys.shape[0]
         if self.W == 0:
-            return keys, self.level, P, None
+            return keys, self.level, np.concatenate((P & _MASK, P >> 32), axis=1), None
         return keys, self.level, None, (P.reshape(2 * m, self.W), self.qbase - ONE_LIMB)
 
 
 _NO_W = np.zeros(0)
+_NO_PAYLOAD = np.zeros((0, 0), dtype=np.int64)
 
 
 # ---------------------------------------------------------------------------------------------

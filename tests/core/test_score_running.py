@@ -227,7 +227,8 @@ def test_running_states_pickle_copy_and_survive_the_numpy_path(monkeypatch):
 @needs_numba
 @pytest.mark.parametrize("weighted", [False, True])
 def test_bounded_tables_and_carries_fall_back_or_carry_to_the_same_state(weighted, monkeypatch):
-    """A table past :data:`MAX_TABLE_BYTES` folds as before; limbs carried every few rows."""
+    """A table past :data:`MAX_TABLE_BYTES` folds as before; limbs carried every few rows;
+    packed counts turned into limbs."""
     rng = np.random.default_rng(6)
     s, y, w = _make("wide", "huge" if weighted else None, 3000, rng)
     parts = [(s[i : i + 400], y[i : i + 400], None if w is None else w[i : i + 400]) for i in range(0, 3000, 400)]
@@ -236,6 +237,8 @@ def test_bounded_tables_and_carries_fall_back_or_carry_to_the_same_state(weighte
     assert _running_fold(L(500), parts).encode() == want
     monkeypatch.setattr(R, "MAX_TABLE_BYTES", 64 << 20)
     monkeypatch.setattr(R, "CARRY_ROWS", 5)
+    assert _running_fold(L(500), parts).encode() == want
+    monkeypatch.setattr(R, "PACKED_ROWS", 1000)  # unweighted counts past it: limbs
     assert _running_fold(L(500), parts).encode() == want
 
 
