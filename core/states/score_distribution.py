@@ -45,6 +45,13 @@ The keys and the canonical binning (:func:`score_keys`, :func:`bin_scores`, :fun
 :func:`fold_bins`, ...) live in :mod:`mergeable_metrics.states.score_bins` (numpy only) and are re-exported here; this
 module holds the states built on them. Folding speed: see :mod:`mergeable_metrics.states.score_bins` and
 ``benchmarks/bench_auc.py``.
+
+Running states: within :func:`~mergeable_metrics.states.score_running.running_folds` (what
+``MetricCollection.update`` folds in) :meth:`ScoreDistributionState.fold` returns a *running* state:
+its bins live in a :class:`~mergeable_metrics.states.score_running.RunningBins` (raw counts or
+limbs in a compiled hash table at the canonical level) and its fields are those of the canonical
+state, built when first read (encode, equality, hash, repr, compute, merge); folding it again folds
+a copy of the table. The bytes are the canonical state's for any batching.
 """
 
 from __future__ import annotations

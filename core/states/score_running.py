@@ -1,22 +1,22 @@
 """Running score distributions: raw bins folded by one compiled pass per batch, canonicalised only
 where the state is observed (issue 25, item 2).
 
-A :class:`RunningBins` holds the bins of the examples folded so far at a level ``L`` that is the
-canonical level of those examples (see :mod:`mergeable_metrics.states.score_bins`), in an open
-addressing hash table keyed by ``score key >> L``: per bin, the row count of each label (int64,
-unweighted) or the exact weight of each label as raw int64 limbs on a fixed grid (weighted: the
-32-bit limbs of :mod:`mergeable_metrics._util.exact`, added without carries; carried every
-:data:`CARRY_ROWS` rows so every entry stays below ``2**62``). A batch is folded by one compiled pass
-(:func:`fold_rows`): each row's bin is found or inserted and its label's count or weight added. When
-a new bin would make the bins exceed ``capacity``, the level is raised in place to the canonical
-level of the examples so far plus that row's (the canonical level never decreases as examples are
-added, so the table's level is never above the final one); coarsened bins add their integer counts
-or limbs, exactly.
+A :class:`RunningBins` holds the bins of the examples folded so far at their canonical level ``L``
+(see :mod:`mergeable_metrics.states.score_bins`) in an open addressing hash table keyed by ``score
+key >> L``. Per bin it keeps the row counts of labels 0 and 1 packed in one int64 (unweighted, while
+fewer than :data:`PACKED_ROWS` rows were folded), or the exact weight of each label as raw int64
+limbs on the fixed grid of :mod:`mergeable_metrics._util.exact` (32-bit limbs added without carries,
+carried every :data:`CARRY_ROWS` rows so every entry stays below ``2**62``). A batch is folded by one
+compiled pass (:func:`fold_rows`): each row's bin is found or inserted and its label's count or
+weight added; zero weights are skipped. When a new bin would make the bins exceed ``capacity``, the
+level is raised in place to the canonical level of the bins and of the rest of the batch (examples
+of the data: the canonical level never decreases as examples are added, so the table's level is
+never above the final one); coarser bins add their counts or limbs, exactly.
 
-The canonical ``(keys, weights, level)`` are materialised (:meth:`RunningBins.bins`) only when a
-state is observed: the occupied bins sorted by key, counts as float64 (or limbs rounded once by
-:class:`~mergeable_metrics._util.exact.ExactSums`). Integer addition is exact and order-free and the
-level is a function of the examples, so the bins are those of the one-batch fold for any batching,
+The canonical state is built (:meth:`RunningBins.bins`) only when a state is observed: the bins
+sorted by key, counts as float64 or limbs rounded once by
+:class:`~mergeable_metrics._util.exact.ExactSums`. Integer addition is exact and order-free and the
+level is a function of the examples, so the state is that of the one-batch fold for any batching,
 bit for bit.
 
 A fold never changes a published table: it copies it first (states are immutable values; a state
@@ -30,6 +30,7 @@ Without numba (:func:`mergeable_metrics._util.exact_kernels.ready` False) nothin
 
 from __future__ import annotations
 
+import math
 import threading
 from contextlib import contextmanager
 from typing import Iterator
@@ -247,9 +248,11 @@ def count_splits(keys, per_shift):
         if x == 0:
             continue
         m += 1
-        b = 0
-        while b < 64 and (x >> np.uint64(b)) != 0:
-            b += 1
+        b = math.frexp(np.float64(x))[1]  # the bit length, or one more when rounded up
+        if b > 64:
+            b = 64
+        if (x >> np.uint64(b - 1)) == 0:
+            b -= 1
         per_shift[b] += 1
     return m
 
@@ -336,6 +339,8 @@ def _take(shape: tuple[int, int]) -> np.ndarray:
 def _give(table: np.ndarray) -> None:
     """Keep a released table for reuse (no other reference to it remains)."""
     if table.nbytes <= _POOL_BYTES:
+        if len(_POOL) > 16 and table.shape not in _POOL:  # many shapes (tables of other sizes): start over
+            _POOL.clear()
         free = _POOL.setdefault(table.shape, [])
         if len(free) < 2:
             free.append(table)
