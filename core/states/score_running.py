@@ -353,6 +353,18 @@ def _slots_for(n: int) -> int:
     return s
 
 
+def _first_slots(score: np.ndarray, capacity: int) -> int:
+    """Slots of a first table for a batch: its distinct scores estimated from a strided sample
+    of 1,024 (all distinct in the sample: every row a bin, up to ``capacity``), so a batch of
+    continuous scores does not double the table from :data:`MIN_SLOTS` several times."""
+    n = score.shape[0]
+    if n <= MIN_SLOTS * LOAD:
+        return MIN_SLOTS
+    sample = score[:: max(1, n // 1024)]
+    distinct = np.unique(sample).shape[0] / sample.shape[0]
+    return _slots_for(min(capacity, int(distinct * n)))
+
+
 def _shift(slots: int) -> np.uint64:
     return np.uint64(64 - (slots.bit_length() - 1))
 
@@ -487,7 +499,12 @@ class RunningBins:
             if W == 0 and self.n:  # packed counts become limbs
                 lo, hi = min(lo, ONE_LIMB), max(hi, ONE_LIMB + 2)
             W, qbase = hi - lo + 1, lo
-        out = self._copy(W, qbase)
+        if self.n == 0:  # nothing to copy: a table sized for the batch's bins
+            out = RunningBins._built(_NO_KEYS, _NO_PAYLOAD, self.level, self.capacity, W, qbase, _first_slots(score, self.capacity))
+            if out is None:
+                out = RunningBins._built(_NO_KEYS, _NO_PAYLOAD, self.level, self.capacity, W, qbase)
+        else:
+            out = self._copy(W, qbase)
         if out is None:
             return None
         return out._fold_in_place(score, y, w)
@@ -583,9 +600,8 @@ class RunningBins:
         self._carry_table()
         n = rehash(self.table, shift, t, _shift(t.shape[0]), 0, False)
         old, self.table, self.level, self.n = self.table, t, self.level + shift, int(n)
-        _give(old)
-        self._carry_table()
-        return True
+        _give(old)  # limbs: sums of at most capacity <= 2**26 carried limbs, below 2**58, so rows
+        return True  # since the carry (0) may add up to CARRY_ROWS * 2**33 more and stay below 2**62
 
     # -- observing -------------------------------------------------------------------------------
     def bins(self) -> tuple[np.ndarray, int, np.ndarray, tuple[np.ndarray, int] | None]:
@@ -601,6 +617,7 @@ class RunningBins:
 
 _NO_W = np.zeros(0)
 _NO_PAYLOAD = np.zeros((0, 0), dtype=np.int64)
+_NO_KEYS = np.zeros(0, dtype=np.int64)
 
 
 # ---------------------------------------------------------------------------------------------
