@@ -146,6 +146,30 @@ def fold_rows(T, sh, W, qbase, level, bits, y, w, wbits, has_w, start, stop, lim
     return stop, n, np.int64(0)
 
 
+def fold_counts(T, sh, level, bits, y, start, stop, limit, n):
+    """:func:`fold_rows` of unweighted rows into packed counts (``W == 0``), without the
+    weighted branches in the loop."""
+    mask = T.shape[0] - 1
+    for i in range(start, stop):
+        b = bits[i]
+        sign = b >> 63
+        k = (((sign & LOW63) ^ b) - sign) >> level
+        h = np.int64((np.uint64(k) * GOLDEN) >> sh)
+        while True:
+            kk = T[h, 0]
+            if kk == k:
+                break
+            if kk == EMPTY_KEY:
+                if n >= limit:
+                    return i, n, k
+                T[h, 0] = k
+                n += 1
+                break
+            h = (h + 1) & mask
+        T[h, 1] += np.int64(1) << (32 * (1 if y[i] != 0 else 0))
+    return stop, n, np.int64(0)
+
+
 def insert_bins(T, sh, keys, P):
     """Insert distinct ``keys`` with payload rows ``P`` into the empty slots of ``T``."""
     mask = T.shape[0] - 1
@@ -294,7 +318,19 @@ def carry_rows(P, W):
             P[s, col + W - 1] += c
 
 
-_KERNELS = ("scan_weights", "fold_rows", "insert_bins", "rehash", "carry_table", "missing_keys", "count_splits", "extract", "gather_rows", "carry_rows")
+_KERNELS = (
+    "scan_weights",
+    "fold_rows",
+    "fold_counts",
+    "insert_bins",
+    "rehash",
+    "carry_table",
+    "missing_keys",
+    "count_splits",
+    "extract",
+    "gather_rows",
+    "carry_rows",
+)
 OFFSET = _K.OFFSET
 LOW63 = _LOW63
 MASK32 = _MASK
@@ -524,7 +560,10 @@ class RunningBins:
                 stop = min(N, i + CARRY_ROWS - self.rows)
             S = self.table.shape[0]
             limit = min(self.capacity, int(S * LOAD))
-            at, n, key = fold_rows(self.table, _shift(S), self.W, self.qbase, self.level, bits, y, wk, wk.view(np.int64), has_w, i, stop, limit, self.n)
+            if self.W == 0 and not has_w:
+                at, n, key = fold_counts(self.table, _shift(S), self.level, bits, y, i, stop, limit, self.n)
+            else:
+                at, n, key = fold_rows(self.table, _shift(S), self.W, self.qbase, self.level, bits, y, wk, wk.view(np.int64), has_w, i, stop, limit, self.n)
             self.rows += int(at) - i  # packed counts: unweighted, every row counted
             self.n = int(n)
             i = int(at)
