@@ -38,7 +38,7 @@ from typing import Iterator
 import numpy as np
 
 from mergeable_metrics._util import exact_kernels as _K
-from mergeable_metrics.states.score_bins import shift_of_splits
+from mergeable_metrics.states.score_bins import score_keys, shift_of_splits
 
 #: the key of an empty slot (no bin key is ``-2**63``: ``|score key| <= KEY_MAX_FINITE``)
 EMPTY = np.int64(-(1 << 63))
@@ -53,6 +53,10 @@ MAX_TABLE_BYTES = 64 << 20
 #: rows added to raw limbs between two carries: an entry grows by < 2**33 per row, so from
 #: below 2**32 it stays below 2**32 + 2**28 * 2**33 < 2**62
 CARRY_ROWS = 1 << 28
+#: packed counts use a dense table (one cell per bin of each binade they occupy, no keys) instead
+#: of the hash when the level is in [DENSE_LEVEL, 52] and the cells are at most twice the hash's
+#: slots (then the table is not larger)
+DENSE_LEVEL = 36
 #: packed counts stay below 2**31 each while the rows folded into a table are fewer than this
 PACKED_ROWS = 1 << 31
 #: limb index of 2**0 (``exact_kernels.OFFSET // 32``): a count of 1 adds 1 to this limb
@@ -168,6 +172,68 @@ def fold_counts(T, sh, level, bits, y, start, stop, limit, n):
             h = (h + 1) & mask
         T[h, 1] += np.int64(1) << (32 * (1 if y[i] != 0 else 0))
     return stop, n, np.int64(0)
+
+
+def fold_dense(C, off, level, lowmask, bits, y, start, stop, limit, n):
+    """:func:`fold_counts` into a dense table: the packed counts ``C`` of every bin of the
+    binades in ``off`` (binade code ``score key >> 52`` modulo 4096 -> first cell, or -1).
+    Returns ``(row, n, status)``: ``row == stop`` when done, else the row whose binade has no
+    cells (``status`` 1) or whose new bin would make ``n`` exceed ``limit`` (2)."""
+    for i in range(start, stop):
+        b = bits[i]
+        sign = b >> 63
+        k = ((sign & LOW63) ^ b) - sign
+        o = off[(k >> 52) & 4095]
+        if o < 0:
+            return i, n, 1
+        c = o + ((k >> level) & lowmask)
+        v = C[c]
+        if v == 0:
+            if n >= limit:
+                return i, n, 2
+            n += 1
+        C[c] = v + (np.int64(1) << (32 * (1 if y[i] != 0 else 0)))
+    return stop, n, 0
+
+
+def dense_of_table(C, off, shift, T):
+    """Write the occupied slots of a hash ``T`` of packed counts at level ``52 - shift`` into ``C``."""
+    mask = (np.int64(1) << shift) - 1
+    for s in range(T.shape[0]):
+        k = T[s, 0]
+        if k != EMPTY_KEY:
+            C[off[(k >> shift) & 4095] + (k & mask)] = T[s, 1]
+
+
+def table_binades(T, shift, seen):
+    """Mark in ``seen`` (4096,) the binade codes (modulo 4096) of the bins of ``T`` at level
+    ``52 - shift``; returns how many."""
+    m = 0
+    for s in range(T.shape[0]):
+        k = T[s, 0]
+        if k != EMPTY_KEY:
+            c = (k >> shift) & 4095
+            if seen[c] == 0:
+                seen[c] = 1
+                m += 1
+    return m
+
+
+def dense_entries(C, off, codes, shift, keys, P):
+    """The occupied cells of ``C`` as ascending bin keys and packed counts (``codes``: the
+    table's binade codes, ascending); returns how many."""
+    per = np.int64(1) << shift
+    m = 0
+    for b in range(codes.shape[0]):
+        code = codes[b]
+        o = off[code & 4095]
+        for j in range(per):
+            v = C[o + j]
+            if v != 0:
+                keys[m] = (code << shift) | j
+                P[m, 0] = v
+                m += 1
+    return m
 
 
 def insert_bins(T, sh, keys, P):
@@ -322,6 +388,10 @@ _KERNELS = (
     "scan_weights",
     "fold_rows",
     "fold_counts",
+    "fold_dense",
+    "dense_of_table",
+    "table_binades",
+    "dense_entries",
     "insert_bins",
     "rehash",
     "carry_table",
@@ -429,19 +499,28 @@ class RunningBins:
             :data:`PACKED_ROWS`); limbs: the rows added since the limbs were last carried.
     """
 
-    __slots__ = ("level", "capacity", "table", "n", "W", "qbase", "rows", "__weakref__")
+    __slots__ = ("level", "capacity", "table", "n", "W", "qbase", "rows", "dense", "nodense", "__weakref__")
 
     def __init__(self, level: int, capacity: int, table: np.ndarray, n: int, W: int = 0, qbase: int = 0, rows: int = 0):
         self.level, self.capacity, self.table, self.n = int(level), int(capacity), table, int(n)
         self.W, self.qbase, self.rows = int(W), int(qbase), int(rows)
+        #: packed counts in dense form (then ``table`` is None): ``(cells, off, codes)``, ``cells``
+        #: (binades * 2**(52 - level),) int64, ``off`` (4096,) the first cell of each binade code
+        #: (``score key >> 52`` modulo 4096) or -1, ``codes`` the binade codes, ascending
+        self.dense: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        #: the level at which the dense form was found not to pay (binades only add up)
+        self.nodense = -1
 
     def __del__(self) -> None:
         t = getattr(self, "table", None)
-        if t is not None:
-            try:
+        d = getattr(self, "dense", None)
+        try:
+            if t is not None:
                 _give(t)
-            except Exception:  # pragma: no cover - interpreter shutdown
-                pass
+            if d is not None:
+                _give(d[0])
+        except Exception:  # pragma: no cover - interpreter shutdown
+            pass
 
     # -- construction ----------------------------------------------------------------------------
     @classmethod
@@ -493,11 +572,20 @@ class RunningBins:
 
     def _copy(self, W: int, qbase: int) -> "RunningBins | None":
         """A copy (in a table with limbs from ``qbase``, ``W`` per label when ``W`` is set)."""
+        if self.dense is not None:
+            C, off, codes = self.dense
+            c = _take(C.shape)
+            np.copyto(c, C)
+            out = RunningBins(self.level, self.capacity, None, self.n, 0, 0, self.rows)
+            out.dense, out.nodense = (c, off.copy(), codes), self.nodense
+            return out
         S, cols = self.table.shape
         if W == self.W and (W == 0 or qbase == self.qbase):
             t = _take((S, cols))
             np.copyto(t, self.table)
-            return RunningBins(self.level, self.capacity, t, self.n, W, qbase, self.rows)
+            out = RunningBins(self.level, self.capacity, t, self.n, W, qbase, self.rows)
+            out.nodense = self.nodense
+            return out
         new_cols = 1 + 2 * W
         if S * new_cols * 8 > MAX_TABLE_BYTES:
             return None
@@ -535,15 +623,23 @@ class RunningBins:
             if W == 0 and self.n:  # packed counts become limbs
                 lo, hi = min(lo, ONE_LIMB), max(hi, ONE_LIMB + 2)
             W, qbase = hi - lo + 1, lo
+        src = self
+        if self.dense is not None and (W != 0 or need is not None):  # limbs: from the hash form
+            src = self._as_hash()
+            if src is None:
+                return None
         if self.n == 0:  # nothing to copy: a table sized for the batch's bins
             out = RunningBins._built(_NO_KEYS, _NO_PAYLOAD, self.level, self.capacity, W, qbase, _first_slots(score, self.capacity))
             if out is None:
                 out = RunningBins._built(_NO_KEYS, _NO_PAYLOAD, self.level, self.capacity, W, qbase)
         else:
-            out = self._copy(W, qbase)
+            out = src._copy(W, qbase)
         if out is None:
             return None
-        return out._fold_in_place(score, y, w)
+        out = out._fold_in_place(score, y, w)
+        if out is not None and out.W == 0 and out.dense is None:
+            out._to_dense()
+        return out
 
     def _fold_in_place(self, score, y, w) -> "RunningBins | None":
         """Fold into this (unpublished) accumulator; returns it, or None (see :meth:`fold`)."""
@@ -553,6 +649,14 @@ class RunningBins:
         N = score.shape[0]
         i = 0
         while i < N:
+            if self.dense is not None:  # packed counts, unweighted rows
+                C, off, codes = self.dense
+                at, n, status = fold_dense(C, off, self.level, (np.int64(1) << (52 - self.level)) - 1, bits, y, i, N, self.capacity, self.n)
+                self.rows += int(at) - i
+                self.n, i = int(n), int(at)
+                if i < N and not (status == 1 and self._add_binade(score[i : i + 1])) and not self._to_hash():
+                    return None  # (a new binade past the dense bound, or capacity: on in the hash form)
+                continue
             stop = N
             if self.W:
                 if self.rows >= CARRY_ROWS:
@@ -576,6 +680,71 @@ class RunningBins:
                 return None
         return self
 
+    # -- the dense form of packed counts ---------------------------------------------------------
+    def _to_dense(self) -> None:
+        """Turn this (unpublished) hash of packed counts into the dense form when it pays: level
+        in [DENSE_LEVEL, 52] and at most twice as many cells as the hash has slots (8 bytes a
+        cell, 16 a slot: the dense table is not larger)."""
+        if self.n == 0 or not DENSE_LEVEL <= self.level <= 52 or self.nodense == self.level:
+            return
+        shift = 52 - self.level
+        S = self.table.shape[0]
+        if (1 << shift) > 2 * S:
+            self.nodense = self.level
+            return
+        seen = np.zeros(4096, dtype=np.int64)
+        cells = int(table_binades(self.table, shift, seen)) << shift
+        if cells > 2 * S:
+            self.nodense = self.level
+            return
+        codes = np.flatnonzero(seen).astype(np.int64)
+        codes = np.sort(np.where(codes >= 2048, codes - 4096, codes))  # signed binade codes, ascending
+        off = np.full(4096, -1, dtype=np.int64)
+        off[codes & 4095] = np.arange(codes.shape[0], dtype=np.int64) << shift
+        C = _take((cells,))
+        C[:] = 0
+        dense_of_table(C, off, shift, self.table)
+        old, self.table, self.dense = self.table, None, (C, off, codes)
+        _give(old)
+
+    def _dense_slots(self) -> int:
+        return _slots_for(max(self.n, min(self.capacity, self.dense[0].shape[0])))
+
+    def _as_hash(self) -> "RunningBins | None":
+        """A new accumulator of these bins in the hash form (``self`` unchanged)."""
+        keys, P = self._entries()
+        out = RunningBins._built(keys, P, self.level, self.capacity, 0, 0, self._dense_slots(), rows=self.rows)
+        if out is not None:
+            out.nodense = self.level  # it was dense: the caller needs the hash (limbs)
+        return out
+
+    def _to_hash(self) -> bool:
+        """This (unpublished) dense form into the hash form."""
+        got = self._as_hash()
+        if got is None:
+            return False
+        C = self.dense[0]
+        self.table, self.dense, self.nodense = got.table, None, self.level
+        got.table = None
+        _give(C)
+        return True
+
+    def _add_binade(self, score: np.ndarray) -> bool:
+        """Cells for the binade of the score ``score[0]`` (False: past the dense bound)."""
+        C, off, codes = self.dense
+        shift = 52 - self.level
+        code = int(score_keys(score)[0]) >> 52
+        cells = C.shape[0] + (1 << shift)
+        if cells > 2 * _slots_for(self.capacity):
+            return False
+        c = _take((cells,))
+        c[: C.shape[0]] = C
+        c[C.shape[0] :] = 0
+        off[code & 4095] = C.shape[0]
+        self.dense = (c, off, np.sort(np.append(codes, np.int64(code))))
+        _give(C)
+        return True
+
     def _carry_table(self) -> None:
         if self.W:
             carry_table(self.table, self.W)
@@ -583,6 +752,12 @@ class RunningBins:
 
     def _entries(self) -> tuple[np.ndarray, np.ndarray]:
         """``(keys, payload)`` of the occupied slots, ascending by key (copies; limbs carried)."""
+        if self.dense is not None:
+            C, off, codes = self.dense
+            keys = np.empty(self.n, dtype=np.int64)
+            P = np.empty((self.n, 1), dtype=np.int64)
+            dense_entries(C, off, codes, 52 - self.level, keys, P)
+            return keys, P
         t = self.table
         keys = np.empty(self.n, dtype=np.int64)
         P = np.empty((self.n, t.shape[1] - 1), dtype=np.int64)

@@ -94,20 +94,23 @@ def _make(kind, wkind, n, rng):
     capacity=st.sampled_from([2, 3, 5, 16, 100, 40_000]),
     seed=st.integers(0, 2**32 - 1),
     min_slots=st.sampled_from([4, 1 << 10]),
+    dense_level=st.sampled_from([0, 36, 53]),
     data=st.data(),
 )
-def test_running_folds_are_the_canonical_state_for_any_batching(kind, wkind, n, capacity, seed, min_slots, data):
+def test_running_folds_are_the_canonical_state_for_any_batching(kind, wkind, n, capacity, seed, min_slots, dense_level, data):
     rng = np.random.default_rng(seed)
     s, y, w = _make(kind, wkind, n, rng)
     cuts = sorted(data.draw(st.lists(st.integers(0, n), max_size=8)))  # empty batches included
     edges = [0, *cuts, n]
     parts = [(s[a:b], y[a:b], None if w is None else w[a:b]) for a, b in zip(edges, edges[1:])]
     layout = L(capacity)
-    old, R.MIN_SLOTS = R.MIN_SLOTS, min_slots  # 4: tables double while they fill
+    # 4 slots: tables double while they fill; dense level 0: packed counts go dense at every
+    # level where it fits, 53: never
+    old, R.MIN_SLOTS, old_dense, R.DENSE_LEVEL = R.MIN_SLOTS, min_slots, R.DENSE_LEVEL, dense_level
     try:
         running = _running_fold(layout, parts)
     finally:
-        R.MIN_SLOTS = old
+        R.MIN_SLOTS, R.DENSE_LEVEL = old, old_dense
     level, u, pos, neg = brute_force(s, y, w, capacity)
     assert running.level == level
     np.testing.assert_array_equal(running["keys"], u)
@@ -286,3 +289,44 @@ def test_kernel_guards_fall_back_on_weights_that_are_not_finite_and_non_negative
     for bad in (np.nan, np.inf, -1.0):
         assert acc.fold(s, y, np.array([1.0, bad])) is None
     assert acc.fold(s, y, np.zeros(2)) is acc  # nothing to add
+
+
+@needs_numba
+@pytest.mark.parametrize("dense_level", [0, 36])
+def test_dense_packed_counts_add_binades_raise_and_turn_into_limbs(dense_level, monkeypatch):
+    """Packed counts in the dense form: binades added, the level raised (back to the hash, then
+    dense again), a weighted batch (limbs, from the hash form): the canonical state throughout."""
+    monkeypatch.setattr(R, "DENSE_LEVEL", dense_level)
+    seen = {"dense": 0}
+    to_dense = R.RunningBins._to_dense
+
+    def spy(self):
+        to_dense(self)
+        seen["dense"] += self.dense is not None
+
+    monkeypatch.setattr(R.RunningBins, "_to_dense", spy)
+    rng = np.random.default_rng(12)
+    parts = []
+    for b in range(24):
+        n = 400
+        lo = 0.5 if b < 6 else 0.5 / 2 ** (b % 5)  # one binade first, then more
+        s = lo + lo * rng.random(n) * (1.0 if b < 12 else 1.0 - 1e-3 * rng.random(n))
+        if b % 7 == 6:
+            s = -s  # negative binades
+        y = rng.integers(0, 2, n)
+        parts.append((s, y, rng.random(n) if b == 20 else None))
+    layout = L(1000)
+    out = S.zero(layout)
+    with R.running_folds():
+        for i, (s, y, w) in enumerate(parts):
+            out = out.fold(Batch(y_true=y, y_score=s, sample_weight=w))
+            if i in (5, 15):
+                whole = [p for p in parts[: i + 1]]
+                sc = np.concatenate([p[0] for p in whole])
+                yy = np.concatenate([p[1] for p in whole])
+                assert out.encode() == S.from_arrays(layout, sc, yy).encode()
+    assert seen["dense"] > 0
+    s = np.concatenate([p[0] for p in parts])
+    y = np.concatenate([p[1] for p in parts])
+    w = np.concatenate([np.ones(len(p[0])) if p[2] is None else p[2] for p in parts])
+    assert out.encode() == S.from_arrays(layout, s, y, w).encode()
