@@ -8,7 +8,9 @@ fewer than :data:`PACKED_ROWS` rows were folded), or the exact weight of each la
 limbs on the fixed grid of :mod:`mergeable_metrics._util.exact` (32-bit limbs added without carries,
 carried every :data:`CARRY_ROWS` rows so every entry stays below ``2**62``). A batch is folded by one
 compiled pass (:func:`fold_rows`): each row's bin is found or inserted and its label's count or
-weight added; zero weights are skipped. When a new bin would make the bins exceed ``capacity``, the
+weight added; zero weights are skipped. Packed counts at levels :data:`DENSE_LEVEL` to 52 move to a
+dense table when it is not larger (one 8-byte cell per bin of every binade they occupy, found by
+the binade's first cell and the key's low bits: no keys stored, no probing; :func:`fold_dense`). When a new bin would make the bins exceed ``capacity``, the
 level is raised in place to the canonical level of the bins and of the rest of the batch (examples
 of the data: the canonical level never decreases as examples are added, so the table's level is
 never above the final one); coarser bins add their counts or limbs, exactly.
