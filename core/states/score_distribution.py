@@ -283,7 +283,7 @@ class ScoreDistributionState(State):
         """
         score, y, w = self._inputs(batch)
         acc = self.__dict__.get("_running")
-        if acc is not None or score_running.running_enabled():
+        if acc is not None or score_running.running_enabled(bool(self.arrays["keys"].size)):
             got = self._fold_running(acc, score, y, w)
             if got is not None:
                 return got

@@ -50,8 +50,9 @@ GOLD = np.uint64(0x9E3779B97F4A7C15)
 LOAD = 0.7
 #: first table size (slots)
 MIN_SLOTS = 1 << 10
-#: the largest table (bytes); past it the fold falls back to sorting (``None``)
-MAX_TABLE_BYTES = 64 << 20
+#: the largest table (bytes); past it the fold falls back to sorting (``None``): a fold copies the
+#: table, so a state of a million bins (a ``capacity`` far above the default) folds as before
+MAX_TABLE_BYTES = 16 << 20
 #: rows added to raw limbs between two carries: an entry grows by < 2**33 per row, so from
 #: below 2**32 it stays below 2**32 + 2**28 * 2**33 < 2**62
 CARRY_ROWS = 1 << 28
@@ -853,6 +854,12 @@ def running_folds() -> Iterator[None]:
         _running.on = outer
 
 
-def running_enabled() -> bool:
-    """Whether a fold may start a running accumulator (in :func:`running_folds`, kernels ready)."""
-    return getattr(_running, "on", False) and _kernels()
+def running_enabled(has_bins: bool = True) -> bool:
+    """Whether a fold may start a running accumulator: in :func:`running_folds`, with the kernels
+    ready. A state without bins (the first update) starts one only when the compiled kernels are
+    loaded already: a single ``update`` then ``compute`` does not import numba for it."""
+    if not getattr(_running, "on", False):
+        return False
+    if not has_bins and not (_K._loaded and _K.AVAILABLE):
+        return False
+    return _kernels()
