@@ -42,6 +42,7 @@ from mergeable_metrics.metrics.base import (
 from mergeable_metrics.metrics.retrieval import with_query_keys
 from mergeable_metrics.collection.stacked import ManyValues, compute_cells, compute_many, compute_shared
 from mergeable_metrics.states.base import ExampleCountState, State
+from mergeable_metrics.states.score_running import running_folds
 
 #: Input needs (see :meth:`mergeable_metrics.metrics.base.Metric.needs`) and the roles that satisfy them.
 _NEED_ROLES = {
@@ -884,7 +885,8 @@ class MetricCollection:
         # looks rows up in its bins), and keep it if no other thread updated meanwhile; else
         # merge the batch's own states (the same result: a fold equals that merge, bit for bit)
         before = self.states
-        folded = plan.fold(before, batch)
+        with running_folds():  # score distributions fold into raw running bins (canonical where observed)
+            folded = plan.fold(before, batch)
         with self._lock:
             if self.states is before:
                 self.states = folded

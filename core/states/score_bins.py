@@ -152,12 +152,24 @@ def _canonical(keys: np.ndarray, weights: np.ndarray, level: int, capacity: int)
     remain: at shift ``s`` the bins number ``1 + #{adjacent pairs whose split shift > s}``."""
     if keys.size <= capacity:
         return keys, weights, level
-    per_shift = np.bincount(_split_shifts(keys), minlength=65)
-    remaining = 1 + np.cumsum(per_shift[::-1])[::-1]  # bins at shift s = remaining[s + 1]
-    top = MAX_LEVEL - level  # at level 63 there are at most 2 bins
-    shift = next(s for s in range(1, top + 1) if s == top or remaining[s + 1] <= capacity)
+    shift = canonical_shift(keys, level, capacity)
     k, w = _coarsen(keys, weights, shift)
     return k, w, level + shift
+
+
+def canonical_shift(keys: np.ndarray, level: int, capacity: int) -> int:
+    """How far the level of more than ``capacity`` ascending distinct bins at ``level`` rises to
+    be canonical (>= 1): at shift ``s`` the bins number ``1 + #{adjacent pairs whose split shift
+    > s}``."""
+    return shift_of_splits(np.bincount(_split_shifts(keys), minlength=65), level, capacity)
+
+
+def shift_of_splits(per_shift: np.ndarray, level: int, capacity: int) -> int:
+    """:func:`canonical_shift` from ``per_shift`` (65,): the adjacent pairs of the bins per split
+    shift (:func:`_split_shifts`)."""
+    remaining = 1 + np.cumsum(per_shift[::-1])[::-1]  # bins at shift s = remaining[s + 1]
+    top = MAX_LEVEL - level  # at level 63 there are at most 2 bins
+    return next(s for s in range(1, top + 1) if s == top or remaining[s + 1] <= capacity)
 
 
 def bin_scores(score: np.ndarray, y: np.ndarray, w: np.ndarray | None, capacity: int, num_labels: int = 2):

@@ -45,10 +45,18 @@ The keys and the canonical binning (:func:`score_keys`, :func:`bin_scores`, :fun
 :func:`fold_bins`, ...) live in :mod:`mergeable_metrics.states.score_bins` (numpy only) and are re-exported here; this
 module holds the states built on them. Folding speed: see :mod:`mergeable_metrics.states.score_bins` and
 ``benchmarks/bench_auc.py``.
+
+Running states: within :func:`~mergeable_metrics.states.score_running.running_folds` (what
+``MetricCollection.update`` folds in) :meth:`ScoreDistributionState.fold` returns a *running* state:
+its bins live in a :class:`~mergeable_metrics.states.score_running.RunningBins` (raw counts or
+limbs in a compiled hash table at the canonical level) and its fields are those of the canonical
+state, built when first read (encode, equality, hash, repr, compute, merge); folding it again folds
+a copy of the table. The bytes are the canonical state's for any batching.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -71,6 +79,8 @@ from mergeable_metrics.states.score_bins import (  # re-exported: the binning of
     score_keys,
 )
 from mergeable_metrics.states.base import State, _layout_diff
+from mergeable_metrics.states import score_running
+from mergeable_metrics.states.score_running import RunningBins, running_folds  # noqa: F401  (running_folds: the update path's hook)
 
 DEFAULT_CAPACITY = 40_000
 
@@ -271,7 +281,13 @@ class ScoreDistributionState(State):
         Raises:
             ValueError: as :meth:`from_batch`.
         """
-        score, y, w = _drop_zero_weight(*self._inputs(batch))
+        score, y, w = self._inputs(batch)
+        acc = self.__dict__.get("_running")
+        if acc is not None or score_running.running_enabled(bool(self.arrays["keys"].size)):
+            got = self._fold_running(acc, score, y, w)
+            if got is not None:
+                return got
+        score, y, w = _drop_zero_weight(score, y, w)
         if score.shape[0] == 0:
             return self
         a = self.arrays
@@ -286,6 +302,65 @@ class ScoreDistributionState(State):
             return self._counts_state(self.layout, k, wts, level)  # integer counts: already exact
         sums = add_raw(self._exact_in(k, level), _exact_rows(k, level, score, y, w))
         return self._exact_state(self.layout, k, level, sums)
+
+    # -- running states (raw bins, canonical where observed; see score_running) ------------------
+    def _fold_running(self, acc: RunningBins | None, score: np.ndarray, y: np.ndarray, w: np.ndarray | None) -> "ScoreDistributionState | None":
+        """:meth:`fold` through a :class:`~mergeable_metrics.states.score_running.RunningBins`
+        (this state's, or one built from its bins): a running state whose arrays are the
+        canonical state's, built when first read. None: fold as before (no compiled kernels, a
+        table past its bound, weights that are not finite and >= 0)."""
+        if not score_running._kernels():
+            return None
+        if acc is None:
+            acc = self._accumulator()
+            if acc is None:
+                return None
+        score = np.ascontiguousarray(score, dtype=np.float64)
+        got = acc.fold(score, np.ascontiguousarray(y, dtype=np.int64), None if w is None else np.ascontiguousarray(w, dtype=np.float64))
+        if got is None:
+            return None
+        if got is acc:
+            return self  # nothing added (every weight 0)
+        return type(self)._running_state(self.layout, got)
+
+    def _accumulator(self) -> RunningBins | None:
+        """A :class:`RunningBins` of this (canonical) state's bins."""
+        a = self.arrays
+        keys, level, cap = a["keys"], int(a["level"]), self.layout.capacity
+        if keys.size == 0:
+            return RunningBins.empty(level, cap)
+        if self._counts_only():
+            counts = np.stack((a["neg"], a["pos"]), axis=1).astype(np.int64)
+            return RunningBins.of_bins(keys, level, cap, counts, None)
+        D0, e0 = self.exact["neg"].full()
+        D1, e1 = self.exact["pos"].full()
+        return RunningBins.of_bins(keys, level, cap, None, (D0, e0, D1, e1))
+
+    @classmethod
+    def _running_state(cls, layout: ScoreDistributionLayout, acc: RunningBins) -> "ScoreDistributionState":
+        """A state of the bins of ``acc``: its ``arrays`` and ``exact`` are those of the canonical
+        state (:meth:`_of_running`), built when first read; folding it folds ``acc`` (copied)."""
+        self = object.__new__(cls)
+        arrays = _RunningArrays(cls, layout, acc)
+        object.__setattr__(self, "layout", layout)
+        object.__setattr__(self, "arrays", arrays)
+        object.__setattr__(self, "exact", _RunningExact(arrays))
+        self.__dict__["_running"] = acc
+        return self
+
+    @classmethod
+    def _of_running(cls, layout: ScoreDistributionLayout, acc: RunningBins) -> "ScoreDistributionState":
+        """The canonical state of the bins of ``acc``."""
+        keys, level, counts, limbs = acc.bins()
+        if counts is not None:
+            if int(counts.sum()) < 1 << 52:  # integer counts: exact in float64
+                return cls._counts_state(layout, keys, counts.astype(np.float64), level)
+            m = keys.shape[0]
+            D = np.zeros((2 * m, 3), dtype=np.int64)  # a count c is c * 2**0: limbs c mod 2**32, c >> 32
+            D[:, 0] = counts.reshape(-1) & 0xFFFFFFFF
+            D[:, 1] = counts.reshape(-1) >> 32
+            limbs = (D, 0)
+        return cls._exact_state(layout, keys, level, limbs)
 
     @classmethod
     def from_arrays(
@@ -430,6 +505,57 @@ class Class0ScoreDistributionState(ScoreDistributionState):
         if batch.y_score is None and batch.y_pred is not None:
             batch = Batch(batch.y_true, (batch.y_pred == 0).astype(np.float64), None, batch.sample_weight)
         return super()._inputs(batch)
+
+
+class _RunningArrays(Mapping):
+    """The read-only fields of a running score distribution: those of its canonical state, built
+    from the accumulator when a field is first read (encode, equality, hash, repr, compute, merge).
+    Two threads reading at once may both build it: the same bits."""
+
+    __slots__ = ("_cls", "_layout", "_acc", "_state")
+
+    def __init__(self, cls: type, layout: ScoreDistributionLayout, acc: RunningBins):
+        self._cls, self._layout, self._acc = cls, layout, acc
+        self._state: ScoreDistributionState | None = None
+
+    def state(self) -> ScoreDistributionState:
+        st = self._state
+        if st is None:
+            st = self._state = self._cls._of_running(self._layout, self._acc)
+        return st
+
+    def __getitem__(self, key: str) -> np.ndarray:
+        return self.state().arrays[key]
+
+    def __iter__(self):
+        return iter(self._cls._ORDER)
+
+    def __len__(self) -> int:
+        return len(self._cls._ORDER)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._cls._ORDER
+
+
+class _RunningExact(Mapping):
+    """The exact sums (``pos``, ``neg``) of a running score distribution (see :class:`_RunningArrays`)."""
+
+    __slots__ = ("_arrays",)
+
+    def __init__(self, arrays: _RunningArrays):
+        self._arrays = arrays
+
+    def __getitem__(self, key: str) -> ExactSums:
+        return self._arrays.state().exact[key]
+
+    def __iter__(self):
+        return iter(self._arrays._cls.EXACT)
+
+    def __len__(self) -> int:
+        return len(self._arrays._cls.EXACT)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._arrays._cls.EXACT
 
 
 # ---------------------------------------------------------------------------------------------
