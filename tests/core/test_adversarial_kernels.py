@@ -442,3 +442,53 @@ def test_concurrent_updates_give_the_sequential_bytes(kind):
     for t in threads:
         t.join()
     assert mc.encode() == seq.encode()
+
+
+# -- first use from several threads ----------------------------------------------------------
+_FIRST_USE = """
+import threading, time
+from mergeable_metrics._util import exact_kernels as K
+
+inside = threading.Event()
+real = K._cache_dir
+
+
+def slow_cache_dir():  # the first thread is inside ready() (importing numba, wrapping the kernels)
+    inside.set()
+    time.sleep(0.5)
+    real()
+
+
+K._cache_dir = slow_cache_dir
+seen = []
+
+
+def second():
+    inside.wait()
+    seen.append((K.ready(), type(K.mean_sums).__name__, type(K.f2i).__name__))
+
+
+t = threading.Thread(target=second)
+t.start()
+K.ready()
+t.join()
+print(*seen[0])
+"""
+
+
+def test_ready_in_a_second_thread_waits_for_the_compiled_kernels():
+    """A thread whose first exact sum comes while another thread is inside ``ready()`` (importing
+    numba, wrapping the kernels: about a second) must get the compiled kernels, not the plain
+    Python functions (before: ``ready()`` said True as soon as the first thread had started, so
+    the second ran the kernels in the interpreter: orders of magnitude slower, with numpy
+    integer-overflow warnings, errors under ``-W error``)."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "MERGEABLE_METRICS_DISABLE_NUMBA"}
+    out = subprocess.run([sys.executable, "-c", _FIRST_USE], env=env, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    available, kernel, intrinsic = out.stdout.split()
+    assert available == "True"
+    assert kernel != "function" and intrinsic != "function", out.stdout
