@@ -492,3 +492,17 @@ def test_ready_in_a_second_thread_waits_for_the_compiled_kernels():
     available, kernel, intrinsic = out.stdout.split()
     assert available == "True"
     assert kernel != "function" and intrinsic != "function", out.stdout
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_a_batch_of_chunk_rows_near_the_float_maximum(weighted):
+    """The largest batch the compiled mean pass takes (``CHUNK`` rows: 16,384 L1 blocks, 2,048
+    weighted blocks), every value near the float maximum (each block summed on its own range)
+    and the sum past it: the numpy path's bytes."""
+    rng = np.random.default_rng(16)
+    n = K.CHUNK
+    v = np.ldexp(rng.random(n) + 1, rng.integers(1000, 1023, n))
+    v[::3] *= -1
+    w = np.ldexp(rng.random(n) + 1, rng.integers(900, 1023, n)) if weighted else None
+    got = _both(lambda: MetricCollection(measures=["loss"]), [dict(measure=v, sample_weight=w)])
+    assert got[0] == "ok"
