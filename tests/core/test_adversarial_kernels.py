@@ -506,3 +506,50 @@ def test_a_batch_of_chunk_rows_near_the_float_maximum(weighted):
     w = np.ldexp(rng.random(n) + 1, rng.integers(900, 1023, n)) if weighted else None
     got = _both(lambda: MetricCollection(measures=["loss"]), [dict(measure=v, sample_weight=w)])
     assert got[0] == "ok"
+
+
+@pytest.mark.parametrize("kind", ["regression", "binary", "mean"])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_decoded_and_merged_states_fold_on_to_the_same_bytes(kind, weighted):
+    """A collection decoded from bytes (compact sums, no running raw matrix), updated, merged with
+    another and updated with an empty batch: the bytes of one collection updated with every row."""
+    rng = np.random.default_rng(3)
+    n = 3000
+    y = rng.normal(size=n) * 10.0 ** rng.integers(-50, 50, n)
+    p = y + rng.normal(size=n)
+    w = rng.random(n) * 10.0 ** rng.integers(-50, 50, n) if weighted else None
+    make, part = {
+        "regression": (
+            lambda: MetricCollection("r2", "mse", "mae", "example_count", measures=["loss"], task="regression"),
+            lambda a, b: dict(y_true=y[a:b], y_pred=p[a:b], measure=p[a:b]),
+        ),
+        "binary": (
+            lambda: MetricCollection("log_loss", "precision", "f1@macro", task="binary"),
+            lambda a, b: dict(y_true=(y[a:b] > 0).astype(int), y_score=np.abs(np.tanh(p[a:b]))),
+        ),
+        "mean": (lambda: MetricCollection("example_count", measures=["loss"]), lambda a, b: dict(measure=p[a:b])),
+    }[kind]
+
+    def up(a, b):
+        return dict(part(a, b), sample_weight=None if w is None else w[a:b])
+
+    straight = make()
+    for a, b in [(0, 1000), (1000, 2000), (2000, 3000)]:
+        straight.update(**up(a, b))
+    first = make()
+    first.update(**up(0, 1000))
+    z = make().decode(first.encode())
+    z.update(**up(1000, 2000))
+    last = make()
+    last.update(**up(2000, 3000))
+    z.merge(last)
+    z.update(**up(0, 0))
+    assert z.encode() == straight.encode()
+
+    def numpy_straight():
+        mc = make()
+        for a, b in [(0, 1000), (1000, 2000), (2000, 3000)]:
+            mc.update(**up(a, b))
+        return mc.encode()
+
+    assert _on_numpy(numpy_straight) == z.encode()
