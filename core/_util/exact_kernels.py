@@ -54,6 +54,8 @@ _DISABLED = os.environ.get("MERGEABLE_METRICS_DISABLE_NUMBA", "").strip() not in
 #: compiled or loaded from the cache, on first use (:func:`ready`), so importing the library stays light
 AVAILABLE = not _DISABLED and importlib.util.find_spec("numba") is not None
 _loaded = False
+#: held while the first :func:`ready` loads the kernels
+_load_lock = threading.Lock()
 #: the kernels, in dependency order (helpers first): :func:`ready` replaces each by its compiled form;
 #: LLVM inlines the small element-wise helpers (:func:`chain`, :func:`product_pieces`) into
 #: :func:`_rows`, whose loops, with the number of grids a constant, are straight-line and vectorised
@@ -108,26 +110,36 @@ _IEEE_DIVISION = ("fdlibm_log", "log_rows", "_prob_rows")
 
 def ready() -> bool:
     """Whether the compiled kernels are used; the first call imports numba and wraps them
-    (without numba: one ``RuntimeWarning`` naming the extra)."""
+    (without numba: one ``RuntimeWarning`` naming the extra). Thread-safe: a thread that calls it
+    while another is loading waits, so it never runs the kernels' plain Python forms."""
     global _loaded, AVAILABLE
     if not _loaded:
-        _loaded = True
-        if AVAILABLE:
-            _cache_dir()
-            try:
-                import numba
-            except ImportError:  # pragma: no cover - a broken installation
-                AVAILABLE = False
-            else:
-                jit = numba.njit(cache=True, nogil=True, boundscheck=False)
-                g = globals()
-                g["f2i"], g["fma"], g["i2f"] = _intrinsics(numba)
-                branch_free = numba.njit(cache=True, nogil=True, boundscheck=False, error_model="numpy")
-                for name in _KERNELS:
-                    g[name] = (branch_free if name in _IEEE_DIVISION else jit)(g[name])
-        if not AVAILABLE and not _DISABLED:
-            warnings.warn(f"mergeable_metrics: numba is not installed; exact sums use the slower numpy path ({_EXTRA})", RuntimeWarning, stacklevel=3)
+        with _load_lock:
+            if not _loaded:
+                try:
+                    _load()
+                finally:
+                    _loaded = True  # after the kernels are wrapped: a thread that reads it sees them
     return AVAILABLE
+
+
+def _load() -> None:
+    global AVAILABLE
+    if AVAILABLE:
+        _cache_dir()
+        try:
+            import numba
+        except ImportError:  # pragma: no cover - a broken installation
+            AVAILABLE = False
+        else:
+            jit = numba.njit(cache=True, nogil=True, boundscheck=False)
+            g = globals()
+            g["f2i"], g["fma"], g["i2f"] = _intrinsics(numba)
+            branch_free = numba.njit(cache=True, nogil=True, boundscheck=False, error_model="numpy")
+            for name in _KERNELS:
+                g[name] = (branch_free if name in _IEEE_DIVISION else jit)(g[name])
+    if not AVAILABLE and not _DISABLED:
+        warnings.warn(f"mergeable_metrics: numba is not installed; exact sums use the slower numpy path ({_EXTRA})", RuntimeWarning, stacklevel=4)
 
 
 MASK = np.int64(0xFFFFFFFF)
