@@ -268,38 +268,57 @@ CHECK_FUNCTION, PACK_FUNCTION = "mm_count_check", "mm_pack_cells"
 
 
 def _native_cells(k: int, kind: str, config: str) -> tuple[int, Any] | None:
-    """``(number of cells, cell(label, score) -> Column)`` of one count state as the Java state's ``cell``
-    (None: not lowered)."""
+    """``(number of cells, sums(label, score) -> [aggregate Column])`` of one count state (None: not lowered): the
+    SQL sums ``mergeablemetrics.CountCells.Pack`` turns into the Java state's cell counts.
+
+    * ``example_count``: ``count(1)``;
+    * ``confusion_matrix``: per cell ``j``, ``sum(label * K + prediction == j)``;
+    * ``binary_confusion`` at sorted thresholds ``t_1 <= ... <= t_T`` (issue 26 round 7): ``sum(label != 0)`` and,
+      per threshold, ``sum(score passes t_j)`` and ``sum(label != 0 and score passes t_j)``, ``1 + 2T`` sums of
+      one comparison each (a score passing ``t_j`` passes every lower threshold, so these are the rows at or above
+      each cell, and Pack takes the differences with the row count): smaller expressions for Spark to analyse,
+      plan and run than ``2(T + 1)`` sums of ``cell == j``.
+    """
     from pyspark.sql import functions as F
+
+    def ones(cond: Any) -> Any:
+        return F.sum(F.when(cond, F.lit(1)).otherwise(F.lit(0)))
 
     lines = config.split("\n")
     if kind == "example_count":
-        return 1, lambda y, s: F.lit(0)
+        return 1, lambda y, s: [F.count(F.lit(1))]
     if kind == "confusion_matrix":
         kk = int(lines[1].strip())
         if kk != k:
             return None
-        return kk * kk, lambda y, s: (y * kk + s).cast("int")
+
+        def matrix(y: Any, s: Any) -> list:
+            c = (y * kk + s).cast("int")
+            return [ones(c == F.lit(j)) for j in range(kk * kk)]
+
+        return kk * kk, matrix
     if kind == "binary_confusion" and len(lines) >= 3 and lines[1] in (">=", ">"):
         ts = [float(t) for t in lines[2].split(",")] if lines[2] else []
         if any(not (a <= b) for a, b in zip(ts, ts[1:])) or any(t != t for t in ts):
             return None  # the Java cell counts a sorted prefix: unsorted thresholds keep the Aggregator
 
-        def cell(y: Any, s: Any) -> Any:
-            out = F.when(y != 0, F.lit(len(ts) + 1)).otherwise(F.lit(0))
+        def binary(y: Any, s: Any) -> list:
+            pos = y != F.lit(0.0)
+            out = [ones(pos)]
             for t in ts:
-                out = out + F.when(s >= F.lit(t) if lines[1] == ">=" else s > F.lit(t), F.lit(1)).otherwise(F.lit(0))
+                passes = s >= F.lit(t) if lines[1] == ">=" else s > F.lit(t)
+                out += [ones(passes), ones(pos & passes)]
             return out
 
-        return 2 * (len(ts) + 1), cell
+        return 2 * (len(ts) + 1), binary
     return None
 
 
 def count_cells_column(
     spark: Any, spec: str, label: "Column", score: "Column | None", fast_label: "Column | None" = None, fast_score: "Column | None" = None
 ) -> "Column | None":
-    """The unweighted count kinds' fold as Spark's own aggregates: per state and cell, ``sum(cell == j)`` over a
-    SQL cell expression (code-generated, partially aggregated), packed into the states' bytes by
+    """The unweighted count kinds' fold as Spark's own aggregates: per state, SQL sums of one-comparison indicators
+    (:func:`_native_cells`; code-generated, partially aggregated), packed into the states' bytes by
     ``mergeablemetrics.CountCells.Pack``: the bytes :class:`StateAggregator` returns for the same rows. The SQL
     condition accepts exactly the valid rows; any other row (nulls, NaN, values out of range) meets
     ``CountCells.Check`` in one more aggregate, which raises the Java checks' error. None when the spec is not lowered (weighted, other kinds, too many cells).
@@ -331,6 +350,8 @@ def count_cells_column(
     def is_class(v: Any) -> Any:
         # an integer in [0, k): -0.0 is 0; null and NaN (above every number in Spark SQL) fail. Not `isin`: Spark
         # turns a long IN list into a hash set, where -0.0 is not 0.0
+        if k == 2:
+            return (v == F.lit(0.0)) | (v == F.lit(1.0))  # SQL's = on doubles: -0.0 = 0.0, NaN = NaN only
         return (v >= F.lit(0.0)) & (v < F.lit(float(k))) & (v == F.rint(v))
 
     ok = is_class(label)
@@ -339,7 +360,7 @@ def count_cells_column(
     else:
         s = score
         if mode == 1:
-            ok = ok & ~F.isnan(s) & (s > F.lit(float("-inf"))) & (s < F.lit(float("inf")))
+            ok = ok & (F.abs(s) < F.lit(float("inf")))  # NaN is above every number in Spark SQL, inf is not below it
         elif mode == 3:
             ok = ok & (s >= F.lit(0.0)) & (s <= F.lit(1.0))  # NaN is above every number in Spark SQL
         else:
@@ -348,13 +369,9 @@ def count_cells_column(
     # the Java check raises its error and the job fails, so the sums need not test the condition again (a smaller
     # expression: Spark's analysis and planning of it cost more than folding a million rows)
     check = F.max(F.when(ok, F.lit(0)).otherwise(F.call_function(CHECK_FUNCTION, F.lit(spec), java_label, java_score)))
-    sums = [check]
-    for n, cell in cells:
-        if n == 1:
-            sums.append(F.count(F.lit(1)))
-            continue
-        c = cell(label, s)
-        sums += [F.sum(F.when(c == F.lit(j), F.lit(1)).otherwise(F.lit(0))) for j in range(n)]
+    sums = [check, F.count(F.lit(1))]  # the row count: Pack's cells of binary_confusion (Spark computes it once)
+    for _, state_sums in cells:
+        sums += state_sums(label, s)
     return F.call_function(PACK_FUNCTION, F.lit(spec), F.array(*sums))
 
 

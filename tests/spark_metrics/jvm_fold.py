@@ -34,14 +34,17 @@ def _bits(x: float) -> str:
     return format(int(np.float64(x).view(np.uint64)), "016x")
 
 
-def run(cases: list[tuple[str, str, int, list[int], list[tuple[int, tuple[float, ...]]]]]) -> list[str]:
-    """One output line per case ``(kind, config, n_partitions, merge_order, [(partition, values)])``."""
+def run(cases: list[tuple[str, str, int, list[int], list[tuple[int, tuple[float, ...]]]]], sizes: bool = False) -> list[str]:
+    """One output line per case ``(kind, config, n_partitions, merge_order, [(partition, values)])``: the merged
+    state's bytes in hex (``sizes``: ``"<length of the state bytes> <length of its Java serialisation>"``)."""
     lines = []
     for kind, config, nparts, order, rows in cases:
         lines.append(f"case {kind} {config.encode().hex()} {nparts} {','.join(map(str, order)) or '-'}")
         lines += [f"{p} " + " ".join(_bits(v) for v in vals) for p, vals in rows]
         lines.append("end")
-    done = subprocess.run(["java", "-cp", classes(), "FoldDriver"], input="\n".join(lines) + "\n", capture_output=True, text=True, check=True)
+    done = subprocess.run(
+        ["java", "-cp", classes(), "FoldDriver", *(["size"] if sizes else [])], input="\n".join(lines) + "\n", capture_output=True, text=True, check=True
+    )
     out = done.stdout.splitlines()
     assert len(out) == len(cases), done.stderr
     return out

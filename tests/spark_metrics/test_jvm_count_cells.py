@@ -10,6 +10,7 @@ import pytest
 from sklearn.metrics import f1_score, precision_score
 
 from mergeable_metrics import Evaluation
+from mergeable_metrics.engine import State
 from mergeable_metrics.spark import finish_metric_states, jvm, metric_state_column
 
 pytestmark = pytest.mark.filterwarnings("ignore::mergeable_metrics.metrics.base.UndefinedMetricWarning")
@@ -83,6 +84,10 @@ def test_weighted_keeps_the_typed_aggregator(jvm_spark):
         ("y long, p double", [(0, 0.1), (2, 0.2)], r"column 'y': invalid value 2.0 .*labels must be 0 or 1"),
         ("y double, p double", [(0.0, 0.1), (0.5, 0.2)], r"column 'y': invalid value 0.5 "),
         ("y long, p double", [(0, 0.1), (1, float("inf"))], r"column 'p': invalid value inf "),
+        ("y long, p double", [(0, 0.1), (1, float("-inf"))], r"column 'p': invalid value -inf "),
+        ("y long, p double", [(0, 0.1), (1, float("nan"))], r"column 'p': invalid value nan "),
+        ("y double, p double", [(0.0, 0.1), (float("nan"), 0.2)], r"column 'y': invalid value nan "),
+        ("y double, p double", [(0.0, 0.1), (-1.0, 0.2)], r"column 'y': invalid value -1.0 "),
         ("y long, p double", [(0, 0.1), (None, 0.3)], r"column 'y': invalid value null "),
         ("y string, p double", [("1", 0.1), ("x", 0.3)], r"column 'y': value 'x' in a row of this group is not a number"),
     ],
@@ -125,3 +130,25 @@ def test_negative_zero_labels_and_predictions_are_class_zero(jvm_spark):
     ):
         got, plan = _jvm(jvm_spark, df, ev)
         assert "StateAggregator" not in plan and got == _python_bytes(pdf, ev)
+
+
+def test_binary_confusion_lowers_to_one_comparison_per_sum(jvm_spark):
+    """Issue 26 round 7: binary_confusion at T thresholds folds as 1 + 2T sums of one comparison each (rows of label
+    1; per threshold, rows passing it and rows of label 1 passing it), not 2(T + 1) sums of a cell expression; the
+    bytes stay core's, and the counts scikit-learn's."""
+    from sklearn.metrics import confusion_matrix
+
+    pdf = _frame(2000)
+    df = jvm_spark.createDataFrame(pdf, "y long, p double, q long, c double, d long").repartition(3)
+    for thresholds in ([0.5], [0.0, 0.25, 0.3, 1.0]):
+        metrics = ["example_count"] + [f"recall@threshold={t}" for t in thresholds]
+        ev = Evaluation(label_col="y", score_col="p", metrics=metrics)
+        got, plan = _jvm(jvm_spark, df, ev)
+        at = plan.index("partial_")
+        partial = plan[at : plan.index("output=", at)]  # the partial aggregate's functions in the final plan
+        assert partial.count("partial_sum(") == 1 + 2 * len(thresholds), plan
+        assert got == _python_bytes(pdf, ev)
+        state = next(s for s in (State.decode(b) for b in got) if s.kind == "binary_confusion")
+        for j, t in enumerate(thresholds):
+            tn, fp, fn, tp = confusion_matrix(pdf["y"], (pdf["p"] >= t).astype(int), labels=[0, 1]).ravel()
+            assert (state["tp"][j], state["fp"][j], state["tn"][j], state["fn"][j]) == (tp, fp, tn, fn)

@@ -1,5 +1,10 @@
 import java.io.BufferedReader;
+import java.io.ByteArrayInputStream;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
 import java.io.InputStreamReader;
+import java.io.ObjectInputStream;
+import java.io.ObjectOutputStream;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
@@ -20,10 +25,16 @@ import mergeablemetrics.JvmState;
  * </pre>
  * Kind {@code exact}: V1 the group (0..m-1, m = config), V2.. 1 to 3 factors; prints
  * {@code values-hex exp limbs,...} of the canonical {@link ExactSum#encode}. Other kinds: V1 label,
- * V2 score, V3 weight, V4.. (optional) a score vector for {@code updateVector}.
+ * V2 score, V3 weight, V4.. (optional) a score vector for {@code updateVector}. The states of the
+ * even-numbered partitions go through Java serialisation before the merge (as Spark's partial aggregation
+ * buffers do). With the argument {@code size}, each line is {@code <state bytes> <Java-serialised bytes>}: the
+ * lengths of the merged state's encoding and of its Java serialisation.
  */
 public class FoldDriver {
+    static boolean sizes;
+
     public static void main(String[] args) throws Exception {
+        sizes = args.length > 0 && args[0].equals("size");
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
         String line;
         StringBuilder out = new StringBuilder();
@@ -68,9 +79,31 @@ public class FoldDriver {
             if (v.length > 3) s.updateVector(v[0], java.util.Arrays.copyOfRange(v, 3, v.length), v[2]);
             else s.update(v[0], v[1], v[2]);
         }
+        for (int p = 0; p < nparts; p += 2) st[p] = roundTrip(st[p]);
         JvmState acc = States.create(kind, config);
         for (int p : order(ord)) acc.merge(st[p]);
+        if (sizes) return acc.toBytes().length + " " + serialized(acc).length;
         return hex(acc.toBytes());
+    }
+
+    static byte[] serialized(Object o) {
+        try {
+            ByteArrayOutputStream b = new ByteArrayOutputStream();
+            try (ObjectOutputStream out = new ObjectOutputStream(b)) {
+                out.writeObject(o);
+            }
+            return b.toByteArray();
+        } catch (IOException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    static JvmState roundTrip(JvmState s) {
+        try (ObjectInputStream in = new ObjectInputStream(new ByteArrayInputStream(serialized(s)))) {
+            return (JvmState) in.readObject();
+        } catch (IOException | ClassNotFoundException e) {
+            throw new IllegalStateException(e);
+        }
     }
 
     static String exact(String config, int nparts, String ord, List<double[]> rows, List<Integer> parts) {
