@@ -23,6 +23,7 @@ from mergeable_metrics.engine import (
     RegressionMomentsState,
     ScoreDistributionState,
 )
+from mergeable_metrics.states.score_distribution import ClassScoreDistributionState
 
 __all__ = ["FLOAT_KINDS", "layout_json"]
 
@@ -74,6 +75,10 @@ def _score_distribution(zero: Any) -> tuple[str, str]:
     return _config(zero, capacity=zero.layout.capacity)
 
 
+def _class_score_distribution(zero: Any) -> tuple[str, str]:
+    return _config(zero, num_classes=zero.layout.num_classes, capacity=zero.layout.capacity)
+
+
 #: Python state class -> ``(JVM kind, config)`` of its zero state
 FLOAT_KINDS: dict[type, Callable[[Any], tuple[str, str]]] = {
     ProbabilitySumsState: _probability_sums,
@@ -81,4 +86,5 @@ FLOAT_KINDS: dict[type, Callable[[Any], tuple[str, str]]] = {
     CalibrationBinsState: _calibration_bins,
     ScoreDistributionState: _score_distribution,
     Class0ScoreDistributionState: _score_distribution,
+    ClassScoreDistributionState: _class_score_distribution,
 }
