@@ -96,7 +96,8 @@ def metric_columns(
             each column is named by the metric's key.
         label_col: label column.
         score_col: binary score column (``score >= threshold`` is positive); for ``task="regression"``, the
-            predicted values.
+            predicted values; for ``task="multiclass"`` (``roc_auc``, ``average_precision``), an ``array<double>``
+            column of the K class scores of each row (JVM path only).
         prediction_col: predicted-label column (binary 0/1, multiclass ``[0, K)``; regression: predicted values).
         weight_col: sample weights (finite, >= 0).
         engine: ``"jvm"``, ``"sql"`` or None (the JVM aggregates where they apply, else SQL).

@@ -19,7 +19,12 @@ values are then computed from those states by core, on the driver. No Python run
   ``registerJavaUDAF`` as :data:`CONNECT_FUNCTION`), whose first argument is the spec string (count kinds only);
   for the float kinds (``roc_auc``, ``average_precision``, ``log_loss``, ``brier_score``, calibration, ...)
   ``mergeablemetrics.BlockStateUDAF`` (:data:`CONNECT_BLOCK_FUNCTION`), whose buffer holds the states
-  Java-serialised plus a block of pending rows, folded a block at a time (not re-serialised per row).
+  Java-serialised plus a block of pending rows, folded a block at a time (not re-serialised per row);
+  ``mergeablemetrics.RowBlockUDAF`` (:data:`CONNECT_ROW_FUNCTION`) likewise for score rows.
+
+Score rows (:data:`SCORE_ROW_MODE`): multiclass ``roc_auc`` / ``average_precision`` read an ``array<double>`` column of
+the K class scores of each row (``mergeablemetrics.RowStateAggregator`` in a classic session), folded into core's
+``class_score_distribution``.
 
 Without a JDK (no ``javac``) :func:`jar_path` returns None and the adapter keeps its other paths, with one
 line saying what to install (:data:`NO_JDK`).
