@@ -267,3 +267,39 @@ def test_compute_metrics_regression_over_connect(connect, weighted, monkeypatch)
     de = got[(("country", "DE"),)].metrics
     assert de["r2"] == pytest.approx(r2_score(part.t, part.q, sample_weight=sw), rel=1e-9)
     assert de["mse"] == pytest.approx(mean_squared_error(part.t, part.q, sample_weight=sw), rel=1e-12)
+
+
+def test_regression_terms_and_quantiles_over_connect(connect):
+    """msle, the Poisson deviance (finished in Java) and median_absolute_error (regression_terms and
+    absolute_error_distribution Java-serialised in mm_block_states' buffer; 20,000 rows in 2 partitions cross a block)
+    over Connect: the Python fold's bytes and the local engine's values bit for bit."""
+    from sklearn.metrics import mean_squared_log_error, median_absolute_error
+
+    from mergeable_metrics.spark import jvm
+
+    if jvm.find_javac() is None and jvm.jar_path(build=False) is None:
+        pytest.skip(jvm.NO_JDK)
+    pdf = _frame(20_000, seed=11)
+    pdf["t"] = np.round(pdf.p * 10, 1) + 0.5
+    pdf["q"] = np.round(pdf.t + np.cos(np.arange(len(pdf))), 1) + 1.5
+    metrics = ["msle", "mean_poisson_deviance", "median_absolute_error", "quantile_absolute_error@q=0.9"]
+    df = connect.createDataFrame(pdf).repartition(2)
+    for wc in (None, "w"):
+        ev = Evaluation(label_col="t", score_col="q", metrics=metrics, task="regression", weight_col=wc)
+        spec, why = jvm.evaluation_spec(ev)
+        assert spec is not None, why
+        col = jvm.evaluation_column(connect, ev, spec)
+        assert jvm.CONNECT_BLOCK_FUNCTION in str(col)
+        data = df.agg(col.alias("s")).collect()[0]["s"]
+        want = ev.fold(ev.zero(), {c: pdf[c].to_numpy() for c in ("t", "q", "w")}).states(())
+        assert jvm.unpack(data, len(want)) == [s.encode() for s in want]
+        cols = metric_columns(metrics, label_col="t", score_col="q", weight_col=wc, task="regression", engine="jvm")
+        got = {r["country"]: r.asDict() for r in df.groupBy("country").agg(*cols).collect()}
+        ref = Evaluation(label_col="t", score_col="q", metrics=metrics, task="regression", slices=["country"], weight_col=wc).evaluate([pdf])
+        keys = [m.key for m in ev.plan.metrics]
+        for country, row in got.items():
+            assert all(_same(row[k], ref[(("country", country),)].metrics[k]) for k in keys), (country, row)
+        part = pdf[pdf.country == "FR"]
+        sw = None if wc is None else part.w
+        assert got["FR"]["msle"] == pytest.approx(mean_squared_log_error(part.t, part.q, sample_weight=sw), rel=1e-12)
+        assert got["FR"]["median_absolute_error"] == pytest.approx(median_absolute_error(part.t, part.q, sample_weight=sw), rel=1e-12)

@@ -135,9 +135,11 @@ def test_regression_finish_of_hand_made_cases():
 
 
 def test_regression_variants_not_ported_keep_the_python_finish():
-    ev = Evaluation(label_col="y", score_col="p", metrics=["mse@multioutput=0.3", "r2", "msle"], task="regression")
+    metrics = ["mse@multioutput=0.3", "r2", "median_absolute_error", "d2_tweedie_score@power=1", "msle@multioutput=0.3"]
+    ev = Evaluation(label_col="y", score_col="p", metrics=metrics, task="regression")
     descs = {m.key: metric_finish(ev, m) for m in ev.plan.metrics}
-    assert descs["r2"] is not None and descs["mse@multioutput=0.3"] is None and descs["msle"] is None
+    assert descs["r2"] is not None and descs["mse@multioutput=0.3"] is None and descs["median_absolute_error"] is None
+    assert descs["d2_tweedie_score@1"] is None and descs["msle@multioutput=0.3"] is None
     multi = Evaluation(label_col="y", score_col="p", metrics=["r2"], task="regression", num_outputs=2)
     assert metric_finish(multi, multi.plan.metrics[0]) is None
 
