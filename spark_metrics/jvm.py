@@ -19,7 +19,12 @@ values are then computed from those states by core, on the driver. No Python run
   ``registerJavaUDAF`` as :data:`CONNECT_FUNCTION`), whose first argument is the spec string (count kinds only);
   for the float kinds (``roc_auc``, ``average_precision``, ``log_loss``, ``brier_score``, calibration, ...)
   ``mergeablemetrics.BlockStateUDAF`` (:data:`CONNECT_BLOCK_FUNCTION`), whose buffer holds the states
-  Java-serialised plus a block of pending rows, folded a block at a time (not re-serialised per row).
+  Java-serialised plus a block of pending rows, folded a block at a time (not re-serialised per row);
+  ``mergeablemetrics.RowBlockUDAF`` (:data:`CONNECT_ROW_FUNCTION`) likewise for score rows.
+
+Score rows (:data:`SCORE_ROW_MODE`): multiclass ``roc_auc`` / ``average_precision`` read an ``array<double>`` column of
+the K class scores of each row (``mergeablemetrics.RowStateAggregator`` in a classic session), folded into core's
+``class_score_distribution``.
 
 Without a JDK (no ``javac``) :func:`jar_path` returns None and the adapter keeps its other paths, with one
 line saying what to install (:data:`NO_JDK`).
@@ -53,6 +58,13 @@ NO_JDK = (
 CONNECT_FUNCTION = "mm_states"
 #: the name of the UserDefinedAggregateFunction form of every state kind (the float kinds) under Spark Connect
 CONNECT_BLOCK_FUNCTION = "mm_block_states"
+#: the UserDefinedAggregateFunction form of specs whose score column holds score rows (:data:`SCORE_ROW_MODE`) under Spark Connect
+CONNECT_ROW_FUNCTION = "mm_row_states"
+#: the score mode of an ``array<double>`` score column of K finite scores per row (``mergeablemetrics.Spec.SCORE_ROW``:
+#: multiclass ``roc_auc`` / ``average_precision`` one-vs-rest and one-vs-one from class score columns)
+SCORE_ROW_MODE = 5
+#: the float state kinds folded from score rows (the others of a multiclass plan with scores keep the Arrow path)
+ROW_KINDS: frozenset[str] = frozenset({"class_score_distribution"})
 #: the state kinds :data:`CONNECT_FUNCTION` folds (sums of per-row cells)
 COUNT_KINDS: frozenset[str] = frozenset({"binary_confusion", "confusion_matrix", "example_count"})
 _SEP = "\x1f"
@@ -184,6 +196,7 @@ def _connect_ready(spark: Any) -> bool:
     spark.addArtifacts(str(jar))
     spark.udf.registerJavaUDAF(CONNECT_FUNCTION, "mergeablemetrics.StateUDAF")
     spark.udf.registerJavaUDAF(CONNECT_BLOCK_FUNCTION, "mergeablemetrics.BlockStateUDAF")
+    spark.udf.registerJavaUDAF(CONNECT_ROW_FUNCTION, "mergeablemetrics.RowBlockUDAF")
     _loaded[key] = True
     return True
 
@@ -244,16 +257,20 @@ def state_column(spark: Any, spec: str, label: "Column", score: "Column | None",
     """The aggregate Column of ``spec`` over the (double) input columns: the states' packed bytes."""
     from pyspark.sql import functions as F
 
+    rows = int(spec.split(_SEP, 2)[1]) == SCORE_ROW_MODE
     if is_connect(spark):
         if not _connect_ready(spark):
             raise RuntimeError(NO_JDK)
         none = F.lit(None).cast("double")
-        name = connect_function(spec)
+        name = CONNECT_ROW_FUNCTION if rows else connect_function(spec)
         return F.call_function(name, F.lit(spec), label, score if score is not None else none, weight if weight is not None else none)
     name = function_name(spec)
     key = (_session_key(spark), name)
     if key not in _loaded:
-        register(spark, name, spec)
+        if rows:
+            _call_registrar(spark, "registerRows", name, spec)
+        else:
+            register(spark, name, spec)
         _loaded[key] = True
     cols = [label] + ([score] if score is not None else []) + ([weight] if weight is not None else [])
     return F.call_function(name, *cols)
@@ -392,7 +409,7 @@ def unpack(data: bytes | None, count: int) -> list[bytes] | None:
 
 # -- an evaluation's plan as a spec -------------------------------------------------------------------------------
 #: what the JVM path does not fold (one line each; such evaluations keep the other paths)
-NOT_PORTED = "per-query ranking, multilabel, top-k and regression terms / error quantile states keep the Arrow path (not ported to the JVM)"
+NOT_PORTED = "per-query ranking, multilabel, top-k, multioutput regression and Tweedie powers other than 0, 1 and 2 (np.power) keep the Arrow path (not ported to the JVM)"
 
 
 def _count_kind(state: Any) -> tuple[str, str] | None:
@@ -451,6 +468,8 @@ def evaluation_spec(ev: Any, sliced: bool = False) -> tuple[str | None, str]:
         return None, "slice specs (use groupBy keys with metric_columns)"
     if task.kind == "regression":
         return _regression_spec(ev)
+    if task.kind == "multiclass" and ev.score_col is not None:
+        return _score_row_spec(ev)
     # the plain (N,) inputs, or one binary score column read as probabilities (log_loss, brier_score, ...)
     binary_score = (
         task.kind == "binary"
@@ -507,6 +526,42 @@ def _jvm_states(plan: Any, no_float: str | None) -> tuple[list | None, str]:
             return None, f"state {cls.kind!r} has no JVM port ({NOT_PORTED})"
         states.append(got)
     return states, ""
+
+
+def _score_row_spec(ev: Any) -> tuple[str | None, str]:
+    """``(spec, "")`` of a multiclass evaluation of an ``array<double>`` score column of K scores per row whose
+    states are ``example_count`` and the class score distribution (``roc_auc``, ``average_precision``,
+    one-vs-rest and one-vs-one), else ``(None, why not)``."""
+    from mergeable_metrics.engine import SCORES_FINITE, WEIGHTS_RULE, label_rule
+
+    plan = ev.plan
+    task = plan.task
+    if (
+        not isinstance(ev.score_col, str)
+        or not isinstance(ev.label_col, str)
+        or ev.prediction_col is not None
+        or any(ev.formats.values())
+        or ev.measure_col is not None
+        or ev.query_col is not None
+        or getattr(ev, "classes", None) is not None
+        or task.ignore_index is not None
+        or not plan.needs <= {"target", "score_matrix"}
+    ):
+        return None, "inputs need core's input formats (per-class score columns, one-hot, probabilities, classes=, ...)"
+    states = []
+    for cls, layout in plan.state_types:
+        zero = cls.zero(layout)
+        if cls.kind == "example_count":
+            got = _count_kind(zero)
+        elif cls.kind in ROW_KINDS:
+            got = _float_kinds()[type(zero)](zero)
+        else:
+            return None, f"state {cls.kind!r} is not folded from score rows in the JVM ({NOT_PORTED})"
+        states.append(got)
+    k = task.num_classes
+    names = [ev.label_col, ev.score_col, ev.weight_col]
+    rules = [label_rule("labels", k), SCORES_FINITE, WEIGHTS_RULE]
+    return spec_text(k, SCORE_ROW_MODE, ev.weight_col is not None, names, rules, states), ""
 
 
 #: the rules of regression targets and predictions, as core's messages state them (inputs/formats.py)
@@ -568,6 +623,8 @@ def input_columns(ev: Any) -> tuple["Column", "Column | None", "Column | None"]:
         )
         return F.when(raw.isNotNull() & value.isNull(), F.raise_error(message).cast("double")).otherwise(value)
 
+    if ev.plan.task.kind == "multiclass" and ev.score_col is not None:  # score rows (SCORE_ROW_MODE)
+        return num(ev.label_col), F.col(quote(ev.score_col)).cast("array<double>"), num(ev.weight_col)
     if ev.plan.task.kind == "multiclass":
         score = ev.prediction_col
     else:
@@ -582,7 +639,9 @@ _columns: dict[tuple, "Column"] = {}
 
 def evaluation_column(spark: Any, ev: Any, spec: str) -> "Column":
     """The JVM aggregate Column folding ``ev``'s states (their packed bytes)."""
-    score_name = ev.prediction_col if ev.plan.task.kind == "multiclass" else (ev.score_col if ev.score_col is not None else ev.prediction_col)
+    score_name = (
+        ev.prediction_col if ev.plan.task.kind == "multiclass" and ev.score_col is None else (ev.score_col if ev.score_col is not None else ev.prediction_col)
+    )
     key = (_session_key(spark), spec, ev.label_col, score_name, ev.weight_col, NATIVE_COUNTS)
     got = _columns.get(key)
     if got is not None:

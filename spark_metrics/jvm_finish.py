@@ -126,9 +126,29 @@ _REGRESSION_FINISH = {
 }
 
 
+#: the regression-term metrics finished in Java (mergeablemetrics.TermsFinish): the mean of one term
+_TERMS_FINISH = frozenset({"msle", "rmsle", "mean_pinball_loss", "mean_tweedie_deviance", "mean_poisson_deviance", "mean_gamma_deviance"})
+
+
+def _terms_finish(types: Any, kinds: list[str], metric: Any) -> str | None:
+    """``term,i,-1,0,j,sqrt,averaged``: the mean of term ``j`` of a single-output regression-terms state."""
+    if kinds.count("regression_terms") != 1 or getattr(metric, "dependencies", None):
+        return None
+    i = kinds.index("regression_terms")
+    layout = types[i][1]
+    if layout.num_outputs is not None:
+        return None
+    averaged = "multioutput" in metric.params
+    if averaged and not (isinstance(metric.p["multioutput"], str) and metric.p["multioutput"] == "uniform_average"):
+        return None
+    return f"term,{i},-1,0,{layout.terms.index(metric.term())},{1 if metric.name == 'rmsle' else 0},{1 if averaged else 0}"
+
+
 def _regression_finish(types: Any, kinds: list[str], metric: Any) -> str | None:
     """``reg,i,-1,0,metric,force_finite,averaged`` of a single-output regression metric (``multioutput`` the
     default ``uniform_average``: a metric with that parameter goes through core's ``combine_outputs``)."""
+    if metric.name in _TERMS_FINISH:
+        return _terms_finish(types, kinds, metric)
     code = _REGRESSION_FINISH.get(metric.name)
     if code is None or kinds.count("regression_moments") != 1 or getattr(metric, "dependencies", None):
         return None
@@ -203,6 +223,10 @@ SQL_REGRESSION_FUNCTIONS = {
     "mm_explained_variance": "explained_variance",
     "mm_max_error": "max_error",
     "mm_pearson": "pearson",
+    "mm_msle": "msle",
+    "mm_rmsle": "rmsle",
+    "mm_mean_poisson_deviance": "mean_poisson_deviance",
+    "mm_mean_gamma_deviance": "mean_gamma_deviance",
 }
 #: the SQL names returning a state (its finish stays in Python: :func:`finish_sql_state`)
 SQL_STATE_FUNCTIONS = {"mm_roc_auc_state": "roc_auc", "mm_average_precision_state": "average_precision"}
@@ -224,7 +248,9 @@ def register_sql_functions(spark: Any) -> list[str]:
       see :func:`metric_finish`);
     * ``mm_r2(target, prediction[, weight])``, ``mm_mse``, ``mm_rmse``, ``mm_mae``, ``mm_mape``,
       ``mm_explained_variance``, ``mm_max_error``, ``mm_pearson``: the regression metric (any finite targets and
-      predictions), folded and finished in the JVM, bit for bit core's value;
+      predictions), folded and finished in the JVM, bit for bit core's value; ``mm_msle``, ``mm_rmsle``,
+      ``mm_mean_poisson_deviance``, ``mm_mean_gamma_deviance`` likewise (NaN for a group with a row outside the
+      metric's domain, as core);
     * ``mm_roc_auc_state(label, score)``, ``mm_average_precision_state``: the group's score distribution
       (state bytes): their finish is core's, in Python (:func:`finish_sql_state`), with bounds beyond the capacity.
 

@@ -23,6 +23,9 @@ from mergeable_metrics.engine import (
     RegressionMomentsState,
     ScoreDistributionState,
 )
+from mergeable_metrics.metrics.regression_quantiles import AbsoluteErrorDistributionState
+from mergeable_metrics.metrics.regression_terms import RegressionTermsState
+from mergeable_metrics.states.score_distribution import ClassScoreDistributionState
 
 __all__ = ["FLOAT_KINDS", "layout_json"]
 
@@ -74,6 +77,27 @@ def _score_distribution(zero: Any) -> tuple[str, str]:
     return _config(zero, capacity=zero.layout.capacity)
 
 
+def _class_score_distribution(zero: Any) -> tuple[str, str]:
+    return _config(zero, num_classes=zero.layout.num_classes, capacity=zero.layout.capacity)
+
+
+#: the regression terms whose per-row values Java computes bit for bit as core (arithmetic and fdlibm's logs); the
+#: other Tweedie powers call ``np.power`` (the platform's libm or SIMD code) and keep the Arrow path
+PORTED_TERMS = ("sle", "pinball:", "tweedie:0.0", "tweedie:1.0", "tweedie:2.0", "null:1.0", "null:2.0")
+
+
+def _regression_terms(zero: Any) -> tuple[str, str]:
+    lay = zero.layout
+    if lay.num_outputs is not None:
+        raise NotImplementedError(f"regression_terms of a multioutput layout ({lay}) is not folded in the JVM")
+    for t in lay.terms:
+        if not any(t == p or (p.endswith(":") and t.startswith(p)) for p in PORTED_TERMS):
+            raise NotImplementedError(
+                f"regression term {t!r} is not folded in the JVM (its np.power is the platform's libm, not reproducible in Java bit for bit)"
+            )
+    return _config(zero, terms=";".join(lay.terms), num_outputs=None)
+
+
 #: Python state class -> ``(JVM kind, config)`` of its zero state
 FLOAT_KINDS: dict[type, Callable[[Any], tuple[str, str]]] = {
     ProbabilitySumsState: _probability_sums,
@@ -81,4 +105,7 @@ FLOAT_KINDS: dict[type, Callable[[Any], tuple[str, str]]] = {
     CalibrationBinsState: _calibration_bins,
     ScoreDistributionState: _score_distribution,
     Class0ScoreDistributionState: _score_distribution,
+    ClassScoreDistributionState: _class_score_distribution,
+    AbsoluteErrorDistributionState: _score_distribution,
+    RegressionTermsState: _regression_terms,
 }

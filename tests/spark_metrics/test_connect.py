@@ -191,3 +191,115 @@ def test_weighted_float_and_count_metrics_over_connect_fold_in_the_jvm(connect):
         assert [_bits(row[m]) for m in metrics] == [_bits(ref[m]) for m in metrics], (g, row, ref)
     part = pdf[pdf.g == "ties"]
     assert got["ties"]["roc_auc"] == pytest.approx(roc_auc_score(part.y, part.p, sample_weight=part.w), rel=1e-12)
+
+
+def test_class_scores_over_connect(connect):
+    """Multiclass roc_auc / average_precision from an array<double> score column over Connect: RowBlockUDAF
+    (pending score rows folded in blocks of 8192: 20,000 rows in 2 partitions cross a block) gives the Python
+    fold's bytes, and metric_columns the local engine's values bit for bit (and scikit-learn's)."""
+    import pandas as pd
+    from sklearn.metrics import roc_auc_score
+
+    from mergeable_metrics.spark import jvm
+
+    if jvm.find_javac() is None and jvm.jar_path(build=False) is None:
+        pytest.skip(jvm.NO_JDK)
+    rng = np.random.default_rng(3)
+    n, k = 20_000, 3
+    p = rng.dirichlet(np.ones(k), size=n)
+    p[:, :2] = np.round(p[:, :2], 3)  # ties
+    p[:, 2] = 1.0 - p[:, 0] - p[:, 1]  # rows summing to 1 within scikit-learn's check
+    pdf = pd.DataFrame({"g": rng.choice(["a", "b"], n), "y": rng.integers(0, k, n), "p": list(p), "w": rng.random(n) * 2})
+    metrics = ["roc_auc", "average_precision", "roc_auc@multi_class=ovo"]
+    df = connect.createDataFrame(pdf).repartition(2)
+    for wc in (None, "w"):
+        ev = Evaluation(label_col="y", score_col="p", weight_col=wc, metrics=metrics, task="multiclass", num_classes=k)
+        spec, why = jvm.evaluation_spec(ev)
+        assert spec is not None, why
+        col = jvm.evaluation_column(connect, ev, spec)
+        assert jvm.CONNECT_ROW_FUNCTION in str(col)
+        data = df.agg(col.alias("s")).collect()[0]["s"]
+        want = ev.fold(ev.zero(), {"y": pdf.y.to_numpy(), "p": p, "w": pdf.w.to_numpy()}).states(())
+        assert jvm.unpack(data, len(want)) == [s.encode() for s in want]  # byte for byte
+        cols = metric_columns(metrics, label_col="y", score_col="p", weight_col=wc, task="multiclass", num_classes=k, engine="jvm")
+        got = {r["g"]: r.asDict() for r in df.groupBy("g").agg(*cols).collect()}
+        ref = Evaluation(label_col="y", score_col="p", weight_col=wc, metrics=metrics, task="multiclass", num_classes=k, slices=["g"]).evaluate([pdf])
+        assert sorted(got) == ["a", "b"]
+        for g, row in got.items():
+            keys = [m.key for m in ev.plan.metrics]
+            assert all(_same(row[key], ref[(("g", g),)].metrics[key]) for key in keys), (g, row)
+            part = pdf[pdf.g == g]
+            want_auc = roc_auc_score(part.y, np.stack(part.p.to_numpy()), multi_class="ovr", sample_weight=None if wc is None else part.w)
+            assert row["roc_auc"] == pytest.approx(want_auc, abs=1e-12)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_compute_metrics_regression_over_connect(connect, weighted, monkeypatch):
+    """compute_metrics of a regression plan over Connect (the JVM fold, then core's merge and finish of the slices'
+    states on the executors): every slice's values equal the local engine's bit for bit, and scikit-learn's."""
+    from sklearn.metrics import mean_squared_error, r2_score
+
+    from mergeable_metrics.spark import jvm
+
+    if jvm.find_javac() is None and jvm.jar_path(build=False) is None:
+        pytest.skip(jvm.NO_JDK)
+    pdf = _frame(3000, seed=9)
+    pdf["t"] = pdf.p * 10 + pdf.y
+    pdf["q"] = pdf.t + np.cos(np.arange(len(pdf)))
+    wc = "w" if weighted else None
+    if weighted:
+        pdf["w"] = np.where(np.arange(len(pdf)) % 3 == 0, 1.0, np.sin(np.arange(len(pdf))) ** 2 * 3)
+    metrics = ["r2", "mse", "mae", "example_count"]
+    ev = Evaluation(label_col="t", score_col="q", metrics=metrics, task="regression", weight_col=wc, slices=["country"])
+    from mergeable_metrics.spark import jvm_path
+
+    taken = []
+    real = jvm_path.compute_jvm
+    monkeypatch.setattr(jvm_path, "compute_jvm", lambda *a: taken.append(1) or real(*a))
+    got = collect_results(compute_metrics(connect.createDataFrame(pdf).repartition(3), evaluation=ev), ev)
+    assert taken == [1]  # the JVM fold, not the Arrow path
+    want = ev.evaluate([pdf])
+    assert [s.key for s in got] == [s.key for s in want]
+    for a, b in zip(got, want):
+        assert a.n == b.n and all(_same(a.metrics[m], b.metrics[m]) for m in metrics), (a.key, a.metrics, b.metrics)
+    part = pdf[pdf.country == "DE"]
+    sw = part.w if weighted else None
+    de = got[(("country", "DE"),)].metrics
+    assert de["r2"] == pytest.approx(r2_score(part.t, part.q, sample_weight=sw), rel=1e-9)
+    assert de["mse"] == pytest.approx(mean_squared_error(part.t, part.q, sample_weight=sw), rel=1e-12)
+
+
+def test_regression_terms_and_quantiles_over_connect(connect):
+    """msle, the Poisson deviance (finished in Java) and median_absolute_error (regression_terms and
+    absolute_error_distribution Java-serialised in mm_block_states' buffer; 20,000 rows in 2 partitions cross a block)
+    over Connect: the Python fold's bytes and the local engine's values bit for bit."""
+    from sklearn.metrics import mean_squared_log_error, median_absolute_error
+
+    from mergeable_metrics.spark import jvm
+
+    if jvm.find_javac() is None and jvm.jar_path(build=False) is None:
+        pytest.skip(jvm.NO_JDK)
+    pdf = _frame(20_000, seed=11)
+    pdf["t"] = np.round(pdf.p * 10, 1) + 0.5
+    pdf["q"] = np.round(pdf.t + np.cos(np.arange(len(pdf))), 1) + 1.5
+    metrics = ["msle", "mean_poisson_deviance", "median_absolute_error", "quantile_absolute_error@q=0.9"]
+    df = connect.createDataFrame(pdf).repartition(2)
+    for wc in (None, "w"):
+        ev = Evaluation(label_col="t", score_col="q", metrics=metrics, task="regression", weight_col=wc)
+        spec, why = jvm.evaluation_spec(ev)
+        assert spec is not None, why
+        col = jvm.evaluation_column(connect, ev, spec)
+        assert jvm.CONNECT_BLOCK_FUNCTION in str(col)
+        data = df.agg(col.alias("s")).collect()[0]["s"]
+        want = ev.fold(ev.zero(), {c: pdf[c].to_numpy() for c in ("t", "q", "w")}).states(())
+        assert jvm.unpack(data, len(want)) == [s.encode() for s in want]
+        cols = metric_columns(metrics, label_col="t", score_col="q", weight_col=wc, task="regression", engine="jvm")
+        got = {r["country"]: r.asDict() for r in df.groupBy("country").agg(*cols).collect()}
+        ref = Evaluation(label_col="t", score_col="q", metrics=metrics, task="regression", slices=["country"], weight_col=wc).evaluate([pdf])
+        keys = [m.key for m in ev.plan.metrics]
+        for country, row in got.items():
+            assert all(_same(row[k], ref[(("country", country),)].metrics[k]) for k in keys), (country, row)
+        part = pdf[pdf.country == "FR"]
+        sw = None if wc is None else part.w
+        assert got["FR"]["msle"] == pytest.approx(mean_squared_log_error(part.t, part.q, sample_weight=sw), rel=1e-12)
+        assert got["FR"]["median_absolute_error"] == pytest.approx(median_absolute_error(part.t, part.q, sample_weight=sw), rel=1e-12)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -93,10 +94,14 @@ def _batch(zero, rows, weighted):
     labels = [r[0] for r in rows]
     w = np.array([r[2] for r in rows], dtype=np.float64) if weighted else None
     vector = rows and isinstance(rows[0][1], tuple)
-    if kind == "regression_moments":
+    if kind in ("regression_moments", "absolute_error_distribution", "regression_terms"):
         return Batch(y_true=np.array(labels, dtype=np.float64), y_pred=np.array([r[1] for r in rows], dtype=np.float64), sample_weight=w)
     if kind.startswith("score_distribution"):
         return Batch(y_true=np.array(labels, dtype=np.int64), y_score=np.array([r[1] for r in rows], dtype=np.float64), sample_weight=w)
+    if kind == "class_score_distribution":
+        k = zero.layout.num_classes
+        scores = np.array([r[1] for r in rows], dtype=np.float64).reshape(len(rows), k)
+        return Batch(y_true=np.array(labels, dtype=np.int64), y_score=scores, sample_weight=w)
     k = getattr(zero.layout, "num_classes", 0)
     multiclass = (kind == "probability_sums" and not zero.layout.binary) or (kind == "calibration_bins" and k)
     if multiclass:
@@ -298,6 +303,154 @@ def test_score_distribution_java_serialisation_holds_its_bins_only():
     state, serialised = map(int, line.split())
     assert state >= 24 * n  # a key, a positive and a negative weight per bin
     assert serialised <= 1.05 * state + 2048, (state, serialised)
+
+
+@st.composite
+def class_score_distribution_case(draw):
+    from mergeable_metrics.states.score_distribution import ClassScoreDistributionLayout, ClassScoreDistributionState
+
+    k = draw(st.integers(2, 4))
+    capacity = draw(st.sampled_from([2, 3, 4, 7, 16, None]))
+    pool = draw(
+        st.lists(st.one_of(st.sampled_from(SPECIAL), st.floats(allow_nan=False, allow_infinity=False), UNIT, st.floats(-3, 3)), min_size=1, max_size=10)
+    )
+    score = st.sampled_from(pool)  # ties within and across columns
+    weight = st.one_of(st.just(1.0), WEIGHT)
+    row = st.tuples(st.integers(0, k - 1), st.tuples(*([score] * k)), weight)
+    zero = ClassScoreDistributionState.zero(ClassScoreDistributionLayout(k, capacity))
+    return zero, draw(st.booleans()), draw(partitioned(st.lists(row, max_size=16)))
+
+
+@settings(max_examples=6)
+@given(st.lists(class_score_distribution_case(), min_size=40, max_size=40))
+def test_class_score_distribution_bytes_equal_the_python_fold_exact_and_compressed(cases):
+    """Per class column the canonical bins of its scores with every true class's exact weight: capacities 2
+    to 16 (levels raised while folding and merging) and the default, weights 0, -0.0, subnormal, huge."""
+    check_kind(cases)
+
+
+def test_class_score_distribution_of_many_rows_raises_its_levels_as_core_does():
+    """6,000 rows of 4 classes (scores rounded to 3 decimals in half the rows, raw in the others, half of
+    them weighted) in 4 partitions, capacity 50 and the default: every column raises its own level."""
+    from mergeable_metrics.states.score_distribution import ClassScoreDistributionLayout, ClassScoreDistributionState
+
+    rng = np.random.default_rng(5)
+    n, k = 6000, 4
+    p = rng.dirichlet(np.ones(k), size=n)
+    p[: n // 2] = np.round(p[: n // 2], 3)
+    y = rng.integers(0, k, n)
+    w = np.where(rng.random(n) < 0.5, 1.0, rng.random(n) * 5)
+    rows = [(int(i % 4), (int(y[i]), tuple(float(v) for v in p[i]), float(w[i]))) for i in range(n)]
+    zeros = [ClassScoreDistributionState.zero(ClassScoreDistributionLayout(k, c)) for c in (50, None)]
+    check_kind([(z, weighted, (4, [2, 0, 3, 1], rows)) for z in zeros for weighted in (True, False)])
+
+
+@st.composite
+def absolute_error_case(draw):
+    from mergeable_metrics.metrics.regression_quantiles import AbsoluteErrorDistributionState
+    from mergeable_metrics.states.score_distribution import ScoreDistributionLayout
+
+    capacity = draw(st.sampled_from([2, 3, 4, 7, 16, 40000]))
+    pool = draw(
+        st.lists(
+            st.one_of(
+                st.sampled_from([0.0, -0.0, 1.0, -1.0, 0.1, 5e-324, -5e-324, 1e-300, 1e308, -1e308, 1.7976931348623157e308]),
+                st.floats(-1e300, 1e300),
+                st.floats(-3, 3),
+            ),
+            min_size=1,
+            max_size=8,
+        )
+    )
+    value = st.sampled_from(pool)  # tied errors; 1e308 - (-1e308) overflows (held at the largest float, label 1)
+    row = st.tuples(value, value, st.one_of(st.just(1.0), WEIGHT))
+    return AbsoluteErrorDistributionState.zero(ScoreDistributionLayout(capacity)), draw(st.booleans()), draw(partitioned(st.lists(row, max_size=16)))
+
+
+@settings(max_examples=6)
+@given(st.lists(absolute_error_case(), min_size=40, max_size=40))
+def test_absolute_error_distribution_bytes_equal_the_python_fold(cases):
+    """``median_absolute_error``'s state: the canonical bins of ``|p - y|`` (exact and compressed), errors past
+    float64 kept at the largest float with label 1, weights 0, -0.0, subnormal, huge: core's bytes."""
+    check_kind(cases)
+
+
+def test_absolute_error_distribution_of_an_overflowing_error():
+    """1e308 - (-1e308) is inf: core holds its weight as ``pos`` of the largest float's bin (by hand)."""
+    from mergeable_metrics.engine import State
+    from mergeable_metrics.metrics.regression_quantiles import AbsoluteErrorDistributionState
+    from mergeable_metrics.spark.jvm_float_kinds import FLOAT_KINDS
+    from mergeable_metrics.states.score_distribution import ScoreDistributionLayout
+
+    zero = AbsoluteErrorDistributionState.zero(ScoreDistributionLayout(16))
+    kind, config = FLOAT_KINDS[type(zero)](zero)
+    (line,) = jvm_fold.run([(kind, config, 1, [0], [(0, (1e308, -1e308, 2.0)), (0, (1.0, 3.5, 1.0))])])
+    st_ = State.decode(bytes.fromhex(line))
+    assert st_["keys"].tolist() == [int(np.float64(2.5).view(np.int64)), int(np.float64(1.7976931348623157e308).view(np.int64))]
+    assert st_["pos"].tolist() == [0.0, 2.0] and st_["neg"].tolist() == [1.0, 0.0]
+
+
+@st.composite
+def regression_terms_case(draw):
+    from mergeable_metrics.metrics.regression_terms import RegressionTermsLayout, RegressionTermsState
+
+    ported = [
+        "sle",
+        "pinball:0.9",
+        "pinball:0.5",
+        "pinball:0.1",
+        "pinball:0.3333333333333333",
+        "tweedie:0.0",
+        "tweedie:1.0",
+        "tweedie:2.0",
+        "null:1.0",
+        "null:2.0",
+    ]
+    terms = tuple(draw(st.lists(st.sampled_from(ported), min_size=1, max_size=5, unique=True)))
+    value = st.one_of(
+        st.sampled_from(
+            [0.0, -0.0, 1.0, -1.0, -0.5, -1 + 2**-53, 0.1, 5e-324, -5e-324, 1e-300, 2.0**-1022, 1e300, -1e300, 1.7976931348623157e308, -1.7976931348623157e308]
+        ),
+        st.floats(-1e300, 1e300),
+        st.floats(-2, 10),
+        st.floats(0, 1e6),
+    )  # targets <= -1 and predictions <= 0 outside the domains; 1e300 / 1e-300 overflows the deviances
+    row = st.tuples(value, value, WEIGHT)
+    return RegressionTermsState.zero(RegressionTermsLayout(terms)), draw(st.booleans()), draw(partitioned(st.lists(row, max_size=10)))
+
+
+@settings(max_examples=6)
+@given(st.lists(regression_terms_case(), min_size=40, max_size=40))
+def test_regression_terms_bytes_equal_the_python_fold(cases):
+    """msle's, pinball's, the Poisson / Gamma / power-0 Tweedie deviances' and the D2 null terms' per-row values
+    (fdlibm's log and log1p on both sides: ``StrictMath`` in Java), rows outside the domains, terms that overflow
+    to inf or give NaN (inf - inf), weights 0, subnormal, huge: core's bytes, any partitioning."""
+    check_kind(cases)
+
+
+def test_regression_terms_of_many_rows_equal_core_bit_for_bit():
+    """3,000 random rows (positive and negative targets, weights) in 3 partitions: the per-row logs of every
+    ported term agree with core's (a platform libm's log or log1p differs in about 1 value in 2,000)."""
+    from mergeable_metrics.metrics.regression_terms import RegressionTermsLayout, RegressionTermsState
+
+    rng = np.random.default_rng(13)
+    n = 3000
+    y = np.where(rng.random(n) < 0.9, rng.gamma(2.0, 3.0, n), -rng.random(n) * 3)
+    p = np.abs(y + rng.normal(size=n)) + 1e-3
+    w = rng.random(n) * 4
+    rows = [(int(i % 3), (float(y[i]), float(p[i]), float(w[i]))) for i in range(n)]
+    zero = RegressionTermsState.zero(RegressionTermsLayout(("sle", "pinball:0.9", "tweedie:0.0", "tweedie:1.0", "tweedie:2.0", "null:1.0", "null:2.0")))
+    check_kind([(zero, weighted, (3, [1, 2, 0], rows)) for weighted in (True, False)])
+
+
+def test_regression_terms_with_np_power_keep_the_arrow_path():
+    from mergeable_metrics.metrics.regression_terms import RegressionTermsLayout, RegressionTermsState
+    from mergeable_metrics.spark.jvm_float_kinds import FLOAT_KINDS
+
+    for term in ("tweedie:1.5", "tweedie:-1.0", "tweedie:3.0", "null:0.0", "null:1.5"):
+        zero = RegressionTermsState.zero(RegressionTermsLayout((term,)))
+        with pytest.raises(NotImplementedError, match="np.power"):
+            FLOAT_KINDS[type(zero)](zero)
 
 
 # -- the count kinds with weights: per-cell exact weight sums, as core's weighted fold ------------

@@ -135,9 +135,11 @@ def test_regression_finish_of_hand_made_cases():
 
 
 def test_regression_variants_not_ported_keep_the_python_finish():
-    ev = Evaluation(label_col="y", score_col="p", metrics=["mse@multioutput=0.3", "r2", "msle"], task="regression")
+    metrics = ["mse@multioutput=0.3", "r2", "median_absolute_error", "d2_tweedie_score@power=1", "msle@multioutput=0.3"]
+    ev = Evaluation(label_col="y", score_col="p", metrics=metrics, task="regression")
     descs = {m.key: metric_finish(ev, m) for m in ev.plan.metrics}
-    assert descs["r2"] is not None and descs["mse@multioutput=0.3"] is None and descs["msle"] is None
+    assert descs["r2"] is not None and descs["mse@multioutput=0.3"] is None and descs["median_absolute_error"] is None
+    assert descs["d2_tweedie_score@1"] is None and descs["msle@multioutput=0.3"] is None
     multi = Evaluation(label_col="y", score_col="p", metrics=["r2"], task="regression", num_outputs=2)
     assert metric_finish(multi, multi.plan.metrics[0]) is None
 
@@ -267,8 +269,8 @@ def test_unported_regression_metrics_keep_a_python_finish_or_say_why(jvm_spark):
     for r in q.collect():
         ref = want[(("g", r["g"]),)].metrics
         assert _bits(r["r2"]) == _bits(ref["r2"]) and _bits(r["mse@multioutput=0.3"]) == _bits(ref["mse@multioutput=0.3"])
-    spec, why = jvm.evaluation_spec(Evaluation(label_col="y", score_col="p", metrics=["msle"], task="regression"))
-    assert spec is None and "regression_terms" in why
+    spec, why = jvm.evaluation_spec(Evaluation(label_col="y", score_col="p", metrics=["mean_tweedie_deviance@power=1.5"], task="regression"))
+    assert spec is None and "tweedie:1.5" in why and "np.power" in why  # the platform's libm: keeps the Arrow path
 
 
 @pytest.mark.parametrize("weight_col", [None, "w"])

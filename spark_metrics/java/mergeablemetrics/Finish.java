@@ -20,6 +20,7 @@ package mergeablemetrics;
  * ({@link RankingFinish}; null where that finish cannot give core's value bit for bit);</li>
  * <li>{@code reg,i,-1,0,metric,forceFinite,averaged}: a regression metric of a regression-moments state
  * ({@link RegressionFinish}: core's exact rationals, rounded once).</li>
+ * <li>{@code term,i,-1,0,j,sqrt,averaged}: the mean of term j of a regression-terms state ({@link TermsFinish}).</li>
  * </ul>
  */
 public final class Finish {
@@ -81,6 +82,8 @@ public final class Finish {
                 return RankingFinish.brier(st, num(f[4]));
             case "reg":
                 return RegressionFinish.value(st, f[4], f[5].equals("1"), f[6].equals("1"));
+            case "term":
+                return TermsFinish.value(st, Integer.parseInt(f[4]), f[5].equals("1"), f[6].equals("1"));
             case "count":
                 return st == null ? 0.0 : (double) st.longs("count")[0];
             case "prf":

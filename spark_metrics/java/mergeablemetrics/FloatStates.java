@@ -9,7 +9,7 @@ public final class FloatStates {
     private FloatStates() {}
 
     /** The kinds this factory makes. */
-    public static final String[] KINDS = {ProbabilitySums.KIND, RegressionMoments.KIND, CalibrationBins.KIND, "score_distribution", "score_distribution_class0"};
+    public static final String[] KINDS = {ProbabilitySums.KIND, RegressionMoments.KIND, CalibrationBins.KIND, "score_distribution", "score_distribution_class0", ClassScoreDistribution.KIND, AbsoluteErrorDistribution.KIND, RegressionTerms.KIND};
 
     public static JvmState create(String kind, String config) {
         switch (kind) {
@@ -22,6 +22,12 @@ public final class FloatStates {
             case "score_distribution":
             case "score_distribution_class0":
                 return new ScoreDistribution(kind, config);
+            case ClassScoreDistribution.KIND:
+                return new ClassScoreDistribution(config);
+            case AbsoluteErrorDistribution.KIND:
+                return new AbsoluteErrorDistribution(config);
+            case RegressionTerms.KIND:
+                return new RegressionTerms(config);
             default:
                 throw new IllegalArgumentException("unknown JVM float state kind " + kind);
         }

@@ -21,6 +21,17 @@ public final class Registrar {
         return name;
     }
 
+    /** Register {@code name(label, scores[, weight])} folding the states of a {@link Spec#SCORE_ROW} {@code spec}
+     * ({@link RowStateAggregator}: {@code scores} an {@code array<double>} of K entries); returns the name. */
+    public static String registerRows(SparkSession spark, String name, String spec) {
+        Spec s = new Spec(spec);
+        StructType schema = new StructType().add("label", DataTypes.DoubleType, true)
+            .add("scores", DataTypes.createArrayType(DataTypes.DoubleType, true), true);
+        if (s.weighted) schema = schema.add("weight", DataTypes.DoubleType, true);
+        spark.udf().register(name, functions.udaf(new RowStateAggregator(spec), Encoders.row(schema)));
+        return name;
+    }
+
     /** Register {@code name(label[, score][, weight])} returning one metric's value ({@link MetricAggregator}). */
     public static String registerMetric(SparkSession spark, String name, String spec, String metric) {
         spark.udf().register(name, functions.udaf(new MetricAggregator(spec, metric), Encoders.row(inputSchema(spec))));

@@ -11,6 +11,8 @@ public final class Spec implements Serializable {
     /** what the score column holds (and, for {@link #VALUES}, the label column too): {@code VALUES} are
      * regression targets and predictions, any finite floats */
     public static final int NO_SCORE = 0, SCORE = 1, PREDICTION = 2, PROBABILITY = 3, VALUES = 4;
+    /** the score column holds a row of {@code k} finite scores (an array column; {@link #foldRow}) */
+    public static final int SCORE_ROW = 5;
 
     public final String text;
     final int k;
@@ -93,6 +95,39 @@ public final class Spec implements Serializable {
     public void fold(JvmState[] states, Double label, Double score, Double weight) {
         double y = label(label), s = score(score), w = weight(weight);
         for (JvmState st : states) st.update(y, s, w);
+    }
+
+    /** The checked score row of one row ({@link #SCORE_ROW}: {@code k} finite doubles; null: a null row). */
+    double[] scoreRow(java.util.List<?> v) {
+        if (v == null) throw invalid(scoreName, "null", scoreRule);
+        if (v.size() != k) throw invalid(scoreName, "a row of " + v.size() + " entries", "score rows need " + k + " entries per row (num_classes)");
+        double[] out = new double[k];
+        for (int i = 0; i < k; i++) {
+            Object x = v.get(i);
+            if (x == null) throw invalid(scoreName, "null (entry " + i + ")", scoreRule);
+            double d = ((Number) x).doubleValue();
+            if (!Double.isFinite(d)) throw invalid(scoreName, show(d) + " (entry " + i + ")", scoreRule);
+            out[i] = d;
+        }
+        return out;
+    }
+
+    /** Fold one row whose score is a row of {@code k} scores ({@link #SCORE_ROW}; checks in Python's order: label,
+     * scores, weight): count kinds take the row as a label (their cell does not read the score), the others the
+     * score row ({@link JvmState#updateVector}). */
+    public void foldRow(JvmState[] states, Double label, java.util.List<?> scores, Double weight) {
+        double y = label(label);
+        double[] s = scoreRow(scores);
+        double w = weight(weight);
+        foldChecked(states, y, s, w);
+    }
+
+    /** {@link #foldRow} of a checked row. */
+    static void foldChecked(JvmState[] states, double y, double[] s, double w) {
+        for (JvmState st : states) {
+            if (st instanceof CountState) st.update(y, 0.0, w);
+            else st.updateVector(y, s, w);
+        }
     }
 
     /** The states' bytes, each with a u32 little-endian length before it. */

@@ -1,0 +1,152 @@
+package mergeablemetrics;
+
+/**
+ * {@code regression_terms} (core/metrics/regression_terms.py RegressionTermsState), single output: the row
+ * count, the exact weight, and per term the exact sum of {@code w * term(y, p)} over the rows inside its
+ * domain with a finite term, the rows outside the domain, and the rows whose term is {@code +inf} /
+ * {@code -inf} (weight > 0) or NaN (or infinite of weight 0). Each row's term is computed with the same IEEE
+ * operations in the same order as core's numpy code, its logs fdlibm's ({@code StrictMath.log} /
+ * {@code log1p}, core's {@code mergeable_metrics._util.portable_log}), so the bytes are core's.
+ *
+ * <p>Ported terms: {@code sle} (msle, rmsle), {@code pinball:A}, {@code tweedie:0}, {@code tweedie:1}
+ * (Poisson), {@code tweedie:2} (Gamma), {@code null:1}, {@code null:2}. The other Tweedie powers call
+ * {@code np.power} (the platform's libm or SIMD code), which Java cannot reproduce bit for bit: the Python
+ * side does not build this state for them (they keep the Arrow path). Config key {@code terms}: the
+ * layout's sorted terms separated by {@code ;}.
+ */
+public final class RegressionTerms implements JvmState {
+    private static final long serialVersionUID = 1L;
+    static final String KIND = "regression_terms";
+    private static final int SLE = 0, PINBALL = 1, TWEEDIE0 = 2, POISSON = 3, GAMMA = 4, NULL_POISSON = 5, NULL_GAMMA = 6;
+    private final FloatConfig cfg;
+    private final int[] op;
+    private final double[] arg;
+    private long count;
+    private final ExactSum weight = new ExactSum();
+    private final ExactSum[] sums;
+    private final long[] outside, posinf, neginf, nan;
+
+    public RegressionTerms(String config) {
+        cfg = new FloatConfig(KIND, config);
+        if (!cfg.get("num_outputs").isEmpty()) throw new IllegalArgumentException(KIND + ": multioutput layouts are not ported to the JVM");
+        String t = cfg.get("terms");
+        String[] terms = t.isEmpty() ? new String[0] : t.split(";");
+        op = new int[terms.length];
+        arg = new double[terms.length];
+        for (int j = 0; j < terms.length; j++) {
+            int colon = terms[j].indexOf(':');
+            String name = colon < 0 ? terms[j] : terms[j].substring(0, colon);
+            double a = colon < 0 ? Double.NaN : Double.parseDouble(terms[j].substring(colon + 1));
+            arg[j] = a;
+            if (name.equals("sle")) op[j] = SLE;
+            else if (name.equals("pinball")) op[j] = PINBALL;
+            else if (name.equals("tweedie") && a == 0.0) op[j] = TWEEDIE0;
+            else if (name.equals("tweedie") && a == 1.0) op[j] = POISSON;
+            else if (name.equals("tweedie") && a == 2.0) op[j] = GAMMA;
+            else if (name.equals("null") && a == 1.0) op[j] = NULL_POISSON;
+            else if (name.equals("null") && a == 2.0) op[j] = NULL_GAMMA;
+            else throw new IllegalArgumentException(KIND + ": term " + terms[j] + " is not ported to the JVM (np.power is the platform's)");
+        }
+        sums = FloatConfig.sums(terms.length);
+        outside = new long[terms.length];
+        posinf = new long[terms.length];
+        neginf = new long[terms.length];
+        nan = new long[terms.length];
+    }
+
+    /** scipy's {@code xlogy}: {@code x * log(y)}, 0 where {@code x == 0}. */
+    private static double xlogy(double x, double y) {
+        return x == 0 ? 0.0 : x * StrictMath.log(y);
+    }
+
+    @Override
+    public void update(double y, double p, double w) {
+        FloatConfig.checkWeight(KIND, w);
+        FloatConfig.checkFinite(KIND, "target", y);
+        FloatConfig.checkFinite(KIND, "prediction", p);
+        if (count == Long.MAX_VALUE) throw new IllegalArgumentException(KIND + ".count: int64 overflow");
+        count++;
+        weight.add(w);
+        boolean positive = w > 0;
+        for (int j = 0; j < op.length; j++) {
+            double v;
+            boolean inside;
+            switch (op[j]) {
+                case SLE: {
+                    inside = y > -1 && p > -1;
+                    double d = StrictMath.log1p(y) - StrictMath.log1p(p);
+                    v = d * d;
+                    break;
+                }
+                case PINBALL: {
+                    double a = arg[j], d = y - p, sign = d >= 0 ? 1.0 : 0.0;
+                    v = a * sign * d - (1 - a) * (1 - sign) * d;
+                    inside = true;
+                    break;
+                }
+                case TWEEDIE0: {
+                    double d = y - p;
+                    v = d * d;
+                    inside = true;
+                    break;
+                }
+                case POISSON:
+                    inside = p > 0 && y >= 0;
+                    v = 2 * (xlogy(y, y / p) - y + p);
+                    break;
+                case GAMMA:
+                    inside = p > 0 && y > 0;
+                    v = 2 * (StrictMath.log(p / y) + y / p - 1);
+                    break;
+                case NULL_POISSON:
+                    inside = y >= 0;
+                    v = xlogy(y, y);
+                    break;
+                default: // NULL_GAMMA
+                    inside = y > 0;
+                    v = StrictMath.log(y);
+                    break;
+            }
+            if (!inside) outside[j]++;
+            else if (Double.isNaN(v)) nan[j]++;
+            else if (Double.isInfinite(v)) {
+                if (!positive) nan[j]++;
+                else if (v > 0) posinf[j]++;
+                else neginf[j]++;
+            } else sums[j].addProduct(v, w);
+        }
+    }
+
+    @Override
+    public void merge(JvmState other) {
+        if (!(other instanceof RegressionTerms)) throw new IllegalArgumentException("cannot merge " + other.getClass().getSimpleName() + " into " + KIND);
+        RegressionTerms o = (RegressionTerms) other;
+        cfg.checkSame(KIND, o.cfg);
+        count = Math.addExact(count, o.count);
+        weight.merge(o.weight);
+        FloatConfig.mergeAll(sums, o.sums);
+        for (int j = 0; j < op.length; j++) {
+            outside[j] = Math.addExact(outside[j], o.outside[j]);
+            posinf[j] = Math.addExact(posinf[j], o.posinf[j]);
+            neginf[j] = Math.addExact(neginf[j], o.neginf[j]);
+            nan[j] = Math.addExact(nan[j], o.nan[j]);
+        }
+    }
+
+    @Override
+    public byte[] toBytes() {
+        ExactSum.Encoded ew = ExactSum.encode(new ExactSum[] {weight}), es = ExactSum.encode(sums);
+        long[] scalar = new long[0], shape = {op.length};
+        StateFrame f = new StateFrame(KIND, 2, cfg.layoutJson);
+        f.i64("count", scalar, new long[] {count});
+        f.exactValues("weight", scalar, ew);
+        f.exactValues("sums", shape, es);
+        f.i64("outside", shape, outside);
+        f.i64("posinf", shape, posinf);
+        f.i64("neginf", shape, neginf);
+        f.i64("nan", shape, nan);
+        f.exactLimbs("weight", ew);
+        f.exactLimbs("sums", es);
+        return f.finish();
+    }
+}
