@@ -475,10 +475,10 @@ def _precounted_threshold(n: int, pre: Any, weight: np.ndarray | None) -> dict[s
     """The fields of :func:`_one_threshold_counts` from the counts of the validation's pass
     (:attr:`Batch.cells`): unweighted ``(npos, npred, tp)``, weighted the raw sums of
     tn, fp, fn, tp (:func:`mergeable_metrics._util.exact_kernels.binary_cells`)."""
-    if weight is None:
+    if weight is None:  # row counts below 2**53: each a float64 exactly
         npos, npred, tp = pre
         cells = {"tp": tp, "fp": npred - tp, "tn": n - npred - (npos - tp), "fn": npos - tp}
-        return {name: np.array([value], dtype=np.float64) for name, value in cells.items()}
+        return {name: ExactSums._compact(np.array([float(value)])) for name, value in cells.items()}
     sums = ExactSums.lazy(pre[0], pre[1], (4,))
     _remember_cell_total(weight, pre)
     return {name: sums.take(np.array([i])) for name, i in (("tp", 3), ("fp", 1), ("tn", 0), ("fn", 2))}
@@ -654,7 +654,8 @@ class BinaryConfusionState(State):
         if t == 1:  # the common case: one cache-sized pass, exact counts (see _one_threshold_counts)
             pre = batch.cells_for(("threshold", layout.thresholds[0], layout.threshold_rule == ">"), batch.y_score)
             if pre is not None:  # counted by the validation's compiled pass (the same counts)
-                return cls(layout, _precounted_threshold(batch.n, pre, batch.sample_weight))
+                # every field an exact sum of its shape: built without the constructor's checks
+                return cls._of_sums(layout, _precounted_threshold(batch.n, pre, batch.sample_weight))
             return cls(layout, _one_threshold_counts(y, score, thr[0], layout.threshold_rule, batch.sample_weight))
         # several thresholds: one count (or exact weight sum) per cell (label, thresholds passed),
         # then running sums over the thresholds (see from_cells)
@@ -759,11 +760,12 @@ class ConfusionMatrixState(State):
         k = layout.num_classes
         pre = batch.cells_for(("pairs", k), batch.y_pred)
         if pre is not None:  # counted by the validation's compiled pass (the same counts)
+            # the field an exact sum of its shape: built without the constructor's checks
             w = batch.sample_weight
-            if w is None:
-                return cls(layout, {"matrix": pre.astype(np.float64).reshape(k, k)})
+            if w is None:  # row counts below 2**53: each a float64 exactly (+0.0 for none)
+                return cls._of_sums(layout, {"matrix": ExactSums._compact(pre.astype(np.float64).reshape(k, k))})
             _remember_cell_total(w, pre)
-            return cls(layout, {"matrix": ExactSums.lazy(pre[0], pre[1], (k, k))})
+            return cls._of_sums(layout, {"matrix": ExactSums.lazy(pre[0], pre[1], (k, k))})
         return cls(layout, {"matrix": _pair_counts(batch.y_true, batch.y_pred, k, batch.sample_weight)})
 
     @classmethod
