@@ -231,3 +231,23 @@ def test_the_numpy_path_checks_as_before():
     assert mc.compute()["f1@macro"] == pytest.approx(f1_score(y, p, average="macro"), rel=1e-12)
     with pytest.raises(ValueError, match=r"column 'y_pred': invalid value 5.0 at row 3001: predictions must be integers in \[0, 5\)"):
         _numpy_path(lambda: mc.update(np.array([0, 1]), y_pred=np.array([0, 5])))
+
+
+def test_a_plan_with_other_states_reads_the_same_batch():
+    """Counts from the validation's pass next to states that read the columns themselves (a
+    score distribution): the bytes of the reference path, the values scikit-learn's."""
+    from sklearn.metrics import f1_score, roc_auc_score
+
+    rng = np.random.default_rng(13)
+    y = rng.integers(0, 2, 4000)
+    s = np.clip(0.3 * y + 0.7 * rng.random(4000), 0, 1)
+    make = lambda: MetricCollection("roc_auc", "f1")  # noqa: E731
+    mc, ref = make(), _off(make())
+    assert mc.plan.count_cells == ("threshold", 0.5, False)
+    for c in (mc, ref):
+        c.update(y[:1000], s[:1000])
+        c.update(y[1000:], s[1000:])
+    assert mc.encode() == ref.encode()
+    got = mc.compute()
+    assert got["f1"] == pytest.approx(f1_score(y, s >= 0.5), rel=1e-12)
+    assert got["roc_auc"] == pytest.approx(roc_auc_score(y, s), rel=1e-9)
