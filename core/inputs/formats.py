@@ -1116,13 +1116,14 @@ def _plain_label_cells(
     if count_cells[0] == "threshold":
         if task.kind != "binary" or y_pred is not None or not _float_column(y_score, n):
             return None
-        got = _kernels.binary_counts(y_true, y_score, count_cells[1], count_cells[2])  # checks labels and scores
+        if w is None:
+            got = _kernels.binary_counts(y_true, y_score, count_cells[1], count_cells[2])  # checks labels and scores
+        else:  # the cells' weight sums check the labels; the scores' finiteness read from the cache after them
+            got = _kernels.binary_cells(y_true, y_score, count_cells[1], count_cells[2], w)
+            if got is not None and not _all_finite(y_score):
+                got = None
         if got is None:
             return None
-        if w is not None:
-            got = _kernels.binary_cells(y_true, y_score, count_cells[1], count_cells[2], w)
-            if got is None:
-                return None
         return Batch(y_true, y_score, None, w, cells=(count_cells, y_true, y_score, w, got))
     return None
 

@@ -172,11 +172,12 @@ def test_an_invalid_multiclass_label_gets_the_reference_message_and_folds_nothin
         ("sample_weight", np.array([1.0, 1.0, 1.0, 1.0, np.nan, 1.0])),
     ],
 )
-def test_an_invalid_binary_value_gets_the_reference_message_and_folds_nothing(col, bad):
+@pytest.mark.parametrize("weighted", [False, True])
+def test_an_invalid_binary_value_gets_the_reference_message_and_folds_nothing(col, bad, weighted):
     y = np.array([0, 1, 1, 0, 1, 1])
     s = np.array([0.1, 0.9, 0.6, 0.2, 0.8, 0.7])
-    w = np.ones(6)
-    args = {"y_true": y, "y_score": s, "sample_weight": w if col == "sample_weight" else None, col: bad}
+    w = np.full(6, 0.25)
+    args = {"y_true": y, "y_score": s, "sample_weight": w if weighted else None, col: bad}
     mc, ref = _binary(), _off(_binary())
     for c in (mc, ref):
         c.update(y, s)
