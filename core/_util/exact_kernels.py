@@ -96,6 +96,7 @@ _KERNELS = (
     "_pair_rows",
     "pair_cell_sums",
     "pair_counts",
+    "threshold_counts",
     "fdlibm_log",
     "log_rows",
     "_prob_rows",
@@ -1161,6 +1162,30 @@ def pair_counts(a, b, k):
     return out, bad
 
 
+def threshold_counts(y, s, t):
+    """Unweighted binary counts at one threshold in one branch-free pass (LLVM vectorises it):
+    ``(npos, npred, tp, bad)``, ``npos`` the rows with label 1, ``npred`` those with
+    ``s >= t``, ``tp`` both; ``bad`` nonzero when a label is not 0 or 1 or a score is not finite
+    (the counts are then meaningless: the caller's reference path names the value)."""
+    orv = np.int64(0)
+    ex = np.int64(0)
+    npos = np.int64(0)
+    npred = np.int64(0)
+    tp = np.int64(0)
+    sb = s.view(np.int64)
+    EXP = np.int64(0x7FF0000000000000)
+    for j in range(y.shape[0]):
+        i = np.uint64(j)
+        yi = y[i]
+        orv |= yi
+        ex = max(ex, sb[i] & EXP)
+        p = np.int64(s[i] >= t)
+        npos += yi
+        npred += p
+        tp += yi & p
+    return npos, npred, tp, np.int64((orv & ~np.int64(1)) != 0) | np.int64(ex == EXP)
+
+
 # -- log loss and Brier score: fdlibm's log, branch-free, fused with the exact sums ------------
 LN2_HI = 6.93147180369123816490e-01  # 3fe62e42 fee00000 (fdlibm e_log.c, as portable_log)
 LN2_LO = 1.90821492927058770002e-10  # 3dea39ef 35793c76
@@ -1440,6 +1465,18 @@ def pair_cells(a, b, k, w):
     return None if status >= 0 else (acc, int(e))
 
 
+def binary_counts(y, s, threshold, strict):
+    """:func:`threshold_counts` of (n,) int64 labels and float64 scores (``s >= threshold``, or
+    ``s > threshold`` with ``strict``): ``(npos, npred, tp)`` as Python ints, or None when a
+    label is not 0 or 1 or a score is not finite (the caller's reference path raises its
+    message)."""
+    t = float(threshold)
+    if strict:  # s > t is s >= the next float above t (finite t and s)
+        t = float(np.nextafter(t, np.inf))
+    npos, npred, tp, bad = threshold_counts(_as_int_array(y), _as_kernel_array(s), t)
+    return None if bad else (int(npos), int(npred), int(tp))
+
+
 def probability_moments(y, p, w, eps, want_w=True):
     """:func:`probability_sums` of (n,) labels in {0, 1}, positive-class scores and weights (None:
     unweighted) at one clipping ``eps``, n at most :data:`CHUNK`: ``(raws, npos)``, ``raws``
@@ -1560,6 +1597,7 @@ def warm() -> float:
     binary_cells(labels, y, 0.5, False, np.array([0.5, 0.0, 2.0]))
     pair_cells(labels, labels[::-1].copy(), 2, np.array([0.5, 0.0, 2.0]))
     pair_cells(labels, labels[::-1].copy(), 2, None)
+    binary_counts(labels, y, 0.5, False)
     probability_moments(labels, np.array([0.25, 1.0, 0.0]), None, 1e-7)
     probability_moments(labels, np.array([0.25, 1.0, 0.0]), np.array([0.5, 0.0, 2.0]), 1e-7)
     _warm = True

@@ -41,7 +41,7 @@ from mergeable_metrics.metrics.base import (
 )
 from mergeable_metrics.metrics.retrieval import with_query_keys
 from mergeable_metrics.collection.stacked import ManyValues, compute_cells, compute_many, compute_shared
-from mergeable_metrics.states.base import ExampleCountState, State
+from mergeable_metrics.states.base import BinaryConfusionState, ConfusionMatrixState, ExampleCountState, State
 from mergeable_metrics.states.score_running import running_folds
 
 #: Input needs (see :meth:`mergeable_metrics.metrics.base.Metric.needs`) and the roles that satisfy them.
@@ -209,6 +209,19 @@ class Plan:
             if cls is MeanMeasureState:
                 return layout.names
         return ()
+
+    @functools.cached_property
+    def count_cells(self) -> tuple | None:
+        """The counts the validation of plain (N,) int64 labels can compute for a state of this
+        plan in the same compiled pass (:func:`mergeable_metrics.inputs.formats.make_batch`'s
+        ``count_cells``): ``("pairs", K)`` for a K x K confusion matrix, ``("threshold", t,
+        strict)`` for binary counts at one threshold ``t`` (``strict``: ``score > t``); None."""
+        for cls, layout in self.state_types:
+            if cls is ConfusionMatrixState:
+                return ("pairs", layout.num_classes)
+            if cls is BinaryConfusionState and len(layout.thresholds) == 1:
+                return ("threshold", layout.thresholds[0], layout.threshold_rule == ">")
+        return None
 
     @property
     def measure_fns(self) -> dict[str, Any]:
@@ -875,6 +888,7 @@ class MetricCollection:
             values=measure,
             measure_name=measure_name,
             needs=plan.needs,
+            count_cells=plan.count_cells,
         )
         if query is not None:
             ids = as_array(query, "query")

@@ -958,6 +958,7 @@ def make_batch(
     values: Any = None,
     measure_name: str = "measure",
     needs: frozenset[str] | set[str] = frozenset(),
+    count_cells: tuple | None = None,
 ) -> tuple[Batch, np.ndarray | None]:
     """Validate columns and build a :class:`~mergeable_metrics.inputs.validation.Batch`, on the fast path when it applies.
 
@@ -980,6 +981,12 @@ def make_batch(
         values: a per-example measure, or None.
         measure_name: the measure column's name, for messages.
         needs: the plan's input needs (e.g. ``"probability"``).
+        count_cells: the counts a state of the plan takes from plain (N,) int64 labels
+            (:attr:`mergeable_metrics.collection.plan.Plan.count_cells`): ``("pairs", K)`` (a
+            K x K confusion matrix) or ``("threshold", t, strict)`` (binary counts at one
+            threshold). In raise mode, such labels (with predictions, or finite scores) are
+            checked by the compiled pass that counts them (:attr:`Batch.cells`); a value it
+            refuses sends the batch to the reference checks, which name it.
 
     Returns:
         ``(batch, invalid)``: in "raise" mode ``invalid`` is None; in "skip" mode it is the (N,)
@@ -993,6 +1000,10 @@ def make_batch(
     _check_binary_score_width(task, num_classes, y_score, names[1], formats)
     if on_invalid == "raise" and y_score is None:
         fast = _plain_floats(task, y_true, y_pred, values, sample_weight, formats, needs, measure_name)
+        if fast is not None:
+            return fast, None
+    if on_invalid == "raise" and count_cells is not None:
+        fast = _plain_label_cells(task, num_classes, y_true, y_score, y_pred, sample_weight, formats, needs, count_cells)
         if fast is not None:
             return fast, None
     if not _needs_formats(task, num_classes, y_true, y_score, y_pred, formats, values, needs):
@@ -1062,6 +1073,59 @@ def _plain_floats(task: Any, y_true: Any, y_pred: Any, values: Any, sample_weigh
     if len(cols) == 2:
         return Batch(y_true, None, y_pred, w, None)
     return Batch(None, None, None, w, cols[0].reshape(-1, 1) if isinstance(measure_name, list) else cols[0])
+
+
+def _int_column(a: Any) -> bool:
+    """A plain (not a subclass) C-contiguous (n,) int64 numpy column with n > 0."""
+    return type(a) is np.ndarray and a.dtype == np.int64 and a.ndim == 1 and a.flags.c_contiguous and a.shape[0] > 0
+
+
+_LABEL_NEEDS = frozenset({"target", "prediction", "score"})
+
+
+def _plain_label_cells(
+    task: Any, num_classes: int, y_true: Any, y_score: Any, y_pred: Any, sample_weight: Any, formats: Any, needs: Any, count_cells: tuple
+) -> Batch | None:
+    """The batch :func:`plain_batch` makes of plain (N,) int64 labels with (N,) int64 predictions
+    (``count_cells`` ``("pairs", K)``) or (N,) float64 scores (``("threshold", t, strict)``,
+    binary), checked by the compiled pass that counts the plan's cells (labels in [0, K), or 0 / 1
+    with finite scores) instead of the per-column reductions; the counts travel with the batch
+    (:attr:`Batch.cells`). Weights are checked as :func:`plain_batch` checks them. None for any
+    other input and for any invalid value: :func:`plain_batch` then reads the columns and raises
+    its message (nothing is folded). The arrays are the caller's (as :func:`plain_batch` keeps
+    them)."""
+    if task is None or task.kind not in ("binary", "multiclass") or task.ignore_index is not None or task.num_classes != num_classes:
+        return None
+    if (formats and any(v for v in formats.values())) or (needs and not _LABEL_NEEDS.issuperset(needs)):
+        return None
+    if not _int_column(y_true):
+        return None
+    n = y_true.shape[0]
+    if n > _kernels.CHUNK or not _kernels.ready():
+        return None
+    w = sample_weight
+    if w is not None and not (_float_column(w, n) and w.min() >= 0 and _all_finite(w)):  # min() is NaN if any is
+        return None
+    if count_cells[0] == "pairs":
+        if y_score is not None or count_cells[1] != num_classes or not (_int_column(y_pred) and y_pred.shape[0] == n):
+            return None
+        got = _kernels.pair_cells(y_true, y_pred, num_classes, w)
+        if got is None:
+            return None
+        return Batch(y_true, None, y_pred, w, cells=(count_cells, y_true, y_pred, w, got))
+    if count_cells[0] == "threshold":
+        if task.kind != "binary" or y_pred is not None or not _float_column(y_score, n):
+            return None
+        if w is None:
+            got = _kernels.binary_counts(y_true, y_score, count_cells[1], count_cells[2])  # checks labels and scores
+        else:  # the cells' weight sums check the labels; the scores' finiteness read from the cache after them
+            got = _kernels.binary_cells(y_true, y_score, count_cells[1], count_cells[2], w)
+            if got is not None and not _all_finite(y_score):
+                got = None
+        if got is None:
+            return None
+        return Batch(y_true, y_score, None, w, cells=(count_cells, y_true, y_score, w, got))
+    return None
 
 
 def _check_binary_score_width(task: Any, num_classes: int, y_score: Any, name: str, formats: dict[str, str | None] | None) -> None:

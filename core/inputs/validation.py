@@ -256,6 +256,22 @@ class Batch:
     #: [x weight], (limbs, exp) of sum weight or None)``; a state uses them only while
     #: ``values`` and ``sample_weight`` are these very arrays (:meth:`take` leaves them behind)
     sums: Any = None
+    #: counts the validation's compiled pass computed while it checked plain (N,) int64 labels
+    #: (:func:`mergeable_metrics.inputs.formats.make_batch` with ``count_cells``): ``(key,
+    #: y_true, other, sample_weight, counts)``, ``key`` ``("pairs", K)`` (``other`` the
+    #: predictions; counts the (K * K,) int64 cell counts or, weighted, the raw ``(limbs, exp)``
+    #: of the cells' exact weight sums) or ``("threshold", t, strict)`` (``other`` the scores;
+    #: ``(npos, npred, tp)`` or, weighted, the raw sums of tn, fp, fn, tp); a state uses them
+    #: only while the batch holds these very arrays (:meth:`take` leaves them behind)
+    cells: Any = None
+
+    def cells_for(self, key: tuple, other: np.ndarray | None) -> Any:
+        """The precomputed counts of :attr:`cells` for ``key`` over this batch's labels, ``other``
+        and weights, or None."""
+        c = self.cells
+        if c is None or c[0] != key or c[1] is not self.y_true or c[2] is not other or c[3] is not self.sample_weight:
+            return None
+        return c[4]
 
     @property
     def n(self) -> int:

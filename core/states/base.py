@@ -471,6 +471,19 @@ def _one_threshold_counts(y: np.ndarray, score: np.ndarray, threshold: float, ru
     return {name: np.array([value], dtype=np.float64) for name, value in cells.items()}
 
 
+def _precounted_threshold(n: int, pre: Any, weight: np.ndarray | None) -> dict[str, Any]:
+    """The fields of :func:`_one_threshold_counts` from the counts of the validation's pass
+    (:attr:`Batch.cells`): unweighted ``(npos, npred, tp)``, weighted the raw sums of
+    tn, fp, fn, tp (:func:`mergeable_metrics._util.exact_kernels.binary_cells`)."""
+    if weight is None:  # row counts below 2**53: each a float64 exactly
+        npos, npred, tp = pre
+        cells = {"tp": tp, "fp": npred - tp, "tn": n - npred - (npos - tp), "fn": npos - tp}
+        return {name: ExactSums._compact(np.array([float(value)])) for name, value in cells.items()}
+    sums = ExactSums.lazy(pre[0], pre[1], (4,))
+    _remember_cell_total(weight, pre)
+    return {name: sums.take(np.array([i])) for name, i in (("tp", 3), ("fp", 1), ("tn", 0), ("fn", 2))}
+
+
 def _remember_cell_total(weight: np.ndarray, raw: tuple[np.ndarray, int]) -> None:
     """Record the exact sum of ``weight`` (the sum of its per-cell raw limbs ``raw``) for the
     other states of the batch's fold (:func:`mergeable_metrics._util.exact.weight_sum`)."""
@@ -639,6 +652,10 @@ class BinaryConfusionState(State):
             raise ValueError("binary confusion counts need scores or predictions")
         y = batch.y_true
         if t == 1:  # the common case: one cache-sized pass, exact counts (see _one_threshold_counts)
+            pre = batch.cells_for(("threshold", layout.thresholds[0], layout.threshold_rule == ">"), batch.y_score)
+            if pre is not None:  # counted by the validation's compiled pass (the same counts)
+                # every field an exact sum of its shape: built without the constructor's checks
+                return cls._of_sums(layout, _precounted_threshold(batch.n, pre, batch.sample_weight))
             return cls(layout, _one_threshold_counts(y, score, thr[0], layout.threshold_rule, batch.sample_weight))
         # several thresholds: one count (or exact weight sum) per cell (label, thresholds passed),
         # then running sums over the thresholds (see from_cells)
@@ -741,6 +758,14 @@ class ConfusionMatrixState(State):
         if batch.y_pred is None:
             raise ValueError("a confusion matrix needs predicted labels")
         k = layout.num_classes
+        pre = batch.cells_for(("pairs", k), batch.y_pred)
+        if pre is not None:  # counted by the validation's compiled pass (the same counts)
+            # the field an exact sum of its shape: built without the constructor's checks
+            w = batch.sample_weight
+            if w is None:  # row counts below 2**53: each a float64 exactly (+0.0 for none)
+                return cls._of_sums(layout, {"matrix": ExactSums._compact(pre.astype(np.float64).reshape(k, k))})
+            _remember_cell_total(w, pre)
+            return cls._of_sums(layout, {"matrix": ExactSums.lazy(pre[0], pre[1], (k, k))})
         return cls(layout, {"matrix": _pair_counts(batch.y_true, batch.y_pred, k, batch.sample_weight)})
 
     @classmethod
