@@ -99,6 +99,7 @@ _KERNELS = (
     "_prob_rows",
     "probability_sums",
     "stack_raws",
+    "regression_stack_sums",
 )
 
 #: kernels compiled with numba's ``error_model="numpy"``: an IEEE division (no zero-division check,
@@ -849,8 +850,9 @@ def regression_sums(y, p, w, has_w, want_w, ae, ape):
     ``y y``, ``p p``, ``y p``, ``|e|``, ``ape`` (``e = p - y`` and ``ape = |e| / max(|y|, eps)``
     rounded per row, as numpy computes them); ``max_abs_e`` the largest ``|e|`` over rows of
     positive weight (0.0: none). Each array is scanned once for its range (:func:`scan`) and
-    shared by every sum that reads it. ``status`` 1: a value, ``|e|`` or ``ape`` is not finite
-    (nothing summed: the caller's reference path raises its message). ``want_w``: sum ``w``
+    shared by every sum that reads it. ``status`` 1: a value, ``|e|``, ``ape`` or a weight is
+    not finite; 2: a weight is negative (nothing summed: the caller's reference path raises its
+    message; the weights' sign is one more branch-free reduction of their range scan). ``want_w``: sum ``w``
     (else slot 0 is left empty: the caller has it). ``ae``, ``ape``: (n,)
     scratch arrays (the caller's, reused: a fresh 512 KiB array costs its page faults)."""
     n = y.shape[0]
@@ -890,11 +892,15 @@ def regression_sums(y, p, w, has_w, want_w, ae, ape):
     los[1], his[1] = _binades(lp, hp)
     los[2], his[2] = _binades(la, ha)
     los[3], his[3] = _binades(lq, hq)
-    los[4], his[4] = scan(w.view(np.int64)) if has_w else (np.int64(1023), np.int64(1023))
+    neg = False
+    if has_w:
+        los[4], his[4], neg = scan_weights(w.view(np.int64))
+    else:
+        los[4], his[4] = np.int64(1023), np.int64(1023)
     empty = np.zeros((1, 0), dtype=np.int64)
     accs = [empty] * 8
     exps = np.zeros(8, dtype=np.int64)
-    status = 0
+    status = 2 if neg else 0
     for k in range(5):
         if his[k] == 2047:
             status = 1
@@ -1346,6 +1352,18 @@ def stack_raws(a1, a2, a3, a4, a5, a6, a7, exps):
     return D, lo
 
 
+def regression_stack_sums(y, p, w, has_w, want_w, ae, ape):
+    """:func:`regression_sums` with the seven sums (``sum_y`` .. ``sum_ape``) stacked
+    (:func:`stack_raws`) in the same compiled call: ``(acc_w, exp_w, D, exp, max_abs_e,
+    status)`` (``acc_w`` the weight's raw limbs, empty without weights or ``want_w``); one call
+    and three arrays to box where the two calls boxed nine."""
+    a0, a1, a2, a3, a4, a5, a6, a7, exps, mx, status = regression_sums(y, p, w, has_w, want_w, ae, ape)
+    if status:
+        return a0, np.int64(0), np.zeros((7, 0), dtype=np.int64), np.int64(0), mx, status
+    D, e = stack_raws(a1, a2, a3, a4, a5, a6, a7, exps)
+    return a0, exps[0], D, e, mx, status
+
+
 def i2f(b):
     """The float64 of the IEEE bits ``b`` (compiled: a bit cast)."""
     return float(np.int64(b).view(np.float64))
@@ -1388,14 +1406,24 @@ def regression_moments(y, p, w, want_w=True):
 def regression_stacked(y, p, w, want_w=True):
     """:func:`regression_moments` with the seven sums (``sum_y`` .. ``sum_ape``) as the rows of
     one raw matrix: ``(weight_raw, (D (7, L), exp), max_abs_e)`` (``weight_raw`` None as there),
-    or None. A running state keeps its sums so and adds a batch's in one compiled call."""
-    got = regression_moments(y, p, w, want_w)
-    if got is None:
+    or None (a value, ``|e|``, ``ape`` or a weight not finite, or a negative weight: the caller's
+    reference path names it). One compiled call (:func:`regression_stack_sums`). A running state
+    keeps its sums so and adds a batch's in one compiled call."""
+    if not (type(y) is np.ndarray and y.dtype == np.float64 and y.flags.c_contiguous and y.flags.writeable):
+        y = _as_kernel_array(y)
+    if not (type(p) is np.ndarray and p.dtype == np.float64 and p.flags.c_contiguous and p.flags.writeable):
+        p = _as_kernel_array(p)
+    has_w = w is not None
+    n = y.shape[0]
+    buf = getattr(_scratch, "buf", None)
+    if buf is None or buf.shape[1] < n:
+        buf = np.empty((2, n))
+        if n <= SCRATCH:
+            _scratch.buf = buf
+    wa, ew, D, e, mx, status = regression_stack_sums(y, p, _as_kernel_array(w) if has_w else _EMPTYF, has_w, want_w, buf[0, :n], buf[1, :n])
+    if status:
         return None
-    raws, mx = got
-    a = [r[0] for r in raws[1:]]
-    D, e = stack_raws(a[0], a[1], a[2], a[3], a[4], a[5], a[6], np.array([0] + [r[1] for r in raws[1:]], dtype=np.int64))
-    return raws[0], (D, int(e)), mx
+    return ((wa, int(ew)) if has_w and want_w else None), (D, int(e)), float(mx)
 
 
 def _as_int_array(a):
