@@ -86,6 +86,8 @@ _KERNELS = (
     "sum_blocks",
     "mean_sums",
     "_binades",
+    "_reg_rows",
+    "_trim",
     "regression_sums",
     "cell_grids",
     "and4",
@@ -842,31 +844,25 @@ def _binades(lo, hi):
     return max((lo + 1) >> 52, np.int64(1)), hi >> 52
 
 
-def regression_sums(y, p, w, has_w, want_w, ae, ape):
-    """Every exact sum of a single-output regression moments state of one batch in one compiled
-    call: ``(accs, exps, max_abs_e, status)``. ``accs[k]``, ``exps[k]`` are the raw limbs of
-    sum ``k`` (as :func:`plan_sum`) of, with weights, ``w``, ``y w``, ``p w``, ``y y w``,
-    ``p p w``, ``y p w``, ``|e| w``, ``ape w`` and without, (slot 0 unused), ``y``, ``p``,
-    ``y y``, ``p p``, ``y p``, ``|e|``, ``ape`` (``e = p - y`` and ``ape = |e| / max(|y|, eps)``
-    rounded per row, as numpy computes them); ``max_abs_e`` the largest ``|e|`` over rows of
-    positive weight (0.0: none). Each array is scanned once for its range (:func:`scan`) and
-    shared by every sum that reads it. ``status`` 1: a value, ``|e|``, ``ape`` or a weight is
-    not finite; 2: a weight is negative (nothing summed: the caller's reference path raises its
-    message; the weights' sign is one more branch-free reduction of their range scan). ``want_w``: sum ``w``
-    (else slot 0 is left empty: the caller has it). ``ae``, ``ape``: (n,)
-    scratch arrays (the caller's, reused: a fresh 512 KiB array costs its page faults)."""
-    n = y.shape[0]
-    # one pass: |e|, ape, and the range scan (:func:`scan`) of y, p, |e| and ape (bits of the
-    # largest magnitude; of the smallest nonzero one, 0 sent to the top), branch-free reductions
+#: rows per block of :func:`regression_sums`: a block's targets, predictions, weights and its
+#: ``|e|`` and ``ape`` (5 x 64 KiB) stay in the L2 cache while every sum reads them
+REG_BLOCK = 8192
+
+
+def _reg_rows(y, p, lo, hi, ae, ape):
+    """The per-row pass of :func:`regression_sums` over rows ``lo .. hi``: ``ae[j] = |e|``,
+    ``ape[j]`` (``j`` from 0) and the range scans (:func:`scan`'s two reductions) of y, p, |e|
+    and ape, branch-free."""
     hy = hp = ha = hq = np.int64(0)
     ly = lp = la = lq = M63
-    for j in range(n):
-        i = np.uint64(j)
+    for j in range(hi - lo):
+        i = np.uint64(lo + j)
+        k = np.uint64(j)
         yv = y[i]
         a = abs(p[i] - yv)
         q = a / max(abs(yv), EPS64)
-        ae[i] = a
-        ape[i] = q
+        ae[k] = a
+        ape[k] = q
         by = f2i(yv) & M63
         bp = f2i(p[i]) & M63
         ba = f2i(a)
@@ -879,75 +875,139 @@ def regression_sums(y, p, w, has_w, want_w, ae, ape):
         lp = min(lp, (bp - 1) & M63)
         la = min(la, (ba - 1) & M63)
         lq = min(lq, (bq - 1) & M63)
-    mb = ha  # the bits of max |e| (|e| >= 0: its bits order as its values)
-    if has_w:
-        mb = np.int64(0)
-        for j in range(n):
-            i = np.uint64(j)
-            b = f2i(ae[i]) if w[i] > 0 else np.int64(0)
-            mb = max(mb, b)
-    los = np.empty(5, dtype=np.int64)
-    his = np.empty(5, dtype=np.int64)
-    los[0], his[0] = _binades(ly, hy)
-    los[1], his[1] = _binades(lp, hp)
-    los[2], his[2] = _binades(la, ha)
-    los[3], his[3] = _binades(lq, hq)
-    neg = False
-    if has_w:
-        los[4], his[4], neg = scan_weights(w.view(np.int64))
-    else:
-        los[4], his[4] = np.int64(1023), np.int64(1023)
+    return hy, ly, hp, lp, ha, la, hq, lq
+
+
+def _trim(acc, qlo):
+    """The raw limbs of a window (``acc`` (1, W), limb 0 at ``qlo - OFFSET // 32``) cut to its
+    nonzero limbs: ``(limbs (1, L), exp)`` (no limbs: a zero sum)."""
+    W = acc.shape[1]
+    a = 0
+    while a < W and acc[0, a] == 0:
+        a += 1
+    if a == W:
+        return np.zeros((1, 0), dtype=np.int64), np.int64(0)
+    b = W
+    while acc[0, b - 1] == 0:
+        b -= 1
+    out = np.empty((1, b - a), dtype=np.int64)
+    for i in range(a, b):
+        out[0, i - a] = acc[0, i]
+    return out, np.int64(qlo - OFFSET // 32 + a)
+
+
+def regression_sums(y, p, w, has_w, want_w, ae, ape):
+    """Every exact sum of a single-output regression moments state of one batch in one compiled
+    call: ``(accs, exps, max_abs_e, status)``. ``accs[k]``, ``exps[k]`` are the raw limbs of
+    sum ``k`` (as :func:`plan_sum`) of, with weights, ``w``, ``y w``, ``p w``, ``y y w``,
+    ``p p w``, ``y p w``, ``|e| w``, ``ape w`` and without, (slot 0 unused), ``y``, ``p``,
+    ``y y``, ``p p``, ``y p``, ``|e|``, ``ape`` (``e = p - y`` and ``ape = |e| / max(|y|, eps)``
+    rounded per row, as numpy computes them); ``max_abs_e`` the largest ``|e|`` over rows of
+    positive weight (0.0: none). The rows go in blocks of :data:`REG_BLOCK` (read from memory
+    once, then summed from the cache): per block one pass computes ``|e|``, ``ape`` and the range
+    scans, then every sum of the block runs on the block's own grids (:func:`grid_sum`) into a
+    window that holds any sum of its factors. ``status`` 1: a value, ``|e|``, ``ape`` or a
+    weight is not finite; 2: a weight is negative (nothing summed: the caller's reference path
+    raises its message; the weights' sign is one more branch-free reduction of their range
+    scan). ``want_w``: sum ``w`` (else slot 0 is left empty: the caller has it). ``ae``,
+    ``ape``: scratch arrays of at least ``min(n, REG_BLOCK)`` rows (the caller's, reused)."""
+    n = y.shape[0]
     empty = np.zeros((1, 0), dtype=np.int64)
     accs = [empty] * 8
     exps = np.zeros(8, dtype=np.int64)
-    status = 2 if neg else 0
-    for k in range(5):
-        if his[k] == 2047:
-            status = 1
-    if status:
-        return accs[0], accs[1], accs[2], accs[3], accs[4], accs[5], accs[6], accs[7], exps, 0.0, status
     g = np.zeros(0, dtype=np.int64)
     none = np.zeros(0)
-    # (factors by the scans' slots: 0 y, 1 p, 2 |e|, 3 ape, 4 w); the same factor order as the
-    # reference path's exact_sum_products calls (the sums are exact: the order changes no bit)
+    # windows holding any sum of 1, 2 or 3 factors (as mean_sums'), one per sum
+    nw = 1 if has_w else 0
+    qlo1 = (OFFSET - 1074 * (1 + nw) - 64) >> 5
+    qlo2 = (OFFSET - 1074 * (2 + nw) - 64) >> 5
+    qlo0 = (OFFSET - 1074 - 64) >> 5
+    win1 = ((OFFSET + 1024 * (1 + nw)) >> 5) + 4 - qlo1
+    win2 = ((OFFSET + 1024 * (2 + nw)) >> 5) + 4 - qlo2
+    win0 = ((OFFSET + 1024) >> 5) + 4 - qlo0
+    W = np.zeros((8, max(win1, win2, win0)), dtype=np.int64)
+    qlos = np.zeros(8, dtype=np.int64)
+    for k in range(8):
+        qlos[k] = qlo0 if k == 0 else (qlo2 if 3 <= k <= 5 else qlo1)
+    los = np.empty(5, dtype=np.int64)
+    his = np.empty(5, dtype=np.int64)
     sl = np.zeros(3, dtype=np.int64)
     sh = np.zeros(3, dtype=np.int64)
+    mb = np.int64(0)  # the bits of max |e| over rows of positive weight (|e| >= 0: its bits order as its values)
+    for blo in range(0, n, REG_BLOCK):
+        bhi = min(n, blo + REG_BLOCK)
+        m = bhi - blo
+        hy, ly, hp, lp, ha, la, hq, lq = _reg_rows(y, p, blo, bhi, ae, ape)
+        los[0], his[0] = _binades(ly, hy)
+        los[1], his[1] = _binades(lp, hp)
+        los[2], his[2] = _binades(la, ha)
+        los[3], his[3] = _binades(lq, hq)
+        neg = False
+        if has_w:
+            los[4], his[4], neg = scan_weights(w[blo:bhi].view(np.int64))
+        else:
+            los[4], his[4] = np.int64(1023), np.int64(1023)
+        status = 2 if neg else 0
+        for k in range(5):
+            if his[k] == 2047:
+                status = 1
+        if status:
+            return accs[0], accs[1], accs[2], accs[3], accs[4], accs[5], accs[6], accs[7], exps, 0.0, status
+        yb = y[blo:bhi]
+        pb = p[blo:bhi]
+        ab = ae[0:m]
+        qb = ape[0:m]
+        wb = w[blo:bhi] if has_w else none[0:0]
+        if has_w:
+            for j in range(m):
+                b = f2i(ab[np.uint64(j)]) if wb[np.uint64(j)] > 0 else np.int64(0)
+                mb = max(mb, b)
+        else:
+            mb = max(mb, ha)
+        # (factors by the scans' slots: 0 y, 1 p, 2 |e|, 3 ape, 4 w); the same factor order as the
+        # reference path's exact_sum_products calls (the sums are exact: the order changes no bit)
+        for k in range(8):
+            if k == 0 and not (has_w and want_w):
+                continue
+            if k == 0:
+                nf, a0, a1, a2 = 1, 4, 0, 0
+            elif k == 1:
+                nf, a0, a1, a2 = 1, 0, 0, 0
+            elif k == 2:
+                nf, a0, a1, a2 = 1, 1, 0, 0
+            elif k == 3:
+                nf, a0, a1, a2 = 2, 0, 0, 0
+            elif k == 4:
+                nf, a0, a1, a2 = 2, 1, 1, 0
+            elif k == 5:
+                nf, a0, a1, a2 = 2, 0, 1, 0
+            elif k == 6:
+                nf, a0, a1, a2 = 1, 2, 0, 0
+            else:
+                nf, a0, a1, a2 = 1, 3, 0, 0
+            if has_w and k > 0:  # the weight is the last factor
+                if nf == 1:
+                    a1 = 4
+                else:
+                    a2 = 4
+                nf += 1
+            sl[0], sh[0] = los[a0], his[a0]
+            sl[1], sh[1] = los[a1], his[a1]
+            sl[2], sh[2] = los[a2], his[a2]
+            f0 = yb if a0 == 0 else (pb if a0 == 1 else (ab if a0 == 2 else (qb if a0 == 3 else wb)))
+            f1 = none[0:0] if nf < 2 else (yb if a1 == 0 else (pb if a1 == 1 else wb))
+            f2 = none[0:0] if nf < 3 else wb
+            acc, e = grid_sum(f0, f1, f2, nf, g, False, 1, sl, sh)
+            sh_ = e + OFFSET // 32 - qlos[k]
+            for i in range(acc.shape[1]):
+                W[k, sh_ + i] += acc[0, i]
     for k in range(8):
         if k == 0 and not (has_w and want_w):
             continue
-        if k == 0:
-            nf, a0, a1, a2 = 1, 4, 0, 0
-        elif k == 1:
-            nf, a0, a1, a2 = 1, 0, 0, 0
-        elif k == 2:
-            nf, a0, a1, a2 = 1, 1, 0, 0
-        elif k == 3:
-            nf, a0, a1, a2 = 2, 0, 0, 0
-        elif k == 4:
-            nf, a0, a1, a2 = 2, 1, 1, 0
-        elif k == 5:
-            nf, a0, a1, a2 = 2, 0, 1, 0
-        elif k == 6:
-            nf, a0, a1, a2 = 1, 2, 0, 0
-        else:
-            nf, a0, a1, a2 = 1, 3, 0, 0
-        if has_w and k > 0:  # the weight is the last factor
-            if nf == 1:
-                a1 = 4
-            else:
-                a2 = 4
-            nf += 1
-        sl[0], sh[0] = los[a0], his[a0]
-        sl[1], sh[1] = los[a1], his[a1]
-        sl[2], sh[2] = los[a2], his[a2]
-        f0 = y if a0 == 0 else (p if a0 == 1 else (ae if a0 == 2 else (ape if a0 == 3 else w)))
-        f1 = none if nf < 2 else (y if a1 == 0 else (p if a1 == 1 else w))
-        f2 = none if nf < 3 else w
-        acc, e = grid_sum(f0, f1, f2, nf, g, False, 1, sl, sh)
+        acc, e = _trim(W[k : k + 1], qlos[k])
         accs[k] = acc
         exps[k] = e
-    mx = np.int64(mb)
-    return accs[0], accs[1], accs[2], accs[3], accs[4], accs[5], accs[6], accs[7], exps, i2f(mx), status
+    return accs[0], accs[1], accs[2], accs[3], accs[4], accs[5], accs[6], accs[7], exps, i2f(mb), 0
 
 
 # -- exact per-cell weight sums of the confusion folds (cells computed in the pass) ------------
