@@ -72,6 +72,7 @@ _KERNELS = (
     "scatter",
     "unbias",
     "_rows",
+    "_rows3",
     "flush_parts",
     "_tier",
     "fused_grid",
@@ -414,6 +415,40 @@ def _rows(f0, f1, f2, nf, lo, hi, K, g, has_g, part, ca, ba, cb, bb, cc, bc, U, 
                 add_int(acc, 0, sc[k], U[2 * K + k] + OFFSET, qmin)
 
 
+def _rows3(f0, f1, f2, lo, hi, K, KA, ca, cb, cc, U, acc, qmin):
+    """The ungrouped three-factor rows of :func:`_rows` when the rounded products (tier 0) and
+    the terms below 2**-106 of them (tier 2) need fewer grids than the terms of tier 1: ``KA``
+    grids for those, ``K`` for tier 1 (a tier's grids are its first ones, so the integers and
+    units are :func:`_rows`'s; two fewer grid steps per row of ``K = 3``)."""
+    z = (np.int64(0), np.int64(0), np.int64(0), np.int64(0))
+    for blo in range(lo, hi, BLOCK):
+        bhi = min(hi, blo + BLOCK)
+        sa = sb = sc = z
+        for j in range(blo, bhi):
+            i = np.uint64(j)
+            p, e = two_prod(f0[i], f1[i])
+            c = f2[i]
+            p1, e1 = two_prod(p, c)
+            p2, e2 = two_prod(e, c)
+            sa = add4(sa, chain(p1, KA, ca, z))
+            sb = add4(sb, add4(chain(e1, K, cb, z), chain(p2, K, cb, z)))
+            sc = add4(sc, chain(e2, KA, cc, z))
+        cnt = np.int64(bhi - blo)
+        ba = (f2i(ca[0]), f2i(ca[1]), f2i(ca[2]), f2i(ca[3]))
+        bb = (f2i(cb[0]), f2i(cb[1]), f2i(cb[2]), f2i(cb[3]))
+        bc = (f2i(cc[0]), f2i(cc[1]), f2i(cc[2]), f2i(cc[3]))
+        sa = unbias(sa, cnt, ba, KA)
+        sb = unbias(sb, cnt * 2, bb, K)  # tier 1: two terms per row
+        sc = unbias(sc, cnt, bc, KA)
+        for k in range(K):
+            if k < KA and sa[k] != 0:
+                add_int(acc, 0, sa[k], U[k] + OFFSET, qmin)
+            if sb[k] != 0:
+                add_int(acc, 0, sb[k], U[K + k] + OFFSET, qmin)
+            if k < KA and sc[k] != 0:
+                add_int(acc, 0, sc[k], U[2 * K + k] + OFFSET, qmin)
+
+
 def flush_parts(part, U, acc, qmin):
     """Add the integer grid sums ``part`` (rows, K; unit ``2**U[k]``) into the limbs; zero them."""
     for row in range(part.shape[0]):
@@ -438,7 +473,7 @@ def _tier(C, Cb, t, K):
     )
 
 
-def fused_grid(f0, f1, f2, nf, g, has_g, C, Cb, U, acc, qmin, every):
+def fused_grid(f0, f1, f2, nf, g, has_g, C, Cb, U, acc, qmin, every, KA=0):
     """:func:`accumulate` for products within a window, in one pass: each product's exact float
     terms are cut onto the ``K`` (1 to 4) integer grids of their tier (``C[tier]``, units
     ``2**U[tier]``; :func:`chain`) and the integers summed in int64 (ungrouped: vectorised
@@ -452,6 +487,14 @@ def fused_grid(f0, f1, f2, nf, g, has_g, C, Cb, U, acc, qmin, every):
     part = np.zeros((acc.shape[0] if has_g else 1, T * K), dtype=np.int64)
     Uf = U.ravel()
     step = every if has_g else n  # ungrouped: one call, blocked inside (see _rows)
+    if nf == 3 and not has_g and T == 3 and 0 < KA < K:  # tiers 0 and 2 on one grid fewer (see grid_sum)
+        if K == 2:
+            _rows3(f0, f1, f2, 0, n, 2, 1, ca, cb, cc, Uf, acc, qmin)
+        elif K == 3:
+            _rows3(f0, f1, f2, 0, n, 3, 2, ca, cb, cc, Uf, acc, qmin)
+        else:
+            _rows3(f0, f1, f2, 0, n, 4, 3, ca, cb, cc, Uf, acc, qmin)
+        return
     for lo in range(0, n, max(step, 1)):
         hi = min(n, lo + step)
         if K == 1:
@@ -809,10 +852,14 @@ def grid_sum(f0, f1, f2, nf, g, has_g, size, los, his):
     bottom0 = emin if nf == 1 else max(emin, low - 52)
     u0 = emax - D
     K = 1
+    KA = 1  # the grids tiers 0 and 2 need (three factors: tier 1, whose range is the widest, may need one more)
     for t in range(T):
         top = emax - 53 * t - D
         bottom = bottom0 if t == 0 else emin
-        K = max(K, -(-(top - bottom) // D) + 1)
+        Kt = -(-(top - bottom) // D) + 1
+        K = max(K, Kt)
+        if t != 1:
+            KA = max(KA, Kt)
     if (nf == 1 or moderate) and K <= GRIDS and u0 <= 970:
         units = np.empty((T, K), dtype=np.int64)
         Cb = np.empty((T, K), dtype=np.int64)
@@ -824,7 +871,7 @@ def grid_sum(f0, f1, f2, nf, g, has_g, size, los, his):
         qmin = (units.min() + OFFSET) >> 5
         qmax = (u0 + OFFSET) >> 5
         acc = np.zeros((size, qmax - qmin + 3), dtype=np.int64)
-        fused_grid(f0, f1, f2, nf, g, has_g, Cb.view(np.float64), Cb, units, acc, qmin, every)
+        fused_grid(f0, f1, f2, nf, g, has_g, Cb.view(np.float64), Cb, units, acc, qmin, every, KA if nf == 3 else 0)
         return acc, qmin - OFFSET // 32
     qmin = (emin + OFFSET) >> 5
     qmax = (emax + OFFSET) >> 5
