@@ -212,3 +212,40 @@ def test_a_plain_update_without_numba_still_validates(monkeypatch):
         mc.update(np.array([1.0, 2.0]), y_pred=np.array([1.0, np.nan]))
     mc.update(np.array([1.0, 2.0]), y_pred=np.array([1.5, 2.0]))
     assert mc.compute()["mae"] == 0.25
+
+
+def _raw_fraction(acc: np.ndarray, exp: int) -> Fraction:
+    """The exact value of raw limbs ``acc`` (1, L) at ``exp`` (limb j weighs 2**(32 (j + exp)))."""
+    return sum((Fraction(int(v)) * Fraction(2) ** (32 * (j + exp)) for j, v in enumerate(acc[0].tolist())), Fraction(0))
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(st.tuples(st.floats(0.5, 2.0), st.floats(0.5, 2.0), st.floats(0.0, 1.0)), min_size=1, max_size=60),
+    st.integers(-300, 300),
+    st.integers(-300, 300),
+    st.integers(0, 60),
+)
+def test_three_factor_sums_with_fewer_grids_for_tiers_0_and_2_are_exact(rows, ey, ew, spread):
+    """``y y w`` / ``y p w`` of moderate ranges: the grid kernel puts the rounded products and the
+    smallest terms on one grid fewer than the middle tier (``_rows3``); the sums are the true ones."""
+    y = np.array([r[0] for r in rows]) * 2.0**ey
+    p = np.array([r[1] for r in rows]) * 2.0**ey
+    w = np.array([r[2] for r in rows]) * 2.0**ew
+    w[::3] *= 2.0**-spread  # widen the weights' range (tier 1 then needs one more grid than tiers 0 and 2)
+    for fs in ([y, y, w], [y, p, w], [p, p, w]):
+        acc, exp = K.sum_products(fs, None, 1)
+        true = sum((Fraction(float(a)) * Fraction(float(b)) * Fraction(float(c)) for a, b, c in zip(*fs)), Fraction(0))
+        assert _raw_fraction(acc, exp) == true
+
+
+def test_the_benchmarks_weighted_products_are_exact():
+    """The typical weighted batch (targets ~ N(100, 10), weights uniform in [0, 1)): its
+    three-factor sums take the tier-0/2 reduced grids (K = 3 for tier 1, 2 for tiers 0 and 2)."""
+    rng = np.random.default_rng(3)
+    y = rng.normal(100.0, 10.0, 3000)
+    p = y + rng.normal(0.0, 3.0, 3000)
+    w = rng.random(3000)
+    for fs in ([y, y, w], [y, p, w]):
+        acc, exp = K.sum_products(fs, None, 1)
+        assert _raw_fraction(acc, exp) == sum((Fraction(float(a)) * Fraction(float(b)) * Fraction(float(c)) for a, b, c in zip(*fs)), Fraction(0))
