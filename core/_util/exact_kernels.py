@@ -74,6 +74,7 @@ _KERNELS = (
     "scatter",
     "unbias",
     "_rows",
+    "_rows3",
     "flush_parts",
     "_tier",
     "fused_grid",
@@ -88,6 +89,8 @@ _KERNELS = (
     "sum_blocks",
     "mean_sums",
     "_binades",
+    "_reg_rows",
+    "_trim",
     "regression_sums",
     "cell_grids",
     "and4",
@@ -102,6 +105,7 @@ _KERNELS = (
     "_prob_rows",
     "probability_sums",
     "stack_raws",
+    "regression_stack_sums",
 )
 
 #: kernels compiled with numba's ``error_model="numpy"``: an IEEE division (no zero-division check,
@@ -424,6 +428,40 @@ def _rows(f0, f1, f2, nf, lo, hi, K, g, has_g, part, ca, ba, cb, bb, cc, bc, U, 
                 add_int(acc, 0, sc[k], U[2 * K + k] + OFFSET, qmin)
 
 
+def _rows3(f0, f1, f2, lo, hi, K, KA, ca, cb, cc, U, acc, qmin):
+    """The ungrouped three-factor rows of :func:`_rows` when the rounded products (tier 0) and
+    the terms below 2**-106 of them (tier 2) need fewer grids than the terms of tier 1: ``KA``
+    grids for those, ``K`` for tier 1 (a tier's grids are its first ones, so the integers and
+    units are :func:`_rows`'s; two fewer grid steps per row of ``K = 3``)."""
+    z = (np.int64(0), np.int64(0), np.int64(0), np.int64(0))
+    for blo in range(lo, hi, BLOCK):
+        bhi = min(hi, blo + BLOCK)
+        sa = sb = sc = z
+        for j in range(blo, bhi):
+            i = np.uint64(j)
+            p, e = two_prod(f0[i], f1[i])
+            c = f2[i]
+            p1, e1 = two_prod(p, c)
+            p2, e2 = two_prod(e, c)
+            sa = add4(sa, chain(p1, KA, ca, z))
+            sb = add4(sb, add4(chain(e1, K, cb, z), chain(p2, K, cb, z)))
+            sc = add4(sc, chain(e2, KA, cc, z))
+        cnt = np.int64(bhi - blo)
+        ba = (f2i(ca[0]), f2i(ca[1]), f2i(ca[2]), f2i(ca[3]))
+        bb = (f2i(cb[0]), f2i(cb[1]), f2i(cb[2]), f2i(cb[3]))
+        bc = (f2i(cc[0]), f2i(cc[1]), f2i(cc[2]), f2i(cc[3]))
+        sa = unbias(sa, cnt, ba, KA)
+        sb = unbias(sb, cnt * 2, bb, K)  # tier 1: two terms per row
+        sc = unbias(sc, cnt, bc, KA)
+        for k in range(K):
+            if k < KA and sa[k] != 0:
+                add_int(acc, 0, sa[k], U[k] + OFFSET, qmin)
+            if sb[k] != 0:
+                add_int(acc, 0, sb[k], U[K + k] + OFFSET, qmin)
+            if k < KA and sc[k] != 0:
+                add_int(acc, 0, sc[k], U[2 * K + k] + OFFSET, qmin)
+
+
 def flush_parts(part, U, acc, qmin):
     """Add the integer grid sums ``part`` (rows, K; unit ``2**U[k]``) into the limbs; zero them."""
     for row in range(part.shape[0]):
@@ -448,7 +486,7 @@ def _tier(C, Cb, t, K):
     )
 
 
-def fused_grid(f0, f1, f2, nf, g, has_g, C, Cb, U, acc, qmin, every):
+def fused_grid(f0, f1, f2, nf, g, has_g, C, Cb, U, acc, qmin, every, KA=0):
     """:func:`accumulate` for products within a window, in one pass: each product's exact float
     terms are cut onto the ``K`` (1 to 4) integer grids of their tier (``C[tier]``, units
     ``2**U[tier]``; :func:`chain`) and the integers summed in int64 (ungrouped: vectorised
@@ -462,6 +500,14 @@ def fused_grid(f0, f1, f2, nf, g, has_g, C, Cb, U, acc, qmin, every):
     part = np.zeros((acc.shape[0] if has_g else 1, T * K), dtype=np.int64)
     Uf = U.ravel()
     step = every if has_g else n  # ungrouped: one call, blocked inside (see _rows)
+    if nf == 3 and not has_g and T == 3 and 0 < KA < K:  # tiers 0 and 2 on one grid fewer (see grid_sum)
+        if K == 2:
+            _rows3(f0, f1, f2, 0, n, 2, 1, ca, cb, cc, Uf, acc, qmin)
+        elif K == 3:
+            _rows3(f0, f1, f2, 0, n, 3, 2, ca, cb, cc, Uf, acc, qmin)
+        else:
+            _rows3(f0, f1, f2, 0, n, 4, 3, ca, cb, cc, Uf, acc, qmin)
+        return
     for lo in range(0, n, max(step, 1)):
         hi = min(n, lo + step)
         if K == 1:
@@ -819,10 +865,14 @@ def grid_sum(f0, f1, f2, nf, g, has_g, size, los, his):
     bottom0 = emin if nf == 1 else max(emin, low - 52)
     u0 = emax - D
     K = 1
+    KA = 1  # the grids tiers 0 and 2 need (three factors: tier 1, whose range is the widest, may need one more)
     for t in range(T):
         top = emax - 53 * t - D
         bottom = bottom0 if t == 0 else emin
-        K = max(K, -(-(top - bottom) // D) + 1)
+        Kt = -(-(top - bottom) // D) + 1
+        K = max(K, Kt)
+        if t != 1:
+            KA = max(KA, Kt)
     if (nf == 1 or moderate) and K <= GRIDS and u0 <= 970:
         units = np.empty((T, K), dtype=np.int64)
         Cb = np.empty((T, K), dtype=np.int64)
@@ -834,7 +884,7 @@ def grid_sum(f0, f1, f2, nf, g, has_g, size, los, his):
         qmin = (units.min() + OFFSET) >> 5
         qmax = (u0 + OFFSET) >> 5
         acc = np.zeros((size, qmax - qmin + 3), dtype=np.int64)
-        fused_grid(f0, f1, f2, nf, g, has_g, Cb.view(np.float64), Cb, units, acc, qmin, every)
+        fused_grid(f0, f1, f2, nf, g, has_g, Cb.view(np.float64), Cb, units, acc, qmin, every, KA if nf == 3 else 0)
         return acc, qmin - OFFSET // 32
     qmin = (emin + OFFSET) >> 5
     qmax = (emax + OFFSET) >> 5
@@ -854,30 +904,25 @@ def _binades(lo, hi):
     return max((lo + 1) >> 52, np.int64(1)), hi >> 52
 
 
-def regression_sums(y, p, w, has_w, want_w, ae, ape):
-    """Every exact sum of a single-output regression moments state of one batch in one compiled
-    call: ``(accs, exps, max_abs_e, status)``. ``accs[k]``, ``exps[k]`` are the raw limbs of
-    sum ``k`` (as :func:`plan_sum`) of, with weights, ``w``, ``y w``, ``p w``, ``y y w``,
-    ``p p w``, ``y p w``, ``|e| w``, ``ape w`` and without, (slot 0 unused), ``y``, ``p``,
-    ``y y``, ``p p``, ``y p``, ``|e|``, ``ape`` (``e = p - y`` and ``ape = |e| / max(|y|, eps)``
-    rounded per row, as numpy computes them); ``max_abs_e`` the largest ``|e|`` over rows of
-    positive weight (0.0: none). Each array is scanned once for its range (:func:`scan`) and
-    shared by every sum that reads it. ``status`` 1: a value, ``|e|`` or ``ape`` is not finite
-    (nothing summed: the caller's reference path raises its message). ``want_w``: sum ``w``
-    (else slot 0 is left empty: the caller has it). ``ae``, ``ape``: (n,)
-    scratch arrays (the caller's, reused: a fresh 512 KiB array costs its page faults)."""
-    n = y.shape[0]
-    # one pass: |e|, ape, and the range scan (:func:`scan`) of y, p, |e| and ape (bits of the
-    # largest magnitude; of the smallest nonzero one, 0 sent to the top), branch-free reductions
+#: rows per block of :func:`regression_sums`: a block's targets, predictions, weights and its
+#: ``|e|`` and ``ape`` (5 x 64 KiB) stay in the L2 cache while every sum reads them
+REG_BLOCK = 8192
+
+
+def _reg_rows(y, p, lo, hi, ae, ape):
+    """The per-row pass of :func:`regression_sums` over rows ``lo .. hi``: ``ae[j] = |e|``,
+    ``ape[j]`` (``j`` from 0) and the range scans (:func:`scan`'s two reductions) of y, p, |e|
+    and ape, branch-free."""
     hy = hp = ha = hq = np.int64(0)
     ly = lp = la = lq = M63
-    for j in range(n):
-        i = np.uint64(j)
+    for j in range(hi - lo):
+        i = np.uint64(lo + j)
+        k = np.uint64(j)
         yv = y[i]
         a = abs(p[i] - yv)
         q = a / max(abs(yv), EPS64)
-        ae[i] = a
-        ape[i] = q
+        ae[k] = a
+        ape[k] = q
         by = f2i(yv) & M63
         bp = f2i(p[i]) & M63
         ba = f2i(a)
@@ -890,71 +935,139 @@ def regression_sums(y, p, w, has_w, want_w, ae, ape):
         lp = min(lp, (bp - 1) & M63)
         la = min(la, (ba - 1) & M63)
         lq = min(lq, (bq - 1) & M63)
-    mb = ha  # the bits of max |e| (|e| >= 0: its bits order as its values)
-    if has_w:
-        mb = np.int64(0)
-        for j in range(n):
-            i = np.uint64(j)
-            b = f2i(ae[i]) if w[i] > 0 else np.int64(0)
-            mb = max(mb, b)
-    los = np.empty(5, dtype=np.int64)
-    his = np.empty(5, dtype=np.int64)
-    los[0], his[0] = _binades(ly, hy)
-    los[1], his[1] = _binades(lp, hp)
-    los[2], his[2] = _binades(la, ha)
-    los[3], his[3] = _binades(lq, hq)
-    los[4], his[4] = scan(w.view(np.int64)) if has_w else (np.int64(1023), np.int64(1023))
+    return hy, ly, hp, lp, ha, la, hq, lq
+
+
+def _trim(acc, qlo):
+    """The raw limbs of a window (``acc`` (1, W), limb 0 at ``qlo - OFFSET // 32``) cut to its
+    nonzero limbs: ``(limbs (1, L), exp)`` (no limbs: a zero sum)."""
+    W = acc.shape[1]
+    a = 0
+    while a < W and acc[0, a] == 0:
+        a += 1
+    if a == W:
+        return np.zeros((1, 0), dtype=np.int64), np.int64(0)
+    b = W
+    while acc[0, b - 1] == 0:
+        b -= 1
+    out = np.empty((1, b - a), dtype=np.int64)
+    for i in range(a, b):
+        out[0, i - a] = acc[0, i]
+    return out, np.int64(qlo - OFFSET // 32 + a)
+
+
+def regression_sums(y, p, w, has_w, want_w, ae, ape):
+    """Every exact sum of a single-output regression moments state of one batch in one compiled
+    call: ``(accs, exps, max_abs_e, status)``. ``accs[k]``, ``exps[k]`` are the raw limbs of
+    sum ``k`` (as :func:`plan_sum`) of, with weights, ``w``, ``y w``, ``p w``, ``y y w``,
+    ``p p w``, ``y p w``, ``|e| w``, ``ape w`` and without, (slot 0 unused), ``y``, ``p``,
+    ``y y``, ``p p``, ``y p``, ``|e|``, ``ape`` (``e = p - y`` and ``ape = |e| / max(|y|, eps)``
+    rounded per row, as numpy computes them); ``max_abs_e`` the largest ``|e|`` over rows of
+    positive weight (0.0: none). The rows go in blocks of :data:`REG_BLOCK` (read from memory
+    once, then summed from the cache): per block one pass computes ``|e|``, ``ape`` and the range
+    scans, then every sum of the block runs on the block's own grids (:func:`grid_sum`) into a
+    window that holds any sum of its factors. ``status`` 1: a value, ``|e|``, ``ape`` or a
+    weight is not finite; 2: a weight is negative (nothing summed: the caller's reference path
+    raises its message; the weights' sign is one more branch-free reduction of their range
+    scan). ``want_w``: sum ``w`` (else slot 0 is left empty: the caller has it). ``ae``,
+    ``ape``: scratch arrays of at least ``min(n, REG_BLOCK)`` rows (the caller's, reused)."""
+    n = y.shape[0]
     empty = np.zeros((1, 0), dtype=np.int64)
     accs = [empty] * 8
     exps = np.zeros(8, dtype=np.int64)
-    status = 0
-    for k in range(5):
-        if his[k] == 2047:
-            status = 1
-    if status:
-        return accs[0], accs[1], accs[2], accs[3], accs[4], accs[5], accs[6], accs[7], exps, 0.0, status
     g = np.zeros(0, dtype=np.int64)
     none = np.zeros(0)
-    # (factors by the scans' slots: 0 y, 1 p, 2 |e|, 3 ape, 4 w); the same factor order as the
-    # reference path's exact_sum_products calls (the sums are exact: the order changes no bit)
+    # windows holding any sum of 1, 2 or 3 factors (as mean_sums'), one per sum
+    nw = 1 if has_w else 0
+    qlo1 = (OFFSET - 1074 * (1 + nw) - 64) >> 5
+    qlo2 = (OFFSET - 1074 * (2 + nw) - 64) >> 5
+    qlo0 = (OFFSET - 1074 - 64) >> 5
+    win1 = ((OFFSET + 1024 * (1 + nw)) >> 5) + 4 - qlo1
+    win2 = ((OFFSET + 1024 * (2 + nw)) >> 5) + 4 - qlo2
+    win0 = ((OFFSET + 1024) >> 5) + 4 - qlo0
+    W = np.zeros((8, max(win1, win2, win0)), dtype=np.int64)
+    qlos = np.zeros(8, dtype=np.int64)
+    for k in range(8):
+        qlos[k] = qlo0 if k == 0 else (qlo2 if 3 <= k <= 5 else qlo1)
+    los = np.empty(5, dtype=np.int64)
+    his = np.empty(5, dtype=np.int64)
     sl = np.zeros(3, dtype=np.int64)
     sh = np.zeros(3, dtype=np.int64)
+    mb = np.int64(0)  # the bits of max |e| over rows of positive weight (|e| >= 0: its bits order as its values)
+    for blo in range(0, n, REG_BLOCK):
+        bhi = min(n, blo + REG_BLOCK)
+        m = bhi - blo
+        hy, ly, hp, lp, ha, la, hq, lq = _reg_rows(y, p, blo, bhi, ae, ape)
+        los[0], his[0] = _binades(ly, hy)
+        los[1], his[1] = _binades(lp, hp)
+        los[2], his[2] = _binades(la, ha)
+        los[3], his[3] = _binades(lq, hq)
+        neg = False
+        if has_w:
+            los[4], his[4], neg = scan_weights(w[blo:bhi].view(np.int64))
+        else:
+            los[4], his[4] = np.int64(1023), np.int64(1023)
+        status = 2 if neg else 0
+        for k in range(5):
+            if his[k] == 2047:
+                status = 1
+        if status:
+            return accs[0], accs[1], accs[2], accs[3], accs[4], accs[5], accs[6], accs[7], exps, 0.0, status
+        yb = y[blo:bhi]
+        pb = p[blo:bhi]
+        ab = ae[0:m]
+        qb = ape[0:m]
+        wb = w[blo:bhi] if has_w else none[0:0]
+        if has_w:
+            for j in range(m):
+                b = f2i(ab[np.uint64(j)]) if wb[np.uint64(j)] > 0 else np.int64(0)
+                mb = max(mb, b)
+        else:
+            mb = max(mb, ha)
+        # (factors by the scans' slots: 0 y, 1 p, 2 |e|, 3 ape, 4 w); the same factor order as the
+        # reference path's exact_sum_products calls (the sums are exact: the order changes no bit)
+        for k in range(8):
+            if k == 0 and not (has_w and want_w):
+                continue
+            if k == 0:
+                nf, a0, a1, a2 = 1, 4, 0, 0
+            elif k == 1:
+                nf, a0, a1, a2 = 1, 0, 0, 0
+            elif k == 2:
+                nf, a0, a1, a2 = 1, 1, 0, 0
+            elif k == 3:
+                nf, a0, a1, a2 = 2, 0, 0, 0
+            elif k == 4:
+                nf, a0, a1, a2 = 2, 1, 1, 0
+            elif k == 5:
+                nf, a0, a1, a2 = 2, 0, 1, 0
+            elif k == 6:
+                nf, a0, a1, a2 = 1, 2, 0, 0
+            else:
+                nf, a0, a1, a2 = 1, 3, 0, 0
+            if has_w and k > 0:  # the weight is the last factor
+                if nf == 1:
+                    a1 = 4
+                else:
+                    a2 = 4
+                nf += 1
+            sl[0], sh[0] = los[a0], his[a0]
+            sl[1], sh[1] = los[a1], his[a1]
+            sl[2], sh[2] = los[a2], his[a2]
+            f0 = yb if a0 == 0 else (pb if a0 == 1 else (ab if a0 == 2 else (qb if a0 == 3 else wb)))
+            f1 = none[0:0] if nf < 2 else (yb if a1 == 0 else (pb if a1 == 1 else wb))
+            f2 = none[0:0] if nf < 3 else wb
+            acc, e = grid_sum(f0, f1, f2, nf, g, False, 1, sl, sh)
+            sh_ = e + OFFSET // 32 - qlos[k]
+            for i in range(acc.shape[1]):
+                W[k, sh_ + i] += acc[0, i]
     for k in range(8):
         if k == 0 and not (has_w and want_w):
             continue
-        if k == 0:
-            nf, a0, a1, a2 = 1, 4, 0, 0
-        elif k == 1:
-            nf, a0, a1, a2 = 1, 0, 0, 0
-        elif k == 2:
-            nf, a0, a1, a2 = 1, 1, 0, 0
-        elif k == 3:
-            nf, a0, a1, a2 = 2, 0, 0, 0
-        elif k == 4:
-            nf, a0, a1, a2 = 2, 1, 1, 0
-        elif k == 5:
-            nf, a0, a1, a2 = 2, 0, 1, 0
-        elif k == 6:
-            nf, a0, a1, a2 = 1, 2, 0, 0
-        else:
-            nf, a0, a1, a2 = 1, 3, 0, 0
-        if has_w and k > 0:  # the weight is the last factor
-            if nf == 1:
-                a1 = 4
-            else:
-                a2 = 4
-            nf += 1
-        sl[0], sh[0] = los[a0], his[a0]
-        sl[1], sh[1] = los[a1], his[a1]
-        sl[2], sh[2] = los[a2], his[a2]
-        f0 = y if a0 == 0 else (p if a0 == 1 else (ae if a0 == 2 else (ape if a0 == 3 else w)))
-        f1 = none if nf < 2 else (y if a1 == 0 else (p if a1 == 1 else w))
-        f2 = none if nf < 3 else w
-        acc, e = grid_sum(f0, f1, f2, nf, g, False, 1, sl, sh)
+        acc, e = _trim(W[k : k + 1], qlos[k])
         accs[k] = acc
         exps[k] = e
-    mx = np.int64(mb)
-    return accs[0], accs[1], accs[2], accs[3], accs[4], accs[5], accs[6], accs[7], exps, i2f(mx), status
+    return accs[0], accs[1], accs[2], accs[3], accs[4], accs[5], accs[6], accs[7], exps, i2f(mb), 0
 
 
 # -- exact per-cell weight sums of the confusion folds (cells computed in the pass) ------------
@@ -1383,6 +1496,18 @@ def stack_raws(a1, a2, a3, a4, a5, a6, a7, exps):
     return D, lo
 
 
+def regression_stack_sums(y, p, w, has_w, want_w, ae, ape):
+    """:func:`regression_sums` with the seven sums (``sum_y`` .. ``sum_ape``) stacked
+    (:func:`stack_raws`) in the same compiled call: ``(acc_w, exp_w, D, exp, max_abs_e,
+    status)`` (``acc_w`` the weight's raw limbs, empty without weights or ``want_w``); one call
+    and three arrays to box where the two calls boxed nine."""
+    a0, a1, a2, a3, a4, a5, a6, a7, exps, mx, status = regression_sums(y, p, w, has_w, want_w, ae, ape)
+    if status:
+        return a0, np.int64(0), np.zeros((7, 0), dtype=np.int64), np.int64(0), mx, status
+    D, e = stack_raws(a1, a2, a3, a4, a5, a6, a7, exps)
+    return a0, exps[0], D, e, mx, status
+
+
 def i2f(b):
     """The float64 of the IEEE bits ``b`` (compiled: a bit cast)."""
     return float(np.int64(b).view(np.float64))
@@ -1425,14 +1550,24 @@ def regression_moments(y, p, w, want_w=True):
 def regression_stacked(y, p, w, want_w=True):
     """:func:`regression_moments` with the seven sums (``sum_y`` .. ``sum_ape``) as the rows of
     one raw matrix: ``(weight_raw, (D (7, L), exp), max_abs_e)`` (``weight_raw`` None as there),
-    or None. A running state keeps its sums so and adds a batch's in one compiled call."""
-    got = regression_moments(y, p, w, want_w)
-    if got is None:
+    or None (a value, ``|e|``, ``ape`` or a weight not finite, or a negative weight: the caller's
+    reference path names it). One compiled call (:func:`regression_stack_sums`). A running state
+    keeps its sums so and adds a batch's in one compiled call."""
+    if not (type(y) is np.ndarray and y.dtype == np.float64 and y.flags.c_contiguous and y.flags.writeable):
+        y = _as_kernel_array(y)
+    if not (type(p) is np.ndarray and p.dtype == np.float64 and p.flags.c_contiguous and p.flags.writeable):
+        p = _as_kernel_array(p)
+    has_w = w is not None
+    n = y.shape[0]
+    buf = getattr(_scratch, "buf", None)
+    if buf is None or buf.shape[1] < n:
+        buf = np.empty((2, n))
+        if n <= SCRATCH:
+            _scratch.buf = buf
+    wa, ew, D, e, mx, status = regression_stack_sums(y, p, _as_kernel_array(w) if has_w else _EMPTYF, has_w, want_w, buf[0, :n], buf[1, :n])
+    if status:
         return None
-    raws, mx = got
-    a = [r[0] for r in raws[1:]]
-    D, e = stack_raws(a[0], a[1], a[2], a[3], a[4], a[5], a[6], np.array([0] + [r[1] for r in raws[1:]], dtype=np.int64))
-    return raws[0], (D, int(e)), mx
+    return ((wa, int(ew)) if has_w and want_w else None), (D, int(e)), float(mx)
 
 
 def _as_int_array(a):

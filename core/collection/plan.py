@@ -24,7 +24,7 @@ from mergeable_metrics._util.exact import ExactSums, remember_weight_sum, shared
 from mergeable_metrics._util.public import public
 from mergeable_metrics.states import codec
 from mergeable_metrics.inputs.validation import Batch, as_array
-from mergeable_metrics.inputs.formats import get_format, make_batch
+from mergeable_metrics.inputs.formats import REGRESSION_SUMS, get_format, make_batch
 from mergeable_metrics.metrics.measure import MeanMeasure, MeanMeasureMetric, MeanMeasureState, measure_values
 from mergeable_metrics.inputs.labels import columns_reversed, encode_labels, resolve_classes, swap_score_columns
 from mergeable_metrics.metrics.base import (
@@ -223,6 +223,13 @@ class Plan:
                 return ("threshold", layout.thresholds[0], layout.threshold_rule == ">")
         return None
 
+    @functools.cached_property
+    def regression_sums(self) -> bool:
+        """Whether the plan folds a single-output regression moments state: its batches' plain
+        float64 columns are then checked by the compiled pass of that state's exact sums
+        (:func:`~mergeable_metrics.inputs.formats.make_batch`'s ``regression_sums``)."""
+        return any(cls.kind == REGRESSION_SUMS and getattr(layout, "num_outputs", None) is None for cls, layout in self.state_types)
+
     @property
     def measure_fns(self) -> dict[str, Any]:
         """``{name: fn}`` of the named measures given as functions (:class:`mergeable_metrics.metrics.measure.MeanMeasure`)."""
@@ -260,7 +267,7 @@ class Plan:
             return tuple([s.fold(batch) for s in states])
         with shared_weight_sums():  # the weight's exact sum once for every state of the batch
             pre = batch.sums
-            if pre is not None and pre[1] is w and pre[3] is not None:  # computed by the validation's pass
+            if pre is not None and pre[0] is not REGRESSION_SUMS and pre[1] is w and pre[3] is not None:  # computed by the validation's pass
                 remember_weight_sum(w, ExactSums.lazy(*pre[3], ()))
             # the example count after the others: a state whose kernel yields the weight's sum by
             # the way (regression, log loss, the confusion cells' total) records it for the count
@@ -889,6 +896,7 @@ class MetricCollection:
             measure_name=measure_name,
             needs=plan.needs,
             count_cells=plan.count_cells,
+            regression_sums=plan.regression_sums,
         )
         if query is not None:
             ids = as_array(query, "query")

@@ -959,6 +959,7 @@ def make_batch(
     measure_name: str = "measure",
     needs: frozenset[str] | set[str] = frozenset(),
     count_cells: tuple | None = None,
+    regression_sums: bool = False,
 ) -> tuple[Batch, np.ndarray | None]:
     """Validate columns and build a :class:`~mergeable_metrics.inputs.validation.Batch`, on the fast path when it applies.
 
@@ -987,6 +988,9 @@ def make_batch(
             threshold). In raise mode, such labels (with predictions, or finite scores) are
             checked by the compiled pass that counts them (:attr:`Batch.cells`); a value it
             refuses sends the batch to the reference checks, which name it.
+        regression_sums: the caller folds the batch into a single-output regression moments
+            state: plain float64 targets and predictions are checked by the compiled pass that
+            computes that state's exact sums (:attr:`Batch.sums`), not by separate reductions.
 
     Returns:
         ``(batch, invalid)``: in "raise" mode ``invalid`` is None; in "skip" mode it is the (N,)
@@ -999,7 +1003,7 @@ def make_batch(
     """
     _check_binary_score_width(task, num_classes, y_score, names[1], formats)
     if on_invalid == "raise" and y_score is None:
-        fast = _plain_floats(task, y_true, y_pred, values, sample_weight, formats, needs, measure_name)
+        fast = _plain_floats(task, y_true, y_pred, values, sample_weight, formats, needs, measure_name, regression_sums)
         if fast is not None:
             return fast, None
     if on_invalid == "raise" and count_cells is not None:
@@ -1033,14 +1037,25 @@ def _float_column(a: Any, n: int | None) -> bool:
 
 
 _PLAIN_NEEDS = frozenset({"target", "prediction", "measure"})
+#: the tag of :attr:`Batch.sums` computed by the regression moments' kernel in the validation:
+#: ``(REGRESSION_SUMS, y_true, y_pred, sample_weight, (weight_raw, (D, exp), max_abs_e))``
+REGRESSION_SUMS = "regression_moments"
 
 
-def _plain_floats(task: Any, y_true: Any, y_pred: Any, values: Any, sample_weight: Any, formats: Any, needs: Any, measure_name: Any) -> Batch | None:
+def _plain_floats(
+    task: Any, y_true: Any, y_pred: Any, values: Any, sample_weight: Any, formats: Any, needs: Any, measure_name: Any, regression_sums: bool = False
+) -> Batch | None:
     """The batch :func:`build_batch` makes of plain (N,) float64 numpy columns, without its
     per-column format machinery: single-output regression targets and predictions, or one
     measure column (named: an (N, 1) view), every value finite and every weight finite and >= 0.
     None for anything else, and for any invalid value: :func:`build_batch` then reads the columns
-    and raises its messages. The arrays are the caller's (as :func:`build_batch` keeps them)."""
+    and raises its messages. The arrays are the caller's (as :func:`build_batch` keeps them).
+
+    With ``regression_sums`` (regression), the compiled pass of the regression moments' exact
+    sums is the check (:func:`mergeable_metrics._util.exact_kernels.regression_stacked`: finite
+    targets, predictions and weights, no negative weight) and its sums travel with the batch;
+    when it declines (an invalid value, or an error ``|p - y|`` that overflows) the reductions
+    below decide, so the messages are the reference path's."""
     if task is None or (formats and any(v for v in formats.values())) or getattr(task, "ignore_index", None) is not None:
         return None
     if needs and not _PLAIN_NEEDS.issuperset(needs):
@@ -1066,6 +1081,11 @@ def _plain_floats(task: Any, y_true: Any, y_pred: Any, values: Any, sample_weigh
             return None
         values = cols[0].reshape(-1, 1) if isinstance(measure_name, list) else cols[0]
         return Batch(None, None, None, w, values, sums=(values, w, *sums))
+    if regression_sums and len(cols) == 2 and n <= _kernels.CHUNK and _kernels.ready() and (w is None or _float_column(w, n)):
+        # one compiled pass checks the targets, predictions and weights and computes the moments' sums
+        fused = _kernels.regression_stacked(y_true, y_pred, w)
+        if fused is not None:
+            return Batch(y_true, None, y_pred, w, None, sums=(REGRESSION_SUMS, y_true, y_pred, w, fused))
     if w is not None and not (_float_column(w, n) and w.min() >= 0 and _all_finite(w)):  # min() is NaN if any is
         return None
     if not all(_all_finite(c) for c in cols):

@@ -254,7 +254,9 @@ class Batch:
     #: exact sums the validation already computed (the plain measure column's, whose compiled
     #: pass is its finiteness check too): ``(values, sample_weight, (limbs, exp) of sum values
     #: [x weight], (limbs, exp) of sum weight or None)``; a state uses them only while
-    #: ``values`` and ``sample_weight`` are these very arrays (:meth:`take` leaves them behind)
+    #: ``values`` and ``sample_weight`` are these very arrays (:meth:`take` leaves them behind);
+    #: or, for single-output regression, ``("regression_moments", y_true, y_pred, sample_weight,
+    #: (weight_raw, (D, exp), max_abs_e))`` (:func:`mergeable_metrics._util.exact_kernels.regression_stacked`)
     sums: Any = None
     #: counts the validation's compiled pass computed while it checked plain (N,) int64 labels
     #: (:func:`mergeable_metrics.inputs.formats.make_batch` with ``count_cells``): ``(key,

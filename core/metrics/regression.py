@@ -37,6 +37,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from mergeable_metrics.inputs.formats import REGRESSION_SUMS
 from mergeable_metrics.inputs.validation import Batch
 from mergeable_metrics._util import exact_kernels as _kernels
 from mergeable_metrics._util.exact import ExactSums, exact_sum, exact_sum_products, fraction_to_float, known_weight_sum, remember_weight_sum
@@ -148,7 +149,7 @@ class RegressionMomentsState(State):
         y, p = batch_outputs(batch, layout.num_outputs)
         w = batch.sample_weight
         if layout.num_outputs is None and 0 < y.shape[0] <= _kernels.CHUNK and _kernels.ready():
-            fused = cls._fused(y, p, w)
+            fused = cls._fused(y, p, w, batch)
             if fused is not None:  # else a value, |e| or ape is not finite: the path below raises
                 weight, stack, max_abs_e = fused
                 return cls._of_stack(layout, np.array(y.shape[0], dtype=np.int64), weight, stack, np.array(max_abs_e, dtype=np.float64))
@@ -179,12 +180,23 @@ class RegressionMomentsState(State):
         return cls(layout, a)
 
     @staticmethod
-    def _fused(y: np.ndarray, p: np.ndarray, w: np.ndarray | None) -> tuple[Any, tuple[np.ndarray, int], float] | None:
+    def _presummed(batch: Batch, y: np.ndarray, p: np.ndarray, w: np.ndarray | None) -> Any:
+        """The kernel's result that the validation computed for these very arrays
+        (:attr:`Batch.sums`, see :func:`mergeable_metrics.inputs.formats.make_batch`), or None."""
+        pre = batch.sums
+        if pre is None or pre[0] is not REGRESSION_SUMS or pre[1] is not y or pre[2] is not p or pre[3] is not w:
+            return None
+        return pre[4]
+
+    @classmethod
+    def _fused(cls, y: np.ndarray, p: np.ndarray, w: np.ndarray | None, batch: Batch | None = None) -> tuple[Any, tuple[np.ndarray, int], float] | None:
         """``(weight, (D, exp), max_abs_e)`` of one single-output batch through the compiled fused
         kernel (:func:`mergeable_metrics._util.exact_kernels.regression_stacked`: the raw sums of
         ``_SUMS`` as the rows of ``D``), or None (a value, ``|e|`` or ape is not finite)."""
         known = None if w is None else known_weight_sum(w)  # the example count's, in a plan's fold
-        fused = _kernels.regression_stacked(y, p, w, known is None)
+        fused = None if batch is None else cls._presummed(batch, y, p, w)
+        if fused is None:
+            fused = _kernels.regression_stacked(y, p, w, known is None)
         if fused is None:
             return None
         wraw, stack, max_abs_e = fused
@@ -217,7 +229,7 @@ class RegressionMomentsState(State):
             y, p = batch_outputs(batch, None)
             w = batch.sample_weight
             if 0 < y.shape[0] <= _kernels.CHUNK and y.ndim == 1 and p.ndim == 1:
-                fused = self._fused(y, p, w)
+                fused = self._fused(y, p, w, batch)
                 if fused is not None:
                     weight, (D, e), max_abs_e = fused
                     A, ea = stack

@@ -77,8 +77,9 @@ def test_the_fused_kernel_is_used_and_equals_the_reference_on_a_typical_batch(mo
     w = rng.random(n)
     w[::7] = 0.0
     calls = []
-    real = K.regression_moments
-    monkeypatch.setattr(K, "regression_moments", lambda *a: calls.append(1) or real(*a))
+    K.ready()
+    real = K.regression_stack_sums  # the compiled call of regression_stacked
+    monkeypatch.setattr(K, "regression_stack_sums", lambda *a: calls.append(1) or real(*a))
     for ww in (None, w):
         b = Batch(y, None, p, ww, None)
         got = RegressionMomentsState.from_batch(LAYOUT, b)
@@ -216,14 +217,14 @@ def test_a_fold_sums_the_weight_once_for_every_state(kind, monkeypatch):
     monkeypatch.setattr(E, "exact_sum", lambda *a, **k: calls.append(k.get("weights", a[1] if len(a) > 1 else None) is None and a[0] is w) or real(*a, **k))
     real_mean = K.mean_batch_sums  # a plain measure column's validation pass sums w too (issue 25, round 5)
     monkeypatch.setattr(K, "mean_batch_sums", lambda v, ww: calls.append(ww is w) or real_mean(v, ww))
-    fused = K.regression_moments  # the regression kernel sums w itself when asked (want_w)
-    monkeypatch.setattr(K, "regression_moments", lambda y_, p_, w_, want_w=True: calls.append(w_ is w and want_w) or fused(y_, p_, w_, want_w))
+    fused = K.regression_stacked  # the regression kernel sums w itself when asked (want_w)
+    monkeypatch.setattr(K, "regression_stacked", lambda y_, p_, w_, want_w=True: calls.append(w_ is w and want_w) or fused(y_, p_, w_, want_w))
     mc = make()
     update(mc)
     assert sum(calls) == 1  # the plain sum of w: once per fold (exact_sum, or in the regression kernel)
     monkeypatch.setattr(E, "exact_sum", real)
     monkeypatch.setattr(K, "mean_batch_sums", real_mean)
-    monkeypatch.setattr(K, "regression_moments", fused)
+    monkeypatch.setattr(K, "regression_stacked", fused)
     assert mc.encode() == _numpy_collection_bytes(make, update)
     true_w = sum(map(Fraction, w.tolist()), Fraction(0))
     for s in mc.states:
