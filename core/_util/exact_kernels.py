@@ -103,6 +103,8 @@ _KERNELS = (
     "fdlibm_log",
     "log_rows",
     "fdlibm_pow",
+    "pow_main",
+    "pow_general",
     "pow_rows",
     "_prob_rows",
     "probability_sums",
@@ -112,7 +114,10 @@ _KERNELS = (
 
 #: kernels compiled with numba's ``error_model="numpy"``: an IEEE division (no zero-division check,
 #: a branch that keeps LLVM from vectorising the loop); their divisors are never zero
-_IEEE_DIVISION = ("fdlibm_log", "log_rows", "fdlibm_pow", "pow_rows", "_prob_rows")
+_IEEE_DIVISION = ("fdlibm_log", "log_rows", "fdlibm_pow", "pow_main", "pow_general", "pow_rows", "_prob_rows")
+#: kernels inlined by numba into their callers (``error_model="numpy"`` too): too large for LLVM's inliner, and a
+#: loop that calls one is not vectorised
+_INLINE = ("pow_main", "pow_general")
 
 
 def ready() -> bool:
@@ -143,8 +148,9 @@ def _load() -> None:
             g = globals()
             g["f2i"], g["fma"], g["i2f"] = _intrinsics(numba)
             branch_free = numba.njit(cache=True, nogil=True, boundscheck=False, error_model="numpy")
+            inlined = numba.njit(cache=True, nogil=True, boundscheck=False, error_model="numpy", inline="always")
             for name in _KERNELS:
-                g[name] = (branch_free if name in _IEEE_DIVISION else jit)(g[name])
+                g[name] = (inlined if name in _INLINE else branch_free if name in _IEEE_DIVISION else jit)(g[name])
     if not AVAILABLE and not _DISABLED:
         warnings.warn(f"mergeable_metrics: numba is not installed; exact sums use the slower numpy path ({_EXTRA})", RuntimeWarning, stacklevel=4)
 
@@ -1565,12 +1571,123 @@ def fdlibm_pow(x, y):
     return s * i2f((j << 32) | (bz & LOW32))
 
 
+def pow_main(x, y):
+    """:func:`fdlibm_pow`'s general path, branch-free (every branch computed, the result selected, so LLVM
+    vectorises a loop of it): ``x ** y`` for a positive finite ``x != 1`` (subnormals included) and a finite
+    ``y`` not 0, 2, 0.5 or +-1 with ``|y| <= 2**31`` (:func:`pow_general`); the same IEEE operations in the
+    same order. Other inputs give an unspecified value: :func:`pow_rows` computes them with :func:`fdlibm_pow`."""
+    b0 = f2i(x)
+    sub = b0 < np.int64(0x0010000000000000)  # subnormal: scaled up by 2**53 first
+    xs = x * 9007199254740992.0
+    xa = xs if sub else x
+    ix = f2i(xa) >> 32
+    n = ((ix >> 20) - 0x3FF) - (np.int64(53) if sub else np.int64(0))
+    j = ix & 0x000FFFFF
+    one = (j > 0x3988E) & (j < 0xBB67A)  # k = 1: sqrt(3/2) <= |x| < sqrt(3)
+    top = j >= 0xBB67A
+    n = n + (np.int64(1) if top else np.int64(0))
+    ix = (j | 0x3FF00000) - (np.int64(0x00100000) if top else np.int64(0))
+    k = np.int64(1) if one else np.int64(0)
+    xa = i2f((ix << 32) | (f2i(xa) & LOW32))
+    bp = 1.5 if one else 1.0
+    dp_h = P_DP_H1 if one else 0.0
+    dp_l = P_DP_L1 if one else 0.0
+    u = xa - bp
+    v = 1.0 / (xa + bp)
+    ss = u * v
+    s_h = i2f(f2i(ss) & HIGH32)
+    t_h = i2f((((ix >> 1) | 0x20000000) + 0x00080000 + (k << 18)) << 32)
+    t_l = xa - (t_h - bp)
+    s_l = v * ((u - s_h * t_h) - s_h * t_l)
+    s2 = ss * ss
+    r = s2 * s2 * (P_L1 + s2 * (P_L2 + s2 * (P_L3 + s2 * (P_L4 + s2 * (P_L5 + s2 * P_L6)))))
+    r += s_l * (s_h + ss)
+    s2 = s_h * s_h
+    t_h = i2f(f2i(3.0 + s2 + r) & HIGH32)
+    t_l = r - ((t_h - 3.0) - s2)
+    u = s_h * t_h
+    v = s_l * t_h + t_l * ss
+    p_h = i2f(f2i(u + v) & HIGH32)
+    p_l = v - (p_h - u)
+    z_h = P_CP_H * p_h
+    z_l = P_CP_L * p_h + p_l * P_CP + dp_l
+    t = np.float64(n)
+    t1 = i2f(f2i(((z_h + z_l) + dp_h) + t) & HIGH32)
+    t2 = z_l - (((t1 - t) - dp_h) - z_h)
+    y1 = i2f(f2i(y) & HIGH32)
+    p_l = (y - y1) * t1 + y * t2
+    p_h = y1 * t1
+    z = p_l + p_h
+    bz = f2i(z)
+    j = bz >> 32
+    i = bz & LOW32
+    over = (j >= 0x40900000) & ((((j - 0x40900000) | i) != 0) | (p_l + P_OVT > z - p_h))
+    under = (j < 0x40900000) & ((j & 0x7FFFFFFF) >= 0x4090CC00) & ((((j + 0x3F6F3400) | i) != 0) | (p_l <= z - p_h))
+    i = j & 0x7FFFFFFF
+    big = i > 0x3FE00000  # |z| > 0.5: n = [z + 0.5]
+    kk = min(max((i >> 20) - 0x3FF + 1, np.int64(0)), np.int64(31)) if big else np.int64(0)
+    nn = j + (np.int64(0x00100000) >> kk)
+    k2 = min(max(((nn & 0x7FFFFFFF) >> 20) - 0x3FF, np.int64(0)), np.int64(20)) if big else np.int64(0)
+    t = i2f((nn & ~(np.int64(0x000FFFFF) >> k2)) << 32)
+    m = ((nn & 0x000FFFFF) | 0x00100000) >> (20 - k2)
+    m = -m if j < 0 else m
+    n = m if big else np.int64(0)
+    p_h = p_h - t if big else p_h
+    t = i2f(f2i(p_l + p_h) & HIGH32)
+    u = t * P_LG2_H
+    v = (p_l - (t - p_h)) * P_LG2 + t * P_LG2_L
+    z = u + v
+    w = v - (z - u)
+    t = z * z
+    t1 = z - t * (P_P1 + t * (P_P2 + t * (P_P3 + t * (P_P4 + t * P_P5))))
+    r = (z * t1) / (t1 - 2.0) - (w + z * w)
+    z = 1.0 - (r - z)
+    bz = f2i(z)
+    jj = (bz >> 32) + (n << 20)
+    tiny = (jj >> 20) <= 0  # a subnormal result: Java's Math.scalb(z, n), one rounding
+    e = min(max(n + 512 + 1023, np.int64(1)), np.int64(2046))
+    v_tiny = (z * i2f(e << 52)) * P_TWO_M512
+    v_norm = i2f((jj << 32) | (bz & LOW32))
+    res = v_tiny if tiny else v_norm
+    res = P_INF if over else res
+    return 0.0 if under else res
+
+
+def pow_general(x, y):
+    """Whether :func:`pow_main` computes ``x ** y`` (fdlibm's general path, no special value)."""
+    b = f2i(x)
+    ya = abs(y)
+    return (b > 0) & (b < np.int64(0x7FF0000000000000)) & (x != 1.0) & (ya <= P_HUGE_Y) & (y != 0.0) & (y != 2.0) & (y != 0.5) & (ya != 1.0)
+
+
 def pow_rows(x, y, out):
-    """``out[i] = fdlibm_pow(x[i], y[i])`` (``y`` of length 1: the same exponent for every row)."""
+    """``out[i] = fdlibm_pow(x[i], y[i])`` (``y`` of length 1: the same exponent for every row): a vectorised pass
+    of :func:`pow_main`, then :func:`fdlibm_pow` for the rows it does not cover (``x`` not positive and finite, or
+    1; special exponents)."""
     one = y.shape[0] == 1
-    for j in range(x.shape[0]):
+    n = x.shape[0]
+    if one:
+        yv = y[0]
+        if not pow_general(2.0, yv):  # 0, 2, 0.5, +-1, huge or not finite: fdlibm's quick returns
+            for j in range(n):
+                i = np.uint64(j)
+                out[i] = fdlibm_pow(x[i], yv)
+            return
+        for j in range(n):
+            i = np.uint64(j)
+            out[i] = pow_main(x[i], yv)
+        for j in range(n):
+            i = np.uint64(j)
+            if not pow_general(x[i], yv):
+                out[i] = fdlibm_pow(x[i], yv)
+        return
+    for j in range(n):
         i = np.uint64(j)
-        out[i] = fdlibm_pow(x[i], y[np.uint64(0)] if one else y[i])
+        out[i] = pow_main(x[i], y[i])
+    for j in range(n):
+        i = np.uint64(j)
+        if not pow_general(x[i], y[i]):
+            out[i] = fdlibm_pow(x[i], y[i])
 
 
 def _prob_rows(y, p, w, has_w, lo, hi, ll, bq, wy):
