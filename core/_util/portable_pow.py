@@ -4,12 +4,13 @@
 or numpy's own SIMD code): correctly rounded in glibc but not specified, so a state that sums per-row
 powers (the Tweedie deviance terms of powers other than 0, 1 and 2) could differ in its last bits
 between machines, and from the JVM fold. This is fdlibm's ``e_pow.c`` (Sun Microsystems, 1993) as Java's
-``StrictMath.pow`` runs it (``java.lang.FdLibm.Pow``), bit for bit on every JVM: a numba kernel
-(:func:`mergeable_metrics._util.exact_kernels.fdlibm_pow`, one element at a time) where numba is
-installed, else :func:`numpy_pow`, the same IEEE double operations in the same order in numpy
+``StrictMath.pow`` runs it (``java.lang.FdLibm.Pow``), bit for bit on every JVM: numba kernels where numba
+is used (:func:`mergeable_metrics._util.exact_kernels.pow_rows`: the general path branch-free,
+``pow_main``, in a pass that LLVM vectorises, then the scalar ``fdlibm_pow`` for the rows with special
+values), else :func:`numpy_pow`, the same IEEE double operations in the same order in numpy
 (vectorised for finite ``x != 0, +-1`` and ``y`` of moderate size, the scalar function for the special
-values). Error below 1 ulp (fdlibm's bound; glibc's ``pow`` is correctly rounded, so the two differ
-in the last bit of a few values in a thousand: see docs/guarantees.md).
+values). Error below 1 ulp (0.82 ulp at most in the tests; ``np.power`` differs from it in the last bit
+of 6-9% of the values of the Tweedie domain: see docs/engines.md, "Float states in the JVM").
 
 Tests: tests/core/test_portable_pow.py (bit for bit against ``StrictMath.pow`` through ``javac``, the
 kernel against :func:`numpy_pow`, and within 1 ulp of ``np.power``).
