@@ -409,7 +409,7 @@ def unpack(data: bytes | None, count: int) -> list[bytes] | None:
 
 # -- an evaluation's plan as a spec -------------------------------------------------------------------------------
 #: what the JVM path does not fold (one line each; such evaluations keep the other paths)
-NOT_PORTED = "per-query ranking, multilabel, top-k, multioutput regression and Tweedie powers other than 0, 1 and 2 (np.power) keep the Arrow path (not ported to the JVM)"
+NOT_PORTED = "per-query ranking, multilabel, top-k and multioutput regression keep the Arrow path (not ported to the JVM)"
 
 
 def _count_kind(state: Any) -> tuple[str, str] | None:

@@ -81,9 +81,10 @@ def _class_score_distribution(zero: Any) -> tuple[str, str]:
     return _config(zero, num_classes=zero.layout.num_classes, capacity=zero.layout.capacity)
 
 
-#: the regression terms whose per-row values Java computes bit for bit as core (arithmetic and fdlibm's logs); the
-#: other Tweedie powers call ``np.power`` (the platform's libm or SIMD code) and keep the Arrow path
-PORTED_TERMS = ("sle", "pinball:", "tweedie:0.0", "tweedie:1.0", "tweedie:2.0", "null:1.0", "null:2.0")
+#: the regression terms whose per-row values Java computes bit for bit as core (arithmetic and fdlibm's logs and
+#: powers: ``StrictMath.log`` / ``log1p`` / ``pow`` in Java, ``portable_log`` / ``portable_pow`` in core): all of
+#: them, every Tweedie power included (a prefix ends with ``:``)
+PORTED_TERMS = ("sle", "pinball:", "tweedie:", "null:")
 
 
 def _regression_terms(zero: Any) -> tuple[str, str]:
@@ -92,9 +93,7 @@ def _regression_terms(zero: Any) -> tuple[str, str]:
         raise NotImplementedError(f"regression_terms of a multioutput layout ({lay}) is not folded in the JVM")
     for t in lay.terms:
         if not any(t == p or (p.endswith(":") and t.startswith(p)) for p in PORTED_TERMS):
-            raise NotImplementedError(
-                f"regression term {t!r} is not folded in the JVM (its np.power is the platform's libm, not reproducible in Java bit for bit)"
-            )
+            raise NotImplementedError(f"regression term {t!r} is not folded in the JVM")
     return _config(zero, terms=";".join(lay.terms), num_outputs=None)
 
 

@@ -102,6 +102,10 @@ _KERNELS = (
     "threshold_counts",
     "fdlibm_log",
     "log_rows",
+    "fdlibm_pow",
+    "pow_main",
+    "pow_general",
+    "pow_rows",
     "_prob_rows",
     "probability_sums",
     "stack_raws",
@@ -110,7 +114,10 @@ _KERNELS = (
 
 #: kernels compiled with numba's ``error_model="numpy"``: an IEEE division (no zero-division check,
 #: a branch that keeps LLVM from vectorising the loop); their divisors are never zero
-_IEEE_DIVISION = ("fdlibm_log", "log_rows", "_prob_rows")
+_IEEE_DIVISION = ("fdlibm_log", "log_rows", "fdlibm_pow", "pow_main", "pow_general", "pow_rows", "_prob_rows")
+#: kernels inlined by numba into their callers (``error_model="numpy"`` too): too large for LLVM's inliner, and a
+#: loop that calls one is not vectorised
+_INLINE = ("pow_main", "pow_general")
 
 
 def ready() -> bool:
@@ -141,8 +148,9 @@ def _load() -> None:
             g = globals()
             g["f2i"], g["fma"], g["i2f"] = _intrinsics(numba)
             branch_free = numba.njit(cache=True, nogil=True, boundscheck=False, error_model="numpy")
+            inlined = numba.njit(cache=True, nogil=True, boundscheck=False, error_model="numpy", inline="always")
             for name in _KERNELS:
-                g[name] = (branch_free if name in _IEEE_DIVISION else jit)(g[name])
+                g[name] = (inlined if name in _INLINE else branch_free if name in _IEEE_DIVISION else jit)(g[name])
     if not AVAILABLE and not _DISABLED:
         warnings.warn(f"mergeable_metrics: numba is not installed; exact sums use the slower numpy path ({_EXTRA})", RuntimeWarning, stacklevel=4)
 
@@ -1375,6 +1383,311 @@ def log_rows(x, out):
         ok &= np.int64(b > 0) & np.int64(b < np.int64(0x7FF0000000000000))
         out[i] = fdlibm_log(v)
     return ok != 0
+
+
+# -- pow: fdlibm's e_pow.c as Java's StrictMath.pow runs it (FdLibm.Pow) -------------------------------------------
+HIGH32 = np.int64(-4294967296)  # 0xFFFFFFFF00000000: a float's high word (fdlibm's __LO(x, 0))
+P_INV_LN2 = float.fromhex("0x1.71547652b82fep0")  # 1/ln2
+P_INV_LN2_H = float.fromhex("0x1.715476p0")  # 24 bits of 1/ln2
+P_INV_LN2_L = float.fromhex("0x1.4ae0bf85ddf44p-26")  # its tail
+P_CP = float.fromhex("0x1.ec709dc3a03fdp-1")  # 2/(3 ln2)
+P_CP_H = float.fromhex("0x1.ec709ep-1")
+P_CP_L = float.fromhex("-0x1.e2fe0145b01f5p-28")
+P_DP_H1 = float.fromhex("0x1.2b8034p-1")  # log2(1.5), high part
+P_DP_L1 = float.fromhex("0x1.cfdeb43cfd006p-27")  # its tail
+P_L1 = float.fromhex("0x1.3333333333303p-1")
+P_L2 = float.fromhex("0x1.b6db6db6fabffp-2")
+P_L3 = float.fromhex("0x1.55555518f264dp-2")
+P_L4 = float.fromhex("0x1.17460a91d4101p-2")
+P_L5 = float.fromhex("0x1.d864a93c9db65p-3")
+P_L6 = float.fromhex("0x1.a7e284a454eefp-3")
+P_P1 = float.fromhex("0x1.555555555553ep-3")
+P_P2 = float.fromhex("-0x1.6c16c16bebd93p-9")
+P_P3 = float.fromhex("0x1.1566aaf25de2cp-14")
+P_P4 = float.fromhex("-0x1.bbd41c5d26bf1p-20")
+P_P5 = float.fromhex("0x1.6376972bea4d0p-25")
+P_LG2 = float.fromhex("0x1.62e42fefa39efp-1")
+P_LG2_H = float.fromhex("0x1.62e43p-1")
+P_LG2_L = float.fromhex("-0x1.05c610ca86c39p-29")
+P_OVT = 8.0085662595372944372e-17  # -(1024 - log2(ovfl + .5ulp))
+P_HUGE_Y = float.fromhex("0x1.00000ffffffffp31")  # |y| beyond: "huge"
+P_NEAR_ONE_LO = float.fromhex("0x1.fffff00000000p-1")
+P_NEAR_ONE_HI = float.fromhex("0x1.00000ffffffffp0")
+P_MAX = float.fromhex("0x1.fffffffffffffp1023")
+P_INF = float("inf")
+P_TWO_M512 = float.fromhex("0x1p-512")
+
+
+def fdlibm_pow(x, y):
+    """``x ** y`` as fdlibm's ``__ieee754_pow`` computes it in Java's ``StrictMath.pow``
+    (``java.lang.FdLibm.Pow``: its special cases first, ``y`` of 2, 0.5, +-1 and +-inf, then
+    ``log2(|x|)`` in two parts, ``y * log2|x|`` split exactly and ``2**(...)``), the same IEEE
+    operations in the same order; every float64 ``x`` and ``y``. Error below 1 ulp (fdlibm's bound),
+    not correctly rounded, but the same bits everywhere (no FMA: numba contracts none without
+    ``fastmath``). Plain Python with numpy float64 arguments (IEEE division) computes the same bits
+    (:func:`mergeable_metrics._util.portable_pow.numpy_pow` calls it so for the special values)."""
+    if y == 0.0:
+        return 1.0
+    if x != x or y != y:
+        return x + y
+    y_abs = abs(y)
+    x_abs = abs(x)
+    if y == 2.0:
+        return x * x
+    if y == 0.5:
+        if x >= -P_MAX:  # -inf: below
+            v = x + 0.0  # -0.0 + 0.0 = +0.0
+            return np.sqrt(v) if v >= 0.0 else np.nan
+    elif y_abs == 1.0:
+        return x if y == 1.0 else 1.0 / x
+    elif y_abs == P_INF:
+        if x_abs == 1.0:
+            return np.nan  # y - y
+        if x_abs > 1.0:
+            return y if y >= 0 else 0.0
+        return -y if y < 0 else 0.0
+    hx = f2i(x) >> 32
+    ix = hx & 0x7FFFFFFF
+    y_is_int = 0  # x < 0: 0 y is not an integer, 1 an odd one, 2 an even one
+    if hx < 0:
+        if y_abs >= 9007199254740992.0:  # 2**53
+            y_is_int = 2
+        elif y_abs >= 1.0:
+            ya = np.int64(y_abs)
+            if np.float64(ya) == y_abs:
+                y_is_int = 2 - np.int64(ya & 1)
+    if x_abs == 0.0 or x_abs == P_INF or x_abs == 1.0:
+        z = x_abs
+        if y < 0.0:
+            z = 1.0 / z
+        if hx < 0:
+            if ((ix - 0x3FF00000) | y_is_int) == 0:
+                z = np.nan  # (-1)**non-int
+            elif y_is_int == 1:
+                z = -1.0 * z
+        return z
+    n = (hx >> 31) + 1
+    if (n | y_is_int) == 0:
+        return np.nan  # (x < 0)**non-int
+    s = 1.0
+    if (n | (y_is_int - 1)) == 0:
+        s = -1.0  # (-x)**odd
+    if y_abs > P_HUGE_Y:
+        if x_abs < P_NEAR_ONE_LO:
+            return s * P_INF if y < 0.0 else s * 0.0
+        if x_abs > P_NEAR_ONE_HI:
+            return s * P_INF if y > 0.0 else s * 0.0
+        t = x_abs - 1.0  # |1 - x| <= 2**-20: log(x) by x - x**2/2 + x**3/3 - x**4/4
+        w = (t * t) * (0.5 - t * (0.3333333333333333333333 - t * 0.25))
+        u = P_INV_LN2_H * t
+        v = t * P_INV_LN2_L - w * P_INV_LN2
+        t1 = i2f(f2i(u + v) & HIGH32)
+        t2 = v - (t1 - u)
+    else:
+        n = 0
+        if ix < 0x00100000:  # subnormal
+            x_abs *= 9007199254740992.0
+            n -= 53
+            ix = f2i(x_abs) >> 32
+        n += (ix >> 20) - 0x3FF
+        j = ix & 0x000FFFFF
+        ix = j | 0x3FF00000
+        k = 0
+        if j <= 0x3988E:
+            k = 0  # |x| < sqrt(3/2)
+        elif j < 0xBB67A:
+            k = 1  # |x| < sqrt(3)
+        else:
+            k = 0
+            n += 1
+            ix -= 0x00100000
+        x_abs = i2f((ix << 32) | (f2i(x_abs) & LOW32))
+        bp = 1.5 if k == 1 else 1.0
+        dp_h = P_DP_H1 if k == 1 else 0.0
+        dp_l = P_DP_L1 if k == 1 else 0.0
+        u = x_abs - bp
+        v = 1.0 / (x_abs + bp)
+        ss = u * v
+        s_h = i2f(f2i(ss) & HIGH32)
+        t_h = i2f((((ix >> 1) | 0x20000000) + 0x00080000 + (k << 18)) << 32)
+        t_l = x_abs - (t_h - bp)
+        s_l = v * ((u - s_h * t_h) - s_h * t_l)
+        s2 = ss * ss
+        r = s2 * s2 * (P_L1 + s2 * (P_L2 + s2 * (P_L3 + s2 * (P_L4 + s2 * (P_L5 + s2 * P_L6)))))
+        r += s_l * (s_h + ss)
+        s2 = s_h * s_h
+        t_h = i2f(f2i(3.0 + s2 + r) & HIGH32)
+        t_l = r - ((t_h - 3.0) - s2)
+        u = s_h * t_h
+        v = s_l * t_h + t_l * ss
+        p_h = i2f(f2i(u + v) & HIGH32)
+        p_l = v - (p_h - u)
+        z_h = P_CP_H * p_h
+        z_l = P_CP_L * p_h + p_l * P_CP + dp_l
+        t = np.float64(n)
+        t1 = i2f(f2i(((z_h + z_l) + dp_h) + t) & HIGH32)
+        t2 = z_l - (((t1 - t) - dp_h) - z_h)
+    y1 = i2f(f2i(y) & HIGH32)
+    p_l = (y - y1) * t1 + y * t2
+    p_h = y1 * t1
+    z = p_l + p_h
+    bz = f2i(z)
+    j = bz >> 32
+    i = bz & LOW32
+    if j >= 0x40900000:  # z >= 1024
+        if ((j - 0x40900000) | i) != 0:
+            return s * P_INF
+        if p_l + P_OVT > z - p_h:
+            return s * P_INF
+    elif (j & 0x7FFFFFFF) >= 0x4090CC00:  # z <= -1075
+        if ((j + 0x3F6F3400) | i) != 0:  # j - 0xc090cc00 (an int32)
+            return s * 0.0
+        if p_l <= z - p_h:
+            return s * 0.0
+    i = j & 0x7FFFFFFF
+    k = (i >> 20) - 0x3FF
+    n = 0
+    if i > 0x3FE00000:  # |z| > 0.5: n = [z + 0.5]
+        n = j + (0x00100000 >> (k + 1))
+        k = ((n & 0x7FFFFFFF) >> 20) - 0x3FF
+        t = i2f((n & ~(0x000FFFFF >> k)) << 32)
+        n = ((n & 0x000FFFFF) | 0x00100000) >> (20 - k)
+        if j < 0:
+            n = -n
+        p_h -= t
+    t = i2f(f2i(p_l + p_h) & HIGH32)
+    u = t * P_LG2_H
+    v = (p_l - (t - p_h)) * P_LG2 + t * P_LG2_L
+    z = u + v
+    w = v - (z - u)
+    t = z * z
+    t1 = z - t * (P_P1 + t * (P_P2 + t * (P_P3 + t * (P_P4 + t * P_P5))))
+    r = (z * t1) / (t1 - 2.0) - (w + z * w)
+    z = 1.0 - (r - z)
+    bz = f2i(z)
+    j = (bz >> 32) + (n << 20)
+    if (j >> 20) <= 0:  # a subnormal result: Java's Math.scalb(z, n), one rounding
+        return s * ((z * i2f((n + 512 + 1023) << 52)) * P_TWO_M512)
+    return s * i2f((j << 32) | (bz & LOW32))
+
+
+def pow_main(x, y):
+    """:func:`fdlibm_pow`'s general path, branch-free (every branch computed, the result selected, so LLVM
+    vectorises a loop of it): ``x ** y`` for a positive finite ``x != 1`` (subnormals included) and a finite
+    ``y`` not 0, 2, 0.5 or +-1 with ``|y| <= 2**31`` (:func:`pow_general`); the same IEEE operations in the
+    same order. Other inputs give an unspecified value: :func:`pow_rows` computes them with :func:`fdlibm_pow`."""
+    b0 = f2i(x)
+    sub = b0 < np.int64(0x0010000000000000)  # subnormal: scaled up by 2**53 first
+    xs = x * 9007199254740992.0
+    xa = xs if sub else x
+    ix = f2i(xa) >> 32
+    n = ((ix >> 20) - 0x3FF) - (np.int64(53) if sub else np.int64(0))
+    j = ix & 0x000FFFFF
+    one = (j > 0x3988E) & (j < 0xBB67A)  # k = 1: sqrt(3/2) <= |x| < sqrt(3)
+    top = j >= 0xBB67A
+    n = n + (np.int64(1) if top else np.int64(0))
+    ix = (j | 0x3FF00000) - (np.int64(0x00100000) if top else np.int64(0))
+    k = np.int64(1) if one else np.int64(0)
+    xa = i2f((ix << 32) | (f2i(xa) & LOW32))
+    bp = 1.5 if one else 1.0
+    dp_h = P_DP_H1 if one else 0.0
+    dp_l = P_DP_L1 if one else 0.0
+    u = xa - bp
+    v = 1.0 / (xa + bp)
+    ss = u * v
+    s_h = i2f(f2i(ss) & HIGH32)
+    t_h = i2f((((ix >> 1) | 0x20000000) + 0x00080000 + (k << 18)) << 32)
+    t_l = xa - (t_h - bp)
+    s_l = v * ((u - s_h * t_h) - s_h * t_l)
+    s2 = ss * ss
+    r = s2 * s2 * (P_L1 + s2 * (P_L2 + s2 * (P_L3 + s2 * (P_L4 + s2 * (P_L5 + s2 * P_L6)))))
+    r += s_l * (s_h + ss)
+    s2 = s_h * s_h
+    t_h = i2f(f2i(3.0 + s2 + r) & HIGH32)
+    t_l = r - ((t_h - 3.0) - s2)
+    u = s_h * t_h
+    v = s_l * t_h + t_l * ss
+    p_h = i2f(f2i(u + v) & HIGH32)
+    p_l = v - (p_h - u)
+    z_h = P_CP_H * p_h
+    z_l = P_CP_L * p_h + p_l * P_CP + dp_l
+    t = np.float64(n)
+    t1 = i2f(f2i(((z_h + z_l) + dp_h) + t) & HIGH32)
+    t2 = z_l - (((t1 - t) - dp_h) - z_h)
+    y1 = i2f(f2i(y) & HIGH32)
+    p_l = (y - y1) * t1 + y * t2
+    p_h = y1 * t1
+    z = p_l + p_h
+    bz = f2i(z)
+    j = bz >> 32
+    i = bz & LOW32
+    over = (j >= 0x40900000) & ((((j - 0x40900000) | i) != 0) | (p_l + P_OVT > z - p_h))
+    under = (j < 0x40900000) & ((j & 0x7FFFFFFF) >= 0x4090CC00) & ((((j + 0x3F6F3400) | i) != 0) | (p_l <= z - p_h))
+    i = j & 0x7FFFFFFF
+    big = i > 0x3FE00000  # |z| > 0.5: n = [z + 0.5]
+    kk = min(max((i >> 20) - 0x3FF + 1, np.int64(0)), np.int64(31)) if big else np.int64(0)
+    nn = j + (np.int64(0x00100000) >> kk)
+    k2 = min(max(((nn & 0x7FFFFFFF) >> 20) - 0x3FF, np.int64(0)), np.int64(20)) if big else np.int64(0)
+    t = i2f((nn & ~(np.int64(0x000FFFFF) >> k2)) << 32)
+    m = ((nn & 0x000FFFFF) | 0x00100000) >> (20 - k2)
+    m = -m if j < 0 else m
+    n = m if big else np.int64(0)
+    p_h = p_h - t if big else p_h
+    t = i2f(f2i(p_l + p_h) & HIGH32)
+    u = t * P_LG2_H
+    v = (p_l - (t - p_h)) * P_LG2 + t * P_LG2_L
+    z = u + v
+    w = v - (z - u)
+    t = z * z
+    t1 = z - t * (P_P1 + t * (P_P2 + t * (P_P3 + t * (P_P4 + t * P_P5))))
+    r = (z * t1) / (t1 - 2.0) - (w + z * w)
+    z = 1.0 - (r - z)
+    bz = f2i(z)
+    jj = (bz >> 32) + (n << 20)
+    tiny = (jj >> 20) <= 0  # a subnormal result: Java's Math.scalb(z, n), one rounding
+    e = min(max(n + 512 + 1023, np.int64(1)), np.int64(2046))
+    v_tiny = (z * i2f(e << 52)) * P_TWO_M512
+    v_norm = i2f((jj << 32) | (bz & LOW32))
+    res = v_tiny if tiny else v_norm
+    res = P_INF if over else res
+    return 0.0 if under else res
+
+
+def pow_general(x, y):
+    """Whether :func:`pow_main` computes ``x ** y`` (fdlibm's general path, no special value)."""
+    b = f2i(x)
+    ya = abs(y)
+    return (b > 0) & (b < np.int64(0x7FF0000000000000)) & (x != 1.0) & (ya <= P_HUGE_Y) & (y != 0.0) & (y != 2.0) & (y != 0.5) & (ya != 1.0)
+
+
+def pow_rows(x, y, out):
+    """``out[i] = fdlibm_pow(x[i], y[i])`` (``y`` of length 1: the same exponent for every row): a vectorised pass
+    of :func:`pow_main`, then :func:`fdlibm_pow` for the rows it does not cover (``x`` not positive and finite, or
+    1; special exponents)."""
+    one = y.shape[0] == 1
+    n = x.shape[0]
+    if one:
+        yv = y[0]
+        if not pow_general(2.0, yv):  # 0, 2, 0.5, +-1, huge or not finite: fdlibm's quick returns
+            for j in range(n):
+                i = np.uint64(j)
+                out[i] = fdlibm_pow(x[i], yv)
+            return
+        for j in range(n):
+            i = np.uint64(j)
+            out[i] = pow_main(x[i], yv)
+        for j in range(n):
+            i = np.uint64(j)
+            if not pow_general(x[i], yv):
+                out[i] = fdlibm_pow(x[i], yv)
+        return
+    for j in range(n):
+        i = np.uint64(j)
+        out[i] = pow_main(x[i], y[i])
+    for j in range(n):
+        i = np.uint64(j)
+        if not pow_general(x[i], y[i]):
+            out[i] = fdlibm_pow(x[i], y[i])
 
 
 def _prob_rows(y, p, w, has_w, lo, hi, ll, bq, wy):

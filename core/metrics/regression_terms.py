@@ -7,7 +7,10 @@ tuple of term names such as ``"sle"``, ``"pinball:0.9"``, ``"tweedie:1.5"``): th
 domain (``y <= -1`` for the squared log error, ``y_pred <= 0`` for a Poisson deviance, ...), plus
 the row count and the weight. Each row's term is computed in float64 (rounded once per row, as
 scikit-learn does) and summed exactly, so the state merges by fieldwise addition, bit for bit the
-same in any batching, partitioning and merge order.
+same in any batching, partitioning and merge order. Its logs and powers are fdlibm's
+(:mod:`mergeable_metrics._util.portable_log`, :mod:`mergeable_metrics._util.portable_pow`: Java's
+``StrictMath.log`` / ``log1p`` / ``pow``), not the platform's libm (``np.log``, ``np.power``), so the
+bytes are the same on every machine and in the JVM fold.
 
 A row outside a term's domain is counted, not summed: the metric is then undefined (NaN, listed
 with the count), where scikit-learn raises on the whole array; every other metric of the same
@@ -36,6 +39,7 @@ import numpy as np
 from mergeable_metrics.inputs.validation import Batch
 from mergeable_metrics._util.exact import ExactSums, exact_column_sums, exact_sum, fraction_to_float
 from mergeable_metrics._util.portable_log import log as _log, log1p as _log1p
+from mergeable_metrics._util.portable_pow import pow as _pow
 from mergeable_metrics._util.limits import MAX_NUM_OUTPUTS, check_count
 from mergeable_metrics.metrics.base import Metric, record_undefined
 from mergeable_metrics.metrics.regression import RegressionMomentsState, batch_outputs, combine_outputs, configure_multioutput, output_shape
@@ -69,7 +73,7 @@ def _tweedie(q: float, y: np.ndarray, p: np.ndarray) -> tuple[np.ndarray, np.nda
     if q < 0:
         valid = p > 0
         pp = np.where(valid, p, 1.0)
-        v = 2 * (np.power(np.where(y > 0, y, 0.0), 2 - q) / ((1 - q) * (2 - q)) - y * np.power(pp, 1 - q) / (1 - q) + np.power(pp, 2 - q) / (2 - q))
+        v = 2 * (_pow(np.where(y > 0, y, 0.0), 2 - q) / ((1 - q) * (2 - q)) - y * _pow(pp, 1 - q) / (1 - q) + _pow(pp, 2 - q) / (2 - q))
     elif q == 0:
         valid = np.ones(y.shape, dtype=bool)
         v = (y - p) ** 2
@@ -81,7 +85,7 @@ def _tweedie(q: float, y: np.ndarray, p: np.ndarray) -> tuple[np.ndarray, np.nda
         elif q == 2:
             v = 2 * (_log(pp / yy) + yy / pp - 1)
         else:
-            v = 2 * (np.power(yy, 2 - q) / ((1 - q) * (2 - q)) - yy * np.power(pp, 1 - q) / (1 - q) + np.power(pp, 2 - q) / (2 - q))
+            v = 2 * (_pow(yy, 2 - q) / ((1 - q) * (2 - q)) - yy * _pow(pp, 1 - q) / (1 - q) + _pow(pp, 2 - q) / (2 - q))
     return v, valid
 
 
@@ -89,14 +93,14 @@ def _null_term(q: float, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The per-row sum of ``y`` alone that the null model's Tweedie deviance needs (see the module
     docstring), and its domain."""
     if q < 0:
-        return np.power(np.where(y > 0, y, 0.0), 2 - q), np.ones(y.shape, dtype=bool)
+        return _pow(np.where(y > 0, y, 0.0), 2 - q), np.ones(y.shape, dtype=bool)
     valid = (y >= 0) if q < 2 else (y > 0)
     yy = np.where(valid, y, 1.0)
     if q == 1:
         return _xlogy(yy, yy), valid
     if q == 2:
         return _log(yy), valid
-    return np.power(yy, 2 - q), valid
+    return _pow(yy, 2 - q), valid
 
 
 def term_rows(term: str, y: np.ndarray, p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -270,9 +270,10 @@ def test_compute_metrics_regression_over_connect(connect, weighted, monkeypatch)
 
 
 def test_regression_terms_and_quantiles_over_connect(connect):
-    """msle, the Poisson deviance (finished in Java) and median_absolute_error (regression_terms and
-    absolute_error_distribution Java-serialised in mm_block_states' buffer; 20,000 rows in 2 partitions cross a block)
-    over Connect: the Python fold's bytes and the local engine's values bit for bit."""
+    """msle, the Poisson deviance and Tweedie deviances of powers 1.5 and -0.5 (finished in Java; StrictMath.pow on the
+    server, fdlibm's pow in core) and median_absolute_error (regression_terms and absolute_error_distribution
+    Java-serialised in mm_block_states' buffer; 20,000 rows in 2 partitions cross a block) over Connect: the Python
+    fold's bytes and the local engine's values bit for bit."""
     from sklearn.metrics import mean_squared_log_error, median_absolute_error
 
     from mergeable_metrics.spark import jvm
@@ -282,7 +283,14 @@ def test_regression_terms_and_quantiles_over_connect(connect):
     pdf = _frame(20_000, seed=11)
     pdf["t"] = np.round(pdf.p * 10, 1) + 0.5
     pdf["q"] = np.round(pdf.t + np.cos(np.arange(len(pdf))), 1) + 1.5
-    metrics = ["msle", "mean_poisson_deviance", "median_absolute_error", "quantile_absolute_error@q=0.9"]
+    metrics = [
+        "msle",
+        "mean_poisson_deviance",
+        "mean_tweedie_deviance@power=1.5",
+        "mean_tweedie_deviance@power=-0.5",
+        "median_absolute_error",
+        "quantile_absolute_error@q=0.9",
+    ]
     df = connect.createDataFrame(pdf).repartition(2)
     for wc in (None, "w"):
         ev = Evaluation(label_col="t", score_col="q", metrics=metrics, task="regression", weight_col=wc)

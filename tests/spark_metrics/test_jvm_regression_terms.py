@@ -1,8 +1,8 @@
 """Regression terms and error quantiles on the JVM path: ``msle``, ``rmsle``, ``mean_pinball_loss``,
-``mean_poisson_deviance``, ``mean_gamma_deviance``, ``mean_tweedie_deviance@power=0/1/2``, ``d2_tweedie_score@power=1/2``
-(``regression_terms``, per-row logs fdlibm's on both sides) and ``median_absolute_error`` /
+``mean_poisson_deviance``, ``mean_gamma_deviance``, ``mean_tweedie_deviance`` and ``d2_tweedie_score`` of every power
+(``regression_terms``, per-row logs and powers fdlibm's on both sides) and ``median_absolute_error`` /
 ``quantile_absolute_error`` (``absolute_error_distribution``) folded in Java into core's bytes; the values equal
-the local engine's bit for bit and scikit-learn's. Other Tweedie powers (``np.power``) keep the Arrow path."""
+the local engine's bit for bit and scikit-learn's."""
 
 from __future__ import annotations
 
@@ -146,18 +146,52 @@ def test_evaluate_and_compute_metrics_take_the_jvm_path_and_equal_the_local_engi
                 assert _bits(a.metrics[key]) == _bits(b.metrics[key]), (a.key, key)
 
 
-def test_tweedie_powers_with_np_power_keep_the_arrow_path(jvm_spark):
-    from mergeable_metrics.spark import collect_results, compute_metrics, jvm
+#: Tweedie powers other than 0, 1 and 2: (1, 2) compound Poisson-Gamma, > 2, < 0 (fdlibm's pow on both sides)
+POWERS = [1.5, 1.2345, 3.0, 2.5, -1.0, -0.37]
+TWEEDIE = [f"mean_tweedie_deviance@power={q}" for q in POWERS] + [f"d2_tweedie_score@power={q}" for q in POWERS] + ["msle"]
 
-    metrics = ["mean_tweedie_deviance@power=1.5", "msle"]
-    ev = Evaluation(label_col="y", score_col="p", metrics=metrics, task="regression", slices=["g"])
+
+@pytest.mark.parametrize("weight_col", [None, "w"])
+def test_tweedie_powers_fold_in_the_jvm_and_equal_the_local_engine_and_sklearn(jvm_spark, monkeypatch, weight_col):
+    """Every Tweedie power takes the JVM path in ``evaluate``, ``compute_metrics`` and ``metric_columns`` (its
+    ``np.power`` replaced by fdlibm's pow in core and ``StrictMath.pow`` in Java): the values equal the local
+    engine's bit for bit, per group, and scikit-learn's ``mean_tweedie_deviance`` / ``d2_tweedie_score``."""
+    from mergeable_metrics.spark import collect_results, compute_metrics, evaluate, jvm, jvm_path, metric_columns
+
+    pdf = _frame(n=1500)
+    ev = Evaluation(label_col="y", score_col="p", weight_col=weight_col, metrics=TWEEDIE, task="regression", slices=["g"])
     spec, why = jvm.evaluation_spec(ev, sliced=True)
-    assert spec is None and "np.power" in why
-    pdf = _frame(n=300)
-    got = collect_results(compute_metrics(jvm_spark.createDataFrame(pdf), evaluation=ev), ev)
+    assert spec is not None, why
+    taken = []
+    real_e, real_c = jvm_path.evaluate_jvm, jvm_path.compute_jvm
+    monkeypatch.setattr(jvm_path, "evaluate_jvm", lambda *a: taken.append("evaluate") or real_e(*a))
+    monkeypatch.setattr(jvm_path, "compute_jvm", lambda *a: taken.append("compute") or real_c(*a))
+    df = jvm_spark.createDataFrame(pdf).repartition(3)
+    got = evaluate(df, evaluation=ev)
+    lazy = collect_results(compute_metrics(df, evaluation=ev), ev)
+    assert taken == ["evaluate", "compute"]
     want = ev.evaluate([pdf])
-    for a, b in zip(got, want):
-        assert all(_bits(a.metrics[k]) == _bits(b.metrics[k]) for k in a.metrics), a.key
+    keys = [m.key for m in ev.plan.metrics]
+    for results in (got, lazy):
+        assert [s.key for s in results] == [s.key for s in want]
+        for a, b in zip(results, want):
+            assert [_bits(a.metrics[k]) for k in keys] == [_bits(b.metrics[k]) for k in keys], a.key
+    q = df.groupBy("g").agg(*metric_columns(TWEEDIE, label_col="y", score_col="p", weight_col=weight_col, task="regression", engine="jvm"))
+    assert "mm_state_" in q._jdf.queryExecution().executedPlan().toString()  # the JVM fold
+    rows = {r["g"]: r.asDict() for r in q.collect()}
+    assert sorted(rows) == ["a", "b", "c", "neg"]
+    for g, row in rows.items():
+        ref = want[(("g", g),)].metrics
+        assert [_bits(row[k]) for k in keys] == [_bits(ref[k]) for k in keys], g
+    key = dict(zip(TWEEDIE, keys))
+    for g in ("a", "b", "c"):
+        part = pdf[pdf.g == g]
+        y, p, sw = part.y.to_numpy(), part.p.to_numpy(), part.w.to_numpy() if weight_col else None
+        for q in POWERS:
+            mean, d2 = rows[g][key[f"mean_tweedie_deviance@power={q}"]], rows[g][key[f"d2_tweedie_score@power={q}"]]
+            assert mean == pytest.approx(mean_tweedie_deviance(y, p, power=q, sample_weight=sw), rel=1e-12), (g, q)
+            assert d2 == pytest.approx(d2_tweedie_score(y, p, power=q, sample_weight=sw), rel=1e-9), (g, q)
+    assert np.isnan(rows["neg"][key["mean_tweedie_deviance@power=1.5"]])  # a prediction <= 0: outside the domain
 
 
 #: the term metrics finished in Java (mergeablemetrics.TermsFinish)
@@ -169,6 +203,9 @@ FINISHED = [
     "mean_poisson_deviance",
     "mean_gamma_deviance",
     "mean_tweedie_deviance@power=0",
+    "mean_tweedie_deviance@power=1.5",
+    "mean_tweedie_deviance@power=3",
+    "mean_tweedie_deviance@power=-1",
 ]
 
 

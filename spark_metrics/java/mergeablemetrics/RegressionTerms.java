@@ -5,19 +5,19 @@ package mergeablemetrics;
  * count, the exact weight, and per term the exact sum of {@code w * term(y, p)} over the rows inside its
  * domain with a finite term, the rows outside the domain, and the rows whose term is {@code +inf} /
  * {@code -inf} (weight > 0) or NaN (or infinite of weight 0). Each row's term is computed with the same IEEE
- * operations in the same order as core's numpy code, its logs fdlibm's ({@code StrictMath.log} /
- * {@code log1p}, core's {@code mergeable_metrics._util.portable_log}), so the bytes are core's.
+ * operations in the same order as core's numpy code, its logs and powers fdlibm's ({@code StrictMath.log},
+ * {@code log1p} and {@code pow}; core's {@code mergeable_metrics._util.portable_log} and {@code portable_pow}),
+ * so the bytes are core's.
  *
- * <p>Ported terms: {@code sle} (msle, rmsle), {@code pinball:A}, {@code tweedie:0}, {@code tweedie:1}
- * (Poisson), {@code tweedie:2} (Gamma), {@code null:1}, {@code null:2}. The other Tweedie powers call
- * {@code np.power} (the platform's libm or SIMD code), which Java cannot reproduce bit for bit: the Python
- * side does not build this state for them (they keep the Arrow path). Config key {@code terms}: the
- * layout's sorted terms separated by {@code ;}.
+ * <p>Terms: {@code sle} (msle, rmsle), {@code pinball:A}, {@code tweedie:Q} (0: the squared error, 1: Poisson,
+ * 2: Gamma, any other power: scikit-learn's general unit deviance with {@code StrictMath.pow}), {@code null:Q}
+ * (the D² score's sum of the targets alone: {@code y log y}, {@code log y}, else {@code y^(2-Q)}). Config key
+ * {@code terms}: the layout's sorted terms separated by {@code ;}.
  */
 public final class RegressionTerms implements JvmState {
     private static final long serialVersionUID = 1L;
     static final String KIND = "regression_terms";
-    private static final int SLE = 0, PINBALL = 1, TWEEDIE0 = 2, POISSON = 3, GAMMA = 4, NULL_POISSON = 5, NULL_GAMMA = 6;
+    private static final int SLE = 0, PINBALL = 1, TWEEDIE0 = 2, POISSON = 3, GAMMA = 4, NULL_POISSON = 5, NULL_GAMMA = 6, TWEEDIE = 7, NULL_POW = 8;
     private final FloatConfig cfg;
     private final int[] op;
     private final double[] arg;
@@ -45,7 +45,9 @@ public final class RegressionTerms implements JvmState {
             else if (name.equals("tweedie") && a == 2.0) op[j] = GAMMA;
             else if (name.equals("null") && a == 1.0) op[j] = NULL_POISSON;
             else if (name.equals("null") && a == 2.0) op[j] = NULL_GAMMA;
-            else throw new IllegalArgumentException(KIND + ": term " + terms[j] + " is not ported to the JVM (np.power is the platform's)");
+            else if (name.equals("tweedie") && Double.isFinite(a)) op[j] = TWEEDIE;
+            else if (name.equals("null") && Double.isFinite(a)) op[j] = NULL_POW;
+            else throw new IllegalArgumentException(KIND + ": unknown term " + terms[j]);
         }
         sums = FloatConfig.sums(terms.length);
         outside = new long[terms.length];
@@ -57,6 +59,16 @@ public final class RegressionTerms implements JvmState {
     /** scipy's {@code xlogy}: {@code x * log(y)}, 0 where {@code x == 0}. */
     private static double xlogy(double x, double y) {
         return x == 0 ? 0.0 : x * StrictMath.log(y);
+    }
+
+    /**
+     * scikit-learn's unit deviance of Tweedie power {@code q} (not 0, 1, 2) of a row inside the domain, as core's
+     * {@code _tweedie}: {@code 2 (max(y, 0)^(2-q) / ((1-q)(2-q)) - y p^(1-q) / (1-q) + p^(2-q) / (2-q))}, the
+     * powers {@code StrictMath.pow} (fdlibm's, core's {@code portable_pow}).
+     */
+    private static double tweedie(double q, double y, double p) {
+        double yp = q < 0 && !(y > 0) ? 0.0 : y;
+        return 2 * (StrictMath.pow(yp, 2 - q) / ((1 - q) * (2 - q)) - y * StrictMath.pow(p, 1 - q) / (1 - q) + StrictMath.pow(p, 2 - q) / (2 - q));
     }
 
     @Override
@@ -102,10 +114,22 @@ public final class RegressionTerms implements JvmState {
                     inside = y >= 0;
                     v = xlogy(y, y);
                     break;
-                default: // NULL_GAMMA
+                case NULL_GAMMA:
                     inside = y > 0;
                     v = StrictMath.log(y);
                     break;
+                case TWEEDIE: {
+                    double q = arg[j];
+                    inside = q < 0 ? p > 0 : p > 0 && (q < 2 ? y >= 0 : y > 0);
+                    v = inside ? tweedie(q, y, p) : 0.0;
+                    break;
+                }
+                default: { // NULL_POW: y^(2-q), max(y, 0) below power 0
+                    double q = arg[j];
+                    inside = q < 0 || (q < 2 ? y >= 0 : y > 0);
+                    v = inside ? StrictMath.pow(q < 0 && !(y > 0) ? 0.0 : y, 2 - q) : 0.0;
+                    break;
+                }
             }
             if (!inside) outside[j]++;
             else if (Double.isNaN(v)) nan[j]++;
