@@ -86,3 +86,17 @@ def test_the_readme_is_short_and_keeps_the_two_commands_and_the_quick_starts():
     # the README's links into the docs point at pages that exist
     for link in re.findall(r"\]\((docs/[^)#]+)", readme):
         assert (ROOT / link).exists(), link
+
+
+def test_the_cli_pages_synopsis_lists_every_flag_of_the_help():
+    """docs/cli.md's synopsis of ``mergeable-evaluate`` names every option ``--help`` shows (a newcomer
+    found ``--format``, ``--batch-size``, ``--ci-prevalence-prior`` and ``--example-days`` only in ``--help``)."""
+    import argparse
+
+    from mergeable_metrics.pipelines.evaluate import build_parser
+
+    page = (DOCS / "cli.md").read_text(encoding="utf-8")
+    synopsis = re.search(r"```\n(python -m mergeable_metrics\.pipelines\.evaluate --input .*?)```", page, flags=re.S).group(1)
+    shown = {o for a in build_parser()._actions if a.help != argparse.SUPPRESS for o in a.option_strings if o.startswith("--") and o != "--help"}
+    missing = sorted(o for o in shown if not re.search(re.escape(o) + r"(?![\w-])", synopsis))
+    assert not missing, f"docs/cli.md's synopsis does not list {missing}"
