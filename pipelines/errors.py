@@ -222,6 +222,15 @@ def engine_stderr() -> contextlib.AbstractContextManager[None]:
     return stderr_fd_to(_CHILD_LOG[-1] if _CHILD_LOG else None)
 
 
+def program_name(module: str) -> str:
+    """The name a user typed to start the program: the console script's (``mergeable-evaluate``)
+    when run through it, else ``python -m <module>`` (argparse would print ``evaluate.py``)."""
+    invoked = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else ""
+    if invoked.startswith("mergeable-"):
+        return invoked
+    return f"python -m {module}"
+
+
 class CliParser(argparse.ArgumentParser):
     """An ``ArgumentParser`` whose usage errors are short: the ``error:`` line, the closest option
     to each unknown one (``--treshold`` -> ``(did you mean --threshold?)``) and a pointer to

@@ -53,7 +53,7 @@ FLIGHTS_MIN_SLICE_SIZE = 100
 
 def build_parser() -> argparse.ArgumentParser:
     p = errors.CliParser(
-        prog="python -m mergeable_metrics.pipelines.evaluate",
+        prog=errors.program_name("mergeable_metrics.pipelines.evaluate"),
         description="Exact, mergeable, sliced evaluation of model predictions.",
     )
     src = p.add_argument_group("input")

@@ -222,7 +222,7 @@ def format_table(checks: list[dict[str, Any]], max_rows: int = 200) -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     p = errors.CliParser(
-        prog="python -m mergeable_metrics.pipelines.validate",
+        prog=errors.program_name("mergeable_metrics.pipelines.validate"),
         description="Compare two evaluation outputs (metrics.json) slice by slice against value and change thresholds.",
         epilog="exit codes: 0 every check passes, 1 a regression, 2 a configuration mismatch or bad input",
     )

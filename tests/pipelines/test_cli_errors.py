@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -140,6 +141,24 @@ def test_the_readme_shows_the_console_script_it_installs(tmp_path):
     proc = subprocess.run([exe, "--input", str(tmp_path / "missing.parquet"), "--label", "y", "--score", "p", "--output", str(tmp_path / "o")],
                           capture_output=True, text=True, timeout=120)  # fmt: skip
     assert proc.returncode == 2 and proc.stderr.startswith("error: input ") and "does not exist" in proc.stderr
+
+
+def test_the_console_scripts_help_and_usage_errors_name_the_command_the_user_typed(tmp_path, monkeypatch):
+    # argparse's default (or a fixed 'python -m ...') printed a name the user did not type
+    from mergeable_metrics.pipelines import evaluate, validate
+
+    monkeypatch.setattr(sys, "argv", ["/venv/bin/mergeable-evaluate"])
+    assert evaluate.build_parser().format_usage().startswith("usage: mergeable-evaluate ")
+    monkeypatch.setattr(sys, "argv", ["/venv/bin/mergeable-validate"])
+    assert validate.build_parser().format_usage().startswith("usage: mergeable-validate ")
+    monkeypatch.setattr(sys, "argv", ["/x/mergeable_metrics/pipelines/evaluate.py"])  # python -m
+    assert evaluate.build_parser().format_usage().startswith("usage: python -m mergeable_metrics.pipelines.evaluate ")
+    exe = shutil.which("mergeable-validate", path=os.path.dirname(sys.executable))
+    if exe is None:
+        pytest.skip("the package is not installed in this environment (no console script)")
+    proc = subprocess.run([exe, "--currnt", "x"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and proc.stderr.startswith("mergeable-validate: error: "), proc.stderr
+    assert "see mergeable-validate --help" in proc.stderr
 
 
 def test_skip_invalid_that_skips_every_row_is_an_error_with_the_count_and_the_first_reasons(tmp_path, capsys):
