@@ -63,8 +63,12 @@ CONNECT_ROW_FUNCTION = "mm_row_states"
 #: the score mode of an ``array<double>`` score column of K finite scores per row (``mergeablemetrics.Spec.SCORE_ROW``:
 #: multiclass ``roc_auc`` / ``average_precision`` one-vs-rest and one-vs-one from class score columns)
 SCORE_ROW_MODE = 5
+#: the score mode of an ``array<double>`` column of K class probabilities per row (``mergeablemetrics.Spec.PROBABILITY_ROW``:
+#: multiclass ``log_loss``, ``brier_score``, calibration): the score rows' checks, then core's probability checks (each
+#: entry in [0, 1], the row's numpy sum within ``PROBABILITY_SUM_TOL * K`` of 1), the same decisions bit for bit
+PROBABILITY_ROW_MODE = 6
 #: the float state kinds folded from score rows (the others of a multiclass plan with scores keep the Arrow path)
-ROW_KINDS: frozenset[str] = frozenset({"class_score_distribution"})
+ROW_KINDS: frozenset[str] = frozenset({"class_score_distribution", "probability_sums", "calibration_bins"})
 #: the state kinds :data:`CONNECT_FUNCTION` folds (sums of per-row cells)
 COUNT_KINDS: frozenset[str] = frozenset({"binary_confusion", "confusion_matrix", "example_count"})
 _SEP = "\x1f"
@@ -257,7 +261,7 @@ def state_column(spark: Any, spec: str, label: "Column", score: "Column | None",
     """The aggregate Column of ``spec`` over the (double) input columns: the states' packed bytes."""
     from pyspark.sql import functions as F
 
-    rows = int(spec.split(_SEP, 2)[1]) == SCORE_ROW_MODE
+    rows = int(spec.split(_SEP, 2)[1]) in (SCORE_ROW_MODE, PROBABILITY_ROW_MODE)
     if is_connect(spark):
         if not _connect_ready(spark):
             raise RuntimeError(NO_JDK)
@@ -530,8 +534,9 @@ def _jvm_states(plan: Any, no_float: str | None) -> tuple[list | None, str]:
 
 def _score_row_spec(ev: Any) -> tuple[str | None, str]:
     """``(spec, "")`` of a multiclass evaluation of an ``array<double>`` score column of K scores per row whose
-    states are ``example_count`` and the class score distribution (``roc_auc``, ``average_precision``,
-    one-vs-rest and one-vs-one), else ``(None, why not)``."""
+    states are ``example_count``, the class score distribution (``roc_auc``, ``average_precision``,
+    one-vs-rest and one-vs-one), the probability sums (``log_loss``, ``brier_score``) and the calibration bins, else
+    ``(None, why not)``. A plan reading probabilities (:data:`PROBABILITY_ROW_MODE`) checks each row as core does."""
     from mergeable_metrics.engine import SCORES_FINITE, WEIGHTS_RULE, label_rule
 
     plan = ev.plan
@@ -545,9 +550,9 @@ def _score_row_spec(ev: Any) -> tuple[str | None, str]:
         or ev.query_col is not None
         or getattr(ev, "classes", None) is not None
         or task.ignore_index is not None
-        or not plan.needs <= {"target", "score_matrix"}
+        or not plan.needs <= {"target", "score_matrix", "probability"}
     ):
-        return None, "inputs need core's input formats (per-class score columns, one-hot, probabilities, classes=, ...)"
+        return None, "inputs need core's input formats (per-class score columns, one-hot, logits, classes=, ...)"
     states = []
     for cls, layout in plan.state_types:
         zero = cls.zero(layout)
@@ -561,7 +566,8 @@ def _score_row_spec(ev: Any) -> tuple[str | None, str]:
     k = task.num_classes
     names = [ev.label_col, ev.score_col, ev.weight_col]
     rules = [label_rule("labels", k), SCORES_FINITE, WEIGHTS_RULE]
-    return spec_text(k, SCORE_ROW_MODE, ev.weight_col is not None, names, rules, states), ""
+    mode = PROBABILITY_ROW_MODE if "probability" in plan.needs else SCORE_ROW_MODE
+    return spec_text(k, mode, ev.weight_col is not None, names, rules, states), ""
 
 
 #: the rules of regression targets and predictions, as core's messages state them (inputs/formats.py)

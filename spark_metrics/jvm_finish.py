@@ -8,7 +8,7 @@ ported: those metrics keep core's finish in a Python UDF). Ported: ``example_cou
 ``f1``, ``fbeta`` (binary, and ``micro`` / ``macro`` / ``weighted`` averages, without ``labels=`` or
 ``ignore_index``), ``accuracy``, ``balanced_accuracy``; ``specificity``, ``npv``, ``fpr``, ``fnr`` (binary);
 ``roc_auc`` and ``average_precision`` (binary, ``pos_label=1``, no ``max_fpr``; from the score distribution),
-``log_loss`` and ``brier_score`` (binary); single-output regression ``mse``, ``rmse``, ``mae``, ``mape``, ``r2``,
+``log_loss`` and ``brier_score`` (binary, and multiclass from probability rows); single-output regression ``mse``, ``rmse``, ``mae``, ``mape``, ``r2``,
 ``explained_variance`` (``multioutput`` the default), ``mean_error``, ``max_error``, ``pearson``, ``mean_label``,
 ``mean_prediction`` (``mergeablemetrics.RegressionFinish``: core's exact rationals, rounded once). ``Finish.value`` returns null (None) where it cannot give core's value
 bit for bit: ``average_precision`` of a compressed score distribution (more distinct scores than its capacity:
@@ -46,6 +46,8 @@ def metric_finish(ev: Evaluation, metric: Any) -> str | None:
     if name == "example_count":
         return f"count,{kinds.index('example_count')},-1,0" if kinds.count("example_count") == 1 else None
     if task.kind == "binary" and name in _FLOAT_FINISH:
+        return _float_finish(types, kinds, metric)
+    if task.kind == "multiclass" and name in ("log_loss", "brier_score"):  # probability rows (PROBABILITY_ROW_MODE)
         return _float_finish(types, kinds, metric)
     if task.kind == "regression":
         return _regression_finish(types, kinds, metric)
@@ -103,8 +105,8 @@ def _float_finish(types: Any, kinds: list[str], metric: Any) -> str | None:
             return None
         return f"{'roc' if name == 'roc_auc' else 'ap'},{i},-1,0"
     layout = types[i][1]
-    if not layout.binary or getattr(layout, "multilabel", False):
-        return None
+    if getattr(layout, "multilabel", False):
+        return None  # binary and multiclass layouts: the sums over the weight (multiclass: the state's K-class sums)
     if name == "log_loss":
         return f"ll,{i},{layout.eps.index(p['eps'])},0"
     return f"brier,{i},-1,0,{float(metric.scale(layout))!r}"
