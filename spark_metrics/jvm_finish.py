@@ -230,6 +230,20 @@ SQL_REGRESSION_FUNCTIONS = {
     "mm_mean_poisson_deviance": "mean_poisson_deviance",
     "mm_mean_gamma_deviance": "mean_gamma_deviance",
 }
+#: the SQL names of multiclass metrics, registered by ``register_sql_functions(spark, num_classes=K)``: name ->
+#: (metric string, what the second argument holds): ``"probabilities"`` an ``array<double>`` of the K class
+#: probabilities of each row (checked as core checks them), ``"predictions"`` the predicted class ids in [0, K)
+SQL_MULTICLASS_FUNCTIONS = {
+    "mm_log_loss_multiclass": ("log_loss", "probabilities"),
+    "mm_brier_score_multiclass": ("brier_score", "probabilities"),
+    "mm_accuracy_multiclass": ("accuracy", "predictions"),
+    "mm_balanced_accuracy": ("balanced_accuracy", "predictions"),
+    "mm_f1_macro": ("f1@macro", "predictions"),
+    "mm_f1_micro": ("f1@micro", "predictions"),
+    "mm_f1_weighted": ("f1@weighted", "predictions"),
+    "mm_precision_macro": ("precision@macro", "predictions"),
+    "mm_recall_macro": ("recall@macro", "predictions"),
+}
 #: the SQL names returning a state (its finish stays in Python: :func:`finish_sql_state`)
 SQL_STATE_FUNCTIONS = {"mm_roc_auc_state": "roc_auc", "mm_average_precision_state": "average_precision"}
 
@@ -238,7 +252,12 @@ def _sql_evaluation(metric: str, weighted: bool = False, task: str | None = None
     return Evaluation(label_col="label", score_col="score", metrics=[metric], weight_col="weight" if weighted else None, task=task)
 
 
-def register_sql_functions(spark: Any) -> list[str]:
+def _sql_multiclass_evaluation(metric: str, reads: str, num_classes: int, weighted: bool) -> Evaluation:
+    column = {"score_col": "score"} if reads == "probabilities" else {"prediction_col": "score"}
+    return Evaluation(label_col="label", metrics=[metric], weight_col="weight" if weighted else None, task="multiclass", num_classes=num_classes, **column)
+
+
+def register_sql_functions(spark: Any, num_classes: int | None = None) -> list[str]:
     """Register the SQL aggregate functions of the JVM path in a classic session; returns their names.
 
     * ``mm_accuracy(label, score[, weight])``, ``mm_precision``, ``mm_recall``, ``mm_f1`` (labels 0/1, a
@@ -254,7 +273,15 @@ def register_sql_functions(spark: Any) -> list[str]:
       ``mm_mean_poisson_deviance``, ``mm_mean_gamma_deviance`` likewise (NaN for a group with a row outside the
       metric's domain, as core);
     * ``mm_roc_auc_state(label, score)``, ``mm_average_precision_state``: the group's score distribution
-      (state bytes): their finish is core's, in Python (:func:`finish_sql_state`), with bounds beyond the capacity.
+      (state bytes): their finish is core's, in Python (:func:`finish_sql_state`), with bounds beyond the capacity;
+    * with ``num_classes=K`` (labels in [0, K)), the multiclass names of :data:`SQL_MULTICLASS_FUNCTIONS`:
+      ``mm_log_loss_multiclass(label, probabilities[, weight])`` and ``mm_brier_score_multiclass`` (an
+      ``array<double>`` of the K class probabilities per row, checked as core checks them: each in [0, 1], the row
+      summing to 1 within ``1e-6 * K``), ``mm_accuracy_multiclass(label, prediction[, weight])``,
+      ``mm_balanced_accuracy``, ``mm_f1_macro``, ``mm_f1_micro``, ``mm_f1_weighted``, ``mm_precision_macro``,
+      ``mm_recall_macro`` (predicted class ids): folded and finished in the JVM, bit for bit core's values. A
+      second call with another K replaces them. (Multiclass ``roc_auc`` / ``average_precision`` finish in Python:
+      use :func:`mergeable_metrics.spark.metric_columns`.)
 
     Invalid values (a null or NaN score, a label not 0/1, a probability outside [0, 1], a negative weight)
     raise naming the argument.
@@ -279,6 +306,20 @@ def register_sql_functions(spark: Any) -> list[str]:
         assert desc is not None
         _invoke(spark, "registerMetricWeights", name, specs[0], specs[1], desc)
         names.append(name)
+    if num_classes is not None:
+        if isinstance(num_classes, bool) or not isinstance(num_classes, int) or num_classes < 2:
+            raise ValueError(f"register_sql_functions: num_classes must be an integer >= 2, got {num_classes!r}")
+        for name, (metric, reads) in SQL_MULTICLASS_FUNCTIONS.items():
+            specs = []
+            for weighted in (False, True):
+                ev = _sql_multiclass_evaluation(metric, reads, num_classes, weighted)
+                spec, why = jvm.evaluation_spec(ev)
+                assert spec is not None, why
+                specs.append(spec)
+            desc = metric_finish(ev, ev.plan.metrics[0])
+            assert desc is not None, metric
+            _invoke(spark, "registerMetricWeights", name, specs[0], specs[1], desc)
+            names.append(name)
     for name, metric in SQL_STATE_FUNCTIONS.items():
         spec, why = jvm.evaluation_spec(_sql_evaluation(metric))
         if spec is None:  # pragma: no cover - the float kinds are always in the jar

@@ -392,3 +392,50 @@ def test_evaluate_takes_the_jvm_path_and_an_invalid_row_is_named_by_the_arrow_pa
     with pytest.raises(Exception, match=r"column 'p': invalid value \[0\.5, 0\.5, 0\.5, 0\.0\] at row \d+: probability rows must sum to 1 \(got 1\.5\)"):
         evaluate(jvm_spark.createDataFrame(bad).coalesce(1), evaluation=ev)
     assert len(taken) == 2  # the JVM path refused the row; the Arrow path named it
+
+
+def test_multiclass_sql_names_equal_core_and_sklearn(jvm_spark):
+    """``register_sql_functions(spark, num_classes=K)``: the multiclass SQL names, folded and finished in the JVM, equal
+    core's values bit for bit per group (weighted too) and scikit-learn's; an invalid probability row raises naming the
+    argument."""
+    from sklearn.metrics import accuracy_score, balanced_accuracy_score, brier_score_loss, f1_score, precision_score, recall_score
+
+    from mergeable_metrics.spark import register_sql_functions
+    from mergeable_metrics.spark.jvm_finish import SQL_MULTICLASS_FUNCTIONS
+
+    names = register_sql_functions(jvm_spark, num_classes=K)
+    assert set(SQL_MULTICLASS_FUNCTIONS) <= set(names)
+    pdf = _frame(seed=5, n=600)
+    rng = np.random.default_rng(5)
+    pdf["pred"] = rng.integers(0, K, len(pdf))
+    pdf.loc[pdf.index[:200], "pred"] = pdf.y[:200]  # better than chance
+    jvm_spark.createDataFrame(pdf).createOrReplaceTempView("mm_mc_t")
+    calls = [f"{name}(y, {'p' if reads == 'probabilities' else 'pred'}{{w}}) AS {name}" for name, (_, reads) in SQL_MULTICLASS_FUNCTIONS.items()]
+    for wc in (None, "w"):
+        query = f"SELECT g, {', '.join(c.format(w=', w' if wc else '') for c in calls)} FROM mm_mc_t GROUP BY g"
+        rows = jvm_spark.sql(query).collect()
+        assert sorted(r["g"] for r in rows) == ["a", "b", "c"]
+        for r in rows:
+            part = pdf[pdf.g == r["g"]]
+            sw = None if wc is None else part.w.to_numpy()
+            for name, (metric, reads) in SQL_MULTICLASS_FUNCTIONS.items():
+                column = {"score_col": "p"} if reads == "probabilities" else {"prediction_col": "pred"}
+                ev = Evaluation(label_col="y", weight_col=wc, metrics=[metric], task="multiclass", num_classes=K, **column)
+                want = ev.evaluate([part]).overall.metrics[ev.plan.metrics[0].key]
+                assert _bits(r[name]) == _bits(want), (name, wc, r[name], want)
+            s = np.stack(part.p.to_numpy())
+            labels = list(range(K))
+            assert r["mm_log_loss_multiclass"] == pytest.approx(log_loss(part.y, s, labels=labels, sample_weight=sw), rel=1e-12)
+            assert r["mm_brier_score_multiclass"] == pytest.approx(brier_score_loss(part.y, s, labels=labels, sample_weight=sw), rel=1e-12)
+            assert r["mm_accuracy_multiclass"] == pytest.approx(accuracy_score(part.y, part.pred, sample_weight=sw), rel=1e-12)
+            assert r["mm_balanced_accuracy"] == pytest.approx(balanced_accuracy_score(part.y, part.pred, sample_weight=sw), rel=1e-12)
+            for avg in ("macro", "micro", "weighted"):
+                assert r[f"mm_f1_{avg}"] == pytest.approx(f1_score(part.y, part.pred, average=avg, sample_weight=sw), rel=1e-12)
+            assert r["mm_precision_macro"] == pytest.approx(precision_score(part.y, part.pred, average="macro", sample_weight=sw), rel=1e-12)
+            assert r["mm_recall_macro"] == pytest.approx(recall_score(part.y, part.pred, average="macro", sample_weight=sw), rel=1e-12)
+    with pytest.raises(
+        Exception, match=r"column 'score': invalid value \[0\.5, 0\.5, 0\.5, 0\.5\] in a row of this group: probability rows must sum to 1 \(got 2\)"
+    ):
+        jvm_spark.sql("SELECT mm_log_loss_multiclass(y, p) FROM VALUES (0, array(0.5D, 0.5D, 0.5D, 0.5D)) AS t(y, p)").collect()
+    with pytest.raises(ValueError, match="num_classes must be an integer >= 2"):
+        register_sql_functions(jvm_spark, num_classes=1)
