@@ -24,7 +24,8 @@ values are then computed from those states by core, on the driver. No Python run
 
 Score rows (:data:`SCORE_ROW_MODE`): multiclass ``roc_auc`` / ``average_precision`` read an ``array<double>`` column of
 the K class scores of each row (``mergeablemetrics.RowStateAggregator`` in a classic session), folded into core's
-``class_score_distribution``.
+``class_score_distribution``; probability rows (:data:`PROBABILITY_ROW_MODE`): multiclass ``log_loss``, ``brier_score``
+and calibration read it as probabilities, each row checked in Java as core checks it (``Spec.checkProbabilities``).
 
 Without a JDK (no ``javac``) :func:`jar_path` returns None and the adapter keeps its other paths, with one
 line saying what to install (:data:`NO_JDK`).
@@ -440,6 +441,8 @@ def _float_kinds() -> dict:
 
 #: the rule of probability scores (core's, for log_loss, brier_score, ...)
 PROBABILITIES = "probabilities must be in [0, 1]"
+#: core's rule of finite values under ``score_format="probabilities"`` (core/inputs/formats.py)
+PROBABILITIES_FINITE = "probabilities must be finite (no NaN or inf)"
 #: the count kinds (their UserDefinedAggregateFunction form under Spark Connect keeps int64 cells: unweighted plans only)
 COUNT_KINDS: frozenset[str] = frozenset({"binary_confusion", "confusion_matrix", "example_count"})
 
@@ -541,11 +544,14 @@ def _score_row_spec(ev: Any) -> tuple[str | None, str]:
 
     plan = ev.plan
     task = plan.task
+    formats = dict(ev.formats)
+    probabilities = formats.pop("score", None) == "probabilities"  # the probabilities format: core checks every row
     if (
         not isinstance(ev.score_col, str)
         or not isinstance(ev.label_col, str)
         or ev.prediction_col is not None
-        or any(ev.formats.values())
+        or any(formats.values())
+        or (ev.formats.get("score") not in (None, "probabilities"))
         or ev.measure_col is not None
         or ev.query_col is not None
         or getattr(ev, "classes", None) is not None
@@ -565,8 +571,8 @@ def _score_row_spec(ev: Any) -> tuple[str | None, str]:
         states.append(got)
     k = task.num_classes
     names = [ev.label_col, ev.score_col, ev.weight_col]
-    rules = [label_rule("labels", k), SCORES_FINITE, WEIGHTS_RULE]
-    mode = PROBABILITY_ROW_MODE if "probability" in plan.needs else SCORE_ROW_MODE
+    rules = [label_rule("labels", k), PROBABILITIES_FINITE if probabilities else SCORES_FINITE, WEIGHTS_RULE]
+    mode = PROBABILITY_ROW_MODE if probabilities or "probability" in plan.needs else SCORE_ROW_MODE
     return spec_text(k, mode, ev.weight_col is not None, names, rules, states), ""
 
 

@@ -255,6 +255,23 @@ def test_wide_rows_are_named_by_their_first_entries():
     _same_message(message, line)
 
 
+@pytest.mark.parametrize("metrics", [["roc_auc"], ["log_loss", "roc_auc"]])
+def test_the_probabilities_format_is_checked_as_core_checks_it(metrics):
+    """``score_format="probabilities"``: core checks the rows even for ``roc_auc`` alone, and names a non-finite
+    entry by the format's rule; the JVM spec does the same."""
+    ev = Evaluation(label_col="y", score_col="p", metrics=metrics, task="multiclass", num_classes=3, score_format="probabilities")
+    spec, _ = jvm_spec(ev)
+    rows = [[0.2, 0.3, 0.5], [0.1, 0.2, 0.8], [0.1, math.nan, 0.9], [0.2, -0.3, 1.1]]
+    got = jvm_fold.fold_rows([(spec, 1, [0], [(0, 0.0, None, r)]) for r in rows])
+    assert not got[0].startswith("ERR")
+    assert got[0] == _python_fold(ev, [(0, 0.0, None, rows[0])])[0]
+    for r, line in zip(rows[1:], got[1:]):
+        message = _core_message(ev, r)
+        assert message is not None
+        _same_message(message, line)
+    assert "probabilities must be finite" in got[2]
+
+
 def test_the_java_tolerance_is_core_s():
     from mergeable_metrics.inputs.formats import PROBABILITY_SUM_TOL
 
@@ -269,13 +286,16 @@ def test_plans_reading_probability_rows_take_the_jvm_path():
     ev = _ev(4, True, ["log_loss", "brier_score", "brier_score@scale_by_half=true", "ece@macro", "roc_auc", "log_loss@eps=0.01"])
     spec, why = jvm.evaluation_spec(ev)
     assert spec is not None, why
-    assert jvm.spec_kinds(spec) == ["example_count", "class_score_distribution", "probability_sums", "calibration_bins"]
+    assert sorted(jvm.spec_kinds(spec)) == ["calibration_bins", "class_score_distribution", "example_count", "probability_sums"]
     finished = {m.key: jvm_finish.metric_finish(ev, m) for m in ev.plan.metrics}
     assert finished["log_loss"] and finished["brier_score"] and finished["log_loss@eps=0.01"] and finished["brier_score@scale_by_half=true"]
     assert finished["ece@macro"] is None and finished["roc_auc"] is None  # core's finish (a Python UDF in metric_columns)
-    # an explicit input format keeps the Arrow path
+    # another input format keeps the Arrow path
     other = Evaluation(label_col="y", score_col="p", metrics=["log_loss"], task="multiclass", num_classes=3, score_format="logits")
     assert jvm.evaluation_spec(other)[0] is None
+    # class scores without probabilities: no probability checks
+    scores = Evaluation(label_col="y", score_col="p", metrics=["roc_auc"], task="multiclass", num_classes=3)
+    assert jvm.evaluation_spec(scores)[0].split("\x1f")[1] == str(jvm.SCORE_ROW_MODE)
 
 
 # -- on Spark ---------------------------------------------------------------------------------------------------------
