@@ -83,7 +83,8 @@ def metric_columns(
     folded in Java into core's own states, bit for bit those of the Python fold; the default wherever they
     apply and a JDK is there), and ``"sql"``, native ``sum`` aggregates of per-row cells (count and confusion
     metrics only). On the JVM path all the columns read one aggregate, and the count-based metrics,
-    binary ``roc_auc``, ``average_precision``, ``log_loss`` and ``brier_score``, and the regression metrics
+    binary ``roc_auc``, ``average_precision``, ``log_loss`` and ``brier_score`` (multiclass ``log_loss`` and
+    ``brier_score`` too), and the regression metrics
     of ``task="regression"`` (``r2``, ``mse``, ``rmse``, ``mae``, ``mape``, ``explained_variance``, ``pearson``, ``msle``,
     ``mean_poisson_deviance``, ...)
     (:mod:`mergeable_metrics.spark.jvm_finish`) are finished in Java too, bit for bit core's values
@@ -97,8 +98,9 @@ def metric_columns(
             each column is named by the metric's key.
         label_col: label column.
         score_col: binary score column (``score >= threshold`` is positive); for ``task="regression"``, the
-            predicted values; for ``task="multiclass"`` (``roc_auc``, ``average_precision``), an ``array<double>``
-            column of the K class scores of each row (JVM path only).
+            predicted values; for ``task="multiclass"`` (``roc_auc``, ``average_precision``; ``log_loss``,
+            ``brier_score`` and calibration read it as probabilities, each row checked as core checks it), an
+            ``array<double>`` column of the K class scores of each row (JVM path only).
         prediction_col: predicted-label column (binary 0/1, multiclass ``[0, K)``; regression: predicted values).
         weight_col: sample weights (finite, >= 0).
         engine: ``"jvm"``, ``"sql"`` or None (the JVM aggregates where they apply, else SQL).

@@ -24,7 +24,8 @@ values are then computed from those states by core, on the driver. No Python run
 
 Score rows (:data:`SCORE_ROW_MODE`): multiclass ``roc_auc`` / ``average_precision`` read an ``array<double>`` column of
 the K class scores of each row (``mergeablemetrics.RowStateAggregator`` in a classic session), folded into core's
-``class_score_distribution``.
+``class_score_distribution``; probability rows (:data:`PROBABILITY_ROW_MODE`): multiclass ``log_loss``, ``brier_score``
+and calibration read it as probabilities, each row checked in Java as core checks it (``Spec.checkProbabilities``).
 
 Without a JDK (no ``javac``) :func:`jar_path` returns None and the adapter keeps its other paths, with one
 line saying what to install (:data:`NO_JDK`).
@@ -63,8 +64,12 @@ CONNECT_ROW_FUNCTION = "mm_row_states"
 #: the score mode of an ``array<double>`` score column of K finite scores per row (``mergeablemetrics.Spec.SCORE_ROW``:
 #: multiclass ``roc_auc`` / ``average_precision`` one-vs-rest and one-vs-one from class score columns)
 SCORE_ROW_MODE = 5
+#: the score mode of an ``array<double>`` column of K class probabilities per row (``mergeablemetrics.Spec.PROBABILITY_ROW``:
+#: multiclass ``log_loss``, ``brier_score``, calibration): the score rows' checks, then core's probability checks (each
+#: entry in [0, 1], the row's numpy sum within ``PROBABILITY_SUM_TOL * K`` of 1), the same decisions bit for bit
+PROBABILITY_ROW_MODE = 6
 #: the float state kinds folded from score rows (the others of a multiclass plan with scores keep the Arrow path)
-ROW_KINDS: frozenset[str] = frozenset({"class_score_distribution"})
+ROW_KINDS: frozenset[str] = frozenset({"class_score_distribution", "probability_sums", "calibration_bins"})
 #: the state kinds :data:`CONNECT_FUNCTION` folds (sums of per-row cells)
 COUNT_KINDS: frozenset[str] = frozenset({"binary_confusion", "confusion_matrix", "example_count"})
 _SEP = "\x1f"
@@ -257,7 +262,7 @@ def state_column(spark: Any, spec: str, label: "Column", score: "Column | None",
     """The aggregate Column of ``spec`` over the (double) input columns: the states' packed bytes."""
     from pyspark.sql import functions as F
 
-    rows = int(spec.split(_SEP, 2)[1]) == SCORE_ROW_MODE
+    rows = int(spec.split(_SEP, 2)[1]) in (SCORE_ROW_MODE, PROBABILITY_ROW_MODE)
     if is_connect(spark):
         if not _connect_ready(spark):
             raise RuntimeError(NO_JDK)
@@ -436,6 +441,8 @@ def _float_kinds() -> dict:
 
 #: the rule of probability scores (core's, for log_loss, brier_score, ...)
 PROBABILITIES = "probabilities must be in [0, 1]"
+#: core's rule of finite values under ``score_format="probabilities"`` (core/inputs/formats.py)
+PROBABILITIES_FINITE = "probabilities must be finite (no NaN or inf)"
 #: the count kinds (their UserDefinedAggregateFunction form under Spark Connect keeps int64 cells: unweighted plans only)
 COUNT_KINDS: frozenset[str] = frozenset({"binary_confusion", "confusion_matrix", "example_count"})
 
@@ -530,24 +537,28 @@ def _jvm_states(plan: Any, no_float: str | None) -> tuple[list | None, str]:
 
 def _score_row_spec(ev: Any) -> tuple[str | None, str]:
     """``(spec, "")`` of a multiclass evaluation of an ``array<double>`` score column of K scores per row whose
-    states are ``example_count`` and the class score distribution (``roc_auc``, ``average_precision``,
-    one-vs-rest and one-vs-one), else ``(None, why not)``."""
+    states are ``example_count``, the class score distribution (``roc_auc``, ``average_precision``,
+    one-vs-rest and one-vs-one), the probability sums (``log_loss``, ``brier_score``) and the calibration bins, else
+    ``(None, why not)``. A plan reading probabilities (:data:`PROBABILITY_ROW_MODE`) checks each row as core does."""
     from mergeable_metrics.engine import SCORES_FINITE, WEIGHTS_RULE, label_rule
 
     plan = ev.plan
     task = plan.task
+    formats = dict(ev.formats)
+    probabilities = formats.pop("score", None) == "probabilities"  # the probabilities format: core checks every row
     if (
         not isinstance(ev.score_col, str)
         or not isinstance(ev.label_col, str)
         or ev.prediction_col is not None
-        or any(ev.formats.values())
+        or any(formats.values())
+        or (ev.formats.get("score") not in (None, "probabilities"))
         or ev.measure_col is not None
         or ev.query_col is not None
         or getattr(ev, "classes", None) is not None
         or task.ignore_index is not None
-        or not plan.needs <= {"target", "score_matrix"}
+        or not plan.needs <= {"target", "score_matrix", "probability"}
     ):
-        return None, "inputs need core's input formats (per-class score columns, one-hot, probabilities, classes=, ...)"
+        return None, "inputs need core's input formats (per-class score columns, one-hot, logits, classes=, ...)"
     states = []
     for cls, layout in plan.state_types:
         zero = cls.zero(layout)
@@ -560,8 +571,9 @@ def _score_row_spec(ev: Any) -> tuple[str | None, str]:
         states.append(got)
     k = task.num_classes
     names = [ev.label_col, ev.score_col, ev.weight_col]
-    rules = [label_rule("labels", k), SCORES_FINITE, WEIGHTS_RULE]
-    return spec_text(k, SCORE_ROW_MODE, ev.weight_col is not None, names, rules, states), ""
+    rules = [label_rule("labels", k), PROBABILITIES_FINITE if probabilities else SCORES_FINITE, WEIGHTS_RULE]
+    mode = PROBABILITY_ROW_MODE if probabilities or "probability" in plan.needs else SCORE_ROW_MODE
+    return spec_text(k, mode, ev.weight_col is not None, names, rules, states), ""
 
 
 #: the rules of regression targets and predictions, as core's messages state them (inputs/formats.py)

@@ -8,7 +8,7 @@ ported: those metrics keep core's finish in a Python UDF). Ported: ``example_cou
 ``f1``, ``fbeta`` (binary, and ``micro`` / ``macro`` / ``weighted`` averages, without ``labels=`` or
 ``ignore_index``), ``accuracy``, ``balanced_accuracy``; ``specificity``, ``npv``, ``fpr``, ``fnr`` (binary);
 ``roc_auc`` and ``average_precision`` (binary, ``pos_label=1``, no ``max_fpr``; from the score distribution),
-``log_loss`` and ``brier_score`` (binary); single-output regression ``mse``, ``rmse``, ``mae``, ``mape``, ``r2``,
+``log_loss`` and ``brier_score`` (binary, and multiclass from probability rows); single-output regression ``mse``, ``rmse``, ``mae``, ``mape``, ``r2``,
 ``explained_variance`` (``multioutput`` the default), ``mean_error``, ``max_error``, ``pearson``, ``mean_label``,
 ``mean_prediction`` (``mergeablemetrics.RegressionFinish``: core's exact rationals, rounded once). ``Finish.value`` returns null (None) where it cannot give core's value
 bit for bit: ``average_precision`` of a compressed score distribution (more distinct scores than its capacity:
@@ -46,6 +46,8 @@ def metric_finish(ev: Evaluation, metric: Any) -> str | None:
     if name == "example_count":
         return f"count,{kinds.index('example_count')},-1,0" if kinds.count("example_count") == 1 else None
     if task.kind == "binary" and name in _FLOAT_FINISH:
+        return _float_finish(types, kinds, metric)
+    if task.kind == "multiclass" and name in ("log_loss", "brier_score"):  # probability rows (PROBABILITY_ROW_MODE)
         return _float_finish(types, kinds, metric)
     if task.kind == "regression":
         return _regression_finish(types, kinds, metric)
@@ -103,8 +105,8 @@ def _float_finish(types: Any, kinds: list[str], metric: Any) -> str | None:
             return None
         return f"{'roc' if name == 'roc_auc' else 'ap'},{i},-1,0"
     layout = types[i][1]
-    if not layout.binary or getattr(layout, "multilabel", False):
-        return None
+    if getattr(layout, "multilabel", False):
+        return None  # binary and multiclass layouts: the sums over the weight (multiclass: the state's K-class sums)
     if name == "log_loss":
         return f"ll,{i},{layout.eps.index(p['eps'])},0"
     return f"brier,{i},-1,0,{float(metric.scale(layout))!r}"
@@ -228,6 +230,20 @@ SQL_REGRESSION_FUNCTIONS = {
     "mm_mean_poisson_deviance": "mean_poisson_deviance",
     "mm_mean_gamma_deviance": "mean_gamma_deviance",
 }
+#: the SQL names of multiclass metrics, registered by ``register_sql_functions(spark, num_classes=K)``: name ->
+#: (metric string, what the second argument holds): ``"probabilities"`` an ``array<double>`` of the K class
+#: probabilities of each row (checked as core checks them), ``"predictions"`` the predicted class ids in [0, K)
+SQL_MULTICLASS_FUNCTIONS = {
+    "mm_log_loss_multiclass": ("log_loss", "probabilities"),
+    "mm_brier_score_multiclass": ("brier_score", "probabilities"),
+    "mm_accuracy_multiclass": ("accuracy", "predictions"),
+    "mm_balanced_accuracy": ("balanced_accuracy", "predictions"),
+    "mm_f1_macro": ("f1@macro", "predictions"),
+    "mm_f1_micro": ("f1@micro", "predictions"),
+    "mm_f1_weighted": ("f1@weighted", "predictions"),
+    "mm_precision_macro": ("precision@macro", "predictions"),
+    "mm_recall_macro": ("recall@macro", "predictions"),
+}
 #: the SQL names returning a state (its finish stays in Python: :func:`finish_sql_state`)
 SQL_STATE_FUNCTIONS = {"mm_roc_auc_state": "roc_auc", "mm_average_precision_state": "average_precision"}
 
@@ -236,7 +252,12 @@ def _sql_evaluation(metric: str, weighted: bool = False, task: str | None = None
     return Evaluation(label_col="label", score_col="score", metrics=[metric], weight_col="weight" if weighted else None, task=task)
 
 
-def register_sql_functions(spark: Any) -> list[str]:
+def _sql_multiclass_evaluation(metric: str, reads: str, num_classes: int, weighted: bool) -> Evaluation:
+    column = {"score_col": "score"} if reads == "probabilities" else {"prediction_col": "score"}
+    return Evaluation(label_col="label", metrics=[metric], weight_col="weight" if weighted else None, task="multiclass", num_classes=num_classes, **column)
+
+
+def register_sql_functions(spark: Any, num_classes: int | None = None) -> list[str]:
     """Register the SQL aggregate functions of the JVM path in a classic session; returns their names.
 
     * ``mm_accuracy(label, score[, weight])``, ``mm_precision``, ``mm_recall``, ``mm_f1`` (labels 0/1, a
@@ -252,7 +273,15 @@ def register_sql_functions(spark: Any) -> list[str]:
       ``mm_mean_poisson_deviance``, ``mm_mean_gamma_deviance`` likewise (NaN for a group with a row outside the
       metric's domain, as core);
     * ``mm_roc_auc_state(label, score)``, ``mm_average_precision_state``: the group's score distribution
-      (state bytes): their finish is core's, in Python (:func:`finish_sql_state`), with bounds beyond the capacity.
+      (state bytes): their finish is core's, in Python (:func:`finish_sql_state`), with bounds beyond the capacity;
+    * with ``num_classes=K`` (labels in [0, K)), the multiclass names of :data:`SQL_MULTICLASS_FUNCTIONS`:
+      ``mm_log_loss_multiclass(label, probabilities[, weight])`` and ``mm_brier_score_multiclass`` (an
+      ``array<double>`` of the K class probabilities per row, checked as core checks them: each in [0, 1], the row
+      summing to 1 within ``1e-6 * K``), ``mm_accuracy_multiclass(label, prediction[, weight])``,
+      ``mm_balanced_accuracy``, ``mm_f1_macro``, ``mm_f1_micro``, ``mm_f1_weighted``, ``mm_precision_macro``,
+      ``mm_recall_macro`` (predicted class ids): folded and finished in the JVM, bit for bit core's values. A
+      second call with another K replaces them. (Multiclass ``roc_auc`` / ``average_precision`` finish in Python:
+      use :func:`mergeable_metrics.spark.metric_columns`.)
 
     Invalid values (a null or NaN score, a label not 0/1, a probability outside [0, 1], a negative weight)
     raise naming the argument.
@@ -277,6 +306,20 @@ def register_sql_functions(spark: Any) -> list[str]:
         assert desc is not None
         _invoke(spark, "registerMetricWeights", name, specs[0], specs[1], desc)
         names.append(name)
+    if num_classes is not None:
+        if isinstance(num_classes, bool) or not isinstance(num_classes, int) or num_classes < 2:
+            raise ValueError(f"register_sql_functions: num_classes must be an integer >= 2, got {num_classes!r}")
+        for name, (metric, reads) in SQL_MULTICLASS_FUNCTIONS.items():
+            specs = []
+            for weighted in (False, True):
+                ev = _sql_multiclass_evaluation(metric, reads, num_classes, weighted)
+                spec, why = jvm.evaluation_spec(ev)
+                assert spec is not None, why
+                specs.append(spec)
+            desc = metric_finish(ev, ev.plan.metrics[0])
+            assert desc is not None, metric
+            _invoke(spark, "registerMetricWeights", name, specs[0], specs[1], desc)
+            names.append(name)
     for name, metric in SQL_STATE_FUNCTIONS.items():
         spec, why = jvm.evaluation_spec(_sql_evaluation(metric))
         if spec is None:  # pragma: no cover - the float kinds are always in the jar

@@ -252,3 +252,31 @@ def test_regression_metric_columns_on_executors_without_python_equal_the_local_e
     want = Evaluation(metrics=REGRESSION, slices=["carrier"], **REGRESSION_ARGS).evaluate([cluster_job.make_pdf()])
     expected = {str(dict(s.key).get("carrier")): {k: float(s.metrics[k]).hex() for k in REGRESSION} for s in want if s.key}
     assert jvm_only_runs["regression"] == expected
+
+
+def test_java_finishes_and_driver_finishes_on_executors_without_python_equal_the_local_engine_exactly(jvm_only_runs):
+    """Issue 26 rounds 7-8 on executors that cannot run Python: metric_columns of the regression terms (msle, rmsle,
+    pinball, Poisson and Gamma deviances) and of multiclass log_loss / brier_score from an array<double> of
+    probabilities (checked in Java as core checks them) are folded and finished in Java; the error quantiles
+    (median_absolute_error, d2_tweedie_score) and the class score distributions (multiclass roc_auc one-vs-rest and
+    one-vs-one, average_precision) and calibration are folded in Java and finished by core on the driver. Every value
+    equals the local engine's bit for bit."""
+    from mergeable_metrics import Evaluation
+    from tests.spark_metrics.cluster_jvm_job import CLASS_SCORES, PROBABILITIES, PROBABILITY_ARGS, QUANTILES, TERMS, TERMS_ARGS, with_derived
+
+    pdf = with_derived(cluster_job.make_pdf())
+
+    def expected(metrics: list, args: dict) -> dict:
+        ev = Evaluation(metrics=metrics, slices=["carrier"], **args)
+        keys = [m.key for m in ev.plan.metrics]
+        return {str(dict(s.key).get("carrier")): {k: float(s.metrics[k]).hex() for k in keys} for s in ev.evaluate([pdf]) if s.key}
+
+    def joined(*parts: dict) -> dict:
+        out: dict = {}
+        for part in parts:
+            for g, values in part.items():
+                out.setdefault(g, {}).update(values)
+        return out
+
+    assert jvm_only_runs["java_finished"] == joined(expected(TERMS, TERMS_ARGS), expected(PROBABILITIES, PROBABILITY_ARGS))
+    assert jvm_only_runs["driver_finished"] == joined(expected(QUANTILES, TERMS_ARGS), expected(CLASS_SCORES, PROBABILITY_ARGS))

@@ -233,6 +233,47 @@ def test_class_scores_over_connect(connect):
             assert row["roc_auc"] == pytest.approx(want_auc, abs=1e-12)
 
 
+def test_probability_rows_over_connect(connect):
+    """Multiclass log_loss, brier_score and calibration from an array<double> of probabilities over Connect:
+    RowBlockUDAF checks each row as core does (20,000 rows in 2 partitions cross a block of 8192) and gives the
+    Python fold's bytes; metric_columns the local engine's values bit for bit and scikit-learn's log_loss; a row
+    that does not sum to 1 raises naming the column and the row's value."""
+    import pandas as pd
+    from sklearn.metrics import log_loss
+
+    from mergeable_metrics.spark import jvm
+
+    if jvm.find_javac() is None and jvm.jar_path(build=False) is None:
+        pytest.skip(jvm.NO_JDK)
+    rng = np.random.default_rng(11)
+    n, k = 20_000, 3
+    p = rng.dirichlet(np.ones(k), size=n)
+    pdf = pd.DataFrame({"g": rng.choice(["a", "b"], n), "y": rng.integers(0, k, n), "p": list(p), "w": rng.random(n) * 2})
+    metrics = ["log_loss", "brier_score", "ece", "roc_auc"]
+    df = connect.createDataFrame(pdf).repartition(2)
+    for wc in (None, "w"):
+        ev = Evaluation(label_col="y", score_col="p", weight_col=wc, metrics=metrics, task="multiclass", num_classes=k)
+        spec, why = jvm.evaluation_spec(ev)
+        assert spec is not None and spec.split("\x1f")[1] == str(jvm.PROBABILITY_ROW_MODE), why
+        col = jvm.evaluation_column(connect, ev, spec)
+        assert jvm.CONNECT_ROW_FUNCTION in str(col)
+        data = df.agg(col.alias("s")).collect()[0]["s"]
+        want = ev.fold(ev.zero(), {"y": pdf.y.to_numpy(), "p": p, "w": pdf.w.to_numpy()}).states(())
+        assert jvm.unpack(data, len(want)) == [s.encode() for s in want]  # byte for byte
+        cols = metric_columns(metrics, label_col="y", score_col="p", weight_col=wc, task="multiclass", num_classes=k, engine="jvm")
+        got = {r["g"]: r.asDict() for r in df.groupBy("g").agg(*cols).collect()}
+        ref = Evaluation(label_col="y", score_col="p", weight_col=wc, metrics=metrics, task="multiclass", num_classes=k, slices=["g"]).evaluate([pdf])
+        assert sorted(got) == ["a", "b"]
+        for g, row in got.items():
+            assert all(_same(row[key], ref[(("g", g),)].metrics[key]) for key in metrics), (g, row)
+            part = pdf[pdf.g == g]
+            want_ll = log_loss(part.y, np.stack(part.p.to_numpy()), labels=list(range(k)), sample_weight=None if wc is None else part.w)
+            assert row["log_loss"] == pytest.approx(want_ll, rel=1e-12)
+    bad = connect.createDataFrame(pd.DataFrame({"y": [0, 1], "p": [[0.2, 0.3, 0.5], [0.5, 0.5, 0.5]]}))
+    with pytest.raises(Exception, match=r"column 'p': invalid value \[0\.5, 0\.5, 0\.5\] in a row of this group: probability rows must sum to 1 \(got 1\.5\)"):
+        bad.agg(*metric_columns(["log_loss"], label_col="y", score_col="p", task="multiclass", num_classes=k, engine="jvm")).collect()
+
+
 @pytest.mark.parametrize("weighted", [False, True])
 def test_compute_metrics_regression_over_connect(connect, weighted, monkeypatch):
     """compute_metrics of a regression plan over Connect (the JVM fold, then core's merge and finish of the slices'

@@ -154,8 +154,14 @@ def test_invalid_labels_raise_naming_the_column(jvm_spark):
 def test_plans_with_other_states_keep_their_paths_and_say_why():
     from mergeable_metrics.spark import jvm
 
+    spec, why = jvm.evaluation_spec(
+        Evaluation(label_col="y", score_col="p", metrics=["roc_auc", "log_loss"], task="multiclass", num_classes=K, score_format="logits")
+    )
+    assert spec is None and "inputs need core's input formats" in why  # an input format: core's
+    # probability rows are checked in the JVM as core checks them (tests/spark_metrics/test_jvm_probability_rows.py)
     spec, why = jvm.evaluation_spec(Evaluation(label_col="y", score_col="p", metrics=["roc_auc", "log_loss"], task="multiclass", num_classes=K))
-    assert spec is None and "inputs need core's input formats" in why  # probability rows: checked by core (sums to 1)
+    assert spec is not None and jvm.spec_kinds(spec) == ["example_count", "class_score_distribution", "probability_sums"]
+    assert spec.split("\x1f")[1] == str(jvm.PROBABILITY_ROW_MODE)
     spec, why = jvm.evaluation_spec(Evaluation(label_col="y", score_col=["a", "b", "c"], metrics=["roc_auc"], task="multiclass", num_classes=K))
     assert spec is None and "per-class score columns" in why
     spec, _ = jvm.evaluation_spec(Evaluation(label_col="y", score_col="p", metrics=["roc_auc", "average_precision"], task="multiclass", num_classes=K))

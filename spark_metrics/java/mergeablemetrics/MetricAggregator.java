@@ -6,14 +6,15 @@ import org.apache.spark.sql.Row;
 import org.apache.spark.sql.expressions.Aggregator;
 
 /** A metric's value as one aggregate (the SQL names {@code mm_f1(label, score)}, ...): the states of a
- * {@link Spec} folded as {@link StateAggregator} does, finished in the JVM by {@link Finish}. */
+ * {@link Spec} folded as {@link StateAggregator} does (score rows: as {@link RowStateAggregator}), finished in the JVM
+ * by {@link Finish}. */
 public final class MetricAggregator extends Aggregator<Row, StateAggregator.Buffer, Double> {
     private static final long serialVersionUID = 1L;
-    private final StateAggregator states;
+    private final Aggregator<Row, StateAggregator.Buffer, byte[]> states;
     private final String metric;
 
     public MetricAggregator(String spec, String metric) {
-        this.states = new StateAggregator(spec);
+        this.states = new Spec(spec).rows() ? new RowStateAggregator(spec) : new StateAggregator(spec);
         this.metric = metric;
     }
 

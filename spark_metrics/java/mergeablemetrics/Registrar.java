@@ -24,12 +24,15 @@ public final class Registrar {
     /** Register {@code name(label, scores[, weight])} folding the states of a {@link Spec#SCORE_ROW} {@code spec}
      * ({@link RowStateAggregator}: {@code scores} an {@code array<double>} of K entries); returns the name. */
     public static String registerRows(SparkSession spark, String name, String spec) {
-        Spec s = new Spec(spec);
+        spark.udf().register(name, functions.udaf(new RowStateAggregator(spec), Encoders.row(rowSchema(new Spec(spec)))));
+        return name;
+    }
+
+    /** (label double, scores array&lt;double&gt;[, weight double]): the input of a score-row spec. */
+    private static StructType rowSchema(Spec s) {
         StructType schema = new StructType().add("label", DataTypes.DoubleType, true)
             .add("scores", DataTypes.createArrayType(DataTypes.DoubleType, true), true);
-        if (s.weighted) schema = schema.add("weight", DataTypes.DoubleType, true);
-        spark.udf().register(name, functions.udaf(new RowStateAggregator(spec), Encoders.row(schema)));
-        return name;
+        return s.weighted ? schema.add("weight", DataTypes.DoubleType, true) : schema;
     }
 
     /** Register {@code name(label[, score][, weight])} returning one metric's value ({@link MetricAggregator}). */
@@ -69,6 +72,7 @@ public final class Registrar {
 
     private static StructType inputSchema(String spec) {
         Spec s = new Spec(spec);
+        if (s.rows()) return rowSchema(s);
         List<StructField> fields = new ArrayList<>();
         fields.add(DataTypes.createStructField("label", DataTypes.DoubleType, true));
         if (s.scoreMode != Spec.NO_SCORE) fields.add(DataTypes.createStructField("score", DataTypes.DoubleType, true));

@@ -5,7 +5,7 @@ import org.apache.spark.sql.Encoders;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.expressions.Aggregator;
 
-/** The typed Aggregator of a {@link Spec} whose score column holds score rows ({@link Spec#SCORE_ROW}: an
+/** The typed Aggregator of a {@link Spec} whose score column holds score rows ({@link Spec#SCORE_ROW}, {@link Spec#PROBABILITY_ROW}: an
  * {@code array<double>} of the task's K classes, e.g. multiclass {@code roc_auc} one-vs-rest): folds rows
  * (label, scores, [weight]) as {@link StateAggregator} folds scalar rows; the output is the states' bytes. */
 public final class RowStateAggregator extends Aggregator<Row, StateAggregator.Buffer, byte[]> {
@@ -14,7 +14,7 @@ public final class RowStateAggregator extends Aggregator<Row, StateAggregator.Bu
 
     public RowStateAggregator(String spec) {
         this.spec = new Spec(spec);
-        if (this.spec.scoreMode != Spec.SCORE_ROW) throw new IllegalArgumentException("RowStateAggregator folds score rows (Spec.SCORE_ROW)");
+        if (!this.spec.rows()) throw new IllegalArgumentException("RowStateAggregator folds score rows (Spec.SCORE_ROW, Spec.PROBABILITY_ROW)");
     }
 
     @Override

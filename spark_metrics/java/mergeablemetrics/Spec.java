@@ -13,6 +13,13 @@ public final class Spec implements Serializable {
     public static final int NO_SCORE = 0, SCORE = 1, PREDICTION = 2, PROBABILITY = 3, VALUES = 4;
     /** the score column holds a row of {@code k} finite scores (an array column; {@link #foldRow}) */
     public static final int SCORE_ROW = 5;
+    /** the score column holds a row of {@code k} class probabilities (multiclass {@code log_loss}, {@code brier_score},
+     * calibration): {@link #SCORE_ROW}'s checks, then core's probability checks ({@link #checkProbabilities}) */
+    public static final int PROBABILITY_ROW = 6;
+    /** core's {@code PROBABILITY_SUM_TOL} (core/inputs/formats.py): a row's sum may be off 1 by this times K */
+    static final double PROBABILITY_SUM_TOL = 1e-6;
+    /** core's rules of probability rows, as its messages state them */
+    static final String IN_UNIT = "probabilities must be in [0, 1]", SUM_TO_ONE = "probability rows must sum to 1";
 
     public final String text;
     final int k;
@@ -97,8 +104,14 @@ public final class Spec implements Serializable {
         for (JvmState st : states) st.update(y, s, w);
     }
 
-    /** The checked score row of one row ({@link #SCORE_ROW}: {@code k} finite doubles; null: a null row). */
-    double[] scoreRow(java.util.List<?> v) {
+    /** Whether the score column holds rows of {@code k} scores ({@link #SCORE_ROW}, {@link #PROBABILITY_ROW}). */
+    public boolean rows() {
+        return scoreMode == SCORE_ROW || scoreMode == PROBABILITY_ROW;
+    }
+
+    /** The checked score row of one row ({@link #SCORE_ROW}: {@code k} finite doubles; {@link #PROBABILITY_ROW}:
+     * probabilities too, {@link #checkProbabilities}; null: a null row). */
+    public double[] scoreRow(java.util.List<?> v) {
         if (v == null) throw invalid(scoreName, "null", scoreRule);
         if (v.size() != k) throw invalid(scoreName, "a row of " + v.size() + " entries", "score rows need " + k + " entries per row (num_classes)");
         double[] out = new double[k];
@@ -109,7 +122,23 @@ public final class Spec implements Serializable {
             if (!Double.isFinite(d)) throw invalid(scoreName, show(d) + " (entry " + i + ")", scoreRule);
             out[i] = d;
         }
+        if (scoreMode == PROBABILITY_ROW) checkProbabilities(out);
         return out;
+    }
+
+    /**
+     * core's {@code check_probabilities} of one row of finite values (core/inputs/formats.py), the same decisions bit
+     * for bit: every entry in [0, 1] (the first entry outside is named), then the row's numpy sum ({@code 0 +}
+     * numpy's pairwise sum, {@link Finish#pairwise}: what {@code vals.sum(axis=1)} computes per row of a C-ordered
+     * matrix) off 1 by at most {@code PROBABILITY_SUM_TOL * K}; the value named as core names it (the row rounded to 6
+     * decimals as {@code np.round}, its first 7 entries beyond 8; the sum as Python's {@code :.6g}).
+     */
+    void checkProbabilities(double[] p) {
+        for (int i = 0; i < p.length; i++)
+            if (p[i] < 0 || p[i] > 1) throw invalid(scoreName, PyText.repr(p[i]) + " (entry " + i + ")", IN_UNIT);
+        double sum = 0.0 + Finish.pairwise(p, 0, p.length);
+        if (Math.abs(sum - 1) > PROBABILITY_SUM_TOL * Math.max(p.length, 1))
+            throw invalid(scoreName, PyText.roundedRow(p), SUM_TO_ONE + " (got " + PyText.g6(sum) + ")");
     }
 
     /** Fold one row whose score is a row of {@code k} scores ({@link #SCORE_ROW}; checks in Python's order: label,

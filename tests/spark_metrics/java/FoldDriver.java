@@ -98,6 +98,12 @@ public class FoldDriver {
         }
     }
 
+    static JvmState[] roundTripAll(JvmState[] s) {
+        JvmState[] out = new JvmState[s.length];
+        for (int i = 0; i < s.length; i++) out[i] = roundTrip(s[i]);
+        return out;
+    }
+
     static JvmState roundTrip(JvmState s) {
         try (ObjectInputStream in = new ObjectInputStream(new ByteArrayInputStream(serialized(s)))) {
             return (JvmState) in.readObject();
