@@ -156,7 +156,7 @@ def _score_row(distinct: int):
     return row
 
 
-@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("seed", range(2))
 def test_score_distribution_interleaved_updates_merges_and_round_trips_equal_core(seed):
     """The lazy level raise (bins up to twice the capacity while folding and merging, raised on toBytes and on
     serialisation) observed mid-stream, merged after round trips, updated again: core's canonical bytes."""
@@ -252,3 +252,62 @@ def test_refused_rows_leave_no_trace():
         t.update(0, y, p, w, valid=False)
     t.observe(0)
     run([s, c, t])
+
+
+# -- through Spark: metric_columns and evaluate's driver finish ----------------------------------------
+def _bits(x) -> int:
+    return int(np.float64(np.nan if x is None else x).view(np.uint64))
+
+
+def _binary_frame():
+    """Group ``big``: two positives of weight 1.7e308 at one score (the bin's exact weight rounds to inf) next to
+    a negative; ``one``: a single row; ``skew``: 3,000 rows of 40 distinct scores (ties), zero / subnormal weights;
+    ``tie``: every score -0.0 or 0.0."""
+    import pandas as pd
+
+    rng = np.random.default_rng(3)
+    n = 3000
+    skew = pd.DataFrame({"g": "skew", "y": rng.integers(0, 2, n), "s": rng.integers(0, 40, n) / 40.0, "w": np.where(rng.random(n) < 0.1, 0.0, rng.random(n))})
+    skew.loc[::97, "w"] = 5e-324
+    big = pd.DataFrame({"g": "big", "y": [1, 1, 0], "s": [0.5, 0.5, 0.2], "w": [BIG, BIG, 1.0]})
+    one = pd.DataFrame({"g": "one", "y": [1], "s": [0.25], "w": [2.0]})
+    tie = pd.DataFrame({"g": "tie", "y": [0, 1, 1, 0], "s": [-0.0, 0.0, -0.0, 0.0], "w": [1.0, 3.0, 0.5, 2.0]})
+    return pd.concat([skew, big, one, tie], ignore_index=True)
+
+
+BINARY = ["roc_auc", "average_precision", "roc_auc@capacity=7", "example_count"]
+
+
+@pytest.mark.parametrize("partitions", [64])
+def test_metric_columns_and_evaluate_on_skewed_groups_and_an_overflowing_bin_equal_the_local_engine(jvm_spark, partitions, monkeypatch):
+    """64 partitions of 3,008 rows (groups of one row spread over empty partitions, a skewed group): the JVM fold
+    equals the local engine bit for bit; the group whose bin weight rounds past float64 is NaN (undefined) in both,
+    and evaluate's driver merge decodes its JVM state (it raised "weights must be finite" before)."""
+    from mergeable_metrics import Evaluation
+    from mergeable_metrics.spark import evaluate, jvm_path, metric_columns
+
+    taken = []
+    real = jvm_path.evaluate_jvm
+    monkeypatch.setattr(jvm_path, "evaluate_jvm", lambda *a: taken.append("evaluate") or real(*a))
+    pdf = _binary_frame()
+    df = jvm_spark.createDataFrame(pdf).repartition(partitions)
+    ev = Evaluation(label_col="y", score_col="s", weight_col="w", metrics=BINARY, slices=["g"])
+    want = ev.evaluate([pdf])
+    keys = [m.key for m in ev.plan.metrics]
+    q = df.groupBy("g").agg(*metric_columns(BINARY, label_col="y", score_col="s", weight_col="w", engine="jvm"))
+    rows = {r["g"]: r.asDict() for r in q.collect()}
+    got = evaluate(df, evaluation=ev)
+    assert taken == ["evaluate"]  # the JVM path: the groups' states decoded on the driver
+    assert sorted(rows) == ["big", "one", "skew", "tie"]
+    for g, row in rows.items():
+        ref = want[(("g", g),)].metrics
+        for key in keys:
+            if key == "average_precision" and row[key] is None:
+                continue  # null where the group has more distinct scores than the capacity (documented)
+            assert _bits(row[key]) == _bits(ref[key]), (g, key, row[key], ref[key])
+            assert _bits(got[(("g", g),)].metrics[key]) == _bits(ref[key]), (g, key)
+    assert np.isnan(rows["big"]["roc_auc"]) and np.isnan(want[(("g", "big"),)].metrics["average_precision"])
+    from sklearn.metrics import roc_auc_score
+
+    part = pdf[pdf.g == "skew"]
+    assert rows["skew"]["roc_auc"] == pytest.approx(roc_auc_score(part.y, part.s, sample_weight=part.w), abs=1e-12)
