@@ -229,3 +229,196 @@ def test_compute_and_encode_from_another_thread_while_two_threads_update():
     got = mc.compute()
     assert got["roc_auc"] == pytest.approx(roc_auc_score(y, s, sample_weight=ww), rel=1e-12)
     assert got["average_precision@capacity=300"] == pytest.approx(average_precision_score(y, s, sample_weight=ww), abs=0.02)
+
+
+# -- the compiled validation passes: the reference path's messages, global rows, nothing folded --------------
+NAN, INF = math.nan, math.inf
+i64 = np.int64
+
+
+def _play(make, batches):
+    """Messages of each update (or "ok"), the final bytes and row count."""
+    mc, out = make(), []
+    for kw in batches:
+        try:
+            mc.update(**kw)
+            out.append("ok")
+        except (ValueError, TypeError) as e:
+            out.append(f"{type(e).__name__}: {e}")
+    return out, mc.encode(), mc._rows
+
+
+def _reference(make, batches, monkeypatch):
+    with monkeypatch.context() as m:
+        m.setattr(K, "AVAILABLE", False)  # the checks and folds without compiled kernels
+        assert not K.ready()
+        return _play(make, batches)
+
+
+def _regression():
+    return MetricCollection("r2", "mse", "mae", "mape", "example_count", task="regression")
+
+
+def _binary():
+    return MetricCollection("precision", "recall", "f1", "accuracy", "example_count")
+
+
+def _multiclass():
+    return MetricCollection("f1@macro", "accuracy", "confusion_matrix", "example_count", task="multiclass", num_classes=3)
+
+
+def _mean():
+    return MetricCollection(measures=["loss"])
+
+
+ONES = np.ones(20_000)
+ZEROS = np.zeros(20_000, dtype=np.int64)
+
+
+def _at(a, i, v):
+    a = a.copy()
+    a[i] = v
+    return a
+
+
+def _cases():
+    f = np.array
+    r0 = dict(y_true=f([1.0, 2.0, 3.0]), y_pred=f([1.5, 2.0, 2.5]))
+    b0 = dict(y_true=i64([0, 1, 1]), y_score=f([0.2, 0.7, 0.4]))
+    m0 = dict(y_true=i64([0, 1, 2]), y_pred=i64([0, 2, 2]))
+    out = []
+    for bad in (NAN, INF, -INF):
+        out += [
+            ("regression target", _regression, [r0, dict(y_true=f([1.0, bad, 3.0]), y_pred=f([1.0, 2.0, 3.0])), r0]),
+            ("regression prediction", _regression, [r0, r0, dict(y_true=f([1.0, 2.0, 3.0]), y_pred=f([1.0, 2.0, bad]))]),
+            ("regression weight", _regression, [r0, dict(y_true=f([1.0, 2.0, 3.0]), y_pred=f([1.0, 2.0, 3.0]), sample_weight=f([1.0, bad, 1.0]))]),
+            ("mean value", _mean, [dict(measure=f([1.0, 2.0])), dict(measure=f([1.0, bad]))]),
+            ("mean weight", _mean, [dict(measure=f([1.0, 2.0])), dict(measure=f([1.0, 2.0]), sample_weight=f([bad, 1.0]))]),
+            ("binary score", _binary, [b0, dict(y_true=i64([0, 1, 1]), y_score=f([0.2, bad, 0.4]))]),
+            ("binary score, weighted", _binary, [b0, dict(y_true=i64([0, 1, 1]), y_score=f([0.2, bad, 0.4]), sample_weight=f([1.0, 0.0, 1.0]))]),
+            ("binary weight", _binary, [b0, dict(y_true=i64([0, 1, 1]), y_score=f([0.2, 0.3, 0.4]), sample_weight=f([1.0, bad, 1.0]))]),
+            ("multiclass weight", _multiclass, [m0, dict(y_true=i64([0, 1, 1]), y_pred=i64([0, 1, 1]), sample_weight=f([1.0, 1.0, bad]))]),
+        ]
+    for neg in (-1.0, -5e-324):
+        out += [
+            ("regression negative weight", _regression, [r0, dict(y_true=f([1.0, 2.0, 3.0]), y_pred=f([1.0, 2.0, 3.0]), sample_weight=f([1.0, neg, 1.0]))]),
+            ("mean negative weight", _mean, [dict(measure=f([1.0, 2.0])), dict(measure=f([1.0, 2.0]), sample_weight=f([1.0, neg]))]),
+            ("binary negative weight", _binary, [b0, dict(y_true=i64([0, 1, 1]), y_score=f([0.2, 0.3, 0.4]), sample_weight=f([neg, 1.0, 1.0]))]),
+        ]
+    for lab in (2, -1, 2**62, -(2**63), 2**63 - 1):
+        out += [
+            ("binary label", _binary, [b0, dict(y_true=i64([0, lab, 1]), y_score=f([0.2, 0.7, 0.4]))]),
+            ("binary label of weight 0", _binary, [b0, dict(y_true=i64([0, 1, lab]), y_score=f([0.2, 0.7, 0.4]), sample_weight=f([1.0, 1.0, 0.0]))]),
+            ("multiclass label", _multiclass, [m0, dict(y_true=i64([0, lab, 1]), y_pred=i64([0, 1, 1]))]),
+            ("multiclass prediction of weight 0", _multiclass, [m0, dict(y_true=i64([0, 1, 1]), y_pred=i64([0, 1, lab]), sample_weight=f([1.0, 1.0, 0.0]))]),
+        ]
+    out += [
+        ("regression -0.0 weight (valid)", _regression, [r0, dict(y_true=f([1.0, 2.0, 3.0]), y_pred=f([1.0, 2.0, 3.0]), sample_weight=f([1.0, -0.0, 1.0]))]),
+        ("regression bool target", _regression, [r0, dict(y_true=f([True, False, True]), y_pred=f([1.0, 2.0, 3.0]))]),
+        ("regression strided NaN", _regression, [r0, dict(y_true=f([1.0, 0, NAN, 0, 3.0, 0])[::2], y_pred=f([1.0, 2.0, 3.0]))]),
+        ("regression float32 NaN", _regression, [r0, dict(y_true=f([1.0, NAN, 3.0], dtype=np.float32), y_pred=f([1.0, 2.0, 3.0]))]),
+        ("binary float label 1.5", _binary, [b0, dict(y_true=f([0.0, 1.5, 1.0]), y_score=f([0.2, 0.3, 0.4]))]),
+        ("binary bool label", _binary, [b0, dict(y_true=f([False, True, True]), y_score=f([0.2, 0.3, 0.4]))]),
+        ("binary uint64 label", _binary, [b0, dict(y_true=np.array([0, 2**63, 1], dtype=np.uint64), y_score=f([0.2, 0.3, 0.4]))]),
+        ("binary int32 label", _binary, [b0, dict(y_true=np.array([0, 2, 1], dtype=np.int32), y_score=f([0.2, 0.3, 0.4]))]),
+        ("multiclass float prediction 1.5", _multiclass, [m0, dict(y_true=i64([0, 1, 1]), y_pred=f([0.0, 1.5, 1.0]))]),
+        # a later block of a large later batch: the row is the global one
+        (
+            "regression large batch",
+            _regression,
+            [dict(y_true=ONES, y_pred=ONES), dict(y_true=ONES, y_pred=_at(ONES, 15_000, NAN)), dict(y_true=ONES, y_pred=ONES)],
+        ),
+        ("regression large weights", _regression, [dict(y_true=ONES, y_pred=ONES), dict(y_true=ONES, y_pred=ONES, sample_weight=_at(ONES, 9_000, -1.0))]),
+        ("mean large batch", _mean, [dict(measure=ONES), dict(measure=_at(ONES, 19_999, INF))]),
+        ("binary large batch", _binary, [dict(y_true=ZEROS, y_score=ONES / 2), dict(y_true=_at(ZEROS, 17_000, 5), y_score=ONES / 2)]),
+        (
+            "binary large scores, weighted",
+            _binary,
+            [dict(y_true=ZEROS, y_score=ONES / 2), dict(y_true=ZEROS, y_score=_at(ONES / 2, 12_345, NAN), sample_weight=ONES)],
+        ),
+        (
+            "multiclass large batch, weighted",
+            _multiclass,
+            [dict(y_true=ZEROS, y_pred=ZEROS), dict(y_true=_at(ZEROS, 17_000, 3), y_pred=ZEROS, sample_weight=ONES)],
+        ),
+    ]
+    return out
+
+
+CASES = _cases()
+
+
+@pytest.mark.parametrize("case", range(len(CASES)), ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES)])
+def test_compiled_checks_raise_the_reference_message_at_the_global_row_and_fold_nothing(case, monkeypatch):
+    """Every invalid value the compiled passes meet (regression's kernel, the counting pass, the mean's
+    one-pass sums) raises the message of the path without kernels (column, value, global row), folds nothing
+    (the bytes and row count after it are the reference's), and later batches fold on."""
+    _, make, batches = CASES[case]
+    got = _play(make, batches)
+    assert got == _reference(make, batches, monkeypatch)
+    bad = [i for i, m in enumerate(got[0]) if m != "ok"]
+    if bad:
+        before = sum(len(next(iter(b.values()))) for b in batches[: bad[0]])
+        msg = got[0][bad[0]]
+        assert "at row " in msg, msg
+        row = int(msg.split("at row ")[1].split()[0].rstrip(":,"))
+        assert before <= row < before + len(next(iter(batches[bad[0]].values()))), msg  # the global row
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="brk6 finding: the regression state's overflow check (RegressionMomentsState.from_batch) runs in the fold, "
+    "which does not know the batch's row offset: its message names the row within the batch (pinned by "
+    "tests/core/test_regression.py), unlike every other invalid-value message of MetricCollection.update",
+)
+def test_the_overflow_message_of_a_later_batch_names_the_global_row():
+    """|p - y| past float64 in a later batch: the message names the row in the batch ("row 1 of the batch"), not
+    the global row 4 the other messages of MetricCollection.update name."""
+    mc = _regression()
+    mc.update(np.array([1.0, 2.0, 3.0]), np.array([1.0, 2.0, 3.0]))
+    with pytest.raises(ValueError) as err:
+        mc.update(np.array([1.0, -1.7e308, 3.0]), np.array([1.0, 1.7e308, 3.0]))
+    assert mc._rows == 3 and mc.compute()["mse"] == 0.0  # nothing folded
+    assert "row 4" in str(err.value), str(err.value)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("which", ["regression", "mean", "binary", "multiclass", "ranking"])
+def test_a_batch_folded_twice_after_a_lost_race_reuses_its_precomputed_sums_intact(which, weighted):
+    """An update that loses the race to another thread folds the same batch again into zero states (its
+    validation's sums and cells, ``Batch.sums`` / ``Batch.cells``, read a second time): forced on every update,
+    the states are those of one update of all rows."""
+    rng = np.random.default_rng(0)
+    n = 5000
+    yr, w = rng.normal(size=n), rng.random(n)
+    pr = yr + rng.normal(size=n)
+    yb, sb, ym, pm = rng.integers(0, 2, n), rng.random(n), rng.integers(0, 4, n), rng.integers(0, 4, n)
+    make, cols = {
+        "regression": (
+            lambda: MetricCollection("r2", "mse", "mae", "mape", "example_count", task="regression"),
+            lambda a, b: dict(y_true=yr[a:b], y_pred=pr[a:b]),
+        ),
+        "mean": (lambda: MetricCollection(measures=["loss"]), lambda a, b: dict(measure=pr[a:b])),
+        "binary": (lambda: MetricCollection("precision", "recall", "f1", "example_count"), lambda a, b: dict(y_true=yb[a:b], y_score=sb[a:b])),
+        "multiclass": (
+            lambda: MetricCollection("f1@macro", "accuracy", "example_count", task="multiclass", num_classes=4),
+            lambda a, b: dict(y_true=ym[a:b], y_pred=pm[a:b]),
+        ),
+        "ranking": (lambda: MetricCollection("roc_auc", "average_precision", "log_loss", "example_count"), lambda a, b: dict(y_true=yb[a:b], y_score=sb[a:b])),
+    }[which]
+    mc = make()
+    fold, calls = mc.plan.fold, []
+
+    def racing(states, batch):
+        out = fold(states, batch)
+        calls.append(1)
+        if states is mc.states and len(calls) % 2 == 1:  # another thread updated meanwhile
+            mc.states = tuple(mc.plan.merge(mc.states, mc.plan.zero()))
+        return out
+
+    mc.plan.fold = racing
+    for a in range(0, n, 1000):
+        mc.update(**cols(a, a + 1000), sample_weight=w[a : a + 1000] if weighted else None)
+    one = make()
+    one.update(**cols(0, n), sample_weight=w if weighted else None)
+    assert len(calls) == 10 and mc.encode() == one.encode()
