@@ -271,6 +271,10 @@ def _mean():
     return MetricCollection(measures=["loss"])
 
 
+def _ranking():
+    return MetricCollection("roc_auc", "average_precision", "roc_auc@pos_label=0", "example_count")
+
+
 ONES = np.ones(20_000)
 ZEROS = np.zeros(20_000, dtype=np.int64)
 
@@ -298,17 +302,22 @@ def _cases():
             ("binary score, weighted", _binary, [b0, dict(y_true=i64([0, 1, 1]), y_score=f([0.2, bad, 0.4]), sample_weight=f([1.0, 0.0, 1.0]))]),
             ("binary weight", _binary, [b0, dict(y_true=i64([0, 1, 1]), y_score=f([0.2, 0.3, 0.4]), sample_weight=f([1.0, bad, 1.0]))]),
             ("multiclass weight", _multiclass, [m0, dict(y_true=i64([0, 1, 1]), y_pred=i64([0, 1, 1]), sample_weight=f([1.0, 1.0, bad]))]),
+            ("running ranking score", _ranking, [b0, dict(y_true=i64([0, 1, 1]), y_score=f([0.2, 0.3, bad])), b0]),
+            ("running ranking weight", _ranking, [b0, b0, dict(y_true=i64([0, 1, 1]), y_score=f([0.2, 0.3, 0.1]), sample_weight=f([1.0, bad, 1.0]))]),
+            ("running ranking class-0 column", _ranking, [b0, dict(y_true=i64([0, 1, 1]), y_score=f([[0.8, 0.2], [bad, 0.3], [0.6, 0.4]]))]),
         ]
     for neg in (-1.0, -5e-324):
         out += [
             ("regression negative weight", _regression, [r0, dict(y_true=f([1.0, 2.0, 3.0]), y_pred=f([1.0, 2.0, 3.0]), sample_weight=f([1.0, neg, 1.0]))]),
             ("mean negative weight", _mean, [dict(measure=f([1.0, 2.0])), dict(measure=f([1.0, 2.0]), sample_weight=f([1.0, neg]))]),
+            ("running ranking negative weight", _ranking, [b0, dict(y_true=i64([0, 1, 1]), y_score=f([0.2, 0.3, 0.4]), sample_weight=f([1.0, 1.0, neg]))]),
             ("binary negative weight", _binary, [b0, dict(y_true=i64([0, 1, 1]), y_score=f([0.2, 0.3, 0.4]), sample_weight=f([neg, 1.0, 1.0]))]),
         ]
     for lab in (2, -1, 2**62, -(2**63), 2**63 - 1):
         out += [
             ("binary label", _binary, [b0, dict(y_true=i64([0, lab, 1]), y_score=f([0.2, 0.7, 0.4]))]),
             ("binary label of weight 0", _binary, [b0, dict(y_true=i64([0, 1, lab]), y_score=f([0.2, 0.7, 0.4]), sample_weight=f([1.0, 1.0, 0.0]))]),
+            ("running ranking label", _ranking, [b0, dict(y_true=i64([0, 1, lab]), y_score=f([0.2, 0.7, 0.4]))]),
             ("multiclass label", _multiclass, [m0, dict(y_true=i64([0, lab, 1]), y_pred=i64([0, 1, 1]))]),
             ("multiclass prediction of weight 0", _multiclass, [m0, dict(y_true=i64([0, 1, 1]), y_pred=i64([0, 1, lab]), sample_weight=f([1.0, 1.0, 0.0]))]),
         ]
