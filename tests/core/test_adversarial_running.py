@@ -431,3 +431,20 @@ def test_a_batch_folded_twice_after_a_lost_race_reuses_its_precomputed_sums_inta
     one = make()
     one.update(**cols(0, n), sample_weight=w if weighted else None)
     assert len(calls) == 10 and mc.encode() == one.encode()
+
+
+# -- memory: released tables kept for reuse ----------------------------------------------------------------
+def test_released_tables_kept_for_reuse_are_bounded_in_total(monkeypatch):
+    """Tables released by running folds are kept per shape for reuse (two per shape, each at most 16 MiB), but
+    the pool had no total bound: weighted workloads whose limb windows differ (17 shapes before it starts
+    over) kept up to 17 x 2 x 16 MiB alive after every collection was gone (measured: 225 MiB retained after
+    folding 10 weighted roc_auc collections of 30,000 rows and dropping them)."""
+    monkeypatch.setattr(R, "_POOL", {})
+    for cols in range(3, 40, 2):  # 8 MiB tables of 19 shapes
+        for _ in range(2):
+            R._give(np.empty(((8 << 20) // (8 * cols), cols), dtype=np.int64))
+    held = sum(t.nbytes for v in R._POOL.values() for t in v)
+    assert held <= R._POOL_TOTAL <= 64 << 20, held
+    t = np.empty((1 << 10, 2), dtype=np.int64)  # reuse still works
+    R._give(t)
+    assert R._take((1 << 10, 2)) is t
