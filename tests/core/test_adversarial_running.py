@@ -448,3 +448,43 @@ def test_released_tables_kept_for_reuse_are_bounded_in_total(monkeypatch):
     t = np.empty((1 << 10, 2), dtype=np.int64)  # reuse still works
     R._give(t)
     assert R._take((1 << 10, 2)) is t
+
+
+_STREAM = r"""
+import sys, warnings
+import numpy as np
+from mergeable_metrics import MetricCollection
+warnings.simplefilter("ignore")
+rng = np.random.default_rng(11)
+BIG = 1.7976931348623157e308
+mc = MetricCollection("roc_auc", "average_precision", "roc_auc@pos_label=0", "roc_auc@capacity=5", "example_count")
+out = []
+for b in range(40):
+    n = int(rng.integers(0, 300))
+    kind = b % 5
+    s = [rng.random(n), np.round(rng.random(n), 2), rng.normal(size=n) * 10.0 ** rng.integers(-300, 300, n), np.full(n, -0.0), rng.random(n)][kind]
+    y = rng.integers(0, 2, n)
+    w = [None, rng.random(n), np.where(rng.random(n) < 0.5, 5e-324, BIG), rng.integers(0, 3, n).astype(float), None][(b // 5) % 5]
+    if n:
+        mc.update(y, s, sample_weight=w)
+    if b % 7 == 3:
+        out.append(mc.encode().hex())
+out.append(mc.encode().hex())
+sys.stdout.write("\n".join(out))
+"""
+
+
+@needs_numba
+def test_a_stream_of_updates_has_the_bytes_of_the_process_without_numba():
+    """The same stream of batches (ties, subnormal and huge scores, -0.0, weights 0 / subnormal / 1.7e308 /
+    integers, empty batches, observed every few batches) in a process with the compiled kernels and one with
+    ``MERGEABLE_METRICS_DISABLE_NUMBA=1``: the same bytes at every observation."""
+    import os
+    import subprocess
+    import sys
+
+    runs = []
+    for disabled in ("0", "1"):
+        env = {**os.environ, "MERGEABLE_METRICS_DISABLE_NUMBA": disabled}
+        runs.append(subprocess.run([sys.executable, "-c", _STREAM], env=env, capture_output=True, text=True, check=True).stdout)
+    assert runs[0] == runs[1] and runs[0].count("\n") == 6
