@@ -170,9 +170,11 @@ class ScoreDistributionState(State):
                 lim = KEY_MAX_FINITE >> level
                 if int(keys[0]) < -lim - 1 or int(keys[-1]) > lim:
                     problems.append("keys outside the range of finite scores")
+            # inf is the rounding of an exact sum past float64 (two weights of 1.7e308 in a bin): the
+            # limbs hold it and were checked above (an inf without limbs is refused there); NaN fails >= 0
             w = pos + neg
-            if not (np.all(np.isfinite(w)) and np.all(pos >= 0) and np.all(neg >= 0) and np.all(w > 0)):
-                problems.append("weights must be finite, >= 0, and positive per bin")
+            if not (np.all(pos >= 0) and np.all(neg >= 0) and np.all(w > 0)):
+                problems.append("weights must be >= 0 (exact sums), and positive per bin")
         if problems:
             raise ValueError(f"invalid {self.kind} state: " + "; ".join(problems))
 
@@ -670,8 +672,8 @@ class ClassScoreDistributionState(State):
             problems.append(f"weights must have {width} entries per key")
         else:
             w = weights.reshape(-1, width)
-            if not (np.all(np.isfinite(w)) and np.all(w >= 0) and np.all(w.sum(axis=1) > 0)):
-                problems.append("weights must be finite, >= 0, and positive per bin")
+            if not (np.all(w >= 0) and np.all(w.sum(axis=1) > 0)):  # inf: an exact sum past float64 (see above)
+                problems.append("weights must be >= 0 (exact sums), and positive per bin")
             for c in range(k):
                 kc, lv, m = keys[offsets[c] : offsets[c + 1]], int(levels[c]), int(offsets[c + 1] - offsets[c])
                 if not 0 <= lv <= MAX_LEVEL or m > cap or (lv > 0 and 2 * m <= cap):

@@ -64,9 +64,13 @@ DENSE_LEVEL = 36
 PACKED_ROWS = 1 << 31
 #: limb index of 2**0 (``exact_kernels.OFFSET // 32``): a count of 1 adds 1 to this limb
 ONE_LIMB = _K.OFFSET >> 5
-#: released tables kept for reuse, per shape (at most 2 each, each at most 16 MiB)
+#: released tables kept for reuse, per shape (at most 2 each, each at most 16 MiB, at most
+#: :data:`_POOL_TOTAL` bytes in all)
 _POOL: dict[tuple[int, int], list[np.ndarray]] = {}
 _POOL_BYTES = 16 << 20
+#: the pool's bound in bytes: a table that would pass it empties the pool first (without it, tables of
+#: many shapes, e.g. weighted batches of other limb windows, kept hundreds of MiB after their states were gone)
+_POOL_TOTAL = 64 << 20
 
 _MASK = np.int64(0xFFFFFFFF)
 _LOW63 = np.int64(0x7FFF_FFFF_FFFF_FFFF)
@@ -446,10 +450,11 @@ def _take(shape: tuple[int, int]) -> np.ndarray:
 
 
 def _give(table: np.ndarray) -> None:
-    """Keep a released table for reuse (no other reference to it remains)."""
+    """Keep a released table for reuse (no other reference to it remains), within :data:`_POOL_TOTAL`."""
     if table.nbytes <= _POOL_BYTES:
-        if len(_POOL) > 16 and table.shape not in _POOL:  # many shapes (tables of other sizes): start over
-            _POOL.clear()
+        held = sum(t.nbytes for free in list(_POOL.values()) for t in list(free))
+        if held + table.nbytes > _POOL_TOTAL or (len(_POOL) > 16 and table.shape not in _POOL):
+            _POOL.clear()  # many shapes or bytes (tables of other sizes): start over with this one
         free = _POOL.setdefault(table.shape, [])
         if len(free) < 2:
             free.append(table)
