@@ -639,6 +639,16 @@ class ExactSums:
             out.append(s * scale)
         return out
 
+    def integer(self, i: int = 0) -> tuple[int, int]:
+        """``(a, e)``: the sum at flat position ``i`` is exactly ``a * 2**e`` (Python ints)."""
+        if self.compact:
+            n, d = float(self.values.ravel()[i]).as_integer_ratio()
+            return n, 1 - d.bit_length()
+        a = 0
+        for d in self.limbs[i, ::-1].tolist():
+            a = (a << _BITS) + d
+        return a, _BITS * self.exp
+
     def fraction(self) -> Fraction:
         """The exact value of a single sum."""
         (f,) = self.fractions() if self.values.size == 1 else (None,)
@@ -845,6 +855,22 @@ def fraction_to_float(x: Fraction) -> float:
         return float(x)
     except OverflowError:
         return math.inf if x > 0 else -math.inf
+
+
+def exact_quotient(num: ExactSums, den: ExactSums, i: int = 0) -> float:
+    """``exact_ratio`` of the sums at flat position ``i`` of ``num`` and ``den`` (nonzero): the
+    correctly rounded quotient, on Python integers (their true division rounds correctly) where
+    the result is a normal float, else on ``Fraction``."""
+    a, ea = num.integer(i)
+    b, eb = den.integer(i)
+    if a == 0:
+        return 0.0
+    s = a.bit_length() - b.bit_length()  # |a / b| in (2**(s - 1), 2**(s + 1))
+    e = s + ea - eb
+    if -1021 <= e <= 1022 and b:  # q * 2**e is normal for q in [0.5, 2]: ldexp is exact
+        q = a / (b << s) if s >= 0 else (a << -s) / b
+        return math.ldexp(q, e)
+    return exact_ratio(Fraction(a) * Fraction(2) ** ea, Fraction(b) * Fraction(2) ** eb)
 
 
 def exact_ratio(num: Fraction, den: Fraction) -> float:

@@ -294,3 +294,23 @@ def test_concurrent_updates_lose_nothing():
     num = sum((Fraction(x) * (1 if (i % 4) % 2 else 2) for i, c in enumerate(chunks) for x in c.tolist()), Fraction(0))
     assert st_mean.exact["total"].fraction() == num
     assert mc._rows == sum(c.shape[0] for c in chunks)
+
+
+@given(
+    a=st.lists(VALUES, min_size=1, max_size=6),
+    b=st.lists(st.one_of(WEIGHTS, st.sampled_from([5e-324, 1e-320, 1.7976931348623157e308])), min_size=1, max_size=6),
+)
+@settings(max_examples=300, deadline=None)
+def test_exact_quotient_is_the_correctly_rounded_ratio(a, b):
+    """``exact_quotient`` (the mean's ``compute``: integer division where the result is a normal
+    float) against ``Fraction``: huge, tiny (subnormal and underflowing) and overflowing ratios."""
+    num, den = E.exact_sum(np.array(a)), E.exact_sum(np.array(b))
+    fd = sum(map(Fraction, b), Fraction(0))
+    if fd == 0:
+        return
+    fn = sum(map(Fraction, a), Fraction(0))
+    assert E.exact_quotient(num, den) == E.exact_ratio(fn, fd)
+    assert E.exact_quotient(num, den) == E.fraction_to_float(fn / fd)
+    col_n = E.ExactSums.lazy(*E.exact_sum(np.array(a + a), index=np.repeat([0, 1], len(a)), size=2).full(), (2,))
+    col_d = E.ExactSums.lazy(*E.exact_sum(np.array(b + b), index=np.repeat([0, 1], len(b)), size=2).full(), (2,))
+    assert E.exact_quotient(col_n, col_d, 1) == E.exact_ratio(fn, fd)
