@@ -640,7 +640,14 @@ class ExactSums:
         return out
 
     def integer(self, i: int = 0) -> tuple[int, int]:
-        """``(a, e)``: the sum at flat position ``i`` is exactly ``a * 2**e`` (Python ints)."""
+        """``(a, e)``: the sum at flat position ``i`` is exactly ``a * 2**e`` (Python ints; raw
+        limbs are read as they are, without rounding them first)."""
+        raw = self._raw
+        if raw is not None:
+            a = 0
+            for d in raw[0][i, ::-1].tolist():  # any signed limbs: a = sum d_j 2**(32 j)
+                a = (a << _BITS) + d
+            return a, _BITS * int(raw[1])
         if self.compact:
             n, d = float(self.values.ravel()[i]).as_integer_ratio()
             return n, 1 - d.bit_length()

@@ -21,7 +21,7 @@ import numpy as np
 import warnings
 
 from mergeable_metrics._util import exact_kernels as _kernels
-from mergeable_metrics._util.exact import ExactSums, remember_weight_sum, shared_weight_sums
+from mergeable_metrics._util.exact import ExactSums, exact_quotient, remember_weight_sum, shared_weight_sums
 from mergeable_metrics._util.public import public
 from mergeable_metrics.states import codec
 from mergeable_metrics.inputs.validation import Batch, as_array
@@ -1075,7 +1075,30 @@ class MetricCollection:
     def compute(self) -> dict[str, Any]:
         """``{metric key: value}`` (a :class:`MetricValues`: requested names find their values
         too); scalars as float, per-class and matrices as numpy arrays."""
+        at = self.plan.mean_fold_at
+        if at is not None:  # the mean of one measure: its quotient without the general machinery
+            got = self._compute_mean(self.states[at[1]])
+            if got is not None:
+                return got
         return self.plan.compute(self.states)
+
+    def _compute_mean(self, ms: State) -> MetricValues | None:
+        """:meth:`compute` of a collection of one measure's mean (:attr:`Plan.mean_fold_at`) whose
+        weight is not zero: each metric's value is the correctly rounded quotient of the exact
+        sums (:meth:`MeanMeasureMetric.compute`), nothing is undefined, so no warning is due.
+        None otherwise (the general path then computes and warns)."""
+        plan = self.plan
+        names = ms.layout.names
+        weight, total = ms.exact["weight"], ms.exact["total"]
+        values = {}
+        for m in plan.metrics:
+            if type(m) is not MeanMeasureMetric or (names and m.measure_name not in names):
+                return None
+            i = names.index(m.measure_name) if names else 0
+            if not weight.integer(i)[0]:  # no weight: undefined (NaN and a warning)
+                return None
+            values[m.key] = exact_quotient(total, weight, i)
+        return MetricValues(values, plan.aliases, MetricKeys(plan.task, plan.classes))
 
     def encode(self) -> bytes:
         """Versioned bytes of the states and the :attr:`fingerprint` (see :mod:`mergeable_metrics.states.codec`)."""

@@ -314,3 +314,38 @@ def test_exact_quotient_is_the_correctly_rounded_ratio(a, b):
     col_n = E.ExactSums.lazy(*E.exact_sum(np.array(a + a), index=np.repeat([0, 1], len(a)), size=2).full(), (2,))
     col_d = E.ExactSums.lazy(*E.exact_sum(np.array(b + b), index=np.repeat([0, 1], len(b)), size=2).full(), (2,))
     assert E.exact_quotient(col_n, col_d, 1) == E.exact_ratio(fn, fd)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: MetricCollection(measures=["loss"]),
+        lambda: MetricCollection("mean_measure"),
+        lambda: MetricCollection(avg="mean_measure"),
+        lambda: MetricCollection("mean_measure", "mean_loss", running="mean_measure"),
+    ],
+)
+@pytest.mark.parametrize("weights", [None, [0.5, 0.0, 2.0], [0.0, 0.0, -0.0]])
+def test_the_mean_s_compute_is_the_general_compute(make, weights):
+    """``compute`` of a one-measure collection (the quotient of the exact sums without the
+    general machinery) returns the general path's values and keys; with no weight, NaN and the
+    general path's warning."""
+    import warnings
+
+    mc = make()
+    v = np.array([1e300, -3.5, 1e-300])
+    mc.update(measure=v, sample_weight=None if weights is None else np.array(weights))
+    with warnings.catch_warnings(record=True) as fast_w:
+        warnings.simplefilter("always")
+        got = mc.compute()
+    with warnings.catch_warnings(record=True) as general_w:
+        warnings.simplefilter("always")
+        want = mc.plan.compute(mc.states)
+    assert type(got) is type(want) and list(got) == list(want)
+    assert [str(w.message) for w in fast_w] == [str(w.message) for w in general_w]
+    num, den = _exact([(v, None if weights is None else np.array(weights))])
+    for key in want:
+        assert (math.isnan(got[key]) and math.isnan(want[key]) and den == 0) or got[key] == want[key] == E.exact_ratio(num, den)
+    for alias in ("mean_loss", "mean_measure"):
+        if alias in want:
+            assert got[alias] == want[alias] or math.isnan(want[alias])
