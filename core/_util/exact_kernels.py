@@ -722,9 +722,14 @@ def add_window(out, qlo, acc, e):
         out[0, sh + i] += acc[0, i]
 
 
+#: rows per block of :func:`sum_blocks` (16 KiB: the block being summed and the next one, read
+#: meanwhile, fit in the L1 cache; each grid's int64 sum of a block is at most 2**11 * 2**51)
+L1_BLOCK = 2048
+
+
 def sum_blocks(v, acc, qlo):
     """Add the plain values ``v`` into the raw limbs ``acc`` (window at ``qlo``, as
-    :func:`add_window`), one :data:`BLOCK` of rows at a time while it is in the L1 cache: the
+    :func:`add_window`), one :data:`L1_BLOCK` of rows at a time while it is in the L1 cache: the
     block's largest magnitude (one int64 reduction) sets two float grids below it (:func:`chain`:
     51 bits each, so 102 bits below the block's top binade), the rows' integers on them add in
     int64, and an OR of the residuals tells whether a row had bits below both grids (a block
@@ -739,13 +744,13 @@ def sum_blocks(v, acc, qlo):
     g = np.zeros(0, dtype=np.int64)
     none = np.zeros(0)
     hnext = np.int64(0)
-    for j in range(min(n, BLOCK)):
+    for j in range(min(n, L1_BLOCK)):
         hnext = max(hnext, b[np.uint64(j)] & M63)
-    for blo in range(0, n, BLOCK):
-        bhi = min(n, blo + BLOCK)
+    for blo in range(0, n, L1_BLOCK):
+        bhi = min(n, blo + L1_BLOCK)
         hi = hnext  # this block's largest magnitude (bits)
         nlo = bhi  # the next block, scanned meanwhile
-        nhi = min(n, nlo + BLOCK)
+        nhi = min(n, nlo + L1_BLOCK)
         e = hi >> 52
         if e == 2047:
             return blo + first_non_finite(b[blo:bhi])
@@ -794,7 +799,7 @@ def sum_blocks(v, acc, qlo):
             a, ea = grid_sum(v[blo:bhi], none, none, 1, g, False, 1, los, his)
             add_window(acc, qlo, a, ea)
             continue
-        cnt = np.int64(bhi - blo)  # each integer is bits(y) - bits(c): the block's sums, exact (below 2**61)
+        cnt = np.int64(bhi - blo)  # each integer is bits(y) - bits(c): the block's sums, exact (|sum| <= 2**11 * 2**51 = 2**62)
         s0 -= cnt * b0
         s1 -= cnt * b1
         if s0 != 0:

@@ -31,7 +31,7 @@ needs_numba = pytest.mark.skipif(not K.AVAILABLE, reason="numba kernels disabled
 ADVERSARIAL = [1.7976931348623157e308, 1e308, 1e300, 1e-300, 1e16, 1.0, 0.1, 2.0**53, 2.0**53 + 2, 5e-324, 2.2250738585072014e-308, 1e-17, 3.0, 0.0, -0.0]
 VALUES = st.one_of(st.floats(allow_nan=False, allow_infinity=False), st.sampled_from(ADVERSARIAL + [-v for v in ADVERSARIAL]))
 WEIGHTS = st.one_of(st.floats(min_value=0.0, max_value=1e30, allow_nan=False), st.sampled_from([0.0, -0.0, 5e-324, 1e-300, 0.1, 3.0, 1e100, 2.0**60]))
-BLOCK = 1024  # exact_kernels.BLOCK: the unweighted pass's block
+BLOCK = 2048  # exact_kernels.L1_BLOCK: the unweighted pass's block
 
 
 def _numpy(fn):
