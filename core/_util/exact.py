@@ -312,6 +312,7 @@ def _round(D: np.ndarray, exp: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 _NO_LIMBS: dict[int, np.ndarray] = {}
+_I64 = np.dtype(np.int64)
 
 
 def _kernel_limbs(D: np.ndarray) -> bool:
@@ -471,6 +472,49 @@ class ExactSums:
             return _kernels.sum_products([self.values.ravel()], np.arange(m), m)
         return _accumulate([self.values.ravel()], 0, np.arange(m), m)
 
+    def kernel_raw(self) -> tuple[np.ndarray, int]:
+        """``(limbs, exp)`` of these sums as raw limbs the compiled kernels take (writeable C
+        int64, (m, L); the raw limbs of a sum not yet rounded, as they are): the running sums a
+        fold adds a batch into (:func:`mergeable_metrics._util.exact_kernels.mean_fold`)."""
+        raw = self._raw
+        if raw is None:
+            if not self._limbs.shape[1] and not self._values.any():
+                return np.zeros((self._values.size, 0), dtype=np.int64), 0
+            raw = self.full()
+        D = raw[0]
+        if not (D.dtype is _I64 and D.ndim == 2 and D.flags.carray):  # (the kernels' one compiled variant)
+            D = np.array(D, dtype=np.int64, order="C")
+        return D, int(raw[1])
+
+    def same_sum(self, other: "ExactSums") -> bool:
+        """Whether ``other`` holds the same single sum (any shape of size 1), told from the forms
+        as they are (no rounding): the same raw or canonical limbs, or the same compact value. A
+        False may still be the same number in another raw form."""
+        if self is other:
+            return True
+        ra, rb = self._raw, other._raw
+        if ra is not None and rb is not None:
+            return ra[1] == rb[1] and (ra[0] is rb[0] or (ra[0].size == rb[0].size <= 64 and np.array_equal(ra[0].ravel(), rb[0].ravel())))
+        if ra is None and rb is None and self._values.size == other._values.size == 1:
+            return self._exp == other._exp and self._values.item() == other._values.item() and np.array_equal(self._limbs.ravel(), other._limbs.ravel())
+        return False
+
+    def plus_rows(self, n: int) -> "ExactSums":
+        """``self + ExactSums.of_count(n, self.shape)`` (``n`` rows of weight 1), on a Python
+        float when this is one compact sum (a count or a weight sum)."""
+        shape = self.shape
+        if self._raw is None and len(shape) <= 1 and self._values.size == 1 and not self._limbs.shape[1]:
+            x = self._values.item()
+            t = x + n
+            bb = t - x
+            if (x - (t - bb)) + (n - bb) == 0:  # TwoSum: t is exactly x + n
+                v = np.array([t + 0.0] if shape else t + 0.0)  # -0.0 -> +0.0
+                v.setflags(write=False)
+                out = object.__new__(ExactSums)
+                out._values, out.shape, out._exp, out._limbs, out._raw = v, shape, 0, self._limbs, None
+                return out
+        return self + ExactSums.of_count(n, shape)
+
     def __add__(self, other: "ExactSums") -> "ExactSums":
         if other.shape != self.shape:
             raise ValueError(f"exact sums of shapes {self.shape} and {other.shape} do not merge")
@@ -594,6 +638,23 @@ class ExactSums:
                 s = (s << _BITS) + d
             out.append(s * scale)
         return out
+
+    def integer(self, i: int = 0) -> tuple[int, int]:
+        """``(a, e)``: the sum at flat position ``i`` is exactly ``a * 2**e`` (Python ints; raw
+        limbs are read as they are, without rounding them first)."""
+        raw = self._raw
+        if raw is not None:
+            a = 0
+            for d in raw[0][i, ::-1].tolist():  # any signed limbs: a = sum d_j 2**(32 j)
+                a = (a << _BITS) + d
+            return a, _BITS * int(raw[1])
+        if self.compact:
+            n, d = float(self.values.ravel()[i]).as_integer_ratio()
+            return n, 1 - d.bit_length()
+        a = 0
+        for d in self.limbs[i, ::-1].tolist():
+            a = (a << _BITS) + d
+        return a, _BITS * self.exp
 
     def fraction(self) -> Fraction:
         """The exact value of a single sum."""
@@ -801,6 +862,22 @@ def fraction_to_float(x: Fraction) -> float:
         return float(x)
     except OverflowError:
         return math.inf if x > 0 else -math.inf
+
+
+def exact_quotient(num: ExactSums, den: ExactSums, i: int = 0) -> float:
+    """``exact_ratio`` of the sums at flat position ``i`` of ``num`` and ``den`` (nonzero): the
+    correctly rounded quotient, on Python integers (their true division rounds correctly) where
+    the result is a normal float, else on ``Fraction``."""
+    a, ea = num.integer(i)
+    b, eb = den.integer(i)
+    if a == 0:
+        return 0.0
+    s = a.bit_length() - b.bit_length()  # |a / b| in (2**(s - 1), 2**(s + 1))
+    e = s + ea - eb
+    if -1021 <= e <= 1022 and b:  # q * 2**e is normal for q in [0.5, 2]: ldexp is exact
+        q = a / (b << s) if s >= 0 else (a << -s) / b
+        return math.ldexp(q, e)
+    return exact_ratio(Fraction(a) * Fraction(2) ** ea, Fraction(b) * Fraction(2) ** eb)
 
 
 def exact_ratio(num: Fraction, den: Fraction) -> float:

@@ -88,6 +88,7 @@ _KERNELS = (
     "add_window",
     "sum_blocks",
     "mean_sums",
+    "mean_fold",
     "_binades",
     "_reg_rows",
     "_trim",
@@ -729,42 +730,55 @@ def add_window(out, qlo, acc, e):
         out[0, sh + i] += acc[0, i]
 
 
+#: rows per block of :func:`sum_blocks` (16 KiB: the block being summed and the next one, read
+#: meanwhile, fit in the L1 cache; each grid's int64 sum of a block is at most 2**11 * 2**51)
+L1_BLOCK = 2048
+
+
 def sum_blocks(v, acc, qlo):
     """Add the plain values ``v`` into the raw limbs ``acc`` (window at ``qlo``, as
-    :func:`add_window`), one :data:`BLOCK` of rows at a time while it is in the L1 cache: the
+    :func:`add_window`), one :data:`L1_BLOCK` of rows at a time while it is in the L1 cache: the
     block's largest magnitude (one int64 reduction) sets two float grids below it (:func:`chain`:
     51 bits each, so 102 bits below the block's top binade), the rows' integers on them add in
     int64, and an OR of the residuals tells whether a row had bits below both grids (a block
     spanning more than ~49 binades): that block is summed again by :func:`grid_sum` on its own
-    range. Returns the first row that is not finite, or -1."""
+    range. The largest magnitude of the next block is found in the same loop as this block's
+    grids (its rows are read from memory while this block's arithmetic runs, and are in the cache
+    when its turn comes). Returns the first row that is not finite, or -1."""
     n = v.shape[0]
     b = v.view(np.int64)
     los = np.empty(3, dtype=np.int64)
     his = np.empty(3, dtype=np.int64)
     g = np.zeros(0, dtype=np.int64)
     none = np.zeros(0)
-    for blo in range(0, n, BLOCK):
-        bhi = min(n, blo + BLOCK)
-        hi = np.int64(0)
-        for j in range(blo, bhi):
-            hi = max(hi, b[np.uint64(j)] & M63)
+    hnext = np.int64(0)
+    for j in range(min(n, L1_BLOCK)):
+        hnext = max(hnext, b[np.uint64(j)] & M63)
+    for blo in range(0, n, L1_BLOCK):
+        bhi = min(n, blo + L1_BLOCK)
+        hi = hnext  # this block's largest magnitude (bits)
+        nlo = bhi  # the next block, scanned meanwhile
+        nhi = min(n, nlo + L1_BLOCK)
         e = hi >> 52
         if e == 2047:
             return blo + first_non_finite(b[blo:bhi])
-        if hi == 0:
-            continue
+        hnext = np.int64(0)
+        s0 = np.int64(0)
+        s1 = np.int64(0)
+        res = np.int64(0)
         e = max(e, np.int64(1))  # subnormals: the grid of binade 1
         u0 = max(e - 1073, np.int64(-1074))  # every |v| < 2**(e - 1022) = 2**(u0 + 51)
         u1 = max(u0 - 51, np.int64(-1074))
         b0 = ((u0 + 52 + 1023) << 52) | (np.int64(1) << 51)  # the bits of 1.5 * 2**(u + 52)
         b1 = ((u1 + 52 + 1023) << 52) | (np.int64(1) << 51)
-        s0 = np.int64(0)
-        s1 = np.int64(0)
-        res = np.int64(0)
-        if u0 <= 970:  # 1.5 * 2**(u0 + 52) is finite
+        m = 0
+        if hi != 0 and u0 <= 970:  # 1.5 * 2**(u0 + 52) is finite
             c0 = i2f(b0)
             c1 = i2f(b1)
-            for j in range(blo, bhi):
+            m = min(bhi - blo, nhi - nlo)
+            d = nlo - blo
+            for j in range(blo, blo + m):
+                hnext = max(hnext, b[np.uint64(j + d)] & M63)
                 r = v[np.uint64(j)]
                 y = r + c0
                 s0 += f2i(y)
@@ -773,6 +787,19 @@ def sum_blocks(v, acc, qlo):
                 s1 += f2i(y)
                 r = r - (y - c1)
                 res |= f2i(r)
+            for j in range(blo + m, bhi):  # the last block but one, longer than the last
+                r = v[np.uint64(j)]
+                y = r + c0
+                s0 += f2i(y)
+                r = r - (y - c0)
+                y = r + c1
+                s1 += f2i(y)
+                r = r - (y - c1)
+                res |= f2i(r)
+        for j in range(nlo + m, nhi):
+            hnext = max(hnext, b[np.uint64(j)] & M63)
+        if hi == 0:
+            continue
         if u0 > 970 or res & M63:  # values near the float maximum, or bits below the second grid: the block on its own range
             lo, top = scan(b[blo:bhi])
             los[0] = lo
@@ -780,7 +807,7 @@ def sum_blocks(v, acc, qlo):
             a, ea = grid_sum(v[blo:bhi], none, none, 1, g, False, 1, los, his)
             add_window(acc, qlo, a, ea)
             continue
-        cnt = np.int64(bhi - blo)  # each integer is bits(y) - bits(c): the block's sums, exact (below 2**61)
+        cnt = np.int64(bhi - blo)  # each integer is bits(y) - bits(c): the block's sums, exact (|sum| <= 2**11 * 2**51 = 2**62)
         s0 -= cnt * b0
         s1 -= cnt * b1
         if s0 != 0:
@@ -838,6 +865,23 @@ def mean_sums(v, w, has_w):
         a, e = grid_sum(wb, none, none, 1, g, False, 1, los, his)
         add_window(accw, qlo_w, a, e)
     return acc, qlo - OFFSET // 32, accw, qlo_w - OFFSET // 32, -1, -1
+
+
+def mean_fold(v, w, has_w, T, eT, Wr, eW):
+    """:func:`mean_sums` of a batch added to running sums, in one compiled call (what
+    ``MetricCollection.update`` folds a plain measure column with): ``T`` (at ``eT``) are the raw
+    limbs (|entries| < 2**62) of the running ``sum v [w]`` and ``Wr`` (at ``eW``, weighted only)
+    of the running ``sum w``; returns ``(T', eT', W', eW', status, position)``, the new running
+    sums in canonical form (:func:`add_canonical`; ``W'`` empty unweighted), or, when ``status``
+    >= 0 (:func:`mean_sums`' codes), nothing added."""
+    acc, e, accw, ew, status, pos = mean_sums(v, w, has_w)
+    if status >= 0:
+        return acc, e, accw, ew, status, pos
+    Tn, eTn = add_canonical(T, eT, acc, e)
+    if has_w:
+        Wn, eWn = add_canonical(Wr, eW, accw, ew)
+        return Tn, eTn, Wn, eWn, status, pos
+    return Tn, eTn, accw, eTn, status, pos
 
 
 def grid_sum(f0, f1, f2, nf, g, has_g, size, los, his):
@@ -2041,6 +2085,9 @@ def warm() -> float:
     regression_moments(y, y[::-1].copy(), None)
     mean_batch_sums(y, None)
     mean_batch_sums(y, np.array([0.5, 0.0, 2.0]))
+    none = np.zeros((1, 0), dtype=np.int64)
+    mean_fold(y, _EMPTYF, False, none, 0, none, 0)
+    mean_fold(y, np.array([0.5, 0.0, 2.0]), True, none, 0, none, 0)
     regression_moments(y, y[::-1].copy(), np.array([0.5, 0.0, 2.0]))
     regression_stacked(y, y[::-1].copy(), None)
     labels = np.array([0, 1, 1])

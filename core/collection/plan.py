@@ -20,7 +20,8 @@ import numpy as np
 
 import warnings
 
-from mergeable_metrics._util.exact import ExactSums, remember_weight_sum, shared_weight_sums
+from mergeable_metrics._util import exact_kernels as _kernels
+from mergeable_metrics._util.exact import ExactSums, exact_quotient, remember_weight_sum, shared_weight_sums
 from mergeable_metrics._util.public import public
 from mergeable_metrics.states import codec
 from mergeable_metrics.inputs.validation import Batch, as_array
@@ -209,6 +210,19 @@ class Plan:
             if cls is MeanMeasureState:
                 return layout.names
         return ()
+
+    @functools.cached_property
+    def mean_fold_at(self) -> tuple[int, int] | None:
+        """``(i, j)``, the positions of the example count and the mean state, when this plan's
+        states are just those two, the mean of one measure column (unnamed or one name) that
+        nothing else is computed from: ``MetricCollection.update``'s fast path folds a plain
+        float64 column into them with one compiled call. None otherwise."""
+        if self.needs != {"measure"} or len(self.state_types) != 2 or getattr(self.task, "ignore_index", None) is not None:
+            return None
+        kinds = [cls for cls, _ in self.state_types]
+        if set(kinds) != {ExampleCountState, MeanMeasureState} or len(self.measure_names) > 1:
+            return None
+        return kinds.index(ExampleCountState), kinds.index(MeanMeasureState)
 
     @functools.cached_property
     def count_cells(self) -> tuple | None:
@@ -856,6 +870,10 @@ class MetricCollection:
                 metric needs are missing (naming the metric).
             TypeError: non-numeric values.
         """
+        if measure is not None and y_true is None and y_score is None and y_pred is None and query is None and not unknown:
+            at = self.plan.mean_fold_at
+            if at is not None and self._fold_mean(measure, sample_weight, at):
+                return
         if unknown:
             _refuse_update_keywords(type(self).__name__, unknown)
         plan = self.plan
@@ -919,6 +937,65 @@ class MetricCollection:
         with self._lock:
             self.states = plan.merge(self.states, part)
             self._rows += rows
+
+    def _fold_mean(self, v: Any, w: Any, at: tuple[int, int]) -> bool:
+        """``update``'s fast path for a collection of one measure's mean (:attr:`Plan.mean_fold_at`):
+        a plain (N,) float64 numpy column (with one named measure, also ``{name: column}``) and
+        plain float64 weights or None are checked and added to the running sums by one compiled
+        call (:func:`~mergeable_metrics._util.exact_kernels.mean_fold`: the exact sums of
+        :meth:`~mergeable_metrics.metrics.measure.MeanMeasureState.fold`, bit for bit), and the two
+        new states are built without a batch. Returns False, having folded nothing, for any other
+        input, an invalid value (the general path then names it: column, value, row) or a
+        concurrent update of the states (the general path merges)."""
+        if type(v) is dict and len(v) == 1:
+            names = self.plan.measure_names
+            v = v.get(names[0]) if names else None
+        if not (type(v) is np.ndarray and v.dtype == _F64 and v.ndim == 1):
+            return False
+        flags = v.flags
+        n = v.shape[0]
+        if not (flags.c_contiguous and 0 < n <= _kernels.CHUNK) or (self.formats and any(self.formats.values())) or not _kernels.ready():
+            return False
+        if not flags.writeable:
+            v = v.copy()  # (the kernels take writeable arrays: one compiled variant)
+        if w is not None:
+            if not (type(w) is np.ndarray and w.dtype == _F64 and w.shape == v.shape and w.flags.c_contiguous):
+                return False
+            if not w.flags.writeable:
+                w = w.copy()
+        ic, im = at
+        before = self.states
+        cs, ms = before[ic], before[im]
+        total, weight, cweight = ms.exact["total"], ms.exact["weight"], cs.exact["weight"]
+        T, eT = total.kernel_raw()
+        if w is None:
+            got = _kernels.mean_fold(v, _kernels._EMPTYF, False, T, eT, T, 0)
+            if got[4] >= 0:
+                return False
+            new_weight = weight.plus_rows(n)
+            new_cweight = new_weight if cweight is weight else cweight.plus_rows(n)
+        else:
+            if not weight.same_sum(cweight):  # the two weight sums differ (states built elsewhere): the general path
+                return False
+            Wr, eW = weight.kernel_raw()
+            got = _kernels.mean_fold(v, w, True, T, eT, Wr, eW)
+            if got[4] >= 0:
+                return False
+            new_weight = ExactSums.lazy(got[2], got[3], weight.shape)
+            new_cweight = new_weight if cweight.shape == weight.shape else ExactSums.lazy(got[2], got[3], cweight.shape)
+        ca, ma = cs.arrays, ms.arrays
+        count, mcount = _plus_count(ca["count"], n), _plus_count(ma["count"], n)
+        if count is None or mcount is None:  # past 2**63 - 1: the general path raises
+            return False
+        folded = [cs, ms]
+        folded[ic] = type(cs)._of_fields(cs.layout, {"count": count, "skipped": ca["skipped"]}, {"weight": new_cweight})
+        folded[im] = type(ms)._of_fields(ms.layout, {"count": mcount}, {"weight": new_weight, "total": ExactSums.lazy(got[0], got[1], total.shape)})
+        with self._lock:
+            if self.states is before:
+                self.states = tuple(folded)
+                self._rows += n
+                return True
+        return False
 
     def _measures(self, measure: Any, y_true: Any, y_pred: Any, y_score: Any) -> list[Any] | None:
         """The named measures' values of one batch, in :attr:`Plan.measure_names` order (None
@@ -998,7 +1075,30 @@ class MetricCollection:
     def compute(self) -> dict[str, Any]:
         """``{metric key: value}`` (a :class:`MetricValues`: requested names find their values
         too); scalars as float, per-class and matrices as numpy arrays."""
+        at = self.plan.mean_fold_at
+        if at is not None:  # the mean of one measure: its quotient without the general machinery
+            got = self._compute_mean(self.states[at[1]])
+            if got is not None:
+                return got
         return self.plan.compute(self.states)
+
+    def _compute_mean(self, ms: State) -> MetricValues | None:
+        """:meth:`compute` of a collection of one measure's mean (:attr:`Plan.mean_fold_at`) whose
+        weight is not zero: each metric's value is the correctly rounded quotient of the exact
+        sums (:meth:`MeanMeasureMetric.compute`), nothing is undefined, so no warning is due.
+        None otherwise (the general path then computes and warns)."""
+        plan = self.plan
+        names = ms.layout.names
+        weight, total = ms.exact["weight"], ms.exact["total"]
+        values = {}
+        for m in plan.metrics:
+            if type(m) is not MeanMeasureMetric or (names and m.measure_name not in names):
+                return None
+            i = names.index(m.measure_name) if names else 0
+            if not weight.integer(i)[0]:  # no weight: undefined (NaN and a warning)
+                return None
+            values[m.key] = exact_quotient(total, weight, i)
+        return MetricValues(values, plan.aliases, MetricKeys(plan.task, plan.classes))
 
     def encode(self) -> bytes:
         """Versioned bytes of the states and the :attr:`fingerprint` (see :mod:`mergeable_metrics.states.codec`)."""
@@ -1081,6 +1181,19 @@ def _refuse_update_keywords(owner: str, unknown: Mapping[str, Any], accepted: Se
     raise TypeError(
         f"{owner}.update() got an unexpected keyword argument {k!r}{f' ({whose})' if whose else ''}: {right + '; ' if right else ''}it takes {takes}"
     )
+
+
+_F64 = np.dtype(np.float64)
+
+
+def _plus_count(a: np.ndarray, n: int) -> np.ndarray | None:
+    """A read-only int64 count of shape () or (1,), ``a + n`` (None past 2**63 - 1)."""
+    r = a.item() + n
+    if r >= 1 << 63:
+        return None
+    out = np.array([r] if a.ndim else r, dtype=np.int64)
+    out.setflags(write=False)
+    return out
 
 
 def _rows_in(batch: Batch, *columns: Any) -> int:

@@ -30,7 +30,7 @@ import numpy as np
 
 from mergeable_metrics._util.public import public
 from mergeable_metrics.inputs.validation import Batch
-from mergeable_metrics._util.exact import ExactSums, exact_column_sums, exact_ratio, exact_sum, known_weight_sum, remember_weight_sum, weight_sum
+from mergeable_metrics._util.exact import ExactSums, exact_column_sums, exact_quotient, exact_sum, known_weight_sum, remember_weight_sum, weight_sum
 from mergeable_metrics.metrics.base import TASK_KINDS, Metric, record_undefined
 from mergeable_metrics.states.base import State, count_plus
 
@@ -193,8 +193,8 @@ class MeanMeasureMetric(Metric):
         # the exact quotient of the exact sums, correctly rounded: finite even where the sum
         # ``total`` rounds to +-inf (e.g. 1e300 with weight 1e8)
         if i is None:
-            return exact_ratio(st.exact["total"].fraction(), st.exact["weight"].fraction())
-        return exact_ratio(st.exact["total"].fractions()[i], st.exact["weight"].fractions()[i])
+            return exact_quotient(st.exact["total"], st.exact["weight"])
+        return exact_quotient(st.exact["total"], st.exact["weight"], i)
 
 
 @public("mergeable_metrics.metrics")

@@ -287,6 +287,17 @@ class State:
         object.__setattr__(self, "exact", exact)
         return self
 
+    @classmethod
+    def _of_fields(cls, layout: Any, arrays: dict[str, np.ndarray], exact: dict[str, ExactSums]) -> "State":
+        """:meth:`_of_sums` of fields already in their final form: ``arrays`` the read-only
+        arrays of the fields that are not exact sums, ``exact`` the exact sums (a fold's new
+        fields, e.g. ``MetricCollection.update``'s fast path); nothing is checked or copied."""
+        self = object.__new__(cls)
+        object.__setattr__(self, "layout", layout)
+        object.__setattr__(self, "arrays", _Arrays(arrays, exact, cls._ORDER))
+        object.__setattr__(self, "exact", exact)
+        return self
+
     def _add_field(self, other: "State", name: str) -> Any:
         """One field of ``self + other``: exact sums add exactly, ``MAXED`` fields take the max,
         int64 counts are checked for overflow (``ValueError`` naming the state and field)."""

@@ -1,0 +1,351 @@
+"""``MetricCollection.update``'s fast path for the mean of one measure (issue 25, round 8): a plain
+float64 measure column (and weights) is checked and added to the running exact sums by one
+compiled call (``exact_kernels.mean_fold``) and the two new states are built without a batch; the
+unweighted exact sum reads the next 1,024-row block while it sums this one (``sum_blocks``).
+
+Checked against ``Fraction`` and ``math.fsum`` (the exact sums), the numpy path (no numba: the
+general ``update``) bit for bit, one update of the concatenated rows, and the general path's
+messages, on adversarial values (subnormals, +-1.8e308, cancellation, -0.0), batches across block
+boundaries and random batchings."""
+
+from __future__ import annotations
+
+import math
+import pickle
+import re
+import threading
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from mergeable_metrics import MetricCollection
+from mergeable_metrics._util import exact as E
+from mergeable_metrics._util import exact_kernels as K
+import mergeable_metrics.collection.plan as plan_module
+
+needs_numba = pytest.mark.skipif(not K.AVAILABLE, reason="numba kernels disabled or not installed")
+
+ADVERSARIAL = [1.7976931348623157e308, 1e308, 1e300, 1e-300, 1e16, 1.0, 0.1, 2.0**53, 2.0**53 + 2, 5e-324, 2.2250738585072014e-308, 1e-17, 3.0, 0.0, -0.0]
+VALUES = st.one_of(st.floats(allow_nan=False, allow_infinity=False), st.sampled_from(ADVERSARIAL + [-v for v in ADVERSARIAL]))
+WEIGHTS = st.one_of(st.floats(min_value=0.0, max_value=1e30, allow_nan=False), st.sampled_from([0.0, -0.0, 5e-324, 1e-300, 0.1, 3.0, 1e100, 2.0**60]))
+BLOCK = 2048  # exact_kernels.L1_BLOCK: the unweighted pass's block
+
+
+def _numpy(fn):
+    """``fn()`` with the compiled kernels off (the general ``update`` on the numpy path)."""
+    K.ready()
+    saved, K.AVAILABLE = K.AVAILABLE, False
+    try:
+        return fn()
+    finally:
+        K.AVAILABLE = saved
+
+
+def _collection(named: bool) -> MetricCollection:
+    return MetricCollection(measures=["loss"]) if named else MetricCollection("mean_measure")
+
+
+def _fold(named, parts):
+    mc = _collection(named)
+    for v, w in parts:
+        mc.update(measure=v, sample_weight=w)
+    return mc
+
+
+def _exact(parts):
+    num = sum(
+        (Fraction(x) * (Fraction(y) if w is not None else 1) for v, w in parts for x, y in zip(v.tolist(), (v if w is None else w).tolist())), Fraction(0)
+    )
+    den = sum((sum(map(Fraction, w.tolist()), Fraction(0)) if w is not None else Fraction(len(v)) for v, w in parts), Fraction(0))
+    return num, den
+
+
+def _fsum(xs, exact):
+    try:
+        return math.fsum(xs)
+    except OverflowError:  # fsum's partials overflow: the exact sum rounded
+        return E.fraction_to_float(exact)
+
+
+def _column(data, n):
+    """(n,) float64 values of one of several adversarial kinds (Hypothesis draws the kind, the
+    seed and a few planted values)."""
+    kind = data.draw(st.sampled_from(["wide", "gamma", "subnormal", "cancel", "huge", "listed"]))
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    if kind == "listed":
+        return np.array(data.draw(st.lists(VALUES, min_size=n, max_size=n)), dtype=np.float64)
+    if kind == "wide":
+        v = rng.normal(size=n) * 10.0 ** rng.integers(-320, 308, n)
+    elif kind == "gamma":
+        v = rng.gamma(2.0, 1.0, n)
+    elif kind == "subnormal":
+        v = rng.integers(-(2**40), 2**40, n) * 5e-324
+    elif kind == "cancel":
+        v = rng.normal(size=n) * 1e200
+        v = np.concatenate([v, -v[::-1]])[:n]
+    else:
+        v = rng.choice([1.7976931348623157e308, -1.7976931348623157e308, 1e308, -1e308, 1.0, -0.0], n)
+    for _ in range(data.draw(st.integers(0, 3))):  # planted adversarial values
+        v[data.draw(st.integers(0, n - 1))] = data.draw(VALUES)
+    return v
+
+
+@needs_numba
+@pytest.mark.filterwarnings("ignore::mergeable_metrics.UndefinedMetricWarning")
+@given(data=st.data(), named=st.booleans())
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+def test_fast_update_is_the_exact_mean_in_any_batching(data, named):
+    """Random batchings (sizes at and around the 1,024-row block, several blocks, one row),
+    weighted and unweighted updates mixed: the state's sums are the exact sums (``Fraction``,
+    ``math.fsum``), the bytes are the numpy path's and those of one update of every row."""
+    parts = []
+    for _ in range(data.draw(st.integers(1, 4))):
+        n = data.draw(st.one_of(st.integers(1, 40), st.sampled_from([BLOCK - 1, BLOCK, BLOCK + 1, 2 * BLOCK + 1, 3 * BLOCK - 7])))
+        v = _column(data, n)
+        w = None
+        if data.draw(st.booleans()):
+            w = np.array(data.draw(st.lists(WEIGHTS, min_size=1, max_size=8)) * n, dtype=np.float64)[:n]
+        parts.append((v, w))
+    mc = _fold(named, parts)
+    key = "loss" if named else "mean_measure"
+    st_mean = next(s for s in mc.states if s.kind == "mean_measure")
+    num, den = _exact(parts)
+    total = st_mean.exact["total"]
+    assert total.fraction() == num
+    assert st_mean.exact["weight"].fraction() == den
+    if all(w is None for _, w in parts):
+        assert total.values.item() == _fsum(np.concatenate([v for v, _ in parts]).tolist(), num)
+    assert mc.encode() == _numpy(lambda: _fold(named, parts).encode())
+    if all(w is None for _, w in parts) or all(w is not None for _, w in parts):
+        whole = (np.concatenate([v for v, _ in parts]), None if parts[0][1] is None else np.concatenate([w for _, w in parts]))
+        assert mc.encode() == _fold(named, [whole]).encode()
+    value = mc.compute()[key]
+    assert math.isnan(value) if den == 0 else value == E.exact_ratio(num, den)
+
+
+@needs_numba
+@pytest.mark.parametrize("n", [1, BLOCK - 1, BLOCK, BLOCK + 1, 5 * BLOCK + 3, 1 << 16, (1 << 16) + 1])
+def test_big_batches_across_blocks_of_every_range(n):
+    """Blocks of zeros, subnormals, values at the float maximum (their own range), wide ranges
+    (the general kernel) and ordinary values next to each other in one batch."""
+    rng = np.random.default_rng(n)
+    kinds = [
+        lambda m: np.zeros(m),
+        lambda m: rng.integers(-5, 6, m) * 5e-324,
+        lambda m: rng.choice([1.7976931348623157e308, -1.7976931348623157e308, 1e308], m),
+        lambda m: rng.normal(size=m) * 10.0 ** rng.integers(-300, 300, m),
+        lambda m: rng.gamma(2.0, 1.0, m),
+        lambda m: np.full(m, -0.0),
+    ]
+    v = np.concatenate([kinds[i % len(kinds)](BLOCK) for i in range(-(-n // BLOCK))])[:n]
+    rng.shuffle(v[: n // 3])  # one part with every kind mixed in each block
+    mc = _fold(False, [(v, None)])
+    total = next(s for s in mc.states if s.kind == "mean_measure").exact["total"]
+    want = sum(map(Fraction, v.tolist()), Fraction(0))
+    assert total.fraction() == want
+    assert total.values.item() == _fsum(v.tolist(), want)
+    assert mc.encode() == _numpy(lambda: _fold(False, [(v, None)]).encode())
+
+
+@needs_numba
+@pytest.mark.parametrize("row", [0, 1, BLOCK - 1, BLOCK, BLOCK + 1, 3 * BLOCK + 17, 4 * BLOCK - 1])
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_a_non_finite_value_in_any_block_raises_naming_its_row(row, bad):
+    v = np.random.default_rng(row).gamma(2.0, 1.0, 4 * BLOCK)
+    v[row] = bad
+    for named in (False, True):
+        mc = _collection(named)
+        mc.update(measure=np.arange(3.0))
+        before = mc.encode()
+        with pytest.raises(ValueError, match=rf"column '{'loss' if named else 'measure'}': invalid value {re.escape(str(bad))} at row {row + 3}\b"):
+            mc.update(measure=v)
+        assert mc.encode() == before  # nothing folded
+
+
+def _no_general_path(monkeypatch):
+    def refuse(**kw):
+        raise AssertionError("the general path ran")
+
+    monkeypatch.setattr(plan_module, "make_batch", refuse)
+
+
+@needs_numba
+@pytest.mark.parametrize("named", [False, True])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_the_fast_path_folds_plain_columns_without_a_batch(monkeypatch, named, weighted):
+    """Plain float64 columns (read-only ones too, and ``{name: column}``) take the fast path;
+    the result is the general path's."""
+    rng = np.random.default_rng(5)
+    parts = [(rng.normal(size=n) * 1e10, rng.random(n) if weighted else None) for n in (3, 1500, 1)]
+    want = _fold(named, [(list(v), None if w is None else list(w)) for v, w in parts])  # lists: the general path
+    _no_general_path(monkeypatch)
+    mc = _collection(named)
+    for i, (v, w) in enumerate(parts):
+        if i == 1:
+            v = v.copy()
+            v.flags.writeable = False
+            if w is not None:
+                w = w.copy()
+                w.flags.writeable = False
+        mc.update(measure={"loss": v} if named and i == 2 else v, sample_weight=w)
+    assert mc.encode() == want.encode() and mc._rows == want._rows == 1504
+    assert mc.compute() == want.compute()
+
+
+@needs_numba
+@pytest.mark.filterwarnings("ignore::mergeable_metrics.UndefinedMetricWarning")
+def test_other_inputs_and_collections_take_the_general_path():
+    v = np.array([1.0, 2.5, -4.0])
+    calls = []
+    real = plan_module.make_batch
+
+    def spy(**kw):
+        calls.append(1)
+        return real(**kw)
+
+    plan_module.make_batch = spy
+    try:
+        for measure in ([1.0, 2.5, -4.0], v.astype(np.float32), np.repeat(v, 2)[::2], v.astype(">f8"), np.zeros(0)):
+            before = len(calls)
+            _collection(True).update(measure=measure)
+            assert len(calls) == before + 1, measure
+        before = len(calls)
+        _collection(False).update(measure=v, sample_weight=[1.0, 1.0, 2.0])  # a list of weights
+        MetricCollection("mean_measure", "accuracy").update([0, 1, 1], y_pred=[0, 1, 0], measure=v)  # another state
+        MetricCollection(measures=["a", "b"]).update(measure={"a": v, "b": v})  # two measures
+        assert len(calls) == before + 3
+    finally:
+        plan_module.make_batch = real
+    assert MetricCollection("mean_measure", "accuracy").plan.mean_fold_at is None
+    assert MetricCollection(measures=["a", "b"]).plan.mean_fold_at is None
+    assert MetricCollection(measures=["loss"]).plan.mean_fold_at is not None
+
+
+@needs_numba
+@pytest.mark.parametrize("named", [False, True])
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"measure": np.array([1.0, 2.0]), "sample_weight": np.array([1.0, -1.0])},
+        {"measure": np.array([1.0, np.nan]), "sample_weight": np.array([1.0, 1.0])},
+        {"measure": np.array([1.0, 2.0]), "sample_weight": np.array([1.0, 1.0, 1.0])},
+        {"measure": np.array([1.0, 2.0]), "preds": np.array([1.0, 2.0])},
+        {"measure": np.array([[1.0, 2.0]])},
+        {"measure": {"other": np.array([1.0, 2.0])}},
+    ],
+)
+def test_messages_of_the_general_path(named, kwargs):
+    """Refused inputs raise the general path's message (the same as without the kernels) and
+    fold nothing."""
+
+    def attempt():
+        mc = _collection(named)
+        mc.update(measure=np.array([0.5]))
+        before = mc.encode()
+        with pytest.raises((ValueError, TypeError)) as err:
+            mc.update(**kwargs)
+        assert mc._rows == 1 and mc.encode() == before
+        return type(err.value), str(err.value)
+
+    assert attempt() == _numpy(attempt)
+
+
+@needs_numba
+@pytest.mark.parametrize("weighted", [False, True])
+def test_after_compute_merge_pickle_and_decode_the_fold_goes_on(weighted):
+    """The running sums rounded by ``compute`` (compact or canonical), states from ``merge``,
+    ``decode`` and ``pickle``: the next fast updates add to them exactly."""
+    rng = np.random.default_rng(9)
+    parts = [(rng.normal(size=n) * 10.0 ** rng.integers(-100, 100, n), rng.random(n) if weighted else None) for n in (7, 2000, 64, 5)]
+    ref = _numpy(lambda: _fold(True, parts))
+    mc = _collection(True)
+    mc.update(measure=parts[0][0], sample_weight=parts[0][1])
+    mc.compute()
+    other = _collection(True)
+    other.update(measure=parts[1][0], sample_weight=parts[1][1])
+    mc.merge(other)
+    mc = pickle.loads(pickle.dumps(mc))
+    mc.update(measure=parts[2][0], sample_weight=parts[2][1])
+    mc = _collection(True).decode(mc.encode())
+    mc.update(measure=parts[3][0], sample_weight=parts[3][1])
+    assert mc.encode() == ref.encode()
+    assert mc.compute() == ref.compute()
+
+
+@needs_numba
+def test_concurrent_updates_lose_nothing():
+    rng = np.random.default_rng(2)
+    chunks = [rng.normal(size=int(rng.integers(1, 3000))) * 1e5 for _ in range(64)]
+    mc = _collection(True)
+
+    def work(k):
+        for c in chunks[k::4]:
+            mc.update(measure=c, sample_weight=None if k % 2 else np.full(c.shape, 2.0))
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    st_mean = next(s for s in mc.states if s.kind == "mean_measure")
+    num = sum((Fraction(x) * (1 if (i % 4) % 2 else 2) for i, c in enumerate(chunks) for x in c.tolist()), Fraction(0))
+    assert st_mean.exact["total"].fraction() == num
+    assert mc._rows == sum(c.shape[0] for c in chunks)
+
+
+@given(
+    a=st.lists(VALUES, min_size=1, max_size=6),
+    b=st.lists(st.one_of(WEIGHTS, st.sampled_from([5e-324, 1e-320, 1.7976931348623157e308])), min_size=1, max_size=6),
+)
+@settings(max_examples=300, deadline=None)
+def test_exact_quotient_is_the_correctly_rounded_ratio(a, b):
+    """``exact_quotient`` (the mean's ``compute``: integer division where the result is a normal
+    float) against ``Fraction``: huge, tiny (subnormal and underflowing) and overflowing ratios."""
+    num, den = E.exact_sum(np.array(a)), E.exact_sum(np.array(b))
+    fd = sum(map(Fraction, b), Fraction(0))
+    if fd == 0:
+        return
+    fn = sum(map(Fraction, a), Fraction(0))
+    assert E.exact_quotient(num, den) == E.exact_ratio(fn, fd)
+    assert E.exact_quotient(num, den) == E.fraction_to_float(fn / fd)
+    col_n = E.ExactSums.lazy(*E.exact_sum(np.array(a + a), index=np.repeat([0, 1], len(a)), size=2).full(), (2,))
+    col_d = E.ExactSums.lazy(*E.exact_sum(np.array(b + b), index=np.repeat([0, 1], len(b)), size=2).full(), (2,))
+    assert E.exact_quotient(col_n, col_d, 1) == E.exact_ratio(fn, fd)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: MetricCollection(measures=["loss"]),
+        lambda: MetricCollection("mean_measure"),
+        lambda: MetricCollection(avg="mean_measure"),
+        lambda: MetricCollection("mean_measure", "mean_loss", running="mean_measure"),
+    ],
+)
+@pytest.mark.parametrize("weights", [None, [0.5, 0.0, 2.0], [0.0, 0.0, -0.0]])
+def test_the_mean_s_compute_is_the_general_compute(make, weights):
+    """``compute`` of a one-measure collection (the quotient of the exact sums without the
+    general machinery) returns the general path's values and keys; with no weight, NaN and the
+    general path's warning."""
+    import warnings
+
+    mc = make()
+    v = np.array([1e300, -3.5, 1e-300])
+    mc.update(measure=v, sample_weight=None if weights is None else np.array(weights))
+    with warnings.catch_warnings(record=True) as fast_w:
+        warnings.simplefilter("always")
+        got = mc.compute()
+    with warnings.catch_warnings(record=True) as general_w:
+        warnings.simplefilter("always")
+        want = mc.plan.compute(mc.states)
+    assert type(got) is type(want) and list(got) == list(want)
+    assert [str(w.message) for w in fast_w] == [str(w.message) for w in general_w]
+    num, den = _exact([(v, None if weights is None else np.array(weights))])
+    for key in want:
+        assert (math.isnan(got[key]) and math.isnan(want[key]) and den == 0) or got[key] == want[key] == E.exact_ratio(num, den)
+    for alias in ("mean_loss", "mean_measure"):
+        if alias in want:
+            assert got[alias] == want[alias] or math.isnan(want[alias])
