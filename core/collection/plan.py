@@ -24,7 +24,7 @@ from mergeable_metrics._util import exact_kernels as _kernels
 from mergeable_metrics._util.exact import ExactSums, exact_quotient, remember_weight_sum, shared_weight_sums
 from mergeable_metrics._util.public import public
 from mergeable_metrics.states import codec
-from mergeable_metrics.inputs.validation import Batch, as_array
+from mergeable_metrics.inputs.validation import Batch, BatchRowError, as_array
 from mergeable_metrics.inputs.formats import REGRESSION_SUMS, get_format, make_batch
 from mergeable_metrics.metrics.measure import MeanMeasure, MeanMeasureMetric, MeanMeasureState, measure_values
 from mergeable_metrics.inputs.labels import columns_reversed, encode_labels, resolve_classes, swap_score_columns
@@ -926,8 +926,11 @@ class MetricCollection:
         # looks rows up in its bins), and keep it if no other thread updated meanwhile; else
         # merge the batch's own states (the same result: a fold equals that merge, bit for bit)
         before = self.states
-        with running_folds():  # score distributions fold into raw running bins (canonical where observed)
-            folded = plan.fold(before, batch)
+        try:
+            with running_folds():  # score distributions fold into raw running bins (canonical where observed)
+                folded = plan.fold(before, batch)
+        except BatchRowError as e:  # a state's own check (e.g. |p - y| past float64): name the input row
+            raise e.at(self._rows) from None
         with self._lock:
             if self.states is before:
                 self.states = folded

@@ -207,6 +207,20 @@ def to_float(arr: np.ndarray, column: Any, row_offset: int = 0, checker: "_Check
     raise TypeError(f"column {column_name(column)!r}: expected numbers, got dtype {arr.dtype} (e.g. {bad!r})")
 
 
+class BatchRowError(ValueError):
+    """An invalid value a state's fold finds (not the validation: e.g. an error ``|p - y|`` that
+    overflows float64), named by its row in the batch as ``row {row} of the batch``; a caller
+    that knows where the batch starts names the input row instead (:meth:`at`)."""
+
+    def __init__(self, message: str, row: int) -> None:
+        super().__init__(message)
+        self.row = row
+
+    def at(self, row_offset: int) -> "BatchRowError":
+        """The same error naming the input row (the batch's first row is ``row_offset``)."""
+        return BatchRowError(str(self).replace(f"row {self.row} of the batch", f"row {self.row + row_offset}", 1), self.row + row_offset)
+
+
 @dataclass(frozen=True)
 class Batch:
     """A validated batch of examples, all arrays of length ``n``.

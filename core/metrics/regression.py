@@ -38,7 +38,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from mergeable_metrics.inputs.formats import REGRESSION_SUMS
-from mergeable_metrics.inputs.validation import Batch
+from mergeable_metrics.inputs.validation import Batch, BatchRowError
 from mergeable_metrics._util import exact_kernels as _kernels
 from mergeable_metrics._util.exact import ExactSums, exact_sum, exact_sum_products, fraction_to_float, known_weight_sum, remember_weight_sum
 from mergeable_metrics._util.limits import MAX_NUM_OUTPUTS, check_count
@@ -158,10 +158,11 @@ class RegressionMomentsState(State):
             ape = abs_e / np.maximum(np.abs(y), _EPS)
         if not (np.isfinite(abs_e).all() and np.isfinite(ape).all()):
             bad = np.flatnonzero(~(np.isfinite(abs_e) & np.isfinite(ape)).reshape(abs_e.shape[0], -1).all(axis=1))[0]
-            raise ValueError(
+            raise BatchRowError(
                 f"regression: the error of row {int(bad)} of the batch overflows float64 (target {np.asarray(y[bad]).tolist()!r}, "
                 f"prediction {np.asarray(p[bad]).tolist()!r}: |prediction - target| or |prediction - target| / |target| is inf); "
-                "the exact sums of mse, mae and r2 need finite errors"
+                "the exact sums of mse, mae and r2 need finite errors",
+                int(bad),
             )
         positive = abs_e if w is None else abs_e[w > 0]
         shape = output_shape(layout.num_outputs)

@@ -374,15 +374,9 @@ def test_compiled_checks_raise_the_reference_message_at_the_global_row_and_fold_
         assert before <= row < before + len(next(iter(batches[bad[0]].values()))), msg  # the global row
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="brk6 finding: the regression state's overflow check (RegressionMomentsState.from_batch) runs in the fold, "
-    "which does not know the batch's row offset: its message names the row within the batch (pinned by "
-    "tests/core/test_regression.py), unlike every other invalid-value message of MetricCollection.update",
-)
 def test_the_overflow_message_of_a_later_batch_names_the_global_row():
-    """|p - y| past float64 in a later batch: the message names the row in the batch ("row 1 of the batch"), not
-    the global row 4 the other messages of MetricCollection.update name."""
+    """|p - y| past float64 in a later batch: the message names the input row 4, as the other messages of
+    MetricCollection.update do (it named "row 1 of the batch": the state's fold does not know the batch's offset)."""
     mc = _regression()
     mc.update(np.array([1.0, 2.0, 3.0]), np.array([1.0, 2.0, 3.0]))
     with pytest.raises(ValueError) as err:

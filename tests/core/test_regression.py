@@ -228,7 +228,7 @@ def test_an_error_that_overflows_float64_raises_naming_the_row_and_values():
     from mergeable_metrics import MetricCollection
 
     mc = MetricCollection("mse", "mae", "r2", task="regression")
-    with pytest.raises(ValueError, match=r"row 1 of the batch overflows float64 \(target 1e\+308, prediction -1e\+308"):
+    with pytest.raises(ValueError, match=r"the error of row 1 overflows float64 \(target 1e\+308, prediction -1e\+308"):
         mc.update([1.0, 1e308], y_pred=[2.0, -1e308])
 
 

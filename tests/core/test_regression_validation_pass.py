@@ -186,7 +186,7 @@ def test_an_overflowing_error_raises_the_states_message_and_folds_nothing():
     mc = _make()
     mc.update(np.array([0.5, 1.0]), y_pred=np.array([0.25, 1.5]))
     before = mc.encode()
-    with pytest.raises(ValueError, match=r"the error of row 0 of the batch overflows float64 \(target -1\.7e\+308, prediction 1\.7e\+308"):
+    with pytest.raises(ValueError, match=r"the error of row 2 overflows float64 \(target -1\.7e\+308, prediction 1\.7e\+308"):
         mc.update(np.array([-1.7e308, 1.0]), y_pred=np.array([1.7e308, 1.0]))
     assert mc.encode() == before
 
