@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd  # noqa: F401 - imported before pytester's inline runs, which cannot re-import C extensions
 import pyarrow as pa
 import pytest
+from _pytest import pytester as _pytester
 import sklearn.linear_model  # noqa: F401
 import sklearn.metrics  # noqa: F401
 
@@ -37,6 +38,23 @@ def _installed() -> bool:
 
 
 ARGS = [] if _installed() else ["-p", PLUGIN]
+
+
+def _keep_numba_loaded(restore):
+    """pytester's in-process runs restore ``sys.modules`` afterwards, which unloads the numba modules
+    the run imported lazily (typing registries such as ``numba.core.typing.cmathdecl``); the next
+    compile imports them a second time and numba's typing context fails ("cannot augment
+    Function(tan) with Function(tan)", in a later test of the session). numba's modules stay."""
+
+    def restore_keeping_numba(self) -> None:
+        keep = {k: m for k, m in sys.modules.items() if k.split(".")[0] in ("numba", "llvmlite")}
+        restore(self)
+        sys.modules.update(keep)
+
+    return restore_keeping_numba
+
+
+_pytester.SysModulesSnapshot.restore = _keep_numba_loaded(_pytester.SysModulesSnapshot.restore)
 
 
 def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
