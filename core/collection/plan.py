@@ -42,6 +42,7 @@ from mergeable_metrics.metrics.base import (
 from mergeable_metrics.metrics.retrieval import with_query_keys
 from mergeable_metrics.collection.stacked import ManyValues, compute_cells, compute_many, compute_shared
 from mergeable_metrics.states.base import BinaryConfusionState, ConfusionMatrixState, ExampleCountState, State
+from mergeable_metrics.states import score_running
 from mergeable_metrics.states.score_running import running_folds
 
 #: Input needs (see :meth:`mergeable_metrics.metrics.base.Metric.needs`) and the roles that satisfy them.
@@ -780,17 +781,35 @@ class MetricCollection:
         self.formats = {**self.plan.data_formats, **_collection_formats(formats)}  # the caller's win
         if self.classes is not None and any(self.formats.get(r) not in (None, "labels", "label_map") for r in ("target", "prediction")):
             raise ValueError(f"classes= maps label values; formats {self.formats} hold no label values for y_true / y_pred")
-        self.states = self.plan.zero()
-        self._rows = 0
         self._lock = threading.RLock()
+        self._states = self.plan.zero()
+        self._rows = 0
+
+    @property
+    def states(self) -> tuple[State, ...]:
+        """The running states (immutable values: a tuple kept by the caller keeps its value and
+        bytes whatever is folded afterwards)."""
+        with self._lock:
+            states = self._states
+            score_running.share(states)  # observed: the next update copies what it folds into
+        return states
+
+    @states.setter
+    def states(self, states: tuple[State, ...]) -> None:
+        with self._lock:
+            score_running.share(states)  # the caller holds them
+            self._states = states
 
     def __getstate__(self) -> dict[str, Any]:
         with self._lock:
             state = dict(self.__dict__)
+            score_running.share(self._states)  # a copy shares them
         del state["_lock"]
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
+        if "states" in state:  # pickled before the states became a property
+            state["_states"] = state.pop("states")
         self.__dict__.update(state)
         self._lock = threading.RLock()
 
@@ -903,21 +922,31 @@ class MetricCollection:
             ids = as_array(query, "query")
             batch, _ = with_query_keys(batch, ids, np.arange(ids.shape[0]) + self._rows, ("query", "y_true"))
         rows = _rows_in(batch, y_true, y_pred, y_score, measure[0] if isinstance(measure_name, list) and measure else measure)
+        # running score distributions nobody else holds (not handed out by ``states``, encoded,
+        # merged or computed since the last fold) are folded in place, under the lock (no copy of
+        # their tables; a reader waits for the fold, then shares them: the next fold copies)
+        with self._lock:
+            before = self._states
+            if score_running.owned(before):
+                with running_folds(in_place=True):
+                    self._states = plan.fold(before, batch)
+                self._rows += rows
+                return
+            score_running.share(before)  # folded outside the lock below, maybe by several threads
         # the heavy work outside the lock: fold the batch into the states as they are (a state's
         # own fold is cheaper than binning the batch alone and merging, e.g. a score distribution
         # looks rows up in its bins), and keep it if no other thread updated meanwhile; else
         # merge the batch's own states (the same result: a fold equals that merge, bit for bit)
-        before = self.states
         with running_folds():  # score distributions fold into raw running bins (canonical where observed)
             folded = plan.fold(before, batch)
         with self._lock:
-            if self.states is before:
-                self.states = folded
+            if self._states is before:
+                self._states = folded
                 self._rows += rows
                 return
         part = plan.fold(plan.zero(), batch)
         with self._lock:
-            self.states = plan.merge(self.states, part)
+            self._states = plan.merge(self._states, part)
             self._rows += rows
 
     def _measures(self, measure: Any, y_true: Any, y_pred: Any, y_score: Any) -> list[Any] | None:
@@ -982,17 +1011,18 @@ class MetricCollection:
         with other._lock:  # a consistent snapshot of the other; never both locks at once
             states, rows = other.states, other._rows
         with self._lock:
-            merged = self.plan.merge(self.states, states)  # a state's setting is named first
+            merged = self.plan.merge(self._states, states)  # a state's setting is named first
             mine, theirs = sorted(self.resolved_names.values()), sorted(other.resolved_names.values())
             if mine != theirs:  # the same states, other metrics: the merged object would report only this one's
                 raise ValueError(f"cannot merge: the metrics differ ({', '.join(mine)} vs {', '.join(theirs)}); merge collections of the same metrics")
-            self.states = merged
+            score_running.share(merged)  # merge may hand back the other's states as they are
+            self._states = merged
             self._rows += rows
         return self
 
     def reset(self) -> None:
         with self._lock:
-            self.states = self.plan.zero()
+            self._states = self.plan.zero()
             self._rows = 0
 
     def compute(self) -> dict[str, Any]:

@@ -286,7 +286,15 @@ class ScoreDistributionState(State):
         if acc is not None or score_running.running_enabled(bool(self.arrays["keys"].size)):
             got = self._fold_running(acc, score, y, w)
             if got is not None:
-                return got
+                st, done = got
+                if done == score.shape[0]:
+                    return st
+                # folded in place up to a table past its bound: the rest as before
+                return st._fold_rest(score[done:], y[done:], None if w is None else w[done:])
+        return self._fold_rest(score, y, w)
+
+    def _fold_rest(self, score: np.ndarray, y: np.ndarray, w: np.ndarray | None) -> "ScoreDistributionState":
+        """:meth:`fold` of validated rows without running bins (the canonical state)."""
         score, y, w = _drop_zero_weight(score, y, w)
         if score.shape[0] == 0:
             return self
@@ -304,11 +312,14 @@ class ScoreDistributionState(State):
         return self._exact_state(self.layout, k, level, sums)
 
     # -- running states (raw bins, canonical where observed; see score_running) ------------------
-    def _fold_running(self, acc: RunningBins | None, score: np.ndarray, y: np.ndarray, w: np.ndarray | None) -> "ScoreDistributionState | None":
+    def _fold_running(self, acc: RunningBins | None, score: np.ndarray, y: np.ndarray, w: np.ndarray | None) -> "tuple[ScoreDistributionState, int] | None":
         """:meth:`fold` through a :class:`~mergeable_metrics.states.score_running.RunningBins`
-        (this state's, or one built from its bins): a running state whose arrays are the
-        canonical state's, built when first read. None: fold as before (no compiled kernels, a
-        table past its bound, weights that are not finite and >= 0)."""
+        (this state's, or one built from its bins): ``(state, done)``, a running state whose
+        arrays are the canonical state's, built when first read, holding the rows ``:done``.
+        None: fold as before (no compiled kernels, a table past its bound, weights that are
+        not finite and >= 0). In ``running_folds(in_place=True)`` (``MetricCollection.update``
+        on states nobody else holds) an accumulator that is not shared is folded in place, and
+        ``done`` may stop short of the batch (a table past its bound: the rest folds as before)."""
         if not score_running._kernels():
             return None
         if acc is None:
@@ -316,12 +327,17 @@ class ScoreDistributionState(State):
             if acc is None:
                 return None
         score = np.ascontiguousarray(score, dtype=np.float64)
-        got = acc.fold(score, np.ascontiguousarray(y, dtype=np.int64), None if w is None else np.ascontiguousarray(w, dtype=np.float64))
-        if got is None:
+        y = np.ascontiguousarray(y, dtype=np.int64)
+        w = None if w is None else np.ascontiguousarray(w, dtype=np.float64)
+        if score_running.folding_in_place():
+            got, done = acc.fold_owned(score, y, w)
+            return type(self)._running_state(self.layout, got), done
+        folded = acc.fold(score, y, w)
+        if folded is None:
             return None
-        if got is acc:
-            return self  # nothing added (every weight 0)
-        return type(self)._running_state(self.layout, got)
+        if folded is acc:
+            return self, score.shape[0]  # nothing added (every weight 0)
+        return type(self)._running_state(self.layout, folded), score.shape[0]
 
     def _accumulator(self) -> RunningBins | None:
         """A :class:`RunningBins` of this (canonical) state's bins."""
