@@ -797,8 +797,19 @@ class MetricCollection:
     @states.setter
     def states(self, states: tuple[State, ...]) -> None:
         with self._lock:
+            if self._defer(lambda: setattr(self, "states", states)):
+                return
             score_running.share(states)  # the caller holds them
             self._states = states
+
+    def _defer(self, op: Any) -> bool:
+        """Within this thread's in-place fold (:meth:`update` holds the lock, so only this
+        thread can get here, from within the fold): run ``op`` after it (True)."""
+        pending = self.__dict__.get("_deferred")
+        if pending is None:
+            return False
+        pending.append(op)
+        return True
 
     def __getstate__(self) -> dict[str, Any]:
         with self._lock:
@@ -928,9 +939,15 @@ class MetricCollection:
         with self._lock:
             before = self._states
             if score_running.owned(before):
-                with running_folds(in_place=True):
-                    self._states = plan.fold(before, batch)
-                self._rows += rows
+                self._deferred: list[Any] | None = []  # a merge, reset or set from within the fold waits for it
+                try:
+                    with running_folds(in_place=True):
+                        self._states = plan.fold(before, batch)
+                    self._rows += rows
+                finally:
+                    pending, self._deferred = self._deferred, None
+                for op in pending:
+                    op()
                 return
             score_running.share(before)  # folded outside the lock below, maybe by several threads
         # the heavy work outside the lock: fold the batch into the states as they are (a state's
@@ -1011,6 +1028,8 @@ class MetricCollection:
         with other._lock:  # a consistent snapshot of the other; never both locks at once
             states, rows = other.states, other._rows
         with self._lock:
+            if self._defer(lambda: self.merge(other)):
+                return self
             merged = self.plan.merge(self._states, states)  # a state's setting is named first
             mine, theirs = sorted(self.resolved_names.values()), sorted(other.resolved_names.values())
             if mine != theirs:  # the same states, other metrics: the merged object would report only this one's
@@ -1022,6 +1041,8 @@ class MetricCollection:
 
     def reset(self) -> None:
         with self._lock:
+            if self._defer(self.reset):
+                return
             self._states = self.plan.zero()
             self._rows = 0
 

@@ -322,13 +322,13 @@ class ScoreDistributionState(State):
         ``done`` may stop short of the batch (a table past its bound: the rest folds as before)."""
         if not score_running._kernels():
             return None
-        if acc is None:
-            acc = self._accumulator()
-            if acc is None:
-                return None
         score = np.ascontiguousarray(score, dtype=np.float64)
         y = np.ascontiguousarray(y, dtype=np.int64)
         w = None if w is None else np.ascontiguousarray(w, dtype=np.float64)
+        if acc is None:
+            acc = self._accumulator(w)
+            if acc is None:
+                return None
         if score_running.folding_in_place():
             got, done = acc.fold_owned(score, y, w)
             return type(self)._running_state(self.layout, got), done
@@ -339,8 +339,9 @@ class ScoreDistributionState(State):
             return self, score.shape[0]  # nothing added (every weight 0)
         return type(self)._running_state(self.layout, folded), score.shape[0]
 
-    def _accumulator(self) -> RunningBins | None:
-        """A :class:`RunningBins` of this (canonical) state's bins."""
+    def _accumulator(self, w: np.ndarray | None = None) -> RunningBins | None:
+        """A :class:`RunningBins` of this (canonical) state's bins (about to fold the weights
+        ``w``: on one grid when they and the sums fit one)."""
         a = self.arrays
         keys, level, cap = a["keys"], int(a["level"]), self.layout.capacity
         if keys.size == 0:
@@ -350,6 +351,10 @@ class ScoreDistributionState(State):
             return RunningBins.of_bins(keys, level, cap, counts, None)
         D0, e0 = self.exact["neg"].full()
         D1, e1 = self.exact["pos"].full()
+        if w is not None:
+            got = RunningBins.grid_of_bins(keys, level, cap, (D0, e0, D1, e1), w)
+            if got is not None:
+                return got
         return RunningBins.of_bins(keys, level, cap, None, (D0, e0, D1, e1))
 
     @classmethod

@@ -203,7 +203,7 @@ def fold_grid(T, H, sh, scale, level, bits, y, w, start, stop, limit, n):
                 continue
             return i, n, np.int64(0), 1
         x = x * scale
-        if not (x < 4.611686018427388e18):  # 2**62 (inf too)
+        if not (1.0 <= x < 4.611686018427388e18):  # below 1: underflowed (or off the grid); 2**62 (inf too)
             return i, n, np.int64(0), 1
         v = np.int64(x)
         if np.float64(v) != x:
@@ -298,6 +298,79 @@ def grid_limbs(P, r, out):
                 a = x << r
                 out[j, base + c] += a & MASK32
                 out[j, base + c + 1] += a >> 32
+
+
+def limbs_span(D, e):
+    """``(low, top)`` over the non-zero sums of carried limbs ``D`` ((m, k), limbs in [0,
+    2**32), sum ``D[r, j] * 2**(32 (e + j))``): every such sum is a multiple of ``2**low``
+    and below ``2**top`` (``low`` huge, ``top`` very negative when all are 0)."""
+    low = np.int64(1) << 40
+    top = -(np.int64(1) << 40)
+    for r in range(D.shape[0]):
+        for j in range(D.shape[1]):
+            d = D[r, j]
+            if d != 0:
+                p = 32 * (e + j)
+                z = p + math.frexp(np.float64(d & (-d)))[1] - 1
+                if z < low:
+                    low = z
+                t = p + math.frexp(np.float64(d))[1]
+                if t > top:
+                    top = t
+    return low, top
+
+
+def limbs_to_grid(D, e, E, P, col):
+    """The sums of limbs ``D`` ((m, k) >= 0, sum ``D[r, j] * 2**(32 (e + j))``, every set bit
+    at ``2**E`` or above and below ``2**(E + 126)``) as 128-bit integers times ``2**E``: low
+    words into ``P[:, col]``, high words into ``P[:, col + 2]``. Returns False (``P`` partly
+    written) when a limb is negative or a set bit is below ``2**E``."""
+    for r in range(D.shape[0]):
+        lo = np.uint64(0)
+        hi = np.int64(0)
+        for j in range(D.shape[1]):
+            x = D[r, j]
+            if x < 0:
+                return False
+            for half in range(2):
+                d = (x & MASK32) if half == 0 else (x >> 32)
+                if d == 0:
+                    continue
+                q = 32 * (e + j) + 32 * half - E
+                if q < 0:
+                    if q <= -32 or (d & ((np.int64(1) << -q) - 1)) != 0:
+                        return False
+                    d = d >> -q
+                    q = 0
+                if q >= 64:
+                    hi += d << (q - 64)
+                    continue
+                part = np.uint64(d) << np.uint64(q)
+                new = lo + part
+                if new < lo:
+                    hi += 1
+                lo = new
+                if q > 32:
+                    hi += d >> (64 - q)
+        P[r, col] = np.int64(lo)
+        P[r, col + 2] = hi
+    return True
+
+
+def insert_grid(T, H, sh, keys, P):
+    """Insert distinct ``keys`` with 128-bit sums ``P`` ((n, 4) ``[lo0, lo1, hi0, hi1]``) into
+    the empty slots of a grid table ``T`` and its high words ``H``."""
+    mask = T.shape[0] - 1
+    for j in range(keys.shape[0]):
+        k = keys[j]
+        h = np.int64((np.uint64(k) * GOLDEN) >> sh)
+        while T[h, 0] != EMPTY_KEY:
+            h = (h + 1) & mask
+        T[h, 0] = k
+        T[h, 1] = P[j, 0]
+        T[h, 2] = P[j, 1]
+        H[h, 0] = P[j, 2]
+        H[h, 1] = P[j, 3]
 
 
 def fold_counts(T, sh, level, bits, y, start, stop, limit, n):
@@ -541,6 +614,9 @@ _KERNELS = (
     "rehash_grid",
     "extract_grid",
     "grid_limbs",
+    "limbs_span",
+    "limbs_to_grid",
+    "insert_grid",
     "fold_rows",
     "fold_counts",
     "fold_dense",
@@ -950,6 +1026,34 @@ class RunningBins:
         return self
 
     # -- weights on one grid ---------------------------------------------------------------------
+    @classmethod
+    def grid_of_bins(cls, keys: np.ndarray, level: int, capacity: int, limbs: tuple, w: np.ndarray) -> "RunningBins | None":
+        """From canonical bins (``limbs`` as :meth:`of_bins`) about to fold the weights ``w``: a
+        grid table when the sums and the weights fit one grid (see :func:`_grid_for`; the sums
+        below ``2**(E + 120)``), else None (limbs: :meth:`of_bins`)."""
+        count, low, top, bad = grid_of(w)
+        if bad >= 0 or count == 0:
+            return None
+        D0, e0, D1, e1 = (np.ascontiguousarray(x, dtype=np.int64) if isinstance(x, np.ndarray) else int(x) for x in limbs)
+        spans = [limbs_span(D, e) for D, e in ((D0, e0), (D1, e1)) if D.shape[1]]
+        slow = min([int(low)] + [int(a) for a, _ in spans])
+        stop = max([-(1 << 40)] + [int(b) for _, b in spans])
+        E = _grid_for(slow, int(top))
+        if E is None or stop - E > 120:
+            return None
+        m = keys.shape[0]
+        out = cls._built_grid(level, capacity, E, _slots_for(m))
+        if out is None:
+            return None
+        P = np.zeros((m, 4), dtype=np.int64)
+        for lab, (D, e) in enumerate(((D0, e0), (D1, e1))):
+            if D.shape[1] and not limbs_to_grid(D, e, E, P, lab):
+                return None
+        if m:
+            insert_grid(out.table, out.hi, _shift(out.table.shape[0]), np.ascontiguousarray(keys, dtype=np.int64), P)
+        out.n = m
+        return out
+
     @classmethod
     def _built_grid(cls, level: int, capacity: int, E: int, slots: int) -> "RunningBins | None":
         """An empty grid table (weights multiples of ``2**E``) of ``slots`` slots."""
