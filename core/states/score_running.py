@@ -373,6 +373,77 @@ def insert_grid(T, H, sh, keys, P):
         H[h, 1] = P[j, 3]
 
 
+def fold_dense_grid(C, Hd, off, level, lowmask, bits, y, w, scale, start, stop, limit, n):
+    """:func:`fold_grid` into the dense form: ``C`` (cells, 2) the low words of the two labels'
+    sums of every bin of the binades in ``off`` (as :func:`fold_dense`), ``Hd`` their high
+    words. Returns ``(row, n, status)``: 0 done; 1 the weight of ``row`` is off the grid; 2 its
+    new bin would make ``n`` exceed ``limit``; 3 its binade has no cells."""
+    for i in range(start, stop):
+        x = w[i]
+        if not (x > 0.0):
+            if x == 0.0:
+                continue
+            return i, n, 1
+        x = x * scale
+        if not (1.0 <= x < 4.611686018427388e18):
+            return i, n, 1
+        v = np.int64(x)
+        if np.float64(v) != x:
+            return i, n, 1
+        b = bits[i]
+        sign = b >> 63
+        k = ((sign & LOW63) ^ b) - sign
+        o = off[(k >> 52) & 4095]
+        if o < 0:
+            return i, n, 3
+        c = o + ((k >> level) & lowmask)
+        lab = 1 if y[i] != 0 else 0
+        old = np.uint64(C[c, lab])
+        if old == 0 and Hd[c, lab] == 0 and C[c, 1 - lab] == 0 and Hd[c, 1 - lab] == 0:  # a new bin
+            if n >= limit:
+                return i, n, 2
+            n += 1
+        new = old + np.uint64(v)
+        C[c, lab] = np.int64(new)
+        if new < old:
+            Hd[c, lab] += 1
+    return stop, n, 0
+
+
+def dense_of_grid(C, Hd, off, shift, T, H):
+    """Write the occupied slots of a grid hash ``T`` (high words ``H``) at level ``52 - shift``
+    into the dense form ``C``, ``Hd``."""
+    mask = (np.int64(1) << shift) - 1
+    for s in range(T.shape[0]):
+        k = T[s, 0]
+        if k != EMPTY_KEY:
+            c = off[(k >> shift) & 4095] + (k & mask)
+            C[c, 0] = T[s, 1]
+            C[c, 1] = T[s, 2]
+            Hd[c, 0] = H[s, 0]
+            Hd[c, 1] = H[s, 1]
+
+
+def dense_grid_entries(C, Hd, off, codes, shift, keys, P):
+    """The occupied cells of a dense grid form as ascending bin keys and ``P`` (n, 4) ``[lo0,
+    lo1, hi0, hi1]``; returns how many."""
+    per = np.int64(1) << shift
+    m = 0
+    for b in range(codes.shape[0]):
+        code = codes[b]
+        o = off[code & 4095]
+        for j in range(per):
+            c = o + j
+            if C[c, 0] != 0 or C[c, 1] != 0 or Hd[c, 0] != 0 or Hd[c, 1] != 0:
+                keys[m] = (code << shift) | j
+                P[m, 0] = C[c, 0]
+                P[m, 1] = C[c, 1]
+                P[m, 2] = Hd[c, 0]
+                P[m, 3] = Hd[c, 1]
+                m += 1
+    return m
+
+
 def fold_counts(T, sh, level, bits, y, start, stop, limit, n):
     """:func:`fold_rows` of unweighted rows into packed counts (``W == 0``), without the
     weighted branches in the loop."""
@@ -617,6 +688,9 @@ _KERNELS = (
     "limbs_span",
     "limbs_to_grid",
     "insert_grid",
+    "fold_dense_grid",
+    "dense_of_grid",
+    "dense_grid_entries",
     "fold_rows",
     "fold_counts",
     "fold_dense",
@@ -853,11 +927,19 @@ class RunningBins:
         """A copy (in a table with limbs from ``qbase``, ``W`` per label when ``W`` is set; a grid
         table: a copy of it)."""
         if self.grid is not None:
-            t = _take(self.table.shape)
-            np.copyto(t, self.table)
             hi = _take(self.hi.shape)
             np.copyto(hi, self.hi)
-            out = RunningBins(self.level, self.capacity, t, self.n)
+            if self.dense is not None:
+                C, off, codes = self.dense
+                c = _take(C.shape)
+                np.copyto(c, C)
+                out = RunningBins(self.level, self.capacity, None, self.n)
+                out.dense, out.nodense = (c, off.copy(), codes), self.nodense
+            else:
+                t = _take(self.table.shape)
+                np.copyto(t, self.table)
+                out = RunningBins(self.level, self.capacity, t, self.n)
+                out.nodense = self.nodense
             out.grid, out.hi = self.grid, hi
             return out
         if self.dense is not None:
@@ -1077,6 +1159,16 @@ class RunningBins:
         N = score.shape[0]
         i = 0
         while i < N:
+            if self.dense is not None:
+                C, off, codes = self.dense
+                lowmask = (np.int64(1) << (52 - self.level)) - 1
+                at, n, status = fold_dense_grid(C, self.hi, off, self.level, lowmask, bits, y, w, scale, i, N, self.capacity, self.n)
+                self.n, i = int(n), int(at)
+                if status == 0 or status == 1:
+                    break
+                if not (status == 3 and self._add_binade_grid(score[i : i + 1])) and not self._grid_to_hash():
+                    return i, True  # (a new binade past the dense bound, or capacity: on in the hash form)
+                continue
             S = self.table.shape[0]
             limit = min(self.capacity, int(S * LOAD))
             at, n, key, status = fold_grid(self.table, self.hi, _shift(S), scale, self.level, bits, y, w, i, N, limit, self.n)
@@ -1086,14 +1178,92 @@ class RunningBins:
             ok = self._raise_level(bits, w, True, i, N) if self.n >= self.capacity else self._grow()
             if not ok:
                 return i, True
+        if i == N and self.dense is None:
+            self._to_dense_grid()
         return i, False
+
+    def _to_dense_grid(self) -> None:
+        """Turn this (unpublished) grid hash into the dense form when it pays (as
+        :meth:`_to_dense`: level in [DENSE_LEVEL, 52], at most twice as many cells as slots)."""
+        if self.n == 0 or not DENSE_LEVEL <= self.level <= 52 or self.nodense == self.level:
+            return
+        shift = 52 - self.level
+        S = self.table.shape[0]
+        if (1 << shift) > 2 * S:
+            self.nodense = self.level
+            return
+        seen = np.zeros(4096, dtype=np.int64)
+        cells = int(table_binades(self.table, shift, seen)) << shift
+        if cells > 2 * S or cells * 32 > MAX_TABLE_BYTES:
+            self.nodense = self.level
+            return
+        codes = np.flatnonzero(seen).astype(np.int64)
+        codes = np.sort(np.where(codes >= 2048, codes - 4096, codes))  # signed binade codes, ascending
+        off = np.full(4096, -1, dtype=np.int64)
+        off[codes & 4095] = np.arange(codes.shape[0], dtype=np.int64) << shift
+        C = _take((cells, 2))
+        C[:] = 0
+        Hd = _take((cells, 2))
+        Hd[:] = 0
+        dense_of_grid(C, Hd, off, shift, self.table, self.hi)
+        old, old_hi = self.table, self.hi
+        self.table, self.hi, self.dense = None, Hd, (C, off, codes)
+        _give(old)
+        _give(old_hi)
+
+    def _add_binade_grid(self, score: np.ndarray) -> bool:
+        """Cells for the binade of the score ``score[0]`` in the dense grid form (False: past
+        the dense bound)."""
+        C, off, codes = self.dense
+        shift = 52 - self.level
+        code = int(score_keys(score)[0]) >> 52
+        cells = C.shape[0] + (1 << shift)
+        if cells > 2 * _slots_for(self.capacity) or cells * 32 > MAX_TABLE_BYTES:
+            return False
+        c = _take((cells, 2))
+        c[: C.shape[0]] = C
+        c[C.shape[0] :] = 0
+        h = _take((cells, 2))
+        h[: C.shape[0]] = self.hi
+        h[C.shape[0] :] = 0
+        off[code & 4095] = C.shape[0]
+        old_hi, self.hi = self.hi, h
+        self.dense = (c, off, np.sort(np.append(codes, np.int64(code))))
+        _give(C)
+        _give(old_hi)
+        return True
+
+    def _grid_to_hash(self) -> bool:
+        """This (unpublished) dense grid form into the hash form."""
+        keys, P = self._grid_words()
+        C = self.dense[0]
+        out = RunningBins._built_grid(self.level, self.capacity, self.grid, _slots_for(max(self.n, min(self.capacity, C.shape[0]))))
+        if out is None:
+            return False
+        if keys.shape[0]:
+            insert_grid(out.table, out.hi, _shift(out.table.shape[0]), keys, P)
+        old_hi = self.hi
+        self.table, self.hi, self.dense, self.nodense = out.table, out.hi, None, self.level
+        out.table = out.hi = None
+        _give(C)
+        _give(old_hi)
+        return True
+
+    def _grid_words(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(keys, P)``: the bins of a grid form and their (n, 4) ``[lo0, lo1, hi0, hi1]``."""
+        keys = np.empty(self.n, dtype=np.int64)
+        P = np.empty((self.n, 4), dtype=np.int64)
+        if self.dense is not None:
+            C, off, codes = self.dense
+            dense_grid_entries(C, self.hi, off, codes, 52 - self.level, keys, P)
+        else:
+            extract_grid(self.table, self.hi, keys, P)
+        return keys, P
 
     def _grid_entries(self) -> tuple[np.ndarray, np.ndarray, int, int]:
         """``(keys, limbs, W, qbase)`` of a grid table's bins in slot order: (n, 2 W) carried
         32-bit limbs from limb index ``qbase``, ``W`` per label."""
-        keys = np.empty(self.n, dtype=np.int64)
-        P = np.empty((self.n, 4), dtype=np.int64)
-        extract_grid(self.table, self.hi, keys, P)
+        keys, P = self._grid_words()
         p0 = self.grid + OFFSET  # the grid position of 2**grid
         L = np.empty((self.n, 10), dtype=np.int64)
         grid_limbs(P, np.int64(p0 & 31), L)
@@ -1103,7 +1273,7 @@ class RunningBins:
         """A new accumulator of these grid sums as limbs (``self`` unchanged)."""
         keys, L, W, qbase = self._grid_entries()
         e = qbase - ONE_LIMB
-        return RunningBins.of_bins(keys, self.level, self.capacity, None, (L[:, :W], e, L[:, W:], e), self.table.shape[0])
+        return RunningBins.of_bins(keys, self.level, self.capacity, None, (L[:, :W], e, L[:, W:], e), _slots_for(self.n))
 
     # -- the dense form of packed counts ---------------------------------------------------------
     def _to_dense(self) -> None:
@@ -1177,18 +1347,20 @@ class RunningBins:
 
     def _entries(self) -> tuple[np.ndarray, np.ndarray]:
         """``(keys, payload)`` of the occupied slots, ascending by key (copies; limbs carried)."""
+        if self.grid is not None:
+            keys, P, _, _ = self._grid_entries()
+            if self.dense is not None:
+                return keys, P  # ascending already
+            order = np.argsort(keys)
+            out = np.empty_like(P)
+            gather_rows(P, order, out)
+            return keys[order], out
         if self.dense is not None:
             C, off, codes = self.dense
             keys = np.empty(self.n, dtype=np.int64)
             P = np.empty((self.n, 1), dtype=np.int64)
             dense_entries(C, off, codes, 52 - self.level, keys, P)
             return keys, P
-        if self.grid is not None:
-            keys, P, _, _ = self._grid_entries()
-            order = np.argsort(keys)
-            out = np.empty_like(P)
-            gather_rows(P, order, out)
-            return keys[order], out
         t = self.table
         keys = np.empty(self.n, dtype=np.int64)
         P = np.empty((self.n, t.shape[1] - 1), dtype=np.int64)

@@ -219,9 +219,10 @@ def test_readers_and_writers_at_once_see_immutable_states():
     scores=st.sampled_from(["continuous", "ties", "wide"]),
     observe=st.lists(st.booleans(), min_size=5, max_size=5),
     min_slots=st.sampled_from([4, 1 << 10]),
+    dense_level=st.sampled_from([0, 36, 53]),
     seed=st.integers(0, 2**32 - 1),
 )
-def test_weighted_running_fold_is_the_reference_state_for_any_batching(kinds, sizes, capacity, scores, observe, min_slots, seed, monkeypatch):
+def test_weighted_running_fold_is_the_reference_state_for_any_batching(kinds, sizes, capacity, scores, observe, min_slots, dense_level, seed, monkeypatch):
     """Batches of grid weights, integers, weights over many binades, subnormals, zeros, huge
     values and weights at the grid's edges, in any order and batching, folded through
     ``update`` (in place, observed or not between batches): the numpy path's bytes and the
@@ -237,6 +238,7 @@ def test_weighted_running_fold_is_the_reference_state_for_any_batching(kinds, si
             s = rng.normal(size=n) * 10.0 ** rng.integers(-200, 200, n)
         parts.append((s, rng.integers(0, 2, n), _weights(k, n, rng)))
     monkeypatch.setattr(R, "MIN_SLOTS", min_slots)
+    monkeypatch.setattr(R, "DENSE_LEVEL", dense_level)  # 0: grid sums go dense at every level where it fits; 53: never
     mc = MetricCollection(f"roc_auc@capacity={capacity}")
     for (s, y, w), look in zip(parts, observe):
         mc.update(y, s, sample_weight=w)
