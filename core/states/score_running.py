@@ -997,9 +997,11 @@ class RunningBins:
                 E = _grid_for(int(low), int(top))
                 out = None
                 if E is not None:
-                    out = RunningBins._built_grid(self.level, self.capacity, E, _first_slots(score, self.capacity))
+                    slots = _first_slots(score, self.capacity)
+                    level = self._first_level(score, w, slots)
+                    out = RunningBins._built_grid(level, self.capacity, E, slots)
                     if out is None:
-                        out = RunningBins._built_grid(self.level, self.capacity, E, MIN_SLOTS)
+                        out = RunningBins._built_grid(level, self.capacity, E, MIN_SLOTS)
             else:
                 out = self if own else self._copy(0, 0)
                 if out is None:
@@ -1020,6 +1022,23 @@ class RunningBins:
                 return self, 0
             own = True
         return src._fold_limbs(score, y, w, own)
+
+    def _first_level(self, score: np.ndarray, w: np.ndarray, slots: int) -> int:
+        """The level of a first table for the rows of weight > 0 of a batch: the canonical level
+        of the batch itself when its rows seem to have more distinct scores than ``capacity``
+        (a table of that many slots was estimated: one sort of the batch's keys instead of
+        folding ``capacity`` rows at this level and raising it); else this level. The batch's
+        rows are examples of the data, so that level is not above the final one."""
+        if score.shape[0] <= self.capacity or int(slots * LOAD) < self.capacity:
+            return self.level
+        keys = score_keys(score[w > 0]) >> self.level
+        if keys.shape[0] <= self.capacity:
+            return self.level
+        keys.sort()
+        per_shift = np.zeros(65, dtype=np.int64)
+        if int(count_splits(keys, per_shift)) <= self.capacity:
+            return self.level
+        return self.level + shift_of_splits(per_shift, self.level, self.capacity)
 
     def _fold_limbs(self, score, y, w, own: bool) -> "tuple[RunningBins, int]":
         """:meth:`_fold` into packed counts or limbs."""
