@@ -737,8 +737,12 @@ class MetricCollection:
 
     Thread safety: ``update``, ``merge``, ``reset``, ``decode`` and ``compute`` may be called from
     several threads at once: a batch is validated and folded outside a lock, and only the swap of
-    the states is locked, so no update is lost. Collections copy, deep-copy and pickle (the lock
-    is not part of the state).
+    the states is locked, so no update is lost (a running score distribution that nobody else
+    holds is folded in place under the lock instead: no copy of its table per batch). The
+    ``states`` are immutable values: a tuple read from ``states`` keeps its value and bytes
+    whatever is folded afterwards (reading them, ``compute``, ``encode``, ``merge``, copies and
+    pickles mark them shared, and the next update copies what it folds into once). Collections
+    copy, deep-copy and pickle (the lock is not part of the state).
 
     Example:
         >>> mc = MetricCollection("precision", "recall", "f1")

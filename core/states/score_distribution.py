@@ -51,7 +51,9 @@ Running states: within :func:`~mergeable_metrics.states.score_running.running_fo
 its bins live in a :class:`~mergeable_metrics.states.score_running.RunningBins` (raw counts or
 limbs in a compiled hash table at the canonical level) and its fields are those of the canonical
 state, built when first read (encode, equality, hash, repr, compute, merge); folding it again folds
-a copy of the table. The bytes are the canonical state's for any batching.
+a copy of the table, except in ``running_folds(in_place=True)`` (``MetricCollection.update`` on
+states it has not handed out), which folds the table itself. The bytes are the canonical state's
+for any batching.
 """
 
 from __future__ import annotations

@@ -24,6 +24,16 @@ bit for bit.
 A fold never changes a published table: it copies it first (states are immutable values; a state
 of ``MetricCollection.states`` may be read by another thread or kept by the caller). Copies reuse
 released tables of the same shape (:func:`_take`), so a copy is a ``memcpy``, not page faults.
+``MetricCollection.update`` folds an accumulator nobody else can see (not :attr:`RunningBins.shared`:
+see :func:`share`, :func:`owned`) in place, under its lock (:meth:`RunningBins.fold_owned`).
+
+Weights on one grid (issue 25 round 8): a first weighted batch whose weights are multiples of
+``2**E`` below ``2**(E + 62)`` (``rng.random()`` weights: multiples of ``2**-53``) is summed per
+bin as 128-bit integers ``w / 2**E`` (:func:`fold_grid`: slots ``[key, lo0, lo1]`` of 24 bytes,
+the high words apart, touched on a carry; at levels 36-52 a dense form of 16-byte cells,
+:func:`fold_dense_grid`) instead of five raw 32-bit limbs per label (88-byte slots). The first
+weight off the grid (finer, larger, subnormal, not finite) or an unweighted row turns the sums
+into limbs (exactly: the same integers) and the fold goes on there.
 
 The table is bounded (:data:`MAX_TABLE_BYTES`): a fold that would need a larger one (a huge
 ``capacity``, weights spanning too many binades) returns None and the caller folds as before.
