@@ -263,6 +263,14 @@ class Plan:
         :meth:`~mergeable_metrics.states.base.State.fold`, equal to merging the batch's own states."""
         if batch.n == 0:
             return states
+        if score_running.folding_in_place():
+            # states folded in place last: a state whose fold raises leaves them untouched
+            last = [i for i, s in enumerate(states) if "_running" in getattr(s, "__dict__", {})]
+            if last and len(last) < len(states):
+                rest = [i for i in range(len(states)) if i not in last]
+                done = dict(zip(rest, self.fold(tuple(states[i] for i in rest), batch)))
+                done.update((i, states[i].fold(batch)) for i in last)
+                return tuple(done[i] for i in range(len(states)))
         w = batch.sample_weight
         if w is None:  # no weight sum to share
             return tuple([s.fold(batch) for s in states])

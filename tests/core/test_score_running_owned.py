@@ -327,3 +327,33 @@ def test_states_property_without_compiled_kernels(monkeypatch):
     from sklearn.metrics import roc_auc_score
 
     assert mc.compute()["roc_auc"] == pytest.approx(roc_auc_score(y, s, sample_weight=w), rel=1e-9)
+
+
+@needs_numba
+def test_a_fold_that_raises_leaves_the_state_folded_in_place_untouched(monkeypatch):
+    """The states folded in place fold last: an error in another state's fold leaves the
+    collection's states as they were (nothing of the batch added)."""
+    from mergeable_metrics.states.base import ExampleCountState
+
+    rng = np.random.default_rng(13)
+    s, y, w = rng.random(3000), rng.integers(0, 2, 3000), rng.random(3000)
+    mc = MetricCollection("roc_auc")
+    mc.update(y[:1000], s[:1000], sample_weight=w[:1000])
+    mc.update(y[1000:2000], s[1000:2000], sample_weight=w[1000:2000])
+    acc = _acc(mc)
+    fold = ExampleCountState.fold
+
+    def boom(self, batch):
+        raise OverflowError("boom")
+
+    monkeypatch.setattr(ExampleCountState, "fold", boom)
+    with pytest.raises(OverflowError):
+        mc.update(y[2000:], s[2000:], sample_weight=w[2000:])
+    monkeypatch.setattr(ExampleCountState, "fold", fold)
+    assert _acc(mc) is acc
+    one = MetricCollection("roc_auc")
+    one.update(y[:2000], s[:2000], sample_weight=w[:2000])
+    assert mc.encode() == one.encode()
+    mc.update(y[2000:], s[2000:], sample_weight=w[2000:])
+    one.update(y[2000:], s[2000:], sample_weight=w[2000:])
+    assert mc.encode() == one.encode()
