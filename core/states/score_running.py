@@ -454,6 +454,67 @@ def dense_grid_entries(C, Hd, off, codes, shift, keys, P):
     return m
 
 
+def missing_dense_grid(C, Hd, off, level, lowmask, bits, w, start, stop, out):
+    """:func:`missing_keys` of a dense grid form: the bins (``score key >> level``) of rows
+    ``start:stop`` of weight > 0 whose cell is empty or whose binade has none, into ``out``;
+    returns how many."""
+    m = 0
+    for i in range(start, stop):
+        if not (w[i] > 0.0):
+            continue
+        b = bits[i]
+        sign = b >> 63
+        k = ((sign & LOW63) ^ b) - sign
+        o = off[(k >> 52) & 4095]
+        if o >= 0:
+            c = o + ((k >> level) & lowmask)
+            if C[c, 0] != 0 or C[c, 1] != 0 or Hd[c, 0] != 0 or Hd[c, 1] != 0:
+                continue
+        out[m] = k >> level
+        m += 1
+    return m
+
+
+def dense_keys(C, Hd, off, codes, shift, keys):
+    """The bin keys of the occupied cells of a dense grid form, ascending; returns how many."""
+    per = np.int64(1) << shift
+    m = 0
+    for b in range(codes.shape[0]):
+        code = codes[b]
+        o = off[code & 4095]
+        for j in range(per):
+            c = o + j
+            if C[c, 0] != 0 or C[c, 1] != 0 or Hd[c, 0] != 0 or Hd[c, 1] != 0:
+                keys[m] = (code << shift) | j
+                m += 1
+    return m
+
+
+def dense_raise_grid(C, Hd, off, codes, shift, s, C2, H2):
+    """Add the cells of a dense grid form (binades ``codes``, ascending, ``2**shift`` cells each
+    from ``off``) into ``C2``, ``H2`` (zeroed; ``2**(shift - s)`` cells per binade, binade ``b``
+    of ``codes`` at ``b * 2**(shift - s)``): bin ``j`` of a binade into bin ``j >> s`` (128-bit
+    adds). Returns the occupied cells of ``C2``."""
+    per = np.int64(1) << shift
+    per2 = np.int64(1) << (shift - s)
+    for b in range(codes.shape[0]):
+        o = off[codes[b] & 4095]
+        o2 = b * per2
+        for j in range(per):
+            c = o + j
+            c2 = o2 + (j >> s)
+            for lab in range(2):
+                old = np.uint64(C2[c2, lab])
+                new = old + np.uint64(C[c, lab])
+                C2[c2, lab] = np.int64(new)
+                H2[c2, lab] += Hd[c, lab] + (1 if new < old else 0)
+    n = 0
+    for c2 in range(C2.shape[0]):
+        if C2[c2, 0] != 0 or C2[c2, 1] != 0 or H2[c2, 0] != 0 or H2[c2, 1] != 0:
+            n += 1
+    return n
+
+
 def fold_counts(T, sh, level, bits, y, start, stop, limit, n):
     """:func:`fold_rows` of unweighted rows into packed counts (``W == 0``), without the
     weighted branches in the loop."""
@@ -701,6 +762,9 @@ _KERNELS = (
     "fold_dense_grid",
     "dense_of_grid",
     "dense_grid_entries",
+    "missing_dense_grid",
+    "dense_keys",
+    "dense_raise_grid",
     "fold_rows",
     "fold_counts",
     "fold_dense",
@@ -1195,6 +1259,8 @@ class RunningBins:
                 self.n, i = int(n), int(at)
                 if status == 0 or status == 1:
                     break
+                if status == 2 and self.n >= self.capacity and self._raise_dense_grid(bits, w, i, N):
+                    continue
                 if not (status == 3 and self._add_binade_grid(score[i : i + 1])) and not self._grid_to_hash():
                     return i, True  # (a new binade past the dense bound, or capacity: on in the hash form)
                 continue
@@ -1223,7 +1289,9 @@ class RunningBins:
             return
         seen = np.zeros(4096, dtype=np.int64)
         cells = int(table_binades(self.table, shift, seen)) << shift
-        if cells > 2 * S or cells * 32 > MAX_TABLE_BYTES:
+        # room for two more binades (:meth:`_add_binade_grid`): no dense form one binade short
+        # of its bound, turned back into the hash at the next batch
+        if cells + (2 << shift) > 2 * S or cells * 32 > MAX_TABLE_BYTES:
             self.nodense = self.level
             return
         codes = np.flatnonzero(seen).astype(np.int64)
@@ -1239,6 +1307,38 @@ class RunningBins:
         self.table, self.hi, self.dense = None, Hd, (C, off, codes)
         _give(old)
         _give(old_hi)
+
+    def _raise_dense_grid(self, bits: np.ndarray, w: np.ndarray, start: int, stop: int) -> bool:
+        """:meth:`_raise_level` in the dense grid form (no hash round trip): the canonical level
+        of the bins and of the rows ``start:stop`` still to fold, the cells of each binade added
+        ``2**shift`` at a time. False (nothing changed): the new level is past 52 (the hash form
+        then raises)."""
+        C, off, codes = self.dense
+        shift = 52 - self.level
+        lowmask = (np.int64(1) << shift) - 1
+        keys = np.empty(self.n + stop - start, dtype=np.int64)
+        m = missing_dense_grid(C, self.hi, off, self.level, lowmask, bits, w, start, stop, keys[self.n :])
+        dense_keys(C, self.hi, off, codes, shift, keys)
+        keys = keys[: self.n + m]
+        keys.sort()
+        per_shift = np.zeros(65, dtype=np.int64)
+        count_splits(keys, per_shift)
+        s = shift_of_splits(per_shift, self.level, self.capacity)
+        if s > shift:
+            return False
+        per2 = 1 << (shift - s)
+        C2 = _take((codes.shape[0] * per2, 2))
+        C2[:] = 0
+        H2 = _take((codes.shape[0] * per2, 2))
+        H2[:] = 0
+        n = dense_raise_grid(C, self.hi, off, codes, np.int64(shift), np.int64(s), C2, H2)
+        off2 = np.full(4096, -1, dtype=np.int64)
+        off2[codes & 4095] = np.arange(codes.shape[0], dtype=np.int64) * per2
+        old_hi = self.hi
+        self.dense, self.hi, self.level, self.n = (C2, off2, codes), H2, self.level + s, int(n)
+        _give(C)
+        _give(old_hi)
+        return True
 
     def _add_binade_grid(self, score: np.ndarray) -> bool:
         """Cells for the binade of the score ``score[0]`` in the dense grid form (False: past
