@@ -43,6 +43,7 @@ from mergeable_metrics.metrics.base import (
 from mergeable_metrics.metrics.retrieval import with_query_keys
 from mergeable_metrics.collection.stacked import ManyValues, compute_cells, compute_many, compute_shared
 from mergeable_metrics.states.base import BinaryConfusionState, ConfusionMatrixState, ExampleCountState, State
+from mergeable_metrics.states import score_running
 from mergeable_metrics.states.score_running import running_folds
 
 #: Input needs (see :meth:`mergeable_metrics.metrics.base.Metric.needs`) and the roles that satisfy them.
@@ -276,6 +277,14 @@ class Plan:
         :meth:`~mergeable_metrics.states.base.State.fold`, equal to merging the batch's own states."""
         if batch.n == 0:
             return states
+        if score_running.folding_in_place():
+            # states folded in place last: a state whose fold raises leaves them untouched
+            last = [i for i, s in enumerate(states) if "_running" in getattr(s, "__dict__", {})]
+            if last and len(last) < len(states):
+                rest = [i for i in range(len(states)) if i not in last]
+                done = dict(zip(rest, self.fold(tuple(states[i] for i in rest), batch)))
+                done.update((i, states[i].fold(batch)) for i in last)
+                return tuple(done[i] for i in range(len(states)))
         w = batch.sample_weight
         if w is None:  # no weight sum to share
             return tuple([s.fold(batch) for s in states])
@@ -750,8 +759,12 @@ class MetricCollection:
 
     Thread safety: ``update``, ``merge``, ``reset``, ``decode`` and ``compute`` may be called from
     several threads at once: a batch is validated and folded outside a lock, and only the swap of
-    the states is locked, so no update is lost. Collections copy, deep-copy and pickle (the lock
-    is not part of the state).
+    the states is locked, so no update is lost (a running score distribution that nobody else
+    holds is folded in place under the lock instead: no copy of its table per batch). The
+    ``states`` are immutable values: a tuple read from ``states`` keeps its value and bytes
+    whatever is folded afterwards (reading them, ``compute``, ``encode``, ``merge``, copies and
+    pickles mark them shared, and the next update copies what it folds into once). Collections
+    copy, deep-copy and pickle (the lock is not part of the state).
 
     Example:
         >>> mc = MetricCollection("precision", "recall", "f1")
@@ -794,17 +807,46 @@ class MetricCollection:
         self.formats = {**self.plan.data_formats, **_collection_formats(formats)}  # the caller's win
         if self.classes is not None and any(self.formats.get(r) not in (None, "labels", "label_map") for r in ("target", "prediction")):
             raise ValueError(f"classes= maps label values; formats {self.formats} hold no label values for y_true / y_pred")
-        self.states = self.plan.zero()
-        self._rows = 0
         self._lock = threading.RLock()
+        self._states = self.plan.zero()
+        self._rows = 0
+
+    @property
+    def states(self) -> tuple[State, ...]:
+        """The running states (immutable values: a tuple kept by the caller keeps its value and
+        bytes whatever is folded afterwards)."""
+        with self._lock:
+            states = self._states
+            score_running.share(states)  # observed: the next update copies what it folds into
+        return states
+
+    @states.setter
+    def states(self, states: tuple[State, ...]) -> None:
+        with self._lock:
+            if self._defer(lambda: setattr(self, "states", states)):
+                return
+            score_running.share(states)  # the caller holds them
+            self._states = states
+
+    def _defer(self, op: Any) -> bool:
+        """Within this thread's in-place fold (:meth:`update` holds the lock, so only this
+        thread can get here, from within the fold): run ``op`` after it (True)."""
+        pending = self.__dict__.get("_deferred")
+        if pending is None:
+            return False
+        pending.append(op)
+        return True
 
     def __getstate__(self) -> dict[str, Any]:
         with self._lock:
             state = dict(self.__dict__)
+            score_running.share(self._states)  # a copy shares them
         del state["_lock"]
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
+        if "states" in state:  # pickled before the states became a property
+            state["_states"] = state.pop("states")
         self.__dict__.update(state)
         self._lock = threading.RLock()
 
@@ -921,24 +963,42 @@ class MetricCollection:
             ids = as_array(query, "query")
             batch, _ = with_query_keys(batch, ids, np.arange(ids.shape[0]) + self._rows, ("query", "y_true"))
         rows = _rows_in(batch, y_true, y_pred, y_score, measure[0] if isinstance(measure_name, list) and measure else measure)
+        # running score distributions nobody else holds (not handed out by ``states``, encoded,
+        # merged or computed since the last fold) are folded in place, under the lock (no copy of
+        # their tables; a reader waits for the fold, then shares them: the next fold copies)
+        with self._lock:
+            before = self._states
+            if score_running.owned(before):
+                self._deferred: list[Any] | None = []  # a merge, reset or set from within the fold waits for it
+                try:
+                    with running_folds(in_place=True):
+                        self._states = plan.fold(before, batch)
+                    self._rows += rows
+                except BatchRowError as e:  # see below
+                    raise e.at(self._rows) from None
+                finally:
+                    pending, self._deferred = self._deferred, None
+                for op in pending:
+                    op()
+                return
+            score_running.share(before)  # folded outside the lock below, maybe by several threads
         # the heavy work outside the lock: fold the batch into the states as they are (a state's
         # own fold is cheaper than binning the batch alone and merging, e.g. a score distribution
         # looks rows up in its bins), and keep it if no other thread updated meanwhile; else
         # merge the batch's own states (the same result: a fold equals that merge, bit for bit)
-        before = self.states
         try:
             with running_folds():  # score distributions fold into raw running bins (canonical where observed)
                 folded = plan.fold(before, batch)
         except BatchRowError as e:  # a state's own check (e.g. |p - y| past float64): name the input row
             raise e.at(self._rows) from None
         with self._lock:
-            if self.states is before:
-                self.states = folded
+            if self._states is before:
+                self._states = folded
                 self._rows += rows
                 return
         part = plan.fold(plan.zero(), batch)
         with self._lock:
-            self.states = plan.merge(self.states, part)
+            self._states = plan.merge(self._states, part)
             self._rows += rows
 
     def _fold_mean(self, v: Any, w: Any, at: tuple[int, int]) -> bool:
@@ -967,7 +1027,7 @@ class MetricCollection:
             if not w.flags.writeable:
                 w = w.copy()
         ic, im = at
-        before = self.states
+        before = self._states  # (no running score distributions to share: the property's work is not needed)
         cs, ms = before[ic], before[im]
         total, weight, cweight = ms.exact["total"], ms.exact["weight"], cs.exact["weight"]
         T, eT = total.kernel_raw()
@@ -994,8 +1054,8 @@ class MetricCollection:
         folded[ic] = type(cs)._of_fields(cs.layout, {"count": count, "skipped": ca["skipped"]}, {"weight": new_cweight})
         folded[im] = type(ms)._of_fields(ms.layout, {"count": mcount}, {"weight": new_weight, "total": ExactSums.lazy(got[0], got[1], total.shape)})
         with self._lock:
-            if self.states is before:
-                self.states = tuple(folded)
+            if self._states is before and self.__dict__.get("_deferred") is None:
+                self._states = tuple(folded)
                 self._rows += n
                 return True
         return False
@@ -1062,17 +1122,22 @@ class MetricCollection:
         with other._lock:  # a consistent snapshot of the other; never both locks at once
             states, rows = other.states, other._rows
         with self._lock:
-            merged = self.plan.merge(self.states, states)  # a state's setting is named first
+            if self._defer(lambda: self.merge(other)):
+                return self
+            merged = self.plan.merge(self._states, states)  # a state's setting is named first
             mine, theirs = sorted(self.resolved_names.values()), sorted(other.resolved_names.values())
             if mine != theirs:  # the same states, other metrics: the merged object would report only this one's
                 raise ValueError(f"cannot merge: the metrics differ ({', '.join(mine)} vs {', '.join(theirs)}); merge collections of the same metrics")
-            self.states = merged
+            score_running.share(merged)  # merge may hand back the other's states as they are
+            self._states = merged
             self._rows += rows
         return self
 
     def reset(self) -> None:
         with self._lock:
-            self.states = self.plan.zero()
+            if self._defer(self.reset):
+                return
+            self._states = self.plan.zero()
             self._rows = 0
 
     def compute(self) -> dict[str, Any]:

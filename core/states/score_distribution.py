@@ -51,7 +51,9 @@ Running states: within :func:`~mergeable_metrics.states.score_running.running_fo
 its bins live in a :class:`~mergeable_metrics.states.score_running.RunningBins` (raw counts or
 limbs in a compiled hash table at the canonical level) and its fields are those of the canonical
 state, built when first read (encode, equality, hash, repr, compute, merge); folding it again folds
-a copy of the table. The bytes are the canonical state's for any batching.
+a copy of the table, except in ``running_folds(in_place=True)`` (``MetricCollection.update`` on
+states it has not handed out), which folds the table itself. The bytes are the canonical state's
+for any batching.
 """
 
 from __future__ import annotations
@@ -288,7 +290,15 @@ class ScoreDistributionState(State):
         if acc is not None or score_running.running_enabled(bool(self.arrays["keys"].size)):
             got = self._fold_running(acc, score, y, w)
             if got is not None:
-                return got
+                st, done = got
+                if done == score.shape[0]:
+                    return st
+                # folded in place up to a table past its bound: the rest as before
+                return st._fold_rest(score[done:], y[done:], None if w is None else w[done:])
+        return self._fold_rest(score, y, w)
+
+    def _fold_rest(self, score: np.ndarray, y: np.ndarray, w: np.ndarray | None) -> "ScoreDistributionState":
+        """:meth:`fold` of validated rows without running bins (the canonical state)."""
         score, y, w = _drop_zero_weight(score, y, w)
         if score.shape[0] == 0:
             return self
@@ -306,27 +316,36 @@ class ScoreDistributionState(State):
         return self._exact_state(self.layout, k, level, sums)
 
     # -- running states (raw bins, canonical where observed; see score_running) ------------------
-    def _fold_running(self, acc: RunningBins | None, score: np.ndarray, y: np.ndarray, w: np.ndarray | None) -> "ScoreDistributionState | None":
+    def _fold_running(self, acc: RunningBins | None, score: np.ndarray, y: np.ndarray, w: np.ndarray | None) -> "tuple[ScoreDistributionState, int] | None":
         """:meth:`fold` through a :class:`~mergeable_metrics.states.score_running.RunningBins`
-        (this state's, or one built from its bins): a running state whose arrays are the
-        canonical state's, built when first read. None: fold as before (no compiled kernels, a
-        table past its bound, weights that are not finite and >= 0)."""
+        (this state's, or one built from its bins): ``(state, done)``, a running state whose
+        arrays are the canonical state's, built when first read, holding the rows ``:done``.
+        None: fold as before (no compiled kernels, a table past its bound, weights that are
+        not finite and >= 0). In ``running_folds(in_place=True)`` (``MetricCollection.update``
+        on states nobody else holds) an accumulator that is not shared is folded in place, and
+        ``done`` may stop short of the batch (a table past its bound: the rest folds as before)."""
         if not score_running._kernels():
             return None
+        score = np.ascontiguousarray(score, dtype=np.float64)
+        y = np.ascontiguousarray(y, dtype=np.int64)
+        w = None if w is None else np.ascontiguousarray(w, dtype=np.float64)
         if acc is None:
-            acc = self._accumulator()
+            acc = self._accumulator(w)
             if acc is None:
                 return None
-        score = np.ascontiguousarray(score, dtype=np.float64)
-        got = acc.fold(score, np.ascontiguousarray(y, dtype=np.int64), None if w is None else np.ascontiguousarray(w, dtype=np.float64))
-        if got is None:
+        if score_running.folding_in_place():
+            got, done = acc.fold_owned(score, y, w)
+            return type(self)._running_state(self.layout, got), done
+        folded = acc.fold(score, y, w)
+        if folded is None:
             return None
-        if got is acc:
-            return self  # nothing added (every weight 0)
-        return type(self)._running_state(self.layout, got)
+        if folded is acc:
+            return self, score.shape[0]  # nothing added (every weight 0)
+        return type(self)._running_state(self.layout, folded), score.shape[0]
 
-    def _accumulator(self) -> RunningBins | None:
-        """A :class:`RunningBins` of this (canonical) state's bins."""
+    def _accumulator(self, w: np.ndarray | None = None) -> RunningBins | None:
+        """A :class:`RunningBins` of this (canonical) state's bins (about to fold the weights
+        ``w``: on one grid when they and the sums fit one)."""
         a = self.arrays
         keys, level, cap = a["keys"], int(a["level"]), self.layout.capacity
         if keys.size == 0:
@@ -336,6 +355,10 @@ class ScoreDistributionState(State):
             return RunningBins.of_bins(keys, level, cap, counts, None)
         D0, e0 = self.exact["neg"].full()
         D1, e1 = self.exact["pos"].full()
+        if w is not None:
+            got = RunningBins.grid_of_bins(keys, level, cap, (D0, e0, D1, e1), w)
+            if got is not None:
+                return got
         return RunningBins.of_bins(keys, level, cap, None, (D0, e0, D1, e1))
 
     @classmethod

@@ -420,6 +420,7 @@ def test_a_batch_folded_twice_after_a_lost_race_reuses_its_precomputed_sums_inta
         return out
 
     mc.plan.fold = racing
+    mc.plan.mean_fold_at = None  # the mean's own fast path (no plan.fold) has its race test in test_update_fast_mean.py
     for a in range(0, n, 1000):
         mc.update(**cols(a, a + 1000), sample_weight=w[a : a + 1000] if weighted else None)
     one = make()
