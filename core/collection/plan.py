@@ -708,6 +708,23 @@ _COLLECTION_OPTIONS = (
 
 
 @public("mergeable_metrics")
+def _swapped_hint(message: str, kind: str, y_true: Any, y_score: Any) -> str:
+    """The hint for a binary ``update`` whose labels are invalid while its scores are all 0 or 1:
+    the arguments were likely given in torchmetrics' order, ``update(preds, target)``; "" else."""
+    if kind != "binary" or y_score is None or not message.startswith("column 'y_true': invalid value"):
+        return ""
+    try:
+        s = np.asarray(y_score, dtype=np.float64)
+    except (TypeError, ValueError):
+        return ""
+    if s.ndim != 1 or not s.size or not np.isin(s, (0.0, 1.0)).all():
+        return ""
+    return (
+        "; the scores are all 0 or 1: were the arguments swapped? update's positional order is scikit-learn's, "
+        "update(y_true, y_score) (torchmetrics' is update(preds, target)); keywords avoid it: update(y_true=..., y_score=...)"
+    )
+
+
 class MetricCollection:
     """A set of metrics updated together, sharing their states.
 
@@ -944,21 +961,27 @@ class MetricCollection:
         elif isinstance(measure, dict):
             raise ValueError(f"measure={{...}} names measures, but this collection has none (measures=... names them); got {sorted(measure)}")
         plan.check_roles(y_true is not None, y_score is not None, y_pred is not None, measure is not None, query is not None)
-        batch, _ = make_batch(
-            num_classes=task.num_classes,
-            y_true=y_true,
-            y_score=y_score,
-            y_pred=y_pred,
-            sample_weight=sample_weight,
-            row_offset=self._rows,
-            task=task,
-            formats=self.formats,
-            values=measure,
-            measure_name=measure_name,
-            needs=plan.needs,
-            count_cells=plan.count_cells,
-            regression_sums=plan.regression_sums,
-        )
+        try:
+            batch, _ = make_batch(
+                num_classes=task.num_classes,
+                y_true=y_true,
+                y_score=y_score,
+                y_pred=y_pred,
+                sample_weight=sample_weight,
+                row_offset=self._rows,
+                task=task,
+                formats=self.formats,
+                values=measure,
+                measure_name=measure_name,
+                needs=plan.needs,
+                count_cells=plan.count_cells,
+                regression_sums=plan.regression_sums,
+            )
+        except ValueError as e:
+            hint = _swapped_hint(str(e), kind, y_true, y_score)
+            if hint:
+                raise ValueError(f"{e}{hint}") from None
+            raise
         if query is not None:
             ids = as_array(query, "query")
             batch, _ = with_query_keys(batch, ids, np.arange(ids.shape[0]) + self._rows, ("query", "y_true"))

@@ -245,6 +245,25 @@ def test_another_librarys_update_keyword_raises_naming_ours(make, kw, right):
     assert m._rows == 0  # nothing folded under a guessed name
 
 
+@pytest.mark.parametrize("make", [BinaryMetrics, lambda: MetricCollection("f1", "roc_auc")], ids=["BinaryMetrics", "MetricCollection"])
+def test_scores_and_labels_given_in_torchmetrics_order_raise_naming_both_orders(make):
+    """``update(preds, target)`` (torchmetrics' positional order) with float scores and 0/1 labels: the
+    labels check refuses the scores as labels, and says the arguments look swapped; nothing is folded."""
+    m = make()
+    scores, labels = np.array([0.9, 0.2, 0.4]), np.array([1, 0, 1])
+    with pytest.raises(ValueError) as e:
+        m.update(scores, labels)
+    msg = str(e.value)
+    assert msg.startswith("column 'y_true': invalid value 0.9 at row 0: labels must be 0 or 1"), msg
+    assert "were the arguments swapped?" in msg and "update(y_true, y_score)" in msg and "update(preds, target)" in msg, msg
+    assert m._rows == 0
+    with pytest.raises(ValueError) as e:  # scores that are not all 0/1: no guess
+        m.update(scores, np.array([0.1, 0.0, 1.0]))
+    assert "swapped" not in str(e.value)
+    m.update(labels, scores)  # scikit-learn's order
+    assert m._rows == 3
+
+
 def test_binary_metrics_update_refuses_scores_and_labels_together():
     bm = BinaryMetrics()
     with pytest.raises(TypeError, match=r"y_score= .* or y_pred= .*not both"):
