@@ -189,9 +189,11 @@ def compute_metrics(
     blocker, exprs = _path(df, evaluation, native)
     if blocker is None:
         return sql_path.compute_native(df, exprs, evaluation, ResultLayout(evaluation, layout=layout))
-    if native is None and evaluation.plan.task.kind == "regression":
+    if native is None:
         spec, why = jvm_path.jvm_blocker(df, evaluation)
-        if spec is not None:  # the rows folded in the JVM; core merges and finishes the slices' states
+        if spec is not None:
+            why = jvm_path.lazy_blocker(spec)
+        if why is None:  # the rows folded in the JVM; core merges and finishes the slices' states
             return jvm_path.compute_jvm(df, exprs, evaluation, spec, ResultLayout(evaluation, layout=layout))
         _log.info("mergeable_metrics.spark.compute_metrics: not the JVM path: %s", why)
     evaluation = profile_evaluation(df, evaluation)  # max_slices / quantile buckets: an (eager) counting job first

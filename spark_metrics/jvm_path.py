@@ -7,8 +7,8 @@ It applies when every state of the plan has a JVM port, the inputs are plain col
 and the slice specs are plain ``GROUP BY`` columns (:func:`mergeable_metrics.spark.sql_path.slices_blocker`);
 otherwise :func:`jvm_blocker` says why in one line and the other paths run.
 
-:func:`compute_jvm` is the lazy form :func:`mergeable_metrics.spark.compute_metrics` takes for single-output
-regression plans: the same JVM aggregation, then the groups' states merged per slice and finished by core on the
+:func:`compute_jvm` is the lazy form :func:`mergeable_metrics.spark.compute_metrics` takes for the same plans (not
+score rows, :func:`lazy_blocker`): the same JVM aggregation, then the groups' states merged per slice and finished by core on the
 executors (the Arrow path's second stage), the values checked first so that an invalid one names its row.
 """
 
@@ -51,16 +51,28 @@ def jvm_blocker(df: "DataFrame", evaluation: Evaluation) -> tuple[str | None, st
     return spec, ""
 
 
+def lazy_blocker(spec: str) -> str | None:
+    """Why :func:`compute_jvm` cannot take ``spec`` (its values cannot be checked row by row in a projection), or
+    None: score rows (``array<double>`` per row) keep the Arrow path."""
+    if int(spec.split("\x1f")[1]) == jvm.SCORE_ROW_MODE:
+        return "score rows (array<double> per row) are checked row by row on the Arrow path"
+    return None
+
+
 def _checked_values(evaluation: Evaluation, spec: str) -> list:
     """The value columns of a frame with ``__row`` (``monotonically_increasing_id()``), each raising, at its first
     invalid value, core's message with the row's position within its Spark partition and the partition (as the
     Arrow path's): for a lazy result (:func:`compute_jvm`), which cannot fall back to the Arrow path. The JVM
-    aggregate checks the values again (no row positions there)."""
+    aggregate checks the values again (no row positions there). The rules are the spec's (core's texts): labels
+    (and predictions) integers in [0, K), scores finite, probabilities finite then in [0, 1], regression values
+    finite, weights finite and >= 0. (Not core's two-class hint: it reads the batch's other labels.)"""
     from pyspark.sql import functions as F
 
+    from mergeable_metrics.engine import SCORES_FINITE
+
     fields = spec.split("\x1f")
-    mode = int(fields[1])
-    rules = {evaluation.label_col: fields[6], fields[4]: fields[7], evaluation.weight_col: fields[8]}
+    k, mode = int(fields[0]), int(fields[1])
+    rules = {evaluation.weight_col: fields[8], fields[4]: fields[7], evaluation.label_col: fields[6]}
     out = []
     row = (F.col("__row").bitwiseAND(F.lit((1 << 33) - 1))).cast("string")
     for name in _value_columns(evaluation):
@@ -68,10 +80,9 @@ def _checked_values(evaluation: Evaluation, spec: str) -> list:
         rule = rules.get(name)
         value = c.cast("double")
         nonfinite = value.isNull() | F.isnan(value) | (F.abs(value) == F.lit(float("inf")))
-        if rule is None or mode != jvm.VALUES_MODE:
+        if not rule:
             out.append(c)
             continue
-        bad = nonfinite | (value < 0) if name == evaluation.weight_col else nonfinite
         shown = (
             F.when(value.isNull(), F.lit("null"))  # a SQL null, as core names an Arrow null
             .when(F.isnan(value), F.lit("nan"))
@@ -79,23 +90,39 @@ def _checked_values(evaluation: Evaluation, spec: str) -> list:
             .when(value == F.lit(float("-inf")), F.lit("-inf"))
             .otherwise(value.cast("string"))
         )
-        message = F.concat(
-            F.lit(f"column {name!r}: invalid value "),
-            shown,
-            F.lit(" at row "),
-            row,
-            F.lit(f": {rule} [Spark partition "),
-            F.spark_partition_id().cast("string"),
-            F.lit("; rows are counted from 0 within the partition]"),
-        )
-        out.append(F.when(bad, F.raise_error(message).cast("double")).otherwise(c).alias(name))
+
+        def message(text: str, name: str = name, shown: Any = shown) -> Any:
+            return F.concat(
+                F.lit(f"column {name!r}: invalid value "),
+                shown,
+                F.lit(" at row "),
+                row,
+                F.lit(f": {text} [Spark partition "),
+                F.spark_partition_id().cast("string"),
+                F.lit("; rows are counted from 0 within the partition]"),
+            )
+
+        if name == evaluation.weight_col:
+            checks = [(nonfinite | (value < 0), rule)]
+        elif mode == jvm.VALUES_MODE:
+            checks = [(nonfinite, rule)]
+        elif name == evaluation.label_col or mode == 2:  # class ids: integers in [0, K)
+            checks = [(nonfinite | (value != F.floor(value)) | (value < 0) | (value >= F.lit(float(k))), rule)]
+        elif mode == 3:  # probabilities: finite (core's score rule first), then in [0, 1]
+            checks = [(nonfinite, SCORES_FINITE), ((value < 0) | (value > 1), rule)]
+        else:
+            checks = [(nonfinite, rule)]
+        checked = None
+        for bad, text in checks:
+            checked = (F.when if checked is None else checked.when)(bad, F.raise_error(message(text)))  # null type: the column keeps its own
+        out.append(checked.otherwise(c).alias(name))
     return out
 
 
 def _grouped(df: "DataFrame", exprs: list, evaluation: Evaluation, spec: str, rows: bool = False) -> tuple["DataFrame", list[str], list[str]]:
     """``(groups, slice columns, their names in groups)``: one JVM aggregation of ``df`` by every slice column
-    (``__states``: each group's packed states), lazy. ``rows``: an invalid value names its row (regression
-    values; :func:`_checked_values`)."""
+    (``__states``: each group's packed states), lazy. ``rows``: an invalid value names its row
+    (:func:`_checked_values`)."""
     from pyspark.sql import functions as F
 
     slice_cols = list(dict.fromkeys(c for spec_ in evaluation.slices for c in spec_.columns))

@@ -1,0 +1,142 @@
+"""``compute_metrics`` folds classification plans with JVM ports on the JVM aggregates (issue 26, item 2: "uses the
+JVM path by default where it applies"), not only regression: binary roc_auc / average_precision / f1 / log_loss
+sliced by a column equal the local engine bit for bit and scikit-learn per slice; an invalid label, a NaN score, a
+probability out of [0, 1] or a negative weight is reported with the Arrow path's message (the same text, naming the
+column, value, row and partition); plans the native SQL path takes keep it."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.metrics import average_precision_score, f1_score, log_loss, roc_auc_score
+
+from mergeable_metrics import Evaluation
+
+pytestmark = pytest.mark.filterwarnings("ignore::mergeable_metrics.metrics.base.UndefinedMetricWarning")
+
+METRICS = ["roc_auc", "average_precision", "f1", "log_loss", "example_count"]
+
+
+def _bits(x: float) -> int:
+    return int(np.float64(x).view(np.uint64))
+
+
+def _frame(seed: int = 3, n: int = 3000) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    g = rng.choice(["a", "b", "c"], n)
+    y = rng.integers(0, 2, n)
+    p = np.clip(0.35 * y + rng.random(n) * 0.65, 0.0, 1.0)
+    p[::7] = np.round(p[::7], 2)  # ties
+    w = rng.choice([0.5, 1.0, 1.0, 2.0, 1 / 3, 0.0, 7.25], n)
+    return pd.DataFrame({"g": g, "y": y.astype(np.int64), "p": p, "w": w})
+
+
+def _spy(monkeypatch) -> list:
+    from mergeable_metrics.spark import jvm_path
+
+    taken: list = []
+    real = jvm_path.compute_jvm
+    monkeypatch.setattr(jvm_path, "compute_jvm", lambda *a: taken.append(1) or real(*a))
+    return taken
+
+
+@pytest.mark.parametrize("weight_col,layout", [(None, "wide"), ("w", "long")])
+def test_compute_metrics_binary_folds_in_the_jvm_and_equals_the_local_engine_and_sklearn(jvm_spark, monkeypatch, weight_col, layout):
+    from mergeable_metrics.spark import collect_results, compute_metrics
+
+    pdf = _frame()
+    ev = Evaluation(label_col="y", score_col="p", weight_col=weight_col, metrics=METRICS, slices=["g"])
+    taken = _spy(monkeypatch)
+    df = jvm_spark.createDataFrame(pdf).repartition(3)
+    result = compute_metrics(df, evaluation=ev, layout=layout)
+    assert taken == [1]
+    plan = result._jdf.queryExecution().analyzed().toString()
+    assert "mm_" in plan or "Aggregator" in plan or "mergeablemetrics" in plan, plan[:2000]
+    got = collect_results(result, ev)
+    want = ev.evaluate([pdf])
+    arrow = collect_results(compute_metrics(df, evaluation=ev, native=False, layout=layout), ev)
+    assert taken == [1]  # native=False: the Arrow path
+    for other in (want, arrow):
+        assert [s.key for s in got] == [s.key for s in other]
+        for a, b in zip(got, other):
+            assert a.n == b.n and _bits(a.weight) == _bits(b.weight) and sorted(a.metrics) == sorted(b.metrics)
+            for k in a.metrics:
+                assert _bits(a.metrics[k]) == _bits(b.metrics[k]), (a.key, k)
+    for name in ("a", "b", "c"):
+        part = pdf[pdf.g == name]
+        sw = None if weight_col is None else part.w
+        m = got[(("g", name),)].metrics
+        assert m["roc_auc"] == pytest.approx(roc_auc_score(part.y, part.p, sample_weight=sw), rel=1e-12)
+        assert m["average_precision"] == pytest.approx(average_precision_score(part.y, part.p, sample_weight=sw), rel=1e-12)
+        assert m["f1"] == pytest.approx(f1_score(part.y, part.p >= 0.5, sample_weight=sw), rel=1e-12)
+        assert m["log_loss"] == pytest.approx(log_loss(part.y, part.p, sample_weight=sw, labels=[0, 1]), rel=1e-12)
+        assert m["example_count"] == len(part)
+    assert got[()].metrics["roc_auc"] == pytest.approx(roc_auc_score(pdf.y, pdf.p, sample_weight=None if weight_col is None else pdf.w), rel=1e-12)
+    empty = jvm_spark.createDataFrame(pdf.iloc[:0], "g string, y long, p double, w double")
+    none = collect_results(compute_metrics(empty, evaluation=ev), ev)
+    assert taken == [1, 1]
+    assert len(none) == 1 and none[()].n == 0 and math.isnan(none[()].metrics["roc_auc"]) and none[()].metrics["example_count"] == 0
+
+
+def test_compute_metrics_count_plans_keep_the_native_sql_path(jvm_spark, monkeypatch):
+    """Plans the native SQL path takes (counts and confusion states only) keep it: it is checked first."""
+    from mergeable_metrics.spark import collect_results, compute_metrics
+
+    rng = np.random.default_rng(11)
+    n = 1500
+    pdf = pd.DataFrame({"g": rng.choice(["x", "y"], n), "t": rng.integers(0, 3, n), "q": rng.integers(0, 3, n)})
+    ev = Evaluation(label_col="t", prediction_col="q", task="multiclass", num_classes=3, metrics=["f1@macro", "accuracy"], slices=["g"])
+    taken = _spy(monkeypatch)
+    df = jvm_spark.createDataFrame(pdf).repartition(2)
+    got = collect_results(compute_metrics(df, evaluation=ev), ev)
+    assert taken == []  # counts only: the native SQL path
+    want = ev.evaluate([pdf])
+    for a, b in zip(got, want):
+        assert a.key == b.key and _bits(a.metrics["f1@macro"]) == _bits(b.metrics["f1@macro"])
+    part = pdf[pdf.g == "x"]
+    assert got[(("g", "x"),)].metrics["f1@macro"] == pytest.approx(f1_score(part.t, part.q, average="macro"), rel=1e-12)
+
+
+def _error_text(run) -> str:
+    with pytest.raises(Exception) as info:
+        run()
+    text = str(info.value)
+    start = text.index("column '")
+    end = text.index("rows are counted from 0 within the partition]", start)
+    return text[start:end]
+
+
+@pytest.mark.parametrize(
+    "column,value,rule",
+    [
+        ("y", float("nan"), "labels must be 0 or 1"),
+        ("y", 0.5, "labels must be 0 or 1"),
+        ("y", None, "labels must be 0 or 1"),
+        ("p", float("nan"), "scores must be finite (no NaN or inf)"),
+        ("p", float("inf"), "scores must be finite (no NaN or inf)"),
+        ("p", 1.5, "probabilities must be in [0, 1]"),
+        ("p", -0.25, "probabilities must be in [0, 1]"),
+        ("w", -2.0, "weights must be finite and >= 0"),
+        ("w", float("nan"), "weights must be finite and >= 0"),
+    ],
+)
+def test_compute_metrics_binary_invalid_value_has_the_arrow_paths_message(jvm_spark, monkeypatch, column, value, rule):
+    """The lazy JVM path cannot fall back: the values are checked before the JVM aggregate, and the error names the
+    column, the value, the row within its partition and the partition as the Arrow path (native=False) does."""
+    from mergeable_metrics.spark import collect_results, compute_metrics
+
+    pdf = _frame(n=200)
+    rows = [[r.g, float(r.y), float(r.p), float(r.w)] for r in pdf.itertuples(index=False)]
+    rows[41][["g", "y", "p", "w"].index(column)] = value  # a real NaN (pandas through Arrow would make it a null)
+    df = jvm_spark.createDataFrame(rows, "g string, y double, p double, w double").coalesce(1)
+    ev = Evaluation(label_col="y", score_col="p", weight_col="w", metrics=METRICS, slices=["g"])
+    taken = _spy(monkeypatch)
+    jvm_text = _error_text(lambda: collect_results(compute_metrics(df, evaluation=ev), ev))
+    assert taken == [1]
+    arrow_text = _error_text(lambda: collect_results(compute_metrics(df, evaluation=ev, native=False), ev))
+    assert jvm_text == arrow_text
+    assert jvm_text.startswith(f"column '{column}': invalid value ")
+    assert f" at row 41: {rule}" in jvm_text and "[Spark partition 0;" in jvm_text
