@@ -114,14 +114,17 @@ def compute_metrics(
         native: None (default): run as native Spark SQL aggregates when the plan allows it
             (:mod:`mergeable_metrics.spark.sql_path`: count and confusion states of plain columns sliced by
             plain string/integer/boolean columns; no Python on the row path, one job for every
-            spec), else fold Arrow batches in Python. With a weight column the default is the
-            Arrow path, whose exact sums (:mod:`mergeable_metrics._util.exact`) make every result bit-identical for
-            any partitioning; the native job sums weights in Spark SQL's float64 order (exact for
-            integer weights, last bits vary with fractional ones). Regression plans (single
-            output, plain columns and slices) fold on the JVM aggregates when a JDK is there
-            (:func:`mergeable_metrics.spark.jvm_path.compute_jvm`: the rows folded in Java, only
-            the groups' small states reach Python; the same rows; an invalid value raises naming
-            its column, value, row and partition, as on the Arrow path). True: require the native job
+            spec); else, when a JDK is there and every state of the plan has a JVM port (plain columns and
+            slices, not score rows: :func:`mergeable_metrics.spark.jvm_path.jvm_blocker`), fold on the JVM
+            aggregates (:func:`mergeable_metrics.spark.jvm_path.compute_jvm`: the rows folded in Java, only
+            the groups' small states reach Python; the states are core's bytes, so the rows equal the Arrow
+            path's; an invalid value raises naming its column, value, row and partition, as on the Arrow
+            path, without core's two-class hint); else fold Arrow batches in Python. With a weight column
+            the native job is not the default: the Arrow and JVM paths' exact sums
+            (:mod:`mergeable_metrics._util.exact`) make every result bit-identical for any partitioning; the
+            native job sums weights in Spark SQL's float64 order (exact for integer weights, last bits vary
+            with fractional ones).
+            True: require the native job
             (raises ``ValueError`` saying why not). False: always the Arrow path.
         window: event-time windows: ``("ts", "1 hour")`` (tumbling), ``("ts", "1 hour", "15
             minutes")`` (sliding: a row is in each of its windows), ``"ts:1h:15m"`` or a
