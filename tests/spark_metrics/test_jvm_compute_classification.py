@@ -156,3 +156,33 @@ def test_compute_metrics_binary_integer_label_gets_the_two_class_hint(jvm_spark)
     arrow_text = _error_text(lambda: collect_results(compute_metrics(df, evaluation=ev, native=False), ev))
     assert "num_classes=3" in arrow_text  # core's hint, as the local engine gives it
     assert _error_text(lambda: collect_results(compute_metrics(df, evaluation=ev), ev)) == arrow_text
+
+
+def test_compute_metrics_weighted_multiclass_predictions_fold_in_the_jvm(jvm_spark, monkeypatch):
+    """A weighted multiclass plan of predictions (not the native SQL path's by default: weights) folds on the JVM
+    aggregates, equal to the local engine bit for bit and scikit-learn; an invalid prediction gets the Arrow path's
+    message."""
+    from mergeable_metrics.spark import collect_results, compute_metrics
+
+    rng = np.random.default_rng(11)
+    n = 1500
+    pdf = pd.DataFrame({"g": rng.choice(["x", "y"], n), "t": rng.integers(0, 3, n), "q": rng.integers(0, 3, n), "w": rng.choice([0.5, 1.0, 1 / 3, 2.0], n)})
+    ev = Evaluation(label_col="t", prediction_col="q", weight_col="w", task="multiclass", num_classes=3, metrics=["f1@macro", "accuracy"], slices=["g"])
+    taken = _spy(monkeypatch)
+    df = jvm_spark.createDataFrame(pdf).repartition(2)
+    got = collect_results(compute_metrics(df, evaluation=ev), ev)
+    assert taken == [1]
+    want = ev.evaluate([pdf])
+    assert [s.key for s in got] == [s.key for s in want]
+    for a, b in zip(got, want):
+        for k in ("f1@macro", "accuracy"):
+            assert _bits(a.metrics[k]) == _bits(b.metrics[k]), (a.key, k)
+    part = pdf[pdf.g == "x"]
+    assert got[(("g", "x"),)].metrics["f1@macro"] == pytest.approx(f1_score(part.t, part.q, average="macro", sample_weight=part.w), rel=1e-12)
+    rows = [[r.g, int(r.t), int(r.q), float(r.w)] for r in pdf.iloc[:100].itertuples(index=False)]
+    rows[17][2] = 3
+    bad = jvm_spark.createDataFrame(rows, "g string, t long, q long, w double").coalesce(1)
+    jvm_text = _error_text(lambda: collect_results(compute_metrics(bad, evaluation=ev), ev))
+    assert taken == [1, 1]
+    assert jvm_text == _error_text(lambda: collect_results(compute_metrics(bad, evaluation=ev, native=False), ev))
+    assert jvm_text.startswith("column 'q': invalid value 3.0 at row 17: predictions must be integers in [0, 3)")
