@@ -153,6 +153,9 @@ _EXPORTS: dict[str, str] = {
     "RegressionMomentsState": "mergeable_metrics.metrics.regression",
     "ScoreDistributionState": "mergeable_metrics.states.score_distribution",
     "Class0ScoreDistributionState": "mergeable_metrics.states.score_distribution",
+    "ClassScoreDistributionState": "mergeable_metrics.states.score_distribution",
+    "AbsoluteErrorDistributionState": "mergeable_metrics.metrics.regression_quantiles",
+    "RegressionTermsState": "mergeable_metrics.metrics.regression_terms",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -220,7 +223,9 @@ if TYPE_CHECKING:  # static type checkers and IDEs see the eager imports
     from mergeable_metrics.slicing.values import canonical_value  # noqa: F401
     from mergeable_metrics.states.base import BinaryConfusionState, CELL_STATES, ConfusionMatrixState, ExampleCountState, State, states_from_cells  # noqa: F401
     from mergeable_metrics.states.codec import layout_to_json  # noqa: F401
-    from mergeable_metrics.states.score_distribution import Class0ScoreDistributionState, ScoreDistributionState  # noqa: F401
+    from mergeable_metrics.states.score_distribution import Class0ScoreDistributionState, ClassScoreDistributionState, ScoreDistributionState  # noqa: F401
+    from mergeable_metrics.metrics.regression_quantiles import AbsoluteErrorDistributionState  # noqa: F401
+    from mergeable_metrics.metrics.regression_terms import RegressionTermsState  # noqa: F401
     from mergeable_metrics.states.codec import slice_key_from_json, slice_key_to_json  # noqa: F401
     from mergeable_metrics.time.continual import ContinualEvaluation, EVENT_COLUMNS, OCLMetrics  # noqa: F401
     from mergeable_metrics.time.latelabels import COUNT_NAMES, INVALID_LABEL, INVALID_PRED, JoinCounts, LabelJoin, join_batches  # noqa: F401

@@ -17,15 +17,15 @@ import struct
 from typing import Any, Callable
 
 from mergeable_metrics.engine import (
+    AbsoluteErrorDistributionState,
     CalibrationBinsState,
     Class0ScoreDistributionState,
+    ClassScoreDistributionState,
     ProbabilitySumsState,
     RegressionMomentsState,
+    RegressionTermsState,
     ScoreDistributionState,
 )
-from mergeable_metrics.metrics.regression_quantiles import AbsoluteErrorDistributionState
-from mergeable_metrics.metrics.regression_terms import RegressionTermsState
-from mergeable_metrics.states.score_distribution import ClassScoreDistributionState
 
 __all__ = ["FLOAT_KINDS", "layout_json"]
 

@@ -701,6 +701,7 @@ def scan_weights(f):
 
 
 def first_negative(w):
+    """The index of the first entry < 0 of (N,) float64 ``w``, or -1 (NaN is not negative)."""
     for i in range(w.shape[0]):
         if w[i] < 0:
             return i
@@ -1100,6 +1101,7 @@ def cell_grids(lo, hi):
 
 
 def and4(q, m):
+    """The four int64 limbs of ``q`` masked with ``m``, as a tuple."""
     return q[0] & m, q[1] & m, q[2] & m, q[3] & m
 
 

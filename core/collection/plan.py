@@ -268,7 +268,8 @@ class Plan:
         with shared_weight_sums():  # the weight's exact sum once for every state of the batch
             pre = batch.sums
             if pre is not None and pre[0] is not REGRESSION_SUMS and pre[1] is w and pre[3] is not None:  # computed by the validation's pass
-                remember_weight_sum(w, ExactSums.lazy(*pre[3], ()))
+                limbs, exp = pre[3]
+                remember_weight_sum(w, ExactSums.lazy(limbs, exp, ()))
             # the example count after the others: a state whose kernel yields the weight's sum by
             # the way (regression, log loss, the confusion cells' total) records it for the count
             done = {i: s.fold(batch) for i, s in enumerate(states) if s.kind != "example_count"}

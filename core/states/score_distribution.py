@@ -519,6 +519,7 @@ class _RunningArrays(Mapping):
         self._state: ScoreDistributionState | None = None
 
     def state(self) -> ScoreDistributionState:
+        """The canonical state of the running bins, built on the first call and kept."""
         st = self._state
         if st is None:
             st = self._state = self._cls._of_running(self._layout, self._acc)

@@ -528,6 +528,7 @@ class RunningBins:
     # -- construction ----------------------------------------------------------------------------
     @classmethod
     def empty(cls, level: int, capacity: int) -> "RunningBins":
+        """Running bins with no rows: a table of the minimum size at ``level`` for ``capacity`` bins."""
         t = _take((MIN_SLOTS, 2))
         t[:, 0] = EMPTY
         t[:, 1] = 0
