@@ -57,6 +57,23 @@ def _path(df: "DataFrame", evaluation: Evaluation, native: bool | None) -> tuple
     return blocker, exprs
 
 
+def _on_jvm(df: "DataFrame", evaluation: Evaluation, caller: str, run: Any) -> Any:
+    """``run(spec)`` when the JVM path can take ``evaluation`` (:func:`mergeable_metrics.spark.jvm_path.jvm_blocker`),
+    else None (one info line says why). An invalid value found in the JVM (or a regression error past float64) gives
+    None too: the Arrow path then reports it naming its row and partition, with core's own message and hints."""
+    spec, why = jvm_path.jvm_blocker(df, evaluation)
+    if spec is None:
+        _log.info("mergeable_metrics.spark.%s: not the JVM path: %s", caller, why)
+        return None
+    try:
+        return run(spec)
+    except Exception as e:
+        if "invalid value" not in str(e) and "overflows float64" not in str(e):
+            raise
+        _log.info("mergeable_metrics.spark.%s: an invalid value on the JVM path; the Arrow path names its row", caller)
+        return None
+
+
 def _check_batch(df: "DataFrame", output_mode: str | None) -> None:
     if output_mode is not None:
         raise ValueError("output_mode is for windowed metrics of a streaming DataFrame (window=...)")
@@ -192,13 +209,12 @@ def compute_metrics(
     blocker, exprs = _path(df, evaluation, native)
     if blocker is None:
         return sql_path.compute_native(df, exprs, evaluation, ResultLayout(evaluation, layout=layout))
-    if native is None:
-        spec, why = jvm_path.jvm_blocker(df, evaluation)
-        if spec is not None:
-            why = jvm_path.lazy_blocker(spec)
-        if why is None:  # the rows folded in the JVM; core merges and finishes the slices' states
-            return jvm_path.compute_jvm(df, exprs, evaluation, spec, ResultLayout(evaluation, layout=layout))
-        _log.info("mergeable_metrics.spark.compute_metrics: not the JVM path: %s", why)
+    if native is None:  # the rows folded in the JVM (one job, now); the driver merges and finishes the groups' states
+        result = _on_jvm(
+            df, evaluation, "compute_metrics", lambda spec: jvm_path.compute_jvm(df, exprs, evaluation, spec, ResultLayout(evaluation, layout=layout))
+        )
+        if result is not None:
+            return result
     evaluation = profile_evaluation(df, evaluation)  # max_slices / quantile buckets: an (eager) counting job first
     return arrow_path.compute_arrow(arrow_path.partial_states(df, exprs, evaluation), evaluation, ResultLayout(evaluation, layout=layout))
 
@@ -271,16 +287,9 @@ def evaluate(
         return collect_results(compute_metrics(df, evaluation=evaluation, window=window, layout="long"), we)
     _check_batch(df, None)
     if native is None:
-        spec, why = jvm_path.jvm_blocker(df, evaluation)
-        if spec is not None:
-            try:
-                return jvm_path.evaluate_jvm(df, prepare_columns(df, evaluation), evaluation, spec)  # no Python on the executors
-            except Exception as e:  # an invalid value (or a regression error past float64): the other paths name its row and partition
-                if "invalid value" not in str(e) and "overflows float64" not in str(e):
-                    raise
-                _log.info("mergeable_metrics.spark.evaluate: an invalid value on the JVM path; the Arrow path names its row")
-        else:
-            _log.info("mergeable_metrics.spark.evaluate: not the JVM path: %s", why)
+        results = _on_jvm(df, evaluation, "evaluate", lambda spec: jvm_path.evaluate_jvm(df, prepare_columns(df, evaluation), evaluation, spec))
+        if results is not None:  # no Python on the executors
+            return results
     check_workers(df.sparkSession)
     blocker, exprs = _path(df, evaluation, native)
     layout = ResultLayout(evaluation, layout="long")

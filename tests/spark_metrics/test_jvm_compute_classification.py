@@ -1,8 +1,9 @@
 """``compute_metrics`` folds classification plans with JVM ports on the JVM aggregates (issue 26, item 2: "uses the
 JVM path by default where it applies"), not only regression: binary roc_auc / average_precision / f1 / log_loss
-sliced by a column equal the local engine bit for bit and scikit-learn per slice; an invalid label, a NaN score, a
-probability out of [0, 1] or a negative weight is reported with the Arrow path's message (the same text, naming the
-column, value, row and partition); plans the native SQL path takes keep it."""
+sliced by a column equal the local engine bit for bit and scikit-learn per slice; the groups' states are merged and
+finished on the driver (the result is a local DataFrame: no second stage of Python tasks); an invalid label, a NaN
+score, a probability out of [0, 1] or a negative weight is reported with the Arrow path's message (the same text,
+naming the column, value, row and partition, and core's two-class hint); plans the native SQL path takes keep it."""
 
 from __future__ import annotations
 
@@ -54,7 +55,7 @@ def test_compute_metrics_binary_folds_in_the_jvm_and_equals_the_local_engine_and
     result = compute_metrics(df, evaluation=ev, layout=layout)
     assert taken == [1]
     plan = result._jdf.queryExecution().analyzed().toString()
-    assert "mm_" in plan or "Aggregator" in plan or "mergeablemetrics" in plan, plan[:2000]
+    assert "LocalRelation" in plan and "Python" not in plan and "Arrow" not in plan, plan[:2000]  # merged and finished on the driver
     got = collect_results(result, ev)
     want = ev.evaluate([pdf])
     arrow = collect_results(compute_metrics(df, evaluation=ev, native=False, layout=layout), ev)
@@ -124,8 +125,9 @@ def _error_text(run) -> str:
     ],
 )
 def test_compute_metrics_binary_invalid_value_has_the_arrow_paths_message(jvm_spark, monkeypatch, column, value, rule):
-    """The lazy JVM path cannot fall back: the values are checked before the JVM aggregate, and the error names the
-    column, the value, the row within its partition and the partition as the Arrow path (native=False) does."""
+    """The JVM job's check finds the invalid value (column and value only); compute_metrics then returns the Arrow
+    path's DataFrame, whose action raises naming the column, the value, the row within its partition and the
+    partition: the very text of native=False."""
     from mergeable_metrics.spark import collect_results, compute_metrics
 
     pdf = _frame(n=200)
@@ -142,10 +144,9 @@ def test_compute_metrics_binary_invalid_value_has_the_arrow_paths_message(jvm_sp
     assert f" at row 41: {rule}" in jvm_text and "[Spark partition 0;" in jvm_text
 
 
-@pytest.mark.xfail(strict=True, reason="left: core's two-class hint reads the batch's other labels; the JVM path's row check does not add it")
-def test_compute_metrics_binary_integer_label_gets_the_two_class_hint(jvm_spark):
+def test_compute_metrics_binary_integer_label_gets_the_two_class_hint(jvm_spark, monkeypatch):
     """An invalid label that is a class id (2 among 0/1) gets core's hint (task='multiclass', num_classes=3) on the
-    Arrow path; the lazy JVM path names the same column, value, row and partition but not the hint (yet)."""
+    Arrow path; compute_metrics (native=None) tries the JVM path first and gives the same text, hint included."""
     from mergeable_metrics.spark import collect_results, compute_metrics
 
     pdf = _frame(n=200)
@@ -153,9 +154,15 @@ def test_compute_metrics_binary_integer_label_gets_the_two_class_hint(jvm_spark)
     rows[41][1] = 2.0
     df = jvm_spark.createDataFrame(rows, "g string, y double, p double, w double").coalesce(1)
     ev = Evaluation(label_col="y", score_col="p", weight_col="w", metrics=METRICS, slices=["g"])
+    with pytest.raises(ValueError) as info:
+        ev.evaluate([pd.DataFrame(rows, columns=["g", "y", "p", "w"])])  # the local engine: one batch, row 41
+    local = str(info.value)
+    assert "num_classes=3" in local
     arrow_text = _error_text(lambda: collect_results(compute_metrics(df, evaluation=ev, native=False), ev))
-    assert "num_classes=3" in arrow_text  # core's hint, as the local engine gives it
+    assert arrow_text.startswith(local + " [Spark partition 0;")  # core's hint, as the local engine gives it
+    taken = _spy(monkeypatch)
     assert _error_text(lambda: collect_results(compute_metrics(df, evaluation=ev), ev)) == arrow_text
+    assert taken == [1]  # the JVM path was tried first
 
 
 def test_compute_metrics_weighted_multiclass_predictions_fold_in_the_jvm(jvm_spark, monkeypatch):
