@@ -132,11 +132,13 @@ def compute_metrics(
             (:mod:`mergeable_metrics.spark.sql_path`: count and confusion states of plain columns sliced by
             plain string/integer/boolean columns; no Python on the row path, one job for every
             spec); else, when a JDK is there and every state of the plan has a JVM port (plain columns and
-            slices, not score rows: :func:`mergeable_metrics.spark.jvm_path.jvm_blocker`), fold on the JVM
-            aggregates (:func:`mergeable_metrics.spark.jvm_path.compute_jvm`: the rows folded in Java, only
-            the groups' small states reach Python; the states are core's bytes, so the rows equal the Arrow
-            path's; an invalid value raises naming its column, value, row and partition, as on the Arrow
-            path, without core's two-class hint); else fold Arrow batches in Python. With a weight column
+            slices: :func:`mergeable_metrics.spark.jvm_path.jvm_blocker`), fold on the JVM aggregates
+            (:func:`mergeable_metrics.spark.jvm_path.compute_jvm`: one job, run when this function is called,
+            folds the rows in Java; the driver merges and finishes the groups' small states as :func:`evaluate`
+            does, and the result is a local DataFrame of those rows; the states are core's bytes, so the rows
+            equal the Arrow path's; an invalid value found by the Java checks makes this function return the
+            Arrow path's DataFrame instead, whose action raises core's message naming the row and partition);
+            else fold Arrow batches in Python (lazy). With a weight column
             the native job is not the default: the Arrow and JVM paths' exact sums
             (:mod:`mergeable_metrics._util.exact`) make every result bit-identical for any partitioning; the
             native job sums weights in Spark SQL's float64 order (exact for integer weights, last bits vary

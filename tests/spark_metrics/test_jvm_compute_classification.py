@@ -193,3 +193,57 @@ def test_compute_metrics_weighted_multiclass_predictions_fold_in_the_jvm(jvm_spa
     assert taken == [1, 1]
     assert jvm_text == _error_text(lambda: collect_results(compute_metrics(bad, evaluation=ev, native=False), ev))
     assert jvm_text.startswith("column 'q': invalid value 3.0 at row 17: predictions must be integers in [0, 3)")
+
+
+def test_compute_metrics_multiclass_score_rows_fold_in_the_jvm(jvm_spark, monkeypatch):
+    """Score rows (array<double> of K class probabilities per row) take the JVM path of compute_metrics too (they
+    kept the Arrow path while the lazy JVM path checked values in a projection): roc_auc (one-vs-rest and one-vs-one) and
+    average_precision per slice equal the local engine bit for bit and scikit-learn; an invalid row (a NaN entry)
+    gives the Arrow path's message text (column, value, row, entry, partition)."""
+    from pyspark.sql import types as T
+    from sklearn.preprocessing import label_binarize
+
+    from mergeable_metrics.spark import collect_results, compute_metrics
+
+    rng = np.random.default_rng(5)
+    n, k = 1200, 3
+    p = rng.dirichlet(np.ones(k), size=n)
+    p[::5, :2] = np.round(p[::5, :2], 1)  # ties, rows still summing to 1 within scikit-learn's check
+    p[::5, 2] = 1.0 - p[::5, 0] - p[::5, 1]
+    p = np.clip(p, 0.0, 1.0)
+    pdf = pd.DataFrame({"g": rng.choice(["a", "b"], n), "y": rng.integers(0, k, n), "p": list(p), "w": rng.choice([0.5, 1.0, 2.0, 1 / 3], n)})
+    metrics = ["roc_auc", "average_precision@macro", "roc_auc@multi_class=ovo", "example_count"]
+    ev = Evaluation(label_col="y", score_col="p", weight_col="w", task="multiclass", num_classes=k, metrics=metrics, slices=["g"])
+    taken = _spy(monkeypatch)
+    schema = T.StructType(
+        [
+            T.StructField("g", T.StringType()),
+            T.StructField("y", T.LongType()),
+            T.StructField("p", T.ArrayType(T.DoubleType())),
+            T.StructField("w", T.DoubleType()),
+        ]
+    )
+    rows = [[r.g, int(r.y), [float(x) for x in r.p], float(r.w)] for r in pdf.itertuples(index=False)]
+    df = jvm_spark.createDataFrame(rows, schema).repartition(3)
+    got = collect_results(compute_metrics(df, evaluation=ev), ev)
+    assert taken == [1]
+    want = ev.evaluate([pdf])
+    assert [s.key for s in got] == [s.key for s in want]
+    for a, b in zip(got, want):
+        assert a.n == b.n and _bits(a.weight) == _bits(b.weight)
+        for key in [m.key for m in ev.plan.metrics]:
+            assert _bits(a.metrics[key]) == _bits(b.metrics[key]), (a.key, key)
+    part = pdf[pdf.g == "a"]
+    scores = np.stack(part.p.to_numpy())
+    m = got[(("g", "a"),)].metrics
+    assert m["roc_auc"] == pytest.approx(roc_auc_score(part.y, scores, multi_class="ovr", sample_weight=part.w), rel=1e-12)
+    assert m["average_precision@macro"] == pytest.approx(
+        average_precision_score(label_binarize(part.y, classes=range(k)), scores, average="macro", sample_weight=part.w), rel=1e-12
+    )
+    bad_rows = [list(r) for r in rows[:100]]
+    bad_rows[23][2] = [0.2, float("nan"), 0.8]
+    bad = jvm_spark.createDataFrame(bad_rows, schema).coalesce(1)
+    jvm_text = _error_text(lambda: collect_results(compute_metrics(bad, evaluation=ev), ev))
+    assert taken == [1, 1]
+    assert jvm_text == _error_text(lambda: collect_results(compute_metrics(bad, evaluation=ev, native=False), ev))
+    assert jvm_text.startswith("column 'p': invalid value nan at row 23, entry 1: scores must be finite")
