@@ -7,9 +7,9 @@ Usage::
 
 The DataFrame is :func:`benchmarks.bench_spark.make_df`'s (label 0/1, score in [0, 1], prediction, 10 slice
 values), cached and counted before any timing. Timed, wall-clock medians of interleaved repeats (in alternating
-order), each job collected to the driver; the note also gives the median CPU seconds of each job (the JVM's
-``utime + stime``, executors of ``local[n]`` included, plus the Python driver's), steadier than the wall clock
-on a shared machine:
+order), each job collected to the driver; the note also gives the median CPU seconds of each job (the driver's
+and every process under it: the JVM, executors of ``local[n]`` included, and its Python workers), steadier than
+the wall clock on a shared machine:
 
 * global F1: ours (``metric_state_column(["f1"])`` collected, finished on the driver; and ``metric_columns``,
   whose count metrics finish in Java, in the same aggregate: no Python worker) against ``MulticlassClassificationEvaluator(metricName="f1")`` (target: >= 2x);
@@ -54,24 +54,42 @@ def _timed(fn) -> float:
 
 
 def _cpu_clock(spark):
-    """A function returning the CPU seconds used so far by the session's JVM (``utime + stime`` of
-    ``/proc/<pid>/stat``: the executors of ``local[n]`` included) plus this Python driver (``os.times``); None
-    where ``/proc`` is missing. On a shared machine the wall clock also counts other processes' time slices."""
+    """A function returning the CPU seconds used so far by this Python driver and every process under it (``utime +
+    stime + cutime + cstime`` of ``/proc/<pid>/stat``): the session's JVM (the executors of ``local[n]``) and its
+    Python daemon and workers (``mapInArrow``, ``applyInArrow``: the Arrow path's folds and merges); None where
+    ``/proc`` is missing. (Before helper cm26 it counted the JVM and the driver only, which left out the Python
+    workers' time.) On a shared machine the wall clock also counts other processes' time slices."""
     import os
 
     try:
-        pid = spark._jvm.java.lang.ProcessHandle.current().pid()
+        spark._jvm.java.lang.ProcessHandle.current().pid()  # a classic session: its JVM is a child of this process
         tick = os.sysconf("SC_CLK_TCK")
-        path = f"/proc/{pid}/stat"
-        open(path).close()
+        open(f"/proc/{os.getpid()}/stat").close()
     except Exception:  # pragma: no cover - no /proc, or a Connect session
         return None
+    root = os.getpid()
 
     def clock() -> float:
-        with open(path) as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        t = os.times()
-        return (int(fields[11]) + int(fields[12])) / tick + t.user + t.system
+        parent: dict[int, int] = {}
+        ticks: dict[int, int] = {}
+        for name in os.listdir("/proc"):
+            if not name.isdigit():
+                continue
+            try:
+                with open(f"/proc/{name}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except OSError:  # the process ended meanwhile
+                continue
+            parent[int(name)] = int(fields[1])
+            ticks[int(name)] = sum(int(x) for x in fields[11:15])
+        total = 0
+        for pid, t in ticks.items():
+            p = pid
+            while p not in (root, 0, 1) and p in parent:
+                p = parent[p]
+            if p == root:
+                total += t
+        return total / tick
 
     return clock
 
