@@ -7,9 +7,9 @@ Usage::
 
 The DataFrame is :func:`benchmarks.bench_spark.make_df`'s (label 0/1, score in [0, 1], prediction, 10 slice
 values), cached and counted before any timing. Timed, wall-clock medians of interleaved repeats (in alternating
-order), each job collected to the driver; the note also gives the median CPU seconds of each job (the JVM's
-``utime + stime``, executors of ``local[n]`` included, plus the Python driver's), steadier than the wall clock
-on a shared machine:
+order), each job collected to the driver; the note also gives the median CPU seconds of each job (the driver's
+and every process under it: the JVM, executors of ``local[n]`` included, and its Python workers), steadier than
+the wall clock on a shared machine:
 
 * global F1: ours (``metric_state_column(["f1"])`` collected, finished on the driver; and ``metric_columns``,
   whose count metrics finish in Java, in the same aggregate: no Python worker) against ``MulticlassClassificationEvaluator(metricName="f1")`` (target: >= 2x);
@@ -26,7 +26,11 @@ on a shared machine:
 * regression (issue 26 round 5; target ``label_d``, prediction ``score``): global ``r2`` (``metric_columns``)
   against MLlib's ``RegressionEvaluator``; 11 slices x (count, r2, mse, mae, mape) with ``rollup("slice")`` and
   ``metric_columns`` (Java finish, and a Python UDF finish for comparison) against plain SQL float sums of the same
-  moments (``rollup("slice").agg(sum(...))``: not exact); ``compute_metrics`` (JVM fold) against its Arrow path.
+  moments (``rollup("slice").agg(sum(...))``: not exact); ``compute_metrics`` (JVM fold) against its Arrow path;
+* ``compute_metrics`` of classification plans (issue 26 item 2), 11 slices, the JVM path against the Arrow path
+  (``native=False``): binary ``roc_auc``, ``average_precision``, ``f1``, ``log_loss`` (and ``evaluate``'s JVM
+  path), and a weighted 4-class plan of predictions (``f1@macro``, ``accuracy``, ``precision@macro``,
+  ``recall@macro``; 4 classes from the score, a fractional weight; the frame cached at its first use).
 """
 
 from __future__ import annotations
@@ -50,24 +54,42 @@ def _timed(fn) -> float:
 
 
 def _cpu_clock(spark):
-    """A function returning the CPU seconds used so far by the session's JVM (``utime + stime`` of
-    ``/proc/<pid>/stat``: the executors of ``local[n]`` included) plus this Python driver (``os.times``); None
-    where ``/proc`` is missing. On a shared machine the wall clock also counts other processes' time slices."""
+    """A function returning the CPU seconds used so far by this Python driver and every process under it (``utime +
+    stime + cutime + cstime`` of ``/proc/<pid>/stat``): the session's JVM (the executors of ``local[n]``) and its
+    Python daemon and workers (``mapInArrow``, ``applyInArrow``: the Arrow path's folds and merges); None where
+    ``/proc`` is missing. (Before helper cm26 it counted the JVM and the driver only, which left out the Python
+    workers' time.) On a shared machine the wall clock also counts other processes' time slices."""
     import os
 
     try:
-        pid = spark._jvm.java.lang.ProcessHandle.current().pid()
+        spark._jvm.java.lang.ProcessHandle.current().pid()  # a classic session: its JVM is a child of this process
         tick = os.sysconf("SC_CLK_TCK")
-        path = f"/proc/{pid}/stat"
-        open(path).close()
+        open(f"/proc/{os.getpid()}/stat").close()
     except Exception:  # pragma: no cover - no /proc, or a Connect session
         return None
+    root = os.getpid()
 
     def clock() -> float:
-        with open(path) as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        t = os.times()
-        return (int(fields[11]) + int(fields[12])) / tick + t.user + t.system
+        parent: dict[int, int] = {}
+        ticks: dict[int, int] = {}
+        for name in os.listdir("/proc"):
+            if not name.isdigit():
+                continue
+            try:
+                with open(f"/proc/{name}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except OSError:  # the process ended meanwhile
+                continue
+            parent[int(name)] = int(fields[1])
+            ticks[int(name)] = sum(int(x) for x in fields[11:15])
+        total = 0
+        for pid, t in ticks.items():
+            p = pid
+            while p not in (root, 0, 1) and p in parent:
+                p = parent[p]
+            if p == root:
+                total += t
+        return total / tick
 
     return clock
 
@@ -135,7 +157,28 @@ def jobs(spark, df) -> dict[str, object]:
     ev = Evaluation(metrics=REGRESSION, slices=["slice"], **reg)
     out["ours_reg_compute_metrics"] = lambda: collect_results(compute_metrics(df, evaluation=ev), ev)
     out["arrow_reg_compute_metrics"] = lambda: collect_results(compute_metrics(df, evaluation=ev, native=False), ev)
+    # issue 26 item 2 (helper cm26): compute_metrics of classification plans, the JVM path (the driver merges and
+    # finishes the groups' states) against the Arrow path; a binary plan and a weighted 4-class plan, 11 slices
+    from mergeable_metrics.spark import evaluate
+
+    binary = Evaluation(label_col="label", score_col="score", metrics=BINARY, slices=["slice"])
+    out["ours_bin_compute_metrics"] = lambda: collect_results(compute_metrics(df, evaluation=binary), binary)
+    out["arrow_bin_compute_metrics"] = lambda: collect_results(compute_metrics(df, evaluation=binary, native=False), binary)
+    out["ours_bin_evaluate"] = lambda: evaluate(df, evaluation=binary)
+    t = F.least(F.lit(3), F.floor(F.col("score") * 4)).cast("int")  # 4 classes from the score, predictions off by the label
+    dfm = df.select(
+        "slice", t.alias("t"), ((t + F.col("label") * (F.col("prediction") + 1)).cast("int") % 4).alias("q"), (F.col("score") + 0.25).alias("w")
+    ).cache()
+    multi = Evaluation(label_col="t", prediction_col="q", weight_col="w", task="multiclass", num_classes=4, metrics=MULTICLASS, slices=["slice"])
+    out["ours_mc_compute_metrics"] = lambda: collect_results(compute_metrics(dfm, evaluation=multi), multi)
+    out["arrow_mc_compute_metrics"] = lambda: collect_results(compute_metrics(dfm, evaluation=multi, native=False), multi)
     return out
+
+
+#: the binary plan of compute_metrics' classification jobs
+BINARY = ["roc_auc", "average_precision", "f1", "log_loss"]
+#: the weighted 4-class plan of compute_metrics' classification jobs
+MULTICLASS = ["f1@macro", "accuracy", "precision@macro", "recall@macro"]
 
 
 #: the regression metrics of the regression jobs
@@ -220,6 +263,14 @@ def run(n: int, repeats: int, partitions: int = 4, only: list[str] | None = None
     row("11 slices x (count, r2, mse, mae, mape), rollup + metric_columns (Java finish) vs SQL float sums", "ours_reg_sliced_columns", "floor_reg_sliced", 0.8)
     row("11 slices x regression, rollup + metric_columns (Python UDF finish)", "ours_reg_sliced_columns_udf", "floor_reg_sliced", 0.8)
     row("11 slices x regression, compute_metrics JVM fold vs its Arrow path", "ours_reg_compute_metrics", "arrow_reg_compute_metrics", 1.0)
+    row("11 slices x (roc_auc, AP, f1, log_loss), compute_metrics JVM path vs its Arrow path", "ours_bin_compute_metrics", "arrow_bin_compute_metrics", 1.0)
+    row("11 slices x (roc_auc, AP, f1, log_loss), compute_metrics JVM path vs evaluate's", "ours_bin_compute_metrics", "ours_bin_evaluate", 1.0)
+    row(
+        "11 slices x weighted 4-class (f1, accuracy, P, R @macro), compute_metrics JVM path vs its Arrow path",
+        "ours_mc_compute_metrics",
+        "arrow_mc_compute_metrics",
+        1.0,
+    )
     return rows
 
 

@@ -57,6 +57,23 @@ def _path(df: "DataFrame", evaluation: Evaluation, native: bool | None) -> tuple
     return blocker, exprs
 
 
+def _on_jvm(df: "DataFrame", evaluation: Evaluation, caller: str, run: Any) -> Any:
+    """``run(spec)`` when the JVM path can take ``evaluation`` (:func:`mergeable_metrics.spark.jvm_path.jvm_blocker`),
+    else None (one info line says why). An invalid value found in the JVM (or a regression error past float64) gives
+    None too: the Arrow path then reports it naming its row and partition, with core's own message and hints."""
+    spec, why = jvm_path.jvm_blocker(df, evaluation)
+    if spec is None:
+        _log.info("mergeable_metrics.spark.%s: not the JVM path: %s", caller, why)
+        return None
+    try:
+        return run(spec)
+    except Exception as e:
+        if "invalid value" not in str(e) and "overflows float64" not in str(e):
+            raise
+        _log.info("mergeable_metrics.spark.%s: an invalid value on the JVM path; the Arrow path names its row", caller)
+        return None
+
+
 def _check_batch(df: "DataFrame", output_mode: str | None) -> None:
     if output_mode is not None:
         raise ValueError("output_mode is for windowed metrics of a streaming DataFrame (window=...)")
@@ -114,14 +131,19 @@ def compute_metrics(
         native: None (default): run as native Spark SQL aggregates when the plan allows it
             (:mod:`mergeable_metrics.spark.sql_path`: count and confusion states of plain columns sliced by
             plain string/integer/boolean columns; no Python on the row path, one job for every
-            spec), else fold Arrow batches in Python. With a weight column the default is the
-            Arrow path, whose exact sums (:mod:`mergeable_metrics._util.exact`) make every result bit-identical for
-            any partitioning; the native job sums weights in Spark SQL's float64 order (exact for
-            integer weights, last bits vary with fractional ones). Regression plans (single
-            output, plain columns and slices) fold on the JVM aggregates when a JDK is there
-            (:func:`mergeable_metrics.spark.jvm_path.compute_jvm`: the rows folded in Java, only
-            the groups' small states reach Python; the same rows; an invalid value raises naming
-            its column, value, row and partition, as on the Arrow path). True: require the native job
+            spec); else, when a JDK is there and every state of the plan has a JVM port (plain columns and
+            slices: :func:`mergeable_metrics.spark.jvm_path.jvm_blocker`), fold on the JVM aggregates
+            (:func:`mergeable_metrics.spark.jvm_path.compute_jvm`: one job, run when this function is called,
+            folds the rows in Java; the driver merges and finishes the groups' small states as :func:`evaluate`
+            does, and the result is a local DataFrame of those rows; the states are core's bytes, so the rows
+            equal the Arrow path's; an invalid value found by the Java checks makes this function return the
+            Arrow path's DataFrame instead, whose action raises core's message naming the row and partition);
+            else fold Arrow batches in Python (lazy). With a weight column
+            the native job is not the default: the Arrow and JVM paths' exact sums
+            (:mod:`mergeable_metrics._util.exact`) make every result bit-identical for any partitioning; the
+            native job sums weights in Spark SQL's float64 order (exact for integer weights, last bits vary
+            with fractional ones).
+            True: require the native job
             (raises ``ValueError`` saying why not). False: always the Arrow path.
         window: event-time windows: ``("ts", "1 hour")`` (tumbling), ``("ts", "1 hour", "15
             minutes")`` (sliding: a row is in each of its windows), ``"ts:1h:15m"`` or a
@@ -189,11 +211,12 @@ def compute_metrics(
     blocker, exprs = _path(df, evaluation, native)
     if blocker is None:
         return sql_path.compute_native(df, exprs, evaluation, ResultLayout(evaluation, layout=layout))
-    if native is None and evaluation.plan.task.kind == "regression":
-        spec, why = jvm_path.jvm_blocker(df, evaluation)
-        if spec is not None:  # the rows folded in the JVM; core merges and finishes the slices' states
-            return jvm_path.compute_jvm(df, exprs, evaluation, spec, ResultLayout(evaluation, layout=layout))
-        _log.info("mergeable_metrics.spark.compute_metrics: not the JVM path: %s", why)
+    if native is None:  # the rows folded in the JVM (one job, now); the driver merges and finishes the groups' states
+        result = _on_jvm(
+            df, evaluation, "compute_metrics", lambda spec: jvm_path.compute_jvm(df, exprs, evaluation, spec, ResultLayout(evaluation, layout=layout))
+        )
+        if result is not None:
+            return result
     evaluation = profile_evaluation(df, evaluation)  # max_slices / quantile buckets: an (eager) counting job first
     return arrow_path.compute_arrow(arrow_path.partial_states(df, exprs, evaluation), evaluation, ResultLayout(evaluation, layout=layout))
 
@@ -266,16 +289,9 @@ def evaluate(
         return collect_results(compute_metrics(df, evaluation=evaluation, window=window, layout="long"), we)
     _check_batch(df, None)
     if native is None:
-        spec, why = jvm_path.jvm_blocker(df, evaluation)
-        if spec is not None:
-            try:
-                return jvm_path.evaluate_jvm(df, prepare_columns(df, evaluation), evaluation, spec)  # no Python on the executors
-            except Exception as e:  # an invalid value (or a regression error past float64): the other paths name its row and partition
-                if "invalid value" not in str(e) and "overflows float64" not in str(e):
-                    raise
-                _log.info("mergeable_metrics.spark.evaluate: an invalid value on the JVM path; the Arrow path names its row")
-        else:
-            _log.info("mergeable_metrics.spark.evaluate: not the JVM path: %s", why)
+        results = _on_jvm(df, evaluation, "evaluate", lambda spec: jvm_path.evaluate_jvm(df, prepare_columns(df, evaluation), evaluation, spec))
+        if results is not None:  # no Python on the executors
+            return results
     check_workers(df.sparkSession)
     blocker, exprs = _path(df, evaluation, native)
     layout = ResultLayout(evaluation, layout="long")

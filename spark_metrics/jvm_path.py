@@ -7,9 +7,10 @@ It applies when every state of the plan has a JVM port, the inputs are plain col
 and the slice specs are plain ``GROUP BY`` columns (:func:`mergeable_metrics.spark.sql_path.slices_blocker`);
 otherwise :func:`jvm_blocker` says why in one line and the other paths run.
 
-:func:`compute_jvm` is the lazy form :func:`mergeable_metrics.spark.compute_metrics` takes for single-output
-regression plans: the same JVM aggregation, then the groups' states merged per slice and finished by core on the
-executors (the Arrow path's second stage), the values checked first so that an invalid one names its row.
+:func:`compute_jvm` is the form :func:`mergeable_metrics.spark.compute_metrics` takes for the same plans: the same
+job and driver-side merge and finish, the rows returned as a local DataFrame. An invalid value makes the Java
+check raise (its column and value): both callers then take the Arrow path, whose message names the row and
+partition (and carries core's hints).
 """
 
 from __future__ import annotations
@@ -51,63 +52,16 @@ def jvm_blocker(df: "DataFrame", evaluation: Evaluation) -> tuple[str | None, st
     return spec, ""
 
 
-def _checked_values(evaluation: Evaluation, spec: str) -> list:
-    """The value columns of a frame with ``__row`` (``monotonically_increasing_id()``), each raising, at its first
-    invalid value, core's message with the row's position within its Spark partition and the partition (as the
-    Arrow path's): for a lazy result (:func:`compute_jvm`), which cannot fall back to the Arrow path. The JVM
-    aggregate checks the values again (no row positions there)."""
-    from pyspark.sql import functions as F
-
-    fields = spec.split("\x1f")
-    mode = int(fields[1])
-    rules = {evaluation.label_col: fields[6], fields[4]: fields[7], evaluation.weight_col: fields[8]}
-    out = []
-    row = (F.col("__row").bitwiseAND(F.lit((1 << 33) - 1))).cast("string")
-    for name in _value_columns(evaluation):
-        c = F.col(quote(name))
-        rule = rules.get(name)
-        value = c.cast("double")
-        nonfinite = value.isNull() | F.isnan(value) | (F.abs(value) == F.lit(float("inf")))
-        if rule is None or mode != jvm.VALUES_MODE:
-            out.append(c)
-            continue
-        bad = nonfinite | (value < 0) if name == evaluation.weight_col else nonfinite
-        shown = (
-            F.when(value.isNull(), F.lit("null"))  # a SQL null, as core names an Arrow null
-            .when(F.isnan(value), F.lit("nan"))
-            .when(value == F.lit(float("inf")), F.lit("inf"))
-            .when(value == F.lit(float("-inf")), F.lit("-inf"))
-            .otherwise(value.cast("string"))
-        )
-        message = F.concat(
-            F.lit(f"column {name!r}: invalid value "),
-            shown,
-            F.lit(" at row "),
-            row,
-            F.lit(f": {rule} [Spark partition "),
-            F.spark_partition_id().cast("string"),
-            F.lit("; rows are counted from 0 within the partition]"),
-        )
-        out.append(F.when(bad, F.raise_error(message).cast("double")).otherwise(c).alias(name))
-    return out
-
-
-def _grouped(df: "DataFrame", exprs: list, evaluation: Evaluation, spec: str, rows: bool = False) -> tuple["DataFrame", list[str], list[str]]:
+def _grouped(df: "DataFrame", exprs: list, evaluation: Evaluation, spec: str) -> tuple["DataFrame", list[str], list[str]]:
     """``(groups, slice columns, their names in groups)``: one JVM aggregation of ``df`` by every slice column
-    (``__states``: each group's packed states), lazy. ``rows``: an invalid value names its row (regression
-    values; :func:`_checked_values`)."""
+    (``__states``: each group's packed states), lazy."""
     from pyspark.sql import functions as F
 
     slice_cols = list(dict.fromkeys(c for spec_ in evaluation.slices for c in spec_.columns))
     names = [f"__s{i}" for i in range(len(slice_cols))]
-    base = df.select(*exprs)
     state = jvm.evaluation_column(df.sparkSession, evaluation, spec).alias("__states")
-    if rows:
-        base = base.select("*", F.monotonically_increasing_id().alias("__row"))
-        values = _checked_values(evaluation, spec)
-    else:
-        values = [F.col(quote(c)) for c in _value_columns(evaluation)]
-    keyed = base.select(*[F.col(quote(c)).alias(n) for c, n in zip(slice_cols, names)], *values)
+    values = [F.col(quote(c)) for c in _value_columns(evaluation)]
+    keyed = df.select(*exprs).select(*[F.col(quote(c)).alias(n) for c, n in zip(slice_cols, names)], *values)
     grouped = keyed.groupBy(*names).agg(state) if names else keyed.agg(state)
     return grouped, slice_cols, names
 
@@ -136,36 +90,11 @@ def _merge_groups(evaluation: Evaluation, table: Any, blobs: list, slice_cols: l
     return merged
 
 
-def compute_jvm(df: "DataFrame", exprs: list, evaluation: Evaluation, spec: str, layout: Any) -> "DataFrame":
-    """The result DataFrame of :func:`mergeable_metrics.spark.compute_metrics` on the JVM path (lazy): the rows
-    folded by the JVM aggregates, one group per combination of slice values; then, on the executors, each
-    partition of the (small) groups merged per slice (``mapInArrow``) and every slice's partial states merged
-    and finished by core (:func:`mergeable_metrics.spark.arrow_path.compute_arrow`, the Arrow path's second
-    stage). No Python sees a row; the states are the Python fold's, so the rows equal the Arrow path's."""
-    from mergeable_metrics.engine import slice_key_to_json
-    from mergeable_metrics.spark import arrow_path
-    from mergeable_metrics.spark._frames import states_schema
-
-    grouped, slice_cols, names = _grouped(df, exprs, evaluation, spec, rows=True)
-
-    def to_partial(batches: Any) -> Any:
-        import pyarrow as pa
-
-        for batch in batches:
-            table = pa.Table.from_batches([batch])
-            merged = _merge_groups(evaluation, table, table.column("__states").to_pylist(), slice_cols, names)
-            keys = list(merged)
-            yield pa.RecordBatch.from_pydict(
-                {"slice_key": [slice_key_to_json(k) for k in keys], "states": [evaluation.slice_codec.encode(merged[k]) for k in keys]},
-                schema=pa.schema([("slice_key", pa.string()), ("states", pa.binary())]),
-            )
-
-    return arrow_path.compute_arrow(grouped.mapInArrow(to_partial, states_schema()), evaluation, layout)
-
-
-def evaluate_jvm(df: "DataFrame", exprs: list, evaluation: Evaluation, spec: str) -> Results:
-    """The Results of ``evaluation`` on ``df``: one JVM aggregation by every slice column, then per spec the
-    exact merge of its groups' states and core's finish, on the driver."""
+def jvm_rows(df: "DataFrame", exprs: list, evaluation: Evaluation, spec: str) -> list[dict[str, Any]]:
+    """Core's long rows (:meth:`mergeable_metrics.Results.to_rows`) of ``evaluation`` on ``df``: one JVM
+    aggregation by every slice column (one job; no Python on the executors), then, on the driver, per spec the
+    exact merge of its groups' states and core's finish. An invalid value raises the Java check's error (its
+    column and value, not its row)."""
     grouped, slice_cols, names = _grouped(df, exprs, evaluation, spec)
     if names:
         table = grouped.toArrow()
@@ -178,7 +107,21 @@ def evaluate_jvm(df: "DataFrame", exprs: list, evaluation: Evaluation, spec: str
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UndefinedMetricWarning)
         results = evaluation.finish(merged, add_overall=False)
-    return evaluation.collect(rows=results.to_rows())
+    return results.to_rows()
+
+
+def evaluate_jvm(df: "DataFrame", exprs: list, evaluation: Evaluation, spec: str) -> Results:
+    """The Results of ``evaluation`` on ``df`` (:func:`jvm_rows`, collected)."""
+    return evaluation.collect(rows=jvm_rows(df, exprs, evaluation, spec))
+
+
+def compute_jvm(df: "DataFrame", exprs: list, evaluation: Evaluation, spec: str, layout: Any) -> "DataFrame":
+    """The result DataFrame of :func:`mergeable_metrics.spark.compute_metrics` on the JVM path: :func:`jvm_rows`
+    (the job runs now; the driver merges and finishes the groups' small states, as :func:`evaluate_jvm` does),
+    as a local DataFrame of ``layout``'s rows. No Python runs on the executors; the states are the Python fold's,
+    so the rows equal the Arrow path's."""
+    rows = jvm_rows(df, exprs, evaluation, spec)
+    return df.sparkSession.createDataFrame(layout.table(rows), schema=layout.spark_schema())
 
 
 def _value_columns(evaluation: Evaluation) -> list[str]:

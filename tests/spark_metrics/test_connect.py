@@ -352,3 +352,40 @@ def test_regression_terms_and_quantiles_over_connect(connect):
         sw = None if wc is None else part.w
         assert got["FR"]["msle"] == pytest.approx(mean_squared_log_error(part.t, part.q, sample_weight=sw), rel=1e-12)
         assert got["FR"]["median_absolute_error"] == pytest.approx(median_absolute_error(part.t, part.q, sample_weight=sw), rel=1e-12)
+
+
+def test_compute_metrics_binary_over_connect(connect, monkeypatch):
+    """compute_metrics of a binary roc_auc / average_precision / f1 / log_loss plan over Connect takes the JVM path
+    (the driver merges and finishes the groups' states; the result a local DataFrame): the local engine's values
+    bit for bit and scikit-learn's; an invalid label that is a class id (2) gets the Arrow path's message with core's
+    two-class hint."""
+    from sklearn.metrics import log_loss, roc_auc_score
+
+    from mergeable_metrics.spark import jvm, jvm_path
+
+    if jvm.find_javac() is None and jvm.jar_path(build=False) is None:
+        pytest.skip(jvm.NO_JDK)
+    pdf = _frame(2000, seed=4)
+    pdf["p"] = np.round(pdf.p, 3)  # ties
+    metrics = ["roc_auc", "average_precision", "f1", "log_loss", "example_count"]
+    ev = Evaluation(label_col="y", score_col="p", weight_col="w", metrics=metrics, slices=["country"])
+    taken = []
+    real = jvm_path.compute_jvm
+    monkeypatch.setattr(jvm_path, "compute_jvm", lambda *a: taken.append(1) or real(*a))
+    got = collect_results(compute_metrics(connect.createDataFrame(pdf).repartition(3), evaluation=ev), ev)
+    assert taken == [1]  # the JVM fold, not the Arrow path
+    want = ev.evaluate([pdf])
+    assert [s.key for s in got] == [s.key for s in want]
+    for a, b in zip(got, want):
+        assert a.n == b.n and all(_same(a.metrics[m], b.metrics[m]) for m in metrics), (a.key, a.metrics, b.metrics)
+    part = pdf[pdf.country == "FR"]
+    fr = got[(("country", "FR"),)].metrics
+    assert fr["roc_auc"] == pytest.approx(roc_auc_score(part.y, part.p, sample_weight=part.w), rel=1e-12)
+    assert fr["log_loss"] == pytest.approx(log_loss(part.y, part.p, sample_weight=part.w, labels=[0, 1]), rel=1e-12)
+    bad = pdf.iloc[:200].copy()
+    bad.loc[bad.index[57], "y"] = 2
+    with pytest.raises(
+        Exception, match=r"column 'y': invalid value 2(\.0)? at row \d+: labels must be 0 or 1; for 3 classes pass task='multiclass', num_classes=3"
+    ):
+        collect_results(compute_metrics(connect.createDataFrame(bad).coalesce(1), evaluation=ev), ev)
+    assert taken == [1, 1]

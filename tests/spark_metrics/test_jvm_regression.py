@@ -357,8 +357,8 @@ def test_compute_metrics_regression_folds_in_the_jvm_and_equals_the_local_engine
 
 @pytest.mark.parametrize("column,value,shown", [("y", float("nan"), "nan"), ("p", float("-inf"), "-inf"), ("w", -2.0, "-2.0"), ("y", None, "null")])
 def test_compute_metrics_regression_names_the_row_of_an_invalid_value(jvm_spark, column, value, shown):
-    """The lazy JVM path of compute_metrics cannot fall back: its values are checked before the JVM aggregate, naming
-    the row within its partition and the partition, as the Arrow path does."""
+    """An invalid value found by the JVM job's checks sends compute_metrics to the Arrow path, whose action names the
+    row within its partition and the partition: the same message as native=False's."""
     from mergeable_metrics.spark import collect_results, compute_metrics
 
     pdf = _frame(n=300)
