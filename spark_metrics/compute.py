@@ -193,8 +193,9 @@ def compute_metrics(
             not numeric/boolean, or a slice column is not atomic; ``evaluation`` is not a
             :class:`mergeable_metrics.Evaluation` or is given together with keyword arguments.
         ValueError: ``layout`` is not ``"wide"`` or ``"long"``.
-        mergeable_metrics.spark.session.SparkSetupError: the session's Python workers cannot import this
-            package (checked once per session, :func:`mergeable_metrics.spark.session.check_workers`).
+        mergeable_metrics.spark.session.SparkSetupError: a path that runs Python on the executors (not
+            the JVM path) and the session's Python workers cannot import this package (checked once
+            per session, :func:`mergeable_metrics.spark.session.check_workers`).
         pyspark.errors.PythonException: raised when an action runs, if an executor finds an
             invalid value (with ``on_invalid="raise"``, the default); its text carries core's
             message naming the column, the value and the row position within the partition,
@@ -203,20 +204,22 @@ def compute_metrics(
     evaluation = resolve_evaluation(evaluation, evaluation_kwargs)
     if layout not in ("wide", "long"):
         raise ValueError(f'layout must be "wide" (one row per slice) or "long" (one row per slice and metric), got {layout!r}')
-    check_workers(df.sparkSession)
     if window is not None:
+        check_workers(df.sparkSession)
         we = WindowedEvaluation(window, evaluation)
         return compute_window_metrics(df, we, output_mode, ResultLayout(evaluation, layout=layout, windowed=True))
     _check_batch(df, output_mode)
     blocker, exprs = _path(df, evaluation, native)
     if blocker is None:
+        check_workers(df.sparkSession)
         return sql_path.compute_native(df, exprs, evaluation, ResultLayout(evaluation, layout=layout))
     if native is None:  # the rows folded in the JVM (one job, now); the driver merges and finishes the groups' states
         result = _on_jvm(
             df, evaluation, "compute_metrics", lambda spec: jvm_path.compute_jvm(df, exprs, evaluation, spec, ResultLayout(evaluation, layout=layout))
         )
-        if result is not None:
+        if result is not None:  # no Python on the executors
             return result
+    check_workers(df.sparkSession)
     evaluation = profile_evaluation(df, evaluation)  # max_slices / quantile buckets: an (eager) counting job first
     return arrow_path.compute_arrow(arrow_path.partial_states(df, exprs, evaluation), evaluation, ResultLayout(evaluation, layout=layout))
 

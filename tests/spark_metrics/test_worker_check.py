@@ -41,7 +41,7 @@ def test_a_worker_python_without_the_package_fails_in_one_line_before_the_job(sp
     worker_python(exe)
     df = spark.createDataFrame([(1, 0.9), (0, 0.2)], ["y", "p"])
     with pytest.raises(SparkSetupError) as e:
-        compute_metrics(df, label_col="y", score_col="p")
+        compute_metrics(df, label_col="y", score_col="p", native=False)  # the Arrow path: Python on the executors
     msg = str(e.value)
     assert "\n" not in msg
     assert "cannot run mergeable_metrics.spark (ModuleNotFoundError: No module named 'mergeable_metrics')" in msg
@@ -86,3 +86,25 @@ def test_checked_once_per_session_and_worker_python(spark, monkeypatch):
 
     monkeypatch.setattr(spark.sparkContext, "parallelize", no_job)
     check_workers(spark)  # cached: no job
+
+
+def test_the_jvm_path_of_compute_metrics_needs_no_python_package_on_the_workers(spark, worker_python, tmp_path):
+    """Issue 26: with the JVM path the executors need no Python package: ``compute_metrics`` of a plan the JVM
+    path takes runs (and equals scikit-learn) although the workers' Python cannot import the package."""
+    from sklearn.metrics import f1_score, roc_auc_score
+
+    from mergeable_metrics import Evaluation
+    from mergeable_metrics.spark import jvm_path
+
+    shadow = tmp_path / "shadow" / "mergeable_metrics"
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text("raise ModuleNotFoundError(\"No module named 'mergeable_metrics'\")\n")
+    exe = _script(tmp_path / "python", f'cd "{tmp_path}" && PYTHONPATH="{shadow.parent}:$PYTHONPATH" exec "{sys.executable}" "$@"')
+    worker_python(exe)
+    y, p = [1, 0, 1, 1, 0, 0, 1, 0], [0.9, 0.2, 0.6, 0.4, 0.7, 0.1, 0.8, 0.3]
+    df = spark.createDataFrame(list(zip(y, p)), ["y", "p"])
+    ev = Evaluation(label_col="y", score_col="p", metrics=["roc_auc", "f1"])
+    if jvm_path.jvm_blocker(df, ev)[0] is None:
+        pytest.skip("the JVM path is not available here (no JDK)")
+    row = compute_metrics(df, evaluation=ev).collect()[0].asDict()
+    assert row["roc_auc"] == roc_auc_score(y, p) and row["f1"] == f1_score(y, [int(v >= 0.5) for v in p])
