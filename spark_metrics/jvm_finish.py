@@ -257,7 +257,7 @@ def _sql_multiclass_evaluation(metric: str, reads: str, num_classes: int, weight
     return Evaluation(label_col="label", metrics=[metric], weight_col="weight" if weighted else None, task="multiclass", num_classes=num_classes, **column)
 
 
-def register_sql_functions(spark: Any, num_classes: int | None = None) -> list[str]:
+def register_sql_functions(spark: Any, num_classes: int | None = None, tweedie_power: float | None = None) -> list[str]:
     """Register the SQL aggregate functions of the JVM path in a classic session; returns their names.
 
     * ``mm_accuracy(label, score[, weight])``, ``mm_precision``, ``mm_recall``, ``mm_f1`` (labels 0/1, a
@@ -272,6 +272,9 @@ def register_sql_functions(spark: Any, num_classes: int | None = None) -> list[s
       predictions), folded and finished in the JVM, bit for bit core's value; ``mm_msle``, ``mm_rmsle``,
       ``mm_mean_poisson_deviance``, ``mm_mean_gamma_deviance`` likewise (NaN for a group with a row outside the
       metric's domain, as core);
+    * with ``tweedie_power=P``, ``mm_mean_tweedie_deviance(target, prediction[, weight])``: the Tweedie deviance of
+      power ``P`` (any power scikit-learn accepts: ``P <= 0`` or ``P >= 1``), folded and finished in the JVM, bit for bit
+      core's value (its powers are fdlibm's ``pow`` on both sides); a second call with another ``P`` replaces it;
     * ``mm_roc_auc_state(label, score)``, ``mm_average_precision_state``: the group's score distribution
       (state bytes): their finish is core's, in Python (:func:`finish_sql_state`), with bounds beyond the capacity;
     * with ``num_classes=K`` (labels in [0, K)), the multiclass names of :data:`SQL_MULTICLASS_FUNCTIONS`:
@@ -289,12 +292,17 @@ def register_sql_functions(spark: Any, num_classes: int | None = None) -> list[s
     Raises:
         RuntimeError: no JDK (the message says what to install), or a Spark Connect session (there,
             use :func:`mergeable_metrics.spark.metric_columns`).
+        ValueError: ``num_classes`` not an integer >= 2, ``tweedie_power`` in (0, 1) or not a number.
     """
     if jvm.is_connect(spark):
         raise RuntimeError("register_sql_functions needs a classic session (Spark Connect: use metric_columns)")
     names = []
     functions = [(name, metric, None) for name, metric in SQL_FUNCTIONS.items()]
     functions += [(name, metric, "regression") for name, metric in SQL_REGRESSION_FUNCTIONS.items()]
+    if tweedie_power is not None:
+        if isinstance(tweedie_power, bool) or not isinstance(tweedie_power, (int, float)) or not (tweedie_power <= 0 or tweedie_power >= 1):
+            raise ValueError(f"register_sql_functions: tweedie_power must be a number <= 0 or >= 1 (scikit-learn's), got {tweedie_power!r}")
+        functions.append(("mm_mean_tweedie_deviance", f"mean_tweedie_deviance@power={float(tweedie_power)!r}", "regression"))
     for name, metric, task in functions:
         specs = []
         for weighted in (False, True):

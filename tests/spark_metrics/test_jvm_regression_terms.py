@@ -293,3 +293,33 @@ def test_term_metrics_finish_in_the_jvm_without_python_and_their_sql_names(jvm_s
         sw = part.w if weighted else None
         assert r["b"] == pytest.approx(root_mean_squared_log_error(part.y, part.p, sample_weight=sw), rel=1e-12)
         assert r["c"] == pytest.approx(mean_poisson_deviance(part.y, part.p, sample_weight=sw), rel=1e-12)
+
+
+@pytest.mark.parametrize("power", [1.5, 3, -0.5])
+def test_the_sql_name_of_a_tweedie_deviance_of_any_power(jvm_spark, power):
+    """``register_sql_functions(spark, tweedie_power=P)`` adds ``mm_mean_tweedie_deviance(target, prediction[,
+    weight])``: per group the local engine's value bit for bit and scikit-learn's; a power in (0, 1) is refused."""
+    from sklearn.metrics import mean_tweedie_deviance
+
+    from mergeable_metrics.spark import register_sql_functions
+
+    rng = np.random.default_rng(11)
+    n = 600
+    pdf = pd.DataFrame({"g": rng.choice(["a", "b"], n), "y": rng.gamma(2.0, 1.5, n), "p": rng.gamma(2.0, 1.5, n) + 0.1, "w": rng.random(n)})
+    assert "mm_mean_tweedie_deviance" in register_sql_functions(jvm_spark, tweedie_power=power)
+    jvm_spark.createDataFrame(pdf).repartition(3).createOrReplaceTempView("tweedie_t")
+    rows = jvm_spark.sql("SELECT g, mm_mean_tweedie_deviance(y, p) AS d, mm_mean_tweedie_deviance(y, p, w) AS dw FROM tweedie_t GROUP BY g").collect()
+    metric = f"mean_tweedie_deviance@power={power}"
+    ev = Evaluation(label_col="y", score_col="p", metrics=[metric], task="regression", slices=["g"])
+    evw = Evaluation(label_col="y", score_col="p", weight_col="w", metrics=[metric], task="regression", slices=["g"])
+    want, wantw = ev.evaluate([pdf]), evw.evaluate([pdf])
+    key = ev.plan.metrics[0].key
+    assert sorted(r["g"] for r in rows) == ["a", "b"]
+    for r in rows:
+        part = pdf[pdf.g == r["g"]]
+        assert _bits(r["d"]) == _bits(want[(("g", r["g"]),)].metrics[key])
+        assert _bits(r["dw"]) == _bits(wantw[(("g", r["g"]),)].metrics[key])
+        assert r["d"] == pytest.approx(mean_tweedie_deviance(part.y, part.p, power=power), rel=1e-12)
+        assert r["dw"] == pytest.approx(mean_tweedie_deviance(part.y, part.p, sample_weight=part.w, power=power), rel=1e-12)
+    with pytest.raises(ValueError, match=r"tweedie_power must be a number <= 0 or >= 1"):
+        register_sql_functions(jvm_spark, tweedie_power=0.5)
