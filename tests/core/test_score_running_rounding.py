@@ -115,6 +115,7 @@ def _collection(n: int, seed: int, weights: str) -> tuple[MetricCollection, tupl
 
 
 @needs_numba
+@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning", "ignore:metric .* is undefined")
 @pytest.mark.parametrize("weights", ["random", "integers", "fine", "large"])
 def test_computed_values_and_bytes_are_the_limbs_rounding(weights, monkeypatch):
     n = 120_000
