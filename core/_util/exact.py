@@ -359,15 +359,22 @@ class ExactSums:
         return self
 
     @classmethod
-    def lazy(cls, limbs: np.ndarray, exp: int, shape: tuple[int, ...]) -> "ExactSums":
+    def lazy(cls, limbs: np.ndarray, exp: int, shape: tuple[int, ...], values: np.ndarray | None = None) -> "ExactSums":
         """The exact sums of raw ``limbs`` ((m, L) int64, |entries| < 2**62), canonicalised and
         rounded only when ``values``, ``exp`` or ``limbs`` is first read (then as
         :meth:`from_limbs`): sums that are only added to others (a fold of many batches) skip
-        the rounding of every intermediate."""
+        the rounding of every intermediate. ``values``: the sums already correctly rounded
+        (float64, +0.0 for zeros), when the caller rounded them another way (e.g. the 128-bit
+        sums of :meth:`mergeable_metrics.states.score_running.RunningBins.grid_bins`): reading
+        ``values`` then canonicalises nothing (``exp`` and ``limbs`` still do)."""
         self = object.__new__(cls)
         self.shape = tuple(shape)
         self._raw = (limbs, int(exp))
-        self._values = self._limbs = None  # type: ignore[assignment]
+        self._limbs = None  # type: ignore[assignment]
+        if values is not None:
+            values = values.reshape(self.shape)
+            values.flags.writeable = False
+        self._values = values  # type: ignore[assignment]
         self._exp = 0
         return self
 
@@ -381,9 +388,11 @@ class ExactSums:
     @property
     def values(self) -> np.ndarray:
         """(shape) float64: each sum correctly rounded."""
-        if self._raw is not None:
+        v = self._values
+        if v is None:  # raw limbs not rounded yet
             self._settle()
-        return self._values
+            v = self._values
+        return v
 
     @property
     def exp(self) -> int:

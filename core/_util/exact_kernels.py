@@ -90,6 +90,8 @@ _KERNELS = (
     "mean_sums",
     "mean_fold",
     "_binades",
+    "_score_rows",
+    "score_sums",
     "_reg_rows",
     "_trim",
     "regression_sums",
@@ -882,6 +884,64 @@ def mean_fold(v, w, has_w, T, eT, Wr, eW):
         Wn, eWn = add_canonical(Wr, eW, accw, ew)
         return Tn, eTn, Wn, eWn, status, pos
     return Tn, eTn, accw, eTn, status, pos
+
+
+def _score_rows(y, sb, wb, has_w, lo, hi):
+    """The checks of :func:`score_sums` over rows ``lo .. hi`` in one branch-free pass (LLVM
+    vectorises it): ``(orv, ex, whi, wlo, sg)``, the OR of the labels, the largest exponent
+    field of the scores' bits, and :func:`scan_weights`' three reductions of the weights' bits."""
+    orv = np.int64(0)
+    ex = np.int64(0)
+    whi = np.int64(0)
+    wlo = M63
+    sg = MIN64
+    EXP = np.int64(0x7FF0000000000000)
+    for j in range(lo, hi):
+        i = np.uint64(j)
+        orv |= y[i]
+        ex = max(ex, sb[i] & EXP)
+        if has_w:
+            b = wb[i]
+            a = b & M63
+            whi = max(whi, a)
+            wlo = min(wlo, (a - 1) & M63)
+            sg = max(sg, b ^ MIN64)
+    return orv, ex, whi, wlo, sg
+
+
+def score_sums(y, s, w, has_w):
+    """The checks of a batch of binary labels, scores and weights (a ranking metric's batch: no
+    separate validation pass) and the weights' exact sum, in one compiled call: ``(acc_w,
+    exp_w, status)``, the raw limbs (as :func:`plan_sum`) of ``sum w`` (empty without weights);
+    ``status`` -1: every label is 0 or 1, every score finite, every weight finite and >= 0;
+    else 0 (nothing summed: the caller's reference path names the value). Blocks of
+    :data:`MEAN_BLOCK` rows are checked and their weights summed (:func:`grid_sum`) in turn,
+    while they are in the CPU cache."""
+    n = y.shape[0]
+    sb = s.view(np.int64)
+    wb = w.view(np.int64)
+    qlo_w = (OFFSET - 1074 - 64) >> 5
+    accw = np.zeros((1, ((OFFSET + 1024) >> 5) + 4 - qlo_w if has_w else 0), dtype=np.int64)
+    empty = np.zeros((1, 0), dtype=np.int64)
+    g = np.zeros(0, dtype=np.int64)
+    none = np.zeros(0)
+    los = np.empty(3, dtype=np.int64)
+    his = np.empty(3, dtype=np.int64)
+    EXP = np.int64(0x7FF0000000000000)
+    for blo in range(0, n, MEAN_BLOCK):
+        bhi = min(n, blo + MEAN_BLOCK)
+        orv, ex, whi, wlo, sg = _score_rows(y, sb, wb, has_w, blo, bhi)
+        if (orv & ~np.int64(1)) != 0 or ex == EXP:
+            return empty, 0, 0
+        if not has_w:
+            continue
+        lw, hw = _binades(wlo, whi)
+        if hw == 2047 or sg > 0:
+            return empty, 0, 0
+        los[0], his[0] = lw, hw
+        a, e = grid_sum(w[blo:bhi], none, none, 1, g, False, 1, los, his)
+        add_window(accw, qlo_w, a, e)
+    return accw, (qlo_w - OFFSET // 32) if has_w else 0, -1
 
 
 def grid_sum(f0, f1, f2, nf, g, has_g, size, los, his):
@@ -2062,6 +2122,18 @@ def mean_batch_sums(v: np.ndarray, w: np.ndarray | None) -> tuple[tuple[np.ndarr
     return (acc, int(e)), ((accw, int(ew)) if has_w else None)
 
 
+def score_batch_sums(y: np.ndarray, s: np.ndarray, w: np.ndarray | None) -> tuple[np.ndarray, int] | None | bool:
+    """:func:`score_sums` of (n,) int64 labels, float64 scores and weights (None: unweighted), C
+    contiguous, n at most :data:`CHUNK`: the raw ``(limbs, exp)`` of ``sum w`` (True unweighted),
+    or None when a label is not 0 or 1, a score is not finite, or a weight is not finite and >= 0
+    (the caller's reference path then names it)."""
+    has_w = w is not None
+    acc, e, status = score_sums(_as_int_array(y), _as_kernel_array(s), _as_kernel_array(w) if has_w else _EMPTYF, has_w)
+    if status >= 0:
+        return None
+    return (acc, int(e)) if has_w else True
+
+
 def warm() -> float:
     """Compile (or load from the on-disk cache) the kernels now, e.g. in a worker's setup, so no
     bundle pays it; returns the seconds it took (0.0 without numba, or when already warm)."""
@@ -2095,6 +2167,8 @@ def warm() -> float:
     pair_cells(labels, labels[::-1].copy(), 2, np.array([0.5, 0.0, 2.0]))
     pair_cells(labels, labels[::-1].copy(), 2, None)
     binary_counts(labels, y, 0.5, False)
+    score_batch_sums(labels, y, None)
+    score_batch_sums(labels, y, np.array([0.5, 0.0, 2.0]))
     probability_moments(labels, np.array([0.25, 1.0, 0.0]), None, 1e-7)
     probability_moments(labels, np.array([0.25, 1.0, 0.0]), np.array([0.5, 0.0, 2.0]), 1e-7)
     _warm = True

@@ -1010,6 +1010,10 @@ def make_batch(
         fast = _plain_label_cells(task, num_classes, y_true, y_score, y_pred, sample_weight, formats, needs, count_cells)
         if fast is not None:
             return fast, None
+    if on_invalid == "raise" and count_cells is None and y_pred is None and values is None:
+        fast = _plain_scores(task, num_classes, y_true, y_score, sample_weight, formats, needs)
+        if fast is not None:
+            return fast, None
     if not _needs_formats(task, num_classes, y_true, y_score, y_pred, formats, values, needs):
         return plain_batch(
             num_classes=num_classes, y_true=y_true, y_score=y_score, y_pred=y_pred, sample_weight=sample_weight,
@@ -1146,6 +1150,41 @@ def _plain_label_cells(
             return None
         return Batch(y_true, y_score, None, w, cells=(count_cells, y_true, y_score, w, got))
     return None
+
+
+#: the tag of :attr:`Batch.sums` of a batch of binary labels and scores whose weights' exact sum
+#: the validation's compiled pass computed: ``(SCORE_WEIGHT_SUM, sample_weight, None, (limbs, exp))``
+#: (read by :meth:`mergeable_metrics.collection.plan.Plan.fold`: the example count's weight)
+SCORE_WEIGHT_SUM = "score_weight_sum"
+_SCORE_NEEDS = frozenset({"target", "score"})
+
+
+def _plain_scores(task: Any, num_classes: int, y_true: Any, y_score: Any, sample_weight: Any, formats: Any, needs: Any) -> Batch | None:
+    """The batch :func:`plain_batch` makes of plain (N,) int64 binary labels, (N,) float64 scores
+    and (N,) float64 weights (or none) for a plan that reads only labels and scores (ranking
+    metrics: ``roc_auc``, ``average_precision``, ...), checked by one compiled pass
+    (:func:`mergeable_metrics._util.exact_kernels.score_batch_sums`: labels 0 or 1, finite scores,
+    finite weights >= 0) instead of a reduction per column; the pass sums the weights exactly too
+    (the example count's weight: :attr:`Batch.sums`, tagged :data:`SCORE_WEIGHT_SUM`). None for
+    any other input and for any invalid value: :func:`plain_batch` then reads the columns and
+    raises its message (nothing is folded). The arrays are the caller's (as :func:`plain_batch`
+    keeps them)."""
+    if task is None or task.kind != "binary" or task.ignore_index is not None or num_classes != 2 or task.num_classes != 2:
+        return None
+    if (formats and any(v for v in formats.values())) or not needs or not _SCORE_NEEDS.issuperset(needs):
+        return None
+    if not _int_column(y_true):
+        return None
+    n = y_true.shape[0]
+    w = sample_weight
+    if not _float_column(y_score, n) or (w is not None and not _float_column(w, n)) or n > _kernels.CHUNK or not _kernels.ready():
+        return None
+    got = _kernels.score_batch_sums(y_true, y_score, w)
+    if got is None:
+        return None
+    if w is None:
+        return Batch(y_true, y_score, None, None)
+    return Batch(y_true, y_score, None, w, sums=(SCORE_WEIGHT_SUM, w, None, got))
 
 
 def _check_binary_score_width(task: Any, num_classes: int, y_score: Any, name: str, formats: dict[str, str | None] | None) -> None:

@@ -102,8 +102,11 @@ class State:
             v = arrays[name]
             es = None
             if isinstance(v, ExactSums):
-                if name in self.EXACT and v._raw is not None and v.shape == self.shape(layout, name):
-                    pending[name] = v  # rounded when first read (see _Arrays)
+                want = self.shape(layout, name)
+                # rounded when first read (see _Arrays); a 1-D field of any length when its values were rounded
+                # already (ExactSums.lazy's values: its limbs are canonicalised only if read)
+                if name in self.EXACT and v._raw is not None and (v.shape == want or (want is None and v._values is not None and len(v.shape) == 1)):
+                    pending[name] = v
                     exact[name] = v
                     continue
                 es, v = v, v.values
@@ -375,9 +378,13 @@ class _Arrays(Mapping):
         es = self._exact.get(name)  # kept (not popped): a concurrent reader rounds it too, same bits
         if es is None:
             raise KeyError(key)
+        if key == name:  # the values alone (sums rounded without their limbs stay so: ExactSums.lazy's values)
+            v = self._data[name] = es.values
+            return v
         e = np.asarray(np.int64(es.exp))
         e.flags.writeable = False
-        got = {name: es.values, f"{name}.exp": e, f"{name}.limbs": es.limbs.reshape(-1)}
+        got = {f"{name}.exp": e, f"{name}.limbs": es.limbs.reshape(-1)}
+        got[name] = self._data.get(name, es.values)
         self._data.update(got)
         return got[key]
 

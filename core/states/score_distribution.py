@@ -376,6 +376,13 @@ class ScoreDistributionState(State):
     @classmethod
     def _of_running(cls, layout: ScoreDistributionLayout, acc: RunningBins) -> "ScoreDistributionState":
         """The canonical state of the bins of ``acc``."""
+        got = acc.grid_bins()
+        if got is not None and got[3] is not None:  # weights on one grid: the sums rounded from their 128-bit integers
+            keys, level, (D, exp), v = got
+            m = keys.shape[0]
+            pos = ExactSums.lazy(D[1::2], exp, (m,), v[1::2].copy())
+            neg = ExactSums.lazy(D[0::2], exp, (m,), v[0::2].copy())
+            return cls._make(layout, keys, pos, neg, level)
         keys, level, counts, limbs = acc.bins()
         if counts is not None:
             if int(counts.sum()) < 1 << 52:  # integer counts: exact in float64

@@ -314,6 +314,66 @@ def grid_limbs(P, r, out):
                 out[j, base + c + 1] += a >> 32
 
 
+def _bitlen(x):
+    """The bit length of ``0 <= x < 2**64`` (uint64): each 32-bit half is a float64 exactly."""
+    h = x >> np.uint64(32)
+    if h != 0:
+        return 32 + math.frexp(np.float64(h))[1]
+    if x == 0:
+        return 0
+    return math.frexp(np.float64(x))[1]
+
+
+def round_grid(P, E, scale, out):
+    """Each 128-bit sum of ``P`` ((m, 4) ``[lo0, lo1, hi0, hi1]``, ``lo`` unsigned, ``hi`` >= 0)
+    times ``2**E``, correctly rounded to float64 (to nearest, ties to even): ``out[2 j + lab]``.
+    ``scale``: ``2**E`` when that is a normal float, else 0. Returns False (``out`` partly
+    written) when a non-zero result is not a normal float (a subnormal rounds at a fixed bit, past
+    the range is inf: the caller rounds the limbs)."""
+    for j in range(P.shape[0]):
+        for lab in range(2):
+            x = P[j, lab]
+            hi = np.uint64(P[j, 2 + lab])
+            if hi == 0 and x >= 0 and scale != 0.0:
+                # below 2**63: the int64 conversion rounds to nearest even, and a power of two
+                # >= 2**-1022 scales it exactly unless it overflows
+                f = np.float64(x) * scale
+                if f == math.inf:
+                    return False
+                out[2 * j + lab] = f
+                continue
+            lo = np.uint64(x)
+            if hi == 0 and lo == 0:
+                out[2 * j + lab] = 0.0
+                continue
+            t = 64 + _bitlen(hi) if hi != 0 else _bitlen(lo)  # 2**(t - 1) <= N < 2**t
+            if t <= 53:  # exact
+                m = np.int64(lo)
+                k = 0
+            else:
+                sh = t - 54  # the top 54 bits (53 and the rounding bit) and whether any below is set
+                if sh >= 64:
+                    r = sh - 64
+                    top = hi >> np.uint64(r)
+                    sticky = lo != 0 or (hi & ((np.uint64(1) << np.uint64(r)) - np.uint64(1))) != 0
+                elif sh == 0:
+                    top = lo
+                    sticky = False
+                else:
+                    top = (lo >> np.uint64(sh)) | (hi << np.uint64(64 - sh))
+                    sticky = (lo & ((np.uint64(1) << np.uint64(sh)) - np.uint64(1))) != 0
+                m = np.int64(top >> np.uint64(1))
+                if (top & np.uint64(1)) != 0 and (sticky or (m & 1) != 0):
+                    m += 1  # 2**53 at most: still a float64 exactly
+                k = sh + 1
+            f = np.float64(m)
+            e = math.frexp(f)[1] + k + E  # 2**(e - 1) <= the result < 2**e
+            if e - 1 < -1022 or e > 1024:
+                return False
+            out[2 * j + lab] = math.ldexp(f, k + E)
+    return True
+
+
 def limbs_span(D, e):
     """``(low, top)`` over the non-zero sums of carried limbs ``D`` ((m, k), limbs in [0,
     2**32), sum ``D[r, j] * 2**(32 (e + j))``): every such sum is a multiple of ``2**low``
@@ -760,6 +820,8 @@ _KERNELS = (
     "rehash_grid",
     "extract_grid",
     "grid_limbs",
+    "_bitlen",
+    "round_grid",
     "limbs_span",
     "limbs_to_grid",
     "insert_grid",
@@ -1565,6 +1627,30 @@ class RunningBins:
         return True  # since the carry (0) may add up to CARRY_ROWS * 2**33 more and stay below 2**62
 
     # -- observing -------------------------------------------------------------------------------
+    def grid_bins(self) -> "tuple[np.ndarray, int, tuple[np.ndarray, int], np.ndarray | None] | None":
+        """:meth:`bins` of weights on one grid, with the sums already rounded: ``(keys, level,
+        limbs, values)``, ``values`` (2 m,) float64, entry ``2 bin + label``, each 128-bit sum
+        times ``2**grid`` correctly rounded (:func:`round_grid`: no canonical limbs built), or
+        None when a sum is not a normal float (then the limbs are rounded). None when the bins
+        are not on a grid."""
+        if self.grid is None:
+            return None
+        keys, P = self._grid_words()
+        if self.dense is None:
+            order = np.argsort(keys)
+            out = np.empty_like(P)
+            gather_rows(P, order, out)
+            keys, P = keys[order], out
+        m = keys.shape[0]
+        values: np.ndarray | None = np.empty(2 * m)
+        scale = math.ldexp(1.0, self.grid) if -1022 <= self.grid <= 1023 else 0.0
+        if not round_grid(P, np.int64(self.grid), scale, values):
+            values = None
+        p0 = self.grid + OFFSET  # the grid position of 2**grid
+        L = np.empty((m, 10), dtype=np.int64)
+        grid_limbs(P, np.int64(p0 & 31), L)  # raw limbs below 2**33: canonicalised if read
+        return keys, self.level, (L.reshape(2 * m, 5), (p0 >> 5) - ONE_LIMB), values
+
     def bins(self) -> tuple[np.ndarray, int, np.ndarray, tuple[np.ndarray, int] | None]:
         """``(keys, level, counts, limbs)``: the canonical bins, ascending; ``counts`` (m, 2)
         int64 of labels (0, 1) when unweighted (``limbs`` None), else ``limbs`` ``(D, exp)`` of
