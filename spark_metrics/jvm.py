@@ -414,7 +414,7 @@ def unpack(data: bytes | None, count: int) -> list[bytes] | None:
 
 # -- an evaluation's plan as a spec -------------------------------------------------------------------------------
 #: what the JVM path does not fold (one line each; such evaluations keep the other paths)
-NOT_PORTED = "per-query ranking, multilabel, top-k and multioutput regression terms and error quantiles keep the Arrow path (not ported to the JVM)"
+NOT_PORTED = "per-query ranking, multilabel, top-k and multioutput regression error quantiles keep the Arrow path (not ported to the JVM)"
 
 
 def _count_kind(state: Any) -> tuple[str, str] | None:
@@ -586,7 +586,7 @@ VALUES_MODE = 4
 #: the score argument the target row followed by the prediction row (:func:`input_columns`)
 OUTPUT_ROWS_MODE = 7
 #: the states a multioutput regression plan folds in the JVM
-OUTPUT_ROW_KINDS: frozenset[str] = frozenset({"example_count", "regression_moments"})
+OUTPUT_ROW_KINDS: frozenset[str] = frozenset({"example_count", "regression_moments", "regression_terms"})
 
 
 def _regression_spec(ev: Any) -> tuple[str | None, str]:

@@ -61,6 +61,7 @@ def _frame(rng, n: int, d: int, weighted: bool) -> pd.DataFrame:
     y[rng.random((n, d)) < 0.1] = -0.0
     p[rng.random((n, d)) < 0.1] = -0.0
     y[rng.random((n, d)) < 0.05] = 5e-324
+    y[rng.random((n, d)) < 0.05] = -2.5  # outside msle's domain
     w = rng.choice([1.0, 0.0, 0.5, 1 / 3, 7.25, 1e300, 5e-324], n) if weighted else np.ones(n)
     return pd.DataFrame({"g": rng.choice(["a", "b", "c"], n), "y": [list(r) for r in y], "p": [list(r) for r in p], "w": w})
 
@@ -93,7 +94,7 @@ def test_multioutput_state_bytes_equal_the_python_fold_in_any_partitioning(jvm_s
         pdf.at[at, "y"] = _row(ty, pdf.at[at, "y"], d)
         pdf.at[at, "p"] = _row(tp, pdf.at[at, "p"], d)
     wc = "w" if weighted else None
-    metrics = ["r2", "mse", "mae"]
+    metrics = ["r2", "mse", "mae", "msle", "mean_pinball_loss@alpha=0.2"]  # regression_moments and regression_terms
     ev = Evaluation(label_col="y", score_col="p", metrics=metrics, task="regression", num_outputs=d, weight_col=wc)
     spec, why = jvm.evaluation_spec(ev)
     assert spec is not None, why
@@ -109,7 +110,7 @@ def test_multioutput_state_bytes_equal_the_python_fold_in_any_partitioning(jvm_s
     rows = q.collect()
     assert sorted(r["g"] for r in rows) == sorted(want)
     for r in rows:
-        assert jvm.unpack(r["mm_states"], 2) == want[r["g"]], (r["g"], d, weighted)
+        assert jvm.unpack(r["mm_states"], 3) == want[r["g"]], (r["g"], d, weighted)
 
 
 def _sk(name: str, how: str, y: np.ndarray, p: np.ndarray, w: np.ndarray | None):
@@ -240,3 +241,48 @@ def test_evaluate_with_an_invalid_row_names_it_through_the_arrow_path(jvm_spark)
     ev = Evaluation(label_col="y", score_col="p", task="regression", num_outputs=2, metrics=["mse"], slices=["g"])
     with pytest.raises(Exception, match=r"column 'p': row 37 holds 1 entries \[1.0\]: multioutput score rows are lists of 2 values"):
         evaluate(jvm_spark.createDataFrame(pdf, SCHEMA).coalesce(1), evaluation=ev)
+
+
+@pytest.mark.parametrize("weight_col", [None, "w"])
+def test_multioutput_terms_fold_in_the_jvm_and_equal_the_local_engine_and_sklearn(jvm_spark, monkeypatch, weight_col):
+    """``msle``, ``rmsle`` and ``mean_pinball_loss`` of D outputs: the (D, T) ``regression_terms`` fold in the JVM;
+    evaluate and metric_columns equal the local engine bit for bit and scikit-learn per output and averaged."""
+    from sklearn.metrics import mean_pinball_loss, mean_squared_log_error
+
+    from mergeable_metrics.spark import evaluate, jvm_path, metric_columns
+
+    rng = np.random.default_rng(3)
+    n, d = 2000, 3
+    y = np.abs(rng.normal(size=(n, d))) * np.array([1.0, 50.0, 1e-3])
+    p = np.abs(y + rng.normal(size=(n, d)) * np.array([0.3, 5.0, 1e-3]))
+    pdf = pd.DataFrame({"g": rng.choice(["a", "b"], n), "y": [list(r) for r in y], "p": [list(r) for r in p], "w": rng.choice([0.5, 1.0, 2.0, 0.0], n)})
+    metrics = ["msle", "msle@multioutput=raw_values", "rmsle", "mean_pinball_loss@alpha=0.2", "mean_pinball_loss@multioutput=raw_values"]
+    ev = Evaluation(label_col="y", score_col="p", task="regression", num_outputs=d, weight_col=weight_col, metrics=metrics, slices=["g"])
+    taken = []
+    real = jvm_path.evaluate_jvm
+    monkeypatch.setattr(jvm_path, "evaluate_jvm", lambda *a: taken.append(1) or real(*a))
+    df = jvm_spark.createDataFrame(pdf, SCHEMA).repartition(3)
+    got = evaluate(df, evaluation=ev)
+    assert taken == [1]
+    want = ev.evaluate([pdf])
+    for a, b in zip(got, want):
+        assert a.key == b.key and a.n == b.n
+        for k in metrics:
+            assert [_bits(x) for x in np.atleast_1d(a.metrics[k])] == [_bits(x) for x in np.atleast_1d(b.metrics[k])], (a.key, k)
+    scalar = [m for m in metrics if "raw_values" not in m]
+    cols = metric_columns(scalar, label_col="y", score_col="p", weight_col=weight_col, task="regression", num_outputs=d, engine="jvm")
+    rows = {r["g"]: r.asDict() for r in df.groupBy("g").agg(*cols).collect()}
+    for key, part in [((), pdf), ((("g", "a"),), pdf[pdf.g == "a"]), ((("g", "b"),), pdf[pdf.g == "b"])]:
+        yy, pp = np.array(part.y.tolist()), np.array(part.p.tolist())
+        w = None if weight_col is None else part.w.to_numpy()
+        m = got[key].metrics
+        np.testing.assert_allclose(m["msle@multioutput=raw_values"], mean_squared_log_error(yy, pp, sample_weight=w, multioutput="raw_values"), rtol=1e-10)
+        assert m["msle"] == pytest.approx(mean_squared_log_error(yy, pp, sample_weight=w), rel=1e-10)
+        assert m["rmsle"] == pytest.approx(np.mean(np.sqrt(mean_squared_log_error(yy, pp, sample_weight=w, multioutput="raw_values"))), rel=1e-10)
+        assert m["mean_pinball_loss@alpha=0.2"] == pytest.approx(mean_pinball_loss(yy, pp, alpha=0.2, sample_weight=w), rel=1e-10)
+        np.testing.assert_allclose(
+            m["mean_pinball_loss@multioutput=raw_values"], mean_pinball_loss(yy, pp, sample_weight=w, multioutput="raw_values"), rtol=1e-10
+        )
+        if key:
+            for k in [mm.key for mm in ev.plan.metrics if "raw_values" not in mm.key]:  # columns are named by the canonical keys
+                assert _bits(rows[key[0][1]][k]) == _bits(want[key].metrics[k]), (key, k)
