@@ -106,7 +106,9 @@ def metric_columns(
         engine: ``"jvm"``, ``"sql"`` or None (the JVM aggregates where they apply, else SQL).
         spark: the session (default: the active one); the JVM path loads its jar into it.
         **options: other :class:`mergeable_metrics.Evaluation` options of the task: ``threshold``,
-            ``threshold_rule``, ``num_classes``, ``task``, ``zero_division``, ``multiclass``.
+            ``threshold_rule``, ``num_classes``, ``task``, ``zero_division``, ``multiclass``, ``num_outputs`` (multioutput
+            regression: ``array<double>`` target and prediction columns of D values per row, folded in the JVM and
+            finished by core; ``multioutput="raw_values"`` is an array: use ``compute_metrics``).
 
     Returns:
         One aggregate Column per metric: a double (``example_count``: a long), NaN where the
@@ -126,7 +128,7 @@ def metric_columns(
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
-    unknown = set(options) - {"threshold", "threshold_rule", "num_classes", "task", "zero_division", "multiclass"}
+    unknown = set(options) - {"threshold", "threshold_rule", "num_classes", "task", "zero_division", "multiclass", "num_outputs"}
     if unknown:
         raise ValueError(
             f"metric_columns: options {sorted(unknown)} are not available for aggregate columns (slices are the groupBy's keys); use mergeable_metrics.spark.compute_metrics"

@@ -262,7 +262,7 @@ def state_column(spark: Any, spec: str, label: "Column", score: "Column | None",
     """The aggregate Column of ``spec`` over the (double) input columns: the states' packed bytes."""
     from pyspark.sql import functions as F
 
-    rows = int(spec.split(_SEP, 2)[1]) in (SCORE_ROW_MODE, PROBABILITY_ROW_MODE)
+    rows = int(spec.split(_SEP, 2)[1]) in (SCORE_ROW_MODE, PROBABILITY_ROW_MODE, OUTPUT_ROWS_MODE)
     if is_connect(spark):
         if not _connect_ready(spark):
             raise RuntimeError(NO_JDK)
@@ -414,7 +414,7 @@ def unpack(data: bytes | None, count: int) -> list[bytes] | None:
 
 # -- an evaluation's plan as a spec -------------------------------------------------------------------------------
 #: what the JVM path does not fold (one line each; such evaluations keep the other paths)
-NOT_PORTED = "per-query ranking, multilabel, top-k and multioutput regression keep the Arrow path (not ported to the JVM)"
+NOT_PORTED = "per-query ranking, multilabel, top-k and multioutput regression error quantiles keep the Arrow path (not ported to the JVM)"
 
 
 def _count_kind(state: Any) -> tuple[str, str] | None:
@@ -581,6 +581,12 @@ TARGETS_FINITE = "targets must be finite (no NaN or inf)"
 VALUES_FINITE = "values must be finite (no NaN or inf)"
 #: the score mode of regression targets and predictions (``mergeablemetrics.Spec.VALUES``)
 VALUES_MODE = 4
+#: the score mode of multioutput regression (``mergeablemetrics.Spec.OUTPUT_ROWS``, ``num_outputs=D``): the label
+#: argument is the length of the target row (+ 0.5 where the prediction row is null; null for a null target row),
+#: the score argument the target row followed by the prediction row (:func:`input_columns`)
+OUTPUT_ROWS_MODE = 7
+#: the states a multioutput regression plan folds in the JVM
+OUTPUT_ROW_KINDS: frozenset[str] = frozenset({"example_count", "regression_moments", "regression_terms"})
 
 
 def _regression_spec(ev: Any) -> tuple[str | None, str]:
@@ -591,8 +597,7 @@ def _regression_spec(ev: Any) -> tuple[str | None, str]:
     plan = ev.plan
     task = plan.task
     values = ev.score_col if ev.score_col is not None else ev.prediction_col
-    if getattr(task, "num_outputs", None) is not None:
-        return None, f"multioutput regression (num_outputs={task.num_outputs}) is not folded in the JVM"
+    d = getattr(task, "num_outputs", None)
     if (
         not isinstance(values, str)
         or not isinstance(ev.label_col, str)
@@ -603,11 +608,17 @@ def _regression_spec(ev: Any) -> tuple[str | None, str]:
         or not plan.needs <= {"target", "prediction"}
     ):
         return None, "inputs need core's input formats (measures, queries, list columns, input formats, ...)"
+    if d is not None:
+        other = next((cls.kind for cls, _ in plan.state_types if cls.kind not in OUTPUT_ROW_KINDS), None)
+        if other is not None:
+            return None, f"state {other!r} of multioutput regression (num_outputs={d}) is not folded in the JVM ({NOT_PORTED})"
     states, why = _jvm_states(plan, None)
     if states is None:
         return None, why
     names = [ev.label_col, values, ev.weight_col]
     rules = [TARGETS_FINITE, VALUES_FINITE, WEIGHTS_RULE]
+    if d is not None:  # k is num_outputs: the length of every target and prediction row
+        return spec_text(d, OUTPUT_ROWS_MODE, ev.weight_col is not None, names, rules, states), ""
     return spec_text(task.num_classes, VALUES_MODE, ev.weight_col is not None, names, rules, states), ""
 
 
@@ -637,6 +648,11 @@ def input_columns(ev: Any) -> tuple["Column", "Column | None", "Column | None"]:
 
     if ev.plan.task.kind == "multiclass" and ev.score_col is not None:  # score rows (SCORE_ROW_MODE)
         return num(ev.label_col), F.col(quote(ev.score_col)).cast("array<double>"), num(ev.weight_col)
+    if ev.plan.task.kind == "regression" and getattr(ev.plan.task, "num_outputs", None) is not None:  # OUTPUT_ROWS_MODE
+        y = F.col(quote(ev.label_col)).cast("array<double>")
+        p = F.col(quote(ev.score_col if ev.score_col is not None else ev.prediction_col)).cast("array<double>")
+        size = F.when(y.isNull(), F.lit(None).cast("double")).otherwise(F.size(y).cast("double") + F.when(p.isNull(), F.lit(0.5)).otherwise(F.lit(0.0)))
+        return size, F.concat(F.coalesce(y, F.array().cast("array<double>")), F.coalesce(p, F.array().cast("array<double>"))), num(ev.weight_col)
     if ev.plan.task.kind == "multiclass":
         score = ev.prediction_col
     else:

@@ -7,7 +7,7 @@ Python state each JVM kind stands for, and the configuration string its Java con
 the same rows, bit for bit, in any partitioning. The config's first line is the state's layout
 JSON (written verbatim into the bytes), then ``key=value`` lines (floats as ``float.hex()``).
 
-A layout the JVM does not fold (multilabel probability sums, multioutput regression) raises
+A layout the JVM does not fold (multilabel probability sums) raises
 ``NotImplementedError`` naming it: keep the Arrow path for it. Importable without pyspark.
 """
 
@@ -62,10 +62,8 @@ def _probability_sums(zero: Any) -> tuple[str, str]:
 
 
 def _regression_moments(zero: Any) -> tuple[str, str]:
-    lay = zero.layout
-    if lay.num_outputs is not None:
-        raise NotImplementedError(f"regression_moments of a multioutput layout ({lay}) is not folded in the JVM")
-    return _config(zero, num_outputs=None)
+    # a multioutput layout (num_outputs=D) reads output rows (jvm.OUTPUT_ROWS_MODE): (D,) sums per field
+    return _config(zero, num_outputs=zero.layout.num_outputs)
 
 
 def _calibration_bins(zero: Any) -> tuple[str, str]:
@@ -89,12 +87,10 @@ PORTED_TERMS = ("sle", "pinball:", "tweedie:", "null:")
 
 def _regression_terms(zero: Any) -> tuple[str, str]:
     lay = zero.layout
-    if lay.num_outputs is not None:
-        raise NotImplementedError(f"regression_terms of a multioutput layout ({lay}) is not folded in the JVM")
     for t in lay.terms:
         if not any(t == p or (p.endswith(":") and t.startswith(p)) for p in PORTED_TERMS):
             raise NotImplementedError(f"regression term {t!r} is not folded in the JVM")
-    return _config(zero, terms=";".join(lay.terms), num_outputs=None)
+    return _config(zero, terms=";".join(lay.terms), num_outputs=lay.num_outputs)  # multioutput: (D, T) cells
 
 
 #: Python state class -> ``(JVM kind, config)`` of its zero state

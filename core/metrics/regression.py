@@ -428,7 +428,10 @@ class _Regression(Metric):
         return float(self.value(st))
 
     def output_weight(self, st: RegressionMomentsState) -> float:
-        """An output's weight in ``variance_weighted``: its weighted target sum of squares."""
+        """An output's weight in ``variance_weighted``: its weighted target sum of squares (0 without weight:
+        then every output's is 0 and the average is uniform, of undefined values)."""
+        if float(st["weight"]) == 0:
+            return 0.0
         return fraction_to_float(st.centred("y", "y"))
 
     def value(self, st: RegressionMomentsState) -> float:

@@ -130,6 +130,18 @@ def test_constant_outputs_follow_force_finite_and_variance_weighted_falls_back_t
                 np.testing.assert_allclose(mc.compute()[_metric(name, mo)], want, rtol=1e-12, err_msg=f"{label} {name} {mo}")
 
 
+def test_variance_weighted_without_weight_is_undefined_not_a_division_by_zero():
+    """No rows (or only zero weights): every output's variance weight is 0, so the average is the uniform one of
+    undefined outputs, NaN (before: ``ZeroDivisionError`` from the exact centred sum over a zero weight)."""
+    for name in ("r2@multioutput=variance_weighted", "explained_variance@multioutput=variance_weighted"):
+        ev = Evaluation(label_col="y", score_col="p", task="regression", num_outputs=2, metrics=[name], weight_col="w")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            empty = ev.evaluate([{"y": np.zeros((0, 2)), "p": np.zeros((0, 2)), "w": np.zeros(0)}]).overall.metrics[name]
+            zero_w = ev.evaluate([{"y": np.array([[1.0, 2.0], [3.0, 5.0]]), "p": np.ones((2, 2)), "w": np.zeros(2)}]).overall.metrics[name]
+        assert np.isnan(empty) and np.isnan(zero_w), (name, empty, zero_w)
+
+
 def test_list_columns_of_arrow_and_pandas_give_the_numpy_values():
     pa = pytest.importorskip("pyarrow")
     y, p, w, g = _data(90, seed=4)

@@ -389,3 +389,52 @@ def test_compute_metrics_binary_over_connect(connect, monkeypatch):
     ):
         collect_results(compute_metrics(connect.createDataFrame(bad).coalesce(1), evaluation=ev), ev)
     assert taken == [1, 1]
+
+
+def test_multioutput_regression_over_connect(connect):
+    """Multioutput regression over Connect (issue 26, helper mo26): RowBlockUDAF folds output rows (the target row's
+    length, then the target and prediction rows; 20,000 rows in 2 partitions cross a block of 8192) to the Python
+    fold's bytes, weighted too; metric_columns and compute_metrics equal the local engine bit for bit and
+    scikit-learn's values; an invalid row raises naming the column."""
+    import pandas as pd
+    from sklearn.metrics import mean_squared_error, r2_score
+
+    from mergeable_metrics.spark import jvm
+
+    if jvm.find_javac() is None and jvm.jar_path(build=False) is None:
+        pytest.skip(jvm.NO_JDK)
+    rng = np.random.default_rng(5)
+    n, d = 20_000, 3
+    y = rng.normal(size=(n, d)) * np.array([1.0, 1e3, 1e-3])
+    p = y + rng.normal(size=(n, d))
+    pdf = pd.DataFrame({"g": rng.choice(["a", "b"], n), "y": [list(r) for r in y], "p": [list(r) for r in p], "w": rng.choice([0.0, 0.5, 1.0, 1 / 3], n)})
+    schema = "g string, y array<double>, p array<double>, w double"
+    df = connect.createDataFrame(pdf, schema).repartition(2)
+    metrics = ["r2", "mse", "mae", "r2@multioutput=variance_weighted", "example_count"]
+    for wc in (None, "w"):
+        ev = Evaluation(label_col="y", score_col="p", weight_col=wc, metrics=metrics, task="regression", num_outputs=d)
+        spec, why = jvm.evaluation_spec(ev)
+        assert spec is not None, why
+        col = jvm.evaluation_column(connect, ev, spec)
+        assert jvm.CONNECT_ROW_FUNCTION in str(col)
+        data = df.agg(col.alias("s")).collect()[0]["s"]
+        want = ev.fold(ev.zero(), {"y": y, "p": p, "w": pdf.w.to_numpy()}).states(())
+        assert jvm.unpack(data, len(want)) == [s.encode() for s in want]  # byte for byte
+        cols = metric_columns(metrics, label_col="y", score_col="p", weight_col=wc, task="regression", num_outputs=d, engine="jvm")
+        got = {r["g"]: r.asDict() for r in df.groupBy("g").agg(*cols).collect()}
+        sliced = Evaluation(label_col="y", score_col="p", weight_col=wc, metrics=metrics, task="regression", num_outputs=d, slices=["g"])
+        ref = sliced.evaluate([pdf])
+        assert sorted(got) == ["a", "b"]
+        for g, row in got.items():
+            assert all(_same(row[k], ref[(("g", g),)].metrics[k]) for k in metrics), (g, row)
+            part = pdf[pdf.g == g]
+            sw = None if wc is None else part.w.to_numpy()
+            assert row["r2"] == pytest.approx(r2_score(np.stack(part.y), np.stack(part.p), sample_weight=sw), rel=1e-9)
+            assert row["mse"] == pytest.approx(mean_squared_error(np.stack(part.y), np.stack(part.p), sample_weight=sw), rel=1e-12)
+        computed = collect_results(compute_metrics(df, evaluation=sliced), sliced)
+        assert [s.key for s in computed] == [s.key for s in ref]
+        for a, b in zip(computed, ref):
+            assert a.n == b.n and all(_same(a.metrics[m], b.metrics[m]) for m in metrics), (a.key, a.metrics, b.metrics)
+    bad = connect.createDataFrame([("a", [1.0, 2.0, 3.0], [1.0, 2.0], 1.0)], schema)
+    with pytest.raises(Exception, match=r"column 'p': invalid value a row of 2 entries in a row of this group: multioutput prediction rows"):
+        bad.groupBy("g").agg(*metric_columns(["mse"], label_col="y", score_col="p", task="regression", num_outputs=d, engine="jvm")).collect()

@@ -12,7 +12,9 @@ package mergeablemetrics;
  * <p>Terms: {@code sle} (msle, rmsle), {@code pinball:A}, {@code tweedie:Q} (0: the squared error, 1: Poisson,
  * 2: Gamma, any other power: scikit-learn's general unit deviance with {@code StrictMath.pow}), {@code null:Q}
  * (the D² score's sum of the targets alone: {@code y log y}, {@code log y}, else {@code y^(2-Q)}). Config key
- * {@code terms}: the layout's sorted terms separated by {@code ;}.
+ * {@code terms}: the layout's sorted terms separated by {@code ;}. A multioutput layout ({@code num_outputs=D})
+ * holds (D, T) sums and counts (output-major, as core's) and reads output rows ({@link #updateVector}: the D targets
+ * then the D predictions of one row, {@link Spec#OUTPUT_ROWS}).
  */
 public final class RegressionTerms implements JvmState {
     private static final long serialVersionUID = 1L;
@@ -25,10 +27,15 @@ public final class RegressionTerms implements JvmState {
     private final ExactSum weight = new ExactSum();
     private final ExactSum[] sums;
     private final long[] outside, posinf, neginf, nan;
+    /** num_outputs (0: a single output, (T,) fields) */
+    private final int d;
 
     public RegressionTerms(String config) {
         cfg = new FloatConfig(KIND, config);
-        if (!cfg.get("num_outputs").isEmpty()) throw new IllegalArgumentException(KIND + ": multioutput layouts are not ported to the JVM");
+        String no = cfg.get("num_outputs");
+        d = no.isEmpty() ? 0 : Integer.parseInt(no);
+        if (!no.isEmpty() && d < 1) throw new IllegalArgumentException(KIND + ": num_outputs " + no + " is not >= 1");
+        int cells = Math.max(d, 1);
         String t = cfg.get("terms");
         String[] terms = t.isEmpty() ? new String[0] : t.split(";");
         op = new int[terms.length];
@@ -49,11 +56,11 @@ public final class RegressionTerms implements JvmState {
             else if (name.equals("null") && Double.isFinite(a)) op[j] = NULL_POW;
             else throw new IllegalArgumentException(KIND + ": unknown term " + terms[j]);
         }
-        sums = FloatConfig.sums(terms.length);
-        outside = new long[terms.length];
-        posinf = new long[terms.length];
-        neginf = new long[terms.length];
-        nan = new long[terms.length];
+        sums = FloatConfig.sums(cells * terms.length);
+        outside = new long[cells * terms.length];
+        posinf = new long[cells * terms.length];
+        neginf = new long[cells * terms.length];
+        nan = new long[cells * terms.length];
     }
 
     /** scipy's {@code xlogy}: {@code x * log(y)}, 0 where {@code x == 0}. */
@@ -73,12 +80,34 @@ public final class RegressionTerms implements JvmState {
 
     @Override
     public void update(double y, double p, double w) {
+        if (d != 0) throw new IllegalArgumentException(KIND + ": a multioutput layout (num_outputs=" + d + ") reads output rows (updateVector)");
         FloatConfig.checkWeight(KIND, w);
         FloatConfig.checkFinite(KIND, "target", y);
         FloatConfig.checkFinite(KIND, "prediction", p);
         if (count == Long.MAX_VALUE) throw new IllegalArgumentException(KIND + ".count: int64 overflow");
         count++;
         weight.add(w);
+        terms(0, y, p, w);
+    }
+
+    /** One checked row of a multioutput layout: {@code values} holds the D targets, then the D predictions. */
+    @Override
+    public void updateVector(double label, double[] values, double w) {
+        if (d == 0) throw new IllegalArgumentException(KIND + ": a single-output layout reads scalar rows");
+        if (values.length != 2 * d) throw new IllegalArgumentException(KIND + ": a row of " + values.length + " values, not 2 x num_outputs = " + 2 * d);
+        FloatConfig.checkWeight(KIND, w);
+        for (int o = 0; o < d; o++) {
+            FloatConfig.checkFinite(KIND, "target", values[o]);
+            FloatConfig.checkFinite(KIND, "prediction", values[d + o]);
+        }
+        if (count == Long.MAX_VALUE) throw new IllegalArgumentException(KIND + ".count: int64 overflow");
+        count++;
+        weight.add(w);
+        for (int o = 0; o < d; o++) terms(o * op.length, values[o], values[d + o], w);
+    }
+
+    /** Every term of one output's (y, p) into the cells from {@code base} (output {@code o}: {@code o * T}). */
+    private void terms(int base, double y, double p, double w) {
         boolean positive = w > 0;
         for (int j = 0; j < op.length; j++) {
             double v;
@@ -131,13 +160,14 @@ public final class RegressionTerms implements JvmState {
                     break;
                 }
             }
-            if (!inside) outside[j]++;
-            else if (Double.isNaN(v)) nan[j]++;
+            int c = base + j;
+            if (!inside) outside[c]++;
+            else if (Double.isNaN(v)) nan[c]++;
             else if (Double.isInfinite(v)) {
-                if (!positive) nan[j]++;
-                else if (v > 0) posinf[j]++;
-                else neginf[j]++;
-            } else sums[j].addProduct(v, w);
+                if (!positive) nan[c]++;
+                else if (v > 0) posinf[c]++;
+                else neginf[c]++;
+            } else sums[c].addProduct(v, w);
         }
     }
 
@@ -149,7 +179,7 @@ public final class RegressionTerms implements JvmState {
         count = Math.addExact(count, o.count);
         weight.merge(o.weight);
         FloatConfig.mergeAll(sums, o.sums);
-        for (int j = 0; j < op.length; j++) {
+        for (int j = 0; j < outside.length; j++) {
             outside[j] = Math.addExact(outside[j], o.outside[j]);
             posinf[j] = Math.addExact(posinf[j], o.posinf[j]);
             neginf[j] = Math.addExact(neginf[j], o.neginf[j]);
@@ -160,7 +190,7 @@ public final class RegressionTerms implements JvmState {
     @Override
     public byte[] toBytes() {
         ExactSum.Encoded ew = ExactSum.encode(new ExactSum[] {weight}), es = ExactSum.encode(sums);
-        long[] scalar = new long[0], shape = {op.length};
+        long[] scalar = new long[0], shape = d == 0 ? new long[] {op.length} : new long[] {d, op.length};
         StateFrame f = new StateFrame(KIND, 2, cfg.layoutJson);
         f.i64("count", scalar, new long[] {count});
         f.exactValues("weight", scalar, ew);

@@ -107,12 +107,12 @@ public final class RowBlockUDAF extends UserDefinedAggregateFunction {
 
     private static void foldPending(Spec spec, JvmState[] states, byte[] pending, int count) {
         ByteBuffer in = rows(pending);
-        int width = 8 * (2 + spec.k);
+        int width = 8 * (2 + spec.rowWidth());
         for (int r = 0; r < count; r++) {
             int at = r * width;
             double y = in.getDouble(at), w = in.getDouble(at + 8);
-            double[] s = new double[spec.k];
-            for (int i = 0; i < spec.k; i++) s[i] = in.getDouble(at + 16 + 8 * i);
+            double[] s = new double[spec.rowWidth()];
+            for (int i = 0; i < s.length; i++) s[i] = in.getDouble(at + 16 + 8 * i);
             Spec.foldChecked(states, y, s, w);
         }
     }
@@ -121,11 +121,13 @@ public final class RowBlockUDAF extends UserDefinedAggregateFunction {
     public void update(MutableAggregationBuffer buffer, Row input) {
         String text = input.getString(0);
         Spec spec = spec(text);
-        double y = spec.label(input.isNullAt(1) ? null : input.getDouble(1));
-        double[] s = spec.scoreRow(input.isNullAt(2) ? null : input.getList(2));
+        Double label = input.isNullAt(1) ? null : input.getDouble(1);
+        java.util.List<Object> row = input.isNullAt(2) ? null : input.getList(2);
+        double y = spec.scoreMode == Spec.OUTPUT_ROWS ? 0.0 : spec.label(label);
+        double[] s = spec.scoreMode == Spec.OUTPUT_ROWS ? spec.outputRow(label, row) : spec.scoreRow(row);
         double w = spec.weight(input.isNullAt(3) ? null : input.getDouble(3));
         if (buffer.isNullAt(0)) buffer.update(0, text);
-        int width = 8 * (2 + spec.k);
+        int width = 8 * (2 + spec.rowWidth());
         byte[] pending = buffer.getAs(2);
         int count = buffer.getInt(3);
         if ((count + 1) * width > pending.length) { // grow by doubling (a fresh array: never one another buffer holds)
@@ -135,7 +137,7 @@ public final class RowBlockUDAF extends UserDefinedAggregateFunction {
         }
         ByteBuffer out = rows(pending);
         out.putDouble(count * width, y).putDouble(count * width + 8, w);
-        for (int i = 0; i < spec.k; i++) out.putDouble(count * width + 16 + 8 * i, s[i]);
+        for (int i = 0; i < s.length; i++) out.putDouble(count * width + 16 + 8 * i, s[i]);
         count++;
         if (count == BlockStateUDAF.BLOCK) {
             JvmState[] states = load(spec, buffer.getAs(1));

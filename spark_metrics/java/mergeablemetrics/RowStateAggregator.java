@@ -14,7 +14,7 @@ public final class RowStateAggregator extends Aggregator<Row, StateAggregator.Bu
 
     public RowStateAggregator(String spec) {
         this.spec = new Spec(spec);
-        if (!this.spec.rows()) throw new IllegalArgumentException("RowStateAggregator folds score rows (Spec.SCORE_ROW, Spec.PROBABILITY_ROW)");
+        if (!this.spec.rows()) throw new IllegalArgumentException("RowStateAggregator folds rows (Spec.SCORE_ROW, Spec.PROBABILITY_ROW, Spec.OUTPUT_ROWS)");
     }
 
     @Override

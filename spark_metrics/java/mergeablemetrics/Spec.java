@@ -16,6 +16,12 @@ public final class Spec implements Serializable {
     /** the score column holds a row of {@code k} class probabilities (multiclass {@code log_loss}, {@code brier_score},
      * calibration): {@link #SCORE_ROW}'s checks, then core's probability checks ({@link #checkProbabilities}) */
     public static final int PROBABILITY_ROW = 6;
+    /** multioutput regression ({@code num_outputs} = {@code k}): the label argument is the length of the row of
+     * targets, plus 0.5 where the prediction row is null (null: a null target row), and the score argument the row
+     * of targets followed by the row of predictions (none for a null one), as spark_metrics/jvm.py builds them;
+     * {@link #outputRow} checks both rows as core does (D entries each, finite) and the states read the 2D values
+     * ({@link JvmState#updateVector}) */
+    public static final int OUTPUT_ROWS = 7;
     /** core's {@code PROBABILITY_SUM_TOL} (core/inputs/formats.py): a row's sum may be off 1 by this times K */
     static final double PROBABILITY_SUM_TOL = 1e-6;
     /** core's rules of probability rows, as its messages state them */
@@ -106,7 +112,40 @@ public final class Spec implements Serializable {
 
     /** Whether the score column holds rows of {@code k} scores ({@link #SCORE_ROW}, {@link #PROBABILITY_ROW}). */
     public boolean rows() {
-        return scoreMode == SCORE_ROW || scoreMode == PROBABILITY_ROW;
+        return scoreMode == SCORE_ROW || scoreMode == PROBABILITY_ROW || scoreMode == OUTPUT_ROWS;
+    }
+
+    /** The doubles a checked row's score part holds: {@code k}, or {@code 2k} for {@link #OUTPUT_ROWS}. */
+    int rowWidth() {
+        return scoreMode == OUTPUT_ROWS ? 2 * k : k;
+    }
+
+    private String outputRule(String role) {
+        return "multioutput " + role + " rows are lists of " + k + " values (num_outputs=" + k + ")";
+    }
+
+    /** The checked values of one {@link #OUTPUT_ROWS} row (the D targets, then the D predictions): {@code size} the
+     * length of the target row plus 0.5 for a null prediction row (null: a null target row), {@code v} the target row
+     * followed by the prediction row. Checks in core's order: the target row's length and values, then the
+     * prediction row's. */
+    public double[] outputRow(Double size, java.util.List<?> v) {
+        if (size == null) throw invalid(labelName, "null", outputRule("target"));
+        int n = (int) Math.floor(size);
+        boolean nullPrediction = size != n;
+        if (n != k) throw invalid(labelName, "a row of " + n + " entries", outputRule("target"));
+        double[] out = new double[2 * k];
+        for (int i = 0; i < k; i++) out[i] = entry(v.get(i), i, labelName, labelRule);
+        if (nullPrediction) throw invalid(scoreName, "null", outputRule("prediction"));
+        if (v.size() - k != k) throw invalid(scoreName, "a row of " + (v.size() - k) + " entries", outputRule("prediction"));
+        for (int i = 0; i < k; i++) out[k + i] = entry(v.get(k + i), i, scoreName, scoreRule);
+        return out;
+    }
+
+    private static double entry(Object x, int i, String column, String rule) {
+        if (x == null) throw invalid(column, "null (entry " + i + ")", rule);
+        double d = ((Number) x).doubleValue();
+        if (!Double.isFinite(d)) throw invalid(column, show(d) + " (entry " + i + ")", rule);
+        return d;
     }
 
     /** The checked score row of one row ({@link #SCORE_ROW}: {@code k} finite doubles; {@link #PROBABILITY_ROW}:
@@ -145,6 +184,11 @@ public final class Spec implements Serializable {
      * scores, weight): count kinds take the row as a label (their cell does not read the score), the others the
      * score row ({@link JvmState#updateVector}). */
     public void foldRow(JvmState[] states, Double label, java.util.List<?> scores, Double weight) {
+        if (scoreMode == OUTPUT_ROWS) {
+            double[] s = outputRow(label, scores);
+            foldChecked(states, 0.0, s, weight(weight));
+            return;
+        }
         double y = label(label);
         double[] s = scoreRow(scores);
         double w = weight(weight);
