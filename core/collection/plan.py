@@ -707,7 +707,6 @@ _COLLECTION_OPTIONS = (
 )  # fmt: skip
 
 
-@public("mergeable_metrics")
 def _swapped_hint(message: str, kind: str, y_true: Any, y_score: Any) -> str:
     """The hint for a binary ``update`` whose labels are invalid while its scores are all 0 or 1:
     the arguments were likely given in torchmetrics' order, ``update(preds, target)``; "" else."""
@@ -725,6 +724,7 @@ def _swapped_hint(message: str, kind: str, y_true: Any, y_score: Any) -> str:
     )
 
 
+@public("mergeable_metrics")
 class MetricCollection:
     """A set of metrics updated together, sharing their states.
 
