@@ -545,3 +545,38 @@ def test_observers_racing_fast_updates_see_consistent_states():
     num = sum((Fraction(x) * (1 if (i % 3) % 2 else 2) for i, c in enumerate(chunks) for x in c.tolist()), Fraction(0))
     assert st_mean.exact["total"].fraction() == num
     assert mc._rows == sum(c.shape[0] for c in chunks)
+
+
+def test_collections_of_the_same_simple_arguments_copy_one_plan():
+    """A collection built from the same plain arguments as an earlier one copies its plan (the
+    metrics are not resolved again); each copy is its own (an attribute set on one is not the
+    other's), and arguments that differ only in type (``0`` / ``False`` / ``0.0``) or are not
+    plain (functions, display names, classes, formats) get their own plans."""
+    import warnings
+
+    a = MetricCollection(measures=["loss"])
+    b = MetricCollection(measures=["loss"])
+    assert a.plan is not b.plan and a.plan.metrics is b.plan.metrics  # the same resolved metrics, not resolved again
+    a.plan.mean_fold_at = None
+    assert b.plan.mean_fold_at is not None and MetricCollection(measures=["loss"]).plan.mean_fold_at is not None
+    assert MetricCollection(measures=["other"]).plan.measure_names == ("other",)
+    assert MetricCollection(measures={"loss": lambda t, p: t}).plan.measure_fns  # a function: not cached
+    assert MetricCollection(avg="mean_measure").plan.metrics[0].key == "avg"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        z0 = MetricCollection("precision", zero_division=0).compute()["precision"]
+        z1 = MetricCollection("precision", zero_division=1).compute()["precision"]
+        zn = MetricCollection("precision").compute()["precision"]
+    assert (z0, z1, math.isnan(zn)) == (0.0, 1.0, True)
+    with pytest.raises(ValueError):
+        MetricCollection("precision", zero_division=2)
+    with pytest.raises(ValueError):
+        MetricCollection("precision", zero_division=2)  # raised again (an error is never cached)
+    p = MetricCollection("recall", threshold=0.25)
+    p.update([1, 1], y_score=[0.3, 0.2])
+    q = MetricCollection("recall", threshold=0.5)
+    q.update([1, 1], y_score=[0.3, 0.2])
+    assert (p.compute()["recall"], q.compute()["recall"]) == (0.5, 0.0)
+    c = MetricCollection("precision", classes=["n", "y"])
+    c.update(["y", "n"], y_pred=["y", "y"])
+    assert c.compute()["precision"] == 0.5 and c.classes == ("n", "y")
