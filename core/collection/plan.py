@@ -780,8 +780,10 @@ class MetricCollection:
     holds is folded in place under the lock instead: no copy of its table per batch). The
     ``states`` are immutable values: a tuple read from ``states`` keeps its value and bytes
     whatever is folded afterwards (reading them, ``compute``, ``encode``, ``merge``, copies and
-    pickles mark them shared, and the next update copies what it folds into once). Collections
-    copy, deep-copy and pickle (the lock is not part of the state).
+    pickles mark them shared, and the next update copies what it folds into once). The mean of one
+    measure keeps its running sums in the collection between fast updates and builds its states
+    when they are first read (any of those reads, under the lock). Collections copy, deep-copy and
+    pickle (the lock is not part of the state).
 
     Example:
         >>> mc = MetricCollection("precision", "recall", "f1")
