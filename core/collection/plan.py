@@ -1238,19 +1238,23 @@ class MetricCollection:
         too); scalars as float, per-class and matrices as numpy arrays."""
         at = self.plan.mean_fold_at
         if at is not None:  # the mean of one measure: its quotient without the general machinery
-            got = self._compute_mean(self.states[at[1]])
+            with self._lock:
+                p, ms = self._pend, self._states[at[1]]
+            weight, total = ms.exact["weight"], ms.exact["total"]
+            if p is not None and p[4]:  # the running sums of the fast path, read as they are (no states built)
+                total = ExactSums.lazy(p[0], p[1], total.shape)
+                weight = ExactSums.lazy(p[2], p[3], weight.shape) if p[5] else weight.plus_rows(p[4])
+            got = self._compute_mean(ms.layout.names, weight, total)
             if got is not None:
                 return got
         return self.plan.compute(self.states)
 
-    def _compute_mean(self, ms: State) -> MetricValues | None:
+    def _compute_mean(self, names: tuple[str, ...], weight: ExactSums, total: ExactSums) -> MetricValues | None:
         """:meth:`compute` of a collection of one measure's mean (:attr:`Plan.mean_fold_at`) whose
         weight is not zero: each metric's value is the correctly rounded quotient of the exact
         sums (:meth:`MeanMeasureMetric.compute`), nothing is undefined, so no warning is due.
         None otherwise (the general path then computes and warns)."""
         plan = self.plan
-        names = ms.layout.names
-        weight, total = ms.exact["weight"], ms.exact["total"]
         values = {}
         for m in plan.metrics:
             if type(m) is not MeanMeasureMetric or (names and m.measure_name not in names):

@@ -444,8 +444,10 @@ def test_fast_updates_interleaved_with_every_observer(observer, pattern):
 
 @needs_numba
 def test_fast_updates_build_no_state_until_read(monkeypatch):
-    """A fast ``update`` is a compiled call on the running raw sums: no state is built per batch,
-    two (the count and the mean) when the states are read, none again until the next update."""
+    """A fast ``update`` is a compiled call on the running raw sums: no state is built per batch
+    nor by ``compute`` (the quotient of the running sums), two (the count and the mean) when the
+    states are read (or a weighted update follows unweighted ones), none again until the next
+    update."""
     from mergeable_metrics.states.base import State
 
     built = []
@@ -462,9 +464,16 @@ def test_fast_updates_build_no_state_until_read(monkeypatch):
     for v, _ in parts:
         mc.update(measure=v)
     assert built == []
+    num, den = _exact(parts)
+    assert mc.compute()["loss"] == E.exact_ratio(num, den) and built == []  # compute reads the running sums as they are
+    mc.update(measure=parts[0][0], sample_weight=np.full(10, 0.5))  # weighted: the same
+    parts.append((parts[0][0], np.full(10, 0.5)))
+    num, den = _exact(parts)
+    assert mc.compute()["loss"] == E.exact_ratio(num, den) and built == ["example_count", "mean_measure"]  # (settled to switch)
+    built.clear()
     st_mean = next(s for s in mc.states if s.kind == "mean_measure")
     assert sorted(built) == ["example_count", "mean_measure"]
-    assert st_mean.exact["total"].fraction() == _exact(parts)[0]
+    assert st_mean.exact["total"].fraction() == num and st_mean.exact["weight"].fraction() == den
     mc.encode(), mc.compute(), mc.states
     assert len(built) == 2
 
