@@ -782,8 +782,8 @@ class MetricCollection:
     whatever is folded afterwards (reading them, ``compute``, ``encode``, ``merge``, copies and
     pickles mark them shared, and the next update copies what it folds into once). The mean of one
     measure keeps its running sums in the collection between fast updates and builds its states
-    when they are first read (any of those reads, under the lock). Collections copy, deep-copy and
-    pickle (the lock is not part of the state).
+    when they are first read (under the lock; ``compute`` divides the running sums as they are).
+    Collections copy, deep-copy and pickle (the lock is not part of the state).
 
     Example:
         >>> mc = MetricCollection("precision", "recall", "f1")
