@@ -313,10 +313,10 @@ class Plan:
             out = self.merge(out, s)
         return out
 
-    @property
+    @functools.cached_property
     def aliases(self) -> dict[str, str]:
         """``{other name: result key}`` of :func:`metric_aliases` (requested strings, display
-        names' canonical strings)."""
+        names' canonical strings; :class:`MetricValues` copies it)."""
         return metric_aliases(self.metric_names, self.keys)
 
     def compute(self, states: tuple[State, ...]) -> dict[str, Any]:
@@ -780,8 +780,10 @@ class MetricCollection:
     holds is folded in place under the lock instead: no copy of its table per batch). The
     ``states`` are immutable values: a tuple read from ``states`` keeps its value and bytes
     whatever is folded afterwards (reading them, ``compute``, ``encode``, ``merge``, copies and
-    pickles mark them shared, and the next update copies what it folds into once). Collections
-    copy, deep-copy and pickle (the lock is not part of the state).
+    pickles mark them shared, and the next update copies what it folds into once). The mean of one
+    measure keeps its running sums in the collection between fast updates and builds its states
+    when they are first read (under the lock; ``compute`` divides the running sums as they are).
+    Collections copy, deep-copy and pickle (the lock is not part of the state).
 
     Example:
         >>> mc = MetricCollection("precision", "recall", "f1")
@@ -817,11 +819,26 @@ class MetricCollection:
                 )
             if isinstance(v, str):
                 _check_parameter_keyword(k, v, metrics)
-        self.classes, num_classes = resolve_classes(classes, pos_label, num_classes, multiclass, task)
-        self._swap_scores = columns_reversed(classes, self.classes)
-        task = make_task(task, num_classes, threshold, threshold_rule, zero_division, multiclass, ignore_index, num_outputs)
-        self.plan = Plan([*metrics, *named.items(), *_measure_specs(measures)] or None, task, self.classes)
-        self.formats = {**self.plan.data_formats, **_collection_formats(formats)}  # the caller's win
+        key = None
+        if not named and classes is None and pos_label is None and not formats:
+            key = _plan_key(metrics, measures, (num_classes, threshold, threshold_rule, zero_division, multiclass, task, ignore_index, num_outputs))
+        built = _PLANS.get(key) if key is not None else None
+        if built is not None:  # the same simple arguments as an earlier collection: a copy of its plan
+            self.classes, self._swap_scores = None, False
+            self.plan = copy.copy(built)
+            self.formats = dict(built.data_formats)
+        else:
+            self.classes, num_classes = resolve_classes(classes, pos_label, num_classes, multiclass, task)
+            self._swap_scores = columns_reversed(classes, self.classes)
+            task = make_task(task, num_classes, threshold, threshold_rule, zero_division, multiclass, ignore_index, num_outputs)
+            self.plan = Plan([*metrics, *named.items(), *_measure_specs(measures)] or None, task, self.classes)
+            self.formats = {**self.plan.data_formats, **_collection_formats(formats)}  # the caller's win
+            if key is not None and self.classes is None and not self._swap_scores:
+                template = copy.copy(self.plan)
+                template.mean_fold_at, template.aliases  # noqa: B018 - computed once, for every copy
+                if len(_PLANS) >= 256:
+                    _PLANS.clear()
+                _PLANS[key] = template
         if self.classes is not None and any(self.formats.get(r) not in (None, "labels", "label_map") for r in ("target", "prediction")):
             raise ValueError(f"classes= maps label values; formats {self.formats} hold no label values for y_true / y_pred")
         self._lock = threading.RLock()
@@ -833,6 +850,8 @@ class MetricCollection:
         """The running states (immutable values: a tuple kept by the caller keeps its value and
         bytes whatever is folded afterwards)."""
         with self._lock:
+            if self._pend is not None:
+                self._settle()
             states = self._states
             score_running.share(states)  # observed: the next update copies what it folds into
         return states
@@ -843,7 +862,7 @@ class MetricCollection:
             if self._defer(lambda: setattr(self, "states", states)):
                 return
             score_running.share(states)  # the caller holds them
-            self._states = states
+            self._states, self._pend = states, None
 
     def _defer(self, op: Any) -> bool:
         """Within this thread's in-place fold (:meth:`update` holds the lock, so only this
@@ -856,9 +875,12 @@ class MetricCollection:
 
     def __getstate__(self) -> dict[str, Any]:
         with self._lock:
+            if self._pend is not None:
+                self._settle()
             state = dict(self.__dict__)
             score_running.share(self._states)  # a copy shares them
         del state["_lock"]
+        state.pop("_pend", None)  # (None once settled: the class's default; pickles as before)
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -990,6 +1012,8 @@ class MetricCollection:
         # merged or computed since the last fold) are folded in place, under the lock (no copy of
         # their tables; a reader waits for the fold, then shares them: the next fold copies)
         with self._lock:
+            if self._pend is not None:
+                self._settle()
             before = self._states
             if score_running.owned(before):
                 self._deferred: list[Any] | None = []  # a merge, reset or set from within the fold waits for it
@@ -1015,12 +1039,14 @@ class MetricCollection:
         except BatchRowError as e:  # a state's own check (e.g. |p - y| past float64): name the input row
             raise e.at(self._rows) from None
         with self._lock:
-            if self._states is before:
+            if self._states is before and self._pend is None:
                 self._states = folded
                 self._rows += rows
                 return
         part = plan.fold(plan.zero(), batch)
         with self._lock:
+            if self._pend is not None:
+                self._settle()
             self._states = plan.merge(self._states, part)
             self._rows += rows
 
@@ -1029,10 +1055,12 @@ class MetricCollection:
         a plain (N,) float64 numpy column (with one named measure, also ``{name: column}``) and
         plain float64 weights or None are checked and added to the running sums by one compiled
         call (:func:`~mergeable_metrics._util.exact_kernels.mean_fold`: the exact sums of
-        :meth:`~mergeable_metrics.metrics.measure.MeanMeasureState.fold`, bit for bit), and the two
-        new states are built without a batch. Returns False, having folded nothing, for any other
-        input, an invalid value (the general path then names it: column, value, row) or a
-        concurrent update of the states (the general path merges)."""
+        :meth:`~mergeable_metrics.metrics.measure.MeanMeasureState.fold`, bit for bit). The sums
+        run as raw kernel limbs held by the collection (``_pend``, on top of ``_states``); the two
+        states are built from them only when the states are read (:meth:`_settle`). Returns
+        False, having folded nothing, for any other input, an invalid value (the general path then
+        names it: column, value, row), a count that would pass 2**63 - 1 or a concurrent update
+        (the general path merges)."""
         if type(v) is dict and len(v) == 1:
             names = self.plan.measure_names
             v = v.get(names[0]) if names else None
@@ -1044,44 +1072,84 @@ class MetricCollection:
             return False
         if not flags.writeable:
             v = v.copy()  # (the kernels take writeable arrays: one compiled variant)
-        if w is not None:
+        has_w = w is not None
+        if has_w:
             if not (type(w) is np.ndarray and w.dtype == _F64 and w.shape == v.shape and w.flags.c_contiguous):
                 return False
             if not w.flags.writeable:
                 w = w.copy()
-        ic, im = at
-        before = self._states  # (no running score distributions to share: the property's work is not needed)
-        cs, ms = before[ic], before[im]
-        total, weight, cweight = ms.exact["total"], ms.exact["weight"], cs.exact["weight"]
-        T, eT = total.kernel_raw()
-        if w is None:
-            got = _kernels.mean_fold(v, _kernels._EMPTYF, False, T, eT, T, 0)
-            if got[4] >= 0:
-                return False
-            new_weight = weight.plus_rows(n)
-            new_cweight = new_weight if cweight is weight else cweight.plus_rows(n)
         else:
-            if not weight.same_sum(cweight):  # the two weight sums differ (states built elsewhere): the general path
+            w = _kernels._EMPTYF
+        p = self._pend
+        if p is None or p[5] is not has_w:
+            with self._lock:
+                p = self._mean_pending(at, has_w)
+            if p is None:
                 return False
-            Wr, eW = weight.kernel_raw()
-            got = _kernels.mean_fold(v, w, True, T, eT, Wr, eW)
-            if got[4] >= 0:
-                return False
-            new_weight = ExactSums.lazy(got[2], got[3], weight.shape)
-            new_cweight = new_weight if cweight.shape == weight.shape else ExactSums.lazy(got[2], got[3], cweight.shape)
-        ca, ma = cs.arrays, ms.arrays
-        count, mcount = _plus_count(ca["count"], n), _plus_count(ma["count"], n)
-        if count is None or mcount is None:  # past 2**63 - 1: the general path raises
+        T, eT, W, eW, m, _, room, _ = p
+        if m + n > room:  # a count past 2**63 - 1: the general path raises
             return False
-        folded = [cs, ms]
-        folded[ic] = type(cs)._of_fields(cs.layout, {"count": count, "skipped": ca["skipped"]}, {"weight": new_cweight})
-        folded[im] = type(ms)._of_fields(ms.layout, {"count": mcount}, {"weight": new_weight, "total": ExactSums.lazy(got[0], got[1], total.shape)})
+        got = _kernels.mean_fold(v, w, has_w, T, eT, W, eW)
+        if got[4] >= 0:
+            return False
+        q = (got[0], got[1], got[2], got[3], m + n, has_w, room, at)
         with self._lock:
-            if self._states is before and self.__dict__.get("_deferred") is None:
-                self._states = tuple(folded)
+            if self._pend is p:
+                self._pend = q
                 self._rows += n
                 return True
         return False
+
+    #: the mean's running sums not yet in ``_states`` (:meth:`_fold_mean`): None, or ``(T, eT,
+    #: W, eW, rows, weighted, room, at)``, the raw limbs of the running ``sum v [w]`` and (weighted)
+    #: ``sum w`` from ``_states`` on, the rows folded since, and the rows the counts have room for
+    _pend: tuple | None = None
+
+    def _mean_pending(self, at: tuple[int, int], has_w: bool) -> tuple | None:
+        """(Under the lock.) The running sums the fast path adds a batch to, weighted or not,
+        started from the states (after settling sums of the other kind); None when the general
+        path must fold (the two weight sums differ: states built elsewhere)."""
+        p = self._pend
+        if p is not None:
+            if p[5] is has_w:
+                return p
+            self._settle()
+        if self.__dict__.get("_deferred") is not None:
+            return None
+        states = self._states
+        cs, ms = states[at[0]], states[at[1]]
+        total, weight = ms.exact["total"], ms.exact["weight"]
+        T, eT = total.kernel_raw()
+        if has_w:
+            if not weight.same_sum(cs.exact["weight"]):
+                return None
+            W, eW = weight.kernel_raw()
+        else:
+            W, eW = T, 0  # (not read unweighted)
+        room = (1 << 63) - 1 - max(cs.arrays["count"].item(), ms.arrays["count"].item())
+        p = self._pend = (T, eT, W, eW, 0, has_w, room, at)
+        return p
+
+    def _settle(self) -> None:
+        """(Under the lock.) The two states of the running sums the fast path keeps (``_pend``),
+        built from them once (:meth:`State._of_fields`): what reading the states sees."""
+        p, self._pend = self._pend, None
+        if p is None or not p[4]:
+            return
+        T, eT, W, eW, n, has_w, _, (ic, im) = p
+        cs, ms = self._states[ic], self._states[im]
+        total, weight, cweight = ms.exact["total"], ms.exact["weight"], cs.exact["weight"]
+        if has_w:
+            new_weight = ExactSums.lazy(W, eW, weight.shape)
+            new_cweight = new_weight if cweight.shape == weight.shape else ExactSums.lazy(W, eW, cweight.shape)
+        else:
+            new_weight = weight.plus_rows(n)
+            new_cweight = new_weight if cweight is weight else cweight.plus_rows(n)
+        ca, ma = cs.arrays, ms.arrays
+        folded = [cs, ms]
+        folded[ic] = type(cs)._of_fields(cs.layout, {"count": _plus_count(ca["count"], n), "skipped": ca["skipped"]}, {"weight": new_cweight})
+        folded[im] = type(ms)._of_fields(ms.layout, {"count": _plus_count(ma["count"], n)}, {"weight": new_weight, "total": ExactSums.lazy(T, eT, total.shape)})
+        self._states = tuple(folded)
 
     def _measures(self, measure: Any, y_true: Any, y_pred: Any, y_score: Any) -> list[Any] | None:
         """The named measures' values of one batch, in :attr:`Plan.measure_names` order (None
@@ -1147,6 +1215,8 @@ class MetricCollection:
         with self._lock:
             if self._defer(lambda: self.merge(other)):
                 return self
+            if self._pend is not None:
+                self._settle()
             merged = self.plan.merge(self._states, states)  # a state's setting is named first
             mine, theirs = sorted(self.resolved_names.values()), sorted(other.resolved_names.values())
             if mine != theirs:  # the same states, other metrics: the merged object would report only this one's
@@ -1160,7 +1230,7 @@ class MetricCollection:
         with self._lock:
             if self._defer(self.reset):
                 return
-            self._states = self.plan.zero()
+            self._states, self._pend = self.plan.zero(), None
             self._rows = 0
 
     def compute(self) -> dict[str, Any]:
@@ -1168,19 +1238,23 @@ class MetricCollection:
         too); scalars as float, per-class and matrices as numpy arrays."""
         at = self.plan.mean_fold_at
         if at is not None:  # the mean of one measure: its quotient without the general machinery
-            got = self._compute_mean(self.states[at[1]])
+            with self._lock:
+                p, ms = self._pend, self._states[at[1]]
+            weight, total = ms.exact["weight"], ms.exact["total"]
+            if p is not None and p[4]:  # the running sums of the fast path, read as they are (no states built)
+                total = ExactSums.lazy(p[0], p[1], total.shape)
+                weight = ExactSums.lazy(p[2], p[3], weight.shape) if p[5] else weight.plus_rows(p[4])
+            got = self._compute_mean(ms.layout.names, weight, total)
             if got is not None:
                 return got
         return self.plan.compute(self.states)
 
-    def _compute_mean(self, ms: State) -> MetricValues | None:
+    def _compute_mean(self, names: tuple[str, ...], weight: ExactSums, total: ExactSums) -> MetricValues | None:
         """:meth:`compute` of a collection of one measure's mean (:attr:`Plan.mean_fold_at`) whose
         weight is not zero: each metric's value is the correctly rounded quotient of the exact
         sums (:meth:`MeanMeasureMetric.compute`), nothing is undefined, so no warning is due.
         None otherwise (the general path then computes and warns)."""
         plan = self.plan
-        names = ms.layout.names
-        weight, total = ms.exact["weight"], ms.exact["total"]
         values = {}
         for m in plan.metrics:
             if type(m) is not MeanMeasureMetric or (names and m.measure_name not in names):
@@ -1295,6 +1369,30 @@ def _rows_in(batch: Batch, *columns: Any) -> int:
         if c is not None:
             return len(c)
     return batch.n
+
+
+#: plans of collections built from simple arguments (:func:`_plan_key`), copied by the next
+#: collection of the same arguments (building a plan resolves every metric: ~25 us hot, 100-200
+#: us when the caches are cold); each collection has its own copy (its attributes its own)
+_PLANS: dict[tuple, "Plan"] = {}
+_SCALARS = (type(None), bool, int, float, str)
+
+
+def _plan_key(metrics: tuple, measures: Any, options: tuple) -> tuple | None:
+    """The key of a collection's plan in :data:`_PLANS` when its metrics are strings, its
+    measures names and its options plain scalars (each with its type: ``0`` and ``False`` differ),
+    else None (not cached)."""
+    if not all(type(m) is str for m in metrics):
+        return None
+    if measures is not None:
+        if type(measures) is str:
+            measures = (measures,)
+        elif type(measures) not in (list, tuple) or not all(type(m) is str for m in measures):
+            return None
+        measures = tuple(measures)
+    if not all(type(o) in _SCALARS for o in options):
+        return None
+    return (metrics, measures, tuple((type(o), o) for o in options))
 
 
 def _measure_specs(measures: Any) -> list[MeanMeasure]:

@@ -349,3 +349,243 @@ def test_the_mean_s_compute_is_the_general_compute(make, weights):
     for alias in ("mean_loss", "mean_measure"):
         if alias in want:
             assert got[alias] == want[alias] or math.isnan(want[alias])
+
+
+# -- round 9: the running sums stay raw in the collection until the states are read ------------------------
+def _other(weighted):
+    o = _collection(True)
+    o.update(measure=np.array([1e300, -2.5, 3e-310]), sample_weight=np.array([0.5, 2.0, 1e10]) if weighted else None)
+    return o
+
+
+def _observers():
+    """``name: fn(mc, weighted) -> (mc to go on with, what was observed as bytes or text)``: every
+    way the states are read or replaced."""
+    import copy
+
+    import mergeable_metrics as mm
+
+    def states(mc, wt):
+        held = mc.states
+        return mc, (held, mc.plan.encode(held, mc.fingerprint))
+
+    def merged_into(mc, wt):  # mc is the other of a merge
+        return mc, _collection(True).merge(mc).encode()
+
+    def merge_from(mc, wt):
+        return mc.merge(_other(wt)), mc.encode()
+
+    def module_merge(mc, wt):
+        return mm.merge(mc, _other(wt)), mc.encode()
+
+    def set_states(mc, wt):
+        mc.states = _other(wt).states
+        return mc, mc.encode()
+
+    def general_update(mc, wt):  # lists: the general path folds on top of the running sums
+        mc.update(measure=[0.1, -7.0, 1e-320], sample_weight=[1.0, 3.0, 0.25] if wt else None)
+        return mc, mc.encode()
+
+    return {
+        "states": states,
+        "encode": lambda mc, wt: (mc, mc.encode()),
+        "compute": lambda mc, wt: (mc, repr(sorted(mc.compute().items()))),
+        "repr": lambda mc, wt: (mc, repr(mc)),
+        "fingerprint": lambda mc, wt: (mc, repr(mc.fingerprint)),
+        "merged_into": merged_into,
+        "merge_from": merge_from,
+        "module_merge": module_merge,
+        "pickle": lambda mc, wt: (pickle.loads(pickle.dumps(mc)), mc.plan.encode(pickle.loads(pickle.dumps(mc.states)))),
+        "copy": lambda mc, wt: (copy.copy(mc), mc.encode()),
+        "deepcopy": lambda mc, wt: (copy.deepcopy(mc), mc.encode()),
+        "decode": lambda mc, wt: (mc.decode(mc.encode()), mc.encode()),
+        "reset": lambda mc, wt: (mc.reset() or mc, mc.encode()),
+        "set_states": set_states,
+        "general_update": general_update,
+    }
+
+
+def _interleaved(observer, pattern):
+    """Fast updates (weighted where ``pattern`` says so) with ``observer`` between them: what each
+    observation saw (states read earlier encoded again at the end: they keep their bytes), the
+    final bytes, values and rows."""
+    rng = np.random.default_rng(len(observer) + 7 * len(pattern))
+    fn = _observers()[observer]
+    mc = _collection(True)
+    seen, held = [], []
+    for wt in pattern:
+        for n in (5, BLOCK + 3):
+            v = rng.normal(size=n) * 10.0 ** rng.integers(-300, 300, n)
+            mc.update(measure=v, sample_weight=rng.random(n) * 1e3 if wt else None)
+        mc, got = fn(mc, wt)
+        if observer == "states":
+            held.append(got)
+            got = got[1]
+        seen.append(got)
+    again = [mc.plan.encode(h, mc.fingerprint) for h, _ in held]
+    return seen, again, mc.encode(), repr(sorted(mc.compute().items())), mc._rows
+
+
+@needs_numba
+@pytest.mark.filterwarnings("ignore::mergeable_metrics.UndefinedMetricWarning")
+@pytest.mark.parametrize("pattern", [(False, False, False), (True, True, True), (False, True, False, True)])
+@pytest.mark.parametrize("observer", list(_observers()))
+def test_fast_updates_interleaved_with_every_observer(observer, pattern):
+    """States read (``states``, ``encode``, ``compute``, ``repr``, merges either way, pickle, copies,
+    ``decode``), replaced (``reset``, the ``states`` setter) or folded by the general path between
+    fast updates: each observation, the states read earlier, the final bytes, values and rows are
+    those of the numpy path (no numba: every batch through the general ``update``)."""
+    got = _interleaved(observer, pattern)
+    want = _numpy(lambda: _interleaved(observer, pattern))
+    assert got[0] == want[0]
+    assert got[1] == (got[0] if observer == "states" else [])  # states read earlier keep their bytes
+    assert got[2:] == want[2:]
+
+
+@needs_numba
+def test_fast_updates_build_no_state_until_read(monkeypatch):
+    """A fast ``update`` is a compiled call on the running raw sums: no state is built per batch
+    nor by ``compute`` (the quotient of the running sums), two (the count and the mean) when the
+    states are read (or a weighted update follows unweighted ones), none again until the next
+    update."""
+    from mergeable_metrics.states.base import State
+
+    built = []
+    real = State._of_fields.__func__
+
+    def counting(cls, *a, **kw):
+        built.append(cls.kind)
+        return real(cls, *a, **kw)
+
+    monkeypatch.setattr(State, "_of_fields", classmethod(counting))
+    mc = _collection(True)
+    rng = np.random.default_rng(3)
+    parts = [(rng.normal(size=n), None) for n in (10, 3000, 1, 700)]
+    for v, _ in parts:
+        mc.update(measure=v)
+    assert built == []
+    num, den = _exact(parts)
+    assert mc.compute()["loss"] == E.exact_ratio(num, den) and built == []  # compute reads the running sums as they are
+    mc.update(measure=parts[0][0], sample_weight=np.full(10, 0.5))  # weighted: the same
+    parts.append((parts[0][0], np.full(10, 0.5)))
+    num, den = _exact(parts)
+    assert mc.compute()["loss"] == E.exact_ratio(num, den) and built == ["example_count", "mean_measure"]  # (settled to switch)
+    built.clear()
+    st_mean = next(s for s in mc.states if s.kind == "mean_measure")
+    assert sorted(built) == ["example_count", "mean_measure"]
+    assert st_mean.exact["total"].fraction() == num and st_mean.exact["weight"].fraction() == den
+    mc.encode(), mc.compute(), mc.states
+    assert len(built) == 2
+
+
+@needs_numba
+def test_a_count_past_int64_raises_the_general_message_and_folds_nothing():
+    """Counts near 2**63 - 1 (states set by the caller): the fast path folds what fits, the batch
+    that would pass it takes the general path (its overflow message), nothing is folded."""
+    from mergeable_metrics.states.base import ExampleCountLayout, ExampleCountState
+    from mergeable_metrics.metrics.measure import MeanMeasureState
+
+    def attempt():
+        mc = _collection(False)
+        top = 2**63 - 1 - 5
+        layout = next(s.layout for s in mc.states if s.kind == "mean_measure")
+        near = {
+            "example_count": ExampleCountState(ExampleCountLayout(), {"count": np.int64(top), "weight": np.float64(top), "skipped": np.int64(0)}),
+            "mean_measure": MeanMeasureState(layout, {"count": np.int64(top), "weight": np.float64(top), "total": np.float64(1.0)}),
+        }
+        mc.states = tuple(near[s.kind] for s in mc.states)
+        mc.update(measure=np.array([1.0, 2.0, 3.0]))
+        mc.update(measure=np.array([0.5, 0.25]))
+        before = mc.encode()
+        with pytest.raises(ValueError) as err:
+            mc.update(measure=np.array([1.0]))
+        assert mc.encode() == before and mc._rows == 5
+        return str(err.value), before
+
+    got, want = attempt(), _numpy(attempt)
+    assert got == want and "count: int64 overflow" in got[0]
+
+
+@needs_numba
+@pytest.mark.filterwarnings("ignore::mergeable_metrics.UndefinedMetricWarning")
+def test_observers_racing_fast_updates_see_consistent_states():
+    """Threads updating (weighted and not) while others read ``states``, ``encode``, ``compute`` and
+    merge the collection into another: every snapshot's two states agree (counts, weight sums),
+    and the end holds every row exactly (``Fraction``)."""
+    rng = np.random.default_rng(11)
+    chunks = [rng.normal(size=int(rng.integers(1, 4000))) * 1e5 for _ in range(48)]
+    mc = _collection(True)
+    stop = threading.Event()
+    snaps, errors = [], []
+
+    def work(k):
+        for c in chunks[k::3]:
+            mc.update(measure=c, sample_weight=None if k % 2 else np.full(c.shape, 2.0))
+
+    def watch(j):
+        try:
+            while not stop.is_set():
+                if j == 0:
+                    snaps.append(mc.states)
+                elif j == 1:
+                    snaps.append(mc.decode(mc.encode()).states)
+                else:
+                    mc.compute()
+                    snaps.append(_collection(True).merge(mc).states)
+        except Exception as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    workers = [threading.Thread(target=work, args=(k,)) for k in range(3)]
+    watchers = [threading.Thread(target=watch, args=(j,)) for j in range(3)]
+    for t in watchers + workers:
+        t.start()
+    for t in workers:
+        t.join()
+    stop.set()
+    for t in watchers:
+        t.join()
+    assert not errors
+    for s in snaps:
+        by = {x.kind: x for x in s}
+        ec, ms = by["example_count"], by["mean_measure"]
+        assert ec["count"].item() == ms["count"].item()
+        assert ec.exact["weight"].fraction() == ms.exact["weight"].fraction()
+    st_mean = next(s for s in mc.states if s.kind == "mean_measure")
+    num = sum((Fraction(x) * (1 if (i % 3) % 2 else 2) for i, c in enumerate(chunks) for x in c.tolist()), Fraction(0))
+    assert st_mean.exact["total"].fraction() == num
+    assert mc._rows == sum(c.shape[0] for c in chunks)
+
+
+def test_collections_of_the_same_simple_arguments_copy_one_plan():
+    """A collection built from the same plain arguments as an earlier one copies its plan (the
+    metrics are not resolved again); each copy is its own (an attribute set on one is not the
+    other's), and arguments that differ only in type (``0`` / ``False`` / ``0.0``) or are not
+    plain (functions, display names, classes, formats) get their own plans."""
+    import warnings
+
+    a = MetricCollection(measures=["loss"])
+    b = MetricCollection(measures=["loss"])
+    assert a.plan is not b.plan and a.plan.metrics is b.plan.metrics  # the same resolved metrics, not resolved again
+    a.plan.mean_fold_at = None
+    assert b.plan.mean_fold_at is not None and MetricCollection(measures=["loss"]).plan.mean_fold_at is not None
+    assert MetricCollection(measures=["other"]).plan.measure_names == ("other",)
+    assert MetricCollection(measures={"loss": lambda t, p: t}).plan.measure_fns  # a function: not cached
+    assert MetricCollection(avg="mean_measure").plan.metrics[0].key == "avg"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        z0 = MetricCollection("precision", zero_division=0).compute()["precision"]
+        z1 = MetricCollection("precision", zero_division=1).compute()["precision"]
+        zn = MetricCollection("precision").compute()["precision"]
+    assert (z0, z1, math.isnan(zn)) == (0.0, 1.0, True)
+    with pytest.raises(ValueError):
+        MetricCollection("precision", zero_division=2)
+    with pytest.raises(ValueError):
+        MetricCollection("precision", zero_division=2)  # raised again (an error is never cached)
+    p = MetricCollection("recall", threshold=0.25)
+    p.update([1, 1], y_score=[0.3, 0.2])
+    q = MetricCollection("recall", threshold=0.5)
+    q.update([1, 1], y_score=[0.3, 0.2])
+    assert (p.compute()["recall"], q.compute()["recall"]) == (0.5, 0.0)
+    c = MetricCollection("precision", classes=["n", "y"])
+    c.update(["y", "n"], y_pred=["y", "y"])
+    assert c.compute()["precision"] == 0.5 and c.classes == ("n", "y")
