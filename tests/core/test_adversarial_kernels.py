@@ -27,6 +27,7 @@ from mergeable_metrics._util import exact as E
 from mergeable_metrics._util import exact_kernels as K
 from mergeable_metrics._util.portable_log import numpy_log
 from mergeable_metrics.metrics.measure import MeanMeasureLayout, MeanMeasureState
+from tests._helpers.kernels import on_numpy_path
 
 pytestmark = [
     pytest.mark.skipif(not K.AVAILABLE, reason="numba kernels disabled or not installed"),
@@ -35,17 +36,6 @@ pytestmark = [
 
 EDGES = np.array([1.7976931348623157e308, 1e308, 1e300, 1e-300, 1e16, 1.0, 0.1, 2.0**53, 5e-324, 2.2250738585072014e-308, 1e-17, 3.0, 0.0, -0.0])
 SIZES = [1, 2, 1023, 1024, 1025, 8191, 8192, 8193]
-
-
-def _on_numpy(fn):
-    """``fn()`` with the compiled kernels off (the numpy reference path, as
-    ``MERGEABLE_METRICS_DISABLE_NUMBA=1``)."""
-    K.ready()
-    saved, K.AVAILABLE = K.AVAILABLE, False
-    try:
-        return fn()
-    finally:
-        K.AVAILABLE = saved
 
 
 def _outcome(make, updates):
@@ -64,7 +54,7 @@ def _outcome(make, updates):
 
 def _both(make, updates):
     got = _outcome(make, updates)
-    want = _on_numpy(lambda: _outcome(make, updates))
+    want = on_numpy_path(lambda: _outcome(make, updates))
     assert got == want
     return got
 
@@ -204,7 +194,7 @@ def test_batch_sums_are_not_reused_for_other_arrays():
         st = zero.fold(b)
         assert st.exact["total"].fractions() == [_frac_sum(vals.tolist(), ws.tolist())]
         assert st.exact["weight"].fractions() == [_frac_sum(ws.tolist())]
-        assert st.encode() == _on_numpy(lambda: zero.fold(b)).encode()
+        assert st.encode() == on_numpy_path(lambda: zero.fold(b)).encode()
 
 
 # -- the shared weight sum of a plan's fold ----------------------------------------------------
@@ -552,4 +542,4 @@ def test_decoded_and_merged_states_fold_on_to_the_same_bytes(kind, weighted):
             mc.update(**up(a, b))
         return mc.encode()
 
-    assert _on_numpy(numpy_straight) == z.encode()
+    assert on_numpy_path(numpy_straight) == z.encode()

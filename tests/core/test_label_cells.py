@@ -17,6 +17,7 @@ import pytest
 from mergeable_metrics import MetricCollection
 from mergeable_metrics._util import exact_kernels as K
 from mergeable_metrics.inputs.formats import make_batch
+from tests._helpers.kernels import on_numpy_path
 
 pytestmark = pytest.mark.skipif(not K.AVAILABLE, reason="numba kernels disabled or not installed")
 
@@ -25,15 +26,6 @@ def _off(mc):
     """The same collection on the reference label path (no counts from the validation)."""
     mc.plan.__dict__["count_cells"] = None
     return mc
-
-
-def _numpy_path(fn):
-    K.ready()
-    saved, K.AVAILABLE = K.AVAILABLE, False
-    try:
-        return fn()
-    finally:
-        K.AVAILABLE = saved
 
 
 def _multiclass(k):
@@ -79,8 +71,8 @@ def test_multiclass_counts_and_bytes(k, weighted):
         ww = None if w is None else w[lo:hi]
         mc.update(y[lo:hi], y_pred=p[lo:hi], sample_weight=ww)
         ref.update(y[lo:hi], y_pred=p[lo:hi], sample_weight=ww)
-        _numpy_path(lambda: npy.update(y[lo:hi], y_pred=p[lo:hi], sample_weight=ww))  # noqa: B023
-    assert mc.encode() == ref.encode() == _numpy_path(npy.encode)
+        on_numpy_path(lambda: npy.update(y[lo:hi], y_pred=p[lo:hi], sample_weight=ww))  # noqa: B023
+    assert mc.encode() == ref.encode() == on_numpy_path(npy.encode)
     cm = np.asarray(mc.compute()["confusion_matrix"])
     assert (
         np.array_equal(cm, confusion_matrix(y, p, labels=list(range(k)), sample_weight=w))
@@ -108,8 +100,8 @@ def test_binary_counts_and_bytes(rule, weighted):
         ww = None if w is None else w[lo:hi]
         mc.update(y[lo:hi], s[lo:hi], sample_weight=ww)
         ref.update(y[lo:hi], s[lo:hi], sample_weight=ww)
-        _numpy_path(lambda: npy.update(y[lo:hi], s[lo:hi], sample_weight=ww))  # noqa: B023
-    assert mc.encode() == ref.encode() == _numpy_path(npy.encode)
+        on_numpy_path(lambda: npy.update(y[lo:hi], s[lo:hi], sample_weight=ww))  # noqa: B023
+    assert mc.encode() == ref.encode() == on_numpy_path(npy.encode)
     tp = float(((y == 1) & pred) @ (np.ones(n) if w is None else w))
     fp = float(((y == 0) & pred) @ (np.ones(n) if w is None else w))
     assert mc.compute()["precision"] == pytest.approx(tp / (tp + fp), rel=1e-12)
@@ -225,13 +217,13 @@ def test_the_numpy_path_checks_as_before():
     y, p = rng.integers(0, 5, 3000), rng.integers(0, 5, 3000)
     mc = _multiclass(5)
     assert (
-        _numpy_path(lambda: make_batch(num_classes=5, y_true=y, y_pred=p, task=mc.plan.task, needs=mc.plan.needs, count_cells=mc.plan.count_cells)[0].cells)
+        on_numpy_path(lambda: make_batch(num_classes=5, y_true=y, y_pred=p, task=mc.plan.task, needs=mc.plan.needs, count_cells=mc.plan.count_cells)[0].cells)
         is None
     )
-    _numpy_path(lambda: mc.update(y, y_pred=p))
+    on_numpy_path(lambda: mc.update(y, y_pred=p))
     assert mc.compute()["f1@macro"] == pytest.approx(f1_score(y, p, average="macro"), rel=1e-12)
     with pytest.raises(ValueError, match=r"column 'y_pred': invalid value 5.0 at row 3001: predictions must be integers in \[0, 5\)"):
-        _numpy_path(lambda: mc.update(np.array([0, 1]), y_pred=np.array([0, 5])))
+        on_numpy_path(lambda: mc.update(np.array([0, 1]), y_pred=np.array([0, 5])))
 
 
 def test_a_plan_with_other_states_reads_the_same_batch():

@@ -22,21 +22,13 @@ from mergeable_metrics._util import exact_kernels as K
 from mergeable_metrics.inputs.validation import Batch
 from mergeable_metrics.metrics.measure import MeanMeasureLayout, MeanMeasureState
 from mergeable_metrics.states.base import ExampleCountLayout, ExampleCountState, State
+from tests._helpers.kernels import on_numpy_path
 
 needs_numba = pytest.mark.skipif(not K.AVAILABLE, reason="numba kernels disabled or not installed")
 
 ADVERSARIAL = [1.7976931348623157e308, 1e308, 1e300, 1e-300, 1e16, 1.0, 0.1, 2.0**53, 2.0**53 + 2, 5e-324, 2.2250738585072014e-308, 1e-17, 3.0, 0.0, -0.0]
 VALUES = st.one_of(st.floats(allow_nan=False, allow_infinity=False), st.sampled_from(ADVERSARIAL + [-v for v in ADVERSARIAL]))
 WEIGHTS = st.one_of(st.floats(min_value=0.0, max_value=1e30, allow_nan=False), st.sampled_from([0.0, -0.0, 5e-324, 1e-300, 0.1, 3.0, 1e100, 2.0**60]))
-
-
-def _numpy(fn):
-    K.ready()  # load the kernels first: ready() must not see the patched flag on its first call
-    saved, K.AVAILABLE = K.AVAILABLE, False
-    try:
-        return fn()
-    finally:
-        K.AVAILABLE = saved
 
 
 def _fsum(xs, exact):
@@ -68,9 +60,9 @@ def test_mean_sums_are_the_exact_sums_bit_for_bit(data, n, weighted):
         ws = E.ExactSums.lazy(*wsum, ())
         assert ws.fraction() == sum(map(Fraction, w.tolist()), Fraction(0))
         assert ws.values.item() == _fsum(w.tolist(), ws.fraction())
-        assert _same(ws, E.exact_sum(w)) and _same(ws, _numpy(lambda: E.exact_sum(w)))
+        assert _same(ws, E.exact_sum(w)) and _same(ws, on_numpy_path(lambda: E.exact_sum(w)))
     assert _same(got, E.exact_sum(v, w))  # the general kernel
-    assert _same(got, _numpy(lambda: E.exact_sum(v, w)))  # the numpy path
+    assert _same(got, on_numpy_path(lambda: E.exact_sum(v, w)))  # the numpy path
 
 
 @needs_numba
@@ -110,7 +102,7 @@ def test_invalid_values_raise_the_reference_message_and_fold_nothing(named, valu
         return str(err.value)
 
     got = attempt()
-    assert got == _numpy(attempt)  # the same message as without the kernels
+    assert got == on_numpy_path(attempt)  # the same message as without the kernels
     import re
 
     assert re.search(message.replace("'M'", "'loss'" if named else "'measure'"), got), got
@@ -134,7 +126,7 @@ def test_update_folds_like_the_numpy_path_and_like_the_exact_mean(data, named, w
         w = np.array(data.draw(st.lists(WEIGHTS, min_size=n, max_size=n)))
         parts.append((v, w))
     mc = _fold_batches(named, parts, weighted)
-    assert mc.encode() == _numpy(lambda: _fold_batches(named, parts, weighted).encode())
+    assert mc.encode() == on_numpy_path(lambda: _fold_batches(named, parts, weighted).encode())
     one = _fold_batches(named, [(np.concatenate([v for v, _ in parts]), np.concatenate([w for _, w in parts]))], weighted)
     assert mc.encode() == one.encode()
     num = sum((Fraction(x) * (Fraction(y) if weighted else 1) for v, w in parts for x, y in zip(v.tolist(), w.tolist())), Fraction(0))
@@ -223,7 +215,7 @@ def test_mean_sums_of_many_blocks_with_their_own_ranges(weighted):
     got = E.ExactSums.lazy(*total, ())
     ws = w if weighted else np.ones_like(v)
     assert got.fraction() == sum((Fraction(x) * Fraction(y) for x, y in zip(v.tolist(), ws.tolist())), Fraction(0))
-    assert _same(got, E.exact_sum(v, w)) and _same(got, _numpy(lambda: E.exact_sum(v, w)))
+    assert _same(got, E.exact_sum(v, w)) and _same(got, on_numpy_path(lambda: E.exact_sum(v, w)))
     if weighted:
         assert _same(E.ExactSums.lazy(*wsum, ()), E.exact_sum(w))
     for name, column in (("measure", v), ("sample_weight", w)):

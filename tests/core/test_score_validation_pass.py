@@ -25,6 +25,7 @@ from mergeable_metrics._util.exact import ExactSums, fraction_to_float
 from mergeable_metrics.inputs import formats
 from mergeable_metrics.inputs.formats import SCORE_WEIGHT_SUM, make_batch
 from mergeable_metrics.inputs.validation import plain_batch
+from tests._helpers.kernels import on_numpy_path
 
 pytestmark = pytest.mark.skipif(not K.AVAILABLE, reason="numba kernels disabled or not installed")
 
@@ -39,15 +40,6 @@ def reference(monkeypatch):
             return fn()
 
     return run
-
-
-def _numpy_path(fn):
-    K.ready()
-    saved, K.AVAILABLE = K.AVAILABLE, False
-    try:
-        return fn()
-    finally:
-        K.AVAILABLE = saved
 
 
 def _batch(mc, y, s, w):
@@ -114,8 +106,8 @@ def test_states_bytes_are_the_reference_paths(metrics, weighted, reference):
         ww = None if w is None else w[lo:hi]
         mc.update(y[lo:hi], s[lo:hi], sample_weight=ww)
         reference(lambda: ref.update(y[lo:hi], s[lo:hi], sample_weight=ww))  # noqa: B023
-        _numpy_path(lambda: npy.update(y[lo:hi], s[lo:hi], sample_weight=ww))  # noqa: B023
-    assert mc.encode() == ref.encode() == _numpy_path(npy.encode)
+        on_numpy_path(lambda: npy.update(y[lo:hi], s[lo:hi], sample_weight=ww))  # noqa: B023
+    assert mc.encode() == ref.encode() == on_numpy_path(npy.encode)
     from sklearn.metrics import roc_auc_score
 
     assert mc.compute()["roc_auc"] == pytest.approx(roc_auc_score(y, s, sample_weight=w), abs=1e-3)
@@ -186,5 +178,5 @@ def test_the_numpy_path_builds_no_sums():
     """Without the kernels (``MERGEABLE_METRICS_DISABLE_NUMBA=1``) the batch is plain_batch's."""
     y, s, w = np.array([0, 1, 1]), np.array([0.2, 0.7, 0.4]), np.array([1.0, 2.0, 0.5])
     mc = MetricCollection("roc_auc")
-    got = _numpy_path(lambda: _batch(mc, y, s, w))
+    got = on_numpy_path(lambda: _batch(mc, y, s, w))
     assert got.sums is None

@@ -25,6 +25,7 @@ from mergeable_metrics import MetricCollection
 from mergeable_metrics._util import exact as E
 from mergeable_metrics._util import exact_kernels as K
 import mergeable_metrics.collection.plan as plan_module
+from tests._helpers.kernels import on_numpy_path
 
 needs_numba = pytest.mark.skipif(not K.AVAILABLE, reason="numba kernels disabled or not installed")
 
@@ -32,16 +33,6 @@ ADVERSARIAL = [1.7976931348623157e308, 1e308, 1e300, 1e-300, 1e16, 1.0, 0.1, 2.0
 VALUES = st.one_of(st.floats(allow_nan=False, allow_infinity=False), st.sampled_from(ADVERSARIAL + [-v for v in ADVERSARIAL]))
 WEIGHTS = st.one_of(st.floats(min_value=0.0, max_value=1e30, allow_nan=False), st.sampled_from([0.0, -0.0, 5e-324, 1e-300, 0.1, 3.0, 1e100, 2.0**60]))
 BLOCK = 2048  # exact_kernels.L1_BLOCK: the unweighted pass's block
-
-
-def _numpy(fn):
-    """``fn()`` with the compiled kernels off (the general ``update`` on the numpy path)."""
-    K.ready()
-    saved, K.AVAILABLE = K.AVAILABLE, False
-    try:
-        return fn()
-    finally:
-        K.AVAILABLE = saved
 
 
 def _collection(named: bool) -> MetricCollection:
@@ -118,7 +109,7 @@ def test_fast_update_is_the_exact_mean_in_any_batching(data, named):
     assert st_mean.exact["weight"].fraction() == den
     if all(w is None for _, w in parts):
         assert total.values.item() == _fsum(np.concatenate([v for v, _ in parts]).tolist(), num)
-    assert mc.encode() == _numpy(lambda: _fold(named, parts).encode())
+    assert mc.encode() == on_numpy_path(lambda: _fold(named, parts).encode())
     if all(w is None for _, w in parts) or all(w is not None for _, w in parts):
         whole = (np.concatenate([v for v, _ in parts]), None if parts[0][1] is None else np.concatenate([w for _, w in parts]))
         assert mc.encode() == _fold(named, [whole]).encode()
@@ -147,7 +138,7 @@ def test_big_batches_across_blocks_of_every_range(n):
     want = sum(map(Fraction, v.tolist()), Fraction(0))
     assert total.fraction() == want
     assert total.values.item() == _fsum(v.tolist(), want)
-    assert mc.encode() == _numpy(lambda: _fold(False, [(v, None)]).encode())
+    assert mc.encode() == on_numpy_path(lambda: _fold(False, [(v, None)]).encode())
 
 
 @needs_numba
@@ -250,7 +241,7 @@ def test_messages_of_the_general_path(named, kwargs):
         assert mc._rows == 1 and mc.encode() == before
         return type(err.value), str(err.value)
 
-    assert attempt() == _numpy(attempt)
+    assert attempt() == on_numpy_path(attempt)
 
 
 @needs_numba
@@ -260,7 +251,7 @@ def test_after_compute_merge_pickle_and_decode_the_fold_goes_on(weighted):
     ``decode`` and ``pickle``: the next fast updates add to them exactly."""
     rng = np.random.default_rng(9)
     parts = [(rng.normal(size=n) * 10.0 ** rng.integers(-100, 100, n), rng.random(n) if weighted else None) for n in (7, 2000, 64, 5)]
-    ref = _numpy(lambda: _fold(True, parts))
+    ref = on_numpy_path(lambda: _fold(True, parts))
     mc = _collection(True)
     mc.update(measure=parts[0][0], sample_weight=parts[0][1])
     mc.compute()
@@ -436,7 +427,7 @@ def test_fast_updates_interleaved_with_every_observer(observer, pattern):
     fast updates: each observation, the states read earlier, the final bytes, values and rows are
     those of the numpy path (no numba: every batch through the general ``update``)."""
     got = _interleaved(observer, pattern)
-    want = _numpy(lambda: _interleaved(observer, pattern))
+    want = on_numpy_path(lambda: _interleaved(observer, pattern))
     assert got[0] == want[0]
     assert got[1] == (got[0] if observer == "states" else [])  # states read earlier keep their bytes
     assert got[2:] == want[2:]
@@ -502,7 +493,7 @@ def test_a_count_past_int64_raises_the_general_message_and_folds_nothing():
         assert mc.encode() == before and mc._rows == 5
         return str(err.value), before
 
-    got, want = attempt(), _numpy(attempt)
+    got, want = attempt(), on_numpy_path(attempt)
     assert got == want and "count: int64 overflow" in got[0]
 
 
