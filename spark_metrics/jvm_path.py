@@ -38,7 +38,7 @@ def jvm_blocker(df: "DataFrame", evaluation: Evaluation) -> tuple[str | None, st
         return None, 'ci="bootstrap" (states per hash bucket)'
     if evaluation.on_invalid != "raise":
         return None, 'on_invalid="skip" (skipped rows are counted per slice by the Arrow path)'
-    why = slices_blocker(df, evaluation)
+    why = slices_blocker(df, evaluation) or _array_blocker(df, evaluation)
     if why is not None:
         return None, why
     spec, why = jvm.evaluation_spec(evaluation, sliced=True)
@@ -50,6 +50,23 @@ def jvm_blocker(df: "DataFrame", evaluation: Evaluation) -> tuple[str | None, st
     if not jvm.available(session):
         return None, jvm.NO_JDK
     return spec, ""
+
+
+def _array_blocker(df: "DataFrame", evaluation: Evaluation) -> str | None:
+    """Why a value column holds arrays where the JVM fold reads one number per row (a binary score given as
+    an ``array<double>`` of two class probabilities, ``predict_proba``'s rows: the Arrow path reads them), or
+    None. Arrays are read in the JVM for multiclass scores and multioutput regression only."""
+    from pyspark.sql import types as T
+
+    task = evaluation.plan.task
+    rows = {evaluation.score_col} if task.kind == "multiclass" else set()
+    if task.kind == "regression" and getattr(task, "num_outputs", None) is not None:
+        rows = {evaluation.label_col, evaluation.score_col, evaluation.prediction_col}
+    types = {f.name: f.dataType for f in df.schema.fields}
+    for c in (evaluation.label_col, evaluation.score_col, evaluation.prediction_col):
+        if isinstance(c, str) and c not in rows and isinstance(types.get(c), T.ArrayType):
+            return f"column {c!r} holds arrays (e.g. a binary score as two class probabilities per row), read on the Arrow path"
+    return None
 
 
 def _grouped(df: "DataFrame", exprs: list, evaluation: Evaluation, spec: str) -> tuple["DataFrame", list[str], list[str]]:

@@ -273,7 +273,7 @@ def test_pos_label_two_columns_beam(tmp_path):
 @pytest.mark.spark
 def test_pos_label_two_columns_spark():
     pytest.importorskip("pyspark")
-    from mergeable_metrics.spark import collect_results, compute_metrics, get_spark
+    from mergeable_metrics.spark import collect_results, compute_metrics, evaluate, get_spark
 
     t = _two_column_table()
     df = get_spark().createDataFrame(t.to_pandas()).repartition(3)
@@ -282,7 +282,8 @@ def test_pos_label_two_columns_spark():
     # the same two probabilities as one array<double> column (predict_proba stored as a list)
     arr = df.selectExpr("y", "array(p0, p1) AS proba", "region")
     ev = Evaluation(label_col="y", score_col="proba", slices=["region"], metrics=POS0)
-    _check_pos0(collect_results(compute_metrics(arr, evaluation=ev), ev), t)
+    _check_pos0(collect_results(compute_metrics(arr, evaluation=ev), ev), t)  # (the JVM path reads one score a row:
+    _check_pos0(evaluate(arr, evaluation=ev), t)  # an array column of a binary task is read on the Arrow path)
 
 
 # -- multiclass curves (one-vs-rest per class, (K, n, 3) NaN-padded) on every engine --------------
