@@ -159,8 +159,9 @@ def _canonical(keys: np.ndarray, weights: np.ndarray, level: int, capacity: int)
 
 def canonical_shift(keys: np.ndarray, level: int, capacity: int) -> int:
     """How far the level of more than ``capacity`` ascending distinct bins at ``level`` rises to
-    be canonical (>= 1): at shift ``s`` the bins number ``1 + #{adjacent pairs whose split shift
-    > s}``."""
+    be canonical (>= 1 below level 63; 0 at level 63, whose at most two bins, one per sign, stay
+    even at ``capacity`` 1, as the Java fold keeps them): at shift ``s`` the bins number ``1 +
+    #{adjacent pairs whose split shift > s}``."""
     return shift_of_splits(np.bincount(_split_shifts(keys), minlength=65), level, capacity)
 
 
@@ -168,8 +169,8 @@ def shift_of_splits(per_shift: np.ndarray, level: int, capacity: int) -> int:
     """:func:`canonical_shift` from ``per_shift`` (65,): the adjacent pairs of the bins per split
     shift (:func:`_split_shifts`)."""
     remaining = 1 + np.cumsum(per_shift[::-1])[::-1]  # bins at shift s = remaining[s + 1]
-    top = MAX_LEVEL - level  # at level 63 there are at most 2 bins
-    return next(s for s in range(1, top + 1) if s == top or remaining[s + 1] <= capacity)
+    top = MAX_LEVEL - level  # at level 63 there are at most 2 bins (one per sign): no shift, even above capacity 1
+    return next((s for s in range(1, top + 1) if s == top or remaining[s + 1] <= capacity), 0)
 
 
 def bin_scores(score: np.ndarray, y: np.ndarray, w: np.ndarray | None, capacity: int, num_labels: int = 2):

@@ -143,3 +143,18 @@ def test_known_slots_of_a_block_are_the_canonical_states_of_their_rows(capacity,
             assert got == want, (v, got, want)
     overall = next(x for x in acc[()] if isinstance(x, ScoreDistributionState))
     assert overall == ScoreDistributionState.from_arrays(layout, np.concatenate([r[0] for r in rows.values()]), np.concatenate([r[1] for r in rows.values()]))
+
+
+def test_capacity_one_with_scores_of_both_signs_merges_at_the_top_level():
+    """Capacity 1 (the bin functions' own; states take capacities >= 2, where level 63's at most two bins fit):
+    scores of both signs keep two bins at level 63 (a bin never spans the sign); merging such bins raised
+    StopIteration (found by the property test above: old (0.51, 0.95), new (0.38, -0.40))."""
+    old_s, old_y = np.array([0.51182162, 0.9504637]), np.array([0, 0])
+    new_s, new_y = np.array([0.37719066, -0.39631459]), np.array([0, 0])
+    old, new = bin_scores(old_s, old_y, None, 1), bin_scores(new_s, new_y, None, 1)
+    assert new[2] == 63 and new[0].size == 2  # one bin per sign, at the top level
+    got = merge_bins(old, new, 1)
+    want = bin_scores(np.concatenate([old_s, new_s]), np.concatenate([old_y, new_y]), None, 1)
+    assert got[2] == want[2] == 63
+    np.testing.assert_array_equal(got[0], want[0])
+    np.testing.assert_array_equal(got[1], want[1])
