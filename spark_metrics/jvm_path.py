@@ -59,12 +59,13 @@ def _array_blocker(df: "DataFrame", evaluation: Evaluation) -> str | None:
     from pyspark.sql import types as T
 
     task = evaluation.plan.task
-    rows = {evaluation.score_col} if task.kind == "multiclass" else set()
+    cols = [c for c in (evaluation.label_col, evaluation.score_col, evaluation.prediction_col) if isinstance(c, str)]  # (K score columns: a list)
+    rows: set[str] = {c for c in cols if c == evaluation.score_col} if task.kind == "multiclass" else set()
     if task.kind == "regression" and getattr(task, "num_outputs", None) is not None:
-        rows = {evaluation.label_col, evaluation.score_col, evaluation.prediction_col}
+        rows = set(cols)
     types = {f.name: f.dataType for f in df.schema.fields}
-    for c in (evaluation.label_col, evaluation.score_col, evaluation.prediction_col):
-        if isinstance(c, str) and c not in rows and isinstance(types.get(c), T.ArrayType):
+    for c in cols:
+        if c not in rows and isinstance(types.get(c), T.ArrayType):
             return f"column {c!r} holds arrays (e.g. a binary score as two class probabilities per row), read on the Arrow path"
     return None
 
